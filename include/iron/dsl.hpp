@@ -1,0 +1,285 @@
+// Iron's kernel DSL: a tracing builder. A kernel is an ordinary C++ function; Iron calls it
+// once with symbolic handles and every operator on a handle appends IR. Host C++ around the
+// calls is compile-time meta-programming (a host `for` unrolls); device control flow is
+// explicit: if_(...).else_(...), for_(...). A traced value never converts to bool, so
+// `if (x < n)` on a traced value does not compile.
+//
+// Operators are non-template functions defined in src/dsl/tracer.cpp; each operand captures
+// the DSL source line through `Operand`, so every IR op and every diagnostic names file:line.
+#pragma once
+
+#include <cstdint>
+#include <initializer_list>
+#include <source_location>
+#include <type_traits>
+
+#include "iron/types.hpp"
+
+namespace iron::dsl {
+
+using SrcLoc = std::source_location;
+
+inline constexpr DType T = DType::Generic;  // the kernel's generic dtype
+inline constexpr DType f32 = DType::F32;
+inline constexpr DType f16 = DType::F16;
+inline constexpr DType bf16 = DType::BF16;
+inline constexpr DType i32 = DType::I32;
+inline constexpr DType u32 = DType::U32;
+inline constexpr DType boolean = DType::Bool;
+
+// A traced value: the id of the IR instruction that defines it, and its dtype.
+class Expr {
+ public:
+  Expr() = default;
+  Expr(uint32_t id, DType type) : id_(id), type_(type) {}
+  uint32_t id() const { return id_; }
+  DType dtype() const { return type_; }
+  // A device value has no host truth value: branch with if_(cond, ...) instead.
+  explicit operator bool() const = delete;
+
+ private:
+  uint32_t id_ = UINT32_MAX;
+  DType type_ = DType::Void;
+};
+
+class VarBase;
+class ElemRef;
+class TgRef;
+
+// Anything usable as an operand: a traced value, a variable, a buffer element, or a host
+// literal (which takes the dtype of the other operand). Captures the caller's source line.
+class Operand {
+ public:
+  Operand(Expr e, SrcLoc loc = SrcLoc::current());
+  Operand(const VarBase& v, SrcLoc loc = SrcLoc::current());
+  Operand(const ElemRef& r, SrcLoc loc = SrcLoc::current());
+  Operand(const TgRef& r, SrcLoc loc = SrcLoc::current());
+  Operand(int v, SrcLoc loc = SrcLoc::current()) : Operand(int64_t(v), false, loc) {}
+  Operand(unsigned v, SrcLoc loc = SrcLoc::current()) : Operand(int64_t(v), false, loc) {}
+  Operand(long v, SrcLoc loc = SrcLoc::current()) : Operand(int64_t(v), false, loc) {}
+  Operand(unsigned long v, SrcLoc loc = SrcLoc::current()) : Operand(int64_t(v), false, loc) {}
+  Operand(long long v, SrcLoc loc = SrcLoc::current()) : Operand(int64_t(v), false, loc) {}
+  Operand(unsigned long long v, SrcLoc loc = SrcLoc::current()) : Operand(int64_t(v), false, loc) {}
+  Operand(float v, SrcLoc loc = SrcLoc::current()) : Operand(double(v), true, loc) {}
+  Operand(double v, SrcLoc loc = SrcLoc::current()) : Operand(v, true, loc) {}
+
+  enum class Kind : uint8_t { Value, IntLit, FloatLit };
+  Kind kind;
+  Expr value;
+  int64_t i = 0;
+  double f = 0;
+  const char* file;
+  uint32_t line;
+
+ private:
+  Operand(int64_t v, bool, SrcLoc loc);
+  Operand(double v, bool, SrcLoc loc);
+};
+
+// Arithmetic, bitwise, logical and comparison operators.
+Expr operator+(Operand a, Operand b);
+Expr operator-(Operand a, Operand b);
+Expr operator*(Operand a, Operand b);
+Expr operator/(Operand a, Operand b);
+Expr operator%(Operand a, Operand b);
+Expr operator&(Operand a, Operand b);
+Expr operator|(Operand a, Operand b);
+Expr operator^(Operand a, Operand b);
+Expr operator<<(Operand a, Operand b);
+Expr operator>>(Operand a, Operand b);
+Expr operator&&(Operand a, Operand b);
+Expr operator||(Operand a, Operand b);
+Expr operator<(Operand a, Operand b);
+Expr operator<=(Operand a, Operand b);
+Expr operator>(Operand a, Operand b);
+Expr operator>=(Operand a, Operand b);
+Expr operator==(Operand a, Operand b);
+Expr operator!=(Operand a, Operand b);
+Expr operator-(Operand a);
+Expr operator!(Operand a);
+Expr operator~(Operand a);
+
+// Math. exp/log/sqrt/rsqrt/tanh take floats; min/max/abs any numeric dtype.
+Expr exp(Operand x);
+Expr log(Operand x);
+Expr sqrt(Operand x);
+Expr rsqrt(Operand x);
+Expr tanh(Operand x);
+Expr abs(Operand x);
+Expr min(Operand a, Operand b);
+Expr max(Operand a, Operand b);
+Expr fma(Operand a, Operand b, Operand c);
+// Both sides are evaluated: a select never guards a load (put loads behind if_ instead).
+Expr select(Operand cond, Operand if_true, Operand if_false);
+
+Expr cast_to(Operand x, DType to);
+template <DType D>
+Expr cast(Operand x) {
+  return cast_to(x, D);
+}
+
+// Built-ins. Which ones a kernel may read depends on its mode (checked at registration):
+// Elementwise binds thread_id (the flat global thread index); Reduction binds program_id
+// (threadgroup index), local_id, group_size, num_programs and the lane built-ins.
+Expr thread_id(int axis = 0, SrcLoc loc = SrcLoc::current());
+Expr program_id(int axis = 0, SrcLoc loc = SrcLoc::current());
+Expr local_id(int axis = 0, SrcLoc loc = SrcLoc::current());
+Expr group_size(int axis = 0, SrcLoc loc = SrcLoc::current());
+Expr num_programs(int axis = 0, SrcLoc loc = SrcLoc::current());
+Expr lane_id(SrcLoc loc = SrcLoc::current());
+Expr lane_width(SrcLoc loc = SrcLoc::current());
+Expr simd_group_id(SrcLoc loc = SrcLoc::current());
+Expr num_simd_groups(SrcLoc loc = SrcLoc::current());
+
+// Synchronisation and reductions (Reduction mode). lane_* reduce across one lane group
+// (warp / subgroup); group_* across the whole threadgroup, every thread receiving the result.
+// Every thread of the threadgroup must reach them (no divergent calls).
+void barrier(SrcLoc loc = SrcLoc::current());
+Expr lane_sum(Operand x);
+Expr lane_max(Operand x);
+Expr group_sum(Operand x);
+Expr group_max(Operand x);
+
+// A non-owning reference to a callable, so control-flow helpers need no std::function.
+template <class Sig>
+class FnRef;
+template <class R, class... A>
+class FnRef<R(A...)> {
+ public:
+  template <class F, class = std::enable_if_t<!std::is_same_v<std::decay_t<F>, FnRef>>>
+  FnRef(F&& f)  // NOLINT: implicit by design
+      : obj_(const_cast<void*>(static_cast<const void*>(&f))),
+        call_([](void* o, A... a) -> R { return (*static_cast<std::remove_reference_t<F>*>(o))(a...); }) {}
+  R operator()(A... a) const { return call_(obj_, a...); }
+
+ private:
+  void* obj_;
+  R (*call_)(void*, A...);
+};
+
+class IfChain {
+ public:
+  explicit IfChain(uint32_t inst) : inst_(inst) {}
+  void else_(FnRef<void()> body);
+
+ private:
+  uint32_t inst_;
+};
+IfChain if_(Operand cond, FnRef<void()> then_body);
+// for (i = begin; i < end; i += step); the body receives i.
+void for_(Operand begin, Operand end, Operand step, FnRef<void(Expr)> body);
+void for_(Operand begin, Operand end, FnRef<void(Expr)> body);
+
+// A mutable local. `Var<f32> acc = 0.0f;` then `acc += x;`.
+class VarBase {
+ public:
+  VarBase(DType type, Operand init);
+  VarBase(const VarBase&) = delete;
+  VarBase& operator=(const VarBase& other);
+  // Exact-match overloads keep `v = expr` unambiguous next to Var's converting constructors.
+  // The store takes the location of the value it stores.
+  void operator=(Expr v);
+  void operator=(const ElemRef& v);
+  void operator=(float v);
+  void operator=(double v);
+  void operator=(int v);
+  void operator=(unsigned v);
+  void operator=(Operand v);
+  void operator+=(Operand v);
+  void operator-=(Operand v);
+  void operator*=(Operand v);
+  void operator/=(Operand v);
+  uint32_t id() const { return id_; }
+  DType dtype() const { return type_; }
+
+ private:
+  uint32_t id_;
+  DType type_;
+};
+template <DType D>
+class Var : public VarBase {
+ public:
+  Var(Expr init, SrcLoc loc = SrcLoc::current()) : VarBase(D, Operand(init, loc)) {}
+  Var(const ElemRef& init, SrcLoc loc = SrcLoc::current()) : VarBase(D, Operand(init, loc)) {}
+  Var(int init, SrcLoc loc = SrcLoc::current()) : VarBase(D, Operand(init, loc)) {}
+  Var(unsigned init, SrcLoc loc = SrcLoc::current()) : VarBase(D, Operand(init, loc)) {}
+  Var(float init, SrcLoc loc = SrcLoc::current()) : VarBase(D, Operand(init, loc)) {}
+  Var(double init, SrcLoc loc = SrcLoc::current()) : VarBase(D, Operand(init, loc)) {}
+  using VarBase::operator=;
+  Var& operator=(const Var& other) {
+    VarBase::operator=(static_cast<const VarBase&>(other));
+    return *this;
+  }
+};
+
+// Global memory: a kernel parameter, indexed with [] to load or store one element.
+class Buffer;
+class ElemRef {
+ public:
+  ElemRef(uint32_t param, DType type, Expr index, const char* file, uint32_t line)
+      : param_(param), type_(type), index_(index), file_(file), line_(line) {}
+  void operator=(Operand v);
+  void operator=(const ElemRef& v);
+  void operator+=(Operand v);
+  uint32_t param() const { return param_; }
+  DType dtype() const { return type_; }
+  Expr index() const { return index_; }
+
+ private:
+  uint32_t param_;
+  DType type_;
+  Expr index_;
+  const char* file_;
+  uint32_t line_;
+};
+class Buffer {
+ public:
+  Buffer(uint32_t param, DType type) : param_(param), type_(type) {}
+  ElemRef operator[](Operand index) const;
+  DType dtype() const { return type_; }
+
+ private:
+  uint32_t param_;
+  DType type_;
+};
+
+// Threadgroup (shared) memory: `threadgroup_alloc` names must be unique in the kernel.
+class TgRef {
+ public:
+  TgRef(uint32_t alloc, DType type, Expr index, const char* file, uint32_t line)
+      : alloc_(alloc), type_(type), index_(index), file_(file), line_(line) {}
+  void operator=(Operand v);
+  void operator=(const TgRef& v);
+  uint32_t alloc() const { return alloc_; }
+  DType dtype() const { return type_; }
+  Expr index() const { return index_; }
+
+ private:
+  uint32_t alloc_;
+  DType type_;
+  Expr index_;
+  const char* file_;
+  uint32_t line_;
+};
+class TgBuffer {
+ public:
+  TgBuffer(uint32_t alloc, DType type) : alloc_(alloc), type_(type) {}
+  TgRef operator[](Operand index) const;
+
+ private:
+  uint32_t alloc_;
+  DType type_;
+};
+TgBuffer threadgroup_alloc(const char* name, DType type, uint32_t count, SrcLoc loc = SrcLoc::current());
+
+// Parameters, declared in the body in binding order. A buffer's extent (the elements the kernel
+// may touch) is the product of the listed scalar parameters and integer literals; it is checked
+// against the bound buffer before every dispatch.
+using Extent = std::initializer_list<Operand>;
+Buffer input(const char* name, DType type, Extent extent, SrcLoc loc = SrcLoc::current());
+Buffer output(const char* name, DType type, Extent extent, SrcLoc loc = SrcLoc::current());
+Buffer inout(const char* name, DType type, Extent extent, SrcLoc loc = SrcLoc::current());
+// A scalar set per dispatch (a "constexpr" of the dispatch call).
+Expr constexpr_(const char* name, DType type, SrcLoc loc = SrcLoc::current());
+
+}  // namespace iron::dsl

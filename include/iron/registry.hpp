@@ -1,0 +1,50 @@
+// Kernel registration. IRON_KERNEL records a kernel body in a static registry; the body is
+// traced on first use, checked against its mode (the registry gate) and verified. A kernel
+// that reads a built-in its mode does not bind is rejected with its name and DSL file:line.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "iron/types.hpp"
+
+namespace iron {
+namespace ir {
+struct Kernel;
+}
+
+using KernelBody = void (*)();
+
+struct KernelDecl {
+  const char* name;
+  KernelBody body;
+  Mode mode;
+  std::vector<DType> dtypes;  // what T may be; empty for a kernel that does not use T
+  const char* file;
+  int line;
+};
+
+// Adds a kernel to the process-wide registry; returns its index. Called from static initializers.
+int register_kernel(const KernelDecl& decl);
+
+// Every registered kernel, in name order.
+std::vector<const KernelDecl*> registered_kernels();
+const KernelDecl* find_kernel_decl(std::string_view name);
+
+// The traced, gated and verified IR of a registered kernel (cached, thread-safe). Throws
+// iron::Error with every diagnostic when the kernel is unknown or malformed.
+const ir::Kernel& kernel_ir(std::string_view name);
+
+// Traces a body without registering it (tests, tools). Throws iron::Error on diagnostics.
+ir::Kernel trace_kernel(const KernelDecl& decl);
+
+}  // namespace iron
+
+#define IRON_DETAIL_CAT2(a, b) a##b
+#define IRON_DETAIL_CAT(a, b) IRON_DETAIL_CAT2(a, b)
+
+// IRON_KERNEL(iron_add, add_body, Elementwise, f32, f16, bf16)
+#define IRON_KERNEL(kname, body_fn, kmode, ...)                                                   \
+  [[maybe_unused]] static const int IRON_DETAIL_CAT(iron_kernel_reg_, kname) = ::iron::register_kernel( \
+      ::iron::KernelDecl{#kname, &body_fn, ::iron::Mode::kmode, {__VA_ARGS__}, __FILE__, __LINE__})

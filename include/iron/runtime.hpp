@@ -1,0 +1,100 @@
+// The runtime: a Context owns one device (Vulkan or CUDA), device buffers, and validated
+// dispatch. dispatch_with_grid binds buffers by parameter name and counts the grid in
+// threadgroups, not threads; every dispatch is checked before launch (see context.cpp).
+#pragma once
+
+#include <map>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "iron/types.hpp"
+
+namespace iron {
+namespace ir {
+struct Kernel;
+}
+namespace rt {
+class Device;
+struct BufferImpl;
+}  // namespace rt
+
+enum class Backend : uint8_t { Vulkan, Cuda };
+const char* backend_name(Backend b);
+bool parse_backend(std::string_view s, Backend& out);
+
+struct DeviceInfo {
+  Backend backend = Backend::Vulkan;
+  std::string name;
+  std::string driver;              // driver / API version text
+  std::string arch;                // e.g. "sm_90a"; Vulkan: device type
+  uint32_t lane_width = 32;        // warp / subgroup size, queried from the device
+  uint32_t max_threads_per_group = 1024;
+  Dim3 max_group_size{1024, 1024, 64};
+  Dim3 max_grid{65535, 65535, 65535};
+  uint64_t shared_memory_bytes = 0;  // per threadgroup
+  uint64_t memory_bytes = 0;
+  bool f16 = false;
+  bool bf16 = false;               // bf16 storage (computed through f32 where not native)
+};
+
+// A device allocation with a dtype and an element count. Copyable handle; freed with the last copy.
+class DeviceBuffer {
+ public:
+  DeviceBuffer() = default;
+  DType dtype() const { return dtype_; }
+  size_t count() const { return count_; }
+  size_t bytes() const { return count_ * dtype_size(dtype_); }
+  rt::BufferImpl* impl() const { return impl_.get(); }
+  explicit operator bool() const { return impl_ != nullptr; }
+
+ private:
+  friend class Context;
+  std::shared_ptr<rt::BufferImpl> impl_;
+  DType dtype_ = DType::F32;
+  size_t count_ = 0;
+};
+
+using Bindings = std::vector<std::pair<std::string, DeviceBuffer>>;
+// Scalar ("constexpr") values by parameter name. Integers must be exact and in range.
+using Constexprs = std::map<std::string, double, std::less<>>;
+
+class Context {
+ public:
+  // Opens device `index` of the backend; throws iron::Error ("no CUDA driver", "no Vulkan
+  // device", ...) when it cannot.
+  static std::unique_ptr<Context> create(Backend backend, int index = 0);
+  ~Context();
+
+  const DeviceInfo& info() const;
+  DeviceBuffer alloc(DType dtype, size_t count);
+  void upload(const DeviceBuffer& buf, const void* data, size_t bytes);
+  void download(const DeviceBuffer& buf, void* data, size_t bytes);
+
+  // Validates, compiles (cached per kernel / dtype / threadgroup shape) and launches.
+  // Throws iron::Error naming the rule, the kernel and the offending value on a bad dispatch;
+  // nothing is launched then.
+  void dispatch_with_grid(std::string_view kernel, DType dtype, const Bindings& buffers,
+                          const Constexprs& constexprs, Dim3 grid, Dim3 threadgroup);
+  void dispatch_with_grid(const ir::Kernel& kernel, DType dtype, const Bindings& buffers,
+                          const Constexprs& constexprs, Dim3 grid, Dim3 threadgroup);
+  // Only the validation half of a dispatch; throws like dispatch_with_grid.
+  void validate_dispatch(const ir::Kernel& kernel, DType dtype, const Bindings& buffers,
+                         const Constexprs& constexprs, Dim3 grid, Dim3 threadgroup) const;
+  void synchronize();
+  size_t pipeline_cache_size() const;
+
+ private:
+  explicit Context(std::unique_ptr<rt::Device> device);
+  struct Cache;
+  std::unique_ptr<rt::Device> device_;
+  std::unique_ptr<Cache> cache_;
+};
+
+// Devices visible to a backend, without opening a Context. Empty when the driver is absent;
+// `why` then says what was missing.
+std::vector<DeviceInfo> list_devices(Backend backend, std::string* why = nullptr);
+
+}  // namespace iron

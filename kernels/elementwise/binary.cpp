@@ -1,0 +1,54 @@
+// Elementwise binary kernels: out[i] = a[i] (+|*) b[i] over n elements, one thread per element.
+// Dispatch: grid = {ceil(n / tg), 1, 1} threadgroups of tg threads; threads past n do nothing.
+// Exact in f32; 16-bit dtypes compute in f32 and round once on store.
+#include <iron/iron.hpp>
+
+namespace iron::kernels {
+using namespace iron::dsl;
+
+static void add() {
+  Expr n = constexpr_("n", u32);
+  Buffer a = input("a", T, {n});
+  Buffer b = input("b", T, {n});
+  Buffer out = output("out", T, {n});
+  Expr i = thread_id(0);
+  if_(i < n, [&] { out[i] = a[i] + b[i]; });
+}
+IRON_KERNEL(iron_add, add, Elementwise, f32, f16, bf16);
+
+static void mul() {
+  Expr n = constexpr_("n", u32);
+  Buffer a = input("a", T, {n});
+  Buffer b = input("b", T, {n});
+  Buffer out = output("out", T, {n});
+  Expr i = thread_id(0);
+  if_(i < n, [&] { out[i] = a[i] * b[i]; });
+}
+IRON_KERNEL(iron_mul, mul, Elementwise, f32, f16, bf16);
+
+// Tolerances: f32 is exact (one correctly rounded op); f16/bf16 allow one rounding of the
+// stored result (half an ulp: 2^-11 and 2^-8 relative) with a little slack.
+static TestSetup binary_case(DType dt, uint32_t n, bool multiply) {
+  auto a = fixture::uniform(n, -4.0, 4.0, 11);
+  auto b = fixture::uniform(n, -4.0, 4.0, 12);
+  return TestSetup(dt)
+      .in("a", a)
+      .in("b", b)
+      .out("out", n)
+      .constexprs({{"n", n}})
+      .grid({(n + 255) / 256, 1, 1}, {256, 1, 1})
+      .oracle([n, multiply](const Tensors& in, Tensors& out) {
+        const auto& x = in.at("a");
+        const auto& y = in.at("b");
+        auto& o = out.at("out");
+        for (uint32_t i = 0; i < n; ++i) o[i] = multiply ? x[i] * y[i] : x[i] + y[i];
+      });
+}
+
+// 1000 and 4097 are not multiples of the threadgroup size: the tail threads must do nothing.
+IRON_TEST_KERNEL(iron_add, n1000, {f32, 1e-6}, {f16, 1e-3}, {bf16, 8e-3}) { return binary_case(dt, 1000, false); }
+IRON_TEST_KERNEL(iron_add, n4097, {f32, 1e-6}, {f16, 1e-3}, {bf16, 8e-3}) { return binary_case(dt, 4097, false); }
+IRON_TEST_KERNEL(iron_mul, n1000, {f32, 1e-6}, {f16, 1e-3}, {bf16, 8e-3}) { return binary_case(dt, 1000, true); }
+IRON_TEST_KERNEL(iron_mul, n65537, {f32, 1e-6}, {f16, 1e-3}, {bf16, 8e-3}) { return binary_case(dt, 65537, true); }
+
+}  // namespace iron::kernels

@@ -1,0 +1,56 @@
+// Elementwise unary kernels: exp and SiLU (x * sigmoid(x)), one thread per element, computed in
+// f32 and rounded once on store. Dispatch: grid = {ceil(n / tg), 1, 1}, tg = {256, 1, 1}.
+#include <cmath>
+
+#include <iron/iron.hpp>
+
+namespace iron::kernels {
+using namespace iron::dsl;
+
+static void exp_kernel() {
+  Expr n = constexpr_("n", u32);
+  Buffer x = input("x", T, {n});
+  Buffer out = output("out", T, {n});
+  Expr i = thread_id(0);
+  if_(i < n, [&] { out[i] = cast<T>(exp(cast<f32>(x[i]))); });
+}
+IRON_KERNEL(iron_exp, exp_kernel, Elementwise, f32, f16, bf16);
+
+static void silu() {
+  Expr n = constexpr_("n", u32);
+  Buffer x = input("x", T, {n});
+  Buffer out = output("out", T, {n});
+  Expr i = thread_id(0);
+  if_(i < n, [&] {
+    Expr v = cast<f32>(x[i]);
+    out[i] = cast<T>(v / (1.0f + exp(-v)));
+  });
+}
+IRON_KERNEL(iron_silu, silu, Elementwise, f32, f16, bf16);
+
+// Tolerances: GPU expf is within a few ulp of libm, and Vulkan allows 3 + 2|x| ulp for exp,
+// so f32 gets 1e-5 relative; 16-bit dtypes are dominated by the final rounding.
+static TestSetup unary_case(DType dt, uint32_t n, double lo, double hi, bool is_silu) {
+  return TestSetup(dt)
+      .in("x", fixture::uniform(n, lo, hi, 21))
+      .out("out", n)
+      .constexprs({{"n", n}})
+      .grid({(n + 255) / 256, 1, 1}, {256, 1, 1})
+      .oracle([n, is_silu](const Tensors& in, Tensors& out) {
+        const auto& x = in.at("x");
+        auto& o = out.at("out");
+        for (uint32_t i = 0; i < n; ++i) o[i] = is_silu ? x[i] / (1.0 + std::exp(-x[i])) : std::exp(x[i]);
+      });
+}
+
+IRON_TEST_KERNEL(iron_exp, n3001, {f32, 1e-5}, {f16, 1.5e-3}, {bf16, 8e-3}) {
+  return unary_case(dt, 3001, -8.0, 8.0, false);
+}
+IRON_TEST_KERNEL(iron_silu, n3001, {f32, 1e-5}, {f16, 1.5e-3}, {bf16, 8e-3}) {
+  return unary_case(dt, 3001, -8.0, 8.0, true);
+}
+IRON_TEST_KERNEL(iron_silu, n257, {f32, 1e-5}, {f16, 1.5e-3}, {bf16, 8e-3}) {
+  return unary_case(dt, 257, -20.0, 20.0, true);
+}
+
+}  // namespace iron::kernels

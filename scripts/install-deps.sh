@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# Installs every Debian package Iron's build and tests need. Idempotent: packages already
+# present are skipped, so a second run costs one dpkg query.
+set -euo pipefail
+
+packages=(
+  cmake ninja-build g++ make pkg-config ccache
+  # Vulkan: loader headers, lavapipe ICD (Mesa), vulkaninfo for diagnostics
+  libvulkan-dev mesa-vulkan-drivers vulkan-tools
+  # GLSL -> SPIR-V through glslang's C API, validation through SPIRV-Tools
+  glslang-dev glslang-tools spirv-tools
+  # Protocol JSON, CLI parsing, content hashes
+  nlohmann-json3-dev libcli11-dev libxxhash-dev
+  # Unit tests and host benchmarks
+  libgtest-dev libbenchmark-dev
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$p")
+  fi
+done
+
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "install-deps: all ${#packages[@]} packages present"
+  exit 0
+fi
+
+echo "install-deps: installing ${missing[*]}"
+SUDO=""
+if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"

@@ -1,0 +1,323 @@
+// iron: the command-line front end. It does no GPU work itself: it spawns iron-runner (which
+// links the kernel library), reads its JSON-lines protocol and renders the results. A runner
+// that crashes fails the test it was running and the run reports it; the CLI never hangs on it.
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+
+#include "core/protocol.hpp"
+
+extern char** environ;
+
+namespace {
+
+using nlohmann::json;
+namespace fs = std::filesystem;
+
+struct Style {
+  bool tty = isatty(STDOUT_FILENO) != 0;
+  std::string green(const std::string& s) const { return tty ? "\033[32m" + s + "\033[0m" : s; }
+  std::string red(const std::string& s) const { return tty ? "\033[31m" + s + "\033[0m" : s; }
+  std::string yellow(const std::string& s) const { return tty ? "\033[33m" + s + "\033[0m" : s; }
+  std::string dim(const std::string& s) const { return tty ? "\033[2m" + s + "\033[0m" : s; }
+};
+
+fs::path self_dir() {
+  std::error_code ec;
+  fs::path p = fs::read_symlink("/proc/self/exe", ec);
+  return ec ? fs::current_path() : p.parent_path();
+}
+
+fs::path runner_path() {
+  if (const char* env = std::getenv("IRON_RUNNER")) return env;
+  return self_dir() / "iron-runner";
+}
+
+// The runner executes all codegen: a stale one would run old code (seeds §8). When this CLI
+// lives in its own build tree, rebuild the runner target first; ninja makes a no-op cheap.
+void rebuild_runner_if_in_build_tree() {
+#ifdef IRON_BUILD_DIR
+  if (std::getenv("IRON_NO_REBUILD")) return;
+  fs::path build(IRON_BUILD_DIR);
+  std::error_code ec;
+  if (!fs::exists(build / "build.ninja", ec) || !fs::equivalent(self_dir(), build / "bin", ec)) return;
+  std::string cmd = "cmake --build '" + build.string() + "' --target iron-runner > /dev/null 2>&1";
+  if (std::system(cmd.c_str()) != 0)
+    std::cerr << "iron: warning: could not rebuild iron-runner in " << build << "; running the existing binary\n";
+#endif
+}
+
+struct RunResult {
+  int exit_code = 0;
+  bool crashed = false;
+  std::string crash;
+};
+
+// Spawns the runner with `args` and hands each decoded message to `on_message`.
+template <class Fn>
+RunResult run_runner(const std::vector<std::string>& args, Fn&& on_message) {
+  rebuild_runner_if_in_build_tree();
+  fs::path runner = runner_path();
+  RunResult result;
+  if (!fs::exists(runner)) {
+    std::cerr << "iron: runner not found at " << runner << " (build it, or set IRON_RUNNER)\n";
+    result.exit_code = 2;
+    return result;
+  }
+  int fds[2];
+  if (pipe(fds) != 0) {
+    std::perror("iron: pipe");
+    result.exit_code = 2;
+    return result;
+  }
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_adddup2(&fa, fds[1], STDOUT_FILENO);
+  posix_spawn_file_actions_addclose(&fa, fds[0]);
+  posix_spawn_file_actions_addclose(&fa, fds[1]);
+  std::vector<std::string> argv_s{runner.string()};
+  argv_s.insert(argv_s.end(), args.begin(), args.end());
+  std::vector<char*> argv;
+  for (auto& s : argv_s) argv.push_back(s.data());
+  argv.push_back(nullptr);
+  pid_t pid;
+  int rc = posix_spawn(&pid, runner.c_str(), &fa, nullptr, argv.data(), environ);
+  posix_spawn_file_actions_destroy(&fa);
+  close(fds[1]);
+  if (rc != 0) {
+    std::cerr << "iron: cannot start " << runner << ": " << std::strerror(rc) << "\n";
+    close(fds[0]);
+    result.exit_code = 2;
+    return result;
+  }
+  FILE* in = fdopen(fds[0], "r");
+  std::string line;
+  char buf[65536];
+  while (fgets(buf, sizeof buf, in)) {
+    line += buf;
+    if (line.empty() || line.back() != '\n') continue;
+    line.pop_back();
+    json msg;
+    std::string why;
+    if (iron::protocol::decode(line, msg, why)) on_message(msg);
+    else std::cerr << "iron: unreadable runner output (" << why << "): " << line.substr(0, 200) << "\n";
+    line.clear();
+  }
+  fclose(in);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  if (WIFSIGNALED(status)) {
+    result.crashed = true;
+    result.crash = std::string("signal ") + std::to_string(WTERMSIG(status)) + " (" + strsignal(WTERMSIG(status)) + ")";
+    result.exit_code = 1;
+  } else {
+    result.exit_code = WEXITSTATUS(status);
+  }
+  return result;
+}
+
+std::string fmt_sci(double v) {
+  char b[32];
+  std::snprintf(b, sizeof b, "%.2e", v);
+  return b;
+}
+
+int report_error(const json& msg) {
+  std::cerr << "iron: error: " << msg.value("message", std::string("?")) << "\n";
+  return 2;
+}
+
+int cmd_test(const std::vector<std::string>& args, bool as_json) {
+  Style st;
+  int passed = 0, failed = 0, skipped = 0;
+  bool summary = false, error = false;
+  std::string in_flight;
+  RunResult r = run_runner(args, [&](const json& m) {
+    std::string type = m["type"];
+    if (as_json && type != "test_start") std::cout << m.dump() << "\n";
+    if (type == "device" && !as_json) {
+      std::cout << "device: " << m.value("name", std::string()) << " (" << m.value("backend", std::string()) << ", "
+                << m.value("driver", std::string()) << ", lane width " << m.value("lane_width", 0) << ")\n";
+    } else if (type == "test_start") {
+      in_flight = m["kernel"].get<std::string>() + "/" + m["case"].get<std::string>() + " [" + m["dtype"].get<std::string>() + "]";
+    } else if (type == "test") {
+      in_flight.clear();
+      std::string status = m["status"];
+      std::string name = m["kernel"].get<std::string>() + "/" + m["case"].get<std::string>();
+      if (!as_json) {
+        std::string tag = status == "pass" ? st.green("PASS") : status == "skip" ? st.yellow("SKIP") : st.red("FAIL");
+        std::string err = m["max_error"].is_number() ? fmt_sci(m["max_error"].get<double>()) : "inf";
+        char ms[32];
+        std::snprintf(ms, sizeof ms, "%.1f ms", m.value("ms", 0.0));
+        std::cout << tag << " " << name << " [" << m["dtype"].get<std::string>() << "] on "
+                  << m["backend"].get<std::string>() << "  max error " << err << " (tol "
+                  << fmt_sci(m.value("tolerance", 0.0)) << ")  " << st.dim(ms) << "\n";
+        std::string msg = m.value("message", std::string());
+        if (!msg.empty() && status != "pass") {
+          std::string indented = "    " + msg;
+          for (size_t p = indented.find('\n'); p != std::string::npos; p = indented.find('\n', p + 1))
+            indented.insert(p + 1, "    ");
+          std::cout << indented << "\n";
+        }
+      }
+      (status == "pass" ? passed : status == "skip" ? skipped : failed)++;
+    } else if (type == "summary") {
+      summary = true;
+    } else if (type == "error") {
+      error = true;
+      report_error(m);
+    }
+  });
+  if (r.crashed) {
+    ++failed;
+    std::cerr << "iron: " << st.red("runner crashed") << " with " << r.crash
+              << (in_flight.empty() ? std::string() : " while running " + in_flight) << "\n";
+  } else if (!summary && !error) {
+    ++failed;
+    std::cerr << "iron: the runner exited (code " << r.exit_code << ") without a summary\n";
+  }
+  if (error && passed + failed + skipped == 0) return 2;
+  std::string line = std::to_string(passed) + " passed, " + std::to_string(failed) + " failed";
+  if (skipped) line += ", " + std::to_string(skipped) + " skipped";
+  if (as_json) std::cerr << line << "\n";
+  else std::cout << line << "\n";
+  return failed == 0 && !error ? 0 : 1;
+}
+
+int cmd_passthrough(const std::vector<std::string>& args, bool as_json) {
+  int failures = 0, written = 0;
+  bool error = false;
+  Style st;
+  RunResult r = run_runner(args, [&](const json& m) {
+    std::string type = m["type"];
+    if (type == "hello") return;
+    if (as_json) {
+      std::cout << m.dump() << "\n";
+      if (type == "error") error = true;
+      return;
+    }
+    if (type == "text") {
+      std::cout << m["text"].get<std::string>();
+    } else if (type == "device") {
+      if (m.value("available", false)) {
+        double gib = m.value("memory_bytes", 0.0) / (1024.0 * 1024 * 1024);
+        char mem[32];
+        std::snprintf(mem, sizeof mem, "%.1f GiB", gib);
+        std::cout << m["backend"].get<std::string>() << ": " << m["name"].get<std::string>() << "\n"
+                  << "  driver " << m["driver"].get<std::string>() << ", arch " << m["arch"].get<std::string>()
+                  << ", lane width " << m["lane_width"] << ", max threadgroup " << m["max_threads_per_group"]
+                  << ", threadgroup memory " << m["shared_memory_bytes"] << " B, memory " << mem
+                  << ", f16 " << (m["f16"].get<bool>() ? "yes" : "no") << ", bf16 " << (m["bf16"].get<bool>() ? "yes" : "no")
+                  << "\n";
+      } else {
+        std::cout << m["backend"].get<std::string>() << ": unavailable (" << m.value("why", std::string()) << ")\n";
+      }
+    } else if (type == "artifact") {
+      bool ok = m["ok"];
+      (ok ? written : failures)++;
+      std::cout << (ok ? st.green("ok  ") : st.red("FAIL")) << " " << m["target"].get<std::string>() << " "
+                << m["path"].get<std::string>() << "\n";
+      if (!ok) std::cout << "    " << m.value("message", std::string()) << "\n";
+    } else if (type == "kernel") {
+      std::cout << m["name"].get<std::string>() << "  " << m["mode"].get<std::string>() << "  " << m["dtypes"].dump()
+                << "  " << st.dim(m["file"].get<std::string>() + ":" + std::to_string(m["line"].get<int>())) << "\n";
+    } else if (type == "test_case") {
+      std::cout << "  test " << m["kernel"].get<std::string>() << "/" << m["case"].get<std::string>() << "\n";
+    } else if (type == "summary") {
+      std::cout << m["passed"] << " written, " << m["failed"] << " failed\n";
+    } else if (type == "error") {
+      error = true;
+      report_error(m);
+    }
+  });
+  if (r.crashed) {
+    std::cerr << "iron: runner crashed with " << r.crash << "\n";
+    return 1;
+  }
+  if (error) return 2;
+  return r.exit_code;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"iron: write GPU kernels once in C++, test them against CPU oracles on Vulkan and CUDA"};
+  app.require_subcommand(1);
+  bool as_json = false;
+  std::string filter, backend, dtype, emit = "all", out, arch = "sm_90a", kernel;
+  bool ir = false, locations = false, no_compile = false;
+
+  auto* test = app.add_subcommand("test", "Run the kernel corpus against CPU oracles");
+  test->add_option("-f,--filter", filter, "Only kernels or kernel/case names containing this text");
+  test->add_option("--backend", backend, "vulkan or cuda (default: the best available)")->check(CLI::IsMember({"vulkan", "cuda"}));
+  test->add_option("--dtype", dtype, "Only this dtype (f32, f16, bf16, ...)");
+  test->add_flag("--json", as_json, "Print protocol messages as JSON lines");
+
+  auto* inspect = app.add_subcommand("inspect", "Print a kernel's IR or emitted source");
+  inspect->add_option("kernel", kernel, "Kernel name")->required();
+  inspect->add_flag("--ir", ir, "Print the IR instead of source");
+  inspect->add_flag("--locations", locations, "With --ir: show each op's DSL file:line");
+  inspect->add_option("--backend", backend, "cuda (CUDA C++) or vulkan (GLSL)")->check(CLI::IsMember({"vulkan", "cuda"}));
+  inspect->add_option("--dtype", dtype, "Substitute T with this dtype");
+  inspect->add_flag("--json", as_json, "Print protocol messages as JSON lines");
+
+  auto* device = app.add_subcommand("device", "Show the Vulkan and CUDA devices");
+  device->add_flag("--json", as_json, "Print protocol messages as JSON lines");
+
+  auto* build = app.add_subcommand("build", "Emit (and compile) every kernel");
+  build->add_option("--emit", emit, "cuda, spirv, ir or all")->check(CLI::IsMember({"cuda", "spirv", "ir", "all"}));
+  build->add_option("-o,--out", out, "Output directory")->required();
+  build->add_option("--arch", arch, "CUDA architecture for NVRTC (default sm_90a)");
+  build->add_option("-f,--filter", filter, "Only kernels whose name contains this text");
+  build->add_flag("--no-compile", no_compile, "Write sources only; skip NVRTC");
+  build->add_flag("--json", as_json, "Print protocol messages as JSON lines");
+
+  auto* list = app.add_subcommand("list", "List registered kernels and test cases");
+  list->add_flag("--json", as_json, "Print protocol messages as JSON lines");
+
+  CLI11_PARSE(app, argc, argv);
+
+  std::vector<std::string> args;
+  auto opt = [&](const char* flag, const std::string& v) {
+    if (!v.empty()) {
+      args.push_back(flag);
+      args.push_back(v);
+    }
+  };
+  if (*test) {
+    args = {"test"};
+    opt("-f", filter);
+    opt("--backend", backend);
+    opt("--dtype", dtype);
+    return cmd_test(args, as_json);
+  }
+  if (*inspect) {
+    args = {"inspect", kernel};
+    opt("--backend", backend);
+    opt("--dtype", dtype);
+    if (ir) args.push_back("--ir");
+    if (locations) args.push_back("--locations");
+  } else if (*device) {
+    args = {"device"};
+  } else if (*build) {
+    args = {"build"};
+    opt("--emit", emit);
+    opt("-o", out);
+    opt("--arch", arch);
+    opt("-f", filter);
+    if (no_compile) args.push_back("--no-compile");
+  } else if (*list) {
+    args = {"list"};
+  }
+  return cmd_passthrough(args, as_json);
+}

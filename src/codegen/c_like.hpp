@@ -1,0 +1,64 @@
+// Internal: the C-like emitter and the Dialect interface. The emitter walks verified IR once
+// and prints one statement per instruction; a dialect supplies the spellings that differ per
+// target (types, built-ins, memory access, math, lane operations, prelude and signature).
+// An op a dialect cannot spell is reported through `unsupported`, located, and emission goes on.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "codegen/codegen.hpp"
+#include "core/ir.hpp"
+
+namespace iron::codegen {
+
+struct EmitState {
+  const ir::Kernel& k;
+  DType dtype;                     // what T becomes
+  ir::Diagnostics diags;
+  std::vector<int> buffer_index;   // per param: index among buffers, or -1
+  std::vector<int> scalar_index;   // per param: index among scalars, or -1
+  bool uses_lane_ops = false;
+  bool uses_16bit_storage = false;
+  bool uses_f16 = false;
+  bool uses_bf16 = false;
+
+  DType concrete(DType t) const { return ir::resolve(t, dtype); }
+  void unsupported(const ir::Inst& in, const std::string& dialect, const std::string& what) {
+    diags.error(in.loc, std::string("the ") + dialect + " dialect cannot express " + what);
+  }
+};
+
+class Dialect {
+ public:
+  virtual ~Dialect() = default;
+  virtual const char* name() const = 0;
+  // Register type. 16-bit floats live in f32 registers on every dialect (docs/dsl.md).
+  virtual std::string reg_type(DType t) const = 0;
+  // Prefix of an SSA value declaration, e.g. "const float ".
+  virtual std::string decl(DType t) const = 0;
+  // Everything before the body statements (includes, helpers, signature, shared arrays).
+  virtual void begin(EmitState& s, std::string& out) const = 0;
+  virtual void end(EmitState& s, std::string& out) const = 0;
+  virtual std::string builtin(EmitState& s, const ir::Inst& in) const = 0;
+  virtual std::string scalar(EmitState& s, const ir::Param& p) const = 0;
+  virtual std::string load(EmitState& s, const ir::Param& p, const std::string& idx) const = 0;
+  virtual std::string store(EmitState& s, const ir::Param& p, const std::string& idx, const std::string& v) const = 0;
+  virtual std::string literal(EmitState& s, const ir::Inst& in) const = 0;
+  // Unary and ternary math and min/max/abs for one concrete dtype.
+  virtual std::string math(EmitState& s, const ir::Inst& in, DType t, const std::vector<std::string>& a) const = 0;
+  virtual std::string cast(EmitState& s, const ir::Inst& in, DType from, DType to, const std::string& x) const = 0;
+  virtual std::string lane_reduce(EmitState& s, const ir::Inst& in, DType t, const std::string& x) const = 0;
+  virtual std::string barrier() const = 0;
+  virtual std::string tg_name(const ir::Kernel& k, const ir::Inst& alloc) const { return "tg_" + k.strings[alloc.sym]; }
+  virtual std::string param_name(const ir::Param& p) const { return "p_" + p.name; }
+};
+
+std::unique_ptr<Dialect> make_cuda_dialect();
+std::unique_ptr<Dialect> make_glsl_dialect();
+
+// Shared literal spelling: exact decimal for f32 with a float suffix where the dialect wants one.
+std::string float_literal(float v, const char* suffix);
+
+}  // namespace iron::codegen

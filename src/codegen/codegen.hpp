@@ -1,0 +1,48 @@
+// Codegen entry points: emit CUDA C++ or GLSL 450 from verified IR for one concrete dtype,
+// and compile GLSL to validated SPIR-V. Emission is deterministic: same kernel, same bytes.
+//
+// Binding conventions the runtime relies on:
+//  CUDA:  extern "C" __global__ void <entry>(...) with every kernel parameter in declaration
+//         order: buffers as device pointers, scalars by value (u32 / i32 / f32).
+//  GLSL:  buffer parameter number i (counting buffers only, in declaration order) is
+//         `layout(set = 0, binding = i) buffer`; scalars live in one push-constant block, 4 bytes
+//         each, in declaration order (offset 4 * scalar index); the threadgroup size comes from
+//         specialization constants 0, 1, 2 (local_size_x_id/y_id/z_id).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/ir.hpp"
+
+namespace iron::codegen {
+
+enum class Target : uint8_t { Cuda, Glsl };
+const char* target_name(Target t);
+
+struct Emitted {
+  std::string source;
+  std::string entry;        // entry-point name (CUDA) / "main" (GLSL)
+  ir::Diagnostics diags;    // ops the dialect cannot express, located; empty on success
+  bool ok() const { return diags.empty(); }
+};
+
+// `dtype` substitutes the generic T. Diagnostics are collected, never thrown.
+Emitted emit(const ir::Kernel& k, DType dtype, Target target);
+
+// Mangled entry-point name: <kernel>_<dtype>, e.g. iron_add_f16.
+std::string entry_name(const ir::Kernel& k, DType dtype);
+
+struct Spirv {
+  std::vector<uint32_t> words;
+  std::string log;          // compiler / validator messages
+  bool ok = false;
+};
+// GLSL 450 compute source -> SPIR-V 1.3 (Vulkan 1.1) through glslang's C API, then validated
+// with SPIRV-Tools. `name` labels messages.
+Spirv compile_glsl(const std::string& source, const std::string& name);
+// Validates an existing module (spirv-val) and returns the messages; empty when valid.
+std::string validate_spirv(const std::vector<uint32_t>& words);
+
+}  // namespace iron::codegen

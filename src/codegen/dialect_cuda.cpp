@@ -1,0 +1,172 @@
+// CUDA C++ dialect (compiled by NVRTC). 16-bit floats are stored as __half / __nv_bfloat16
+// and computed in f32 registers; lane reductions are warp butterflies over 32 lanes, which the
+// dispatch validator guarantees are full (threadgroup size a multiple of 32).
+#include <climits>
+#include <cmath>
+
+#include "codegen/c_like.hpp"
+#include "core/numeric.hpp"
+
+namespace iron::codegen {
+namespace {
+
+const char* axis_name(int64_t a) { return a == 0 ? "x" : a == 1 ? "y" : "z"; }
+
+class CudaDialect final : public Dialect {
+ public:
+  const char* name() const override { return "CUDA"; }
+
+  std::string reg_type(DType t) const override {
+    switch (t) {
+      case DType::I32: return "int";
+      case DType::U32: return "unsigned";
+      case DType::Bool: return "bool";
+      default: return "float";
+    }
+  }
+  static std::string storage_type(DType t) {
+    switch (t) {
+      case DType::F16: return "__half";
+      case DType::BF16: return "__nv_bfloat16";
+      case DType::I32: return "int";
+      case DType::U32: return "unsigned";
+      default: return "float";
+    }
+  }
+  std::string decl(DType t) const override { return "const " + reg_type(t) + " "; }
+
+  void begin(EmitState& s, std::string& out) const override {
+    const ir::Kernel& k = s.k;
+    out += "// Iron kernel " + k.name + " (" + dtype_name(s.dtype) + "), CUDA. Generated: do not edit.\n";
+    if (s.uses_f16) out += "#include <cuda_fp16.h>\n";
+    if (s.uses_bf16) out += "#include <cuda_bf16.h>\n";
+    if (s.uses_lane_ops) {
+      out +=
+          "__device__ __forceinline__ unsigned iron_flat_local_id() {\n"
+          "  return threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z);\n"
+          "}\n";
+      const char* types[] = {"float", "int", "unsigned"};
+      for (const char* t : types) {
+        std::string ty = t;
+        std::string mx = ty == "float" ? "fmaxf" : "max";
+        out += "__device__ __forceinline__ " + ty + " iron_lane_sum(" + ty + " v) {\n"
+               "  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);\n  return v;\n}\n";
+        out += "__device__ __forceinline__ " + ty + " iron_lane_max(" + ty + " v) {\n"
+               "  for (int o = 16; o > 0; o >>= 1) v = " + mx + "(v, __shfl_xor_sync(0xffffffffu, v, o));\n"
+               "  return v;\n}\n";
+      }
+    }
+    out += "extern \"C\" __global__ void " + entry_name(k, s.dtype) + "(";
+    for (size_t i = 0; i < k.params.size(); ++i) {
+      const ir::Param& p = k.params[i];
+      DType c = s.concrete(p.dtype);
+      out += i ? ", " : "";
+      if (p.kind == ir::ParamKind::Buffer)
+        out += std::string(p.access == ir::Access::Read ? "const " : "") + storage_type(c) + "* __restrict__ " +
+               param_name(p);
+      else
+        out += reg_type(c) + " " + param_name(p);
+    }
+    out += ") {\n";
+    ir::walk(k, [&](ir::Id id) {
+      const ir::Inst& in = k.insts[id];
+      if (in.op == ir::Op::TgAlloc)
+        out += "  __shared__ " + reg_type(s.concrete(in.type)) + " " + tg_name(k, in) + "[" + std::to_string(in.imm) +
+               "];\n";
+    });
+  }
+
+  void end(EmitState&, std::string& out) const override { out += "}\n"; }
+
+  std::string builtin(EmitState& s, const ir::Inst& in) const override {
+    std::string a = axis_name(in.imm);
+    switch (in.op) {
+      case ir::Op::ThreadId: return "(blockIdx." + a + " * blockDim." + a + " + threadIdx." + a + ")";
+      case ir::Op::ProgramId: return "blockIdx." + a;
+      case ir::Op::LocalId: return "threadIdx." + a;
+      case ir::Op::GroupSize: return "blockDim." + a;
+      case ir::Op::NumPrograms: return "gridDim." + a;
+      case ir::Op::LaneId: return "(iron_flat_local_id() & 31u)";
+      case ir::Op::LaneWidth: return "32u";
+      case ir::Op::SimdGroupId: return "(iron_flat_local_id() >> 5)";
+      case ir::Op::NumSimdGroups: return "((blockDim.x * blockDim.y * blockDim.z + 31u) >> 5)";
+      default: s.unsupported(in, name(), std::string("built-in ") + ir::mnemonic(in.op)); return "0";
+    }
+  }
+
+  std::string scalar(EmitState&, const ir::Param& p) const override { return param_name(p); }
+
+  std::string load(EmitState& s, const ir::Param& p, const std::string& idx) const override {
+    std::string e = param_name(p) + "[" + idx + "]";
+    switch (s.concrete(p.dtype)) {
+      case DType::F16: return "__half2float(" + e + ")";
+      case DType::BF16: return "__bfloat162float(" + e + ")";
+      default: return e;
+    }
+  }
+
+  std::string store(EmitState& s, const ir::Param& p, const std::string& idx, const std::string& v) const override {
+    std::string e = param_name(p) + "[" + idx + "] = ";
+    switch (s.concrete(p.dtype)) {
+      case DType::F16: return e + "__float2half_rn(" + v + ")";
+      case DType::BF16: return e + "__float2bfloat16_rn(" + v + ")";
+      default: return e + v;
+    }
+  }
+
+  std::string literal(EmitState& s, const ir::Inst& in) const override {
+    DType t = s.concrete(in.type);
+    switch (t) {
+      case DType::Bool: return in.imm ? "true" : "false";
+      case DType::I32: return in.imm == INT_MIN ? "(-2147483647 - 1)" : std::to_string(in.imm);
+      case DType::U32: return std::to_string(uint32_t(in.imm)) + "u";
+      default: {
+        float v = num::round_to(t, float(in.fimm));
+        if (std::isnan(v)) return "__int_as_float(0x7fc00000)";
+        if (std::isinf(v)) return v > 0 ? "__int_as_float(0x7f800000)" : "__int_as_float(0xff800000)";
+        return float_literal(v, "f");
+      }
+    }
+  }
+
+  std::string math(EmitState& s, const ir::Inst& in, DType t, const std::vector<std::string>& a) const override {
+    bool f = is_float(t);
+    switch (in.op) {
+      case ir::Op::Exp: return "expf(" + a[0] + ")";
+      case ir::Op::Log: return "logf(" + a[0] + ")";
+      case ir::Op::Sqrt: return "sqrtf(" + a[0] + ")";
+      case ir::Op::Rsqrt: return "rsqrtf(" + a[0] + ")";
+      case ir::Op::Tanh: return "tanhf(" + a[0] + ")";
+      case ir::Op::Abs: return f ? "fabsf(" + a[0] + ")" : t == DType::U32 ? a[0] : "abs(" + a[0] + ")";
+      case ir::Op::Min: return (f ? "fminf(" : "min(") + a[0] + ", " + a[1] + ")";
+      case ir::Op::Max: return (f ? "fmaxf(" : "max(") + a[0] + ", " + a[1] + ")";
+      case ir::Op::Fma: return "fmaf(" + a[0] + ", " + a[1] + ", " + a[2] + ")";
+      default: s.unsupported(in, name(), ir::mnemonic(in.op)); return "0";
+    }
+  }
+
+  std::string cast(EmitState&, const ir::Inst&, DType from, DType to, const std::string& x) const override {
+    if (to == DType::Bool) return "(" + x + " != 0)";
+    if (from == DType::Bool) return is_float(to) ? "(" + x + " ? 1.0f : 0.0f)" : "(" + reg_type(to) + ")(" + x + ")";
+    std::string as_float = is_float(from) ? x : "(float)(" + x + ")";
+    switch (to) {
+      case DType::F32: return as_float;
+      // Narrowing to a 16-bit float rounds (to nearest even) even though registers stay f32.
+      case DType::F16: return "__half2float(__float2half_rn(" + as_float + "))";
+      case DType::BF16: return "__bfloat162float(__float2bfloat16_rn(" + as_float + "))";
+      default: return "(" + reg_type(to) + ")(" + x + ")";
+    }
+  }
+
+  std::string lane_reduce(EmitState&, const ir::Inst& in, DType, const std::string& x) const override {
+    return std::string(in.op == ir::Op::LaneSum ? "iron_lane_sum(" : "iron_lane_max(") + x + ")";
+  }
+
+  std::string barrier() const override { return "__syncthreads();"; }
+};
+
+}  // namespace
+
+std::unique_ptr<Dialect> make_cuda_dialect() { return std::make_unique<CudaDialect>(); }
+
+}  // namespace iron::codegen

@@ -1,0 +1,140 @@
+// Op table, dtype vocabulary and the small Kernel helpers.
+#include "core/ir.hpp"
+
+#include <cstring>
+
+#define XXH_INLINE_ALL
+#include <xxhash.h>
+
+namespace iron {
+
+const char* dtype_name(DType d) {
+  switch (d) {
+    case DType::F32: return "f32";
+    case DType::F16: return "f16";
+    case DType::BF16: return "bf16";
+    case DType::I32: return "i32";
+    case DType::U32: return "u32";
+    case DType::Bool: return "bool";
+    case DType::Generic: return "T";
+    case DType::Void: return "void";
+  }
+  return "?";
+}
+
+bool parse_dtype(std::string_view s, DType& out) {
+  static const DType all[] = {DType::F32, DType::F16, DType::BF16, DType::I32,
+                              DType::U32, DType::Bool, DType::Generic, DType::Void};
+  for (DType d : all)
+    if (s == dtype_name(d)) {
+      out = d;
+      return true;
+    }
+  return false;
+}
+
+size_t dtype_size(DType d) {
+  switch (d) {
+    case DType::F16:
+    case DType::BF16: return 2;
+    case DType::Void: return 0;
+    default: return 4;
+  }
+}
+
+bool is_float(DType d) {
+  return d == DType::F32 || d == DType::F16 || d == DType::BF16 || d == DType::Generic;
+}
+bool is_integer(DType d) { return d == DType::I32 || d == DType::U32; }
+
+const char* mode_name(Mode m) { return m == Mode::Elementwise ? "Elementwise" : "Reduction"; }
+
+namespace ir {
+
+using namespace trait;
+static const OpInfo kOps[] = {
+#define IRON_OP(name, mn, arity, traits) {mn, arity, traits},
+#include "core/ops.def"
+#undef IRON_OP
+};
+
+const OpInfo& op_info(Op op) { return kOps[size_t(op)]; }
+
+bool op_from_mnemonic(std::string_view s, Op& out) {
+  for (size_t i = 0; i < size_t(Op::Count_); ++i)
+    if (s == kOps[i].mnemonic) {
+      out = Op(i);
+      return true;
+    }
+  return false;
+}
+
+const char* access_name(Access a) {
+  switch (a) {
+    case Access::Read: return "in";
+    case Access::Write: return "out";
+    case Access::ReadWrite: return "inout";
+  }
+  return "?";
+}
+
+uint32_t Kernel::intern_file(const std::string& f) {
+  for (size_t i = 0; i < files.size(); ++i)
+    if (files[i] == f) return uint32_t(i);
+  files.push_back(f);
+  return uint32_t(files.size() - 1);
+}
+
+uint32_t Kernel::intern_string(const std::string& s) {
+  for (size_t i = 0; i < strings.size(); ++i)
+    if (strings[i] == s) return uint32_t(i);
+  strings.push_back(s);
+  return uint32_t(strings.size() - 1);
+}
+
+std::string Kernel::where(SrcLoc loc) const {
+  if (loc.line == 0 || loc.file >= files.size() || files[loc.file].empty()) return "<unknown>";
+  return files[loc.file] + ":" + std::to_string(loc.line);
+}
+
+int Kernel::find_param(std::string_view n) const {
+  for (size_t i = 0; i < params.size(); ++i)
+    if (params[i].name == n) return int(i);
+  return -1;
+}
+
+std::string Diagnostics::render(const Kernel& k) const {
+  std::string out;
+  for (const Diagnostic& d : items) {
+    out += k.where(d.loc);
+    out += ": error: ";
+    out += d.message;
+    out += " [kernel " + k.name + "]\n";
+  }
+  return out;
+}
+
+uint64_t content_hash(const Kernel& k) {
+  std::string text = print(k);
+  return XXH3_64bits(text.data(), text.size());
+}
+
+bool uses_lane_ops(const Kernel& k) {
+  bool found = false;
+  walk(k, [&](Id id) { found = found || has_trait(k.insts[id].op, trait::L); });
+  return found;
+}
+
+uint64_t threadgroup_bytes(const Kernel& k, DType concrete) {
+  uint64_t bytes = 0;
+  walk(k, [&](Id id) {
+    const Inst& in = k.insts[id];
+    // Threadgroup arrays hold register values, and every register type is 4 bytes wide
+    // (16-bit floats are computed in f32; see docs/dsl.md).
+    if (in.op == Op::TgAlloc) bytes += uint64_t(in.imm) * 4;
+  });
+  return bytes;
+}
+
+}  // namespace ir
+}  // namespace iron

@@ -1,0 +1,165 @@
+// Iron's IR: a kernel is flat arrays of instructions and blocks indexed by 32-bit ids.
+// The entry block is blocks[0]; If/For instructions own child blocks. Every instruction defines
+// at most one SSA value whose id is the instruction id. No class hierarchy: the op table in
+// ops.def gives each op its mnemonic, arity and traits.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "iron/types.hpp"
+
+namespace iron::ir {
+
+enum class Op : uint16_t {
+#define IRON_OP(name, mnemonic, arity, traits) name,
+#include "core/ops.def"
+#undef IRON_OP
+  Count_
+};
+
+namespace trait {
+constexpr uint32_t P = 1u << 0;  // pure
+constexpr uint32_t C = 1u << 1;  // commutative
+constexpr uint32_t S = 1u << 2;  // side effect
+constexpr uint32_t B = 1u << 3;  // built-in read, gated by the mode
+constexpr uint32_t L = 1u << 4;  // lane / threadgroup-wide operation
+constexpr uint32_t F = 1u << 5;  // control flow, owns child blocks
+constexpr uint32_t M = 1u << 6;  // reads memory
+}  // namespace trait
+
+struct OpInfo {
+  const char* mnemonic;
+  int arity;
+  uint32_t traits;
+};
+const OpInfo& op_info(Op op);
+inline const char* mnemonic(Op op) { return op_info(op).mnemonic; }
+inline bool has_trait(Op op, uint32_t t) { return (op_info(op).traits & t) != 0; }
+bool op_from_mnemonic(std::string_view s, Op& out);
+
+using Id = uint32_t;
+constexpr Id kNone = UINT32_MAX;
+
+// A DSL source location. file indexes Kernel::files; line 0 means unknown.
+struct SrcLoc {
+  uint32_t file = 0;
+  uint32_t line = 0;
+};
+
+struct Inst {
+  Op op = Op::Const;
+  DType type = DType::Void;   // result dtype; Void when the op defines no value
+  uint8_t num_operands = 0;
+  Id operands[3] = {kNone, kNone, kNone};
+  Id blocks[2] = {kNone, kNone};  // If: then, else (else may be kNone); For: body
+  uint32_t sym = 0;           // Param/Load/Store: parameter index; TgAlloc: string index
+  int64_t imm = 0;            // axis of built-ins, element count of TgAlloc, integer constants
+  double fimm = 0.0;          // float constants
+  SrcLoc loc;
+
+  Id operand(int i) const { return operands[i]; }
+};
+
+struct Block {
+  std::vector<Id> insts;  // instruction ids, in program order
+  Id parent = kNone;      // the If/For instruction owning this block; kNone for the entry block
+};
+
+enum class ParamKind : uint8_t { Buffer, Scalar };
+enum class Access : uint8_t { Read, Write, ReadWrite };
+const char* access_name(Access a);
+
+struct Param {
+  std::string name;
+  ParamKind kind = ParamKind::Buffer;
+  DType dtype = DType::F32;
+  Access access = Access::Read;
+  // Buffers: the element count the kernel may touch = extent_factor * product of the named
+  // scalar parameters. Checked against the bound buffer's size before every dispatch.
+  std::vector<uint32_t> extent_scalars;
+  uint64_t extent_factor = 1;
+  SrcLoc loc;
+};
+
+struct Kernel {
+  std::string name;
+  Mode mode = Mode::Elementwise;
+  std::vector<DType> dtypes;          // the concrete dtypes T may take (empty: not generic)
+  std::vector<Param> params;
+  std::vector<Inst> insts;
+  std::vector<Block> blocks;          // blocks[0] is the entry block
+  std::vector<std::string> strings;   // names of threadgroup allocations
+  std::vector<std::string> files;     // files[0] is "" (unknown)
+
+  Kernel() { blocks.emplace_back(); files.emplace_back(); }
+
+  Id add_inst(const Inst& in) {
+    insts.push_back(in);
+    return Id(insts.size() - 1);
+  }
+  Id add_block(Id parent) {
+    blocks.emplace_back();
+    blocks.back().parent = parent;
+    return Id(blocks.size() - 1);
+  }
+  uint32_t intern_file(const std::string& f);
+  uint32_t intern_string(const std::string& s);
+  std::string where(SrcLoc loc) const;  // "file:line", or "<unknown>"
+  int find_param(std::string_view name) const;
+};
+
+// Walks every instruction reachable from `block`, entry and child blocks alike, in program
+// order (pre-order: an If/For is visited before its children). The one structural walker every
+// pass, the verifier, the printer and the emitters share.
+template <class Fn>
+void walk(const Kernel& k, Id block, Fn&& fn) {
+  for (Id id : k.blocks[block].insts) {
+    fn(id);
+    const Inst& in = k.insts[id];
+    for (Id b : in.blocks)
+      if (b != kNone) walk(k, b, fn);
+  }
+}
+template <class Fn>
+void walk(const Kernel& k, Fn&& fn) {
+  walk(k, 0, fn);
+}
+
+// Diagnostics are collected, never thrown one at a time: a run shows every problem.
+struct Diagnostic {
+  std::string message;
+  SrcLoc loc;
+};
+struct Diagnostics {
+  std::vector<Diagnostic> items;
+  void error(SrcLoc loc, std::string msg) { items.push_back({std::move(msg), loc}); }
+  bool empty() const { return items.empty(); }
+  std::string render(const Kernel& k) const;  // one "file:line: error: message" per line
+};
+
+// Structure and type rules; appends to diags and returns true when the kernel is well formed.
+bool verify(const Kernel& k, Diagnostics& diags);
+
+// Text form. print() renumbers values in program order so equal kernels print equally.
+struct PrintOptions {
+  bool locations = false;
+};
+std::string print(const Kernel& k, const PrintOptions& opts = {});
+// Parses the printed form; throws iron::Error naming the line on malformed text.
+Kernel parse(std::string_view text);
+
+// Stable 64-bit content hash of the printed kernel (locations excluded).
+uint64_t content_hash(const Kernel& k);
+
+// True if any instruction uses lane or threadgroup-wide operations (the dispatch must then use
+// a threadgroup size that is a positive multiple of the lane width).
+bool uses_lane_ops(const Kernel& k);
+// Bytes of threadgroup memory the kernel allocates for the given concrete dtype.
+uint64_t threadgroup_bytes(const Kernel& k, DType concrete);
+
+// Resolves the generic dtype: Generic -> concrete, anything else unchanged.
+inline DType resolve(DType d, DType concrete) { return d == DType::Generic ? concrete : d; }
+
+}  // namespace iron::ir

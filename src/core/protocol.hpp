@@ -1,0 +1,26 @@
+// The versioned JSON-lines protocol between `iron` (the CLI) and `iron-runner` (which links
+// the kernel library and does all GPU work). One JSON object per line on the runner's stdout;
+// every object carries "v" (the protocol version) and "type":
+//   hello    {runner_version}
+//   device   {backend, available, why | name, driver, arch, lane_width, ...}
+//   test     {kernel, case, dtype, backend, status: pass|fail|skip, max_error, tolerance, message, ms}
+//   summary  {passed, failed, skipped}
+//   text     {text}                      (inspect output)
+//   artifact {kernel, dtype, target, path, ok, message}
+//   error    {message}
+#pragma once
+
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+namespace iron::protocol {
+
+constexpr int kVersion = 1;
+
+// Serializes one message (adds "v") as a single line without the newline.
+std::string encode(nlohmann::json msg);
+// Parses one line; returns false (with `why`) for non-JSON, a missing type, or another version.
+bool decode(const std::string& line, nlohmann::json& out, std::string& why);
+
+}  // namespace iron::protocol

@@ -1,0 +1,302 @@
+// The IR verifier: structure (ids, blocks, scoping) and type rules. Every problem is collected
+// with the instruction's DSL location; nothing is thrown, so one run shows all of them.
+#include <cctype>
+#include <string>
+#include <vector>
+
+#include "core/ir.hpp"
+
+namespace iron::ir {
+namespace {
+
+bool is_identifier(const std::string& s) {
+  if (s.empty() || std::isdigit(static_cast<unsigned char>(s[0]))) return false;
+  for (char c : s)
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_') return false;
+  return true;
+}
+
+struct Verifier {
+  const Kernel& k;
+  Diagnostics& d;
+  std::vector<uint8_t> visible;     // value id -> currently in scope
+  std::vector<uint8_t> block_seen;  // block id -> referenced already
+  std::vector<uint8_t> inst_seen;   // inst id -> placed already
+
+  void err(const Inst& in, const std::string& msg) {
+    d.error(in.loc, std::string("'") + mnemonic(in.op) + "': " + msg);
+  }
+
+  DType ty(Id v) const { return k.insts[v].type; }
+
+  bool numeric(DType t) const { return is_float(t) || is_integer(t); }
+
+  void check_operands(const Inst& in) {
+    int arity = op_info(in.op).arity;
+    if (arity >= 0 && in.num_operands != arity) {
+      err(in, "expects " + std::to_string(arity) + " operand(s), has " + std::to_string(in.num_operands));
+    }
+    for (int i = 0; i < in.num_operands; ++i) {
+      Id v = in.operands[i];
+      if (v >= k.insts.size()) {
+        err(in, "operand " + std::to_string(i) + " is not a valid value id");
+      } else if (!visible[v]) {
+        err(in, "operand " + std::to_string(i) + " is used outside the scope that defines it");
+      } else if (ty(v) == DType::Void) {
+        err(in, "operand " + std::to_string(i) + " has no value");
+      }
+    }
+  }
+
+  bool ok_operands(const Inst& in) const {
+    for (int i = 0; i < in.num_operands; ++i)
+      if (in.operands[i] >= k.insts.size() || !visible[in.operands[i]] || ty(in.operands[i]) == DType::Void)
+        return false;
+    return op_info(in.op).arity < 0 || in.num_operands == op_info(in.op).arity;
+  }
+
+  void types(const Inst& in) {
+    auto o = [&](int i) { return ty(in.operands[i]); };
+    auto need_result = [&](DType want) {
+      if (in.type != want)
+        err(in, std::string("result must be ") + dtype_name(want) + ", is " + dtype_name(in.type));
+    };
+    auto same_as_result = [&](int i) {
+      if (o(i) != in.type)
+        err(in, std::string("operand ") + std::to_string(i) + " is " + dtype_name(o(i)) +
+                    " but the result is " + dtype_name(in.type) + " (insert a cast)");
+    };
+    auto integer_operand = [&](int i, const char* what) {
+      if (!is_integer(o(i))) err(in, std::string(what) + " must be i32 or u32, is " + dtype_name(o(i)));
+    };
+    auto param_ok = [&](ParamKind kind) -> const Param* {
+      if (in.sym >= k.params.size()) {
+        err(in, "names no parameter");
+        return nullptr;
+      }
+      const Param& p = k.params[in.sym];
+      if (p.kind != kind) {
+        err(in, "parameter '" + p.name + "' is a " + (p.kind == ParamKind::Buffer ? "buffer" : "scalar"));
+        return nullptr;
+      }
+      return &p;
+    };
+
+    switch (in.op) {
+      case Op::Const:
+        if (in.type == DType::Void) err(in, "constant needs a dtype");
+        break;
+      case Op::Param:
+        if (const Param* p = param_ok(ParamKind::Scalar)) need_result(p->dtype);
+        break;
+      case Op::ThreadId: case Op::ProgramId: case Op::LocalId: case Op::GroupSize: case Op::NumPrograms:
+        if (in.imm < 0 || in.imm > 2) err(in, "axis must be 0, 1 or 2");
+        need_result(DType::U32);
+        break;
+      case Op::LaneId: case Op::LaneWidth: case Op::SimdGroupId: case Op::NumSimdGroups:
+        need_result(DType::U32);
+        break;
+      case Op::Add: case Op::Sub: case Op::Mul: case Op::Div: case Op::Min: case Op::Max:
+        if (!numeric(in.type)) err(in, std::string("needs numeric operands, not ") + dtype_name(in.type));
+        same_as_result(0);
+        same_as_result(1);
+        break;
+      case Op::Rem:
+        if (!is_integer(in.type)) err(in, "needs integer operands");
+        same_as_result(0);
+        same_as_result(1);
+        break;
+      case Op::Neg: case Op::Abs:
+        if (!numeric(in.type)) err(in, "needs a numeric operand");
+        same_as_result(0);
+        break;
+      case Op::Fma:
+        if (!is_float(in.type)) err(in, "needs float operands");
+        same_as_result(0); same_as_result(1); same_as_result(2);
+        break;
+      case Op::Exp: case Op::Log: case Op::Sqrt: case Op::Rsqrt: case Op::Tanh:
+        if (!is_float(in.type)) err(in, std::string("is defined on floats only, not ") + dtype_name(in.type));
+        same_as_result(0);
+        break;
+      case Op::And: case Op::Or: case Op::Xor:
+        if (!is_integer(in.type) && in.type != DType::Bool) err(in, "needs integer or bool operands");
+        same_as_result(0); same_as_result(1);
+        break;
+      case Op::Not:
+        if (!is_integer(in.type) && in.type != DType::Bool) err(in, "needs an integer or bool operand");
+        same_as_result(0);
+        break;
+      case Op::Shl: case Op::Shr:
+        if (!is_integer(in.type)) err(in, "needs integer operands");
+        same_as_result(0);
+        integer_operand(1, "shift amount");
+        break;
+      case Op::Eq: case Op::Ne: case Op::Lt: case Op::Le: case Op::Gt: case Op::Ge:
+        need_result(DType::Bool);
+        if (o(0) != o(1))
+          err(in, std::string("compares ") + dtype_name(o(0)) + " with " + dtype_name(o(1)) + " (insert a cast)");
+        break;
+      case Op::Select:
+        if (o(0) != DType::Bool) err(in, "condition must be bool");
+        same_as_result(1); same_as_result(2);
+        break;
+      case Op::Cast:
+        if (!numeric(in.type) && in.type != DType::Bool) err(in, "cast target must be a value dtype");
+        break;
+      case Op::Load:
+        if (const Param* p = param_ok(ParamKind::Buffer)) {
+          need_result(p->dtype);
+          if (p->access == Access::Write) err(in, "reads output-only buffer '" + p->name + "' (declare it inout)");
+        }
+        integer_operand(0, "index");
+        break;
+      case Op::Store:
+        if (const Param* p = param_ok(ParamKind::Buffer)) {
+          if (p->access == Access::Read) err(in, "writes input buffer '" + p->name + "' (declare it out or inout)");
+          if (o(1) != p->dtype)
+            err(in, std::string("stores ") + dtype_name(o(1)) + " into buf<" + dtype_name(p->dtype) + "> '" +
+                        p->name + "' (insert a cast)");
+        }
+        integer_operand(0, "index");
+        break;
+      case Op::Var:
+        if (in.type == DType::Void) err(in, "variable needs a dtype");
+        same_as_result(0);
+        break;
+      case Op::VarLoad:
+        if (k.insts[in.operands[0]].op != Op::Var) err(in, "operand is not a variable");
+        same_as_result(0);
+        break;
+      case Op::VarStore:
+        if (k.insts[in.operands[0]].op != Op::Var) err(in, "operand 0 is not a variable");
+        else if (o(1) != o(0))
+          err(in, std::string("stores ") + dtype_name(o(1)) + " into a " + dtype_name(o(0)) + " variable");
+        break;
+      case Op::TgAlloc:
+        if (in.sym < k.strings.size() && !is_identifier(k.strings[in.sym]))
+          err(in, "threadgroup allocation name '" + k.strings[in.sym] + "' is not an identifier");
+        if (in.imm <= 0) err(in, "threadgroup allocation needs a positive element count");
+        if (in.sym >= k.strings.size()) err(in, "threadgroup allocation has no name");
+        break;
+      case Op::TgLoad:
+        if (k.insts[in.operands[0]].op != Op::TgAlloc) err(in, "operand 0 is not a threadgroup allocation");
+        else same_as_result(0);
+        integer_operand(1, "index");
+        break;
+      case Op::TgStore:
+        if (k.insts[in.operands[0]].op != Op::TgAlloc) err(in, "operand 0 is not a threadgroup allocation");
+        else if (o(2) != o(0))
+          err(in, std::string("stores ") + dtype_name(o(2)) + " into " + dtype_name(o(0)) + " threadgroup memory");
+        integer_operand(1, "index");
+        break;
+      case Op::Barrier:
+        break;
+      case Op::LaneSum: case Op::LaneMax:
+        if (in.type != DType::F32 && !is_integer(in.type))
+          err(in, std::string("lane reductions take f32, i32 or u32, not ") + dtype_name(in.type) +
+                      " (accumulate in f32)");
+        same_as_result(0);
+        break;
+      case Op::If:
+        if (o(0) != DType::Bool) err(in, "condition must be bool");
+        break;
+      case Op::For:
+        if (!is_integer(in.type)) err(in, "induction variable must be i32 or u32");
+        same_as_result(0); same_as_result(1); same_as_result(2);
+        break;
+      case Op::Count_:
+        break;
+    }
+    if (has_trait(in.op, trait::S) && in.op != Op::Var && in.op != Op::TgAlloc && in.op != Op::LaneSum &&
+        in.op != Op::LaneMax && in.op != Op::For && in.type != DType::Void)
+      err(in, "a side-effect op defines no value");
+  }
+
+  void block(Id b, Id owner) {
+    if (b >= k.blocks.size()) {
+      d.error({}, "reference to block " + std::to_string(b) + ", which does not exist");
+      return;
+    }
+    if (block_seen[b]) {
+      d.error({}, "block " + std::to_string(b) + " is owned by more than one instruction");
+      return;
+    }
+    block_seen[b] = 1;
+    if (k.blocks[b].parent != owner)
+      d.error({}, "block " + std::to_string(b) + " records the wrong parent instruction");
+    std::vector<Id> defined;
+    for (Id id : k.blocks[b].insts) {
+      if (id >= k.insts.size()) {
+        d.error({}, "block " + std::to_string(b) + " lists instruction " + std::to_string(id) + ", which does not exist");
+        continue;
+      }
+      if (inst_seen[id]) {
+        d.error(k.insts[id].loc, "instruction placed in more than one position");
+        continue;
+      }
+      inst_seen[id] = 1;
+      const Inst& in = k.insts[id];
+      check_operands(in);
+      if (ok_operands(in)) types(in);
+      bool control = has_trait(in.op, trait::F);
+      if (!control && (in.blocks[0] != kNone || in.blocks[1] != kNone)) err(in, "only if/for own blocks");
+      if (control) {
+        if (in.blocks[0] == kNone) err(in, "missing body block");
+        if (in.op == Op::For && in.blocks[1] != kNone) err(in, "a loop owns one block");
+        if (in.op == Op::For) visible[id] = 1;  // the induction variable, inside the body only
+        for (Id cb : in.blocks)
+          if (cb != kNone) block(cb, id);
+        if (in.op == Op::For) visible[id] = 0;
+      }
+      if (!control && in.type != DType::Void) {
+        visible[id] = 1;
+        defined.push_back(id);
+      }
+    }
+    for (Id v : defined) visible[v] = 0;  // values do not escape their block
+  }
+
+  void run() {
+    if (k.blocks.empty()) {
+      d.error({}, "kernel has no entry block");
+      return;
+    }
+    if (k.name.empty()) d.error({}, "kernel has no name");
+    for (size_t i = 0; i < k.params.size(); ++i) {
+      const Param& p = k.params[i];
+      if (p.name.empty()) d.error(p.loc, "parameter " + std::to_string(i) + " has no name");
+      for (size_t j = 0; j < i; ++j)
+        if (k.params[j].name == p.name) d.error(p.loc, "duplicate parameter name '" + p.name + "'");
+      if (!is_identifier(p.name)) d.error(p.loc, "parameter name '" + p.name + "' is not an identifier");
+      if (p.kind == ParamKind::Scalar && p.dtype != DType::F32 && p.dtype != DType::I32 && p.dtype != DType::U32)
+        d.error(p.loc, "scalar parameter '" + p.name + "' must be f32, i32 or u32");
+      if (p.kind == ParamKind::Buffer && p.dtype != DType::Generic && !is_float(p.dtype) && !is_integer(p.dtype))
+        d.error(p.loc, "buffer parameter '" + p.name + "' must hold f32, f16, bf16, i32, u32 or T");
+      for (uint32_t s : p.extent_scalars)
+        if (s >= k.params.size() || k.params[s].kind != ParamKind::Scalar || !is_integer(k.params[s].dtype))
+          d.error(p.loc, "extent of '" + p.name + "' must name integer scalar parameters");
+    }
+    bool generic = false;
+    for (const Inst& in : k.insts) generic = generic || in.type == DType::Generic;
+    for (const Param& p : k.params) generic = generic || p.dtype == DType::Generic;
+    if (generic && k.dtypes.empty()) d.error({}, "kernel uses T but declares no dtypes for it");
+    for (DType t : k.dtypes)
+      if (t == DType::Generic || (!is_float(t) && !is_integer(t))) d.error({}, std::string("dtype ") + dtype_name(t) + " cannot substitute T");
+    visible.assign(k.insts.size(), 0);
+    block_seen.assign(k.blocks.size(), 0);
+    inst_seen.assign(k.insts.size(), 0);
+    if (k.blocks[0].parent != kNone) d.error({}, "entry block has a parent");
+    block(0, kNone);
+  }
+};
+
+}  // namespace
+
+bool verify(const Kernel& k, Diagnostics& diags) {
+  size_t before = diags.items.size();
+  Verifier v{k, diags, {}, {}, {}};
+  v.run();
+  return diags.items.size() == before;
+}
+
+}  // namespace iron::ir

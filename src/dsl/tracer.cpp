@@ -1,0 +1,669 @@
+// The tracer behind iron/dsl.hpp: every DSL call appends IR to the kernel being traced.
+// One trace is active per thread. Type errors are not thrown here: the verifier reports them
+// later with the instruction's DSL location, so one trace shows every problem at once.
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "core/ir.hpp"
+#include "dsl/trace.hpp"
+#include "iron/dsl.hpp"
+
+namespace iron::dsl {
+
+using ir::Id;
+using ir::Inst;
+using ir::Op;
+
+namespace {
+
+thread_local detail::Trace* g_trace = nullptr;
+
+detail::Trace& tr() {
+  if (!g_trace) throw Error("an Iron DSL operation was called outside a kernel trace");
+  return *g_trace;
+}
+
+// Paths under the source tree are shown relative to it, so messages and dumps do not depend
+// on where the checkout lives.
+std::string relative(const char* file) {
+#ifdef IRON_SOURCE_ROOT
+  static const std::string root = std::string(IRON_SOURCE_ROOT) + "/";
+  if (std::strncmp(file, root.c_str(), root.size()) == 0) return file + root.size();
+#endif
+  return file;
+}
+
+ir::SrcLoc loc_of(const char* file, uint32_t line) { return {tr().k.intern_file(relative(file)), line}; }
+ir::SrcLoc loc_of(const SrcLoc& l) { return loc_of(l.file_name(), l.line()); }
+ir::SrcLoc loc_of(const Operand& o) { return loc_of(o.file, o.line); }
+
+Expr emit(Inst in) {
+  detail::Trace& t = tr();
+  Id id = t.k.add_inst(in);
+  t.k.blocks[t.open.back()].insts.push_back(id);
+  return Expr(id, in.type);
+}
+
+Expr constant(DType type, int64_t i, double f, ir::SrcLoc loc) {
+  Inst in;
+  in.op = Op::Const;
+  in.type = type;
+  in.loc = loc;
+  if (is_float(type)) in.fimm = f;
+  else in.imm = i;
+  return emit(in);
+}
+
+void error(ir::SrcLoc loc, std::string msg) { tr().diags.error(loc, std::move(msg)); }
+
+// Gives a literal the dtype of the value it meets. Float literals never turn into integers
+// silently; integer literals become floats exactly.
+Expr materialize(const Operand& o, DType hint) {
+  switch (o.kind) {
+    case Operand::Kind::Value:
+      if (o.value.id() == UINT32_MAX) {
+        error(loc_of(o), "use of an unset Expr");
+        return constant(hint == DType::Void ? DType::U32 : hint, 0, 0, loc_of(o));
+      }
+      return o.value;
+    case Operand::Kind::IntLit: {
+      DType t = hint == DType::Void ? DType::I32 : hint;
+      if (t == DType::Bool) {
+        if (o.i != 0 && o.i != 1) error(loc_of(o), "integer literal used as a bool");
+        return constant(t, o.i != 0, 0, loc_of(o));
+      }
+      if (t == DType::U32 && (o.i < 0 || o.i > int64_t(UINT32_MAX)))
+        error(loc_of(o), "literal " + std::to_string(o.i) + " does not fit u32");
+      if (t == DType::I32 && (o.i < INT32_MIN || o.i > INT32_MAX))
+        error(loc_of(o), "literal " + std::to_string(o.i) + " does not fit i32");
+      return constant(t, o.i, double(o.i), loc_of(o));
+    }
+    case Operand::Kind::FloatLit: {
+      DType t = hint == DType::Void ? DType::F32 : hint;
+      if (!is_float(t)) {
+        error(loc_of(o), std::string("float literal used with a ") + dtype_name(t) +
+                             " value (no silent int/float mixing: cast explicitly)");
+        return constant(t, 0, 0, loc_of(o));
+      }
+      return constant(t, 0, o.f, loc_of(o));
+    }
+  }
+  return {};
+}
+
+DType value_type(const Operand& a, const Operand& b) {
+  if (a.kind == Operand::Kind::Value) return a.value.dtype();
+  if (b.kind == Operand::Kind::Value) return b.value.dtype();
+  return DType::Void;
+}
+
+bool is_compare(Op op) {
+  return op == Op::Eq || op == Op::Ne || op == Op::Lt || op == Op::Le || op == Op::Gt || op == Op::Ge;
+}
+
+Expr binary(Op op, const Operand& a, const Operand& b) {
+  DType hint = value_type(a, b);
+  if (op == Op::Shl || op == Op::Shr) hint = a.kind == Operand::Kind::Value ? a.value.dtype() : DType::Void;
+  Expr x = materialize(a, hint);
+  Expr y = materialize(b, (op == Op::Shl || op == Op::Shr) && b.kind == Operand::Kind::IntLit
+                              ? (is_integer(x.dtype()) ? x.dtype() : DType::U32)
+                              : (hint == DType::Void ? x.dtype() : hint));
+  Inst in;
+  in.op = op;
+  in.type = is_compare(op) ? DType::Bool : x.dtype();
+  in.num_operands = 2;
+  in.operands[0] = x.id();
+  in.operands[1] = y.id();
+  in.loc = loc_of(a.kind == Operand::Kind::Value ? a : b);
+  return emit(in);
+}
+
+Expr unary(Op op, const Operand& a) {
+  Expr x = materialize(a, DType::Void);
+  Inst in;
+  in.op = op;
+  in.type = x.dtype();
+  in.num_operands = 1;
+  in.operands[0] = x.id();
+  in.loc = loc_of(a);
+  return emit(in);
+}
+
+Expr builtin(Op op, int axis, const SrcLoc& l) {
+  Inst in;
+  in.op = op;
+  in.type = DType::U32;
+  in.imm = axis;
+  in.loc = loc_of(l);
+  if (axis < 0 || axis > 2) error(in.loc, std::string(ir::mnemonic(op)) + " axis must be 0, 1 or 2");
+  return emit(in);
+}
+
+// Runs `body` with a new child block of `owner` open.
+template <class Fn>
+Id in_block(Id owner, Fn&& body) {
+  detail::Trace& t = tr();
+  Id b = t.k.add_block(owner);
+  t.open.push_back(b);
+  body();
+  t.open.pop_back();
+  return b;
+}
+
+}  // namespace
+
+namespace detail {
+Trace* set_trace(Trace* t) {
+  Trace* prev = g_trace;
+  g_trace = t;
+  return prev;
+}
+}  // namespace detail
+
+// --- Operand -------------------------------------------------------------------------------
+
+Operand::Operand(Expr e, SrcLoc loc) : kind(Kind::Value), value(e), file(loc.file_name()), line(loc.line()) {}
+Operand::Operand(int64_t v, bool, SrcLoc loc) : kind(Kind::IntLit), i(v), file(loc.file_name()), line(loc.line()) {}
+Operand::Operand(double v, bool, SrcLoc loc) : kind(Kind::FloatLit), f(v), file(loc.file_name()), line(loc.line()) {}
+
+Operand::Operand(const VarBase& v, SrcLoc loc) : kind(Kind::Value), file(loc.file_name()), line(loc.line()) {
+  Inst in;
+  in.op = Op::VarLoad;
+  in.type = v.dtype();
+  in.num_operands = 1;
+  in.operands[0] = v.id();
+  in.loc = loc_of(loc);
+  value = emit(in);
+}
+
+Operand::Operand(const ElemRef& r, SrcLoc loc) : kind(Kind::Value), file(loc.file_name()), line(loc.line()) {
+  Inst in;
+  in.op = Op::Load;
+  in.type = r.dtype();
+  in.sym = r.param();
+  in.num_operands = 1;
+  in.operands[0] = r.index().id();
+  in.loc = loc_of(loc);
+  value = emit(in);
+}
+
+Operand::Operand(const TgRef& r, SrcLoc loc) : kind(Kind::Value), file(loc.file_name()), line(loc.line()) {
+  Inst in;
+  in.op = Op::TgLoad;
+  in.type = r.dtype();
+  in.num_operands = 2;
+  in.operands[0] = r.alloc();
+  in.operands[1] = r.index().id();
+  in.loc = loc_of(loc);
+  value = emit(in);
+}
+
+// --- Operators -----------------------------------------------------------------------------
+
+Expr operator+(Operand a, Operand b) { return binary(Op::Add, a, b); }
+Expr operator-(Operand a, Operand b) { return binary(Op::Sub, a, b); }
+Expr operator*(Operand a, Operand b) { return binary(Op::Mul, a, b); }
+Expr operator/(Operand a, Operand b) { return binary(Op::Div, a, b); }
+Expr operator%(Operand a, Operand b) { return binary(Op::Rem, a, b); }
+Expr operator&(Operand a, Operand b) { return binary(Op::And, a, b); }
+Expr operator|(Operand a, Operand b) { return binary(Op::Or, a, b); }
+Expr operator^(Operand a, Operand b) { return binary(Op::Xor, a, b); }
+Expr operator<<(Operand a, Operand b) { return binary(Op::Shl, a, b); }
+Expr operator>>(Operand a, Operand b) { return binary(Op::Shr, a, b); }
+Expr operator&&(Operand a, Operand b) { return binary(Op::And, a, b); }
+Expr operator||(Operand a, Operand b) { return binary(Op::Or, a, b); }
+Expr operator<(Operand a, Operand b) { return binary(Op::Lt, a, b); }
+Expr operator<=(Operand a, Operand b) { return binary(Op::Le, a, b); }
+Expr operator>(Operand a, Operand b) { return binary(Op::Gt, a, b); }
+Expr operator>=(Operand a, Operand b) { return binary(Op::Ge, a, b); }
+Expr operator==(Operand a, Operand b) { return binary(Op::Eq, a, b); }
+Expr operator!=(Operand a, Operand b) { return binary(Op::Ne, a, b); }
+Expr operator-(Operand a) { return unary(Op::Neg, a); }
+Expr operator!(Operand a) { return unary(Op::Not, a); }
+Expr operator~(Operand a) { return unary(Op::Not, a); }
+
+Expr exp(Operand x) { return unary(Op::Exp, x); }
+Expr log(Operand x) { return unary(Op::Log, x); }
+Expr sqrt(Operand x) { return unary(Op::Sqrt, x); }
+Expr rsqrt(Operand x) { return unary(Op::Rsqrt, x); }
+Expr tanh(Operand x) { return unary(Op::Tanh, x); }
+Expr abs(Operand x) { return unary(Op::Abs, x); }
+Expr min(Operand a, Operand b) { return binary(Op::Min, a, b); }
+Expr max(Operand a, Operand b) { return binary(Op::Max, a, b); }
+
+Expr fma(Operand a, Operand b, Operand c) {
+  DType hint = value_type(a, b);
+  if (hint == DType::Void && c.kind == Operand::Kind::Value) hint = c.value.dtype();
+  Expr x = materialize(a, hint), y = materialize(b, hint), z = materialize(c, hint);
+  Inst in;
+  in.op = Op::Fma;
+  in.type = x.dtype();
+  in.num_operands = 3;
+  in.operands[0] = x.id();
+  in.operands[1] = y.id();
+  in.operands[2] = z.id();
+  in.loc = loc_of(a);
+  return emit(in);
+}
+
+Expr select(Operand cond, Operand t, Operand f) {
+  Expr c = materialize(cond, DType::Bool);
+  DType hint = value_type(t, f);
+  Expr x = materialize(t, hint), y = materialize(f, hint == DType::Void ? x.dtype() : hint);
+  Inst in;
+  in.op = Op::Select;
+  in.type = x.dtype();
+  in.num_operands = 3;
+  in.operands[0] = c.id();
+  in.operands[1] = x.id();
+  in.operands[2] = y.id();
+  in.loc = loc_of(cond);
+  return emit(in);
+}
+
+Expr cast_to(Operand x, DType to) {
+  Expr v = materialize(x, x.kind == Operand::Kind::Value ? DType::Void : to);
+  if (v.dtype() == to) return v;
+  Inst in;
+  in.op = Op::Cast;
+  in.type = to;
+  in.num_operands = 1;
+  in.operands[0] = v.id();
+  in.loc = loc_of(x);
+  return emit(in);
+}
+
+// --- Built-ins -----------------------------------------------------------------------------
+
+Expr thread_id(int axis, SrcLoc l) { return builtin(Op::ThreadId, axis, l); }
+Expr program_id(int axis, SrcLoc l) { return builtin(Op::ProgramId, axis, l); }
+Expr local_id(int axis, SrcLoc l) { return builtin(Op::LocalId, axis, l); }
+Expr group_size(int axis, SrcLoc l) { return builtin(Op::GroupSize, axis, l); }
+Expr num_programs(int axis, SrcLoc l) { return builtin(Op::NumPrograms, axis, l); }
+Expr lane_id(SrcLoc l) { return builtin(Op::LaneId, 0, l); }
+Expr lane_width(SrcLoc l) { return builtin(Op::LaneWidth, 0, l); }
+Expr simd_group_id(SrcLoc l) { return builtin(Op::SimdGroupId, 0, l); }
+Expr num_simd_groups(SrcLoc l) { return builtin(Op::NumSimdGroups, 0, l); }
+
+void barrier(SrcLoc l) {
+  Inst in;
+  in.op = Op::Barrier;
+  in.loc = loc_of(l);
+  emit(in);
+}
+
+Expr lane_sum(Operand x) { return unary(Op::LaneSum, x); }
+Expr lane_max(Operand x) { return unary(Op::LaneMax, x); }
+
+// A threadgroup-wide reduction from lane reductions: each lane group reduces its values, lane 0
+// of each group publishes the partial to a scratch slot, and after a barrier every lane group
+// reduces the partials itself, so every thread holds the result with no broadcast step. Each
+// call gets its own scratch array, so a later reduction can never overwrite a slot that a
+// slower lane group is still reading (seeds §8, "repeated reduction").
+static Expr group_reduce(const Operand& x, bool is_max) {
+  Expr v = materialize(x, DType::F32);
+  const ir::SrcLoc l = loc_of(x);
+  detail::Trace& t = tr();
+  std::string name = std::string(is_max ? "iron_group_max_" : "iron_group_sum_") + std::to_string(t.unique++);
+  // Largest lane-group count: 1024 threads / lane width 4 (lavapipe with 128-bit vectors).
+  constexpr uint32_t kMaxGroups = 256;
+
+  auto located = [&](Expr e) {
+    t.k.insts[e.id()].loc = l;
+    return e;
+  };
+  Inst red;
+  red.op = is_max ? Op::LaneMax : Op::LaneSum;
+  red.type = v.dtype();
+  red.num_operands = 1;
+  red.operands[0] = v.id();
+  red.loc = l;
+  Expr partial = emit(red);
+
+  Inst alloc;
+  alloc.op = Op::TgAlloc;
+  alloc.type = v.dtype();
+  alloc.sym = t.k.intern_string(name);
+  alloc.imm = kMaxGroups;
+  alloc.loc = l;
+  Id alloc_id = t.k.add_inst(alloc);
+  auto& entry = t.k.blocks[0].insts;
+  entry.insert(entry.begin(), alloc_id);
+
+  Expr lane = located(lane_id());
+  Expr group = located(simd_group_id());
+  Expr groups = located(num_simd_groups());
+  Expr width = located(lane_width());
+  Expr zero = constant(DType::U32, 0, 0, l);
+  Inst is_first;
+  is_first.op = Op::Eq;
+  is_first.type = DType::Bool;
+  is_first.num_operands = 2;
+  is_first.operands[0] = lane.id();
+  is_first.operands[1] = zero.id();
+  is_first.loc = l;
+  Expr first = emit(is_first);
+
+  Inst iff;
+  iff.op = Op::If;
+  iff.num_operands = 1;
+  iff.operands[0] = first.id();
+  iff.loc = l;
+  Id if_id = emit(iff).id();
+  Id then_block = in_block(if_id, [&] {
+    Inst st;
+    st.op = Op::TgStore;
+    st.num_operands = 3;
+    st.operands[0] = alloc_id;
+    st.operands[1] = group.id();
+    st.operands[2] = partial.id();
+    st.loc = l;
+    emit(st);
+  });
+  t.k.insts[if_id].blocks[0] = then_block;
+
+  Inst bar;
+  bar.op = Op::Barrier;
+  bar.loc = l;
+  emit(bar);
+
+  double identity_f = is_max ? -std::numeric_limits<double>::infinity() : 0.0;
+  int64_t identity_i = 0;
+  if (is_max) identity_i = v.dtype() == DType::I32 ? INT32_MIN : 0;
+  Expr init = constant(v.dtype(), identity_i, identity_f, l);
+  Inst var;
+  var.op = Op::Var;
+  var.type = v.dtype();
+  var.num_operands = 1;
+  var.operands[0] = init.id();
+  var.loc = l;
+  Id acc = emit(var).id();
+
+  Inst loop;
+  loop.op = Op::For;
+  loop.type = DType::U32;
+  loop.num_operands = 3;
+  loop.operands[0] = lane.id();
+  loop.operands[1] = groups.id();
+  loop.operands[2] = width.id();
+  loop.loc = l;
+  Id for_id = emit(loop).id();
+  Id body = in_block(for_id, [&] {
+    Inst ld;
+    ld.op = Op::TgLoad;
+    ld.type = v.dtype();
+    ld.num_operands = 2;
+    ld.operands[0] = alloc_id;
+    ld.operands[1] = for_id;
+    ld.loc = l;
+    Expr slot = emit(ld);
+    Inst cur;
+    cur.op = Op::VarLoad;
+    cur.type = v.dtype();
+    cur.num_operands = 1;
+    cur.operands[0] = acc;
+    cur.loc = l;
+    Expr c = emit(cur);
+    Inst comb;
+    comb.op = is_max ? Op::Max : Op::Add;
+    comb.type = v.dtype();
+    comb.num_operands = 2;
+    comb.operands[0] = c.id();
+    comb.operands[1] = slot.id();
+    comb.loc = l;
+    Expr r = emit(comb);
+    Inst st;
+    st.op = Op::VarStore;
+    st.num_operands = 2;
+    st.operands[0] = acc;
+    st.operands[1] = r.id();
+    st.loc = l;
+    emit(st);
+  });
+  t.k.insts[for_id].blocks[0] = body;
+
+  Inst fin;
+  fin.op = Op::VarLoad;
+  fin.type = v.dtype();
+  fin.num_operands = 1;
+  fin.operands[0] = acc;
+  fin.loc = l;
+  Expr total = emit(fin);
+  Inst red2 = red;
+  red2.operands[0] = total.id();
+  return emit(red2);
+}
+
+Expr group_sum(Operand x) { return group_reduce(x, false); }
+Expr group_max(Operand x) { return group_reduce(x, true); }
+
+// --- Control flow --------------------------------------------------------------------------
+
+IfChain if_(Operand cond, FnRef<void()> then_body) {
+  Expr c = materialize(cond, DType::Bool);
+  Inst in;
+  in.op = Op::If;
+  in.num_operands = 1;
+  in.operands[0] = c.id();
+  in.loc = loc_of(cond);
+  Id id = emit(in).id();
+  Id b = in_block(id, [&] { then_body(); });
+  tr().k.insts[id].blocks[0] = b;
+  return IfChain(id);
+}
+
+void IfChain::else_(FnRef<void()> body) {
+  detail::Trace& t = tr();
+  if (t.k.insts[inst_].blocks[1] != ir::kNone) {
+    error(t.k.insts[inst_].loc, "else_ given twice for one if_");
+    return;
+  }
+  Id b = in_block(inst_, [&] { body(); });
+  t.k.insts[inst_].blocks[1] = b;
+}
+
+void for_(Operand begin, Operand end, Operand step, FnRef<void(Expr)> body) {
+  DType hint = end.kind == Operand::Kind::Value ? end.value.dtype() : value_type(begin, step);
+  if (hint == DType::Void) hint = DType::U32;
+  Expr b = materialize(begin, hint), e = materialize(end, hint), s = materialize(step, hint);
+  Inst in;
+  in.op = Op::For;
+  in.type = e.dtype();
+  in.num_operands = 3;
+  in.operands[0] = b.id();
+  in.operands[1] = e.id();
+  in.operands[2] = s.id();
+  in.loc = loc_of(begin);
+  Id id = emit(in).id();
+  Expr induction(id, in.type);
+  Id blk = in_block(id, [&] { body(induction); });
+  tr().k.insts[id].blocks[0] = blk;
+}
+
+void for_(Operand begin, Operand end, FnRef<void(Expr)> body) {
+  Operand one(1, SrcLoc::current());
+  one.file = begin.file;
+  one.line = begin.line;
+  for_(begin, end, one, body);
+}
+
+// --- Variables -----------------------------------------------------------------------------
+
+VarBase::VarBase(DType type, Operand init) : type_(type) {
+  Expr v = materialize(init, type);
+  Inst in;
+  in.op = Op::Var;
+  in.type = type;
+  in.num_operands = 1;
+  in.operands[0] = v.id();
+  in.loc = loc_of(init);
+  id_ = emit(in).id();
+}
+
+static void var_store(uint32_t var, DType type, const Operand& v) {
+  Expr x = materialize(v, type);
+  Inst in;
+  in.op = Op::VarStore;
+  in.num_operands = 2;
+  in.operands[0] = var;
+  in.operands[1] = x.id();
+  in.loc = loc_of(v);
+  emit(in);
+}
+
+VarBase& VarBase::operator=(const VarBase& other) {
+  var_store(id_, type_, Operand(other));
+  return *this;
+}
+void VarBase::operator=(Operand v) { var_store(id_, type_, v); }
+
+// Located where the stored value was defined (an operator= cannot take a source location).
+static Operand at_definition(Expr v) {
+  Operand o(v, SrcLoc::current());
+  detail::Trace& t = tr();
+  if (v.id() < t.k.insts.size()) {
+    ir::SrcLoc l = t.k.insts[v.id()].loc;
+    o.line = l.line;
+    o.file = l.file < t.k.files.size() ? t.k.files[l.file].c_str() : "";
+  }
+  return o;
+}
+void VarBase::operator=(Expr v) { var_store(id_, type_, at_definition(v)); }
+void VarBase::operator=(const ElemRef& v) { var_store(id_, type_, Operand(v, SrcLoc::current())); }
+void VarBase::operator=(float v) { var_store(id_, type_, Operand(v)); }
+void VarBase::operator=(double v) { var_store(id_, type_, Operand(v)); }
+void VarBase::operator=(int v) { var_store(id_, type_, Operand(v)); }
+void VarBase::operator=(unsigned v) { var_store(id_, type_, Operand(v)); }
+void VarBase::operator+=(Operand v) { var_store(id_, type_, Operand(*this, SrcLoc::current()) + v); }
+void VarBase::operator-=(Operand v) { var_store(id_, type_, Operand(*this, SrcLoc::current()) - v); }
+void VarBase::operator*=(Operand v) { var_store(id_, type_, Operand(*this, SrcLoc::current()) * v); }
+void VarBase::operator/=(Operand v) { var_store(id_, type_, Operand(*this, SrcLoc::current()) / v); }
+
+// --- Memory --------------------------------------------------------------------------------
+
+static void store(uint32_t param, DType type, Expr index, const Operand& v) {
+  Expr x = materialize(v, type);
+  Inst in;
+  in.op = Op::Store;
+  in.sym = param;
+  in.num_operands = 2;
+  in.operands[0] = index.id();
+  in.operands[1] = x.id();
+  in.loc = loc_of(v);
+  emit(in);
+}
+
+ElemRef Buffer::operator[](Operand index) const {
+  Expr i = materialize(index, DType::U32);
+  return ElemRef(param_, type_, i, index.file, index.line);
+}
+void ElemRef::operator=(Operand v) { store(param_, type_, index_, v); }
+void ElemRef::operator=(const ElemRef& v) {
+  SrcLoc here = SrcLoc::current();
+  Operand o(v, here);
+  o.file = file_;
+  o.line = line_;
+  store(param_, type_, index_, o);
+}
+void ElemRef::operator+=(Operand v) {
+  Operand cur(*this, SrcLoc::current());
+  store(param_, type_, index_, cur + v);
+}
+
+static void tg_store(uint32_t alloc, DType type, Expr index, const Operand& v) {
+  Expr x = materialize(v, type);
+  Inst in;
+  in.op = Op::TgStore;
+  in.num_operands = 3;
+  in.operands[0] = alloc;
+  in.operands[1] = index.id();
+  in.operands[2] = x.id();
+  in.loc = loc_of(v);
+  emit(in);
+}
+
+TgRef TgBuffer::operator[](Operand index) const {
+  Expr i = materialize(index, DType::U32);
+  return TgRef(alloc_, type_, i, index.file, index.line);
+}
+void TgRef::operator=(Operand v) { tg_store(alloc_, type_, index_, v); }
+void TgRef::operator=(const TgRef& v) { tg_store(alloc_, type_, index_, Operand(v, SrcLoc::current())); }
+
+TgBuffer threadgroup_alloc(const char* name, DType type, uint32_t count, SrcLoc l) {
+  detail::Trace& t = tr();
+  for (Id id : t.k.blocks[0].insts)
+    if (t.k.insts[id].op == Op::TgAlloc && t.k.strings[t.k.insts[id].sym] == name)
+      error(loc_of(l), std::string("threadgroup allocation '") + name +
+                           "' declared twice (names must be unique in the whole kernel)");
+  Inst in;
+  in.op = Op::TgAlloc;
+  in.type = type;
+  in.sym = t.k.intern_string(name);
+  in.imm = count;
+  in.loc = loc_of(l);
+  // Threadgroup memory lives at function scope on every backend: hoist the declaration to the
+  // top of the entry block so it is visible in every branch.
+  Id id = t.k.add_inst(in);
+  auto& entry = t.k.blocks[0].insts;
+  entry.insert(entry.begin(), id);
+  return TgBuffer(id, type);
+}
+
+// --- Parameters ----------------------------------------------------------------------------
+
+static Buffer buffer_param(const char* name, DType type, Extent extent, ir::Access access, const SrcLoc& l) {
+  detail::Trace& t = tr();
+  ir::Param p;
+  p.name = name;
+  p.kind = ir::ParamKind::Buffer;
+  p.dtype = type;
+  p.access = access;
+  p.loc = loc_of(l);
+  if (t.k.find_param(name) >= 0) error(p.loc, std::string("parameter '") + name + "' declared twice");
+  for (const Operand& o : extent) {
+    if (o.kind == Operand::Kind::IntLit && o.i > 0) {
+      p.extent_factor *= uint64_t(o.i);
+    } else if (o.kind == Operand::Kind::Value && o.value.id() < t.k.insts.size() &&
+               t.k.insts[o.value.id()].op == Op::Param) {
+      p.extent_scalars.push_back(t.k.insts[o.value.id()].sym);
+    } else {
+      error(p.loc, std::string("extent of '") + name +
+                       "' must be a product of scalar parameters (constexpr_) and positive integer literals");
+    }
+  }
+  if (extent.size() == 0) error(p.loc, std::string("buffer '") + name + "' needs an extent");
+  t.k.params.push_back(std::move(p));
+  return Buffer(uint32_t(t.k.params.size() - 1), type);
+}
+
+Buffer input(const char* name, DType type, Extent extent, SrcLoc l) {
+  return buffer_param(name, type, extent, ir::Access::Read, l);
+}
+Buffer output(const char* name, DType type, Extent extent, SrcLoc l) {
+  return buffer_param(name, type, extent, ir::Access::Write, l);
+}
+Buffer inout(const char* name, DType type, Extent extent, SrcLoc l) {
+  return buffer_param(name, type, extent, ir::Access::ReadWrite, l);
+}
+
+Expr constexpr_(const char* name, DType type, SrcLoc l) {
+  detail::Trace& t = tr();
+  ir::Param p;
+  p.name = name;
+  p.kind = ir::ParamKind::Scalar;
+  p.dtype = type;
+  p.loc = loc_of(l);
+  if (t.k.find_param(name) >= 0) error(p.loc, std::string("parameter '") + name + "' declared twice");
+  t.k.params.push_back(std::move(p));
+  Inst in;
+  in.op = Op::Param;
+  in.type = type;
+  in.sym = uint32_t(t.k.params.size() - 1);
+  in.loc = loc_of(l);
+  return emit(in);
+}
+
+}  // namespace iron::dsl

@@ -1,0 +1,385 @@
+// iron-runner's engine. The CLI spawns the runner and reads one JSON message per line; the
+// runner links the kernel library, so its registries are populated here and only here.
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <optional>
+
+#include "codegen/codegen.hpp"
+#include "core/ir.hpp"
+#include "core/numeric.hpp"
+#include "core/protocol.hpp"
+#include "harness/runner.hpp"
+#include "iron/registry.hpp"
+#include "runtime/device.hpp"
+
+namespace iron {
+
+using nlohmann::json;
+
+namespace {
+
+void send(const json& msg) {
+  std::cout << protocol::encode(msg) << "\n" << std::flush;
+}
+
+std::string describe(double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.9g", v);
+  return buf;
+}
+
+}  // namespace
+
+TestOutcome run_test_case(Context& ctx, const TestDecl& decl, DType dtype, double tol) {
+  TestOutcome r;
+  try {
+    const ir::Kernel& k = kernel_ir(decl.kernel);
+    TestSetup setup = decl.body(dtype);
+    if (setup.dtype() != dtype) {
+      r.message = "the test body built a setup for dtype " + std::string(dtype_name(setup.dtype())) +
+                  " when asked for " + dtype_name(dtype);
+      return r;
+    }
+    if (!setup.oracle_fn()) {
+      r.message = "the test has no oracle";
+      return r;
+    }
+    // Inputs: round to the buffer's dtype once, so device and oracle see the same values.
+    Tensors rounded;
+    Bindings bindings;
+    for (const auto& [name, values] : setup.inputs()) {
+      int idx = k.find_param(name);
+      if (idx < 0 || k.params[idx].kind != ir::ParamKind::Buffer) {
+        r.message = "input '" + name + "' names no buffer parameter of " + k.name;
+        return r;
+      }
+      DType t = ir::resolve(k.params[idx].dtype, dtype);
+      std::vector<unsigned char> bytes(values.size() * dtype_size(t));
+      num::encode(t, values.data(), bytes.data(), values.size());
+      std::vector<double> back(values.size());
+      num::decode(t, bytes.data(), back.data(), values.size());
+      for (double v : back)
+        if (!std::isfinite(v)) {
+          r.message = "input '" + name + "' is not finite after rounding to " + dtype_name(t) + " (fixture out of range)";
+          return r;
+        }
+      DeviceBuffer buf = ctx.alloc(t, values.size());
+      ctx.upload(buf, bytes.data(), bytes.size());
+      bindings.emplace_back(name, buf);
+      rounded[name] = std::move(back);
+    }
+    // Outputs start as all-ones bytes (NaN for floats): an element the kernel never writes fails.
+    Tensors expected;
+    std::vector<std::pair<std::string, DeviceBuffer>> outs;
+    for (const auto& [name, count] : setup.outputs()) {
+      int idx = k.find_param(name);
+      if (idx < 0 || k.params[idx].kind != ir::ParamKind::Buffer) {
+        r.message = "output '" + name + "' names no buffer parameter of " + k.name;
+        return r;
+      }
+      DType t = ir::resolve(k.params[idx].dtype, dtype);
+      DeviceBuffer buf = ctx.alloc(t, count);
+      std::vector<unsigned char> fill(buf.bytes(), 0xff);
+      ctx.upload(buf, fill.data(), fill.size());
+      bindings.emplace_back(name, buf);
+      outs.emplace_back(name, buf);
+      expected[name].assign(count, 0.0);
+    }
+    setup.oracle_fn()(rounded, expected);
+    ctx.dispatch_with_grid(k, dtype, bindings, setup.scalars(), setup.grid_size(), setup.threadgroup());
+    ctx.synchronize();
+
+    for (const auto& [name, buf] : outs) {
+      std::vector<unsigned char> bytes(buf.bytes());
+      ctx.download(buf, bytes.data(), bytes.size());
+      std::vector<double> got(buf.count());
+      num::decode(buf.dtype(), bytes.data(), got.data(), got.size());
+      const std::vector<double>& want = expected[name];
+      for (size_t i = 0; i < got.size(); ++i) {
+        double err = std::fabs(got[i] - want[i]) / std::max(setup.floor(), std::fabs(want[i]));
+        if (std::isnan(got[i]) || std::isnan(err)) err = INFINITY;
+        if (err > r.max_error) r.max_error = err;
+        if (err > tol && r.message.empty())
+          r.message = "output '" + name + "'[" + std::to_string(i) + "] = " + describe(got[i]) + ", oracle " +
+                      describe(want[i]) + " (error " + describe(err) + " > tolerance " + describe(tol) + ")";
+      }
+    }
+    r.status = r.message.empty() ? TestOutcome::Status::Pass : TestOutcome::Status::Fail;
+  } catch (const std::exception& e) {
+    r.status = TestOutcome::Status::Fail;
+    r.message = e.what();
+  }
+  return r;
+}
+
+namespace {
+
+struct Args {
+  std::string command;
+  std::vector<std::string> positional;
+  std::string filter, backend, dtype, emit, out_dir, arch = "sm_90a";
+  bool ir = false, no_compile = false, locations = false;
+};
+
+Args parse_args(int argc, char** argv) {
+  Args a;
+  if (argc > 1) a.command = argv[1];
+  for (int i = 2; i < argc; ++i) {
+    std::string s = argv[i];
+    auto value = [&]() -> std::string {
+      if (i + 1 >= argc) throw Error("option " + s + " needs a value");
+      return argv[++i];
+    };
+    if (s == "-f" || s == "--filter") a.filter = value();
+    else if (s == "--backend") a.backend = value();
+    else if (s == "--dtype") a.dtype = value();
+    else if (s == "--emit") a.emit = value();
+    else if (s == "-o" || s == "--out") a.out_dir = value();
+    else if (s == "--arch") a.arch = value();
+    else if (s == "--ir") a.ir = true;
+    else if (s == "--locations") a.locations = true;
+    else if (s == "--no-compile") a.no_compile = true;
+    else if (!s.empty() && s[0] == '-') throw Error("unknown option " + s);
+    else a.positional.push_back(s);
+  }
+  return a;
+}
+
+bool matches(const std::string& filter, const std::string& kernel, const std::string& name) {
+  if (filter.empty()) return true;
+  return kernel.find(filter) != std::string::npos || (kernel + "/" + name).find(filter) != std::string::npos;
+}
+
+json device_json(const DeviceInfo& d) {
+  return {{"type", "device"},
+          {"backend", backend_name(d.backend)},
+          {"available", true},
+          {"name", d.name},
+          {"driver", d.driver},
+          {"arch", d.arch},
+          {"lane_width", d.lane_width},
+          {"max_threads_per_group", d.max_threads_per_group},
+          {"shared_memory_bytes", d.shared_memory_bytes},
+          {"memory_bytes", d.memory_bytes},
+          {"f16", d.f16},
+          {"bf16", d.bf16}};
+}
+
+int cmd_device() {
+  for (Backend b : {Backend::Vulkan, Backend::Cuda}) {
+    std::string why;
+    std::vector<DeviceInfo> devs = list_devices(b, &why);
+    if (devs.empty())
+      send({{"type", "device"}, {"backend", backend_name(b)}, {"available", false}, {"why", why}});
+    for (const DeviceInfo& d : devs) send(device_json(d));
+  }
+  return 0;
+}
+
+int cmd_list() {
+  for (const KernelDecl* d : registered_kernels()) {
+    json dtypes = json::array();
+    for (DType t : d->dtypes) dtypes.push_back(dtype_name(t));
+    send({{"type", "kernel"}, {"name", d->name}, {"mode", mode_name(d->mode)}, {"dtypes", dtypes},
+          {"file", d->file}, {"line", d->line}});
+  }
+  for (const TestDecl* t : registered_tests()) send({{"type", "test_case"}, {"kernel", t->kernel}, {"case", t->name}});
+  return 0;
+}
+
+int cmd_test(const Args& a) {
+  std::optional<Backend> want;
+  if (!a.backend.empty()) {
+    Backend b;
+    if (!parse_backend(a.backend, b)) throw Error("unknown backend '" + a.backend + "' (use vulkan or cuda)");
+    want = b;
+  }
+  std::optional<DType> only;
+  if (!a.dtype.empty()) {
+    DType d;
+    if (!parse_dtype(a.dtype, d)) throw Error("unknown dtype '" + a.dtype + "'");
+    only = d;
+  }
+  // Best available backend when none is named: CUDA, then Vulkan.
+  std::unique_ptr<Context> ctx;
+  std::string unavailable;
+  Backend backend = want.value_or(Backend::Cuda);
+  std::vector<Backend> order = want ? std::vector<Backend>{*want} : std::vector<Backend>{Backend::Cuda, Backend::Vulkan};
+  for (Backend b : order) {
+    try {
+      ctx = Context::create(b);
+      backend = b;
+      break;
+    } catch (const Error& e) {
+      unavailable += std::string(unavailable.empty() ? "" : "; ") + backend_name(b) + ": " + e.what();
+    }
+  }
+  if (ctx) send(device_json(ctx->info()));
+
+  int passed = 0, failed = 0, skipped = 0;
+  for (const TestDecl* t : registered_tests()) {
+    if (!matches(a.filter, t->kernel, t->name)) continue;
+    for (const DtypeTolerance& dt : t->dtypes) {
+      if (only && *only != dt.dtype) continue;
+      json msg = {{"type", "test"}, {"kernel", t->kernel}, {"case", t->name}, {"dtype", dtype_name(dt.dtype)},
+                  {"backend", ctx ? backend_name(backend) : (want ? backend_name(*want) : "none")},
+                  {"tolerance", dt.tol}};
+      send({{"type", "test_start"}, {"kernel", t->kernel}, {"case", t->name}, {"dtype", dtype_name(dt.dtype)}});
+      auto start = std::chrono::steady_clock::now();
+      TestOutcome r;
+      if (!ctx) {
+        // A backend that cannot run the test fails it: a missing device is never a pass.
+        r.message = "backend unavailable: " + unavailable;
+      } else if ((dt.dtype == DType::F16 && !ctx->info().f16) || (dt.dtype == DType::BF16 && !ctx->info().bf16)) {
+        r.message = std::string("device ") + ctx->info().name + " does not support " + dtype_name(dt.dtype);
+        if (!want) r.status = TestOutcome::Status::Skip;
+      } else {
+        r = run_test_case(*ctx, *t, dt.dtype, dt.tol);
+      }
+      double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+      const char* status = r.status == TestOutcome::Status::Pass ? "pass" : r.status == TestOutcome::Status::Skip ? "skip" : "fail";
+      (r.status == TestOutcome::Status::Pass ? passed : r.status == TestOutcome::Status::Skip ? skipped : failed)++;
+      msg["status"] = status;
+      msg["max_error"] = std::isfinite(r.max_error) ? json(r.max_error) : json("inf");
+      msg["message"] = r.message;
+      msg["ms"] = ms;
+      send(msg);
+    }
+  }
+  send({{"type", "summary"}, {"passed", passed}, {"failed", failed}, {"skipped", skipped}});
+  return failed == 0 ? 0 : 1;
+}
+
+DType pick_dtype(const ir::Kernel& k, const std::string& requested) {
+  if (!requested.empty()) {
+    DType d;
+    if (!parse_dtype(requested, d)) throw Error("unknown dtype '" + requested + "'");
+    if (!k.dtypes.empty() && std::find(k.dtypes.begin(), k.dtypes.end(), d) == k.dtypes.end())
+      throw Error("kernel '" + k.name + "' is not declared for dtype " + requested);
+    return d;
+  }
+  return k.dtypes.empty() ? DType::F32 : k.dtypes.front();
+}
+
+int cmd_inspect(const Args& a) {
+  if (a.positional.empty()) throw Error("inspect needs a kernel name");
+  const ir::Kernel& k = kernel_ir(a.positional[0]);
+  if (a.ir) {
+    send({{"type", "text"}, {"text", ir::print(k, {a.locations})}});
+    return 0;
+  }
+  DType d = pick_dtype(k, a.dtype);
+  codegen::Target target = codegen::Target::Cuda;
+  if (!a.backend.empty() && a.backend != "cuda") {
+    if (a.backend != "vulkan") throw Error("unknown backend '" + a.backend + "' (use vulkan or cuda)");
+    target = codegen::Target::Glsl;
+  }
+  codegen::Emitted e = codegen::emit(k, d, target);
+  if (!e.ok()) throw Error(e.diags.render(k));
+  send({{"type", "text"}, {"text", e.source}});
+  return 0;
+}
+
+void write_file(const std::filesystem::path& p, const void* data, size_t bytes) {
+  std::filesystem::create_directories(p.parent_path());
+  std::ofstream f(p, std::ios::binary);
+  f.write(static_cast<const char*>(data), std::streamsize(bytes));
+  if (!f) throw Error("cannot write " + p.string());
+}
+
+int cmd_build(const Args& a) {
+  if (a.out_dir.empty()) throw Error("build needs -o DIR");
+  std::string what = a.emit.empty() ? "all" : a.emit;
+  bool cuda = what == "cuda" || what == "all", spirv = what == "spirv" || what == "all", irs = what == "ir" || what == "all";
+  if (!cuda && !spirv && !irs) throw Error("--emit takes cuda, spirv, ir or all, not '" + what + "'");
+  std::filesystem::path out(a.out_dir);
+  int failures = 0, written = 0;
+  auto artifact = [&](const std::string& kernel, const std::string& dtype, const std::string& target,
+                      const std::filesystem::path& path, bool ok, const std::string& message) {
+    send({{"type", "artifact"}, {"kernel", kernel}, {"dtype", dtype}, {"target", target}, {"path", path.string()},
+          {"ok", ok}, {"message", message}});
+    (ok ? written : failures)++;
+  };
+  for (const KernelDecl* decl : registered_kernels()) {
+    if (!matches(a.filter, decl->name, "")) continue;
+    const ir::Kernel* k = nullptr;
+    try {
+      k = &kernel_ir(decl->name);
+    } catch (const Error& e) {
+      artifact(decl->name, "", "ir", out / "ir" / (std::string(decl->name) + ".ir"), false, e.what());
+      continue;
+    }
+    if (irs) {
+      std::string text = ir::print(*k);
+      std::filesystem::path p = out / "ir" / (k->name + ".ir");
+      write_file(p, text.data(), text.size());
+      artifact(k->name, "", "ir", p, true, "");
+    }
+    std::vector<DType> dtypes = k->dtypes.empty() ? std::vector<DType>{DType::F32} : k->dtypes;
+    for (DType d : dtypes) {
+      std::string dn = dtype_name(d);
+      std::string stem = codegen::entry_name(*k, d);
+      if (cuda) {
+        codegen::Emitted e = codegen::emit(*k, d, codegen::Target::Cuda);
+        std::filesystem::path p = out / "cuda" / (stem + ".cu");
+        if (!e.ok()) {
+          artifact(k->name, dn, "cuda", p, false, e.diags.render(*k));
+        } else {
+          write_file(p, e.source.data(), e.source.size());
+          if (a.no_compile) {
+            artifact(k->name, dn, "cuda", p, true, "");
+          } else {
+            try {
+              rt::NvrtcResult r = rt::nvrtc_compile(e.source, e.entry, a.arch);
+              std::filesystem::path cubin = out / "cuda" / (stem + "." + a.arch + ".cubin");
+              if (r.ok) write_file(cubin, r.cubin.data(), r.cubin.size());
+              artifact(k->name, dn, "cuda:" + a.arch, r.ok ? cubin : p, r.ok, r.log);
+            } catch (const Error& err) {
+              artifact(k->name, dn, "cuda:" + a.arch, p, false, err.what());
+            }
+          }
+        }
+      }
+      if (spirv) {
+        codegen::Emitted e = codegen::emit(*k, d, codegen::Target::Glsl);
+        std::filesystem::path comp = out / "spirv" / (stem + ".comp");
+        if (!e.ok()) {
+          artifact(k->name, dn, "spirv", comp, false, e.diags.render(*k));
+        } else {
+          write_file(comp, e.source.data(), e.source.size());
+          codegen::Spirv s = codegen::compile_glsl(e.source, stem);
+          std::filesystem::path spv = out / "spirv" / (stem + ".spv");
+          if (s.ok) write_file(spv, s.words.data(), s.words.size() * 4);
+          artifact(k->name, dn, "spirv", s.ok ? spv : comp, s.ok, s.log);
+        }
+      }
+    }
+  }
+  send({{"type", "summary"}, {"passed", written}, {"failed", failures}, {"skipped", 0}});
+  return failures == 0 ? 0 : 1;
+}
+
+}  // namespace
+
+int runner_main(int argc, char** argv) {
+  try {
+    Args a = parse_args(argc, argv);
+    send({{"type", "hello"}, {"runner_version", "0.1.0"}});
+    if (a.command == "test") return cmd_test(a);
+    if (a.command == "inspect") return cmd_inspect(a);
+    if (a.command == "build") return cmd_build(a);
+    if (a.command == "device") return cmd_device();
+    if (a.command == "list") return cmd_list();
+    throw Error("unknown runner command '" + a.command + "' (test, inspect, build, device, list)");
+  } catch (const std::exception& e) {
+    send({{"type", "error"}, {"message", e.what()}});
+    return 2;
+  }
+}
+
+}  // namespace iron

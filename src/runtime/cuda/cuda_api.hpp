@@ -1,0 +1,90 @@
+// Our own minimal declarations of the CUDA driver API and NVRTC, plus X-macro lists of the entry
+// points we load with dlsym. We never include cuda.h / nvrtc.h and never link libcuda or
+// libnvrtc, so Iron builds without the SDK and starts (and says "no CUDA driver") without a GPU.
+// Values below are copied from CUDA 13.0's cuda.h / nvrtc.h; they are ABI and never change.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+namespace iron::cuda {
+
+using CUresult = int;  // an enum in cuda.h; int-sized in the ABI
+using CUdevice = int;
+using CUdeviceptr = unsigned long long;
+using CUcontext = struct CUctx_st*;
+using CUmodule = struct CUmod_st*;
+using CUfunction = struct CUfunc_st*;
+using CUstream = struct CUstream_st*;
+
+constexpr CUresult CUDA_SUCCESS = 0;
+constexpr CUresult CUDA_ERROR_STUB_LIBRARY = 34;
+
+// Only the attributes we query (cuda.h: enum CUdevice_attribute).
+enum CUdevice_attribute : int {
+  CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK = 1,
+  CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_X = 2,
+  CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Y = 3,
+  CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Z = 4,
+  CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_X = 5,
+  CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Y = 6,
+  CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Z = 7,
+  CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK = 8,  // static __shared__ limit (48 KiB)
+  CU_DEVICE_ATTRIBUTE_WARP_SIZE = 10,
+  CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT = 16,
+  CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR = 75,
+  CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR = 76,
+  CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN = 97,  // needs dynamic smem + opt-in
+};
+
+using nvrtcResult = int;  // an enum in nvrtc.h; NVRTC_SUCCESS = 0
+using nvrtcProgram = struct _nvrtcProgram*;
+constexpr nvrtcResult NVRTC_SUCCESS = 0;
+
+}  // namespace iron::cuda
+
+// IRON_CUDA_FN(symbol, return type, (parameter types)). The symbol is the exact exported name:
+// where cuda.h #defines a name to a versioned one (cuMemAlloc -> cuMemAlloc_v2, ...), the
+// versioned symbol is listed, since the unversioned export keeps the old 32-bit ABI.
+// Contexts: we use the primary context (retain + set current), which CUDA 13 still supports and
+// which shares state with any runtime-API user (PyTorch) in the same process.
+#define IRON_CUDA_FUNCTIONS(IRON_CUDA_FN)                                                        \
+  IRON_CUDA_FN(cuInit, CUresult, (unsigned))                                                     \
+  IRON_CUDA_FN(cuDriverGetVersion, CUresult, (int*))                                             \
+  IRON_CUDA_FN(cuDeviceGetCount, CUresult, (int*))                                               \
+  IRON_CUDA_FN(cuDeviceGet, CUresult, (CUdevice*, int))                                          \
+  IRON_CUDA_FN(cuDeviceGetName, CUresult, (char*, int, CUdevice))                                \
+  IRON_CUDA_FN(cuDeviceGetAttribute, CUresult, (int*, CUdevice_attribute, CUdevice))             \
+  IRON_CUDA_FN(cuDeviceTotalMem_v2, CUresult, (size_t*, CUdevice))                               \
+  IRON_CUDA_FN(cuDevicePrimaryCtxRetain, CUresult, (CUcontext*, CUdevice))                       \
+  IRON_CUDA_FN(cuDevicePrimaryCtxRelease_v2, CUresult, (CUdevice))                               \
+  IRON_CUDA_FN(cuCtxSetCurrent, CUresult, (CUcontext))                                           \
+  IRON_CUDA_FN(cuCtxSynchronize, CUresult, ())                                                   \
+  IRON_CUDA_FN(cuMemAlloc_v2, CUresult, (CUdeviceptr*, size_t))                                  \
+  IRON_CUDA_FN(cuMemFree_v2, CUresult, (CUdeviceptr))                                            \
+  IRON_CUDA_FN(cuMemcpyHtoD_v2, CUresult, (CUdeviceptr, const void*, size_t))                    \
+  IRON_CUDA_FN(cuMemcpyDtoH_v2, CUresult, (void*, CUdeviceptr, size_t))                          \
+  IRON_CUDA_FN(cuModuleLoadData, CUresult, (CUmodule*, const void*))                             \
+  IRON_CUDA_FN(cuModuleUnload, CUresult, (CUmodule))                                             \
+  IRON_CUDA_FN(cuModuleGetFunction, CUresult, (CUfunction*, CUmodule, const char*))              \
+  IRON_CUDA_FN(cuLaunchKernel, CUresult,                                                         \
+               (CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, \
+                CUstream, void**, void**))
+
+// Looked up but allowed to be missing: only used to make error messages readable.
+#define IRON_CUDA_OPTIONAL_FUNCTIONS(IRON_CUDA_FN)                  \
+  IRON_CUDA_FN(cuGetErrorName, CUresult, (CUresult, const char**))  \
+  IRON_CUDA_FN(cuGetErrorString, CUresult, (CUresult, const char**))
+
+#define IRON_NVRTC_FUNCTIONS(IRON_NVRTC_FN)                                                       \
+  IRON_NVRTC_FN(nvrtcVersion, nvrtcResult, (int*, int*))                                          \
+  IRON_NVRTC_FN(nvrtcGetErrorString, const char*, (nvrtcResult))                                  \
+  IRON_NVRTC_FN(nvrtcCreateProgram, nvrtcResult,                                                  \
+                (nvrtcProgram*, const char*, const char*, int, const char* const*,                \
+                 const char* const*))                                                             \
+  IRON_NVRTC_FN(nvrtcDestroyProgram, nvrtcResult, (nvrtcProgram*))                                \
+  IRON_NVRTC_FN(nvrtcCompileProgram, nvrtcResult, (nvrtcProgram, int, const char* const*))        \
+  IRON_NVRTC_FN(nvrtcGetProgramLogSize, nvrtcResult, (nvrtcProgram, size_t*))                     \
+  IRON_NVRTC_FN(nvrtcGetProgramLog, nvrtcResult, (nvrtcProgram, char*))                           \
+  IRON_NVRTC_FN(nvrtcGetCUBINSize, nvrtcResult, (nvrtcProgram, size_t*))                          \
+  IRON_NVRTC_FN(nvrtcGetCUBIN, nvrtcResult, (nvrtcProgram, char*))

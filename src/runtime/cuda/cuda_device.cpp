@@ -1,0 +1,583 @@
+// The CUDA device: the driver API and NVRTC, both dlopen'd at run time (see cuda_api.hpp), so a
+// binary built on a machine without a GPU runs unchanged on one with a driver, and says
+// "no CUDA driver" cleanly where there is none. Kernels are emitted as CUDA C++, compiled by
+// NVRTC straight to a CUBIN for the device's own arch, and launched on the legacy null stream.
+#include <dlfcn.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "codegen/codegen.hpp"
+#include "runtime/cuda/cuda_api.hpp"
+#include "runtime/device.hpp"
+
+namespace iron::rt {
+namespace {
+
+using namespace iron::cuda;
+
+// ---------------------------------------------------------------------------------------------
+// Driver loading
+
+// Names for the codes we are likely to meet, for when cuGetErrorName is missing or (as in the
+// toolkit's stub library) itself fails.
+const char* known_error_name(CUresult r) {
+  switch (r) {
+    case 1: return "CUDA_ERROR_INVALID_VALUE";
+    case 2: return "CUDA_ERROR_OUT_OF_MEMORY";
+    case 3: return "CUDA_ERROR_NOT_INITIALIZED";
+    case 4: return "CUDA_ERROR_DEINITIALIZED";
+    case 34: return "CUDA_ERROR_STUB_LIBRARY";
+    case 35: return "CUDA_ERROR_INSUFFICIENT_DRIVER";
+    case 100: return "CUDA_ERROR_NO_DEVICE";
+    case 101: return "CUDA_ERROR_INVALID_DEVICE";
+    case 200: return "CUDA_ERROR_INVALID_IMAGE";
+    case 209: return "CUDA_ERROR_NO_BINARY_FOR_GPU";
+    case 218: return "CUDA_ERROR_INVALID_PTX";
+    case 400: return "CUDA_ERROR_INVALID_HANDLE";
+    case 500: return "CUDA_ERROR_NOT_FOUND";
+    case 700: return "CUDA_ERROR_ILLEGAL_ADDRESS";
+    case 701: return "CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES";
+    case 702: return "CUDA_ERROR_LAUNCH_TIMEOUT";
+    case 715: return "CUDA_ERROR_ILLEGAL_INSTRUCTION";
+    case 716: return "CUDA_ERROR_MISALIGNED_ADDRESS";
+    case 719: return "CUDA_ERROR_LAUNCH_FAILED";
+    case 803: return "CUDA_ERROR_SYSTEM_DRIVER_MISMATCH";
+    case 999: return "CUDA_ERROR_UNKNOWN";
+    default: return nullptr;
+  }
+}
+
+// Errors raised while kernels run that leave the context unusable: every later call in this
+// process fails with the same code, so say so instead of letting the next test look guilty.
+bool is_sticky(CUresult r) {
+  return r == 700 || r == 702 || (r >= 714 && r <= 719);
+}
+
+struct CudaDriver {
+  void* lib = nullptr;  // never dlclose'd: unloading libcuda while it has threads is unsafe
+  std::string path;     // the file the loader picked, for messages
+#define IRON_CUDA_FN(name, ret, args) ret(*name) args = nullptr;
+  IRON_CUDA_FUNCTIONS(IRON_CUDA_FN)
+  IRON_CUDA_OPTIONAL_FUNCTIONS(IRON_CUDA_FN)
+#undef IRON_CUDA_FN
+
+  // "700 CUDA_ERROR_ILLEGAL_ADDRESS: an illegal memory access was encountered"
+  std::string describe(CUresult r) const {
+    std::string s = std::to_string(r);
+    const char* name = nullptr;
+    if (!cuGetErrorName || cuGetErrorName(r, &name) != CUDA_SUCCESS || !name) name = known_error_name(r);
+    if (name) s += std::string(" ") + name;
+    const char* text = nullptr;
+    if (cuGetErrorString && cuGetErrorString(r, &text) == CUDA_SUCCESS && text) s += std::string(": ") + text;
+    return s;
+  }
+  void check(CUresult r, const std::string& what) const {
+    if (r != CUDA_SUCCESS) throw Error(what + " failed: " + describe(r));
+  }
+};
+
+struct DriverLoad {
+  std::shared_ptr<const CudaDriver> driver;
+  std::string error;
+};
+
+DriverLoad load_driver() {
+  DriverLoad out;
+  // Only the versioned soname: the unversioned libcuda.so is a development symlink, and on
+  // toolkit-only machines it may be the stub.
+  void* lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+  if (!lib) {
+    out.error = "no CUDA driver: libcuda.so.1 not found (this machine has no NVIDIA driver)";
+    return out;
+  }
+  auto drv = std::make_shared<CudaDriver>();
+  drv->lib = lib;
+  std::string missing;
+#define IRON_CUDA_FN(name, ret, args)                                   \
+  drv->name = reinterpret_cast<ret(*) args>(dlsym(lib, #name));         \
+  if (!drv->name) missing += std::string(missing.empty() ? "" : ", ") + #name;
+  IRON_CUDA_FUNCTIONS(IRON_CUDA_FN)
+#undef IRON_CUDA_FN
+#define IRON_CUDA_FN(name, ret, args) drv->name = reinterpret_cast<ret(*) args>(dlsym(lib, #name));
+  IRON_CUDA_OPTIONAL_FUNCTIONS(IRON_CUDA_FN)
+#undef IRON_CUDA_FN
+  Dl_info where{};
+  drv->path = (drv->cuInit && dladdr(reinterpret_cast<void*>(drv->cuInit), &where) && where.dli_fname)
+                  ? where.dli_fname
+                  : "libcuda.so.1";
+  if (!missing.empty()) {
+    out.error = "no usable CUDA driver: " + drv->path + " lacks " + missing + " (driver too old?)";
+    return out;
+  }
+  if (CUresult r = drv->cuInit(0); r != CUDA_SUCCESS) {
+    if (r == 100)
+      out.error = "no CUDA device: cuInit failed with " + drv->describe(r);
+    else if (r == CUDA_ERROR_STUB_LIBRARY)
+      out.error = "no CUDA driver: cuInit failed with " + drv->describe(r) + " (" + drv->path +
+                  " is the CUDA toolkit's stub library, not an NVIDIA driver)";
+    else
+      out.error = "no usable CUDA driver: cuInit failed with " + drv->describe(r) + " (" + drv->path + ")";
+    return out;
+  }
+  out.driver = std::move(drv);
+  return out;
+}
+
+// Loaded once per process; a failure is remembered too (a driver does not appear mid-run).
+std::shared_ptr<const CudaDriver> cuda_driver() {
+  static const DriverLoad load = load_driver();
+  if (!load.driver) throw Error(load.error);
+  return load.driver;
+}
+
+// ---------------------------------------------------------------------------------------------
+// NVRTC loading
+
+struct Nvrtc {
+  void* lib = nullptr;  // never dlclose'd
+  std::string path;
+  std::string include_dir;  // CUDA headers (cuda_fp16.h ...); empty when none was found
+  int major = 0, minor = 0;
+#define IRON_NVRTC_FN(name, ret, args) ret(*name) args = nullptr;
+  IRON_NVRTC_FUNCTIONS(IRON_NVRTC_FN)
+#undef IRON_NVRTC_FN
+};
+
+struct NvrtcLoad {
+  std::unique_ptr<Nvrtc> nvrtc;
+  std::string error;
+};
+
+std::string env_or_empty(const char* name) {
+  const char* v = std::getenv(name);
+  return v ? v : "";
+}
+
+std::string dir_of(const std::string& path) {
+  size_t slash = path.rfind('/');
+  return slash == std::string::npos ? "." : path.substr(0, slash);
+}
+
+bool file_exists(const std::string& path) { return access(path.c_str(), R_OK) == 0; }
+
+NvrtcLoad load_nvrtc() {
+  NvrtcLoad out;
+  const std::string cuda_home = env_or_empty("CUDA_HOME");
+  std::vector<std::string> candidates = {"libnvrtc.so.13", "libnvrtc.so.12", "libnvrtc.so"};
+  if (!cuda_home.empty()) candidates.push_back(cuda_home + "/lib64/libnvrtc.so.13");
+  candidates.push_back("/usr/local/cuda/lib64/libnvrtc.so.13");
+
+  void* lib = nullptr;
+  std::string tried;
+  for (size_t i = 0; i < candidates.size() && !lib; ++i) {
+    const std::string& c = candidates[i];
+    if (std::find(candidates.begin(), candidates.begin() + long(i), c) != candidates.begin() + long(i)) continue;
+    lib = dlopen(c.c_str(), RTLD_NOW | RTLD_LOCAL);
+    if (!lib) {
+      const char* err = dlerror();
+      tried += "\n  " + (err ? std::string(err) : c + ": not found");
+    }
+  }
+  if (!lib) {
+    out.error = "NVRTC not found: tried" + tried + "\n(install the CUDA toolkit or set CUDA_HOME)";
+    return out;
+  }
+  auto nv = std::make_unique<Nvrtc>();
+  nv->lib = lib;
+  std::string missing;
+#define IRON_NVRTC_FN(name, ret, args)                                \
+  nv->name = reinterpret_cast<ret(*) args>(dlsym(lib, #name));        \
+  if (!nv->name) missing += std::string(missing.empty() ? "" : ", ") + #name;
+  IRON_NVRTC_FUNCTIONS(IRON_NVRTC_FN)
+#undef IRON_NVRTC_FN
+  Dl_info where{};
+  nv->path = (nv->nvrtcVersion && dladdr(reinterpret_cast<void*>(nv->nvrtcVersion), &where) && where.dli_fname)
+                 ? where.dli_fname
+                 : "libnvrtc";
+  if (!missing.empty()) {
+    out.error = "NVRTC not found: " + nv->path + " lacks " + missing;
+    return out;
+  }
+  nv->nvrtcVersion(&nv->major, &nv->minor);
+
+  // NVRTC dlopens libnvrtc-builtins.so.<major>.<minor> by soname at compile time, through the
+  // loader path, not from its own folder. When we found libnvrtc by absolute path only, that
+  // fails (NVRTC_ERROR_BUILTIN_OPERATION_FAILURE); loading the builtins from libnvrtc's folder
+  // first makes the soname lookup find the loaded copy. Best effort: a failure shows in the log.
+  const std::string lib_dir = dir_of(nv->path);
+  const std::string builtins =
+      lib_dir + "/libnvrtc-builtins.so." + std::to_string(nv->major) + "." + std::to_string(nv->minor);
+  if (file_exists(builtins)) dlopen(builtins.c_str(), RTLD_NOW | RTLD_GLOBAL);
+
+  // NVRTC has no default include path: cuda_fp16.h / cuda_bf16.h come from the toolkit.
+  std::vector<std::string> include_dirs;
+  if (!cuda_home.empty()) include_dirs.push_back(cuda_home + "/include");
+  if (std::string p = env_or_empty("CUDA_PATH"); !p.empty()) include_dirs.push_back(p + "/include");
+  include_dirs.push_back(lib_dir + "/../include");  // <toolkit>/lib64/../include, targets/<arch>/...
+  include_dirs.push_back("/usr/local/cuda/include");
+  for (const std::string& d : include_dirs)
+    if (file_exists(d + "/cuda_fp16.h")) {
+      nv->include_dir = d;
+      break;
+    }
+  out.nvrtc = std::move(nv);
+  return out;
+}
+
+const Nvrtc& nvrtc() {
+  static const NvrtcLoad load = load_nvrtc();
+  if (!load.nvrtc) throw Error(load.error);
+  return *load.nvrtc;
+}
+
+std::string numbered_source(const std::string& source) {
+  std::string out;
+  int line = 0;
+  for (size_t start = 0; start < source.size();) {
+    size_t end = source.find('\n', start);
+    if (end == std::string::npos) end = source.size();
+    char num[16];
+    std::snprintf(num, sizeof num, "%5d | ", ++line);
+    out += num;
+    out.append(source, start, end - start);
+    out += '\n';
+    start = end + 1;
+  }
+  return out;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Device objects
+
+// The device's primary context, shared by the device, its buffers and its modules: the context
+// is released only when the last of them goes, so a buffer that outlives its Context still
+// frees cleanly instead of touching a destroyed context.
+struct CudaContext {
+  std::shared_ptr<const CudaDriver> drv;
+  CUdevice device = 0;
+  CUcontext ctx = nullptr;
+
+  ~CudaContext() {
+    if (ctx) drv->cuDevicePrimaryCtxRelease_v2(device);  // errors at teardown are ignored
+  }
+  // Contexts are per thread: make ours current on whichever thread calls us. Cheap (a TLS
+  // store), and correct even if another library switched contexts in between.
+  void make_current() const { drv->check(drv->cuCtxSetCurrent(ctx), "cuCtxSetCurrent"); }
+};
+
+struct CudaBuffer final : BufferImpl {
+  std::shared_ptr<CudaContext> ctx;
+  CUdeviceptr ptr = 0;
+  ~CudaBuffer() override {
+    // No throwing from a destructor; a failing free (e.g. after a sticky kernel error) leaks.
+    if (ptr && ctx->drv->cuCtxSetCurrent(ctx->ctx) == CUDA_SUCCESS) ctx->drv->cuMemFree_v2(ptr);
+  }
+};
+
+struct CudaKernel final : CompiledKernel {
+  std::shared_ptr<CudaContext> ctx;
+  CUmodule module = nullptr;
+  CUfunction fn = nullptr;
+  std::string entry;
+  std::string ptxas_log;  // NVRTC's program log: registers, spills, shared memory (ptxas -v)
+  ~CudaKernel() override {
+    if (module && ctx->drv->cuCtxSetCurrent(ctx->ctx) == CUDA_SUCCESS) ctx->drv->cuModuleUnload(module);
+  }
+};
+
+int attribute(const CudaDriver& drv, CUdevice dev, CUdevice_attribute a, const char* name) {
+  int v = 0;
+  drv.check(drv.cuDeviceGetAttribute(&v, a, dev), std::string("cuDeviceGetAttribute(") + name + ")");
+  return v;
+}
+
+// The arch NVRTC compiles for. Hopper and Blackwell datacenter parts get the arch-specific
+// "a" variant so wgmma / tcgen05 are available; a CUBIN for sm_90a runs only on 9.0 devices,
+// which is what we want for a device-specific compile.
+std::string arch_name(int major, int minor) {
+  std::string arch = "sm_" + std::to_string(major) + std::to_string(minor);
+  if ((major == 9 || major == 10) && minor == 0) arch += "a";
+  return arch;
+}
+
+DeviceInfo query_info(const CudaDriver& drv, CUdevice dev) {
+  DeviceInfo info;
+  info.backend = Backend::Cuda;
+  char name[256] = {};
+  drv.check(drv.cuDeviceGetName(name, int(sizeof name) - 1, dev), "cuDeviceGetName");
+  info.name = name;
+  int version = 0;
+  drv.check(drv.cuDriverGetVersion(&version), "cuDriverGetVersion");
+  info.driver = "CUDA driver " + std::to_string(version / 1000) + "." + std::to_string(version % 1000 / 10);
+#define IRON_ATTR(a) attribute(drv, dev, a, #a)
+  const int major = IRON_ATTR(CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR);
+  const int minor = IRON_ATTR(CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR);
+  info.arch = arch_name(major, minor);
+  info.lane_width = uint32_t(IRON_ATTR(CU_DEVICE_ATTRIBUTE_WARP_SIZE));
+  info.max_threads_per_group = uint32_t(IRON_ATTR(CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK));
+  info.max_group_size = {uint32_t(IRON_ATTR(CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_X)),
+                         uint32_t(IRON_ATTR(CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Y)),
+                         uint32_t(IRON_ATTR(CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Z))};
+  info.max_grid = {uint32_t(IRON_ATTR(CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_X)),
+                   uint32_t(IRON_ATTR(CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Y)),
+                   uint32_t(IRON_ATTR(CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Z))};
+  // The static __shared__ limit (48 KiB): the emitter declares all threadgroup memory
+  // statically, and the opt-in maximum would need dynamic shared memory plus a func attribute.
+  info.shared_memory_bytes = uint64_t(IRON_ATTR(CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK));
+#undef IRON_ATTR
+  size_t total = 0;
+  drv.check(drv.cuDeviceTotalMem_v2(&total, dev), "cuDeviceTotalMem_v2");
+  info.memory_bytes = total;
+  info.f16 = true;
+  info.bf16 = major >= 8;
+  return info;
+}
+
+std::string dims(Dim3 d) {
+  return std::to_string(d.x) + "x" + std::to_string(d.y) + "x" + std::to_string(d.z);
+}
+
+class CudaDevice final : public Device {
+ public:
+  explicit CudaDevice(int index) {
+    auto drv = cuda_driver();
+    int count = 0;
+    drv->check(drv->cuDeviceGetCount(&count), "cuDeviceGetCount");
+    if (count == 0) throw Error("no CUDA device: the CUDA driver reports 0 devices");
+    if (index < 0 || index >= count)
+      throw Error("CUDA device index " + std::to_string(index) + " out of range: the driver reports " +
+                  std::to_string(count) + " device(s)");
+    CUdevice dev = 0;
+    drv->check(drv->cuDeviceGet(&dev, index), "cuDeviceGet(" + std::to_string(index) + ")");
+    info_ = query_info(*drv, dev);
+    auto ctx = std::make_shared<CudaContext>();
+    ctx->drv = drv;
+    ctx->device = dev;
+    drv->check(drv->cuDevicePrimaryCtxRetain(&ctx->ctx, dev), "cuDevicePrimaryCtxRetain");
+    ctx_ = std::move(ctx);
+    ctx_->make_current();
+  }
+
+  const DeviceInfo& info() const override { return info_; }
+
+  std::unique_ptr<BufferImpl> alloc(size_t bytes) override {
+    ctx_->make_current();
+    auto buf = std::make_unique<CudaBuffer>();
+    buf->ctx = ctx_;
+    buf->bytes = bytes;
+    // Never a zero-byte allocation: cuMemAlloc rejects it, and an empty buffer still binds.
+    const size_t n = bytes < 4 ? 4 : bytes;
+    drv().check(drv().cuMemAlloc_v2(&buf->ptr, n), "cuMemAlloc_v2(" + std::to_string(n) + " bytes)");
+    return buf;
+  }
+
+  void upload(BufferImpl& buf, const void* data, size_t bytes) override {
+    CudaBuffer& b = own(buf, "upload");
+    if (bytes > b.bytes)
+      throw Error("CUDA upload of " + std::to_string(bytes) + " bytes into a " + std::to_string(b.bytes) +
+                  "-byte buffer");
+    if (bytes == 0) return;
+    ctx_->make_current();
+    // Null-stream copy: ordered after every launch so far, so no explicit synchronize needed.
+    drv().check(drv().cuMemcpyHtoD_v2(b.ptr, data, bytes), "cuMemcpyHtoD_v2");
+  }
+
+  void download(BufferImpl& buf, void* data, size_t bytes) override {
+    CudaBuffer& b = own(buf, "download");
+    if (bytes > b.bytes)
+      throw Error("CUDA download of " + std::to_string(bytes) + " bytes from a " + std::to_string(b.bytes) +
+                  "-byte buffer");
+    // Synchronize first so a failed kernel is reported as such, not as a failed copy.
+    synchronize();
+    if (bytes == 0) return;
+    drv().check(drv().cuMemcpyDtoH_v2(data, b.ptr, bytes), "cuMemcpyDtoH_v2");
+  }
+
+  std::unique_ptr<CompiledKernel> compile(const ir::Kernel& k, DType dtype, Dim3 /*threadgroup*/) override {
+    codegen::Emitted emitted = codegen::emit(k, dtype, codegen::Target::Cuda);
+    if (!emitted.ok()) throw Error(emitted.diags.render(k));
+    NvrtcResult nv = nvrtc_compile(emitted.source, emitted.entry, info_.arch);
+    if (!nv.ok)
+      throw Error("NVRTC failed to compile kernel '" + k.name + "' (" + emitted.entry + ", " +
+                  dtype_name(dtype) + ") for " + info_.arch + ":\n" + nv.log + "\nsource:\n" +
+                  numbered_source(emitted.source));
+    auto out = std::make_unique<CudaKernel>();
+    out->ctx = ctx_;
+    out->source = std::move(emitted.source);
+    out->entry = emitted.entry;
+    out->ptxas_log = std::move(nv.log);
+    ctx_->make_current();
+    drv().check(drv().cuModuleLoadData(&out->module, nv.cubin.data()),
+                "cuModuleLoadData(" + out->entry + ", " + info_.arch + ")");
+    drv().check(drv().cuModuleGetFunction(&out->fn, out->module, out->entry.c_str()),
+                "cuModuleGetFunction(" + out->entry + ")");
+    return out;
+  }
+
+  bool pipeline_depends_on_threadgroup() const override { return false; }
+
+  void launch(CompiledKernel& kernel, const LaunchArgs& args, Dim3 grid, Dim3 tg) override {
+    auto* kk = dynamic_cast<CudaKernel*>(&kernel);
+    if (!kk || kk->ctx != ctx_) throw Error("CUDA launch of a kernel compiled by another device");
+    // kernelParams holds one pointer per kernel parameter, in declaration order, to the
+    // parameter's value: the CUdeviceptr of a buffer, the 4 bytes of a scalar. The driver copies
+    // the values during cuLaunchKernel, so these locals may die right after it.
+    const size_t n = args.is_buffer.size();
+    std::vector<CUdeviceptr>& ptrs = scratch_ptrs_;  // reused: no allocation per launch
+    std::vector<void*>& params = scratch_params_;
+    ptrs.assign(args.buffers.size(), 0);
+    params.assign(n, nullptr);
+    size_t bi = 0, si = 0;
+    for (size_t i = 0; i < n; ++i) {
+      if (args.is_buffer[i]) {
+        if (bi >= args.buffers.size()) throw Error("CUDA launch of " + kk->entry + ": too few buffers");
+        ptrs[bi] = own(*args.buffers[bi], "launch").ptr;
+        params[i] = &ptrs[bi];
+        ++bi;
+      } else {
+        if (si >= args.scalars.size()) throw Error("CUDA launch of " + kk->entry + ": too few scalars");
+        params[i] = const_cast<uint32_t*>(&args.scalars[si]);
+        ++si;
+      }
+    }
+    if (bi != args.buffers.size() || si != args.scalars.size())
+      throw Error("CUDA launch of " + kk->entry + ": " + std::to_string(args.buffers.size()) + " buffers and " +
+                  std::to_string(args.scalars.size()) + " scalars for " + std::to_string(n) + " parameters");
+    ctx_->make_current();
+    // Shared memory is all static __shared__, so 0 dynamic bytes; stream 0 is the legacy null
+    // stream, which orders launches and copies without explicit events.
+    CUresult r = drv().cuLaunchKernel(kk->fn, grid.x, grid.y, grid.z, tg.x, tg.y, tg.z, 0, nullptr,
+                                      params.data(), nullptr);
+    last_entry_ = kk->entry;  // for synchronize()'s message; formatted only on error
+    last_grid_ = grid;
+    last_tg_ = tg;
+    if (r != CUDA_SUCCESS) drv().check(r, "cuLaunchKernel(" + last_launch() + ")");
+  }
+
+  void synchronize() override {
+    ctx_->make_current();
+    CUresult r = drv().cuCtxSynchronize();
+    if (r == CUDA_SUCCESS) return;
+    std::string msg = "CUDA error while running kernels (cuCtxSynchronize";
+    if (!last_entry_.empty()) msg += "; last launch: " + last_launch();
+    msg += "): " + drv().describe(r);
+    if (is_sticky(r)) msg += " (this error is sticky: the CUDA context cannot be used again in this process)";
+    throw Error(msg);
+  }
+
+ private:
+  const CudaDriver& drv() const { return *ctx_->drv; }
+
+  CudaBuffer& own(BufferImpl& buf, const char* what) const {
+    auto* b = dynamic_cast<CudaBuffer*>(&buf);
+    if (!b || b->ctx != ctx_) throw Error(std::string("CUDA ") + what + " of a buffer from another device");
+    return *b;
+  }
+
+  std::string last_launch() const {
+    return last_entry_ + " grid " + dims(last_grid_) + " threadgroup " + dims(last_tg_);
+  }
+
+  std::shared_ptr<CudaContext> ctx_;
+  DeviceInfo info_;
+  std::string last_entry_;
+  Dim3 last_grid_, last_tg_;
+  std::vector<CUdeviceptr> scratch_ptrs_;
+  std::vector<void*> scratch_params_;
+};
+
+}  // namespace
+
+std::unique_ptr<Device> make_cuda_device(int index) { return std::make_unique<CudaDevice>(index); }
+
+std::vector<DeviceInfo> list_cuda_devices(std::string* why) {
+  std::vector<DeviceInfo> out;
+  try {
+    auto drv = cuda_driver();
+    int count = 0;
+    drv->check(drv->cuDeviceGetCount(&count), "cuDeviceGetCount");
+    if (count == 0) {
+      if (why) *why = "no CUDA device: the CUDA driver reports 0 devices";
+      return out;
+    }
+    for (int i = 0; i < count; ++i) {
+      CUdevice dev = 0;
+      drv->check(drv->cuDeviceGet(&dev, i), "cuDeviceGet(" + std::to_string(i) + ")");
+      out.push_back(query_info(*drv, dev));
+    }
+  } catch (const Error& e) {
+    if (why) *why = e.what();
+    return {};
+  }
+  if (why) why->clear();
+  return out;
+}
+
+NvrtcResult nvrtc_compile(const std::string& source, const std::string& name, const std::string& arch) {
+  const Nvrtc& nv = nvrtc();
+  NvrtcResult res;
+  // A CUBIN needs a real architecture; compute_XX would only give PTX.
+  if (arch.rfind("sm_", 0) != 0) {
+    res.log = "nvrtc_compile: arch '" + arch + "' is not a real GPU architecture (expected sm_XX, e.g. sm_90a)";
+    return res;
+  }
+  const std::string file = name.size() > 3 && name.compare(name.size() - 3, 3, ".cu") == 0 ? name : name + ".cu";
+  nvrtcProgram prog = nullptr;
+  if (nvrtcResult r = nv.nvrtcCreateProgram(&prog, source.c_str(), file.c_str(), 0, nullptr, nullptr);
+      r != NVRTC_SUCCESS) {
+    res.log = std::string("nvrtcCreateProgram failed: ") + nv.nvrtcGetErrorString(r);
+    return res;
+  }
+  struct Guard {
+    const Nvrtc& nv;
+    nvrtcProgram& p;
+    ~Guard() { nv.nvrtcDestroyProgram(&p); }
+  } guard{nv, prog};
+
+  // No --use_fast_math: expf, division and sqrt stay IEEE-accurate, so CUDA results match the
+  // other backends within the conformance tolerances. -default-device makes helper functions
+  // without __device__ compile for the GPU.
+  std::vector<std::string> opts = {"--gpu-architecture=" + arch, "-std=c++17", "--ptxas-options=-v",
+                                   "-default-device"};
+  if (!nv.include_dir.empty()) opts.push_back("--include-path=" + nv.include_dir);
+  std::vector<const char*> copts;
+  for (const std::string& o : opts) copts.push_back(o.c_str());
+
+  nvrtcResult r = nv.nvrtcCompileProgram(prog, int(copts.size()), copts.data());
+  size_t log_size = 0;
+  if (nv.nvrtcGetProgramLogSize(prog, &log_size) == NVRTC_SUCCESS && log_size > 1) {
+    res.log.resize(log_size);
+    nv.nvrtcGetProgramLog(prog, res.log.data());
+    res.log.resize(std::strlen(res.log.c_str()));  // drop the terminating NUL
+  }
+  if (r != NVRTC_SUCCESS) {
+    if (!res.log.empty() && res.log.back() != '\n') res.log += '\n';
+    res.log += std::string("nvrtcCompileProgram: ") + nv.nvrtcGetErrorString(r);
+    if (nv.include_dir.empty())
+      res.log += "\nnote: no CUDA include directory with cuda_fp16.h was found (set CUDA_HOME)";
+    return res;
+  }
+  size_t cubin_size = 0;
+  if (nvrtcResult c = nv.nvrtcGetCUBINSize(prog, &cubin_size); c != NVRTC_SUCCESS || cubin_size == 0) {
+    res.log += std::string("nvrtcGetCUBINSize: ") + nv.nvrtcGetErrorString(c) + " (no CUBIN for " + arch + ")";
+    return res;
+  }
+  res.cubin.resize(cubin_size);
+  if (nvrtcResult c = nv.nvrtcGetCUBIN(prog, res.cubin.data()); c != NVRTC_SUCCESS) {
+    res.cubin.clear();
+    res.log += std::string("nvrtcGetCUBIN: ") + nv.nvrtcGetErrorString(c);
+    return res;
+  }
+  res.ok = true;
+  return res;
+}
+
+}  // namespace iron::rt

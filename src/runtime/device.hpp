@@ -1,0 +1,62 @@
+// Internal device interface implemented by each backend (vulkan/, cuda/). Context owns one and
+// does all validation before calling launch(), so devices may assume a well-formed dispatch.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/ir.hpp"
+#include "iron/runtime.hpp"
+
+namespace iron::rt {
+
+struct BufferImpl {
+  virtual ~BufferImpl() = default;
+  size_t bytes = 0;
+};
+
+struct CompiledKernel {
+  virtual ~CompiledKernel() = default;
+  std::string source;  // the emitted source, kept for error messages and inspection
+};
+
+struct LaunchArgs {
+  std::vector<BufferImpl*> buffers;  // buffer parameters, in declaration order
+  std::vector<uint32_t> scalars;     // scalar parameters' bit patterns, in declaration order
+  std::vector<uint8_t> is_buffer;    // per kernel parameter, in declaration order
+};
+
+class Device {
+ public:
+  virtual ~Device() = default;
+  virtual const DeviceInfo& info() const = 0;
+  virtual std::unique_ptr<BufferImpl> alloc(size_t bytes) = 0;
+  virtual void upload(BufferImpl& buf, const void* data, size_t bytes) = 0;
+  virtual void download(BufferImpl& buf, void* data, size_t bytes) = 0;
+  // Emits and compiles `k` for `dtype`. Vulkan bakes the threadgroup shape into the pipeline
+  // (specialization constants); CUDA ignores it. Throws iron::Error with the compiler log.
+  virtual std::unique_ptr<CompiledKernel> compile(const ir::Kernel& k, DType dtype, Dim3 threadgroup) = 0;
+  virtual bool pipeline_depends_on_threadgroup() const = 0;
+  virtual void launch(CompiledKernel& kernel, const LaunchArgs& args, Dim3 grid, Dim3 threadgroup) = 0;
+  virtual void synchronize() = 0;
+};
+
+// Factories; each throws iron::Error with a plain reason when the backend is unavailable.
+std::unique_ptr<Device> make_vulkan_device(int index);
+std::unique_ptr<Device> make_cuda_device(int index);
+std::vector<DeviceInfo> list_vulkan_devices(std::string* why);
+std::vector<DeviceInfo> list_cuda_devices(std::string* why);
+
+// NVRTC without a device: compiles CUDA source for `arch` (e.g. "sm_90a"). Used by the CUDA
+// device and by the CI check that every kernel compiles for the H200. Throws iron::Error when
+// libnvrtc cannot be loaded.
+struct NvrtcResult {
+  bool ok = false;
+  std::string log;             // compiler log, including ptxas -v lines
+  std::vector<char> cubin;
+};
+NvrtcResult nvrtc_compile(const std::string& source, const std::string& name, const std::string& arch);
+
+}  // namespace iron::rt

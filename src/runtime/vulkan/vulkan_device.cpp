@@ -1,0 +1,848 @@
+// The Vulkan backend: one compute queue, host-visible storage buffers, one pipeline per
+// (kernel, dtype, threadgroup) and synchronous dispatches. libvulkan.so.1 is dlopen'd at run
+// time, so Iron builds without linking the loader and reports a missing one as a plain error.
+#define VK_NO_PROTOTYPES
+#include <dlfcn.h>
+#include <vulkan/vulkan.h>
+
+#include <algorithm>
+#include <cstring>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "codegen/codegen.hpp"
+#include "runtime/device.hpp"
+
+namespace iron::rt {
+namespace {
+
+// ---------------------------------------------------------------------------------------------
+// Entry points. Instance-level functions come from vkGetInstanceProcAddr, device-level ones from
+// vkGetDeviceProcAddr (which skips the loader's dispatch trampoline).
+
+#define IRON_VK_INSTANCE_FUNCTIONS(X)       \
+  X(vkDestroyInstance)                      \
+  X(vkEnumeratePhysicalDevices)             \
+  X(vkGetPhysicalDeviceProperties)          \
+  X(vkGetPhysicalDeviceProperties2)         \
+  X(vkGetPhysicalDeviceFeatures2)           \
+  X(vkGetPhysicalDeviceMemoryProperties)    \
+  X(vkGetPhysicalDeviceQueueFamilyProperties) \
+  X(vkEnumerateDeviceExtensionProperties)   \
+  X(vkCreateDevice)                         \
+  X(vkGetDeviceProcAddr)
+
+#define IRON_VK_DEVICE_FUNCTIONS(X) \
+  X(vkDestroyDevice)                \
+  X(vkGetDeviceQueue)               \
+  X(vkDeviceWaitIdle)               \
+  X(vkQueueSubmit)                  \
+  X(vkQueueWaitIdle)                \
+  X(vkCreateBuffer)                 \
+  X(vkDestroyBuffer)                \
+  X(vkGetBufferMemoryRequirements)  \
+  X(vkAllocateMemory)               \
+  X(vkFreeMemory)                   \
+  X(vkBindBufferMemory)             \
+  X(vkMapMemory)                    \
+  X(vkUnmapMemory)                  \
+  X(vkCreateShaderModule)           \
+  X(vkDestroyShaderModule)          \
+  X(vkCreateDescriptorSetLayout)    \
+  X(vkDestroyDescriptorSetLayout)   \
+  X(vkCreatePipelineLayout)         \
+  X(vkDestroyPipelineLayout)        \
+  X(vkCreateComputePipelines)       \
+  X(vkDestroyPipeline)              \
+  X(vkCreateDescriptorPool)         \
+  X(vkDestroyDescriptorPool)        \
+  X(vkAllocateDescriptorSets)       \
+  X(vkUpdateDescriptorSets)         \
+  X(vkCreateCommandPool)            \
+  X(vkDestroyCommandPool)           \
+  X(vkAllocateCommandBuffers)       \
+  X(vkResetCommandBuffer)           \
+  X(vkBeginCommandBuffer)           \
+  X(vkEndCommandBuffer)             \
+  X(vkCmdBindPipeline)              \
+  X(vkCmdBindDescriptorSets)        \
+  X(vkCmdPushConstants)             \
+  X(vkCmdDispatch)                  \
+  X(vkCmdPipelineBarrier)           \
+  X(vkCreateFence)                  \
+  X(vkDestroyFence)                 \
+  X(vkResetFences)                  \
+  X(vkWaitForFences)
+
+#define IRON_VK_DECLARE(name) PFN_##name name = nullptr;
+struct InstanceFns {
+  IRON_VK_INSTANCE_FUNCTIONS(IRON_VK_DECLARE)
+};
+struct DeviceFns {
+  IRON_VK_DEVICE_FUNCTIONS(IRON_VK_DECLARE)
+};
+#undef IRON_VK_DECLARE
+
+const char* result_name(VkResult r) {
+  switch (r) {
+    case VK_SUCCESS: return "VK_SUCCESS";
+    case VK_NOT_READY: return "VK_NOT_READY";
+    case VK_TIMEOUT: return "VK_TIMEOUT";
+    case VK_INCOMPLETE: return "VK_INCOMPLETE";
+    case VK_ERROR_OUT_OF_HOST_MEMORY: return "VK_ERROR_OUT_OF_HOST_MEMORY";
+    case VK_ERROR_OUT_OF_DEVICE_MEMORY: return "VK_ERROR_OUT_OF_DEVICE_MEMORY";
+    case VK_ERROR_INITIALIZATION_FAILED: return "VK_ERROR_INITIALIZATION_FAILED";
+    case VK_ERROR_DEVICE_LOST: return "VK_ERROR_DEVICE_LOST";
+    case VK_ERROR_MEMORY_MAP_FAILED: return "VK_ERROR_MEMORY_MAP_FAILED";
+    case VK_ERROR_LAYER_NOT_PRESENT: return "VK_ERROR_LAYER_NOT_PRESENT";
+    case VK_ERROR_EXTENSION_NOT_PRESENT: return "VK_ERROR_EXTENSION_NOT_PRESENT";
+    case VK_ERROR_FEATURE_NOT_PRESENT: return "VK_ERROR_FEATURE_NOT_PRESENT";
+    case VK_ERROR_INCOMPATIBLE_DRIVER: return "VK_ERROR_INCOMPATIBLE_DRIVER";
+    case VK_ERROR_TOO_MANY_OBJECTS: return "VK_ERROR_TOO_MANY_OBJECTS";
+    case VK_ERROR_FORMAT_NOT_SUPPORTED: return "VK_ERROR_FORMAT_NOT_SUPPORTED";
+    case VK_ERROR_FRAGMENTED_POOL: return "VK_ERROR_FRAGMENTED_POOL";
+    case VK_ERROR_OUT_OF_POOL_MEMORY: return "VK_ERROR_OUT_OF_POOL_MEMORY";
+    case VK_ERROR_INVALID_SHADER_NV: return "VK_ERROR_INVALID_SHADER_NV";
+    default: return "VkResult";
+  }
+}
+
+[[noreturn]] void fail(const char* call, VkResult r, const std::string& detail = {}) {
+  std::string msg = std::string("Vulkan: ") + call + " failed: " + result_name(r) + " (VkResult " +
+                    std::to_string(int(r)) + ")";
+  if (!detail.empty()) msg += ": " + detail;
+  throw Error(msg);
+}
+
+inline void check(VkResult r, const char* call, const std::string& detail = {}) {
+  if (r != VK_SUCCESS) fail(call, r, detail);
+}
+
+// Zero-initialized Vulkan struct with its sType set (brace-initializing only sType trips
+// -Wmissing-field-initializers).
+template <class T>
+T vk_struct(VkStructureType type) {
+  T s{};
+  s.sType = type;
+  return s;
+}
+
+std::string version_text(uint32_t v) {
+  return std::to_string(VK_API_VERSION_MAJOR(v)) + "." + std::to_string(VK_API_VERSION_MINOR(v)) + "." +
+         std::to_string(VK_API_VERSION_PATCH(v));
+}
+
+// ---------------------------------------------------------------------------------------------
+// The loader. Opened once per process and never closed: drivers register atexit handlers and
+// thread-local state that must not outlive their code.
+
+struct Loader {
+  PFN_vkGetInstanceProcAddr get_instance_proc_addr = nullptr;
+  PFN_vkCreateInstance create_instance = nullptr;
+  PFN_vkEnumerateInstanceVersion enumerate_instance_version = nullptr;  // null on a 1.0 loader
+  std::string error;  // non-empty when the loader could not be opened
+};
+
+const Loader& loader() {
+  static const Loader l = [] {
+    Loader out;
+    void* lib = dlopen("libvulkan.so.1", RTLD_NOW | RTLD_LOCAL);
+    if (lib == nullptr) {
+      const char* why = dlerror();  // the .so.1 failure is the informative one
+      std::string first = why ? why : "";
+      lib = dlopen("libvulkan.so", RTLD_NOW | RTLD_LOCAL);
+      if (lib == nullptr) {
+        out.error = "no Vulkan loader (libvulkan.so.1): install the Vulkan loader (Debian/Ubuntu: libvulkan1) "
+                    "and a driver (e.g. mesa-vulkan-drivers for lavapipe)";
+        if (!first.empty()) out.error += " [" + first + "]";
+        return out;
+      }
+    }
+    out.get_instance_proc_addr = reinterpret_cast<PFN_vkGetInstanceProcAddr>(dlsym(lib, "vkGetInstanceProcAddr"));
+    if (out.get_instance_proc_addr == nullptr) {
+      out.error = "no Vulkan loader (libvulkan.so.1): the library has no vkGetInstanceProcAddr; install the "
+                  "Vulkan loader (Debian/Ubuntu: libvulkan1)";
+      return out;
+    }
+    out.create_instance =
+        reinterpret_cast<PFN_vkCreateInstance>(out.get_instance_proc_addr(nullptr, "vkCreateInstance"));
+    out.enumerate_instance_version = reinterpret_cast<PFN_vkEnumerateInstanceVersion>(
+        out.get_instance_proc_addr(nullptr, "vkEnumerateInstanceVersion"));
+    if (out.create_instance == nullptr) out.error = "no Vulkan loader (libvulkan.so.1): no vkCreateInstance";
+    return out;
+  }();
+  if (!l.error.empty()) throw Error(l.error);
+  return l;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Instance: created per Device (and per list_vulkan_devices call); destroyed last.
+
+struct Instance {
+  VkInstance handle = VK_NULL_HANDLE;
+  uint32_t api_version = VK_API_VERSION_1_1;  // what this instance asked for (1.1 .. 1.3)
+  InstanceFns fn;
+
+  Instance() = default;
+  Instance(const Instance&) = delete;
+  Instance& operator=(const Instance&) = delete;
+  ~Instance() {
+    if (handle != VK_NULL_HANDLE && fn.vkDestroyInstance) fn.vkDestroyInstance(handle, nullptr);
+  }
+};
+
+std::unique_ptr<Instance> create_instance() {
+  const Loader& l = loader();
+  uint32_t loader_version = VK_API_VERSION_1_0;
+  if (l.enumerate_instance_version) l.enumerate_instance_version(&loader_version);
+  if (loader_version < VK_API_VERSION_1_1)
+    throw Error("no Vulkan device: the Vulkan loader only offers API " + version_text(loader_version) +
+                "; Iron needs Vulkan 1.1 (SPIR-V 1.3, subgroups, 16-bit storage)");
+
+  auto inst = std::make_unique<Instance>();
+  // Ask for the highest API the loader offers, capped at 1.3: the device's usable core version
+  // is min(this, the device's own version), and 1.2/1.3 make float16 and subgroup size control core.
+  inst->api_version = std::min<uint32_t>(loader_version, VK_API_VERSION_1_3);
+  inst->api_version = VK_MAKE_API_VERSION(0, VK_API_VERSION_MAJOR(inst->api_version),
+                                          VK_API_VERSION_MINOR(inst->api_version), 0);
+
+  auto app = vk_struct<VkApplicationInfo>(VK_STRUCTURE_TYPE_APPLICATION_INFO);
+  app.pApplicationName = "iron";
+  app.pEngineName = "iron";
+  app.apiVersion = inst->api_version;
+  auto ci = vk_struct<VkInstanceCreateInfo>(VK_STRUCTURE_TYPE_INSTANCE_CREATE_INFO);
+  ci.pApplicationInfo = &app;
+  VkResult r = l.create_instance(&ci, nullptr, &inst->handle);
+  if (r == VK_ERROR_INCOMPATIBLE_DRIVER)
+    throw Error("no Vulkan device: vkCreateInstance found no compatible driver (VK_ERROR_INCOMPATIBLE_DRIVER); "
+                "install a Vulkan ICD, e.g. mesa-vulkan-drivers for lavapipe");
+  check(r, "vkCreateInstance");
+
+#define IRON_VK_LOAD(name)                                                                       \
+  inst->fn.name = reinterpret_cast<PFN_##name>(l.get_instance_proc_addr(inst->handle, #name)); \
+  if (inst->fn.name == nullptr) throw Error("Vulkan: the loader has no " #name);
+  IRON_VK_INSTANCE_FUNCTIONS(IRON_VK_LOAD)
+#undef IRON_VK_LOAD
+  return inst;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Physical device description: what Iron reports (DeviceInfo) and what it can enable.
+
+const char* device_type_name(VkPhysicalDeviceType t) {
+  switch (t) {
+    case VK_PHYSICAL_DEVICE_TYPE_INTEGRATED_GPU: return "integrated-gpu";
+    case VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU: return "discrete-gpu";
+    case VK_PHYSICAL_DEVICE_TYPE_VIRTUAL_GPU: return "virtual-gpu";
+    case VK_PHYSICAL_DEVICE_TYPE_CPU: return "cpu";
+    default: return "other";
+  }
+}
+
+struct PhysicalDevice {
+  VkPhysicalDevice handle = VK_NULL_HANDLE;
+  uint32_t api_version = 0;  // min(instance, device): the core version we may use
+  DeviceInfo info;
+  uint32_t queue_family = UINT32_MAX;  // first family with COMPUTE; UINT32_MAX if none
+  uint32_t max_push_constants = 128;
+  VkPhysicalDeviceMemoryProperties memory{};
+
+  // Supported (queried) features among those Iron wants; each is enabled when true.
+  bool shader_int16 = false;
+  bool shader_int64 = false;
+  bool storage_16bit = false;
+  bool uniform_storage_16bit = false;
+  bool shader_float16 = false;
+  bool full_subgroups = false;  // computeFullSubgroups (subgroup size control)
+  // Extensions to enable because the feature is not core at api_version.
+  bool need_ext_float16_int8 = false;
+  bool need_ext_subgroup_size_control = false;
+};
+
+bool has_extension(const std::vector<VkExtensionProperties>& exts, const char* name) {
+  for (const auto& e : exts)
+    if (std::strcmp(e.extensionName, name) == 0) return true;
+  return false;
+}
+
+PhysicalDevice describe(const Instance& inst, VkPhysicalDevice handle) {
+  const InstanceFns& fn = inst.fn;
+  PhysicalDevice pd;
+  pd.handle = handle;
+
+  VkPhysicalDeviceProperties props{};
+  fn.vkGetPhysicalDeviceProperties(handle, &props);
+  pd.api_version = std::min(props.apiVersion, inst.api_version);
+  bool v11 = pd.api_version >= VK_API_VERSION_1_1;
+  bool v12 = pd.api_version >= VK_API_VERSION_1_2;
+  bool v13 = pd.api_version >= VK_API_VERSION_1_3;
+
+  uint32_t ext_count = 0;
+  fn.vkEnumerateDeviceExtensionProperties(handle, nullptr, &ext_count, nullptr);
+  std::vector<VkExtensionProperties> exts(ext_count);
+  fn.vkEnumerateDeviceExtensionProperties(handle, nullptr, &ext_count, exts.data());
+  bool ext_f16 = has_extension(exts, VK_KHR_SHADER_FLOAT16_INT8_EXTENSION_NAME);
+  bool ext_sgsc = has_extension(exts, VK_EXT_SUBGROUP_SIZE_CONTROL_EXTENSION_NAME);
+  bool ext_driver = has_extension(exts, VK_KHR_DRIVER_PROPERTIES_EXTENSION_NAME);
+
+  // Properties: the chained structs are only legal for a 1.1+ device (or with their extension).
+  auto subgroup =
+      vk_struct<VkPhysicalDeviceSubgroupProperties>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_PROPERTIES);
+  auto driver =
+      vk_struct<VkPhysicalDeviceDriverProperties>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_DRIVER_PROPERTIES);
+  bool have_driver = false;
+  if (v11) {
+    auto props2 = vk_struct<VkPhysicalDeviceProperties2>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2);
+    props2.pNext = &subgroup;
+    if (v12 || ext_driver) {
+      subgroup.pNext = &driver;
+      have_driver = true;
+    }
+    fn.vkGetPhysicalDeviceProperties2(handle, &props2);
+  }
+
+  // Features.
+  auto features2 = vk_struct<VkPhysicalDeviceFeatures2>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2);
+  auto storage16 =
+      vk_struct<VkPhysicalDevice16BitStorageFeatures>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_16BIT_STORAGE_FEATURES);
+  auto f16i8 =
+      vk_struct<VkPhysicalDeviceShaderFloat16Int8Features>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_FLOAT16_INT8_FEATURES);
+  auto sgsc =
+      vk_struct<VkPhysicalDeviceSubgroupSizeControlFeatures>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_SIZE_CONTROL_FEATURES);
+  if (v11) {
+    void** tail = &features2.pNext;
+    *tail = &storage16;
+    tail = &storage16.pNext;
+    if (v12 || ext_f16) {
+      *tail = &f16i8;
+      tail = &f16i8.pNext;
+    }
+    if (v13 || ext_sgsc) {
+      *tail = &sgsc;
+      tail = &sgsc.pNext;
+    }
+    fn.vkGetPhysicalDeviceFeatures2(handle, &features2);
+  }
+  pd.shader_int16 = features2.features.shaderInt16;
+  pd.shader_int64 = features2.features.shaderInt64;
+  pd.storage_16bit = storage16.storageBuffer16BitAccess;
+  pd.uniform_storage_16bit = storage16.uniformAndStorageBuffer16BitAccess;
+  pd.shader_float16 = f16i8.shaderFloat16;
+  pd.full_subgroups = sgsc.computeFullSubgroups;
+  pd.need_ext_float16_int8 = pd.shader_float16 && !v12;
+  pd.need_ext_subgroup_size_control = pd.full_subgroups && !v13;
+
+  uint32_t family_count = 0;
+  fn.vkGetPhysicalDeviceQueueFamilyProperties(handle, &family_count, nullptr);
+  std::vector<VkQueueFamilyProperties> families(family_count);
+  fn.vkGetPhysicalDeviceQueueFamilyProperties(handle, &family_count, families.data());
+  for (uint32_t i = 0; i < family_count; ++i) {
+    if (families[i].queueCount > 0 && (families[i].queueFlags & VK_QUEUE_COMPUTE_BIT)) {
+      pd.queue_family = i;
+      break;
+    }
+  }
+
+  fn.vkGetPhysicalDeviceMemoryProperties(handle, &pd.memory);
+  uint64_t largest_local_heap = 0;
+  for (uint32_t i = 0; i < pd.memory.memoryHeapCount; ++i)
+    if (pd.memory.memoryHeaps[i].flags & VK_MEMORY_HEAP_DEVICE_LOCAL_BIT)
+      largest_local_heap = std::max<uint64_t>(largest_local_heap, pd.memory.memoryHeaps[i].size);
+
+  const VkPhysicalDeviceLimits& lim = props.limits;
+  pd.max_push_constants = lim.maxPushConstantsSize;
+  DeviceInfo& info = pd.info;
+  info.backend = Backend::Vulkan;
+  info.name = props.deviceName;
+  // driverVersion's packing is vendor-specific, so the driver's own name/info text is preferred.
+  info.driver = "Vulkan " + version_text(props.apiVersion);
+  if (have_driver && driver.driverInfo[0] != '\0')
+    info.driver += ", " + std::string(driver.driverName) + " " + driver.driverInfo;
+  else
+    info.driver += ", driver " + version_text(props.driverVersion);
+  info.arch = device_type_name(props.deviceType);
+  // A 1.0 device has no subgroup query; it cannot run Iron (make_vulkan_device refuses it),
+  // so the lane width of 1 only keeps the listing honest.
+  info.lane_width = v11 ? subgroup.subgroupSize : 1;
+  info.max_threads_per_group = lim.maxComputeWorkGroupInvocations;
+  info.max_group_size = {lim.maxComputeWorkGroupSize[0], lim.maxComputeWorkGroupSize[1],
+                         lim.maxComputeWorkGroupSize[2]};
+  info.max_grid = {lim.maxComputeWorkGroupCount[0], lim.maxComputeWorkGroupCount[1],
+                   lim.maxComputeWorkGroupCount[2]};
+  info.shared_memory_bytes = lim.maxComputeSharedMemorySize;
+  info.memory_bytes = largest_local_heap;
+  info.f16 = pd.shader_float16 && pd.storage_16bit;
+  // bf16 has no Vulkan arithmetic type: it is stored as 16 bits and computed in f32.
+  info.bf16 = pd.storage_16bit;
+  return pd;
+}
+
+std::vector<VkPhysicalDevice> enumerate(const Instance& inst) {
+  uint32_t count = 0;
+  check(inst.fn.vkEnumeratePhysicalDevices(inst.handle, &count, nullptr), "vkEnumeratePhysicalDevices");
+  std::vector<VkPhysicalDevice> out(count);
+  if (count > 0) {
+    VkResult r = inst.fn.vkEnumeratePhysicalDevices(inst.handle, &count, out.data());
+    if (r != VK_INCOMPLETE) check(r, "vkEnumeratePhysicalDevices");
+    out.resize(count);
+  }
+  return out;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Core: the instance and logical device, shared by the Device, its buffers and its kernels, so
+// none of them can outlive the VkDevice whatever order the owners release them in.
+
+struct Core {
+  std::unique_ptr<Instance> instance;
+  VkDevice device = VK_NULL_HANDLE;
+  VkQueue queue = VK_NULL_HANDLE;
+  DeviceFns fn;
+
+  Core() = default;
+  Core(const Core&) = delete;
+  Core& operator=(const Core&) = delete;
+  ~Core() {
+    if (device != VK_NULL_HANDLE) {
+      // Function loading may have failed part-way; vkDestroyDevice is loaded first.
+      if (fn.vkDeviceWaitIdle) fn.vkDeviceWaitIdle(device);
+      if (fn.vkDestroyDevice) fn.vkDestroyDevice(device, nullptr);
+    }
+    // `instance` is destroyed after the device by member destruction order.
+  }
+};
+
+std::shared_ptr<Core> create_core(std::unique_ptr<Instance> inst, const PhysicalDevice& pd) {
+  auto core = std::make_shared<Core>();
+  core->instance = std::move(inst);
+  const InstanceFns& ifn = core->instance->fn;
+
+  float priority = 1.0f;
+  auto qci = vk_struct<VkDeviceQueueCreateInfo>(VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO);
+  qci.queueFamilyIndex = pd.queue_family;
+  qci.queueCount = 1;
+  qci.pQueuePriorities = &priority;
+
+  // Enable exactly the supported subset of what emitted shaders may use. The per-feature structs
+  // (not VkPhysicalDeviceVulkan12Features) keep one code path for 1.1, 1.2 and 1.3 devices.
+  auto features2 = vk_struct<VkPhysicalDeviceFeatures2>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2);
+  features2.features.shaderInt16 = pd.shader_int16;
+  features2.features.shaderInt64 = pd.shader_int64;
+  auto storage16 =
+      vk_struct<VkPhysicalDevice16BitStorageFeatures>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_16BIT_STORAGE_FEATURES);
+  storage16.storageBuffer16BitAccess = pd.storage_16bit;
+  storage16.uniformAndStorageBuffer16BitAccess = pd.uniform_storage_16bit;
+  auto f16i8 =
+      vk_struct<VkPhysicalDeviceShaderFloat16Int8Features>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_FLOAT16_INT8_FEATURES);
+  f16i8.shaderFloat16 = pd.shader_float16;
+  auto sgsc =
+      vk_struct<VkPhysicalDeviceSubgroupSizeControlFeatures>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_SIZE_CONTROL_FEATURES);
+  sgsc.computeFullSubgroups = pd.full_subgroups;
+
+  void** tail = &features2.pNext;
+  *tail = &storage16;
+  tail = &storage16.pNext;
+  if (pd.shader_float16) {
+    *tail = &f16i8;
+    tail = &f16i8.pNext;
+  }
+  if (pd.full_subgroups) {
+    *tail = &sgsc;
+    tail = &sgsc.pNext;
+  }
+
+  std::vector<const char*> extensions;
+  if (pd.need_ext_float16_int8) extensions.push_back(VK_KHR_SHADER_FLOAT16_INT8_EXTENSION_NAME);
+  if (pd.need_ext_subgroup_size_control) extensions.push_back(VK_EXT_SUBGROUP_SIZE_CONTROL_EXTENSION_NAME);
+
+  auto dci = vk_struct<VkDeviceCreateInfo>(VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO);
+  dci.pNext = &features2;  // pEnabledFeatures must stay null when Features2 is chained
+  dci.queueCreateInfoCount = 1;
+  dci.pQueueCreateInfos = &qci;
+  dci.enabledExtensionCount = uint32_t(extensions.size());
+  dci.ppEnabledExtensionNames = extensions.empty() ? nullptr : extensions.data();
+  check(ifn.vkCreateDevice(pd.handle, &dci, nullptr, &core->device), "vkCreateDevice", pd.info.name);
+
+#define IRON_VK_LOAD(name)                                                                      \
+  core->fn.name = reinterpret_cast<PFN_##name>(ifn.vkGetDeviceProcAddr(core->device, #name)); \
+  if (core->fn.name == nullptr) throw Error("Vulkan: the driver has no " #name);
+  IRON_VK_DEVICE_FUNCTIONS(IRON_VK_LOAD)
+#undef IRON_VK_LOAD
+  core->fn.vkGetDeviceQueue(core->device, pd.queue_family, 0, &core->queue);
+  return core;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Buffers: one VkBuffer + one allocation each, persistently mapped. Fine for the sizes Iron
+// tests and benchmarks with; a sub-allocator would matter only for thousands of small buffers.
+
+struct VulkanBuffer : BufferImpl {
+  std::shared_ptr<Core> core;
+  VkBuffer buffer = VK_NULL_HANDLE;
+  VkDeviceMemory memory = VK_NULL_HANDLE;
+  void* mapped = nullptr;
+  VkDeviceSize capacity = 0;  // bytes, rounded up to a multiple of 4 and at least 4
+
+  ~VulkanBuffer() override {
+    // Launches are synchronous, so no submitted work can still reference this buffer.
+    if (mapped) core->fn.vkUnmapMemory(core->device, memory);
+    if (buffer) core->fn.vkDestroyBuffer(core->device, buffer, nullptr);
+    if (memory) core->fn.vkFreeMemory(core->device, memory, nullptr);
+  }
+};
+
+// ---------------------------------------------------------------------------------------------
+// Compiled kernels: layout, pipeline and one descriptor set, rewritten by each launch. That is
+// safe because a launch waits for its own completion before returning (and launches are serialized).
+
+struct VulkanKernel : CompiledKernel {
+  std::shared_ptr<Core> core;
+  VkDescriptorSetLayout set_layout = VK_NULL_HANDLE;
+  VkPipelineLayout pipeline_layout = VK_NULL_HANDLE;
+  VkPipeline pipeline = VK_NULL_HANDLE;
+  VkDescriptorPool pool = VK_NULL_HANDLE;
+  VkDescriptorSet set = VK_NULL_HANDLE;  // null when the kernel has no buffer parameters
+  uint32_t num_buffers = 0;
+  uint32_t num_scalars = 0;
+  std::string name;
+
+  ~VulkanKernel() override {
+    const DeviceFns& f = core->fn;
+    if (pipeline) f.vkDestroyPipeline(core->device, pipeline, nullptr);
+    if (pool) f.vkDestroyDescriptorPool(core->device, pool, nullptr);  // frees `set` too
+    if (pipeline_layout) f.vkDestroyPipelineLayout(core->device, pipeline_layout, nullptr);
+    if (set_layout) f.vkDestroyDescriptorSetLayout(core->device, set_layout, nullptr);
+  }
+};
+
+std::string numbered(const std::string& source) {
+  std::string out;
+  int line = 1;
+  size_t start = 0;
+  while (start <= source.size()) {
+    size_t end = source.find('\n', start);
+    if (end == std::string::npos) end = source.size();
+    if (start == source.size() && end == start) break;  // no empty line after a trailing newline
+    std::string num = std::to_string(line++);
+    out += std::string(num.size() < 4 ? 4 - num.size() : 0, ' ') + num + " | " +
+           source.substr(start, end - start) + "\n";
+    start = end + 1;
+  }
+  return out;
+}
+
+// ---------------------------------------------------------------------------------------------
+
+class VulkanDevice final : public Device {
+ public:
+  VulkanDevice(std::shared_ptr<Core> core, PhysicalDevice pd) : core_(std::move(core)), pd_(std::move(pd)) {}
+
+  // Separate from the constructor so a failure half-way still runs the destructor.
+  void init() {
+    const DeviceFns& f = core_->fn;
+    auto pci = vk_struct<VkCommandPoolCreateInfo>(VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO);
+    pci.flags = VK_COMMAND_POOL_CREATE_RESET_COMMAND_BUFFER_BIT;
+    pci.queueFamilyIndex = pd_.queue_family;
+    check(f.vkCreateCommandPool(core_->device, &pci, nullptr, &command_pool_), "vkCreateCommandPool");
+
+    auto cai = vk_struct<VkCommandBufferAllocateInfo>(VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO);
+    cai.commandPool = command_pool_;
+    cai.level = VK_COMMAND_BUFFER_LEVEL_PRIMARY;
+    cai.commandBufferCount = 1;
+    check(f.vkAllocateCommandBuffers(core_->device, &cai, &command_buffer_), "vkAllocateCommandBuffers");
+
+    auto fci = vk_struct<VkFenceCreateInfo>(VK_STRUCTURE_TYPE_FENCE_CREATE_INFO);
+    check(f.vkCreateFence(core_->device, &fci, nullptr, &fence_), "vkCreateFence");
+  }
+
+  ~VulkanDevice() override {
+    const DeviceFns& f = core_->fn;
+    f.vkQueueWaitIdle(core_->queue);
+    if (fence_) f.vkDestroyFence(core_->device, fence_, nullptr);
+    if (command_pool_) f.vkDestroyCommandPool(core_->device, command_pool_, nullptr);
+    // core_ (VkDevice, VkInstance) goes when the last buffer / kernel holding it is gone.
+  }
+
+  const DeviceInfo& info() const override { return pd_.info; }
+
+  std::unique_ptr<BufferImpl> alloc(size_t bytes) override {
+    const DeviceFns& f = core_->fn;
+    auto buf = std::make_unique<VulkanBuffer>();
+    buf->core = core_;
+    buf->bytes = bytes;
+    // Zero-sized buffers are legal in Iron but not in Vulkan; storage buffer ranges are also
+    // cleaner as whole words.
+    buf->capacity = std::max<VkDeviceSize>(4, (VkDeviceSize(bytes) + 3) & ~VkDeviceSize(3));
+
+    auto bci = vk_struct<VkBufferCreateInfo>(VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO);
+    bci.size = buf->capacity;
+    bci.usage = VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | VK_BUFFER_USAGE_TRANSFER_SRC_BIT |
+                VK_BUFFER_USAGE_TRANSFER_DST_BIT;
+    bci.sharingMode = VK_SHARING_MODE_EXCLUSIVE;
+    check(f.vkCreateBuffer(core_->device, &bci, nullptr, &buf->buffer), "vkCreateBuffer",
+          std::to_string(bytes) + " bytes");
+
+    VkMemoryRequirements req{};
+    f.vkGetBufferMemoryRequirements(core_->device, buf->buffer, &req);
+
+    // Host-visible memory lets upload/download be plain memcpy. Device-local + host-visible
+    // (lavapipe: all memory; NVIDIA: resizable-BAR VRAM) keeps kernels at full bandwidth; plain
+    // host-visible system memory is the fallback, also when the first choice runs out.
+    const VkMemoryPropertyFlags host = VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT;
+    const VkMemoryPropertyFlags preferences[] = {host | VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT, host};
+    VkResult last = VK_ERROR_OUT_OF_DEVICE_MEMORY;
+    uint32_t tried = 0;  // memory types already tried (and out of memory)
+    for (VkMemoryPropertyFlags want : preferences) {
+      for (uint32_t i = 0; i < pd_.memory.memoryTypeCount && buf->memory == VK_NULL_HANDLE; ++i) {
+        if (!(req.memoryTypeBits & (1u << i)) || (tried & (1u << i))) continue;
+        if ((pd_.memory.memoryTypes[i].propertyFlags & want) != want) continue;
+        tried |= 1u << i;
+        auto mai = vk_struct<VkMemoryAllocateInfo>(VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO);
+        mai.allocationSize = req.size;
+        mai.memoryTypeIndex = i;
+        last = f.vkAllocateMemory(core_->device, &mai, nullptr, &buf->memory);
+        if (last != VK_SUCCESS && last != VK_ERROR_OUT_OF_DEVICE_MEMORY && last != VK_ERROR_OUT_OF_HOST_MEMORY)
+          fail("vkAllocateMemory", last, std::to_string(req.size) + " bytes");
+      }
+      if (buf->memory != VK_NULL_HANDLE) break;
+    }
+    if (tried == 0)
+      throw Error("Vulkan: device '" + pd_.info.name +
+                  "' has no host-visible, host-coherent memory type for a storage buffer");
+    if (buf->memory == VK_NULL_HANDLE) fail("vkAllocateMemory", last, std::to_string(req.size) + " bytes");
+
+    check(f.vkBindBufferMemory(core_->device, buf->buffer, buf->memory, 0), "vkBindBufferMemory");
+    check(f.vkMapMemory(core_->device, buf->memory, 0, VK_WHOLE_SIZE, 0, &buf->mapped), "vkMapMemory");
+    return buf;
+  }
+
+  // Launches wait for completion, so there is never outstanding GPU work to wait for here, and
+  // the host-coherent mapping needs no flush; vkQueueSubmit makes host writes visible to the device.
+  void upload(BufferImpl& buf, const void* data, size_t bytes) override {
+    auto& b = static_cast<VulkanBuffer&>(buf);
+    if (bytes > b.bytes)
+      throw Error("Vulkan upload of " + std::to_string(bytes) + " bytes into a buffer of " +
+                  std::to_string(b.bytes) + " bytes");
+    if (bytes) std::memcpy(b.mapped, data, bytes);
+  }
+
+  void download(BufferImpl& buf, void* data, size_t bytes) override {
+    auto& b = static_cast<VulkanBuffer&>(buf);
+    if (bytes > b.bytes)
+      throw Error("Vulkan download of " + std::to_string(bytes) + " bytes from a buffer of " +
+                  std::to_string(b.bytes) + " bytes");
+    if (bytes) std::memcpy(data, b.mapped, bytes);
+  }
+
+  std::unique_ptr<CompiledKernel> compile(const ir::Kernel& k, DType dtype, Dim3 threadgroup) override {
+    codegen::Emitted emitted = codegen::emit(k, dtype, codegen::Target::Glsl);
+    if (!emitted.ok())
+      throw Error("kernel '" + k.name + "' (" + dtype_name(dtype) + ") cannot be emitted as GLSL:\n" +
+                  emitted.diags.render(k));
+    std::string label = codegen::entry_name(k, dtype);
+    codegen::Spirv spirv = codegen::compile_glsl(emitted.source, label);
+    if (!spirv.ok)
+      throw Error("kernel '" + k.name + "' (" + dtype_name(dtype) + "): GLSL -> SPIR-V failed:\n" + spirv.log +
+                  "--- GLSL source (" + label + ") ---\n" + numbered(emitted.source));
+
+    auto kern = std::make_unique<VulkanKernel>();
+    kern->core = core_;
+    kern->source = std::move(emitted.source);
+    kern->name = label;
+    for (const ir::Param& p : k.params) {
+      if (p.kind == ir::ParamKind::Buffer)
+        ++kern->num_buffers;
+      else
+        ++kern->num_scalars;
+    }
+    if (4 * kern->num_scalars > pd_.max_push_constants)
+      throw Error("kernel '" + k.name + "' has " + std::to_string(kern->num_scalars) +
+                  " scalar parameters; device '" + pd_.info.name + "' allows " +
+                  std::to_string(pd_.max_push_constants / 4) + " (maxPushConstantsSize " +
+                  std::to_string(pd_.max_push_constants) + " bytes)");
+
+    const DeviceFns& f = core_->fn;
+    VkDevice dev = core_->device;
+
+    std::vector<VkDescriptorSetLayoutBinding> bindings(kern->num_buffers);
+    for (uint32_t i = 0; i < kern->num_buffers; ++i) {
+      bindings[i].binding = i;
+      bindings[i].descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
+      bindings[i].descriptorCount = 1;
+      bindings[i].stageFlags = VK_SHADER_STAGE_COMPUTE_BIT;
+    }
+    auto dslci =
+        vk_struct<VkDescriptorSetLayoutCreateInfo>(VK_STRUCTURE_TYPE_DESCRIPTOR_SET_LAYOUT_CREATE_INFO);
+    dslci.bindingCount = kern->num_buffers;
+    dslci.pBindings = bindings.data();
+    check(f.vkCreateDescriptorSetLayout(dev, &dslci, nullptr, &kern->set_layout), "vkCreateDescriptorSetLayout",
+          label);
+
+    VkPushConstantRange push{VK_SHADER_STAGE_COMPUTE_BIT, 0, 4 * kern->num_scalars};
+    auto plci = vk_struct<VkPipelineLayoutCreateInfo>(VK_STRUCTURE_TYPE_PIPELINE_LAYOUT_CREATE_INFO);
+    plci.setLayoutCount = 1;
+    plci.pSetLayouts = &kern->set_layout;
+    plci.pushConstantRangeCount = kern->num_scalars ? 1 : 0;
+    plci.pPushConstantRanges = kern->num_scalars ? &push : nullptr;
+    check(f.vkCreatePipelineLayout(dev, &plci, nullptr, &kern->pipeline_layout), "vkCreatePipelineLayout", label);
+
+    auto smci = vk_struct<VkShaderModuleCreateInfo>(VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO);
+    smci.codeSize = spirv.words.size() * sizeof(uint32_t);
+    smci.pCode = spirv.words.data();
+    VkShaderModule module = VK_NULL_HANDLE;
+    check(f.vkCreateShaderModule(dev, &smci, nullptr, &module), "vkCreateShaderModule", label);
+
+    // The threadgroup shape is baked in through specialization constants 0..2 (local_size_*_id).
+    const uint32_t tg[3] = {threadgroup.x, threadgroup.y, threadgroup.z};
+    const VkSpecializationMapEntry entries[3] = {{0, 0, 4}, {1, 4, 4}, {2, 8, 4}};
+    VkSpecializationInfo spec{3, entries, sizeof(tg), tg};
+
+    auto cpci = vk_struct<VkComputePipelineCreateInfo>(VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO);
+    cpci.stage.sType = VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO;
+    cpci.stage.stage = VK_SHADER_STAGE_COMPUTE_BIT;
+    cpci.stage.module = module;
+    cpci.stage.pName = "main";
+    cpci.stage.pSpecializationInfo = &spec;
+    // Lane ops assume every subgroup is full (a reduction's per-lane partials would otherwise mix
+    // with inactive lanes). The flag is only valid when the x size is a multiple of the subgroup
+    // size; Context already requires the group to be a multiple of the lane width.
+    if (pd_.full_subgroups && ir::uses_lane_ops(k) && pd_.info.lane_width > 0 &&
+        threadgroup.x % pd_.info.lane_width == 0)
+      cpci.stage.flags |= VK_PIPELINE_SHADER_STAGE_CREATE_REQUIRE_FULL_SUBGROUPS_BIT_EXT;
+    cpci.layout = kern->pipeline_layout;
+    VkResult r = f.vkCreateComputePipelines(dev, VK_NULL_HANDLE, 1, &cpci, nullptr, &kern->pipeline);
+    f.vkDestroyShaderModule(dev, module, nullptr);  // the pipeline no longer needs it
+    check(r, "vkCreateComputePipelines", label);
+
+    if (kern->num_buffers > 0) {
+      VkDescriptorPoolSize size{VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, kern->num_buffers};
+      auto dpci = vk_struct<VkDescriptorPoolCreateInfo>(VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO);
+      dpci.maxSets = 1;
+      dpci.poolSizeCount = 1;
+      dpci.pPoolSizes = &size;
+      check(f.vkCreateDescriptorPool(dev, &dpci, nullptr, &kern->pool), "vkCreateDescriptorPool", label);
+      auto dsai = vk_struct<VkDescriptorSetAllocateInfo>(VK_STRUCTURE_TYPE_DESCRIPTOR_SET_ALLOCATE_INFO);
+      dsai.descriptorPool = kern->pool;
+      dsai.descriptorSetCount = 1;
+      dsai.pSetLayouts = &kern->set_layout;
+      check(f.vkAllocateDescriptorSets(dev, &dsai, &kern->set), "vkAllocateDescriptorSets", label);
+    }
+    return kern;
+  }
+
+  bool pipeline_depends_on_threadgroup() const override { return true; }
+
+  void launch(CompiledKernel& kernel, const LaunchArgs& args, Dim3 grid, Dim3 threadgroup) override {
+    auto& kern = static_cast<VulkanKernel&>(kernel);
+    if (args.buffers.size() != kern.num_buffers || args.scalars.size() != kern.num_scalars)
+      throw Error("Vulkan launch of " + kern.name + ": expected " + std::to_string(kern.num_buffers) +
+                  " buffers and " + std::to_string(kern.num_scalars) + " scalars, got " +
+                  std::to_string(args.buffers.size()) + " and " + std::to_string(args.scalars.size()));
+    const DeviceFns& f = core_->fn;
+    VkDevice dev = core_->device;
+    // One command buffer, one fence and per-kernel descriptor sets: launches must not overlap.
+    std::lock_guard<std::mutex> lock(mutex_);
+
+    if (kern.num_buffers > 0) {
+      std::vector<VkDescriptorBufferInfo> infos(kern.num_buffers);
+      std::vector<VkWriteDescriptorSet> writes(kern.num_buffers);
+      for (uint32_t i = 0; i < kern.num_buffers; ++i) {
+        infos[i] = {static_cast<VulkanBuffer*>(args.buffers[i])->buffer, 0, VK_WHOLE_SIZE};
+        writes[i] = vk_struct<VkWriteDescriptorSet>(VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET);
+        writes[i].dstSet = kern.set;
+        writes[i].dstBinding = i;
+        writes[i].descriptorCount = 1;
+        writes[i].descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
+        writes[i].pBufferInfo = &infos[i];
+      }
+      f.vkUpdateDescriptorSets(dev, kern.num_buffers, writes.data(), 0, nullptr);
+    }
+
+    check(f.vkResetCommandBuffer(command_buffer_, 0), "vkResetCommandBuffer");
+    auto begin = vk_struct<VkCommandBufferBeginInfo>(VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO);
+    begin.flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT;
+    check(f.vkBeginCommandBuffer(command_buffer_, &begin), "vkBeginCommandBuffer");
+    f.vkCmdBindPipeline(command_buffer_, VK_PIPELINE_BIND_POINT_COMPUTE, kern.pipeline);
+    if (kern.set != VK_NULL_HANDLE)
+      f.vkCmdBindDescriptorSets(command_buffer_, VK_PIPELINE_BIND_POINT_COMPUTE, kern.pipeline_layout, 0, 1,
+                                &kern.set, 0, nullptr);
+    if (kern.num_scalars > 0)
+      f.vkCmdPushConstants(command_buffer_, kern.pipeline_layout, VK_SHADER_STAGE_COMPUTE_BIT, 0,
+                           4 * kern.num_scalars, args.scalars.data());
+    f.vkCmdDispatch(command_buffer_, grid.x, grid.y, grid.z);
+    // A fence wait alone does not make shader writes visible to the host. This barrier does, and
+    // since barriers order against everything later in submission order, it also makes them
+    // visible to the next launch's shaders.
+    auto barrier = vk_struct<VkMemoryBarrier>(VK_STRUCTURE_TYPE_MEMORY_BARRIER);
+    barrier.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT;
+    barrier.dstAccessMask = VK_ACCESS_HOST_READ_BIT | VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT;
+    f.vkCmdPipelineBarrier(command_buffer_, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
+                           VK_PIPELINE_STAGE_HOST_BIT | VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, 0, 1, &barrier, 0,
+                           nullptr, 0, nullptr);
+    check(f.vkEndCommandBuffer(command_buffer_), "vkEndCommandBuffer");
+
+    auto submit = vk_struct<VkSubmitInfo>(VK_STRUCTURE_TYPE_SUBMIT_INFO);
+    submit.commandBufferCount = 1;
+    submit.pCommandBuffers = &command_buffer_;
+    check(f.vkQueueSubmit(core_->queue, 1, &submit, fence_), "vkQueueSubmit", kern.name);
+    VkResult r = f.vkWaitForFences(dev, 1, &fence_, VK_TRUE, UINT64_MAX);
+    // Reset even after a failed wait so the next launch does not submit with a signaled fence.
+    VkResult reset = f.vkResetFences(dev, 1, &fence_);
+    check(r, "vkWaitForFences", kern.name);
+    check(reset, "vkResetFences");
+  }
+
+  void synchronize() override {
+    std::lock_guard<std::mutex> lock(mutex_);
+    check(core_->fn.vkQueueWaitIdle(core_->queue), "vkQueueWaitIdle");
+  }
+
+ private:
+  std::shared_ptr<Core> core_;
+  PhysicalDevice pd_;
+  VkCommandPool command_pool_ = VK_NULL_HANDLE;
+  VkCommandBuffer command_buffer_ = VK_NULL_HANDLE;
+  VkFence fence_ = VK_NULL_HANDLE;
+  std::mutex mutex_;
+};
+
+}  // namespace
+
+std::unique_ptr<Device> make_vulkan_device(int index) {
+  std::unique_ptr<Instance> inst = create_instance();
+  std::vector<VkPhysicalDevice> devices = enumerate(*inst);
+  if (devices.empty())
+    throw Error("no Vulkan device: the Vulkan loader found no physical device (install a driver, e.g. "
+                "mesa-vulkan-drivers for lavapipe)");
+  if (index < 0 || size_t(index) >= devices.size())
+    throw Error("no Vulkan device with index " + std::to_string(index) + " (" + std::to_string(devices.size()) +
+                " device" + (devices.size() == 1 ? "" : "s") + " found)");
+  PhysicalDevice pd = describe(*inst, devices[size_t(index)]);
+  if (pd.api_version < VK_API_VERSION_1_1)
+    throw Error("Vulkan device '" + pd.info.name + "' supports only API " + version_text(pd.api_version) +
+                "; Iron needs Vulkan 1.1");
+  if (pd.queue_family == UINT32_MAX)
+    throw Error("Vulkan device '" + pd.info.name + "' has no compute queue");
+
+  std::shared_ptr<Core> core = create_core(std::move(inst), pd);
+  auto device = std::make_unique<VulkanDevice>(std::move(core), std::move(pd));
+  device->init();
+  return device;
+}
+
+std::vector<DeviceInfo> list_vulkan_devices(std::string* why) {
+  try {
+    std::unique_ptr<Instance> inst = create_instance();
+    std::vector<DeviceInfo> out;
+    for (VkPhysicalDevice d : enumerate(*inst)) out.push_back(describe(*inst, d).info);
+    if (out.empty() && why) *why = "no Vulkan device: the Vulkan loader found no physical device";
+    return out;
+  } catch (const Error& e) {
+    if (why) *why = e.what();
+    return {};
+  }
+}
+
+}  // namespace iron::rt
