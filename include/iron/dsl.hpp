@@ -224,6 +224,8 @@ class ElemRef {
   uint32_t param() const { return param_; }
   DType dtype() const { return type_; }
   Expr index() const { return index_; }
+  const char* file() const { return file_; }
+  uint32_t line() const { return line_; }
 
  private:
   uint32_t param_;
@@ -253,6 +255,8 @@ class TgRef {
   uint32_t alloc() const { return alloc_; }
   DType dtype() const { return type_; }
   Expr index() const { return index_; }
+  const char* file() const { return file_; }
+  uint32_t line() const { return line_; }
 
  private:
   uint32_t alloc_;

@@ -131,6 +131,10 @@ class CudaDialect final : public Dialect {
 
   std::string math(EmitState& s, const ir::Inst& in, DType t, const std::vector<std::string>& a) const override {
     bool f = is_float(t);
+    if (!f && in.op != ir::Op::Abs && in.op != ir::Op::Min && in.op != ir::Op::Max) {
+      s.unsupported(in, name(), std::string(ir::mnemonic(in.op)) + " of " + dtype_name(t));
+      return "0";
+    }
     switch (in.op) {
       case ir::Op::Exp: return "expf(" + a[0] + ")";
       case ir::Op::Log: return "logf(" + a[0] + ")";
@@ -158,7 +162,11 @@ class CudaDialect final : public Dialect {
     }
   }
 
-  std::string lane_reduce(EmitState&, const ir::Inst& in, DType, const std::string& x) const override {
+  std::string lane_reduce(EmitState& s, const ir::Inst& in, DType t, const std::string& x) const override {
+    if (t != DType::F32 && t != DType::I32 && t != DType::U32) {
+      s.unsupported(in, name(), std::string(ir::mnemonic(in.op)) + " of " + dtype_name(t));
+      return x;
+    }
     return std::string(in.op == ir::Op::LaneSum ? "iron_lane_sum(" : "iron_lane_max(") + x + ")";
   }
 

@@ -137,6 +137,10 @@ class GlslDialect final : public Dialect {
   }
 
   std::string math(EmitState& s, const ir::Inst& in, DType t, const std::vector<std::string>& a) const override {
+    if (!is_float(t) && in.op != ir::Op::Abs && in.op != ir::Op::Min && in.op != ir::Op::Max) {
+      s.unsupported(in, name(), std::string(ir::mnemonic(in.op)) + " of " + dtype_name(t));
+      return "0";
+    }
     switch (in.op) {
       case ir::Op::Exp: return "exp(" + a[0] + ")";
       case ir::Op::Log: return "log(" + a[0] + ")";
@@ -162,7 +166,11 @@ class GlslDialect final : public Dialect {
     }
   }
 
-  std::string lane_reduce(EmitState&, const ir::Inst& in, DType, const std::string& x) const override {
+  std::string lane_reduce(EmitState& s, const ir::Inst& in, DType t, const std::string& x) const override {
+    if (t != DType::F32 && t != DType::I32 && t != DType::U32) {
+      s.unsupported(in, name(), std::string(ir::mnemonic(in.op)) + " of " + dtype_name(t));
+      return x;
+    }
     return std::string(in.op == ir::Op::LaneSum ? "subgroupAdd(" : "subgroupMax(") + x + ")";
   }
 

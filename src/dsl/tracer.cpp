@@ -59,6 +59,22 @@ Expr constant(DType type, int64_t i, double f, ir::SrcLoc loc) {
 
 void error(ir::SrcLoc loc, std::string msg) { tr().diags.error(loc, std::move(msg)); }
 
+// An operator= cannot take a source location: the instructions it emits are relocated to the
+// line of the value being stored (for a literal, the line of the instruction before it).
+size_t mark() { return tr().k.insts.size(); }
+void relocate_since(size_t first, ir::SrcLoc l) {
+  auto& insts = tr().k.insts;
+  for (size_t i = first; i < insts.size(); ++i) insts[i].loc = l;
+}
+ir::SrcLoc loc_of_value(Expr v) {
+  auto& insts = tr().k.insts;
+  return v.id() < insts.size() ? insts[v.id()].loc : ir::SrcLoc{};
+}
+ir::SrcLoc previous_loc(size_t first) {
+  auto& insts = tr().k.insts;
+  return first > 0 ? insts[first - 1].loc : ir::SrcLoc{};
+}
+
 // Gives a literal the dtype of the value it meets. Float literals never turn into integers
 // silently; integer literals become floats exactly.
 Expr materialize(const Operand& o, DType hint) {
@@ -515,32 +531,72 @@ static void var_store(uint32_t var, DType type, const Operand& v) {
 }
 
 VarBase& VarBase::operator=(const VarBase& other) {
+  size_t first = mark();
   var_store(id_, type_, Operand(other));
+  relocate_since(first, previous_loc(first));
   return *this;
 }
 void VarBase::operator=(Operand v) { var_store(id_, type_, v); }
 
-// Located where the stored value was defined (an operator= cannot take a source location).
-static Operand at_definition(Expr v) {
-  Operand o(v, SrcLoc::current());
-  detail::Trace& t = tr();
-  if (v.id() < t.k.insts.size()) {
-    ir::SrcLoc l = t.k.insts[v.id()].loc;
-    o.line = l.line;
-    o.file = l.file < t.k.files.size() ? t.k.files[l.file].c_str() : "";
-  }
+static Operand at_ref(const ElemRef& r) {
+  Operand o(r, SrcLoc::current());
+  tr().k.insts[o.value.id()].loc = loc_of(r.file(), r.line());
+  o.file = r.file();
+  o.line = r.line();
   return o;
 }
-void VarBase::operator=(Expr v) { var_store(id_, type_, at_definition(v)); }
-void VarBase::operator=(const ElemRef& v) { var_store(id_, type_, Operand(v, SrcLoc::current())); }
-void VarBase::operator=(float v) { var_store(id_, type_, Operand(v)); }
-void VarBase::operator=(double v) { var_store(id_, type_, Operand(v)); }
-void VarBase::operator=(int v) { var_store(id_, type_, Operand(v)); }
-void VarBase::operator=(unsigned v) { var_store(id_, type_, Operand(v)); }
-void VarBase::operator+=(Operand v) { var_store(id_, type_, Operand(*this, SrcLoc::current()) + v); }
-void VarBase::operator-=(Operand v) { var_store(id_, type_, Operand(*this, SrcLoc::current()) - v); }
-void VarBase::operator*=(Operand v) { var_store(id_, type_, Operand(*this, SrcLoc::current()) * v); }
-void VarBase::operator/=(Operand v) { var_store(id_, type_, Operand(*this, SrcLoc::current()) / v); }
+static Operand at_ref(const TgRef& r) {
+  Operand o(r, SrcLoc::current());
+  tr().k.insts[o.value.id()].loc = loc_of(r.file(), r.line());
+  o.file = r.file();
+  o.line = r.line();
+  return o;
+}
+void VarBase::operator=(Expr v) {
+  size_t first = mark();
+  var_store(id_, type_, Operand(v));
+  relocate_since(first, loc_of_value(v));
+}
+void VarBase::operator=(const ElemRef& v) { var_store(id_, type_, at_ref(v)); }
+void VarBase::operator=(float v) {
+  size_t first = mark();
+  var_store(id_, type_, Operand(v));
+  relocate_since(first, previous_loc(first));
+}
+void VarBase::operator=(double v) {
+  size_t first = mark();
+  var_store(id_, type_, Operand(v));
+  relocate_since(first, previous_loc(first));
+}
+void VarBase::operator=(int v) {
+  size_t first = mark();
+  var_store(id_, type_, Operand(v));
+  relocate_since(first, previous_loc(first));
+}
+void VarBase::operator=(unsigned v) {
+  size_t first = mark();
+  var_store(id_, type_, Operand(v));
+  relocate_since(first, previous_loc(first));
+}
+// `v op= x` reads v at the caller's line, which the right-hand operand carries.
+static Operand read_at(const VarBase& var, const Operand& at) {
+  Operand o(var, SrcLoc::current());
+  detail::Trace& t = tr();
+  t.k.insts[o.value.id()].loc = loc_of(at);
+  o.file = at.file;
+  o.line = at.line;
+  return o;
+}
+static Operand located_like(Expr e, const Operand& at) {
+  Operand o(e, SrcLoc::current());
+  o.file = at.file;
+  o.line = at.line;
+  return o;
+}
+void VarBase::operator+=(Operand v) { var_store(id_, type_, located_like(read_at(*this, v) + v, v)); }
+void VarBase::operator-=(Operand v) { var_store(id_, type_, located_like(read_at(*this, v) - v, v)); }
+void VarBase::operator*=(Operand v) { var_store(id_, type_, located_like(read_at(*this, v) * v, v)); }
+void VarBase::operator/=(Operand v) { var_store(id_, type_, located_like(read_at(*this, v) / v, v)); }
 
 // --- Memory --------------------------------------------------------------------------------
 
@@ -562,15 +618,16 @@ ElemRef Buffer::operator[](Operand index) const {
 }
 void ElemRef::operator=(Operand v) { store(param_, type_, index_, v); }
 void ElemRef::operator=(const ElemRef& v) {
-  SrcLoc here = SrcLoc::current();
-  Operand o(v, here);
-  o.file = file_;
-  o.line = line_;
-  store(param_, type_, index_, o);
+  size_t first = mark();
+  store(param_, type_, index_, at_ref(v));
+  relocate_since(first, loc_of(file_, line_));
 }
 void ElemRef::operator+=(Operand v) {
   Operand cur(*this, SrcLoc::current());
-  store(param_, type_, index_, cur + v);
+  tr().k.insts[cur.value.id()].loc = loc_of(v);
+  cur.file = v.file;
+  cur.line = v.line;
+  store(param_, type_, index_, located_like(cur + v, v));
 }
 
 static void tg_store(uint32_t alloc, DType type, Expr index, const Operand& v) {
@@ -590,7 +647,11 @@ TgRef TgBuffer::operator[](Operand index) const {
   return TgRef(alloc_, type_, i, index.file, index.line);
 }
 void TgRef::operator=(Operand v) { tg_store(alloc_, type_, index_, v); }
-void TgRef::operator=(const TgRef& v) { tg_store(alloc_, type_, index_, Operand(v, SrcLoc::current())); }
+void TgRef::operator=(const TgRef& v) {
+  size_t first = mark();
+  tg_store(alloc_, type_, index_, at_ref(v));
+  relocate_since(first, loc_of(file_, line_));
+}
 
 TgBuffer threadgroup_alloc(const char* name, DType type, uint32_t count, SrcLoc l) {
   detail::Trace& t = tr();

@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# Prepares what the GPU machine needs, in ignored folders that `carry` can send:
+#   .gpu/  the iron and iron-runner binaries (static libstdc++; glslang/SPIRV-Tools linked in)
+#   .gl/   Debian's Vulkan loader and the GL vendor-neutral EGL library: the NVIDIA Vulkan
+#          driver there loads libEGL.so.1 while initializing and fails without it.
+set -euo pipefail
+build=${1:-build}
+cd "$(dirname "$0")/.."
+mkdir -p .gpu .gl
+cp "$build/bin/iron" "$build/bin/iron-runner" .gpu/
+grep -qx '/.gl/' .git/info/exclude 2>/dev/null || echo /.gl/ >> .git/info/exclude
+if ! ls .gl/libvulkan1_*.deb .gl/libegl1_*.deb .gl/libglvnd0_*.deb > /dev/null 2>&1; then
+  mkdir -p /tmp/amd64/partial
+  o='-oAPT::Architecture=amd64 -oAPT::Architectures=amd64 -oDir::State::Lists=/tmp/amd64'
+  apt-get $o update -qq
+  (cd .gl && apt-get $o download libvulkan1 libegl1 libglvnd0)
+fi
+du -sh .gpu .gl
