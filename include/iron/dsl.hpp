@@ -286,4 +286,11 @@ Buffer inout(const char* name, DType type, Extent extent, SrcLoc loc = SrcLoc::c
 // A scalar set per dispatch (a "constexpr" of the dispatch call).
 Expr constexpr_(const char* name, DType type, SrcLoc loc = SrcLoc::current());
 
+// Device functions: reusable bodies registered with IRON_DEVICE_FN and inlined into the kernels
+// that call them by the kernel_inline pass. Inside a function, arg(i, dtype) reads argument i
+// and ret(value) returns (the last statement). Functions read no buffers and no built-ins.
+Expr arg(int index, DType type, SrcLoc loc = SrcLoc::current());
+void ret(Operand value);
+Expr call(const char* function, std::initializer_list<Operand> args, SrcLoc loc = SrcLoc::current());
+
 }  // namespace iron::dsl

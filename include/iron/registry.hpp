@@ -39,9 +39,27 @@ const ir::Kernel& kernel_ir(std::string_view name);
 // Traces a body without registering it (tests, tools). Throws iron::Error on diagnostics.
 ir::Kernel trace_kernel(const KernelDecl& decl);
 
+// Device functions (see dsl.hpp: arg, ret, call). Registered like kernels, traced on first use.
+struct DeviceFunctionDecl {
+  const char* name;
+  KernelBody body;
+  const char* file;
+  int line;
+};
+int register_device_function(const DeviceFunctionDecl& decl);
+std::vector<const DeviceFunctionDecl*> registered_device_functions();
+// The traced and verified IR of a device function; nullptr when no function has that name.
+// Throws iron::Error when the function is malformed.
+const ir::Kernel* device_function_ir(std::string_view name);
+
 }  // namespace iron
 
 #define IRON_DETAIL_CAT2(a, b) a##b
+// IRON_DEVICE_FN(iron_sigmoid, sigmoid_body)
+#define IRON_DEVICE_FN(fname, body_fn)                                                           \
+  [[maybe_unused]] static const int IRON_DETAIL_CAT(iron_fn_reg_, fname) =                        \
+      ::iron::register_device_function(::iron::DeviceFunctionDecl{#fname, &body_fn, __FILE__, __LINE__})
+
 #define IRON_DETAIL_CAT(a, b) IRON_DETAIL_CAT2(a, b)
 
 // IRON_KERNEL(iron_add, add_body, Elementwise, f32, f16, bf16)

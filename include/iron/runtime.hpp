@@ -21,7 +21,9 @@ class Device;
 struct BufferImpl;
 }  // namespace rt
 
-enum class Backend : uint8_t { Vulkan, Cuda };
+// Interp is Iron's SIMT IR interpreter: exact barriers, threadgroup memory and lane reductions
+// on the host, with a configurable lane width (IRON_INTERP_LANE_WIDTH, default 32).
+enum class Backend : uint8_t { Vulkan, Cuda, Interp };
 const char* backend_name(Backend b);
 bool parse_backend(std::string_view s, Backend& out);
 

@@ -256,10 +256,14 @@ int main(int argc, char** argv) {
   bool as_json = false;
   std::string filter, backend, dtype, emit = "all", out, arch = "sm_90a", kernel;
   bool ir = false, locations = false, no_compile = false;
+  std::string pass, stop_after;
+  std::vector<std::string> print_after;
+  bool stats = false, verify_each = false, time_passes = false, no_opt = false;
 
   auto* test = app.add_subcommand("test", "Run the kernel corpus against CPU oracles");
   test->add_option("-f,--filter", filter, "Only kernels or kernel/case names containing this text");
-  test->add_option("--backend", backend, "vulkan or cuda (default: the best available)")->check(CLI::IsMember({"vulkan", "cuda"}));
+  test->add_option("--backend", backend, "vulkan, cuda or interp (default: the best available GPU backend)")
+      ->check(CLI::IsMember({"vulkan", "cuda", "interp"}));
   test->add_option("--dtype", dtype, "Only this dtype (f32, f16, bf16, ...)");
   test->add_flag("--json", as_json, "Print protocol messages as JSON lines");
 
@@ -269,6 +273,13 @@ int main(int argc, char** argv) {
   inspect->add_flag("--locations", locations, "With --ir: show each op's DSL file:line");
   inspect->add_option("--backend", backend, "cuda (CUDA C++) or vulkan (GLSL)")->check(CLI::IsMember({"vulkan", "cuda"}));
   inspect->add_option("--dtype", dtype, "Substitute T with this dtype");
+  inspect->add_option("--pass", pass, "Print the IR after this pass, or after each with 'all'");
+  inspect->add_flag("--stats", stats, "Print each pass's op-count delta, time and statistics");
+  inspect->add_flag("--verify-each", verify_each, "Run the verifier after every pass");
+  inspect->add_flag("--time-passes", time_passes, "Print the time each pass took");
+  inspect->add_option("--stop-after", stop_after, "Run the pipeline up to this pass");
+  inspect->add_option("--print-after", print_after, "Print the IR after this pass (repeatable)");
+  inspect->add_flag("--no-opt", no_opt, "Emit without running the pipeline");
   inspect->add_flag("--json", as_json, "Print protocol messages as JSON lines");
 
   auto* device = app.add_subcommand("device", "Show the Vulkan and CUDA devices");
@@ -307,6 +318,13 @@ int main(int argc, char** argv) {
     opt("--dtype", dtype);
     if (ir) args.push_back("--ir");
     if (locations) args.push_back("--locations");
+    opt("--pass", pass);
+    opt("--stop-after", stop_after);
+    for (const std::string& p : print_after) opt("--print-after", p);
+    if (stats) args.push_back("--stats");
+    if (verify_each) args.push_back("--verify-each");
+    if (time_passes) args.push_back("--time-passes");
+    if (no_opt) args.push_back("--no-opt");
   } else if (*device) {
     args = {"device"};
   } else if (*build) {

@@ -4,7 +4,9 @@
 // An op a dialect cannot spell is reported through `unsupported`, located, and emission goes on.
 #pragma once
 
+#include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -23,6 +25,9 @@ struct EmitState {
   bool uses_16bit_storage = false;
   bool uses_f16 = false;
   bool uses_bf16 = false;
+  // Vector groups (vectorize): per buffer parameter, the access widths in elements (each at
+  // most 16 bytes) the dialect must be able to spell.
+  std::map<uint32_t, std::set<int>> vector_chunks;
 
   DType concrete(DType t) const { return ir::resolve(t, dtype); }
   void unsupported(const ir::Inst& in, const std::string& dialect, const std::string& what) {
@@ -51,12 +56,25 @@ class Dialect {
   virtual std::string cast(EmitState& s, const ir::Inst& in, DType from, DType to, const std::string& x) const = 0;
   virtual std::string lane_reduce(EmitState& s, const ir::Inst& in, DType t, const std::string& x) const = 0;
   virtual std::string barrier() const = 0;
+  // A vector group: fills `array[0..width)` (register type) from buffer elements idx..idx+width,
+  // or stores `values` there; idx is a multiple of width. Accesses are split into chunks of
+  // chunk_elems(dtype, width) elements (16 bytes at most).
+  virtual void load_group(EmitState& s, const ir::Param& p, const std::string& idx, int width,
+                          const std::string& array, std::vector<std::string>& lines) const = 0;
+  virtual void store_group(EmitState& s, const ir::Param& p, const std::string& idx,
+                           const std::vector<std::string>& values, std::vector<std::string>& lines) const = 0;
   virtual std::string tg_name(const ir::Kernel& k, const ir::Inst& alloc) const { return "tg_" + k.strings[alloc.sym]; }
   virtual std::string param_name(const ir::Param& p) const { return "p_" + p.name; }
 };
 
 std::unique_ptr<Dialect> make_cuda_dialect();
 std::unique_ptr<Dialect> make_glsl_dialect();
+
+// Elements per wide access for a group of `width` elements of dtype d: 16 bytes at most.
+inline int chunk_elems(DType d, int width) {
+  int max_elems = 16 / int(dtype_size(d));
+  return width < max_elems ? width : max_elems;
+}
 
 // Shared literal spelling: exact decimal for f32 with a float suffix where the dialect wants one.
 std::string float_literal(float v, const char* suffix);

@@ -121,7 +121,8 @@ class CudaDialect final : public Dialect {
       case DType::I32: return in.imm == INT_MIN ? "(-2147483647 - 1)" : std::to_string(in.imm);
       case DType::U32: return std::to_string(uint32_t(in.imm)) + "u";
       default: {
-        float v = num::round_to(t, float(in.fimm));
+        // Constants of every float dtype are f32 register values (16-bit floats compute in f32).
+        float v = float(in.fimm);
         if (std::isnan(v)) return "__int_as_float(0x7fc00000)";
         if (std::isinf(v)) return v > 0 ? "__int_as_float(0x7f800000)" : "__int_as_float(0xff800000)";
         return float_literal(v, "f");
@@ -171,6 +172,57 @@ class CudaDialect final : public Dialect {
   }
 
   std::string barrier() const override { return "__syncthreads();"; }
+
+  // Wide types: 32-bit elements as float4/int4/uint4 (or 2-wide); 16-bit elements as raw
+  // 32/64/128-bit words holding __half2 / __nv_bfloat162 pairs.
+  static std::string word_type(DType t, int chunk) {
+    if (dtype_size(t) == 2) return chunk == 8 ? "uint4" : chunk == 4 ? "uint2" : "unsigned";
+    std::string base = t == DType::I32 ? "int" : t == DType::U32 ? "uint" : "float";
+    return base + std::to_string(chunk);
+  }
+  static std::string pair_type(DType t) { return t == DType::F16 ? "__half2" : "__nv_bfloat162"; }
+
+  void load_group(EmitState& s, const ir::Param& p, const std::string& idx, int width, const std::string& array,
+                  std::vector<std::string>& lines) const override {
+    DType t = s.concrete(p.dtype);
+    int chunk = chunk_elems(t, width);
+    static const char* comp[] = {"x", "y", "z", "w"};
+    for (int o = 0; o < width; o += chunk) {
+      std::string w = word_type(t, chunk);
+      std::string src = "*reinterpret_cast<const " + w + "*>(" + param_name(p) + " + " + idx + " + " + std::to_string(o) + "u)";
+      std::string l = "{ const " + w + " t = " + src + ";";
+      if (dtype_size(t) == 2) {
+        l += " const " + pair_type(t) + "* h = reinterpret_cast<const " + pair_type(t) + "*>(&t);";
+        for (int e = 0; e < chunk; ++e)
+          l += " " + array + "[" + std::to_string(o + e) + "] = " + (e % 2 ? "__high2float" : "__low2float") + "(h[" +
+               std::to_string(e / 2) + "]);";
+      } else {
+        for (int e = 0; e < chunk; ++e) l += " " + array + "[" + std::to_string(o + e) + "] = t." + comp[e] + ";";
+      }
+      lines.push_back(l + " }");
+    }
+  }
+
+  void store_group(EmitState& s, const ir::Param& p, const std::string& idx, const std::vector<std::string>& values,
+                   std::vector<std::string>& lines) const override {
+    DType t = s.concrete(p.dtype);
+    int width = int(values.size()), chunk = chunk_elems(t, width);
+    for (int o = 0; o < width; o += chunk) {
+      std::string w = word_type(t, chunk);
+      std::string dst = "*reinterpret_cast<" + w + "*>(" + param_name(p) + " + " + idx + " + " + std::to_string(o) + "u)";
+      if (dtype_size(t) == 2) {
+        std::string pack = t == DType::F16 ? "__floats2half2_rn" : "__floats2bfloat162_rn";
+        std::string l = "{ " + w + " t; " + pair_type(t) + "* h = reinterpret_cast<" + pair_type(t) + "*>(&t);";
+        for (int e = 0; e < chunk; e += 2)
+          l += " h[" + std::to_string(e / 2) + "] = " + pack + "(" + values[size_t(o + e)] + ", " + values[size_t(o + e + 1)] + ");";
+        lines.push_back(l + " " + dst + " = t; }");
+      } else {
+        std::string make = "make_" + w + "(";
+        for (int e = 0; e < chunk; ++e) make += (e ? ", " : "") + values[size_t(o + e)];
+        lines.push_back(dst + " = " + make + ");");
+      }
+    }
+  }
 };
 
 }  // namespace

@@ -53,9 +53,15 @@ class GlslDialect final : public Dialect {
       if (p.kind != ir::ParamKind::Buffer) continue;
       const char* access = p.access == ir::Access::Read ? "readonly " : p.access == ir::Access::Write ? "writeonly " : "";
       int b = s.buffer_index[i];
-      out += "layout(std430, set = 0, binding = " + std::to_string(b) + ") restrict " + access +
+      out += "layout(std430, set = 0, binding = " + std::to_string(b) + ") " + access +
              "buffer IronBuffer" + std::to_string(b) + " { " + storage_type(s.concrete(p.dtype)) + " data[]; } " +
              param_name(p) + ";\n";
+      auto views = s.vector_chunks.find(uint32_t(i));
+      if (views != s.vector_chunks.end())
+        for (int chunk : views->second)
+          out += "layout(std430, set = 0, binding = " + std::to_string(b) + ") " + access + "buffer IronBuffer" +
+                 std::to_string(b) + "v" + std::to_string(chunk) + " { " + view_type(s.concrete(p.dtype), chunk) +
+                 " data[]; } " + view_name(p, chunk) + ";\n";
     }
     bool any_scalar = false;
     for (const ir::Param& p : k.params) any_scalar = any_scalar || p.kind == ir::ParamKind::Scalar;
@@ -128,7 +134,8 @@ class GlslDialect final : public Dialect {
       case DType::I32: return in.imm == INT_MIN ? "(-2147483647 - 1)" : std::to_string(in.imm);
       case DType::U32: return std::to_string(uint32_t(in.imm)) + "u";
       default: {
-        float v = num::round_to(t, float(in.fimm));
+        // Constants of every float dtype are f32 register values (16-bit floats compute in f32).
+        float v = float(in.fimm);
         if (std::isnan(v)) return "uintBitsToFloat(0x7fc00000u)";
         if (std::isinf(v)) return v > 0 ? "uintBitsToFloat(0x7f800000u)" : "uintBitsToFloat(0xff800000u)";
         return float_literal(v, "");
@@ -175,6 +182,66 @@ class GlslDialect final : public Dialect {
   }
 
   std::string barrier() const override { return "memoryBarrierShared(); barrier();"; }
+
+  // Wide views are extra declarations of the same binding with a vector element type (SPIR-V
+  // allows aliased storage-buffer variables): vec/ivec/uvec for 32-bit elements, and uint words
+  // holding two 16-bit values each for f16 (unpackHalf2x16) and bf16 (shifts).
+  static std::string view_type(DType t, int chunk) {
+    if (dtype_size(t) == 2) return chunk == 8 ? "uvec4" : chunk == 4 ? "uvec2" : "uint";
+    std::string base = t == DType::I32 ? "ivec" : t == DType::U32 ? "uvec" : "vec";
+    return base + std::to_string(chunk);
+  }
+  std::string view_name(const ir::Param& p, int chunk) const { return param_name(p) + "_v" + std::to_string(chunk); }
+  static int log2i(int v) { return v == 8 ? 3 : v == 4 ? 2 : v == 2 ? 1 : 0; }
+
+  void load_group(EmitState& s, const ir::Param& p, const std::string& idx, int width, const std::string& array,
+                  std::vector<std::string>& lines) const override {
+    DType t = s.concrete(p.dtype);
+    int chunk = chunk_elems(t, width);
+    static const char* comp[] = {"x", "y", "z", "w"};
+    for (int o = 0; o < width; o += chunk) {
+      std::string w = view_type(t, chunk);
+      std::string src = view_name(p, chunk) + ".data[(" + idx + " + " + std::to_string(o) + "u) >> " + std::to_string(log2i(chunk)) + "]";
+      std::string l = "{ " + w + " t = " + src + ";";
+      if (dtype_size(t) == 2) {
+        int words = chunk / 2;
+        for (int q = 0; q < words; ++q) {
+          std::string word = words == 1 ? std::string("t") : "t." + std::string(comp[q]);
+          std::string lo = array + "[" + std::to_string(o + 2 * q) + "]", hi = array + "[" + std::to_string(o + 2 * q + 1) + "]";
+          if (t == DType::F16)
+            l += " { vec2 f = unpackHalf2x16(" + word + "); " + lo + " = f.x; " + hi + " = f.y; }";
+          else
+            l += " " + lo + " = uintBitsToFloat(" + word + " << 16); " + hi + " = uintBitsToFloat(" + word + " & 0xffff0000u);";
+        }
+      } else {
+        for (int e = 0; e < chunk; ++e) l += " " + array + "[" + std::to_string(o + e) + "] = t." + comp[e] + ";";
+      }
+      lines.push_back(l + " }");
+    }
+  }
+
+  void store_group(EmitState& s, const ir::Param& p, const std::string& idx, const std::vector<std::string>& values,
+                   std::vector<std::string>& lines) const override {
+    DType t = s.concrete(p.dtype);
+    int width = int(values.size()), chunk = chunk_elems(t, width);
+    for (int o = 0; o < width; o += chunk) {
+      std::string w = view_type(t, chunk);
+      std::string dst = view_name(p, chunk) + ".data[(" + idx + " + " + std::to_string(o) + "u) >> " + std::to_string(log2i(chunk)) + "]";
+      std::string make = w + "(";
+      if (dtype_size(t) == 2) {
+        for (int e = 0; e < chunk; e += 2) {
+          const std::string& a = values[size_t(o + e)];
+          const std::string& b = values[size_t(o + e + 1)];
+          make += (e ? ", " : "");
+          if (t == DType::F16) make += "packHalf2x16(vec2(" + a + ", " + b + "))";
+          else make += "(uint(iron_f32_to_bf16(" + a + ")) | (uint(iron_f32_to_bf16(" + b + ")) << 16))";
+        }
+      } else {
+        for (int e = 0; e < chunk; ++e) make += (e ? ", " : "") + values[size_t(o + e)];
+      }
+      lines.push_back(dst + " = " + make + ");");
+    }
+  }
 };
 
 }  // namespace

@@ -1,7 +1,9 @@
 // The one C-like emitter: walks the optimized IR and prints a statement per instruction,
 // asking the dialect for every spelling that differs between targets.
 #include <cmath>
+#include <algorithm>
 #include <cstdio>
+#include <map>
 
 #include "codegen/c_like.hpp"
 
@@ -29,7 +31,14 @@ struct Emitter {
   const Dialect& d;
   std::string out;
 
-  static std::string v(ir::Id id) { return "v" + std::to_string(id); }
+  std::map<ir::Id, std::string> inline_expr;  // fused values: their expression text
+
+  // A value reference: the register name, or the whole expression of a fused value.
+  std::string v(ir::Id id) const {
+    auto it = inline_expr.find(id);
+    return it != inline_expr.end() ? it->second : "v" + std::to_string(id);
+  }
+  static std::string reg(ir::Id id) { return "v" + std::to_string(id); }
 
   void line(int depth, const std::string& text) {
     out.append(size_t(depth) * 2, ' ');
@@ -61,15 +70,24 @@ struct Emitter {
     }
   }
 
+  ir::Id group_leader = ir::kNone;
+  ir::Id current_block = 0;
+
   void block(ir::Id b, int depth) {
-    for (ir::Id id : s.k.blocks[b].insts) inst(id, depth);
+    for (ir::Id id : s.k.blocks[b].insts) {
+      current_block = b;
+      inst(id, depth);
+    }
   }
 
   void inst(ir::Id id, int depth) {
     const ir::Inst& in = s.k.insts[id];
     DType t = s.concrete(in.type);
     auto arg = [&](int i) { return v(in.operands[i]); };
-    auto def = [&](const std::string& expr) { line(depth, d.decl(t) + v(id) + " = " + expr + ";"); };
+    auto def = [&](const std::string& expr) {
+      if (in.flags & ir::kFused) inline_expr[id] = expr;  // printed at its single use
+      else line(depth, d.decl(t) + reg(id) + " = " + expr + ";");
+    };
     using ir::Op;
     switch (in.op) {
       case Op::Const: def(d.literal(s, in)); break;
@@ -98,9 +116,37 @@ struct Emitter {
       }
       case Op::Select: def("(" + arg(0) + " ? " + arg(1) + " : " + arg(2) + ")"); break;
       case Op::Cast: def(d.cast(s, in, s.concrete(s.k.insts[in.operands[0]].type), t, arg(0))); break;
-      case Op::Load: def(d.load(s, s.k.params[in.sym], arg(0))); break;
-      case Op::Store: line(depth, d.store(s, s.k.params[in.sym], arg(0), arg(1)) + ";"); break;
-      case Op::Var: line(depth, d.reg_type(t) + " " + v(id) + " = " + arg(0) + ";"); break;
+      case Op::Load:
+        if (in.imm > 0) {
+          // Vector group leader: one wide load into an array; the members read its lanes.
+          std::string array = reg(id) + "_lanes";
+          line(depth, d.reg_type(t) + " " + array + "[" + std::to_string(in.imm) + "];");
+          std::vector<std::string> lines;
+          d.load_group(s, s.k.params[in.sym], arg(0), int(in.imm), array, lines);
+          for (const std::string& l : lines) line(depth, l);
+          group_leader = id;
+          def(array + "[0]");
+        } else if (in.imm < 0) {
+          def(reg(group_leader) + "_lanes[" + std::to_string(-in.imm) + "]");
+        } else {
+          def(d.load(s, s.k.params[in.sym], arg(0)));
+        }
+        break;
+      case Op::Store:
+        if (in.imm > 0) {
+          // Vector group leader: the members follow it in this block and carry the other lanes.
+          const auto& list = s.k.blocks[current_block].insts;
+          size_t pos = size_t(std::find(list.begin(), list.end(), id) - list.begin());
+          std::vector<std::string> values;
+          for (int64_t lane = 0; lane < in.imm; ++lane) values.push_back(v(s.k.insts[list[pos + size_t(lane)]].operands[1]));
+          std::vector<std::string> lines;
+          d.store_group(s, s.k.params[in.sym], arg(0), values, lines);
+          for (const std::string& l : lines) line(depth, l);
+        } else if (in.imm == 0) {
+          line(depth, d.store(s, s.k.params[in.sym], arg(0), arg(1)) + ";");
+        }
+        break;
+      case Op::Var: line(depth, d.reg_type(t) + " " + reg(id) + " = " + arg(0) + ";"); break;
       case Op::VarLoad: def(arg(0)); break;
       case Op::VarStore: line(depth, arg(0) + " = " + arg(1) + ";"); break;
       case Op::TgAlloc: break;  // declared by the dialect at function or module scope
@@ -120,10 +166,16 @@ struct Emitter {
         line(depth, "}");
         break;
       case Op::For:
-        line(depth, "for (" + d.reg_type(t) + " " + v(id) + " = " + arg(0) + "; " + v(id) + " < " + arg(1) + "; " +
-                        v(id) + " += " + arg(2) + ") {");
+        line(depth, "for (" + d.reg_type(t) + " " + reg(id) + " = " + arg(0) + "; " + reg(id) + " < " + arg(1) + "; " +
+                        reg(id) + " += " + arg(2) + ") {");
         block(in.blocks[0], depth + 1);
         line(depth, "}");
+        break;
+      case Op::Call:
+        s.unsupported(in, d.name(), "a call to '" + s.k.strings[in.sym] + "' (kernel_inline must inline it first)");
+        break;
+      case Op::Arg: case Op::Return:
+        s.unsupported(in, d.name(), std::string(ir::mnemonic(in.op)) + " outside a device function");
         break;
       case Op::Count_:
         s.unsupported(in, d.name(), "an invalid op");
@@ -162,6 +214,8 @@ Emitted emit(const ir::Kernel& k, DType dtype, Target target) {
     if (c == DType::F16) s.uses_f16 = true;
     if (c == DType::BF16) s.uses_bf16 = true;
     if (ir::has_trait(in.op, ir::trait::L)) s.uses_lane_ops = true;
+    if ((in.op == ir::Op::Load || in.op == ir::Op::Store) && in.imm > 0)
+      s.vector_chunks[in.sym].insert(chunk_elems(ir::resolve(k.params[in.sym].dtype, dtype), int(in.imm)));
   });
 
   std::unique_ptr<Dialect> d = target == Target::Cuda ? make_cuda_dialect() : make_glsl_dialect();

@@ -119,13 +119,13 @@ std::string validate_spirv(const std::vector<uint32_t>& words) {
   // The validator is stateless per call; a fresh SpirvTools keeps this thread-safe.
   spvtools::SpirvTools tools(SPV_ENV_VULKAN_1_1);
   std::string messages;
-  tools.SetMessageConsumer([&messages](spv_message_level_t level, const char*, const spv_position_t& pos,
-                                       const char* message) {
-    messages += level_name(level);
-    messages += ": word " + std::to_string(pos.index) + ": ";
-    messages += message ? message : "";
-    messages += '\n';
-  });
+  tools.SetMessageConsumer(
+      [&messages](spv_message_level_t level, const char*, const spv_position_t& pos, const char* message) {
+        messages += level_name(level);
+        messages += ": word " + std::to_string(pos.index) + ": ";
+        messages += message ? message : "";
+        messages += '\n';
+      });
   if (tools.Validate(words)) return {};
   return messages.empty() ? std::string("error: invalid SPIR-V module (no validator message)\n") : messages;
 }

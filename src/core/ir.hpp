@@ -48,6 +48,9 @@ struct SrcLoc {
   uint32_t line = 0;
 };
 
+constexpr uint8_t kFused = 1;    // emitted inline inside its single use (set by fusion)
+constexpr uint8_t kUntyped = 2;  // parsed as `: ?`; type_check infers the dtype
+
 struct Inst {
   Op op = Op::Const;
   DType type = DType::Void;   // result dtype; Void when the op defines no value
@@ -57,6 +60,7 @@ struct Inst {
   uint32_t sym = 0;           // Param/Load/Store: parameter index; TgAlloc: string index
   int64_t imm = 0;            // axis of built-ins, element count of TgAlloc, integer constants
   double fimm = 0.0;          // float constants
+  uint8_t flags = 0;           // kFused | kUntyped
   SrcLoc loc;
 
   Id operand(int i) const { return operands[i]; }
@@ -85,6 +89,7 @@ struct Param {
 
 struct Kernel {
   std::string name;
+  bool is_function = false;           // a device function (args + ret), inlined into kernels
   Mode mode = Mode::Elementwise;
   std::vector<DType> dtypes;          // the concrete dtypes T may take (empty: not generic)
   std::vector<Param> params;

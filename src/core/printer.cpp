@@ -73,7 +73,7 @@ struct Printer {
     }
     const Inst& in = k.insts[id];
     out << pad;
-    if (in.type != DType::Void) {
+    if (in.type != DType::Void || (in.flags & kUntyped)) {
       uint32_t n = uint32_t(number.size());
       number[id] = n;
       out << "%" << n << " = ";
@@ -83,14 +83,23 @@ struct Printer {
     if (in.op == Op::Const) {
       out << "<" << (is_float(in.type) ? format_float(in.fimm) : std::to_string(in.imm)) << ">";
     } else if (names_param(in.op)) {
-      out << "<" << (in.sym < k.params.size() ? k.params[in.sym].name : "?") << ">";
+      out << "<" << (in.sym < k.params.size() ? k.params[in.sym].name : "?");
+      if (in.imm > 0) out << ", vec" << in.imm;   // vector group leader (vectorize)
+      if (in.imm < 0) out << ", lane" << -in.imm;  // vector group member
+      out << ">";
     } else if (has_axis(in.op)) {
       out << "<" << in.imm << ">";
     } else if (in.op == Op::TgAlloc) {
       out << "<" << (in.sym < k.strings.size() ? k.strings[in.sym] : "?") << ", " << in.imm << ">";
+    } else if (in.op == Op::Call) {
+      out << "<" << (in.sym < k.strings.size() ? k.strings[in.sym] : "?") << ">";
+    } else if (in.op == Op::Arg) {
+      out << "<" << in.imm << ">";
     }
     for (int i = 0; i < in.num_operands; ++i) out << (i ? ", " : " ") << ref(in.operands[i]);
-    if (in.type != DType::Void) out << " : " << dtype_name(in.type);
+    if (in.flags & kUntyped) out << " : ?";
+    else if (in.type != DType::Void) out << " : " << dtype_name(in.type);
+    if (in.flags & kFused) out << " fused";
     if (opts.locations && in.loc.line != 0) {
       out << " @\"" << (in.loc.file < k.files.size() ? k.files[in.loc.file] : "") << "\":"
           << in.loc.line;
@@ -116,7 +125,7 @@ struct Printer {
 
 std::string print(const Kernel& k, const PrintOptions& opts) {
   Printer p{k, opts, {}, {}};
-  p.out << "kernel " << k.name << " mode=" << mode_name(k.mode);
+  p.out << (k.is_function ? "function " : "kernel ") << k.name << " mode=" << mode_name(k.mode);
   if (!k.dtypes.empty()) {
     p.out << " dtypes=";
     for (size_t i = 0; i < k.dtypes.size(); ++i) p.out << (i ? "," : "") << dtype_name(k.dtypes[i]);
@@ -178,7 +187,8 @@ struct Parser {
     std::istringstream is(line);
     std::string kw, tok;
     is >> kw >> k.name;
-    if (kw != "kernel" || k.name.empty()) fail("expected 'kernel NAME ...'");
+    if ((kw != "kernel" && kw != "function") || k.name.empty()) fail("expected 'kernel NAME ...' or 'function NAME ...'");
+    k.is_function = kw == "function";
     bool open = false;
     while (is >> tok) {
       if (tok == "{") {
@@ -314,8 +324,14 @@ struct Parser {
         pos = c + 1;
       }
     }
-    if (!type_text.empty()) in.type = dtype(type_text);
-    if (result.empty() != (in.type == DType::Void)) fail("a value-defining op needs '%N = ... : dtype'");
+    if (type_text.size() >= 6 && type_text.compare(type_text.size() - 6, 6, " fused") == 0) {
+      in.flags |= kFused;
+      type_text = trim(type_text.substr(0, type_text.size() - 6));
+    }
+    if (type_text == "?") in.flags |= kUntyped;
+    else if (!type_text.empty()) in.type = dtype(type_text);
+    if (result.empty() != (in.type == DType::Void && !(in.flags & kUntyped)))
+      fail("a value-defining op needs '%N = ... : dtype' (or ': ?' for type_check to infer)");
 
     auto want_attrs = [&](size_t n) {
       if (attrs.size() != n) fail(std::string("'") + mn + "' takes " + std::to_string(n) + " attribute(s)");
@@ -325,6 +341,12 @@ struct Parser {
       if (is_float(in.type)) in.fimm = std::strtod(attrs[0].c_str(), nullptr);
       else in.imm = std::strtoll(attrs[0].c_str(), nullptr, 10);
     } else if (names_param(in.op)) {
+      if (attrs.size() == 2 && in.op != Op::Param) {
+        if (attrs[1].rfind("vec", 0) == 0) in.imm = std::strtoll(attrs[1].c_str() + 3, nullptr, 10);
+        else if (attrs[1].rfind("lane", 0) == 0) in.imm = -std::strtoll(attrs[1].c_str() + 4, nullptr, 10);
+        else fail("expected vecN or laneN, got '" + attrs[1] + "'");
+        attrs.pop_back();
+      }
       want_attrs(1);
       int idx = k.find_param(attrs[0]);
       if (idx < 0) fail("unknown parameter '" + attrs[0] + "'");
@@ -336,6 +358,12 @@ struct Parser {
       want_attrs(2);
       in.sym = k.intern_string(attrs[0]);
       in.imm = std::strtoll(attrs[1].c_str(), nullptr, 10);
+    } else if (in.op == Op::Call) {
+      want_attrs(1);
+      in.sym = k.intern_string(attrs[0]);
+    } else if (in.op == Op::Arg) {
+      want_attrs(1);
+      in.imm = std::strtoll(attrs[0].c_str(), nullptr, 10);
     } else if (!attrs.empty()) {
       fail(std::string("'") + mn + "' takes no attributes");
     }

@@ -200,6 +200,17 @@ struct Verifier {
       case Op::If:
         if (o(0) != DType::Bool) err(in, "condition must be bool");
         break;
+      case Op::Call:
+        if (in.type == DType::Void) err(in, "a call needs a result dtype");
+        if (in.sym >= k.strings.size()) err(in, "call names no function");
+        break;
+      case Op::Arg:
+        if (!k.is_function) err(in, "arg outside a device function");
+        if (in.type == DType::Void) err(in, "arg needs a dtype");
+        break;
+      case Op::Return:
+        if (!k.is_function) err(in, "ret outside a device function");
+        break;
       case Op::For:
         if (!is_integer(in.type)) err(in, "induction variable must be i32 or u32");
         same_as_result(0); same_as_result(1); same_as_result(2);
@@ -208,8 +219,36 @@ struct Verifier {
         break;
     }
     if (has_trait(in.op, trait::S) && in.op != Op::Var && in.op != Op::TgAlloc && in.op != Op::LaneSum &&
-        in.op != Op::LaneMax && in.op != Op::For && in.type != DType::Void)
+        in.op != Op::LaneMax && in.op != Op::For && in.op != Op::Call && in.type != DType::Void)
       err(in, "a side-effect op defines no value");
+  }
+
+  // Vector groups (vectorize): a leader (imm = W in {2,4,8}) followed immediately by its W-1
+  // members (imm = -1 .. -(W-1), in order) of the same op and buffer.
+  void check_vector_groups(Id b) {
+    const auto& list = k.blocks[b].insts;
+    for (size_t p = 0; p < list.size(); ++p) {
+      if (list[p] >= k.insts.size()) continue;
+      const Inst& in = k.insts[list[p]];
+      if ((in.op != Op::Load && in.op != Op::Store) || in.imm == 0) continue;
+      if (in.imm < 0) {
+        err(in, "vector group member without its leader");
+        continue;
+      }
+      if (in.imm != 2 && in.imm != 4 && in.imm != 8) {
+        err(in, "vector group width must be 2, 4 or 8");
+        continue;
+      }
+      for (int64_t lane = 1; lane < in.imm; ++lane) {
+        size_t q = p + size_t(lane);
+        if (q >= list.size() || list[q] >= k.insts.size() || k.insts[list[q]].op != in.op ||
+            k.insts[list[q]].sym != in.sym || k.insts[list[q]].imm != -lane) {
+          err(in, "vector group of " + std::to_string(in.imm) + " is missing lane " + std::to_string(lane));
+          break;
+        }
+      }
+      p += size_t(in.imm) - 1;
+    }
   }
 
   void block(Id b, Id owner) {
@@ -225,6 +264,7 @@ struct Verifier {
     if (k.blocks[b].parent != owner)
       d.error({}, "block " + std::to_string(b) + " records the wrong parent instruction");
     std::vector<Id> defined;
+    check_vector_groups(b);
     for (Id id : k.blocks[b].insts) {
       if (id >= k.insts.size()) {
         d.error({}, "block " + std::to_string(b) + " lists instruction " + std::to_string(id) + ", which does not exist");
@@ -236,6 +276,7 @@ struct Verifier {
       }
       inst_seen[id] = 1;
       const Inst& in = k.insts[id];
+      if (in.flags & kUntyped) err(in, "result dtype was never inferred (run type_check)");
       check_operands(in);
       if (ok_operands(in)) types(in);
       bool control = has_trait(in.op, trait::F);
@@ -287,6 +328,15 @@ struct Verifier {
     inst_seen.assign(k.insts.size(), 0);
     if (k.blocks[0].parent != kNone) d.error({}, "entry block has a parent");
     block(0, kNone);
+    if (k.is_function) {
+      const auto& entry = k.blocks[0].insts;
+      if (entry.empty() || entry.back() >= k.insts.size() || k.insts[entry.back()].op != Op::Return)
+        d.error({}, "device function '" + k.name + "' must end with ret");
+      int returns = 0;
+      walk(k, [&](Id id) { returns += id < k.insts.size() && k.insts[id].op == Op::Return; });
+      if (returns != 1) d.error({}, "device function '" + k.name + "' must have exactly one ret, at the end");
+      if (!k.params.empty()) d.error({}, "device function '" + k.name + "' cannot declare buffer or scalar parameters");
+    }
   }
 };
 

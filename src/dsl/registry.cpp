@@ -11,6 +11,7 @@
 
 #include "core/ir.hpp"
 #include "dsl/trace.hpp"
+#include "passes/pass.hpp"
 
 namespace iron {
 namespace {
@@ -24,6 +25,8 @@ struct Registry {
     std::string error;
   };
   std::map<std::string, std::unique_ptr<Traced>, std::less<>> traced;
+  std::deque<DeviceFunctionDecl> functions;
+  std::map<std::string, std::unique_ptr<Traced>, std::less<>> traced_functions;
 };
 
 Registry& registry() {
@@ -47,9 +50,27 @@ bool mode_allows(Mode mode, ir::Op op) {
   }
 }
 
+// Device functions compute values only: no built-ins, memory or synchronisation, so inlining
+// them is valid in any kernel of any mode.
+bool function_allows(ir::Op op) {
+  using ir::Op;
+  if (ir::has_trait(op, ir::trait::B) || ir::has_trait(op, ir::trait::L)) return false;
+  switch (op) {
+    case Op::Load: case Op::Store: case Op::TgAlloc: case Op::TgLoad: case Op::TgStore: case Op::Param:
+      return false;
+    default: return true;
+  }
+}
+
 void gate(const ir::Kernel& k, ir::Diagnostics& diags) {
   ir::walk(k, [&](ir::Id id) {
     const ir::Inst& in = k.insts[id];
+    if (k.is_function) {
+      if (!function_allows(in.op))
+        diags.error(in.loc, std::string("device function '") + k.name + "' uses " + ir::mnemonic(in.op) +
+                                "; device functions compute values from their arguments only");
+      return;
+    }
     if (!mode_allows(k.mode, in.op))
       diags.error(in.loc, std::string("kernel '") + k.name + "' (mode " + mode_name(k.mode) + ") uses " +
                               ir::mnemonic(in.op) + ", which mode " + mode_name(k.mode) +
@@ -84,8 +105,10 @@ const KernelDecl* find_kernel_decl(std::string_view name) {
   return nullptr;
 }
 
-ir::Kernel trace_kernel(const KernelDecl& decl) {
+namespace {
+ir::Kernel trace(const KernelDecl& decl, bool is_function) {
   dsl::detail::Trace t;
+  t.k.is_function = is_function;
   t.k.name = decl.name;
   t.k.mode = decl.mode;
   t.k.dtypes = decl.dtypes;
@@ -100,9 +123,59 @@ ir::Kernel trace_kernel(const KernelDecl& decl) {
   if (t.diags.empty()) ir::verify(t.k, t.diags);
   if (!t.diags.empty()) {
     std::string where = std::string(" (registered at ") + decl.file + ":" + std::to_string(decl.line) + ")";
-    throw Error("kernel '" + std::string(decl.name) + "' is malformed" + where + ":\n" + t.diags.render(t.k));
+    throw Error(std::string(is_function ? "device function '" : "kernel '") + decl.name + "' is malformed" + where +
+                ":\n" + t.diags.render(t.k));
   }
   return std::move(t.k);
+}
+
+const ir::Kernel* resolve_function(std::string_view name) { return device_function_ir(name); }
+}  // namespace
+
+ir::Kernel trace_kernel(const KernelDecl& decl) { return trace(decl, false); }
+
+int register_device_function(const DeviceFunctionDecl& decl) {
+  Registry& r = registry();
+  std::lock_guard lock(r.mu);
+  r.functions.push_back(decl);
+  // kernel_inline finds callees through this hook; the passes library cannot see the registry.
+  passes::set_function_resolver(&resolve_function);
+  return int(r.functions.size() - 1);
+}
+
+std::vector<const DeviceFunctionDecl*> registered_device_functions() {
+  Registry& r = registry();
+  std::lock_guard lock(r.mu);
+  std::vector<const DeviceFunctionDecl*> out;
+  for (const DeviceFunctionDecl& d : r.functions) out.push_back(&d);
+  std::sort(out.begin(), out.end(), [](auto* a, auto* b) { return std::string_view(a->name) < b->name; });
+  return out;
+}
+
+const ir::Kernel* device_function_ir(std::string_view name) {
+  Registry& r = registry();
+  const DeviceFunctionDecl* decl = nullptr;
+  Registry::Traced* slot;
+  {
+    std::lock_guard lock(r.mu);
+    for (const DeviceFunctionDecl& d : r.functions)
+      if (name == d.name) decl = &d;
+    if (!decl) return nullptr;
+    auto it = r.traced_functions.find(name);
+    if (it == r.traced_functions.end())
+      it = r.traced_functions.emplace(std::string(name), std::make_unique<Registry::Traced>()).first;
+    slot = it->second.get();
+  }
+  std::call_once(slot->once, [&] {
+    try {
+      slot->kernel = std::make_unique<ir::Kernel>(
+          trace(KernelDecl{decl->name, decl->body, Mode::Elementwise, {}, decl->file, decl->line}, true));
+    } catch (const Error& e) {
+      slot->error = e.what();
+    }
+  });
+  if (!slot->kernel) throw Error(slot->error);
+  return slot->kernel.get();
 }
 
 const ir::Kernel& kernel_ir(std::string_view name) {

@@ -10,6 +10,7 @@
 #include "core/ir.hpp"
 #include "dsl/trace.hpp"
 #include "iron/dsl.hpp"
+#include "iron/registry.hpp"
 
 namespace iron::dsl {
 
@@ -724,6 +725,69 @@ Expr constexpr_(const char* name, DType type, SrcLoc l) {
   in.type = type;
   in.sym = uint32_t(t.k.params.size() - 1);
   in.loc = loc_of(l);
+  return emit(in);
+}
+
+}  // namespace iron::dsl
+
+// --- Device functions ----------------------------------------------------------------------
+
+namespace iron::dsl {
+
+Expr arg(int index, DType type, SrcLoc l) {
+  detail::Trace& t = tr();
+  if (!t.k.is_function) error(loc_of(l), "arg() is only valid inside a device function");
+  Inst in;
+  in.op = Op::Arg;
+  in.type = type;
+  in.imm = index;
+  in.loc = loc_of(l);
+  return emit(in);
+}
+
+void ret(Operand value) {
+  detail::Trace& t = tr();
+  if (!t.k.is_function) error(loc_of(value), "ret() is only valid inside a device function");
+  Expr v = materialize(value, DType::Void);
+  Inst in;
+  in.op = Op::Return;
+  in.num_operands = 1;
+  in.operands[0] = v.id();
+  in.loc = loc_of(value);
+  emit(in);
+}
+
+Expr call(const char* function, std::initializer_list<Operand> args, SrcLoc l) {
+  detail::Trace& t = tr();
+  ir::SrcLoc where = loc_of(l);
+  const ir::Kernel* callee = nullptr;
+  try {
+    callee = device_function_ir(function);
+    if (!callee) error(where, std::string("call to unknown device function '") + function + "'");
+  } catch (const Error& e) {
+    error(where, std::string("device function '") + function + "' is malformed: " + e.what());
+  }
+  if (!callee) return constant(DType::F32, 0, 0, where);
+  if (args.size() > 3) error(where, std::string("device function calls take at most 3 arguments ('") + function + "')");
+  // Argument dtypes come from the callee's arg() declarations; literals adopt them.
+  std::vector<DType> want(args.size(), DType::Void);
+  ir::walk(*callee, [&](Id id) {
+    const Inst& in = callee->insts[id];
+    if (in.op == Op::Arg && in.imm >= 0 && size_t(in.imm) < want.size()) want[size_t(in.imm)] = in.type;
+  });
+  Inst in;
+  in.op = Op::Call;
+  in.sym = t.k.intern_string(function);
+  in.loc = where;
+  int i = 0;
+  for (const Operand& a : args) {
+    if (i == 3) break;
+    in.operands[i] = materialize(a, want[size_t(i)]).id();
+    ++i;
+  }
+  in.num_operands = uint8_t(i);
+  const auto& entry = callee->blocks[0].insts;
+  in.type = entry.empty() ? DType::Void : callee->insts[callee->insts[entry.back()].operands[0]].type;
   return emit(in);
 }
 

@@ -8,12 +8,14 @@
 #include <fstream>
 #include <iostream>
 #include <optional>
+#include <set>
 
 #include "codegen/codegen.hpp"
 #include "core/ir.hpp"
 #include "core/numeric.hpp"
 #include "core/protocol.hpp"
 #include "harness/runner.hpp"
+#include "passes/pass.hpp"
 #include "iron/registry.hpp"
 #include "runtime/device.hpp"
 
@@ -124,6 +126,10 @@ struct Args {
   std::vector<std::string> positional;
   std::string filter, backend, dtype, emit, out_dir, arch = "sm_90a";
   bool ir = false, no_compile = false, locations = false;
+  // Pipeline controls (inspect).
+  std::string pass, stop_after;
+  std::set<std::string> print_after;
+  bool stats = false, verify_each = false, time_passes = false, no_opt = false;
 };
 
 Args parse_args(int argc, char** argv) {
@@ -144,6 +150,13 @@ Args parse_args(int argc, char** argv) {
     else if (s == "--ir") a.ir = true;
     else if (s == "--locations") a.locations = true;
     else if (s == "--no-compile") a.no_compile = true;
+    else if (s == "--pass") a.pass = value();
+    else if (s == "--stop-after") a.stop_after = value();
+    else if (s == "--print-after") a.print_after.insert(value());
+    else if (s == "--stats") a.stats = true;
+    else if (s == "--verify-each") a.verify_each = true;
+    else if (s == "--time-passes") a.time_passes = true;
+    else if (s == "--no-opt") a.no_opt = true;
     else if (!s.empty() && s[0] == '-') throw Error("unknown option " + s);
     else a.positional.push_back(s);
   }
@@ -171,7 +184,7 @@ json device_json(const DeviceInfo& d) {
 }
 
 int cmd_device() {
-  for (Backend b : {Backend::Vulkan, Backend::Cuda}) {
+  for (Backend b : {Backend::Vulkan, Backend::Cuda, Backend::Interp}) {
     std::string why;
     std::vector<DeviceInfo> devs = list_devices(b, &why);
     if (devs.empty())
@@ -196,7 +209,7 @@ int cmd_test(const Args& a) {
   std::optional<Backend> want;
   if (!a.backend.empty()) {
     Backend b;
-    if (!parse_backend(a.backend, b)) throw Error("unknown backend '" + a.backend + "' (use vulkan or cuda)");
+    if (!parse_backend(a.backend, b)) throw Error("unknown backend '" + a.backend + "' (use vulkan, cuda or interp)");
     want = b;
   }
   std::optional<DType> only;
@@ -266,11 +279,55 @@ DType pick_dtype(const ir::Kernel& k, const std::string& requested) {
   return k.dtypes.empty() ? DType::F32 : k.dtypes.front();
 }
 
+void check_pass_name(const std::string& name) {
+  if (name.empty() || name == "all") return;
+  const auto& names = passes::pass_names();
+  if (std::find(names.begin(), names.end(), name) == names.end()) {
+    std::string list;
+    for (const std::string& n : names) list += (list.empty() ? "" : ", ") + n;
+    throw Error("unknown pass '" + name + "' (passes: " + list + ")");
+  }
+}
+
 int cmd_inspect(const Args& a) {
   if (a.positional.empty()) throw Error("inspect needs a kernel name");
-  const ir::Kernel& k = kernel_ir(a.positional[0]);
-  if (a.ir) {
-    send({{"type", "text"}, {"text", ir::print(k, {a.locations})}});
+  const ir::Kernel& original = kernel_ir(a.positional[0]);
+  check_pass_name(a.pass);
+  check_pass_name(a.stop_after);
+  for (const std::string& p : a.print_after) check_pass_name(p);
+  if (a.ir && a.pass.empty() && !a.stats && a.print_after.empty()) {
+    // --ir alone: the traced IR, before any pass.
+    send({{"type", "text"}, {"text", ir::print(original, {a.locations})}});
+    return 0;
+  }
+  ir::Kernel k = original;
+  passes::PipelineOptions opts;
+  opts.verify_each = a.verify_each;
+  opts.time_passes = a.time_passes;
+  opts.stop_after = a.stop_after;
+  opts.print_after = a.print_after;
+  if (!a.pass.empty()) opts.print_after.insert(a.pass);
+  passes::PipelineResult r;
+  if (!a.no_opt) r = passes::run_pipeline(k, opts);
+  for (const passes::PassRecord& rec : r.passes) {
+    if (!rec.ir_after.empty())
+      send({{"type", "text"}, {"text", "; IR after " + rec.name + "\n" + rec.ir_after}});
+  }
+  if (a.stats || a.time_passes) {
+    std::string table = "; pass                 ops before -> after   time ms   statistics\n";
+    for (const passes::PassRecord& rec : r.passes) {
+      char row[160];
+      std::snprintf(row, sizeof row, "; %-20s %6zu -> %-6zu %+5ld  %8.3f   ", rec.name.c_str(), rec.ops_before,
+                    rec.ops_after, long(rec.ops_after) - long(rec.ops_before), rec.ms);
+      std::string stats;
+      for (const auto& [key, n] : rec.stats) stats += (stats.empty() ? "" : ", ") + key + "=" + std::to_string(n);
+      table += row + stats + "\n";
+    }
+    send({{"type", "text"}, {"text", table}});
+  }
+  if (!r.ok()) throw Error("pipeline failed:\n" + r.diags.render(k));
+  if (a.ir || !a.pass.empty() || !a.print_after.empty() || a.stats) {
+    if (a.ir && a.pass.empty() && a.print_after.empty()) send({{"type", "text"}, {"text", ir::print(k, {a.locations})}});
     return 0;
   }
   DType d = pick_dtype(k, a.dtype);
@@ -314,8 +371,15 @@ int cmd_build(const Args& a) {
       artifact(decl->name, "", "ir", out / "ir" / (std::string(decl->name) + ".ir"), false, e.what());
       continue;
     }
+    ir::Kernel optimized;
+    try {
+      optimized = passes::optimize(*k);
+    } catch (const Error& e) {
+      artifact(decl->name, "", "ir", out / "ir" / (std::string(decl->name) + ".ir"), false, e.what());
+      continue;
+    }
     if (irs) {
-      std::string text = ir::print(*k);
+      std::string text = ir::print(optimized);
       std::filesystem::path p = out / "ir" / (k->name + ".ir");
       write_file(p, text.data(), text.size());
       artifact(k->name, "", "ir", p, true, "");
@@ -325,10 +389,10 @@ int cmd_build(const Args& a) {
       std::string dn = dtype_name(d);
       std::string stem = codegen::entry_name(*k, d);
       if (cuda) {
-        codegen::Emitted e = codegen::emit(*k, d, codegen::Target::Cuda);
+        codegen::Emitted e = codegen::emit(optimized, d, codegen::Target::Cuda);
         std::filesystem::path p = out / "cuda" / (stem + ".cu");
         if (!e.ok()) {
-          artifact(k->name, dn, "cuda", p, false, e.diags.render(*k));
+          artifact(k->name, dn, "cuda", p, false, e.diags.render(optimized));
         } else {
           write_file(p, e.source.data(), e.source.size());
           if (a.no_compile) {
@@ -346,10 +410,10 @@ int cmd_build(const Args& a) {
         }
       }
       if (spirv) {
-        codegen::Emitted e = codegen::emit(*k, d, codegen::Target::Glsl);
+        codegen::Emitted e = codegen::emit(optimized, d, codegen::Target::Glsl);
         std::filesystem::path comp = out / "spirv" / (stem + ".comp");
         if (!e.ok()) {
-          artifact(k->name, dn, "spirv", comp, false, e.diags.render(*k));
+          artifact(k->name, dn, "spirv", comp, false, e.diags.render(optimized));
         } else {
           write_file(comp, e.source.data(), e.source.size());
           codegen::Spirv s = codegen::compile_glsl(e.source, stem);

@@ -11,21 +11,35 @@
 #include "core/ir.hpp"
 #include "iron/registry.hpp"
 #include "iron/runtime.hpp"
+#include "passes/pass.hpp"
 #include "runtime/device.hpp"
 
 namespace iron {
 
-const char* backend_name(Backend b) { return b == Backend::Cuda ? "cuda" : "vulkan"; }
+const char* backend_name(Backend b) {
+  switch (b) {
+    case Backend::Cuda: return "cuda";
+    case Backend::Vulkan: return "vulkan";
+    case Backend::Interp: return "interp";
+  }
+  return "?";
+}
 
 bool parse_backend(std::string_view s, Backend& out) {
   if (s == "cuda") out = Backend::Cuda;
   else if (s == "vulkan") out = Backend::Vulkan;
+  else if (s == "interp") out = Backend::Interp;
   else return false;
   return true;
 }
 
 std::vector<DeviceInfo> list_devices(Backend backend, std::string* why) {
-  return backend == Backend::Cuda ? rt::list_cuda_devices(why) : rt::list_vulkan_devices(why);
+  switch (backend) {
+    case Backend::Cuda: return rt::list_cuda_devices(why);
+    case Backend::Vulkan: return rt::list_vulkan_devices(why);
+    case Backend::Interp: return rt::list_interp_devices(why);
+  }
+  return {};
 }
 
 struct Context::Cache {
@@ -43,7 +57,12 @@ Context::~Context() {
 }
 
 std::unique_ptr<Context> Context::create(Backend backend, int index) {
-  std::unique_ptr<rt::Device> dev = backend == Backend::Cuda ? rt::make_cuda_device(index) : rt::make_vulkan_device(index);
+  std::unique_ptr<rt::Device> dev;
+  switch (backend) {
+    case Backend::Cuda: dev = rt::make_cuda_device(index); break;
+    case Backend::Vulkan: dev = rt::make_vulkan_device(index); break;
+    case Backend::Interp: dev = rt::make_interp_device(index); break;
+  }
   return std::unique_ptr<Context>(new Context(std::move(dev)));
 }
 
@@ -272,8 +291,11 @@ void Context::dispatch_with_grid(const ir::Kernel& kernel, DType dtype, const Bi
     Dim3 shape = device_->pipeline_depends_on_threadgroup() ? threadgroup : Dim3{0, 0, 0};
     Cache::Key key{ir::content_hash(kernel), kernel.name, dtype, shape.x, shape.y, shape.z};
     auto it = cache_->pipelines.find(key);
-    if (it == cache_->pipelines.end())
-      it = cache_->pipelines.emplace(key, device_->compile(kernel, dtype, threadgroup)).first;
+    if (it == cache_->pipelines.end()) {
+      // Every backend runs the same optimized IR: the pipeline is backend-neutral.
+      ir::Kernel optimized = passes::optimize(kernel);
+      it = cache_->pipelines.emplace(key, device_->compile(optimized, dtype, threadgroup)).first;
+    }
     compiled = it->second.get();
   }
   device_->launch(*compiled, v.args, grid, threadgroup);

@@ -46,6 +46,8 @@ class Device {
 // Factories; each throws iron::Error with a plain reason when the backend is unavailable.
 std::unique_ptr<Device> make_vulkan_device(int index);
 std::unique_ptr<Device> make_cuda_device(int index);
+std::unique_ptr<Device> make_interp_device(int index);
+std::vector<DeviceInfo> list_interp_devices(std::string* why);
 std::vector<DeviceInfo> list_vulkan_devices(std::string* why);
 std::vector<DeviceInfo> list_cuda_devices(std::string* why);
 

@@ -5,12 +5,13 @@
 #include "codegen/codegen.hpp"
 #include "core/ir.hpp"
 #include "iron/registry.hpp"
+#include "passes/pass.hpp"
 
 using namespace iron;
 
 TEST(Codegen, EmissionIsDeterministicAndEveryKernelCompilesToValidSpirv) {
   for (const KernelDecl* d : registered_kernels()) {
-    const ir::Kernel& k = kernel_ir(d->name);
+    const ir::Kernel k = passes::optimize(kernel_ir(d->name));
     for (DType t : k.dtypes) {
       for (codegen::Target target : {codegen::Target::Cuda, codegen::Target::Glsl}) {
         codegen::Emitted a = codegen::emit(k, t, target);
@@ -27,10 +28,10 @@ TEST(Codegen, EmissionIsDeterministicAndEveryKernelCompilesToValidSpirv) {
 }
 
 TEST(Codegen, SixteenBitDtypesAreStoredNarrowAndComputedInF32) {
-  const ir::Kernel& k = kernel_ir("iron_add");
+  const ir::Kernel k = passes::optimize(kernel_ir("iron_add"));
   std::string cuda_bf16 = codegen::emit(k, DType::BF16, codegen::Target::Cuda).source;
   EXPECT_NE(cuda_bf16.find("const __nv_bfloat16* __restrict__ p_a"), std::string::npos) << cuda_bf16;
-  EXPECT_NE(cuda_bf16.find("__bfloat162float(p_a["), std::string::npos);
+  EXPECT_NE(cuda_bf16.find("__bfloat162float(p_a["), std::string::npos);  // the scalar tail path
   EXPECT_NE(cuda_bf16.find("__float2bfloat16_rn("), std::string::npos);
   EXPECT_NE(cuda_bf16.find("extern \"C\" __global__ void iron_add_bf16("), std::string::npos);
 
@@ -44,8 +45,25 @@ TEST(Codegen, SixteenBitDtypesAreStoredNarrowAndComputedInF32) {
   EXPECT_NE(glsl_f16.find("GL_EXT_shader_16bit_storage"), std::string::npos);
 }
 
+TEST(Codegen, VectorGroupsBecome128BitAccesses) {
+  // vectorize groups the 8 elements a thread owns; each dtype gets accesses of 16 bytes.
+  const ir::Kernel k = passes::optimize(kernel_ir("iron_add"));
+  for (DType t : {DType::F16, DType::BF16}) {
+    std::string cuda = codegen::emit(k, t, codegen::Target::Cuda).source;
+    EXPECT_NE(cuda.find("*reinterpret_cast<const uint4*>(p_a + "), std::string::npos) << cuda;
+    EXPECT_NE(cuda.find("*reinterpret_cast<uint4*>(p_out + "), std::string::npos) << cuda;
+    std::string glsl = codegen::emit(k, t, codegen::Target::Glsl).source;
+    EXPECT_NE(glsl.find("{ uvec4 data[]; } p_a_v8;"), std::string::npos) << glsl;
+  }
+  std::string cuda = codegen::emit(k, DType::F32, codegen::Target::Cuda).source;
+  EXPECT_NE(cuda.find("*reinterpret_cast<const float4*>(p_a + "), std::string::npos) << cuda;
+  EXPECT_NE(cuda.find("*reinterpret_cast<float4*>(p_out + "), std::string::npos) << cuda;
+  std::string glsl = codegen::emit(k, DType::F32, codegen::Target::Glsl).source;
+  EXPECT_NE(glsl.find("{ vec4 data[]; } p_out_v4;"), std::string::npos) << glsl;
+}
+
 TEST(Codegen, LaneOperationsUseTheTargetsPrimitives) {
-  const ir::Kernel& k = kernel_ir("iron_softmax");
+  const ir::Kernel k = passes::optimize(kernel_ir("iron_softmax"));
   std::string cuda = codegen::emit(k, DType::F32, codegen::Target::Cuda).source;
   EXPECT_NE(cuda.find("__shfl_xor_sync"), std::string::npos);
   EXPECT_NE(cuda.find("__syncthreads();"), std::string::npos);
@@ -54,6 +72,16 @@ TEST(Codegen, LaneOperationsUseTheTargetsPrimitives) {
   EXPECT_NE(glsl.find("subgroupMax("), std::string::npos);
   EXPECT_NE(glsl.find("subgroupAdd("), std::string::npos);
   EXPECT_NE(glsl.find("gl_SubgroupSize"), std::string::npos);  // queried, never assumed
+}
+
+TEST(Codegen, AnUninlinedCallIsALocatedError) {
+  // iron_silu calls the device function iron_sigmoid; emitting it before kernel_inline ran
+  // must say so rather than emit a call the target cannot resolve.
+  const ir::Kernel& k = kernel_ir("iron_silu");
+  codegen::Emitted e = codegen::emit(k, DType::F32, codegen::Target::Cuda);
+  ASSERT_FALSE(e.ok());
+  EXPECT_NE(e.diags.render(k).find("call to 'iron_sigmoid' (kernel_inline must inline it first)"), std::string::npos)
+      << e.diags.render(k);
 }
 
 TEST(Codegen, UndeclaredDtypeIsAnError) {

@@ -1,0 +1,30 @@
+// Shared shape of the elementwise kernels: each thread owns kElementsPerThread consecutive
+// elements. A full run takes an unguarded path, which the vectorize pass turns into 128-bit
+// accesses (8 halves, or 2 x 4 floats); the one partial run at the end of the buffer takes a
+// per-element guarded path, which stays scalar. Dispatch: threads = ceil(n / 8).
+#pragma once
+
+#include <iron/iron.hpp>
+
+namespace iron::kernels {
+
+constexpr uint32_t kElementsPerThread = 8;
+
+// Calls body(i) for each element index i this thread owns (host loop: unrolled at trace time).
+inline void for_each_owned_element(dsl::Expr n, dsl::FnRef<void(dsl::Expr)> body) {
+  using namespace iron::dsl;
+  Expr base = thread_id(0) * kElementsPerThread;  // a multiple of 8: the vector groups are aligned
+  if_(base + kElementsPerThread <= n, [&] {
+    for (uint32_t e = 0; e < kElementsPerThread; ++e) body(base + e);
+  }).else_([&] {
+    for (uint32_t e = 0; e < kElementsPerThread; ++e) if_(base + e < n, [&] { body(base + e); });
+  });
+}
+
+// Threadgroups for n elements at `tg` threads each.
+inline uint32_t groups_for(uint32_t n, uint32_t tg) {
+  uint32_t threads = (n + kElementsPerThread - 1) / kElementsPerThread;
+  return (threads + tg - 1) / tg;
+}
+
+}  // namespace iron::kernels

@@ -1,0 +1,159 @@
+// algebraic_simplify: identities that hold exactly in Iron's arithmetic — x+0, x-0, x*1, x/1,
+// x|0, x^0, x<<0, x>>0 and x*0, x&0, x-x, x^x, x%1 on integers; x*1.0, x/1.0, x-0.0 and
+// x+(-0.0) on floats (x+0.0 is not an identity: -0.0+0.0 is +0.0); true/false with and/or;
+// not(not x), neg(neg x), select(c, a, a) and select on a constant condition.
+// Results are bit-exact. The replaced op is left for dead_store_elim.
+// Does not handle: reassociation or distribution (they change float rounding), strength
+// reduction of multiplies into shifts (the GPU compilers do it), comparisons of x with itself
+// (false for NaN).
+#include <cmath>
+#include <cstring>
+
+#include "passes/pass.hpp"
+
+namespace iron::passes {
+
+using ir::Id;
+using ir::Op;
+
+namespace {
+
+struct Simplifier {
+  ir::Kernel& k;
+  PassContext& ctx;
+
+  const ir::Inst* constant(Id v) const {
+    const ir::Inst& in = k.insts[v];
+    return in.op == Op::Const ? &in : nullptr;
+  }
+  bool is_int_const(Id v, int64_t x) const {
+    const ir::Inst* c = constant(v);
+    return c && is_integer(c->type) && c->imm == x;
+  }
+  bool is_float_const(Id v, double x) const {
+    const ir::Inst* c = constant(v);
+    if (!c || !is_float(c->type)) return false;
+    float f = float(c->fimm), want = float(x);
+    return std::memcmp(&f, &want, sizeof f) == 0;  // bitwise: distinguishes -0.0 from +0.0
+  }
+  bool is_bool_const(Id v, bool x) const {
+    const ir::Inst* c = constant(v);
+    return c && c->type == DType::Bool && (c->imm != 0) == x;
+  }
+
+  // The value an instruction reduces to, or kNone. `zero_of` requests a fresh constant.
+  Id simplify(Id id, Id& make_zero_of) {
+    const ir::Inst& in = k.insts[id];
+    Id a = in.num_operands > 0 ? in.operands[0] : ir::kNone;
+    Id b = in.num_operands > 1 ? in.operands[1] : ir::kNone;
+    bool integer = is_integer(in.type), fl = is_float(in.type);
+    switch (in.op) {
+      case Op::Add:
+        if (integer && is_int_const(b, 0)) return a;
+        if (integer && is_int_const(a, 0)) return b;
+        if (fl && is_float_const(b, -0.0)) return a;
+        if (fl && is_float_const(a, -0.0)) return b;
+        break;
+      case Op::Sub:
+        if (integer && is_int_const(b, 0)) return a;
+        if (fl && is_float_const(b, 0.0)) return a;
+        if (integer && a == b) return make_zero_of = id, ir::kNone;
+        break;
+      case Op::Mul:
+        if (integer && is_int_const(b, 1)) return a;
+        if (integer && is_int_const(a, 1)) return b;
+        if (fl && is_float_const(b, 1.0)) return a;
+        if (fl && is_float_const(a, 1.0)) return b;
+        if (integer && (is_int_const(a, 0) || is_int_const(b, 0))) return make_zero_of = id, ir::kNone;
+        break;
+      case Op::Div:
+        if (integer && is_int_const(b, 1)) return a;
+        if (fl && is_float_const(b, 1.0)) return a;
+        break;
+      case Op::Rem:
+        if (integer && is_int_const(b, 1)) return make_zero_of = id, ir::kNone;
+        break;
+      case Op::And:
+        if (in.type == DType::Bool) {
+          if (is_bool_const(b, true)) return a;
+          if (is_bool_const(a, true)) return b;
+          if (is_bool_const(b, false)) return b;
+          if (is_bool_const(a, false)) return a;
+        } else if (is_int_const(a, 0) || is_int_const(b, 0)) {
+          return make_zero_of = id, ir::kNone;
+        }
+        if (a == b) return a;
+        break;
+      case Op::Or:
+        if (in.type == DType::Bool) {
+          if (is_bool_const(b, false)) return a;
+          if (is_bool_const(a, false)) return b;
+          if (is_bool_const(b, true)) return b;
+          if (is_bool_const(a, true)) return a;
+        } else {
+          if (is_int_const(b, 0)) return a;
+          if (is_int_const(a, 0)) return b;
+        }
+        if (a == b) return a;
+        break;
+      case Op::Xor:
+        if (integer && is_int_const(b, 0)) return a;
+        if (integer && is_int_const(a, 0)) return b;
+        if (in.type == DType::Bool && is_bool_const(b, false)) return a;
+        if (in.type == DType::Bool && is_bool_const(a, false)) return b;
+        if (integer && a == b) return make_zero_of = id, ir::kNone;
+        break;
+      case Op::Shl: case Op::Shr:
+        if (is_int_const(b, 0)) return a;
+        break;
+      case Op::Not: case Op::Neg: {
+        const ir::Inst& inner = k.insts[a];
+        if (inner.op == in.op && inner.type == in.type) return inner.operands[0];
+        break;
+      }
+      case Op::Select:
+        if (in.operands[1] == in.operands[2]) return in.operands[1];
+        if (is_bool_const(a, true)) return in.operands[1];
+        if (is_bool_const(a, false)) return in.operands[2];
+        break;
+      default: break;
+    }
+    return ir::kNone;
+  }
+
+  bool run() {
+    bool changed = false;
+    std::vector<Id> ids;
+    ir::walk(k, [&](Id id) { ids.push_back(id); });
+    std::vector<Id> where = block_of(k);
+    for (Id id : ids) {
+      if (!is_pure_value(k.insts[id])) continue;
+      Id zero_of = ir::kNone;
+      Id to = simplify(id, zero_of);
+      if (to == ir::kNone && zero_of == ir::kNone) continue;
+      if (!ctx.allow_rewrite()) continue;
+      if (zero_of != ir::kNone) {
+        // Replace the op in place by the constant 0 of its dtype.
+        ir::Inst& in = k.insts[id];
+        DType t = in.type;
+        ir::SrcLoc loc = in.loc;
+        in = ir::Inst{};
+        in.op = Op::Const;
+        in.type = t;
+        in.loc = loc;
+        ctx.stat("algebraic_simplify.to_zero");
+      } else {
+        replace_all_uses(k, id, to);
+        ctx.stat("algebraic_simplify.identity");
+      }
+      changed = true;
+    }
+    return changed;
+  }
+};
+
+}  // namespace
+
+bool run_algebraic_simplify(ir::Kernel& k, PassContext& ctx) { return Simplifier{k, ctx}.run(); }
+
+}  // namespace iron::passes

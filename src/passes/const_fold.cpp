@@ -1,0 +1,81 @@
+// const_fold: evaluates pure ops whose operands are all constants, using the same scalar
+// semantics as the interpreter (passes/eval.hpp), so folding is bit-exact with execution. An if
+// on a constant condition is replaced by the arm that runs (its instructions move into the
+// enclosing block). Folded ops are rewritten in place into constants; their now-unused
+// operands are left for dead_store_elim.
+// Does not handle: ops whose evaluation is undefined (integer division by zero, shifts by 32
+// or more: left for the kernel to fault on, not silently given a value), casts to the generic
+// T (the rounding depends on the dtype chosen at emission), loops (unroll does those).
+#include "passes/eval.hpp"
+#include "passes/pass.hpp"
+
+namespace iron::passes {
+
+using ir::Id;
+using ir::Op;
+
+namespace {
+
+bool fold_value(ir::Kernel& k, Id id, PassContext& ctx) {
+  ir::Inst& in = k.insts[id];
+  if (!is_pure_value(in) || in.op == Op::Const || !eval::is_pure_evaluable(in.op)) return false;
+  eval::Scalar args[3];
+  for (int i = 0; i < in.num_operands; ++i) {
+    const ir::Inst& o = k.insts[in.operands[i]];
+    if (o.op != Op::Const) return false;
+    args[i] = eval::const_value(o, DType::F32);
+  }
+  DType operand_type = k.insts[in.operands[in.op == Op::Select ? 1 : 0]].type;
+  eval::Scalar out;
+  std::string error;
+  if (!eval::eval_pure(in.op, in.type, operand_type, args, in.num_operands, out, error)) return false;
+  if (!ctx.allow_rewrite()) return false;
+  DType t = in.type;
+  ir::SrcLoc loc = in.loc;
+  uint8_t flags = in.flags;
+  in = ir::Inst{};
+  in.op = Op::Const;
+  in.type = t;
+  in.loc = loc;
+  in.flags = flags;
+  if (is_float(t)) in.fimm = out.f();
+  else if (t == DType::I32) in.imm = out.i();
+  else if (t == DType::U32) in.imm = out.u();
+  else in.imm = out.b() ? 1 : 0;
+  ctx.stat("const_fold.folded");
+  return true;
+}
+
+// Splices the taken arm of constant-condition ifs into their blocks.
+bool fold_branches(ir::Kernel& k, PassContext& ctx) {
+  bool changed = false;
+  for (Id b : reachable_blocks(k)) {
+    auto& list = k.blocks[b].insts;
+    for (size_t pos = 0; pos < list.size(); ++pos) {
+      const ir::Inst& in = k.insts[list[pos]];
+      if (in.op != Op::If || k.insts[in.operands[0]].op != Op::Const) continue;
+      if (!ctx.allow_rewrite()) return changed;
+      Id arm = k.insts[in.operands[0]].imm ? in.blocks[0] : in.blocks[1];
+      std::vector<Id> moved = arm == ir::kNone ? std::vector<Id>{} : k.blocks[arm].insts;
+      list.erase(list.begin() + long(pos));
+      list.insert(list.begin() + long(pos), moved.begin(), moved.end());
+      ctx.stat("const_fold.branches");
+      changed = true;
+      pos = pos + moved.size() - 1;  // wraps to revisit position 0 when nothing moved at 0
+    }
+  }
+  return changed;
+}
+
+}  // namespace
+
+bool run_const_fold(ir::Kernel& k, PassContext& ctx) {
+  bool changed = false;
+  std::vector<Id> ids;
+  ir::walk(k, [&](Id id) { ids.push_back(id); });
+  for (Id id : ids) changed |= fold_value(k, id, ctx);  // walk order: operands fold first
+  changed |= fold_branches(k, ctx);
+  return changed;
+}
+
+}  // namespace iron::passes

@@ -1,0 +1,82 @@
+// cse: unifies identical value computations — same op, dtype, attributes and operands (operands
+// of commutative ops compared in sorted order) — when the first dominates the second, i.e.
+// appears earlier in the same block or in an enclosing block. Address arithmetic is ordinary
+// integer arithmetic here, so repeated `base + offset` subtrees are unified too (the seeds' CSE
+// could not, which hid adjacency from vectorize). Loads from read-only (`in`) buffers are
+// unified as well: nothing in a kernel can write them.
+// Does not handle: values in sibling branches (neither dominates), loads from writable buffers,
+// threadgroup memory, variables, and lane reductions (convergent).
+#include <algorithm>
+#include <cstring>
+#include <map>
+#include <tuple>
+
+#include "passes/pass.hpp"
+
+namespace iron::passes {
+
+using ir::Id;
+using ir::Op;
+
+namespace {
+
+using Key = std::tuple<uint16_t, uint8_t, Id, Id, Id, uint32_t, int64_t, uint64_t>;
+
+struct Cse {
+  ir::Kernel& k;
+  PassContext& ctx;
+  std::map<Key, Id> table;
+  bool changed = false;
+
+  bool candidate(const ir::Inst& in) const {
+    if (in.type == DType::Void || has_trait(in.op, ir::trait::F)) return false;
+    if (in.op == Op::Load) return k.params[in.sym].access == ir::Access::Read;
+    // Lane built-ins are fixed per thread: safe to share. Lane reductions are not.
+    if (in.op == Op::LaneId || in.op == Op::LaneWidth || in.op == Op::SimdGroupId || in.op == Op::NumSimdGroups)
+      return true;
+    return is_pure_value(in);
+  }
+
+  Key key(const ir::Inst& in) const {
+    Id ops[3] = {ir::kNone, ir::kNone, ir::kNone};
+    for (int i = 0; i < in.num_operands && i < 3; ++i) ops[i] = in.operands[i];
+    if (has_trait(in.op, ir::trait::C) && in.num_operands == 2 && ops[0] > ops[1]) std::swap(ops[0], ops[1]);
+    uint64_t fbits;
+    std::memcpy(&fbits, &in.fimm, sizeof fbits);
+    return {uint16_t(in.op), uint8_t(in.type), ops[0], ops[1], ops[2], in.sym, in.imm, fbits};
+  }
+
+  void block(Id b) {
+    std::vector<Key> added;
+    for (Id id : k.blocks[b].insts) {
+      ir::Inst& in = k.insts[id];
+      for (Id child : in.blocks)
+        if (child != ir::kNone) block(child);
+      if (!candidate(in)) continue;
+      Key kk = key(in);
+      auto it = table.find(kk);
+      if (it != table.end()) {
+        if (ctx.allow_rewrite()) {
+          replace_all_uses(k, id, it->second);
+          ctx.stat("cse.unified");
+          changed = true;
+        }
+        continue;
+      }
+      table.emplace(kk, id);
+      added.push_back(kk);
+    }
+    // Values defined here do not dominate anything after this block ends.
+    for (const Key& kk : added) table.erase(kk);
+  }
+};
+
+}  // namespace
+
+bool run_cse(ir::Kernel& k, PassContext& ctx) {
+  Cse c{k, ctx, {}, false};
+  c.block(0);
+  return c.changed;
+}
+
+}  // namespace iron::passes

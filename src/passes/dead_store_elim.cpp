@@ -1,0 +1,59 @@
+// dead_store_elim: removes what no result depends on, to a fixed point: unused pure values and
+// unused memory reads, stores to variables that are never read, variables with no reads, stores
+// to threadgroup arrays that are never read (and then the arrays), ifs whose arms are empty,
+// and loops whose body is empty — header and all, so no `for (...) { }` survives (seeds §8).
+// Runs last: every earlier pass may leave dead values behind.
+// Does not handle: stores to global buffers (always observable), barriers (kept even when no
+// threadgroup memory remains: removing one is a scheduling decision, not dead code), a variable
+// stored in a loop and read only by that store's own value chain (kept).
+#include "passes/pass.hpp"
+
+namespace iron::passes {
+
+using ir::Id;
+using ir::Op;
+
+bool run_dead_store_elim(ir::Kernel& k, PassContext& ctx) {
+  bool changed = false;
+  while (true) {
+    std::vector<uint32_t> uses = use_counts(k);
+    std::vector<uint8_t> var_read(k.insts.size(), 0), tg_read(k.insts.size(), 0);
+    ir::walk(k, [&](Id id) {
+      const ir::Inst& in = k.insts[id];
+      if (in.op == Op::VarLoad) var_read[in.operands[0]] = 1;
+      if (in.op == Op::TgLoad) tg_read[in.operands[0]] = 1;
+    });
+    std::vector<uint8_t> drop(k.insts.size(), 0);
+    size_t found = 0;
+    ir::walk(k, [&](Id id) {
+      const ir::Inst& in = k.insts[id];
+      bool dead = false;
+      switch (in.op) {
+        case Op::Load: case Op::VarLoad: case Op::TgLoad: case Op::LaneSum: case Op::LaneMax:
+          dead = uses[id] == 0;
+          break;
+        case Op::VarStore: dead = !var_read[in.operands[0]]; break;
+        case Op::Var: dead = !var_read[id] && uses[id] == 0; break;
+        case Op::TgStore: dead = !tg_read[in.operands[0]]; break;
+        case Op::TgAlloc: dead = uses[id] == 0; break;
+        case Op::If:
+          dead = k.blocks[in.blocks[0]].insts.empty() &&
+                 (in.blocks[1] == ir::kNone || k.blocks[in.blocks[1]].insts.empty());
+          break;
+        case Op::For: dead = k.blocks[in.blocks[0]].insts.empty(); break;
+        default: dead = is_pure_value(in) && uses[id] == 0; break;
+      }
+      if (dead && ctx.allow_rewrite()) {
+        drop[id] = 1;
+        ++found;
+      }
+    });
+    if (found == 0) break;
+    size_t removed = remove_insts(k, drop);
+    ctx.stat("dead_store_elim.removed", int64_t(removed));
+    changed = true;
+  }
+  return changed;
+}
+
+}  // namespace iron::passes

@@ -1,0 +1,249 @@
+// Scalar semantics of the pure IR ops, written to match the emitted CUDA (and, where defined,
+// GLSL): f32 registers for every float dtype, wrapping 32-bit integers computed in uint32_t (no
+// C++ overflow UB), PTX cvt.rzi saturation for float->int casts, and round-to-nearest-even only
+// where a Cast narrows to f16/bf16.
+#include "passes/eval.hpp"
+
+#include <climits>
+#include <cmath>
+
+#include "core/numeric.hpp"
+
+namespace iron::eval {
+namespace {
+
+enum class Kind { Float, I32, U32, Bool, Other };
+
+Kind kind_of(DType t) {
+  switch (t) {
+    case DType::F32: case DType::F16: case DType::BF16: case DType::Generic: return Kind::Float;
+    case DType::I32: return Kind::I32;
+    case DType::U32: return Kind::U32;
+    case DType::Bool: return Kind::Bool;
+    default: return Kind::Other;
+  }
+}
+
+bool fail(std::string& error, std::string msg) {
+  error = std::move(msg);
+  return false;
+}
+
+bool bad_type(std::string& error, ir::Op op, DType t) {
+  return fail(error, std::string("cannot evaluate ") + ir::mnemonic(op) + " of " + dtype_name(t));
+}
+
+// PTX cvt.rzi.s32.f32 / .u32.f32: truncate toward zero, saturate, NaN -> 0.
+int32_t f32_to_i32_sat(float x) {
+  if (std::isnan(x)) return 0;
+  if (x >= 2147483648.0f) return INT32_MAX;
+  if (x <= -2147483648.0f) return INT32_MIN;
+  return int32_t(x);
+}
+uint32_t f32_to_u32_sat(float x) {
+  if (std::isnan(x) || x <= 0.0f) return 0;
+  if (x >= 4294967296.0f) return UINT32_MAX;
+  return uint32_t(x);
+}
+
+bool eval_cast(DType to, DType from, Scalar x, Scalar& out, std::string& error) {
+  Kind fk = kind_of(from), tk = kind_of(to);
+  if (fk == Kind::Other) return bad_type(error, ir::Op::Cast, from);
+  if (tk == Kind::Bool) {
+    // x != 0: NaN is != 0, so a NaN casts to true.
+    out = Scalar::of_bool(fk == Kind::Float ? x.f() != 0.0f : x.bits != 0);
+    return true;
+  }
+  if (fk == Kind::Bool) {
+    if (tk == Kind::Float) {
+      if (to == DType::Generic) return fail(error, "a cast to T depends on the concrete dtype");
+      out = Scalar::of_f32(x.b() ? 1.0f : 0.0f);
+    } else if (tk == Kind::I32 || tk == Kind::U32) {
+      out = Scalar::of_u32(x.b() ? 1u : 0u);
+    } else {
+      return bad_type(error, ir::Op::Cast, to);
+    }
+    return true;
+  }
+  switch (tk) {
+    case Kind::Float: {
+      if (to == DType::Generic) return fail(error, "a cast to T depends on the concrete dtype");
+      float v = fk == Kind::Float ? x.f() : fk == Kind::I32 ? float(x.i()) : float(x.u());
+      // Registers stay f32; narrowing to a 16-bit float rounds to nearest even once, here.
+      out = Scalar::of_f32(num::round_to(to, v));
+      return true;
+    }
+    case Kind::I32:
+      out = fk == Kind::Float ? Scalar::of_i32(f32_to_i32_sat(x.f())) : x;  // int<->int: same bits
+      return true;
+    case Kind::U32:
+      out = fk == Kind::Float ? Scalar::of_u32(f32_to_u32_sat(x.f())) : x;
+      return true;
+    default:
+      return bad_type(error, ir::Op::Cast, to);
+  }
+}
+
+bool eval_float(ir::Op op, DType t, const Scalar* a, Scalar& out, std::string& error) {
+  using ir::Op;
+  float x = a[0].f();
+  float y = 0.0f;
+  if (ir::op_info(op).arity >= 2) y = a[1].f();
+  float r;
+  switch (op) {
+    case Op::Add: r = x + y; break;
+    case Op::Sub: r = x - y; break;
+    case Op::Mul: r = x * y; break;
+    case Op::Div: r = x / y; break;
+    case Op::Min: r = std::fmin(x, y); break;
+    case Op::Max: r = std::fmax(x, y); break;
+    case Op::Neg: r = -x; break;
+    case Op::Abs: r = std::fabs(x); break;
+    case Op::Fma: r = std::fma(x, y, a[2].f()); break;
+    case Op::Exp: r = std::exp(x); break;
+    case Op::Log: r = std::log(x); break;
+    case Op::Sqrt: r = std::sqrt(x); break;
+    case Op::Rsqrt: r = 1.0f / std::sqrt(x); break;
+    case Op::Tanh: r = std::tanh(x); break;
+    default: return bad_type(error, op, t);
+  }
+  out = Scalar::of_f32(r);
+  return true;
+}
+
+bool eval_int(ir::Op op, DType t, const Scalar* a, Scalar& out, std::string& error) {
+  using ir::Op;
+  bool is_signed = t == DType::I32;
+  uint32_t x = a[0].u();
+  uint32_t y = ir::op_info(op).arity >= 2 ? a[1].u() : 0;
+  int32_t sx = int32_t(x), sy = int32_t(y);
+  uint32_t r;
+  switch (op) {
+    case Op::Add: r = x + y; break;
+    case Op::Sub: r = x - y; break;
+    case Op::Mul: r = x * y; break;
+    case Op::Div:
+    case Op::Rem:
+      if (y == 0) return fail(error, "integer division by zero");
+      if (is_signed) {
+        // INT_MIN / -1 overflows (and traps on most hardware); C makes INT_MIN % -1 undefined too.
+        if (sx == INT32_MIN && sy == -1) return fail(error, "integer division overflow");
+        r = uint32_t(op == Op::Div ? sx / sy : sx % sy);  // truncation toward zero, as in C
+      } else {
+        r = op == Op::Div ? x / y : x % y;
+      }
+      break;
+    case Op::Min: r = is_signed ? uint32_t(sx < sy ? sx : sy) : (x < y ? x : y); break;
+    case Op::Max: r = is_signed ? uint32_t(sx > sy ? sx : sy) : (x > y ? x : y); break;
+    case Op::Neg: r = 0u - x; break;
+    case Op::Abs: r = is_signed && sx < 0 ? 0u - x : x; break;  // abs(INT_MIN) wraps to INT_MIN
+    case Op::And: r = x & y; break;
+    case Op::Or: r = x | y; break;
+    case Op::Xor: r = x ^ y; break;
+    case Op::Not: r = ~x; break;
+    case Op::Shl:
+    case Op::Shr:
+      // The amount is read as unsigned: a negative i32 amount is a huge shift, undefined too.
+      if (y >= 32) return fail(error, "shift by " + std::to_string(y) + " is undefined");
+      if (op == Op::Shl) r = x << y;
+      else r = is_signed ? uint32_t(sx >> y) : x >> y;  // arithmetic for i32 (C++20), logical for u32
+      break;
+    default: return bad_type(error, op, t);
+  }
+  out = Scalar::of_u32(r);
+  return true;
+}
+
+bool eval_bool(ir::Op op, const Scalar* a, Scalar& out, std::string& error) {
+  using ir::Op;
+  bool x = a[0].b();
+  bool y = ir::op_info(op).arity >= 2 ? a[1].b() : false;
+  switch (op) {
+    case Op::And: out = Scalar::of_bool(x && y); return true;
+    case Op::Or: out = Scalar::of_bool(x || y); return true;
+    case Op::Xor: out = Scalar::of_bool(x != y); return true;
+    case Op::Not: out = Scalar::of_bool(!x); return true;
+    default: return bad_type(error, op, DType::Bool);
+  }
+}
+
+bool eval_compare(ir::Op op, DType t, const Scalar* a, Scalar& out, std::string& error) {
+  using ir::Op;
+  int c;  // -1, 0, 1; 2 when unordered (a NaN operand)
+  switch (kind_of(t)) {
+    case Kind::Float: {
+      float x = a[0].f(), y = a[1].f();
+      c = x < y ? -1 : x > y ? 1 : x == y ? 0 : 2;
+      break;
+    }
+    case Kind::I32: c = a[0].i() < a[1].i() ? -1 : a[0].i() > a[1].i() ? 1 : 0; break;
+    case Kind::U32: c = a[0].u() < a[1].u() ? -1 : a[0].u() > a[1].u() ? 1 : 0; break;
+    case Kind::Bool: c = int(a[0].b()) - int(a[1].b()); break;
+    default: return bad_type(error, op, t);
+  }
+  bool r;
+  switch (op) {
+    case Op::Eq: r = c == 0; break;
+    case Op::Ne: r = c != 0; break;  // unordered: != is true
+    case Op::Lt: r = c == -1; break;
+    case Op::Le: r = c == -1 || c == 0; break;
+    case Op::Gt: r = c == 1; break;
+    case Op::Ge: r = c == 1 || c == 0; break;
+    default: return bad_type(error, op, t);
+  }
+  out = Scalar::of_bool(r);
+  return true;
+}
+
+}  // namespace
+
+Scalar const_value(const ir::Inst& in, DType concrete) {
+  switch (ir::resolve(in.type, concrete)) {
+    case DType::I32: return Scalar::of_i32(int32_t(in.imm));
+    case DType::U32: return Scalar::of_u32(uint32_t(in.imm));
+    case DType::Bool: return Scalar::of_bool(in.imm != 0);
+    default: return Scalar::of_f32(float(in.fimm));
+  }
+}
+
+bool is_pure_evaluable(ir::Op op) {
+  using ir::Op;
+  switch (op) {
+    case Op::Add: case Op::Sub: case Op::Mul: case Op::Div: case Op::Rem: case Op::Min: case Op::Max:
+    case Op::Neg: case Op::Abs: case Op::Fma: case Op::Exp: case Op::Log: case Op::Sqrt: case Op::Rsqrt:
+    case Op::Tanh: case Op::And: case Op::Or: case Op::Xor: case Op::Not: case Op::Shl: case Op::Shr:
+    case Op::Eq: case Op::Ne: case Op::Lt: case Op::Le: case Op::Gt: case Op::Ge: case Op::Select:
+    case Op::Cast:
+      return true;
+    default:
+      return false;
+  }
+}
+
+bool eval_pure(ir::Op op, DType result_type, DType operand_type, const Scalar* args, int n, Scalar& out,
+               std::string& error) {
+  using ir::Op;
+  if (!is_pure_evaluable(op)) return fail(error, std::string(ir::mnemonic(op)) + " is not a pure evaluable op");
+  if (n != ir::op_info(op).arity)
+    return fail(error, std::string(ir::mnemonic(op)) + " takes " + std::to_string(ir::op_info(op).arity) +
+                           " operand(s), got " + std::to_string(n));
+  switch (op) {
+    case Op::Select:
+      out = args[0].b() ? args[1] : args[2];
+      return true;
+    case Op::Cast:
+      return eval_cast(result_type, operand_type, args[0], out, error);
+    case Op::Eq: case Op::Ne: case Op::Lt: case Op::Le: case Op::Gt: case Op::Ge:
+      return eval_compare(op, operand_type, args, out, error);
+    default:
+      break;
+  }
+  switch (kind_of(result_type)) {
+    case Kind::Float: return eval_float(op, result_type, args, out, error);
+    case Kind::I32: case Kind::U32: return eval_int(op, result_type, args, out, error);
+    case Kind::Bool: return eval_bool(op, args, out, error);
+    default: return bad_type(error, op, result_type);
+  }
+}
+
+}  // namespace iron::eval

@@ -1,0 +1,52 @@
+// The scalar semantics of every pure IR op, shared by the SIMT interpreter and the constant
+// folder so that folding and interpretation agree bit for bit. A value is a 32-bit register
+// pattern read through its dtype: every float dtype (f32, f16, bf16) is an IEEE f32 register,
+// i32/u32 are 32-bit two's complement, bool is 0 or 1.
+#pragma once
+
+#include <cstdint>
+#include <cstring>
+#include <string>
+
+#include "core/ir.hpp"
+
+namespace iron::eval {
+
+struct Scalar {
+  uint32_t bits = 0;
+
+  static Scalar of_f32(float f) {
+    Scalar s;
+    std::memcpy(&s.bits, &f, 4);
+    return s;
+  }
+  static Scalar of_i32(int32_t i) { return Scalar{uint32_t(i)}; }
+  static Scalar of_u32(uint32_t u) { return Scalar{u}; }
+  static Scalar of_bool(bool b) { return Scalar{b ? 1u : 0u}; }
+
+  float f() const {
+    float v;
+    std::memcpy(&v, &bits, 4);
+    return v;
+  }
+  int32_t i() const { return int32_t(bits); }
+  uint32_t u() const { return bits; }
+  bool b() const { return bits != 0; }
+};
+
+// The register value of a Const instruction. `concrete` substitutes T. Float constants of every
+// float dtype are f32 values, never rounded to 16 bits (the emitters print float(fimm) as well).
+Scalar const_value(const ir::Inst& in, DType concrete);
+
+// True for the ops eval_pure computes (arithmetic, math, logic, comparison, select, cast).
+bool is_pure_evaluable(ir::Op op);
+
+// Evaluates one pure op on `n` operand values. `result_type` is the instruction's dtype;
+// `operand_type` is the dtype of operand 0 (for Select: of operand 1, the selected values).
+// Generic (T) counts as a float register, except that a Cast to T is rejected: its rounding
+// depends on the concrete dtype. Returns false with `error` set on undefined behaviour
+// (integer division by zero or overflow, shift by >= 32) or an op/dtype it does not evaluate.
+bool eval_pure(ir::Op op, DType result_type, DType operand_type, const Scalar* args, int n, Scalar& out,
+               std::string& error);
+
+}  // namespace iron::eval

@@ -1,0 +1,51 @@
+// fusion: builds fused elementwise chains. A pure value with exactly one use, in the same
+// block, is marked kFused: the emitter prints it inline inside its consumer, so a chain such as
+// cast(mul(cast(load), scale)) becomes one expression instead of a register per step.
+// Marking never changes what is computed: a fused value only reads SSA values, which cannot
+// change between its definition and its single use.
+// Does not handle: values used by a loop header (they would be re-evaluated per iteration),
+// values used in a nested block (the use would move into a loop or branch), loads and variable
+// reads (memory may change between definition and use), lane operations.
+#include "passes/pass.hpp"
+
+namespace iron::passes {
+
+using ir::Id;
+using ir::Op;
+
+bool run_fusion(ir::Kernel& k, PassContext& ctx) {
+  std::vector<uint32_t> uses = use_counts(k);
+  std::vector<Id> where = block_of(k);
+  std::vector<Id> user(k.insts.size(), ir::kNone);
+  ir::walk(k, [&](Id id) {
+    const ir::Inst& in = k.insts[id];
+    for (int i = 0; i < in.num_operands; ++i) user[in.operands[i]] = id;
+  });
+  bool changed = false;
+  int64_t fused = 0, roots = 0;
+  ir::walk(k, [&](Id id) {
+    ir::Inst& in = k.insts[id];
+    bool can = is_pure_value(in) && uses[id] == 1 && user[id] != ir::kNone && where[user[id]] == where[id] &&
+               k.insts[user[id]].op != Op::For;
+    if (can && !(in.flags & ir::kFused) && ctx.allow_rewrite()) {
+      in.flags |= ir::kFused;
+      ++fused;
+      changed = true;
+    }
+  });
+  // A chain root is a non-fused consumer of at least one fused value.
+  ir::walk(k, [&](Id id) {
+    const ir::Inst& in = k.insts[id];
+    if (in.flags & ir::kFused) return;
+    for (int i = 0; i < in.num_operands; ++i)
+      if (k.insts[in.operands[i]].flags & ir::kFused) {
+        ++roots;
+        break;
+      }
+  });
+  if (fused) ctx.stat("fusion.fused_ops", fused);
+  if (roots) ctx.stat("fusion.chains", roots);
+  return changed;
+}
+
+}  // namespace iron::passes

@@ -1,0 +1,390 @@
+// The SIMT interpreter. One threadgroup at a time; inside it every instruction runs for every
+// active thread before the next instruction starts (lock step), so a barrier needs no scheduling:
+// all earlier writes are already visible. Values live in one flat array [value id][thread];
+// the active mask is a sorted list of flat local thread indices, one reusable list per nesting
+// depth, so the inner loops allocate nothing.
+#include "passes/interpreter.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <string>
+
+#include "core/numeric.hpp"
+#include "passes/eval.hpp"
+
+namespace iron::interp {
+namespace {
+
+using eval::Scalar;
+using ir::Id;
+using ir::Op;
+using Mask = std::vector<uint32_t>;  // active flat local indices, ascending
+
+std::string dim_text(uint32_t x, uint32_t y, uint32_t z) {
+  return "{" + std::to_string(x) + ", " + std::to_string(y) + ", " + std::to_string(z) + "}";
+}
+
+int block_depth(const ir::Kernel& k, Id b) {
+  int d = 0;
+  for (Id id : k.blocks[b].insts)
+    for (Id cb : k.insts[id].blocks)
+      if (cb != ir::kNone) d = std::max(d, 1 + block_depth(k, cb));
+  return d;
+}
+
+struct Machine {
+  const ir::Kernel& k;
+  DType dtype;
+  const Options& opts;
+  Dim3 grid, tg;
+  uint32_t T = 0;  // threads per threadgroup
+  uint32_t W = 0;  // lane width
+
+  std::vector<DType> types;           // per instruction, T resolved
+  std::vector<int> slot;              // per parameter: index into buffers or scalars
+  std::vector<BufferArg> buffers;
+  std::vector<uint32_t> scalars;
+  std::vector<uint32_t> vals;         // vals[id * T + t]
+  std::vector<uint32_t> lx, ly, lz;   // local id per flat index
+  std::vector<Mask> masks;            // masks[d]: the active list of the block running at depth d
+  std::vector<uint32_t> tg_mem;       // every TgAlloc's array, one after another
+  std::vector<uint32_t> tg_offset;    // per instruction: TgAlloc's offset into tg_mem
+  std::vector<uint32_t> lane_a, lane_b;
+  uint32_t group[3] = {0, 0, 0};
+  uint64_t steps = 0;
+
+  Machine(const ir::Kernel& kernel, DType d, const Options& o) : k(kernel), dtype(d), opts(o) {}
+
+  [[noreturn]] void fail(const ir::Inst& in, const std::string& msg) const {
+    throw Error(msg + " at " + k.where(in.loc) + " (kernel " + k.name + " (" + dtype_name(dtype) +
+                "), threadgroup " + dim_text(group[0], group[1], group[2]) + ")");
+  }
+  std::string thread_text(uint32_t t) const { return "thread " + dim_text(lx[t], ly[t], lz[t]); }
+
+  uint32_t* row(Id id) { return vals.data() + size_t(id) * T; }
+
+  // The element index an i32 or u32 operand names; negative i32 stays negative (out of range).
+  int64_t index_of(Id operand, uint32_t t) const {
+    uint32_t bits = vals[size_t(operand) * T + t];
+    return types[operand] == DType::I32 ? int64_t(int32_t(bits)) : int64_t(bits);
+  }
+
+  void setup(const std::vector<BufferArg>& bufs, const std::vector<uint32_t>& scals, Dim3 g, Dim3 t) {
+    grid = g;
+    tg = t;
+    W = opts.lane_width;
+    if (W == 0 || (W & (W - 1)) != 0)
+      throw Error("interpreter lane width " + std::to_string(W) + " is not a power of two");
+    if (grid.product() == 0 || tg.product() == 0)
+      throw Error("kernel " + k.name + ": grid " + dim_text(g.x, g.y, g.z) + " or threadgroup " +
+                  dim_text(t.x, t.y, t.z) + " has a zero dimension");
+    if (tg.product() > (1u << 20)) throw Error("kernel " + k.name + ": threadgroup too large for the interpreter");
+    T = uint32_t(tg.product());
+    if (!k.dtypes.empty() && std::find(k.dtypes.begin(), k.dtypes.end(), dtype) == k.dtypes.end())
+      throw Error("kernel " + k.name + " is not declared for dtype " + dtype_name(dtype));
+
+    size_t nb = 0, ns = 0;
+    for (const ir::Param& p : k.params) slot.push_back(p.kind == ir::ParamKind::Buffer ? int(nb++) : int(ns++));
+    if (bufs.size() != nb || scals.size() != ns)
+      throw Error("kernel " + k.name + " takes " + std::to_string(nb) + " buffer(s) and " + std::to_string(ns) +
+                  " scalar(s); the interpreter was given " + std::to_string(bufs.size()) + " and " +
+                  std::to_string(scals.size()));
+    buffers = bufs;
+    scalars = scals;
+
+    types.resize(k.insts.size());
+    for (size_t i = 0; i < k.insts.size(); ++i) types[i] = ir::resolve(k.insts[i].type, dtype);
+    vals.assign(k.insts.size() * size_t(T), 0);
+    lx.resize(T);
+    ly.resize(T);
+    lz.resize(T);
+    for (uint32_t i = 0; i < T; ++i) {
+      lx[i] = i % tg.x;
+      ly[i] = (i / tg.x) % tg.y;
+      lz[i] = i / (tg.x * tg.y);
+    }
+    masks.resize(size_t(block_depth(k, 0)) + 1);
+    for (Mask& m : masks) m.reserve(T);
+    for (uint32_t i = 0; i < T; ++i) masks[0].push_back(i);
+    tg_offset.assign(k.insts.size(), 0);
+    size_t words = 0;
+    ir::walk(k, [&](Id id) {
+      const ir::Inst& in = k.insts[id];
+      if (in.op != Op::TgAlloc) return;
+      tg_offset[id] = uint32_t(words);
+      words += size_t(std::max<int64_t>(in.imm, 0));
+    });
+    tg_mem.resize(words);
+    lane_a.resize(W);
+    lane_b.resize(W);
+  }
+
+  void run() {
+    for (uint32_t z = 0; z < grid.z; ++z)
+      for (uint32_t y = 0; y < grid.y; ++y)
+        for (uint32_t x = 0; x < grid.x; ++x) {
+          group[0] = x;
+          group[1] = y;
+          group[2] = z;
+          // All-ones bits: an unwritten slot reads as NaN / -1 / UINT_MAX, deterministically.
+          std::fill(tg_mem.begin(), tg_mem.end(), 0xffffffffu);
+          block(0, 0);
+        }
+  }
+
+  void block(Id b, int depth) {
+    for (Id id : k.blocks[b].insts) inst(id, depth);
+  }
+
+  void inst(Id id, int depth) {
+    const Mask& active = masks[depth];
+    const ir::Inst& in = k.insts[id];
+    steps += active.size();
+    if (steps > opts.max_steps) fail(in, "kernel exceeded " + std::to_string(opts.max_steps) + " steps (infinite loop?)");
+    uint32_t* out = row(id);
+    auto fill = [&](uint32_t v) {
+      for (uint32_t t : active) out[t] = v;
+    };
+    const uint32_t axis = uint32_t(std::clamp<int64_t>(in.imm, 0, 2));
+    const uint32_t tg_dim[3] = {tg.x, tg.y, tg.z};
+    const uint32_t grid_dim[3] = {grid.x, grid.y, grid.z};
+    const std::vector<uint32_t>* local[3] = {&lx, &ly, &lz};
+
+    switch (in.op) {
+      case Op::Const: fill(eval::const_value(in, dtype).bits); return;
+      case Op::Param: fill(scalars[size_t(slot[in.sym])]); return;
+      case Op::ThreadId: {
+        uint32_t base = group[axis] * tg_dim[axis];  // u32 arithmetic, wraps like the GPU's
+        const std::vector<uint32_t>& l = *local[axis];
+        for (uint32_t t : active) out[t] = base + l[t];
+        return;
+      }
+      case Op::ProgramId: fill(group[axis]); return;
+      case Op::LocalId: {
+        const std::vector<uint32_t>& l = *local[axis];
+        for (uint32_t t : active) out[t] = l[t];
+        return;
+      }
+      case Op::GroupSize: fill(tg_dim[axis]); return;
+      case Op::NumPrograms: fill(grid_dim[axis]); return;
+      case Op::LaneId: for (uint32_t t : active) out[t] = t % W; return;
+      case Op::LaneWidth: fill(W); return;
+      case Op::SimdGroupId: for (uint32_t t : active) out[t] = t / W; return;
+      case Op::NumSimdGroups: fill((T + W - 1) / W); return;
+      case Op::Load: load(in, out, active); return;
+      case Op::Store: store(in, active); return;
+      case Op::Var: {
+        const uint32_t* init = row(in.operands[0]);
+        for (uint32_t t : active) out[t] = init[t];
+        return;
+      }
+      case Op::VarLoad: {
+        const uint32_t* var = row(in.operands[0]);
+        for (uint32_t t : active) out[t] = var[t];
+        return;
+      }
+      case Op::VarStore: {
+        uint32_t* var = row(in.operands[0]);
+        const uint32_t* v = row(in.operands[1]);
+        for (uint32_t t : active) var[t] = v[t];
+        return;
+      }
+      case Op::TgAlloc: return;  // storage exists for the whole threadgroup (set up in run())
+      case Op::TgLoad:
+      case Op::TgStore: tg_access(in, out, active); return;
+      case Op::Barrier:
+        if (active.size() != T)
+          fail(in, "barrier reached by " + std::to_string(active.size()) + " of " + std::to_string(T) +
+                       " threads (divergent barrier)");
+        return;
+      case Op::LaneSum:
+      case Op::LaneMax: lane_reduce(in, out, active); return;
+      case Op::If: run_if(in, depth); return;
+      case Op::For: run_for(id, in, depth); return;
+      default: break;
+    }
+    if (!eval::is_pure_evaluable(in.op)) fail(in, std::string("the interpreter cannot execute '") + ir::mnemonic(in.op) + "'");
+
+    const int n = in.num_operands;
+    const uint32_t* src[3] = {nullptr, nullptr, nullptr};
+    for (int i = 0; i < n; ++i) src[i] = row(in.operands[i]);
+    DType rt = types[id];
+    DType ot = types[in.operands[in.op == Op::Select ? 1 : 0]];
+    Scalar args[3], r;
+    std::string error;
+    for (uint32_t t : active) {
+      for (int i = 0; i < n; ++i) args[i].bits = src[i][t];
+      if (!eval::eval_pure(in.op, rt, ot, args, n, r, error))
+        fail(in, std::string("'") + ir::mnemonic(in.op) + "': " + error + " (" + thread_text(t) + ")");
+      out[t] = r.bits;
+    }
+  }
+
+  // Global memory. 16-bit floats are stored rounded to nearest even and widened exactly on
+  // load (__float2half_rn / __half2float); 32-bit dtypes are stored as their register bits.
+  struct View {
+    unsigned char* data;
+    uint64_t count;
+    DType storage;
+  };
+  View view(const ir::Inst& in) const {
+    const ir::Param& p = k.params[in.sym];
+    const BufferArg& b = buffers[size_t(slot[in.sym])];
+    DType st = ir::resolve(p.dtype, dtype);
+    return {static_cast<unsigned char*>(b.data), b.bytes / dtype_size(st), st};
+  }
+  void check_index(const ir::Inst& in, const View& v, int64_t idx, uint32_t t) const {
+    if (idx < 0 || uint64_t(idx) >= v.count || !v.data)
+      fail(in, std::string(ir::mnemonic(in.op)) + " of buffer '" + k.params[in.sym].name + "' at index " +
+                   std::to_string(idx) + " is out of range: the buffer has " + std::to_string(v.count) +
+                   " elements (" + thread_text(t) + ")");
+  }
+
+  void load(const ir::Inst& in, uint32_t* out, const Mask& active) {
+    View v = view(in);
+    for (uint32_t t : active) {
+      int64_t idx = index_of(in.operands[0], t);
+      check_index(in, v, idx, t);
+      const unsigned char* p = v.data + size_t(idx) * dtype_size(v.storage);
+      if (v.storage == DType::F16 || v.storage == DType::BF16) {
+        uint16_t h;
+        std::memcpy(&h, p, 2);
+        out[t] = Scalar::of_f32(v.storage == DType::F16 ? num::f16_to_f32(h) : num::bf16_to_f32(h)).bits;
+      } else {
+        std::memcpy(&out[t], p, 4);
+        if (v.storage == DType::Bool) out[t] = out[t] != 0;
+      }
+    }
+  }
+
+  void store(const ir::Inst& in, const Mask& active) {
+    View v = view(in);
+    const uint32_t* val = row(in.operands[1]);
+    for (uint32_t t : active) {
+      int64_t idx = index_of(in.operands[0], t);
+      check_index(in, v, idx, t);
+      unsigned char* p = v.data + size_t(idx) * dtype_size(v.storage);
+      if (v.storage == DType::F16 || v.storage == DType::BF16) {
+        float f = Scalar{val[t]}.f();
+        uint16_t h = v.storage == DType::F16 ? num::f32_to_f16(f) : num::f32_to_bf16(f);
+        std::memcpy(p, &h, 2);
+      } else {
+        std::memcpy(p, &val[t], 4);
+      }
+    }
+  }
+
+  void tg_access(const ir::Inst& in, uint32_t* out, const Mask& active) {
+    const Id alloc = in.operands[0];
+    const ir::Inst& a = k.insts[alloc];
+    uint32_t* mem = tg_mem.data() + tg_offset[alloc];
+    const uint64_t count = uint64_t(std::max<int64_t>(a.imm, 0));
+    const bool is_store = in.op == Op::TgStore;
+    const bool is_bool = types[alloc] == DType::Bool;
+    const uint32_t* val = is_store ? row(in.operands[2]) : nullptr;
+    for (uint32_t t : active) {
+      int64_t idx = index_of(in.operands[1], t);
+      if (idx < 0 || uint64_t(idx) >= count)
+        fail(in, std::string(ir::mnemonic(in.op)) + " of threadgroup array '" +
+                     (a.sym < k.strings.size() ? k.strings[a.sym] : "?") + "' at index " + std::to_string(idx) +
+                     " is out of range: the array has " + std::to_string(count) + " elements (" + thread_text(t) + ")");
+      if (is_store) mem[idx] = val[t];
+      else out[t] = is_bool ? uint32_t(mem[idx] != 0) : mem[idx];  // all-ones filler reads as true
+    }
+  }
+
+  // Butterfly in the CUDA order: for offset = W/2 .. 1, every lane l takes v[l] op v[l ^ offset]
+  // at once, so the f32 rounding matches the warp's shuffle tree exactly.
+  void lane_reduce(const ir::Inst& in, uint32_t* out, const Mask& active) {
+    const uint32_t* src = row(in.operands[0]);
+    const DType t = types[in.operands[0]];
+    const bool is_sum = in.op == Op::LaneSum;
+    if (t != DType::F32 && t != DType::I32 && t != DType::U32)
+      fail(in, std::string("'") + ir::mnemonic(in.op) + "' of " + dtype_name(t) + " is not supported");
+    size_t i = 0;
+    while (i < active.size()) {
+      const uint32_t g = active[i] / W;
+      size_t j = i;
+      while (j < active.size() && active[j] / W == g) ++j;
+      if (j - i != W)
+        fail(in, std::string(ir::mnemonic(in.op)) + " with a partially active lane group (" + std::to_string(j - i) +
+                     " of " + std::to_string(W) + " lanes of lane group " + std::to_string(g) + ")");
+      const uint32_t base = g * W;
+      for (uint32_t l = 0; l < W; ++l) lane_a[l] = src[base + l];
+      for (uint32_t off = W / 2; off >= 1; off >>= 1) {
+        for (uint32_t l = 0; l < W; ++l) lane_b[l] = combine(t, is_sum, lane_a[l], lane_a[l ^ off]);
+        lane_a.swap(lane_b);
+      }
+      for (uint32_t l = 0; l < W; ++l) out[base + l] = lane_a[l];
+      i = j;
+    }
+  }
+
+  static uint32_t combine(DType t, bool is_sum, uint32_t a, uint32_t b) {
+    if (t == DType::F32) {
+      float x = Scalar{a}.f(), y = Scalar{b}.f();
+      return Scalar::of_f32(is_sum ? x + y : std::fmax(x, y)).bits;
+    }
+    if (is_sum) return a + b;
+    if (t == DType::I32) return int32_t(a) > int32_t(b) ? a : b;
+    return a > b ? a : b;
+  }
+
+  void run_if(const ir::Inst& in, int depth) {
+    const Mask& active = masks[depth];
+    Mask& sub = masks[size_t(depth) + 1];
+    const uint32_t* cond = row(in.operands[0]);
+    for (int branch = 0; branch < 2; ++branch) {
+      Id b = in.blocks[branch];
+      if (b == ir::kNone) continue;
+      const uint32_t want = branch == 0 ? 1u : 0u;
+      sub.clear();
+      for (uint32_t t : active)
+        if (uint32_t(cond[t] != 0) == want) sub.push_back(t);
+      if (!sub.empty()) block(b, depth + 1);
+    }
+  }
+
+  // A thread leaves the loop the first time its i < end fails and never re-enters, even if i
+  // later wraps around: the body mask only ever shrinks.
+  void run_for(Id id, const ir::Inst& in, int depth) {
+    const Mask& active = masks[depth];
+    Mask& body = masks[size_t(depth) + 1];
+    uint32_t* iv = row(id);
+    const uint32_t* begin = row(in.operands[0]);
+    const uint32_t* end = row(in.operands[1]);
+    const uint32_t* step = row(in.operands[2]);
+    const bool is_signed = types[id] == DType::I32;
+    body.clear();
+    for (uint32_t t : active) {
+      iv[t] = begin[t];
+      body.push_back(t);
+    }
+    for (;;) {
+      size_t kept = 0;
+      for (uint32_t t : body) {
+        bool go = is_signed ? int32_t(iv[t]) < int32_t(end[t]) : iv[t] < end[t];
+        if (go) body[kept++] = t;
+      }
+      body.resize(kept);
+      if (body.empty()) return;
+      steps += body.size();  // the loop test itself: an empty body still makes progress towards the guard
+      if (steps > opts.max_steps)
+        fail(in, "kernel exceeded " + std::to_string(opts.max_steps) + " steps (infinite loop?)");
+      block(in.blocks[0], depth + 1);
+      for (uint32_t t : body) iv[t] += step[t];
+    }
+  }
+};
+
+}  // namespace
+
+void run(const ir::Kernel& k, DType dtype, const std::vector<BufferArg>& buffers, const std::vector<uint32_t>& scalars,
+         Dim3 grid, Dim3 threadgroup, const Options& opts) {
+  Machine m(k, dtype, opts);
+  m.setup(buffers, scalars, grid, threadgroup);
+  m.run();
+}
+
+}  // namespace iron::interp

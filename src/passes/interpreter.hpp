@@ -1,0 +1,32 @@
+// A SIMT interpreter of verified IR: threadgroups run one after another, the threads of a group
+// in lock step under an active mask. Barriers, threadgroup memory and lane reductions are exact
+// (a divergent barrier or a partially active lane group is an error, not a hang), and every
+// scalar op goes through eval.hpp, the semantics the constant folder shares.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "core/ir.hpp"
+
+namespace iron::interp {
+
+struct Options {
+  uint32_t lane_width = 32;
+  uint64_t max_steps = 1ull << 31;  // op executions x active threads, over the whole launch
+};
+
+struct BufferArg {
+  void* data;
+  size_t bytes;
+};  // raw storage bytes in the parameter's concrete dtype
+
+// Runs `k` (already verified) with T = `dtype`. buffers: one per buffer parameter in declaration
+// order; scalars: one 32-bit pattern per scalar parameter in declaration order. Throws
+// iron::Error naming the op's DSL location on out-of-range accesses, divergent barriers,
+// partially active lane groups, undefined integer ops, and runaway loops (opts.max_steps).
+void run(const ir::Kernel& k, DType dtype, const std::vector<BufferArg>& buffers, const std::vector<uint32_t>& scalars,
+         Dim3 grid, Dim3 threadgroup, const Options& opts);
+
+}  // namespace iron::interp

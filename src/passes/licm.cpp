@@ -1,0 +1,80 @@
+// licm: hoists loop-invariant pure values out of loop bodies. A value in a for body whose
+// operands are all defined outside the loop (and is not the induction variable) moves to just
+// before the loop, keeping the relative order of everything hoisted. Inner loops are processed
+// first, so invariants climb out of nests one level per pass run.
+// Does not handle: loads (a loop that runs zero times must not read memory it never touched),
+// integer division, remainder and non-constant shifts (they may fault or be undefined when the
+// loop would not have run), values inside ifs within the loop, lane operations (convergent).
+#include <set>
+
+#include "passes/pass.hpp"
+
+namespace iron::passes {
+
+using ir::Id;
+using ir::Op;
+
+namespace {
+
+bool hoistable(const ir::Kernel& k, const ir::Inst& in) {
+  if (!is_pure_value(in)) return false;
+  if (is_integer(in.type) && (in.op == Op::Div || in.op == Op::Rem)) return false;
+  if ((in.op == Op::Shl || in.op == Op::Shr) && k.insts[in.operands[1]].op != Op::Const) return false;
+  return true;
+}
+
+struct Licm {
+  ir::Kernel& k;
+  PassContext& ctx;
+  bool changed = false;
+
+  void block(Id b) {
+    auto& list = k.blocks[b].insts;
+    for (size_t pos = 0; pos < list.size(); ++pos) {
+      Id id = list[pos];
+      for (Id child : k.insts[id].blocks)
+        if (child != ir::kNone) block(child);
+      if (k.insts[id].op == Op::For) pos += hoist_from(b, pos);
+    }
+  }
+
+  // Hoists invariants of the loop at list position `pos` of block b; returns how many moved.
+  size_t hoist_from(Id b, size_t pos) {
+    Id loop = k.blocks[b].insts[pos];
+    Id body = k.insts[loop].blocks[0];
+    std::set<Id> inside;  // values defined in the loop, induction variable included
+    inside.insert(loop);
+    ir::walk(k, body, [&](Id id) { inside.insert(id); });
+    std::vector<Id> moved;
+    auto& insts = k.blocks[body].insts;
+    for (size_t i = 0; i < insts.size();) {
+      Id id = insts[i];
+      const ir::Inst& in = k.insts[id];
+      bool invariant = hoistable(k, in);
+      for (int o = 0; invariant && o < in.num_operands; ++o) invariant = !inside.count(in.operands[o]);
+      if (invariant && ctx.allow_rewrite()) {
+        moved.push_back(id);
+        inside.erase(id);
+        insts.erase(insts.begin() + long(i));
+        continue;
+      }
+      ++i;
+    }
+    if (moved.empty()) return 0;
+    auto& outer = k.blocks[b].insts;
+    outer.insert(outer.begin() + long(pos), moved.begin(), moved.end());
+    ctx.stat("licm.hoisted", int64_t(moved.size()));
+    changed = true;
+    return moved.size();
+  }
+};
+
+}  // namespace
+
+bool run_licm(ir::Kernel& k, PassContext& ctx) {
+  Licm l{k, ctx, false};
+  l.block(0);
+  return l.changed;
+}
+
+}  // namespace iron::passes

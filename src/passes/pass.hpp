@@ -1,0 +1,100 @@
+// The pass interface, the pipeline and the shared rewrite helpers every pass uses. A pass is
+// a free function `bool run_<name>(ir::Kernel&, PassContext&)` returning whether it changed
+// the kernel; it walks the entry block and every child block through the helpers below.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <set>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/ir.hpp"
+
+namespace iron::passes {
+
+struct PassContext {
+  std::map<std::string, int64_t> stats;  // "cse.unified" -> count, for --stats
+  ir::Diagnostics diags;                 // errors a pass found (type_check, kernel_inline)
+  // Bisection: the number of rewrites still allowed (-1: unlimited). IRON_OPT_BISECT=N stops
+  // every pass after N rewrites in total, so a miscompile can be narrowed to one rewrite.
+  int64_t rewrite_budget = -1;
+
+  void stat(const std::string& key, int64_t n = 1) { stats[key] += n; }
+  bool allow_rewrite() {
+    if (rewrite_budget == 0) return false;
+    if (rewrite_budget > 0) --rewrite_budget;
+    return true;
+  }
+};
+
+#define IRON_PASS(name) bool run_##name(ir::Kernel& k, PassContext& ctx);
+#include "passes/passes.def"
+#undef IRON_PASS
+
+const std::vector<std::string>& pass_names();
+
+struct PipelineOptions {
+  bool verify_each = false;              // run the verifier after every pass
+  std::set<std::string> print_after;     // pass names, or "all"
+  std::string stop_after;                // last pass to run ("" = all)
+  std::set<std::string> disabled;        // passes to skip (differential testing)
+  bool time_passes = false;
+  int64_t rewrite_budget = -1;
+};
+
+struct PassRecord {
+  std::string name;
+  double ms = 0;
+  size_t ops_before = 0, ops_after = 0;
+  bool changed = false;
+  bool ran = false;
+  std::map<std::string, int64_t> stats;
+  std::string ir_after;  // filled for passes named in print_after
+};
+
+struct PipelineResult {
+  std::vector<PassRecord> passes;
+  ir::Diagnostics diags;  // pass errors and verifier failures, naming the pass
+  bool ok() const { return diags.empty(); }
+};
+
+// Runs the pipeline in place. Never throws for a malformed kernel: problems land in diags.
+PipelineResult run_pipeline(ir::Kernel& k, const PipelineOptions& opts = {});
+// The default pipeline on a copy; throws iron::Error with the diagnostics on failure.
+ir::Kernel optimize(const ir::Kernel& k);
+
+// kernel_inline's view of the device-function registry (which lives above this layer).
+using FunctionResolver = const ir::Kernel* (*)(std::string_view name);
+void set_function_resolver(FunctionResolver fn);
+FunctionResolver function_resolver();
+
+// ---- Shared rewrite helpers (rewrite.cpp) -------------------------------------------------
+
+// Every block reachable from the entry block, parents before children.
+std::vector<ir::Id> reachable_blocks(const ir::Kernel& k);
+// For each instruction id: the block that holds it, or kNone when unreachable.
+std::vector<ir::Id> block_of(const ir::Kernel& k);
+// Operand uses per value, counted over reachable instructions.
+std::vector<uint32_t> use_counts(const ir::Kernel& k);
+// Rewrites every operand `from` into `to` in reachable instructions; returns the count.
+size_t replace_all_uses(ir::Kernel& k, ir::Id from, ir::Id to);
+// Reachable instruction count (the "op count" of --stats).
+size_t op_count(const ir::Kernel& k);
+// Pure in the sense of a rewrite: no side effect, no memory read, not a built-in whose value
+// depends on where it executes (lane ops are convergent and are not pure).
+bool is_pure_value(const ir::Inst& in);
+// The block holding the If/For that owns block `b` (kNone for the entry block), using block_of().
+ir::Id parent_block(const ir::Kernel& k, const std::vector<ir::Id>& where, ir::Id b);
+// True when block `inner` is `outer` or nested (through If/For) inside it.
+bool block_within(const ir::Kernel& k, const std::vector<ir::Id>& where, ir::Id inner, ir::Id outer);
+// Rebuilds every reachable block without the instructions for which `drop(id)` is true.
+size_t remove_insts(ir::Kernel& k, const std::vector<uint8_t>& drop);
+// Deep-copies block `b` (and its children) into new blocks owned by `new_parent`, remapping
+// operands through `map` (value ids defined inside the copy are added to it). Returns the new block.
+ir::Id clone_block(ir::Kernel& k, ir::Id b, ir::Id new_parent, std::map<ir::Id, ir::Id>& map);
+// Builds a constant instruction (not placed in any block).
+ir::Id make_const(ir::Kernel& k, DType type, int64_t i, double f, ir::SrcLoc loc);
+
+}  // namespace iron::passes

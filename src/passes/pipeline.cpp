@@ -1,0 +1,79 @@
+// The pipeline: runs the passes in passes.def order with the controls of `iron inspect`
+// (--verify-each, --print-after, --stop-after, --time-passes, per-pass statistics).
+#include <chrono>
+#include <cstdlib>
+
+#include "passes/pass.hpp"
+
+namespace iron::passes {
+
+namespace {
+struct Entry {
+  const char* name;
+  bool (*fn)(ir::Kernel&, PassContext&);
+};
+const Entry kPasses[] = {
+#define IRON_PASS(name) {#name, &run_##name},
+#include "passes/passes.def"
+#undef IRON_PASS
+};
+}  // namespace
+
+const std::vector<std::string>& pass_names() {
+  static const std::vector<std::string> names = [] {
+    std::vector<std::string> v;
+    for (const Entry& e : kPasses) v.push_back(e.name);
+    return v;
+  }();
+  return names;
+}
+
+PipelineResult run_pipeline(ir::Kernel& k, const PipelineOptions& opts) {
+  PipelineResult result;
+  PassContext ctx;
+  ctx.rewrite_budget = opts.rewrite_budget;
+  if (ctx.rewrite_budget < 0)
+    if (const char* env = std::getenv("IRON_OPT_BISECT")) ctx.rewrite_budget = std::strtoll(env, nullptr, 10);
+  bool print_all = opts.print_after.count("all") != 0;
+  for (const Entry& e : kPasses) {
+    PassRecord rec;
+    rec.name = e.name;
+    rec.ops_before = op_count(k);
+    if (!opts.disabled.count(e.name)) {
+      ctx.stats.clear();
+      size_t diags_before = ctx.diags.items.size();
+      auto start = std::chrono::steady_clock::now();
+      rec.changed = e.fn(k, ctx);
+      rec.ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+      rec.ran = true;
+      rec.stats = ctx.stats;
+      for (size_t i = diags_before; i < ctx.diags.items.size(); ++i) {
+        ir::Diagnostic d = ctx.diags.items[i];
+        d.message = std::string(e.name) + ": " + d.message;
+        result.diags.items.push_back(d);
+      }
+      if (opts.verify_each && result.diags.empty()) {
+        ir::Diagnostics v;
+        if (!ir::verify(k, v))
+          for (ir::Diagnostic d : v.items) {
+            d.message = std::string("verifier failed after pass ") + e.name + ": " + d.message;
+            result.diags.items.push_back(d);
+          }
+      }
+    }
+    rec.ops_after = op_count(k);
+    if (print_all || opts.print_after.count(e.name)) rec.ir_after = ir::print(k);
+    result.passes.push_back(std::move(rec));
+    if (!result.diags.empty() || opts.stop_after == e.name) break;
+  }
+  return result;
+}
+
+ir::Kernel optimize(const ir::Kernel& k) {
+  ir::Kernel out = k;
+  PipelineResult r = run_pipeline(out);
+  if (!r.ok()) throw Error("optimization pipeline failed for kernel '" + k.name + "':\n" + r.diags.render(out));
+  return out;
+}
+
+}  // namespace iron::passes

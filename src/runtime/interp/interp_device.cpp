@@ -1,0 +1,127 @@
+// The interpreter backend: a Device whose buffers are host memory and whose "compile" keeps a
+// verified copy of the IR, so the whole corpus runs without a GPU and barriers, threadgroup
+// memory and lane reductions are checked exactly. The lane width comes from
+// IRON_INTERP_LANE_WIDTH (4..64, default 32) so kernels can be tested at other subgroup sizes.
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "passes/interpreter.hpp"
+#include "runtime/device.hpp"
+
+namespace iron::rt {
+namespace {
+
+uint32_t lane_width_from_env() {
+  const char* env = std::getenv("IRON_INTERP_LANE_WIDTH");
+  if (!env || !*env) return 32;
+  std::string s = env;
+  for (uint32_t w : {4u, 8u, 16u, 32u, 64u})
+    if (s == std::to_string(w)) return w;
+  throw Error("IRON_INTERP_LANE_WIDTH='" + s + "' is not a supported lane width (use 4, 8, 16, 32 or 64)");
+}
+
+DeviceInfo interp_info() {
+  DeviceInfo d;
+  d.backend = Backend::Interp;
+  d.name = "Iron SIMT interpreter";
+  d.driver = "iron-interp";
+  d.arch = "simt";
+  d.lane_width = lane_width_from_env();
+  d.max_threads_per_group = 1024;
+  d.max_group_size = {1024, 1024, 64};
+  d.max_grid = {2147483647u, 65535, 65535};
+  d.shared_memory_bytes = 49152;
+  d.memory_bytes = 1ull << 30;
+  d.f16 = true;
+  d.bf16 = true;
+  return d;
+}
+
+struct InterpBuffer final : BufferImpl {
+  std::vector<unsigned char> data;
+};
+
+struct InterpKernel final : CompiledKernel {
+  ir::Kernel kernel;
+  DType dtype = DType::F32;
+};
+
+class InterpDevice final : public Device {
+ public:
+  InterpDevice() : info_(interp_info()) {}
+
+  const DeviceInfo& info() const override { return info_; }
+
+  std::unique_ptr<BufferImpl> alloc(size_t bytes) override {
+    if (bytes > info_.memory_bytes)
+      throw Error("interpreter allocation of " + std::to_string(bytes) + " bytes exceeds its " +
+                  std::to_string(info_.memory_bytes) + "-byte memory");
+    auto b = std::make_unique<InterpBuffer>();
+    b->bytes = bytes;
+    b->data.assign(bytes, 0);
+    return b;
+  }
+
+  void upload(BufferImpl& buf, const void* data, size_t bytes) override {
+    auto& b = static_cast<InterpBuffer&>(buf);
+    if (bytes) std::memcpy(b.data.data(), data, std::min(bytes, b.data.size()));
+  }
+
+  void download(BufferImpl& buf, void* data, size_t bytes) override {
+    auto& b = static_cast<InterpBuffer&>(buf);
+    if (bytes) std::memcpy(data, b.data.data(), std::min(bytes, b.data.size()));
+  }
+
+  // The interpreter trusts its IR (ids in range, scoping, types), so it is verified once here.
+  std::unique_ptr<CompiledKernel> compile(const ir::Kernel& k, DType dtype, Dim3) override {
+    ir::Diagnostics diags;
+    if (!ir::verify(k, diags)) throw Error("kernel " + k.name + " does not verify:\n" + diags.render(k));
+    auto c = std::make_unique<InterpKernel>();
+    c->kernel = k;
+    c->dtype = dtype;
+    c->source = ir::print(k);
+    return c;
+  }
+
+  bool pipeline_depends_on_threadgroup() const override { return false; }
+
+  void launch(CompiledKernel& kernel, const LaunchArgs& args, Dim3 grid, Dim3 threadgroup) override {
+    auto& c = static_cast<InterpKernel&>(kernel);
+    std::vector<interp::BufferArg> buffers;
+    buffers.reserve(args.buffers.size());
+    for (BufferImpl* b : args.buffers) {
+      auto* ib = static_cast<InterpBuffer*>(b);
+      buffers.push_back({ib->data.data(), ib->data.size()});
+    }
+    interp::Options opts;
+    opts.lane_width = info_.lane_width;
+    interp::run(c.kernel, c.dtype, buffers, args.scalars, grid, threadgroup, opts);
+  }
+
+  void synchronize() override {}
+
+ private:
+  DeviceInfo info_;
+};
+
+}  // namespace
+
+std::unique_ptr<Device> make_interp_device(int index) {
+  if (index != 0) throw Error("no interpreter device " + std::to_string(index) + " (there is one, index 0)");
+  return std::make_unique<InterpDevice>();
+}
+
+std::vector<DeviceInfo> list_interp_devices(std::string* why) {
+  try {
+    return {interp_info()};
+  } catch (const Error& e) {
+    if (why) *why = e.what();
+    return {};
+  }
+}
+
+}  // namespace iron::rt
