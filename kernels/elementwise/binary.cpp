@@ -49,5 +49,6 @@ IRON_TEST_KERNEL(iron_add, n1003, {f32, 1e-6}, {f16, 1e-3}, {bf16, 8e-3}) { retu
 IRON_TEST_KERNEL(iron_add, n4097, {f32, 1e-6}, {f16, 1e-3}, {bf16, 8e-3}) { return binary_case(dt, 4097, false); }
 IRON_TEST_KERNEL(iron_mul, n1000, {f32, 1e-6}, {f16, 1e-3}, {bf16, 8e-3}) { return binary_case(dt, 1000, true); }
 IRON_TEST_KERNEL(iron_mul, n65537, {f32, 1e-6}, {f16, 1e-3}, {bf16, 8e-3}) { return binary_case(dt, 65537, true); }
+IRON_TEST_KERNEL(iron_mul, n1005, {f32, 1e-6}, {f16, 1e-3}, {bf16, 8e-3}) { return binary_case(dt, 1005, true); }
 
 }  // namespace iron::kernels

@@ -31,10 +31,10 @@ static void rmsnorm() {
 }
 IRON_KERNEL(iron_rmsnorm, rmsnorm, Reduction, f32, f16, bf16);
 
-static TestSetup rmsnorm_case(DType dt, uint32_t rows, uint32_t d, uint32_t tg) {
-  const double eps = 1e-6;
+static TestSetup rmsnorm_case(DType dt, uint32_t rows, uint32_t d, uint32_t tg, double amplitude = 2.0,
+                              double eps = 1e-6) {
   return TestSetup(dt)
-      .in("x", fixture::uniform(size_t(rows) * d, -2.0, 2.0, 31))
+      .in("x", fixture::uniform(size_t(rows) * d, -amplitude, amplitude, 31))
       .in("w", fixture::uniform(d, 0.5, 1.5, 32))
       .out("out", size_t(rows) * d)
       .constexprs({{"rows", rows}, {"d", d}, {"eps", eps}})
@@ -61,6 +61,11 @@ IRON_TEST_KERNEL(iron_rmsnorm, rows7_d4096, {f32, 1e-5}, {f16, 2e-3}, {bf16, 1e-
 }
 IRON_TEST_KERNEL(iron_rmsnorm, rows13_d1000, {f32, 1e-5}, {f16, 2e-3}, {bf16, 1e-2}) {
   return rmsnorm_case(dt, 13, 1000, 128);
+}
+// Rows of tiny values (mean square ~3e-7) with eps = 1e-6: eps dominates the scale, so a kernel
+// that drops or misplaces it fails. Outputs stay O(1) and f16 holds the 1e-3 inputs exactly enough.
+IRON_TEST_KERNEL(iron_rmsnorm, rows5_d512_tiny, {f32, 1e-5}, {f16, 2e-3}, {bf16, 1e-2}) {
+  return rmsnorm_case(dt, 5, 512, 64, 1e-3, 1e-6);
 }
 
 }  // namespace iron::kernels

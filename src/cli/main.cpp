@@ -293,6 +293,16 @@ int main(int argc, char** argv) {
   build->add_flag("--no-compile", no_compile, "Write sources only; skip NVRTC");
   build->add_flag("--json", as_json, "Print protocol messages as JSON lines");
 
+  std::string ir_file, only, mutation;
+  auto* optc = app.add_subcommand("opt", "Run the pipeline (or one pass) on a text IR file and print the result");
+  optc->add_option("file", ir_file, "Text IR (as printed by inspect --ir)")->required();
+  optc->add_option("--only", only, "Run only this pass");
+  optc->add_option("--stop-after", stop_after, "Run the pipeline up to this pass");
+  optc->add_flag("--verify-each", verify_each, "Run the verifier after every pass");
+  optc->add_flag("--stats", stats, "Print each pass's op counts and statistics");
+  optc->add_flag("--locations", locations, "Print DSL locations");
+  optc->add_option("--mutation", mutation, "Switch on a pass's known-bad behaviour (mutation testing)");
+
   auto* list = app.add_subcommand("list", "List registered kernels and test cases");
   list->add_flag("--json", as_json, "Print protocol messages as JSON lines");
 
@@ -334,6 +344,14 @@ int main(int argc, char** argv) {
     opt("--arch", arch);
     opt("-f", filter);
     if (no_compile) args.push_back("--no-compile");
+  } else if (*optc) {
+    args = {"opt", ir_file};
+    opt("--only", only);
+    opt("--stop-after", stop_after);
+    opt("--mutation", mutation);
+    if (verify_each) args.push_back("--verify-each");
+    if (stats) args.push_back("--stats");
+    if (locations) args.push_back("--locations");
   } else if (*list) {
     args = {"list"};
   }

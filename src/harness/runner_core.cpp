@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <iterator>
 #include <optional>
 #include <set>
 
@@ -130,6 +131,7 @@ struct Args {
   std::string pass, stop_after;
   std::set<std::string> print_after;
   bool stats = false, verify_each = false, time_passes = false, no_opt = false;
+  std::string only, mutation;
 };
 
 Args parse_args(int argc, char** argv) {
@@ -157,6 +159,8 @@ Args parse_args(int argc, char** argv) {
     else if (s == "--verify-each") a.verify_each = true;
     else if (s == "--time-passes") a.time_passes = true;
     else if (s == "--no-opt") a.no_opt = true;
+    else if (s == "--only") a.only = value();
+    else if (s == "--mutation") a.mutation = value();
     else if (!s.empty() && s[0] == '-') throw Error("unknown option " + s);
     else a.positional.push_back(s);
   }
@@ -342,6 +346,39 @@ int cmd_inspect(const Args& a) {
   return 0;
 }
 
+// `opt FILE`: runs the pipeline (or one pass with --only) on text IR and prints the result, so
+// a failing pass can be reproduced from a dump.
+int cmd_opt(const Args& a) {
+  if (a.positional.empty()) throw Error("opt needs a text IR file");
+  std::ifstream f(a.positional[0]);
+  if (!f) throw Error("cannot read " + a.positional[0]);
+  std::string text((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  ir::Kernel k = ir::parse(text);
+  check_pass_name(a.only);
+  check_pass_name(a.stop_after);
+  passes::PipelineOptions opts;
+  opts.verify_each = a.verify_each;
+  opts.stop_after = a.stop_after;
+  opts.mutation = a.mutation;
+  if (!a.only.empty())
+    for (const std::string& n : passes::pass_names())
+      if (n != a.only) opts.disabled.insert(n);
+  passes::PipelineResult r = passes::run_pipeline(k, opts);
+  if (a.stats) {
+    std::string table;
+    for (const passes::PassRecord& rec : r.passes) {
+      if (!rec.ran) continue;
+      table += "; " + rec.name + ": " + std::to_string(rec.ops_before) + " -> " + std::to_string(rec.ops_after);
+      for (const auto& [key, n] : rec.stats) table += ", " + key + "=" + std::to_string(n);
+      table += "\n";
+    }
+    send({{"type", "text"}, {"text", table}});
+  }
+  if (!r.ok()) throw Error("pipeline failed:\n" + r.diags.render(k));
+  send({{"type", "text"}, {"text", ir::print(k, {a.locations})}});
+  return 0;
+}
+
 void write_file(const std::filesystem::path& p, const void* data, size_t bytes) {
   std::filesystem::create_directories(p.parent_path());
   std::ofstream f(p, std::ios::binary);
@@ -439,6 +476,7 @@ int runner_main(int argc, char** argv) {
     if (a.command == "build") return cmd_build(a);
     if (a.command == "device") return cmd_device();
     if (a.command == "list") return cmd_list();
+    if (a.command == "opt") return cmd_opt(a);
     throw Error("unknown runner command '" + a.command + "' (test, inspect, build, device, list)");
   } catch (const std::exception& e) {
     send({{"type", "error"}, {"message", e.what()}});

@@ -6,6 +6,7 @@
 // Does not handle: reassociation or distribution (they change float rounding), strength
 // reduction of multiplies into shifts (the GPU compilers do it), comparisons of x with itself
 // (false for NaN).
+// Mutation for tests: algebraic_simplify.add_positive_zero also drops x + 0.0 (wrong for -0.0).
 #include <cmath>
 #include <cstring>
 
@@ -52,6 +53,7 @@ struct Simplifier {
         if (integer && is_int_const(b, 0)) return a;
         if (integer && is_int_const(a, 0)) return b;
         if (fl && is_float_const(b, -0.0)) return a;
+        if (fl && ctx.mutant("algebraic_simplify.add_positive_zero") && is_float_const(b, 0.0)) return a;
         if (fl && is_float_const(a, -0.0)) return b;
         break;
       case Op::Sub:

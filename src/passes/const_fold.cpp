@@ -6,6 +6,7 @@
 // Does not handle: ops whose evaluation is undefined (integer division by zero, shifts by 32
 // or more: left for the kernel to fault on, not silently given a value), casts to the generic
 // T (the rounding depends on the dtype chosen at emission), loops (unroll does those).
+// Mutation for tests: const_fold.sub_reversed folds a - b as b - a.
 #include "passes/eval.hpp"
 #include "passes/pass.hpp"
 
@@ -26,6 +27,7 @@ bool fold_value(ir::Kernel& k, Id id, PassContext& ctx) {
     args[i] = eval::const_value(o, DType::F32);
   }
   DType operand_type = k.insts[in.operands[in.op == Op::Select ? 1 : 0]].type;
+  if (ctx.mutant("const_fold.sub_reversed") && in.op == Op::Sub) std::swap(args[0], args[1]);
   eval::Scalar out;
   std::string error;
   if (!eval::eval_pure(in.op, in.type, operand_type, args, in.num_operands, out, error)) return false;

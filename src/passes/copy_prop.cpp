@@ -6,6 +6,7 @@
 // variable the body stores (the previous iteration may have changed it).
 // Does not handle: merging values from both arms of an if (that is if_conversion's select),
 // loop-carried values, threadgroup memory.
+// Mutation for tests: copy_prop.keep_across_loops forgets that a loop body may store.
 #include <map>
 
 #include "passes/pass.hpp"
@@ -60,7 +61,8 @@ struct CopyProp {
         case Op::For: {
           std::vector<Id> killed;
           stores_within(in.blocks[0], killed);
-          for (Id v : killed) known.erase(v);
+          if (!ctx.mutant("copy_prop.keep_across_loops"))
+            for (Id v : killed) known.erase(v);
           block(in.blocks[0], known);
           break;
         }

@@ -6,6 +6,7 @@
 // unified as well: nothing in a kernel can write them.
 // Does not handle: values in sibling branches (neither dominates), loads from writable buffers,
 // threadgroup memory, variables, and lane reductions (convergent).
+// Mutation for tests: cse.ignore_scope reuses values after the block defining them ends.
 #include <algorithm>
 #include <cstring>
 #include <map>
@@ -67,7 +68,8 @@ struct Cse {
       added.push_back(kk);
     }
     // Values defined here do not dominate anything after this block ends.
-    for (const Key& kk : added) table.erase(kk);
+    if (!ctx.mutant("cse.ignore_scope"))
+      for (const Key& kk : added) table.erase(kk);
   }
 };
 

@@ -6,6 +6,7 @@
 // Does not handle: stores to global buffers (always observable), barriers (kept even when no
 // threadgroup memory remains: removing one is a scheduling decision, not dead code), a variable
 // stored in a loop and read only by that store's own value chain (kept).
+// Mutation for tests: dead_store_elim.drop_var_stores removes stores to variables that are read.
 #include "passes/pass.hpp"
 
 namespace iron::passes {
@@ -32,7 +33,7 @@ bool run_dead_store_elim(ir::Kernel& k, PassContext& ctx) {
         case Op::Load: case Op::VarLoad: case Op::TgLoad: case Op::LaneSum: case Op::LaneMax:
           dead = uses[id] == 0;
           break;
-        case Op::VarStore: dead = !var_read[in.operands[0]]; break;
+        case Op::VarStore: dead = !var_read[in.operands[0]] || ctx.mutant("dead_store_elim.drop_var_stores"); break;
         case Op::Var: dead = !var_read[id] && uses[id] == 0; break;
         case Op::TgStore: dead = !tg_read[in.operands[0]]; break;
         case Op::TgAlloc: dead = uses[id] == 0; break;

@@ -2,6 +2,7 @@
 // when the multiply has no other use: one instruction and one rounding instead of two. Runs
 // after type_check (it relies on checked float dtypes) and after fusion; the multiply it
 // consumed is left for dead_store_elim.
+// Mutation for tests: fma_fusion.integers fuses integer multiply-adds (no fma on integers).
 // Not bit-exact by design: the fused result is rounded once (differential tests compare it
 // within tolerance). Does not handle: sub (a*b - c would need a negation), integer multiply-add.
 #include "passes/pass.hpp"
@@ -19,7 +20,7 @@ bool run_fma_fusion(ir::Kernel& k, PassContext& ctx) {
   bool changed = false;
   for (Id id : ids) {
     ir::Inst& in = k.insts[id];
-    if (in.op != Op::Add || !is_float(in.type)) continue;
+    if (in.op != Op::Add || (!is_float(in.type) && !ctx.mutant("fma_fusion.integers"))) continue;
     for (int side = 0; side < 2; ++side) {
       Id m = in.operands[side];
       const ir::Inst& mul = k.insts[m];

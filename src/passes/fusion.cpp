@@ -6,6 +6,7 @@
 // Does not handle: values used by a loop header (they would be re-evaluated per iteration),
 // values used in a nested block (the use would move into a loop or branch), loads and variable
 // reads (memory may change between definition and use), lane operations.
+// Mutation for tests: fusion.fuse_loads fuses loads too.
 #include "passes/pass.hpp"
 
 namespace iron::passes {
@@ -25,7 +26,7 @@ bool run_fusion(ir::Kernel& k, PassContext& ctx) {
   int64_t fused = 0, roots = 0;
   ir::walk(k, [&](Id id) {
     ir::Inst& in = k.insts[id];
-    bool can = is_pure_value(in) && uses[id] == 1 && user[id] != ir::kNone && where[user[id]] == where[id] &&
+    bool can = (is_pure_value(in) || (in.op == Op::Load && ctx.mutant("fusion.fuse_loads"))) && uses[id] == 1 && user[id] != ir::kNone && where[user[id]] == where[id] &&
                k.insts[user[id]].op != Op::For;
     if (can && !(in.flags & ir::kFused) && ctx.allow_rewrite()) {
       in.flags |= ir::kFused;

@@ -6,6 +6,7 @@
 // so it never guards a load (seeds §8) — an arm with a load, a store, a barrier, a lane
 // operation, a loop, an integer division or a variable read stays a real branch.
 // Does not handle: nested ifs inside the arms, arms longer than kMaxArm ops.
+// Mutation for tests: if_conversion.allow_loads converts arms that load (the seeds' hazard).
 #include <map>
 
 #include "passes/pass.hpp"
@@ -40,7 +41,8 @@ struct IfConversion {
         if (inside) return false;
         continue;
       }
-      if (!is_pure_value(in)) return false;
+      bool load_ok = in.op == Op::Load && ctx.mutant("if_conversion.allow_loads");
+      if (!is_pure_value(in) && !load_ok) return false;
       if (is_integer(in.type) && (in.op == Op::Div || in.op == Op::Rem)) return false;
       if ((in.op == Op::Shl || in.op == Op::Shr) && k.insts[in.operands[1]].op != Op::Const) return false;
     }

@@ -51,6 +51,7 @@ struct Machine {
   std::vector<uint32_t> tg_mem;       // every TgAlloc's array, one after another
   std::vector<uint32_t> tg_offset;    // per instruction: TgAlloc's offset into tg_mem
   std::vector<uint32_t> lane_a, lane_b;
+  Id vec_leader[2] = {ir::kNone, ir::kNone};  // last vector group leader: [0] load, [1] store
   uint32_t group[3] = {0, 0, 0};
   uint64_t steps = 0;
 
@@ -172,8 +173,14 @@ struct Machine {
       case Op::LaneWidth: fill(W); return;
       case Op::SimdGroupId: for (uint32_t t : active) out[t] = t / W; return;
       case Op::NumSimdGroups: fill((T + W - 1) / W); return;
-      case Op::Load: load(in, out, active); return;
-      case Op::Store: store(in, active); return;
+      case Op::Load:
+        if (in.imm != 0 && in.imm != 1) check_vector(id, in, active);
+        load(in, out, active);
+        return;
+      case Op::Store:
+        if (in.imm != 0 && in.imm != 1) check_vector(id, in, active);
+        store(in, active);
+        return;
       case Op::Var: {
         const uint32_t* init = row(in.operands[0]);
         for (uint32_t t : active) out[t] = init[t];
@@ -239,6 +246,38 @@ struct Machine {
       fail(in, std::string(ir::mnemonic(in.op)) + " of buffer '" + k.params[in.sym].name + "' at index " +
                    std::to_string(idx) + " is out of range: the buffer has " + std::to_string(v.count) +
                    " elements (" + thread_text(t) + ")");
+  }
+
+  // vectorize groups stay scalar here, but the GPU runs a group as one wide access at the
+  // leader's index: check the pass's contract per thread (leader index a multiple of W, member
+  // lane L at leader + L), so a bad grouping fails here instead of faulting or miscomputing on
+  // a GPU. Members immediately follow their leader in the same block, so its index row is live.
+  void check_vector(Id id, const ir::Inst& in, const Mask& active) {
+    const int is_store = in.op == Op::Store;
+    if (in.imm >= 2) {
+      vec_leader[is_store] = id;
+      for (uint32_t t : active) {
+        int64_t idx = index_of(in.operands[0], t);
+        if (idx % in.imm != 0)
+          fail(in, std::string("vector ") + ir::mnemonic(in.op) + " of " + std::to_string(in.imm) +
+                       " elements of buffer '" + k.params[in.sym].name + "' at index " + std::to_string(idx) +
+                       ", which is not a multiple of " + std::to_string(in.imm) + " (misaligned; " + thread_text(t) + ")");
+      }
+      return;
+    }
+    const Id leader = vec_leader[is_store];
+    const int64_t lane = -in.imm;
+    if (leader == ir::kNone || k.insts[leader].sym != in.sym || lane >= k.insts[leader].imm)
+      fail(in, std::string("vector group member ") + ir::mnemonic(in.op) + " (lane " + std::to_string(lane) +
+                   ") of buffer '" + k.params[in.sym].name + "' does not follow a matching group leader");
+    for (uint32_t t : active) {
+      int64_t idx = index_of(in.operands[0], t);
+      int64_t want = index_of(k.insts[leader].operands[0], t) + lane;
+      if (idx != want)
+        fail(in, std::string("vector group member ") + ir::mnemonic(in.op) + " (lane " + std::to_string(lane) +
+                     ") of buffer '" + k.params[in.sym].name + "' is at index " + std::to_string(idx) + ", not " +
+                     std::to_string(want) + " (the group is not contiguous; " + thread_text(t) + ")");
+    }
   }
 
   void load(const ir::Inst& in, uint32_t* out, const Mask& active) {

@@ -24,8 +24,9 @@ struct BufferArg {
 
 // Runs `k` (already verified) with T = `dtype`. buffers: one per buffer parameter in declaration
 // order; scalars: one 32-bit pattern per scalar parameter in declaration order. Throws
-// iron::Error naming the op's DSL location on out-of-range accesses, divergent barriers,
-// partially active lane groups, undefined integer ops, and runaway loops (opts.max_steps).
+// iron::Error naming the op's DSL location on out-of-range accesses, misaligned or
+// non-contiguous vectorize groups, divergent barriers, partially active lane groups, undefined
+// integer ops, and runaway loops (opts.max_steps).
 void run(const ir::Kernel& k, DType dtype, const std::vector<BufferArg>& buffers, const std::vector<uint32_t>& scalars,
          Dim3 grid, Dim3 threadgroup, const Options& opts);
 

@@ -6,6 +6,7 @@
 // count or dtypes differ from the callee's args, is a located diagnostic.
 // Does not handle: functions with buffers or built-ins (the registry gate rejects them), a
 // callee whose ret sits inside control flow (the verifier requires it last in the entry block).
+// Mutation for tests: kernel_inline.reverse_args binds the arguments in reverse order.
 #include <map>
 
 #include "passes/pass.hpp"
@@ -75,7 +76,8 @@ struct Inliner {
       if (in.op != Op::Arg) return;
       ++args;
       if (in.imm < 0 || in.imm >= call.num_operands) return;
-      Id actual = call.operands[in.imm];
+      int64_t which = ctx.mutant("kernel_inline.reverse_args") ? call.num_operands - 1 - in.imm : in.imm;
+      Id actual = call.operands[which];
       if (k.insts[actual].type != in.type)
         ctx.diags.error(call.loc, "argument " + std::to_string(in.imm) + " of '" + name + "' is " +
                                       dtype_name(k.insts[actual].type) + ", the function takes " + dtype_name(in.type));

@@ -5,6 +5,7 @@
 // Does not handle: loads (a loop that runs zero times must not read memory it never touched),
 // integer division, remainder and non-constant shifts (they may fault or be undefined when the
 // loop would not have run), values inside ifs within the loop, lane operations (convergent).
+// Mutation for tests: licm.hoist_loads hoists loads as well.
 #include <set>
 
 #include "passes/pass.hpp"
@@ -16,7 +17,8 @@ using ir::Op;
 
 namespace {
 
-bool hoistable(const ir::Kernel& k, const ir::Inst& in) {
+bool hoistable(const ir::Kernel& k, const ir::Inst& in, const PassContext& ctx) {
+  if (in.op == Op::Load && ctx.mutant("licm.hoist_loads")) return true;
   if (!is_pure_value(in)) return false;
   if (is_integer(in.type) && (in.op == Op::Div || in.op == Op::Rem)) return false;
   if ((in.op == Op::Shl || in.op == Op::Shr) && k.insts[in.operands[1]].op != Op::Const) return false;
@@ -50,7 +52,7 @@ struct Licm {
     for (size_t i = 0; i < insts.size();) {
       Id id = insts[i];
       const ir::Inst& in = k.insts[id];
-      bool invariant = hoistable(k, in);
+      bool invariant = hoistable(k, in, ctx);
       for (int o = 0; invariant && o < in.num_operands; ++o) invariant = !inside.count(in.operands[o]);
       if (invariant && ctx.allow_rewrite()) {
         moved.push_back(id);

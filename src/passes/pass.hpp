@@ -20,7 +20,12 @@ struct PassContext {
   // Bisection: the number of rewrites still allowed (-1: unlimited). IRON_OPT_BISECT=N stops
   // every pass after N rewrites in total, so a miscompile can be narrowed to one rewrite.
   int64_t rewrite_budget = -1;
+  // Mutation testing: the name of one known-bad behaviour to switch on (e.g. "cse.ignore_scope";
+  // each pass documents its own). Tests enable it to prove they catch a broken pass; it is
+  // also read from IRON_PASS_MUTATION. Empty in normal use.
+  std::string mutation;
 
+  bool mutant(const char* name) const { return !mutation.empty() && mutation == name; }
   void stat(const std::string& key, int64_t n = 1) { stats[key] += n; }
   bool allow_rewrite() {
     if (rewrite_budget == 0) return false;
@@ -42,6 +47,7 @@ struct PipelineOptions {
   std::set<std::string> disabled;        // passes to skip (differential testing)
   bool time_passes = false;
   int64_t rewrite_budget = -1;
+  std::string mutation;  // see PassContext::mutation
 };
 
 struct PassRecord {

@@ -32,6 +32,9 @@ PipelineResult run_pipeline(ir::Kernel& k, const PipelineOptions& opts) {
   PipelineResult result;
   PassContext ctx;
   ctx.rewrite_budget = opts.rewrite_budget;
+  ctx.mutation = opts.mutation;
+  if (ctx.mutation.empty())
+    if (const char* env = std::getenv("IRON_PASS_MUTATION")) ctx.mutation = env;
   if (ctx.rewrite_budget < 0)
     if (const char* env = std::getenv("IRON_OPT_BISECT")) ctx.rewrite_budget = std::strtoll(env, nullptr, 10);
   bool print_all = opts.print_after.count("all") != 0;

@@ -4,6 +4,7 @@
 // so only operand dependencies constrain the move. Loads keep their relative order.
 // Does not handle: loads from writable buffers (a store may intervene), moves across blocks,
 // register-pressure-aware ordering (the target compiler schedules registers).
+// Mutation for tests: schedule.move_writable_loads also moves loads of writable buffers.
 #include "passes/pass.hpp"
 
 namespace iron::passes {
@@ -19,7 +20,8 @@ bool run_schedule(ir::Kernel& k, PassContext& ctx) {
     for (size_t pos = 0; pos < list.size(); ++pos) {
       Id id = list[pos];
       const ir::Inst& in = k.insts[id];
-      if (in.op != Op::Load || k.params[in.sym].access != ir::Access::Read) continue;
+      if (in.op != Op::Load) continue;
+      if (k.params[in.sym].access != ir::Access::Read && !ctx.mutant("schedule.move_writable_loads")) continue;
       size_t target = floor;
       for (size_t j = pos; j-- > floor;) {
         Id prev = list[j];

@@ -5,6 +5,7 @@
 // computed bounds into constants.
 // Does not handle: partial unrolling or remainder loops, loops with unknown bounds (most
 // strided kernel loops), bodies declaring threadgroup memory (hoisted already by the tracer).
+// Mutation for tests: unroll.one_short emits one copy too few.
 #include <map>
 
 #include "passes/pass.hpp"
@@ -44,6 +45,7 @@ bool run_unroll(ir::Kernel& k, PassContext& ctx) {
             !constant_int(k, lp.operands[2], step) || step <= 0)
           continue;
         int64_t trip = end > begin ? (end - begin + step - 1) / step : 0;
+        if (ctx.mutant("unroll.one_short") && trip > 0) --trip;
         size_t body_ops = 0;
         ir::walk(k, lp.blocks[0], [&](Id) { ++body_ops; });
         if (trip > kMaxTrip || trip * int64_t(body_ops) > kMaxOps) continue;

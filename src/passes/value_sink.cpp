@@ -4,6 +4,7 @@
 // Does not handle: sinking into loop bodies (it would be recomputed per iteration), loads (a
 // store between the definition and the if could change the value read), values used in both
 // arms or after the if, lane operations (convergent).
+// Mutation for tests: value_sink.first_arm sinks a value used in both arms into the first.
 #include "passes/pass.hpp"
 
 namespace iron::passes {
@@ -44,7 +45,7 @@ struct Sink {
           for (Id cur = ub; cur != ir::kNone && cur != b; cur = parent_block(k, where, cur)) arm = cur;
           if (arm == ir::kNone || k.insts[k.blocks[arm].parent].op != ir::Op::If) ok = false;
           else if (target == ir::kNone) target = arm;
-          else if (target != arm) ok = false;
+          else if (target != arm && !ctx.mutant("value_sink.first_arm")) ok = false;
         }
       });
       if (!any || !ok || target == ir::kNone || !ctx.allow_rewrite()) continue;

@@ -11,6 +11,7 @@
 // Does not handle: loads from writable buffers, accesses split across blocks (a tail guarded
 // per element stays scalar, which is exactly the tail path), strided or reversed runs, runs
 // whose base is not provably aligned.
+// Mutation for tests: vectorize.assume_aligned groups runs whose base is not provably aligned.
 #include <algorithm>
 #include <map>
 
@@ -138,7 +139,8 @@ struct Vectorizer {
         // Lane offsets 0..w-1 relative to a start s that is a multiple of w, with the base aligned.
         for (const Access& lead : accesses) {
           int64_t s = lead.off;
-          if (s % w != 0 || !multiple_of(key.second, w)) continue;
+          bool aligned = multiple_of(key.second, w) || ctx.mutant("vectorize.assume_aligned");
+          if (s % w != 0 || !aligned) continue;
           std::vector<Id> lanes(size_t(w), ir::kNone);
           for (const Access& a : accesses)
             if (a.off >= s && a.off < s + w && lanes[size_t(a.off - s)] == ir::kNone) lanes[size_t(a.off - s)] = a.id;

@@ -106,12 +106,16 @@ std::string dim_text(Dim3 d) {
 
 // Converts a scalar value for a parameter, rejecting inexact or out-of-range integers.
 bool scalar_bits(DType t, double v, uint32_t& bits, std::string& why) {
-  if (!std::isfinite(v) && t != DType::F32) {
+  if (!std::isfinite(v)) {
     why = "is not finite";
     return false;
   }
   switch (t) {
     case DType::F32: {
+      if (std::fabs(v) > 3.4028234663852886e38) {
+        why = "is out of f32 range";
+        return false;
+      }
       float f = float(v);
       std::memcpy(&bits, &f, 4);
       return true;
@@ -149,6 +153,8 @@ Validated check(const DeviceInfo& dev, const ir::Kernel& k, DType dtype, const B
   auto fail = [&](std::string m) { problems.push_back(std::move(m)); };
 
   bool generic = !k.dtypes.empty();
+  if (dtype == DType::Generic || dtype == DType::Void || dtype == DType::Bool)
+    fail(std::string("dtype ") + dtype_name(dtype) + " cannot be dispatched (use a concrete value dtype)");
   if (generic) {
     bool ok = false;
     std::string declared;
@@ -163,10 +169,13 @@ Validated check(const DeviceInfo& dev, const ir::Kernel& k, DType dtype, const B
   if (grid.x == 0 || grid.y == 0 || grid.z == 0) fail("grid " + dim_text(grid) + " has a zero dimension");
   if (tg.x == 0 || tg.y == 0 || tg.z == 0) fail("threadgroup " + dim_text(tg) + " has a zero dimension");
   uint64_t per_group = tg.product();
-  uint64_t total = grid.product() * per_group;
-  if (total > 0xffffffffull)
-    fail("grid " + dim_text(grid) + " x threadgroup " + dim_text(tg) + " = " + std::to_string(total) +
+  // Six 32-bit factors can exceed 64 bits: multiply in 128.
+  unsigned __int128 total = (unsigned __int128)grid.product() * per_group;
+  if (total > 0xffffffffull) {
+    std::string count = total > ~uint64_t(0) ? "more than 2^64" : std::to_string(uint64_t(total));
+    fail("grid " + dim_text(grid) + " x threadgroup " + dim_text(tg) + " = " + count +
          " threads exceeds 2^32-1 (thread ids are u32; the grid counts threadgroups, not threads)");
+  }
   if (per_group > dev.max_threads_per_group)
     fail("threadgroup " + dim_text(tg) + " has " + std::to_string(per_group) + " threads; the device allows " +
          std::to_string(dev.max_threads_per_group));
@@ -174,9 +183,11 @@ Validated check(const DeviceInfo& dev, const ir::Kernel& k, DType dtype, const B
     fail("threadgroup " + dim_text(tg) + " exceeds the device's per-axis limit " + dim_text(dev.max_group_size));
   if (grid.x > dev.max_grid.x || grid.y > dev.max_grid.y || grid.z > dev.max_grid.z)
     fail("grid " + dim_text(grid) + " exceeds the device's per-axis limit " + dim_text(dev.max_grid));
-  if (ir::uses_lane_ops(k) && per_group != 0 && (per_group % dev.lane_width) != 0)
-    fail("threadgroup " + dim_text(tg) + " has " + std::to_string(per_group) +
-         " threads, not a positive multiple of the lane width " + std::to_string(dev.lane_width) +
+  // Lane groups are formed along x first; Vulkan guarantees full subgroups only when x itself is
+  // a multiple of the subgroup size, so that is the rule (it implies the total is one too).
+  if (ir::uses_lane_ops(k) && tg.x != 0 && (tg.x % dev.lane_width) != 0)
+    fail("threadgroup " + dim_text(tg) + ": x = " + std::to_string(tg.x) + " is not a positive multiple of the lane width " +
+         std::to_string(dev.lane_width) +
          " (the kernel uses lane or threadgroup operations; a partial lane group would hang or read garbage)");
   uint64_t shared = ir::threadgroup_bytes(k, dtype);
   if (shared > dev.shared_memory_bytes)
@@ -284,6 +295,8 @@ void Context::dispatch_with_grid(std::string_view kernel, DType dtype, const Bin
 
 void Context::dispatch_with_grid(const ir::Kernel& kernel, DType dtype, const Bindings& buffers,
                                  const Constexprs& constexprs, Dim3 grid, Dim3 threadgroup) {
+  // A kernel without T is the same program at every dtype: one pipeline, keyed as f32.
+  if (kernel.dtypes.empty() && dtype != DType::Generic && dtype != DType::Void && dtype != DType::Bool) dtype = DType::F32;
   Validated v = check(device_->info(), kernel, dtype, buffers, constexprs, grid, threadgroup);
   rt::CompiledKernel* compiled;
   {

@@ -3,6 +3,8 @@
 // context usable; valid dispatches compute correct results and reuse cached pipelines.
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include <memory>
 #include <string>
 #include <vector>
@@ -206,10 +208,37 @@ TEST_F(Dispatch, LaneOpsNeedThreadgroupMultipleOfLaneWidth) {
                              {tgx, 1, 1});
   });
   EXPECT_PRED_FORMAT2(testing::IsSubstring,
-                      "threadgroup {" + std::to_string(tgx) + ", 1, 1} has " + std::to_string(tgx) +
-                          " threads, not a positive multiple of the lane width " + std::to_string(lane),
+                      "threadgroup {" + std::to_string(tgx) + ", 1, 1}: x = " + std::to_string(tgx) +
+                          " is not a positive multiple of the lane width " + std::to_string(lane),
                       msg);
   EXPECT_EQ(count_of(msg, "\n  - "), 1u) << msg;
+}
+
+TEST_F(Dispatch, LaneOpsNeedTheXDimensionAMultipleOfLaneWidth) {
+  // {lane/2, 2, 1} has a whole lane group of threads in total, but Vulkan forms full subgroups
+  // only when x itself is a multiple of the subgroup size.
+  uint32_t lane = info().lane_width;
+  const uint32_t rows = 2, d = 16;
+  Bindings b = {{"x", ctx().alloc(DType::F32, rows * d)},
+                {"w", ctx().alloc(DType::F32, d)},
+                {"out", ctx().alloc(DType::F32, rows * d)}};
+  std::string msg = rejection([&] {
+    ctx().dispatch_with_grid("iron_rmsnorm", DType::F32, b, {{"rows", rows}, {"d", d}, {"eps", 1e-6}}, {rows, 1, 1},
+                             {lane / 2, 2, 1});
+  });
+  EXPECT_PRED_FORMAT2(testing::IsSubstring, "is not a positive multiple of the lane width", msg);
+}
+
+TEST_F(Dispatch, RejectsNonFiniteF32Constexpr) {
+  const uint32_t rows = 1, d = 16;
+  Bindings b = {{"x", ctx().alloc(DType::F32, rows * d)},
+                {"w", ctx().alloc(DType::F32, d)},
+                {"out", ctx().alloc(DType::F32, rows * d)}};
+  std::string msg = rejection([&] {
+    ctx().dispatch_with_grid("iron_rmsnorm", DType::F32, b, {{"rows", rows}, {"d", d}, {"eps", std::nan("")}},
+                             {rows, 1, 1}, {info().lane_width, 1, 1});
+  });
+  EXPECT_PRED_FORMAT2(testing::IsSubstring, "constexpr 'eps' = nan is not finite", msg);
 }
 
 TEST_F(Dispatch, ElementwiseKernelAcceptsThreadgroupNotMultipleOfLaneWidth) {
@@ -302,7 +331,8 @@ TEST_F(Dispatch, RejectsBufferSmallerThanExtent) {
 
 TEST_F(Dispatch, RejectsNegativeI32Extent) {
   // -5 is a valid i32, but not a buffer size.
-  ir::Kernel k = trace_kernel(KernelDecl{"dispatch_test_i32_extent", &i32_extent_body, Mode::Elementwise, {}, __FILE__, __LINE__});
+  ir::Kernel k =
+      trace_kernel(KernelDecl{"dispatch_test_i32_extent", &i32_extent_body, Mode::Elementwise, {}, __FILE__, __LINE__});
   DeviceBuffer out = ctx().alloc(DType::F32, 16);
   std::string msg = rejection(
       [&] { ctx().dispatch_with_grid(k, DType::F32, {{"out", out}}, {{"n", -5}}, {1, 1, 1}, {16, 1, 1}); });

@@ -69,8 +69,6 @@ interp::BufferArg arg(std::vector<T>& v) {
   return {v.data(), v.size() * sizeof(T)};
 }
 
-uint32_t bits_of(float f) { return Scalar::of_f32(f).bits; }
-
 }  // namespace
 
 // --- eval ----------------------------------------------------------------------------------
@@ -357,7 +355,7 @@ TEST_P(InterpGroupSum, ThreadgroupMemoryReductionIsExact) {
   for (uint32_t g = 0; g < groups; ++g) EXPECT_EQ(out[g], float(want[g])) << "group " << g;
 }
 
-INSTANTIATE_TEST_SUITE_P(LaneWidths, InterpGroupSum, ::testing::Values(8u, 32u));
+INSTANTIATE_TEST_SUITE_P(InterpLaneWidths, InterpGroupSum, ::testing::Values(8u, 32u));
 
 TEST(InterpLanes, SumFollowsTheXorButterflyOrder) {
   ir::Kernel k = parse_verified(
@@ -536,6 +534,8 @@ TEST(InterpMemory, SixteenBitStoresRoundToNearestEven) {
 }
 
 TEST(InterpDevice, LaneWidthComesFromTheEnvironment) {
+  const char* outer = std::getenv("IRON_INTERP_LANE_WIDTH");
+  const std::string saved = outer ? outer : "";
   ::setenv("IRON_INTERP_LANE_WIDTH", "8", 1);
   std::unique_ptr<Context> ctx = Context::create(Backend::Interp);
   EXPECT_EQ(ctx->info().lane_width, 8u);
@@ -554,6 +554,8 @@ TEST(InterpDevice, LaneWidthComesFromTheEnvironment) {
   EXPECT_NE(why.find("'12'"), std::string::npos) << why;
   ::unsetenv("IRON_INTERP_LANE_WIDTH");
   EXPECT_EQ(list_devices(Backend::Interp).size(), 1u);
+  EXPECT_EQ(list_devices(Backend::Interp)[0].lane_width, 32u);
+  if (outer) ::setenv("IRON_INTERP_LANE_WIDTH", saved.c_str(), 1);
 }
 
 TEST(InterpDevice, DispatchThroughTheContext) {
@@ -571,4 +573,41 @@ TEST(InterpDevice, DispatchThroughTheContext) {
                           {4, 1, 1}, {256, 1, 1});
   ctx->download(out, ov.data(), n * 4);
   for (size_t i = 0; i < n; ++i) ASSERT_EQ(ov[i], av[i] + bv[i]) << i;
+}
+
+namespace {
+// A vectorize group (leader vec2, member lane1) whose base is tid * m: aligned only for even m.
+const char* kVectorGroup =
+    "kernel vec mode=Elementwise {\n"
+    "  param m: scalar<u32>\n"
+    "  param step: scalar<u32>\n"
+    "  param a: in buf<f32> extent=64\n"
+    "  param out: out buf<f32> extent=64\n"
+    "  %0 = thread_id<0> : u32\n"
+    "  %1 = param<m> : u32\n"
+    "  %2 = param<step> : u32\n"
+    "  %3 = mul %0, %1 : u32\n"
+    "  %4 = add %3, %2 : u32\n"
+    "  %5 = load<a, vec2> %3 : f32 @\"vec.cpp\":4\n"
+    "  %6 = load<a, lane1> %4 : f32 @\"vec.cpp\":5\n"
+    "  %7 = add %5, %6 : f32\n"
+    "  store<out> %0, %7\n"
+    "}\n";
+}
+
+TEST(InterpMemory, VectorGroupsAreCheckedForAlignmentAndContiguity) {
+  ir::Kernel k = parse_verified(kVectorGroup);
+  std::vector<float> a(64), out(64, 0.0f);
+  for (int i = 0; i < 64; ++i) a[i] = float(i);
+  // Aligned and contiguous: runs as the scalar loads it stands for.
+  EXPECT_EQ(run_error(k, DType::F32, {arg(a), arg(out)}, {2, 1}, {1, 1, 1}, {8, 1, 1}), "");
+  for (int t = 0; t < 8; ++t) EXPECT_EQ(out[t], float(4 * t + 1)) << t;
+  // Base tid * 3: thread 1 starts at index 3, which a 2-wide access cannot.
+  std::string e = run_error(k, DType::F32, {arg(a), arg(out)}, {3, 1}, {1, 1, 1}, {8, 1, 1});
+  EXPECT_NE(e.find("not a multiple of 2 (misaligned; thread {1, 0, 0})"), std::string::npos) << e;
+  EXPECT_NE(e.find("vec.cpp:4"), std::string::npos) << e;
+  // Member at base + 2 instead of base + 1.
+  e = run_error(k, DType::F32, {arg(a), arg(out)}, {2, 2}, {1, 1, 1}, {8, 1, 1});
+  EXPECT_NE(e.find("is at index 2, not 1 (the group is not contiguous"), std::string::npos) << e;
+  EXPECT_NE(e.find("vec.cpp:5"), std::string::npos) << e;
 }

@@ -1,10 +1,11 @@
 // Mutation testing of the kernel corpus: known-bad variants of the six kernels, traced under the
 // real kernel's name and parameters, must fail the real registered test cases on Vulkan while the
-// real kernels pass them. Mutants the corpus cannot catch are listed in KnownCorpusGaps.
+// real kernels pass them.
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <iostream>
 #include <memory>
 #include <sstream>
@@ -20,56 +21,50 @@
 using namespace iron;
 
 // --- mutant bodies ----------------------------------------------------------------------------
-// Each is a copy of the real body (kernels/*/*.cpp) with one deliberate bug; parameter names,
-// order, dtypes and extents are kept so the registered test cases bind to them unchanged.
+// Each kernel family has one skeleton copied from its real body (kernels/*/*.cpp) with bug
+// switches read at trace time. Parameter names, order, dtypes and extents are the real ones, so
+// the registered cases bind unchanged. Configured with the real semantics and no bug, a skeleton is
+// a control that must pass the corpus (else the copy has drifted and "caught" would mean nothing).
 namespace {
 namespace mutants {
 using namespace iron::dsl;
 
-void add_subtracts() {
+// kernels/elementwise/per_thread.hpp: each thread owns 8 consecutive elements; a full run is
+// unguarded, the one partial run at the end is guarded per element.
+constexpr uint32_t kPerThread = 8;
+struct TailBug {
+  bool first_only = false;  // the partial run handles only its first element
+};
+TailBug g_tail;
+
+void for_each_owned(Expr n, FnRef<void(Expr)> body) {
+  Expr base = thread_id(0) * kPerThread;
+  if_(base + kPerThread <= n, [&] {
+    for (uint32_t e = 0; e < kPerThread; ++e) body(base + e);
+  }).else_([&] {
+    for (uint32_t e = 0; e < (g_tail.first_only ? 1 : kPerThread); ++e) if_(base + e < n, [&] { body(base + e); });
+  });
+}
+
+// out[i] = g_binary(a[i], b[i]) for iron_add / iron_mul.
+Expr (*g_binary)(const ElemRef& a, const ElemRef& b) = nullptr;
+void binary_mutant() {
   Expr n = constexpr_("n", u32);
   Buffer a = input("a", T, {n});
   Buffer b = input("b", T, {n});
   Buffer out = output("out", T, {n});
-  Expr i = thread_id(0);
-  if_(i < n, [&] { out[i] = a[i] - b[i]; });
+  if (!g_binary) throw Error("binary_mutant traced without an element function");
+  for_each_owned(n, [&](Expr i) { out[i] = g_binary(a[i], b[i]); });
 }
 
-void add_ignores_b() {
+// out[i] = cast<T>(g_unary(cast<f32>(x[i]))) for iron_exp / iron_silu.
+Expr (*g_unary)(Expr v) = nullptr;
+void unary_mutant() {
   Expr n = constexpr_("n", u32);
-  Buffer a = input("a", T, {n});
-  input("b", T, {n});  // declared, so the parameters match, but never read
+  Buffer x = input("x", T, {n});
   Buffer out = output("out", T, {n});
-  Expr i = thread_id(0);
-  if_(i < n, [&] { out[i] = a[i]; });
-}
-
-// Off-by-one tail guard: the last element is never written (the harness pre-fills outputs with NaN).
-void add_skips_last() {
-  Expr n = constexpr_("n", u32);
-  Buffer a = input("a", T, {n});
-  Buffer b = input("b", T, {n});
-  Buffer out = output("out", T, {n});
-  Expr i = thread_id(0);
-  if_(i + 1u < n, [&] { out[i] = a[i] + b[i]; });
-}
-
-void mul_adds() {
-  Expr n = constexpr_("n", u32);
-  Buffer a = input("a", T, {n});
-  Buffer b = input("b", T, {n});
-  Buffer out = output("out", T, {n});
-  Expr i = thread_id(0);
-  if_(i < n, [&] { out[i] = a[i] + b[i]; });
-}
-
-void mul_squares_a() {
-  Expr n = constexpr_("n", u32);
-  Buffer a = input("a", T, {n});
-  input("b", T, {n});  // never read
-  Buffer out = output("out", T, {n});
-  Expr i = thread_id(0);
-  if_(i < n, [&] { out[i] = a[i] * a[i]; });
+  if (!g_unary) throw Error("unary_mutant traced without an element function");
+  for_each_owned(n, [&](Expr i) { out[i] = cast<T>(g_unary(cast<f32>(x[i]))); });
 }
 
 // Not a runnable mutant: storing the f32 result into buf<T> without the cast back.
@@ -77,70 +72,15 @@ void exp_no_cast_back() {
   Expr n = constexpr_("n", u32);
   Buffer x = input("x", T, {n});
   Buffer out = output("out", T, {n});
-  Expr i = thread_id(0);
-  if_(i < n, [&] { out[i] = exp(cast<f32>(x[i])); });
+  for_each_owned(n, [&](Expr i) { out[i] = exp(cast<f32>(x[i])); });
 }
 
-void exp_minus_one() {
-  Expr n = constexpr_("n", u32);
-  Buffer x = input("x", T, {n});
-  Buffer out = output("out", T, {n});
-  Expr i = thread_id(0);
-  if_(i < n, [&] { out[i] = cast<T>(exp(cast<f32>(x[i])) - 1.0f); });
-}
-
-void exp_squares() {
-  Expr n = constexpr_("n", u32);
-  Buffer x = input("x", T, {n});
-  Buffer out = output("out", T, {n});
-  Expr i = thread_id(0);
-  if_(i < n, [&] {
-    Expr v = cast<f32>(x[i]);
-    out[i] = cast<T>(v * v);
-  });
-}
-
-// A wrong "underflow shortcut": exp(x) = 0 for x < -7, where the true value is still ~1e-3.
-void exp_flushes_below_minus7() {
-  Expr n = constexpr_("n", u32);
-  Buffer x = input("x", T, {n});
-  Buffer out = output("out", T, {n});
-  Expr i = thread_id(0);
-  if_(i < n, [&] {
-    Expr v = cast<f32>(x[i]);
-    out[i] = cast<T>(select(v < -7.0f, 0.0f, exp(v)));
-  });
-}
-
-void silu_drops_one_plus() {
-  Expr n = constexpr_("n", u32);
-  Buffer x = input("x", T, {n});
-  Buffer out = output("out", T, {n});
-  Expr i = thread_id(0);
-  if_(i < n, [&] {
-    Expr v = cast<f32>(x[i]);
-    out[i] = cast<T>(v / exp(-v));
-  });
-}
-
-void silu_sigmoid_only() {
-  Expr n = constexpr_("n", u32);
-  Buffer x = input("x", T, {n});
-  Buffer out = output("out", T, {n});
-  Expr i = thread_id(0);
-  if_(i < n, [&] {
-    Expr v = cast<f32>(x[i]);
-    out[i] = cast<T>(1.0f / (1.0f + exp(-v)));
-  });
-}
-
-// The rmsnorm mutants share the real kernel's skeleton; each flag removes or breaks one step.
 struct RmsBug {
   bool no_mean = false;         // sum of squares not divided by d
   bool no_weight = false;       // w dropped from the output
   bool no_eps = false;          // eps dropped
   bool loop_from_zero = false;  // first loop starts at 0, not local_id: every thread sums the same elements
-  bool lane_only = false;       // lane_sum instead of group_sum: only one lane group's share
+  bool lane_only = false;       // lane_sum instead of group_sum: one lane group's share only
 };
 RmsBug g_rms;
 
@@ -152,8 +92,7 @@ void rmsnorm_mutant() {
   Buffer w = input("w", T, {d});
   Buffer out = output("out", T, {rows, d});
 
-  Expr row = program_id(0);
-  Expr base = row * d;
+  Expr base = program_id(0) * d;
   Var<f32> sumsq = 0.0f;
   auto accumulate = [&](Expr j) {
     Expr v = cast<f32>(x[base + j]);
@@ -172,9 +111,9 @@ void rmsnorm_mutant() {
 }
 
 struct SoftmaxBug {
-  bool no_max = false;          // exp(x) / sum exp(x): overflows f32 once x > ~88
-  bool sum_without_max = false; // numerator shifted by the max, denominator not
-  bool thread_max = false;      // each thread's own max instead of the row max
+  bool no_max = false;           // exp(x) / sum exp(x): overflows f32 once x > ~88
+  bool sum_without_max = false;  // numerator shifted by the max, denominator not
+  bool thread_max = false;       // each thread's own max instead of the row max
 };
 SoftmaxBug g_softmax;
 
@@ -204,12 +143,34 @@ void softmax_mutant() {
   });
 }
 
+// Element functions the elementwise skeletons apply (real ones first, then the bugs).
+using BinaryFn = Expr (*)(const ElemRef& a, const ElemRef& b);
+using UnaryFn = Expr (*)(Expr v);
+Expr add(const ElemRef& a, const ElemRef& b) { return a + b; }
+Expr mul(const ElemRef& a, const ElemRef& b) { return a * b; }
+Expr sub(const ElemRef& a, const ElemRef& b) { return a - b; }
+Expr first(const ElemRef& a, const ElemRef&) { return a * 1.0f; }
+Expr square_first(const ElemRef& a, const ElemRef&) { return a * a; }
+Expr exp_f(Expr v) { return exp(v); }
+Expr silu(Expr v) { return v / (1.0f + exp(-v)); }
+Expr exp_minus_one(Expr v) { return exp(v) - 1.0f; }
+Expr square(Expr v) { return v * v; }
+Expr exp_flush_below_minus7(Expr v) { return select(v < -7.0f, 0.0f, exp(v)); }  // a wrong underflow cutoff
+Expr silu_without_one_plus(Expr v) { return v / exp(-v); }
+Expr sigmoid_only(Expr v) { return 1.0f / (1.0f + exp(-v)); }
+
+// Resets every switch: the next trace is the control unless `configure` sets one.
+void reset() {
+  g_tail = {};
+  g_rms = {};
+  g_softmax = {};
+  g_binary = nullptr;
+  g_unary = nullptr;
+}
+
 }  // namespace mutants
-}  // namespace
 
 // --- running registered cases against an explicit kernel ---------------------------------------
-
-namespace {
 
 const DType kDtypes[] = {DType::F32, DType::F16, DType::BF16};
 
@@ -288,29 +249,53 @@ double tolerance(const TestDecl& t, DType dt) {
   return -1;  // the case does not run at dt
 }
 
-// Traces a mutant body under the real kernel's name, mode and dtypes, and checks that it really
-// is a drop-in replacement (same parameters) and really is different (another content hash).
-ir::Kernel trace_mutant(const std::string& kernel, KernelBody body) {
+// Traces a body under the real kernel's name, mode and dtypes, after setting its bug switches,
+// and checks that it is a drop-in replacement (same parameters).
+ir::Kernel trace_as(const std::string& kernel, KernelBody body, const std::function<void()>& configure) {
   const KernelDecl* real_decl = find_kernel_decl(kernel);
   if (!real_decl) throw Error("no registered kernel " + kernel);
-  ir::Kernel m = trace_kernel(KernelDecl{real_decl->name, body, real_decl->mode, real_decl->dtypes, __FILE__, __LINE__});
+  mutants::reset();
+  if (configure) configure();
+  ir::Kernel m =
+      trace_kernel(KernelDecl{real_decl->name, body, real_decl->mode, real_decl->dtypes, __FILE__, __LINE__});
   const ir::Kernel& real = kernel_ir(kernel);
   EXPECT_EQ(m.params.size(), real.params.size()) << kernel;
   for (size_t i = 0; i < std::min(m.params.size(), real.params.size()); ++i) {
     const ir::Param &a = m.params[i], &b = real.params[i];
     EXPECT_TRUE(a.name == b.name && a.kind == b.kind && a.dtype == b.dtype && a.access == b.access &&
                 a.extent_scalars == b.extent_scalars && a.extent_factor == b.extent_factor)
-        << kernel << ": mutant parameter " << i << " (" << a.name << ") differs from the real one";
+        << kernel << ": parameter " << i << " (" << a.name << ") differs from the real one";
   }
-  EXPECT_NE(ir::content_hash(m), ir::content_hash(real)) << kernel << ": the mutant equals the real kernel";
   return m;
 }
 
-// Which cases a kernel fails at one dtype, as text for failure messages.
+// The outcome of every case of a kernel at one dtype, as text for failure messages.
 struct DtypeRun {
   bool any_failed = false;
   std::string detail;
 };
+
+struct Mutant {
+  std::string what;
+  KernelBody body;
+  std::function<void()> configure;  // sets the switches the body reads
+};
+
+Mutant binary(std::string what, mutants::BinaryFn f, bool tail_first_only = false) {
+  return {std::move(what), &mutants::binary_mutant, [=] {
+            mutants::g_binary = f;
+            mutants::g_tail.first_only = tail_first_only;
+          }};
+}
+Mutant unary(std::string what, mutants::UnaryFn f) {
+  return {std::move(what), &mutants::unary_mutant, [=] { mutants::g_unary = f; }};
+}
+Mutant rmsnorm(std::string what, mutants::RmsBug bug) {
+  return {std::move(what), &mutants::rmsnorm_mutant, [=] { mutants::g_rms = bug; }};
+}
+Mutant softmax(std::string what, mutants::SoftmaxBug bug) {
+  return {std::move(what), &mutants::softmax_mutant, [=] { mutants::g_softmax = bug; }};
+}
 
 }  // namespace
 
@@ -340,36 +325,34 @@ class Mutation : public ::testing::Test {
     return run;
   }
 
-  // The real kernel passes its cases through this file's runner, and the library's run_test_case
-  // agrees (so the local runner is a faithful copy, not a stricter or looser one).
-  static void expect_real_kernel_passes(const std::string& kernel) {
+  // The real kernel passes its cases through this file's runner and through the library's
+  // run_test_case (so the local runner is a faithful copy); the bug-free skeleton passes too.
+  static void expect_baseline_passes(const std::string& kernel, const Mutant& skeleton) {
     auto cases = cases_of(kernel);
     ASSERT_FALSE(cases.empty()) << "no registered test cases for " << kernel;
+    ir::Kernel control = trace_as(kernel, skeleton.body, skeleton.configure);
     for (DType dt : kDtypes) {
-      DtypeRun run = run_corpus(kernel, kernel_ir(kernel), dt);
-      EXPECT_FALSE(run.any_failed) << kernel << " itself fails:" << run.detail;
+      DtypeRun real = run_corpus(kernel, kernel_ir(kernel), dt);
+      EXPECT_FALSE(real.any_failed) << kernel << " itself fails:" << real.detail;
       for (const TestDecl* t : cases) {
         double tol = tolerance(*t, dt);
         if (tol < 0) continue;
         TestOutcome o = run_test_case(*ctx_, *t, dt, tol);
-        EXPECT_EQ(o.status, TestOutcome::Status::Pass) << kernel << "/" << t->name << " [" << dtype_name(dt)
-                                                       << "] via run_test_case: " << o.message;
+        EXPECT_EQ(o.status, TestOutcome::Status::Pass)
+            << kernel << "/" << t->name << " [" << dtype_name(dt) << "] via run_test_case: " << o.message;
       }
+      DtypeRun copy = run_corpus(kernel, control, dt);
+      EXPECT_FALSE(copy.any_failed) << kernel << ": the bug-free mutant skeleton fails, so it no longer matches "
+                                    << "the real kernel (update the copy in this file):" << copy.detail;
     }
   }
 
-  struct Mutant {
-    const char* what;
-    KernelBody body;
-    void (*configure)() = nullptr;  // sets the bug flags a shared mutant body reads
-  };
-
   // Every mutant must fail at least one registered case at every dtype.
-  static void expect_all_caught(const std::string& kernel, const std::vector<Mutant>& list) {
-    expect_real_kernel_passes(kernel);
+  static void expect_all_caught(const std::string& kernel, const Mutant& skeleton, const std::vector<Mutant>& list) {
+    expect_baseline_passes(kernel, skeleton);
     for (const Mutant& m : list) {
-      if (m.configure) m.configure();
-      ir::Kernel k = trace_mutant(kernel, m.body);
+      ir::Kernel k = trace_as(kernel, m.body, m.configure);
+      EXPECT_NE(ir::content_hash(k), ir::content_hash(kernel_ir(kernel))) << m.what << " equals the real kernel";
       for (DType dt : kDtypes) {
         DtypeRun run = run_corpus(kernel, k, dt);
         EXPECT_TRUE(run.any_failed) << kernel << " mutant '" << m.what << "' SURVIVES the corpus at "
@@ -382,24 +365,30 @@ class Mutation : public ::testing::Test {
   static inline std::string create_error_;
 };
 
+using namespace mutants;
+
 TEST_F(Mutation, Add) {
-  expect_all_caught("iron_add", {{"a - b", &mutants::add_subtracts},
-                                 {"out = a", &mutants::add_ignores_b},
-                                 {"guard i + 1 < n (last element unwritten)", &mutants::add_skips_last}});
+  expect_all_caught("iron_add", binary("control", add),
+                    {binary("a - b", sub), binary("out = a", first),
+                     binary("tail run handles only its first element", add, /*tail_first_only=*/true)});
 }
 
 TEST_F(Mutation, Mul) {
-  expect_all_caught("iron_mul", {{"a + b", &mutants::mul_adds}, {"a * a", &mutants::mul_squares_a}});
+  expect_all_caught("iron_mul", binary("control", mul),
+                    {binary("a + b", add), binary("a * a", square_first),
+                     binary("tail run handles only its first element", mul, /*tail_first_only=*/true)});
 }
 
 TEST_F(Mutation, Exp) {
-  expect_all_caught("iron_exp", {{"exp(x) - 1", &mutants::exp_minus_one}, {"x * x", &mutants::exp_squares}});
+  expect_all_caught("iron_exp", unary("control", exp_f),
+                    {unary("exp(x) - 1", exp_minus_one), unary("x * x", square),
+                     unary("exp(x) = 0 for x < -7", exp_flush_below_minus7)});
 }
 
 TEST_F(Mutation, ExpWithoutCastBackIsRejectedByTheVerifier) {
   // This mutant never reaches the corpus: the store's dtype rule rejects it at trace time.
   try {
-    trace_mutant("iron_exp", &mutants::exp_no_cast_back);
+    trace_as("iron_exp", &exp_no_cast_back, nullptr);
     ADD_FAILURE() << "an f32 value stored into buf<T> was traced without error";
   } catch (const Error& e) {
     EXPECT_PRED_FORMAT2(testing::IsSubstring, "stores f32 into buf<T> 'out' (insert a cast)", e.what());
@@ -407,64 +396,24 @@ TEST_F(Mutation, ExpWithoutCastBackIsRejectedByTheVerifier) {
 }
 
 TEST_F(Mutation, Silu) {
-  expect_all_caught("iron_silu",
-                    {{"x / exp(-x) (missing 1 +)", &mutants::silu_drops_one_plus},
-                     {"sigmoid(x) (missing x *)", &mutants::silu_sigmoid_only}});
+  expect_all_caught("iron_silu", unary("control", silu),
+                    {unary("x / exp(-x) (missing 1 +)", silu_without_one_plus),
+                     unary("sigmoid(x) (missing x *)", sigmoid_only)});
 }
 
 TEST_F(Mutation, Rmsnorm) {
-  expect_all_caught("iron_rmsnorm",
-                    {{"no division by d", &mutants::rmsnorm_mutant, [] { mutants::g_rms = {.no_mean = true}; }},
-                     {"weight dropped", &mutants::rmsnorm_mutant, [] { mutants::g_rms = {.no_weight = true}; }},
-                     {"first loop from 0 (overlapping threads)", &mutants::rmsnorm_mutant,
-                      [] { mutants::g_rms = {.loop_from_zero = true}; }},
-                     {"lane_sum instead of group_sum", &mutants::rmsnorm_mutant,
-                      [] { mutants::g_rms = {.lane_only = true}; }}});
+  expect_all_caught("iron_rmsnorm", rmsnorm("control", {}),
+                    {rmsnorm("no division by d", {.no_mean = true}),
+                     rmsnorm("weight dropped", {.no_weight = true}),
+                     rmsnorm("first loop from 0 (threads sum the same elements)", {.loop_from_zero = true}),
+                     rmsnorm("lane_sum instead of group_sum", {.lane_only = true}),
+                     rmsnorm("eps dropped", {.no_eps = true})});
 }
 
 TEST_F(Mutation, Softmax) {
-  expect_all_caught("iron_softmax",
-                    {{"denominator not shifted by the max", &mutants::softmax_mutant,
-                      [] { mutants::g_softmax = {.sum_without_max = true}; }},
-                     {"per-thread max instead of the row max", &mutants::softmax_mutant,
-                      [] { mutants::g_softmax = {.thread_max = true}; }}});
+  expect_all_caught("iron_softmax", softmax("control", {}),
+                    {softmax("denominator not shifted by the max", {.sum_without_max = true}),
+                     softmax("per-thread max instead of the row max", {.thread_max = true}),
+                     softmax("no max subtraction", {.no_max = true})});
 }
 
-// Real bugs the current corpus lets through, by dtype. Each expectation documents a hole; when a
-// case is strengthened the expectation fails: then move the mutant into its kernel's test above.
-TEST_F(Mutation, KnownCorpusGaps) {
-  struct Gap {
-    const char* kernel;
-    const char* what;
-    KernelBody body;
-    void (*configure)();
-    std::vector<DType> survives_at;  // the other dtypes must catch it
-  };
-  const std::vector<Gap> gaps = {
-      // The exp cases use the default error floor 1, so outputs below 1 (every x < 0) are checked
-      // absolutely: 0 instead of exp(-7) ~ 9e-4 is within the f16/bf16 tolerance.
-      {"iron_exp", "exp(x) = 0 for x < -7", &mutants::exp_flushes_below_minus7, nullptr, {DType::F16, DType::BF16}},
-      // No case has a zero (or tiny) row, so eps is never observable.
-      {"iron_rmsnorm", "eps dropped", &mutants::rmsnorm_mutant, [] { mutants::g_rms = {.no_eps = true}; },
-       {DType::F32, DType::F16, DType::BF16}},
-      // The "wide" case spreads x over [-60, 60], but exp runs in f32 (overflow past ~88), so a
-      // softmax without the max subtraction still passes.
-      {"iron_softmax", "no max subtraction", &mutants::softmax_mutant, [] { mutants::g_softmax = {.no_max = true}; },
-       {DType::F32, DType::F16, DType::BF16}},
-  };
-  for (const Gap& g : gaps) {
-    if (g.configure) g.configure();
-    ir::Kernel k = trace_mutant(g.kernel, g.body);
-    for (DType dt : kDtypes) {
-      DtypeRun run = run_corpus(g.kernel, k, dt);
-      bool expect_survive = std::find(g.survives_at.begin(), g.survives_at.end(), dt) != g.survives_at.end();
-      EXPECT_EQ(run.any_failed, !expect_survive)
-          << g.kernel << " mutant '" << g.what << "' at " << dtype_name(dt)
-          << (expect_survive ? ": now CAUGHT - the gap is closed, move it to the caught list" : ": SURVIVES")
-          << run.detail;
-      if (expect_survive && !run.any_failed)
-        std::cout << "[ corpus gap ] " << g.kernel << " mutant '" << g.what << "' survives at " << dtype_name(dt)
-                  << "\n";
-    }
-  }
-}

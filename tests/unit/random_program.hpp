@@ -1,0 +1,63 @@
+// A seeded generator of random IR kernels for differential fuzzing of the optimization
+// pipeline (fuzz_test.cpp): every program verifies and is free of undefined behaviour by
+// construction, so any difference between a program and its optimized form is a pass bug.
+// Also builds the launch each program runs with, runs it through the interpreter and compares.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/ir.hpp"
+
+namespace iron::fuzz {
+
+// The contract between the generator and random_launch. Each thread owns kSlotsPerThread
+// consecutive elements of every writable buffer (flat thread index t: [8t, 8t + 8)) and writes
+// nothing else, so no two threads race; `in` buffers hold kInputLength elements, enough for an
+// own-slot index of any thread, and are otherwise read at indices reduced modulo their length.
+constexpr uint32_t kSlotsPerThread = 8;
+constexpr uint32_t kMaxThreads = 128;
+constexpr uint32_t kInputLength = kSlotsPerThread * kMaxThreads;
+constexpr uint32_t kMaxGroupSize = 64;  // threadgroup arrays have one slot per thread
+
+struct RandomProgramOptions {
+  // Well-conditioned float arithmetic only: positive f32 values clamped to [2^-6, 2^6], ops whose
+  // relative condition number is at most 1 (add, mul, div, fma, min, max, sqrt), no float
+  // comparisons, no float -> int casts and no 16-bit float rounding. A one-rounding change (what
+  // fma_fusion does) then stays a small relative change in every output instead of flipping a
+  // branch or an integer, so the result can be checked against a tolerance.
+  bool well_conditioned = false;
+};
+
+// A random kernel in Elementwise or Reduction mode, dtypes {f32, f16, bf16}. Its parameters are
+// always the same (see random_program.cpp); its body depends only on the seed and the options.
+ir::Kernel random_program(uint64_t seed, bool reduction_mode, const RandomProgramOptions& opts = {});
+
+struct RandomLaunch {
+  DType dtype = DType::F32;  // what T stands for
+  Dim3 grid, threadgroup;
+  std::vector<std::vector<unsigned char>> buffers;  // one per buffer parameter, storage bytes
+  std::vector<uint32_t> scalars;                    // one per scalar parameter, register bits
+  std::string describe() const;                     // dtype, geometry and scalars, for reports
+};
+
+// Geometry, T, scalars and buffer contents for a program made by random_program. Inputs mix
+// ordinary values with edge cases (signed zeros, infinities, NaN, denormals, INT_MIN, ...),
+// except for well-conditioned programs, whose float inputs are positive and bounded. Output
+// buffers start as all-ones bytes (NaN / -1), like the harness's.
+RandomLaunch random_launch(const ir::Kernel& k, uint64_t seed, const RandomProgramOptions& opts = {});
+
+// Runs `k` on a copy of the launch's buffers and returns them after the run. Verifies `k` first
+// (the interpreter trusts its input); throws iron::Error on a verifier failure or a fault.
+std::vector<std::vector<unsigned char>> run_launch(const ir::Kernel& k, const RandomLaunch& launch,
+                                                   uint32_t lane_width);
+
+// Compares two runs' buffers element by element in each parameter's storage dtype. tol == 0:
+// bit-exact, except that any NaN equals any NaN. tol > 0: |a - b| <= tol * max(floor, |b|)
+// on decoded values (b is `want`), exact for integers. Returns "" when they agree, otherwise
+// the first differing element ("buffer 'out_f'[17]: want ..., got ...").
+std::string first_difference(const ir::Kernel& k, DType dtype, const std::vector<std::vector<unsigned char>>& want,
+                             const std::vector<std::vector<unsigned char>>& got, double tol = 0, double floor = 1);
+
+}  // namespace iron::fuzz
