@@ -98,6 +98,11 @@ Expr operator!=(Operand a, Operand b);
 Expr operator-(Operand a);
 Expr operator!(Operand a);
 Expr operator~(Operand a);
+// Exact-match forms: with two traced values the built-in &&, || and ! would otherwise compete
+// (through the deleted conversion to bool) and make the call ambiguous.
+Expr operator&&(Expr a, Expr b);
+Expr operator||(Expr a, Expr b);
+Expr operator!(Expr a);
 
 // Math. exp/log/sqrt/rsqrt/tanh take floats; min/max/abs any numeric dtype.
 Expr exp(Operand x);

@@ -3,7 +3,9 @@
 // every object carries "v" (the protocol version) and "type":
 //   hello    {runner_version}
 //   device   {backend, available, why | name, driver, arch, lane_width, ...}
+//   test_start {kernel, case, dtype}       (so a crash can name the case in flight)
 //   test     {kernel, case, dtype, backend, status: pass|fail|skip, max_error, tolerance, message, ms}
+//   kernel   {name, mode, dtypes, file, line}   test_case {kernel, case}   (list)
 //   summary  {passed, failed, skipped}
 //   text     {text}                      (inspect output)
 //   artifact {kernel, dtype, target, path, ok, message}

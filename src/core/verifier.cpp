@@ -211,10 +211,14 @@ struct Verifier {
       case Op::Return:
         if (!k.is_function) err(in, "ret outside a device function");
         break;
-      case Op::For:
+      case Op::For: {
         if (!is_integer(in.type)) err(in, "induction variable must be i32 or u32");
         same_as_result(0); same_as_result(1); same_as_result(2);
+        const Inst& step = k.insts[in.operands[2]];
+        if (step.op == Op::Const && (in.type == DType::U32 ? step.imm == 0 : int32_t(step.imm) <= 0))
+          err(in, "loop step is " + std::to_string(step.imm) + "; it must be positive (the loop would never end)");
         break;
+      }
       case Op::Count_:
         break;
     }

@@ -242,6 +242,24 @@ Expr operator-(Operand a) { return unary(Op::Neg, a); }
 Expr operator!(Operand a) { return unary(Op::Not, a); }
 Expr operator~(Operand a) { return unary(Op::Not, a); }
 
+// Located at the definition of the left operand (these overloads cannot capture the caller).
+static Operand located_at_definition(Expr v) {
+  Operand o(v, SrcLoc::current());
+  detail::Trace& t = tr();
+  if (v.id() < t.k.insts.size()) {
+    // The file pointer must outlive this call only: loc_of() interns it immediately.
+    static thread_local std::string file;
+    ir::SrcLoc l = t.k.insts[v.id()].loc;
+    file = l.file < t.k.files.size() ? t.k.files[l.file] : "";
+    o.file = file.c_str();
+    o.line = l.line;
+  }
+  return o;
+}
+Expr operator&&(Expr a, Expr b) { return binary(Op::And, located_at_definition(a), Operand(b, SrcLoc::current())); }
+Expr operator||(Expr a, Expr b) { return binary(Op::Or, located_at_definition(a), Operand(b, SrcLoc::current())); }
+Expr operator!(Expr a) { return unary(Op::Not, located_at_definition(a)); }
+
 Expr exp(Operand x) { return unary(Op::Exp, x); }
 Expr log(Operand x) { return unary(Op::Log, x); }
 Expr sqrt(Operand x) { return unary(Op::Sqrt, x); }
@@ -318,8 +336,8 @@ Expr lane_max(Operand x) { return unary(Op::LaneMax, x); }
 // A threadgroup-wide reduction from lane reductions: each lane group reduces its values, lane 0
 // of each group publishes the partial to a scratch slot, and after a barrier every lane group
 // reduces the partials itself, so every thread holds the result with no broadcast step. Each
-// call gets its own scratch array, so a later reduction can never overwrite a slot that a
-// slower lane group is still reading (seeds §8, "repeated reduction").
+// call site gets its own scratch array, and a closing barrier keeps a repeated execution of the
+// same call (in a loop) from overwriting a slot a slower lane group is still reading.
 static Expr group_reduce(const Operand& x, bool is_max) {
   Expr v = materialize(x, DType::F32);
   const ir::SrcLoc l = loc_of(x);
@@ -451,7 +469,14 @@ static Expr group_reduce(const Operand& x, bool is_max) {
   Expr total = emit(fin);
   Inst red2 = red;
   red2.operands[0] = total.id();
-  return emit(red2);
+  Expr result = emit(red2);
+  // Every lane group has read the scratch into registers before anyone may write it again: the
+  // same call site runs again when it sits in a loop (seeds §8, "repeated reduction").
+  Inst bar2;
+  bar2.op = Op::Barrier;
+  bar2.loc = l;
+  emit(bar2);
+  return result;
 }
 
 Expr group_sum(Operand x) { return group_reduce(x, false); }

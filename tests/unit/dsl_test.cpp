@@ -185,3 +185,56 @@ TEST(Registry, HoldsTheStandardLibraryAndItsTests) {
   EXPECT_GE(registered_tests().size(), 11u);
   EXPECT_THROW(kernel_ir("no_such_kernel"), Error);
 }
+
+static void logic_on_traced_values() {
+  Expr n = constexpr_("n", u32);
+  Buffer out = output("out", u32, {n});
+  Expr i = thread_id(0);
+  Expr inside = (i < n) && !(i == 3u);
+  Expr either = (i < 2u) || (i > 5u);
+  if_(inside && either, [&] { out[i] = i; });
+}
+TEST(DslTyping, LogicalOperatorsOnTracedValuesCompile) {
+  ir::Kernel k = trace_kernel(KernelDecl{"logic", &logic_on_traced_values, Mode::Elementwise, {}, __FILE__, __LINE__});
+  int ands = 0, ors = 0, nots = 0;
+  ir::walk(k, [&](ir::Id id) {
+    ands += k.insts[id].op == ir::Op::And;
+    ors += k.insts[id].op == ir::Op::Or;
+    nots += k.insts[id].op == ir::Op::Not;
+  });
+  EXPECT_EQ(ands, 2);
+  EXPECT_EQ(ors, 1);
+  EXPECT_EQ(nots, 1);
+}
+
+static void zero_step_loop() {
+  Expr n = constexpr_("n", u32);
+  Buffer out = output("out", u32, {n});
+  for_(local_id(0), n, 0u, [&](Expr j) { out[j] = j; });
+}
+TEST(DslErrors, ALoopWithAConstantZeroStepIsRejected) {
+  std::string e = trace_error(&zero_step_loop, Mode::Reduction);
+  EXPECT_NE(e.find("loop step is 0; it must be positive"), std::string::npos) << e;
+}
+
+static void group_sum_in_a_loop() {
+  Expr n = constexpr_("n", u32);
+  Buffer x = input("x", f32, {n});
+  Buffer out = output("out", f32, {n});
+  Var<f32> acc = 0.0f;
+  for_(0u, 4u, [&](Expr r) { acc += group_sum(x[local_id(0) + r]); });
+  out[local_id(0)] = acc;
+}
+TEST(DslReductions, AGroupReductionEndsWithABarrierSoALoopCannotOverwriteItsScratch) {
+  ir::Kernel k = trace_kernel(KernelDecl{"gs", &group_sum_in_a_loop, Mode::Reduction, {}, __FILE__, __LINE__});
+  // Inside the loop body: barrier (publish), then the lane sums, then the closing barrier last.
+  ir::Id loop = ir::kNone;
+  ir::walk(k, [&](ir::Id id) {
+    if (k.insts[id].op == ir::Op::For && loop == ir::kNone) loop = id;
+  });
+  ASSERT_NE(loop, ir::kNone);
+  const auto& body = k.blocks[k.insts[loop].blocks[0]].insts;
+  int barriers = 0;
+  for (ir::Id id : body) barriers += k.insts[id].op == ir::Op::Barrier;
+  EXPECT_EQ(barriers, 2);
+}

@@ -266,14 +266,17 @@ TEST(InterpErrors, PartiallyActiveLaneGroup) {
 TEST(InterpErrors, InfiniteLoopHitsTheStepGuard) {
   ir::Kernel k = parse_verified(
       "kernel spin mode=Elementwise {\n"
+      "  param step: scalar<u32>\n"
       "  %0 = const<0> : u32\n"
       "  %1 = const<10> : u32\n"
-      "  %2 = for %0, %1, %0 : u32 @\"spin.cpp\":3 {\n"
+      "  %2 = param<step> : u32\n"
+      "  %3 = for %0, %1, %2 : u32 @\"spin.cpp\":3 {\n"
       "  }\n"
       "}\n");
+  // A constant zero step is rejected by the verifier; a step of 0 passed at dispatch is not.
   interp::Options opts;
   opts.max_steps = 1000;
-  std::string e = run_error(k, DType::F32, {}, {}, {1, 1, 1}, {4, 1, 1}, opts);
+  std::string e = run_error(k, DType::F32, {}, {0u}, {1, 1, 1}, {4, 1, 1}, opts);
   EXPECT_NE(e.find("kernel exceeded 1000 steps (infinite loop?)"), std::string::npos) << e;
   EXPECT_NE(e.find("spin.cpp:3"), std::string::npos) << e;
 }

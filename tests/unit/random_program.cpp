@@ -1,0 +1,1033 @@
+// The random program generator behind fuzz_test.cpp: builds IR instruction by instruction (the
+// way src/dsl/tracer.cpp does) from a splitmix64 stream, choosing shapes that make each pass of
+// the pipeline fire, while keeping every program verified and free of undefined behaviour: safe
+// divisors, constant or masked shift amounts, in-bounds indices, small loop trip counts, and
+// barriers and lane reductions only in threadgroup-uniform control flow.
+#include "random_program.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <sstream>
+
+#include "core/numeric.hpp"
+#include "passes/interpreter.hpp"
+
+namespace iron::fuzz {
+namespace {
+
+using ir::Id;
+using ir::Inst;
+using ir::kNone;
+using ir::Op;
+
+struct Rng {  // splitmix64: tiny, seedable, identical on every machine
+  uint64_t s;
+  uint64_t next() {
+    uint64_t z = (s += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+  }
+  uint32_t below(size_t n) { return uint32_t(next() % n); }
+  int range(int lo, int hi) { return lo + int(below(size_t(hi - lo + 1))); }  // inclusive
+  bool chance(double p) { return double(next() >> 11) * 0x1.0p-53 < p; }
+  double uniform(double lo, double hi) { return lo + (hi - lo) * double(next() >> 11) * 0x1.0p-53; }
+  template <class T>
+  T pick(std::initializer_list<T> v) {
+    return *(v.begin() + below(v.size()));
+  }
+};
+
+// Parameter layout (fixed, so random_launch can bind any program, optimized or not).
+enum P : uint32_t {
+  kN,      // scalar u32: threads with index < n take the guarded paths
+  kTotal,  // scalar u32: total threads of the launch (sizes the writable buffers)
+  kM,      // scalar u32 in [0, 4]: a uniform loop bound
+  kKs,     // scalar i32 in [-4, 4]
+  kS,      // scalar f32
+  kInF, kInI, kInU, kInH, kInT,      // in buffers: f32, i32, u32, f16, T (kInputLength elements)
+  kOutF, kOutI, kIoU, kOutB, kOutT,  // out f32, out i32, inout u32, out bf16, out T (8 * total)
+  kParamCount
+};
+
+constexpr DType kValueTypes[] = {DType::F32, DType::F16, DType::BF16, DType::Generic,
+                                 DType::I32, DType::U32, DType::Bool};
+constexpr int kMaxDepth = 3;
+constexpr int kMaxTripProduct = 24;  // bound on nested trip counts: keeps every run short
+constexpr size_t kMaxInsts = 230;
+
+bool float_like(DType t) { return t == DType::F32 || t == DType::F16 || t == DType::BF16 || t == DType::Generic; }
+
+struct Gen {
+  Rng rng;
+  bool red;
+  bool wc;
+  ir::Kernel k;
+
+  struct Frame {
+    Id block;
+    bool uniform;             // every thread of the threadgroup executes this block together
+    std::vector<Id> values;   // values defined here (visible in nested blocks too)
+    std::vector<Id> vars;     // variables declared here
+    Id induction = kNone;     // the loop variable when this is a for body
+  };
+  std::vector<Frame> frames;
+  std::vector<uint8_t> uni;  // per instruction: the value is the same in every thread of a group
+  int trip_product = 1;
+
+  Id tid = kNone, base = kNone, lid = kNone, gsize = kNone, lane = kNone, simd_group = kNone;
+  Id lane_w = kNone, n_simd = kNone, p_n = kNone, p_total = kNone, p_m = kNone, p_k = kNone, p_s = kNone;
+  std::vector<Id> tg_arrays;
+
+  Gen(uint64_t seed, bool reduction, bool well_conditioned)
+      : rng{seed * 0x2545f4914f6cdd1dull + (reduction ? 17 : 5)}, red(reduction), wc(well_conditioned) {}
+
+  int depth() const { return int(frames.size()) - 1; }
+  bool uniform_here() const { return frames.back().uniform; }
+  bool full() const { return k.insts.size() >= kMaxInsts; }
+
+  // ---- emission -------------------------------------------------------------------------
+
+  Id emit(Inst in, bool uniform = false) {
+    Id id = k.add_inst(in);
+    k.blocks[frames.back().block].insts.push_back(id);
+    uni.resize(k.insts.size(), 0);
+    uni[id] = uniform;
+    if (in.op == Op::Var) frames.back().vars.push_back(id);
+    else if (in.type != DType::Void && in.op != Op::For && in.op != Op::TgAlloc) frames.back().values.push_back(id);
+    return id;
+  }
+
+  static Inst make(Op op, DType t, std::initializer_list<Id> operands = {}) {
+    Inst in;
+    in.op = op;
+    in.type = t;
+    for (Id o : operands) in.operands[in.num_operands++] = o;
+    return in;
+  }
+
+  // A pure op: uniform when all its operands are.
+  Id op(Op o, DType t, std::initializer_list<Id> operands) {
+    bool u = true;
+    for (Id x : operands) u = u && uni[x];
+    return emit(make(o, t, operands), u);
+  }
+
+  Id int_const(DType t, int64_t v) {
+    Inst c = make(Op::Const, t);
+    c.imm = t == DType::U32 ? int64_t(uint32_t(v)) : t == DType::I32 ? int64_t(int32_t(v)) : (v != 0);
+    return emit(c, true);
+  }
+  Id float_const(DType t, double v) {
+    Inst c = make(Op::Const, t);
+    c.fimm = v;
+    return emit(c, true);
+  }
+  Id bool_const(bool b) { return int_const(DType::Bool, b); }
+  Id u32(uint32_t v) { return int_const(DType::U32, v); }
+
+  Id random_const(DType t) {
+    if (float_like(t)) {
+      if (wc) return float_const(t, rng.pick({0.5, 0.75, 1.0, 1.25, 1.5, 2.0, 3.0}));
+      return float_const(t, rng.chance(0.7) ? std::round(rng.uniform(-8, 8) * 4) / 4
+                                            : rng.pick({0.0, -0.0, 1.0, -1.0, 0.5, 1e30, -3e38, 1e-40, 65520.0,
+                                                        std::numeric_limits<double>::infinity()}));
+    }
+    if (t == DType::Bool) return bool_const(rng.chance(0.5));
+    if (rng.chance(0.6)) return int_const(t, rng.range(-3, 9));
+    if (t == DType::I32) return int_const(t, rng.pick<int64_t>({INT32_MIN, INT32_MAX, -1, 255, 1 << 20, -65536}));
+    return int_const(t, rng.pick<int64_t>({0x80000000ll, 0xffffffffll, 255, 1 << 20, 0x7fffffffll}));
+  }
+
+  // ---- picking visible values -------------------------------------------------------------
+
+  void visible_of(DType t, std::vector<Id>& out) const {
+    out.clear();
+    for (const Frame& f : frames)
+      for (Id v : f.values)
+        if (k.insts[v].type == t) out.push_back(v);
+  }
+
+  // A visible value of dtype t; biased to recent ones so that chains grow deep. Falls back to a
+  // constant or a cast of another value when none exists.
+  Id pick(DType t) {
+    std::vector<Id> c;
+    visible_of(t, c);
+    if (c.empty() || rng.chance(0.06)) {
+      if (!wc && !c.empty() == false && rng.chance(0.5)) {
+        DType from = kValueTypes[rng.below(std::size(kValueTypes))];
+        std::vector<Id> src;
+        visible_of(from, src);
+        if (!src.empty() && from != t) return op(Op::Cast, t, {src[rng.below(src.size())]});
+      }
+      return random_const(t);
+    }
+    if (rng.chance(0.5)) return c[c.size() - 1 - rng.below(std::min<size_t>(c.size(), 6))];
+    return c[rng.below(c.size())];
+  }
+
+  DType random_type() {
+    if (wc) return rng.pick({DType::F32, DType::F32, DType::I32, DType::U32, DType::Bool});
+    return kValueTypes[rng.below(std::size(kValueTypes))];
+  }
+  DType int_type() { return rng.chance(0.5) ? DType::I32 : DType::U32; }
+
+  // A divisor in [1, 127]: never zero, and for i32 never -1 (INT_MIN / -1 overflows).
+  Id safe_divisor(DType t) { return op(Op::Or, t, {op(Op::And, t, {pick(t), int_const(t, 127)}), int_const(t, 1)}); }
+
+  // A shift amount in [0, 31]: a constant, or a value masked to 5 bits.
+  Id shift_amount() {
+    DType st = int_type();
+    if (rng.chance(0.7)) return int_const(st, rng.range(0, 31));
+    return op(Op::And, st, {pick(st), int_const(st, 31)});
+  }
+
+  // ---- pure values --------------------------------------------------------------------------
+
+  // Keeps well-conditioned values in [2^-6, 2^6]: min and max are 1-Lipschitz, so clamping
+  // never amplifies a rounding difference, and magnitudes cannot run off to inf or denormals.
+  Id clamp_wc(Id v) {
+    v = op(Op::Min, DType::F32, {v, float_const(DType::F32, 64.0)});
+    return op(Op::Max, DType::F32, {v, float_const(DType::F32, 0.015625)});
+  }
+
+  Id wc_float() {
+    const DType f = DType::F32;
+    switch (rng.below(8)) {
+      case 0: return clamp_wc(op(Op::Add, f, {pick(f), pick(f)}));
+      case 1: return clamp_wc(op(Op::Mul, f, {pick(f), pick(f)}));
+      case 2: return clamp_wc(op(Op::Div, f, {pick(f), pick(f)}));
+      case 3: return clamp_wc(op(Op::Fma, f, {pick(f), pick(f), pick(f)}));
+      case 4: return op(rng.chance(0.5) ? Op::Min : Op::Max, f, {pick(f), pick(f)});
+      case 5: return op(Op::Sqrt, f, {pick(f)});
+      case 6: return op(Op::Select, f, {pick(DType::Bool), pick(f), pick(f)});
+      default: {  // a multiply-add with a single-use multiply: what fma_fusion fuses
+        Id m = op(Op::Mul, f, {pick(f), pick(f)});
+        Id c = pick(f);
+        return clamp_wc(rng.chance(0.5) ? op(Op::Add, f, {m, c}) : op(Op::Add, f, {c, m}));
+      }
+    }
+  }
+
+  // A new pure value of dtype t. no_fault: nothing that could fault if executed speculatively
+  // (no integer division, no variable shift), so if_conversion may flatten the arm it is in.
+  Id value(DType t, bool no_fault = false) {
+    if (float_like(t)) {
+      if (wc) return wc_float();
+      uint32_t r = rng.below(100);
+      if (r < 30) {
+        Op o = rng.pick({Op::Add, Op::Sub, Op::Mul, Op::Div, Op::Min, Op::Max});
+        return op(o, t, {pick(t), pick(t)});
+      }
+      if (r < 45) return op(rng.pick({Op::Neg, Op::Abs, Op::Exp, Op::Log, Op::Sqrt, Op::Rsqrt, Op::Tanh}), t, {pick(t)});
+      if (r < 55) return op(Op::Fma, t, {pick(t), pick(t), pick(t)});
+      if (r < 62) {
+        Id m = op(Op::Mul, t, {pick(t), pick(t)});
+        Id c = pick(t);
+        return rng.chance(0.5) ? op(Op::Add, t, {m, c}) : op(Op::Add, t, {c, m});
+      }
+      if (r < 72) return op(Op::Select, t, {pick(DType::Bool), pick(t), pick(t)});
+      return op(Op::Cast, t, {pick(random_type())});
+    }
+    if (t == DType::Bool) {
+      uint32_t r = rng.below(100);
+      if (r < 50) {
+        DType ot = random_type();
+        if (wc && ot == DType::F32) ot = DType::I32;  // no float comparisons: a rounding could flip them
+        Op o = rng.pick({Op::Eq, Op::Ne, Op::Lt, Op::Le, Op::Gt, Op::Ge});
+        return op(o, DType::Bool, {pick(ot), pick(ot)});
+      }
+      if (r < 70) return op(rng.pick({Op::And, Op::Or, Op::Xor}), t, {pick(t), pick(t)});
+      if (r < 78) return op(Op::Not, t, {pick(t)});
+      if (r < 86) return op(Op::Select, t, {pick(DType::Bool), pick(t), pick(t)});
+      DType from = random_type();
+      if (wc && from == DType::F32) from = DType::U32;
+      return op(Op::Cast, t, {pick(from)});
+    }
+    // i32 / u32
+    uint32_t r = rng.below(100);
+    if (r < 35) {
+      Op o = rng.pick({Op::Add, Op::Sub, Op::Mul, Op::Min, Op::Max, Op::And, Op::Or, Op::Xor});
+      return op(o, t, {pick(t), pick(t)});
+    }
+    if (r < 45) {
+      if (no_fault) return op(Op::Add, t, {pick(t), pick(t)});
+      return op(rng.chance(0.5) ? Op::Div : Op::Rem, t, {pick(t), safe_divisor(t)});
+    }
+    if (r < 55) return op(rng.pick({Op::Neg, Op::Abs, Op::Not}), t, {pick(t)});
+    if (r < 66) {
+      Id amount = no_fault ? int_const(int_type(), rng.range(0, 31)) : shift_amount();
+      return op(rng.chance(0.5) ? Op::Shl : Op::Shr, t, {pick(t), amount});
+    }
+    if (r < 75) return op(Op::Select, t, {pick(DType::Bool), pick(t), pick(t)});
+    DType from = random_type();
+    if (wc && from == DType::F32) from = t == DType::I32 ? DType::U32 : DType::I32;
+    return op(Op::Cast, t, {pick(from)});
+  }
+
+  // ---- statements ---------------------------------------------------------------------------
+
+  // Identities algebraic_simplify removes, and near-identities it must leave alone.
+  void stmt_identity() {
+    DType t = random_type();
+    if (float_like(t)) {
+      Id x = pick(t);
+      if (wc) {
+        double c = rng.pick({1.0, 0.0, -0.0});
+        Op o = c == 1.0 ? rng.pick({Op::Mul, Op::Div}) : Op::Add;
+        op(o, t, {x, float_const(t, c)});
+        return;
+      }
+      switch (rng.below(7)) {
+        case 0: op(Op::Mul, t, {x, float_const(t, 1.0)}); return;
+        case 1: op(Op::Mul, t, {float_const(t, 1.0), x}); return;
+        case 2: op(Op::Div, t, {x, float_const(t, 1.0)}); return;
+        case 3: op(Op::Sub, t, {x, float_const(t, rng.pick({0.0, -0.0}))}); return;  // x - (-0.0) is not x
+        case 4: op(Op::Add, t, {x, float_const(t, rng.pick({0.0, -0.0}))}); return;   // x + 0.0 is not x
+        case 5: op(Op::Neg, t, {op(Op::Neg, t, {x})}); return;
+        default: op(Op::Mul, t, {x, float_const(t, 0.0)}); return;  // not 0: NaN, inf and -0.0
+      }
+    }
+    if (t == DType::Bool) {
+      Id x = pick(t);
+      switch (rng.below(5)) {
+        case 0: op(Op::And, t, {x, bool_const(rng.chance(0.5))}); return;
+        case 1: op(Op::Or, t, {bool_const(rng.chance(0.5)), x}); return;
+        case 2: op(Op::Xor, t, {x, bool_const(false)}); return;
+        case 3: op(Op::Not, t, {op(Op::Not, t, {x})}); return;
+        default: op(Op::Select, t, {bool_const(rng.chance(0.5)), x, pick(t)}); return;
+      }
+    }
+    Id x = pick(t);
+    switch (rng.below(12)) {
+      case 0: op(Op::Add, t, {x, int_const(t, 0)}); return;
+      case 1: op(Op::Add, t, {int_const(t, 0), x}); return;
+      case 2: op(Op::Sub, t, {x, rng.chance(0.5) ? int_const(t, 0) : x}); return;
+      case 3: op(Op::Mul, t, {x, int_const(t, rng.pick({0, 1}))}); return;
+      case 4: op(Op::Div, t, {x, int_const(t, 1)}); return;
+      case 5: op(Op::Rem, t, {x, int_const(t, 1)}); return;
+      case 6: op(rng.pick({Op::Or, Op::Xor}), t, {x, rng.chance(0.7) ? int_const(t, 0) : x}); return;
+      case 7: op(Op::And, t, {x, rng.chance(0.5) ? int_const(t, 0) : x}); return;
+      case 8: op(rng.pick({Op::Shl, Op::Shr}), t, {x, int_const(int_type(), 0)}); return;
+      case 9: op(Op::Neg, t, {op(Op::Neg, t, {x})}); return;
+      case 10: op(Op::Not, t, {op(Op::Not, t, {x})}); return;
+      default: op(Op::Select, t, {pick(DType::Bool), x, x}); return;
+    }
+  }
+
+  // An op on constants only: const_fold's work (and a constant condition for branch folding).
+  void stmt_const_expr() {
+    DType t = random_type();
+    if (t == DType::Bool) {
+      DType ot = wc ? DType::I32 : random_type();
+      if (ot == DType::Bool) ot = DType::U32;
+      op(rng.pick({Op::Lt, Op::Eq, Op::Ge}), DType::Bool, {random_const(ot), random_const(ot)});
+      return;
+    }
+    if (float_like(t)) {
+      if (wc) {
+        clamp_wc(op(rng.pick({Op::Add, Op::Mul}), t, {random_const(t), random_const(t)}));
+        return;
+      }
+      if (rng.chance(0.3)) {
+        op(rng.pick({Op::Exp, Op::Sqrt, Op::Tanh, Op::Neg}), t, {random_const(t)});
+        return;
+      }
+      if (rng.chance(0.2)) {
+        op(Op::Cast, t, {random_const(rng.pick({DType::F32, DType::I32, DType::U32}))});
+        return;
+      }
+      op(rng.pick({Op::Add, Op::Sub, Op::Mul, Op::Div, Op::Max}), t, {random_const(t), random_const(t)});
+      return;
+    }
+    switch (rng.below(4)) {
+      case 0: op(Op::Shl, t, {random_const(t), int_const(int_type(), rng.range(0, 31))}); return;
+      case 1: op(rng.pick({Op::Div, Op::Rem}), t, {random_const(t), int_const(t, rng.range(1, 9))}); return;
+      case 2: op(Op::Cast, t, {random_const(wc ? DType::I32 : DType::F32)}); return;
+      default: op(rng.pick({Op::Add, Op::Sub, Op::Mul, Op::Xor}), t, {random_const(t), random_const(t)}); return;
+    }
+  }
+
+  // A second copy of a visible pure value or `in` load (cse unifies it with the first).
+  void stmt_duplicate() {
+    std::vector<Id> c;
+    for (const Frame& f : frames)
+      for (Id v : f.values) {
+        const Inst& in = k.insts[v];
+        bool pure = ir::has_trait(in.op, ir::trait::P) && !ir::has_trait(in.op, ir::trait::L);
+        if ((pure && in.op != Op::Param) || (in.op == Op::Load && k.params[in.sym].access == ir::Access::Read))
+          c.push_back(v);
+      }
+    if (c.empty()) return;
+    Inst copy = k.insts[c[rng.below(c.size())]];
+    if (ir::has_trait(copy.op, ir::trait::C) && rng.chance(0.5)) std::swap(copy.operands[0], copy.operands[1]);
+    bool u = copy.op == Op::Const;
+    for (int i = 0; i < copy.num_operands; ++i) u = uni[copy.operands[i]] != 0;
+    if (copy.op == Op::Load) u = false;
+    copy.loc = {};
+    emit(copy, u && copy.op != Op::Load);
+  }
+
+  DType param_dtype(P p) const { return k.params[p].dtype; }
+
+  // This thread's own slot `base + c`, written in one of the forms vectorize must see through.
+  Id own_slot(uint32_t c) {
+    if (c == 0 && rng.chance(0.7)) return base;
+    Id cc = u32(c);
+    return rng.chance(0.8) ? op(Op::Add, DType::U32, {base, cc}) : op(Op::Add, DType::U32, {cc, base});
+  }
+  // An own slot chosen by a run-time value: base + (x & 7).
+  Id own_slot_dynamic() {
+    Id x = frames.back().induction != kNone && rng.chance(0.6) ? frames.back().induction : pick(int_type());
+    if (k.insts[x].type == DType::I32) x = op(Op::Cast, DType::U32, {x});
+    return op(Op::Add, DType::U32, {base, op(Op::And, DType::U32, {x, u32(kSlotsPerThread - 1)})});
+  }
+  Id own_index() { return rng.chance(0.6) ? own_slot(rng.below(kSlotsPerThread)) : own_slot_dynamic(); }
+
+  // Any index into an `in` buffer: an own slot, or any value reduced modulo the length.
+  Id input_index() {
+    uint32_t r = rng.below(10);
+    if (r < 4) return own_index();
+    if (r < 7) return op(Op::Rem, DType::U32, {pick(DType::U32), u32(kInputLength)});
+    if (r < 9) return op(Op::And, DType::U32, {pick(DType::U32), u32(kInputLength - 1)});
+    return op(Op::And, DType::I32, {pick(DType::I32), int_const(DType::I32, kInputLength - 1)});  // i32 index
+  }
+
+  Id load(P p, Id index) {
+    Inst in = make(Op::Load, param_dtype(p), {index});
+    in.sym = p;
+    return emit(in);
+  }
+  void store(P p, Id index, Id v) {
+    Inst in = make(Op::Store, DType::Void, {index, v});
+    in.sym = p;
+    emit(in);
+  }
+
+  P random_input() {
+    if (wc) return rng.pick({kInF, kInF, kInI, kInU});
+    return rng.pick({kInF, kInI, kInU, kInH, kInT});
+  }
+  P random_output() {
+    if (wc) return rng.pick({kOutF, kOutF, kOutI, kIoU});
+    return rng.pick({kOutF, kOutI, kIoU, kOutB, kOutT});
+  }
+
+  void stmt_load() {
+    if (rng.chance(0.15)) {
+      load(kIoU, own_index());  // inout: own slots only (another thread's would race)
+      return;
+    }
+    P p = random_input();
+    Id v = load(p, input_index());
+    if (wc && p == kInF) clamp_wc(v);
+  }
+
+  // A value of dtype t for a store: picked, or converted from another value.
+  Id value_for(DType t) {
+    if (!wc && rng.chance(0.25)) return op(Op::Cast, t, {pick(random_type())});
+    return pick(t);
+  }
+
+  void stmt_store() {
+    P p = random_output();
+    store(p, own_index(), value_for(param_dtype(p)));
+  }
+
+  void stmt_var_decl() {
+    DType t = wc ? rng.pick({DType::F32, DType::I32, DType::U32}) : rng.pick({DType::F32, DType::I32, DType::U32,
+                                                                              DType::Bool, DType::Generic, DType::F16});
+    emit(make(Op::Var, t, {pick(t)}));
+  }
+
+  std::vector<Id> visible_vars() const {
+    std::vector<Id> v;
+    for (const Frame& f : frames) v.insert(v.end(), f.vars.begin(), f.vars.end());
+    return v;
+  }
+
+  Id var_load(Id var) { return emit(make(Op::VarLoad, k.insts[var].type, {var})); }
+  void var_store(Id var, Id v) { emit(make(Op::VarStore, DType::Void, {var, v})); }
+
+  void stmt_var() {
+    std::vector<Id> vars = visible_vars();
+    if (vars.empty() || rng.chance(0.2)) return stmt_var_decl();
+    Id var = vars[rng.below(vars.size())];
+    DType t = k.insts[var].type;
+    switch (rng.below(3)) {
+      case 0: var_load(var); return;
+      case 1: var_store(var, rng.chance(0.5) ? pick(t) : value(t)); return;
+      default: {  // accumulate: var = var op x (a loop-carried value inside loops)
+        Id cur = var_load(var);
+        Id next;
+        if (wc && t == DType::F32) next = clamp_wc(op(rng.pick({Op::Add, Op::Mul}), t, {cur, pick(t)}));
+        else if (t == DType::Bool) next = op(Op::Xor, t, {cur, pick(t)});
+        else next = op(rng.pick({Op::Add, Op::Max, Op::Mul}), t, {cur, pick(t)});
+        var_store(var, next);
+        return;
+      }
+    }
+  }
+
+  // ---- control flow -------------------------------------------------------------------------
+
+  void open(Id owner, int slot, bool uniform) {
+    Id b = k.add_block(owner);
+    k.insts[owner].blocks[slot] = b;
+    frames.push_back(Frame{b, uniform, {}, {}, kNone});
+  }
+  void close() { frames.pop_back(); }
+
+  Id begin_if(Id cond) { return emit(make(Op::If, DType::Void, {cond})); }
+
+  // A condition: any bool, a comparison, or (sometimes) a threadgroup-uniform one.
+  Id condition(bool want_uniform) {
+    if (want_uniform) {
+      Id lhs = rng.chance(0.5) ? p_m : p_k;
+      DType t = k.insts[lhs].type;
+      return op(rng.pick({Op::Lt, Op::Ge, Op::Ne}), DType::Bool, {lhs, int_const(t, rng.range(0, 3))});
+    }
+    if (rng.chance(0.5)) return pick(DType::Bool);
+    return value(DType::Bool);
+  }
+
+  void stmt_if() {
+    bool uniform_cond = uniform_here() && rng.chance(red ? 0.4 : 0.15);
+    Id c = condition(uniform_cond);
+    Id id = begin_if(c);
+    bool u = uniform_here() && uni[c];
+    open(id, 0, u);
+    block(rng.range(1, 4));
+    close();
+    if (rng.chance(0.5)) {
+      open(id, 1, u);
+      block(rng.range(1, 3));
+      close();
+    }
+  }
+
+  // if c { v = <pure> } else { v = <pure> }: what if_conversion turns into a select.
+  void stmt_if_assign() {
+    std::vector<Id> vars = visible_vars();
+    Id var;
+    if (vars.empty() || rng.chance(0.4)) {
+      stmt_var_decl();
+      var = frames.back().vars.back();
+    } else {
+      var = vars[rng.below(vars.size())];
+    }
+    DType t = k.insts[var].type;
+    Id c = condition(false);
+    Id id = begin_if(c);
+    for (int arm = 0; arm < (rng.chance(0.7) ? 2 : 1); ++arm) {
+      open(id, arm, false);
+      int n = rng.range(0, 2);
+      Id v = kNone;
+      for (int i = 0; i < n; ++i) v = value(t, /*no_fault=*/true);
+      var_store(var, v != kNone && rng.chance(0.8) ? v : pick(t));
+      close();
+    }
+    if (rng.chance(0.6)) var_load(var);
+  }
+
+  // if false/true { ... }: const_fold splices the arm that runs.
+  void stmt_if_const() {
+    Id c = rng.chance(0.5) ? bool_const(rng.chance(0.5))
+                           : op(Op::Lt, DType::Bool, {int_const(DType::I32, rng.range(-2, 2)), int_const(DType::I32, 0)});
+    Id id = begin_if(c);
+    open(id, 0, uniform_here());
+    block(rng.range(1, 3));
+    close();
+    if (rng.chance(0.5)) {
+      open(id, 1, uniform_here());
+      block(rng.range(1, 2));
+      close();
+    }
+  }
+
+  // Accesses with tails: a load guarded by `idx < length` (idx may be anything), and stores
+  // guarded per element like the corpus's partial run.
+  void stmt_guarded() {
+    if (rng.chance(0.5)) {
+      Id idx = rng.chance(0.5) ? pick(DType::U32) : op(Op::Add, DType::U32, {base, u32(rng.range(0, 1100))});
+      Id id = begin_if(op(Op::Lt, DType::Bool, {idx, u32(kInputLength)}));
+      open(id, 0, false);
+      P p = random_input();
+      Id v = load(p, idx);
+      if (wc && p == kInF) v = clamp_wc(v);
+      P out = random_output();
+      store(out, own_index(), k.insts[v].type == param_dtype(out) ? v : value_for(param_dtype(out)));
+      close();
+      return;
+    }
+    // for e in 0..8: if base + e < limit { out[base + e] = f(e) }
+    Id limit = rng.chance(0.5) ? op(Op::Mul, DType::U32, {p_n, u32(kSlotsPerThread)})
+                               : op(Op::Sub, DType::U32, {op(Op::Mul, DType::U32, {p_total, u32(kSlotsPerThread)}),
+                                                          u32(rng.range(0, 20))});
+    P out = random_output();
+    uint32_t count = uint32_t(rng.range(1, int(kSlotsPerThread)));
+    for (uint32_t e = 0; e < count && !full(); ++e) {
+      Id idx = own_slot(e);
+      Id id = begin_if(op(Op::Lt, DType::Bool, {idx, limit}));
+      open(id, 0, false);
+      store(out, idx, value_for(param_dtype(out)));
+      close();
+    }
+  }
+
+  // Ops that would fault if executed where the program does not execute them: an integer
+  // division by a value that may be zero, a shift by a value that may be >= 32, guarded by an
+  // if or by a loop that runs only when it is safe. A pass that speculates them (licm,
+  // if_conversion, value_sink) makes the optimized program throw.
+  void stmt_guarded_fault() {
+    DType t = int_type();
+    Id d = pick(t);
+    Id x = pick(t);
+    Id safe = t == DType::I32 ? op(Op::Gt, DType::Bool, {d, int_const(t, 0)})  // > 0: no INT_MIN / -1
+                              : op(Op::Ne, DType::Bool, {d, int_const(t, 0)});
+    std::vector<Id> vars = visible_vars();
+    Id var = kNone;
+    for (Id v : vars)
+      if (k.insts[v].type == t) var = v;
+    if (rng.chance(0.5)) {
+      Id id = begin_if(safe);
+      open(id, 0, false);
+      Id q = op(rng.chance(0.5) ? Op::Div : Op::Rem, t, {x, d});
+      if (var != kNone && rng.chance(0.6)) var_store(var, q);
+      else store(t == DType::I32 ? kOutI : kIoU, own_index(), q);
+      close();
+    } else if (rng.chance(0.5)) {
+      // A loop that runs twice when d is safe and never otherwise; the division is invariant.
+      Id trips = op(Op::Select, DType::U32, {safe, u32(2), u32(0)});
+      Inst f = make(Op::For, DType::U32, {u32(0), trips, u32(1)});
+      Id id = emit(f);
+      open(id, 0, false);
+      frames.back().induction = id;
+      frames.back().values.push_back(id);
+      Id q = op(Op::Div, t, {x, d});
+      store(t == DType::I32 ? kOutI : kIoU, own_slot_dynamic(), q);
+      close();
+    } else {
+      Id s = pick(DType::U32);
+      Id id = begin_if(op(Op::Lt, DType::Bool, {s, u32(32)}));
+      open(id, 0, false);
+      Id v = op(rng.chance(0.5) ? Op::Shl : Op::Shr, t, {x, s});
+      store(t == DType::I32 ? kOutI : kIoU, own_index(), v);
+      close();
+    }
+  }
+
+  void stmt_for() {
+    // Bounds: constant (unroll's), a uniform parameter, or per thread (non-uniform trip count).
+    int kind = rng.below(red ? 5 : 4);
+    DType t = DType::U32;
+    Id b, e, s;
+    int trips;
+    bool uniform_trips = true;
+    switch (kind) {
+      case 0: {
+        int lo = rng.range(0, 2), n = rng.range(0, 4), st = rng.range(1, 2);
+        b = u32(lo);
+        e = u32(lo + n);
+        s = u32(st);
+        trips = (n + st - 1) / st;
+        break;
+      }
+      case 1: {
+        t = DType::I32;
+        int lo = rng.range(-3, 1), n = rng.range(0, 4);
+        b = int_const(t, lo);
+        e = rng.chance(0.3) ? p_k : int_const(t, lo + n);
+        s = int_const(t, 1);
+        trips = e == p_k ? 4 - lo : n;
+        break;
+      }
+      case 2:
+        b = u32(0);
+        e = p_m;
+        s = u32(rng.range(1, 2));
+        trips = 4;
+        break;
+      case 3:
+        // Per thread: 0 .. (x & 3).
+        b = u32(0);
+        e = op(Op::And, DType::U32, {pick(DType::U32), u32(3)});
+        s = u32(1);
+        trips = 3;
+        uniform_trips = false;
+        break;
+      default:
+        // The strided reduction loop: for j = local_id; j < 96; j += group_size.
+        b = lid;
+        e = u32(96);
+        s = gsize;
+        trips = 3;
+        uniform_trips = false;
+        break;
+    }
+    if (trips < 1) trips = 1;
+    if (trip_product * trips > kMaxTripProduct) return;
+    Inst f = make(Op::For, t, {b, e, s});
+    Id id = emit(f);
+    bool u = uniform_here() && uniform_trips && uni[b] && uni[e] && uni[s];
+    open(id, 0, u);
+    uni[id] = u;
+    frames.back().induction = id;
+    frames.back().values.push_back(id);
+    trip_product *= trips;
+    block(rng.range(2, 5));
+    trip_product /= trips;
+    close();
+  }
+
+  // Adjacent runs base + 0 .. base + W-1: loads from an `in` buffer and stores to an output,
+  // in shuffled order with arithmetic in between (schedule moves the loads, vectorize groups).
+  void stmt_vector_run() {
+    uint32_t w = rng.pick<uint32_t>({8, 8, 4, 2});
+    uint32_t start = w * rng.below(kSlotsPerThread / w);
+    std::vector<uint32_t> order(w);
+    for (uint32_t i = 0; i < w; ++i) order[i] = start + i;
+    if (rng.chance(0.5))
+      for (uint32_t i = w; i > 1; --i) std::swap(order[i - 1], order[rng.below(i)]);
+    P in = random_input();
+    std::vector<Id> loaded(kSlotsPerThread, kNone);
+    bool do_loads = rng.chance(0.8);
+    if (do_loads)
+      for (uint32_t e : order) {
+        if (rng.chance(0.3)) value(random_type(), true);
+        loaded[e] = load(in, own_slot(e));
+        if (wc && in == kInF) loaded[e] = clamp_wc(loaded[e]);
+      }
+    if (!rng.chance(0.8)) return;
+    P out = random_output();
+    DType ot = param_dtype(out);
+    for (uint32_t e : order) {
+      Id v = loaded[e];
+      if (v == kNone || k.insts[v].type != ot || rng.chance(0.3)) v = value_for(ot);
+      store(out, own_slot(e), v);
+    }
+  }
+
+  // ---- threadgroup operations (Reduction mode, uniform control flow only) --------------------
+
+  // Every thread stores its slot, a barrier, then each reads another thread's slot.
+  void stmt_tg_exchange() {
+    Id arr = tg_arrays[rng.below(tg_arrays.size())];
+    DType t = k.insts[arr].type;
+    Id v = pick(t);
+    if (rng.chance(0.2)) {  // only some threads write: the others' slots keep older values
+      Id id = begin_if(pick(DType::Bool));
+      open(id, 0, false);
+      emit(make(Op::TgStore, DType::Void, {arr, lid, v}));
+      close();
+    } else {
+      emit(make(Op::TgStore, DType::Void, {arr, lid, v}));
+    }
+    emit(make(Op::Barrier, DType::Void));
+    Id partner;
+    switch (rng.below(4)) {
+      case 0: partner = op(Op::Rem, DType::U32, {op(Op::Add, DType::U32, {lid, u32(rng.range(1, 40))}), gsize}); break;
+      case 1: partner = op(Op::Xor, DType::U32, {lid, u32(1)}); break;
+      case 2: partner = op(Op::Sub, DType::U32, {op(Op::Sub, DType::U32, {gsize, u32(1)}), lid}); break;
+      default: partner = lid; break;
+    }
+    emit(make(Op::TgLoad, t, {arr, partner}));
+    emit(make(Op::Barrier, DType::Void));  // before anyone overwrites the array again
+  }
+
+  void stmt_lane_op() {
+    DType t = wc ? DType::F32 : rng.pick({DType::F32, DType::I32, DType::U32});
+    emit(make(rng.chance(0.6) ? Op::LaneSum : Op::LaneMax, t, {pick(t)}));
+  }
+
+  // The tracer's group_sum: lane partials to threadgroup memory, one barrier, a second pass.
+  void stmt_group_reduce() {
+    Id arr = tg_arrays[0];  // f32
+    Id partial = emit(make(Op::LaneSum, DType::F32, {pick(DType::F32)}));
+    Id first = op(Op::Eq, DType::Bool, {lane, u32(0)});
+    Id id = begin_if(first);
+    open(id, 0, false);
+    emit(make(Op::TgStore, DType::Void, {arr, simd_group, partial}));
+    close();
+    emit(make(Op::Barrier, DType::Void));
+    Id acc = emit(make(Op::Var, DType::F32, {float_const(DType::F32, 0.0)}));
+    Id loop = emit(make(Op::For, DType::U32, {lane, n_simd, lane_w}));
+    open(loop, 0, false);
+    frames.back().induction = loop;
+    frames.back().values.push_back(loop);
+    Id x = emit(make(Op::TgLoad, DType::F32, {arr, loop}));
+    Id sum = op(Op::Add, DType::F32, {var_load(acc), x});
+    var_store(acc, wc ? clamp_wc(sum) : sum);
+    close();
+    emit(make(Op::LaneSum, DType::F32, {var_load(acc)}));
+    emit(make(Op::Barrier, DType::Void));
+  }
+
+  // ---- blocks -------------------------------------------------------------------------------
+
+  void statement() {
+    bool nest = depth() < kMaxDepth && !full();
+    bool tg = red && uniform_here();
+    uint32_t r = rng.below(tg ? 112 : 100);
+    if (r < 22) value(random_type());
+    else if (r < 27) stmt_identity();
+    else if (r < 31) stmt_const_expr();
+    else if (r < 35) stmt_duplicate();
+    else if (r < 43) stmt_load();
+    else if (r < 52) stmt_store();
+    else if (r < 61) stmt_var();
+    else if (r < 67) { if (nest) stmt_if(); }
+    else if (r < 72) { if (nest) stmt_if_assign(); }
+    else if (r < 74) { if (nest) stmt_if_const(); }
+    else if (r < 78) { if (nest) stmt_guarded(); }
+    else if (r < 81) { if (nest) stmt_guarded_fault(); }
+    else if (r < 89) { if (nest) stmt_for(); }
+    else if (r < 95) stmt_vector_run();
+    else if (r < 100) {
+      Id m = op(Op::Mul, DType::F32, {pick(DType::F32), pick(DType::F32)});
+      Id a = op(Op::Add, DType::F32, {m, pick(DType::F32)});
+      if (wc) clamp_wc(a);
+    }
+    else if (r < 104) stmt_tg_exchange();
+    else if (r < 109) stmt_lane_op();
+    else stmt_group_reduce();
+  }
+
+  void block(int statements) {
+    for (int i = 0; i < statements && !full(); ++i) statement();
+  }
+
+  Id param_value(P p) {
+    Inst in = make(Op::Param, k.params[p].dtype);
+    in.sym = p;
+    return emit(in, true);
+  }
+
+  void declare_params() {
+    auto scalar = [&](const char* name, DType t) {
+      ir::Param p;
+      p.name = name;
+      p.kind = ir::ParamKind::Scalar;
+      p.dtype = t;
+      k.params.push_back(p);
+    };
+    auto buffer = [&](const char* name, DType t, ir::Access a, bool per_thread) {
+      ir::Param p;
+      p.name = name;
+      p.kind = ir::ParamKind::Buffer;
+      p.dtype = t;
+      p.access = a;
+      if (per_thread) {
+        p.extent_scalars = {kTotal};
+        p.extent_factor = kSlotsPerThread;
+      } else {
+        p.extent_factor = kInputLength;
+      }
+      k.params.push_back(p);
+    };
+    scalar("n", DType::U32);
+    scalar("total", DType::U32);
+    scalar("m", DType::U32);
+    scalar("k", DType::I32);
+    scalar("s", DType::F32);
+    buffer("in_f", DType::F32, ir::Access::Read, false);
+    buffer("in_i", DType::I32, ir::Access::Read, false);
+    buffer("in_u", DType::U32, ir::Access::Read, false);
+    buffer("in_h", DType::F16, ir::Access::Read, false);
+    buffer("in_t", DType::Generic, ir::Access::Read, false);
+    buffer("out_f", DType::F32, ir::Access::Write, true);
+    buffer("out_i", DType::I32, ir::Access::Write, true);
+    buffer("io_u", DType::U32, ir::Access::ReadWrite, true);
+    buffer("out_b", DType::BF16, ir::Access::Write, true);
+    buffer("out_t", DType::Generic, ir::Access::Write, true);
+  }
+
+  ir::Kernel build(uint64_t seed) {
+    k.name = std::string("fuzz_") + (red ? "r" : "e") + (wc ? "wc_" : "_") + std::to_string(seed);
+    k.mode = red ? Mode::Reduction : Mode::Elementwise;
+    k.dtypes = {DType::F32, DType::F16, DType::BF16};
+    declare_params();
+    frames.push_back(Frame{0, true, {}, {}, kNone});
+    if (red) {
+      // Threadgroup arrays are declared first in the entry block, as the tracer hoists them.
+      for (DType t : {DType::F32, DType::I32, DType::U32}) {
+        if (t != DType::F32 && (wc || rng.chance(0.5))) continue;
+        Inst a = make(Op::TgAlloc, t);
+        a.sym = k.intern_string("tg_" + std::string(dtype_name(t)));
+        a.imm = kMaxGroupSize;
+        tg_arrays.push_back(emit(a));
+      }
+    }
+    p_n = param_value(kN);
+    p_total = param_value(kTotal);
+    p_m = param_value(kM);
+    p_k = param_value(kKs);
+    p_s = param_value(kS);
+    if (wc) clamp_wc(p_s);
+    if (red) {
+      Inst b = make(Op::LocalId, DType::U32);
+      lid = emit(b);
+      gsize = emit(make(Op::GroupSize, DType::U32), true);
+      Id group = emit(make(Op::ProgramId, DType::U32), true);
+      tid = op(Op::Add, DType::U32, {op(Op::Mul, DType::U32, {group, gsize}), lid});
+      lane = emit(make(Op::LaneId, DType::U32));
+      simd_group = emit(make(Op::SimdGroupId, DType::U32));
+      lane_w = emit(make(Op::LaneWidth, DType::U32), true);
+      n_simd = emit(make(Op::NumSimdGroups, DType::U32), true);
+    } else {
+      tid = emit(make(Op::ThreadId, DType::U32));
+    }
+    uni[tid] = 0;
+    base = op(Op::Mul, DType::U32, {tid, u32(kSlotsPerThread)});
+    // A few starting values of each kind so the first statements have operands.
+    load(kInF, own_slot(0));
+    if (wc) clamp_wc(frames.back().values.back());
+    load(kInI, own_slot(1));
+    if (!wc) load(kInT, own_slot(2));
+    if (!red && rng.chance(0.5)) {
+      // The elementwise shape: everything under `if tid < n` (threads past n do nothing).
+      Id id = begin_if(op(Op::Lt, DType::Bool, {tid, p_n}));
+      open(id, 0, false);
+      block(rng.range(14, 26));
+      close();
+      if (rng.chance(0.3)) {
+        open(id, 1, false);
+        block(rng.range(1, 3));
+        close();
+      }
+    } else {
+      block(rng.range(14, 26));
+    }
+    // Make sure the outputs see the final values.
+    for (int i = 0; i < 3; ++i) stmt_store();
+    return std::move(k);
+  }
+};
+
+// ---- launch --------------------------------------------------------------------------------
+
+double random_float(Rng& r, bool wc) {
+  if (wc) return r.uniform(0.5, 2.0);
+  if (r.chance(0.85)) return r.uniform(-4, 4);
+  const double inf = std::numeric_limits<double>::infinity();
+  return r.pick({0.0, -0.0, 1.0, -1.0, 1e30, -1e30, 1e-40, inf, -inf, std::nan(""), 70000.0, 3e38});
+}
+int64_t random_int(Rng& r) {
+  if (r.chance(0.6)) return r.range(-16, 16);
+  if (r.chance(0.5)) return int64_t(int32_t(uint32_t(r.next())));
+  return r.pick<int64_t>({INT32_MIN, INT32_MAX, 1 << 20, 1023, 1024, 32, 31});
+}
+
+}  // namespace
+
+ir::Kernel random_program(uint64_t seed, bool reduction_mode, const RandomProgramOptions& opts) {
+  Gen g(seed, reduction_mode, opts.well_conditioned);
+  return g.build(seed);
+}
+
+std::string RandomLaunch::describe() const {
+  std::ostringstream s;
+  s << "T=" << dtype_name(dtype) << " grid={" << grid.x << "," << grid.y << "," << grid.z << "} threadgroup={"
+    << threadgroup.x << "," << threadgroup.y << "," << threadgroup.z << "} scalars=[";
+  for (size_t i = 0; i < scalars.size(); ++i) s << (i ? "," : "") << "0x" << std::hex << scalars[i] << std::dec;
+  s << "]";
+  return s.str();
+}
+
+RandomLaunch random_launch(const ir::Kernel& k, uint64_t seed, const RandomProgramOptions& opts) {
+  Rng r{seed ^ 0x5deece66dull};
+  RandomLaunch L;
+  L.dtype = r.pick({DType::F32, DType::F16, DType::BF16});
+  if (k.mode == Mode::Reduction) {
+    L.threadgroup = {r.pick<uint32_t>({32, 64}), 1, 1};
+    L.grid = {uint32_t(r.range(1, 2)), 1, 1};
+  } else {
+    L.threadgroup = {r.pick<uint32_t>({8, 16, 32, 64}), 1, 1};
+    L.grid = {uint32_t(r.range(1, 2)), 1, 1};
+  }
+  const uint32_t total = uint32_t(L.grid.product() * L.threadgroup.product());
+  std::vector<uint32_t> by_param(k.params.size(), 0);
+  for (size_t i = 0; i < k.params.size(); ++i) {
+    const ir::Param& p = k.params[i];
+    if (p.kind != ir::ParamKind::Scalar) continue;
+    uint32_t bits = 0;
+    if (p.name == "n") bits = total - uint32_t(r.range(0, int(std::min<uint32_t>(total, 12))));
+    else if (p.name == "total") bits = total;
+    else if (p.name == "m") bits = uint32_t(r.range(0, 4));
+    else if (p.name == "k") bits = uint32_t(int32_t(r.range(-4, 4)));
+    else {
+      float f = float(opts.well_conditioned ? r.uniform(0.5, 2.0) : r.uniform(-3, 3));
+      std::memcpy(&bits, &f, 4);
+    }
+    by_param[i] = bits;
+    L.scalars.push_back(bits);
+  }
+  for (size_t i = 0; i < k.params.size(); ++i) {
+    const ir::Param& p = k.params[i];
+    if (p.kind != ir::ParamKind::Buffer) continue;
+    DType t = ir::resolve(p.dtype, L.dtype);
+    uint64_t count = p.extent_factor;
+    for (uint32_t s : p.extent_scalars) count *= by_param[s];
+    std::vector<unsigned char> bytes(count * dtype_size(t), 0xff);
+    if (p.access != ir::Access::Write) {
+      std::vector<double> v(count);
+      for (double& x : v) x = is_float(t) ? random_float(r, opts.well_conditioned) : double(random_int(r));
+      if (t == DType::U32)
+        for (double& x : v) x = double(uint32_t(int64_t(x)));
+      num::encode(t, v.data(), bytes.data(), count);
+    }
+    L.buffers.push_back(std::move(bytes));
+  }
+  return L;
+}
+
+std::vector<std::vector<unsigned char>> run_launch(const ir::Kernel& k, const RandomLaunch& launch,
+                                                   uint32_t lane_width) {
+  ir::Diagnostics d;
+  if (!ir::verify(k, d)) throw Error("kernel " + k.name + " does not verify:\n" + d.render(k));
+  std::vector<std::vector<unsigned char>> bufs = launch.buffers;
+  std::vector<interp::BufferArg> args;
+  for (auto& b : bufs) args.push_back({b.data(), b.size()});
+  interp::Options o;
+  o.lane_width = lane_width;
+  o.max_steps = 50'000'000;  // generous for these programs; a runaway loop fails fast
+  interp::run(k, launch.dtype, args, launch.scalars, launch.grid, launch.threadgroup, o);
+  return bufs;
+}
+
+std::string first_difference(const ir::Kernel& k, DType dtype, const std::vector<std::vector<unsigned char>>& want,
+                             const std::vector<std::vector<unsigned char>>& got, double tol, double floor) {
+  size_t b = 0;
+  for (const ir::Param& p : k.params) {
+    if (p.kind != ir::ParamKind::Buffer) continue;
+    if (b >= want.size() || b >= got.size() || want[b].size() != got[b].size())
+      return "buffer '" + p.name + "' has a different size";
+    DType t = ir::resolve(p.dtype, dtype);
+    size_t n = want[b].size() / dtype_size(t);
+    std::vector<double> w(n), g(n);
+    num::decode(t, want[b].data(), w.data(), n);
+    num::decode(t, got[b].data(), g.data(), n);
+    const size_t es = dtype_size(t);
+    for (size_t i = 0; i < n; ++i) {
+      bool same;
+      if (is_float(t) && std::isnan(w[i]) && std::isnan(g[i])) same = true;
+      else if (tol == 0 || !is_float(t)) same = std::memcmp(want[b].data() + i * es, got[b].data() + i * es, es) == 0;
+      else same = w[i] == g[i] || std::fabs(w[i] - g[i]) <= tol * std::max(floor, std::fabs(w[i]));
+      if (same) continue;
+      std::ostringstream s;
+      s.precision(9);
+      uint32_t wb = 0, gb = 0;
+      std::memcpy(&wb, want[b].data() + i * es, es);
+      std::memcpy(&gb, got[b].data() + i * es, es);
+      s << "buffer '" << p.name << "' (" << dtype_name(t) << ")[" << i << "]: want " << w[i] << " (0x" << std::hex
+        << wb << "), got " << std::dec << g[i] << " (0x" << std::hex << gb << ")";
+      return s.str();
+    }
+    ++b;
+  }
+  return "";
+}
+
+}  // namespace iron::fuzz
