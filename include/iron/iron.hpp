@@ -1,6 +1,7 @@
-// The one header a kernel file includes: the DSL, registration and the test harness.
+// The one header a kernel file includes: the DSL, registration, tests and benchmarks.
 #pragma once
 
+#include "iron/bench.hpp"
 #include "iron/dsl.hpp"
 #include "iron/harness.hpp"
 #include "iron/registry.hpp"

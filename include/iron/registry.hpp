@@ -36,6 +36,10 @@ const KernelDecl* find_kernel_decl(std::string_view name);
 // iron::Error with every diagnostic when the kernel is unknown or malformed.
 const ir::Kernel& kernel_ir(std::string_view name);
 
+// True when `k` is the registry's own traced kernel (as returned by kernel_ir): such a kernel
+// never changes or moves for the life of the process, so per-object caches may key on it.
+bool is_registry_kernel(const ir::Kernel* k);
+
 // Traces a body without registering it (tests, tools). Throws iron::Error on diagnostics.
 ir::Kernel trace_kernel(const KernelDecl& decl);
 

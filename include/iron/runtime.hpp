@@ -19,6 +19,7 @@ struct Kernel;
 namespace rt {
 class Device;
 struct BufferImpl;
+struct CompiledKernel;
 }  // namespace rt
 
 // Interp is Iron's SIMT IR interpreter: exact barriers, threadgroup memory and lane reductions
@@ -60,6 +61,19 @@ class DeviceBuffer {
 };
 
 using Bindings = std::vector<std::pair<std::string, DeviceBuffer>>;
+
+struct TimingOptions {
+  int warmup = 20;
+  int samples = 100;
+  bool flush_l2 = false;
+};
+
+// The raw result of a timed dispatch: per-sample device times (microseconds) and the compiler's
+// resource report. Statistics and metrics are derived afterwards, never inside the timed loop.
+struct Timing {
+  std::vector<double> samples_us;
+  std::string compile_report;
+};
 // Scalar ("constexpr") values by parameter name. Integers must be exact and in range.
 using Constexprs = std::map<std::string, double, std::less<>>;
 
@@ -88,8 +102,14 @@ class Context {
   void synchronize();
   size_t pipeline_cache_size() const;
 
+  // Validates like dispatch_with_grid, compiles (cached), then times warmup + samples launches
+  // with the device's clock. The inputs stay resident: nothing is uploaded inside the timing.
+  Timing time_dispatch(const ir::Kernel& kernel, DType dtype, const Bindings& buffers, const Constexprs& constexprs,
+                       Dim3 grid, Dim3 threadgroup, const TimingOptions& opts);
+
  private:
   explicit Context(std::unique_ptr<rt::Device> device);
+  rt::CompiledKernel& pipeline(const ir::Kernel& kernel, DType dtype, Dim3 threadgroup);
   struct Cache;
   std::unique_ptr<rt::Device> device_;
   std::unique_ptr<Cache> cache_;

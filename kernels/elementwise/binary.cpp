@@ -52,3 +52,21 @@ IRON_TEST_KERNEL(iron_mul, n65537, {f32, 1e-6}, {f16, 1e-3}, {bf16, 8e-3}) { ret
 IRON_TEST_KERNEL(iron_mul, n1005, {f32, 1e-6}, {f16, 1e-3}, {bf16, 8e-3}) { return binary_case(dt, 1005, true); }
 
 }  // namespace iron::kernels
+
+// Benchmarks: residual-add shapes (tokens x hidden) from decode to long prefill. Memory bound:
+// 3 n elements move (two reads, one write), n FLOPs.
+namespace iron::kernels {
+static BenchSetup binary_bench(DType dt, uint32_t n, bool multiply) {
+  TestSetup t = binary_case(dt, n, multiply);
+  BenchSetup b(dt);
+  b.in("a", t.inputs().at("a")).in("b", t.inputs().at("b")).out("out", n).constexprs({{"n", n}});
+  b.grid(t.grid_size(), t.threadgroup()).oracle(t.oracle_fn());
+  return b.bytes(3.0 * n * dtype_size(dt)).flops(n).sweep(multiply ? "iron_mul" : "iron_add", n);
+}
+IRON_BENCH(iron_add, n4096, {f32, 1e-6}, {f16, 1e-3}, {bf16, 8e-3}) { return binary_bench(dt, 4096, false); }
+IRON_BENCH(iron_add, n262144, {f32, 1e-6}, {f16, 1e-3}, {bf16, 8e-3}) { return binary_bench(dt, 1u << 18, false); }
+IRON_BENCH(iron_add, n4m, {f32, 1e-6}, {f16, 1e-3}, {bf16, 8e-3}) { return binary_bench(dt, 1u << 22, false); }
+IRON_BENCH(iron_add, n16m, {f32, 1e-6}, {f16, 1e-3}, {bf16, 8e-3}) { return binary_bench(dt, 1u << 24, false); }
+IRON_BENCH(iron_add, n64m, {f32, 1e-6}, {f16, 1e-3}, {bf16, 8e-3}) { return binary_bench(dt, 1u << 26, false); }
+IRON_BENCH(iron_mul, n16m, {f32, 1e-6}, {f16, 1e-3}, {bf16, 8e-3}) { return binary_bench(dt, 1u << 24, true); }
+}  // namespace iron::kernels

@@ -61,3 +61,18 @@ IRON_TEST_KERNEL(iron_silu, n257, {f32, 1e-5}, {f16, 1.5e-3}, {bf16, 8e-3}) {
 }
 
 }  // namespace iron::kernels
+
+// Benchmarks: SwiGLU-sized activations (4096 tokens x 11008). 2 n elements move; exp counts as
+// one FLOP, SiLU as four (negate, exp, add, divide-and-multiply).
+namespace iron::kernels {
+static BenchSetup unary_bench(DType dt, uint32_t n, bool is_silu) {
+  TestSetup t = unary_case(dt, n, -8.0, 8.0, is_silu);
+  BenchSetup b(dt);
+  b.in("x", t.inputs().at("x")).out("out", n).constexprs({{"n", n}}).grid(t.grid_size(), t.threadgroup());
+  b.oracle(t.oracle_fn()).error_floor(t.floor());
+  return b.bytes(2.0 * n * dtype_size(dt)).flops((is_silu ? 4.0 : 1.0) * n).sweep(is_silu ? "iron_silu" : "iron_exp", n);
+}
+IRON_BENCH(iron_exp, t4096_h11008, {f32, 1e-5}, {f16, 1.5e-3}, {bf16, 8e-3}) { return unary_bench(dt, 4096u * 11008u, false); }
+IRON_BENCH(iron_silu, t1_h11008, {f32, 1e-5}, {f16, 1.5e-3}, {bf16, 8e-3}) { return unary_bench(dt, 11008u, true); }
+IRON_BENCH(iron_silu, t4096_h11008, {f32, 1e-5}, {f16, 1.5e-3}, {bf16, 8e-3}) { return unary_bench(dt, 4096u * 11008u, true); }
+}  // namespace iron::kernels

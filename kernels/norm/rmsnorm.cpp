@@ -71,3 +71,18 @@ IRON_TEST_KERNEL(iron_rmsnorm, rows5_d512_tiny, {f32, 1e-5}, {f16, 2e-3}, {bf16,
 }
 
 }  // namespace iron::kernels
+
+// Benchmarks: decode (1 row) and prefill (4096 rows) at hidden 4096, and a wide 8192 model.
+// Moves x once in, out once, w once; about 4 FLOPs per element.
+namespace iron::kernels {
+static BenchSetup rmsnorm_bench(DType dt, uint32_t rows, uint32_t d) {
+  TestSetup t = rmsnorm_case(dt, rows, d, 256);
+  BenchSetup b(dt);
+  b.in("x", t.inputs().at("x")).in("w", t.inputs().at("w")).out("out", size_t(rows) * d);
+  b.constexprs(t.scalars()).grid(t.grid_size(), t.threadgroup()).oracle(t.oracle_fn());
+  return b.bytes((2.0 * rows * d + d) * dtype_size(dt)).flops(4.0 * rows * d).sweep("iron_rmsnorm_d" + std::to_string(d), rows);
+}
+IRON_BENCH(iron_rmsnorm, rows1_d4096, {f32, 1e-5}, {f16, 2e-3}, {bf16, 1e-2}) { return rmsnorm_bench(dt, 1, 4096); }
+IRON_BENCH(iron_rmsnorm, rows4096_d4096, {f32, 1e-5}, {f16, 2e-3}, {bf16, 1e-2}) { return rmsnorm_bench(dt, 4096, 4096); }
+IRON_BENCH(iron_rmsnorm, rows4096_d8192, {f32, 1e-5}, {f16, 2e-3}, {bf16, 1e-2}) { return rmsnorm_bench(dt, 4096, 8192); }
+}  // namespace iron::kernels

@@ -1,130 +1,20 @@
 // iron: the command-line front end. It does no GPU work itself: it spawns iron-runner (which
 // links the kernel library), reads its JSON-lines protocol and renders the results. A runner
 // that crashes fails the test it was running and the run reports it; the CLI never hangs on it.
-#include <signal.h>
-#include <spawn.h>
-#include <sys/wait.h>
-#include <unistd.h>
-
 #include <cstdio>
-#include <cstring>
-#include <filesystem>
 #include <iostream>
 #include <string>
 #include <vector>
 
-#include <CLI/CLI.hpp>
-
-#include "core/protocol.hpp"
-
-extern char** environ;
+#include "cli/cli.hpp"
 
 namespace {
 
 using nlohmann::json;
-namespace fs = std::filesystem;
-
-struct Style {
-  bool tty = isatty(STDOUT_FILENO) != 0;
-  std::string green(const std::string& s) const { return tty ? "\033[32m" + s + "\033[0m" : s; }
-  std::string red(const std::string& s) const { return tty ? "\033[31m" + s + "\033[0m" : s; }
-  std::string yellow(const std::string& s) const { return tty ? "\033[33m" + s + "\033[0m" : s; }
-  std::string dim(const std::string& s) const { return tty ? "\033[2m" + s + "\033[0m" : s; }
-};
-
-fs::path self_dir() {
-  std::error_code ec;
-  fs::path p = fs::read_symlink("/proc/self/exe", ec);
-  return ec ? fs::current_path() : p.parent_path();
-}
-
-fs::path runner_path() {
-  if (const char* env = std::getenv("IRON_RUNNER")) return env;
-  return self_dir() / "iron-runner";
-}
-
-// The runner executes all codegen: a stale one would run old code (seeds §8). When this CLI
-// lives in its own build tree, rebuild the runner target first; ninja makes a no-op cheap.
-void rebuild_runner_if_in_build_tree() {
-#ifdef IRON_BUILD_DIR
-  if (std::getenv("IRON_NO_REBUILD")) return;
-  fs::path build(IRON_BUILD_DIR);
-  std::error_code ec;
-  if (!fs::exists(build / "build.ninja", ec) || !fs::equivalent(self_dir(), build / "bin", ec)) return;
-  std::string cmd = "cmake --build '" + build.string() + "' --target iron-runner > /dev/null 2>&1";
-  if (std::system(cmd.c_str()) != 0)
-    std::cerr << "iron: warning: could not rebuild iron-runner in " << build << "; running the existing binary\n";
-#endif
-}
-
-struct RunResult {
-  int exit_code = 0;
-  bool crashed = false;
-  std::string crash;
-};
-
-// Spawns the runner with `args` and hands each decoded message to `on_message`.
-template <class Fn>
-RunResult run_runner(const std::vector<std::string>& args, Fn&& on_message) {
-  rebuild_runner_if_in_build_tree();
-  fs::path runner = runner_path();
-  RunResult result;
-  if (!fs::exists(runner)) {
-    std::cerr << "iron: runner not found at " << runner << " (build it, or set IRON_RUNNER)\n";
-    result.exit_code = 2;
-    return result;
-  }
-  int fds[2];
-  if (pipe(fds) != 0) {
-    std::perror("iron: pipe");
-    result.exit_code = 2;
-    return result;
-  }
-  posix_spawn_file_actions_t fa;
-  posix_spawn_file_actions_init(&fa);
-  posix_spawn_file_actions_adddup2(&fa, fds[1], STDOUT_FILENO);
-  posix_spawn_file_actions_addclose(&fa, fds[0]);
-  posix_spawn_file_actions_addclose(&fa, fds[1]);
-  std::vector<std::string> argv_s{runner.string()};
-  argv_s.insert(argv_s.end(), args.begin(), args.end());
-  std::vector<char*> argv;
-  for (auto& s : argv_s) argv.push_back(s.data());
-  argv.push_back(nullptr);
-  pid_t pid;
-  int rc = posix_spawn(&pid, runner.c_str(), &fa, nullptr, argv.data(), environ);
-  posix_spawn_file_actions_destroy(&fa);
-  close(fds[1]);
-  if (rc != 0) {
-    std::cerr << "iron: cannot start " << runner << ": " << std::strerror(rc) << "\n";
-    close(fds[0]);
-    result.exit_code = 2;
-    return result;
-  }
-  FILE* in = fdopen(fds[0], "r");
-  std::string line;
-  char buf[65536];
-  while (fgets(buf, sizeof buf, in)) {
-    line += buf;
-    if (line.empty() || line.back() != '\n') continue;
-    line.pop_back();
-    json msg;
-    std::string why;
-    if (iron::protocol::decode(line, msg, why)) on_message(msg);
-    else std::cerr << "iron: unreadable runner output (" << why << "): " << line.substr(0, 200) << "\n";
-    line.clear();
-  }
-  fclose(in);
-  int status = 0;
-  waitpid(pid, &status, 0);
-  if (WIFSIGNALED(status)) {
-    result.crashed = true;
-    result.crash = std::string("signal ") + std::to_string(WTERMSIG(status)) + " (" + strsignal(WTERMSIG(status)) + ")";
-    result.exit_code = 1;
-  } else {
-    result.exit_code = WEXITSTATUS(status);
-  }
-  return result;
-}
+using iron::cli::report_error;
+using iron::cli::run_runner;
+using iron::cli::RunResult;
+using iron::cli::Style;
 
 std::string fmt_sci(double v) {
   char b[32];
@@ -132,59 +22,81 @@ std::string fmt_sci(double v) {
   return b;
 }
 
-int report_error(const json& msg) {
-  std::cerr << "iron: error: " << msg.value("message", std::string("?")) << "\n";
-  return 2;
-}
-
-int cmd_test(const std::vector<std::string>& args, bool as_json) {
+int cmd_test(const std::vector<std::string>& base_args, bool as_json) {
   Style st;
   int passed = 0, failed = 0, skipped = 0;
   bool summary = false, error = false;
-  std::string in_flight;
-  RunResult r = run_runner(args, [&](const json& m) {
-    std::string type = m["type"];
-    if (as_json && type != "test_start") std::cout << m.dump() << "\n";
-    if (type == "device" && !as_json) {
-      std::cout << "device: " << m.value("name", std::string()) << " (" << m.value("backend", std::string()) << ", "
-                << m.value("driver", std::string()) << ", lane width " << m.value("lane_width", 0) << ")\n";
-    } else if (type == "test_start") {
-      in_flight = m["kernel"].get<std::string>() + "/" + m["case"].get<std::string>() + " [" + m["dtype"].get<std::string>() + "]";
-    } else if (type == "test") {
-      in_flight.clear();
-      std::string status = m["status"];
-      std::string name = m["kernel"].get<std::string>() + "/" + m["case"].get<std::string>();
-      if (!as_json) {
-        std::string tag = status == "pass" ? st.green("PASS") : status == "skip" ? st.yellow("SKIP") : st.red("FAIL");
-        std::string err = m["max_error"].is_number() ? fmt_sci(m["max_error"].get<double>()) : "inf";
-        char ms[32];
-        std::snprintf(ms, sizeof ms, "%.1f ms", m.value("ms", 0.0));
-        std::cout << tag << " " << name << " [" << m["dtype"].get<std::string>() << "] on "
-                  << m["backend"].get<std::string>() << "  max error " << err << " (tol "
-                  << fmt_sci(m.value("tolerance", 0.0)) << ")  " << st.dim(ms) << "\n";
-        std::string msg = m.value("message", std::string());
-        if (!msg.empty() && status != "pass") {
-          std::string indented = "    " + msg;
-          for (size_t p = indented.find('\n'); p != std::string::npos; p = indented.find('\n', p + 1))
-            indented.insert(p + 1, "    ");
-          std::cout << indented << "\n";
-        }
-      }
-      (status == "pass" ? passed : status == "skip" ? skipped : failed)++;
-    } else if (type == "summary") {
-      summary = true;
-    } else if (type == "error") {
-      error = true;
-      report_error(m);
+  // A test that crashes the runner fails alone: the CLI starts a fresh runner that resumes
+  // after it, so one faulting kernel never hides the results of the others.
+  std::string resume_after;
+  for (int attempt = 0;; ++attempt) {
+    std::vector<std::string> args = base_args;
+    if (!resume_after.empty()) {
+      args.push_back("--skip-through");
+      args.push_back(resume_after);
     }
-  });
-  if (r.crashed) {
-    ++failed;
-    std::cerr << "iron: " << st.red("runner crashed") << " with " << r.crash
-              << (in_flight.empty() ? std::string() : " while running " + in_flight) << "\n";
-  } else if (!summary && !error) {
-    ++failed;
-    std::cerr << "iron: the runner exited (code " << r.exit_code << ") without a summary\n";
+    std::string in_flight, in_flight_key;
+    summary = false;
+    RunResult r = run_runner(args, [&](const json& m) {
+      std::string type = m["type"];
+      if (as_json && type != "test_start") std::cout << m.dump() << "\n";
+      if (type == "device" && !as_json) {
+        if (attempt == 0)
+          std::cout << "device: " << m.value("name", std::string()) << " (" << m.value("backend", std::string())
+                    << ", " << m.value("driver", std::string()) << ", lane width " << m.value("lane_width", 0) << ")\n";
+      } else if (type == "test_start") {
+        in_flight = m["kernel"].get<std::string>() + "/" + m["case"].get<std::string>() + " [" +
+                    m["dtype"].get<std::string>() + "]";
+        in_flight_key = m["kernel"].get<std::string>() + "/" + m["case"].get<std::string>() + "/" +
+                        m["dtype"].get<std::string>();
+      } else if (type == "test") {
+        in_flight.clear();
+        std::string status = m["status"];
+        std::string name = m["kernel"].get<std::string>() + "/" + m["case"].get<std::string>();
+        if (!as_json) {
+          std::string tag = status == "pass" ? st.green("PASS") : status == "skip" ? st.yellow("SKIP") : st.red("FAIL");
+          std::string err = m["max_error"].is_number() ? fmt_sci(m["max_error"].get<double>()) : "inf";
+          char ms[32];
+          std::snprintf(ms, sizeof ms, "%.1f ms", m.value("ms", 0.0));
+          std::cout << tag << " " << name << " [" << m["dtype"].get<std::string>() << "] on "
+                    << m["backend"].get<std::string>() << "  max error " << err << " (tol "
+                    << fmt_sci(m.value("tolerance", 0.0)) << ")  " << st.dim(ms) << "\n";
+          std::string msg = m.value("message", std::string());
+          if (!msg.empty() && status != "pass") {
+            std::string indented = "    " + msg;
+            for (size_t p = indented.find('\n'); p != std::string::npos; p = indented.find('\n', p + 1))
+              indented.insert(p + 1, "    ");
+            std::cout << indented << "\n";
+          }
+        }
+        (status == "pass" ? passed : status == "skip" ? skipped : failed)++;
+      } else if (type == "summary") {
+        summary = true;
+      } else if (type == "error") {
+        error = true;
+        report_error(m);
+      }
+    });
+    if (r.crashed && !in_flight.empty() && attempt < 1000) {
+      ++failed;
+      std::cerr << "iron: " << st.red("runner crashed") << " with " << r.crash << " while running " << in_flight
+                << "; that test fails, the run goes on\n";
+      if (as_json)
+        std::cout << json{{"v", iron::protocol::kVersion}, {"type", "test"}, {"status", "fail"},
+                          {"message", "runner crashed with " + r.crash}, {"case_key", in_flight_key}}
+                         .dump()
+                  << "\n";
+      resume_after = in_flight_key;
+      continue;
+    }
+    if (r.crashed) {
+      ++failed;
+      std::cerr << "iron: " << st.red("runner crashed") << " with " << r.crash << "\n";
+    } else if (!summary && !error) {
+      ++failed;
+      std::cerr << "iron: the runner exited (code " << r.exit_code << ") without a summary\n";
+    }
+    break;
   }
   if (error && passed + failed + skipped == 0) return 2;
   std::string line = std::to_string(passed) + " passed, " + std::to_string(failed) + " failed";
@@ -234,6 +146,11 @@ int cmd_passthrough(const std::vector<std::string>& args, bool as_json) {
     } else if (type == "test_case") {
       std::cout << "  test " << m["kernel"].get<std::string>() << "/" << m["case"].get<std::string>() << "\n";
     } else if (type == "summary") {
+      if (m.contains("pipeline_ms")) {
+        char t[64];
+        std::snprintf(t, sizeof t, "%.2f ms", m["pipeline_ms"].get<double>());
+        std::cout << "pipeline: " << t << " over " << m.value("kernels", 0) << " kernels\n";
+      }
       std::cout << m["passed"] << " written, " << m["failed"] << " failed\n";
     } else if (type == "error") {
       error = true;
@@ -306,7 +223,13 @@ int main(int argc, char** argv) {
   auto* list = app.add_subcommand("list", "List registered kernels and test cases");
   list->add_flag("--json", as_json, "Print protocol messages as JSON lines");
 
+  iron::cli::Commands extra;
+  iron::cli::add_bench_commands(app, extra);
+  iron::cli::add_compare_commands(app, extra);
+
   CLI11_PARSE(app, argc, argv);
+  for (auto& [sub, run] : extra)
+    if (*sub) return run();
 
   std::vector<std::string> args;
   auto opt = [&](const char* flag, const std::string& v) {

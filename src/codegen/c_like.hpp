@@ -50,7 +50,11 @@ class Dialect {
   virtual std::string scalar(EmitState& s, const ir::Param& p) const = 0;
   virtual std::string load(EmitState& s, const ir::Param& p, const std::string& idx) const = 0;
   virtual std::string store(EmitState& s, const ir::Param& p, const std::string& idx, const std::string& v) const = 0;
-  virtual std::string literal(EmitState& s, const ir::Inst& in) const = 0;
+  // Constants: shared spelling; dialects supply the float suffix and how to write a float by its
+  // bits (for infinities and NaN, which have no decimal literal).
+  std::string literal(EmitState& s, const ir::Inst& in) const;
+  virtual const char* float_suffix() const = 0;
+  virtual std::string float_from_bits(uint32_t bits) const = 0;
   // Unary and ternary math and min/max/abs for one concrete dtype.
   virtual std::string math(EmitState& s, const ir::Inst& in, DType t, const std::vector<std::string>& a) const = 0;
   virtual std::string cast(EmitState& s, const ir::Inst& in, DType from, DType to, const std::string& x) const = 0;

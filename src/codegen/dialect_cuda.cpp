@@ -2,6 +2,7 @@
 // and computed in f32 registers; lane reductions are warp butterflies over 32 lanes, which the
 // dispatch validator guarantees are full (threadgroup size a multiple of 32).
 #include <climits>
+#include <cstdio>
 #include <cmath>
 
 #include "codegen/c_like.hpp"
@@ -114,20 +115,11 @@ class CudaDialect final : public Dialect {
     }
   }
 
-  std::string literal(EmitState& s, const ir::Inst& in) const override {
-    DType t = s.concrete(in.type);
-    switch (t) {
-      case DType::Bool: return in.imm ? "true" : "false";
-      case DType::I32: return in.imm == INT_MIN ? "(-2147483647 - 1)" : std::to_string(in.imm);
-      case DType::U32: return std::to_string(uint32_t(in.imm)) + "u";
-      default: {
-        // Constants of every float dtype are f32 register values (16-bit floats compute in f32).
-        float v = float(in.fimm);
-        if (std::isnan(v)) return "__int_as_float(0x7fc00000)";
-        if (std::isinf(v)) return v > 0 ? "__int_as_float(0x7f800000)" : "__int_as_float(0xff800000)";
-        return float_literal(v, "f");
-      }
-    }
+  const char* float_suffix() const override { return "f"; }
+  std::string float_from_bits(uint32_t bits) const override {
+    char hex[16];
+    std::snprintf(hex, sizeof hex, "%08x", bits);
+    return "__int_as_float(0x" + std::string(hex) + ")";
   }
 
   std::string math(EmitState& s, const ir::Inst& in, DType t, const std::vector<std::string>& a) const override {

@@ -3,6 +3,7 @@
 // (exact widening, round-to-nearest-even narrowing). Lane reductions are subgroup operations;
 // the subgroup size is queried from the device, never assumed.
 #include <climits>
+#include <cstdio>
 #include <cmath>
 
 #include "codegen/c_like.hpp"
@@ -127,20 +128,11 @@ class GlslDialect final : public Dialect {
     }
   }
 
-  std::string literal(EmitState& s, const ir::Inst& in) const override {
-    DType t = s.concrete(in.type);
-    switch (t) {
-      case DType::Bool: return in.imm ? "true" : "false";
-      case DType::I32: return in.imm == INT_MIN ? "(-2147483647 - 1)" : std::to_string(in.imm);
-      case DType::U32: return std::to_string(uint32_t(in.imm)) + "u";
-      default: {
-        // Constants of every float dtype are f32 register values (16-bit floats compute in f32).
-        float v = float(in.fimm);
-        if (std::isnan(v)) return "uintBitsToFloat(0x7fc00000u)";
-        if (std::isinf(v)) return v > 0 ? "uintBitsToFloat(0x7f800000u)" : "uintBitsToFloat(0xff800000u)";
-        return float_literal(v, "");
-      }
-    }
+  const char* float_suffix() const override { return ""; }
+  std::string float_from_bits(uint32_t bits) const override {
+    char hex[16];
+    std::snprintf(hex, sizeof hex, "%08x", bits);
+    return "uintBitsToFloat(0x" + std::string(hex) + "u)";
   }
 
   std::string math(EmitState& s, const ir::Inst& in, DType t, const std::vector<std::string>& a) const override {

@@ -24,6 +24,21 @@ std::string float_literal(float v, const char* suffix) {
   return s + suffix;
 }
 
+std::string Dialect::literal(EmitState& s, const ir::Inst& in) const {
+  switch (s.concrete(in.type)) {
+    case DType::Bool: return in.imm ? "true" : "false";
+    case DType::I32: return in.imm == INT32_MIN ? "(-2147483647 - 1)" : std::to_string(in.imm);
+    case DType::U32: return std::to_string(uint32_t(in.imm)) + "u";
+    default: {
+      // Constants of every float dtype are f32 register values (16-bit floats compute in f32).
+      float v = float(in.fimm);
+      if (std::isnan(v)) return float_from_bits(0x7fc00000u);
+      if (std::isinf(v)) return float_from_bits(v > 0 ? 0x7f800000u : 0xff800000u);
+      return float_literal(v, float_suffix());
+    }
+  }
+}
+
 namespace {
 
 struct Emitter {

@@ -10,6 +10,17 @@
 //   text     {text}                      (inspect output)
 //   artifact {kernel, dtype, target, path, ok, message}
 //   error    {message}
+//   warning  {message}                   (harness warnings: flat sweep, first cell slowest, ...)
+//   bench    one benchmark result, also the record format of snapshots and peer files:
+//     {kernel, bench, dtype, backend, device, source ("iron", "torch-eager", "torch-compile",
+//      "torch-rms_norm", "cublas", ...), status ("ok" | "fail" | "error"), message,
+//      correctness {status, max_error, tolerance}, warmup, flush_l2, samples_us [...],
+//      stats {n, min_us, median_us, mean_us, p95_us, p99_us, cv}, bytes, flops, sweep, size,
+//      metrics {gbps, gflops, intensity, pct_peak_bw, pct_peak_compute, pct_measured_bw,
+//               pct_measured_compute, bottleneck ("memory" | "compute" | "latency" | "occupancy")}
+//               (percentages null where the device is unknown),
+//      resources {registers, spill_stores, spill_loads, shared_bytes} or null}
+//   A snapshot file (.iron/snaps/NAME.json) is {"v", "name", "created", "results": [bench...]}.
 #pragma once
 
 #include <string>

@@ -178,6 +178,14 @@ const ir::Kernel* device_function_ir(std::string_view name) {
   return slot->kernel.get();
 }
 
+bool is_registry_kernel(const ir::Kernel* k) {
+  if (!k) return false;
+  Registry& r = registry();
+  std::lock_guard lock(r.mu);
+  auto it = r.traced.find(k->name);
+  return it != r.traced.end() && it->second->kernel.get() == k;
+}
+
 const ir::Kernel& kernel_ir(std::string_view name) {
   const KernelDecl* decl = find_kernel_decl(name);
   if (!decl) throw Error("unknown kernel '" + std::string(name) + "'");

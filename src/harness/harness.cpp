@@ -1,6 +1,8 @@
 // Fixtures, TestSetup and the test registry.
 #include "iron/harness.hpp"
 
+#include "iron/bench.hpp"
+
 #include <algorithm>
 #include <deque>
 #include <mutex>
@@ -74,6 +76,36 @@ std::vector<const TestDecl*> registered_tests() {
   std::vector<const TestDecl*> out;
   for (const TestDecl& d : r.decls) out.push_back(&d);
   std::sort(out.begin(), out.end(), [](const TestDecl* a, const TestDecl* b) {
+    int c = std::string_view(a->kernel).compare(b->kernel);
+    return c != 0 ? c < 0 : std::string_view(a->name) < b->name;
+  });
+  return out;
+}
+
+namespace {
+struct BenchRegistry {
+  std::mutex mu;
+  std::deque<BenchDecl> decls;
+};
+BenchRegistry& benches() {
+  static BenchRegistry r;
+  return r;
+}
+}  // namespace
+
+int register_bench(const BenchDecl& decl) {
+  BenchRegistry& r = benches();
+  std::lock_guard lock(r.mu);
+  r.decls.push_back(decl);
+  return int(r.decls.size() - 1);
+}
+
+std::vector<const BenchDecl*> registered_benches() {
+  BenchRegistry& r = benches();
+  std::lock_guard lock(r.mu);
+  std::vector<const BenchDecl*> out;
+  for (const BenchDecl& d : r.decls) out.push_back(&d);
+  std::sort(out.begin(), out.end(), [](const BenchDecl* a, const BenchDecl* b) {
     int c = std::string_view(a->kernel).compare(b->kernel);
     return c != 0 ? c < 0 : std::string_view(a->name) < b->name;
   });

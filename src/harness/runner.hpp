@@ -9,6 +9,9 @@
 #include "iron/runtime.hpp"
 
 namespace iron {
+namespace ir {
+struct Kernel;
+}
 
 struct TestOutcome {
   enum class Status { Pass, Fail, Skip } status = Status::Fail;
@@ -17,8 +20,14 @@ struct TestOutcome {
 };
 
 // Runs one registered case at one dtype on `ctx`. Never throws: every problem is a Fail.
-TestOutcome run_test_case(Context& ctx, const TestDecl& decl, DType dtype, double tol);
+// `kernel` replaces the registered kernel of that name (mutation tests, A/B runs); it must have
+// the same parameters.
+TestOutcome run_test_case(Context& ctx, const TestDecl& decl, DType dtype, double tol,
+                          const ir::Kernel* kernel = nullptr);
 
 int runner_main(int argc, char** argv);
+
+// `bench` and `calibrate` (bench_runner.cpp): argv as given to the runner.
+int bench_main(int argc, char** argv);
 
 }  // namespace iron

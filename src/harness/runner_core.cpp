@@ -38,10 +38,10 @@ std::string describe(double v) {
 
 }  // namespace
 
-TestOutcome run_test_case(Context& ctx, const TestDecl& decl, DType dtype, double tol) {
+TestOutcome run_test_case(Context& ctx, const TestDecl& decl, DType dtype, double tol, const ir::Kernel* kernel) {
   TestOutcome r;
   try {
-    const ir::Kernel& k = kernel_ir(decl.kernel);
+    const ir::Kernel& k = kernel ? *kernel : kernel_ir(decl.kernel);
     TestSetup setup = decl.body(dtype);
     if (setup.dtype() != dtype) {
       r.message = "the test body built a setup for dtype " + std::string(dtype_name(setup.dtype())) +
@@ -132,6 +132,7 @@ struct Args {
   std::set<std::string> print_after;
   bool stats = false, verify_each = false, time_passes = false, no_opt = false;
   std::string only, mutation;
+  std::string skip_through;  // test: resume after this "kernel/case/dtype" (the CLI's crash recovery)
 };
 
 Args parse_args(int argc, char** argv) {
@@ -160,6 +161,7 @@ Args parse_args(int argc, char** argv) {
     else if (s == "--time-passes") a.time_passes = true;
     else if (s == "--no-opt") a.no_opt = true;
     else if (s == "--only") a.only = value();
+    else if (s == "--skip-through") a.skip_through = value();
     else if (s == "--mutation") a.mutation = value();
     else if (!s.empty() && s[0] == '-') throw Error("unknown option " + s);
     else a.positional.push_back(s);
@@ -239,14 +241,23 @@ int cmd_test(const Args& a) {
   if (ctx) send(device_json(ctx->info()));
 
   int passed = 0, failed = 0, skipped = 0;
+  bool skipping = !a.skip_through.empty();
+  // Fault injection for the CLI's crash handling tests: abort while running this case.
+  const char* crash_on = std::getenv("IRON_RUNNER_CRASH_ON");
   for (const TestDecl* t : registered_tests()) {
     if (!matches(a.filter, t->kernel, t->name)) continue;
     for (const DtypeTolerance& dt : t->dtypes) {
       if (only && *only != dt.dtype) continue;
+      std::string key = std::string(t->kernel) + "/" + t->name + "/" + dtype_name(dt.dtype);
+      if (skipping) {
+        skipping = key != a.skip_through;
+        continue;
+      }
       json msg = {{"type", "test"}, {"kernel", t->kernel}, {"case", t->name}, {"dtype", dtype_name(dt.dtype)},
                   {"backend", ctx ? backend_name(backend) : (want ? backend_name(*want) : "none")},
                   {"tolerance", dt.tol}};
       send({{"type", "test_start"}, {"kernel", t->kernel}, {"case", t->name}, {"dtype", dtype_name(dt.dtype)}});
+      if (crash_on && key == crash_on) std::abort();
       auto start = std::chrono::steady_clock::now();
       TestOutcome r;
       if (!ctx) {
@@ -392,7 +403,8 @@ int cmd_build(const Args& a) {
   bool cuda = what == "cuda" || what == "all", spirv = what == "spirv" || what == "all", irs = what == "ir" || what == "all";
   if (!cuda && !spirv && !irs) throw Error("--emit takes cuda, spirv, ir or all, not '" + what + "'");
   std::filesystem::path out(a.out_dir);
-  int failures = 0, written = 0;
+  int failures = 0, written = 0, kernels = 0;
+  double pipeline_ms = 0;
   auto artifact = [&](const std::string& kernel, const std::string& dtype, const std::string& target,
                       const std::filesystem::path& path, bool ok, const std::string& message) {
     send({{"type", "artifact"}, {"kernel", kernel}, {"dtype", dtype}, {"target", target}, {"path", path.string()},
@@ -410,7 +422,10 @@ int cmd_build(const Args& a) {
     }
     ir::Kernel optimized;
     try {
+      auto start = std::chrono::steady_clock::now();
       optimized = passes::optimize(*k);
+      pipeline_ms += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+      ++kernels;
     } catch (const Error& e) {
       artifact(decl->name, "", "ir", out / "ir" / (std::string(decl->name) + ".ir"), false, e.what());
       continue;
@@ -461,7 +476,8 @@ int cmd_build(const Args& a) {
       }
     }
   }
-  send({{"type", "summary"}, {"passed", written}, {"failed", failures}, {"skipped", 0}});
+  send({{"type", "summary"}, {"passed", written}, {"failed", failures}, {"skipped", 0}, {"kernels", kernels},
+        {"pipeline_ms", pipeline_ms}});
   return failures == 0 ? 0 : 1;
 }
 
@@ -469,6 +485,8 @@ int cmd_build(const Args& a) {
 
 int runner_main(int argc, char** argv) {
   try {
+    if (argc > 1 && (std::string(argv[1]) == "bench" || std::string(argv[1]) == "calibrate"))
+      return bench_main(argc, argv);
     Args a = parse_args(argc, argv);
     send({{"type", "hello"}, {"runner_version", "0.1.0"}});
     if (a.command == "test") return cmd_test(a);

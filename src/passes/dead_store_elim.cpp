@@ -2,7 +2,8 @@
 // unused memory reads, stores to variables that are never read, variables with no reads, stores
 // to threadgroup arrays that are never read (and then the arrays), ifs whose arms are empty,
 // and loops whose body is empty — header and all, so no `for (...) { }` survives (seeds §8).
-// Runs last: every earlier pass may leave dead values behind.
+// Runs last: every earlier pass may leave dead values behind. A vector group losing a lane is
+// dissolved back into scalar accesses.
 // Does not handle: stores to global buffers (always observable), barriers (kept even when no
 // threadgroup memory remains: removing one is a scheduling decision, not dead code), a variable
 // stored in a loop and read only by that store's own value chain (kept).
@@ -50,6 +51,21 @@ bool run_dead_store_elim(ir::Kernel& k, PassContext& ctx) {
       }
     });
     if (found == 0) break;
+    // A vector group (vectorize) is all-or-nothing: when one lane dies, the survivors go back to
+    // being scalar accesses rather than leave a group with a missing lane.
+    for (Id b : reachable_blocks(k)) {
+      const auto& list = k.blocks[b].insts;
+      for (size_t p = 0; p < list.size(); ++p) {
+        const ir::Inst& lead = k.insts[list[p]];
+        if ((lead.op != Op::Load && lead.op != Op::Store) || lead.imm <= 0) continue;
+        size_t width = size_t(lead.imm);
+        bool broken = false;
+        for (size_t lane = 0; lane < width && p + lane < list.size(); ++lane) broken = broken || drop[list[p + lane]];
+        if (broken)
+          for (size_t lane = 0; lane < width && p + lane < list.size(); ++lane) k.insts[list[p + lane]].imm = 0;
+        p += width - 1;
+      }
+    }
     size_t removed = remove_insts(k, drop);
     ctx.stat("dead_store_elim.removed", int64_t(removed));
     changed = true;

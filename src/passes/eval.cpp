@@ -95,8 +95,8 @@ bool eval_float(ir::Op op, DType t, const Scalar* a, Scalar& out, std::string& e
     case Op::Sub: r = x - y; break;
     case Op::Mul: r = x * y; break;
     case Op::Div: r = x / y; break;
-    case Op::Min: r = std::fmin(x, y); break;
-    case Op::Max: r = std::fmax(x, y); break;
+    case Op::Min: r = fmin_ordered(x, y); break;
+    case Op::Max: r = fmax_ordered(x, y); break;
     case Op::Neg: r = -x; break;
     case Op::Abs: r = std::fabs(x); break;
     case Op::Fma: r = std::fma(x, y, a[2].f()); break;
@@ -244,6 +244,16 @@ bool eval_pure(ir::Op op, DType result_type, DType operand_type, const Scalar* a
     case Kind::Bool: return eval_bool(op, args, out, error);
     default: return bad_type(error, op, result_type);
   }
+}
+
+float fmin_ordered(float x, float y) {
+  if (x == 0 && y == 0) return std::signbit(x) ? x : y;
+  return std::fmin(x, y);
+}
+
+float fmax_ordered(float x, float y) {
+  if (x == 0 && y == 0) return std::signbit(x) ? y : x;
+  return std::fmax(x, y);
 }
 
 }  // namespace iron::eval

@@ -49,4 +49,10 @@ bool is_pure_evaluable(ir::Op op);
 bool eval_pure(ir::Op op, DType result_type, DType operand_type, const Scalar* args, int n, Scalar& out,
                std::string& error);
 
+// f32 min and max with an order on signed zeros (-0 < +0) and NaN ignored when the other
+// operand is a number: the result does not depend on operand order (cse relies on min and max
+// being commutative), and it matches PTX min.f32 / max.f32.
+float fmin_ordered(float x, float y);
+float fmax_ordered(float x, float y);
+
 }  // namespace iron::eval

@@ -4,7 +4,8 @@
 // Only when both arms are free of side effects other than those assignments, and no op in
 // them could fault or read memory when executed unconditionally: a select evaluates both sides,
 // so it never guards a load (seeds §8) — an arm with a load, a store, a barrier, a lane
-// operation, a loop, an integer division or a variable read stays a real branch.
+// operation, a loop, an integer division, a shift not by a constant below 32 or a variable read
+// stays a real branch.
 // Does not handle: nested ifs inside the arms, arms longer than kMaxArm ops.
 // Mutation for tests: if_conversion.allow_loads converts arms that load (the seeds' hazard).
 #include <map>
@@ -17,6 +18,13 @@ using ir::Id;
 using ir::Op;
 
 namespace {
+
+// A shift is safe to execute speculatively only with a constant amount below 32 (else it is
+// undefined behaviour the original program may never have reached).
+bool shift_is_defined(const ir::Kernel& k, const ir::Inst& in) {
+  const ir::Inst& amount = k.insts[in.operands[1]];
+  return amount.op == Op::Const && uint32_t(amount.imm) < 32;
+}
 
 constexpr size_t kMaxArm = 8;
 
@@ -44,7 +52,7 @@ struct IfConversion {
       bool load_ok = in.op == Op::Load && ctx.mutant("if_conversion.allow_loads");
       if (!is_pure_value(in) && !load_ok) return false;
       if (is_integer(in.type) && (in.op == Op::Div || in.op == Op::Rem)) return false;
-      if ((in.op == Op::Shl || in.op == Op::Shr) && k.insts[in.operands[1]].op != Op::Const) return false;
+      if ((in.op == Op::Shl || in.op == Op::Shr) && !shift_is_defined(k, in)) return false;
     }
     return true;
   }

@@ -363,7 +363,7 @@ struct Machine {
   static uint32_t combine(DType t, bool is_sum, uint32_t a, uint32_t b) {
     if (t == DType::F32) {
       float x = Scalar{a}.f(), y = Scalar{b}.f();
-      return Scalar::of_f32(is_sum ? x + y : std::fmax(x, y)).bits;
+      return Scalar::of_f32(is_sum ? x + y : eval::fmax_ordered(x, y)).bits;
     }
     if (is_sum) return a + b;
     if (t == DType::I32) return int32_t(a) > int32_t(b) ? a : b;

@@ -3,7 +3,7 @@
 // before the loop, keeping the relative order of everything hoisted. Inner loops are processed
 // first, so invariants climb out of nests one level per pass run.
 // Does not handle: loads (a loop that runs zero times must not read memory it never touched),
-// integer division, remainder and non-constant shifts (they may fault or be undefined when the
+// integer division, remainder and shifts not by a constant below 32 (they may fault or be undefined when the
 // loop would not have run), values inside ifs within the loop, lane operations (convergent).
 // Mutation for tests: licm.hoist_loads hoists loads as well.
 #include <set>
@@ -17,11 +17,18 @@ using ir::Op;
 
 namespace {
 
+// A shift is safe to execute speculatively only with a constant amount below 32 (else it is
+// undefined behaviour the original program may never have reached).
+bool shift_is_defined(const ir::Kernel& k, const ir::Inst& in) {
+  const ir::Inst& amount = k.insts[in.operands[1]];
+  return amount.op == Op::Const && uint32_t(amount.imm) < 32;
+}
+
 bool hoistable(const ir::Kernel& k, const ir::Inst& in, const PassContext& ctx) {
   if (in.op == Op::Load && ctx.mutant("licm.hoist_loads")) return true;
   if (!is_pure_value(in)) return false;
   if (is_integer(in.type) && (in.op == Op::Div || in.op == Op::Rem)) return false;
-  if ((in.op == Op::Shl || in.op == Op::Shr) && k.insts[in.operands[1]].op != Op::Const) return false;
+  if ((in.op == Op::Shl || in.op == Op::Shr) && !shift_is_defined(k, in)) return false;
   return true;
 }
 

@@ -46,6 +46,18 @@ struct Context::Cache {
   using Key = std::tuple<uint64_t, std::string, DType, uint32_t, uint32_t, uint32_t>;
   std::mutex mu;
   std::map<Key, std::unique_ptr<rt::CompiledKernel>> pipelines;
+  // Content hashes of registry kernels by object, so a repeated dispatch does not re-print the
+  // IR. Only registry kernels qualify: they never change or move. Any other kernel (a test's
+  // mutant, a freshly traced body) is hashed every time — an address says nothing about content.
+  std::map<const ir::Kernel*, uint64_t> hashes;
+
+  uint64_t hash_of(const ir::Kernel& k) {
+    auto it = hashes.find(&k);
+    if (it != hashes.end()) return it->second;
+    uint64_t h = ir::content_hash(k);
+    if (is_registry_kernel(&k)) hashes[&k] = h;
+    return h;
+  }
 };
 
 Context::Context(std::unique_ptr<rt::Device> device) : device_(std::move(device)), cache_(std::make_unique<Cache>()) {}
@@ -293,25 +305,46 @@ void Context::dispatch_with_grid(std::string_view kernel, DType dtype, const Bin
   dispatch_with_grid(kernel_ir(kernel), dtype, buffers, constexprs, grid, threadgroup);
 }
 
+namespace {
+DType normalize(const ir::Kernel& kernel, DType dtype) {
+  // A kernel without T is the same program at every dtype: one pipeline, keyed as f32.
+  if (kernel.dtypes.empty() && dtype != DType::Generic && dtype != DType::Void && dtype != DType::Bool) return DType::F32;
+  return dtype;
+}
+}  // namespace
+
+rt::CompiledKernel& Context::pipeline(const ir::Kernel& kernel, DType dtype, Dim3 threadgroup) {
+  std::lock_guard lock(cache_->mu);
+  Dim3 shape = device_->pipeline_depends_on_threadgroup() ? threadgroup : Dim3{0, 0, 0};
+  Cache::Key key{cache_->hash_of(kernel), kernel.name, dtype, shape.x, shape.y, shape.z};
+  auto it = cache_->pipelines.find(key);
+  if (it == cache_->pipelines.end()) {
+    // Every backend runs the same optimized IR: the pipeline is backend-neutral.
+    ir::Kernel optimized = passes::optimize(kernel);
+    it = cache_->pipelines.emplace(key, device_->compile(optimized, dtype, threadgroup)).first;
+  }
+  return *it->second;
+}
+
 void Context::dispatch_with_grid(const ir::Kernel& kernel, DType dtype, const Bindings& buffers,
                                  const Constexprs& constexprs, Dim3 grid, Dim3 threadgroup) {
-  // A kernel without T is the same program at every dtype: one pipeline, keyed as f32.
-  if (kernel.dtypes.empty() && dtype != DType::Generic && dtype != DType::Void && dtype != DType::Bool) dtype = DType::F32;
+  dtype = normalize(kernel, dtype);
   Validated v = check(device_->info(), kernel, dtype, buffers, constexprs, grid, threadgroup);
-  rt::CompiledKernel* compiled;
-  {
-    std::lock_guard lock(cache_->mu);
-    Dim3 shape = device_->pipeline_depends_on_threadgroup() ? threadgroup : Dim3{0, 0, 0};
-    Cache::Key key{ir::content_hash(kernel), kernel.name, dtype, shape.x, shape.y, shape.z};
-    auto it = cache_->pipelines.find(key);
-    if (it == cache_->pipelines.end()) {
-      // Every backend runs the same optimized IR: the pipeline is backend-neutral.
-      ir::Kernel optimized = passes::optimize(kernel);
-      it = cache_->pipelines.emplace(key, device_->compile(optimized, dtype, threadgroup)).first;
-    }
-    compiled = it->second.get();
-  }
-  device_->launch(*compiled, v.args, grid, threadgroup);
+  device_->launch(pipeline(kernel, dtype, threadgroup), v.args, grid, threadgroup);
+}
+
+Timing Context::time_dispatch(const ir::Kernel& kernel, DType dtype, const Bindings& buffers,
+                              const Constexprs& constexprs, Dim3 grid, Dim3 threadgroup, const TimingOptions& opts) {
+  if (opts.warmup < 0 || opts.samples <= 0)
+    throw Error("timing needs warmup >= 0 and samples > 0 (got " + std::to_string(opts.warmup) + ", " +
+                std::to_string(opts.samples) + ")");
+  dtype = normalize(kernel, dtype);
+  Validated v = check(device_->info(), kernel, dtype, buffers, constexprs, grid, threadgroup);
+  rt::CompiledKernel& compiled = pipeline(kernel, dtype, threadgroup);
+  Timing t;
+  t.samples_us = device_->time_launches(compiled, v.args, grid, threadgroup, opts);
+  t.compile_report = device_->compile_report(compiled);
+  return t;
 }
 
 }  // namespace iron

@@ -41,6 +41,16 @@ class Device {
   virtual bool pipeline_depends_on_threadgroup() const = 0;
   virtual void launch(CompiledKernel& kernel, const LaunchArgs& args, Dim3 grid, Dim3 threadgroup) = 0;
   virtual void synchronize() = 0;
+
+  // Benchmark timing: `warmup` untimed launches, then `samples` launches each timed on the
+  // device's own clock (CUDA events, Vulkan timestamp queries; the host clock for the
+  // interpreter). Returns one figure per sample in microseconds. With flush_l2, a write of a
+  // buffer larger than the last-level cache runs (untimed) before every sample.
+  virtual std::vector<double> time_launches(CompiledKernel& kernel, const LaunchArgs& args, Dim3 grid, Dim3 threadgroup,
+                                            const TimingOptions& opts) = 0;
+  // What the compiler reported for this kernel (CUDA: ptxas -v registers / spills / shared
+  // memory lines); empty where the backend reports nothing.
+  virtual std::string compile_report(const CompiledKernel& kernel) const { return {}; }
 };
 
 // Factories; each throws iron::Error with a plain reason when the backend is unavailable.

@@ -180,60 +180,10 @@ struct CaseOutcome {
   std::string message;
 };
 
-// run_test_case (runner_core.cpp) with the kernel passed in instead of looked up by name: same
-// input rounding, NaN-filled outputs and pass rule |got - want| <= tol * max(floor, |want|).
+// The corpus's own runner, with the kernel passed in instead of looked up by name.
 CaseOutcome run_case(Context& ctx, const ir::Kernel& k, const TestDecl& decl, DType dt, double tol) {
-  CaseOutcome r;
-  try {
-    TestSetup setup = decl.body(dt);
-    Tensors rounded, expected;
-    Bindings bindings;
-    std::vector<std::pair<std::string, DeviceBuffer>> outs;
-    for (const auto& [name, values] : setup.inputs()) {
-      DType t = ir::resolve(k.params.at(k.find_param(name)).dtype, dt);
-      std::vector<unsigned char> bytes(values.size() * dtype_size(t));
-      num::encode(t, values.data(), bytes.data(), values.size());
-      std::vector<double> back(values.size());
-      num::decode(t, bytes.data(), back.data(), values.size());
-      DeviceBuffer buf = ctx.alloc(t, values.size());
-      ctx.upload(buf, bytes.data(), bytes.size());
-      bindings.emplace_back(name, buf);
-      rounded[name] = std::move(back);
-    }
-    for (const auto& [name, count] : setup.outputs()) {
-      DType t = ir::resolve(k.params.at(k.find_param(name)).dtype, dt);
-      DeviceBuffer buf = ctx.alloc(t, count);
-      std::vector<unsigned char> fill(buf.bytes(), 0xff);  // NaN: an unwritten element fails
-      ctx.upload(buf, fill.data(), fill.size());
-      bindings.emplace_back(name, buf);
-      outs.emplace_back(name, buf);
-      expected[name].assign(count, 0.0);
-    }
-    setup.oracle_fn()(rounded, expected);
-    ctx.dispatch_with_grid(k, dt, bindings, setup.scalars(), setup.grid_size(), setup.threadgroup());
-    ctx.synchronize();
-    for (const auto& [name, buf] : outs) {
-      std::vector<unsigned char> bytes(buf.bytes());
-      ctx.download(buf, bytes.data(), bytes.size());
-      std::vector<double> got(buf.count());
-      num::decode(buf.dtype(), bytes.data(), got.data(), got.size());
-      const std::vector<double>& want = expected[name];
-      for (size_t i = 0; i < got.size(); ++i) {
-        double err = std::fabs(got[i] - want[i]) / std::max(setup.floor(), std::fabs(want[i]));
-        if (std::isnan(got[i]) || std::isnan(err)) err = INFINITY;
-        r.max_error = std::max(r.max_error, err);
-        if (err > tol && r.message.empty()) {
-          std::ostringstream m;
-          m << name << "[" << i << "] = " << got[i] << ", oracle " << want[i];
-          r.message = m.str();
-        }
-      }
-    }
-    r.pass = r.message.empty();
-  } catch (const std::exception& e) {
-    r.message = e.what();
-  }
-  return r;
+  TestOutcome o = run_test_case(ctx, decl, dt, tol, &k);
+  return CaseOutcome{o.status == TestOutcome::Status::Pass, o.max_error, o.message};
 }
 
 std::vector<const TestDecl*> cases_of(const std::string& kernel) {

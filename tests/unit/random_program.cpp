@@ -156,7 +156,7 @@ struct Gen {
     std::vector<Id> c;
     visible_of(t, c);
     if (c.empty() || rng.chance(0.06)) {
-      if (!wc && !c.empty() == false && rng.chance(0.5)) {
+      if (c.empty() && !wc && rng.chance(0.5)) {
         DType from = kValueTypes[rng.below(std::size(kValueTypes))];
         std::vector<Id> src;
         visible_of(from, src);
@@ -357,17 +357,13 @@ struct Gen {
       for (Id v : f.values) {
         const Inst& in = k.insts[v];
         bool pure = ir::has_trait(in.op, ir::trait::P) && !ir::has_trait(in.op, ir::trait::L);
-        if ((pure && in.op != Op::Param) || (in.op == Op::Load && k.params[in.sym].access == ir::Access::Read))
-          c.push_back(v);
+        if (pure || (in.op == Op::Load && k.params[in.sym].access == ir::Access::Read)) c.push_back(v);
       }
     if (c.empty()) return;
-    Inst copy = k.insts[c[rng.below(c.size())]];
+    Id original = c[rng.below(c.size())];
+    Inst copy = k.insts[original];
     if (ir::has_trait(copy.op, ir::trait::C) && rng.chance(0.5)) std::swap(copy.operands[0], copy.operands[1]);
-    bool u = copy.op == Op::Const;
-    for (int i = 0; i < copy.num_operands; ++i) u = uni[copy.operands[i]] != 0;
-    if (copy.op == Op::Load) u = false;
-    copy.loc = {};
-    emit(copy, u && copy.op != Op::Load);
+    emit(copy, uni[original] != 0);
   }
 
   DType param_dtype(P p) const { return k.params[p].dtype; }
@@ -619,6 +615,73 @@ struct Gen {
     }
   }
 
+  // Ops that fault when executed — a shift by a constant >= 32, an integer division by a
+  // constant zero, an out-of-range load — placed where they never execute: under a condition
+  // that is false at run time (m <= 4) or in a loop that runs zero times. Not undefined
+  // behaviour (nothing faulting runs), but a pass that speculates them makes the program fault.
+  void stmt_never_executed() {
+    Id never = op(Op::Gt, DType::Bool, {p_m, u32(uint32_t(rng.range(5, 100)))});
+    DType t = int_type();
+    Id x = pick(t);
+    auto faulting = [&]() -> Id {
+      switch (rng.below(3)) {
+        case 0: return op(rng.chance(0.5) ? Op::Shl : Op::Shr, t, {x, int_const(int_type(), rng.range(32, 40))});
+        case 1: return op(rng.chance(0.5) ? Op::Div : Op::Rem, t, {x, int_const(t, 0)});
+        default: return load(t == DType::I32 ? kInI : kInU, u32(kInputLength + uint32_t(rng.range(0, 5))));
+      }
+    };
+    if (rng.chance(0.5)) {
+      // if never { v = <faulting> }: an arm of pure assignments, which if_conversion flattens.
+      std::vector<Id> vars = visible_vars();
+      Id var = kNone;
+      for (Id v : vars)
+        if (k.insts[v].type == t) var = v;
+      if (var == kNone) var = emit(make(Op::Var, t, {x}));
+      Id id = begin_if(never);
+      open(id, 0, false);
+      var_store(var, faulting());
+      close();
+      return;
+    }
+    // for i in 0 .. select(never, 2, 0): the faulting value is loop-invariant (licm's).
+    Id trips = op(Op::Select, DType::U32, {never, u32(2), u32(0)});
+    Id id = emit(make(Op::For, DType::U32, {u32(0), trips, u32(1)}));
+    open(id, 0, false);
+    frames.back().induction = id;
+    frames.back().values.push_back(id);
+    store(t == DType::I32 ? kOutI : kIoU, own_slot_dynamic(), faulting());
+    close();
+  }
+
+  // op(a, b) and op(b, a) for a commutative op, both observable: cse unifies them, which is
+  // only right if the op really is commutative bit for bit. Operands are often signed zeros,
+  // the classic case where float min/max implementations are not.
+  void stmt_commuted_pair() {
+    DType t = random_type();
+    if (wc) t = DType::F32;
+    Id a = pick(t), b = pick(t);
+    if (float_like(t) && !wc && rng.chance(0.6)) {
+      a = op(Op::Mul, t, {a, float_const(t, 0.0)});  // +0 or -0 (or NaN) by the sign of a
+      b = rng.chance(0.5) ? op(Op::Neg, t, {a}) : float_const(t, rng.pick({0.0, -0.0}));
+    }
+    Op o;
+    if (float_like(t)) o = wc ? rng.pick({Op::Min, Op::Max, Op::Add, Op::Mul}) : rng.pick({Op::Min, Op::Max, Op::Add, Op::Mul, Op::Eq, Op::Ne});
+    else if (t == DType::Bool) o = rng.pick({Op::And, Op::Or, Op::Xor, Op::Eq, Op::Ne});
+    else o = rng.pick({Op::Min, Op::Max, Op::Add, Op::Mul, Op::And, Op::Or, Op::Xor, Op::Eq});
+    DType rt = o == Op::Eq || o == Op::Ne ? DType::Bool : t;
+    Id x = op(o, rt, {a, b});
+    Id y = op(o, rt, {b, a});
+    if (wc) {
+      x = clamp_wc(x);
+      y = clamp_wc(y);
+    }
+    P out = rt == DType::Bool ? kOutI : random_output();
+    DType ot = param_dtype(out);
+    uint32_t slot = rng.below(kSlotsPerThread - 1);
+    store(out, own_slot(slot), k.insts[x].type == ot ? x : op(Op::Cast, ot, {x}));
+    store(out, own_slot(slot + 1), k.insts[y].type == ot ? y : op(Op::Cast, ot, {y}));
+  }
+
   void stmt_for() {
     // Bounds: constant (unroll's), a uniform parameter, or per thread (non-uniform trip count).
     int kind = rng.below(red ? 5 : 4);
@@ -659,11 +722,11 @@ struct Gen {
         uniform_trips = false;
         break;
       default:
-        // The strided reduction loop: for j = local_id; j < 96; j += group_size.
+        // The strided reduction loop: for j = local_id; j < n (or 96); j += group_size.
         b = lid;
-        e = u32(96);
+        e = rng.chance(0.5) ? p_n : u32(96);
         s = gsize;
-        trips = 3;
+        trips = 4;  // n <= 128 threads, group size >= 32
         uniform_trips = false;
         break;
     }
@@ -774,7 +837,8 @@ struct Gen {
     if (r < 22) value(random_type());
     else if (r < 27) stmt_identity();
     else if (r < 31) stmt_const_expr();
-    else if (r < 35) stmt_duplicate();
+    else if (r < 34) stmt_duplicate();
+    else if (r < 35) stmt_commuted_pair();
     else if (r < 43) stmt_load();
     else if (r < 52) stmt_store();
     else if (r < 61) stmt_var();
@@ -782,7 +846,8 @@ struct Gen {
     else if (r < 72) { if (nest) stmt_if_assign(); }
     else if (r < 74) { if (nest) stmt_if_const(); }
     else if (r < 78) { if (nest) stmt_guarded(); }
-    else if (r < 81) { if (nest) stmt_guarded_fault(); }
+    else if (r < 80) { if (nest) stmt_guarded_fault(); }
+    else if (r < 81) { if (nest && !wc) stmt_never_executed(); }
     else if (r < 89) { if (nest) stmt_for(); }
     else if (r < 95) stmt_vector_run();
     else if (r < 100) {

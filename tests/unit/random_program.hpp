@@ -22,11 +22,12 @@ constexpr uint32_t kInputLength = kSlotsPerThread * kMaxThreads;
 constexpr uint32_t kMaxGroupSize = 64;  // threadgroup arrays have one slot per thread
 
 struct RandomProgramOptions {
-  // Well-conditioned float arithmetic only: positive f32 values clamped to [2^-6, 2^6], ops whose
-  // relative condition number is at most 1 (add, mul, div, fma, min, max, sqrt), no float
-  // comparisons, no float -> int casts and no 16-bit float rounding. A one-rounding change (what
-  // fma_fusion does) then stays a small relative change in every output instead of flipping a
-  // branch or an integer, so the result can be checked against a tolerance.
+  // Well-conditioned float arithmetic only: positive f32 values, kept in [2^-6, 2^6] by clamps
+  // after the ops that grow or shrink them (min/max: 1-Lipschitz), ops whose relative condition
+  // number is at most 1 (add, mul, div, fma, min, max, sqrt, lane sums), no float comparisons,
+  // no float -> int casts and no 16-bit float rounding. A one-rounding change (what fma_fusion
+  // does) then stays a small relative change in every output instead of flipping a branch or an
+  // integer, so the result can be checked against a tolerance.
   bool well_conditioned = false;
 };
 

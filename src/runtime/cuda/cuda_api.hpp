@@ -16,9 +16,14 @@ using CUcontext = struct CUctx_st*;
 using CUmodule = struct CUmod_st*;
 using CUfunction = struct CUfunc_st*;
 using CUstream = struct CUstream_st*;
+using CUevent = struct CUevent_st*;
 
 constexpr CUresult CUDA_SUCCESS = 0;
 constexpr CUresult CUDA_ERROR_STUB_LIBRARY = 34;
+
+// cuda.h: enum CUevent_flags. Default events record timestamps (CU_EVENT_DISABLE_TIMING = 2 would
+// not); the host wait in cuEventSynchronize spins, which is what a benchmark wants.
+constexpr unsigned CU_EVENT_DEFAULT = 0;
 
 // Only the attributes we query (cuda.h: enum CUdevice_attribute).
 enum CUdevice_attribute : int {
@@ -32,6 +37,7 @@ enum CUdevice_attribute : int {
   CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK = 8,  // static __shared__ limit (48 KiB)
   CU_DEVICE_ATTRIBUTE_WARP_SIZE = 10,
   CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT = 16,
+  CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE = 38,  // bytes; sizes the L2 flush buffer of timed launches
   CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR = 75,
   CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR = 76,
   CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN = 97,  // needs dynamic smem + opt-in
@@ -69,12 +75,25 @@ constexpr nvrtcResult NVRTC_SUCCESS = 0;
   IRON_CUDA_FN(cuModuleGetFunction, CUresult, (CUfunction*, CUmodule, const char*))              \
   IRON_CUDA_FN(cuLaunchKernel, CUresult,                                                         \
                (CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, \
-                CUstream, void**, void**))
+                CUstream, void**, void**))                                                        \
+  /* Timing (Device::time_launches). All exist since CUDA 4.0, so requiring them costs nothing;  \
+     stream 0 through the unsuffixed (not _ptsz) symbols is the legacy null stream. */          \
+  IRON_CUDA_FN(cuEventCreate, CUresult, (CUevent*, unsigned))                                    \
+  IRON_CUDA_FN(cuEventRecord, CUresult, (CUevent, CUstream))                                     \
+  IRON_CUDA_FN(cuEventSynchronize, CUresult, (CUevent))                                          \
+  IRON_CUDA_FN(cuEventDestroy_v2, CUresult, (CUevent))                                           \
+  IRON_CUDA_FN(cuMemsetD32Async, CUresult, (CUdeviceptr, unsigned, size_t, CUstream))
 
-// Looked up but allowed to be missing: only used to make error messages readable.
-#define IRON_CUDA_OPTIONAL_FUNCTIONS(IRON_CUDA_FN)                  \
-  IRON_CUDA_FN(cuGetErrorName, CUresult, (CUresult, const char**))  \
-  IRON_CUDA_FN(cuGetErrorString, CUresult, (CUresult, const char**))
+// Looked up but allowed to be missing. cuGetError*: only used to make error messages readable.
+// cuEventElapsedTime: CUDA 13's cuda.h #defines it to cuEventElapsedTime_v2, which drivers export
+// only since 12.8; older drivers (and JetPack 6) have just the unversioned symbol, same
+// signature. Timing uses _v2 when present, else the unversioned one, and fails (only timing,
+// not the whole backend) when neither exists.
+#define IRON_CUDA_OPTIONAL_FUNCTIONS(IRON_CUDA_FN)                           \
+  IRON_CUDA_FN(cuGetErrorName, CUresult, (CUresult, const char**))           \
+  IRON_CUDA_FN(cuGetErrorString, CUresult, (CUresult, const char**))         \
+  IRON_CUDA_FN(cuEventElapsedTime_v2, CUresult, (float*, CUevent, CUevent))  \
+  IRON_CUDA_FN(cuEventElapsedTime, CUresult, (float*, CUevent, CUevent))
 
 #define IRON_NVRTC_FUNCTIONS(IRON_NVRTC_FN)                                                       \
   IRON_NVRTC_FN(nvrtcVersion, nvrtcResult, (int*, int*))                                          \

@@ -425,41 +425,94 @@ class CudaDevice final : public Device {
   bool pipeline_depends_on_threadgroup() const override { return false; }
 
   void launch(CompiledKernel& kernel, const LaunchArgs& args, Dim3 grid, Dim3 tg) override {
-    auto* kk = dynamic_cast<CudaKernel*>(&kernel);
-    if (!kk || kk->ctx != ctx_) throw Error("CUDA launch of a kernel compiled by another device");
-    // kernelParams holds one pointer per kernel parameter, in declaration order, to the
-    // parameter's value: the CUdeviceptr of a buffer, the 4 bytes of a scalar. The driver copies
-    // the values during cuLaunchKernel, so these locals may die right after it.
-    const size_t n = args.is_buffer.size();
-    std::vector<CUdeviceptr>& ptrs = scratch_ptrs_;  // reused: no allocation per launch
-    std::vector<void*>& params = scratch_params_;
-    ptrs.assign(args.buffers.size(), 0);
-    params.assign(n, nullptr);
-    size_t bi = 0, si = 0;
-    for (size_t i = 0; i < n; ++i) {
-      if (args.is_buffer[i]) {
-        if (bi >= args.buffers.size()) throw Error("CUDA launch of " + kk->entry + ": too few buffers");
-        ptrs[bi] = own(*args.buffers[bi], "launch").ptr;
-        params[i] = &ptrs[bi];
-        ++bi;
-      } else {
-        if (si >= args.scalars.size()) throw Error("CUDA launch of " + kk->entry + ": too few scalars");
-        params[i] = const_cast<uint32_t*>(&args.scalars[si]);
-        ++si;
-      }
-    }
-    if (bi != args.buffers.size() || si != args.scalars.size())
-      throw Error("CUDA launch of " + kk->entry + ": " + std::to_string(args.buffers.size()) + " buffers and " +
-                  std::to_string(args.scalars.size()) + " scalars for " + std::to_string(n) + " parameters");
+    CudaKernel& kk = own_kernel(kernel, "launch");
+    marshal(kk, args);
     ctx_->make_current();
-    // Shared memory is all static __shared__, so 0 dynamic bytes; stream 0 is the legacy null
-    // stream, which orders launches and copies without explicit events.
-    CUresult r = drv().cuLaunchKernel(kk->fn, grid.x, grid.y, grid.z, tg.x, tg.y, tg.z, 0, nullptr,
-                                      params.data(), nullptr);
-    last_entry_ = kk->entry;  // for synchronize()'s message; formatted only on error
-    last_grid_ = grid;
-    last_tg_ = tg;
-    if (r != CUDA_SUCCESS) drv().check(r, "cuLaunchKernel(" + last_launch() + ")");
+    enqueue(kk, grid, tg);
+  }
+
+  // Each sample is bracketed by two events on the null stream: start, the kernel, stop. The
+  // events take their timestamps on the GPU when the stream reaches them, so the interval holds
+  // the kernel alone: the L2 flush is enqueued before `start` (the null stream runs it to
+  // completion before `start` fires), the parameters are marshalled before `start` is recorded,
+  // and the host waits on `stop` before the next sample, so samples never overlap. What remains
+  // is cuLaunchKernel's own submission latency when the GPU idles at `start` (a few us; matters
+  // only for the tiniest kernels).
+  std::vector<double> time_launches(CompiledKernel& kernel, const LaunchArgs& args, Dim3 grid, Dim3 tg,
+                                    const TimingOptions& opts) override {
+    CudaKernel& kk = own_kernel(kernel, "timing");
+    const CudaDriver& d = drv();
+    // _v2 where the driver has it (CUDA 12.8+; what cuda.h maps cuEventElapsedTime to).
+    auto* elapsed_time = d.cuEventElapsedTime_v2 ? d.cuEventElapsedTime_v2 : d.cuEventElapsedTime;
+    const char* elapsed_name = d.cuEventElapsedTime_v2 ? "cuEventElapsedTime_v2" : "cuEventElapsedTime";
+    if (!elapsed_time)
+      throw Error("CUDA timing needs cuEventElapsedTime_v2 or cuEventElapsedTime, and " + d.path + " has neither");
+    ctx_->make_current();
+    const CudaBuffer* flush = opts.flush_l2 ? &flush_buffer() : nullptr;
+
+    // Created once per call, destroyed on every path out (errors at teardown are ignored).
+    struct Events {
+      const CudaDriver& d;
+      CUevent start = nullptr, stop = nullptr;
+      ~Events() {
+        if (start) d.cuEventDestroy_v2(start);
+        if (stop) d.cuEventDestroy_v2(stop);
+      }
+    } ev{d};
+    d.check(d.cuEventCreate(&ev.start, CU_EVENT_DEFAULT), "cuEventCreate");
+    d.check(d.cuEventCreate(&ev.stop, CU_EVENT_DEFAULT), "cuEventCreate");
+
+    // Parameters are marshalled once: every launch below passes the same values.
+    marshal(kk, args);
+    for (int i = 0; i < opts.warmup; ++i) enqueue(kk, grid, tg);
+
+    std::vector<double> us;
+    us.reserve(size_t(opts.samples));
+    for (int i = 0; i < opts.samples; ++i) {
+      if (flush)  // untimed: enqueued ahead of `start`; a different value each time, so every line is rewritten
+        d.check(d.cuMemsetD32Async(flush->ptr, unsigned(i), flush->bytes / 4, nullptr),
+                "cuMemsetD32Async(L2 flush, " + std::to_string(flush->bytes) + " bytes)");
+      d.check(d.cuEventRecord(ev.start, nullptr), "cuEventRecord(start)");
+      enqueue(kk, grid, tg);
+      d.check(d.cuEventRecord(ev.stop, nullptr), "cuEventRecord(stop)");
+      // A kernel fault surfaces here; report it like synchronize() does, with the launch.
+      if (CUresult r = d.cuEventSynchronize(ev.stop); r != CUDA_SUCCESS) {
+        std::string msg = "CUDA error while timing kernels (cuEventSynchronize; last launch: " + last_launch() +
+                          "): " + d.describe(r);
+        if (is_sticky(r)) msg += " (this error is sticky: the CUDA context cannot be used again in this process)";
+        throw Error(msg);
+      }
+      float ms = 0.0f;
+      d.check(elapsed_time(&ms, ev.start, ev.stop), elapsed_name);
+      us.push_back(double(ms) * 1000.0);
+    }
+    return us;
+  }
+
+  // The ptxas -v part of the NVRTC log: "ptxas info : Used N registers, ... smem ..." lines plus
+  // the "N bytes stack frame, N bytes spill stores, N bytes spill loads" line, which ptxas prints
+  // without the "ptxas info" prefix. Trimmed, one per line; the "Compile time = ..." line is left
+  // out so reports of the same kernel compare equal.
+  std::string compile_report(const CompiledKernel& kernel) const override {
+    const auto* kk = dynamic_cast<const CudaKernel*>(&kernel);
+    if (!kk) return {};
+    std::string out;
+    const std::string& log = kk->ptxas_log;
+    for (size_t start = 0; start < log.size();) {
+      size_t end = log.find('\n', start);
+      if (end == std::string::npos) end = log.size();
+      std::string line = log.substr(start, end - start);
+      start = end + 1;
+      if (line.find("ptxas info") == std::string::npos && line.find("bytes spill stores") == std::string::npos)
+        continue;
+      if (line.find("Compile time") != std::string::npos) continue;  // varies run to run; not a resource
+      const size_t first = line.find_first_not_of(" \t\r");
+      const size_t last = line.find_last_not_of(" \t\r");
+      if (first == std::string::npos) continue;
+      if (!out.empty()) out += '\n';
+      out.append(line, first, last - first + 1);
+    }
+    return out;
   }
 
   void synchronize() override {
@@ -482,6 +535,67 @@ class CudaDevice final : public Device {
     return *b;
   }
 
+  CudaKernel& own_kernel(CompiledKernel& kernel, const char* what) const {
+    auto* kk = dynamic_cast<CudaKernel*>(&kernel);
+    if (!kk || kk->ctx != ctx_) throw Error(std::string("CUDA ") + what + " of a kernel compiled by another device");
+    return *kk;
+  }
+
+  // Fills scratch_params_ for `args`. kernelParams holds one pointer per kernel parameter, in
+  // declaration order, to the parameter's value: the CUdeviceptr of a buffer (in scratch_ptrs_),
+  // the 4 bytes of a scalar (in args). The driver copies the values during cuLaunchKernel, so
+  // they need to live only until the last enqueue() that uses them.
+  void marshal(const CudaKernel& kk, const LaunchArgs& args) {
+    const size_t n = args.is_buffer.size();
+    std::vector<CUdeviceptr>& ptrs = scratch_ptrs_;  // reused: no allocation per launch
+    std::vector<void*>& params = scratch_params_;
+    ptrs.assign(args.buffers.size(), 0);
+    params.assign(n, nullptr);
+    size_t bi = 0, si = 0;
+    for (size_t i = 0; i < n; ++i) {
+      if (args.is_buffer[i]) {
+        if (bi >= args.buffers.size()) throw Error("CUDA launch of " + kk.entry + ": too few buffers");
+        ptrs[bi] = own(*args.buffers[bi], "launch").ptr;
+        params[i] = &ptrs[bi];
+        ++bi;
+      } else {
+        if (si >= args.scalars.size()) throw Error("CUDA launch of " + kk.entry + ": too few scalars");
+        params[i] = const_cast<uint32_t*>(&args.scalars[si]);
+        ++si;
+      }
+    }
+    if (bi != args.buffers.size() || si != args.scalars.size())
+      throw Error("CUDA launch of " + kk.entry + ": " + std::to_string(args.buffers.size()) + " buffers and " +
+                  std::to_string(args.scalars.size()) + " scalars for " + std::to_string(n) + " parameters");
+  }
+
+  // Launches with the parameters of the last marshal(); the context must be current.
+  void enqueue(const CudaKernel& kk, Dim3 grid, Dim3 tg) {
+    // Shared memory is all static __shared__, so 0 dynamic bytes; stream 0 is the legacy null
+    // stream, which orders launches and copies without explicit events.
+    CUresult r = drv().cuLaunchKernel(kk.fn, grid.x, grid.y, grid.z, tg.x, tg.y, tg.z, 0, nullptr,
+                                      scratch_params_.data(), nullptr);
+    last_entry_ = kk.entry;  // for synchronize()'s message; formatted only on error
+    last_grid_ = grid;
+    last_tg_ = tg;
+    if (r != CUDA_SUCCESS) drv().check(r, "cuLaunchKernel(" + last_launch() + ")");
+  }
+
+  // The L2 flush target of timed launches, allocated on first use and kept for the device's
+  // life: twice the L2 (H200: 50 MiB -> 100 MiB), at least 64 MiB, rounded up to 64 MiB, so
+  // writing it all evicts every line a previous sample left in the cache.
+  const CudaBuffer& flush_buffer() {
+    if (!flush_) {
+      const int l2 = attribute(drv(), ctx_->device, CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE,
+                               "CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE");
+      constexpr size_t kChunk = size_t(64) << 20;
+      size_t bytes = std::max(kChunk, 2 * size_t(l2 > 0 ? l2 : 0));
+      bytes = (bytes + kChunk - 1) / kChunk * kChunk;
+      flush_ = alloc(bytes);
+    }
+    return static_cast<const CudaBuffer&>(*flush_);
+  }
+
   std::string last_launch() const {
     return last_entry_ + " grid " + dims(last_grid_) + " threadgroup " + dims(last_tg_);
   }
@@ -492,6 +606,7 @@ class CudaDevice final : public Device {
   Dim3 last_grid_, last_tg_;
   std::vector<CUdeviceptr> scratch_ptrs_;
   std::vector<void*> scratch_params_;
+  std::unique_ptr<BufferImpl> flush_;  // see flush_buffer(); frees itself (CudaBuffer holds the context)
 };
 
 }  // namespace

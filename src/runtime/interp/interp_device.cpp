@@ -3,6 +3,7 @@
 // memory and lane reductions are checked exactly. The lane width comes from
 // IRON_INTERP_LANE_WIDTH (4..64, default 32) so kernels can be tested at other subgroup sizes.
 #include <algorithm>
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
@@ -103,6 +104,24 @@ class InterpDevice final : public Device {
   }
 
   void synchronize() override {}
+
+  // The interpreter runs on the calling thread, so the host's steady clock around launch() is
+  // its honest device clock: each sample covers exactly one interpreter run (buffer views and
+  // options are built inside launch(), a negligible part of a run). There is no cache to flush
+  // in a meaningful sense, so flush_l2 is ignored.
+  std::vector<double> time_launches(CompiledKernel& kernel, const LaunchArgs& args, Dim3 grid, Dim3 threadgroup,
+                                    const TimingOptions& opts) override {
+    for (int i = 0; i < opts.warmup; ++i) launch(kernel, args, grid, threadgroup);
+    std::vector<double> us;
+    us.reserve(size_t(opts.samples > 0 ? opts.samples : 0));
+    for (int i = 0; i < opts.samples; ++i) {
+      const auto t0 = std::chrono::steady_clock::now();
+      launch(kernel, args, grid, threadgroup);
+      const auto t1 = std::chrono::steady_clock::now();
+      us.push_back(std::chrono::duration<double, std::micro>(t1 - t0).count());
+    }
+    return us;
+  }
 
  private:
   DeviceInfo info_;

@@ -74,7 +74,13 @@ namespace {
   X(vkCreateFence)                  \
   X(vkDestroyFence)                 \
   X(vkResetFences)                  \
-  X(vkWaitForFences)
+  X(vkWaitForFences)                \
+  X(vkCreateQueryPool)              \
+  X(vkDestroyQueryPool)             \
+  X(vkCmdResetQueryPool)            \
+  X(vkCmdWriteTimestamp)            \
+  X(vkGetQueryPoolResults)          \
+  X(vkCmdFillBuffer)
 
 #define IRON_VK_DECLARE(name) PFN_##name name = nullptr;
 struct InstanceFns {
@@ -260,6 +266,11 @@ struct PhysicalDevice {
   DeviceInfo info;
   uint32_t queue_family = UINT32_MAX;  // first family with COMPUTE; UINT32_MAX if none
   uint32_t max_push_constants = 128;
+  // Timestamps (time_launches): the queue family's valid bits (0: no timestamps on it), the
+  // limits' tick length in ns, and whether every compute/graphics queue has timestamps.
+  uint32_t timestamp_valid_bits = 0;
+  float timestamp_period = 0.0f;
+  bool timestamp_compute_and_graphics = false;
   VkPhysicalDeviceMemoryProperties memory{};
 
   // Supported (queried) features among those Iron wants; each is enabled when true.
@@ -353,6 +364,7 @@ PhysicalDevice describe(const Instance& inst, VkPhysicalDevice handle) {
   for (uint32_t i = 0; i < family_count; ++i) {
     if (families[i].queueCount > 0 && (families[i].queueFlags & VK_QUEUE_COMPUTE_BIT)) {
       pd.queue_family = i;
+      pd.timestamp_valid_bits = families[i].timestampValidBits;
       break;
     }
   }
@@ -365,6 +377,8 @@ PhysicalDevice describe(const Instance& inst, VkPhysicalDevice handle) {
 
   const VkPhysicalDeviceLimits& lim = props.limits;
   pd.max_push_constants = lim.maxPushConstantsSize;
+  pd.timestamp_period = lim.timestampPeriod;
+  pd.timestamp_compute_and_graphics = lim.timestampComputeAndGraphics;
   DeviceInfo& info = pd.info;
   info.backend = Backend::Vulkan;
   info.name = props.deviceName;
@@ -576,6 +590,9 @@ class VulkanDevice final : public Device {
     const DeviceFns& f = core_->fn;
     f.vkQueueWaitIdle(core_->queue);
     if (fence_) f.vkDestroyFence(core_->device, fence_, nullptr);
+    if (query_pool_) f.vkDestroyQueryPool(core_->device, query_pool_, nullptr);
+    if (flush_buffer_) f.vkDestroyBuffer(core_->device, flush_buffer_, nullptr);
+    if (flush_memory_) f.vkFreeMemory(core_->device, flush_memory_, nullptr);
     if (command_pool_) f.vkDestroyCommandPool(core_->device, command_pool_, nullptr);
     // core_ (VkDevice, VkInstance) goes when the last buffer / kernel holding it is gone.
   }
@@ -753,66 +770,85 @@ class VulkanDevice final : public Device {
 
   bool pipeline_depends_on_threadgroup() const override { return true; }
 
-  void launch(CompiledKernel& kernel, const LaunchArgs& args, Dim3 grid, Dim3 threadgroup) override {
-    auto& kern = static_cast<VulkanKernel&>(kernel);
-    if (args.buffers.size() != kern.num_buffers || args.scalars.size() != kern.num_scalars)
-      throw Error("Vulkan launch of " + kern.name + ": expected " + std::to_string(kern.num_buffers) +
-                  " buffers and " + std::to_string(kern.num_scalars) + " scalars, got " +
-                  std::to_string(args.buffers.size()) + " and " + std::to_string(args.scalars.size()));
-    const DeviceFns& f = core_->fn;
-    VkDevice dev = core_->device;
+  void launch(CompiledKernel& kernel, const LaunchArgs& args, Dim3 grid, Dim3 /*threadgroup*/) override {
+    VulkanKernel& kern = checked(kernel, args);
     // One command buffer, one fence and per-kernel descriptor sets: launches must not overlap.
     std::lock_guard<std::mutex> lock(mutex_);
+    write_descriptors(kern, args);
+    begin_commands();
+    record_dispatch(kern, args, grid);
+    record_visibility_barrier();
+    submit_and_wait(kern.name);
+  }
 
-    if (kern.num_buffers > 0) {
-      std::vector<VkDescriptorBufferInfo> infos(kern.num_buffers);
-      std::vector<VkWriteDescriptorSet> writes(kern.num_buffers);
-      for (uint32_t i = 0; i < kern.num_buffers; ++i) {
-        // Whole-buffer bindings. lavapipe advertises maxStorageBufferRange = 128 MiB yet binds
-        // larger buffers correctly (checked with 256 MiB); NVIDIA's limit is 4 GiB.
-        infos[i] = {static_cast<VulkanBuffer*>(args.buffers[i])->buffer, 0, VK_WHOLE_SIZE};
-        writes[i] = vk_struct<VkWriteDescriptorSet>(VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET);
-        writes[i].dstSet = kern.set;
-        writes[i].dstBinding = i;
-        writes[i].descriptorCount = 1;
-        writes[i].descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
-        writes[i].pBufferInfo = &infos[i];
-      }
-      f.vkUpdateDescriptorSets(dev, kern.num_buffers, writes.data(), 0, nullptr);
+  // Each sample is one command buffer, submitted and fence-waited before the next, so samples
+  // never overlap: [reset the 2 queries] [untimed L2 flush + barrier] timestamp 0 (TOP_OF_PIPE)
+  // bind + push constants + dispatch, timestamp 1 (BOTTOM_OF_PIPE: after the dispatch has fully
+  // completed). The interval between the two GPU timestamps holds the dispatch alone; descriptor
+  // writes, recording, submission and the fence wait are host work outside it. Buffers stay
+  // resident (nothing is uploaded), and descriptors are written once since every launch binds
+  // the same buffers.
+  std::vector<double> time_launches(CompiledKernel& kernel, const LaunchArgs& args, Dim3 grid, Dim3 /*threadgroup*/,
+                                    const TimingOptions& opts) override {
+    VulkanKernel& kern = checked(kernel, args);
+    // timestampValidBits of our queue family is the authority: timestampComputeAndGraphics only
+    // promises timestamps on *every* compute/graphics family, and is reported for context.
+    if (pd_.timestamp_valid_bits == 0 || !(pd_.timestamp_period > 0.0f))
+      throw Error("Vulkan device '" + pd_.info.name +
+                  "' cannot time compute work (no timestamp support): queue family " +
+                  std::to_string(pd_.queue_family) + " has timestampValidBits = " +
+                  std::to_string(pd_.timestamp_valid_bits) + ", timestampPeriod = " +
+                  std::to_string(pd_.timestamp_period) + " ns, timestampComputeAndGraphics = " +
+                  (pd_.timestamp_compute_and_graphics ? "true" : "false"));
+    const DeviceFns& f = core_->fn;
+    VkDevice dev = core_->device;
+    std::lock_guard<std::mutex> lock(mutex_);
+    ensure_query_pool();
+    if (opts.flush_l2) ensure_flush_buffer();
+    write_descriptors(kern, args);
+
+    for (int i = 0; i < opts.warmup; ++i) {  // untimed, exactly like launch()
+      begin_commands();
+      record_dispatch(kern, args, grid);
+      record_visibility_barrier();
+      submit_and_wait(kern.name);
     }
 
-    check(f.vkResetCommandBuffer(command_buffer_, 0), "vkResetCommandBuffer");
-    auto begin = vk_struct<VkCommandBufferBeginInfo>(VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO);
-    begin.flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT;
-    check(f.vkBeginCommandBuffer(command_buffer_, &begin), "vkBeginCommandBuffer");
-    f.vkCmdBindPipeline(command_buffer_, VK_PIPELINE_BIND_POINT_COMPUTE, kern.pipeline);
-    if (kern.set != VK_NULL_HANDLE)
-      f.vkCmdBindDescriptorSets(command_buffer_, VK_PIPELINE_BIND_POINT_COMPUTE, kern.pipeline_layout, 0, 1,
-                                &kern.set, 0, nullptr);
-    if (kern.num_scalars > 0)
-      f.vkCmdPushConstants(command_buffer_, kern.pipeline_layout, VK_SHADER_STAGE_COMPUTE_BIT, 0,
-                           4 * kern.num_scalars, args.scalars.data());
-    f.vkCmdDispatch(command_buffer_, grid.x, grid.y, grid.z);
-    // A fence wait alone does not make shader writes visible to the host. This barrier does, and
-    // since barriers order against everything later in submission order, it also makes them
-    // visible to the next launch's shaders.
-    auto barrier = vk_struct<VkMemoryBarrier>(VK_STRUCTURE_TYPE_MEMORY_BARRIER);
-    barrier.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT;
-    barrier.dstAccessMask = VK_ACCESS_HOST_READ_BIT | VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT;
-    f.vkCmdPipelineBarrier(command_buffer_, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
-                           VK_PIPELINE_STAGE_HOST_BIT | VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, 0, 1, &barrier, 0,
-                           nullptr, 0, nullptr);
-    check(f.vkEndCommandBuffer(command_buffer_), "vkEndCommandBuffer");
+    // Timestamps carry only timestampValidBits meaningful bits; masking the difference also
+    // makes a counter wrap between the two stamps come out right.
+    const uint64_t mask =
+        pd_.timestamp_valid_bits >= 64 ? ~uint64_t(0) : (uint64_t(1) << pd_.timestamp_valid_bits) - 1;
+    std::vector<double> us;
+    us.reserve(size_t(opts.samples > 0 ? opts.samples : 0));
+    for (int i = 0; i < opts.samples; ++i) {
+      begin_commands();
+      f.vkCmdResetQueryPool(command_buffer_, query_pool_, 0, 2);  // query commands run in submission order
+      if (opts.flush_l2) {
+        // Untimed: a different value each sample so every line is really rewritten. The barrier
+        // makes everything after it (the start timestamp included: ALL_COMMANDS) wait until the
+        // fill has finished, so none of the fill lands inside the interval.
+        f.vkCmdFillBuffer(command_buffer_, flush_buffer_, 0, VK_WHOLE_SIZE, uint32_t(i));
+        auto fill_done = vk_struct<VkMemoryBarrier>(VK_STRUCTURE_TYPE_MEMORY_BARRIER);
+        fill_done.srcAccessMask = VK_ACCESS_TRANSFER_WRITE_BIT;
+        fill_done.dstAccessMask = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT;
+        f.vkCmdPipelineBarrier(command_buffer_, VK_PIPELINE_STAGE_TRANSFER_BIT,
+                               VK_PIPELINE_STAGE_ALL_COMMANDS_BIT | VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, 0, 1,
+                               &fill_done, 0, nullptr, 0, nullptr);
+      }
+      f.vkCmdWriteTimestamp(command_buffer_, VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT, query_pool_, 0);
+      record_dispatch(kern, args, grid);
+      f.vkCmdWriteTimestamp(command_buffer_, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, query_pool_, 1);
+      record_visibility_barrier();
+      submit_and_wait(kern.name);
 
-    auto submit = vk_struct<VkSubmitInfo>(VK_STRUCTURE_TYPE_SUBMIT_INFO);
-    submit.commandBufferCount = 1;
-    submit.pCommandBuffers = &command_buffer_;
-    check(f.vkQueueSubmit(core_->queue, 1, &submit, fence_), "vkQueueSubmit", kern.name);
-    VkResult r = f.vkWaitForFences(dev, 1, &fence_, VK_TRUE, UINT64_MAX);
-    // Reset even after a failed wait so the next launch does not submit with a signaled fence.
-    VkResult reset = f.vkResetFences(dev, 1, &fence_);
-    check(r, "vkWaitForFences", kern.name);
-    check(reset, "vkResetFences");
+      uint64_t stamps[2] = {0, 0};
+      check(f.vkGetQueryPoolResults(dev, query_pool_, 0, 2, sizeof stamps, stamps, sizeof(uint64_t),
+                                    VK_QUERY_RESULT_64_BIT | VK_QUERY_RESULT_WAIT_BIT),
+            "vkGetQueryPoolResults", kern.name);
+      const uint64_t ticks = ((stamps[1] & mask) - (stamps[0] & mask)) & mask;
+      us.push_back(double(ticks) * double(pd_.timestamp_period) / 1000.0);  // ticks * ns/tick -> us
+    }
+    return us;
   }
 
   void synchronize() override {
@@ -821,11 +857,144 @@ class VulkanDevice final : public Device {
   }
 
  private:
+  VulkanKernel& checked(CompiledKernel& kernel, const LaunchArgs& args) const {
+    auto& kern = static_cast<VulkanKernel&>(kernel);
+    if (args.buffers.size() != kern.num_buffers || args.scalars.size() != kern.num_scalars)
+      throw Error("Vulkan launch of " + kern.name + ": expected " + std::to_string(kern.num_buffers) +
+                  " buffers and " + std::to_string(kern.num_scalars) + " scalars, got " +
+                  std::to_string(args.buffers.size()) + " and " + std::to_string(args.scalars.size()));
+    return kern;
+  }
+
+  // Points the kernel's descriptor set at args' buffers. Needs mutex_ held: the set is shared by
+  // every launch of the kernel and no submitted work may still be using it.
+  void write_descriptors(const VulkanKernel& kern, const LaunchArgs& args) {
+    if (kern.num_buffers == 0) return;
+    std::vector<VkDescriptorBufferInfo> infos(kern.num_buffers);
+    std::vector<VkWriteDescriptorSet> writes(kern.num_buffers);
+    for (uint32_t i = 0; i < kern.num_buffers; ++i) {
+      // Whole-buffer bindings. lavapipe advertises maxStorageBufferRange = 128 MiB yet binds
+      // larger buffers correctly (checked with 256 MiB); NVIDIA's limit is 4 GiB.
+      infos[i] = {static_cast<VulkanBuffer*>(args.buffers[i])->buffer, 0, VK_WHOLE_SIZE};
+      writes[i] = vk_struct<VkWriteDescriptorSet>(VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET);
+      writes[i].dstSet = kern.set;
+      writes[i].dstBinding = i;
+      writes[i].descriptorCount = 1;
+      writes[i].descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
+      writes[i].pBufferInfo = &infos[i];
+    }
+    core_->fn.vkUpdateDescriptorSets(core_->device, kern.num_buffers, writes.data(), 0, nullptr);
+  }
+
+  void begin_commands() {
+    const DeviceFns& f = core_->fn;
+    check(f.vkResetCommandBuffer(command_buffer_, 0), "vkResetCommandBuffer");
+    auto begin = vk_struct<VkCommandBufferBeginInfo>(VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO);
+    begin.flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT;
+    check(f.vkBeginCommandBuffer(command_buffer_, &begin), "vkBeginCommandBuffer");
+  }
+
+  void record_dispatch(const VulkanKernel& kern, const LaunchArgs& args, Dim3 grid) {
+    const DeviceFns& f = core_->fn;
+    f.vkCmdBindPipeline(command_buffer_, VK_PIPELINE_BIND_POINT_COMPUTE, kern.pipeline);
+    if (kern.set != VK_NULL_HANDLE)
+      f.vkCmdBindDescriptorSets(command_buffer_, VK_PIPELINE_BIND_POINT_COMPUTE, kern.pipeline_layout, 0, 1,
+                                &kern.set, 0, nullptr);
+    if (kern.num_scalars > 0)
+      f.vkCmdPushConstants(command_buffer_, kern.pipeline_layout, VK_SHADER_STAGE_COMPUTE_BIT, 0,
+                           4 * kern.num_scalars, args.scalars.data());
+    f.vkCmdDispatch(command_buffer_, grid.x, grid.y, grid.z);
+  }
+
+  // A fence wait alone does not make shader writes visible to the host. This barrier does, and
+  // since barriers order against everything later in submission order, it also makes them
+  // visible to the next launch's shaders.
+  void record_visibility_barrier() {
+    auto barrier = vk_struct<VkMemoryBarrier>(VK_STRUCTURE_TYPE_MEMORY_BARRIER);
+    barrier.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT;
+    barrier.dstAccessMask = VK_ACCESS_HOST_READ_BIT | VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT;
+    core_->fn.vkCmdPipelineBarrier(command_buffer_, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
+                                   VK_PIPELINE_STAGE_HOST_BIT | VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, 0, 1, &barrier,
+                                   0, nullptr, 0, nullptr);
+  }
+
+  // Ends the command buffer, submits it and waits for it to finish.
+  void submit_and_wait(const std::string& name) {
+    const DeviceFns& f = core_->fn;
+    VkDevice dev = core_->device;
+    check(f.vkEndCommandBuffer(command_buffer_), "vkEndCommandBuffer");
+    auto submit = vk_struct<VkSubmitInfo>(VK_STRUCTURE_TYPE_SUBMIT_INFO);
+    submit.commandBufferCount = 1;
+    submit.pCommandBuffers = &command_buffer_;
+    check(f.vkQueueSubmit(core_->queue, 1, &submit, fence_), "vkQueueSubmit", name);
+    VkResult r = f.vkWaitForFences(dev, 1, &fence_, VK_TRUE, UINT64_MAX);
+    // Reset even after a failed wait so the next launch does not submit with a signaled fence.
+    VkResult reset = f.vkResetFences(dev, 1, &fence_);
+    check(r, "vkWaitForFences", name);
+    check(reset, "vkResetFences");
+  }
+
+  // Two timestamp queries, reused by every sample (read back before the next one is recorded).
+  void ensure_query_pool() {
+    if (query_pool_ != VK_NULL_HANDLE) return;
+    auto qpci = vk_struct<VkQueryPoolCreateInfo>(VK_STRUCTURE_TYPE_QUERY_POOL_CREATE_INFO);
+    qpci.queryType = VK_QUERY_TYPE_TIMESTAMP;
+    qpci.queryCount = 2;
+    check_created(core_->fn.vkCreateQueryPool(core_->device, &qpci, nullptr, &query_pool_), query_pool_,
+                  "vkCreateQueryPool", "2 timestamp queries");
+  }
+
+  // The L2 flush target: allocated on first use, kept for the device's life. Vulkan does not
+  // report the cache size, so it is 128 MiB: over twice the L2 of an H100/H200 (50 MiB), and
+  // larger than the last-level cache of most CPUs lavapipe runs on. Device-local where possible
+  // (the host never touches it).
+  void ensure_flush_buffer() {
+    if (flush_buffer_ != VK_NULL_HANDLE) return;
+    constexpr VkDeviceSize kFlushBytes = VkDeviceSize(128) << 20;
+    const DeviceFns& f = core_->fn;
+    auto bci = vk_struct<VkBufferCreateInfo>(VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO);
+    bci.size = kFlushBytes;
+    bci.usage = VK_BUFFER_USAGE_TRANSFER_DST_BIT;
+    bci.sharingMode = VK_SHARING_MODE_EXCLUSIVE;
+    check_created(f.vkCreateBuffer(core_->device, &bci, nullptr, &flush_buffer_), flush_buffer_, "vkCreateBuffer",
+                  "L2 flush buffer");
+    VkMemoryRequirements req{};
+    f.vkGetBufferMemoryRequirements(core_->device, flush_buffer_, &req);
+    VkResult last = VK_ERROR_OUT_OF_DEVICE_MEMORY;
+    const VkMemoryPropertyFlags preferences[] = {VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT, 0};
+    for (VkMemoryPropertyFlags want : preferences) {
+      for (uint32_t i = 0; i < pd_.memory.memoryTypeCount && flush_memory_ == VK_NULL_HANDLE; ++i) {
+        if (!(req.memoryTypeBits & (1u << i)) || (pd_.memory.memoryTypes[i].propertyFlags & want) != want) continue;
+        auto mai = vk_struct<VkMemoryAllocateInfo>(VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO);
+        mai.allocationSize = req.size;
+        mai.memoryTypeIndex = i;
+        last = f.vkAllocateMemory(core_->device, &mai, nullptr, &flush_memory_);
+        if (last != VK_SUCCESS) flush_memory_ = VK_NULL_HANDLE;
+      }
+      if (flush_memory_ != VK_NULL_HANDLE) break;
+    }
+    if (flush_memory_ == VK_NULL_HANDLE) {
+      f.vkDestroyBuffer(core_->device, flush_buffer_, nullptr);
+      flush_buffer_ = VK_NULL_HANDLE;
+      fail("vkAllocateMemory", last, "L2 flush buffer, " + std::to_string(req.size) + " bytes");
+    }
+    if (VkResult r = f.vkBindBufferMemory(core_->device, flush_buffer_, flush_memory_, 0); r != VK_SUCCESS) {
+      f.vkDestroyBuffer(core_->device, flush_buffer_, nullptr);
+      f.vkFreeMemory(core_->device, flush_memory_, nullptr);
+      flush_buffer_ = VK_NULL_HANDLE;
+      flush_memory_ = VK_NULL_HANDLE;
+      fail("vkBindBufferMemory", r, "L2 flush buffer");
+    }
+  }
+
   std::shared_ptr<Core> core_;
   PhysicalDevice pd_;
   VkCommandPool command_pool_ = VK_NULL_HANDLE;
   VkCommandBuffer command_buffer_ = VK_NULL_HANDLE;
   VkFence fence_ = VK_NULL_HANDLE;
+  VkQueryPool query_pool_ = VK_NULL_HANDLE;      // time_launches, created on first use
+  VkBuffer flush_buffer_ = VK_NULL_HANDLE;       // time_launches with flush_l2, created on first use
+  VkDeviceMemory flush_memory_ = VK_NULL_HANDLE;
   std::mutex mutex_;
 };
 

@@ -1,0 +1,114 @@
+// The CLI's runner client: finds iron-runner, rebuilds it when stale, spawns it and decodes its
+// protocol stream. Shared by every command file of the CLI.
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <iostream>
+
+#include "cli/cli.hpp"
+
+extern char** environ;
+
+namespace iron::cli {
+
+namespace fs = std::filesystem;
+
+fs::path self_dir() {
+  std::error_code ec;
+  fs::path p = fs::read_symlink("/proc/self/exe", ec);
+  return ec ? fs::current_path() : p.parent_path();
+}
+
+fs::path runner_path() {
+  if (const char* env = std::getenv("IRON_RUNNER")) return env;
+  return self_dir() / "iron-runner";
+}
+
+namespace {
+// The runner executes all codegen: a stale one would run old code (seeds §8). When this CLI
+// lives in its own build tree, rebuild the runner target first; ninja makes a no-op cheap.
+void rebuild_runner_if_in_build_tree() {
+#ifdef IRON_BUILD_DIR
+  if (std::getenv("IRON_NO_REBUILD")) return;
+  fs::path build(IRON_BUILD_DIR);
+  std::error_code ec;
+  if (!fs::exists(build / "build.ninja", ec) || !fs::equivalent(self_dir(), build / "bin", ec)) return;
+  std::string cmd = "cmake --build '" + build.string() + "' --target iron-runner > /dev/null 2>&1";
+  if (std::system(cmd.c_str()) != 0)
+    std::cerr << "iron: warning: could not rebuild iron-runner in " << build << "; running the existing binary\n";
+#endif
+}
+}  // namespace
+
+RunResult run_runner(const std::vector<std::string>& args, const std::function<void(const nlohmann::json&)>& on_message) {
+  rebuild_runner_if_in_build_tree();
+  fs::path runner = runner_path();
+  RunResult result;
+  if (!fs::exists(runner)) {
+    std::cerr << "iron: runner not found at " << runner << " (build it, or set IRON_RUNNER)\n";
+    result.exit_code = 2;
+    return result;
+  }
+  int fds[2];
+  if (pipe(fds) != 0) {
+    std::perror("iron: pipe");
+    result.exit_code = 2;
+    return result;
+  }
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_adddup2(&fa, fds[1], STDOUT_FILENO);
+  posix_spawn_file_actions_addclose(&fa, fds[0]);
+  posix_spawn_file_actions_addclose(&fa, fds[1]);
+  std::vector<std::string> argv_s{runner.string()};
+  argv_s.insert(argv_s.end(), args.begin(), args.end());
+  std::vector<char*> argv;
+  for (auto& a : argv_s) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  pid_t pid;
+  int rc = posix_spawn(&pid, runner.c_str(), &fa, nullptr, argv.data(), environ);
+  posix_spawn_file_actions_destroy(&fa);
+  close(fds[1]);
+  if (rc != 0) {
+    std::cerr << "iron: cannot start " << runner << ": " << std::strerror(rc) << "\n";
+    close(fds[0]);
+    result.exit_code = 2;
+    return result;
+  }
+  FILE* in = fdopen(fds[0], "r");
+  std::string line;
+  char buf[65536];
+  while (fgets(buf, sizeof buf, in)) {
+    line += buf;
+    if (line.empty() || line.back() != '\n') continue;
+    line.pop_back();
+    nlohmann::json msg;
+    std::string why;
+    if (iron::protocol::decode(line, msg, why)) on_message(msg);
+    else std::cerr << "iron: unreadable runner output (" << why << "): " << line.substr(0, 200) << "\n";
+    line.clear();
+  }
+  fclose(in);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  if (WIFSIGNALED(status)) {
+    result.crashed = true;
+    result.crash = std::string("signal ") + std::to_string(WTERMSIG(status)) + " (" + strsignal(WTERMSIG(status)) + ")";
+    result.exit_code = 1;
+  } else {
+    result.exit_code = WEXITSTATUS(status);
+  }
+  return result;
+}
+
+int report_error(const nlohmann::json& msg) {
+  std::cerr << "iron: error: " << msg.value("message", std::string("?")) << "\n";
+  return 2;
+}
+
+}  // namespace iron::cli

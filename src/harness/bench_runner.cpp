@@ -1,0 +1,418 @@
+// The runner's benchmark engine (`bench`; `calibrate` is in calibrate.cpp). For every registered
+// bench x dtype: upload the inputs once, check one dispatch against the oracle (no PASS, no
+// timing), time under the device lock, and only then derive statistics, metrics and guards
+// (seeds §6, architecture.txt "Bench runner"). Streams `bench`, `warning` and `summary` messages.
+#include <algorithm>
+#include <cmath>
+#include <iostream>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "core/ir.hpp"
+#include "core/numeric.hpp"
+#include "core/protocol.hpp"
+#include "harness/device_specs.hpp"
+#include "harness/runner.hpp"
+#include "harness/stats.hpp"
+#include "iron/bench.hpp"
+#include "iron/registry.hpp"
+
+namespace iron {
+
+using nlohmann::json;
+using namespace iron::bench;
+
+namespace {
+
+void send(const json& msg) { std::cout << protocol::encode(msg) << "\n" << std::flush; }
+
+std::string describe(double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.9g", v);
+  return buf;
+}
+
+json opt(const std::optional<double>& v) { return v ? json(*v) : json(nullptr); }
+json opt(const std::optional<long>& v) { return v ? json(*v) : json(nullptr); }
+
+struct BenchArgs {
+  std::string filter, backend, dtype, kernel_override;
+  int warmup = 20, samples = 100;
+  bool flush_l2 = false;
+};
+
+int parse_count(const std::string& flag, const std::string& v, int min) {
+  char* end = nullptr;
+  long n = std::strtol(v.c_str(), &end, 10);
+  if (v.empty() || *end != '\0' || n < min || n > 1000000)
+    throw Error(flag + " takes a whole number >= " + std::to_string(min) + ", not '" + v + "'");
+  return int(n);
+}
+
+BenchArgs parse_bench_args(int argc, char** argv) {
+  BenchArgs a;
+  for (int i = 2; i < argc; ++i) {
+    std::string s = argv[i];
+    auto value = [&]() -> std::string {
+      if (i + 1 >= argc) throw Error("option " + s + " needs a value");
+      return argv[++i];
+    };
+    if (s == "-f" || s == "--filter") a.filter = value();
+    else if (s == "--backend") a.backend = value();
+    else if (s == "--dtype") a.dtype = value();
+    // 0 is honoured when asked for explicitly (the correctness dispatch still ran first);
+    // anything else is at least 1.
+    else if (s == "--warmup") a.warmup = parse_count(s, value(), 0);
+    else if (s == "--samples") a.samples = parse_count(s, value(), 1);
+    else if (s == "--flush-l2") a.flush_l2 = true;
+    else if (s == "--kernel-override") a.kernel_override = value();
+    else throw Error("unknown bench option " + s +
+                     " (use -f, --backend, --dtype, --warmup, --samples, --flush-l2, --kernel-override)");
+  }
+  return a;
+}
+
+bool matches(const std::string& filter, const std::string& kernel, const std::string& name) {
+  if (filter.empty()) return true;
+  return kernel.find(filter) != std::string::npos || (kernel + "/" + name).find(filter) != std::string::npos;
+}
+
+json device_json(const DeviceInfo& d) {
+  return {{"type", "device"}, {"backend", backend_name(d.backend)}, {"available", true}, {"name", d.name},
+          {"driver", d.driver}, {"arch", d.arch}, {"lane_width", d.lane_width},
+          {"max_threads_per_group", d.max_threads_per_group}, {"shared_memory_bytes", d.shared_memory_bytes},
+          {"memory_bytes", d.memory_bytes}, {"f16", d.f16}, {"bf16", d.bf16}};
+}
+
+// The named backend, or the best available (CUDA, then Vulkan) as `iron test` picks it.
+std::unique_ptr<Context> open_context(const std::string& name, Backend& chosen) {
+  std::vector<Backend> order{Backend::Cuda, Backend::Vulkan};
+  if (!name.empty()) {
+    Backend b;
+    if (!parse_backend(name, b)) throw Error("unknown backend '" + name + "' (use vulkan, cuda or interp)");
+    order = {b};
+  }
+  std::string why;
+  for (Backend b : order) {
+    try {
+      auto ctx = Context::create(b);
+      chosen = b;
+      return ctx;
+    } catch (const Error& e) {
+      why += std::string(why.empty() ? "" : "; ") + backend_name(b) + ": " + e.what();
+    }
+  }
+  throw Error("no backend to benchmark on: " + why);
+}
+
+void warn_lock_wait(const std::string& path) {
+  send({{"type", "warning"}, {"message", "waiting for the device lock " + path + " (another bench run holds it)"}});
+}
+
+// The inputs uploaded once and kept resident for the whole bench; the outputs; the oracle's answer.
+struct Resident {
+  Bindings bindings;
+  std::vector<std::pair<std::string, DeviceBuffer>> outputs;
+  Tensors expected;
+};
+
+// Encodes inputs exactly as run_test_case does (rounded to the buffer dtype once, so device and
+// oracle see the same values); outputs start as all-ones bytes (NaN), so an unwritten element fails.
+Resident make_resident(Context& ctx, const ir::Kernel& k, const TestSetup& setup, DType dtype) {
+  Resident r;
+  auto param_dtype = [&](const std::string& name, const char* role) {
+    int idx = k.find_param(name);
+    if (idx < 0 || k.params[idx].kind != ir::ParamKind::Buffer)
+      throw Error(std::string(role) + " '" + name + "' names no buffer parameter of " + k.name);
+    return ir::resolve(k.params[idx].dtype, dtype);
+  };
+  Tensors rounded;
+  for (const auto& [name, values] : setup.inputs()) {
+    DType t = param_dtype(name, "input");
+    std::vector<unsigned char> bytes(values.size() * dtype_size(t));
+    num::encode(t, values.data(), bytes.data(), values.size());
+    std::vector<double> back(values.size());
+    num::decode(t, bytes.data(), back.data(), values.size());
+    for (double v : back)
+      if (!std::isfinite(v))
+        throw Error("input '" + name + "' is not finite after rounding to " + dtype_name(t) + " (fixture out of range)");
+    DeviceBuffer buf = ctx.alloc(t, values.size());
+    ctx.upload(buf, bytes.data(), bytes.size());
+    r.bindings.emplace_back(name, buf);
+    rounded[name] = std::move(back);
+  }
+  for (const auto& [name, count] : setup.outputs()) {
+    DType t = param_dtype(name, "output");
+    DeviceBuffer buf = ctx.alloc(t, count);
+    std::vector<unsigned char> fill(buf.bytes(), 0xff);
+    ctx.upload(buf, fill.data(), fill.size());
+    r.bindings.emplace_back(name, buf);
+    r.outputs.emplace_back(name, buf);
+    r.expected[name].assign(count, 0.0);
+  }
+  setup.oracle_fn()(rounded, r.expected);
+  return r;
+}
+
+struct Correctness {
+  bool pass = false;
+  double max_error = 0;
+  std::string message;  // the first mismatch
+};
+
+Correctness check_outputs(Context& ctx, const Resident& r, double floor, double tol) {
+  Correctness c;
+  for (const auto& [name, buf] : r.outputs) {
+    std::vector<unsigned char> bytes(buf.bytes());
+    ctx.download(buf, bytes.data(), bytes.size());
+    std::vector<double> got(buf.count());
+    num::decode(buf.dtype(), bytes.data(), got.data(), got.size());
+    const std::vector<double>& want = r.expected.at(name);
+    for (size_t i = 0; i < got.size(); ++i) {
+      double err = std::fabs(got[i] - want[i]) / std::max(floor, std::fabs(want[i]));
+      if (std::isnan(got[i]) || std::isnan(err)) err = INFINITY;
+      c.max_error = std::max(c.max_error, err);
+      if (err > tol && c.message.empty())
+        c.message = "output '" + name + "'[" + std::to_string(i) + "] = " + describe(got[i]) + ", oracle " +
+                    describe(want[i]) + " (error " + describe(err) + " > tolerance " + describe(tol) + ")";
+    }
+  }
+  c.pass = c.message.empty();
+  return c;
+}
+
+// The launch floor: an empty dispatch (iron_calib_copy with n = 0, one thread) timed on the
+// same context, so "latency-bound" is judged against this device's own per-launch cost.
+double measure_launch_floor(Context& ctx, Backend backend, const BenchArgs& a) {
+  const ir::Kernel& k = kernel_ir("iron_calib_copy");
+  Bindings b{{"x", ctx.alloc(DType::F32, 1)}, {"out", ctx.alloc(DType::F32, 1)}};
+  Constexprs n0{{"n", 0}};
+  ctx.dispatch_with_grid(k, DType::F32, b, n0, {1, 1, 1}, {1, 1, 1});  // compile outside the lock
+  ctx.synchronize();
+  TimingOptions o;
+  o.warmup = 5;
+  o.samples = std::clamp(a.samples, 10, 50);
+  Timing t;
+  {
+    DeviceLock lock(backend, &warn_lock_wait);
+    t = ctx.time_dispatch(k, DType::F32, b, n0, {1, 1, 1}, {1, 1, 1}, o);
+  }
+  return compute_stats(t.samples_us).median_us;
+}
+
+// Same parameter names and kinds: the override runs this bench's setup unchanged (for A/B).
+void check_override_params(const ir::Kernel& bench_kernel, const ir::Kernel& other) {
+  auto names = [](const ir::Kernel& k) {
+    std::set<std::string> s;
+    for (const ir::Param& p : k.params) s.insert(p.name + (p.kind == ir::ParamKind::Buffer ? "[]" : ""));
+    return s;
+  };
+  auto a = names(bench_kernel), b = names(other);
+  if (a == b) return;
+  auto list = [](const std::set<std::string>& s) {
+    std::string out;
+    for (const std::string& n : s) out += (out.empty() ? "" : ", ") + n;
+    return out;
+  };
+  throw Error("--kernel-override " + other.name + " has parameters (" + list(b) + ") but " + bench_kernel.name +
+              " has (" + list(a) + "): the override must take the same names");
+}
+
+json stats_json(const Stats& s) {
+  return {{"n", s.n}, {"min_us", s.min_us}, {"median_us", s.median_us}, {"mean_us", s.mean_us},
+          {"p95_us", s.p95_us}, {"p99_us", s.p99_us}, {"cv", s.cv}};
+}
+
+json metrics_json(const Metrics& m, double launch_floor_us) {
+  const char* b = bottleneck_name(m.bottleneck);
+  return {{"gbps", m.gbps}, {"gflops", m.gflops}, {"intensity", opt(m.intensity)},
+          {"pct_peak_bw", opt(m.pct_peak_bw)}, {"pct_peak_compute", opt(m.pct_peak_compute)},
+          {"pct_measured_bw", opt(m.pct_measured_bw)}, {"pct_measured_compute", opt(m.pct_measured_compute)},
+          {"bottleneck", *b ? json(b) : json(nullptr)},
+          // Not in the core schema: the floor the latency verdict was judged against.
+          {"launch_floor_us", launch_floor_us}};
+}
+
+json resources_json(const Resources& r) {
+  if (r.empty()) return nullptr;
+  return {{"registers", opt(r.registers)}, {"spill_stores", opt(r.spill_stores)},
+          {"spill_loads", opt(r.spill_loads)}, {"shared_bytes", opt(r.shared_bytes)}};
+}
+
+struct Job {
+  const BenchDecl* decl;
+  DtypeTolerance dt;
+};
+
+int cmd_bench(int argc, char** argv) {
+  BenchArgs a = parse_bench_args(argc, argv);
+  std::optional<DType> only;
+  if (!a.dtype.empty()) {
+    DType d;
+    if (!parse_dtype(a.dtype, d)) throw Error("unknown dtype '" + a.dtype + "'");
+    only = d;
+  }
+  const ir::Kernel* override_kernel = a.kernel_override.empty() ? nullptr : &kernel_ir(a.kernel_override);
+
+  std::vector<Job> jobs;
+  for (const BenchDecl* d : registered_benches()) {
+    if (!matches(a.filter, d->kernel, d->name)) continue;
+    for (const DtypeTolerance& dt : d->dtypes)
+      if (!only || *only == dt.dtype) jobs.push_back({d, dt});
+  }
+  if (jobs.empty())
+    throw Error("no benchmark matches" + (a.filter.empty() ? std::string() : " -f " + a.filter) +
+                (a.dtype.empty() ? std::string() : " --dtype " + a.dtype));
+
+  Backend backend = Backend::Cuda;
+  std::unique_ptr<Context> ctx = open_context(a.backend, backend);
+  Context& c = *ctx;
+  const DeviceInfo& info = c.info();
+  send(device_json(info));
+
+  const DeviceSpec* spec = lookup_device_spec(info.name);
+  const Ceilings measured = load_calibration(info);
+  // A CPU "device" (lavapipe, the interpreter) has caches as large as a small bench's working
+  // set, so its measured DRAM copy rate is no ceiling for it: only real GPUs get that guard.
+  const bool guard_measured = backend != Backend::Interp && info.arch != "cpu";
+  const double floor_us = measure_launch_floor(c, backend, a);
+
+  TimingOptions topts;
+  topts.warmup = a.warmup;
+  topts.samples = a.samples;
+  topts.flush_l2 = a.flush_l2;
+
+  int passed = 0, failed = 0, skipped = 0;
+  std::vector<SweepCell> cells;
+  for (size_t index = 0; index < jobs.size(); ++index) {
+    const BenchDecl& decl = *jobs[index].decl;
+    const DType dtype = jobs[index].dt.dtype;
+    const double tol = jobs[index].dt.tol;
+    const std::string dn = dtype_name(dtype);
+    send({{"type", "bench_start"}, {"kernel", decl.kernel}, {"bench", decl.name}, {"dtype", dn},
+          {"index", index + 1}, {"total", jobs.size()}});
+
+    json rec = {{"type", "bench"}, {"kernel", decl.kernel}, {"bench", decl.name}, {"dtype", dn},
+                {"backend", backend_name(backend)}, {"device", info.name}, {"source", "iron"},
+                {"status", "error"}, {"message", ""}, {"correctness", nullptr}, {"warmup", a.warmup},
+                {"flush_l2", a.flush_l2}, {"samples_us", json::array()}, {"stats", nullptr}, {"bytes", 0},
+                {"flops", 0}, {"sweep", ""}, {"size", 0}, {"metrics", nullptr}, {"resources", nullptr}};
+    if (override_kernel) rec["kernel_override"] = override_kernel->name;
+
+    if ((dtype == DType::F16 && !info.f16) || (dtype == DType::BF16 && !info.bf16)) {
+      std::string why = "device " + info.name + " does not support " + dn;
+      if (a.backend.empty() && !only) {
+        ++skipped;
+        send({{"type", "warning"}, {"message", "skipped " + std::string(decl.kernel) + "/" + decl.name + " [" + dn + "]: " + why}});
+        continue;
+      }
+      rec["status"] = "fail";
+      rec["message"] = why;
+      ++failed;
+      send(rec);
+      continue;
+    }
+
+    // 1. Setup, resident inputs, one checked dispatch: the PASS receipt (seeds §6.1). Anything
+    //    that goes wrong before a PASS is a "fail": the bench is never timed.
+    std::optional<BenchSetup> setup;
+    const ir::Kernel* kernel = nullptr;
+    Resident res;
+    try {
+      setup.emplace(decl.body(dtype));
+      const TestSetup& t = setup->test();
+      rec["bytes"] = setup->bytes();
+      rec["flops"] = setup->flops();
+      rec["sweep"] = setup->sweep_name();
+      rec["size"] = setup->sweep_size();
+      if (t.dtype() != dtype) throw Error("the bench body built a setup for dtype " + std::string(dtype_name(t.dtype())));
+      if (!t.oracle_fn()) throw Error("the bench has no oracle: it cannot be timed without a PASS");
+      kernel = &kernel_ir(decl.kernel);
+      if (override_kernel) {
+        check_override_params(*kernel, *override_kernel);
+        kernel = override_kernel;
+      }
+      res = make_resident(c, *kernel, t, dtype);
+      c.dispatch_with_grid(*kernel, dtype, res.bindings, t.scalars(), t.grid_size(), t.threadgroup());
+      c.synchronize();
+      Correctness ok = check_outputs(c, res, t.floor(), tol);
+      res.expected.clear();  // the oracle's copy is not needed while timing
+      rec["correctness"] = {{"status", ok.pass ? "pass" : "fail"},
+                            {"max_error", std::isfinite(ok.max_error) ? json(ok.max_error) : json("inf")},
+                            {"tolerance", tol}};
+      if (!ok.pass) {
+        rec["status"] = "fail";
+        rec["message"] = ok.message;
+        ++failed;
+        send(rec);
+        continue;
+      }
+    } catch (const std::exception& e) {
+      rec["status"] = "fail";
+      rec["message"] = e.what();
+      if (rec["correctness"].is_null()) rec["correctness"] = {{"status", "fail"}, {"max_error", nullptr}, {"tolerance", tol}};
+      ++failed;
+      send(rec);
+      continue;
+    }
+
+    // 2. The timed region: the device lock and time_dispatch, nothing else.
+    Timing timing;
+    try {
+      const TestSetup& t = setup->test();
+      DeviceLock lock(backend, &warn_lock_wait);
+      timing = c.time_dispatch(*kernel, dtype, res.bindings, t.scalars(), t.grid_size(), t.threadgroup(), topts);
+    } catch (const std::exception& e) {
+      rec["status"] = "error";
+      rec["message"] = std::string("timing failed: ") + e.what();
+      ++failed;
+      send(rec);
+      continue;
+    }
+
+    // 3. After timing: statistics, metrics, resources and the roofline guard.
+    try {
+      const Stats s = compute_stats(timing.samples_us);
+      const Metrics m = derive_metrics(s, setup->bytes(), setup->flops(), dtype, spec, measured, floor_us);
+      if (auto bad = roofline_violation(m, dtype, spec, measured, guard_measured)) {
+        // Not a result: no samples, stats or metrics are recorded, only why.
+        rec["status"] = "error";
+        rec["message"] = *bad + " (median " + describe(s.median_us) + " us)";
+        ++failed;
+        send(rec);
+        continue;
+      }
+      rec["status"] = "ok";
+      rec["samples_us"] = timing.samples_us;
+      rec["stats"] = stats_json(s);
+      rec["metrics"] = metrics_json(m, floor_us);
+      rec["resources"] = resources_json(parse_ptxas(timing.compile_report));
+      ++passed;
+      send(rec);
+      cells.push_back({std::string(decl.kernel) + "/" + decl.name + " [" + dn + "]", setup->sweep_name(), dn,
+                       setup->sweep_size(), s.median_us, setup->bytes(), m.bottleneck == Bottleneck::Latency});
+    } catch (const std::exception& e) {
+      rec["status"] = "error";
+      rec["message"] = e.what();
+      ++failed;
+      send(rec);
+    }
+  }
+
+  for (const std::string& w : sweep_warnings(cells)) send({{"type", "warning"}, {"message", w}});
+  send({{"type", "summary"}, {"passed", passed}, {"failed", failed}, {"skipped", skipped}});
+  return failed == 0 ? 0 : 1;
+}
+
+}  // namespace
+
+int bench_main(int argc, char** argv) {
+  send({{"type", "hello"}, {"runner_version", "0.1.0"}});
+  if (argc > 1 && std::string(argv[1]) == "calibrate") return calibrate_main(argc, argv);
+  return cmd_bench(argc, argv);
+}
+
+}  // namespace iron
