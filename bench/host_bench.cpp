@@ -885,6 +885,7 @@ class SummaryReporter : public benchmark::ConsoleReporter {
 
   // printf only: libbenchmark has its own (shared) libstdc++, this binary a static one.
   void print_summary() const {
+    if (results_.empty() && errors_.empty()) return;  // nothing ran (--benchmark_list_tests, ...)
     std::printf("\n==== summary ====\n");
     bool any = false;
     for (const char* backend : {"cuda", "vulkan"}) {
@@ -903,7 +904,7 @@ class SummaryReporter : public benchmark::ConsoleReporter {
         const Result* r2 = find(std::string("BM_Dispatch/raw_resubmit/") + backend);
         if (r2 && r2->seconds > 0)
           std::printf("  (vs pre-recorded resubmit loop: %.2fx, %.2f us)\n", a->seconds / r2->seconds, r2->seconds * 1e6);
-      } else {
+      } else if (find(iron) || find(raw) || errors_.count(iron) || errors_.count(raw)) {
         std::string why = missing(iron) + missing(raw);
         std::printf("dispatch overhead iron/raw (%s): not measured%s\n", backend, why.c_str());
       }

@@ -11,13 +11,21 @@ namespace iron::kernels {
 constexpr uint32_t kElementsPerThread = 8;
 
 // Calls body(i) for each element index i this thread owns (host loop: unrolled at trace time).
+// No index arithmetic can wrap for any n < 2^32: thread t owns a full run only when t < n / 8
+// (so t * 8 + 7 < n), the one thread t == n / 8 owns the tail (guarded by e < n - base, with
+// base <= n), and threads past it do nothing even when the grid overshoots.
 inline void for_each_owned_element(dsl::Expr n, dsl::FnRef<void(dsl::Expr)> body) {
   using namespace iron::dsl;
-  Expr base = thread_id(0) * kElementsPerThread;  // a multiple of 8: the vector groups are aligned
-  if_(base + kElementsPerThread <= n, [&] {
+  Expr tid = thread_id(0);
+  Expr full_runs = n / kElementsPerThread;
+  Expr base = tid * kElementsPerThread;  // a multiple of 8: the vector groups are aligned
+  if_(tid < full_runs, [&] {
     for (uint32_t e = 0; e < kElementsPerThread; ++e) body(base + e);
   }).else_([&] {
-    for (uint32_t e = 0; e < kElementsPerThread; ++e) if_(base + e < n, [&] { body(base + e); });
+    if_(tid == full_runs, [&] {
+      Expr left = n - base;
+      for (uint32_t e = 0; e < kElementsPerThread; ++e) if_(e < left, [&] { body(base + e); });
+    });
   });
 }
 

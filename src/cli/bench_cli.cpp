@@ -47,9 +47,13 @@ const json& field(const json& obj, const char* key) {
   return obj.is_object() && obj.contains(key) ? obj[key] : null;
 }
 
+// "iron_add/n4096 [f32] vulkan", and "(as iron_mul)" when --kernel-override ran another kernel.
 std::string row_name(const json& m) {
-  return m.value("kernel", std::string("?")) + "/" + m.value("bench", std::string("?")) + " [" +
-         m.value("dtype", std::string("?")) + "] " + m.value("backend", std::string("?"));
+  std::string s = m.value("kernel", std::string("?")) + "/" + m.value("bench", std::string("?")) + " [" +
+                  m.value("dtype", std::string("?")) + "] " + m.value("backend", std::string("?"));
+  if (m.contains("kernel_override") && m["kernel_override"].is_string())
+    s += " (as " + m["kernel_override"].get<std::string>() + ")";
+  return s;
 }
 
 constexpr size_t kNameWidth = 40;
@@ -160,8 +164,7 @@ int run_bench(const BenchOpts& o) {
         std::cout << result_row(m, o.verbose) << "\n";
       } else {
         std::string tag = status == "fail" ? st.red("FAIL ") : st.red("ERROR ");
-        std::cout << tag << row_name(m) << (m.contains("kernel_override") ? " (as " + m["kernel_override"].get<std::string>() + ")" : "")
-                  << "\n    " << m.value("message", std::string()) << "\n";
+        std::cout << tag << row_name(m) << "\n    " << m.value("message", std::string()) << "\n";
       }
     } else if (type == "warning") {
       if (!o.as_json) std::cout << st.yellow("warning: " + m.value("message", std::string())) << "\n";

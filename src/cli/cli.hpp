@@ -40,7 +40,7 @@ int report_error(const nlohmann::json& msg);
 
 // A subcommand and the function that runs it when it was selected.
 using Commands = std::vector<std::pair<CLI::App*, std::function<int()>>>;
-void add_bench_commands(CLI::App& app, Commands& out);    // bench_cli.cpp: bench, device --calibrate
+void add_bench_commands(CLI::App& app, Commands& out);    // bench_cli.cpp: bench, calibrate
 void add_compare_commands(CLI::App& app, Commands& out);  // compare_cli.cpp: snap, diff, report
 
 }  // namespace iron::cli

@@ -20,6 +20,10 @@
 //               pct_measured_compute, bottleneck ("memory" | "compute" | "latency" | "occupancy")}
 //               (percentages null where the device is unknown),
 //      resources {registers, spill_stores, spill_loads, shared_bytes} or null}
+//     optional: kernel_override (the kernel actually run with this bench's setup, for A/B),
+//     metrics.launch_floor_us (the measured launch latency floor of the run)
+//   bench_start {kernel, bench, dtype, index, total}   (progress; names the bench in flight)
+//   calibration {backend, device, copy_gbps, fma_gflops, ...}   (iron calibrate)
 //   A snapshot file (.iron/snaps/NAME.json) is {"v", "name", "created", "results": [bench...]}.
 #pragma once
 

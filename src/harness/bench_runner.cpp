@@ -186,15 +186,16 @@ Correctness check_outputs(Context& ctx, const Resident& r, double floor, double 
 
 // The launch floor: an empty dispatch (iron_calib_copy with n = 0, one thread) timed on the
 // same context, so "latency-bound" is judged against this device's own per-launch cost.
-double measure_launch_floor(Context& ctx, Backend backend, const BenchArgs& a) {
+double measure_launch_floor(Context& ctx, Backend backend) {
   const ir::Kernel& k = kernel_ir("iron_calib_copy");
   Bindings b{{"x", ctx.alloc(DType::F32, 1)}, {"out", ctx.alloc(DType::F32, 1)}};
   Constexprs n0{{"n", 0}};
   ctx.dispatch_with_grid(k, DType::F32, b, n0, {1, 1, 1}, {1, 1, 1});  // compile outside the lock
   ctx.synchronize();
+  // An empty launch is cheap everywhere; 50 samples steady its median on a noisy host (lavapipe).
   TimingOptions o;
-  o.warmup = 5;
-  o.samples = std::clamp(a.samples, 10, 50);
+  o.warmup = 10;
+  o.samples = 50;
   Timing t;
   {
     DeviceLock lock(backend, &warn_lock_wait);
@@ -278,7 +279,12 @@ int cmd_bench(int argc, char** argv) {
   // A CPU "device" (lavapipe, the interpreter) has caches as large as a small bench's working
   // set, so its measured DRAM copy rate is no ceiling for it: only real GPUs get that guard.
   const bool guard_measured = backend != Backend::Interp && info.arch != "cpu";
-  const double floor_us = measure_launch_floor(c, backend, a);
+  double floor_us = 0;
+  try {
+    floor_us = measure_launch_floor(c, backend);
+  } catch (const std::exception& e) {
+    send({{"type", "warning"}, {"message", std::string("could not measure the launch floor (no latency verdicts): ") + e.what()}});
+  }
 
   TimingOptions topts;
   topts.warmup = a.warmup;

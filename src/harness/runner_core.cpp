@@ -310,7 +310,9 @@ int cmd_inspect(const Args& a) {
   check_pass_name(a.pass);
   check_pass_name(a.stop_after);
   for (const std::string& p : a.print_after) check_pass_name(p);
-  if (a.ir && a.pass.empty() && !a.stats && a.print_after.empty()) {
+  bool pipeline_flags = !a.pass.empty() || a.stats || !a.print_after.empty() || !a.stop_after.empty() ||
+                        a.verify_each || a.time_passes;
+  if (a.ir && !pipeline_flags) {
     // --ir alone: the traced IR, before any pass.
     send({{"type", "text"}, {"text", ir::print(original, {a.locations})}});
     return 0;
@@ -342,6 +344,7 @@ int cmd_inspect(const Args& a) {
   }
   if (!r.ok()) throw Error("pipeline failed:\n" + r.diags.render(k));
   if (a.ir || !a.pass.empty() || !a.print_after.empty() || a.stats) {
+    // --ir with pipeline flags: the IR where the pipeline stopped (after --stop-after, or all).
     if (a.ir && a.pass.empty() && a.print_after.empty()) send({{"type", "text"}, {"text", ir::print(k, {a.locations})}});
     return 0;
   }
@@ -495,7 +498,7 @@ int runner_main(int argc, char** argv) {
     if (a.command == "device") return cmd_device();
     if (a.command == "list") return cmd_list();
     if (a.command == "opt") return cmd_opt(a);
-    throw Error("unknown runner command '" + a.command + "' (test, inspect, build, device, list)");
+    throw Error("unknown runner command '" + a.command + "' (test, inspect, build, opt, device, list, bench, calibrate)");
   } catch (const std::exception& e) {
     send({{"type", "error"}, {"message", e.what()}});
     return 2;

@@ -76,6 +76,11 @@ ir::Kernel optimize(const ir::Kernel& k) {
   ir::Kernel out = k;
   PipelineResult r = run_pipeline(out);
   if (!r.ok()) throw Error("optimization pipeline failed for kernel '" + k.name + "':\n" + r.diags.render(out));
+  // A pass bug must stop here, not reach an emitter: the output is verified once, always.
+  ir::Diagnostics v;
+  if (!ir::verify(out, v))
+    throw Error("the optimization pipeline produced invalid IR for kernel '" + k.name + "' (a pass bug; bisect with "
+                "IRON_OPT_BISECT=N or iron inspect --verify-each):\n" + v.render(out));
   return out;
 }
 

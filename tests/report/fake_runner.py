@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
 # A stand-in for iron-runner (IRON_RUNNER=this file) that speaks the protocol of
-# src/core/protocol.hpp for `list` and `bench`, so check_cli.sh can test `iron snap`, `diff` and
+# src/core/protocol.hpp for `list` and `bench`, so check_cli.py can test `iron snap`, `diff` and
 # `ab` without a GPU. Latencies are synthetic: a base per bench, log-normal noise, a factor for
-# --kernel-override (FAKE_OVERRIDE_FACTOR) and an optional drift per process (FAKE_DRIFT, with
-# FAKE_STATE counting processes) that imitates a device warming up across a session.
+# --kernel-override (FAKE_OVERRIDE_FACTOR), one for everything (FAKE_SCALE), and a drift per
+# process (FAKE_DRIFT; FAKE_STATE counts processes) that imitates a device warming up.
 import json
 import math
 import os
@@ -49,6 +49,7 @@ def bench(args):
         send({"type": "error", "message": "unknown kernel '%s'" % override})
         return 2
     factor = float(os.environ.get("FAKE_OVERRIDE_FACTOR", "0.9")) if override else 1.0
+    factor *= float(os.environ.get("FAKE_SCALE", "1"))
     drift = 1.0 + float(os.environ.get("FAKE_DRIFT", "0")) * process_index()
     rng = random.Random()  # a fresh process: fresh noise
     send({"type": "device", "backend": "cuda", "available": True, "name": "Fake GPU", "driver": "0", "arch": "sm_90a",

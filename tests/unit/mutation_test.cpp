@@ -38,11 +38,16 @@ struct TailBug {
 TailBug g_tail;
 
 void for_each_owned(Expr n, FnRef<void(Expr)> body) {
-  Expr base = thread_id(0) * kPerThread;
-  if_(base + kPerThread <= n, [&] {
+  Expr tid = thread_id(0);
+  Expr full_runs = n / kPerThread;
+  Expr base = tid * kPerThread;
+  if_(tid < full_runs, [&] {
     for (uint32_t e = 0; e < kPerThread; ++e) body(base + e);
   }).else_([&] {
-    for (uint32_t e = 0; e < (g_tail.first_only ? 1 : kPerThread); ++e) if_(base + e < n, [&] { body(base + e); });
+    if_(tid == full_runs, [&] {
+      Expr left = n - base;
+      for (uint32_t e = 0; e < (g_tail.first_only ? 1 : kPerThread); ++e) if_(e < left, [&] { body(base + e); });
+    });
   });
 }
 

@@ -7,6 +7,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <sstream>
 
 #include "core/ir.hpp"
@@ -62,7 +63,7 @@ std::string run_one(const Case& c, const std::string& mutation) {
   if (!r.ok()) return "error: " + r.diags.render(k);
   ir::Diagnostics v;
   if (!ir::verify(k, v)) return "error: verifier: " + v.render(k);
-  return ir::print(k, {true});
+  return ir::print(k);
 }
 
 std::vector<std::filesystem::path> case_files() {
@@ -79,7 +80,7 @@ TEST_P(PassText, ExpectedOutputAndMutationCaught) {
   Case c = load(GetParam());
   ASSERT_FALSE(c.pass.empty()) << c.path << ": no '; pass:' line";
   ASSERT_FALSE(c.input.empty()) << c.path << ": no input kernel";
-  std::string canonical_input = ir::print(ir::parse(c.input), {true});
+  std::string canonical_input = ir::print(ir::parse(c.input));
   std::string actual = run_one(c, "");
   std::string want;
   if (!c.expect_error.empty()) {
@@ -88,12 +89,17 @@ TEST_P(PassText, ExpectedOutputAndMutationCaught) {
     EXPECT_EQ(actual, canonical_input) << c.path;
     want = canonical_input;
   } else if (c.expect.empty() || std::getenv("IRON_UPDATE_PASS_TESTS")) {
-    std::ofstream f(c.path, std::ios::app);
-    f << "; expect:\n" << actual;
+    // Rewrite the file: everything before the old expectation, then the new one.
+    std::ifstream in(c.path);
+    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    size_t cut = text.find("; expect:\n");
+    if (cut != std::string::npos) text.resize(cut);
+    std::ofstream f(c.path, std::ios::trunc);
+    f << text << "; expect:\n" << actual;
     ADD_FAILURE() << c.path << ": expectation written; review it:\n" << actual;
     return;
   } else {
-    want = ir::print(ir::parse(c.expect), {true});
+    want = ir::print(ir::parse(c.expect));
     EXPECT_EQ(actual, want) << c.path;
   }
   if (!c.mutation.empty()) {
