@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Prepares what the GPU machine needs, in ignored folders that `carry` can send:
-#   .gpu/  the iron and iron-runner binaries (static libstdc++; glslang/SPIRV-Tools linked in)
+#   .gpu/  the iron, iron-runner and iron_host_bench binaries (static libstdc++; glslang and
+#          SPIRV-Tools linked in) and bench/peers/torch_peers.py
 #   .gl/   Debian's Vulkan loader and the GL vendor-neutral EGL library: the NVIDIA Vulkan
 #          driver there loads libEGL.so.1 while initializing and fails without it.
 set -euo pipefail
@@ -8,6 +9,13 @@ build=${1:-build}
 cd "$(dirname "$0")/.."
 mkdir -p .gpu .gl
 cp "$build/bin/iron" "$build/bin/iron-runner" .gpu/
+# Host benchmarks and Debian's shared Google Benchmark library (found next to it via rpath $ORIGIN).
+if [ -x "$build/bin/iron_host_bench" ]; then
+  cp "$build/bin/iron_host_bench" .gpu/
+  cp "$build"/bin/libbenchmark.so* .gpu/ 2>/dev/null || true
+fi
+# The peer timing script (PyTorch on the GPU machine).
+mkdir -p .gpu/peers && cp bench/peers/*.py .gpu/peers/ 2>/dev/null || true
 grep -qx '/.gl/' .git/info/exclude 2>/dev/null || echo /.gl/ >> .git/info/exclude
 if ! ls .gl/libvulkan1_*.deb .gl/libegl1_*.deb .gl/libglvnd0_*.deb > /dev/null 2>&1; then
   mkdir -p /tmp/amd64/partial

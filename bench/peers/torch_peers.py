@@ -417,15 +417,16 @@ def main(argv=None):
                        "stats": None, "bytes": case.bytes_fn(DTYPE_SIZE[dtype]), "flops": case.flops, "sweep": case.sweep,
                        "size": case.size, "metrics": None, "resources": None}
                 t0 = time.time()
+                call = compiled = None
                 try:
                     if setup_error:
                         raise RuntimeError(setup_error)
                     if source == "torch-compile":
                         torch._dynamo.reset()  # one compile per case: never hit the recompile limit
                         compiled = torch.compile(fn, fullgraph=True, dynamic=False)
-                        call = lambda c=compiled: c(*ins)
+                        call = lambda c=compiled, a=ins: c(*a)
                     else:
-                        call = lambda f=fn: f(*ins, out)
+                        call = lambda f=fn, a=ins, o=out: f(*a, o)
                     result = call()  # compiles, for torch.compile
                     if timer.cuda:
                         torch.cuda.synchronize()
@@ -456,7 +457,8 @@ def main(argv=None):
                 else:
                     line += " " + rec["message"]
                 print(line + "  (%.1f s)" % (time.time() - t0), file=sys.stderr)
-            del ins, ref, out
+                call = compiled = None  # drop this case's tensors before the next allocates its own
+            ins = out = ref = None
             if timer.cuda:
                 torch.cuda.empty_cache()
 

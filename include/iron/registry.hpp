@@ -25,6 +25,9 @@ struct KernelDecl {
   int line;
 };
 
+// A DSL file path as Iron shows it: relative to the source tree when it lies inside it.
+std::string source_path(const char* file);
+
 // Adds a kernel to the process-wide registry; returns its index. Called from static initializers.
 int register_kernel(const KernelDecl& decl);
 

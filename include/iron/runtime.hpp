@@ -102,6 +102,22 @@ class Context {
   void synchronize();
   size_t pipeline_cache_size() const;
 
+  // Compile cache counters of this Context. Memory: pipeline look-ups by dispatch_with_grid and
+  // time_dispatch (a hit reuses a pipeline this Context built). Disk: look-ups after a memory miss;
+  // a hit loads the stored binary and skips optimize, emission and the compiler. disk_corrupt
+  // counts entries the disk cache found truncated or corrupt (removed and rebuilt),
+  // disk_rejected entries whose bytes the device refused to load (rebuilt); both are also
+  // counted as misses.
+  struct CacheStats {
+    uint64_t memory_hits = 0, memory_misses = 0;
+    uint64_t disk_hits = 0, disk_misses = 0, disk_corrupt = 0, disk_rejected = 0, disk_writes = 0;
+  };
+  CacheStats cache_stats() const;
+  // Uses a private on-disk cache in `dir` instead of the process-wide one ($IRON_CACHE_DIR, else
+  // $XDG_CACHE_HOME/iron, else ~/.cache/iron); an empty `dir` turns the disk cache off for this
+  // Context. IRON_NO_DISK_CACHE=1 (read when the Context is created) turns it off regardless.
+  void set_disk_cache_dir(const std::string& dir);
+
   // Validates like dispatch_with_grid, compiles (cached), then times warmup + samples launches
   // with the device's clock. The inputs stay resident: nothing is uploaded inside the timing.
   Timing time_dispatch(const ir::Kernel& kernel, DType dtype, const Bindings& buffers, const Constexprs& constexprs,
@@ -109,7 +125,10 @@ class Context {
 
  private:
   explicit Context(std::unique_ptr<rt::Device> device);
-  rt::CompiledKernel& pipeline(const ir::Kernel& kernel, DType dtype, Dim3 threadgroup);
+  struct Prepared;
+  Prepared prepare(const ir::Kernel& kernel, DType dtype, Dim3 threadgroup, bool want_pipeline) const;
+  rt::CompiledKernel& pipeline(const ir::Kernel& kernel, DType dtype, Dim3 threadgroup, const Prepared& p);
+  std::unique_ptr<rt::CompiledKernel> build(const ir::Kernel& kernel, DType dtype, Dim3 threadgroup, uint64_t hash);
   struct Cache;
   std::unique_ptr<rt::Device> device_;
   std::unique_ptr<Cache> cache_;

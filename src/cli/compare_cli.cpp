@@ -1,7 +1,7 @@
 // `iron snap`, `iron diff`, `iron ab`, `iron report`: saved benchmark results, their comparison
 // under the engineering guide's A/B protocol (§6: both orders, fresh processes, min and median,
 // a 3% keep bar checked with a bootstrap interval), and a self-contained HTML report.
-// The statistics and file formats live in bootstrap.cpp; the HTML in report.cpp.
+// The statistics and file formats live in bootstrap.hpp; the HTML in report.cpp.
 #include <cmath>
 #include <cstdio>
 #include <fstream>
@@ -10,7 +10,7 @@
 #include <set>
 #include <sstream>
 
-#include "cli/bootstrap.cpp"
+#include "cli/bootstrap.hpp"
 #include "cli/cli.hpp"
 
 namespace iron::cli {
@@ -32,6 +32,7 @@ std::string fmt(const char* f, double v) {
 
 std::string fmt_us(double us) {
   if (!std::isfinite(us)) return "-";
+  if (us >= 1e5) return fmt("%.2f ms", us / 1000);
   return fmt(us < 10 ? "%.3f us" : us < 1000 ? "%.2f us" : "%.1f us", us);
 }
 
@@ -170,12 +171,13 @@ int cmd_snap(const SnapOptions& o) {
       report_error(m);
     }
   });
-  for (const std::string& p : run.problems)
-    if (p.rfind("runner", 0) == 0) std::cerr << "iron: " << st.red(p) << "\n";
-  if (!run.problems.empty() && (run.records.empty() || std::any_of(run.problems.begin(), run.problems.end(), [](const std::string& p) {
-                                  return p.rfind("runner crashed", 0) == 0;
-                                }))) {
-    // A crash mid-run leaves a partial set: not a baseline anyone should compare against.
+  bool crashed = false;
+  for (const std::string& p : run.problems) {
+    if (p.rfind("runner", 0) == 0) std::cerr << "iron: " << st.red(p) << "\n";  // errors were printed as they came
+    crashed = crashed || p.rfind("runner crashed", 0) == 0;
+  }
+  // A crash mid-run leaves a partial set: not a baseline anyone should compare against.
+  if (crashed || (!run.problems.empty() && run.records.empty())) {
     std::cerr << "iron: snapshot not written\n";
     return run.records.empty() ? 2 : 1;
   }
@@ -297,13 +299,14 @@ struct AbCell {
   std::vector<std::string> problems;
 };
 
-// The benches of KERNEL_A whose names contain `filter`. `iron-runner list` names them when it
-// emits bench entries; otherwise one discovery run of `bench -f KERNEL_A` does (its timings are
-// discarded: all benches in one process is exactly what the protocol avoids).
+// The benches of KERNEL_A whose names start with `filter`. `iron-runner list` names them when it
+// emits bench entries ({"type": "bench_case", "kernel", "bench"}); otherwise one discovery run of
+// `bench -f KERNEL_A/FILTER` does (its timings are discarded: all benches in one process is
+// exactly what the protocol avoids).
 std::vector<std::string> discover_benches(const AbOptions& o, std::set<std::string>& kernels, std::string& why) {
   std::set<std::string> benches;
   auto take = [&](const std::string& kernel, const std::string& bench) {
-    if (kernel == o.kernel_a && !bench.empty() && bench.find(o.bench.filter) != std::string::npos) benches.insert(bench);
+    if (kernel == o.kernel_a && !bench.empty() && bench.rfind(o.bench.filter, 0) == 0) benches.insert(bench);
   };
   RunResult lr = run_runner({"list"}, [&](const json& m) {
     std::string type = m.value("type", std::string());
@@ -318,7 +321,13 @@ std::vector<std::string> discover_benches(const AbOptions& o, std::set<std::stri
   if (!kernels.count(o.kernel_a) || !kernels.count(o.kernel_b)) return {};
   if (benches.empty()) {
     (o.as_json ? std::cerr : std::cout) << "discovering the benches of " << o.kernel_a << " (one run; its timings are not used)\n";
-    BenchRun d = run_bench(o.bench.runner_args(o.kernel_a));
+    // The runner's -f matches "kernel/bench" substrings: KERNEL_A/FILTER selects the benches
+    // whose names start with FILTER. One sample, no warm-up: only the names are wanted.
+    BenchArgs quick = o.bench;
+    quick.samples = 1;
+    std::vector<std::string> args = quick.runner_args(o.kernel_a + "/" + o.bench.filter);
+    args.insert(args.end(), {"--warmup", "0"});
+    BenchRun d = run_bench(args);
     for (const json& r : d.records) take(cmp::str_field(r, "kernel"), cmp::str_field(r, "bench"));
     if (benches.empty() && !d.problems.empty()) why = d.problems.front();
   }
@@ -336,10 +345,9 @@ json ab_side_json(const cmp::Runs& runs) {
 
 int cmd_ab(const AbOptions& o) {
   Style st;
-  if (o.kernel_a == o.kernel_b) {
-    std::cerr << "iron: ab needs two different kernels\n";
-    return 2;
-  }
+  // An A/A run (the same kernel on both sides) is a harness check: it must come out "same".
+  if (o.kernel_a == o.kernel_b)
+    (o.as_json ? std::cerr : std::cout) << "A/A run: " << o.kernel_a << " against itself checks the harness; expect \"same\"\n";
   std::set<std::string> kernels;
   std::string why;
   std::vector<std::string> benches = discover_benches(o, kernels, why);
@@ -397,11 +405,19 @@ int cmd_ab(const AbOptions& o) {
       }
     };
     // ABBA per round: order AB (A then B), then order BA (B then A), each a fresh process.
+    // A side that fails the oracle (KERNEL_B computing something else) will fail every round:
+    // stop after the first.
     for (int i = 0; i < o.runs; ++i) {
       one(0, 0);
       one(1, 0);
       one(1, 1);
       one(0, 1);
+      bool failing = !bench_problems.empty();
+      for (auto& [dt, cell] : cells) failing = failing || !cell.problems.empty();
+      if (failing) {
+        if (i + 1 < o.runs) progress << "  stopping " << o.kernel_a << "/" << bench << " after round 1: see the problems below\n";
+        break;
+      }
     }
     if (cells.empty()) {
       any_problem = true;
@@ -419,9 +435,19 @@ int cmd_ab(const AbOptions& o) {
       bool complete = true;
       for (int s = 0; s < 2; ++s)
         for (int ord = 0; ord < 2; ++ord) complete = complete && cell.runs[s][ord].size() == expected;
-      std::vector<std::string> problems = cell.problems;
-      problems.insert(problems.end(), bench_problems.begin(), bench_problems.end());
-      if (!complete) problems.push_back("missing results: every side and order needs " + std::to_string(expected) + " processes");
+      // The same failure from every process is one problem, with its count.
+      std::vector<std::string> problems;
+      {
+        std::vector<std::string> all = cell.problems;
+        all.insert(all.end(), bench_problems.begin(), bench_problems.end());
+        std::map<std::string, int> count;
+        for (const std::string& p : all)
+          if (count[p]++ == 0) problems.push_back(p);
+        for (std::string& p : problems)
+          if (count[p] > 1) p += " (x" + std::to_string(count[p]) + ")";
+      }
+      if (!complete && problems.empty())
+        problems.push_back("missing results: every side and order needs " + std::to_string(expected) + " processes");
 
       cmp::BootstrapOptions bo;
       bo.resamples = o.resamples;
@@ -433,8 +459,8 @@ int cmd_ab(const AbOptions& o) {
         for (const auto& r : cell.runs[1][ord]) b.insert(b.end(), r.begin(), r.end());
         order_ratio[ord] = a.empty() || b.empty() ? std::nan("") : cmp::median(b) / cmp::median(a);
       }
-      bool agree = std::isfinite(order_ratio[0]) && std::isfinite(order_ratio[1]) &&
-                   ((order_ratio[0] < 1) == (order_ratio[1] < 1) || order_ratio[0] == 1 || order_ratio[1] == 1);
+      bool both_orders = std::isfinite(order_ratio[0]) && std::isfinite(order_ratio[1]);
+      bool agree = !both_orders || (order_ratio[0] < 1) == (order_ratio[1] < 1) || order_ratio[0] == 1 || order_ratio[1] == 1;
       cmp::Verdict v = complete ? cmp::keep_bar_verdict(ci) : cmp::Verdict::NoData;
       std::string verdict = cmp::verdict_text(v);
       // A win that flips sign under reordering is a harness effect (§6.3), not a result to keep.
@@ -449,7 +475,7 @@ int cmd_ab(const AbOptions& o) {
                                                         {"ratio", cmp::nullable(order_ratio[ord])}};
       }
       j["pooled"] = {{"a", ab_side_json(pooled[0])}, {"b", ab_side_json(pooled[1])}};
-      j["orders_agree"] = agree;
+      j["orders_agree"] = both_orders ? json(agree) : json(nullptr);
       j["ci95_ratio"] = ci.ok ? json{{"lo", ci.lo}, {"hi", ci.hi}, {"point", ci.ratio}, {"resamples", ci.resamples}} : json(nullptr);
       j["delta_pct"] = ci.ok ? json((ci.ratio - 1) * 100) : json(nullptr);
       j["verdict"] = verdict;
@@ -477,9 +503,9 @@ int cmd_ab(const AbOptions& o) {
       std::cout << "  " << pad("B/A median", w) << pad(lpad(fmt_pct((order_ratio[0] - 1) * 100), 25), 28)
                 << pad(lpad(fmt_pct((order_ratio[1] - 1) * 100), 25), 28) << lpad(fmt_pct(ci.ok ? (ci.ratio - 1) * 100 : NAN), 25)
                 << "\n";
-      std::cout << "  orders " << (agree ? "agree in direction" : st.yellow("disagree in direction")) << "; 95% CI of B/A "
-                << fmt_ci(ci) << " (" << ci.resamples << " resamples of processes and samples); verdict: "
-                << coloured_verdict(st, verdict) << " (3% keep bar)\n";
+      std::cout << "  orders " << (!both_orders ? "not comparable" : agree ? "agree in direction" : st.yellow("disagree in direction"));
+      if (ci.ok) std::cout << "; 95% CI of B/A " << fmt_ci(ci) << " (" << ci.resamples << " resamples of processes and samples)";
+      std::cout << "; verdict: " << coloured_verdict(st, verdict) << " (3% keep bar)\n";
       if (!agree)
         std::cout << "  " << st.yellow("harness warning:") << " order AB says " << fmt_pct((order_ratio[0] - 1) * 100)
                   << ", order BA says " << fmt_pct((order_ratio[1] - 1) * 100)
@@ -502,7 +528,6 @@ struct ReportOptions {
 
 // Debian's libjs-chart.js (3.x installs chart.min.js; 4.x names its UMD build chart.umd.js).
 std::string find_chart_js(const std::string& explicit_path) {
-  std::vector<std::string> candidates;
   if (!explicit_path.empty()) return explicit_path;
   if (const char* env = std::getenv("IRON_CHARTJS"); env && *env) return env;
   for (const char* p : {"/usr/share/javascript/chart.js/chart.umd.min.js", "/usr/share/javascript/chart.js/chart.umd.js",
@@ -588,7 +613,7 @@ void add_compare_commands(CLI::App& app, Commands& out) {
   auto* ab = app.add_subcommand("ab", "A/B two kernels on KERNEL_A's benches: both orders, fresh processes, 3% keep bar");
   ab->add_option("kernel_a", ab_o.kernel_a, "Baseline kernel (its benches define the setups)")->required();
   ab->add_option("kernel_b", ab_o.kernel_b, "Candidate kernel, run with KERNEL_A's setup (--kernel-override)")->required();
-  ab->add_option("-f,--filter", ab_o.bench.filter, "Only KERNEL_A's benches whose names contain this text");
+  ab->add_option("-f,--filter", ab_o.bench.filter, "Only KERNEL_A's benches whose names start with this text");
   add_bench_options(ab, ab_o.bench);
   ab->add_option("--runs", ab_o.runs, "Fresh processes per side and order (4 x runs processes per bench)")
       ->check(CLI::Range(3, 1000));

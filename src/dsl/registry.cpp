@@ -81,6 +81,14 @@ void gate(const ir::Kernel& k, ir::Diagnostics& diags) {
 
 }  // namespace
 
+std::string source_path(const char* file) {
+#ifdef IRON_SOURCE_ROOT
+  static const std::string root = std::string(IRON_SOURCE_ROOT) + "/";
+  if (std::string_view(file).substr(0, root.size()) == root) return file + root.size();
+#endif
+  return file;
+}
+
 int register_kernel(const KernelDecl& decl) {
   Registry& r = registry();
   std::lock_guard lock(r.mu);
@@ -122,7 +130,7 @@ ir::Kernel trace(const KernelDecl& decl, bool is_function) {
   gate(t.k, t.diags);
   if (t.diags.empty()) ir::verify(t.k, t.diags);
   if (!t.diags.empty()) {
-    std::string where = std::string(" (registered at ") + decl.file + ":" + std::to_string(decl.line) + ")";
+    std::string where = " (registered at " + source_path(decl.file) + ":" + std::to_string(decl.line) + ")";
     throw Error(std::string(is_function ? "device function '" : "kernel '") + decl.name + "' is malformed" + where +
                 ":\n" + t.diags.render(t.k));
   }

@@ -205,7 +205,7 @@ int cmd_list() {
     json dtypes = json::array();
     for (DType t : d->dtypes) dtypes.push_back(dtype_name(t));
     send({{"type", "kernel"}, {"name", d->name}, {"mode", mode_name(d->mode)}, {"dtypes", dtypes},
-          {"file", d->file}, {"line", d->line}});
+          {"file", source_path(d->file)}, {"line", d->line}});
   }
   for (const TestDecl* t : registered_tests()) send({{"type", "test_case"}, {"kernel", t->kernel}, {"case", t->name}});
   return 0;

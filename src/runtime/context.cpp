@@ -1,18 +1,30 @@
-// Context: device buffers, the in-memory pipeline cache and validated dispatch. Every rule in
+// Context: device buffers, the pipeline caches (memory, then disk) and validated dispatch. Every rule in
 // validate_dispatch runs before a launch; a rejected dispatch launches nothing (seeds §8: a
 // wrong geometry must be an error, never a hung or corrupted GPU).
+#include <elf.h>
+#include <link.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <array>
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <sstream>
 #include <tuple>
+#include <unordered_map>
 
 #include "core/ir.hpp"
 #include "iron/registry.hpp"
 #include "iron/runtime.hpp"
 #include "passes/pass.hpp"
 #include "runtime/device.hpp"
+#include "runtime/disk_cache.hpp"
 
 namespace iron {
 
@@ -42,22 +54,166 @@ std::vector<DeviceInfo> list_devices(Backend backend, std::string* why) {
   return {};
 }
 
+namespace {
+
+constexpr size_t kNumDTypes = size_t(DType::Void) + 1;
+
+// What validation needs from the IR besides its params: both are whole-IR walks, so they are
+// computed once per kernel (per dtype for the threadgroup bytes) and kept next to its pipelines.
+struct KernelFacts {
+  uint64_t hash = 0;  // ir::content_hash
+  bool lane_ops = false;
+  std::array<uint64_t, kNumDTypes> tg_bytes{};
+  std::array<bool, kNumDTypes> tg_known{};
+
+  static KernelFacts of(const ir::Kernel& k, uint64_t hash) {
+    KernelFacts f;
+    f.hash = hash;
+    f.lane_ops = ir::uses_lane_ops(k);
+    return f;
+  }
+  uint64_t threadgroup_bytes(const ir::Kernel& k, DType d) {
+    const size_t i = size_t(d);
+    if (i >= kNumDTypes) return ir::threadgroup_bytes(k, d);
+    if (!tg_known[i]) {
+      tg_bytes[i] = ir::threadgroup_bytes(k, d);
+      tg_known[i] = true;
+    }
+    return tg_bytes[i];
+  }
+};
+
+// The Iron build: what a cached binary may only be reused by. IRON_BUILD_ID is the project
+// version (keep it in step with CMakeLists.txt) and when this file was compiled. On its own that
+// would NOT be enough: editing the emitter or a pass rebuilds the runtime library without
+// recompiling this file. So the linker's GNU build-id of the binary that holds this code is
+// appended: ld computes it over the whole linked output (Debian's gcc always passes
+// --build-id), so any change to any code in the binary — codegen, passes, a statically linked
+// glslang — gives a new id, and entries of other builds are simply never looked up. Where the
+// note is missing, the binary's path, size and modification time stand in for it. Each binary
+// (iron-runner, the unit tests, the host bench) therefore has its own entries; that costs one
+// compile per binary, never a stale kernel.
+#define IRON_BUILD_ID "0.1.0-" __DATE__ " " __TIME__
+
+struct FindSelf {
+  uintptr_t addr;
+  std::string id;
+};
+
+int find_build_id(dl_phdr_info* info, size_t, void* data) {
+  auto* f = static_cast<FindSelf*>(data);
+  bool mine = false;
+  for (int i = 0; i < info->dlpi_phnum && !mine; ++i) {
+    const ElfW(Phdr)& ph = info->dlpi_phdr[i];
+    const uintptr_t lo = info->dlpi_addr + ph.p_vaddr;
+    mine = ph.p_type == PT_LOAD && f->addr >= lo && f->addr < lo + ph.p_memsz;
+  }
+  if (!mine) return 0;
+  for (int i = 0; i < info->dlpi_phnum; ++i) {
+    const ElfW(Phdr)& ph = info->dlpi_phdr[i];
+    if (ph.p_type != PT_NOTE) continue;
+    const char* p = reinterpret_cast<const char*>(info->dlpi_addr + ph.p_vaddr);
+    const char* end = p + ph.p_memsz;
+    while (p + sizeof(ElfW(Nhdr)) <= end) {
+      const auto* nh = reinterpret_cast<const ElfW(Nhdr)*>(p);
+      const char* name = p + sizeof(ElfW(Nhdr));
+      const char* desc = name + ((nh->n_namesz + 3) & ~3u);
+      if (nh->n_type == NT_GNU_BUILD_ID && nh->n_namesz == 4 && std::memcmp(name, "GNU", 4) == 0 &&
+          desc + nh->n_descsz <= end) {
+        static const char hex[] = "0123456789abcdef";
+        f->id = "gnu-build-id:";
+        for (uint32_t b = 0; b < nh->n_descsz; ++b) {
+          f->id += hex[uint8_t(desc[b]) >> 4];
+          f->id += hex[uint8_t(desc[b]) & 15];
+        }
+        return 1;
+      }
+      p = desc + ((nh->n_descsz + 3) & ~3u);
+    }
+  }
+  // No build-id note: identify the file instead.
+  std::string path = info->dlpi_name && *info->dlpi_name ? info->dlpi_name : "/proc/self/exe";
+  struct stat st{};
+  if (::stat(path.c_str(), &st) == 0)
+    f->id = "file:" + path + ":" + std::to_string(st.st_size) + ":" + std::to_string(st.st_mtim.tv_sec) + "." +
+            std::to_string(st.st_mtim.tv_nsec);
+  return 1;
+}
+
+const std::string& iron_build_id() {
+  static const std::string id = [] {
+    FindSelf f{reinterpret_cast<uintptr_t>(&find_build_id), {}};
+    dl_iterate_phdr(&find_build_id, &f);
+    // Neither a note nor a file: no way to tell builds apart, so no entry is ever shared.
+    if (f.id.empty()) f.id = "unknown-binary:pid" + std::to_string(::getpid());
+    return std::string(IRON_BUILD_ID) + "|" + f.id;
+  }();
+  return id;
+}
+
+std::string hex64(uint64_t v) {
+  char buf[17];
+  std::snprintf(buf, sizeof buf, "%016llx", (unsigned long long)v);
+  return buf;
+}
+
+bool env_disables_disk_cache() {
+  const char* off = std::getenv("IRON_NO_DISK_CACHE");
+  return off && *off && std::string_view(off) != "0";
+}
+
+// The optimizer's debugging switches (docs/passes.md) change what passes::optimize produces for
+// the same IR, and are read by run_pipeline on every run. While one is set the disk cache is
+// bypassed both ways: a bisection or a mutation test must compile what it asks for, and its
+// deliberately broken binaries must never be served to a normal run.
+bool optimizer_switches_set() {
+  for (const char* name : {"IRON_PASS_MUTATION", "IRON_OPT_BISECT"})
+    if (const char* v = std::getenv(name); v && *v) return true;
+  return false;
+}
+
+}  // namespace
+
 struct Context::Cache {
   using Key = std::tuple<uint64_t, std::string, DType, uint32_t, uint32_t, uint32_t>;
-  std::mutex mu;
+  // Guards everything below. Dispatches of one Context may come from several threads.
+  mutable std::mutex mu;
+  // Owns every pipeline, by content hash, name, dtype and (where the device bakes it in) shape.
   std::map<Key, std::unique_ptr<rt::CompiledKernel>> pipelines;
-  // Content hashes of registry kernels by object, so a repeated dispatch does not re-print the
-  // IR. Only registry kernels qualify: they never change or move. Any other kernel (a test's
-  // mutant, a freshly traced body) is hashed every time — an address says nothing about content.
-  std::map<const ir::Kernel*, uint64_t> hashes;
 
-  uint64_t hash_of(const ir::Kernel& k) {
-    auto it = hashes.find(&k);
-    if (it != hashes.end()) return it->second;
-    uint64_t h = ir::content_hash(k);
-    if (is_registry_kernel(&k)) hashes[&k] = h;
-    return h;
-  }
+  // Registry kernels by object: they never change or move for the life of the process, so the
+  // object's address stands for its content. A dispatch of one finds its facts and pipeline
+  // with one pointer hash and a scan of a few (dtype, shape) entries: no IR print, no string
+  // compare. Any other kernel (a test's mutant, a freshly traced body) is hashed every time —
+  // an address says nothing about content — and finds its facts by that hash.
+  struct Fast {
+    DType dtype;
+    Dim3 shape;
+    rt::CompiledKernel* compiled;
+  };
+  struct Registered {
+    KernelFacts facts;
+    std::vector<Fast> pipelines;
+  };
+  std::unordered_map<const ir::Kernel*, Registered> registered;
+  std::unordered_map<uint64_t, KernelFacts> by_hash;
+
+  // Disk cache: the process-wide one unless set_disk_cache_dir gave a private one.
+  bool disk_off_by_env = env_disables_disk_cache();
+  bool private_disk = false;
+  std::unique_ptr<rt::DiskCache> own_disk;
+  std::optional<std::string> fingerprint;  // the device's, asked once; "" = no disk cache
+  CacheStats stats;
+};
+
+// What a dispatch learns from the cache before validation: the facts check() needs and, when
+// the pipeline was built before, the pipeline itself.
+struct Context::Prepared {
+  uint64_t hash = 0;
+  bool lane_ops = false;
+  uint64_t shared_bytes = 0;
+  bool registered = false;
+  rt::CompiledKernel* compiled = nullptr;
 };
 
 Context::Context(std::unique_ptr<rt::Device> device) : device_(std::move(device)), cache_(std::make_unique<Cache>()) {}
@@ -155,12 +311,36 @@ bool scalar_bits(DType t, double v, uint32_t& bits, std::string& why) {
   }
 }
 
-struct Validated {
-  rt::LaunchArgs args;
+// Per-parameter working storage of check(): on the stack for kernels of up to 16 parameters
+// (every kernel in the corpus), on the heap beyond.
+template <class T, size_t N = 16>
+class ParamArray {
+ public:
+  explicit ParamArray(size_t n) {
+    if (n > N) heap_ = std::make_unique<T[]>(n);  // value-initialized
+    else std::fill_n(inline_, n, T{});
+    p_ = n > N ? heap_.get() : inline_;
+  }
+  T& operator[](size_t i) { return p_[i]; }
+  const T& operator[](size_t i) const { return p_[i]; }
+
+ private:
+  T inline_[N];
+  std::unique_ptr<T[]> heap_;
+  T* p_ = nullptr;
 };
 
-Validated check(const DeviceInfo& dev, const ir::Kernel& k, DType dtype, const Bindings& buffers,
-                const Constexprs& constexprs, Dim3 grid, Dim3 tg) {
+// Facts about the kernel check() would otherwise walk the IR for (see KernelFacts).
+struct CheckFacts {
+  bool lane_ops = false;
+  uint64_t shared_bytes = 0;
+};
+
+// Every dispatch rule. On success fills `out` (when given) with the launch arguments; a valid
+// dispatch allocates nothing here: messages are only built for a rejected one, working storage
+// is on the stack and `out` is reused (its vectors keep their capacity).
+void check(const DeviceInfo& dev, const ir::Kernel& k, const CheckFacts& facts, DType dtype, const Bindings& buffers,
+           const Constexprs& constexprs, Dim3 grid, Dim3 tg, rt::LaunchArgs* out) {
   std::vector<std::string> problems;
   auto fail = [&](std::string m) { problems.push_back(std::move(m)); };
 
@@ -169,12 +349,12 @@ Validated check(const DeviceInfo& dev, const ir::Kernel& k, DType dtype, const B
     fail(std::string("dtype ") + dtype_name(dtype) + " cannot be dispatched (use a concrete value dtype)");
   if (generic) {
     bool ok = false;
-    std::string declared;
-    for (DType t : k.dtypes) {
-      ok = ok || t == dtype;
-      declared += (declared.empty() ? "" : ", ") + std::string(dtype_name(t));
+    for (DType t : k.dtypes) ok = ok || t == dtype;
+    if (!ok) {
+      std::string declared;
+      for (DType t : k.dtypes) declared += (declared.empty() ? "" : ", ") + std::string(dtype_name(t));
+      fail(std::string("the kernel is not declared for dtype ") + dtype_name(dtype) + " (declared: " + declared + ")");
     }
-    if (!ok) fail(std::string("the kernel is not declared for dtype ") + dtype_name(dtype) + " (declared: " + declared + ")");
   }
 
   // Geometry. The grid counts threadgroups; total threads = grid * threadgroup.
@@ -197,19 +377,20 @@ Validated check(const DeviceInfo& dev, const ir::Kernel& k, DType dtype, const B
     fail("grid " + dim_text(grid) + " exceeds the device's per-axis limit " + dim_text(dev.max_grid));
   // Lane groups are formed along x first; Vulkan guarantees full subgroups only when x itself is
   // a multiple of the subgroup size, so that is the rule (it implies the total is one too).
-  if (ir::uses_lane_ops(k) && tg.x != 0 && (tg.x % dev.lane_width) != 0)
+  if (facts.lane_ops && tg.x != 0 && (tg.x % dev.lane_width) != 0)
     fail("threadgroup " + dim_text(tg) + ": x = " + std::to_string(tg.x) + " is not a positive multiple of the lane width " +
          std::to_string(dev.lane_width) +
          " (the kernel uses lane or threadgroup operations; a partial lane group would hang or read garbage)");
-  uint64_t shared = ir::threadgroup_bytes(k, dtype);
+  uint64_t shared = facts.shared_bytes;
   if (shared > dev.shared_memory_bytes)
     fail("the kernel needs " + std::to_string(shared) + " bytes of threadgroup memory; the device allows " +
          std::to_string(dev.shared_memory_bytes));
 
   // Scalars first: buffer extents are computed from them.
-  std::vector<uint32_t> scalar_values(k.params.size(), 0);
-  std::vector<uint8_t> scalar_ok(k.params.size(), 0);
-  for (size_t i = 0; i < k.params.size(); ++i) {
+  const size_t np = k.params.size();
+  ParamArray<uint32_t> scalar_values(np);
+  ParamArray<uint8_t> scalar_ok(np);
+  for (size_t i = 0; i < np; ++i) {
     const ir::Param& p = k.params[i];
     if (p.kind != ir::ParamKind::Scalar) continue;
     auto it = constexprs.find(p.name);
@@ -217,7 +398,7 @@ Validated check(const DeviceInfo& dev, const ir::Kernel& k, DType dtype, const B
       fail("constexpr '" + p.name + "' (" + dtype_name(p.dtype) + ") is not set");
       continue;
     }
-    std::string why;
+    std::string why;  // a static reason, set only on failure
     if (!scalar_bits(p.dtype, it->second, scalar_values[i], why)) {
       std::ostringstream v;
       v << it->second;
@@ -233,7 +414,7 @@ Validated check(const DeviceInfo& dev, const ir::Kernel& k, DType dtype, const B
   }
 
   // Buffers, bound by name.
-  std::vector<const DeviceBuffer*> bound(k.params.size(), nullptr);
+  ParamArray<const DeviceBuffer*> bound(np);
   for (const auto& [name, buf] : buffers) {
     int idx = k.find_param(name);
     if (idx < 0 || k.params[idx].kind != ir::ParamKind::Buffer) {
@@ -243,7 +424,7 @@ Validated check(const DeviceInfo& dev, const ir::Kernel& k, DType dtype, const B
     if (bound[idx]) fail("buffer parameter '" + name + "' is bound twice");
     bound[idx] = &buf;
   }
-  for (size_t i = 0; i < k.params.size(); ++i) {
+  for (size_t i = 0; i < np; ++i) {
     const ir::Param& p = k.params[i];
     if (p.kind != ir::ParamKind::Buffer) continue;
     const DeviceBuffer* b = bound[i];
@@ -261,7 +442,6 @@ Validated check(const DeviceInfo& dev, const ir::Kernel& k, DType dtype, const B
            dtype_name(want) + ">");
     bool known = true;
     uint64_t extent = p.extent_factor;
-    std::string formula = p.extent_factor != 1 || p.extent_scalars.empty() ? std::to_string(p.extent_factor) : "";
     for (uint32_t s : p.extent_scalars) {
       if (!scalar_ok[s]) known = false;
       uint32_t v = scalar_values[s];
@@ -270,11 +450,14 @@ Validated check(const DeviceInfo& dev, const ir::Kernel& k, DType dtype, const B
         known = false;
       }
       extent *= v;
-      formula += (formula.empty() ? "" : "*") + k.params[s].name;
     }
-    if (known && b->count() < extent)
+    if (known && b->count() < extent) {
+      // The extent as written: "n", "2*n", "4*rows*cols", or the bare factor.
+      std::string formula = p.extent_factor != 1 || p.extent_scalars.empty() ? std::to_string(p.extent_factor) : "";
+      for (uint32_t s : p.extent_scalars) formula += (formula.empty() ? "" : "*") + k.params[s].name;
       fail("buffer '" + p.name + "' has " + std::to_string(b->count()) + " elements but the kernel may touch " +
            std::to_string(extent) + " (extent " + formula + ")");
+    }
   }
 
   if (!problems.empty()) {
@@ -283,21 +466,96 @@ Validated check(const DeviceInfo& dev, const ir::Kernel& k, DType dtype, const B
     throw Error(msg);
   }
 
-  Validated v;
-  for (size_t i = 0; i < k.params.size(); ++i) {
+  if (!out) return;
+  out->is_buffer.clear();
+  out->buffers.clear();
+  out->scalars.clear();
+  for (size_t i = 0; i < np; ++i) {
     bool buf = k.params[i].kind == ir::ParamKind::Buffer;
-    v.args.is_buffer.push_back(buf);
-    if (buf) v.args.buffers.push_back(bound[i]->impl());
-    else v.args.scalars.push_back(scalar_values[i]);
+    out->is_buffer.push_back(buf);
+    if (buf) out->buffers.push_back(bound[i]->impl());
+    else out->scalars.push_back(scalar_values[i]);
   }
-  return v;
+}
+
+// The launch arguments of this thread's current dispatch, reused so a dispatch allocates
+// nothing once the vectors have grown. Devices only read them during launch()/time_launches().
+rt::LaunchArgs& launch_scratch() {
+  thread_local rt::LaunchArgs args;
+  return args;
+}
+
+DType normalize(const ir::Kernel& kernel, DType dtype) {
+  // A kernel without T is the same program at every dtype: one pipeline, keyed as f32.
+  if (kernel.dtypes.empty() && dtype != DType::Generic && dtype != DType::Void && dtype != DType::Bool) return DType::F32;
+  return dtype;
 }
 
 }  // namespace
 
+Context::CacheStats Context::cache_stats() const {
+  std::lock_guard lock(cache_->mu);
+  return cache_->stats;
+}
+
+void Context::set_disk_cache_dir(const std::string& dir) {
+  std::lock_guard lock(cache_->mu);
+  cache_->private_disk = true;
+  cache_->own_disk = std::make_unique<rt::DiskCache>(dir);
+}
+
+// Facts for validation and, when this Context built it before, the pipeline. A registry kernel
+// seen before costs one lock and one pointer look-up; a registry kernel seen for the first time
+// and every other kernel cost an IR print (the content hash) and, for a new hash, the walks.
+Context::Prepared Context::prepare(const ir::Kernel& kernel, DType dtype, Dim3 threadgroup, bool want_pipeline) const {
+  Cache& c = *cache_;
+  const Dim3 shape = device_->pipeline_depends_on_threadgroup() ? threadgroup : Dim3{0, 0, 0};
+  Prepared p;
+  auto from_registered = [&](Cache::Registered& r) {
+    p.registered = true;
+    p.hash = r.facts.hash;
+    p.lane_ops = r.facts.lane_ops;
+    p.shared_bytes = r.facts.threadgroup_bytes(kernel, dtype);
+    if (!want_pipeline) return;
+    for (const Cache::Fast& f : r.pipelines)
+      if (f.dtype == dtype && f.shape.x == shape.x && f.shape.y == shape.y && f.shape.z == shape.z) {
+        p.compiled = f.compiled;
+        ++c.stats.memory_hits;
+        break;
+      }
+  };
+  {
+    std::lock_guard lock(c.mu);
+    auto it = c.registered.find(&kernel);
+    if (it != c.registered.end()) {
+      from_registered(it->second);
+      return p;
+    }
+  }
+  // Not known by address: print and hash outside the lock (a registry kernel's facts too: once).
+  const bool reg = is_registry_kernel(&kernel);
+  const uint64_t hash = ir::content_hash(kernel);
+  std::optional<KernelFacts> reg_facts;
+  if (reg) reg_facts = KernelFacts::of(kernel, hash);
+  std::lock_guard lock(c.mu);
+  if (reg) {
+    auto it = c.registered.try_emplace(&kernel, Cache::Registered{*reg_facts, {}}).first;
+    from_registered(it->second);
+    return p;
+  }
+  auto it = c.by_hash.find(hash);
+  if (it == c.by_hash.end()) it = c.by_hash.emplace(hash, KernelFacts::of(kernel, hash)).first;
+  p.hash = hash;
+  p.lane_ops = it->second.lane_ops;
+  p.shared_bytes = it->second.threadgroup_bytes(kernel, dtype);
+  return p;
+}
+
 void Context::validate_dispatch(const ir::Kernel& kernel, DType dtype, const Bindings& buffers,
                                 const Constexprs& constexprs, Dim3 grid, Dim3 threadgroup) const {
-  check(device_->info(), kernel, dtype, buffers, constexprs, grid, threadgroup);
+  Prepared p = prepare(kernel, dtype, threadgroup, false);
+  check(device_->info(), kernel, CheckFacts{p.lane_ops, p.shared_bytes}, dtype, buffers, constexprs, grid, threadgroup,
+        nullptr);
 }
 
 void Context::dispatch_with_grid(std::string_view kernel, DType dtype, const Bindings& buffers,
@@ -305,32 +563,96 @@ void Context::dispatch_with_grid(std::string_view kernel, DType dtype, const Bin
   dispatch_with_grid(kernel_ir(kernel), dtype, buffers, constexprs, grid, threadgroup);
 }
 
-namespace {
-DType normalize(const ir::Kernel& kernel, DType dtype) {
-  // A kernel without T is the same program at every dtype: one pipeline, keyed as f32.
-  if (kernel.dtypes.empty() && dtype != DType::Generic && dtype != DType::Void && dtype != DType::Bool) return DType::F32;
-  return dtype;
-}
-}  // namespace
-
-rt::CompiledKernel& Context::pipeline(const ir::Kernel& kernel, DType dtype, Dim3 threadgroup) {
+// A pipeline not found by prepare(): from the memory cache (a kernel prepare() could not look up
+// by address), else the disk cache, else compiled. Registry kernels get a fast-path entry.
+rt::CompiledKernel& Context::pipeline(const ir::Kernel& kernel, DType dtype, Dim3 threadgroup, const Prepared& p) {
   std::lock_guard lock(cache_->mu);
   Dim3 shape = device_->pipeline_depends_on_threadgroup() ? threadgroup : Dim3{0, 0, 0};
-  Cache::Key key{cache_->hash_of(kernel), kernel.name, dtype, shape.x, shape.y, shape.z};
+  Cache::Key key{p.hash, kernel.name, dtype, shape.x, shape.y, shape.z};
   auto it = cache_->pipelines.find(key);
   if (it == cache_->pipelines.end()) {
-    // Every backend runs the same optimized IR: the pipeline is backend-neutral.
-    ir::Kernel optimized = passes::optimize(kernel);
-    it = cache_->pipelines.emplace(key, device_->compile(optimized, dtype, threadgroup)).first;
+    ++cache_->stats.memory_misses;
+    it = cache_->pipelines.emplace(key, build(kernel, dtype, threadgroup, p.hash)).first;
+  } else {
+    ++cache_->stats.memory_hits;
+  }
+  if (p.registered) {
+    auto r = cache_->registered.find(&kernel);
+    if (r != cache_->registered.end()) r->second.pipelines.push_back({dtype, shape, it->second.get()});
   }
   return *it->second;
+}
+
+// Builds a pipeline; cache_->mu is held. Disk first: a hit skips passes::optimize, emission and
+// the compiler, and only asks the device to load the stored binary.
+std::unique_ptr<rt::CompiledKernel> Context::build(const ir::Kernel& kernel, DType dtype, Dim3 threadgroup,
+                                                   uint64_t hash) {
+  Cache& c = *cache_;
+  rt::DiskCache* disk = nullptr;
+  if (!c.disk_off_by_env && !optimizer_switches_set()) {
+    if (!c.fingerprint) {
+      try {
+        c.fingerprint = device_->cache_fingerprint();
+      } catch (const std::exception&) {
+        c.fingerprint = std::string();  // e.g. NVRTC missing: compile() will say so
+      }
+    }
+    if (!c.fingerprint->empty()) disk = c.private_disk ? c.own_disk.get() : &rt::DiskCache::instance();
+    if (disk && !disk->enabled()) disk = nullptr;
+  }
+
+  std::string key;
+  if (disk) {
+    // Everything the binary depends on. Constexprs are deliberately absent: scalar parameters
+    // are runtime arguments (CUDA kernel parameters, Vulkan push constants), never baked into
+    // the binary. The threadgroup shape is part of it only where the device bakes it in
+    // (Vulkan specialization constants); CUDA reads blockDim at run time.
+    const bool by_shape = device_->pipeline_depends_on_threadgroup();
+    const std::string shape = by_shape ? std::to_string(threadgroup.x) + "x" + std::to_string(threadgroup.y) + "x" +
+                                             std::to_string(threadgroup.z)
+                                       : "any";
+    const std::string ir_hash = hex64(hash);
+    key = rt::cache_key({"iron-pipeline-1", backend_name(device_->info().backend), *c.fingerprint, ir_hash,
+                         kernel.name, dtype_name(dtype), shape, iron_build_id()});
+    const uint64_t corrupt_before = disk->stats().corrupt;
+    std::optional<std::vector<char>> bytes = disk->load(key);
+    c.stats.disk_corrupt += disk->stats().corrupt - corrupt_before;
+    if (bytes) {
+      try {
+        std::unique_ptr<rt::CompiledKernel> loaded = device_->load(kernel, dtype, threadgroup, *bytes);
+        if (loaded) {
+          ++c.stats.disk_hits;
+          return loaded;
+        }
+      } catch (const std::exception&) {
+        // The bytes passed the checksum but the device refused them (a driver that no longer
+        // accepts the format, say): rebuild, and the store below replaces the entry.
+      }
+      ++c.stats.disk_rejected;
+    }
+    ++c.stats.disk_misses;
+  }
+
+  // Every backend runs the same optimized IR: the pipeline is backend-neutral.
+  ir::Kernel optimized = passes::optimize(kernel);
+  std::unique_ptr<rt::CompiledKernel> compiled = device_->compile(optimized, dtype, threadgroup);
+  if (disk && !compiled->binary.empty()) {
+    const uint64_t writes_before = disk->stats().writes;
+    disk->store(key, compiled->binary.data(), compiled->binary.size());
+    c.stats.disk_writes += disk->stats().writes - writes_before;
+  }
+  return compiled;
 }
 
 void Context::dispatch_with_grid(const ir::Kernel& kernel, DType dtype, const Bindings& buffers,
                                  const Constexprs& constexprs, Dim3 grid, Dim3 threadgroup) {
   dtype = normalize(kernel, dtype);
-  Validated v = check(device_->info(), kernel, dtype, buffers, constexprs, grid, threadgroup);
-  device_->launch(pipeline(kernel, dtype, threadgroup), v.args, grid, threadgroup);
+  Prepared p = prepare(kernel, dtype, threadgroup, true);
+  rt::LaunchArgs& args = launch_scratch();
+  check(device_->info(), kernel, CheckFacts{p.lane_ops, p.shared_bytes}, dtype, buffers, constexprs, grid, threadgroup,
+        &args);
+  rt::CompiledKernel& compiled = p.compiled ? *p.compiled : pipeline(kernel, dtype, threadgroup, p);
+  device_->launch(compiled, args, grid, threadgroup);
 }
 
 Timing Context::time_dispatch(const ir::Kernel& kernel, DType dtype, const Bindings& buffers,
@@ -339,10 +661,13 @@ Timing Context::time_dispatch(const ir::Kernel& kernel, DType dtype, const Bindi
     throw Error("timing needs warmup >= 0 and samples > 0 (got " + std::to_string(opts.warmup) + ", " +
                 std::to_string(opts.samples) + ")");
   dtype = normalize(kernel, dtype);
-  Validated v = check(device_->info(), kernel, dtype, buffers, constexprs, grid, threadgroup);
-  rt::CompiledKernel& compiled = pipeline(kernel, dtype, threadgroup);
+  Prepared p = prepare(kernel, dtype, threadgroup, true);
+  rt::LaunchArgs& args = launch_scratch();
+  check(device_->info(), kernel, CheckFacts{p.lane_ops, p.shared_bytes}, dtype, buffers, constexprs, grid, threadgroup,
+        &args);
+  rt::CompiledKernel& compiled = p.compiled ? *p.compiled : pipeline(kernel, dtype, threadgroup, p);
   Timing t;
-  t.samples_us = device_->time_launches(compiled, v.args, grid, threadgroup, opts);
+  t.samples_us = device_->time_launches(compiled, args, grid, threadgroup, opts);
   t.compile_report = device_->compile_report(compiled);
   return t;
 }

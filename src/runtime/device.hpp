@@ -15,11 +15,21 @@ namespace iron::rt {
 struct BufferImpl {
   virtual ~BufferImpl() = default;
   size_t bytes = 0;
+  // Who allocated this buffer, set by the device's alloc() to an object the buffer keeps alive
+  // (CUDA: its context, Vulkan: its VkDevice core), so launch() can reject a foreign buffer with
+  // one pointer compare instead of a dynamic_cast.
+  const void* owner = nullptr;
 };
 
 struct CompiledKernel {
   virtual ~CompiledKernel() = default;
-  std::string source;  // the emitted source, kept for error messages and inspection
+  // The emitted source, kept for error messages and inspection. Empty for a kernel rebuilt by
+  // Device::load() from the disk cache (nothing was emitted).
+  std::string source;
+  // The compiled artefact as the device's load() takes it back (CUDA: CUBIN plus the ptxas log,
+  // Vulkan: SPIR-V words), set by compile(); Context stores it in the disk cache. Empty where
+  // the backend has nothing to cache (the interpreter).
+  std::vector<char> binary;
 };
 
 struct LaunchArgs {
@@ -39,6 +49,21 @@ class Device {
   // (specialization constants); CUDA ignores it. Throws iron::Error with the compiler log.
   virtual std::unique_ptr<CompiledKernel> compile(const ir::Kernel& k, DType dtype, Dim3 threadgroup) = 0;
   virtual bool pipeline_depends_on_threadgroup() const = 0;
+
+  // Disk cache (Context::pipeline). cache_fingerprint() names everything about this device and
+  // its toolchain that changes compile()'s binary (CUDA: arch, NVRTC version and options;
+  // Vulkan: SPIR-V target, glslang version, and the device features the pipeline depends on);
+  // it goes into the cache key. Empty means "this device does not use the disk cache".
+  // May throw iron::Error (e.g. NVRTC missing); Context then leaves the disk cache alone.
+  virtual std::string cache_fingerprint() const { return {}; }
+  // Rebuilds a kernel from the bytes a compile() of the same kernel / dtype / threadgroup left
+  // in CompiledKernel::binary. `k` is the traced (unoptimized) kernel: its name, params, entry
+  // name and ir::uses_lane_ops are what the optimizing pipeline leaves unchanged, and all that
+  // binding needs. Throws iron::Error when the bytes are unusable (Context then recompiles).
+  virtual std::unique_ptr<CompiledKernel> load(const ir::Kernel& k, DType dtype, Dim3 threadgroup,
+                                               const std::vector<char>& binary) {
+    throw Error("this device cannot load cached binaries");
+  }
   virtual void launch(CompiledKernel& kernel, const LaunchArgs& args, Dim3 grid, Dim3 threadgroup) = 0;
   virtual void synchronize() = 0;
 

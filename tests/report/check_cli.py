@@ -7,6 +7,7 @@ Usage: check_cli.py PATH/TO/iron [WORKDIR]
 """
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -30,6 +31,10 @@ def main():
     work = sys.argv[2] if len(sys.argv) > 2 else tempfile.mkdtemp(prefix="iron-cli-")
     os.makedirs(work, exist_ok=True)
     snaps = os.path.join(work, "snaps")
+    shutil.rmtree(snaps, ignore_errors=True)  # a reused WORKDIR must not hold last run's snapshots
+    for stale in ("state", "peers.json", "r.html"):
+        if os.path.exists(os.path.join(work, stale)):
+            os.remove(os.path.join(work, stale))
     base_env = dict(os.environ, IRON_RUNNER=os.path.join(HERE, "fake_runner.py"), IRON_NO_REBUILD="1",
                     IRON_SNAP_DIR=snaps)
     for k in ("FAKE_SCALE", "FAKE_DRIFT", "FAKE_STATE", "FAKE_OVERRIDE_FACTOR", "FAKE_CRASH"):

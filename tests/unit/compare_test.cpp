@@ -1,4 +1,4 @@
-// Tests of the comparison core behind `iron diff` / `iron ab` (src/cli/bootstrap.cpp): the
+// Tests of the comparison core behind `iron diff` / `iron ab` (src/cli/bootstrap.hpp): the
 // bootstrap interval of a median ratio (determinism, coverage), the 3% keep-bar verdicts, the
 // snapshot file round trip, and the rules that pair two snapshots' results.
 #include <gtest/gtest.h>
@@ -7,7 +7,7 @@
 #include <random>
 
 // The CLI is not a library the unit tests link; its comparison core is written to be included.
-#include "cli/bootstrap.cpp"
+#include "cli/bootstrap.hpp"
 
 namespace {
 

@@ -254,8 +254,59 @@ std::string numbered_source(const std::string& source) {
   return out;
 }
 
+// The options every NVRTC compile gets (nvrtc_compile), also part of the disk-cache fingerprint.
+// No --use_fast_math: expf, division and sqrt stay IEEE-accurate, so CUDA results match the
+// other backends within the conformance tolerances. -default-device makes helper functions
+// without __device__ compile for the GPU.
+std::vector<std::string> nvrtc_options(const Nvrtc& nv, const std::string& arch) {
+  std::vector<std::string> opts = {"--gpu-architecture=" + arch, "-std=c++17", "--ptxas-options=-v",
+                                   "-default-device"};
+  if (!nv.include_dir.empty()) opts.push_back("--include-path=" + nv.include_dir);
+  return opts;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Disk-cache binaries: "IRONCUB1", the ptxas log's size (u64), the log, zero padding to a multiple
+// of 16 bytes, then the CUBIN, so the CUBIN starts 16-byte aligned in a buffer from operator new
+// and compile_report() of a loaded kernel is the same as of a compiled one.
+
+constexpr char kBinaryMagic[8] = {'I', 'R', 'O', 'N', 'C', 'U', 'B', '1'};
+
+std::vector<char> pack_binary(const std::string& log, const std::vector<char>& cubin) {
+  const size_t log_end = 16 + log.size();
+  const size_t cubin_at = (log_end + 15) / 16 * 16;
+  std::vector<char> out(cubin_at + cubin.size(), 0);
+  std::memcpy(out.data(), kBinaryMagic, 8);
+  const uint64_t n = log.size();
+  std::memcpy(out.data() + 8, &n, 8);
+  std::memcpy(out.data() + 16, log.data(), log.size());
+  std::memcpy(out.data() + cubin_at, cubin.data(), cubin.size());
+  return out;
+}
+
+// Splits a packed binary; false when it is not one (or holds no ELF image).
+bool unpack_binary(const std::vector<char>& bin, std::string& log, const char*& cubin, size_t& cubin_size) {
+  if (bin.size() < 16 || std::memcmp(bin.data(), kBinaryMagic, 8) != 0) return false;
+  uint64_t n = 0;
+  std::memcpy(&n, bin.data() + 8, 8);
+  if (n > bin.size() - 16) return false;
+  const size_t cubin_at = (16 + size_t(n) + 15) / 16 * 16;
+  if (cubin_at + 4 > bin.size() || std::memcmp(bin.data() + cubin_at, "\x7f" "ELF", 4) != 0) return false;
+  log.assign(bin.data() + 16, size_t(n));
+  cubin = bin.data() + cubin_at;
+  cubin_size = bin.size() - cubin_at;
+  return true;
+}
+
 // ---------------------------------------------------------------------------------------------
 // Device objects
+
+// The context this thread last made current through Iron. launch() skips cuCtxSetCurrent when it
+// is ours; since another library (PyTorch, another Iron device) may switch contexts behind our
+// back, a launch that fails after skipping it is retried once with the context set (a failed
+// cuLaunchKernel enqueues nothing, so the retry cannot launch twice). Everything else (alloc,
+// copies, synchronize, module loads) still sets the context every time.
+thread_local CUcontext t_current = nullptr;
 
 // The device's primary context, shared by the device, its buffers and its modules: the context
 // is released only when the last of them goes, so a buffer that outlives its Context still
@@ -267,10 +318,23 @@ struct CudaContext {
 
   ~CudaContext() {
     if (ctx) drv->cuDevicePrimaryCtxRelease_v2(device);  // errors at teardown are ignored
+    if (t_current == ctx) t_current = nullptr;
   }
-  // Contexts are per thread: make ours current on whichever thread calls us. Cheap (a TLS
-  // store), and correct even if another library switched contexts in between.
-  void make_current() const { drv->check(drv->cuCtxSetCurrent(ctx), "cuCtxSetCurrent"); }
+  // Contexts are per thread: make ours current on whichever thread calls us. Correct even if
+  // another library switched contexts in between.
+  void make_current() const {
+    drv->check(drv->cuCtxSetCurrent(ctx), "cuCtxSetCurrent");
+    t_current = ctx;
+  }
+  // Sets the context only when this thread's last Iron-made switch was not to it; a stale
+  // answer (someone else switched) is caught by launch()'s retry.
+  bool likely_current() const { return t_current == ctx; }
+  // For destructors: no throwing; false when the context could not be made current.
+  bool set_current_quietly() const {
+    if (drv->cuCtxSetCurrent(ctx) != CUDA_SUCCESS) return false;
+    t_current = ctx;
+    return true;
+  }
 };
 
 struct CudaBuffer final : BufferImpl {
@@ -278,7 +342,7 @@ struct CudaBuffer final : BufferImpl {
   CUdeviceptr ptr = 0;
   ~CudaBuffer() override {
     // No throwing from a destructor; a failing free (e.g. after a sticky kernel error) leaks.
-    if (ptr && ctx->drv->cuCtxSetCurrent(ctx->ctx) == CUDA_SUCCESS) ctx->drv->cuMemFree_v2(ptr);
+    if (ptr && ctx->set_current_quietly()) ctx->drv->cuMemFree_v2(ptr);
   }
 };
 
@@ -289,7 +353,7 @@ struct CudaKernel final : CompiledKernel {
   std::string entry;
   std::string ptxas_log;  // NVRTC's program log: registers, spills, shared memory (ptxas -v)
   ~CudaKernel() override {
-    if (module && ctx->drv->cuCtxSetCurrent(ctx->ctx) == CUDA_SUCCESS) ctx->drv->cuModuleUnload(module);
+    if (module && ctx->set_current_quietly()) ctx->drv->cuModuleUnload(module);
   }
 };
 
@@ -372,6 +436,7 @@ class CudaDevice final : public Device {
     ctx_->make_current();
     auto buf = std::make_unique<CudaBuffer>();
     buf->ctx = ctx_;
+    buf->owner = ctx_.get();  // kept alive by buf->ctx, so no other live object has this address
     buf->bytes = bytes;
     // Never a zero-byte allocation: cuMemAlloc rejects it, and an empty buffer still binds.
     const size_t n = bytes < 4 ? 4 : bytes;
@@ -413,12 +478,34 @@ class CudaDevice final : public Device {
     out->ctx = ctx_;
     out->source = std::move(emitted.source);
     out->entry = emitted.entry;
+    out->binary = pack_binary(nv.log, nv.cubin);
     out->ptxas_log = std::move(nv.log);
-    ctx_->make_current();
-    drv().check(drv().cuModuleLoadData(&out->module, nv.cubin.data()),
-                "cuModuleLoadData(" + out->entry + ", " + info_.arch + ")");
-    drv().check(drv().cuModuleGetFunction(&out->fn, out->module, out->entry.c_str()),
-                "cuModuleGetFunction(" + out->entry + ")");
+    load_module(*out, nv.cubin.data());
+    return out;
+  }
+
+  // The CUBIN depends on the arch, the compiler and its options (the emitted source is covered
+  // by the IR hash and Iron's build id in Context's key), not on this particular device.
+  std::string cache_fingerprint() const override {
+    const Nvrtc& nv = nvrtc();  // throws when NVRTC is missing: no disk cache then
+    std::string fp = "cubin " + info_.arch + "; nvrtc " + std::to_string(nv.major) + "." + std::to_string(nv.minor) +
+                     "; options:";
+    for (const std::string& o : nvrtc_options(nv, info_.arch)) fp += " " + o;
+    return fp;
+  }
+
+  std::unique_ptr<CompiledKernel> load(const ir::Kernel& k, DType dtype, Dim3 /*threadgroup*/,
+                                       const std::vector<char>& binary) override {
+    std::string log;
+    const char* cubin = nullptr;
+    size_t cubin_size = 0;
+    if (!unpack_binary(binary, log, cubin, cubin_size))
+      throw Error("cached CUDA binary for '" + k.name + "' (" + dtype_name(dtype) + ") is malformed");
+    auto out = std::make_unique<CudaKernel>();
+    out->ctx = ctx_;
+    out->entry = codegen::entry_name(k, dtype);  // what emit() names the entry of the optimized kernel too
+    out->ptxas_log = std::move(log);
+    load_module(*out, cubin);
     return out;
   }
 
@@ -427,8 +514,14 @@ class CudaDevice final : public Device {
   void launch(CompiledKernel& kernel, const LaunchArgs& args, Dim3 grid, Dim3 tg) override {
     CudaKernel& kk = own_kernel(kernel, "launch");
     marshal(kk, args);
-    ctx_->make_current();
-    enqueue(kk, grid, tg);
+    const bool assumed = ctx_->likely_current();
+    if (!assumed) ctx_->make_current();
+    CUresult r = issue(kk, grid, tg);
+    if (r != CUDA_SUCCESS && assumed) {  // maybe another library switched contexts: set ours, retry once
+      ctx_->make_current();
+      r = issue(kk, grid, tg);
+    }
+    if (r != CUDA_SUCCESS) drv().check(r, "cuLaunchKernel(" + last_launch() + ")");
   }
 
   // Each sample is bracketed by two events on the null stream: start, the kernel, stop. The
@@ -529,16 +622,26 @@ class CudaDevice final : public Device {
  private:
   const CudaDriver& drv() const { return *ctx_->drv; }
 
+  // Only this device's alloc() sets owner to our context (which every CudaBuffer of ours keeps
+  // alive), so the tag identifies our buffers without a dynamic_cast.
   CudaBuffer& own(BufferImpl& buf, const char* what) const {
-    auto* b = dynamic_cast<CudaBuffer*>(&buf);
-    if (!b || b->ctx != ctx_) throw Error(std::string("CUDA ") + what + " of a buffer from another device");
-    return *b;
+    if (buf.owner != ctx_.get()) throw Error(std::string("CUDA ") + what + " of a buffer from another device");
+    return static_cast<CudaBuffer&>(buf);
   }
 
+  // Kernels reach launch() only from the Context that owns this device and its pipeline cache,
+  // which holds nothing but what compile()/load() returned; the context check stays as a guard.
   CudaKernel& own_kernel(CompiledKernel& kernel, const char* what) const {
-    auto* kk = dynamic_cast<CudaKernel*>(&kernel);
-    if (!kk || kk->ctx != ctx_) throw Error(std::string("CUDA ") + what + " of a kernel compiled by another device");
-    return *kk;
+    auto& kk = static_cast<CudaKernel&>(kernel);
+    if (kk.ctx != ctx_) throw Error(std::string("CUDA ") + what + " of a kernel compiled by another device");
+    return kk;
+  }
+
+  void load_module(CudaKernel& out, const void* cubin) {
+    ctx_->make_current();
+    drv().check(drv().cuModuleLoadData(&out.module, cubin), "cuModuleLoadData(" + out.entry + ", " + info_.arch + ")");
+    drv().check(drv().cuModuleGetFunction(&out.fn, out.module, out.entry.c_str()),
+                "cuModuleGetFunction(" + out.entry + ")");
   }
 
   // Fills scratch_params_ for `args`. kernelParams holds one pointer per kernel parameter, in
@@ -555,7 +658,7 @@ class CudaDevice final : public Device {
     for (size_t i = 0; i < n; ++i) {
       if (args.is_buffer[i]) {
         if (bi >= args.buffers.size()) throw Error("CUDA launch of " + kk.entry + ": too few buffers");
-        ptrs[bi] = own(*args.buffers[bi], "launch").ptr;
+        ptrs[bi] = own(*args.buffers[bi], "launch").ptr;  // a pointer compare, no dynamic_cast
         params[i] = &ptrs[bi];
         ++bi;
       } else {
@@ -570,15 +673,23 @@ class CudaDevice final : public Device {
   }
 
   // Launches with the parameters of the last marshal(); the context must be current.
-  void enqueue(const CudaKernel& kk, Dim3 grid, Dim3 tg) {
+  CUresult issue(const CudaKernel& kk, Dim3 grid, Dim3 tg) {
     // Shared memory is all static __shared__, so 0 dynamic bytes; stream 0 is the legacy null
     // stream, which orders launches and copies without explicit events.
     CUresult r = drv().cuLaunchKernel(kk.fn, grid.x, grid.y, grid.z, tg.x, tg.y, tg.z, 0, nullptr,
                                       scratch_params_.data(), nullptr);
-    last_entry_ = kk.entry;  // for synchronize()'s message; formatted only on error
+    // For synchronize()'s message, formatted only on error. The entry name is copied only when
+    // the kernel changes, not per launch.
+    if (last_kernel_ != &kk) {
+      last_kernel_ = &kk;
+      last_entry_ = kk.entry;
+    }
     last_grid_ = grid;
     last_tg_ = tg;
-    if (r != CUDA_SUCCESS) drv().check(r, "cuLaunchKernel(" + last_launch() + ")");
+    return r;
+  }
+  void enqueue(const CudaKernel& kk, Dim3 grid, Dim3 tg) {
+    if (CUresult r = issue(kk, grid, tg); r != CUDA_SUCCESS) drv().check(r, "cuLaunchKernel(" + last_launch() + ")");
   }
 
   // The L2 flush target of timed launches, allocated on first use and kept for the device's
@@ -602,6 +713,7 @@ class CudaDevice final : public Device {
 
   std::shared_ptr<CudaContext> ctx_;
   DeviceInfo info_;
+  const CudaKernel* last_kernel_ = nullptr;  // identifies last_entry_; compared, never dereferenced
   std::string last_entry_;
   Dim3 last_grid_, last_tg_;
   std::vector<CUdeviceptr> scratch_ptrs_;
@@ -657,12 +769,7 @@ NvrtcResult nvrtc_compile(const std::string& source, const std::string& name, co
     ~Guard() { nv.nvrtcDestroyProgram(&p); }
   } guard{nv, prog};
 
-  // No --use_fast_math: expf, division and sqrt stay IEEE-accurate, so CUDA results match the
-  // other backends within the conformance tolerances. -default-device makes helper functions
-  // without __device__ compile for the GPU.
-  std::vector<std::string> opts = {"--gpu-architecture=" + arch, "-std=c++17", "--ptxas-options=-v",
-                                   "-default-device"};
-  if (!nv.include_dir.empty()) opts.push_back("--include-path=" + nv.include_dir);
+  const std::vector<std::string> opts = nvrtc_options(nv, arch);
   std::vector<const char*> copts;
   for (const std::string& o : opts) copts.push_back(o.c_str());
 

@@ -42,6 +42,10 @@ DeviceInfo interp_info() {
   return d;
 }
 
+// The owner tag of every interpreter buffer (see BufferImpl::owner). Interpreter buffers are plain
+// host memory, so buffers of one interpreter device work on any other.
+const char kInterpOwner = 0;
+
 struct InterpBuffer final : BufferImpl {
   std::vector<unsigned char> data;
 };
@@ -62,6 +66,7 @@ class InterpDevice final : public Device {
       throw Error("interpreter allocation of " + std::to_string(bytes) + " bytes exceeds its " +
                   std::to_string(info_.memory_bytes) + "-byte memory");
     auto b = std::make_unique<InterpBuffer>();
+    b->owner = &kInterpOwner;
     b->bytes = bytes;
     b->data.assign(bytes, 0);
     return b;
@@ -90,10 +95,15 @@ class InterpDevice final : public Device {
 
   bool pipeline_depends_on_threadgroup() const override { return false; }
 
+  // No disk cache: the interpreter's "binary" is the IR itself, and reading it back (parse +
+  // verify) would cost what compile() costs. The empty fingerprint tells Context so; compile()
+  // leaves CompiledKernel::binary empty, and the default load() is never called.
+  std::string cache_fingerprint() const override { return {}; }
+
   void launch(CompiledKernel& kernel, const LaunchArgs& args, Dim3 grid, Dim3 threadgroup) override {
     auto& c = static_cast<InterpKernel&>(kernel);
-    std::vector<interp::BufferArg> buffers;
-    buffers.reserve(args.buffers.size());
+    thread_local std::vector<interp::BufferArg> buffers;  // reused: launches may run on several threads
+    buffers.clear();
     for (BufferImpl* b : args.buffers) {
       auto* ib = static_cast<InterpBuffer*>(b);
       buffers.push_back({ib->data.data(), ib->data.size()});

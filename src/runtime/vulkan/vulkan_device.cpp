@@ -6,11 +6,16 @@
 #include <vulkan/vulkan.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstring>
 #include <memory>
 #include <mutex>
 #include <string>
 #include <vector>
+
+#if __has_include(<glslang/build_info.h>)
+#include <glslang/build_info.h>  // GLSLANG_VERSION_*: part of the disk-cache fingerprint
+#endif
 
 #include "codegen/codegen.hpp"
 #include "runtime/device.hpp"
@@ -505,8 +510,14 @@ std::shared_ptr<Core> create_core(std::unique_ptr<Instance> inst, const Physical
 // Buffers: one VkBuffer + one allocation each, persistently mapped. Fine for the sizes Iron
 // tests and benchmarks with; a sub-allocator would matter only for thousands of small buffers.
 
+// Every buffer gets a process-unique serial. Descriptor sets remember the serials they point at:
+// VkBuffer handles are not enough, since a freed buffer's handle (on lavapipe, an address) is
+// soon reused by a new buffer, and a descriptor written for the old one must not be kept.
+std::atomic<uint64_t> g_buffer_serial{0};
+
 struct VulkanBuffer : BufferImpl {
   std::shared_ptr<Core> core;
+  uint64_t serial = 0;
   VkBuffer buffer = VK_NULL_HANDLE;
   VkDeviceMemory memory = VK_NULL_HANDLE;
   void* mapped = nullptr;
@@ -534,6 +545,9 @@ struct VulkanKernel : CompiledKernel {
   uint32_t num_buffers = 0;
   uint32_t num_scalars = 0;
   std::string name;
+  // Serials of the buffers `set` points at, per binding (0: nothing written yet). A launch that
+  // binds the same buffers as the last one skips vkUpdateDescriptorSets.
+  std::vector<uint64_t> bound;
 
   ~VulkanKernel() override {
     const DeviceFns& f = core->fn;
@@ -603,6 +617,8 @@ class VulkanDevice final : public Device {
     const DeviceFns& f = core_->fn;
     auto buf = std::make_unique<VulkanBuffer>();
     buf->core = core_;
+    buf->owner = core_.get();  // kept alive by buf->core
+    buf->serial = ++g_buffer_serial;
     buf->bytes = bytes;
     // Zero-sized buffers are legal in Iron but not in Vulkan; storage buffer ranges are also
     // cleaner as whole words.
@@ -681,9 +697,52 @@ class VulkanDevice final : public Device {
       throw Error("kernel '" + k.name + "' (" + dtype_name(dtype) + "): GLSL -> SPIR-V failed:\n" + spirv.log +
                   "--- GLSL source (" + label + ") ---\n" + numbered(emitted.source));
 
+    std::unique_ptr<VulkanKernel> kern =
+        make_kernel(k, dtype, threadgroup, spirv.words.data(), spirv.words.size(), std::move(label));
+    kern->source = std::move(emitted.source);
+    kern->binary.resize(spirv.words.size() * sizeof(uint32_t));
+    std::memcpy(kern->binary.data(), spirv.words.data(), kern->binary.size());
+    return kern;
+  }
+
+  // The SPIR-V depends on the compiler (glslang, its SPIR-V 1.3 / Vulkan 1.1 target, and Iron's
+  // build, covered by Context's key), not on the device. The device's identity, API version,
+  // subgroup size and the features the pipeline enables go in anyway: cheap, and it keeps one
+  // cache directory shared by two GPUs from ever serving a module across them.
+  std::string cache_fingerprint() const override {
+    std::string fp = "spirv 1.3 vulkan 1.1";
+#ifdef GLSLANG_VERSION_MAJOR
+    fp += "; glslang " + std::to_string(GLSLANG_VERSION_MAJOR) + "." + std::to_string(GLSLANG_VERSION_MINOR) + "." +
+          std::to_string(GLSLANG_VERSION_PATCH) + GLSLANG_VERSION_FLAVOR;
+#endif
+    const DeviceInfo& i = pd_.info;
+    fp += "; device " + i.name + " (" + i.arch + "); " + i.driver + "; api " + version_text(pd_.api_version) +
+          "; subgroup " + std::to_string(i.lane_width) + "; features";
+    for (bool b : {pd_.shader_int16, pd_.shader_int64, pd_.storage_16bit, pd_.uniform_storage_16bit,
+                   pd_.shader_float16, pd_.full_subgroups})
+      fp += b ? " 1" : " 0";
+    return fp;
+  }
+
+  // `binary` holds the SPIR-V words compile() produced. Its checksum already matched; the magic
+  // number and word alignment are checked here, and the driver validates the rest.
+  std::unique_ptr<CompiledKernel> load(const ir::Kernel& k, DType dtype, Dim3 threadgroup,
+                                       const std::vector<char>& binary) override {
+    const std::string label = codegen::entry_name(k, dtype);
+    if (binary.size() < 20 || binary.size() % sizeof(uint32_t) != 0)
+      throw Error("cached SPIR-V for " + label + " has " + std::to_string(binary.size()) + " bytes");
+    std::vector<uint32_t> words(binary.size() / sizeof(uint32_t));
+    std::memcpy(words.data(), binary.data(), binary.size());
+    if (words[0] != 0x07230203u) throw Error("cached SPIR-V for " + label + " lacks the SPIR-V magic number");
+    return make_kernel(k, dtype, threadgroup, words.data(), words.size(), label);
+  }
+
+  // Layout, pipeline and descriptor set for SPIR-V `words` of kernel `k` (the optimized kernel
+  // from compile(), the traced one from load(): params and lane-op use are the same).
+  std::unique_ptr<VulkanKernel> make_kernel(const ir::Kernel& k, DType dtype, Dim3 threadgroup, const uint32_t* words,
+                                            size_t num_words, std::string label) {
     auto kern = std::make_unique<VulkanKernel>();
     kern->core = core_;
-    kern->source = std::move(emitted.source);
     kern->name = label;
     for (const ir::Param& p : k.params) {
       if (p.kind == ir::ParamKind::Buffer)
@@ -723,8 +782,8 @@ class VulkanDevice final : public Device {
                   "vkCreatePipelineLayout", label);
 
     auto smci = vk_struct<VkShaderModuleCreateInfo>(VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO);
-    smci.codeSize = spirv.words.size() * sizeof(uint32_t);
-    smci.pCode = spirv.words.data();
+    smci.codeSize = num_words * sizeof(uint32_t);
+    smci.pCode = words;
     VkShaderModule module = VK_NULL_HANDLE;
     check_created(f.vkCreateShaderModule(dev, &smci, nullptr, &module), module, "vkCreateShaderModule", label);
 
@@ -765,6 +824,7 @@ class VulkanDevice final : public Device {
       check_created(f.vkAllocateDescriptorSets(dev, &dsai, &kern->set), kern->set, "vkAllocateDescriptorSets",
                     label);
     }
+    kern->bound.assign(kern->num_buffers, 0);
     return kern;
   }
 
@@ -866,24 +926,36 @@ class VulkanDevice final : public Device {
     return kern;
   }
 
-  // Points the kernel's descriptor set at args' buffers. Needs mutex_ held: the set is shared by
-  // every launch of the kernel and no submitted work may still be using it.
-  void write_descriptors(const VulkanKernel& kern, const LaunchArgs& args) {
+  // Points the kernel's descriptor set at args' buffers, writing only the bindings whose buffer
+  // changed since the last launch (usually none). Needs mutex_ held: the set is shared by every
+  // launch of the kernel and no submitted work may still be using it.
+  void write_descriptors(VulkanKernel& kern, const LaunchArgs& args) {
     if (kern.num_buffers == 0) return;
-    std::vector<VkDescriptorBufferInfo> infos(kern.num_buffers);
-    std::vector<VkWriteDescriptorSet> writes(kern.num_buffers);
+    uint32_t n = 0;
     for (uint32_t i = 0; i < kern.num_buffers; ++i) {
+      if (args.buffers[i]->owner != core_.get())
+        throw Error("Vulkan launch of " + kern.name + ": buffer " + std::to_string(i) + " is from another device");
+      const auto* b = static_cast<const VulkanBuffer*>(args.buffers[i]);
+      if (kern.bound[i] == b->serial) continue;
+      if (desc_infos_.size() < kern.num_buffers) {  // grown once; the writes point into infos
+        desc_infos_.resize(kern.num_buffers);
+        desc_writes_.resize(kern.num_buffers);
+      }
       // Whole-buffer bindings. lavapipe advertises maxStorageBufferRange = 128 MiB yet binds
       // larger buffers correctly (checked with 256 MiB); NVIDIA's limit is 4 GiB.
-      infos[i] = {static_cast<VulkanBuffer*>(args.buffers[i])->buffer, 0, VK_WHOLE_SIZE};
-      writes[i] = vk_struct<VkWriteDescriptorSet>(VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET);
-      writes[i].dstSet = kern.set;
-      writes[i].dstBinding = i;
-      writes[i].descriptorCount = 1;
-      writes[i].descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
-      writes[i].pBufferInfo = &infos[i];
+      desc_infos_[n] = {b->buffer, 0, VK_WHOLE_SIZE};
+      VkWriteDescriptorSet& w = desc_writes_[n];
+      w = vk_struct<VkWriteDescriptorSet>(VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET);
+      w.dstSet = kern.set;
+      w.dstBinding = i;
+      w.descriptorCount = 1;
+      w.descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
+      w.pBufferInfo = &desc_infos_[n];
+      ++n;
     }
-    core_->fn.vkUpdateDescriptorSets(core_->device, kern.num_buffers, writes.data(), 0, nullptr);
+    if (n == 0) return;
+    core_->fn.vkUpdateDescriptorSets(core_->device, n, desc_writes_.data(), 0, nullptr);
+    for (uint32_t i = 0; i < kern.num_buffers; ++i) kern.bound[i] = static_cast<const VulkanBuffer*>(args.buffers[i])->serial;
   }
 
   void begin_commands() {
@@ -995,6 +1067,9 @@ class VulkanDevice final : public Device {
   VkQueryPool query_pool_ = VK_NULL_HANDLE;      // time_launches, created on first use
   VkBuffer flush_buffer_ = VK_NULL_HANDLE;       // time_launches with flush_l2, created on first use
   VkDeviceMemory flush_memory_ = VK_NULL_HANDLE;
+  // write_descriptors' scratch, under mutex_: no allocation per launch.
+  std::vector<VkDescriptorBufferInfo> desc_infos_;
+  std::vector<VkWriteDescriptorSet> desc_writes_;
   std::mutex mutex_;
 };
 

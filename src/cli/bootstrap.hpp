@@ -1,10 +1,9 @@
 // The comparison core behind `iron snap`, `iron diff`, `iron ab` and `iron report`: the bootstrap
 // confidence interval of a median ratio, the 3% keep-bar verdict, snapshot files, and the rules
-// that pair two snapshots' results. Every definition is inline and the file is include-guarded:
-// compare_cli.cpp, report.cpp and tests/unit/compare_test.cpp (which does not link the CLI's
-// sources) all include it, and compiled on its own (the CLI's source glob) it defines nothing.
-#ifndef IRON_CLI_BOOTSTRAP_CPP
-#define IRON_CLI_BOOTSTRAP_CPP
+// that pair two snapshots' results. Header-only (every definition inline): compare_cli.cpp,
+// report.cpp and tests/unit/compare_test.cpp (which does not link the CLI) include it.
+#ifndef IRON_CLI_BOOTSTRAP_HPP
+#define IRON_CLI_BOOTSTRAP_HPP
 
 #include <algorithm>
 #include <cctype>
@@ -459,4 +458,4 @@ inline json diff_row_json(const DiffRow& r) {
 
 }  // namespace iron::cli::compare
 
-#endif  // IRON_CLI_BOOTSTRAP_CPP
+#endif  // IRON_CLI_BOOTSTRAP_HPP

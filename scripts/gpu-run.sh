@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# One full measurement run on the GPU machine, from the checkout root there (see
+# docs/gpu-machine.md): devices, the corpus on CUDA / Vulkan / interpreter, calibration, Iron
+# benchmarks in two fresh processes around the PyTorch peers (so both orders are measured), the
+# diff, and the host benchmarks. Everything lands under $OUT (or ./gpu-out).
+set -u
+out=${OUT:-$PWD/gpu-out}
+mkdir -p "$out/snaps"
+for f in .gl/*.deb; do dpkg -x "$f" /; done
+ldconfig
+export IRON_NO_REBUILD=1 IRON_SNAP_DIR="$out/snaps" XDG_CACHE_HOME="$out/cache"
+samples=${SAMPLES:-100}
+cd .gpu
+step() { echo "== $*" | tee -a "$out/log.txt"; }
+step device;           ./iron device 2>&1 | tee -a "$out/log.txt"
+for b in cuda vulkan interp; do
+  step "test $b";      ./iron test --backend "$b" --json > "$out/test-$b.jsonl" 2> "$out/test-$b.summary"
+  tail -1 "$out/test-$b.summary" | tee -a "$out/log.txt"
+done
+step "calibrate";      ./iron calibrate --backend cuda 2>&1 | tee -a "$out/log.txt"
+step "iron bench (1)"; ./iron snap iron-cuda-1 --backend cuda --samples "$samples" --flush-l2 --force 2>&1 | tail -3 | tee -a "$out/log.txt"
+step "torch peers";    python3 peers/torch_peers.py --out "$out/snaps/torch-peers.json" --samples "$samples" --flush-l2 \
+                         2> "$out/torch-peers.log"; tail -3 "$out/torch-peers.log" | tee -a "$out/log.txt"
+step "iron bench (2)"; ./iron snap iron-cuda-2 --backend cuda --samples "$samples" --flush-l2 --force 2>&1 | tail -3 | tee -a "$out/log.txt"
+step "bench -v";       ./iron bench --backend cuda --samples "$samples" --flush-l2 -v > "$out/bench-v.txt" 2>&1
+step "diff iron 1 vs 2"; ./iron diff iron-cuda-1 iron-cuda-2 > "$out/diff-iron-1-2.txt" 2>&1
+step "diff iron vs torch"; ./iron diff iron-cuda-2 "$out/snaps/torch-peers.json" > "$out/diff-iron-torch.txt" 2>&1
+if [ -x ./iron_host_bench ]; then
+  step "host bench"
+  ./iron_host_bench --benchmark_filter='Dispatch|DiskCache|Validate' --benchmark_min_time=1 --benchmark_repetitions=3 \
+    --benchmark_out="$out/host_bench.json" --benchmark_out_format=json > "$out/host_bench.txt" 2>&1
+  tail -8 "$out/host_bench.txt" | tee -a "$out/log.txt"
+fi
+echo "done" | tee -a "$out/log.txt"
