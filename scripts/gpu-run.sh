@@ -27,6 +27,7 @@ fi
 if [ "$part" != 1 ]; then
 step "torch peers";    python3 peers/torch_peers.py --out "$state/snaps/torch-peers.json" --samples "$samples" --flush-l2 \
                          2> "$out/torch-peers.log"; tail -3 "$out/torch-peers.log" | tee -a "$out/log.txt"
+step "calibrate";      ./iron calibrate --backend cuda 2>&1 | tee -a "$out/log.txt"
 step "iron bench (2)"; ./iron snap iron-cuda-2 --backend cuda --samples "$samples" --flush-l2 --force 2>&1 | tail -3 | tee -a "$out/log.txt"
 step "bench -v";       ./iron bench --backend cuda --samples "$samples" --flush-l2 -v > "$out/bench-v.txt" 2>&1
 step "diff iron 1 vs 2"; ./iron diff iron-cuda-1 iron-cuda-2 > "$out/diff-iron-1-2.txt" 2>&1
@@ -38,5 +39,5 @@ if [ "$part" != 2 ] && [ -x ./iron_host_bench ]; then
     --benchmark_out="$out/host_bench.json" --benchmark_out_format=json > "$out/host_bench.txt" 2>&1
   tail -8 "$out/host_bench.txt" | tee -a "$out/log.txt"
 fi
-cp -r "$state/snaps" "$out/" 2>/dev/null
+tar -C "$state" -czf "$out/snaps.tgz" snaps 2>/dev/null
 echo "done" | tee -a "$out/log.txt"

@@ -113,8 +113,12 @@ Rate calibrate_fma(Context& ctx, const Plan& plan, double& flops_out) {
   }
   std::vector<float> got(n);
   ctx.download(out, got.data(), size_t(n) * 4);
+  // Tolerance 1e-4: each chain converges to b / (1 - a) = 1, and in f32 the iteration stalls once
+  // the step (1 - acc) * 2^-10 falls below half an ulp of acc, i.e. about 2^-15 short of 1 per
+  // chain (measured on the H200: 7.999756 for 8 chains vs 7.999999 in f64). That is correct f32
+  // arithmetic, not a wrong kernel; a wrong chain is off by far more.
   for (uint32_t t = 0; t < n; ++t)
-    if (!(std::fabs(got[t] - want[t & 15]) <= 1e-5 * std::fabs(want[t & 15])))
+    if (!(std::fabs(got[t] - want[t & 15]) <= 1e-4 * std::fabs(want[t & 15])))
       throw Error("iron_calib_fma output " + std::to_string(t) + " = " + std::to_string(got[t]) + ", oracle " +
                   std::to_string(want[t & 15]) + " on " + d.name + ": not timed");
   TimingOptions o;
