@@ -391,6 +391,8 @@ int cmd_bench(int argc, char** argv) {
         send(rec);
         continue;
       }
+      if (auto note = measured_ceiling_exceeded(m, spec, measured, guard_measured))
+        send({{"type", "warning"}, {"message", std::string(decl.kernel) + "/" + decl.name + " [" + dn + "]: " + *note}});
       rec["status"] = "ok";
       rec["samples_us"] = timing.samples_us;
       rec["stats"] = stats_json(s);

@@ -55,6 +55,10 @@ Metrics derive_metrics(const Stats& s, double bytes, double flops, DType dtype, 
 // The roofline guard (seeds §6.1): a message starting "above the roofline: " when the result
 // beats the datasheet bandwidth or compute peak, or (with guard_measured) the measured copy
 // ceiling x kMeasuredSlack; nullopt when it is physically plausible.
+// On a device with a datasheet entry: a result above its measured (calibrated) copy bandwidth,
+// which is a warning rather than an error (the calibration kernel is a lower bound).
+std::optional<std::string> measured_ceiling_exceeded(const Metrics& m, const DeviceSpec* spec, const Ceilings& measured,
+                                                     bool guard_measured);
 std::optional<std::string> roofline_violation(const Metrics& m, DType dtype, const DeviceSpec* spec,
                                               const Ceilings& measured, bool guard_measured);
 
