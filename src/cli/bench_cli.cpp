@@ -18,6 +18,7 @@ using nlohmann::json;
 
 struct BenchOpts {
   std::string filter, backend, dtype, kernel_override;
+  std::vector<std::string> ab;  // --ab KERNEL_A KERNEL_B
   int warmup = 20, samples = 100;
   bool flush_l2 = false, as_json = false;
   int verbose = 0;
@@ -193,7 +194,7 @@ int run_bench(const BenchOpts& o) {
   return failed == 0 && !error ? 0 : 1;
 }
 
-int run_calibrate(const std::string& backend, bool as_json) {
+int calibrate_impl(const std::string& backend, bool as_json) {
   std::vector<std::string> args{"calibrate"};
   if (!backend.empty()) args.insert(args.end(), {"--backend", backend});
   Style st;
@@ -240,6 +241,8 @@ int run_calibrate(const std::string& backend, bool as_json) {
 
 }  // namespace
 
+int run_calibrate(const std::string& backend, bool as_json) { return calibrate_impl(backend, as_json); }
+
 void add_bench_commands(CLI::App& app, Commands& out) {
   // CLI11 binds to these: they must outlive parsing, so they live as long as the program.
   static BenchOpts o;
@@ -257,7 +260,16 @@ void add_bench_commands(CLI::App& app, Commands& out) {
   bench->add_flag("-v,--verbose", o.verbose, "-v: GFLOP/s, intensity, % of peak compute and measured, registers; "
                                               "-vv: mean, p95, p99, CV, samples");
   bench->add_flag("--json", o.as_json, "Print protocol messages as JSON lines");
-  out.emplace_back(bench, [] { return run_bench(o); });
+  bench->add_option("--ab", o.ab, "A/B two kernels on KERNEL_A's benches: both orders, >= 3 fresh processes each, "
+                                  "bootstrap CI and the 3% keep bar (same as `iron ab`)")
+      ->expected(2);
+  out.emplace_back(bench, [] {
+    if (o.ab.size() == 2) {
+      AbRequest r{o.ab[0], o.ab[1], o.filter, o.backend, o.dtype, o.samples, o.flush_l2, o.as_json};
+      return run_ab(r);
+    }
+    return run_bench(o);
+  });
 
   static std::string cal_backend;
   static bool cal_json = false;

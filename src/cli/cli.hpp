@@ -41,6 +41,16 @@ int report_error(const nlohmann::json& msg);
 // A subcommand and the function that runs it when it was selected.
 using Commands = std::vector<std::pair<CLI::App*, std::function<int()>>>;
 void add_bench_commands(CLI::App& app, Commands& out);    // bench_cli.cpp: bench, calibrate
-void add_compare_commands(CLI::App& app, Commands& out);  // compare_cli.cpp: snap, diff, report
+void add_compare_commands(CLI::App& app, Commands& out);  // compare_cli.cpp: snap, diff, ab, report
+
+// Shared entry points, so `iron bench --ab A B` and `iron device --calibrate` reach the same code
+// as `iron ab` and `iron calibrate`.
+struct AbRequest {
+  std::string kernel_a, kernel_b, filter, backend, dtype;
+  int samples = 0;
+  bool flush_l2 = false, as_json = false;
+};
+int run_ab(const AbRequest& r);                              // compare_cli.cpp
+int run_calibrate(const std::string& backend, bool as_json);  // bench_cli.cpp
 
 }  // namespace iron::cli

@@ -582,6 +582,19 @@ int cmd_report(const ReportOptions& o) {
 
 }  // namespace
 
+int run_ab(const AbRequest& r) {
+  AbOptions o;
+  o.kernel_a = r.kernel_a;
+  o.kernel_b = r.kernel_b;
+  o.bench.filter = r.filter;
+  o.bench.backend = r.backend;
+  o.bench.dtype = r.dtype;
+  o.bench.samples = r.samples;
+  o.bench.flush_l2 = r.flush_l2;
+  o.as_json = r.as_json;
+  return cmd_ab(o);
+}
+
 void add_compare_commands(CLI::App& app, Commands& out) {
   // Options live as long as the App: main() parses, then calls the selected run function.
   static SnapOptions snap_o;

@@ -199,8 +199,12 @@ int main(int argc, char** argv) {
   inspect->add_flag("--no-opt", no_opt, "Emit without running the pipeline");
   inspect->add_flag("--json", as_json, "Print protocol messages as JSON lines");
 
-  auto* device = app.add_subcommand("device", "Show the Vulkan and CUDA devices");
+  auto* device = app.add_subcommand("device", "Show the Vulkan, CUDA and interpreter devices");
   device->add_flag("--json", as_json, "Print protocol messages as JSON lines");
+  bool calibrate = false;
+  device->add_flag("--calibrate", calibrate, "Measure the device's copy bandwidth and FMA rate (cached for bench)");
+  device->add_option("--backend", backend, "With --calibrate: vulkan, cuda or interp")
+      ->check(CLI::IsMember({"vulkan", "cuda", "interp"}));
 
   auto* build = app.add_subcommand("build", "Emit (and compile) every kernel");
   build->add_option("--emit", emit, "cuda, spirv, ir or all")->check(CLI::IsMember({"cuda", "spirv", "ir", "all"}));
@@ -259,6 +263,7 @@ int main(int argc, char** argv) {
     if (time_passes) args.push_back("--time-passes");
     if (no_opt) args.push_back("--no-opt");
   } else if (*device) {
+    if (calibrate) return iron::cli::run_calibrate(backend, as_json);
     args = {"device"};
   } else if (*build) {
     args = {"build"};
