@@ -165,6 +165,18 @@ def iron_cases(quick=False):
         cases.append(Case("gemm", "m%d_n%d_k%d" % (m, m, m), "gemm", {"m": m2, "n": m2, "k": m2},
                           lambda s, m=m2: 3.0 * m * m * s, 2.0 * m2 ** 3, "gemm_square", m2, {"bf16": 1e-2},
                           floor=None, peer_only=True))
+    # Attention through F.scaled_dot_product_attention: no Iron counterpart yet (peer only), the
+    # reference for a future Iron SDPA kernel. Prefill (32 heads x 4096 x 4096) and decode
+    # (batch 8, one query against 4096 keys), head dim 128, not causal. Bytes: q, k, v, out once;
+    # FLOPs: 4 b h sq skv d (two matmuls). Normwise error like the GEMMs.
+    for name, b, h, sq, skv in [("prefill_b1_h32_s4096_d128", 1, 32, 4096, 4096),
+                                ("decode_b8_h32_kv4096_d128", 8, 32, 1, 4096)]:
+        sq2, skv2 = cap(sq, 128), cap(skv, 256)
+        dims = {"b": b, "h": cap(h, 2), "sq": sq2, "skv": skv2, "d": 128}
+        cases.append(Case("sdpa", name, "sdpa", dims,
+                          lambda s, q=dims: (2.0 * q["b"] * q["h"] * q["sq"] * q["d"] + 2.0 * q["b"] * q["h"] * q["skv"] * q["d"]) * s,
+                          4.0 * dims["b"] * dims["h"] * sq2 * skv2 * 128, "sdpa", skv2, {"bf16": 1e-2, "f16": 1e-2},
+                          floor=None, peer_only=True))
     return cases
 
 
@@ -204,7 +216,9 @@ def self_test():
     assert abs(g["pct_peak_compute"] - 100 * g["gflops"] / 989500) < 1e-9 and g["bottleneck"] == "compute", g
     cases = iron_cases()
     names = [c.name for c in cases]
-    assert len(names) == len(set(names)) == 16, names
+    assert len(names) == len(set(names)) == 18, names
+    sd = next(c for c in cases if c.name == "sdpa/prefill_b1_h32_s4096_d128")
+    assert sd.peer_only and sd.flops == 4.0 * 32 * 4096 * 4096 * 128 and sd.bytes_fn(2) == 4.0 * 32 * 4096 * 128 * 2
     add = next(c for c in cases if c.name == "iron_add/n16m")
     assert add.bytes_fn(4) == 3.0 * (1 << 24) * 4 and add.flops == float(1 << 24) and add.sweep == "iron_add"
     rms = next(c for c in cases if c.name == "iron_rmsnorm/rows4096_d8192")
@@ -252,6 +266,9 @@ def peers_for(case, torch, F, sources):
                  ("torch-compile", lambda x: torch.softmax(x, dim=-1), "torch.compile")]
     elif case.kind == "gemm":
         peers = [("cublas", lambda a, w, out: F.linear(a, w), "F.linear (cuBLAS); peer only: no Iron kernel yet")]
+    elif case.kind == "sdpa":
+        peers = [("torch-sdpa", lambda q, k, v, out: F.scaled_dot_product_attention(q, k, v),
+                  "F.scaled_dot_product_attention; peer only: no Iron kernel yet")]
     else:
         raise ValueError(case.kind)
     return [p for p in peers if not sources or p[0] in sources]
@@ -278,6 +295,10 @@ def make_inputs(case, dtype, torch, device):
         out_shape = (dims["rows"], dims["d"])
     elif k == "softmax":
         ins, out_shape = [uniform((dims["rows"], dims["d"]), -4, 4)], (dims["rows"], dims["d"])
+    elif k == "sdpa":
+        qs, ks = (dims["b"], dims["h"], dims["sq"], dims["d"]), (dims["b"], dims["h"], dims["skv"], dims["d"])
+        ins = [uniform(qs, -1, 1), uniform(ks, -1, 1), uniform(ks, -1, 1)]
+        out_shape = qs
     else:
         ins = [uniform((dims["m"], dims["k"]), -1, 1), uniform((dims["n"], dims["k"]), -1, 1)]
         out_shape = (dims["m"], dims["n"])
@@ -300,6 +321,9 @@ def reference(case, ins, torch):
         return x[0] / torch.sqrt(x[0].pow(2).mean(-1, keepdim=True) + eps) * x[1]
     if k == "softmax":
         return torch.softmax(x[0], dim=-1)
+    if k == "sdpa":
+        scores = x[0] @ x[1].transpose(-1, -2) / (x[0].shape[-1] ** 0.5)
+        return torch.softmax(scores, dim=-1) @ x[2]
     return x[0] @ x[1].T
 
 
@@ -354,7 +378,7 @@ def main(argv=None):
     ap.add_argument("--warmup", type=int, default=20, help="warm-up calls before timing (at least 20)")
     ap.add_argument("--filter", default="", help="only cases whose kernel/bench name contains this text")
     ap.add_argument("--dtype", choices=sorted(DTYPE_SIZE), help="only this dtype")
-    ap.add_argument("--sources", default="", help="comma-separated subset: torch-eager,torch-compile,torch-rms_norm,cublas")
+    ap.add_argument("--sources", default="", help="comma-separated subset: torch-eager,torch-compile,torch-rms_norm,cublas,torch-sdpa")
     ap.add_argument("--flush-l2", action="store_true", help="write a 256 MiB buffer before every sample")
     ap.add_argument("--device", default="cuda", help="cuda (default) or cpu (smoke check)")
     ap.add_argument("--quick", action="store_true", help="small shapes, 10 samples: a smoke check, not a measurement")
