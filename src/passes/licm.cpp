@@ -17,19 +17,9 @@ using ir::Op;
 
 namespace {
 
-// A shift is safe to execute speculatively only with a constant amount below 32 (else it is
-// undefined behaviour the original program may never have reached).
-bool shift_is_defined(const ir::Kernel& k, const ir::Inst& in) {
-  const ir::Inst& amount = k.insts[in.operands[1]];
-  return amount.op == Op::Const && uint32_t(amount.imm) < 32;
-}
-
 bool hoistable(const ir::Kernel& k, const ir::Inst& in, const PassContext& ctx) {
   if (in.op == Op::Load && ctx.mutant("licm.hoist_loads")) return true;
-  if (!is_pure_value(in)) return false;
-  if (is_integer(in.type) && (in.op == Op::Div || in.op == Op::Rem)) return false;
-  if ((in.op == Op::Shl || in.op == Op::Shr) && !shift_is_defined(k, in)) return false;
-  return true;
+  return safe_to_speculate(k, in);
 }
 
 struct Licm {

@@ -93,6 +93,10 @@ size_t op_count(const ir::Kernel& k);
 bool is_pure_value(const ir::Inst& in);
 // The block holding the If/For that owns block `b` (kNone for the entry block), using block_of().
 ir::Id parent_block(const ir::Kernel& k, const std::vector<ir::Id>& where, ir::Id b);
+// True when `in` may run where the original program would not have run it (hoisted out of a loop
+// that might run zero times, or out of an untaken branch): a pure value that cannot fault or be
+// undefined — no integer division or remainder, no shift unless by a constant below 32.
+bool safe_to_speculate(const ir::Kernel& k, const ir::Inst& in);
 // True when block `inner` is `outer` or nested (through If/For) inside it.
 bool block_within(const ir::Kernel& k, const std::vector<ir::Id>& where, ir::Id inner, ir::Id outer);
 // Rebuilds every reachable block without the instructions for which `drop(id)` is true.

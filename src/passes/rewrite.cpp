@@ -60,6 +60,16 @@ bool is_pure_value(const ir::Inst& in) {
   return ir::has_trait(in.op, ir::trait::P) && !ir::has_trait(in.op, ir::trait::L) && in.type != DType::Void;
 }
 
+bool safe_to_speculate(const ir::Kernel& k, const ir::Inst& in) {
+  if (!is_pure_value(in)) return false;
+  if (is_integer(in.type) && (in.op == ir::Op::Div || in.op == ir::Op::Rem)) return false;
+  if (in.op == ir::Op::Shl || in.op == ir::Op::Shr) {
+    const ir::Inst& amount = k.insts[in.operands[1]];
+    return amount.op == ir::Op::Const && uint32_t(amount.imm) < 32;
+  }
+  return true;
+}
+
 Id parent_block(const ir::Kernel& k, const std::vector<Id>& where, Id b) {
   Id owner = k.blocks[b].parent;
   return owner == kNone || owner >= where.size() ? kNone : where[owner];
