@@ -605,6 +605,21 @@ class CudaDevice final : public Device {
       if (!out.empty()) out += '\n';
       out.append(line, first, last - first + 1);
     }
+    // NVRTC does not always print the ptxas report (seen on the H200: a program compiled before
+    // on that machine came back with a log lacking it). The loaded function's attributes are the
+    // authoritative figures for registers and static shared memory; spills are then unknown.
+    if (out.find(" registers") == std::string::npos && kk->fn) {
+      constexpr int kSharedSizeBytes = 1, kLocalSizeBytes = 3, kNumRegs = 4;  // CUfunction_attribute
+      int regs = -1, smem = -1, lmem = -1;
+      ctx_->make_current();
+      if (drv().cuFuncGetAttribute(&regs, kNumRegs, kk->fn) == CUDA_SUCCESS &&
+          drv().cuFuncGetAttribute(&smem, kSharedSizeBytes, kk->fn) == CUDA_SUCCESS &&
+          drv().cuFuncGetAttribute(&lmem, kLocalSizeBytes, kk->fn) == CUDA_SUCCESS) {
+        if (!out.empty()) out += '\n';
+        out += "function attributes: Used " + std::to_string(regs) + " registers, " + std::to_string(smem) +
+               " bytes smem, " + std::to_string(lmem) + " bytes lmem (no ptxas report in the NVRTC log)";
+      }
+    }
     return out;
   }
 
