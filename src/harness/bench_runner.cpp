@@ -112,78 +112,6 @@ void warn_lock_wait(const std::string& path) {
   send({{"type", "warning"}, {"message", "waiting for the device lock " + path + " (another bench run holds it)"}});
 }
 
-// The inputs uploaded once and kept resident for the whole bench; the outputs; the oracle's answer.
-struct Resident {
-  Bindings bindings;
-  std::vector<std::pair<std::string, DeviceBuffer>> outputs;
-  Tensors expected;
-};
-
-// Encodes inputs exactly as run_test_case does (rounded to the buffer dtype once, so device and
-// oracle see the same values); outputs start as all-ones bytes (NaN), so an unwritten element fails.
-Resident make_resident(Context& ctx, const ir::Kernel& k, const TestSetup& setup, DType dtype) {
-  Resident r;
-  auto param_dtype = [&](const std::string& name, const char* role) {
-    int idx = k.find_param(name);
-    if (idx < 0 || k.params[idx].kind != ir::ParamKind::Buffer)
-      throw Error(std::string(role) + " '" + name + "' names no buffer parameter of " + k.name);
-    return ir::resolve(k.params[idx].dtype, dtype);
-  };
-  Tensors rounded;
-  for (const auto& [name, values] : setup.inputs()) {
-    DType t = param_dtype(name, "input");
-    std::vector<unsigned char> bytes(values.size() * dtype_size(t));
-    num::encode(t, values.data(), bytes.data(), values.size());
-    std::vector<double> back(values.size());
-    num::decode(t, bytes.data(), back.data(), values.size());
-    for (double v : back)
-      if (!std::isfinite(v))
-        throw Error("input '" + name + "' is not finite after rounding to " + dtype_name(t) + " (fixture out of range)");
-    DeviceBuffer buf = ctx.alloc(t, values.size());
-    ctx.upload(buf, bytes.data(), bytes.size());
-    r.bindings.emplace_back(name, buf);
-    rounded[name] = std::move(back);
-  }
-  for (const auto& [name, count] : setup.outputs()) {
-    DType t = param_dtype(name, "output");
-    DeviceBuffer buf = ctx.alloc(t, count);
-    std::vector<unsigned char> fill(buf.bytes(), 0xff);
-    ctx.upload(buf, fill.data(), fill.size());
-    r.bindings.emplace_back(name, buf);
-    r.outputs.emplace_back(name, buf);
-    r.expected[name].assign(count, 0.0);
-  }
-  setup.oracle_fn()(rounded, r.expected);
-  return r;
-}
-
-struct Correctness {
-  bool pass = false;
-  double max_error = 0;
-  std::string message;  // the first mismatch
-};
-
-Correctness check_outputs(Context& ctx, const Resident& r, double floor, double tol) {
-  Correctness c;
-  for (const auto& [name, buf] : r.outputs) {
-    std::vector<unsigned char> bytes(buf.bytes());
-    ctx.download(buf, bytes.data(), bytes.size());
-    std::vector<double> got(buf.count());
-    num::decode(buf.dtype(), bytes.data(), got.data(), got.size());
-    const std::vector<double>& want = r.expected.at(name);
-    for (size_t i = 0; i < got.size(); ++i) {
-      double err = std::fabs(got[i] - want[i]) / std::max(floor, std::fabs(want[i]));
-      if (std::isnan(got[i]) || std::isnan(err)) err = INFINITY;
-      c.max_error = std::max(c.max_error, err);
-      if (err > tol && c.message.empty())
-        c.message = "output '" + name + "'[" + std::to_string(i) + "] = " + describe(got[i]) + ", oracle " +
-                    describe(want[i]) + " (error " + describe(err) + " > tolerance " + describe(tol) + ")";
-    }
-  }
-  c.pass = c.message.empty();
-  return c;
-}
-
 // The launch floor: an empty dispatch (iron_calib_copy with n = 0, one thread) timed on the
 // same context, so "latency-bound" is judged against this device's own per-launch cost.
 double measure_launch_floor(Context& ctx, Backend backend) {
@@ -421,6 +349,65 @@ int bench_main(int argc, char** argv) {
   send({{"type", "hello"}, {"runner_version", "0.1.0"}});
   if (argc > 1 && std::string(argv[1]) == "calibrate") return calibrate_main(argc, argv);
   return cmd_bench(argc, argv);
+}
+
+// Encodes inputs exactly as run_test_case does (rounded to the buffer dtype once, so device and
+// oracle see the same values); outputs start as all-ones bytes (NaN), so an unwritten element fails.
+Resident make_resident(Context& ctx, const ir::Kernel& k, const TestSetup& setup, DType dtype) {
+  Resident r;
+  auto param_dtype = [&](const std::string& name, const char* role) {
+    int idx = k.find_param(name);
+    if (idx < 0 || k.params[idx].kind != ir::ParamKind::Buffer)
+      throw Error(std::string(role) + " '" + name + "' names no buffer parameter of " + k.name);
+    return ir::resolve(k.params[idx].dtype, dtype);
+  };
+  Tensors rounded;
+  for (const auto& [name, values] : setup.inputs()) {
+    DType t = param_dtype(name, "input");
+    std::vector<unsigned char> bytes(values.size() * dtype_size(t));
+    num::encode(t, values.data(), bytes.data(), values.size());
+    std::vector<double> back(values.size());
+    num::decode(t, bytes.data(), back.data(), values.size());
+    for (double v : back)
+      if (!std::isfinite(v))
+        throw Error("input '" + name + "' is not finite after rounding to " + dtype_name(t) + " (fixture out of range)");
+    DeviceBuffer buf = ctx.alloc(t, values.size());
+    ctx.upload(buf, bytes.data(), bytes.size());
+    r.bindings.emplace_back(name, buf);
+    rounded[name] = std::move(back);
+  }
+  for (const auto& [name, count] : setup.outputs()) {
+    DType t = param_dtype(name, "output");
+    DeviceBuffer buf = ctx.alloc(t, count);
+    std::vector<unsigned char> fill(buf.bytes(), 0xff);
+    ctx.upload(buf, fill.data(), fill.size());
+    r.bindings.emplace_back(name, buf);
+    r.outputs.emplace_back(name, buf);
+    r.expected[name].assign(count, 0.0);
+  }
+  setup.oracle_fn()(rounded, r.expected);
+  return r;
+}
+
+Correctness check_outputs(Context& ctx, const Resident& r, double floor, double tol) {
+  Correctness c;
+  for (const auto& [name, buf] : r.outputs) {
+    std::vector<unsigned char> bytes(buf.bytes());
+    ctx.download(buf, bytes.data(), bytes.size());
+    std::vector<double> got(buf.count());
+    num::decode(buf.dtype(), bytes.data(), got.data(), got.size());
+    const std::vector<double>& want = r.expected.at(name);
+    for (size_t i = 0; i < got.size(); ++i) {
+      double err = std::fabs(got[i] - want[i]) / std::max(floor, std::fabs(want[i]));
+      if (std::isnan(got[i]) || std::isnan(err)) err = INFINITY;
+      c.max_error = std::max(c.max_error, err);
+      if (err > tol && c.message.empty())
+        c.message = "output '" + name + "'[" + std::to_string(i) + "] = " + describe(got[i]) + ", oracle " +
+                    describe(want[i]) + " (error " + describe(err) + " > tolerance " + describe(tol) + ")";
+    }
+  }
+  c.pass = c.message.empty();
+  return c;
 }
 
 }  // namespace iron

@@ -30,12 +30,6 @@ void send(const json& msg) {
   std::cout << protocol::encode(msg) << "\n" << std::flush;
 }
 
-std::string describe(double v) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%.9g", v);
-  return buf;
-}
-
 }  // namespace
 
 TestOutcome run_test_case(Context& ctx, const TestDecl& decl, DType dtype, double tol, const ir::Kernel* kernel) {
@@ -52,66 +46,12 @@ TestOutcome run_test_case(Context& ctx, const TestDecl& decl, DType dtype, doubl
       r.message = "the test has no oracle";
       return r;
     }
-    // Inputs: round to the buffer's dtype once, so device and oracle see the same values.
-    Tensors rounded;
-    Bindings bindings;
-    for (const auto& [name, values] : setup.inputs()) {
-      int idx = k.find_param(name);
-      if (idx < 0 || k.params[idx].kind != ir::ParamKind::Buffer) {
-        r.message = "input '" + name + "' names no buffer parameter of " + k.name;
-        return r;
-      }
-      DType t = ir::resolve(k.params[idx].dtype, dtype);
-      std::vector<unsigned char> bytes(values.size() * dtype_size(t));
-      num::encode(t, values.data(), bytes.data(), values.size());
-      std::vector<double> back(values.size());
-      num::decode(t, bytes.data(), back.data(), values.size());
-      for (double v : back)
-        if (!std::isfinite(v)) {
-          r.message = "input '" + name + "' is not finite after rounding to " + dtype_name(t) + " (fixture out of range)";
-          return r;
-        }
-      DeviceBuffer buf = ctx.alloc(t, values.size());
-      ctx.upload(buf, bytes.data(), bytes.size());
-      bindings.emplace_back(name, buf);
-      rounded[name] = std::move(back);
-    }
-    // Outputs start as all-ones bytes (NaN for floats): an element the kernel never writes fails.
-    Tensors expected;
-    std::vector<std::pair<std::string, DeviceBuffer>> outs;
-    for (const auto& [name, count] : setup.outputs()) {
-      int idx = k.find_param(name);
-      if (idx < 0 || k.params[idx].kind != ir::ParamKind::Buffer) {
-        r.message = "output '" + name + "' names no buffer parameter of " + k.name;
-        return r;
-      }
-      DType t = ir::resolve(k.params[idx].dtype, dtype);
-      DeviceBuffer buf = ctx.alloc(t, count);
-      std::vector<unsigned char> fill(buf.bytes(), 0xff);
-      ctx.upload(buf, fill.data(), fill.size());
-      bindings.emplace_back(name, buf);
-      outs.emplace_back(name, buf);
-      expected[name].assign(count, 0.0);
-    }
-    setup.oracle_fn()(rounded, expected);
-    ctx.dispatch_with_grid(k, dtype, bindings, setup.scalars(), setup.grid_size(), setup.threadgroup());
+    Resident res = make_resident(ctx, k, setup, dtype);
+    ctx.dispatch_with_grid(k, dtype, res.bindings, setup.scalars(), setup.grid_size(), setup.threadgroup());
     ctx.synchronize();
-
-    for (const auto& [name, buf] : outs) {
-      std::vector<unsigned char> bytes(buf.bytes());
-      ctx.download(buf, bytes.data(), bytes.size());
-      std::vector<double> got(buf.count());
-      num::decode(buf.dtype(), bytes.data(), got.data(), got.size());
-      const std::vector<double>& want = expected[name];
-      for (size_t i = 0; i < got.size(); ++i) {
-        double err = std::fabs(got[i] - want[i]) / std::max(setup.floor(), std::fabs(want[i]));
-        if (std::isnan(got[i]) || std::isnan(err)) err = INFINITY;
-        if (err > r.max_error) r.max_error = err;
-        if (err > tol && r.message.empty())
-          r.message = "output '" + name + "'[" + std::to_string(i) + "] = " + describe(got[i]) + ", oracle " +
-                      describe(want[i]) + " (error " + describe(err) + " > tolerance " + describe(tol) + ")";
-      }
-    }
+    Correctness c = check_outputs(ctx, res, setup.floor(), tol);
+    r.max_error = c.max_error;
+    r.message = c.message;
     r.status = r.message.empty() ? TestOutcome::Status::Pass : TestOutcome::Status::Fail;
   } catch (const std::exception& e) {
     r.status = TestOutcome::Status::Fail;
