@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <iostream>
@@ -30,18 +31,47 @@ fs::path runner_path() {
 }
 
 namespace {
-// The runner executes all codegen: a stale one would run old code (seeds §8). When this CLI
-// lives in its own build tree, rebuild the runner target first; ninja makes a no-op cheap.
-void rebuild_runner_if_in_build_tree() {
+// The build tree this CLI rebuilds the runner in: $IRON_BUILD_DIR, else the one it was built in.
+std::string build_dir() {
+  if (const char* env = std::getenv("IRON_BUILD_DIR"); env && *env) return env;
 #ifdef IRON_BUILD_DIR
-  if (std::getenv("IRON_NO_REBUILD")) return;
-  fs::path build(IRON_BUILD_DIR);
+  return IRON_BUILD_DIR;
+#else
+  return "";
+#endif
+}
+
+// The runner executes all codegen: a stale one would run old code (seeds §8). When this CLI
+// lives in its own build tree, rebuild the runner target first; ninja makes a no-op cheap. A
+// failed rebuild ends the command: the compiler's output goes to stderr and iron exits with 2,
+// never running the binary that is still there. Done once per CLI process.
+void rebuild_runner_if_in_build_tree() {
+  static bool done = false;
+  if (done || std::getenv("IRON_NO_REBUILD")) return;
+  done = true;
+  std::string dir = build_dir();
+  if (dir.empty()) return;
+  fs::path build(dir);
   std::error_code ec;
   if (!fs::exists(build / "build.ninja", ec) || !fs::equivalent(self_dir(), build / "bin", ec)) return;
-  std::string cmd = "cmake --build '" + build.string() + "' --target iron-runner > /dev/null 2>&1";
-  if (std::system(cmd.c_str()) != 0)
-    std::cerr << "iron: warning: could not rebuild iron-runner in " << build << "; running the existing binary\n";
-#endif
+  std::string cmd = "cmake --build '" + build.string() + "' --target iron-runner 2>&1";
+  FILE* p = popen(cmd.c_str(), "r");
+  std::string output;
+  int status = -1;
+  if (p) {
+    char buf[4096];
+    size_t n;
+    while ((n = fread(buf, 1, sizeof buf, p)) > 0) output.append(buf, n);
+    status = pclose(p);
+  }
+  if (status == 0) return;
+  std::cout << std::flush;
+  std::cerr << output;
+  if (!output.empty() && output.back() != '\n') std::cerr << "\n";
+  std::cerr << "iron: error: rebuilding iron-runner in " << build.string()
+            << " failed (output above); not running the stale binary. Fix the build, or set IRON_NO_REBUILD=1 to run "
+               "the existing runner on purpose\n";
+  std::exit(2);
 }
 }  // namespace
 
