@@ -188,6 +188,13 @@ int run_bench(const BenchOpts& o) {
     std::cerr << "iron: the runner exited (code " << r.exit_code << ") without a summary\n";
   }
   if (error && passed + failed == 0) return 2;
+  if (passed + failed == 0) {
+    std::cerr << "iron: no benchmark matched";
+    for (size_t i = 1; i + 1 < args.size(); ++i)
+      if (args[i] == "-f" || args[i] == "--dtype") std::cerr << " " << args[i] << " " << args[i + 1];
+    std::cerr << ": nothing was run\n";
+    return 2;
+  }
   std::string line = std::to_string(passed) + " passed, " + std::to_string(failed) + " failed";
   if (skipped) line += ", " + std::to_string(skipped) + " skipped";
   (o.as_json ? std::cerr : std::cout) << line << "\n";

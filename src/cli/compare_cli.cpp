@@ -184,7 +184,7 @@ int cmd_snap(const SnapOptions& o) {
   if (run.records.empty()) {
     std::cerr << "iron: no benchmark matched" << (o.bench.filter.empty() ? "" : " '" + o.bench.filter + "'")
               << "; snapshot not written\n";
-    return 1;
+    return 2;
   }
   try {
     cmp::write_snapshot(path, cmp::snapshot_json(o.name, cmp::utc_now_iso8601(), run.records));

@@ -16,6 +16,14 @@ using iron::cli::run_runner;
 using iron::cli::RunResult;
 using iron::cli::Style;
 
+// " -f X --dtype Y" from a runner argument list, for "nothing matched" messages.
+std::string what_was_asked(const std::vector<std::string>& args) {
+  std::string s;
+  for (size_t i = 1; i + 1 < args.size(); ++i)
+    if (args[i] == "-f" || args[i] == "--dtype" || args[i] == "--backend") s += " " + args[i] + " " + args[i + 1];
+  return s.empty() ? std::string() : " (" + s.substr(1) + ")";
+}
+
 std::string fmt_sci(double v) {
   char b[32];
   std::snprintf(b, sizeof b, "%.2e", v);
@@ -99,6 +107,10 @@ int cmd_test(const std::vector<std::string>& base_args, bool as_json) {
     break;
   }
   if (error && passed + failed + skipped == 0) return 2;
+  if (passed + failed + skipped == 0) {
+    std::cerr << "iron: no test case matched" << what_was_asked(base_args) << ": nothing was run\n";
+    return 2;
+  }
   std::string line = std::to_string(passed) + " passed, " + std::to_string(failed) + " failed";
   if (skipped) line += ", " + std::to_string(skipped) + " skipped";
   if (as_json) std::cerr << line << "\n";
@@ -107,7 +119,7 @@ int cmd_test(const std::vector<std::string>& base_args, bool as_json) {
 }
 
 int cmd_passthrough(const std::vector<std::string>& args, bool as_json) {
-  int failures = 0, written = 0;
+  int failures = 0, written = 0, summary_total = -1;
   bool error = false;
   Style st;
   RunResult r = run_runner(args, [&](const json& m) {
@@ -146,6 +158,7 @@ int cmd_passthrough(const std::vector<std::string>& args, bool as_json) {
     } else if (type == "test_case") {
       std::cout << "  test " << m["kernel"].get<std::string>() << "/" << m["case"].get<std::string>() << "\n";
     } else if (type == "summary") {
+      summary_total = m.value("passed", 0) + m.value("failed", 0);
       if (m.contains("pipeline_ms")) {
         char t[64];
         std::snprintf(t, sizeof t, "%.2f ms", m["pipeline_ms"].get<double>());
@@ -162,14 +175,22 @@ int cmd_passthrough(const std::vector<std::string>& args, bool as_json) {
     return 1;
   }
   if (error) return 2;
-  return r.exit_code;
+  if (args[0] == "build" && summary_total == 0 && r.exit_code == 0) {
+    std::cerr << "iron: no kernel matched" << what_was_asked(args) << ": nothing was built\n";
+    return 2;
+  }
+  // The runner's codes are the convention's (0, 1, 2); anything else is a failure.
+  return r.exit_code == 0 || r.exit_code == 2 ? r.exit_code : 1;
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app{"iron: write GPU kernels once in C++, test them against CPU oracles on Vulkan and CUDA"};
-  app.require_subcommand(1);
+  CLI::App app{"iron: write GPU kernels once in C++, test them against CPU oracles on Vulkan and CUDA\n"
+               "exit status: 0 success, 1 failures found, 2 bad usage or input (nothing matched, nothing run)"};
+  app.require_subcommand(0, 1);
+  app.set_version_flag("--version", std::string("iron ") + IRON_VERSION + " (runner protocol " +
+                                        std::to_string(iron::protocol::kVersion) + ")");
   bool as_json = false;
   std::string filter, backend, dtype, emit = "all", out, arch = "sm_90a", kernel;
   bool ir = false, locations = false, no_compile = false;
@@ -231,7 +252,25 @@ int main(int argc, char** argv) {
   iron::cli::add_bench_commands(app, extra);
   iron::cli::add_compare_commands(app, extra);
 
-  CLI11_PARSE(app, argc, argv);
+  // Exit codes: --help and --version 0; every usage error (unknown flag, bad value, missing
+  // argument) 2, whatever CLI11's own code for it is.
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForVersion& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    app.exit(e);
+    return 2;
+  }
+  // Bare `iron`: the help, exit 0 (it is a request for help, like --help).
+  if (app.get_subcommands().empty()) {
+    std::cout << app.help();
+    return 0;
+  }
   for (auto& [sub, run] : extra)
     if (*sub) return run();
 
