@@ -179,6 +179,7 @@ int run_bench(const BenchOpts& o) {
     std::cout << std::flush;
   });
   progress.clear();
+  failed += r.bad_lines;  // a result the CLI could not read is not a pass
   if (r.crashed) {
     ++failed;
     std::cerr << "iron: " << st.red("runner crashed") << " with " << r.crash
@@ -243,7 +244,7 @@ int calibrate_impl(const std::string& backend, bool as_json) {
     return 1;
   }
   if (error) return 2;
-  return done && r.exit_code == 0 ? 0 : 1;
+  return done && r.exit_code == 0 && r.bad_lines == 0 ? 0 : 1;
 }
 
 }  // namespace

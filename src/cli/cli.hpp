@@ -29,6 +29,7 @@ struct RunResult {
   int exit_code = 0;
   bool crashed = false;
   std::string crash;  // "signal 11 (Segmentation fault)"
+  int bad_lines = 0;  // runner lines that failed protocol decoding (each reported on stderr)
 };
 
 std::filesystem::path self_dir();

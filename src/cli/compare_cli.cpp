@@ -92,6 +92,8 @@ BenchRun run_bench(const std::vector<std::string>& args, const std::function<voi
     else if (type == "error") run.problems.push_back(m.value("message", std::string("runner error")));
     if (on_message) on_message(m);
   });
+  if (r.bad_lines)
+    run.problems.push_back("runner sent " + std::to_string(r.bad_lines) + " unreadable line(s) (reported above)");
   if (r.crashed) run.problems.push_back("runner crashed with " + r.crash);
   else if (r.exit_code != 0 && run.problems.empty() && run.records.empty())
     run.problems.push_back("runner exited with code " + std::to_string(r.exit_code));
@@ -174,7 +176,7 @@ int cmd_snap(const SnapOptions& o) {
   bool crashed = false;
   for (const std::string& p : run.problems) {
     if (p.rfind("runner", 0) == 0) std::cerr << "iron: " << st.red(p) << "\n";  // errors were printed as they came
-    crashed = crashed || p.rfind("runner crashed", 0) == 0;
+    crashed = crashed || p.rfind("runner crashed", 0) == 0 || p.rfind("runner sent", 0) == 0;
   }
   // A crash mid-run leaves a partial set: not a baseline anyone should compare against.
   if (crashed || (!run.problems.empty() && run.records.empty())) {
@@ -314,7 +316,7 @@ std::vector<std::string> discover_benches(const AbOptions& o, std::set<std::stri
     else if (type == "bench_case" || type == "bench_decl")
       take(m.value("kernel", std::string()), m.value("bench", m.value("name", std::string())));
   });
-  if (lr.crashed || lr.exit_code != 0) {
+  if (lr.crashed || lr.exit_code != 0 || lr.bad_lines) {
     why = "iron-runner list failed";
     return {};
   }

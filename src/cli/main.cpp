@@ -85,6 +85,7 @@ int cmd_test(const std::vector<std::string>& base_args, bool as_json) {
         report_error(m);
       }
     });
+    failed += r.bad_lines;  // a result the CLI could not read is not a pass
     if (r.crashed && !in_flight.empty() && attempt < 1000) {
       ++failed;
       std::cerr << "iron: " << st.red("runner crashed") << " with " << r.crash << " while running " << in_flight
@@ -139,9 +140,9 @@ int cmd_passthrough(const std::vector<std::string>& args, bool as_json) {
         std::snprintf(mem, sizeof mem, "%.1f GiB", gib);
         std::cout << m["backend"].get<std::string>() << ": " << m["name"].get<std::string>() << "\n"
                   << "  driver " << m["driver"].get<std::string>() << ", arch " << m["arch"].get<std::string>()
-                  << ", lane width " << m["lane_width"] << ", max threadgroup " << m["max_threads_per_group"]
-                  << ", threadgroup memory " << m["shared_memory_bytes"] << " B, memory " << mem
-                  << ", f16 " << (m["f16"].get<bool>() ? "yes" : "no") << ", bf16 " << (m["bf16"].get<bool>() ? "yes" : "no")
+                  << ", lane width " << m["lane_width"] << ", max threadgroup " << m.value("max_threads_per_group", 0)
+                  << ", threadgroup memory " << m.value("shared_memory_bytes", 0) << " B, memory " << mem
+                  << ", f16 " << (m.value("f16", false) ? "yes" : "no") << ", bf16 " << (m.value("bf16", false) ? "yes" : "no")
                   << "\n";
       } else {
         std::cout << m["backend"].get<std::string>() << ": unavailable (" << m.value("why", std::string()) << ")\n";
@@ -175,6 +176,7 @@ int cmd_passthrough(const std::vector<std::string>& args, bool as_json) {
     return 1;
   }
   if (error) return 2;
+  if (r.bad_lines) return 1;
   if (args[0] == "build" && summary_total == 0 && r.exit_code == 0) {
     std::cerr << "iron: no kernel matched" << what_was_asked(args) << ": nothing was built\n";
     return 2;

@@ -111,17 +111,48 @@ RunResult run_runner(const std::vector<std::string>& args, const std::function<v
     return result;
   }
   FILE* in = fdopen(fds[0], "r");
+  // Every line is decoded against the protocol schema before a command sees it: a malformed
+  // line is reported with its number and the reason, counted in bad_lines, and skipped. A
+  // handler that still throws (it reads a field the schema does not promise) is reported the
+  // same way, never an abort.
   std::string line;
   char buf[65536];
-  while (fgets(buf, sizeof buf, in)) {
-    line += buf;
-    if (line.empty() || line.back() != '\n') continue;
-    line.pop_back();
+  size_t line_no = 0;
+  bool overlong = false;
+  auto bad = [&](const std::string& why, const std::string& text) {
+    ++result.bad_lines;
+    std::cerr << "iron: runner output line " << line_no << ": " << why;
+    if (!text.empty()) std::cerr << ": " << text.substr(0, 200) << (text.size() > 200 ? "..." : "");
+    std::cerr << "\n";
+  };
+  auto handle = [&](const std::string& text) {
     nlohmann::json msg;
     std::string why;
-    if (iron::protocol::decode(line, msg, why)) on_message(msg);
-    else std::cerr << "iron: unreadable runner output (" << why << "): " << line.substr(0, 200) << "\n";
+    if (!iron::protocol::decode(text, msg, why)) return bad(why, text);
+    try {
+      on_message(msg);
+    } catch (const std::exception& e) {
+      bad(std::string("message not understood (") + e.what() + ")", text);
+    }
+  };
+  while (fgets(buf, sizeof buf, in)) {
+    size_t n = std::strlen(buf);
+    bool complete = n > 0 && buf[n - 1] == '\n';
+    if (!overlong) line.append(buf, complete ? n - 1 : n);
+    if (line.size() > iron::protocol::kMaxLineBytes) {
+      overlong = true;
+      line.clear();
+    }
+    if (!complete) continue;
+    ++line_no;
+    if (overlong) bad("line longer than " + std::to_string(iron::protocol::kMaxLineBytes) + " bytes", "");
+    else handle(line);
+    overlong = false;
     line.clear();
+  }
+  if (!line.empty() || overlong) {
+    ++line_no;
+    bad("the runner's output ends inside a line (no newline)", line);
   }
   fclose(in);
   int status = 0;

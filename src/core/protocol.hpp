@@ -25,19 +25,52 @@
 //   bench_start {kernel, bench, dtype, index, total}   (progress; names the bench in flight)
 //   calibration {backend, device, copy_gbps, fma_gflops, ...}   (iron calibrate)
 //   A snapshot file (.iron/snaps/NAME.json) is {"v", "name", "created", "results": [bench...]}.
+//
+// Typed decoding: `decode` checks every message against the schema of its type (the table in
+// protocol.cpp) before the CLI reads it, so a wrong-typed or missing field is an error naming
+// the field, never an exception or an indeterminate value. A new message type or field is added
+// to that table together with the code that sends it.
 #pragma once
 
+#include <cstddef>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
 namespace iron::protocol {
 
 constexpr int kVersion = 1;
+// Longest accepted line and deepest accepted nesting of arrays and objects.
+constexpr size_t kMaxLineBytes = size_t(64) << 20;
+constexpr int kMaxDepth = 32;
 
 // Serializes one message (adds "v") as a single line without the newline.
 std::string encode(nlohmann::json msg);
-// Parses one line; returns false (with `why`) for non-JSON, a missing type, or another version.
+// Parses one line and checks it against its type's schema; returns false (with `why`, which
+// names the field) for non-JSON, a line too long or too deeply nested, a missing type, another
+// version, an unknown type, a missing required field or a field of the wrong JSON type. Never
+// throws.
 bool decode(const std::string& line, nlohmann::json& out, std::string& why);
+// The schema check alone, on a parsed object (decode calls it).
+bool check_message(const nlohmann::json& msg, std::string& why);
+
+// The schema table, exposed for the decoder's fuzz test.
+enum class Kind { String, Number, Integer, Bool, Array, StringArray, NumberArray, Object, ObjectOrNull,
+                  StringOrNull, NumberOrInf };
+enum class Need { Optional, Required, IfAvailable };  // IfAvailable: required when "available" is true
+struct FieldSpec {
+  const char* name;
+  Kind kind;
+  Need need;
+};
+struct MessageSpec {
+  const char* type;
+  std::vector<FieldSpec> fields;
+  std::vector<const char*> statuses;  // allowed values of "status" (empty: not checked)
+};
+const std::vector<MessageSpec>& schema();
+bool kind_matches(const nlohmann::json& v, Kind k);
+const char* kind_name(Kind k);
 
 }  // namespace iron::protocol
