@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # One full measurement run on the GPU machine, from the checkout root there (see
 # docs/gpu-machine.md): devices, the corpus on CUDA / Vulkan / interpreter, calibration, Iron
-# benchmarks in two fresh processes around the PyTorch peers (so both orders are measured), the
+# benchmarks in two snapshots (3 fresh processes each) around the PyTorch peers (so both orders are measured), the
 # diff, and the host benchmarks. PART=1 or PART=2 runs one half (each fits one 10-minute call);
 # state shared by the halves lives in $STATE (default /tmp/iron-gpu). Results land under $OUT.
 set -u

@@ -13,6 +13,7 @@
 #include <ctime>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <map>
 #include <random>
 #include <sstream>
@@ -159,6 +160,74 @@ inline Verdict keep_bar_verdict(const BootstrapResult& ci, double bar = kKeepBar
   return Verdict::Same;
 }
 
+// ---------------------------------------------------------------------------------------------
+// The between-process noise floor of `iron diff` (docs/benchmarks.md, "Verdicts across
+// processes"). The samples of one process are not independent of each other: clocks, placement
+// and cache state are fixed for the life of a process and move its whole distribution, so two
+// processes of identical code can differ by far more than their within-process bootstrap
+// interval (26 % on a 3.6 us H200 kernel). A diff therefore treats each process as one
+// observation, its median: with at least two processes on a side, the spread of log process
+// medians around their side's mean gives a between-process standard deviation s (pooled over
+// the sides that have two or more), and a difference is only a verdict when the interval also
+// clears floor = t(0.9995, df) * s * sqrt(1/n_a + 1/n_b) — a two-sample t-test on process
+// medians at a two-sided 0.1 %, strict enough that a whole snapshot of ~50 rows of identical
+// code stays "same" with about 95 % probability. With one process on both sides nothing
+// measures the between-process variation, and the floor is kSingleProcessFloor.
+constexpr double kSingleProcessFloor = 0.30;
+
+// Two-sided 0.1 % critical values of Student's t, by degrees of freedom (rounded up: a df
+// between two rows takes the smaller df's larger value).
+inline double t_critical_999(int df) {
+  static const std::pair<int, double> table[] = {{1, 636.6}, {2, 31.60}, {3, 12.92}, {4, 8.610}, {5, 6.869},
+                                                 {6, 5.959}, {7, 5.408}, {8, 5.041}, {9, 4.781}, {10, 4.587},
+                                                 {12, 4.318}, {15, 4.073}, {20, 3.850}, {30, 3.646}, {60, 3.460},
+                                                 {120, 3.373}};
+  if (df < 1) return std::nan("");
+  double t = 3.291;  // df -> infinity
+  for (auto it = std::rbegin(table); it != std::rend(table); ++it)
+    if (df >= it->first) return it->second;
+  return t;
+}
+
+struct NoiseFloor {
+  double floor = kSingleProcessFloor;  // relative: 0.05 means +-5 %
+  int processes_a = 0, processes_b = 0;
+  bool measured = false;  // false: one process per side, the stated floor applies
+};
+
+inline NoiseFloor between_process_floor(const Runs& a, const Runs& b) {
+  NoiseFloor nf;
+  nf.processes_a = int(a.size());
+  nf.processes_b = int(b.size());
+  double ss = 0;
+  int df = 0;
+  for (const Runs* side : {&a, &b}) {
+    if (side->size() < 2) continue;
+    std::vector<double> logs;
+    for (const auto& run : *side) {
+      double m = median(run);
+      if (m > 0) logs.push_back(std::log(m));
+    }
+    if (logs.size() < 2) continue;
+    double mean = 0;
+    for (double x : logs) mean += x;
+    mean /= double(logs.size());
+    for (double x : logs) ss += (x - mean) * (x - mean);
+    df += int(logs.size()) - 1;
+  }
+  if (df == 0 || nf.processes_a == 0 || nf.processes_b == 0) return nf;
+  double s = std::sqrt(ss / df);
+  double log_floor = t_critical_999(df) * s * std::sqrt(1.0 / nf.processes_a + 1.0 / nf.processes_b);
+  nf.floor = std::exp(log_floor) - 1.0;
+  nf.measured = true;
+  return nf;
+}
+
+// The diff verdict: the keep bar or the between-process floor, whichever is larger.
+inline Verdict diff_verdict(const BootstrapResult& ci, const NoiseFloor& nf, double bar = kKeepBar) {
+  return keep_bar_verdict(ci, std::max(bar, nf.floor));
+}
+
 inline std::string verdict_text(Verdict v) {
   switch (v) {
     case Verdict::Faster: return "faster";
@@ -191,6 +260,30 @@ inline double stat_field(const json& r, const char* key) {
 inline double metric_field(const json& r, const char* key) {
   auto it = r.find("metrics");
   return it != r.end() && it->is_object() ? num_field(*it, key) : std::nan("");
+}
+
+// The samples of a record grouped by runner process: "runs_us" (one array per process, written
+// by `iron snap --processes N`) when present, else "samples_us" as one process.
+inline Runs runs_of(const json& r) {
+  Runs out;
+  auto it = r.find("runs_us");
+  if (it != r.end() && it->is_array()) {
+    for (const json& run : *it) {
+      if (!run.is_array()) continue;
+      std::vector<double> v;
+      for (const json& s : run)
+        if (s.is_number() && std::isfinite(s.get<double>())) v.push_back(s.get<double>());
+      if (!v.empty()) out.push_back(std::move(v));
+    }
+    if (!out.empty()) return out;
+  }
+  auto sit = r.find("samples_us");
+  if (sit == r.end() || !sit->is_array()) return out;
+  std::vector<double> v;
+  for (const json& s : *sit)
+    if (s.is_number() && std::isfinite(s.get<double>())) v.push_back(s.get<double>());
+  if (!v.empty()) out.push_back(std::move(v));
+  return out;
 }
 
 inline std::vector<double> samples_of(const json& r) {
@@ -330,6 +423,7 @@ struct DiffRow {
   double median_a = std::nan(""), median_b = std::nan(""), min_a = std::nan(""), min_b = std::nan("");
   double delta_pct = std::nan("");  // (median B / median A - 1) * 100
   BootstrapResult ci;
+  NoiseFloor noise;  // the between-process floor the verdict had to clear (with the keep bar)
   Verdict verdict = Verdict::NoData;
   std::string note;  // why there is no verdict, or a caveat (backends differ, ...)
 };
@@ -355,11 +449,12 @@ inline DiffRow compare_records(const json& a, const json& b, const BootstrapOpti
   if (!is_ok(a)) notes.push_back("A " + str_field(a, "status") + ": " + str_field(a, "message"));
   if (!is_ok(b)) notes.push_back("B " + str_field(b, "status") + ": " + str_field(b, "message"));
   if (notes.empty()) {
-    std::vector<double> sa = samples_of(a), sb = samples_of(b);
-    if (sa.empty() || sb.empty()) notes.push_back("no samples_us: no interval");
+    Runs ra = runs_of(a), rb = runs_of(b);
+    if (ra.empty() || rb.empty()) notes.push_back("no samples_us: no interval");
     else {
-      row.ci = bootstrap_median_ratio(sa, sb, opt);
-      row.verdict = keep_bar_verdict(row.ci, bar);
+      row.ci = bootstrap_median_ratio(ra, rb, opt);
+      row.noise = between_process_floor(ra, rb);
+      row.verdict = diff_verdict(row.ci, row.noise, bar);
     }
   }
   std::string ba = str_field(a, "backend"), bb = str_field(b, "backend");
@@ -451,6 +546,11 @@ inline json diff_row_json(const DiffRow& r) {
     j["ci95_ratio"] = {{"lo", r.ci.lo}, {"hi", r.ci.hi}, {"point", r.ci.ratio}, {"resamples", r.ci.resamples}};
   else
     j["ci95_ratio"] = nullptr;
+  if (r.ci.ok)
+    j["noise_floor"] = {{"floor", r.noise.floor}, {"measured", r.noise.measured}, {"processes_a", r.noise.processes_a},
+                        {"processes_b", r.noise.processes_b}};
+  else
+    j["noise_floor"] = nullptr;
   j["verdict"] = r.has_a && r.has_b ? json(verdict_text(r.verdict)) : json(nullptr);
   j["note"] = r.note;
   return j;

@@ -106,6 +106,7 @@ BenchRun run_bench(const std::vector<std::string>& args, const std::function<voi
 struct SnapOptions {
   std::string name;
   BenchArgs bench;
+  int processes = 3;
   bool list = false, force = false;
 };
 
@@ -141,6 +142,74 @@ int snap_list() {
   return 0;
 }
 
+// Nearest-rank percentile of a sorted vector (the runner's rule, stats.cpp).
+double nearest_rank(const std::vector<double>& sorted, double q) {
+  size_t k = size_t(std::ceil(q * double(sorted.size())));
+  return sorted[std::min(sorted.size() - 1, k == 0 ? 0 : k - 1)];
+}
+
+// One record per case from N processes: the first process's record, with "runs_us" (each
+// process's samples), "samples_us" (all of them), "processes" and statistics of the pooled
+// samples. A case that failed in any process keeps that process's failed record. A case
+// missing from some process is a problem (the set would not be comparable).
+BenchRun merge_processes(const std::vector<BenchRun>& runs) {
+  BenchRun out;
+  for (const BenchRun& r : runs) out.problems.insert(out.problems.end(), r.problems.begin(), r.problems.end());
+  if (runs.empty()) return out;
+  if (runs.size() == 1) {
+    out.records = runs[0].records;
+    return out;
+  }
+  auto key = [](const json& r) {
+    return cmp::str_field(r, "kernel") + "/" + cmp::str_field(r, "bench") + "/" + cmp::str_field(r, "dtype") + "/" +
+           cmp::source_of(r) + "/" + cmp::str_field(r, "backend");
+  };
+  for (const json& first : runs[0].records) {
+    json merged = first;
+    json runs_us = json::array();
+    std::vector<double> pooled;
+    bool complete = true;
+    for (const BenchRun& r : runs) {
+      const json* match = nullptr;
+      for (const json& rec : r.records)
+        if (key(rec) == key(first)) match = &rec;
+      if (!match) {
+        complete = false;
+        continue;
+      }
+      if (!cmp::is_ok(*match) && cmp::is_ok(merged)) merged = *match;
+      std::vector<double> s = cmp::samples_of(*match);
+      pooled.insert(pooled.end(), s.begin(), s.end());
+      runs_us.push_back(s);
+    }
+    if (!complete) out.problems.push_back(key(first) + ": missing from some processes");
+    merged["processes"] = runs_us.size();
+    if (cmp::is_ok(merged) && !pooled.empty()) {
+      merged["runs_us"] = runs_us;
+      merged["samples_us"] = pooled;
+      std::vector<double> sorted = pooled;
+      std::sort(sorted.begin(), sorted.end());
+      double mean = 0;
+      for (double x : sorted) mean += x;
+      mean /= double(sorted.size());
+      double var = 0;
+      for (double x : sorted) var += (x - mean) * (x - mean);
+      double sd = sorted.size() > 1 ? std::sqrt(var / double(sorted.size() - 1)) : 0;
+      json stats = merged.contains("stats") && merged["stats"].is_object() ? merged["stats"] : json::object();
+      stats["n"] = sorted.size();
+      stats["min_us"] = sorted.front();
+      stats["median_us"] = cmp::median(sorted);
+      stats["mean_us"] = mean;
+      stats["p95_us"] = nearest_rank(sorted, 0.95);
+      stats["p99_us"] = nearest_rank(sorted, 0.99);
+      stats["cv"] = mean > 0 ? sd / mean : 0;
+      merged["stats"] = stats;
+    }
+    out.records.push_back(std::move(merged));
+  }
+  return out;
+}
+
 int cmd_snap(const SnapOptions& o) {
   Style st;
   if (o.list) return snap_list();
@@ -154,25 +223,34 @@ int cmd_snap(const SnapOptions& o) {
     std::cerr << "iron: snapshot " << path.string() << " exists; pass --force to replace it\n";
     return 2;
   }
+  // --processes N: N fresh runner processes, one after another; each record keeps its samples
+  // per process ("runs_us") so `iron diff` can measure the between-process variation.
+  std::vector<BenchRun> runs;
+  for (int p = 0; p < o.processes; ++p) {
+    if (o.processes > 1) std::cout << st.dim("process " + std::to_string(p + 1) + "/" + std::to_string(o.processes)) << "\n";
+    runs.push_back(run_bench(o.bench.runner_args(o.bench.filter), [&](const json& m) {
+      std::string type = m.value("type", std::string());
+      if (type == "device" && m.value("available", false) && p == 0) {
+        std::cout << "device: " << m.value("name", std::string()) << " (" << m.value("backend", std::string()) << ")\n";
+      } else if (type == "warning" && p == 0) {
+        std::cout << st.yellow("warning: ") << m.value("message", std::string()) << "\n";
+      } else if (type == "error") {
+        report_error(m);
+      }
+    }));
+    if (!runs.back().problems.empty()) break;
+  }
+  BenchRun run = merge_processes(runs);
   int failed = 0;
-  BenchRun run = run_bench(o.bench.runner_args(o.bench.filter), [&](const json& m) {
-    std::string type = m.value("type", std::string());
-    if (type == "device" && m.value("available", false)) {
-      std::cout << "device: " << m.value("name", std::string()) << " (" << m.value("backend", std::string()) << ")\n";
-    } else if (type == "bench") {
-      bool ok = cmp::is_ok(m);
-      if (!ok) ++failed;
-      std::cout << (ok ? st.green("ok  ") : st.red("FAIL")) << " " << pad(cmp::case_name(m), 34)
-                << pad("[" + cmp::str_field(m, "dtype") + "]", 7);
-      if (ok) std::cout << "median " << lpad(fmt_us(cmp::median_of(m)), 12) << "  min " << lpad(fmt_us(cmp::min_of(m)), 12);
-      else std::cout << cmp::str_field(m, "message");
-      std::cout << "\n";
-    } else if (type == "warning") {
-      std::cout << st.yellow("warning: ") << m.value("message", std::string()) << "\n";
-    } else if (type == "error") {
-      report_error(m);
-    }
-  });
+  for (const json& m : run.records) {
+    bool ok = cmp::is_ok(m);
+    if (!ok) ++failed;
+    std::cout << (ok ? st.green("ok  ") : st.red("FAIL")) << " " << pad(cmp::case_name(m), 34)
+              << pad("[" + cmp::str_field(m, "dtype") + "]", 7);
+    if (ok) std::cout << "median " << lpad(fmt_us(cmp::median_of(m)), 12) << "  min " << lpad(fmt_us(cmp::min_of(m)), 12);
+    else std::cout << cmp::str_field(m, "message");
+    std::cout << "\n";
+  }
   bool crashed = false;
   for (const std::string& p : run.problems) {
     if (p.rfind("runner", 0) == 0) std::cerr << "iron: " << st.red(p) << "\n";  // errors were printed as they came
@@ -236,12 +314,14 @@ int cmd_diff(const DiffOptions& o) {
 
   std::cout << "A: " << sa.name << " (" << sa.created << ", " << sa.results.size() << " results)\n"
             << "B: " << sb.name << " (" << sb.created << ", " << sb.results.size() << " results)\n"
-            << st.dim("delta = median B / median A - 1; CI: 95% bootstrap of that ratio (" +
+            << st.dim("delta = median B / median A - 1; CI: 95% bootstrap of that ratio over processes and samples (" +
                       std::to_string(std::max(o.resamples, cmp::kMinResamples)) +
-                      " resamples); faster/slower only when the whole CI clears the 3% keep bar")
+                      " resamples); faster/slower only when the whole CI clears the 3% keep bar and the floor: the "
+                      "between-process noise measured from the snapshots' processes (p = processes A/B), or +-30% "
+                      "with one process per side (docs/benchmarks.md)")
             << "\n\n";
   std::cout << pad("case", 34) << pad("dtype", 6) << pad("A source", 15) << pad("B source", 15) << lpad("median A", 12)
-            << lpad("median B", 12) << lpad("delta", 9) << "  " << pad("95% CI", 18) << "verdict\n";
+            << lpad("median B", 12) << lpad("delta", 9) << "  " << pad("95% CI", 18) << pad("floor (p)", 15) << "verdict\n";
   int faster = 0, slower = 0, same = 0, nodata = 0;
   std::vector<const cmp::DiffRow*> only_a, only_b;
   for (const auto& r : rows) {
@@ -259,7 +339,12 @@ int cmd_diff(const DiffOptions& o) {
                                                                                     : nodata)++;
     std::cout << pad(r.kernel + "/" + r.bench, 34) << pad(r.dtype, 6) << pad(cmp::source_of(r.a), 15)
               << pad(cmp::source_of(r.b), 15) << lpad(fmt_us(r.median_a), 12) << lpad(fmt_us(r.median_b), 12)
-              << lpad(fmt_pct(r.delta_pct), 9) << "  " << pad(fmt_ci(r.ci), 18) << coloured_verdict(st, v);
+              << lpad(fmt_pct(r.delta_pct), 9) << "  " << pad(fmt_ci(r.ci), 18)
+              << pad(r.ci.ok ? fmt("%.1f%%", 100 * std::max(cmp::kKeepBar, r.noise.floor)) + " (" +
+                                   std::to_string(r.noise.processes_a) + "/" + std::to_string(r.noise.processes_b) + ")"
+                             : "-",
+                     15)
+              << coloured_verdict(st, v);
     if (!r.note.empty()) std::cout << "  " << st.dim(r.note);
     std::cout << "\n";
   }
@@ -608,6 +693,10 @@ void add_compare_commands(CLI::App& app, Commands& out) {
   snap->add_option("name", snap_o.name, "Snapshot name: saved as NAME.json in $IRON_SNAP_DIR (default .iron/snaps)");
   snap->add_option("-f,--filter", snap_o.bench.filter, "Only kernels or kernel/bench names containing this text");
   add_bench_options(snap, snap_o.bench);
+  snap->add_option("--processes", snap_o.processes,
+                   "Fresh runner processes, one after another (default 3); iron diff needs >= 2 per side to measure "
+                   "between-process noise")
+      ->check(CLI::Range(1, 100));
   snap->add_flag("--force", snap_o.force, "Replace an existing snapshot of that name");
   snap->add_flag("--list", snap_o.list, "List the saved snapshots");
   out.emplace_back(snap, [snap] {

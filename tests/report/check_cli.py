@@ -52,7 +52,8 @@ def main():
     snap = json.load(open(path)) if os.path.exists(path) else {}
     res = snap.get("results", [])
     check("snapshot format", snap.get("v") == 1 and snap.get("name") == "base" and snap.get("created", "").endswith("Z")
-          and len(res) == 9 and all("type" not in r and "v" not in r and len(r["samples_us"]) == 40 for r in res),
+          and len(res) == 9 and all("type" not in r and "v" not in r and len(r["samples_us"]) == 120 and
+                                    r["processes"] == 3 and [len(x) for x in r["runs_us"]] == [40, 40, 40] for r in res),
           json.dumps(snap)[:300])
     rc, out, err = run("snap", "base")
     check("snap refuses to overwrite without --force", rc == 2 and "--force" in err, out + err)
@@ -83,7 +84,8 @@ def main():
 
     peers = json.load(open(os.path.join(snaps, "fast.json")))
     eager = [dict(r, source="torch-eager") for r in peers["results"]]
-    comp = [dict(r, source="torch-compile", samples_us=[s * 1.2 for s in r["samples_us"]]) for r in peers["results"]]
+    comp = [dict(r, source="torch-compile", samples_us=[s * 1.2 for s in r["samples_us"]],
+                 runs_us=[[s * 1.2 for s in run] for run in r["runs_us"]]) for r in peers["results"]]
     gemm = dict(peers["results"][0], kernel="gemm", bench="m4096_n4096_k4096", dtype="bf16", source="cublas")
     peer_file = os.path.join(work, "peers.json")
     json.dump({"v": 1, "name": "peers", "created": "2026-11-29T00:00:00Z", "results": eager + comp + [gemm]},
