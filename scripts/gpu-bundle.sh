@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Prepares what the GPU machine needs, in ignored folders that `carry` can send:
 #   .gpu/  the iron, iron-runner and iron_host_bench binaries (static libstdc++; glslang and
-#          SPIRV-Tools linked in) and bench/peers/torch_peers.py
+#          SPIRV-Tools linked in), bench/peers/torch_peers.py and chart.umd.min.js (iron report)
 #   .gl/   Debian's Vulkan loader and the GL vendor-neutral EGL library: the NVIDIA Vulkan
 #          driver there loads libEGL.so.1 while initializing and fails without it.
 set -euo pipefail
@@ -14,6 +14,18 @@ if [ -x "$build/bin/iron_host_bench" ]; then
   cp "$build/bin/iron_host_bench" .gpu/
   cp "$build"/bin/libbenchmark.so* .gpu/ 2>/dev/null || true
 fi
+# Chart.js for `iron report`, which finds it next to the iron binary (the GPU machine has no
+# libjs-chart.js). The first UMD build Debian's package provides.
+chart=""
+for f in /usr/share/javascript/chart.js/chart.umd.min.js /usr/share/javascript/chart.js/chart.umd.js \
+         /usr/share/javascript/chart.js/chart.min.js; do
+  if [ -f "$f" ]; then chart=$f; break; fi
+done
+if [ -z "$chart" ]; then
+  echo "gpu-bundle: Chart.js not found (install libjs-chart.js: scripts/install-deps.sh)" >&2
+  exit 1
+fi
+cp "$chart" .gpu/chart.umd.min.js
 # The peer timing script (PyTorch on the GPU machine).
 mkdir -p .gpu/peers && cp bench/peers/*.py .gpu/peers/ 2>/dev/null || true
 grep -qx '/.gl/' .git/info/exclude 2>/dev/null || echo /.gl/ >> .git/info/exclude

@@ -613,10 +613,17 @@ struct ReportOptions {
   std::string out = "report.html", chart_js, title = "Iron benchmark report";
 };
 
-// Debian's libjs-chart.js (3.x installs chart.min.js; 4.x names its UMD build chart.umd.js).
+// --chartjs, then $IRON_CHARTJS, then a copy next to the iron binary (the GPU bundle,
+// scripts/gpu-bundle.sh), then Debian's libjs-chart.js (3.x installs chart.min.js; 4.x names
+// its UMD build chart.umd.js).
 std::string find_chart_js(const std::string& explicit_path) {
   if (!explicit_path.empty()) return explicit_path;
   if (const char* env = std::getenv("IRON_CHARTJS"); env && *env) return env;
+  for (const char* name : {"chart.umd.min.js", "chart.umd.js", "chart.min.js", "chart.js"}) {
+    std::error_code ec;
+    fs::path p = self_dir() / name;
+    if (fs::is_regular_file(p, ec)) return p.string();
+  }
   for (const char* p : {"/usr/share/javascript/chart.js/chart.umd.min.js", "/usr/share/javascript/chart.js/chart.umd.js",
                         "/usr/share/javascript/chart.js/chart.min.js", "/usr/share/javascript/chart.js/chart.js"}) {
     std::error_code ec;
@@ -649,7 +656,8 @@ int cmd_report(const ReportOptions& o) {
   std::ifstream js_in(js_path);
   if (js_path.empty() || !js_in) {
     std::cerr << "iron: Chart.js not found" << (js_path.empty() ? "" : " at " + js_path)
-              << ": install Debian's libjs-chart.js (scripts/install-deps.sh does), or pass --chartjs FILE\n";
+              << ": install Debian's libjs-chart.js (scripts/install-deps.sh does), put chart.umd.min.js next to the "
+                 "iron binary (make gpu-bundle does), set IRON_CHARTJS, or pass --chartjs FILE\n";
     return 2;
   }
   std::stringstream js;

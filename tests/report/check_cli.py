@@ -132,6 +132,31 @@ def main():
     check("report: one self-contained file", rc == 0 and "Chart.js v" in text and "<script src" not in text and
           "iron_add/n16m" in text and "torch-compile" in text, out + err)
 
+    # The GPU bundle: a copied iron finds the Chart.js file next to itself (scripts/gpu-bundle.sh
+    # puts chart.umd.min.js in .gpu/), before the system's; IRON_CHARTJS still overrides it.
+    bundle = os.path.join(work, "bundle")
+    shutil.rmtree(bundle, ignore_errors=True)
+    os.makedirs(bundle)
+    shutil.copy2(iron, os.path.join(bundle, "iron"))
+    system_js = [p for p in ("/usr/share/javascript/chart.js/chart.umd.min.js", "/usr/share/javascript/chart.js/chart.min.js")
+                 if os.path.exists(p)]
+    if system_js:
+        with open(system_js[0]) as src, open(os.path.join(bundle, "chart.umd.min.js"), "w") as dst:
+            dst.write(src.read() + "\n/* bundled copy */\n")
+    env = dict(base_env)
+    env.pop("IRON_CHARTJS", None)
+    p = subprocess.run([os.path.join(bundle, "iron"), "report", "base", "-o", os.path.join(work, "b.html")], cwd=work,
+                       env=env, capture_output=True, text=True, timeout=300)
+    text = open(os.path.join(work, "b.html")).read() if os.path.exists(os.path.join(work, "b.html")) else ""
+    check("report: a bundled iron inlines the Chart.js next to it", p.returncode == 0 and
+          ("Chart.js inlined from " + os.path.join(bundle, "chart.umd.min.js")) in p.stdout and "bundled copy" in text,
+          p.stdout + p.stderr)
+    os.remove(os.path.join(bundle, "chart.umd.min.js"))
+    p = subprocess.run([os.path.join(bundle, "iron"), "report", "base", "-o", os.path.join(work, "c.html")], cwd=work,
+                       env=dict(env, IRON_CHARTJS=os.path.join(work, "nosuch.js")), capture_output=True, text=True,
+                       timeout=300)
+    check("report: a missing IRON_CHARTJS is named", p.returncode == 2 and "nosuch.js" in p.stderr, p.stdout + p.stderr)
+
     print("%d passed, %d failed" % (passed, failed))
     return 1 if failed else 0
 
