@@ -12,6 +12,7 @@
 
 #include "cli/bootstrap.hpp"
 #include "cli/cli.hpp"
+#include "cli/witness.hpp"
 
 namespace iron::cli {
 
@@ -289,6 +290,15 @@ struct DiffOptions {
 
 int cmd_diff(const DiffOptions& o) {
   Style st;
+  // Two witness files (iron test --witness) compare case by case.
+  {
+    json ja, jb;
+    for (auto [arg, out] : {std::pair{&o.a, &ja}, std::pair{&o.b, &jb}}) {
+      std::ifstream in(cmp::resolve_snapshot(*arg));
+      if (in) *out = json::parse(in, nullptr, false);
+    }
+    if (witness::is_witness(ja) || witness::is_witness(jb)) return witness::diff_witnesses(ja, jb, o.a, o.b);
+  }
   cmp::Snapshot sa, sb;
   try {
     sa = cmp::read_snapshot(cmp::resolve_snapshot(o.a));

@@ -6,7 +6,12 @@
 #include <string>
 #include <vector>
 
+#include <filesystem>
+#include <fstream>
+#include <stdexcept>
+
 #include "cli/cli.hpp"
+#include "cli/witness.hpp"
 
 namespace {
 
@@ -30,8 +35,29 @@ std::string fmt_sci(double v) {
   return b;
 }
 
-int cmd_test(const std::vector<std::string>& base_args, bool as_json) {
+// Writes `j` to `path` through a temporary file and a rename; false (with a message) on failure.
+bool write_json_file(const std::string& path, const json& j) {
+  std::string tmp = path + ".tmp";
+  {
+    std::ofstream out(tmp);
+    if (!out || !(out << j.dump(1) << "\n") || !out.flush()) {
+      std::cerr << "iron: cannot write " << tmp << "\n";
+      return false;
+    }
+  }
+  std::error_code ec;
+  std::filesystem::rename(tmp, path, ec);
+  if (ec) {
+    std::cerr << "iron: cannot write " << path << ": " << ec.message() << "\n";
+    return false;
+  }
+  return true;
+}
+
+int cmd_test(const std::vector<std::string>& base_args, bool as_json, const std::string& witness_path) {
   Style st;
+  json device_msg = json::object();
+  std::vector<json> results;  // for --witness
   int passed = 0, failed = 0, skipped = 0;
   bool summary = false, error = false;
   // A test that crashes the runner fails alone: the CLI starts a fresh runner that resumes
@@ -48,6 +74,8 @@ int cmd_test(const std::vector<std::string>& base_args, bool as_json) {
     RunResult r = run_runner(args, [&](const json& m) {
       std::string type = m["type"];
       if (as_json && type != "test_start") std::cout << m.dump() << "\n";
+      if (type == "device") device_msg = m;
+      if (type == "test") results.push_back(m);
       if (type == "device" && !as_json) {
         if (attempt == 0)
           std::cout << "device: " << m.value("name", std::string()) << " (" << m.value("backend", std::string())
@@ -95,6 +123,12 @@ int cmd_test(const std::vector<std::string>& base_args, bool as_json) {
                           {"message", "runner crashed with " + r.crash}, {"case_key", in_flight_key}}
                          .dump()
                   << "\n";
+      results.push_back({{"kernel", in_flight_key.substr(0, in_flight_key.find('/'))},
+                         {"case", in_flight_key.substr(in_flight_key.find('/') + 1,
+                                                       in_flight_key.rfind('/') - in_flight_key.find('/') - 1)},
+                         {"dtype", in_flight_key.substr(in_flight_key.rfind('/') + 1)},
+                         {"status", "fail"},
+                         {"max_error", "inf"}});
       resume_after = in_flight_key;
       continue;
     }
@@ -116,7 +150,48 @@ int cmd_test(const std::vector<std::string>& base_args, bool as_json) {
   if (skipped) line += ", " + std::to_string(skipped) + " skipped";
   if (as_json) std::cerr << line << "\n";
   else std::cout << line << "\n";
+  if (!witness_path.empty()) {
+    json w = iron::cli::witness::make_witness(device_msg, results, base_args);
+    if (!write_json_file(witness_path, w)) return 2;
+    (as_json ? std::cerr : std::cout) << "witness: " << w["digest"].get<std::string>() << " (" << results.size()
+                                      << " results, case set " << w["case_set"]["count"] << " cases " << w["case_set"]["digest"].get<std::string>()
+                                      << ") written to " << witness_path << "\n";
+  }
   return failed == 0 && !error ? 0 : 1;
+}
+
+// `iron list --case-set`: the count and digest of the registered case set (kernel/case/dtype
+// and tolerance bits), pinned in docs/test-inventory.md.
+int cmd_case_set() {
+  std::vector<iron::cli::witness::Case> cases;
+  bool error = false;
+  RunResult r = run_runner({"list"}, [&](const json& m) {
+    std::string type = m["type"];
+    if (type == "error") {
+      error = true;
+      report_error(m);
+    }
+    if (type != "test_case" || !m.contains("dtypes")) return;
+    for (const json& d : m["dtypes"]) {
+      if (!d.is_object() || !d.contains("dtype") || !d["dtype"].is_string() || !d.contains("tolerance") ||
+          !d["tolerance"].is_number())
+        throw std::runtime_error("a test_case dtype entry without a string dtype and a numeric tolerance");
+      cases.push_back({m["kernel"].get<std::string>() + "/" + m["case"].get<std::string>() + "/" +
+                           d["dtype"].get<std::string>(),
+                       d["tolerance"].get<double>()});
+    }
+  });
+  if (error) return 2;
+  if (r.crashed || r.bad_lines || r.exit_code != 0) {
+    std::cerr << "iron: iron-runner list failed\n";
+    return 1;
+  }
+  if (cases.empty()) {
+    std::cerr << "iron: the runner lists no test case with dtypes: nothing to digest\n";
+    return 2;
+  }
+  std::cout << cases.size() << " cases, digest " << iron::cli::witness::case_set_digest(cases) << "\n";
+  return 0;
 }
 
 int cmd_passthrough(const std::vector<std::string>& args, bool as_json) {
@@ -206,6 +281,10 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"vulkan", "cuda", "interp"}));
   test->add_option("--dtype", dtype, "Only this dtype (f32, f16, bf16, ...)");
   test->add_flag("--json", as_json, "Print protocol messages as JSON lines");
+  std::string witness_path;
+  test->add_option("--witness", witness_path,
+                   "Write a witness of the run (results, kernel IR hashes, device, digests) to FILE; compare two with "
+                   "iron diff");
 
   auto* inspect = app.add_subcommand("inspect", "Print a kernel's IR or emitted source");
   inspect->add_option("kernel", kernel, "Kernel name")->required();
@@ -249,6 +328,8 @@ int main(int argc, char** argv) {
 
   auto* list = app.add_subcommand("list", "List registered kernels and test cases");
   list->add_flag("--json", as_json, "Print protocol messages as JSON lines");
+  bool case_set = false;
+  list->add_flag("--case-set", case_set, "Print the count and digest of the registered case set (kernel/case/dtype, tolerance)");
 
   iron::cli::Commands extra;
   iron::cli::add_bench_commands(app, extra);
@@ -288,7 +369,7 @@ int main(int argc, char** argv) {
     opt("-f", filter);
     opt("--backend", backend);
     opt("--dtype", dtype);
-    return cmd_test(args, as_json);
+    return cmd_test(args, as_json, witness_path);
   }
   if (*inspect) {
     args = {"inspect", kernel};
@@ -322,6 +403,7 @@ int main(int argc, char** argv) {
     if (stats) args.push_back("--stats");
     if (locations) args.push_back("--locations");
   } else if (*list) {
+    if (case_set) return cmd_case_set();
     args = {"list"};
   }
   return cmd_passthrough(args, as_json);

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -147,7 +148,11 @@ int cmd_list() {
     send({{"type", "kernel"}, {"name", d->name}, {"mode", mode_name(d->mode)}, {"dtypes", dtypes},
           {"file", source_path(d->file)}, {"line", d->line}});
   }
-  for (const TestDecl* t : registered_tests()) send({{"type", "test_case"}, {"kernel", t->kernel}, {"case", t->name}});
+  for (const TestDecl* t : registered_tests()) {
+    json dtypes = json::array();
+    for (const DtypeTolerance& dt : t->dtypes) dtypes.push_back({{"dtype", dtype_name(dt.dtype)}, {"tolerance", dt.tol}});
+    send({{"type", "test_case"}, {"kernel", t->kernel}, {"case", t->name}, {"dtypes", dtypes}});
+  }
   return 0;
 }
 
@@ -212,6 +217,13 @@ int cmd_test(const Args& a) {
       double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
       const char* status = r.status == TestOutcome::Status::Pass ? "pass" : r.status == TestOutcome::Status::Skip ? "skip" : "fail";
       (r.status == TestOutcome::Status::Pass ? passed : r.status == TestOutcome::Status::Skip ? skipped : failed)++;
+      // The witness (`iron test --witness`) records which program each result came from.
+      try {
+        char hex[17];
+        std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(ir::content_hash(kernel_ir(t->kernel))));
+        msg["ir_hash"] = hex;
+      } catch (const std::exception&) {
+      }
       msg["status"] = status;
       msg["max_error"] = std::isfinite(r.max_error) ? json(r.max_error) : json("inf");
       msg["message"] = r.message;
