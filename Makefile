@@ -3,7 +3,7 @@ BUILD ?= build
 JOBS ?= $(shell nproc)
 IRON := $(BUILD)/bin/iron
 
-.PHONY: deps configure build run test test-unit corpus gpu-bundle clean
+.PHONY: deps configure build run test test-unit corpus gpu-bundle test-inventory clean
 
 deps:
 	bash scripts/install-deps.sh
@@ -30,6 +30,10 @@ test-unit: build
 
 corpus: build
 	$(IRON) test --backend vulkan
+
+# Regenerate docs/test-inventory.md from the code (CTest's docs.test_inventory_current checks it).
+test-inventory: build
+	python3 scripts/test-inventory.py --iron $(IRON)
 
 # Binaries and Vulkan loader packages for the GPU machine (see docs/gpu-machine.md).
 gpu-bundle: build
