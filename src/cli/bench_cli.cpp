@@ -16,6 +16,10 @@ namespace {
 
 using nlohmann::json;
 
+// The runner's error when no requested backend could be opened ("no backend to benchmark on: ...",
+// "no backend to calibrate: ...").
+bool is_backend_unavailable(const json& m) { return m.value("message", std::string()).rfind("no backend to ", 0) == 0; }
+
 struct BenchOpts {
   std::string filter, backend, dtype, kernel_override;
   std::vector<std::string> ab;  // --ab KERNEL_A KERNEL_B
@@ -133,7 +137,7 @@ int run_bench(const BenchOpts& o) {
   Style st;
   Progress progress;
   int passed = 0, failed = 0, skipped = 0;
-  bool summary = false, error = false, header_done = false;
+  bool summary = false, error = false, header_done = false, backend_unavailable = false;
   std::string in_flight;
   RunResult r = run_runner(args, [&](const json& m) {
     const std::string type = m.value("type", std::string());
@@ -174,6 +178,7 @@ int run_bench(const BenchOpts& o) {
       skipped = m.value("skipped", 0);
     } else if (type == "error") {
       error = true;
+      backend_unavailable = backend_unavailable || is_backend_unavailable(m);
       report_error(m);
     }
     std::cout << std::flush;
@@ -188,7 +193,8 @@ int run_bench(const BenchOpts& o) {
     ++failed;
     std::cerr << "iron: the runner exited (code " << r.exit_code << ") without a summary\n";
   }
-  if (error && passed + failed == 0) return 2;
+  // A backend that cannot run is a failure (1), as it is for `iron test`, not a usage error.
+  if (error && passed + failed == 0) return backend_unavailable ? 1 : 2;
   if (passed + failed == 0) {
     std::cerr << "iron: no benchmark matched";
     for (size_t i = 1; i + 1 < args.size(); ++i)
@@ -206,12 +212,12 @@ int calibrate_impl(const std::string& backend, bool as_json) {
   std::vector<std::string> args{"calibrate"};
   if (!backend.empty()) args.insert(args.end(), {"--backend", backend});
   Style st;
-  bool error = false, done = false;
+  bool error = false, done = false, backend_unavailable = false;
   RunResult r = run_runner(args, [&](const json& m) {
     const std::string type = m.value("type", std::string());
     if (as_json) {
       std::cout << m.dump() << "\n";
-      if (type == "error") error = true;
+      if (type == "error") error = true, backend_unavailable = backend_unavailable || is_backend_unavailable(m);
       if (type == "calibration") done = true;
       return;
     }
@@ -236,6 +242,7 @@ int calibrate_impl(const std::string& backend, bool as_json) {
       std::cout << st.yellow("warning: " + m.value("message", std::string())) << "\n";
     } else if (type == "error") {
       error = true;
+      backend_unavailable = backend_unavailable || is_backend_unavailable(m);
       report_error(m);
     }
   });
@@ -243,7 +250,7 @@ int calibrate_impl(const std::string& backend, bool as_json) {
     std::cerr << "iron: " << st.red("runner crashed") << " with " << r.crash << " while calibrating\n";
     return 1;
   }
-  if (error) return 2;
+  if (error) return backend_unavailable ? 1 : 2;
   return done && r.exit_code == 0 && r.bad_lines == 0 ? 0 : 1;
 }
 

@@ -49,6 +49,14 @@ def main():
         (["report", "nosnap_a", "-o", os.path.join(work, "r.html")], 2, r"nosnap_a"),
         (["list"], 0, r"iron_add"),
     ]
+    # A named backend that cannot run is a failure (1) for test, bench and calibrate alike.
+    if not os.path.exists("/usr/lib/x86_64-linux-gnu/libcuda.so.1"):
+        cases += [
+            (["test", "--backend", "cuda", "-f", "iron_add/n1003", "--dtype", "f32"], 1, r"no CUDA driver.*0 passed, 1 failed"),
+            (["bench", "--backend", "cuda", "-f", "iron_add/n4096", "--samples", "3"], 1, r"no backend to benchmark on: cuda"),
+            (["calibrate", "--backend", "cuda"], 1, r"no backend to calibrate: cuda"),
+            (["device", "--calibrate", "--backend", "cuda"], 1, r"no backend to calibrate: cuda"),
+        ]
     failures = 0
     for args, want, pattern in cases:
         p = subprocess.run([iron] + args, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=300)
