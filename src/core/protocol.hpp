@@ -4,8 +4,8 @@
 //   hello    {runner_version}
 //   device   {backend, available, why | name, driver, arch, lane_width, ...}
 //   test_start {kernel, case, dtype}       (so a crash can name the case in flight)
-//   test     {kernel, case, dtype, backend, status: pass|fail|skip, max_error, tolerance, message, ms}
-//   kernel   {name, mode, dtypes, file, line}   test_case {kernel, case}   (list)
+//   test     {kernel, case, dtype, backend, status: pass|fail|skip, max_error, tolerance, message, ms, ir_hash}
+//   kernel   {name, mode, dtypes, file, line}   test_case {kernel, case, dtypes: [{dtype, tolerance}]}   (list)
 //   summary  {passed, failed, skipped}
 //   text     {text}                      (inspect output)
 //   artifact {kernel, dtype, target, path, ok, message}
@@ -24,7 +24,9 @@
 //     metrics.launch_floor_us (the measured launch latency floor of the run)
 //   bench_start {kernel, bench, dtype, index, total}   (progress; names the bench in flight)
 //   calibration {backend, device, copy_gbps, fma_gflops, ...}   (iron calibrate)
-//   A snapshot file (.iron/snaps/NAME.json) is {"v", "name", "created", "results": [bench...]}.
+//   A snapshot file (.iron/snaps/NAME.json) is {"v", "name", "created", "results": [bench...]};
+//   a record of `iron snap --processes P` (P >= 2) adds "processes" and "runs_us" (one samples
+//   array per process; "samples_us" holds them all).
 //
 // Typed decoding: `decode` checks every message against the schema of its type (the table in
 // protocol.cpp) before the CLI reads it, so a wrong-typed or missing field is an error naming
