@@ -18,9 +18,13 @@ step() { echo "== $*" | tee -a "$out/log.txt"; }
 if [ "$part" != 2 ]; then
 step device;           ./iron device 2>&1 | tee -a "$out/log.txt"
 for b in cuda vulkan interp; do
-  step "test $b";      ./iron test --backend "$b" --json > "$out/test-$b.jsonl" 2> "$out/test-$b.summary"
-  tail -1 "$out/test-$b.summary" | tee -a "$out/log.txt"
+  step "test $b";      ./iron test --backend "$b" --json --witness "$out/witness-$b.json" > "$out/test-$b.jsonl" \
+                         2> "$out/test-$b.summary"
+  tail -2 "$out/test-$b.summary" | tee -a "$out/log.txt"
 done
+# A second CUDA run of the same binaries must give the same witness digest.
+step "witness cuda (2)"; ./iron test --backend cuda --witness "$out/witness-cuda-2.json" > /dev/null 2>&1
+                       ./iron diff "$out/witness-cuda.json" "$out/witness-cuda-2.json" 2>&1 | tail -3 | tee -a "$out/log.txt"
 step "calibrate";      ./iron calibrate --backend cuda 2>&1 | tee -a "$out/log.txt"
 step "iron bench (1)"; ./iron snap iron-cuda-1 --backend cuda --samples "$samples" --flush-l2 --force 2>&1 | tail -3 | tee -a "$out/log.txt"
 fi
@@ -31,7 +35,10 @@ step "calibrate";      ./iron calibrate --backend cuda 2>&1 | tee -a "$out/log.t
 step "iron bench (2)"; ./iron snap iron-cuda-2 --backend cuda --samples "$samples" --flush-l2 --force 2>&1 | tail -3 | tee -a "$out/log.txt"
 step "bench -v";       ./iron bench --backend cuda --samples "$samples" --flush-l2 -v > "$out/bench-v.txt" 2>&1
 step "diff iron 1 vs 2"; ./iron diff iron-cuda-1 iron-cuda-2 > "$out/diff-iron-1-2.txt" 2>&1
+tail -1 "$out/diff-iron-1-2.txt" | tee -a "$out/log.txt"   # identical code: 0 faster, 0 slower
 step "diff iron vs torch"; ./iron diff iron-cuda-2 "$state/snaps/torch-peers.json" > "$out/diff-iron-torch.txt" 2>&1
+step "report";         ./iron report iron-cuda-1 iron-cuda-2 "$state/snaps/torch-peers.json" -o "$out/report.html" 2>&1 \
+                         | tee -a "$out/log.txt"
 fi
 if [ "$part" != 2 ] && [ -x ./iron_host_bench ]; then
   step "host bench"
