@@ -115,6 +115,15 @@ struct Kernel {
   int find_param(std::string_view name) const;
 };
 
+// The deepest if/for nesting the IR accepts (a body inside 256 nested ifs and loops). The text
+// parser and the DSL tracer refuse deeper programs, the verifier rejects them and the pipeline
+// checks it after every pass, so the recursive walks below and in the printer, the passes, the
+// emitter and the interpreter are bounded by it on every legal program.
+constexpr size_t kMaxNesting = 256;
+// Depth of the deepest block reachable from the entry block (0: no if/for), computed without
+// recursion and safe on malformed kernels (bad ids, shared blocks).
+size_t nesting_depth(const Kernel& k);
+
 // Walks every instruction reachable from `block`, entry and child blocks alike, in program
 // order (pre-order: an If/For is visited before its children). The one structural walker every
 // pass, the verifier, the printer and the emitters share.
