@@ -144,6 +144,26 @@ size_t nesting_depth(const Kernel& k) {
   return deepest;
 }
 
+bool is_aliased(const Kernel& k, uint32_t p) {
+  if (p >= k.params.size()) return false;
+  if (!k.params[p].aliases.empty()) return true;
+  for (const Param& q : k.params)
+    for (uint32_t a : q.aliases)
+      if (a == p) return true;
+  return false;
+}
+
+bool read_only_memory(const Kernel& k, uint32_t p) {
+  if (p >= k.params.size() || k.params[p].access != Access::Read) return false;
+  auto writable = [&](uint32_t i) { return i < k.params.size() && k.params[i].access != Access::Read; };
+  for (uint32_t a : k.params[p].aliases)
+    if (writable(a)) return false;
+  for (size_t i = 0; i < k.params.size(); ++i)
+    for (uint32_t a : k.params[i].aliases)
+      if (a == p && writable(uint32_t(i))) return false;
+  return true;
+}
+
 bool uses_lane_ops(const Kernel& k) {
   bool found = false;
   walk(k, [&](Id id) { found = found || has_trait(k.insts[id].op, trait::L); });

@@ -142,8 +142,12 @@ std::string print(const Kernel& k, const PrintOptions& opts) {
   for (const Param& prm : k.params) {
     p.out << "  param " << prm.name << ": ";
     if (prm.kind == ParamKind::Buffer)
-      p.out << access_name(prm.access) << " buf<" << dtype_name(prm.dtype)
-            << "> extent=" << extent_text(k, prm) << "\n";
+    {
+      p.out << access_name(prm.access) << " buf<" << dtype_name(prm.dtype) << "> extent=" << extent_text(k, prm);
+      for (size_t i = 0; i < prm.aliases.size(); ++i)
+        p.out << (i ? "," : " aliases=") << (prm.aliases[i] < k.params.size() ? k.params[prm.aliases[i]].name : "?");
+      p.out << "\n";
+    }
     else
       p.out << "scalar<" << dtype_name(prm.dtype) << ">\n";
   }
@@ -290,7 +294,23 @@ struct Parser {
       if (b.empty()) fail("expected buf<dtype> after '" + a + "'", a);
       p.dtype = dtype(inner(b, "buf"));
       if (c.rfind("extent=", 0) != 0) fail("buffer parameter needs extent=", c);
-      if (!extra.empty()) fail("unexpected '" + extra + "' after the extent", extra);
+      std::string more;
+      if (is >> more) fail("unexpected '" + more + "' after the parameter", more);
+      if (!extra.empty() && extra.rfind("aliases=", 0) != 0) fail("unexpected '" + extra + "' after the extent", extra);
+      if (!extra.empty()) {
+        std::string list = extra.substr(8);
+        size_t pos = 0;
+        while (true) {
+          size_t c = list.find(',', pos);
+          std::string t = list.substr(pos, c == std::string::npos ? std::string::npos : c - pos);
+          int idx = k.find_param(t);
+          if (idx < 0 || k.params[size_t(idx)].kind != ParamKind::Buffer)
+            fail("aliases= names '" + t + "', which is not an earlier buffer parameter", t.empty() ? extra : t);
+          p.aliases.push_back(uint32_t(idx));
+          if (c == std::string::npos) break;
+          pos = c + 1;
+        }
+      }
       std::string ext = c.substr(7);
       size_t pos = 0;
       while (true) {

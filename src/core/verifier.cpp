@@ -333,6 +333,9 @@ struct Verifier {
         d.error(p.loc, "scalar parameter '" + p.name + "' must be f32, i32 or u32");
       if (p.kind == ParamKind::Buffer && p.dtype != DType::Generic && !is_float(p.dtype) && !is_integer(p.dtype))
         d.error(p.loc, "buffer parameter '" + p.name + "' must hold f32, f16, bf16, i32, u32 or T");
+      for (uint32_t a : p.aliases)
+        if (a >= i || k.params[a].kind != ParamKind::Buffer || p.kind != ParamKind::Buffer)
+          d.error(p.loc, "aliases of '" + p.name + "' must name earlier buffer parameters");
       if (p.kind == ParamKind::Buffer && p.extent_factor == 0)
         d.error(p.loc, "extent of '" + p.name + "' is 0 (a buffer parameter's extent must be positive)");
       for (uint32_t s : p.extent_scalars)

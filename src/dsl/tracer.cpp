@@ -1,10 +1,12 @@
 // The tracer behind iron/dsl.hpp: every DSL call appends IR to the kernel being traced.
 // One trace is active per thread. Type errors are not thrown here: the verifier reports them
 // later with the instruction's DSL location, so one trace shows every problem at once.
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/ir.hpp"
@@ -746,6 +748,24 @@ Buffer output(const char* name, DType type, Extent extent, SrcLoc l) {
 }
 Buffer inout(const char* name, DType type, Extent extent, SrcLoc l) {
   return buffer_param(name, type, extent, ir::Access::ReadWrite, l);
+}
+
+void aliases(const char* a, const char* b, SrcLoc l) {
+  detail::Trace& t = tr();
+  int ia = t.k.find_param(a), ib = t.k.find_param(b);
+  for (auto [name, idx] : {std::pair{a, ia}, std::pair{b, ib}})
+    if (idx < 0 || t.k.params[size_t(idx)].kind != ir::ParamKind::Buffer) {
+      error(loc_of(l), std::string("aliases(\"") + a + "\", \"" + b + "\"): '" + name +
+                           "' is not a buffer parameter declared before it");
+      return;
+    }
+  if (ia == ib) {
+    error(loc_of(l), std::string("aliases(\"") + a + "\", \"" + b + "\") names one parameter twice");
+    return;
+  }
+  auto& list = t.k.params[size_t(std::max(ia, ib))].aliases;
+  uint32_t earlier = uint32_t(std::min(ia, ib));
+  if (std::find(list.begin(), list.end(), earlier) == list.end()) list.push_back(earlier);
 }
 
 Expr constexpr_(const char* name, DType type, SrcLoc l) {

@@ -31,7 +31,7 @@ struct Cse {
 
   bool candidate(const ir::Inst& in) const {
     if (in.type == DType::Void || has_trait(in.op, ir::trait::F)) return false;
-    if (in.op == Op::Load) return k.params[in.sym].access == ir::Access::Read;
+    if (in.op == Op::Load) return ir::read_only_memory(k, in.sym);
     // Lane built-ins are fixed per thread: safe to share. Lane reductions are not.
     if (in.op == Op::LaneId || in.op == Op::LaneWidth || in.op == Op::SimdGroupId || in.op == Op::NumSimdGroups)
       return true;

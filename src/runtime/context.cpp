@@ -467,6 +467,21 @@ void check(const DeviceInfo& dev, const ir::Kernel& k, const CheckFacts& facts, 
     }
   }
 
+  // One buffer in two parameters, either of them written: the CUDA parameters are __restrict__
+  // and the passes share and reorder loads of inputs, so this is valid only where the kernel
+  // declares the aliasing (aliases(a, b); see Param::aliases).
+  for (size_t i = 0; i < np; ++i)
+    for (size_t j = i + 1; j < np; ++j) {
+      if (!bound[i] || !bound[j] || !*bound[i] || bound[i]->impl() != bound[j]->impl()) continue;
+      const ir::Param& a = k.params[i];
+      const ir::Param& b = k.params[j];
+      if (a.access == ir::Access::Read && b.access == ir::Access::Read) continue;
+      if (std::find(b.aliases.begin(), b.aliases.end(), uint32_t(i)) != b.aliases.end()) continue;
+      fail("buffers '" + a.name + "' (" + ir::access_name(a.access) + ") and '" + b.name + "' (" +
+           ir::access_name(b.access) + ") are bound to the same DeviceBuffer, but the kernel does not declare that they alias "
+           "(bind separate buffers, or declare aliases(\"" + a.name + "\", \"" + b.name + "\") in the kernel)");
+    }
+
   if (!problems.empty()) {
     std::string msg = "invalid dispatch of " + k.name + " (" + dtype_name(dtype) + ") on " + dev.name + ":";
     for (const std::string& p : problems) msg += "\n  - " + p;

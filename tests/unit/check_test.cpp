@@ -394,3 +394,104 @@ TEST(CheckDiskCache, SymlinkAndDirectoryEntriesAreCorrupt) {
   std::filesystem::remove_all(dir);
 }
 
+
+// --- write aliasing ----------------------------------------------------------------------------
+
+namespace {
+void scale_body() {
+  using namespace iron::dsl;
+  Expr n = constexpr_("n", u32);
+  Buffer x = input("x", f32, {n});
+  Buffer out = output("out", f32, {n});
+  Expr i = thread_id(0);
+  if_(i < n, [&] { out[i] = x[i] * 2.0f; });
+}
+void scale_aliased_body() {
+  using namespace iron::dsl;
+  Expr n = constexpr_("n", u32);
+  Buffer x = input("x", f32, {n});
+  Buffer out = output("out", f32, {n});
+  aliases("out", "x");
+  Expr i = thread_id(0);
+  if_(i < n, [&] { out[i] = x[i] * 2.0f; });
+}
+void two_outputs_body() {
+  using namespace iron::dsl;
+  Expr n = constexpr_("n", u32);
+  Buffer a = output("a", f32, {n});
+  Buffer b = output("b", f32, {n});
+  Expr i = thread_id(0);
+  if_(i < n, [&] {
+    a[i] = 1.0f;
+    b[i] = 2.0f;
+  });
+}
+ir::Kernel traced(void (*body)(), const char* name) {
+  return trace_kernel(KernelDecl{name, body, Mode::Elementwise, {}, __FILE__, __LINE__});
+}
+}  // namespace
+
+class CheckAliasing : public ::testing::TestWithParam<Backend> {};
+
+// One buffer bound as an input and an output (or as two outputs) passed although the CUDA
+// parameters are __restrict__; it is rejected unless the kernel declares the aliasing.
+TEST_P(CheckAliasing, OneBufferInTwoWrittenParametersNeedsADeclaration) {
+  std::unique_ptr<Context> ctx;
+  std::string why = what_of([&] { ctx = Context::create(GetParam()); });
+  ASSERT_TRUE(ctx) << why;
+  const uint32_t n = 64;
+  DeviceBuffer buf = ctx->alloc(DType::F32, n);
+  std::vector<float> host(n);
+  for (uint32_t i = 0; i < n; ++i) host[i] = float(i);
+  ctx->upload(buf, host.data(), n * 4);
+  Dim3 grid{1, 1, 1}, tg{64, 1, 1};
+
+  ir::Kernel plain = traced(&scale_body, "check_alias_plain");
+  std::string e = what_of([&] { ctx->dispatch_with_grid(plain, DType::F32, {{"x", buf}, {"out", buf}}, {{"n", n}}, grid, tg); });
+  EXPECT_NE(e.find("buffers 'x' (in) and 'out' (out) are bound to the same DeviceBuffer, but the kernel does not declare "
+                   "that they alias"),
+            std::string::npos)
+      << e;
+  ir::Kernel two = traced(&two_outputs_body, "check_alias_two_outputs");
+  e = what_of([&] { ctx->dispatch_with_grid(two, DType::F32, {{"a", buf}, {"b", buf}}, {{"n", n}}, grid, tg); });
+  EXPECT_NE(e.find("buffers 'a' (out) and 'b' (out) are bound to the same DeviceBuffer"), std::string::npos) << e;
+
+  // Declared: accepted, computed in place, printed and parsed with its declaration, and the
+  // CUDA parameters lose __restrict__.
+  ir::Kernel declared = traced(&scale_aliased_body, "check_alias_declared");
+  ctx->dispatch_with_grid(declared, DType::F32, {{"x", buf}, {"out", buf}}, {{"n", n}}, grid, tg);
+  ctx->synchronize();
+  ctx->download(buf, host.data(), n * 4);
+  for (uint32_t i = 0; i < n; ++i) EXPECT_EQ(host[i], 2.0f * float(i)) << i;
+  std::string text = ir::print(declared);
+  EXPECT_NE(text.find("param out: out buf<f32> extent=n aliases=x"), std::string::npos) << text;
+  EXPECT_EQ(ir::print(ir::parse(text)), text);
+  std::string cuda = codegen::emit(passes::optimize(declared), DType::F32, codegen::Target::Cuda).source;
+  EXPECT_EQ(cuda.find("__restrict__"), std::string::npos) << cuda;
+  EXPECT_NE(codegen::emit(passes::optimize(plain), DType::F32, codegen::Target::Cuda).source.find("__restrict__"),
+            std::string::npos);
+  // Separate buffers are unaffected.
+  DeviceBuffer other = ctx->alloc(DType::F32, n);
+  EXPECT_EQ(what_of([&] { ctx->dispatch_with_grid(plain, DType::F32, {{"x", buf}, {"out", other}}, {{"n", n}}, grid, tg); }),
+            "(no error)");
+}
+
+INSTANTIATE_TEST_SUITE_P(Backends, CheckAliasing, ::testing::Values(Backend::Interp, Backend::Vulkan),
+                         [](const auto& info) { return std::string(info.param == Backend::Interp ? "interp" : "vulkan"); });
+
+TEST(CheckAliasingDsl, UnknownOrRepeatedNamesAreErrors) {
+  auto body = [] {
+    using namespace iron::dsl;
+    Expr n = constexpr_("n", u32);
+    Buffer out = output("out", f32, {n});
+    (void)out;
+    aliases("out", "nope");
+  };
+  static void (*fn)() = +body;
+  std::string e = what_of([] { traced(fn, "check_alias_unknown"); });
+  EXPECT_NE(e.find("aliases(\"out\", \"nope\"): 'nope' is not a buffer parameter declared before it"), std::string::npos)
+      << e;
+  EXPECT_NE(parse_error(std::string(kHeader) + "  param o2: out buf<u32> extent=n aliases=zz\n}\n")
+                .find("aliases= names 'zz', which is not an earlier buffer parameter"),
+            std::string::npos);
+}
