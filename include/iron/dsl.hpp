@@ -288,6 +288,11 @@ using Extent = std::initializer_list<Operand>;
 Buffer input(const char* name, DType type, Extent extent, SrcLoc loc = SrcLoc::current());
 Buffer output(const char* name, DType type, Extent extent, SrcLoc loc = SrcLoc::current());
 Buffer inout(const char* name, DType type, Extent extent, SrcLoc loc = SrcLoc::current());
+// Declares that buffer parameters `a` and `b` (both declared already) may be bound to the same
+// buffer. Without it a dispatch binding one buffer to two parameters, either of them written,
+// is rejected; with it the CUDA parameters lose __restrict__ and passes stop treating an `input`
+// among them as read-only memory.
+void aliases(const char* a, const char* b, SrcLoc loc = SrcLoc::current());
 // A scalar set per dispatch (a "constexpr" of the dispatch call).
 Expr constexpr_(const char* name, DType type, SrcLoc loc = SrcLoc::current());
 

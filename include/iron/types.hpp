@@ -25,7 +25,12 @@ const char* mode_name(Mode m);
 
 struct Dim3 {
   uint32_t x = 1, y = 1, z = 1;
-  uint64_t product() const { return uint64_t(x) * y * z; }
+  // Saturates at UINT64_MAX: three 32-bit factors can exceed 64 bits, and a wrapped product
+  // would pass a size limit it should fail.
+  uint64_t product() const {
+    uint64_t xy = uint64_t(x) * y, r;  // two 32-bit factors always fit
+    return __builtin_mul_overflow(xy, uint64_t(z), &r) ? UINT64_MAX : r;
+  }
 };
 
 // Thrown at public boundaries (bad dispatch, bad kernel, missing backend). The message names

@@ -395,6 +395,25 @@ int main(int argc, char** argv) {
     opt("-f", filter);
     if (no_compile) args.push_back("--no-compile");
   } else if (*optc) {
+    if (!mutation.empty()) {
+      // The pass mutations are a closed list: an unknown name would otherwise run the
+      // unmutated pipeline and look like a surviving mutant.
+      static const char* const known[] = {
+#define IRON_PASS_MUTATION(name) name,
+#include "passes/mutations.def"
+#undef IRON_PASS_MUTATION
+      };
+      bool found = false;
+      std::string list;
+      for (const char* m : known) {
+        found = found || mutation == m;
+        list += std::string("\n  ") + m;
+      }
+      if (!found) {
+        std::fprintf(stderr, "iron: unknown mutation '%s'; the known mutations are:%s\n", mutation.c_str(), list.c_str());
+        return 2;
+      }
+    }
     args = {"opt", ir_file};
     opt("--only", only);
     opt("--stop-after", stop_after);

@@ -63,8 +63,9 @@ class CudaDialect final : public Dialect {
       DType c = s.concrete(p.dtype);
       out += i ? ", " : "";
       if (p.kind == ir::ParamKind::Buffer)
-        out += std::string(p.access == ir::Access::Read ? "const " : "") + storage_type(c) + "* __restrict__ " +
-               param_name(p);
+        // A parameter declared to alias another (aliases(a, b)) must not promise __restrict__.
+        out += std::string(p.access == ir::Access::Read ? "const " : "") + storage_type(c) +
+               (ir::is_aliased(k, uint32_t(i)) ? "* " : "* __restrict__ ") + param_name(p);
       else
         out += reg_type(c) + " " + param_name(p);
     }

@@ -52,7 +52,10 @@ class GlslDialect final : public Dialect {
     for (size_t i = 0; i < k.params.size(); ++i) {
       const ir::Param& p = k.params[i];
       if (p.kind != ir::ParamKind::Buffer) continue;
-      const char* access = p.access == ir::Access::Read ? "readonly " : p.access == ir::Access::Write ? "writeonly " : "";
+      // An aliased buffer carries no access qualifier: another binding may write its memory.
+      const char* access = ir::is_aliased(k, uint32_t(i)) ? ""
+                           : p.access == ir::Access::Read ? "readonly "
+                           : p.access == ir::Access::Write ? "writeonly " : "";
       int b = s.buffer_index[i];
       out += "layout(std430, set = 0, binding = " + std::to_string(b) + ") " + access +
              "buffer IronBuffer" + std::to_string(b) + " { " + storage_type(s.concrete(p.dtype)) + " data[]; } " +

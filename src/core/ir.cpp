@@ -1,7 +1,10 @@
 // Op table, dtype vocabulary and the small Kernel helpers.
 #include "core/ir.hpp"
+#include "core/numeric.hpp"
 
+#include <algorithm>
 #include <cstring>
+#include <utility>
 
 #define XXH_INLINE_ALL
 #include <xxhash.h>
@@ -119,6 +122,48 @@ uint64_t content_hash(const Kernel& k) {
   return XXH3_64bits(text.data(), text.size());
 }
 
+size_t nesting_depth(const Kernel& k) {
+  if (k.blocks.empty()) return 0;
+  std::vector<uint8_t> seen(k.blocks.size(), 0);
+  std::vector<std::pair<Id, size_t>> todo{{0, 0}};
+  seen[0] = 1;
+  size_t deepest = 0;
+  while (!todo.empty()) {
+    auto [b, depth] = todo.back();
+    todo.pop_back();
+    deepest = std::max(deepest, depth);
+    for (Id id : k.blocks[b].insts) {
+      if (id >= k.insts.size()) continue;
+      for (Id cb : k.insts[id].blocks)
+        if (cb < k.blocks.size() && !seen[cb]) {
+          seen[cb] = 1;
+          todo.push_back({cb, depth + 1});
+        }
+    }
+  }
+  return deepest;
+}
+
+bool is_aliased(const Kernel& k, uint32_t p) {
+  if (p >= k.params.size()) return false;
+  if (!k.params[p].aliases.empty()) return true;
+  for (const Param& q : k.params)
+    for (uint32_t a : q.aliases)
+      if (a == p) return true;
+  return false;
+}
+
+bool read_only_memory(const Kernel& k, uint32_t p) {
+  if (p >= k.params.size() || k.params[p].access != Access::Read) return false;
+  auto writable = [&](uint32_t i) { return i < k.params.size() && k.params[i].access != Access::Read; };
+  for (uint32_t a : k.params[p].aliases)
+    if (writable(a)) return false;
+  for (size_t i = 0; i < k.params.size(); ++i)
+    for (uint32_t a : k.params[i].aliases)
+      if (a == p && writable(uint32_t(i))) return false;
+  return true;
+}
+
 bool uses_lane_ops(const Kernel& k) {
   bool found = false;
   walk(k, [&](Id id) { found = found || has_trait(k.insts[id].op, trait::L); });
@@ -131,7 +176,9 @@ uint64_t threadgroup_bytes(const Kernel& k, DType concrete) {
     const Inst& in = k.insts[id];
     // Threadgroup arrays hold register values, and every register type is 4 bytes wide
     // (16-bit floats are computed in f32; see docs/dsl.md).
-    if (in.op == Op::TgAlloc) bytes += uint64_t(in.imm) * 4;
+    // Saturating: a count that overflows the total must fail the shared-memory check, not wrap
+    // to a small number that passes it.
+    if (in.op == Op::TgAlloc) bytes = num::saturating_add(bytes, num::saturating_mul(uint64_t(std::max<int64_t>(in.imm, 0)), 4));
   });
   return bytes;
 }

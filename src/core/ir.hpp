@@ -84,6 +84,10 @@ struct Param {
   // scalar parameters. Checked against the bound buffer's size before every dispatch.
   std::vector<uint32_t> extent_scalars;
   uint64_t extent_factor = 1;
+  // Buffers: earlier buffer parameters this one is declared to share memory with (the DSL's
+  // aliases(a, b), the text form's `aliases=a,b`). Undeclared, two parameters bound to one
+  // buffer are rejected at dispatch when either is written (CUDA declares them __restrict__).
+  std::vector<uint32_t> aliases;
   SrcLoc loc;
 };
 
@@ -114,6 +118,15 @@ struct Kernel {
   std::string where(SrcLoc loc) const;  // "file:line", or "<unknown>"
   int find_param(std::string_view name) const;
 };
+
+// The deepest if/for nesting the IR accepts (a body inside 256 nested ifs and loops). The text
+// parser and the DSL tracer refuse deeper programs, the verifier rejects them and the pipeline
+// checks it after every pass, so the recursive walks below and in the printer, the passes, the
+// emitter and the interpreter are bounded by it on every legal program.
+constexpr size_t kMaxNesting = 256;
+// Depth of the deepest block reachable from the entry block (0: no if/for), computed without
+// recursion and safe on malformed kernels (bad ids, shared blocks).
+size_t nesting_depth(const Kernel& k);
 
 // Walks every instruction reachable from `block`, entry and child blocks alike, in program
 // order (pre-order: an If/For is visited before its children). The one structural walker every
@@ -161,6 +174,11 @@ uint64_t content_hash(const Kernel& k);
 // True if any instruction uses lane or threadgroup-wide operations (the dispatch must then use
 // a threadgroup size that is a positive multiple of the lane width).
 bool uses_lane_ops(const Kernel& k);
+// True when buffer parameter `p` is declared to alias another buffer parameter (either side).
+bool is_aliased(const Kernel& k, uint32_t p);
+// True when no store of the kernel can change buffer parameter `p`'s memory: it is `in` and no
+// parameter declared to alias it is writable. Passes reorder and share loads only from these.
+bool read_only_memory(const Kernel& k, uint32_t p);
 // Bytes of threadgroup memory the kernel allocates for the given concrete dtype.
 uint64_t threadgroup_bytes(const Kernel& k, DType concrete);
 

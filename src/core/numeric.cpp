@@ -2,7 +2,10 @@
 #include "core/numeric.hpp"
 
 #include <cmath>
+#include <cerrno>
+#include <cstdlib>
 #include <cstring>
+#include <string>
 
 namespace iron::num {
 
@@ -92,6 +95,47 @@ void decode(DType d, const void* src, double* dst, size_t count) {
       default: { float v; std::memcpy(&v, in + 4 * i, 4); dst[i] = v; break; }
     }
   }
+}
+
+bool parse_int64(std::string_view text, int64_t& out) {
+  size_t i = 0;
+  bool negative = false;
+  if (i < text.size() && text[i] == '-') {
+    negative = true;
+    ++i;
+  }
+  if (i == text.size()) return false;
+  // Accumulate as a negative number so INT64_MIN is representable.
+  int64_t v = 0;
+  for (; i < text.size(); ++i) {
+    char c = text[i];
+    if (c < '0' || c > '9') return false;
+    if (!checked_mul(v, int64_t(10), v) || !checked_add(v, -int64_t(c - '0'), v)) return false;
+  }
+  if (!negative) {
+    if (v == INT64_MIN) return false;
+    v = -v;
+  }
+  out = v;
+  return true;
+}
+
+bool parse_double(std::string_view text, double& out) {
+  if (text.empty() || text.size() > 64) return false;
+  for (char c : text)
+    if (!((c >= '0' && c <= '9') || c == '-' || c == '+' || c == '.' || c == 'e' || c == 'E' || c == 'i' ||
+          c == 'n' || c == 'f' || c == 'a'))
+      return false;
+  std::string s(text);
+  char* end = nullptr;
+  errno = 0;
+  double v = std::strtod(s.c_str(), &end);
+  if (end != s.c_str() + s.size()) return false;
+  // ERANGE on overflow (a literal beyond the double range); underflow to a denormal or zero is
+  // a legitimate reading of a tiny literal.
+  if (errno == ERANGE && std::isinf(v)) return false;
+  out = v;
+  return true;
 }
 
 }  // namespace iron::num

@@ -13,12 +13,16 @@
 //       store<out> %0, %3
 //     }
 //   }
+#include <cctype>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <limits>
 #include <map>
 #include <sstream>
 
 #include "core/ir.hpp"
+#include "core/numeric.hpp"
 
 namespace iron::ir {
 namespace {
@@ -124,6 +128,10 @@ struct Printer {
 }  // namespace
 
 std::string print(const Kernel& k, const PrintOptions& opts) {
+  // The printer recurses per block: refuse what no legal kernel holds instead of overflowing.
+  if (size_t depth = nesting_depth(k); depth > kMaxNesting)
+    throw Error("cannot print kernel '" + k.name + "': if/for nesting is " + std::to_string(depth) +
+                " levels deep; the IR allows at most " + std::to_string(kMaxNesting));
   Printer p{k, opts, {}, {}};
   p.out << (k.is_function ? "function " : "kernel ") << k.name << " mode=" << mode_name(k.mode);
   if (!k.dtypes.empty()) {
@@ -134,8 +142,12 @@ std::string print(const Kernel& k, const PrintOptions& opts) {
   for (const Param& prm : k.params) {
     p.out << "  param " << prm.name << ": ";
     if (prm.kind == ParamKind::Buffer)
-      p.out << access_name(prm.access) << " buf<" << dtype_name(prm.dtype)
-            << "> extent=" << extent_text(k, prm) << "\n";
+    {
+      p.out << access_name(prm.access) << " buf<" << dtype_name(prm.dtype) << "> extent=" << extent_text(k, prm);
+      for (size_t i = 0; i < prm.aliases.size(); ++i)
+        p.out << (i ? "," : " aliases=") << (prm.aliases[i] < k.params.size() ? k.params[prm.aliases[i]].name : "?");
+      p.out << "\n";
+    }
     else
       p.out << "scalar<" << dtype_name(prm.dtype) << ">\n";
   }
@@ -145,9 +157,18 @@ std::string print(const Kernel& k, const PrintOptions& opts) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Parser
+// Parser. Every error names the line and column and quotes the offending text; nothing is
+// read leniently (a literal that is not a number, or does not fit its dtype, is an error, not
+// a zero or a clamp). Nesting deeper than kMaxNesting is refused before anything recurses.
 
 namespace {
+
+bool is_identifier_text(std::string_view s) {
+  if (s.empty() || std::isdigit(static_cast<unsigned char>(s[0]))) return false;
+  for (char c : s)
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_') return false;
+  return true;
+}
 
 struct Parser {
   Kernel k;
@@ -158,9 +179,21 @@ struct Parser {
   };
   std::vector<Open> stack;
   int line_no = 0;
+  std::string raw;  // the current line as written, for columns
 
-  [[noreturn]] void fail(const std::string& msg) {
-    throw Error("IR parse error at line " + std::to_string(line_no) + ": " + msg);
+  // Column of `what` in the current line (its first occurrence), 1-based; the first
+  // non-blank column when it does not occur literally.
+  size_t column_of(std::string_view what) const {
+    size_t at = what.empty() ? std::string::npos : raw.find(what);
+    if (at == std::string::npos) at = raw.find_first_not_of(" \t");
+    return (at == std::string::npos ? 0 : at) + 1;
+  }
+
+  [[noreturn]] void fail(const std::string& msg, std::string_view what = {}) {
+    std::string quoted(what.substr(0, 80));
+    if (quoted.empty()) quoted = trim(raw).substr(0, 80);
+    throw Error("IR parse error at " + std::to_string(line_no) + ":" + std::to_string(column_of(what)) + ": " +
+                msg + " (at '" + quoted + "')");
   }
 
   static std::string trim(std::string_view s) {
@@ -172,14 +205,26 @@ struct Parser {
 
   DType dtype(const std::string& s) {
     DType d;
-    if (!parse_dtype(s, d)) fail("unknown dtype '" + s + "'");
+    if (!parse_dtype(s, d)) fail("unknown dtype '" + s + "'", s);
     return d;
   }
 
   Id value(const std::string& tok) {
     auto it = values.find(tok);
-    if (it == values.end()) fail("use of undefined value " + tok);
+    if (it == values.end()) fail("use of undefined value " + (tok.empty() ? std::string("(empty operand)") : tok), tok);
     return it->second;
+  }
+
+  // A whole decimal integer in [lo, hi]; `what` names it in the message.
+  int64_t integer(const std::string& text, int64_t lo, int64_t hi, const std::string& what) {
+    int64_t v = 0;
+    if (!num::parse_int64(text, v)) {
+      bool digits = !text.empty() && text.find_first_not_of("-0123456789") == std::string::npos;
+      fail(digits ? what + " " + text + " overflows 64 bits" : what + " '" + text + "' is not an integer", text);
+    }
+    if (v < lo || v > hi)
+      fail(what + " " + text + " is out of range [" + std::to_string(lo) + ", " + std::to_string(hi) + "]", text);
+    return v;
   }
 
   void header(const std::string& line) {
@@ -187,29 +232,33 @@ struct Parser {
     std::istringstream is(line);
     std::string kw, tok;
     is >> kw >> k.name;
-    if ((kw != "kernel" && kw != "function") || k.name.empty()) fail("expected 'kernel NAME ...' or 'function NAME ...'");
+    if ((kw != "kernel" && kw != "function") || k.name.empty())
+      fail("expected 'kernel NAME ...' or 'function NAME ...'", kw);
+    if (!is_identifier_text(k.name)) fail("kernel name '" + k.name + "' is not an identifier", k.name);
     k.is_function = kw == "function";
     bool open = false;
     while (is >> tok) {
+      if (open) fail("unexpected '" + tok + "' after '{' in the kernel header", tok);
       if (tok == "{") {
         open = true;
       } else if (tok.rfind("mode=", 0) == 0) {
         std::string m = tok.substr(5);
         if (m == "Elementwise") k.mode = Mode::Elementwise;
         else if (m == "Reduction") k.mode = Mode::Reduction;
-        else fail("unknown mode '" + m + "'");
+        else fail("unknown mode '" + m + "'", tok);
       } else if (tok.rfind("dtypes=", 0) == 0) {
         std::string list = tok.substr(7);
         size_t pos = 0;
-        while (pos <= list.size()) {
+        while (true) {
           size_t c = list.find(',', pos);
           std::string d = list.substr(pos, c == std::string::npos ? std::string::npos : c - pos);
-          if (!d.empty()) k.dtypes.push_back(dtype(d));
+          if (d.empty()) fail("empty entry in dtypes=", tok);
+          k.dtypes.push_back(dtype(d));
           if (c == std::string::npos) break;
           pos = c + 1;
         }
       } else {
-        fail("unexpected '" + tok + "' in kernel header");
+        fail("unexpected '" + tok + "' in kernel header", tok);
       }
     }
     if (!open) fail("kernel header must end with '{'");
@@ -218,47 +267,98 @@ struct Parser {
 
   void param(const std::string& line) {
     // param NAME: in buf<T> extent=4*n   |   param NAME: scalar<u32>
+    if (stack.size() != 1) fail("'param' inside an if or for block (parameters belong to the kernel)", "param");
+    if (!k.blocks[0].insts.empty()) fail("'param' after the first instruction (declare parameters first)", "param");
     size_t colon = line.find(':');
     if (colon == std::string::npos) fail("expected 'param NAME: ...'");
     Param p;
     p.name = trim(line.substr(6, colon - 6));
+    if (!is_identifier_text(p.name)) fail("parameter name '" + p.name + "' is not an identifier", p.name);
     std::istringstream is(line.substr(colon + 1));
-    std::string a, b, c;
-    is >> a >> b >> c;
+    std::string a, b, c, extra;
+    is >> a >> b >> c >> extra;
     auto inner = [&](const std::string& s, const std::string& pre) {
-      if (s.rfind(pre + "<", 0) != 0 || s.back() != '>') fail("expected " + pre + "<dtype>");
+      if (s.rfind(pre + "<", 0) != 0 || s.back() != '>') fail("expected " + pre + "<dtype>", s);
       return s.substr(pre.size() + 1, s.size() - pre.size() - 2);
     };
     if (a.rfind("scalar<", 0) == 0) {
       p.kind = ParamKind::Scalar;
       p.dtype = dtype(inner(a, "scalar"));
+      if (!b.empty()) fail("unexpected '" + b + "' after a scalar parameter", b);
     } else {
       p.kind = ParamKind::Buffer;
       if (a == "in") p.access = Access::Read;
       else if (a == "out") p.access = Access::Write;
       else if (a == "inout") p.access = Access::ReadWrite;
-      else fail("expected in|out|inout, got '" + a + "'");
+      else fail("expected in|out|inout, got '" + a + "'", a);
+      if (b.empty()) fail("expected buf<dtype> after '" + a + "'", a);
       p.dtype = dtype(inner(b, "buf"));
-      if (c.rfind("extent=", 0) != 0) fail("buffer parameter needs extent=");
+      if (c.rfind("extent=", 0) != 0) fail("buffer parameter needs extent=", c);
+      std::string more;
+      if (is >> more) fail("unexpected '" + more + "' after the parameter", more);
+      if (!extra.empty() && extra.rfind("aliases=", 0) != 0) fail("unexpected '" + extra + "' after the extent", extra);
+      if (!extra.empty()) {
+        std::string list = extra.substr(8);
+        size_t pos = 0;
+        while (true) {
+          size_t c = list.find(',', pos);
+          std::string t = list.substr(pos, c == std::string::npos ? std::string::npos : c - pos);
+          int idx = k.find_param(t);
+          if (idx < 0 || k.params[size_t(idx)].kind != ParamKind::Buffer)
+            fail("aliases= names '" + t + "', which is not an earlier buffer parameter", t.empty() ? extra : t);
+          p.aliases.push_back(uint32_t(idx));
+          if (c == std::string::npos) break;
+          pos = c + 1;
+        }
+      }
       std::string ext = c.substr(7);
       size_t pos = 0;
-      while (pos <= ext.size()) {
+      while (true) {
         size_t star = ext.find('*', pos);
         std::string t = ext.substr(pos, star == std::string::npos ? std::string::npos : star - pos);
-        if (t.empty()) fail("empty extent term");
-        if (std::isdigit(static_cast<unsigned char>(t[0]))) {
-          p.extent_factor *= std::strtoull(t.c_str(), nullptr, 10);
+        if (t.empty()) fail("empty extent term", c);
+        if (std::isdigit(static_cast<unsigned char>(t[0])) || t[0] == '-') {
+          int64_t f = integer(t, 1, INT64_MAX, "extent factor");
+          if (!num::checked_mul(p.extent_factor, uint64_t(f), p.extent_factor))
+            fail("extent factor product overflows 64 bits", c);
         } else {
           int idx = k.find_param(t);
-          if (idx < 0) fail("extent names unknown scalar '" + t + "' (declare it before the buffer)");
+          if (idx < 0) fail("extent names unknown scalar '" + t + "' (declare it before the buffer)", t);
+          if (k.params[size_t(idx)].kind != ParamKind::Scalar || !is_integer(k.params[size_t(idx)].dtype))
+            fail("extent names '" + t + "', which is not an integer scalar parameter", t);
           p.extent_scalars.push_back(uint32_t(idx));
         }
         if (star == std::string::npos) break;
         pos = star + 1;
       }
     }
-    if (k.find_param(p.name) >= 0) fail("duplicate parameter '" + p.name + "'");
+    if (k.find_param(p.name) >= 0) fail("duplicate parameter '" + p.name + "'", p.name);
     k.params.push_back(std::move(p));
+  }
+
+  // The literal of a `const<...>`, read strictly for its dtype.
+  void constant(Inst& in, const std::string& text) {
+    if (in.flags & kUntyped) {
+      double f = 0;
+      int64_t i = 0;
+      if (num::parse_int64(text, i)) in.imm = i;
+      else if (num::parse_double(text, f)) in.fimm = f;
+      else fail("constant '" + text + "' is not a number", text);
+      return;
+    }
+    switch (in.type) {
+      case DType::I32: in.imm = integer(text, INT32_MIN, INT32_MAX, "i32 constant"); return;
+      case DType::U32: in.imm = integer(text, 0, UINT32_MAX, "u32 constant"); return;
+      case DType::Bool: in.imm = integer(text, 0, 1, "bool constant"); return;
+      default: break;
+    }
+    double f = 0;
+    if (!num::parse_double(text, f)) fail("float constant '" + text + "' is not a number (or overflows)", text);
+    // Every float dtype is computed in f32 registers: a finite literal beyond the f32 range
+    // would silently become infinity.
+    if (std::isfinite(f) && std::fabs(f) > double(std::numeric_limits<float>::max()))
+      fail("float constant " + text + " overflows f32", text);
+    in.fimm = f;
   }
 
   void inst(std::string line) {
@@ -270,18 +370,20 @@ struct Parser {
     if (!line.empty() && line.back() == '{') {
       opens = true;
       line = trim(line.substr(0, line.size() - 1));
+      at = line.rfind(" @\"");
     }
-    if (at != std::string::npos && at < line.size()) {
+    if (at != std::string::npos) {
       size_t q = line.find("\":", at + 3);
-      if (q == std::string::npos) fail("malformed location");
+      if (q == std::string::npos) fail("malformed location (expected @\"file\":line)", line.substr(at + 1));
       in.loc.file = k.intern_file(line.substr(at + 3, q - at - 3));
-      in.loc.line = uint32_t(std::strtoul(line.c_str() + q + 2, nullptr, 10));
+      in.loc.line = uint32_t(integer(trim(line.substr(q + 2)), 0, UINT32_MAX, "location line"));
       line = trim(line.substr(0, at));
     }
+    if (line.empty()) fail("expected an instruction");
     // Result
     if (line[0] == '%') {
       size_t eq = line.find(" = ");
-      if (eq == std::string::npos) fail("expected '%N = ...'");
+      if (eq == std::string::npos) fail("expected '%N = ...'", line);
       result = line.substr(0, eq);
       line = line.substr(eq + 3);
     }
@@ -295,12 +397,12 @@ struct Parser {
     // Mnemonic and attributes
     size_t end = line.find_first_of(" <");
     std::string mn = line.substr(0, end);
-    if (!op_from_mnemonic(mn, in.op)) fail("unknown op '" + mn + "'");
+    if (!op_from_mnemonic(mn, in.op)) fail("unknown op '" + mn + "'", mn);
     std::string rest = end == std::string::npos ? "" : line.substr(end);
     std::vector<std::string> attrs;
     if (!rest.empty() && rest[0] == '<') {
       size_t close = rest.find('>');
-      if (close == std::string::npos) fail("unterminated '<'");
+      if (close == std::string::npos) fail("unterminated '<'", rest);
       std::string a = rest.substr(1, close - 1);
       size_t pos = 0;
       while (true) {
@@ -318,7 +420,7 @@ struct Parser {
       while (true) {
         size_t c = ops.find(',', pos);
         std::string t = trim(ops.substr(pos, c == std::string::npos ? std::string::npos : c - pos));
-        if (in.num_operands == 3) fail("too many operands");
+        if (in.num_operands == 3) fail("too many operands", t);
         in.operands[in.num_operands++] = value(t);
         if (c == std::string::npos) break;
         pos = c + 1;
@@ -331,49 +433,53 @@ struct Parser {
     if (type_text == "?") in.flags |= kUntyped;
     else if (!type_text.empty()) in.type = dtype(type_text);
     if (result.empty() != (in.type == DType::Void && !(in.flags & kUntyped)))
-      fail("a value-defining op needs '%N = ... : dtype' (or ': ?' for type_check to infer)");
+      fail("a value-defining op needs '%N = ... : dtype' (or ': ?' for type_check to infer)", mn);
 
     auto want_attrs = [&](size_t n) {
-      if (attrs.size() != n) fail(std::string("'") + mn + "' takes " + std::to_string(n) + " attribute(s)");
+      if (attrs.size() != n) fail(std::string("'") + mn + "' takes " + std::to_string(n) + " attribute(s)", mn);
     };
     if (in.op == Op::Const) {
       want_attrs(1);
-      if (is_float(in.type)) in.fimm = std::strtod(attrs[0].c_str(), nullptr);
-      else in.imm = std::strtoll(attrs[0].c_str(), nullptr, 10);
+      constant(in, attrs[0]);
     } else if (names_param(in.op)) {
       if (attrs.size() == 2 && in.op != Op::Param) {
-        if (attrs[1].rfind("vec", 0) == 0) in.imm = std::strtoll(attrs[1].c_str() + 3, nullptr, 10);
-        else if (attrs[1].rfind("lane", 0) == 0) in.imm = -std::strtoll(attrs[1].c_str() + 4, nullptr, 10);
-        else fail("expected vecN or laneN, got '" + attrs[1] + "'");
+        const std::string& g = attrs[1];
+        if (g.rfind("vec", 0) == 0) in.imm = integer(g.substr(3), 2, 8, "vector group width");
+        else if (g.rfind("lane", 0) == 0) in.imm = -integer(g.substr(4), 1, 7, "vector group lane");
+        else fail("expected vecN or laneN, got '" + g + "'", g);
         attrs.pop_back();
       }
       want_attrs(1);
       int idx = k.find_param(attrs[0]);
-      if (idx < 0) fail("unknown parameter '" + attrs[0] + "'");
+      if (idx < 0) fail("unknown parameter '" + attrs[0] + "'", attrs[0]);
       in.sym = uint32_t(idx);
     } else if (has_axis(in.op)) {
       want_attrs(1);
-      in.imm = std::strtoll(attrs[0].c_str(), nullptr, 10);
+      in.imm = integer(attrs[0], 0, 2, "axis");
     } else if (in.op == Op::TgAlloc) {
       want_attrs(2);
+      if (!is_identifier_text(attrs[0])) fail("threadgroup allocation name '" + attrs[0] + "' is not an identifier", attrs[0]);
       in.sym = k.intern_string(attrs[0]);
-      in.imm = std::strtoll(attrs[1].c_str(), nullptr, 10);
+      in.imm = integer(attrs[1], 1, UINT32_MAX, "threadgroup element count");
     } else if (in.op == Op::Call) {
       want_attrs(1);
+      if (!is_identifier_text(attrs[0])) fail("function name '" + attrs[0] + "' is not an identifier", attrs[0]);
       in.sym = k.intern_string(attrs[0]);
     } else if (in.op == Op::Arg) {
       want_attrs(1);
-      in.imm = std::strtoll(attrs[0].c_str(), nullptr, 10);
+      in.imm = integer(attrs[0], 0, 2, "argument index");
     } else if (!attrs.empty()) {
-      fail(std::string("'") + mn + "' takes no attributes");
+      fail(std::string("'") + mn + "' takes no attributes", mn);
     }
 
     bool control = in.op == Op::If || in.op == Op::For;
-    if (control != opens) fail(control ? "expected '{' after if/for" : "unexpected '{'");
+    if (control != opens) fail(control ? "expected '{' after if/for" : "unexpected '{'", control ? mn : "{");
+    if (control && stack.size() > kMaxNesting)
+      fail("if/for nested deeper than " + std::to_string(kMaxNesting) + " levels (the IR's nesting limit)", mn);
     Id id = k.add_inst(in);
     k.blocks[stack.back().block].insts.push_back(id);
     if (!result.empty()) {
-      if (values.count(result)) fail("value " + result + " defined twice");
+      if (values.count(result)) fail("value " + result + " defined twice", result);
       values[result] = id;
     }
     if (control) {
@@ -385,14 +491,11 @@ struct Parser {
 
   Kernel run(std::string_view text) {
     std::istringstream is{std::string(text)};
-    std::string raw;
     bool done = false;
     while (std::getline(is, raw)) {
       ++line_no;
       std::string line = trim(raw);
-      size_t semi = line.find(';');
-      if (semi == 0) continue;  // comment line
-      if (line.empty()) continue;
+      if (line.empty() || line[0] == ';') continue;  // blank or comment line
       if (done) fail("text after the kernel's closing '}'");
       if (stack.empty()) {
         header(line);
@@ -404,7 +507,7 @@ struct Parser {
       } else if (line == "} else {") {
         Open top = stack.back();
         if (top.inst == kNone || k.insts[top.inst].op != Op::If || k.insts[top.inst].blocks[1] != kNone)
-          fail("'else' without a matching 'if'");
+          fail("'else' without a matching 'if'", "else");
         stack.pop_back();
         Id b = k.add_block(top.inst);
         k.insts[top.inst].blocks[1] = b;
@@ -413,7 +516,8 @@ struct Parser {
         inst(line);
       }
     }
-    if (!done) fail("unexpected end of text (missing '}')");
+    raw.clear();
+    if (!done) fail(stack.empty() ? "no kernel in the text" : "unexpected end of text (missing '}')");
     return std::move(k);
   }
 };

@@ -1,6 +1,7 @@
 // The IR verifier: structure (ids, blocks, scoping) and type rules. Every problem is collected
 // with the instruction's DSL location; nothing is thrown, so one run shows all of them.
 #include <cctype>
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -85,6 +86,13 @@ struct Verifier {
     switch (in.op) {
       case Op::Const:
         if (in.type == DType::Void) err(in, "constant needs a dtype");
+        // Integer immediates are kept in their dtype's range; one outside it would be read
+        // differently by the backends (truncated) and by range checks on the 64-bit value.
+        if (in.type == DType::I32 && (in.imm < INT32_MIN || in.imm > INT32_MAX))
+          err(in, "i32 constant " + std::to_string(in.imm) + " is out of range");
+        if (in.type == DType::U32 && (in.imm < 0 || in.imm > int64_t(UINT32_MAX)))
+          err(in, "u32 constant " + std::to_string(in.imm) + " is out of range");
+        if (in.type == DType::Bool && in.imm != 0 && in.imm != 1) err(in, "bool constant must be 0 or 1");
         break;
       case Op::Param:
         if (const Param* p = param_ok(ParamKind::Scalar)) need_result(p->dtype);
@@ -176,6 +184,7 @@ struct Verifier {
         if (in.sym < k.strings.size() && !is_identifier(k.strings[in.sym]))
           err(in, "threadgroup allocation name '" + k.strings[in.sym] + "' is not an identifier");
         if (in.imm <= 0) err(in, "threadgroup allocation needs a positive element count");
+        else if (in.imm > int64_t(UINT32_MAX)) err(in, "threadgroup allocation of " + std::to_string(in.imm) + " elements exceeds 2^32-1");
         if (in.sym >= k.strings.size()) err(in, "threadgroup allocation has no name");
         break;
       case Op::TgLoad:
@@ -215,8 +224,15 @@ struct Verifier {
         if (!is_integer(in.type)) err(in, "induction variable must be i32 or u32");
         same_as_result(0); same_as_result(1); same_as_result(2);
         const Inst& step = k.insts[in.operands[2]];
-        if (step.op == Op::Const && (in.type == DType::U32 ? step.imm == 0 : int32_t(step.imm) <= 0))
-          err(in, "loop step is " + std::to_string(step.imm) + "; it must be positive (the loop would never end)");
+        // The step is read as the loop's 32-bit type, as every backend does: a constant whose
+        // 64-bit immediate is nonzero but whose low 32 bits are zero is a zero step.
+        if (step.op == Op::Const) {
+          int64_t read = in.type == DType::U32 ? int64_t(uint32_t(step.imm)) : int64_t(int32_t(step.imm));
+          if (read <= 0)
+            err(in, "loop step is " + std::to_string(read) +
+                        (read != step.imm ? " (constant " + std::to_string(step.imm) + " read as " + dtype_name(in.type) + ")" : "") +
+                        "; it must be positive (the loop would never end)");
+        }
         break;
       }
       case Op::Count_:
@@ -317,6 +333,11 @@ struct Verifier {
         d.error(p.loc, "scalar parameter '" + p.name + "' must be f32, i32 or u32");
       if (p.kind == ParamKind::Buffer && p.dtype != DType::Generic && !is_float(p.dtype) && !is_integer(p.dtype))
         d.error(p.loc, "buffer parameter '" + p.name + "' must hold f32, f16, bf16, i32, u32 or T");
+      for (uint32_t a : p.aliases)
+        if (a >= i || k.params[a].kind != ParamKind::Buffer || p.kind != ParamKind::Buffer)
+          d.error(p.loc, "aliases of '" + p.name + "' must name earlier buffer parameters");
+      if (p.kind == ParamKind::Buffer && p.extent_factor == 0)
+        d.error(p.loc, "extent of '" + p.name + "' is 0 (a buffer parameter's extent must be positive)");
       for (uint32_t s : p.extent_scalars)
         if (s >= k.params.size() || k.params[s].kind != ParamKind::Scalar || !is_integer(k.params[s].dtype))
           d.error(p.loc, "extent of '" + p.name + "' must name integer scalar parameters");
@@ -331,6 +352,12 @@ struct Verifier {
     block_seen.assign(k.blocks.size(), 0);
     inst_seen.assign(k.insts.size(), 0);
     if (k.blocks[0].parent != kNone) d.error({}, "entry block has a parent");
+    // Checked before the recursive walk below, which is bounded by it.
+    if (size_t depth = nesting_depth(k); depth > kMaxNesting) {
+      d.error({}, "if/for nesting is " + std::to_string(depth) + " levels deep; the IR allows at most " +
+                      std::to_string(kMaxNesting));
+      return;
+    }
     block(0, kNone);
     if (k.is_function) {
       const auto& entry = k.blocks[0].insts;

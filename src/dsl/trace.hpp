@@ -12,6 +12,7 @@ struct Trace {
   std::vector<ir::Id> open{0};  // stack of blocks receiving new instructions
   ir::Diagnostics diags;
   int unique = 0;               // counter for generated names
+  bool too_deep = false;        // the nesting limit was reported (once per trace)
 };
 
 // Makes `t` the active trace of this thread; returns the previous one.

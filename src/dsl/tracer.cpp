@@ -1,13 +1,16 @@
 // The tracer behind iron/dsl.hpp: every DSL call appends IR to the kernel being traced.
 // One trace is active per thread. Type errors are not thrown here: the verifier reports them
 // later with the instruction's DSL location, so one trace shows every problem at once.
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/ir.hpp"
+#include "core/numeric.hpp"
 #include "dsl/trace.hpp"
 #include "iron/dsl.hpp"
 #include "iron/registry.hpp"
@@ -164,6 +167,16 @@ template <class Fn>
 Id in_block(Id owner, Fn&& body) {
   detail::Trace& t = tr();
   Id b = t.k.add_block(owner);
+  // t.open holds the entry block plus one entry per enclosing if_/for_ body. Past the IR's
+  // nesting limit the body is not traced (the kernel is rejected anyway), so a runaway
+  // recursive body stops here instead of exhausting the stack of every later stage.
+  if (t.open.size() > ir::kMaxNesting) {
+    if (!t.too_deep)
+      error(t.k.insts[owner].loc, "if_/for_ nested deeper than " + std::to_string(ir::kMaxNesting) +
+                                      " levels (the IR's nesting limit)");
+    t.too_deep = true;
+    return b;
+  }
   t.open.push_back(b);
   body();
   t.open.pop_back();
@@ -712,7 +725,8 @@ static Buffer buffer_param(const char* name, DType type, Extent extent, ir::Acce
   if (t.k.find_param(name) >= 0) error(p.loc, std::string("parameter '") + name + "' declared twice");
   for (const Operand& o : extent) {
     if (o.kind == Operand::Kind::IntLit && o.i > 0) {
-      p.extent_factor *= uint64_t(o.i);
+      if (!num::checked_mul(p.extent_factor, uint64_t(o.i), p.extent_factor))
+        error(p.loc, std::string("extent of '") + name + "': the product of its literals overflows 64 bits");
     } else if (o.kind == Operand::Kind::Value && o.value.id() < t.k.insts.size() &&
                t.k.insts[o.value.id()].op == Op::Param) {
       p.extent_scalars.push_back(t.k.insts[o.value.id()].sym);
@@ -734,6 +748,24 @@ Buffer output(const char* name, DType type, Extent extent, SrcLoc l) {
 }
 Buffer inout(const char* name, DType type, Extent extent, SrcLoc l) {
   return buffer_param(name, type, extent, ir::Access::ReadWrite, l);
+}
+
+void aliases(const char* a, const char* b, SrcLoc l) {
+  detail::Trace& t = tr();
+  int ia = t.k.find_param(a), ib = t.k.find_param(b);
+  for (auto [name, idx] : {std::pair{a, ia}, std::pair{b, ib}})
+    if (idx < 0 || t.k.params[size_t(idx)].kind != ir::ParamKind::Buffer) {
+      error(loc_of(l), std::string("aliases(\"") + a + "\", \"" + b + "\"): '" + name +
+                           "' is not a buffer parameter declared before it");
+      return;
+    }
+  if (ia == ib) {
+    error(loc_of(l), std::string("aliases(\"") + a + "\", \"" + b + "\") names one parameter twice");
+    return;
+  }
+  auto& list = t.k.params[size_t(std::max(ia, ib))].aliases;
+  uint32_t earlier = uint32_t(std::min(ia, ib));
+  if (std::find(list.begin(), list.end(), earlier) == list.end()) list.push_back(earlier);
 }
 
 Expr constexpr_(const char* name, DType type, SrcLoc l) {

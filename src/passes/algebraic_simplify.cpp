@@ -128,7 +128,9 @@ struct Simplifier {
     std::vector<Id> ids;
     ir::walk(k, [&](Id id) { ids.push_back(id); });
     std::vector<Id> where = block_of(k);
+    std::vector<Id> repl(k.insts.size(), ir::kNone);  // see map_operands
     for (Id id : ids) {
+      map_operands(k.insts[id], repl);
       if (!is_pure_value(k.insts[id])) continue;
       Id zero_of = ir::kNone;
       Id to = simplify(id, zero_of);
@@ -145,7 +147,7 @@ struct Simplifier {
         in.loc = loc;
         ctx.stat("algebraic_simplify.to_zero");
       } else {
-        replace_all_uses(k, id, to);
+        repl[id] = to;
         ctx.stat("algebraic_simplify.identity");
       }
       changed = true;

@@ -31,15 +31,18 @@ struct CopyProp {
     });
   }
 
+  std::vector<Id> repl;  // forwarded loads, applied as the walk reaches each use (map_operands)
+
   void forward(Id id, Id value) {
     if (!ctx.allow_rewrite()) return;
-    replace_all_uses(k, id, value);
+    repl[id] = value;
     ctx.stat("copy_prop.forwarded");
     changed = true;
   }
 
   void block(Id b, std::map<Id, Id> known) {
     for (Id id : k.blocks[b].insts) {
+      map_operands(k.insts[id], repl);
       const ir::Inst& in = k.insts[id];
       switch (in.op) {
         case Op::Var: known[id] = in.operands[0]; break;
@@ -75,7 +78,7 @@ struct CopyProp {
 }  // namespace
 
 bool run_copy_prop(ir::Kernel& k, PassContext& ctx) {
-  CopyProp cp{k, ctx, {}, false};
+  CopyProp cp{k, ctx, {}, false, std::vector<Id>(k.insts.size(), ir::kNone)};
   cp.block(0, {});
   return cp.changed;
 }

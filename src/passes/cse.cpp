@@ -31,7 +31,7 @@ struct Cse {
 
   bool candidate(const ir::Inst& in) const {
     if (in.type == DType::Void || has_trait(in.op, ir::trait::F)) return false;
-    if (in.op == Op::Load) return k.params[in.sym].access == ir::Access::Read;
+    if (in.op == Op::Load) return ir::read_only_memory(k, in.sym);
     // Lane built-ins are fixed per thread: safe to share. Lane reductions are not.
     if (in.op == Op::LaneId || in.op == Op::LaneWidth || in.op == Op::SimdGroupId || in.op == Op::NumSimdGroups)
       return true;
@@ -47,10 +47,16 @@ struct Cse {
     return {uint16_t(in.op), uint8_t(in.type), ops[0], ops[1], ops[2], in.sym, in.imm, fbits};
   }
 
+  // Unified values, rewritten lazily: every use comes after its definition in this walk, so
+  // each instruction's operands are mapped when it is reached (one pass, no whole-kernel
+  // replace per unified value).
+  std::vector<Id> repl;
+
   void block(Id b) {
     std::vector<Key> added;
     for (Id id : k.blocks[b].insts) {
       ir::Inst& in = k.insts[id];
+      map_operands(in, repl);
       for (Id child : in.blocks)
         if (child != ir::kNone) block(child);
       if (!candidate(in)) continue;
@@ -58,7 +64,7 @@ struct Cse {
       auto it = table.find(kk);
       if (it != table.end()) {
         if (ctx.allow_rewrite()) {
-          replace_all_uses(k, id, it->second);
+          repl[id] = it->second;
           ctx.stat("cse.unified");
           changed = true;
         }
@@ -76,7 +82,7 @@ struct Cse {
 }  // namespace
 
 bool run_cse(ir::Kernel& k, PassContext& ctx) {
-  Cse c{k, ctx, {}, false};
+  Cse c{k, ctx, {}, false, std::vector<Id>(k.insts.size(), ir::kNone)};
   c.block(0);
   return c.changed;
 }

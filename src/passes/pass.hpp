@@ -86,6 +86,11 @@ std::vector<ir::Id> block_of(const ir::Kernel& k);
 std::vector<uint32_t> use_counts(const ir::Kernel& k);
 // Rewrites every operand `from` into `to` in reachable instructions; returns the count.
 size_t replace_all_uses(ir::Kernel& k, ir::Id from, ir::Id to);
+// Maps the operands of `in` through `repl` (kNone: keep). A pass that replaces many values in
+// one program-order walk records each replacement in `repl` and maps every instruction's
+// operands when it reaches it (uses follow their definitions): linear, where replace_all_uses
+// per value is quadratic.
+void map_operands(ir::Inst& in, const std::vector<ir::Id>& repl);
 // Reachable instruction count (the "op count" of --stats).
 size_t op_count(const ir::Kernel& k);
 // Pure in the sense of a rewrite: no side effect, no memory read, not a built-in whose value

@@ -38,6 +38,16 @@ PipelineResult run_pipeline(ir::Kernel& k, const PipelineOptions& opts) {
   if (ctx.rewrite_budget < 0)
     if (const char* env = std::getenv("IRON_OPT_BISECT")) ctx.rewrite_budget = std::strtoll(env, nullptr, 10);
   bool print_all = opts.print_after.count("all") != 0;
+  // Every pass walks blocks recursively; the nesting limit bounds that recursion. It is checked
+  // on the input (a kernel that skipped the verifier) and after each pass (inlining deepens).
+  auto too_deep = [&](const char* when) {
+    size_t depth = ir::nesting_depth(k);
+    if (depth <= ir::kMaxNesting) return false;
+    result.diags.error({}, std::string(when) + ": if/for nesting is " + std::to_string(depth) +
+                               " levels deep; the IR allows at most " + std::to_string(ir::kMaxNesting));
+    return true;
+  };
+  if (too_deep("before the pipeline")) return result;
   for (const Entry& e : kPasses) {
     PassRecord rec;
     rec.name = e.name;
@@ -55,6 +65,7 @@ PipelineResult run_pipeline(ir::Kernel& k, const PipelineOptions& opts) {
         d.message = std::string(e.name) + ": " + d.message;
         result.diags.items.push_back(d);
       }
+      if (result.diags.empty()) too_deep((std::string("after pass ") + e.name).c_str());
       if (opts.verify_each && result.diags.empty()) {
         ir::Diagnostics v;
         if (!ir::verify(k, v))

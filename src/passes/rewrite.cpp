@@ -50,6 +50,11 @@ size_t replace_all_uses(ir::Kernel& k, Id from, Id to) {
   return n;
 }
 
+void map_operands(ir::Inst& in, const std::vector<Id>& repl) {
+  for (int i = 0; i < in.num_operands; ++i)
+    if (in.operands[i] < repl.size() && repl[in.operands[i]] != kNone) in.operands[i] = repl[in.operands[i]];
+}
+
 size_t op_count(const ir::Kernel& k) {
   size_t n = 0;
   ir::walk(k, [&](Id) { ++n; });

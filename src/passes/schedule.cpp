@@ -21,7 +21,7 @@ bool run_schedule(ir::Kernel& k, PassContext& ctx) {
       Id id = list[pos];
       const ir::Inst& in = k.insts[id];
       if (in.op != Op::Load) continue;
-      if (k.params[in.sym].access != ir::Access::Read && !ctx.mutant("schedule.move_writable_loads")) continue;
+      if (!ir::read_only_memory(k, in.sym) && !ctx.mutant("schedule.move_writable_loads")) continue;
       size_t target = floor;
       for (size_t j = pos; j-- > floor;) {
         Id prev = list[j];

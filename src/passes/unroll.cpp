@@ -3,6 +3,8 @@
 // copies of its body, each with the induction variable replaced by its constant value; a loop
 // that runs zero times disappears (header included). Runs after const_fold, which turns
 // computed bounds into constants.
+// A loop whose induction variable would wrap around its 32-bit type before reaching the end is
+// left alone (it does not run `trip` times).
 // Does not handle: partial unrolling or remainder loops, loops with unknown bounds (most
 // strided kernel loops), bodies declaring threadgroup memory (hoisted already by the tracer).
 // Mutation for tests: unroll.one_short emits one copy too few.
@@ -29,49 +31,67 @@ bool constant_int(const ir::Kernel& k, Id v, int64_t& out) {
 
 }  // namespace
 
+// Each block is rebuilt once: its instructions are taken from a stack, an unrolled loop pushes
+// its copies back on it (so a loop inside the body, now at this level, is considered next), and
+// kept instructions queue their child blocks. Linear in the size of the result.
 bool run_unroll(ir::Kernel& k, PassContext& ctx) {
-  bool changed = false;
-  bool again = true;
-  while (again) {
-    again = false;
-    for (Id b : reachable_blocks(k)) {
-      auto& list = k.blocks[b].insts;
-      for (size_t pos = 0; pos < list.size(); ++pos) {
-        Id loop = list[pos];
-        const ir::Inst lp = k.insts[loop];
-        if (lp.op != Op::For) continue;
-        int64_t begin, end, step;
-        if (!constant_int(k, lp.operands[0], begin) || !constant_int(k, lp.operands[1], end) ||
-            !constant_int(k, lp.operands[2], step) || step <= 0)
-          continue;
-        int64_t trip = end > begin ? (end - begin + step - 1) / step : 0;
+  bool changed = false, budget_left = true;
+  std::vector<Id> work{0};
+  for (size_t w = 0; w < work.size(); ++w) {
+    const Id b = work[w];
+    std::vector<Id> todo(k.blocks[b].insts.rbegin(), k.blocks[b].insts.rend());
+    std::vector<Id> out;
+    out.reserve(todo.size());
+    bool rebuilt = false;
+    while (!todo.empty()) {
+      Id loop = todo.back();
+      todo.pop_back();
+      const ir::Inst lp = k.insts[loop];
+      int64_t begin, end, step, trip = -1;
+      if (budget_left && lp.op == Op::For && constant_int(k, lp.operands[0], begin) &&
+          constant_int(k, lp.operands[1], end) && constant_int(k, lp.operands[2], step) && step > 0) {
+        trip = end > begin ? (end - begin + step - 1) / step : 0;
+        // The induction variable is 32-bit and wraps: if it would pass the type's maximum
+        // before reaching `end` (begin + trip * step overflows the dtype), the loop starts
+        // over from a small value instead of stopping, and its trip count is not `trip`.
+        // (No 64-bit overflow here: every term is below 2^32 and trip is small when kept.)
+        const int64_t type_max = lp.type == DType::U32 ? int64_t(UINT32_MAX) : int64_t(INT32_MAX);
+        if (trip > kMaxTrip || begin + trip * step > type_max) trip = -1;
+      }
+      if (trip >= 0) {
         if (ctx.mutant("unroll.one_short") && trip > 0) --trip;
         size_t body_ops = 0;
         ir::walk(k, lp.blocks[0], [&](Id) { ++body_ops; });
-        if (trip > kMaxTrip || trip * int64_t(body_ops) > kMaxOps) continue;
-        if (!ctx.allow_rewrite()) return changed;
-        std::vector<Id> copies;
-        for (int64_t i = 0; i < trip; ++i) {
-          Id c = make_const(k, lp.type, begin + i * step, 0, lp.loc);
-          copies.push_back(c);
-          std::map<Id, Id> map{{loop, c}};
-          Id nb = clone_block(k, lp.blocks[0], ir::kNone, map);
-          for (Id id : k.blocks[nb].insts) copies.push_back(id);
-        }
-        // Instructions spliced into this block keep their own child blocks; fix the parents.
-        auto& dst = k.blocks[b].insts;
-        dst.erase(dst.begin() + long(pos));
-        dst.insert(dst.begin() + long(pos), copies.begin(), copies.end());
-        for (Id id : copies)
-          for (Id cb : k.insts[id].blocks)
-            if (cb != ir::kNone) k.blocks[cb].parent = id;
-        ctx.stat("unroll.loops");
-        ctx.stat("unroll.copies", trip);
-        changed = again = true;
-        break;  // block lists changed: rescan
+        if (trip * int64_t(body_ops) > kMaxOps) trip = -1;
       }
-      if (again) break;
+      if (trip >= 0 && !ctx.allow_rewrite()) {
+        budget_left = false;
+        trip = -1;
+      }
+      if (trip < 0) {
+        out.push_back(loop);
+        for (Id cb : k.insts[loop].blocks)
+          if (cb != ir::kNone) work.push_back(cb);
+        continue;
+      }
+      std::vector<Id> copies;
+      for (int64_t i = 0; i < trip; ++i) {
+        Id c = make_const(k, lp.type, begin + i * step, 0, lp.loc);
+        copies.push_back(c);
+        std::map<Id, Id> map{{loop, c}};
+        Id nb = clone_block(k, lp.blocks[0], ir::kNone, map);
+        for (Id id : k.blocks[nb].insts) copies.push_back(id);
+      }
+      // Instructions spliced into this block keep their own child blocks; fix the parents.
+      for (Id id : copies)
+        for (Id cb : k.insts[id].blocks)
+          if (cb != ir::kNone) k.blocks[cb].parent = id;
+      todo.insert(todo.end(), copies.rbegin(), copies.rend());
+      ctx.stat("unroll.loops");
+      ctx.stat("unroll.copies", trip);
+      changed = rebuilt = true;
     }
+    if (rebuilt) k.blocks[b].insts = std::move(out);
   }
   return changed;
 }

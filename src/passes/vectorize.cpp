@@ -127,7 +127,7 @@ struct Vectorizer {
     for (Id id : list) {
       const ir::Inst& in = k.insts[id];
       if (in.op != (stores ? Op::Store : Op::Load) || in.imm != 0) continue;
-      if (!stores && k.params[in.sym].access != ir::Access::Read) continue;
+      if (!stores && !ir::read_only_memory(k, in.sym)) continue;
       Id base;
       int64_t off;
       split(in.operands[0], base, off);

@@ -20,6 +20,7 @@
 #include <unordered_map>
 
 #include "core/ir.hpp"
+#include "core/numeric.hpp"
 #include "iron/registry.hpp"
 #include "iron/runtime.hpp"
 #include "passes/pass.hpp"
@@ -240,8 +241,12 @@ DeviceBuffer Context::alloc(DType dtype, size_t count) {
   if (dtype == DType::Generic || dtype == DType::Void) throw Error(std::string("cannot allocate a buffer of dtype ") + dtype_name(dtype));
   DeviceBuffer b;
   b.dtype_ = dtype;
+  uint64_t bytes = 0;
+  if (!num::checked_mul(uint64_t(count), uint64_t(dtype_size(dtype)), bytes))
+    throw Error("cannot allocate " + std::to_string(count) + " elements of " + dtype_name(dtype) + ": " +
+                std::to_string(count) + " x " + std::to_string(dtype_size(dtype)) + " bytes overflows 64 bits");
   b.count_ = count;
-  b.impl_ = device_->alloc(count * dtype_size(dtype));
+  b.impl_ = device_->alloc(bytes);
   return b;
 }
 
@@ -360,11 +365,13 @@ void check(const DeviceInfo& dev, const ir::Kernel& k, const CheckFacts& facts, 
   // Geometry. The grid counts threadgroups; total threads = grid * threadgroup.
   if (grid.x == 0 || grid.y == 0 || grid.z == 0) fail("grid " + dim_text(grid) + " has a zero dimension");
   if (tg.x == 0 || tg.y == 0 || tg.z == 0) fail("threadgroup " + dim_text(tg) + " has a zero dimension");
-  uint64_t per_group = tg.product();
-  // Six 32-bit factors can exceed 64 bits: multiply in 128.
-  unsigned __int128 total = (unsigned __int128)grid.product() * per_group;
+  // Six 32-bit factors can exceed 64 bits (three already can): every product is checked, and
+  // one that overflows counts as "more than 2^64", which fails the limit below.
+  uint64_t per_group = num::saturating_mul(num::saturating_mul(tg.x, tg.y), tg.z);
+  uint64_t groups = num::saturating_mul(num::saturating_mul(grid.x, grid.y), grid.z);
+  uint64_t total = num::saturating_mul(groups, per_group);
   if (total > 0xffffffffull) {
-    std::string count = total > ~uint64_t(0) ? "more than 2^64" : std::to_string(uint64_t(total));
+    std::string count = total == UINT64_MAX ? "more than 2^64" : std::to_string(total);
     fail("grid " + dim_text(grid) + " x threadgroup " + dim_text(tg) + " = " + count +
          " threads exceeds 2^32-1 (thread ids are u32; the grid counts threadgroups, not threads)");
   }
@@ -440,7 +447,7 @@ void check(const DeviceInfo& dev, const ir::Kernel& k, const CheckFacts& facts, 
     if (b->dtype() != want)
       fail(std::string("buffer '") + p.name + "' holds " + dtype_name(b->dtype()) + " but the parameter is buf<" +
            dtype_name(want) + ">");
-    bool known = true;
+    bool known = true, overflow = false;
     uint64_t extent = p.extent_factor;
     for (uint32_t s : p.extent_scalars) {
       if (!scalar_ok[s]) known = false;
@@ -449,16 +456,31 @@ void check(const DeviceInfo& dev, const ir::Kernel& k, const CheckFacts& facts, 
         fail("constexpr '" + k.params[s].name + "' is negative but sizes buffer '" + p.name + "'");
         known = false;
       }
-      extent *= v;
+      overflow = overflow || !num::checked_mul(extent, uint64_t(v), extent);
     }
-    if (known && b->count() < extent) {
+    if (known && (overflow || b->count() < extent)) {
       // The extent as written: "n", "2*n", "4*rows*cols", or the bare factor.
       std::string formula = p.extent_factor != 1 || p.extent_scalars.empty() ? std::to_string(p.extent_factor) : "";
       for (uint32_t s : p.extent_scalars) formula += (formula.empty() ? "" : "*") + k.params[s].name;
       fail("buffer '" + p.name + "' has " + std::to_string(b->count()) + " elements but the kernel may touch " +
-           std::to_string(extent) + " (extent " + formula + ")");
+           (overflow ? std::string("more than 2^64") : std::to_string(extent)) + " (extent " + formula + ")");
     }
   }
+
+  // One buffer in two parameters, either of them written: the CUDA parameters are __restrict__
+  // and the passes share and reorder loads of inputs, so this is valid only where the kernel
+  // declares the aliasing (aliases(a, b); see Param::aliases).
+  for (size_t i = 0; i < np; ++i)
+    for (size_t j = i + 1; j < np; ++j) {
+      if (!bound[i] || !bound[j] || !*bound[i] || bound[i]->impl() != bound[j]->impl()) continue;
+      const ir::Param& a = k.params[i];
+      const ir::Param& b = k.params[j];
+      if (a.access == ir::Access::Read && b.access == ir::Access::Read) continue;
+      if (std::find(b.aliases.begin(), b.aliases.end(), uint32_t(i)) != b.aliases.end()) continue;
+      fail("buffers '" + a.name + "' (" + ir::access_name(a.access) + ") and '" + b.name + "' (" +
+           ir::access_name(b.access) + ") are bound to the same DeviceBuffer, but the kernel does not declare that they alias "
+           "(bind separate buffers, or declare aliases(\"" + a.name + "\", \"" + b.name + "\") in the kernel)");
+    }
 
   if (!problems.empty()) {
     std::string msg = "invalid dispatch of " + k.name + " (" + dtype_name(dtype) + ") on " + dev.name + ":";

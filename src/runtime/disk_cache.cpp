@@ -1,13 +1,15 @@
 // On-disk compile cache (see disk_cache.hpp).
 #include "runtime/disk_cache.hpp"
 
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <mutex>
 
 #define XXH_INLINE_ALL
@@ -64,32 +66,87 @@ DiskCache::DiskCache(std::string dir) : dir_(std::move(dir)) {}
 
 std::string DiskCache::path_of(std::string_view key) const { return dir_ + "/" + std::string(key) + ".bin"; }
 
+namespace {
+
+const char* file_kind(mode_t m) {
+  if (S_ISDIR(m)) return "a directory";
+  if (S_ISFIFO(m)) return "a FIFO";
+  if (S_ISSOCK(m)) return "a socket";
+  if (S_ISCHR(m)) return "a character device";
+  if (S_ISBLK(m)) return "a block device";
+  if (S_ISLNK(m)) return "a symbolic link";
+  return "not a regular file";
+}
+
+// Reads exactly `n` bytes; false on a short read or an error.
+bool read_all(int fd, void* dst, size_t n) {
+  char* p = static_cast<char*>(dst);
+  while (n > 0) {
+    ssize_t got = ::read(fd, p, n);
+    if (got < 0 && errno == EINTR) continue;
+    if (got <= 0) return false;
+    p += got;
+    n -= size_t(got);
+  }
+  return true;
+}
+
+bool write_all(int fd, const void* src, size_t n) {
+  const char* p = static_cast<const char*>(src);
+  while (n > 0) {
+    ssize_t put = ::write(fd, p, n);
+    if (put < 0 && errno == EINTR) continue;
+    if (put <= 0) return false;
+    p += put;
+    n -= size_t(put);
+  }
+  return true;
+}
+
+}  // namespace
+
+// Only a regular file is ever read: the entry is opened without following a symbolic link and
+// without blocking (a FIFO or a device in its place would otherwise hang the open or the read),
+// then checked with fstat. Anything else counts as a corrupt entry: reported, removed where
+// possible, and rebuilt.
 std::optional<std::vector<char>> DiskCache::load(std::string_view key) {
   if (!enabled()) return std::nullopt;
   std::lock_guard lock(g_mu);
   std::string path = path_of(key);
-  std::ifstream f(path, std::ios::binary);
-  if (!f) {
-    ++stats_.misses;
-    return std::nullopt;
-  }
-  Header h{};
-  std::vector<char> data;
-  bool ok = bool(f.read(reinterpret_cast<char*>(&h), sizeof h)) && std::memcmp(h.magic, kMagic, sizeof kMagic) == 0 &&
-            h.key_hash == XXH3_64bits(key.data(), key.size()) && h.size < (uint64_t(1) << 32);
-  if (ok) {
-    data.resize(h.size);
-    ok = bool(f.read(data.data(), std::streamsize(h.size))) && f.peek() == EOF &&
-         XXH3_64bits(data.data(), data.size()) == h.checksum;
-  }
-  if (!ok) {
-    // Truncated, corrupt or foreign: never load it; remove it so the rebuilt entry replaces it.
+  auto corrupt = [&](const std::string& why) {
     ++stats_.corrupt;
     ++stats_.misses;
+    last_problem_ = "disk cache entry " + path + " " + why + "; ignored and rebuilt";
+    std::fprintf(stderr, "iron: warning: %s\n", last_problem_.c_str());
     std::error_code ec;
-    fs::remove(path, ec);
+    fs::remove(path, ec);  // never recursive: a directory in its place is left to its owner
+    return std::nullopt;
+  };
+  int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0) {
+    if (errno == ELOOP) return corrupt("is a symbolic link");
+    ++stats_.misses;  // absent (or unreadable: the rebuilt entry is written by rename)
     return std::nullopt;
   }
+  struct stat st {};
+  std::vector<char> data;
+  std::string why;
+  Header h{};
+  if (::fstat(fd, &st) != 0) {
+    why = "cannot be examined";
+  } else if (!S_ISREG(st.st_mode)) {
+    why = std::string("is ") + file_kind(st.st_mode) + ", not a regular file";
+  } else if (uint64_t(st.st_size) < sizeof h || !read_all(fd, &h, sizeof h) ||
+             std::memcmp(h.magic, kMagic, sizeof kMagic) != 0 || h.key_hash != XXH3_64bits(key.data(), key.size()) ||
+             h.size >= (uint64_t(1) << 32) || uint64_t(st.st_size) != sizeof h + h.size) {
+    why = "is truncated, corrupt or foreign";
+  } else {
+    data.resize(h.size);
+    if (!read_all(fd, data.data(), data.size()) || XXH3_64bits(data.data(), data.size()) != h.checksum)
+      why = "is truncated, corrupt or foreign";
+  }
+  ::close(fd);
+  if (!why.empty()) return corrupt(why);
   ++stats_.hits;
   return data;
 }
@@ -107,10 +164,12 @@ void DiskCache::store(std::string_view key, const void* data, size_t bytes) {
   h.size = bytes;
   h.checksum = XXH3_64bits(data, bytes);
   {
-    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
-    f.write(reinterpret_cast<const char*>(&h), sizeof h);
-    f.write(static_cast<const char*>(data), std::streamsize(bytes));
-    if (!f) {
+    // O_EXCL after removing a stale temporary: never writes through a link or into a FIFO.
+    fs::remove(tmp, ec);
+    int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0644);
+    bool ok = fd >= 0 && write_all(fd, &h, sizeof h) && write_all(fd, data, bytes);
+    if (fd >= 0) ok = (::close(fd) == 0) && ok;
+    if (!ok) {
       ++stats_.write_failures;
       fs::remove(tmp, ec);
       return;

@@ -2,7 +2,8 @@
 // changes them — target, architecture, toolchain version, options and the emitted source. Writes
 // are atomic (temporary file + rename) and best effort: a failed write never fails a run. Every
 // entry carries its size and a checksum; a truncated or corrupt entry is detected, removed and
-// rebuilt, never loaded.
+// rebuilt, never loaded. Only regular files are read: a FIFO, device, directory or symbolic link
+// in place of an entry is reported as corrupt, never opened in a way that could block.
 #pragma once
 
 #include <cstdint>
@@ -29,11 +30,14 @@ class DiskCache {
     uint64_t hits = 0, misses = 0, corrupt = 0, writes = 0, write_failures = 0;
   };
   Stats stats() const { return stats_; }
+  // The last entry found corrupt and why ("" if none); also printed as a warning on stderr.
+  const std::string& last_problem() const { return last_problem_; }
 
  private:
   std::string path_of(std::string_view key) const;
   std::string dir_;
   Stats stats_;
+  std::string last_problem_;
 };
 
 // A cache key: 128 bits of content hash over the parts, as hex.

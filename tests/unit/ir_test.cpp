@@ -41,8 +41,8 @@ std::string verify_error(const std::string& text) {
 }
 }  // namespace
 
-TEST(IrParse, MalformedTextNamesTheLine) {
-  EXPECT_NE(parse_error("kernel k mode=Elementwise {\n  %0 = frobnicate : u32\n}\n").find("line 2: unknown op 'frobnicate'"),
+TEST(IrParse, MalformedTextNamesTheLineAndColumn) {
+  EXPECT_NE(parse_error("kernel k mode=Elementwise {\n  %0 = frobnicate : u32\n}\n").find("IR parse error at 2:8: unknown op 'frobnicate'"),
             std::string::npos);
   EXPECT_NE(parse_error("kernel k mode=Elementwise {\n  %1 = add %0, %0 : u32\n}\n").find("undefined value %0"),
             std::string::npos);
