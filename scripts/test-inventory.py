@@ -150,7 +150,8 @@ def kernel_macros(macro):
         lines = text.split("\n")
         for m in re.finditer(r"^%s\(\s*(\w+)\s*,\s*(\w+)\s*,(.*?)\)\s*\{" % macro, text, re.M | re.S):
             line_index = text.count("\n", 0, m.start())
-            dtypes = re.findall(r"\{\s*(\w+)\s*,", m.group(3))
+            # Dtype names in the macro's arguments, whatever form the tolerances take.
+            dtypes = list(dict.fromkeys(re.findall(r"\b(f32|f16|bf16|i32|u32|bool)\b", m.group(3))))
             above = comment_above(lines, line_index, "//")
             g = re.match(r"guards:\s*(.*)", above)
             rows.append((m.group(1), m.group(2), dtypes, squash(g.group(1)) if g else "", rel(path)))

@@ -262,7 +262,7 @@ int cmd_passthrough(const std::vector<std::string>& args, bool as_json) {
 
 }  // namespace
 
-int main(int argc, char** argv) {
+int run_main(int argc, char** argv) {
   CLI::App app{"iron: write GPU kernels once in C++, test them against CPU oracles on Vulkan and CUDA\n"
                "exit status: 0 success, 1 failures found, 2 bad usage or input (nothing matched, nothing run)"};
   app.require_subcommand(0, 1);
@@ -407,4 +407,15 @@ int main(int argc, char** argv) {
     args = {"list"};
   }
   return cmd_passthrough(args, as_json);
+}
+
+// Nothing escapes as an abort: an exception no command handled (a file with unexpected content,
+// a filesystem error) is reported as an error of the input, exit 2.
+int main(int argc, char** argv) {
+  try {
+    return run_main(argc, argv);
+  } catch (const std::exception& e) {
+    std::cerr << "iron: error: " << e.what() << "\n";
+    return 2;
+  }
 }
