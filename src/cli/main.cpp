@@ -150,6 +150,9 @@ int cmd_test(const std::vector<std::string>& base_args, bool as_json, const std:
   if (skipped) line += ", " + std::to_string(skipped) + " skipped";
   if (as_json) std::cerr << line << "\n";
   else std::cout << line << "\n";
+  bool nothing_ran = passed + failed == 0;  // every matched case was skipped
+  if (nothing_ran)
+    std::cerr << "iron: all " << skipped << " matched test cases were skipped on this device: nothing was run\n";
   if (!witness_path.empty()) {
     json w = iron::cli::witness::make_witness(device_msg, results, base_args);
     if (!write_json_file(witness_path, w)) return 2;
@@ -157,6 +160,7 @@ int cmd_test(const std::vector<std::string>& base_args, bool as_json, const std:
                                       << " results, case set " << w["case_set"]["count"] << " cases " << w["case_set"]["digest"].get<std::string>()
                                       << ") written to " << witness_path << "\n";
   }
+  if (nothing_ran && !error) return 2;
   return failed == 0 && !error ? 0 : 1;
 }
 
