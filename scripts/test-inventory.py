@@ -133,7 +133,13 @@ def ctest_entries():
         while j + 1 < len(lines) and lines[j].count("(") > lines[j].count(")") and not lines[j + 1].strip() == "":
             j += 1
         cmd = " ".join(lines[i:j + 2])
-        backends = sorted(set(re.findall(r"--backend (\w+)", cmd)))
+        backends = set(re.findall(r"--backend (\w+)", cmd))
+        # A script the entry runs counts too (its `"--backend", "X"` arguments).
+        for script in re.findall(r"\$\{CMAKE_(?:CURRENT_)?SOURCE_DIR\}/([\w/.-]+\.py)", cmd):
+            for base in (os.path.join(ROOT, "tests", script), os.path.join(ROOT, script)):
+                if os.path.exists(base):
+                    backends |= set(re.findall(r"\"--backend\",\s*\"(\w+)\"", open(base, encoding="utf-8").read()))
+        backends = sorted(backends & {"vulkan", "cuda", "interp"})
         k = i
         while k > 0 and lines[k - 1].strip().startswith(("if(", "else(")):
             k -= 1
