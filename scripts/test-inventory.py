@@ -133,7 +133,13 @@ def ctest_entries():
         while j + 1 < len(lines) and lines[j].count("(") > lines[j].count(")") and not lines[j + 1].strip() == "":
             j += 1
         cmd = " ".join(lines[i:j + 2])
-        backends = sorted(set(re.findall(r"--backend (\w+)", cmd)))
+        backends = set(re.findall(r"--backend (\w+)", cmd))
+        # A script the entry runs counts too (its `"--backend", "X"` arguments).
+        for script in re.findall(r"\$\{CMAKE_(?:CURRENT_)?SOURCE_DIR\}/([\w/.-]+\.py)", cmd):
+            for base in (os.path.join(ROOT, "tests", script), os.path.join(ROOT, script)):
+                if os.path.exists(base):
+                    backends |= set(re.findall(r"\"--backend\",\s*\"(\w+)\"", open(base, encoding="utf-8").read()))
+        backends = sorted(backends & {"vulkan", "cuda", "interp"})
         k = i
         while k > 0 and lines[k - 1].strip().startswith(("if(", "else(")):
             k -= 1
@@ -150,7 +156,8 @@ def kernel_macros(macro):
         lines = text.split("\n")
         for m in re.finditer(r"^%s\(\s*(\w+)\s*,\s*(\w+)\s*,(.*?)\)\s*\{" % macro, text, re.M | re.S):
             line_index = text.count("\n", 0, m.start())
-            dtypes = re.findall(r"\{\s*(\w+)\s*,", m.group(3))
+            # Dtype names in the macro's arguments, whatever form the tolerances take.
+            dtypes = list(dict.fromkeys(re.findall(r"\b(f32|f16|bf16|i32|u32|bool)\b", m.group(3))))
             above = comment_above(lines, line_index, "//")
             g = re.match(r"guards:\s*(.*)", above)
             rows.append((m.group(1), m.group(2), dtypes, squash(g.group(1)) if g else "", rel(path)))

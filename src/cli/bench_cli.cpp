@@ -195,6 +195,10 @@ int run_bench(const BenchOpts& o) {
   }
   // A backend that cannot run is a failure (1), as it is for `iron test`, not a usage error.
   if (error && passed + failed == 0) return backend_unavailable ? 1 : 2;
+  if (passed + failed == 0 && skipped > 0) {
+    std::cerr << "iron: all " << skipped << " matched benchmarks were skipped on this device: nothing was run\n";
+    return 2;
+  }
   if (passed + failed == 0) {
     std::cerr << "iron: no benchmark matched";
     for (size_t i = 1; i + 1 < args.size(); ++i)

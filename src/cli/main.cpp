@@ -150,6 +150,9 @@ int cmd_test(const std::vector<std::string>& base_args, bool as_json, const std:
   if (skipped) line += ", " + std::to_string(skipped) + " skipped";
   if (as_json) std::cerr << line << "\n";
   else std::cout << line << "\n";
+  bool nothing_ran = passed + failed == 0;  // every matched case was skipped
+  if (nothing_ran)
+    std::cerr << "iron: all " << skipped << " matched test cases were skipped on this device: nothing was run\n";
   if (!witness_path.empty()) {
     json w = iron::cli::witness::make_witness(device_msg, results, base_args);
     if (!write_json_file(witness_path, w)) return 2;
@@ -157,6 +160,7 @@ int cmd_test(const std::vector<std::string>& base_args, bool as_json, const std:
                                       << " results, case set " << w["case_set"]["count"] << " cases " << w["case_set"]["digest"].get<std::string>()
                                       << ") written to " << witness_path << "\n";
   }
+  if (nothing_ran && !error) return 2;
   return failed == 0 && !error ? 0 : 1;
 }
 
@@ -262,7 +266,7 @@ int cmd_passthrough(const std::vector<std::string>& args, bool as_json) {
 
 }  // namespace
 
-int main(int argc, char** argv) {
+int run_main(int argc, char** argv) {
   CLI::App app{"iron: write GPU kernels once in C++, test them against CPU oracles on Vulkan and CUDA\n"
                "exit status: 0 success, 1 failures found, 2 bad usage or input (nothing matched, nothing run)"};
   app.require_subcommand(0, 1);
@@ -426,4 +430,15 @@ int main(int argc, char** argv) {
     args = {"list"};
   }
   return cmd_passthrough(args, as_json);
+}
+
+// Nothing escapes as an abort: an exception no command handled (a file with unexpected content,
+// a filesystem error) is reported as an error of the input, exit 2.
+int main(int argc, char** argv) {
+  try {
+    return run_main(argc, argv);
+  } catch (const std::exception& e) {
+    std::cerr << "iron: error: " << e.what() << "\n";
+    return 2;
+  }
 }

@@ -32,6 +32,10 @@ HELLO = json.dumps({"v": 1, "type": "hello", "runner_version": "0.1.0"})
 # (label, command, runner lines, expected exit code, regex the output must match, regex it must not)
 CASES = [
     ("a good run passes", ["test"], [HELLO, line(), SUMMARY], 0, r"1 passed, 0 failed", r"runner output line"),
+    ("every case skipped: nothing ran", ["test"],
+     [HELLO, line(status="skip", message="device does not support f16"),
+      json.dumps({"v": 1, "type": "summary", "passed": 0, "failed": 0, "skipped": 1})], 2,
+     r"0 passed, 0 failed, 1 skipped.*all 1 matched test cases were skipped on this device: nothing was run", r"terminate"),
     ("wrong-typed kernel field", ["test"], [HELLO, line(kernel=7), SUMMARY], 1,
      r"runner output line 2: field \"kernel\" of a \"test\" message must be a string, not number 7.*0 passed, 1 failed",
      r"PASS"),
