@@ -26,7 +26,9 @@ struct BufferArg {
 // order; scalars: one 32-bit pattern per scalar parameter in declaration order. Throws
 // iron::Error naming the op's DSL location on out-of-range accesses, misaligned or
 // non-contiguous vectorize groups, divergent barriers, partially active lane groups, undefined
-// integer ops, and runaway loops (opts.max_steps).
+// integer ops, runaway loops (opts.max_steps), and threadgroup-memory races: a slot read or
+// written by one thread after another thread wrote it, or written after another thread read it,
+// with no barrier between (the error names the slot, both threads and both ops).
 void run(const ir::Kernel& k, DType dtype, const std::vector<BufferArg>& buffers, const std::vector<uint32_t>& scalars,
          Dim3 grid, Dim3 threadgroup, const Options& opts);
 
