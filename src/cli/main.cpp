@@ -58,9 +58,13 @@ int cmd_test(const std::vector<std::string>& base_args, bool as_json) {
           std::string err = m["max_error"].is_number() ? fmt_sci(m["max_error"].get<double>()) : "inf";
           char ms[32];
           std::snprintf(ms, sizeof ms, "%.1f ms", m.value("ms", 0.0));
+          // A case that failed before its outputs were compared has no error to show.
+          bool none = status != "pass" && m.contains("compared") && m["compared"].is_number() && m["compared"] == 0;
+          std::string unit = m.value("tolerance_unit", std::string()) == "ulp" ? " ulp" : "";
+          std::string measured = none ? std::string("nothing compared")
+                                      : "max error " + err + unit + " (tol " + fmt_sci(m.value("tolerance", 0.0)) + unit + ")";
           std::cout << tag << " " << name << " [" << m["dtype"].get<std::string>() << "] on "
-                    << m["backend"].get<std::string>() << "  max error " << err << " (tol "
-                    << fmt_sci(m.value("tolerance", 0.0)) << ")  " << st.dim(ms) << "\n";
+                    << m["backend"].get<std::string>() << "  " << measured << "  " << st.dim(ms) << "\n";
           std::string msg = m.value("message", std::string());
           if (!msg.empty() && status != "pass") {
             std::string indented = "    " + msg;

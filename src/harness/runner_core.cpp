@@ -32,30 +32,72 @@ void send(const json& msg) {
 
 }  // namespace
 
+std::string dtype_label_problem(const TestDecl& decl, const ir::Kernel& k, DType dtype) {
+  std::string label = std::string("case ") + decl.kernel + "/" + decl.name + " is labelled " + dtype_name(dtype);
+  if (!k.dtypes.empty()) {
+    if (std::find(k.dtypes.begin(), k.dtypes.end(), dtype) != k.dtypes.end()) return "";
+    std::string list;
+    for (DType d : k.dtypes) list += (list.empty() ? "" : ", ") + std::string(dtype_name(d));
+    return label + ", a dtype kernel " + k.name + " is not declared for (it takes T = " + list + ")";
+  }
+  // Not generic: the kernel is one program whatever the label, so the label must be a dtype its
+  // buffers actually have, else the case would claim coverage it does not give.
+  std::set<std::string> used;
+  for (const ir::Param& p : k.params)
+    if (p.kind == ir::ParamKind::Buffer) {
+      if (p.dtype == dtype) return "";
+      used.insert(dtype_name(p.dtype));
+    }
+  std::string list;
+  for (const std::string& d : used) list += (list.empty() ? "" : ", ") + d;
+  return label + ", a dtype kernel " + k.name + " never uses (it is not generic and its buffers are " +
+         (list.empty() ? "none" : list) + ")";
+}
+
 TestOutcome run_test_case(Context& ctx, const TestDecl& decl, DType dtype, double tol, const ir::Kernel* kernel) {
   TestOutcome r;
+  r.ulps = std::isnan(tol);
+  r.tolerance = r.ulps ? 0.5 : tol;
+  const char* stage = "tracing the kernel";
   try {
     const ir::Kernel& k = kernel ? *kernel : kernel_ir(decl.kernel);
+    stage = "checking the case";
+    std::string label = dtype_label_problem(decl, k, dtype);
+    if (!label.empty()) {
+      r.message = label + "; nothing was compared";
+      return r;
+    }
     TestSetup setup = decl.body(dtype);
     if (setup.dtype() != dtype) {
       r.message = "the test body built a setup for dtype " + std::string(dtype_name(setup.dtype())) +
-                  " when asked for " + dtype_name(dtype);
+                  " when asked for " + dtype_name(dtype) + "; nothing was compared";
       return r;
     }
     if (!setup.oracle_fn()) {
-      r.message = "the test has no oracle";
+      r.message = "the test has no oracle; nothing was compared";
       return r;
     }
+    if (!setup.outputs().empty()) {
+      int idx = k.find_param(setup.outputs().front().first);
+      if (idx >= 0) r.tolerance = case_tolerance(setup, tol, ir::resolve(k.params[idx].dtype, dtype)).value;
+    }
+    stage = "preparing the buffers";
     Resident res = make_resident(ctx, k, setup, dtype);
+    stage = "dispatching";
     ctx.dispatch_with_grid(k, dtype, res.bindings, setup.scalars(), setup.grid_size(), setup.threadgroup());
     ctx.synchronize();
-    Correctness c = check_outputs(ctx, res, setup.floor(), tol);
+    stage = "checking the outputs";
+    Correctness c = check_outputs(ctx, res, setup, tol);
     r.max_error = c.max_error;
+    r.tolerance = c.rule.value;
+    r.ulps = c.rule.ulps;
+    r.compared = c.compared;
     r.message = c.message;
     r.status = r.message.empty() ? TestOutcome::Status::Pass : TestOutcome::Status::Fail;
   } catch (const std::exception& e) {
     r.status = TestOutcome::Status::Fail;
     r.message = e.what();
+    if (r.compared == 0) r.message += std::string(" (while ") + stage + "; nothing was compared)";
   }
   return r;
 }
@@ -214,6 +256,9 @@ int cmd_test(const Args& a) {
       (r.status == TestOutcome::Status::Pass ? passed : r.status == TestOutcome::Status::Skip ? skipped : failed)++;
       msg["status"] = status;
       msg["max_error"] = std::isfinite(r.max_error) ? json(r.max_error) : json("inf");
+      msg["tolerance"] = r.tolerance;
+      msg["tolerance_unit"] = r.ulps ? "ulp" : "relative";
+      msg["compared"] = r.compared;
       msg["message"] = r.message;
       msg["ms"] = ms;
       send(msg);
