@@ -52,6 +52,14 @@ static TestSetup copy_case(DType dt, uint32_t n) {
 }
 // A partial run (4097 = 512 * 8 + 1) and threads past the end.
 IRON_TEST_KERNEL(iron_calib_copy, n4097, {f32}) { return copy_case(dt, 4097); }
+// Every other tail length (n = 64 + r): each tail guard and tail index is exercised.
+IRON_TEST_KERNEL(iron_calib_copy, tail0_n64, {f32}) { return copy_case(dt, 64); }
+IRON_TEST_KERNEL(iron_calib_copy, tail2_n66, {f32}) { return copy_case(dt, 66); }
+IRON_TEST_KERNEL(iron_calib_copy, tail3_n67, {f32}) { return copy_case(dt, 67); }
+IRON_TEST_KERNEL(iron_calib_copy, tail4_n68, {f32}) { return copy_case(dt, 68); }
+IRON_TEST_KERNEL(iron_calib_copy, tail5_n69, {f32}) { return copy_case(dt, 69); }
+IRON_TEST_KERNEL(iron_calib_copy, tail6_n70, {f32}) { return copy_case(dt, 70); }
+IRON_TEST_KERNEL(iron_calib_copy, tail7_n71, {f32}) { return copy_case(dt, 71); }
 
 // The oracle runs the same chain in f64. a = 1 - 2^-10 contracts the error of every step, so
 // the f32 result stays within a few ulp of it however long the chain; the derived tolerance

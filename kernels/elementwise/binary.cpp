@@ -61,6 +61,19 @@ IRON_TEST_KERNEL(iron_add, n4097, {f32}, {f16}, {bf16}) { return binary_case(dt,
 IRON_TEST_KERNEL(iron_mul, n1000, {f32}, {f16}, {bf16}) { return binary_case(dt, 1000, true); }
 IRON_TEST_KERNEL(iron_mul, n65537, {f32}, {f16}, {bf16}) { return binary_case(dt, 65537, true); }
 IRON_TEST_KERNEL(iron_mul, n1005, {f32}, {f16}, {bf16}) { return binary_case(dt, 1005, true); }
+// Every tail length 0..7 (n = 64 + r; the grid overshoots, so n = 64 has a tail thread with
+// nothing to do): each tail guard and tail index is exercised by one of them.
+IRON_TEST_KERNEL(iron_add, tail0_n64, {f32}) { return binary_case(dt, 64, false); }
+IRON_TEST_KERNEL(iron_add, tail2_n66, {f32}) { return binary_case(dt, 66, false); }
+IRON_TEST_KERNEL(iron_add, tail4_n68, {f32}) { return binary_case(dt, 68, false); }
+IRON_TEST_KERNEL(iron_add, tail5_n69, {f32}) { return binary_case(dt, 69, false); }
+IRON_TEST_KERNEL(iron_add, tail6_n70, {f32}) { return binary_case(dt, 70, false); }
+IRON_TEST_KERNEL(iron_add, tail7_n71, {f32}) { return binary_case(dt, 71, false); }
+IRON_TEST_KERNEL(iron_mul, tail2_n66, {f32}) { return binary_case(dt, 66, true); }
+IRON_TEST_KERNEL(iron_mul, tail3_n67, {f32}) { return binary_case(dt, 67, true); }
+IRON_TEST_KERNEL(iron_mul, tail4_n68, {f32}) { return binary_case(dt, 68, true); }
+IRON_TEST_KERNEL(iron_mul, tail6_n70, {f32}) { return binary_case(dt, 70, true); }
+IRON_TEST_KERNEL(iron_mul, tail7_n71, {f32}) { return binary_case(dt, 71, true); }
 IRON_TEST_KERNEL(iron_add, n1001_extreme, {f32}, {f16}, {bf16}) { return binary_extreme_case(dt, 1001, false); }
 IRON_TEST_KERNEL(iron_mul, n1001_extreme, {f32}, {f16}, {bf16}) { return binary_extreme_case(dt, 1001, true); }
 

@@ -74,6 +74,21 @@ IRON_TEST_KERNEL(iron_silu, n3001, {f32}, {f16}, {bf16}) {
 IRON_TEST_KERNEL(iron_silu, n257, {f32}, {f16}, {bf16}) {
   return unary_case(dt, 257, -20.0, 20.0, true);
 }
+// Every tail length 0..7 (n = 64 + r): each tail guard and tail index is exercised.
+IRON_TEST_KERNEL(iron_exp, tail0_n64, {f32}) { return unary_case(dt, 64, -8.0, 8.0, false); }
+IRON_TEST_KERNEL(iron_exp, tail2_n66, {f32}) { return unary_case(dt, 66, -8.0, 8.0, false); }
+IRON_TEST_KERNEL(iron_exp, tail3_n67, {f32}) { return unary_case(dt, 67, -8.0, 8.0, false); }
+IRON_TEST_KERNEL(iron_exp, tail4_n68, {f32}) { return unary_case(dt, 68, -8.0, 8.0, false); }
+IRON_TEST_KERNEL(iron_exp, tail5_n69, {f32}) { return unary_case(dt, 69, -8.0, 8.0, false); }
+IRON_TEST_KERNEL(iron_exp, tail6_n70, {f32}) { return unary_case(dt, 70, -8.0, 8.0, false); }
+IRON_TEST_KERNEL(iron_exp, tail7_n71, {f32}) { return unary_case(dt, 71, -8.0, 8.0, false); }
+IRON_TEST_KERNEL(iron_silu, tail0_n64, {f32}) { return unary_case(dt, 64, -8.0, 8.0, true); }
+IRON_TEST_KERNEL(iron_silu, tail2_n66, {f32}) { return unary_case(dt, 66, -8.0, 8.0, true); }
+IRON_TEST_KERNEL(iron_silu, tail3_n67, {f32}) { return unary_case(dt, 67, -8.0, 8.0, true); }
+IRON_TEST_KERNEL(iron_silu, tail4_n68, {f32}) { return unary_case(dt, 68, -8.0, 8.0, true); }
+IRON_TEST_KERNEL(iron_silu, tail5_n69, {f32}) { return unary_case(dt, 69, -8.0, 8.0, true); }
+IRON_TEST_KERNEL(iron_silu, tail6_n70, {f32}) { return unary_case(dt, 70, -8.0, 8.0, true); }
+IRON_TEST_KERNEL(iron_silu, tail7_n71, {f32}) { return unary_case(dt, 71, -8.0, 8.0, true); }
 IRON_TEST_KERNEL(iron_silu, n1001_extreme, {f32}, {f16}, {bf16}) { return silu_extreme_case(dt, 1001); }
 
 }  // namespace iron::kernels

@@ -66,11 +66,15 @@ IRON_TEST_KERNEL(iron_softmax, rows3_d4097_wide, {f32}, {f16}, {bf16}) {
   return softmax_case(dt, 3, 4097, 128, 100.0);
 }
 // Extreme rows: every logit below -88 (exp of each underflows f32, so a row maximum that starts
-// at 0 instead of -inf gives 0 / 0), huge magnitudes (one element takes all the mass), tiny
-// magnitudes (nearly uniform), exact ties everywhere (exactly 1/d), and two tied maxima among
-// spread logits.
-IRON_TEST_KERNEL(iron_softmax, rows5_d777_extreme, {f32}, {f16}, {bf16}) {
-  const uint32_t rows = 5, d = 777;
+// at 0 instead of -inf gives 0 / 0), huge magnitudes with the maximum in the last element (a max
+// loop that stops one short overflows exp), tiny magnitudes (nearly uniform), exact ties
+// everywhere (exactly 1/d), two tied maxima among spread logits, and three rows far below zero
+// with one logit at 0, where a wrong max would overflow exp: element 64 (lane group 8 at lane
+// width 8, which a partials loop with the wrong stride skips), element 128 (which a row loop
+// with stride tg + 1 skips) and element 127 (the last lane group, which a partials loop that
+// stops one short skips).
+IRON_TEST_KERNEL(iron_softmax, rows8_d777_extreme, {f32}, {f16}, {bf16}) {
+  const uint32_t rows = 8, d = 777;
   std::vector<double> x(size_t(rows) * d);
   auto u = fixture::uniform(x.size(), 0.0, 1.0, 42);
   for (uint32_t j = 0; j < d; ++j) {
@@ -81,7 +85,13 @@ IRON_TEST_KERNEL(iron_softmax, rows5_d777_extreme, {f32}, {f16}, {bf16}) {
     x[4 * d + j] = -8.0 + 12.0 * u[4 * d + j];         // spread, with two tied maxima below
   }
   x[4 * d + 17] = x[4 * d + 600] = 6.0;
-  return softmax_setup(dt, rows, d, 64, std::move(x));
+  x[2 * d - 1] = 3.5e4;
+  const uint32_t peak[3] = {64, 128, 127};
+  for (uint32_t r = 5; r < 8; ++r) {
+    for (uint32_t j = 0; j < d; ++j) x[r * d + j] = -200.0 + 50.0 * u[r * d + j];
+    x[r * d + peak[r - 5]] = 0.0;
+  }
+  return softmax_setup(dt, rows, d, 128, std::move(x));
 }
 
 }  // namespace iron::kernels

@@ -187,6 +187,10 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"vulkan", "cuda", "interp"}));
   test->add_option("--dtype", dtype, "Only this dtype (f32, f16, bf16, ...)");
   test->add_flag("--json", as_json, "Print protocol messages as JSON lines");
+  bool mutate = false;
+  std::string mutate_every;
+  test->add_flag("--mutate", mutate, "Mutation testing: run every IR mutant of every kernel against its cases");
+  test->add_option("--mutate-every", mutate_every, "With --mutate: run every n-th mutant only");
 
   auto* inspect = app.add_subcommand("inspect", "Print a kernel's IR or emitted source");
   inspect->add_option("kernel", kernel, "Kernel name")->required();
@@ -251,6 +255,11 @@ int main(int argc, char** argv) {
     opt("-f", filter);
     opt("--backend", backend);
     opt("--dtype", dtype);
+    if (mutate) {
+      args.push_back("--mutate");
+      opt("--mutate-every", mutate_every);
+      return cmd_passthrough(args, as_json);
+    }
     return cmd_test(args, as_json);
   }
   if (*inspect) {

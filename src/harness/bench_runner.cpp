@@ -355,12 +355,12 @@ int bench_main(int argc, char** argv) {
 
 namespace {
 // Fills the guard band of a buffer of `count` elements, after `bytes` holds its body.
-void fill_guard(DType t, std::vector<unsigned char>& bytes, size_t count) {
+void fill_guard(DType t, std::vector<unsigned char>& bytes, size_t count, bool output) {
   size_t es = dtype_size(t);
   bytes.resize((count + kGuardElements) * es);
   for (size_t i = count; i < count + kGuardElements; ++i) {
-    if (es == 2) std::memcpy(bytes.data() + i * 2, &kGuardHalf, 2);
-    else std::memcpy(bytes.data() + i * 4, &kGuardWord, 4);
+    if (es == 2) std::memcpy(bytes.data() + i * 2, &kGuardHalf[output], 2);
+    else std::memcpy(bytes.data() + i * 4, &kGuardWord[output], 4);
   }
 }
 
@@ -368,8 +368,8 @@ void fill_guard(DType t, std::vector<unsigned char>& bytes, size_t count) {
 std::string guard_problem(const GuardedBuffer& g, const std::vector<unsigned char>& bytes, const char* role) {
   size_t es = dtype_size(g.buffer.dtype());
   for (size_t i = g.count; i < g.count + kGuardElements; ++i) {
-    bool intact = es == 2 ? std::memcmp(bytes.data() + i * 2, &kGuardHalf, 2) == 0
-                          : std::memcmp(bytes.data() + i * 4, &kGuardWord, 4) == 0;
+    bool intact = es == 2 ? std::memcmp(bytes.data() + i * 2, &kGuardHalf[g.output], 2) == 0
+                          : std::memcmp(bytes.data() + i * 4, &kGuardWord[g.output], 4) == 0;
     if (!intact)
       return std::string("write outside the declared extent: ") + role + " '" + g.name + "' has " +
              std::to_string(g.count) + " elements and its guard element [" + std::to_string(i) +
@@ -416,21 +416,21 @@ Resident make_resident(Context& ctx, const ir::Kernel& k, const TestSetup& setup
     for (double v : back)
       if (!std::isfinite(v))
         throw Error("input '" + name + "' is not finite after rounding to " + dtype_name(t) + " (fixture out of range)");
-    fill_guard(t, bytes, values.size());
+    fill_guard(t, bytes, values.size(), false);
     DeviceBuffer buf = ctx.alloc(t, values.size() + kGuardElements);
     ctx.upload(buf, bytes.data(), bytes.size());
     r.bindings.emplace_back(name, buf);
-    r.inputs.push_back({name, buf, values.size()});
+    r.inputs.push_back({name, buf, values.size(), false});
     rounded[name] = std::move(back);
   }
   for (const auto& [name, count] : setup.outputs()) {
     DType t = param_dtype(name, "output");
     std::vector<unsigned char> fill(count * dtype_size(t), 0xff);
-    fill_guard(t, fill, count);
+    fill_guard(t, fill, count, true);
     DeviceBuffer buf = ctx.alloc(t, count + kGuardElements);
     ctx.upload(buf, fill.data(), fill.size());
     r.bindings.emplace_back(name, buf);
-    r.outputs.push_back({name, buf, count});
+    r.outputs.push_back({name, buf, count, true});
     r.expected[name].assign(count, 0.0);
   }
   setup.oracle_fn()(rounded, r.expected);

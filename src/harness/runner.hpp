@@ -26,15 +26,17 @@ struct TestOutcome {
 // see the same values) and uploaded, outputs pre-filled with all-ones bytes (NaN) so an element
 // the kernel never writes fails, and the oracle's answer. Every buffer is allocated
 // kGuardElements longer than the case declares, with that guard band filled with a sentinel
-// (kGuardWord / kGuardHalf, a NaN in every float format); check_outputs fails the case when a
-// guard changed (a write past the end). Shared by `test` and `bench`.
+// (a NaN in every float format, different for inputs and outputs, so a kernel copying past the
+// end of an input into past the end of an output still changes a guard); check_outputs fails
+// the case when a guard changed (a write past the end). Shared by `test` and `bench`.
 constexpr size_t kGuardElements = 64;
-constexpr uint32_t kGuardWord = 0x7fa5a5a5u;  // 32-bit dtypes
-constexpr uint16_t kGuardHalf = 0x7fa5u;      // f16 and bf16
+constexpr uint32_t kGuardWord[2] = {0x7fa5a5a5u, 0x7fb4b4b4u};  // [input, output], 32-bit dtypes
+constexpr uint16_t kGuardHalf[2] = {0x7fa5u, 0x7fb4u};          // [input, output], f16 and bf16
 struct GuardedBuffer {
   std::string name;
   DeviceBuffer buffer;
   size_t count = 0;  // elements the case declared; the guard band follows them
+  bool output = false;
 };
 struct Resident {
   Bindings bindings;

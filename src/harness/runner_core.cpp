@@ -15,6 +15,7 @@
 #include "core/ir.hpp"
 #include "core/numeric.hpp"
 #include "core/protocol.hpp"
+#include "harness/mutate.hpp"
 #include "harness/runner.hpp"
 #include "passes/pass.hpp"
 #include "iron/registry.hpp"
@@ -109,6 +110,8 @@ struct Args {
   std::vector<std::string> positional;
   std::string filter, backend, dtype, emit, out_dir, arch = "sm_90a";
   bool ir = false, no_compile = false, locations = false;
+  bool mutate = false;     // test: mutation testing instead of the corpus
+  uint32_t mutate_every = 1;  // test --mutate: run every n-th mutant (a deterministic subset)
   // Pipeline controls (inspect).
   std::string pass, stop_after;
   std::set<std::string> print_after;
@@ -145,6 +148,14 @@ Args parse_args(int argc, char** argv) {
     else if (s == "--only") a.only = value();
     else if (s == "--skip-through") a.skip_through = value();
     else if (s == "--mutation") a.mutation = value();
+    else if (s == "--mutate") a.mutate = true;
+    else if (s == "--mutate-every") {
+      std::string v = value();
+      char* end = nullptr;
+      unsigned long n = std::strtoul(v.c_str(), &end, 10);
+      if (v.empty() || *end || n == 0 || n > 1000000) throw Error("--mutate-every takes a count from 1 to 1000000, not '" + v + "'");
+      a.mutate_every = uint32_t(n);
+    }
     else if (!s.empty() && s[0] == '-') throw Error("unknown option " + s);
     else a.positional.push_back(s);
   }
@@ -266,6 +277,63 @@ int cmd_test(const Args& a) {
   }
   send({{"type", "summary"}, {"passed", passed}, {"failed", failed}, {"skipped", skipped}});
   return failed == 0 ? 0 : 1;
+}
+
+// `test --mutate`: every mutant of every kernel with test cases (mutate.hpp) runs the kernel's
+// cases on the backend; one text line per mutant and the summary
+// "mutate: N mutants, K killed, S survivors, E equivalent". Exit 1 when any mutant survives.
+int cmd_mutate(const Args& a) {
+  if (a.backend.empty()) throw Error("test --mutate needs --backend (interp, vulkan or cuda)");
+  Backend backend;
+  if (!parse_backend(a.backend, backend)) throw Error("unknown backend '" + a.backend + "' (use vulkan, cuda or interp)");
+  std::unique_ptr<Context> ctx = Context::create(backend);
+  ctx->set_disk_cache_dir("");  // hundreds of one-off mutants: keep them out of the compile cache
+  std::optional<DType> only;
+  if (!a.dtype.empty()) {
+    DType d;
+    if (!parse_dtype(a.dtype, d)) throw Error("unknown dtype '" + a.dtype + "'");
+    only = d;
+  }
+  auto text = [](const std::string& line) { send({{"type", "text"}, {"text", line + "\n"}}); };
+  text("mutate: backend " + std::string(backend_name(backend)) + " (" + ctx->info().name + ")" +
+       (a.mutate_every > 1 ? ", every " + std::to_string(a.mutate_every) + "th mutant" : ""));
+  size_t total = 0, killed = 0, survived = 0, equivalent = 0, index = 0;
+  auto start = std::chrono::steady_clock::now();
+  for (const KernelDecl* kd : registered_kernels()) {
+    std::vector<const TestDecl*> cases;
+    for (const TestDecl* t : registered_tests())
+      if (std::string_view(t->kernel) == kd->name) cases.push_back(t);
+    if (cases.empty() || !matches(a.filter, kd->name, "")) continue;
+    const ir::Kernel& original = kernel_ir(kd->name);
+    // The kernel itself must pass, or no mutant result means anything.
+    for (const TestDecl* t : cases)
+      for (const DtypeTolerance& dt : t->dtypes) {
+        if (only && *only != dt.dtype) continue;
+        TestOutcome r = run_test_case(*ctx, *t, dt.dtype, dt.tol);
+        if (r.status != TestOutcome::Status::Pass)
+          throw Error(std::string("kernel ") + kd->name + " fails its own case " + t->name + " [" +
+                      dtype_name(dt.dtype) + "]: " + r.message);
+      }
+    for (const mutate::Mutant& m :
+         mutate::enumerate(original, ctx->info().lane_width, ctx->info().max_threads_per_group)) {
+      if (index++ % a.mutate_every != 0) continue;
+      ++total;
+      std::string head = std::string(kd->name) + "  " + m.kind + "  " + m.site + "  (" + m.detail + ")";
+      mutate::Outcome o = mutate::run_mutant(*ctx, original, m, cases, only);
+      switch (o.status) {
+        case mutate::Outcome::Status::Equivalent: ++equivalent, text("EQUIVALENT " + head + ": " + o.by); break;
+        case mutate::Outcome::Status::Killed: ++killed, text("killed " + head + " by " + o.by); break;
+        case mutate::Outcome::Status::Survived: ++survived, text("SURVIVED " + head); break;
+      }
+    }
+  }
+  if (total == 0) throw Error("test --mutate selected no kernel with test cases");
+  double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  char secs[32];
+  std::snprintf(secs, sizeof secs, "%.1f s", s);
+  text("mutate: " + std::to_string(total) + " mutants, " + std::to_string(killed) + " killed, " +
+       std::to_string(survived) + " survivors, " + std::to_string(equivalent) + " equivalent (" + secs + ")");
+  return survived == 0 ? 0 : 1;
 }
 
 DType pick_dtype(const ir::Kernel& k, const std::string& requested) {
@@ -477,7 +545,7 @@ int runner_main(int argc, char** argv) {
       return bench_main(argc, argv);
     Args a = parse_args(argc, argv);
     send({{"type", "hello"}, {"runner_version", "0.1.0"}});
-    if (a.command == "test") return cmd_test(a);
+    if (a.command == "test") return a.mutate ? cmd_mutate(a) : cmd_test(a);
     if (a.command == "inspect") return cmd_inspect(a);
     if (a.command == "build") return cmd_build(a);
     if (a.command == "device") return cmd_device();

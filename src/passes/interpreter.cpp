@@ -56,6 +56,7 @@ struct Machine {
   // while its epoch equals `epoch`, which advances at every barrier and every new threadgroup,
   // so a barrier forgets every earlier access without touching the records.
   struct SlotAccess {
+    uint32_t written_group = 0;            // group_serial of the last write: 0 or stale = never written
     uint32_t write_epoch = 0, writer = 0;  // last writer thread since the last barrier
     uint32_t read_epoch = 0, reader = 0;   // a reader since the last barrier, or kManyReaders
     Id write_op = ir::kNone, read_op = ir::kNone;
@@ -63,6 +64,7 @@ struct Machine {
   static constexpr uint32_t kManyReaders = UINT32_MAX;
   std::vector<SlotAccess> tg_access_log;
   uint32_t epoch = 0;
+  uint32_t group_serial = 0;  // advances with every threadgroup
   std::vector<uint32_t> lane_a, lane_b;
   Id vec_leader[2] = {ir::kNone, ir::kNone};  // last vector group leader: [0] load, [1] store
   uint32_t group[3] = {0, 0, 0};
@@ -142,9 +144,14 @@ struct Machine {
           group[0] = x;
           group[1] = y;
           group[2] = z;
-          // All-ones bits: an unwritten slot reads as NaN / -1 / UINT_MAX, deterministically.
+          // All-ones bits: an unwritten slot reads as NaN / -1 / UINT_MAX, deterministically (or is
+          // an error with opts.uninitialized_tg_reads_are_errors, see check_race).
           std::fill(tg_mem.begin(), tg_mem.end(), 0xffffffffu);
           next_epoch();
+          if (++group_serial == 0) {  // wrapped: old records could look current again
+            std::fill(tg_access_log.begin(), tg_access_log.end(), SlotAccess{});
+            group_serial = 1;
+          }
           block(0, 0);
         }
   }
@@ -374,9 +381,16 @@ struct Machine {
                    "]: " + thread_text(t) + (is_store ? " writes" : " reads") + " the slot " + other_text + " " +
                    other_did + where + " with no barrier between");
     };
+    if (!is_store && s.written_group != group_serial && opts.uninitialized_tg_reads_are_errors) {
+      const ir::Inst& a = k.insts[in.operands[0]];
+      fail(in, "read of threadgroup slot '" + (a.sym < k.strings.size() ? k.strings[a.sym] : std::string("?")) + "'[" +
+                   std::to_string(word - tg_offset[in.operands[0]]) + "] that no thread of this threadgroup has written (" +
+                   thread_text(t) + "; threadgroup memory starts undefined)");
+    }
     if (s.write_epoch == epoch && s.writer != t)
       race(is_store ? "write after write" : "read after write", s.writer, s.write_op, "wrote");
     if (is_store) {
+      s.written_group = group_serial;
       if (s.read_epoch == epoch && s.reader != t) race("write after read", s.reader, s.read_op, "read");
       s.write_epoch = epoch;
       s.writer = t;

@@ -42,7 +42,7 @@ uint16_t to16(DType t, float f, bool toward_zero) {
 // every output of `r` given the exact results, and checks the outputs.
 Correctness check_rounded(Context& ctx, Resident& r, DType t, bool toward_zero, const TestSetup& s, double declared) {
   for (const GuardedBuffer& g : r.outputs) {
-    std::vector<uint16_t> bits(g.count + kGuardElements, kGuardHalf);
+    std::vector<uint16_t> bits(g.count + kGuardElements, kGuardHalf[1]);
     const std::vector<double>& exact = r.expected.at(g.name);
     for (size_t i = 0; i < g.count; ++i) bits[i] = to16(t, float(exact[i]), toward_zero);
     ctx.upload(g.buffer, bits.data(), bits.size() * 2);
