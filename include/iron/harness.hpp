@@ -34,6 +34,13 @@ std::vector<double> uniform(size_t count, double lo, double hi, uint64_t seed);
 // `count` values sign * m * 2^e with m uniform in [1, 2) and e a uniform integer in
 // [min_exp, max_exp], random signs: huge and tiny magnitudes side by side, deterministic.
 std::vector<double> magnitudes(size_t count, int min_exp, int max_exp, uint64_t seed);
+// `v` rounded to `t` to nearest even, as the harness rounds inputs (for fixtures that must
+// know the values the kernel sees).
+double round_to(DType t, double v);
+// True when rounding `exact` to the float dtype `t` to nearest goes away from zero, with at
+// least 0.1 ulp to spare either way (so f32 arithmetic before the rounding cannot change that):
+// a result a store rounding toward zero gets wrong.
+bool rounds_away(DType t, double exact);
 }  // namespace fixture
 
 class TestSetup {

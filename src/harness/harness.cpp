@@ -3,6 +3,8 @@
 
 #include "iron/bench.hpp"
 
+#include "core/numeric.hpp"
+
 #include <algorithm>
 #include <cmath>
 #include <deque>
@@ -37,6 +39,20 @@ std::vector<double> magnitudes(size_t count, int min_exp, int max_exp, uint64_t 
     v[i] = std::ldexp(negative ? -m : m, e);
   }
   return v;
+}
+double round_to(DType t, double v) {
+  unsigned char bytes[8];
+  num::encode(t, &v, bytes, 1);
+  double back = 0;
+  num::decode(t, bytes, &back, 1);
+  return back;
+}
+
+bool rounds_away(DType t, double exact) {
+  double u = ulp_of(t, exact);
+  double below = std::trunc(exact / u) * u;  // the neighbour toward zero (exact in f64 for these formats)
+  double frac = std::fabs(exact - below) / u;
+  return frac > 0.6 && frac < 0.9;
 }
 }  // namespace fixture
 

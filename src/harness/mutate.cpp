@@ -248,21 +248,51 @@ std::vector<Mutant> enumerate(const Kernel& k, uint32_t lane_width, uint32_t max
   }
 
   // Rounding toward zero of a narrowing conversion (an f32 value cast to, or stored into, a
-  // 16-bit or T-typed destination): the value is pulled toward zero by one part in 2^11 before
-  // it is rounded, so at f16 and bf16 about half the values end one ulp toward zero.
-  auto narrow = [&](Id id, Id value, int operand) {
-    Mutant& m = b.add("rounding_toward_zero", id, "value * (1 - 2^-11) before rounding");
-    DType t = k.insts[value].type;
-    Id c = add_const(m.kernel, id, t, 0, 1.0 - 1.0 / 2048);
-    Id v = add_binary(m.kernel, id, Op::Mul, t, value, c);
-    m.kernel.insts[id].operands[operand] = v;
+  // 16-bit or T-typed destination), built from IR ops so it works at every T: r = the value
+  // rounded to T (to nearest even); where |r| > |value| the rounding went away from zero, and
+  // the result is r's neighbour toward zero, r * (1 - 2^-p) rounded to T, with p the precision
+  // of T found by probing it (1 + 2^-10 rounds to 1 only in bf16, 1 + 2^-20 survives only in
+  // f32). At T = f32 nothing is narrowed and the mutant computes the kernel's own values.
+  auto narrow = [&](Id id, Id value, int operand, bool result_generic) {
+    Mutant& m = b.add("rounding_toward_zero", id, "round to nearest even -> toward zero");
+    Kernel& mk = m.kernel;
+    auto un = [&](Op op, DType t, Id a) {
+      Inst in;
+      in.op = op;
+      in.type = t;
+      in.num_operands = 1;
+      in.operands[0] = a;
+      return insert_before(mk, id, in);
+    };
+    auto f32c = [&](double v) { return add_const(mk, id, DType::F32, 0, v); };
+    const DType T = DType::Generic;
+    Id v = k.insts[value].type == DType::F32 ? value : un(Op::Cast, DType::F32, value);
+    Id r = un(Op::Cast, DType::F32, un(Op::Cast, T, v));
+    Id is_bf16 = add_binary(mk, id, Op::Eq, DType::Bool, un(Op::Cast, DType::F32, un(Op::Cast, T, f32c(1.0 + 0x1p-10))), f32c(1.0));
+    Id is_f32 = add_binary(mk, id, Op::Ne, DType::Bool, un(Op::Cast, DType::F32, un(Op::Cast, T, f32c(1.0 + 0x1p-20))), f32c(1.0));
+    auto select = [&](Id c, Id a, Id bb) {
+      Inst in;
+      in.op = Op::Select;
+      in.type = DType::F32;
+      in.num_operands = 3;
+      in.operands[0] = c;
+      in.operands[1] = a;
+      in.operands[2] = bb;
+      return insert_before(mk, id, in);
+    };
+    Id below_one = select(is_f32, f32c(1.0 - 0x1p-24), select(is_bf16, f32c(1.0 - 0x1p-8), f32c(1.0 - 0x1p-11)));
+    Id toward = un(Op::Cast, DType::F32, un(Op::Cast, T, add_binary(mk, id, Op::Mul, DType::F32, r, below_one)));
+    Id away = add_binary(mk, id, Op::Gt, DType::Bool, un(Op::Abs, DType::F32, r), un(Op::Abs, DType::F32, v));
+    Id result = select(away, toward, r);
+    mk.insts[id].operands[operand] = result_generic ? un(Op::Cast, k.insts[value].type, result) : result;
   };
   for (Id id : ids) {
     const Inst& in = k.insts[id];
-    if (in.op == Op::Cast && is_narrow(in.type) && k.insts[in.operands[0]].type == DType::F32) narrow(id, in.operands[0], 0);
+    if (in.op == Op::Cast && is_narrow(in.type) && k.insts[in.operands[0]].type == DType::F32)
+      narrow(id, in.operands[0], 0, false);
     if (in.op == Op::Store && is_narrow(k.params[in.sym].dtype) && is_wide_value(k.insts[in.operands[1]].type) &&
         k.insts[in.operands[1]].op != Op::Cast)
-      narrow(id, in.operands[1], 1);
+      narrow(id, in.operands[1], 1, k.insts[in.operands[1]].type != DType::F32);
   }
 
   // Tail guard: a < b becomes a <= b.
