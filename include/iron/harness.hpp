@@ -3,13 +3,19 @@
 // scalars, dispatch geometry and an f64 CPU oracle) plus a tolerance per dtype.
 //
 // Inputs are given as f64 values and rounded to the buffer's dtype once; the oracle sees the
-// rounded values, the device sees the same bits. An output element passes when
-// |device - oracle| <= tol * max(floor, |oracle|): relative error, measured absolutely below
-// `floor` (default 1; set it to the scale of the outputs, e.g. for probabilities).
+// rounded values, the device sees the same bits. The tolerance is derived, not declared: a case
+// states how its outputs are computed (accumulation(), math_ops()) and an output element passes
+// when |device - oracle| <= tol * ulp(output dtype, max(floor, |oracle|)) with
+//   tol = 1/2 + 2^(p - 24) * (accumulation + kMathOpUlps * math_ops)
+// where p is the output format's precision (24 for f32, 11 for f16, 8 for bf16): half an ulp for
+// the one rounding to the output format, plus the f32 arithmetic before it expressed in ulps of
+// that format. `floor` (default 1) is the scale below which the error is measured absolutely.
+// Integer outputs must be exact. See docs/testing.md#tolerance-policy.
 #pragma once
 
 #include <cstdint>
 #include <functional>
+#include <limits>
 #include <map>
 #include <string>
 #include <vector>
@@ -25,6 +31,16 @@ namespace fixture {
 // `count` values uniform in [lo, hi] from a seeded splitmix64 stream: bounded, deterministic
 // across machines, never NaN or infinite.
 std::vector<double> uniform(size_t count, double lo, double hi, uint64_t seed);
+// `count` values sign * m * 2^e with m uniform in [1, 2) and e a uniform integer in
+// [min_exp, max_exp], random signs: huge and tiny magnitudes side by side, deterministic.
+std::vector<double> magnitudes(size_t count, int min_exp, int max_exp, uint64_t seed);
+// `v` rounded to `t` to nearest even, as the harness rounds inputs (for fixtures that must
+// know the values the kernel sees).
+double round_to(DType t, double v);
+// True when rounding `exact` to the float dtype `t` to nearest goes away from zero, with at
+// least 0.1 ulp to spare either way (so f32 arithmetic before the rounding cannot change that):
+// a result a store rounding toward zero gets wrong.
+bool rounds_away(DType t, double exact);
 }  // namespace fixture
 
 class TestSetup {
@@ -36,6 +52,12 @@ class TestSetup {
   TestSetup& grid(Dim3 grid, Dim3 threadgroup);
   TestSetup& oracle(std::function<void(const Tensors& inputs, Tensors& outputs)> fn);
   TestSetup& error_floor(double floor);
+  // The f32 roundings on the longest path into one output element: a serial sum of n terms
+  // counts n, each other f32 op 1 (group_sum_rounding() gives a group_sum's share).
+  TestSetup& accumulation(double roundings);
+  // Transcendentals (exp, log, tanh, rsqrt, ...) on that path; each is allowed kMathOpUlps f32
+  // ulps, which covers the op itself and the rounding of its argument amplified by |x| <= 12.
+  TestSetup& math_ops(double count);
 
   DType dtype() const { return dtype_; }
   const Tensors& inputs() const { return inputs_; }
@@ -44,6 +66,8 @@ class TestSetup {
   Dim3 grid_size() const { return grid_; }
   Dim3 threadgroup() const { return tg_; }
   double floor() const { return floor_; }
+  double accumulation_roundings() const { return accumulation_; }
+  double math_op_count() const { return math_ops_; }
   const std::function<void(const Tensors&, Tensors&)>& oracle_fn() const { return oracle_; }
 
  private:
@@ -54,13 +78,39 @@ class TestSetup {
   Dim3 grid_{0, 0, 0};
   Dim3 tg_{0, 0, 0};
   double floor_ = 1.0;
+  double accumulation_ = 0;
+  double math_ops_ = 0;
   std::function<void(const Tensors&, Tensors&)> oracle_;
 };
 
+// f32 ulps allowed per transcendental op (see TestSetup::math_ops).
+constexpr double kMathOpUlps = 16;
+
+// The f32 roundings of group_sum over n values on tg threads: each thread's serial sum of
+// ceil(n / tg) terms, the lane butterfly, the serial pass over the partials and the second
+// butterfly (at most 3 * ceil(log2 tg) levels together).
+double group_sum_rounding(uint64_t n, uint32_t tg);
+
+// A dtype a case runs at. Test cases give the dtype alone ({f32}): the tolerance is derived from
+// the output format and the case's accumulation. An explicit relative tolerance ({f32, 1e-6})
+// is for benchmark declarations, whose check is relative.
 struct DtypeTolerance {
   DType dtype;
-  double tol;
+  double tol = std::numeric_limits<double>::quiet_NaN();  // NaN: derived
 };
+
+// How outputs are compared: in ulps of the output dtype (derived), or relative to
+// max(floor, |oracle|) (an explicit tolerance).
+struct Tolerance {
+  bool ulps = true;
+  double value = 0.5;
+};
+// The rule for one output of `setup`: `declared` NaN derives it in ulps of `output`.
+Tolerance case_tolerance(const TestSetup& setup, double declared, DType output);
+// The spacing of `output`'s values at magnitude |m| (its subnormal spacing below the normal range).
+double ulp_of(DType output, double m);
+// One element's error in the rule's unit (ulps or relative); infinite when either side is NaN.
+double element_error(const Tolerance& rule, DType output, double got, double want, double floor);
 
 using TestBody = TestSetup (*)(DType dt);
 
@@ -78,7 +128,7 @@ std::vector<const TestDecl*> registered_tests();  // sorted by kernel, then name
 
 }  // namespace iron
 
-// IRON_TEST_KERNEL(iron_add, n1000, {f32, 1e-6}, {f16, 1e-3}) { return TestSetup(dt)...; }
+// IRON_TEST_KERNEL(iron_add, n1000, {f32}, {f16}) { return TestSetup(dt)....accumulation(1); }
 #define IRON_TEST_KERNEL(kernel, case_name, ...)                                                     \
   static ::iron::TestSetup IRON_DETAIL_CAT(iron_test_, IRON_DETAIL_CAT(kernel, __LINE__))(::iron::DType dt); \
   [[maybe_unused]] static const int IRON_DETAIL_CAT(iron_test_reg_, IRON_DETAIL_CAT(kernel, __LINE__)) =     \

@@ -13,7 +13,8 @@ constexpr uint32_t kElementsPerThread = 8;
 // Calls body(i) for each element index i this thread owns (host loop: unrolled at trace time).
 // No index arithmetic can wrap for any n < 2^32: thread t owns a full run only when t < n / 8
 // (so t * 8 + 7 < n), the one thread t == n / 8 owns the tail (guarded by e < n - base, with
-// base <= n), and threads past it do nothing even when the grid overshoots.
+// base <= n), and threads past it do nothing even when the grid overshoots. Test every tail
+// length 0..7 (kTailCases): each guard `e < left` is only exercised by a tail longer than e.
 inline void for_each_owned_element(dsl::Expr n, dsl::FnRef<void(dsl::Expr)> body) {
   using namespace iron::dsl;
   Expr tid = thread_id(0);
@@ -24,7 +25,9 @@ inline void for_each_owned_element(dsl::Expr n, dsl::FnRef<void(dsl::Expr)> body
   }).else_([&] {
     if_(tid == full_runs, [&] {
       Expr left = n - base;
-      for (uint32_t e = 0; e < kElementsPerThread; ++e) if_(e < left, [&] { body(base + e); });
+      // left = n % 8 <= 7, so the tail has at most 7 elements: an eighth guard could never pass
+      // (mutation testing found it as dead code).
+      for (uint32_t e = 0; e + 1 < kElementsPerThread; ++e) if_(e < left, [&] { body(base + e); });
     });
   });
 }

@@ -30,13 +30,18 @@ static void softmax() {
 }
 IRON_KERNEL(iron_softmax, softmax, Reduction, f32, f16, bf16);
 
-static TestSetup softmax_case(DType dt, uint32_t rows, uint32_t d, uint32_t tg, double spread) {
+// Tolerance (derived): the row sum is a group_sum of exps, each output one more exp, a subtract,
+// the reciprocal and a multiply. The argument x - m is rounded in f32 before exp, which for the
+// outputs above the floor (|x - m| below about 12) stays inside the per-op allowance.
+static TestSetup softmax_setup(DType dt, uint32_t rows, uint32_t d, uint32_t tg, std::vector<double> x) {
   return TestSetup(dt)
-      .in("x", fixture::uniform(size_t(rows) * d, -spread, spread, 41))
+      .in("x", std::move(x))
       .out("out", size_t(rows) * d)
       .constexprs({{"rows", rows}, {"d", d}})
       .grid({rows, 1, 1}, {tg, 1, 1})
       .error_floor(1e-4)  // probabilities: relative error down to 1e-4, absolute below
+      .accumulation(group_sum_rounding(d, tg) + 4)
+      .math_ops(2)
       .oracle([rows, d](const Tensors& in, Tensors& out) {
         const auto& x = in.at("x");
         auto& o = out.at("out");
@@ -50,16 +55,43 @@ static TestSetup softmax_case(DType dt, uint32_t rows, uint32_t d, uint32_t tg, 
         }
       });
 }
-
-// Relative tolerances: f32 exp is within a few ulp and the f32 row sum of ~4k terms within
-// ~1e-6, so 1e-5; 16-bit dtypes are bounded by the stored rounding (2^-11, 2^-8) plus f16
-// subnormal spacing near the 1e-4 floor. The wide case spreads x over [-100, 100]: exp(x)
-// overflows f32 past 88.7, so a softmax without the max subtraction returns NaN there.
-IRON_TEST_KERNEL(iron_softmax, rows5_d1000, {f32, 1e-5}, {f16, 1.5e-3}, {bf16, 8e-3}) {
-  return softmax_case(dt, 5, 1000, 256, 4.0);
+static TestSetup softmax_case(DType dt, uint32_t rows, uint32_t d, uint32_t tg, double spread) {
+  return softmax_setup(dt, rows, d, tg, fixture::uniform(size_t(rows) * d, -spread, spread, 41));
 }
-IRON_TEST_KERNEL(iron_softmax, rows3_d4097_wide, {f32, 1e-5}, {f16, 1.5e-3}, {bf16, 8e-3}) {
+
+// The wide case spreads x over [-100, 100]: exp(x) overflows f32 past 88.7, so a softmax without
+// the max subtraction returns NaN there.
+IRON_TEST_KERNEL(iron_softmax, rows5_d1000, {f32}, {f16}, {bf16}) { return softmax_case(dt, 5, 1000, 256, 4.0); }
+IRON_TEST_KERNEL(iron_softmax, rows3_d4097_wide, {f32}, {f16}, {bf16}) {
   return softmax_case(dt, 3, 4097, 128, 100.0);
+}
+// Extreme rows: every logit below -88 (exp of each underflows f32, so a row maximum that starts
+// at 0 instead of -inf gives 0 / 0), huge magnitudes with the maximum in the last element (a max
+// loop that stops one short overflows exp), tiny magnitudes (nearly uniform), exact ties
+// everywhere (exactly 1/d), two tied maxima among spread logits, and three rows far below zero
+// with one logit at 0, where a wrong max would overflow exp: element 64 (lane group 8 at lane
+// width 8, which a partials loop with the wrong stride skips), element 128 (which a row loop
+// with stride tg + 1 skips) and element 127 (the last lane group, which a partials loop that
+// stops one short skips).
+IRON_TEST_KERNEL(iron_softmax, rows8_d777_extreme, {f32}, {f16}, {bf16}) {
+  const uint32_t rows = 8, d = 777;
+  std::vector<double> x(size_t(rows) * d);
+  auto u = fixture::uniform(x.size(), 0.0, 1.0, 42);
+  for (uint32_t j = 0; j < d; ++j) {
+    x[j] = -120.0 + 30.0 * u[j];                       // all in [-120, -90]
+    x[d + j] = -3e4 + 6e4 * u[d + j];                  // huge
+    x[2 * d + j] = 1e-6 * (u[2 * d + j] - 0.5);        // tiny
+    x[3 * d + j] = -100.5;                             // all tied
+    x[4 * d + j] = -8.0 + 12.0 * u[4 * d + j];         // spread, with two tied maxima below
+  }
+  x[4 * d + 17] = x[4 * d + 600] = 6.0;
+  x[2 * d - 1] = 3.5e4;
+  const uint32_t peak[3] = {64, 128, 127};
+  for (uint32_t r = 5; r < 8; ++r) {
+    for (uint32_t j = 0; j < d; ++j) x[r * d + j] = -200.0 + 50.0 * u[r * d + j];
+    x[r * d + peak[r - 5]] = 0.0;
+  }
+  return softmax_setup(dt, rows, d, 128, std::move(x));
 }
 
 }  // namespace iron::kernels

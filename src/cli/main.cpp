@@ -94,9 +94,13 @@ int cmd_test(const std::vector<std::string>& base_args, bool as_json, const std:
           std::string err = m["max_error"].is_number() ? fmt_sci(m["max_error"].get<double>()) : "inf";
           char ms[32];
           std::snprintf(ms, sizeof ms, "%.1f ms", m.value("ms", 0.0));
+          // A case that failed before its outputs were compared has no error to show.
+          bool none = status != "pass" && m.contains("compared") && m["compared"].is_number() && m["compared"] == 0;
+          std::string unit = m.value("tolerance_unit", std::string()) == "ulp" ? " ulp" : "";
+          std::string measured = none ? std::string("nothing compared")
+                                      : "max error " + err + unit + " (tol " + fmt_sci(m.value("tolerance", 0.0)) + unit + ")";
           std::cout << tag << " " << name << " [" << m["dtype"].get<std::string>() << "] on "
-                    << m["backend"].get<std::string>() << "  max error " << err << " (tol "
-                    << fmt_sci(m.value("tolerance", 0.0)) << ")  " << st.dim(ms) << "\n";
+                    << m["backend"].get<std::string>() << "  " << measured << "  " << st.dim(ms) << "\n";
           std::string msg = m.value("message", std::string());
           if (!msg.empty() && status != "pass") {
             std::string indented = "    " + msg;
@@ -289,6 +293,10 @@ int run_main(int argc, char** argv) {
   test->add_option("--witness", witness_path,
                    "Write a witness of the run (results, kernel IR hashes, device, digests) to FILE; compare two with "
                    "iron diff");
+  bool mutate = false;
+  std::string mutate_every;
+  test->add_flag("--mutate", mutate, "Mutation testing: run every IR mutant of every kernel against its cases");
+  test->add_option("--mutate-every", mutate_every, "With --mutate: run every n-th mutant only");
 
   auto* inspect = app.add_subcommand("inspect", "Print a kernel's IR or emitted source");
   inspect->add_option("kernel", kernel, "Kernel name")->required();
@@ -373,6 +381,11 @@ int run_main(int argc, char** argv) {
     opt("-f", filter);
     opt("--backend", backend);
     opt("--dtype", dtype);
+    if (mutate) {
+      args.push_back("--mutate");
+      opt("--mutate-every", mutate_every);
+      return cmd_passthrough(args, as_json);
+    }
     return cmd_test(args, as_json, witness_path);
   }
   if (*inspect) {

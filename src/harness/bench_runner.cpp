@@ -3,7 +3,9 @@
 // timing), time under the device lock, and only then derive statistics, metrics and guards
 // (seeds §6, architecture.txt "Bench runner"). Streams `bench`, `warning` and `summary` messages.
 #include <algorithm>
+#include <functional>
 #include <cmath>
+#include <cstring>
 #include <iostream>
 #include <memory>
 #include <optional>
@@ -351,8 +353,50 @@ int bench_main(int argc, char** argv) {
   return cmd_bench(argc, argv);
 }
 
+namespace {
+// Fills the guard band of a buffer of `count` elements, after `bytes` holds its body.
+void fill_guard(DType t, std::vector<unsigned char>& bytes, size_t count, bool output) {
+  size_t es = dtype_size(t);
+  bytes.resize((count + kGuardElements) * es);
+  for (size_t i = count; i < count + kGuardElements; ++i) {
+    if (es == 2) std::memcpy(bytes.data() + i * 2, &kGuardHalf[output], 2);
+    else std::memcpy(bytes.data() + i * 4, &kGuardWord[output], 4);
+  }
+}
+
+// "" when the guard band of `g` (its bytes downloaded in `bytes`) is intact.
+std::string guard_problem(const GuardedBuffer& g, const std::vector<unsigned char>& bytes, const char* role) {
+  size_t es = dtype_size(g.buffer.dtype());
+  for (size_t i = g.count; i < g.count + kGuardElements; ++i) {
+    bool intact = es == 2 ? std::memcmp(bytes.data() + i * 2, &kGuardHalf[g.output], 2) == 0
+                          : std::memcmp(bytes.data() + i * 4, &kGuardWord[g.output], 4) == 0;
+    if (!intact)
+      return std::string("write outside the declared extent: ") + role + " '" + g.name + "' has " +
+             std::to_string(g.count) + " elements and its guard element [" + std::to_string(i) +
+             "] (past the end) was overwritten";
+  }
+  return "";
+}
+
+// An integer buffer takes integer values in its range: a fraction or an out-of-range value
+// would otherwise be rounded or wrapped silently by the encoding.
+void check_integer_input(const std::string& name, DType t, const std::vector<double>& values) {
+  if (t != DType::I32 && t != DType::U32 && t != DType::Bool) return;
+  double lo = t == DType::I32 ? -2147483648.0 : 0.0;
+  double hi = t == DType::I32 ? 2147483647.0 : t == DType::U32 ? 4294967295.0 : 1.0;
+  for (size_t i = 0; i < values.size(); ++i) {
+    double v = values[i];
+    if (!std::isfinite(v) || v != std::floor(v) || v < lo || v > hi)
+      throw Error("input '" + name + "'[" + std::to_string(i) + "] = " + describe(v) + " is not " +
+                  (v == std::floor(v) ? "in the range of " : "an integer, as ") + dtype_name(t) +
+                  " requires (fixture error: integer buffers take exact values)");
+  }
+}
+}  // namespace
+
 // Encodes inputs exactly as run_test_case does (rounded to the buffer dtype once, so device and
-// oracle see the same values); outputs start as all-ones bytes (NaN), so an unwritten element fails.
+// oracle see the same values); outputs start as all-ones bytes (NaN), so an unwritten element
+// fails; every buffer carries a guard band after its declared elements.
 Resident make_resident(Context& ctx, const ir::Kernel& k, const TestSetup& setup, DType dtype) {
   Resident r;
   auto param_dtype = [&](const std::string& name, const char* role) {
@@ -364,6 +408,7 @@ Resident make_resident(Context& ctx, const ir::Kernel& k, const TestSetup& setup
   Tensors rounded;
   for (const auto& [name, values] : setup.inputs()) {
     DType t = param_dtype(name, "input");
+    check_integer_input(name, t, values);
     std::vector<unsigned char> bytes(values.size() * dtype_size(t));
     num::encode(t, values.data(), bytes.data(), values.size());
     std::vector<double> back(values.size());
@@ -371,43 +416,70 @@ Resident make_resident(Context& ctx, const ir::Kernel& k, const TestSetup& setup
     for (double v : back)
       if (!std::isfinite(v))
         throw Error("input '" + name + "' is not finite after rounding to " + dtype_name(t) + " (fixture out of range)");
-    DeviceBuffer buf = ctx.alloc(t, values.size());
+    fill_guard(t, bytes, values.size(), false);
+    DeviceBuffer buf = ctx.alloc(t, values.size() + kGuardElements);
     ctx.upload(buf, bytes.data(), bytes.size());
     r.bindings.emplace_back(name, buf);
+    r.inputs.push_back({name, buf, values.size(), false});
     rounded[name] = std::move(back);
   }
   for (const auto& [name, count] : setup.outputs()) {
     DType t = param_dtype(name, "output");
-    DeviceBuffer buf = ctx.alloc(t, count);
-    std::vector<unsigned char> fill(buf.bytes(), 0xff);
+    std::vector<unsigned char> fill(count * dtype_size(t), 0xff);
+    fill_guard(t, fill, count, true);
+    DeviceBuffer buf = ctx.alloc(t, count + kGuardElements);
     ctx.upload(buf, fill.data(), fill.size());
     r.bindings.emplace_back(name, buf);
-    r.outputs.emplace_back(name, buf);
+    r.outputs.push_back({name, buf, count, true});
     r.expected[name].assign(count, 0.0);
   }
   setup.oracle_fn()(rounded, r.expected);
   return r;
 }
 
-Correctness check_outputs(Context& ctx, const Resident& r, double floor, double tol) {
+namespace {
+Correctness check(Context& ctx, const Resident& r, double floor, const std::function<Tolerance(DType)>& rule_for) {
   Correctness c;
-  for (const auto& [name, buf] : r.outputs) {
+  bool first = true;
+  for (const GuardedBuffer& g : r.outputs) {
+    const DeviceBuffer& buf = g.buffer;
     std::vector<unsigned char> bytes(buf.bytes());
     ctx.download(buf, bytes.data(), bytes.size());
-    std::vector<double> got(buf.count());
+    std::vector<double> got(g.count);
     num::decode(buf.dtype(), bytes.data(), got.data(), got.size());
-    const std::vector<double>& want = r.expected.at(name);
+    const std::vector<double>& want = r.expected.at(g.name);
+    Tolerance rule = rule_for(buf.dtype());
+    if (first) c.rule = rule, first = false;
+    const char* unit = rule.ulps ? " ulp" : "";
     for (size_t i = 0; i < got.size(); ++i) {
-      double err = std::fabs(got[i] - want[i]) / std::max(floor, std::fabs(want[i]));
-      if (std::isnan(got[i]) || std::isnan(err)) err = INFINITY;
+      double err = element_error(rule, buf.dtype(), got[i], want[i], floor);
       c.max_error = std::max(c.max_error, err);
-      if (err > tol && c.message.empty())
-        c.message = "output '" + name + "'[" + std::to_string(i) + "] = " + describe(got[i]) + ", oracle " +
-                    describe(want[i]) + " (error " + describe(err) + " > tolerance " + describe(tol) + ")";
+      ++c.compared;
+      if (err > rule.value && c.message.empty())
+        c.message = "output '" + g.name + "'[" + std::to_string(i) + "] = " + describe(got[i]) + ", oracle " +
+                    describe(want[i]) + " (error " + describe(err) + unit + " > tolerance " + describe(rule.value) +
+                    unit + ")";
     }
+    std::string guard = guard_problem(g, bytes, "output");
+    if (!guard.empty()) c.message = guard + (c.message.empty() ? "" : "; " + c.message);
+  }
+  for (const GuardedBuffer& g : r.inputs) {
+    std::vector<unsigned char> bytes(g.buffer.bytes());
+    ctx.download(g.buffer, bytes.data(), bytes.size());
+    std::string guard = guard_problem(g, bytes, "input");
+    if (!guard.empty()) c.message = guard + (c.message.empty() ? "" : "; " + c.message);
   }
   c.pass = c.message.empty();
   return c;
+}
+}  // namespace
+
+Correctness check_outputs(Context& ctx, const Resident& r, const TestSetup& setup, double declared) {
+  return check(ctx, r, setup.floor(), [&](DType t) { return case_tolerance(setup, declared, t); });
+}
+
+Correctness check_outputs(Context& ctx, const Resident& r, double floor, double tol) {
+  return check(ctx, r, floor, [&](DType) { return Tolerance{false, tol}; });
 }
 
 }  // namespace iron

@@ -3,7 +3,10 @@
 
 #include "iron/bench.hpp"
 
+#include "core/numeric.hpp"
+
 #include <algorithm>
+#include <cmath>
 #include <deque>
 #include <mutex>
 
@@ -23,6 +26,33 @@ std::vector<double> uniform(size_t count, double lo, double hi, uint64_t seed) {
     v[i] = lo + (hi - lo) * unit;
   }
   return v;
+}
+std::vector<double> magnitudes(size_t count, int min_exp, int max_exp, uint64_t seed) {
+  std::vector<double> unit = uniform(count, 0.0, 1.0, seed);
+  std::vector<double> pick = uniform(count, 0.0, 1.0, seed ^ 0x5bd1e995u);
+  std::vector<double> v(count);
+  const int span = max_exp - min_exp + 1;
+  for (size_t i = 0; i < count; ++i) {
+    int e = min_exp + std::min(span - 1, int(pick[i] * span));
+    double m = 1.0 + unit[i];
+    bool negative = (uint64_t(pick[i] * 0x1.0p40) & 1) != 0;
+    v[i] = std::ldexp(negative ? -m : m, e);
+  }
+  return v;
+}
+double round_to(DType t, double v) {
+  unsigned char bytes[8];
+  num::encode(t, &v, bytes, 1);
+  double back = 0;
+  num::decode(t, bytes, &back, 1);
+  return back;
+}
+
+bool rounds_away(DType t, double exact) {
+  double u = ulp_of(t, exact);
+  double below = std::trunc(exact / u) * u;  // the neighbour toward zero (exact in f64 for these formats)
+  double frac = std::fabs(exact - below) / u;
+  return frac > 0.6 && frac < 0.9;
 }
 }  // namespace fixture
 
@@ -47,6 +77,61 @@ TestSetup& TestSetup::error_floor(double floor) {
   floor_ = floor > 0 ? floor : 1.0;
   return *this;
 }
+TestSetup& TestSetup::accumulation(double roundings) {
+  accumulation_ = roundings > 0 ? roundings : 0;
+  return *this;
+}
+TestSetup& TestSetup::math_ops(double count) {
+  math_ops_ = count > 0 ? count : 0;
+  return *this;
+}
+
+double group_sum_rounding(uint64_t n, uint32_t tg) {
+  uint64_t per_thread = tg ? (n + tg - 1) / tg : n;
+  double levels = 0;
+  while ((1ull << uint64_t(levels)) < tg) ++levels;
+  return double(per_thread) + 3 * levels;
+}
+
+namespace {
+// Precision in bits (with the implicit bit) and the exponent of the smallest normal value.
+bool float_format(DType t, int& precision, int& min_exponent) {
+  switch (t) {
+    case DType::F32: precision = 24, min_exponent = -126; return true;
+    case DType::F16: precision = 11, min_exponent = -14; return true;
+    case DType::BF16: precision = 8, min_exponent = -126; return true;
+    default: return false;
+  }
+}
+}  // namespace
+
+double ulp_of(DType output, double m) {
+  int p = 0, emin = 0;
+  if (!float_format(output, p, emin)) return 1.0;  // integers: one unit
+  m = std::fabs(m);
+  int e = emin;
+  if (m >= std::ldexp(1.0, emin)) {
+    std::frexp(m, &e);  // m = f * 2^e, f in [0.5, 1)
+    e -= 1;
+  }
+  return std::ldexp(1.0, e - (p - 1));
+}
+
+Tolerance case_tolerance(const TestSetup& setup, double declared, DType output) {
+  if (!std::isnan(declared)) return Tolerance{false, declared};
+  int p = 0, emin = 0;
+  if (!float_format(output, p, emin)) return Tolerance{true, 0.0};  // integer outputs: exact
+  double f32_ulps = setup.accumulation_roundings() + kMathOpUlps * setup.math_op_count();
+  return Tolerance{true, 0.5 + std::ldexp(f32_ulps, p - 24)};
+}
+
+double element_error(const Tolerance& rule, DType output, double got, double want, double floor) {
+  if (std::isnan(got) || std::isnan(want)) return INFINITY;
+  double scale = std::max(floor, std::fabs(want));
+  double err = std::fabs(got - want) / (rule.ulps ? ulp_of(output, scale) : scale);
+  return std::isnan(err) ? INFINITY : err;
+}
+
 TestSetup& TestSetup::oracle(std::function<void(const Tensors&, Tensors&)> fn) {
   oracle_ = std::move(fn);
   return *this;

@@ -15,16 +15,33 @@ struct Kernel;
 
 struct TestOutcome {
   enum class Status { Pass, Fail, Skip } status = Status::Fail;
-  double max_error = 0;   // largest |device - oracle| / max(floor, |oracle|)
+  double max_error = 0;   // largest element error, in the unit of `tolerance`
+  double tolerance = 0;   // the rule applied (ulps of the output dtype when derived)
+  bool ulps = true;       // the unit of max_error and tolerance: ulps, or relative
+  size_t compared = 0;    // output elements compared with the oracle; 0 when the case failed before
   std::string message;    // why it failed (first mismatch, dispatch error, ...)
 };
 
 // One case's buffers on a device: inputs rounded to their buffer dtype once (device and oracle
 // see the same values) and uploaded, outputs pre-filled with all-ones bytes (NaN) so an element
-// the kernel never writes fails, and the oracle's answer. Shared by `test` and `bench`.
+// the kernel never writes fails, and the oracle's answer. Every buffer is allocated
+// kGuardElements longer than the case declares, with that guard band filled with a sentinel
+// (a NaN in every float format, different for inputs and outputs, so a kernel copying past the
+// end of an input into past the end of an output still changes a guard); check_outputs fails
+// the case when a guard changed (a write past the end). Shared by `test` and `bench`.
+constexpr size_t kGuardElements = 64;
+constexpr uint32_t kGuardWord[2] = {0x7fa5a5a5u, 0x7fb4b4b4u};  // [input, output], 32-bit dtypes
+constexpr uint16_t kGuardHalf[2] = {0x7fa5u, 0x7fb4u};          // [input, output], f16 and bf16
+struct GuardedBuffer {
+  std::string name;
+  DeviceBuffer buffer;
+  size_t count = 0;  // elements the case declared; the guard band follows them
+  bool output = false;
+};
 struct Resident {
   Bindings bindings;
-  std::vector<std::pair<std::string, DeviceBuffer>> outputs;
+  std::vector<GuardedBuffer> outputs;
+  std::vector<GuardedBuffer> inputs;
   Tensors expected;
 };
 // Throws iron::Error naming a setup that does not match the kernel's parameters.
@@ -32,15 +49,23 @@ Resident make_resident(Context& ctx, const ir::Kernel& k, const TestSetup& setup
 
 struct Correctness {
   bool pass = false;
-  double max_error = 0;  // largest |device - oracle| / max(floor, |oracle|)
-  std::string message;   // the first mismatch
+  double max_error = 0;  // largest element error in the rule's unit
+  Tolerance rule;        // the rule of the first output (the one reported)
+  size_t compared = 0;   // elements compared
+  std::string message;   // the first mismatch, or the first changed guard element
 };
-// Downloads the outputs and compares them with the oracle.
+// Downloads the outputs, compares them with the oracle under case_tolerance(setup, declared,
+// output dtype), and checks every guard band (inputs' and outputs').
+Correctness check_outputs(Context& ctx, const Resident& r, const TestSetup& setup, double declared);
+// The same with an explicit relative tolerance (benchmark declarations).
 Correctness check_outputs(Context& ctx, const Resident& r, double floor, double tol);
 
+// What is wrong with running `decl` at `dtype` ("" when nothing): a dtype the kernel never uses.
+std::string dtype_label_problem(const TestDecl& decl, const ir::Kernel& k, DType dtype);
+
 // Runs one registered case at one dtype on `ctx`. Never throws: every problem is a Fail.
-// `kernel` replaces the registered kernel of that name (mutation tests, A/B runs); it must have
-// the same parameters.
+// `tol` is the declared tolerance (NaN: derived from the case). `kernel` replaces the registered
+// kernel of that name (mutation tests, A/B runs); it must have the same parameters.
 TestOutcome run_test_case(Context& ctx, const TestDecl& decl, DType dtype, double tol,
                           const ir::Kernel* kernel = nullptr);
 

@@ -16,6 +16,7 @@
 #include "core/ir.hpp"
 #include "core/numeric.hpp"
 #include "core/protocol.hpp"
+#include "harness/mutate.hpp"
 #include "harness/runner.hpp"
 #include "passes/pass.hpp"
 #include "iron/registry.hpp"
@@ -33,30 +34,72 @@ void send(const json& msg) {
 
 }  // namespace
 
+std::string dtype_label_problem(const TestDecl& decl, const ir::Kernel& k, DType dtype) {
+  std::string label = std::string("case ") + decl.kernel + "/" + decl.name + " is labelled " + dtype_name(dtype);
+  if (!k.dtypes.empty()) {
+    if (std::find(k.dtypes.begin(), k.dtypes.end(), dtype) != k.dtypes.end()) return "";
+    std::string list;
+    for (DType d : k.dtypes) list += (list.empty() ? "" : ", ") + std::string(dtype_name(d));
+    return label + ", a dtype kernel " + k.name + " is not declared for (it takes T = " + list + ")";
+  }
+  // Not generic: the kernel is one program whatever the label, so the label must be a dtype its
+  // buffers actually have, else the case would claim coverage it does not give.
+  std::set<std::string> used;
+  for (const ir::Param& p : k.params)
+    if (p.kind == ir::ParamKind::Buffer) {
+      if (p.dtype == dtype) return "";
+      used.insert(dtype_name(p.dtype));
+    }
+  std::string list;
+  for (const std::string& d : used) list += (list.empty() ? "" : ", ") + d;
+  return label + ", a dtype kernel " + k.name + " never uses (it is not generic and its buffers are " +
+         (list.empty() ? "none" : list) + ")";
+}
+
 TestOutcome run_test_case(Context& ctx, const TestDecl& decl, DType dtype, double tol, const ir::Kernel* kernel) {
   TestOutcome r;
+  r.ulps = std::isnan(tol);
+  r.tolerance = r.ulps ? 0.5 : tol;
+  const char* stage = "tracing the kernel";
   try {
     const ir::Kernel& k = kernel ? *kernel : kernel_ir(decl.kernel);
+    stage = "checking the case";
+    std::string label = dtype_label_problem(decl, k, dtype);
+    if (!label.empty()) {
+      r.message = label + "; nothing was compared";
+      return r;
+    }
     TestSetup setup = decl.body(dtype);
     if (setup.dtype() != dtype) {
       r.message = "the test body built a setup for dtype " + std::string(dtype_name(setup.dtype())) +
-                  " when asked for " + dtype_name(dtype);
+                  " when asked for " + dtype_name(dtype) + "; nothing was compared";
       return r;
     }
     if (!setup.oracle_fn()) {
-      r.message = "the test has no oracle";
+      r.message = "the test has no oracle; nothing was compared";
       return r;
     }
+    if (!setup.outputs().empty()) {
+      int idx = k.find_param(setup.outputs().front().first);
+      if (idx >= 0) r.tolerance = case_tolerance(setup, tol, ir::resolve(k.params[idx].dtype, dtype)).value;
+    }
+    stage = "preparing the buffers";
     Resident res = make_resident(ctx, k, setup, dtype);
+    stage = "dispatching";
     ctx.dispatch_with_grid(k, dtype, res.bindings, setup.scalars(), setup.grid_size(), setup.threadgroup());
     ctx.synchronize();
-    Correctness c = check_outputs(ctx, res, setup.floor(), tol);
+    stage = "checking the outputs";
+    Correctness c = check_outputs(ctx, res, setup, tol);
     r.max_error = c.max_error;
+    r.tolerance = c.rule.value;
+    r.ulps = c.rule.ulps;
+    r.compared = c.compared;
     r.message = c.message;
     r.status = r.message.empty() ? TestOutcome::Status::Pass : TestOutcome::Status::Fail;
   } catch (const std::exception& e) {
     r.status = TestOutcome::Status::Fail;
     r.message = e.what();
+    if (r.compared == 0) r.message += std::string(" (while ") + stage + "; nothing was compared)";
   }
   return r;
 }
@@ -68,6 +111,8 @@ struct Args {
   std::vector<std::string> positional;
   std::string filter, backend, dtype, emit, out_dir, arch = "sm_90a";
   bool ir = false, no_compile = false, locations = false;
+  bool mutate = false;     // test: mutation testing instead of the corpus
+  uint32_t mutate_every = 1;  // test --mutate: run every n-th mutant (a deterministic subset)
   // Pipeline controls (inspect).
   std::string pass, stop_after;
   std::set<std::string> print_after;
@@ -104,6 +149,14 @@ Args parse_args(int argc, char** argv) {
     else if (s == "--only") a.only = value();
     else if (s == "--skip-through") a.skip_through = value();
     else if (s == "--mutation") a.mutation = value();
+    else if (s == "--mutate") a.mutate = true;
+    else if (s == "--mutate-every") {
+      std::string v = value();
+      char* end = nullptr;
+      unsigned long n = std::strtoul(v.c_str(), &end, 10);
+      if (v.empty() || *end || n == 0 || n > 1000000) throw Error("--mutate-every takes a count from 1 to 1000000, not '" + v + "'");
+      a.mutate_every = uint32_t(n);
+    }
     else if (!s.empty() && s[0] == '-') throw Error("unknown option " + s);
     else a.positional.push_back(s);
   }
@@ -226,6 +279,9 @@ int cmd_test(const Args& a) {
       }
       msg["status"] = status;
       msg["max_error"] = std::isfinite(r.max_error) ? json(r.max_error) : json("inf");
+      msg["tolerance"] = r.tolerance;
+      msg["tolerance_unit"] = r.ulps ? "ulp" : "relative";
+      msg["compared"] = r.compared;
       msg["message"] = r.message;
       msg["ms"] = ms;
       send(msg);
@@ -233,6 +289,63 @@ int cmd_test(const Args& a) {
   }
   send({{"type", "summary"}, {"passed", passed}, {"failed", failed}, {"skipped", skipped}});
   return failed == 0 ? 0 : 1;
+}
+
+// `test --mutate`: every mutant of every kernel with test cases (mutate.hpp) runs the kernel's
+// cases on the backend; one text line per mutant and the summary
+// "mutate: N mutants, K killed, S survivors, E equivalent". Exit 1 when any mutant survives.
+int cmd_mutate(const Args& a) {
+  if (a.backend.empty()) throw Error("test --mutate needs --backend (interp, vulkan or cuda)");
+  Backend backend;
+  if (!parse_backend(a.backend, backend)) throw Error("unknown backend '" + a.backend + "' (use vulkan, cuda or interp)");
+  std::unique_ptr<Context> ctx = Context::create(backend);
+  ctx->set_disk_cache_dir("");  // hundreds of one-off mutants: keep them out of the compile cache
+  std::optional<DType> only;
+  if (!a.dtype.empty()) {
+    DType d;
+    if (!parse_dtype(a.dtype, d)) throw Error("unknown dtype '" + a.dtype + "'");
+    only = d;
+  }
+  auto text = [](const std::string& line) { send({{"type", "text"}, {"text", line + "\n"}}); };
+  text("mutate: backend " + std::string(backend_name(backend)) + " (" + ctx->info().name + ")" +
+       (a.mutate_every > 1 ? ", every " + std::to_string(a.mutate_every) + "th mutant" : ""));
+  size_t total = 0, killed = 0, survived = 0, equivalent = 0, index = 0;
+  auto start = std::chrono::steady_clock::now();
+  for (const KernelDecl* kd : registered_kernels()) {
+    std::vector<const TestDecl*> cases;
+    for (const TestDecl* t : registered_tests())
+      if (std::string_view(t->kernel) == kd->name) cases.push_back(t);
+    if (cases.empty() || !matches(a.filter, kd->name, "")) continue;
+    const ir::Kernel& original = kernel_ir(kd->name);
+    // The kernel itself must pass, or no mutant result means anything.
+    for (const TestDecl* t : cases)
+      for (const DtypeTolerance& dt : t->dtypes) {
+        if (only && *only != dt.dtype) continue;
+        TestOutcome r = run_test_case(*ctx, *t, dt.dtype, dt.tol);
+        if (r.status != TestOutcome::Status::Pass)
+          throw Error(std::string("kernel ") + kd->name + " fails its own case " + t->name + " [" +
+                      dtype_name(dt.dtype) + "]: " + r.message);
+      }
+    for (const mutate::Mutant& m :
+         mutate::enumerate(original, ctx->info().lane_width, ctx->info().max_threads_per_group)) {
+      if (index++ % a.mutate_every != 0) continue;
+      ++total;
+      std::string head = std::string(kd->name) + "  " + m.kind + "  " + m.site + "  (" + m.detail + ")";
+      mutate::Outcome o = mutate::run_mutant(*ctx, original, m, cases, only);
+      switch (o.status) {
+        case mutate::Outcome::Status::Equivalent: ++equivalent, text("EQUIVALENT " + head + ": " + o.by); break;
+        case mutate::Outcome::Status::Killed: ++killed, text("killed " + head + " by " + o.by); break;
+        case mutate::Outcome::Status::Survived: ++survived, text("SURVIVED " + head); break;
+      }
+    }
+  }
+  if (total == 0) throw Error("test --mutate selected no kernel with test cases");
+  double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  char secs[32];
+  std::snprintf(secs, sizeof secs, "%.1f s", s);
+  text("mutate: " + std::to_string(total) + " mutants, " + std::to_string(killed) + " killed, " +
+       std::to_string(survived) + " survivors, " + std::to_string(equivalent) + " equivalent (" + secs + ")");
+  return survived == 0 ? 0 : 1;
 }
 
 DType pick_dtype(const ir::Kernel& k, const std::string& requested) {
@@ -444,7 +557,7 @@ int runner_main(int argc, char** argv) {
       return bench_main(argc, argv);
     Args a = parse_args(argc, argv);
     send({{"type", "hello"}, {"runner_version", "0.1.0"}});
-    if (a.command == "test") return cmd_test(a);
+    if (a.command == "test") return a.mutate ? cmd_mutate(a) : cmd_test(a);
     if (a.command == "inspect") return cmd_inspect(a);
     if (a.command == "build") return cmd_build(a);
     if (a.command == "device") return cmd_device();

@@ -1,6 +1,8 @@
 // The SIMT interpreter. One threadgroup at a time; inside it every instruction runs for every
 // active thread before the next instruction starts (lock step), so a barrier needs no scheduling:
-// all earlier writes are already visible. Values live in one flat array [value id][thread];
+// all earlier writes are already visible. Because lock step would also hide a missing barrier,
+// every threadgroup-memory access is checked against the accesses of other threads since the
+// last barrier, and a race is an error (check_race). Values live in one flat array [value id][thread];
 // the active mask is a sorted list of flat local thread indices, one reusable list per nesting
 // depth, so the inner loops allocate nothing.
 #include "passes/interpreter.hpp"
@@ -50,6 +52,19 @@ struct Machine {
   std::vector<Mask> masks;            // masks[d]: the active list of the block running at depth d
   std::vector<uint32_t> tg_mem;       // every TgAlloc's array, one after another
   std::vector<uint32_t> tg_offset;    // per instruction: TgAlloc's offset into tg_mem
+  // Race detection on threadgroup memory, one record per tg_mem word. A record is current only
+  // while its epoch equals `epoch`, which advances at every barrier and every new threadgroup,
+  // so a barrier forgets every earlier access without touching the records.
+  struct SlotAccess {
+    uint32_t written_group = 0;            // group_serial of the last write: 0 or stale = never written
+    uint32_t write_epoch = 0, writer = 0;  // last writer thread since the last barrier
+    uint32_t read_epoch = 0, reader = 0;   // a reader since the last barrier, or kManyReaders
+    Id write_op = ir::kNone, read_op = ir::kNone;
+  };
+  static constexpr uint32_t kManyReaders = UINT32_MAX;
+  std::vector<SlotAccess> tg_access_log;
+  uint32_t epoch = 0;
+  uint32_t group_serial = 0;  // advances with every threadgroup
   std::vector<uint32_t> lane_a, lane_b;
   Id vec_leader[2] = {ir::kNone, ir::kNone};  // last vector group leader: [0] load, [1] store
   uint32_t group[3] = {0, 0, 0};
@@ -117,6 +132,7 @@ struct Machine {
       words += size_t(std::max<int64_t>(in.imm, 0));
     });
     tg_mem.resize(words);
+    tg_access_log.assign(words, SlotAccess{});
     lane_a.resize(W);
     lane_b.resize(W);
   }
@@ -128,8 +144,14 @@ struct Machine {
           group[0] = x;
           group[1] = y;
           group[2] = z;
-          // All-ones bits: an unwritten slot reads as NaN / -1 / UINT_MAX, deterministically.
+          // All-ones bits: an unwritten slot reads as NaN / -1 / UINT_MAX, deterministically (or is
+          // an error with opts.uninitialized_tg_reads_are_errors, see check_race).
           std::fill(tg_mem.begin(), tg_mem.end(), 0xffffffffu);
+          next_epoch();
+          if (++group_serial == 0) {  // wrapped: old records could look current again
+            std::fill(tg_access_log.begin(), tg_access_log.end(), SlotAccess{});
+            group_serial = 1;
+          }
           block(0, 0);
         }
   }
@@ -204,6 +226,7 @@ struct Machine {
         if (active.size() != T)
           fail(in, "barrier reached by " + std::to_string(active.size()) + " of " + std::to_string(T) +
                        " threads (divergent barrier)");
+        next_epoch();
         return;
       case Op::LaneSum:
       case Op::LaneMax: lane_reduce(in, out, active); return;
@@ -328,8 +351,56 @@ struct Machine {
         fail(in, std::string(ir::mnemonic(in.op)) + " of threadgroup array '" +
                      (a.sym < k.strings.size() ? k.strings[a.sym] : "?") + "' at index " + std::to_string(idx) +
                      " is out of range: the array has " + std::to_string(count) + " elements (" + thread_text(t) + ")");
+      check_race(in, tg_offset[alloc] + uint32_t(idx), is_store, t);
       if (is_store) mem[idx] = val[t];
       else out[t] = is_bool ? uint32_t(mem[idx] != 0) : mem[idx];  // all-ones filler reads as true
+    }
+  }
+
+  void next_epoch() {
+    if (++epoch == 0) {  // wrapped: old records could look current again
+      std::fill(tg_access_log.begin(), tg_access_log.end(), SlotAccess{});
+      epoch = 1;
+    }
+  }
+
+  // A GPU runs the threads of a group in no fixed order between barriers, so an access to a
+  // slot another thread wrote since the last barrier (read after write, write after write), or
+  // a write to a slot another thread read since then (write after read), has no defined result
+  // even though the lock-step interpreter would compute one. Each is an error naming both ops.
+  void check_race(const ir::Inst& in, uint32_t word, bool is_store, uint32_t t) {
+    SlotAccess& s = tg_access_log[word];
+    const Id self = Id(&in - k.insts.data());
+    auto race = [&](const char* kind, uint32_t other, Id other_op, const char* other_did) {
+      const ir::Inst& a = k.insts[in.operands[0]];
+      const std::string name = a.sym < k.strings.size() ? k.strings[a.sym] : "?";
+      const uint32_t slot = word - tg_offset[in.operands[0]];
+      std::string other_text = other == kManyReaders ? "other threads" : thread_text(other);
+      std::string where = other_op == ir::kNone ? "" : " at " + k.where(k.insts[other_op].loc);
+      fail(in, std::string("threadgroup memory race (") + kind + ") on '" + name + "'[" + std::to_string(slot) +
+                   "]: " + thread_text(t) + (is_store ? " writes" : " reads") + " the slot " + other_text + " " +
+                   other_did + where + " with no barrier between");
+    };
+    if (!is_store && s.written_group != group_serial && opts.uninitialized_tg_reads_are_errors) {
+      const ir::Inst& a = k.insts[in.operands[0]];
+      fail(in, "read of threadgroup slot '" + (a.sym < k.strings.size() ? k.strings[a.sym] : std::string("?")) + "'[" +
+                   std::to_string(word - tg_offset[in.operands[0]]) + "] that no thread of this threadgroup has written (" +
+                   thread_text(t) + "; threadgroup memory starts undefined)");
+    }
+    if (s.write_epoch == epoch && s.writer != t)
+      race(is_store ? "write after write" : "read after write", s.writer, s.write_op, "wrote");
+    if (is_store) {
+      s.written_group = group_serial;
+      if (s.read_epoch == epoch && s.reader != t) race("write after read", s.reader, s.read_op, "read");
+      s.write_epoch = epoch;
+      s.writer = t;
+      s.write_op = self;
+    } else if (s.read_epoch != epoch) {
+      s.read_epoch = epoch;
+      s.reader = t;
+      s.read_op = self;
+    } else if (s.reader != t) {
+      s.reader = kManyReaders;
     }
   }
 

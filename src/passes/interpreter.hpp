@@ -15,6 +15,10 @@ namespace iron::interp {
 struct Options {
   uint32_t lane_width = 32;
   uint64_t max_steps = 1ull << 31;  // op executions x active threads, over the whole launch
+  // A read of a threadgroup slot no thread of the group has written is an error (the interpreter
+  // device sets it: a GPU's threadgroup memory starts undefined); otherwise such a slot reads as
+  // all-ones bits, deterministically.
+  bool uninitialized_tg_reads_are_errors = false;
 };
 
 struct BufferArg {
@@ -26,7 +30,10 @@ struct BufferArg {
 // order; scalars: one 32-bit pattern per scalar parameter in declaration order. Throws
 // iron::Error naming the op's DSL location on out-of-range accesses, misaligned or
 // non-contiguous vectorize groups, divergent barriers, partially active lane groups, undefined
-// integer ops, and runaway loops (opts.max_steps).
+// integer ops, runaway loops (opts.max_steps), and threadgroup-memory races: a slot read or
+// written by one thread after another thread wrote it, or written after another thread read it,
+// with no barrier between (the error names the slot, both threads and both ops), and, with
+// opts.uninitialized_tg_reads_are_errors, reads of a threadgroup slot no thread of the group wrote.
 void run(const ir::Kernel& k, DType dtype, const std::vector<BufferArg>& buffers, const std::vector<uint32_t>& scalars,
          Dim3 grid, Dim3 threadgroup, const Options& opts);
 

@@ -400,6 +400,38 @@ TEST(InterpMemory, UnwrittenThreadgroupSlotsReadAllOnes) {
   }
 }
 
+// Threadgroup memory starts undefined on a GPU: with uninitialized_tg_reads_are_errors (the
+// interpreter device's setting), reading a slot no thread of the group wrote is an error, in
+// every threadgroup (a slot written by an earlier group does not count).
+TEST(InterpMemory, ReadingAnUnwrittenThreadgroupSlotIsAnError) {
+  ir::Kernel k = parse_verified(
+      "kernel tgread mode=Reduction {\n"
+      "  param out: out buf<u32> extent=8\n"
+      "  %0 = tg_alloc<a, 8> : u32\n"
+      "  %1 = local_id<0> : u32\n"
+      "  %2 = program_id<0> : u32\n"
+      "  %3 = const<0> : u32\n"
+      "  %4 = eq %2, %3 : bool\n"
+      "  if %4 {\n"
+      "    tg_store %0, %1, %1\n"
+      "  }\n"
+      "  %5 = tg_load %0, %1 : u32 @\"tgread.cpp\":7\n"
+      "  store<out> %1, %5\n"
+      "}\n");
+  std::vector<uint32_t> out(8);
+  interp::Options strict;
+  strict.uninitialized_tg_reads_are_errors = true;
+  EXPECT_EQ(run_error(k, DType::F32, {arg(out)}, {}, {1, 1, 1}, {4, 1, 1}, strict), "");
+  EXPECT_EQ(out[3], 3u);
+  EXPECT_EQ(run_error(k, DType::F32, {arg(out)}, {}, {2, 1, 1}, {4, 1, 1}), "");  // off by default
+  std::string e = run_error(k, DType::F32, {arg(out)}, {}, {2, 1, 1}, {4, 1, 1}, strict);
+  EXPECT_NE(e.find("read of threadgroup slot 'a'[0] that no thread of this threadgroup has written (thread {0, 0, 0}"),
+            std::string::npos)
+      << e;
+  EXPECT_NE(e.find("tgread.cpp:7"), std::string::npos) << e;
+  EXPECT_NE(e.find("threadgroup {1, 0, 0}"), std::string::npos) << e;
+}
+
 TEST(InterpControl, NestedIfForWithVars) {
   ir::Kernel k = parse_verified(
       "kernel nest mode=Elementwise {\n"

@@ -110,6 +110,7 @@ class InterpDevice final : public Device {
     }
     interp::Options opts;
     opts.lane_width = info_.lane_width;
+    opts.uninitialized_tg_reads_are_errors = true;  // kernels run here must not read undefined memory
     interp::run(c.kernel, c.dtype, buffers, args.scalars, grid, threadgroup, opts);
   }
 

@@ -1,0 +1,106 @@
+// `iron test --mutate`'s catalogue (src/harness/mutate.*): every kind has sites in the standard
+// library, enumeration is deterministic, every mutant verifies and differs from the kernel,
+// equivalent mutants come with a proof (and only provable ones), and a mutant survives when the
+// cases that would kill it are missing.
+#include <gtest/gtest.h>
+
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include <iron/iron.hpp>
+
+#include "core/ir.hpp"
+#include "harness/mutate.hpp"
+
+using namespace iron;
+
+namespace {
+
+std::vector<const TestDecl*> cases_of(const std::string& kernel, const std::string& only_case = "") {
+  std::vector<const TestDecl*> out;
+  for (const TestDecl* t : registered_tests())
+    if (kernel == t->kernel && (only_case.empty() || only_case == t->name)) out.push_back(t);
+  return out;
+}
+
+}  // namespace
+
+TEST(Mutate, EveryKindHasSitesAndEveryMutantVerifiesAndDiffers) {
+  std::map<std::string, int> per_kind;
+  for (const KernelDecl* kd : registered_kernels()) {
+    const ir::Kernel& k = kernel_ir(kd->name);
+    std::vector<mutate::Mutant> a = mutate::enumerate(k, 8, 1024), b = mutate::enumerate(k, 8, 1024);
+    ASSERT_EQ(a.size(), b.size()) << kd->name;
+    const std::string original = ir::print(k);
+    for (size_t i = 0; i < a.size(); ++i) {
+      EXPECT_EQ(a[i].kind + a[i].site + a[i].detail, b[i].kind + b[i].site + b[i].detail) << kd->name;
+      EXPECT_EQ(ir::print(a[i].kernel), ir::print(b[i].kernel)) << kd->name;
+      ir::Diagnostics d;
+      EXPECT_TRUE(ir::verify(a[i].kernel, d)) << kd->name << " " << a[i].kind << " " << a[i].detail << "\n"
+                                              << d.render(a[i].kernel);
+      EXPECT_NE(ir::print(a[i].kernel), original) << kd->name << " " << a[i].kind << " " << a[i].detail;
+      EXPECT_NE(a[i].site.find(":"), std::string::npos) << a[i].site;
+      ++per_kind[a[i].kind];
+    }
+  }
+  for (const std::string& kind : mutate::catalogue()) EXPECT_GT(per_kind[kind], 0) << kind;
+}
+
+TEST(Mutate, EquivalentMutantsCarryAProof) {
+  // The closing barrier of RMSNorm's one group_sum orders nothing; the first one orders the
+  // partials' writes before their reads.
+  std::vector<mutate::Mutant> ms = mutate::enumerate(kernel_ir("iron_rmsnorm"), 8, 1024);
+  std::vector<const mutate::Mutant*> barriers;
+  for (const mutate::Mutant& m : ms)
+    if (m.kind == "dropped_barrier") barriers.push_back(&m);
+  ASSERT_EQ(barriers.size(), 2u);
+  EXPECT_EQ(barriers[0]->equivalent, "");
+  EXPECT_NE(barriers[1]->equivalent.find("orders nothing"), std::string::npos) << barriers[1]->equivalent;
+  EXPECT_NE(barriers[1]->equivalent.find("threadgroup array 'iron_group_sum_0' (read)"), std::string::npos);
+
+  // a - a swapped is a - a.
+  ir::Kernel k = ir::parse(
+      "kernel same mode=Elementwise {\n"
+      "  param out: out buf<f32> extent=1\n"
+      "  %0 = thread_id<0> : u32\n"
+      "  %1 = cast %0 : f32\n"
+      "  %2 = sub %1, %1 : f32\n"
+      "  store<out> %0, %2\n"
+      "}\n");
+  std::vector<mutate::Mutant> same = mutate::enumerate(k, 8, 1024);
+  ASSERT_EQ(same.size(), 1u);
+  EXPECT_EQ(same[0].kind, "swapped_operands");
+  EXPECT_EQ(same[0].equivalent, "both operands are the same value");
+
+  // The partials loop of a group reduction: one trip per lane when lane groups <= lanes.
+  int single = 0, multi = 0;
+  for (const mutate::Mutant& m : mutate::enumerate(kernel_ir("iron_softmax"), 32, 1024))
+    if (m.kind == "stride" && !m.equivalent.empty()) ++single;
+  for (const mutate::Mutant& m : mutate::enumerate(kernel_ir("iron_softmax"), 8, 1024))
+    if (m.kind == "stride" && !m.equivalent.empty()) ++multi;
+  EXPECT_EQ(single, 2);
+  EXPECT_EQ(multi, 0);
+}
+
+// The tail-guard mutants of iron_add survive when only the case without a tail runs, and are
+// all killed by the registered cases (one per tail length).
+TEST(Mutate, MissingCasesLeaveSurvivorsAndTheCorpusKillsThem) {
+  auto ctx = Context::create(Backend::Interp);
+  const ir::Kernel& k = kernel_ir("iron_add");
+  std::vector<const TestDecl*> weak = cases_of("iron_add", "n4097"), all = cases_of("iron_add");
+  ASSERT_EQ(weak.size(), 1u);
+  int survived_weak = 0, survived_all = 0, tail = 0;
+  for (const mutate::Mutant& m : mutate::enumerate(k, ctx->info().lane_width, ctx->info().max_threads_per_group)) {
+    if (m.kind != "tail_guard") continue;
+    ++tail;
+    if (mutate::run_mutant(*ctx, k, m, weak, DType::F32).status == mutate::Outcome::Status::Survived) ++survived_weak;
+    mutate::Outcome o = mutate::run_mutant(*ctx, k, m, all);
+    if (o.status == mutate::Outcome::Status::Survived) ++survived_all;
+    else EXPECT_EQ(o.status, mutate::Outcome::Status::Killed) << m.detail << ": " << o.by;
+  }
+  EXPECT_EQ(tail, 8);            // tid < full_runs and the tail's seven guards
+  EXPECT_EQ(survived_weak, 6);   // n4097 has a tail of 1: only the guards e = 0 and e = 1 matter
+  EXPECT_EQ(survived_all, 0);
+}
