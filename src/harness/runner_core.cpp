@@ -203,7 +203,16 @@ int cmd_list() {
   }
   for (const TestDecl* t : registered_tests()) {
     json dtypes = json::array();
-    for (const DtypeTolerance& dt : t->dtypes) dtypes.push_back({{"dtype", dtype_name(dt.dtype)}, {"tolerance", dt.tol}});
+    for (const DtypeTolerance& dt : t->dtypes) {
+      // A derived tolerance is part of the case's identity too: report it in ulps of the case's
+      // dtype, computed from the accumulation and math ops the case declares.
+      if (std::isnan(dt.tol)) {
+        Tolerance rule = case_tolerance(t->body(dt.dtype), dt.tol, dt.dtype);
+        dtypes.push_back({{"dtype", dtype_name(dt.dtype)}, {"tolerance", rule.value}, {"tolerance_unit", "ulp"}});
+      } else {
+        dtypes.push_back({{"dtype", dtype_name(dt.dtype)}, {"tolerance", dt.tol}, {"tolerance_unit", "relative"}});
+      }
+    }
     send({{"type", "test_case"}, {"kernel", t->kernel}, {"case", t->name}, {"dtypes", dtypes}});
   }
   return 0;

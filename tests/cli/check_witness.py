@@ -30,7 +30,7 @@ def main():
 
     w = [os.path.join(work, "w%d.json" % i) for i in range(4)]
     rc, out = run("test", "--backend", "interp", "-f", "iron_add", "--witness", w[0])
-    check("witness written", rc == 0 and re.search(r"witness: [0-9a-f]{32} \(6 results", out) is not None, out)
+    check("witness written", rc == 0 and re.search(r"witness: [0-9a-f]{32} \([1-9][0-9]* results", out) is not None, out)
     rc, out = run("test", "--backend", "interp", "-f", "iron_add", "--witness", w[1])
     rc, out = run("diff", w[0], w[1])
     check("two runs of the same code: same", rc == 0 and "same: the digests match (0 changed" in out, out)
