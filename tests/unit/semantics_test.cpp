@@ -379,3 +379,33 @@ TEST_F(Semantics, LiteralExpressionsDoNotChangeWithTheOptimizationLevel) {
   EXPECT_EQ(casts, 0u) << ir::print(opt);
   check_all_backends(k, bufs, "literals");
 }
+
+// f32 add, mul and div round to nearest even with denormals kept (inputs, products and sums
+// below 2^-126 are not flushed to zero), and Inf / NaN follow IEEE (0 / 0, Inf - Inf ...).
+TEST_F(Semantics, DenormalsAndIeeeSpecialValuesAgree) {
+  ir::Kernel k = verified(
+      "kernel sem_denorm mode=Elementwise {\n"
+      "  param x: in buf<f32> extent=32\n"
+      "  param y: in buf<f32> extent=32\n"
+      "  param p: out buf<f32> extent=32\n"
+      "  param s: out buf<f32> extent=32\n"
+      "  param q: out buf<f32> extent=32\n"
+      "  %0 = thread_id<0> : u32\n"
+      "  %1 = load<x> %0 : f32\n"
+      "  %2 = load<y> %0 : f32\n"
+      "  %3 = mul %1, %2 : f32\n"
+      "  store<p> %0, %3\n"
+      "  %4 = add %1, %2 : f32\n"
+      "  store<s> %0, %4\n"
+      "  %5 = div %1, %2 : f32\n"
+      "  store<q> %0, %5\n"
+      "}\n");
+  std::vector<Buf> bufs = {
+      {"x", DType::F32, false, f32_words({1e-40f, 1e-20f, 1e-40f, 3e-39f, 1.0f, 1.0f, 0.0f, -0.0f, kInf})},
+      {"y", DType::F32, false, f32_words({1.0f, 1e-20f, 1e-40f, -1e-39f, 3.0f, 0.0f, 0.0f, 0.0f, kInf})},
+      {"p", DType::F32, true, std::vector<uint32_t>(kN)},
+      {"s", DType::F32, true, std::vector<uint32_t>(kN)},
+      {"q", DType::F32, true, std::vector<uint32_t>(kN)},
+  };
+  check_all_backends(k, bufs, "denormals");
+}
