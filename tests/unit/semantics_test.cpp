@@ -12,6 +12,7 @@
 #include <limits>
 #include <memory>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include <iron/iron.hpp>
@@ -408,4 +409,79 @@ TEST_F(Semantics, DenormalsAndIeeeSpecialValuesAgree) {
       {"q", DType::F32, true, std::vector<uint32_t>(kN)},
   };
   check_all_backends(k, bufs, "denormals");
+}
+
+namespace {
+
+// Counts to n in one loop, or to n in each of two loops one after the other, per thread.
+ir::Kernel counting_kernel(bool two_loops) {
+  std::string text =
+      "kernel sem_count mode=Elementwise {\n"
+      "  param n: scalar<u32>\n"
+      "  param out: out buf<u32> extent=32\n"
+      "  %0 = thread_id<0> : u32\n"
+      "  %1 = param<n> : u32\n"
+      "  %2 = const<0> : u32\n"
+      "  %3 = const<1> : u32\n"
+      "  %4 = var %2 : u32\n"
+      "  %5 = for %2, %1, %3 : u32 @\"count.cpp\":7 {\n"
+      "    %6 = var_load %4 : u32\n"
+      "    %7 = add %6, %3 : u32\n"
+      "    var_store %4, %7\n"
+      "  }\n";
+  if (two_loops)
+    text +=
+        "  %8 = for %2, %1, %3 : u32 @\"count.cpp\":12 {\n"
+        "    %9 = var_load %4 : u32\n"
+        "    %10 = add %9, %3 : u32\n"
+        "    var_store %4, %10\n"
+        "  }\n";
+  text +=
+      "  %11 = var_load %4 : u32\n"
+      "  store<out> %0, %11\n"
+      "}\n";
+  return verified(text);
+}
+
+uint32_t count_on(Context& ctx, const ir::Kernel& k, uint32_t n) {
+  DeviceBuffer out = ctx.alloc(DType::U32, kN);
+  ctx.dispatch_with_grid(k, DType::F32, {{"out", out}}, {{"n", double(n)}}, {1, 1, 1}, {kN, 1, 1});
+  ctx.synchronize();
+  std::vector<uint32_t> got(kN);
+  ctx.download(out, got.data(), kN * 4);
+  for (uint32_t v : got) EXPECT_EQ(v, got[0]);
+  return got[0];
+}
+
+}  // namespace
+
+// lavapipe ends the loops of a shader invocation after 65,535 iterations in all: a for_ to
+// 100,000 used to return 65,535 silently. Now the run fails and names the limit and the loop;
+// loops under the limit, and every loop on other drivers, give the exact count.
+TEST_F(Semantics, LoopsPastLavapipesLimitFailNamingItNeverAWrongCount) {
+  const bool lavapipe = ctx().info().driver.find("llvmpipe") != std::string::npos ||
+                        ctx().info().name.find("llvmpipe") != std::string::npos;
+  ir::Kernel one = counting_kernel(false), two = counting_kernel(true);
+  EXPECT_EQ(count_on(ctx(), one, 60000), 60000u);
+  EXPECT_EQ(count_on(ctx(), two, 30000), 60000u);
+  for (auto [k, n, line] : {std::tuple{&one, 100000u, "count.cpp:7"}, std::tuple{&two, 40000u, "count.cpp:12"}}) {
+    std::string error;
+    uint32_t got = 0;
+    try {
+      got = count_on(ctx(), *k, n);
+    } catch (const Error& e) {
+      error = e.what();
+    }
+    if (!lavapipe) {
+      EXPECT_EQ(error, "");
+      EXPECT_EQ(got, k == &one ? n : 2 * n);
+      continue;
+    }
+    EXPECT_NE(error.find("65,535"), std::string::npos) << error;
+    EXPECT_NE(error.find("lavapipe"), std::string::npos) << error;
+    EXPECT_NE(error.find(line), std::string::npos) << error;
+    EXPECT_EQ(got, 0u);  // nothing returned, in particular not 65,535
+  }
+  // The context stays usable after the error.
+  EXPECT_EQ(count_on(ctx(), one, 1000), 1000u);
 }
