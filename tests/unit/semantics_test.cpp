@@ -25,7 +25,7 @@ using namespace iron;
 
 namespace {
 
-constexpr uint32_t kN = 32;  // threads (and elements per buffer): 4 lane groups on lavapipe
+constexpr uint32_t kN = 128;  // threads (and elements per buffer): 4 lane groups of 32, 16 of 8
 
 const float kNan = std::numeric_limits<float>::quiet_NaN();
 const float kInf = std::numeric_limits<float>::infinity();
@@ -101,19 +101,26 @@ std::vector<uint32_t> i32_words(const std::vector<int32_t>& v, int32_t fill) {
   return out;
 }
 
-class Semantics : public ::testing::Test {
+// Every test runs on Vulkan (lavapipe in CI: a missing device fails) and on CUDA (skipped with
+// the reason where there is no NVIDIA driver; run it on the GPU machine).
+class Semantics : public ::testing::TestWithParam<Backend> {
  protected:
-  static void SetUpTestSuite() {
-    try {
-      ctx_ = Context::create(Backend::Vulkan);
-    } catch (const Error& e) {
-      create_error_ = e.what();
-    }
+  static void TearDownTestSuite() {
+    for (auto& c : ctx_) c.reset();
   }
-  static void TearDownTestSuite() { ctx_.reset(); }
-  // A missing device fails every test: it is never a pass or a skip.
-  void SetUp() override { ASSERT_TRUE(ctx_) << "no Vulkan context: " << create_error_; }
-  static Context& ctx() { return *ctx_; }
+  void SetUp() override {
+    const size_t b = size_t(GetParam());
+    if (!ctx_[b] && error_[b].empty()) {
+      try {
+        ctx_[b] = Context::create(GetParam());
+      } catch (const Error& e) {
+        error_[b] = e.what();
+      }
+    }
+    if (!ctx_[b] && GetParam() == Backend::Cuda) GTEST_SKIP() << "no CUDA context: " << error_[b];
+    ASSERT_TRUE(ctx_[b]) << "no Vulkan context: " << error_[b];
+  }
+  static Context& ctx() { return *ctx_[size_t(GetParam())]; }
 
   // Interpreter (raw and optimized) against the device, at the device's lane width.
   static void check_all_backends(const ir::Kernel& k, const std::vector<Buf>& bufs, const std::string& what) {
@@ -123,25 +130,25 @@ class Semantics : public ::testing::Test {
     expect_same(want, run_device(ctx(), k, bufs), what + " (" + ctx().info().name + ")");
   }
 
-  static std::unique_ptr<Context> ctx_;
-  static std::string create_error_;
+  static std::unique_ptr<Context> ctx_[8];
+  static std::string error_[8];
 };
-std::unique_ptr<Context> Semantics::ctx_;
-std::string Semantics::create_error_;
+std::unique_ptr<Context> Semantics::ctx_[8];
+std::string Semantics::error_[8];
 
 }  // namespace
 
 // Integer division and remainder: C truncation, x / 0 = x, x % 0 = 0, INT_MIN / -1 = INT_MIN,
 // INT_MIN % -1 = 0. GLSL's % on a negative dividend used to follow the divisor's sign (OpSMod).
-TEST_F(Semantics, IntegerDivisionAndRemainderEdgesAgree) {
+TEST_P(Semantics, IntegerDivisionAndRemainderEdgesAgree) {
   ir::Kernel k = verified(
       "kernel sem_div mode=Elementwise {\n"
-      "  param a: in buf<i32> extent=32\n"
-      "  param b: in buf<i32> extent=32\n"
-      "  param q: out buf<i32> extent=32\n"
-      "  param r: out buf<i32> extent=32\n"
-      "  param uq: out buf<u32> extent=32\n"
-      "  param ur: out buf<u32> extent=32\n"
+      "  param a: in buf<i32> extent=128\n"
+      "  param b: in buf<i32> extent=128\n"
+      "  param q: out buf<i32> extent=128\n"
+      "  param r: out buf<i32> extent=128\n"
+      "  param uq: out buf<u32> extent=128\n"
+      "  param ur: out buf<u32> extent=128\n"
       "  %0 = thread_id<0> : u32\n"
       "  %1 = load<a> %0 : i32\n"
       "  %2 = load<b> %0 : i32\n"
@@ -176,14 +183,14 @@ TEST_F(Semantics, IntegerDivisionAndRemainderEdgesAgree) {
   check_all_backends(k, bufs, "div/rem");
 }
 
-TEST_F(Semantics, ShiftsOf32OrMoreAgree) {
+TEST_P(Semantics, ShiftsOf32OrMoreAgree) {
   ir::Kernel k = verified(
       "kernel sem_shift mode=Elementwise {\n"
-      "  param a: in buf<i32> extent=32\n"
-      "  param n: in buf<i32> extent=32\n"
-      "  param l: out buf<i32> extent=32\n"
-      "  param r: out buf<i32> extent=32\n"
-      "  param ur: out buf<u32> extent=32\n"
+      "  param a: in buf<i32> extent=128\n"
+      "  param n: in buf<i32> extent=128\n"
+      "  param l: out buf<i32> extent=128\n"
+      "  param r: out buf<i32> extent=128\n"
+      "  param ur: out buf<u32> extent=128\n"
       "  %0 = thread_id<0> : u32\n"
       "  %1 = load<a> %0 : i32\n"
       "  %2 = load<n> %0 : i32\n"
@@ -210,13 +217,13 @@ TEST_F(Semantics, ShiftsOf32OrMoreAgree) {
 
 // NaN, +-Inf and out-of-range values: truncating, saturating, NaN -> 0. Vulkan used to give
 // INT_MIN / UINT_MAX for these.
-TEST_F(Semantics, FloatToIntCastsOfNanInfAndOutOfRangeAgree) {
+TEST_P(Semantics, FloatToIntCastsOfNanInfAndOutOfRangeAgree) {
   ir::Kernel k = verified(
       "kernel sem_f2i mode=Elementwise {\n"
-      "  param x: in buf<f32> extent=32\n"
-      "  param i: out buf<i32> extent=32\n"
-      "  param u: out buf<u32> extent=32\n"
-      "  param b: out buf<u32> extent=32\n"
+      "  param x: in buf<f32> extent=128\n"
+      "  param i: out buf<i32> extent=128\n"
+      "  param u: out buf<u32> extent=128\n"
+      "  param b: out buf<u32> extent=128\n"
       "  %0 = thread_id<0> : u32\n"
       "  %1 = load<x> %0 : f32\n"
       "  %2 = cast %1 : i32\n"
@@ -245,13 +252,13 @@ TEST_F(Semantics, FloatToIntCastsOfNanInfAndOutOfRangeAgree) {
 }
 
 // min(-0, +0) = -0, max(-0, +0) = +0, one NaN operand loses, two give NaN.
-TEST_F(Semantics, FloatMinMaxOfSignedZerosAndNansAgree) {
+TEST_P(Semantics, FloatMinMaxOfSignedZerosAndNansAgree) {
   ir::Kernel k = verified(
       "kernel sem_minmax mode=Elementwise {\n"
-      "  param x: in buf<f32> extent=32\n"
-      "  param y: in buf<f32> extent=32\n"
-      "  param lo: out buf<f32> extent=32\n"
-      "  param hi: out buf<f32> extent=32\n"
+      "  param x: in buf<f32> extent=128\n"
+      "  param y: in buf<f32> extent=128\n"
+      "  param lo: out buf<f32> extent=128\n"
+      "  param hi: out buf<f32> extent=128\n"
       "  %0 = thread_id<0> : u32\n"
       "  %1 = load<x> %0 : f32\n"
       "  %2 = load<y> %0 : f32\n"
@@ -278,12 +285,12 @@ TEST_F(Semantics, FloatMinMaxOfSignedZerosAndNansAgree) {
 
 // Lane reductions: the xor butterfly in the interpreter's order, lane_max with the float max
 // rule (all-NaN lanes give NaN, a NaN lane loses to a number), f32 sums rounded alike.
-TEST_F(Semantics, LaneReductionsOverNanAndCancellingLanesAgree) {
+TEST_P(Semantics, LaneReductionsOverNanAndCancellingLanesAgree) {
   ir::Kernel k = verified(
       "kernel sem_lanes mode=Reduction {\n"
-      "  param x: in buf<f32> extent=32\n"
-      "  param mx: out buf<f32> extent=32\n"
-      "  param sm: out buf<f32> extent=32\n"
+      "  param x: in buf<f32> extent=128\n"
+      "  param mx: out buf<f32> extent=128\n"
+      "  param sm: out buf<f32> extent=128\n"
       "  %0 = local_id<0> : u32\n"
       "  %1 = load<x> %0 : f32\n"
       "  %2 = lane_max %1 : f32\n"
@@ -296,6 +303,7 @@ TEST_F(Semantics, LaneReductionsOverNanAndCancellingLanesAgree) {
   std::vector<float> x(kN);
   for (uint32_t l = 0; l < kN; ++l) {
     uint32_t g = l / w, j = l % w;
+    g %= 4;
     if (g == 0) x[l] = kNan;                                   // all-NaN lanes
     else if (g == 1) x[l] = j == 1 ? 3.0f : kNan;              // one number among NaNs
     else if (g == 2) x[l] = j % 2 ? -0.0f : 0.0f;              // signed zeros
@@ -316,12 +324,12 @@ TEST_F(Semantics, LaneReductionsOverNanAndCancellingLanesAgree) {
 // A literal expression keeps its value at every optimization level: const_fold computes what the
 // device computes (casts of NaN, +-Inf and out-of-range values; division by zero; wide shifts;
 // min of signed zeros). The constants are set after parsing so no literal syntax is assumed.
-TEST_F(Semantics, LiteralExpressionsDoNotChangeWithTheOptimizationLevel) {
+TEST_P(Semantics, LiteralExpressionsDoNotChangeWithTheOptimizationLevel) {
   ir::Kernel k = verified(
       "kernel sem_literals mode=Elementwise {\n"
-      "  param i: out buf<i32> extent=32\n"
-      "  param u: out buf<u32> extent=32\n"
-      "  param f: out buf<f32> extent=32\n"
+      "  param i: out buf<i32> extent=128\n"
+      "  param u: out buf<u32> extent=128\n"
+      "  param f: out buf<f32> extent=128\n"
       "  %0 = thread_id<0> : u32\n"
       "  %1 = const<1.0> : f32\n"
       "  %2 = const<1.0> : f32\n"
@@ -383,14 +391,14 @@ TEST_F(Semantics, LiteralExpressionsDoNotChangeWithTheOptimizationLevel) {
 
 // f32 add, mul and div round to nearest even with denormals kept (inputs, products and sums
 // below 2^-126 are not flushed to zero), and Inf / NaN follow IEEE (0 / 0, Inf - Inf ...).
-TEST_F(Semantics, DenormalsAndIeeeSpecialValuesAgree) {
+TEST_P(Semantics, DenormalsAndIeeeSpecialValuesAgree) {
   ir::Kernel k = verified(
       "kernel sem_denorm mode=Elementwise {\n"
-      "  param x: in buf<f32> extent=32\n"
-      "  param y: in buf<f32> extent=32\n"
-      "  param p: out buf<f32> extent=32\n"
-      "  param s: out buf<f32> extent=32\n"
-      "  param q: out buf<f32> extent=32\n"
+      "  param x: in buf<f32> extent=128\n"
+      "  param y: in buf<f32> extent=128\n"
+      "  param p: out buf<f32> extent=128\n"
+      "  param s: out buf<f32> extent=128\n"
+      "  param q: out buf<f32> extent=128\n"
       "  %0 = thread_id<0> : u32\n"
       "  %1 = load<x> %0 : f32\n"
       "  %2 = load<y> %0 : f32\n"
@@ -418,7 +426,7 @@ ir::Kernel counting_kernel(bool two_loops) {
   std::string text =
       "kernel sem_count mode=Elementwise {\n"
       "  param n: scalar<u32>\n"
-      "  param out: out buf<u32> extent=32\n"
+      "  param out: out buf<u32> extent=128\n"
       "  %0 = thread_id<0> : u32\n"
       "  %1 = param<n> : u32\n"
       "  %2 = const<0> : u32\n"
@@ -458,7 +466,7 @@ uint32_t count_on(Context& ctx, const ir::Kernel& k, uint32_t n) {
 // lavapipe ends the loops of a shader invocation after 65,535 iterations in all: a for_ to
 // 100,000 used to return 65,535 silently. Now the run fails and names the limit and the loop;
 // loops under the limit, and every loop on other drivers, give the exact count.
-TEST_F(Semantics, LoopsPastLavapipesLimitFailNamingItNeverAWrongCount) {
+TEST_P(Semantics, LoopsPastLavapipesLimitFailNamingItNeverAWrongCount) {
   const bool lavapipe = ctx().info().driver.find("llvmpipe") != std::string::npos ||
                         ctx().info().name.find("llvmpipe") != std::string::npos;
   ir::Kernel one = counting_kernel(false), two = counting_kernel(true);
@@ -485,3 +493,8 @@ TEST_F(Semantics, LoopsPastLavapipesLimitFailNamingItNeverAWrongCount) {
   // The context stays usable after the error.
   EXPECT_EQ(count_on(ctx(), one, 1000), 1000u);
 }
+
+INSTANTIATE_TEST_SUITE_P(Backends, Semantics, ::testing::Values(Backend::Vulkan, Backend::Cuda),
+                         [](const ::testing::TestParamInfo<Backend>& info) {
+                           return std::string(info.param == Backend::Vulkan ? "Vulkan" : "Cuda");
+                         });
