@@ -7,7 +7,9 @@
 //  GLSL:  buffer parameter number i (counting buffers only, in declaration order) is
 //         `layout(set = 0, binding = i) buffer`; scalars live in one push-constant block, 4 bytes
 //         each, in declaration order (offset 4 * scalar index); the threadgroup size comes from
-//         specialization constants 0, 1, 2 (local_size_x_id/y_id/z_id).
+//         specialization constants 0, 1, 2 (local_size_x_id/y_id/z_id). With
+//         EmitOptions::loop_limit_check, binding <number of buffers> is the loop status buffer.
+//  Both:  every op has the result docs/semantics.md defines, on every input.
 #pragma once
 
 #include <cstdint>
