@@ -41,6 +41,10 @@ class GlslDialect final : public Dialect {
   // say (docs/semantics.md); the execution modes in begin() keep NaN, Inf and -0 exact.
   std::string decl(DType t) const override { return var_type(t) + " "; }
   std::string var_type(DType t) const override { return is_float(t) ? "precise " + reg_type(t) : reg_type(t); }
+  // `precise` only reaches operations that feed a precise variable: a float expression fused
+  // into a store, a comparison or a cast would escape it (and could be contracted into an fma).
+  // Every value is therefore declared; the driver's compiler fuses them again.
+  bool inline_fused() const override { return false; }
 
   void begin(EmitState& s, std::string& out) const override {
     const ir::Kernel& k = s.k;
@@ -116,7 +120,9 @@ class GlslDialect final : public Dialect {
         std::string mx = ty == "float" ? "iron_fmax" : "max";
         // The butterfly loop counts against a driver loop limit too (EmitOptions).
         std::string cut = s.loop_check ? "  if (o > 0u) iron_loop_cut(0u, 0u);\n" : "";
-        out += ty + " iron_lane_sum(" + ty + " v) {\n"
+        std::string prec = ty == "float" ? "precise " : "";
+        out += ty + " iron_lane_sum(" + ty + " x) {\n"
+               "  " + prec + ty + " v = x;\n"
                "  uint o = gl_SubgroupSize >> 1;\n"
                "  for (; o > 0u; o >>= 1) v = v + subgroupShuffleXor(v, o);\n" + cut +
                "  return v;\n}\n";
@@ -127,6 +133,8 @@ class GlslDialect final : public Dialect {
       }
     }
     out += "void main() {\n";
+    if (s.helpers.count("zero"))
+      out += "  precise float iron_zero = uintBitsToFloat(uint(gl_NumWorkGroups.x == 0u) << 31);\n";
   }
 
   void end(EmitState&, std::string& out) const override { out += "}\n"; }
@@ -213,6 +221,15 @@ class GlslDialect final : public Dialect {
       return x;
     }
     return std::string(in.op == ir::Op::LaneSum ? "iron_lane_sum(" : "iron_lane_max(") + x + ")";
+  }
+
+  // lavapipe's code generator (gallivm) folds x + 0.0 to x, 0.0 - x to -x and x * 0.0 to 0.0
+  // whenever an operand is the constant +0.0, execution modes and `precise` notwithstanding:
+  // wrong for x = -0, NaN, +-Inf and negative x. A +0.0 the driver cannot see as a constant
+  // (gl_NumWorkGroups.x is never 0 when the shader runs) keeps those ops IEEE.
+  std::string positive_zero(EmitState& s) const override {
+    s.helpers.insert("zero");
+    return "iron_zero";
   }
 
   // GLSL min/max are undefined on NaN: an explicit helper.

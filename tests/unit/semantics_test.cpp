@@ -419,6 +419,39 @@ TEST_P(Semantics, DenormalsAndIeeeSpecialValuesAgree) {
   check_all_backends(k, bufs, "denormals");
 }
 
+// x + 0.0, x * 0.0 and 0.0 - x with a literal zero: lavapipe's code generator folds these to x,
+// 0 and -x (wrong for -0, NaN, +-Inf, negative x) whenever it sees the constant.
+TEST_P(Semantics, ArithmeticWithALiteralZeroKeepsIeeeResults) {
+  ir::Kernel k = verified(
+      "kernel sem_zero mode=Elementwise {\n"
+      "  param x: in buf<f32> extent=128\n"
+      "  param a: out buf<f32> extent=128\n"
+      "  param m: out buf<f32> extent=128\n"
+      "  param s: out buf<f32> extent=128\n"
+      "  %0 = thread_id<0> : u32\n"
+      "  %1 = load<x> %0 : f32\n"
+      "  %2 = const<0.0> : f32\n"
+      "  %3 = add %1, %2 : f32\n"
+      "  store<a> %0, %3\n"
+      "  %4 = mul %1, %2 : f32\n"
+      "  store<m> %0, %4\n"
+      "  %5 = sub %2, %1 : f32\n"
+      "  store<s> %0, %5\n"
+      "}\n");
+  std::vector<Buf> bufs = {
+      {"x", DType::F32, false, f32_words({-0.0f, 0.0f, -1.0f, kInf, -kInf, kNan, 3.0f})},
+      {"a", DType::F32, true, std::vector<uint32_t>(kN)},
+      {"m", DType::F32, true, std::vector<uint32_t>(kN)},
+      {"s", DType::F32, true, std::vector<uint32_t>(kN)},
+  };
+  std::vector<Buf> want = run_interp(k, bufs, 8);
+  EXPECT_EQ(want[1].words[0], 0u);           // -0 + 0 = +0
+  EXPECT_EQ(want[2].words[2], 0x80000000u);  // -1 * 0 = -0
+  EXPECT_TRUE(is_nan_bits(want[2].words[3]));  // inf * 0 = NaN
+  EXPECT_EQ(want[3].words[1], 0u);           // 0 - 0 = +0
+  check_all_backends(k, bufs, "literal zero");
+}
+
 namespace {
 
 // Counts to n in one loop, or to n in each of two loops one after the other, per thread.
