@@ -196,7 +196,12 @@ class GlslDialect final : public Dialect {
       case ir::Op::Abs: return t == DType::U32 ? a[0] : "abs(" + a[0] + ")";
       case ir::Op::Min: return is_float(t) ? fmin_fmax(s, false, a[0], a[1]) : "min(" + a[0] + ", " + a[1] + ")";
       case ir::Op::Max: return is_float(t) ? fmin_fmax(s, true, a[0], a[1]) : "max(" + a[0] + ", " + a[1] + ")";
-      case ir::Op::Fma: return "fma(" + a[0] + ", " + a[1] + ", " + a[2] + ")";
+      case ir::Op::Fma:
+        if (s.emulate_fma) {
+          s.helpers.insert("fma");
+          return "iron_fma(" + a[0] + ", " + a[1] + ", " + a[2] + ")";
+        }
+        return "fma(" + a[0] + ", " + a[1] + ", " + a[2] + ")";
       default: s.unsupported(in, name(), ir::mnemonic(in.op)); return "0";
     }
   }
@@ -250,6 +255,30 @@ class GlslDialect final : public Dialect {
              "  if ((floatBitsToUint(x) & 0x7fffffffu) > 0x7f800000u || x <= 0.0) return 0u;\n"
              "  if (x >= 4294967296.0) return 0xffffffffu;\n"
              "  return uint(x);\n}\n";
+    if (name == "fma")
+      // a * b is exact in f64 and p + c is rounded once; TwoSum gives that rounding's error, and
+      // an inexact even sum moves to its odd neighbour towards the exact value (round to odd),
+      // so the final f64 -> f32 rounding is the single rounding of a * b + c. Inf and NaN sums
+      // are already the answer.
+      return "float iron_fma(float a, float b, float c) {\n"
+             "  precise double p = double(a) * double(b);\n"
+             "  precise double dc = double(c);\n"
+             "  precise double s = p + dc;\n"
+             "  uvec2 w = unpackDouble2x32(s);\n"
+             "  if ((w.y & 0x7ff00000u) == 0x7ff00000u) return float(s);\n"
+             "  precise double v = s - p;\n"
+             "  precise double err = (p - (s - v)) + (dc - v);\n"
+             "  if (err != 0.0lf && (w.x & 1u) == 0u) {\n"
+             "    if ((err > 0.0lf) == (s > 0.0lf)) {\n"
+             "      w.x += 1u;\n"
+             "      if (w.x == 0u) w.y += 1u;\n"
+             "    } else {\n"
+             "      if (w.x == 0u) w.y -= 1u;\n"
+             "      w.x -= 1u;\n"
+             "    }\n"
+             "    s = packDouble2x32(w);\n"
+             "  }\n"
+             "  return float(s);\n}\n";
     std::string text = int_helper(name);
     return text.empty() ? minmax_helper(name, "floatBitsToUint", "uintBitsToFloat") : text;
   }
