@@ -65,7 +65,7 @@ std::vector<Buf> run_interp(const ir::Kernel& k, std::vector<Buf> bufs, uint32_t
 std::vector<Buf> run_device(Context& ctx, const ir::Kernel& k, std::vector<Buf> bufs) {
   Bindings bindings;
   for (const Buf& b : bufs) {
-    DeviceBuffer d = ctx.alloc(b.dtype, b.words.size());
+    DeviceBuffer d = ctx.alloc(b.dtype, b.words.size() * 4 / dtype_size(b.dtype));  // 16-bit: two per word
     ctx.upload(d, b.words.data(), b.words.size() * 4);
     bindings.push_back({b.name, d});
   }
@@ -482,6 +482,38 @@ TEST_P(Semantics, FmaRoundsOnce) {
   std::vector<Buf> want = run_interp(k, bufs, 8);
   EXPECT_EQ(want[3].words[0], bits_of(0x1p-24f));  // two roundings would give 0
   check_all_backends(k, bufs, "fma");
+}
+
+// Stores to f16 / bf16 buffers and casts to them round to nearest even, once: ties go to the
+// even neighbour, f16 overflow gives infinity, f16 subnormals are kept.
+TEST_P(Semantics, SixteenBitRoundingIsToNearestEven) {
+  ir::Kernel k = verified(
+      "kernel sem_half mode=Elementwise {\n"
+      "  param x: in buf<f32> extent=128\n"
+      "  param h: out buf<f16> extent=128\n"
+      "  param b: out buf<bf16> extent=128\n"
+      "  param c: out buf<f32> extent=128\n"
+      "  %0 = thread_id<0> : u32\n"
+      "  %1 = load<x> %0 : f32\n"
+      "  %2 = cast %1 : f16\n"
+      "  store<h> %0, %2\n"
+      "  %3 = cast %1 : bf16\n"
+      "  store<b> %0, %3\n"
+      "  %4 = cast %2 : f32\n"
+      "  store<c> %0, %4\n"
+      "}\n");
+  std::vector<Buf> bufs = {
+      {"x", DType::F32, false,
+       f32_words({1.0f + 0x1p-11f, 1.0f + 3 * 0x1p-11f, 65519.0f, 65520.0f, -65520.0f, 0x1p-25f, 0x1.8p-25f, 0x1p-24f,
+                  3 * 0x1p-25f, 1.0f + 0x1p-8f, 1.0f + 3 * 0x1p-8f, 1.0f + 0x1p-8f + 0x1p-20f, kInf, -0.0f, 1e-30f,
+                  3.0e38f})},
+      {"h", DType::F16, true, std::vector<uint32_t>(kN / 2)},
+      {"b", DType::BF16, true, std::vector<uint32_t>(kN / 2)},
+      {"c", DType::F32, true, std::vector<uint32_t>(kN)},
+  };
+  std::vector<Buf> want = run_interp(k, bufs, 8);
+  EXPECT_EQ(want[1].words[0], 0x3c023c00u);  // ties to even: 1 + 2^-11 -> 1, 1 + 3 * 2^-11 -> 1 + 2^-9
+  check_all_backends(k, bufs, "16-bit rounding");
 }
 
 namespace {

@@ -282,6 +282,9 @@ struct PhysicalDevice {
   bool shader_int16 = false;
   bool shader_int64 = false;
   bool shader_float64 = false;  // enabled on lavapipe only, for its fma emulation
+  // Float controls (Vulkan 1.2): SignedZeroInfNanPreserve for f32, RoundingModeRTE for f16.
+  bool preserve_f32_specials = false;
+  bool f16_rte = false;
   bool storage_16bit = false;
   bool uniform_storage_16bit = false;
   bool shader_float16 = false;
@@ -324,6 +327,8 @@ PhysicalDevice describe(const Instance& inst, VkPhysicalDevice handle) {
   auto subgroup =
       vk_struct<VkPhysicalDeviceSubgroupProperties>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_PROPERTIES);
   auto driver = vk_struct<VkPhysicalDeviceDriverProperties>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_DRIVER_PROPERTIES);
+  auto float_controls =
+      vk_struct<VkPhysicalDeviceFloatControlsProperties>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FLOAT_CONTROLS_PROPERTIES);
   bool have_driver = false;
   if (v11) {
     auto props2 = vk_struct<VkPhysicalDeviceProperties2>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2);
@@ -332,8 +337,11 @@ PhysicalDevice describe(const Instance& inst, VkPhysicalDevice handle) {
       subgroup.pNext = &driver;
       have_driver = true;
     }
+    if (v12) (have_driver ? driver.pNext : subgroup.pNext) = &float_controls;
     fn.vkGetPhysicalDeviceProperties2(handle, &props2);
   }
+  pd.preserve_f32_specials = v12 && float_controls.shaderSignedZeroInfNanPreserveFloat32;
+  pd.f16_rte = v12 && float_controls.shaderRoundingModeRTEFloat16;
   pd.loop_limited = have_driver && driver.driverID == VK_DRIVER_ID_MESA_LLVMPIPE;
 
   // Features.
@@ -702,6 +710,8 @@ class VulkanDevice final : public Device {
     options.loop_limit_check = pd_.loop_limited;
     // lavapipe's fma is a multiply and an add (two roundings): emulated with one.
     options.emulate_fma = pd_.loop_limited && pd_.shader_float64;
+    options.preserve_f32_specials = pd_.preserve_f32_specials;
+    options.f16_round_to_nearest_even = pd_.f16_rte;
     codegen::Emitted emitted = codegen::emit(k, dtype, codegen::Target::Glsl, options);
     if (!emitted.ok())
       throw Error("kernel '" + k.name + "' (" + dtype_name(dtype) + ") cannot be emitted as GLSL:\n" +
@@ -738,6 +748,7 @@ class VulkanDevice final : public Device {
       fp += b ? " 1" : " 0";
     if (pd_.loop_limited) fp += "; loop status binding";  // a different module and layout
     if (pd_.loop_limited && pd_.shader_float64) fp += "; f64 fma";
+    fp += std::string("; float controls ") + (pd_.preserve_f32_specials ? "1" : "0") + (pd_.f16_rte ? "1" : "0");
     return fp;
   }
 
