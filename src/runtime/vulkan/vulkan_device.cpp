@@ -285,6 +285,8 @@ struct PhysicalDevice {
   // Float controls (Vulkan 1.2): SignedZeroInfNanPreserve for f32, RoundingModeRTE for f16.
   bool preserve_f32_specials = false;
   bool f16_rte = false;
+  // Subgroup shuffles in compute shaders: the lane reductions' butterflies need them.
+  bool subgroup_shuffle = false;
   bool storage_16bit = false;
   bool uniform_storage_16bit = false;
   bool shader_float16 = false;
@@ -340,6 +342,8 @@ PhysicalDevice describe(const Instance& inst, VkPhysicalDevice handle) {
     if (v12) (have_driver ? driver.pNext : subgroup.pNext) = &float_controls;
     fn.vkGetPhysicalDeviceProperties2(handle, &props2);
   }
+  pd.subgroup_shuffle = v11 && (subgroup.supportedOperations & VK_SUBGROUP_FEATURE_SHUFFLE_BIT) &&
+                        (subgroup.supportedStages & VK_SHADER_STAGE_COMPUTE_BIT);
   pd.preserve_f32_specials = v12 && float_controls.shaderSignedZeroInfNanPreserveFloat32;
   pd.f16_rte = v12 && float_controls.shaderRoundingModeRTEFloat16;
   pd.loop_limited = have_driver && driver.driverID == VK_DRIVER_ID_MESA_LLVMPIPE;
@@ -706,6 +710,9 @@ class VulkanDevice final : public Device {
   }
 
   std::unique_ptr<CompiledKernel> compile(const ir::Kernel& k, DType dtype, Dim3 threadgroup) override {
+    if (ir::uses_lane_ops(k) && !pd_.subgroup_shuffle)
+      throw Error("kernel '" + k.name + "' uses lane reductions, which are subgroup shuffle butterflies on Vulkan; device '" +
+                  pd_.info.name + "' does not support subgroup shuffles in compute shaders (VK_SUBGROUP_FEATURE_SHUFFLE_BIT)");
     codegen::EmitOptions options;
     options.loop_limit_check = pd_.loop_limited;
     // lavapipe's fma is a multiply and an add (two roundings): emulated with one.
