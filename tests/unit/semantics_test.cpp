@@ -183,7 +183,7 @@ TEST_P(Semantics, IntegerDivisionAndRemainderEdgesAgree) {
   check_all_backends(k, bufs, "div/rem");
 }
 
-TEST_P(Semantics, ShiftsOf32OrMoreAgree) {
+TEST_P(Semantics, ShiftsOf32OrMoreAndWrappingAbsNegAgree) {
   ir::Kernel k = verified(
       "kernel sem_shift mode=Elementwise {\n"
       "  param a: in buf<i32> extent=128\n"
@@ -191,6 +191,7 @@ TEST_P(Semantics, ShiftsOf32OrMoreAgree) {
       "  param l: out buf<i32> extent=128\n"
       "  param r: out buf<i32> extent=128\n"
       "  param ur: out buf<u32> extent=128\n"
+      "  param an: out buf<i32> extent=128\n"
       "  %0 = thread_id<0> : u32\n"
       "  %1 = load<a> %0 : i32\n"
       "  %2 = load<n> %0 : i32\n"
@@ -201,17 +202,23 @@ TEST_P(Semantics, ShiftsOf32OrMoreAgree) {
       "  %5 = cast %1 : u32\n"
       "  %6 = shr %5, %2 : u32\n"
       "  store<ur> %0, %6\n"
+      "  %7 = abs %1 : i32\n"
+      "  %8 = neg %1 : i32\n"
+      "  %9 = add %7, %8 : i32\n"
+      "  store<an> %0, %9\n"
       "}\n");
   std::vector<Buf> bufs = {
-      {"a", DType::I32, false, i32_words({-8, -8, 8, -1, 1, -8, 12345, -12345}, -3)},
-      {"n", DType::I32, false, i32_words({1, 32, 32, 31, 33, -1, 100, 0x7fffffff}, 40)},
+      {"a", DType::I32, false, i32_words({-8, -8, 8, -1, 1, -8, 12345, -12345, INT32_MIN, INT32_MAX}, -3)},
+      {"n", DType::I32, false, i32_words({1, 32, 32, 31, 33, -1, 100, 0x7fffffff, 1, 1}, 40)},
       {"l", DType::I32, true, std::vector<uint32_t>(kN)},
       {"r", DType::I32, true, std::vector<uint32_t>(kN)},
       {"ur", DType::U32, true, std::vector<uint32_t>(kN)},
+      {"an", DType::I32, true, std::vector<uint32_t>(kN)},
   };
   std::vector<Buf> want = run_interp(k, bufs, 8);
   EXPECT_EQ(int32_t(want[3].words[1]), -1);  // -8 >> 32: sign fill
   EXPECT_EQ(int32_t(want[2].words[1]), 0);   // -8 << 32
+  EXPECT_EQ(want[5].words[8], 0u);           // abs(INT_MIN) + -INT_MIN = INT_MIN + INT_MIN, wrapped
   check_all_backends(k, bufs, "shifts");
 }
 
