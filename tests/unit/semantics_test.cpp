@@ -523,6 +523,41 @@ TEST_P(Semantics, SixteenBitRoundingIsToNearestEven) {
   check_all_backends(k, bufs, "16-bit rounding");
 }
 
+// div and sqrt are correctly rounded on every backend (the Vulkan specification alone would
+// allow 2.5 ulp for div): 128 quotients and roots spread over the exponent range, bit for bit.
+TEST_P(Semantics, DivisionAndSqrtAreCorrectlyRounded) {
+  ir::Kernel k = verified(
+      "kernel sem_div_sqrt mode=Elementwise {\n"
+      "  param x: in buf<f32> extent=128\n"
+      "  param y: in buf<f32> extent=128\n"
+      "  param q: out buf<f32> extent=128\n"
+      "  param r: out buf<f32> extent=128\n"
+      "  %0 = thread_id<0> : u32\n"
+      "  %1 = load<x> %0 : f32\n"
+      "  %2 = load<y> %0 : f32\n"
+      "  %3 = div %1, %2 : f32\n"
+      "  store<q> %0, %3\n"
+      "  %4 = sqrt %1 : f32\n"
+      "  store<r> %0, %4\n"
+      "}\n");
+  std::vector<float> x(kN), y(kN);
+  uint32_t state = 12345u;
+  for (uint32_t i = 0; i < kN; ++i) {
+    // Mantissas from a fixed LCG, exponents from 2^-60 to 2^60 (quotients stay normal).
+    state = state * 1664525u + 1013904223u;
+    x[i] = std::ldexp(1.0f + float(state >> 9) * 0x1p-23f, int(i % 121) - 60);
+    state = state * 1664525u + 1013904223u;
+    y[i] = std::ldexp(1.0f + float(state >> 9) * 0x1p-23f, int((i * 7) % 121) - 60);
+  }
+  std::vector<Buf> bufs = {
+      {"x", DType::F32, false, f32_words(x)},
+      {"y", DType::F32, false, f32_words(y)},
+      {"q", DType::F32, true, std::vector<uint32_t>(kN)},
+      {"r", DType::F32, true, std::vector<uint32_t>(kN)},
+  };
+  check_all_backends(k, bufs, "div/sqrt");
+}
+
 namespace {
 
 // Counts to n in one loop, or to n in each of two loops one after the other, per thread.
