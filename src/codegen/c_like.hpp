@@ -84,6 +84,10 @@ class Dialect {
   std::string int_binary(EmitState& s, ir::Op op, DType t, const std::string& a, const std::string& b,
                          DType amount_type) const;
   std::string int_neg(DType t, const std::string& x) const;
+  // Float negation as a flip of the sign bit (docs/semantics.md), never an arithmetic `-x`: a
+  // compiler that rewrites `-(c ? 1.0f : 0.0f)` into a conversion of `-c` turns -0 into +0
+  // (seen with NVRTC on sm_90a).
+  virtual std::string float_neg(const std::string& x) const = 0;
   // The shared integer helpers (div/rem/shl/shr for i32 and u32), empty for another name.
   std::string int_helper(const std::string& name) const;
   // The shared f32 min/max helpers ("fmin", "fmax"), given the target's bit-cast spellings.

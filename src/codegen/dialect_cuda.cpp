@@ -120,6 +120,9 @@ class CudaDialect final : public Dialect {
   }
 
   const char* float_suffix() const override { return "f"; }
+  std::string float_neg(const std::string& x) const override {
+    return "__uint_as_float(__float_as_uint(" + x + ") ^ 0x80000000u)";
+  }
   std::string float_from_bits(uint32_t bits) const override {
     char hex[16];
     std::snprintf(hex, sizeof hex, "%08x", bits);

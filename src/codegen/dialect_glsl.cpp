@@ -185,6 +185,9 @@ class GlslDialect final : public Dialect {
   }
 
   const char* float_suffix() const override { return ""; }
+  std::string float_neg(const std::string& x) const override {
+    return "uintBitsToFloat(floatBitsToUint(" + x + ") ^ 0x80000000u)";
+  }
   std::string float_from_bits(uint32_t bits) const override {
     char hex[16];
     std::snprintf(hex, sizeof hex, "%08x", bits);

@@ -198,7 +198,7 @@ struct Emitter {
         def(binary(in, arg(0), arg(1)));
         break;
       case Op::Neg:
-        def(is_integer(t) ? d.int_neg(t, arg(0)) : "(-" + arg(0) + ")");
+        def(is_integer(t) ? d.int_neg(t, arg(0)) : d.float_neg(arg(0)));
         break;
       case Op::Not:
         def(t == DType::Bool ? "(!" + arg(0) + ")" : "(~" + arg(0) + ")");

@@ -290,6 +290,39 @@ TEST_P(Semantics, FloatMinMaxOfSignedZerosAndNansAgree) {
   check_all_backends(k, bufs, "min/max");
 }
 
+// Float negation flips the sign bit, also of a zero built from a bool: NVRTC rewrote
+// `-(c ? 1.0f : 0.0f)` into a conversion of an integer and returned +0 for -0 (seen on the H200
+// by the cross-backend fuzzer, seed 3852). The dialects now negate through the bits.
+TEST_P(Semantics, NegationOfAZeroFromABoolKeepsItsSign) {
+  ir::Kernel k = verified(
+      "kernel sem_neg_bool mode=Elementwise dtypes=f32,f16,bf16 {\n"
+      "  param x: in buf<f32> extent=128\n"
+      "  param y: out buf<f32> extent=128\n"
+      "  param z: out buf<f32> extent=128\n"
+      "  %0 = thread_id<0> : u32\n"
+      "  %1 = load<x> %0 : f32\n"
+      "  %2 = const<1> : f32\n"
+      "  %3 = eq %1, %2 : bool\n"
+      "  %4 = cast %3 : bf16\n"
+      "  %5 = neg %4 : bf16\n"
+      "  %6 = cast %5 : f32\n"
+      "  store<y> %0, %6\n"
+      "  %7 = cast %3 : f32\n"
+      "  %8 = neg %7 : f32\n"
+      "  store<z> %0, %8\n"
+      "}\n");
+  std::vector<Buf> bufs = {
+      {"x", DType::F32, false, f32_words({1.0f, 0.0f, -0.0f, kNan, 2.0f})},
+      {"y", DType::F32, true, std::vector<uint32_t>(kN)},
+      {"z", DType::F32, true, std::vector<uint32_t>(kN)},
+  };
+  std::vector<Buf> want = run_interp(k, bufs, 8);
+  EXPECT_EQ(want[1].words[0], bits_of(-1.0f));
+  EXPECT_EQ(want[1].words[1], 0x80000000u);  // -(0.0) = -0
+  EXPECT_EQ(want[2].words[1], 0x80000000u);
+  check_all_backends(k, bufs, "neg of a bool-made zero");
+}
+
 // Lane reductions: the xor butterfly in the interpreter's order, lane_max with the float max
 // rule (all-NaN lanes give NaN, a NaN lane loses to a number), f32 sums rounded alike.
 TEST_P(Semantics, LaneReductionsOverNanAndCancellingLanesAgree) {
