@@ -102,6 +102,14 @@ class Context {
   void synchronize();
   size_t pipeline_cache_size() const;
 
+  // Builds the pipelines of several kernels at once (kernel i at dtypes[i] and threadgroups[i])
+  // into the memory cache, so their dispatches find them there. A device that can put many
+  // entry points into one module does (CUDA: one NVRTC compile for all); the others compile each
+  // in turn. A kernel that fails here is left out: its dispatch compiles it again and reports
+  // the error. Bypasses the disk cache (for many one-off kernels, as `iron fuzz` runs).
+  void precompile(const std::vector<const ir::Kernel*>& kernels, const std::vector<DType>& dtypes,
+                  const std::vector<Dim3>& threadgroups);
+
   // Compile cache counters of this Context. Memory: pipeline look-ups by dispatch_with_grid and
   // time_dispatch (a hit reuses a pipeline this Context built). Disk: look-ups after a memory miss;
   // a hit loads the stored binary and skips optimize, emission and the compiler. disk_corrupt

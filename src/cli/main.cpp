@@ -230,6 +230,7 @@ int main(int argc, char** argv) {
   iron::cli::Commands extra;
   iron::cli::add_bench_commands(app, extra);
   iron::cli::add_compare_commands(app, extra);
+  iron::cli::add_fuzz_commands(app, extra);
 
   CLI11_PARSE(app, argc, argv);
   for (auto& [sub, run] : extra)

@@ -349,11 +349,14 @@ struct CudaBuffer final : BufferImpl {
 struct CudaKernel final : CompiledKernel {
   std::shared_ptr<CudaContext> ctx;
   CUmodule module = nullptr;
+  // Set for a kernel of a module that holds several (compile_many): the module is unloaded when
+  // the last of its kernels goes, not by this one.
+  std::shared_ptr<CUmod_st> shared_module;
   CUfunction fn = nullptr;
   std::string entry;
   std::string ptxas_log;  // NVRTC's program log: registers, spills, shared memory (ptxas -v)
   ~CudaKernel() override {
-    if (module && ctx->set_current_quietly()) ctx->drv->cuModuleUnload(module);
+    if (module && !shared_module && ctx->set_current_quietly()) ctx->drv->cuModuleUnload(module);
   }
 };
 
@@ -481,6 +484,45 @@ class CudaDevice final : public Device {
     out->binary = pack_binary(nv.log, nv.cubin);
     out->ptxas_log = std::move(nv.log);
     load_module(*out, nv.cubin.data());
+    return out;
+  }
+
+  // One NVRTC compile and one module for all kernels; if that compile fails, each kernel is
+  // compiled alone so only the failing ones are left out (and report their own errors later).
+  std::vector<std::unique_ptr<CompiledKernel>> compile_many(const std::vector<const ir::Kernel*>& ks,
+                                                            const std::vector<DType>& dtypes,
+                                                            const std::vector<Dim3>& threadgroups) override {
+    std::vector<std::unique_ptr<CompiledKernel>> out(ks.size());
+    std::vector<codegen::Emitted> emitted;
+    std::vector<std::string> sources;
+    bool all_emitted = true;
+    for (size_t i = 0; i < ks.size(); ++i) {
+      emitted.push_back(codegen::emit(*ks[i], dtypes[i], codegen::Target::Cuda));
+      all_emitted = all_emitted && emitted.back().ok();
+      sources.push_back(emitted.back().source);
+    }
+    NvrtcResult nv;
+    if (all_emitted && ks.size() > 1) nv = nvrtc_compile(combine_cuda_sources(sources), "iron_batch", info_.arch);
+    if (!nv.ok) return Device::compile_many(ks, dtypes, threadgroups);
+    ctx_->make_current();
+    CUmodule module = nullptr;
+    drv().check(drv().cuModuleLoadData(&module, nv.cubin.data()), "cuModuleLoadData(batch of " +
+                std::to_string(ks.size()) + " kernels, " + info_.arch + ")");
+    std::shared_ptr<CudaContext> ctx = ctx_;
+    std::shared_ptr<CUmod_st> shared(module, [ctx](CUmodule m) {
+      if (ctx->set_current_quietly()) ctx->drv->cuModuleUnload(m);
+    });
+    for (size_t i = 0; i < ks.size(); ++i) {
+      auto k = std::make_unique<CudaKernel>();
+      k->ctx = ctx_;
+      k->module = module;
+      k->shared_module = shared;
+      k->entry = emitted[i].entry;
+      k->source = std::move(emitted[i].source);
+      k->ptxas_log = nv.log;
+      if (drv().cuModuleGetFunction(&k->fn, module, k->entry.c_str()) != CUDA_SUCCESS) continue;
+      out[i] = std::move(k);
+    }
     return out;
   }
 
@@ -761,6 +803,31 @@ std::vector<DeviceInfo> list_cuda_devices(std::string* why) {
   }
   if (why) why->clear();
   return out;
+}
+
+std::string combine_cuda_sources(const std::vector<std::string>& sources) {
+  std::string includes, body;
+  std::vector<std::string> seen;
+  for (size_t i = 0; i < sources.size(); ++i) {
+    body += "namespace iron_batch_" + std::to_string(i) + " {\n";
+    const std::string& src = sources[i];
+    for (size_t pos = 0; pos < src.size();) {
+      size_t end = src.find('\n', pos);
+      if (end == std::string::npos) end = src.size();
+      std::string line = src.substr(pos, end - pos);
+      pos = end + 1;
+      if (line.rfind("#include", 0) == 0) {
+        if (std::find(seen.begin(), seen.end(), line) == seen.end()) {
+          seen.push_back(line);
+          includes += line + "\n";
+        }
+        continue;
+      }
+      body += line + "\n";
+    }
+    body += "}  // namespace iron_batch_" + std::to_string(i) + "\n";
+  }
+  return includes + body;
 }
 
 NvrtcResult nvrtc_compile(const std::string& source, const std::string& name, const std::string& arch) {

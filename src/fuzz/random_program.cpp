@@ -3,7 +3,7 @@
 // the pipeline fire, while keeping every program verified and free of undefined behaviour: safe
 // divisors, constant or masked shift amounts, in-bounds indices, small loop trip counts, and
 // barriers and lane reductions only in threadgroup-uniform control flow.
-#include "random_program.hpp"
+#include "fuzz/random_program.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -64,6 +64,8 @@ struct Gen {
   Rng rng;
   bool red;
   bool wc;
+  bool xb;           // cross-backend: no transcendentals
+  uint32_t exclude;  // OpClass bits kept out
   ir::Kernel k;
 
   struct Frame {
@@ -81,8 +83,13 @@ struct Gen {
   Id lane_w = kNone, n_simd = kNone, p_n = kNone, p_total = kNone, p_m = kNone, p_k = kNone, p_s = kNone;
   std::vector<Id> tg_arrays;
 
-  Gen(uint64_t seed, bool reduction, bool well_conditioned)
-      : rng{seed * 0x2545f4914f6cdd1dull + (reduction ? 17 : 5)}, red(reduction), wc(well_conditioned) {}
+  Gen(uint64_t seed, bool reduction, const RandomProgramOptions& o)
+      : rng{seed * 0x2545f4914f6cdd1dull + (reduction ? 17 : 5)},
+        red(reduction),
+        wc(o.well_conditioned),
+        xb(o.cross_backend),
+        exclude(o.exclude) {}
+  bool excluded(OpClass c) const { return (exclude & c) != 0; }
 
   int depth() const { return int(frames.size()) - 1; }
   bool uniform_here() const { return frames.back().uniform; }
@@ -108,11 +115,25 @@ struct Gen {
     return in;
   }
 
-  // A pure op: uniform when all its operands are.
+  // A pure op: uniform when all its operands are. Ops the options keep out are replaced here,
+  // by an op of the same signature, so every statement can ask for any op.
   Id op(Op o, DType t, std::initializer_list<Id> operands) {
+    Inst in = make(o, t, operands);
+    substitute(in);
     bool u = true;
-    for (Id x : operands) u = u && uni[x];
-    return emit(make(o, t, operands), u);
+    for (int i = 0; i < in.num_operands; ++i) u = u && uni[in.operands[i]];
+    return emit(in, u);
+  }
+  void substitute(Inst& in) {
+    const bool fl = float_like(in.type);
+    if (xb && (in.op == Op::Exp || in.op == Op::Log || in.op == Op::Tanh || in.op == Op::Rsqrt)) in.op = Op::Abs;
+    if (excluded(kSignedRem) && in.op == Op::Rem && in.type == DType::I32) in.op = Op::Div;
+    if (excluded(kFloatMinMax) && fl && (in.op == Op::Min || in.op == Op::Max)) in.op = Op::Add;
+    if (excluded(kFloatToInt) && in.op == Op::Cast && (in.type == DType::I32 || in.type == DType::U32) &&
+        float_like(k.insts[in.operands[0]].type)) {
+      // An integer source instead: a constant of the same value class keeps the op a cast.
+      in.operands[0] = int_const(in.type == DType::I32 ? DType::U32 : DType::I32, rng.range(-3, 9));
+    }
   }
 
   Id int_const(DType t, int64_t v) {
@@ -775,7 +796,9 @@ struct Gen {
 
   // ---- threadgroup operations (Reduction mode, uniform control flow only) --------------------
 
-  // Every thread stores its slot, a barrier, then each reads another thread's slot.
+  // Every thread stores its slot, a barrier, then each reads another thread's slot. The arrays
+  // were filled at the start (init_tg_arrays), so a slot whose thread skipped the store holds an
+  // older value, never an unwritten one.
   void stmt_tg_exchange() {
     Id arr = tg_arrays[rng.below(tg_arrays.size())];
     DType t = k.insts[arr].type;
@@ -802,11 +825,13 @@ struct Gen {
 
   void stmt_lane_op() {
     DType t = wc ? DType::F32 : rng.pick({DType::F32, DType::I32, DType::U32});
+    if (excluded(kFloatLane) && t == DType::F32) t = int_type();
     emit(make(rng.chance(0.6) ? Op::LaneSum : Op::LaneMax, t, {pick(t)}));
   }
 
   // The tracer's group_sum: lane partials to threadgroup memory, one barrier, a second pass.
   void stmt_group_reduce() {
+    if (excluded(kFloatLane)) return stmt_lane_op();
     Id arr = tg_arrays[0];  // f32
     Id partial = emit(make(Op::LaneSum, DType::F32, {pick(DType::F32)}));
     Id first = op(Op::Eq, DType::Bool, {lane, u32(0)});
@@ -826,6 +851,17 @@ struct Gen {
     close();
     emit(make(Op::LaneSum, DType::F32, {var_load(acc)}));
     emit(make(Op::Barrier, DType::Void));
+  }
+
+  // Every thread writes its slot of every threadgroup array, then a barrier: no later read sees
+  // memory nothing wrote (threadgroup memory starts undefined on a GPU). Slots past the group
+  // size are never read: partners are taken modulo the group size.
+  void init_tg_arrays() {
+    for (Id arr : tg_arrays) {
+      DType t = k.insts[arr].type;
+      emit(make(Op::TgStore, DType::Void, {arr, lid, t == DType::F32 ? float_const(t, 0.0) : int_const(t, 0)}));
+    }
+    if (!tg_arrays.empty()) emit(make(Op::Barrier, DType::Void));
   }
 
   // ---- blocks -------------------------------------------------------------------------------
@@ -941,6 +977,7 @@ struct Gen {
       simd_group = emit(make(Op::SimdGroupId, DType::U32));
       lane_w = emit(make(Op::LaneWidth, DType::U32), true);
       n_simd = emit(make(Op::NumSimdGroups, DType::U32), true);
+      init_tg_arrays();
     } else {
       tid = emit(make(Op::ThreadId, DType::U32));
     }
@@ -988,8 +1025,42 @@ int64_t random_int(Rng& r) {
 }  // namespace
 
 ir::Kernel random_program(uint64_t seed, bool reduction_mode, const RandomProgramOptions& opts) {
-  Gen g(seed, reduction_mode, opts.well_conditioned);
+  Gen g(seed, reduction_mode, opts);
   return g.build(seed);
+}
+
+namespace {
+constexpr std::pair<const char*, OpClass> kOpClassNames[] = {
+    {"rem", kSignedRem}, {"fcast", kFloatToInt}, {"fminmax", kFloatMinMax}, {"flane", kFloatLane}};
+}
+
+bool parse_op_classes(const std::string& list, uint32_t& out, std::string& error) {
+  out = 0;
+  for (size_t pos = 0; pos <= list.size();) {
+    size_t end = list.find(',', pos);
+    if (end == std::string::npos) end = list.size();
+    std::string name = list.substr(pos, end - pos);
+    pos = end + 1;
+    if (name.empty()) continue;
+    bool found = false;
+    for (const auto& [n, c] : kOpClassNames)
+      if (name == n) {
+        out |= c;
+        found = true;
+      }
+    if (!found) {
+      error = "unknown op class '" + name + "' (known: " + op_class_names(~0u) + ")";
+      return false;
+    }
+  }
+  return true;
+}
+
+std::string op_class_names(uint32_t classes) {
+  std::string s;
+  for (const auto& [n, c] : kOpClassNames)
+    if (classes & c) s += (s.empty() ? "" : ",") + std::string(n);
+  return s;
 }
 
 std::string RandomLaunch::describe() const {
@@ -1001,10 +1072,13 @@ std::string RandomLaunch::describe() const {
   return s.str();
 }
 
-RandomLaunch random_launch(const ir::Kernel& k, uint64_t seed, const RandomProgramOptions& opts) {
+RandomLaunch random_launch(const ir::Kernel& k, uint64_t seed, const RandomProgramOptions& opts,
+                           const std::vector<DType>& dtypes) {
   Rng r{seed ^ 0x5deece66dull};
   RandomLaunch L;
   L.dtype = r.pick({DType::F32, DType::F16, DType::BF16});
+  if (!dtypes.empty() && std::find(dtypes.begin(), dtypes.end(), L.dtype) == dtypes.end())
+    L.dtype = dtypes[(seed >> 1) % dtypes.size()];
   if (k.mode == Mode::Reduction) {
     L.threadgroup = {r.pick<uint32_t>({32, 64}), 1, 1};
     L.grid = {uint32_t(r.range(1, 2)), 1, 1};
@@ -1062,6 +1136,16 @@ std::vector<std::vector<unsigned char>> run_launch(const ir::Kernel& k, const Ra
   return bufs;
 }
 
+bool same_bits(DType t, const unsigned char* a, const unsigned char* b) {
+  const size_t es = dtype_size(t);
+  if (std::memcmp(a, b, es) == 0) return true;
+  if (!is_float(t)) return false;
+  double x = 0, y = 0;
+  num::decode(t, a, &x, 1);
+  num::decode(t, b, &y, 1);
+  return std::isnan(x) && std::isnan(y);
+}
+
 std::string first_difference(const ir::Kernel& k, DType dtype, const std::vector<std::vector<unsigned char>>& want,
                              const std::vector<std::vector<unsigned char>>& got, double tol, double floor) {
   size_t b = 0;
@@ -1076,10 +1160,9 @@ std::string first_difference(const ir::Kernel& k, DType dtype, const std::vector
     num::decode(t, got[b].data(), g.data(), n);
     const size_t es = dtype_size(t);
     for (size_t i = 0; i < n; ++i) {
-      bool same;
-      if (is_float(t) && std::isnan(w[i]) && std::isnan(g[i])) same = true;
-      else if (tol == 0 || !is_float(t)) same = std::memcmp(want[b].data() + i * es, got[b].data() + i * es, es) == 0;
-      else same = w[i] == g[i] || std::fabs(w[i] - g[i]) <= tol * std::max(floor, std::fabs(w[i]));
+      bool same = same_bits(t, want[b].data() + i * es, got[b].data() + i * es);
+      if (!same && tol > 0 && is_float(t) && !std::isnan(w[i]) && !std::isnan(g[i]))
+        same = std::fabs(w[i] - g[i]) <= tol * std::max(floor, std::fabs(w[i]));
       if (same) continue;
       std::ostringstream s;
       s.precision(9);

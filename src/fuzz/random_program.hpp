@@ -29,7 +29,29 @@ struct RandomProgramOptions {
   // does) then stays a small relative change in every output instead of flipping a branch or an
   // integer, so the result can be checked against a tolerance.
   bool well_conditioned = false;
+  // Programs compared bit for bit across backends (`iron fuzz`): no transcendental (exp, log,
+  // tanh, rsqrt), whose results docs/semantics.md only bounds; each is replaced by abs.
+  bool cross_backend = false;
+  // Op classes kept out of the program (OpClass bits), for a backend known to differ on them.
+  uint32_t exclude = 0;
 };
+
+// Op classes a program can be generated without (RandomProgramOptions::exclude). Each is
+// replaced by an op of the same signature, so the rest of the program keeps its shape.
+enum OpClass : uint32_t {
+  kSignedRem = 1u << 0,    // "rem":     i32 % (replaced by /)
+  kFloatToInt = 1u << 1,   // "fcast":   f32/f16/bf16 -> i32/u32 casts (cast from an integer instead)
+  kFloatMinMax = 1u << 2,  // "fminmax": float min and max (replaced by add)
+  kFloatLane = 1u << 3,    // "flane":   f32 lane_sum / lane_max, group reductions (i32/u32 lanes instead)
+};
+// Parses a comma-separated list of the names above into OpClass bits; false (with `error` naming
+// the unknown entry and the known ones) on a name it does not know.
+bool parse_op_classes(const std::string& list, uint32_t& out, std::string& error);
+std::string op_class_names(uint32_t classes);  // "rem,fcast" (in declaration order)
+
+// Which mode a seed's program has (every second seed is a Reduction program), shared by the
+// unit tests and `iron fuzz` so a reported seed means the same program in both.
+inline bool reduction_seed(uint64_t seed) { return seed % 2 == 0; }
 
 // A random kernel in Elementwise or Reduction mode, dtypes {f32, f16, bf16}. Its parameters are
 // always the same (see random_program.cpp); its body depends only on the seed and the options.
@@ -47,15 +69,23 @@ struct RandomLaunch {
 // ordinary values with edge cases (signed zeros, infinities, NaN, denormals, INT_MIN, ...),
 // except for well-conditioned programs, whose float inputs are positive and bounded. Output
 // buffers start as all-ones bytes (NaN / -1), like the harness's.
-RandomLaunch random_launch(const ir::Kernel& k, uint64_t seed, const RandomProgramOptions& opts = {});
+// `dtypes`: the values T may take (a device without bf16 storage, say); empty = f32, f16, bf16.
+RandomLaunch random_launch(const ir::Kernel& k, uint64_t seed, const RandomProgramOptions& opts = {},
+                           const std::vector<DType>& dtypes = {});
 
 // Runs `k` on a copy of the launch's buffers and returns them after the run. Verifies `k` first
 // (the interpreter trusts its input); throws iron::Error on a verifier failure or a fault.
 std::vector<std::vector<unsigned char>> run_launch(const ir::Kernel& k, const RandomLaunch& launch,
                                                    uint32_t lane_width);
 
+// The one bit-for-bit rule of every fuzz comparison: two elements of storage dtype t agree when
+// their bytes are equal, or when both are NaN: NaN payloads and signs are unspecified
+// (docs/semantics.md), so backends may differ in them and no op can observe the difference
+// except a bit-level cast, which the IR does not have.
+bool same_bits(DType t, const unsigned char* a, const unsigned char* b);
+
 // Compares two runs' buffers element by element in each parameter's storage dtype. tol == 0:
-// bit-exact, except that any NaN equals any NaN. tol > 0: |a - b| <= tol * max(floor, |b|)
+// same_bits. tol > 0: |a - b| <= tol * max(floor, |b|)
 // on decoded values (b is `want`), exact for integers. Returns "" when they agree, otherwise
 // the first differing element ("buffer 'out_f'[17]: want ..., got ...").
 std::string first_difference(const ir::Kernel& k, DType dtype, const std::vector<std::vector<unsigned char>>& want,
