@@ -28,6 +28,9 @@ struct EmitState {
   // Vector groups (vectorize): per buffer parameter, the access widths in elements (each at
   // most 16 bytes) the dialect must be able to spell.
   std::map<uint32_t, std::set<int>> vector_chunks;
+  // Helper functions the body uses (names without the iron_ prefix, e.g. "div_i32"); the body is
+  // emitted before the prelude, so begin() prints exactly these, in name order.
+  std::set<std::string> helpers;
 
   DType concrete(DType t) const { return ir::resolve(t, dtype); }
   void unsupported(const ir::Inst& in, const std::string& dialect, const std::string& what) {
@@ -43,6 +46,8 @@ class Dialect {
   virtual std::string reg_type(DType t) const = 0;
   // Prefix of an SSA value declaration, e.g. "const float ".
   virtual std::string decl(DType t) const = 0;
+  // Type of a mutable variable (Var) declaration.
+  virtual std::string var_type(DType t) const { return reg_type(t); }
   // Everything before the body statements (includes, helpers, signature, shared arrays).
   virtual void begin(EmitState& s, std::string& out) const = 0;
   virtual void end(EmitState& s, std::string& out) const = 0;
@@ -59,6 +64,22 @@ class Dialect {
   virtual std::string math(EmitState& s, const ir::Inst& in, DType t, const std::vector<std::string>& a) const = 0;
   virtual std::string cast(EmitState& s, const ir::Inst& in, DType from, DType to, const std::string& x) const = 0;
   virtual std::string lane_reduce(EmitState& s, const ir::Inst& in, DType t, const std::string& x) const = 0;
+  // f32 min/max (docs/semantics.md: one NaN operand loses, -0 < +0) and float -> i32/u32 casts
+  // (truncating, saturating, NaN -> 0): helpers or built-ins, whichever is exact on the target.
+  virtual std::string fmin_fmax(EmitState& s, bool is_max, const std::string& a, const std::string& b) const = 0;
+  // Definition of helper `name` (one of EmitState::helpers).
+  virtual std::string helper(const std::string& name) const = 0;
+  // "__device__ __forceinline__ " or "": what precedes a helper function's return type.
+  virtual const char* helper_prefix() const = 0;
+  // Integer ops with defined results on every input (division by zero, INT_MIN / -1, shifts by
+  // 32 or more, signed wraparound), spelled through the shared helpers below.
+  std::string int_binary(EmitState& s, ir::Op op, DType t, const std::string& a, const std::string& b,
+                         DType amount_type) const;
+  std::string int_neg(DType t, const std::string& x) const;
+  // The shared integer helpers (div/rem/shl/shr for i32 and u32), empty for another name.
+  std::string int_helper(const std::string& name) const;
+  // The shared f32 min/max helpers ("fmin", "fmax"), given the target's bit-cast spellings.
+  std::string minmax_helper(const std::string& name, const char* to_bits, const char* from_bits) const;
   virtual std::string barrier() const = 0;
   // A vector group: fills `array[0..width)` (register type) from buffer elements idx..idx+width,
   // or stores `values` there; idx is a multiple of width. Accesses are split into chunks of

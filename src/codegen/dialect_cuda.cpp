@@ -41,15 +41,18 @@ class CudaDialect final : public Dialect {
     out += "// Iron kernel " + k.name + " (" + dtype_name(s.dtype) + "), CUDA. Generated: do not edit.\n";
     if (s.uses_f16) out += "#include <cuda_fp16.h>\n";
     if (s.uses_bf16) out += "#include <cuda_bf16.h>\n";
+    if (s.uses_lane_ops) s.helpers.insert("fmax");  // lane_max of f32
+    for (const std::string& h : s.helpers) out += helper(h);
     if (s.uses_lane_ops) {
       out +=
           "__device__ __forceinline__ unsigned iron_flat_local_id() {\n"
           "  return threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z);\n"
           "}\n";
+      // Butterflies in the interpreter's order: offsets 16 .. 1, v[l] op v[l ^ offset].
       const char* types[] = {"float", "int", "unsigned"};
       for (const char* t : types) {
         std::string ty = t;
-        std::string mx = ty == "float" ? "fmaxf" : "max";
+        std::string mx = ty == "float" ? "iron_fmax" : "max";
         out += "__device__ __forceinline__ " + ty + " iron_lane_sum(" + ty + " v) {\n"
                "  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);\n  return v;\n}\n";
         out += "__device__ __forceinline__ " + ty + " iron_lane_max(" + ty + " v) {\n"
@@ -135,8 +138,8 @@ class CudaDialect final : public Dialect {
       case ir::Op::Rsqrt: return "rsqrtf(" + a[0] + ")";
       case ir::Op::Tanh: return "tanhf(" + a[0] + ")";
       case ir::Op::Abs: return f ? "fabsf(" + a[0] + ")" : t == DType::U32 ? a[0] : "abs(" + a[0] + ")";
-      case ir::Op::Min: return (f ? "fminf(" : "min(") + a[0] + ", " + a[1] + ")";
-      case ir::Op::Max: return (f ? "fmaxf(" : "max(") + a[0] + ", " + a[1] + ")";
+      case ir::Op::Min: return f ? fmin_fmax(s, false, a[0], a[1]) : "min(" + a[0] + ", " + a[1] + ")";
+      case ir::Op::Max: return f ? fmin_fmax(s, true, a[0], a[1]) : "max(" + a[0] + ", " + a[1] + ")";
       case ir::Op::Fma: return "fmaf(" + a[0] + ", " + a[1] + ", " + a[2] + ")";
       default: s.unsupported(in, name(), ir::mnemonic(in.op)); return "0";
     }
@@ -151,8 +154,22 @@ class CudaDialect final : public Dialect {
       // Narrowing to a 16-bit float rounds (to nearest even) even though registers stay f32.
       case DType::F16: return "__half2float(__float2half_rn(" + as_float + "))";
       case DType::BF16: return "__bfloat162float(__float2bfloat16_rn(" + as_float + "))";
+      // cvt.rzi.s32.f32 / .u32.f32: truncating, saturating, NaN -> 0 (docs/semantics.md).
+      case DType::I32: return is_float(from) ? "__float2int_rz(" + x + ")" : "(int)(" + x + ")";
+      case DType::U32: return is_float(from) ? "__float2uint_rz(" + x + ")" : "(unsigned)(" + x + ")";
       default: return "(" + reg_type(to) + ")(" + x + ")";
     }
+  }
+
+  // fminf/fmaxf ignore one NaN operand but do not order -0 and +0: an explicit helper.
+  std::string fmin_fmax(EmitState& s, bool is_max, const std::string& a, const std::string& b) const override {
+    s.helpers.insert(is_max ? "fmax" : "fmin");
+    return std::string(is_max ? "iron_fmax(" : "iron_fmin(") + a + ", " + b + ")";
+  }
+  const char* helper_prefix() const override { return "__device__ __forceinline__ "; }
+  std::string helper(const std::string& name) const override {
+    std::string text = int_helper(name);
+    return text.empty() ? minmax_helper(name, "__float_as_uint", "__uint_as_float") : text;
   }
 
   std::string lane_reduce(EmitState& s, const ir::Inst& in, DType t, const std::string& x) const override {

@@ -1,7 +1,9 @@
 // GLSL 450 dialect for Vulkan (compiled to SPIR-V by spirv.cpp). f16 uses 16-bit storage with
 // float16_t; bf16 has no GLSL type, so it is stored as uint16_t and converted explicitly
-// (exact widening, round-to-nearest-even narrowing). Lane reductions are subgroup operations;
-// the subgroup size is queried from the device, never assumed.
+// (exact widening, round-to-nearest-even narrowing). Lane reductions are subgroupShuffleXor
+// butterflies in the interpreter's order; the subgroup size is queried from the device, never
+// assumed. Ops GLSL leaves undefined (integer division by zero, shifts >= 32, out-of-range
+// float->int, min/max of NaN) go through helpers with the results of docs/semantics.md.
 #include <climits>
 #include <cstdio>
 #include <cmath>
@@ -35,7 +37,10 @@ class GlslDialect final : public Dialect {
       default: return "float";
     }
   }
-  std::string decl(DType t) const override { return reg_type(t) + " "; }
+  // Float values are `precise`: no contraction into fma or other reassociation the IR does not
+  // say (docs/semantics.md); the execution modes in begin() keep NaN, Inf and -0 exact.
+  std::string decl(DType t) const override { return var_type(t) + " "; }
+  std::string var_type(DType t) const override { return is_float(t) ? "precise " + reg_type(t) : reg_type(t); }
 
   void begin(EmitState& s, std::string& out) const override {
     const ir::Kernel& k = s.k;
@@ -46,8 +51,12 @@ class GlslDialect final : public Dialect {
     if (s.uses_bf16) out += "#extension GL_EXT_shader_explicit_arithmetic_types_int16 : require\n";
     if (s.uses_lane_ops) {
       out += "#extension GL_KHR_shader_subgroup_basic : require\n";
-      out += "#extension GL_KHR_shader_subgroup_arithmetic : require\n";
+      out += "#extension GL_KHR_shader_subgroup_shuffle : require\n";
     }
+    // SPIR-V float controls (SPV_KHR_float_controls): f32 NaN, Inf and signed zeros are exact,
+    // not subject to fast-math rewrites.
+    out += "#extension GL_EXT_spirv_intrinsics : require\n";
+    out += "spirv_execution_mode(extensions = [\"SPV_KHR_float_controls\"], capabilities = [4466], 4461, 32);\n";
     out += "layout(local_size_x_id = 0, local_size_y_id = 1, local_size_z_id = 2) in;\n";
     for (size_t i = 0; i < k.params.size(); ++i) {
       const ir::Param& p = k.params[i];
@@ -86,6 +95,23 @@ class GlslDialect final : public Dialect {
           "  u += 0x7fffu + ((u >> 16) & 1u);\n"
           "  return uint16_t(u >> 16);\n"
           "}\n";
+    }
+    if (s.uses_lane_ops) s.helpers.insert("fmax");  // lane_max of f32
+    for (const std::string& h : s.helpers) out += helper(h);
+    if (s.uses_lane_ops) {
+      // Butterflies in the interpreter's order: offsets W/2 .. 1, v[l] op v[l ^ offset], so the
+      // f32 rounding is the same on every backend of the same lane width.
+      const char* types[] = {"float", "int", "uint"};
+      for (const char* t : types) {
+        std::string ty = t;
+        std::string mx = ty == "float" ? "iron_fmax" : "max";
+        out += ty + " iron_lane_sum(" + ty + " v) {\n"
+               "  for (uint o = gl_SubgroupSize >> 1; o > 0u; o >>= 1) v = v + subgroupShuffleXor(v, o);\n"
+               "  return v;\n}\n";
+        out += ty + " iron_lane_max(" + ty + " v) {\n"
+               "  for (uint o = gl_SubgroupSize >> 1; o > 0u; o >>= 1) v = " + mx + "(v, subgroupShuffleXor(v, o));\n"
+               "  return v;\n}\n";
+      }
     }
     out += "void main() {\n";
   }
@@ -147,15 +173,18 @@ class GlslDialect final : public Dialect {
       case ir::Op::Rsqrt: return "inversesqrt(" + a[0] + ")";
       case ir::Op::Tanh: return "tanh(" + a[0] + ")";
       case ir::Op::Abs: return t == DType::U32 ? a[0] : "abs(" + a[0] + ")";
-      case ir::Op::Min: return "min(" + a[0] + ", " + a[1] + ")";
-      case ir::Op::Max: return "max(" + a[0] + ", " + a[1] + ")";
+      case ir::Op::Min: return is_float(t) ? fmin_fmax(s, false, a[0], a[1]) : "min(" + a[0] + ", " + a[1] + ")";
+      case ir::Op::Max: return is_float(t) ? fmin_fmax(s, true, a[0], a[1]) : "max(" + a[0] + ", " + a[1] + ")";
       case ir::Op::Fma: return "fma(" + a[0] + ", " + a[1] + ", " + a[2] + ")";
       default: s.unsupported(in, name(), ir::mnemonic(in.op)); return "0";
     }
   }
 
-  std::string cast(EmitState&, const ir::Inst&, DType from, DType to, const std::string& x) const override {
+  std::string cast(EmitState& s, const ir::Inst&, DType from, DType to, const std::string& x) const override {
     if (to == DType::Bool) return "bool(" + x + ")";
+    // int(f) and uint(f) are undefined out of range: helpers saturate and map NaN to 0.
+    if (is_float(from) && to == DType::I32) { s.helpers.insert("f2i"); return "iron_f2i(" + x + ")"; }
+    if (is_float(from) && to == DType::U32) { s.helpers.insert("f2u"); return "iron_f2u(" + x + ")"; }
     std::string as_float = is_float(from) ? x : "float(" + x + ")";
     switch (to) {
       case DType::F32: return as_float;
@@ -170,7 +199,29 @@ class GlslDialect final : public Dialect {
       s.unsupported(in, name(), std::string(ir::mnemonic(in.op)) + " of " + dtype_name(t));
       return x;
     }
-    return std::string(in.op == ir::Op::LaneSum ? "subgroupAdd(" : "subgroupMax(") + x + ")";
+    return std::string(in.op == ir::Op::LaneSum ? "iron_lane_sum(" : "iron_lane_max(") + x + ")";
+  }
+
+  // GLSL min/max are undefined on NaN: an explicit helper.
+  std::string fmin_fmax(EmitState& s, bool is_max, const std::string& a, const std::string& b) const override {
+    s.helpers.insert(is_max ? "fmax" : "fmin");
+    return std::string(is_max ? "iron_fmax(" : "iron_fmin(") + a + ", " + b + ")";
+  }
+  const char* helper_prefix() const override { return ""; }
+  std::string helper(const std::string& name) const override {
+    if (name == "f2i")
+      return "int iron_f2i(float x) {\n"
+             "  if ((floatBitsToUint(x) & 0x7fffffffu) > 0x7f800000u) return 0;\n"
+             "  if (x >= 2147483648.0) return 2147483647;\n"
+             "  if (x <= -2147483648.0) return int(0x80000000u);\n"
+             "  return int(x);\n}\n";
+    if (name == "f2u")
+      return "uint iron_f2u(float x) {\n"
+             "  if ((floatBitsToUint(x) & 0x7fffffffu) > 0x7f800000u || x <= 0.0) return 0u;\n"
+             "  if (x >= 4294967296.0) return 0xffffffffu;\n"
+             "  return uint(x);\n}\n";
+    std::string text = int_helper(name);
+    return text.empty() ? minmax_helper(name, "floatBitsToUint", "uintBitsToFloat") : text;
   }
 
   std::string barrier() const override { return "memoryBarrierShared(); barrier();"; }

@@ -39,6 +39,74 @@ std::string Dialect::literal(EmitState& s, const ir::Inst& in) const {
   }
 }
 
+std::string Dialect::int_binary(EmitState& s, ir::Op op, DType t, const std::string& a, const std::string& b,
+                                DType amount_type) const {
+  const std::string i32 = reg_type(DType::I32), u32 = reg_type(DType::U32);
+  const char* suffix = t == DType::I32 ? "_i32" : "_u32";
+  auto call = [&](const char* name, const std::string& y) {
+    s.helpers.insert(name + std::string(suffix));
+    return "iron_" + std::string(name) + suffix + "(" + a + ", " + y + ")";
+  };
+  switch (op) {
+    case ir::Op::Add: case ir::Op::Sub: case ir::Op::Mul: {
+      const char* sym = op == ir::Op::Add ? " + " : op == ir::Op::Sub ? " - " : " * ";
+      // i32 arithmetic wraps: computed on u32, where wraparound is defined in C++ as in GLSL.
+      if (t == DType::I32) return i32 + "(" + u32 + "(" + a + ")" + sym + u32 + "(" + b + "))";
+      return "(" + a + sym + b + ")";
+    }
+    case ir::Op::Div: return call("div", b);
+    case ir::Op::Rem: return call("rem", b);
+    case ir::Op::Shl: return call("shl", amount_type == DType::U32 ? b : u32 + "(" + b + ")");
+    case ir::Op::Shr: return call("shr", amount_type == DType::U32 ? b : u32 + "(" + b + ")");
+    default: return {};
+  }
+}
+
+std::string Dialect::int_neg(DType t, const std::string& x) const {
+  const std::string u32 = reg_type(DType::U32);
+  return t == DType::I32 ? reg_type(DType::I32) + "(0u - " + u32 + "(" + x + "))" : "(0u - " + x + ")";
+}
+
+std::string Dialect::int_helper(const std::string& name) const {
+  const std::string p = helper_prefix(), i = reg_type(DType::I32), u = reg_type(DType::U32);
+  // Every branch is a statement, never a ?: the division or shift on the untaken path would
+  // still execute if the compiler chose a select (an x86 division by zero traps on lavapipe).
+  if (name == "div_i32")
+    return p + i + " iron_div_i32(" + i + " a, " + i + " b) {\n  if (b == 0) return a;\n  if (b == -1) return " + i +
+           "(0u - " + u + "(a));\n  return a / b;\n}\n";
+  if (name == "rem_i32")
+    return p + i + " iron_rem_i32(" + i + " a, " + i + " b) {\n  if (b == 0 || b == -1) return 0;\n" +
+           "  return a - (a / b) * b;\n}\n";
+  if (name == "div_u32")
+    return p + u + " iron_div_u32(" + u + " a, " + u + " b) {\n  if (b == 0u) return a;\n  return a / b;\n}\n";
+  if (name == "rem_u32")
+    return p + u + " iron_rem_u32(" + u + " a, " + u + " b) {\n  if (b == 0u) return 0u;\n  return a % b;\n}\n";
+  if (name == "shl_i32")
+    return p + i + " iron_shl_i32(" + i + " a, " + u + " n) {\n  if (n >= 32u) return 0;\n  return " + i + "(" + u +
+           "(a) << n);\n}\n";
+  if (name == "shl_u32")
+    return p + u + " iron_shl_u32(" + u + " a, " + u + " n) {\n  if (n >= 32u) return 0u;\n  return a << n;\n}\n";
+  if (name == "shr_i32")
+    return p + i + " iron_shr_i32(" + i + " a, " + u + " n) {\n  if (n >= 32u) n = 31u;\n  return a >> n;\n}\n";
+  if (name == "shr_u32")
+    return p + u + " iron_shr_u32(" + u + " a, " + u + " n) {\n  if (n >= 32u) return 0u;\n  return a >> n;\n}\n";
+  return {};
+}
+
+std::string Dialect::minmax_helper(const std::string& name, const char* to_bits, const char* from_bits) const {
+  if (name != "fmin" && name != "fmax") return {};
+  const std::string tb = to_bits, fb = from_bits;
+  bool is_max = name == "fmax";
+  // One NaN operand loses, two give NaN (the second operand's); equal operands are equal bits
+  // except for -0 and +0, where OR of the bits picks -0 for min and AND picks +0 for max.
+  // NaN is tested on the bits so that no fast-math assumption can remove the test.
+  return std::string(helper_prefix()) + "float iron_" + name + "(float a, float b) {\n" +
+         "  if ((" + tb + "(a) & 0x7fffffffu) > 0x7f800000u) return b;\n" +
+         "  if ((" + tb + "(b) & 0x7fffffffu) > 0x7f800000u) return a;\n" +
+         "  if (a == b) return " + fb + "(" + tb + "(a) " + (is_max ? "&" : "|") + " " + tb + "(b));\n" +
+         "  return a " + (is_max ? ">" : "<") + " b ? a : b;\n}\n";
+}
+
 namespace {
 
 struct Emitter {
@@ -64,6 +132,10 @@ struct Emitter {
   std::string binary(const ir::Inst& in, const std::string& a, const std::string& b) {
     DType t = s.concrete(s.k.insts[in.operands[0]].type);
     bool boolean = t == DType::Bool;
+    if (is_integer(t)) {
+      std::string text = d.int_binary(s, in.op, t, a, b, s.concrete(s.k.insts[in.operands[1]].type));
+      if (!text.empty()) return text;
+    }
     switch (in.op) {
       case ir::Op::Add: return "(" + a + " + " + b + ")";
       case ir::Op::Sub: return "(" + a + " - " + b + ")";
@@ -117,7 +189,7 @@ struct Emitter {
         def(binary(in, arg(0), arg(1)));
         break;
       case Op::Neg:
-        def(t == DType::U32 ? "(0u - " + arg(0) + ")" : "(-" + arg(0) + ")");
+        def(is_integer(t) ? d.int_neg(t, arg(0)) : "(-" + arg(0) + ")");
         break;
       case Op::Not:
         def(t == DType::Bool ? "(!" + arg(0) + ")" : "(~" + arg(0) + ")");
@@ -161,7 +233,7 @@ struct Emitter {
           line(depth, d.store(s, s.k.params[in.sym], arg(0), arg(1)) + ";");
         }
         break;
-      case Op::Var: line(depth, d.reg_type(t) + " " + reg(id) + " = " + arg(0) + ";"); break;
+      case Op::Var: line(depth, d.var_type(t) + " " + reg(id) + " = " + arg(0) + ";"); break;
       case Op::VarLoad: def(arg(0)); break;
       case Op::VarStore: line(depth, arg(0) + " = " + arg(1) + ";"); break;
       case Op::TgAlloc: break;  // declared by the dialect at function or module scope
@@ -180,12 +252,18 @@ struct Emitter {
         }
         line(depth, "}");
         break;
-      case Op::For:
+      case Op::For: {
+        // The step wraps (docs/semantics.md), so an i32 induction variable steps on u32.
+        std::string u32 = d.reg_type(DType::U32);
+        std::string step = t == DType::I32 ? reg(id) + " = " + d.reg_type(t) + "(" + u32 + "(" + reg(id) + ") + " + u32 +
+                                                 "(" + arg(2) + "))"
+                                           : reg(id) + " += " + arg(2);
         line(depth, "for (" + d.reg_type(t) + " " + reg(id) + " = " + arg(0) + "; " + reg(id) + " < " + arg(1) + "; " +
-                        reg(id) + " += " + arg(2) + ") {");
+                        step + ") {");
         block(in.blocks[0], depth + 1);
         line(depth, "}");
         break;
+      }
       case Op::Call:
         s.unsupported(in, d.name(), "a call to '" + s.k.strings[in.sym] + "' (kernel_inline must inline it first)");
         break;
@@ -212,7 +290,7 @@ Emitted emit(const ir::Kernel& k, DType dtype, Target target) {
       return result;
     }
   }
-  EmitState s{k, dtype, {}, {}, {}};
+  EmitState s{k, dtype, {}, {}, {}, false, false, false, false, {}, {}};
   int buffers = 0, scalars = 0;
   for (const ir::Param& p : k.params) {
     bool buf = p.kind == ir::ParamKind::Buffer;
@@ -234,11 +312,13 @@ Emitted emit(const ir::Kernel& k, DType dtype, Target target) {
   });
 
   std::unique_ptr<Dialect> d = target == Target::Cuda ? make_cuda_dialect() : make_glsl_dialect();
-  Emitter e{s, *d, {}};
-  d->begin(s, e.out);
+  // The body first: it records the helpers the prelude must define.
+  Emitter e{s, *d, {}, {}};
   e.block(0, 1);
   d->end(s, e.out);
-  result.source = std::move(e.out);
+  std::string prelude;
+  d->begin(s, prelude);
+  result.source = prelude + e.out;
   result.diags = std::move(s.diags);
   return result;
 }

@@ -135,6 +135,8 @@ struct Verifier {
         need_result(DType::Bool);
         if (o(0) != o(1))
           err(in, std::string("compares ") + dtype_name(o(0)) + " with " + dtype_name(o(1)) + " (insert a cast)");
+        else if (o(0) == DType::Bool && in.op != Op::Eq && in.op != Op::Ne)
+          err(in, std::string(mnemonic(in.op)) + " orders bool values; only eq and ne compare bools (cast to u32 first)");
         break;
       case Op::Select:
         if (o(0) != DType::Bool) err(in, "condition must be bool");

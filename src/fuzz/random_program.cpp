@@ -258,6 +258,7 @@ struct Gen {
         DType ot = random_type();
         if (wc && ot == DType::F32) ot = DType::I32;  // no float comparisons: a rounding could flip them
         Op o = rng.pick({Op::Eq, Op::Ne, Op::Lt, Op::Le, Op::Gt, Op::Ge});
+        if (ot == DType::Bool && o != Op::Eq) o = Op::Ne;  // only eq and ne compare bools
         return op(o, DType::Bool, {pick(ot), pick(ot)});
       }
       if (r < 70) return op(rng.pick({Op::And, Op::Or, Op::Xor}), t, {pick(t), pick(t)});

@@ -3,9 +3,11 @@
 // on a constant condition is replaced by the arm that runs (its instructions move into the
 // enclosing block). Folded ops are rewritten in place into constants; their now-unused
 // operands are left for dead_store_elim.
-// Does not handle: ops whose evaluation is undefined (integer division by zero, shifts by 32
-// or more: left for the kernel to fault on, not silently given a value), casts to the generic
-// T (the rounding depends on the dtype chosen at emission), loops (unroll does those).
+// Every pure op has a defined result (docs/semantics.md), so division by zero or a shift by 32
+// folds to the value every backend computes. Does not handle: casts to the generic T (the
+// rounding depends on the dtype chosen at emission), transcendentals (exp, log, tanh, rsqrt:
+// their results are bounded, not bit-exact, across backends, so a fold would change a value
+// with the optimization level), loops (unroll does those).
 // Mutation for tests: const_fold.sub_reversed folds a - b as b - a.
 #include "passes/eval.hpp"
 #include "passes/pass.hpp"
@@ -20,6 +22,7 @@ namespace {
 bool fold_value(ir::Kernel& k, Id id, PassContext& ctx) {
   ir::Inst& in = k.insts[id];
   if (!is_pure_value(in) || in.op == Op::Const || !eval::is_pure_evaluable(in.op)) return false;
+  if (in.op == Op::Exp || in.op == Op::Log || in.op == Op::Tanh || in.op == Op::Rsqrt) return false;
   eval::Scalar args[3];
   for (int i = 0; i < in.num_operands; ++i) {
     const ir::Inst& o = k.insts[in.operands[i]];

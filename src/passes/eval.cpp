@@ -1,7 +1,8 @@
-// Scalar semantics of the pure IR ops, written to match the emitted CUDA (and, where defined,
-// GLSL): f32 registers for every float dtype, wrapping 32-bit integers computed in uint32_t (no
-// C++ overflow UB), PTX cvt.rzi saturation for float->int casts, and round-to-nearest-even only
-// where a Cast narrows to f16/bf16.
+// Scalar semantics of the pure IR ops as docs/semantics.md defines them, which the CUDA and GLSL
+// dialects emit exactly: f32 registers for every float dtype, wrapping 32-bit integers computed
+// in uint32_t (no C++ overflow UB), defined results for division by zero and shifts >= 32,
+// saturating float->int casts (PTX cvt.rzi), and round-to-nearest-even only where a Cast narrows
+// to f16/bf16.
 #include "passes/eval.hpp"
 
 #include <climits>
@@ -124,11 +125,14 @@ bool eval_int(ir::Op op, DType t, const Scalar* a, Scalar& out, std::string& err
     case Op::Mul: r = x * y; break;
     case Op::Div:
     case Op::Rem:
-      if (y == 0) return fail(error, "integer division by zero");
-      if (is_signed) {
-        // INT_MIN / -1 overflows (and traps on most hardware); C makes INT_MIN % -1 undefined too.
-        if (sx == INT32_MIN && sy == -1) return fail(error, "integer division overflow");
-        r = uint32_t(op == Op::Div ? sx / sy : sx % sy);  // truncation toward zero, as in C
+      // Defined on every input (docs/semantics.md): x / 0 = x, x % 0 = 0, INT_MIN / -1 = INT_MIN
+      // (the wrapped quotient), INT_MIN % -1 = 0; otherwise C truncation toward zero.
+      if (y == 0) {
+        r = op == Op::Div ? x : 0u;
+      } else if (is_signed && sy == -1) {
+        r = op == Op::Div ? 0u - x : 0u;
+      } else if (is_signed) {
+        r = uint32_t(op == Op::Div ? sx / sy : sx % sy);
       } else {
         r = op == Op::Div ? x / y : x % y;
       }
@@ -143,10 +147,11 @@ bool eval_int(ir::Op op, DType t, const Scalar* a, Scalar& out, std::string& err
     case Op::Not: r = ~x; break;
     case Op::Shl:
     case Op::Shr:
-      // The amount is read as unsigned: a negative i32 amount is a huge shift, undefined too.
-      if (y >= 32) return fail(error, "shift by " + std::to_string(y) + " is undefined");
-      if (op == Op::Shl) r = x << y;
-      else r = is_signed ? uint32_t(sx >> y) : x >> y;  // arithmetic for i32 (C++20), logical for u32
+      // The amount is read as unsigned (a negative i32 amount is a huge shift). Amounts >= 32
+      // shift every bit out: 0, or the sign fill for an arithmetic (i32) right shift.
+      if (op == Op::Shl) r = y >= 32 ? 0u : x << y;
+      else if (is_signed) r = uint32_t(sx >> (y >= 32 ? 31u : y));  // arithmetic (C++20)
+      else r = y >= 32 ? 0u : x >> y;
       break;
     default: return bad_type(error, op, t);
   }
@@ -178,7 +183,10 @@ bool eval_compare(ir::Op op, DType t, const Scalar* a, Scalar& out, std::string&
     }
     case Kind::I32: c = a[0].i() < a[1].i() ? -1 : a[0].i() > a[1].i() ? 1 : 0; break;
     case Kind::U32: c = a[0].u() < a[1].u() ? -1 : a[0].u() > a[1].u() ? 1 : 0; break;
-    case Kind::Bool: c = int(a[0].b()) - int(a[1].b()); break;
+    case Kind::Bool:  // only eq and ne compare bools (the verifier rejects the ordering ones)
+      if (op != Op::Eq && op != Op::Ne) return bad_type(error, op, t);
+      c = a[0].b() == a[1].b() ? 0 : 1;
+      break;
     default: return bad_type(error, op, t);
   }
   bool r;

@@ -44,14 +44,15 @@ bool is_pure_evaluable(ir::Op op);
 // Evaluates one pure op on `n` operand values. `result_type` is the instruction's dtype;
 // `operand_type` is the dtype of operand 0 (for Select: of operand 1, the selected values).
 // Generic (T) counts as a float register, except that a Cast to T is rejected: its rounding
-// depends on the concrete dtype. Returns false with `error` set on undefined behaviour
-// (integer division by zero or overflow, shift by >= 32) or an op/dtype it does not evaluate.
+// depends on the concrete dtype. Every op is defined on every input of the dtypes the verifier
+// admits (docs/semantics.md); returns false with `error` set only for an op/dtype it does not
+// evaluate.
 bool eval_pure(ir::Op op, DType result_type, DType operand_type, const Scalar* args, int n, Scalar& out,
                std::string& error);
 
 // f32 min and max with an order on signed zeros (-0 < +0) and NaN ignored when the other
 // operand is a number: the result does not depend on operand order (cse relies on min and max
-// being commutative), and it matches PTX min.f32 / max.f32.
+// being commutative). Both NaN gives NaN. The dialects emit the same rule explicitly.
 float fmin_ordered(float x, float y);
 float fmax_ordered(float x, float y);
 

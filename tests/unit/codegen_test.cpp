@@ -69,9 +69,131 @@ TEST(Codegen, LaneOperationsUseTheTargetsPrimitives) {
   EXPECT_NE(cuda.find("__syncthreads();"), std::string::npos);
   EXPECT_NE(cuda.find("__shared__ float tg_iron_group_max_0[256];"), std::string::npos) << cuda;
   std::string glsl = codegen::emit(k, DType::F32, codegen::Target::Glsl).source;
-  EXPECT_NE(glsl.find("subgroupMax("), std::string::npos);
-  EXPECT_NE(glsl.find("subgroupAdd("), std::string::npos);
+  // Butterflies in the interpreter's order, never the driver-ordered subgroupAdd/subgroupMax.
+  EXPECT_NE(glsl.find("subgroupShuffleXor("), std::string::npos) << glsl;
+  EXPECT_NE(glsl.find("iron_lane_max("), std::string::npos) << glsl;
+  EXPECT_EQ(glsl.find("subgroupMax("), std::string::npos) << glsl;
+  EXPECT_EQ(glsl.find("subgroupAdd("), std::string::npos) << glsl;
   EXPECT_NE(glsl.find("gl_SubgroupSize"), std::string::npos);  // queried, never assumed
+  // lane_max of f32 follows the float max rule (all-NaN lanes give NaN, -0 < +0) on both.
+  EXPECT_NE(cuda.find("v = iron_fmax(v, __shfl_xor_sync("), std::string::npos) << cuda;
+  EXPECT_NE(glsl.find("v = iron_fmax(v, subgroupShuffleXor("), std::string::npos) << glsl;
+}
+
+namespace {
+
+// Emits `body` (IR lines after the params) of a one-thread kernel with an i32, a u32 and an f32
+// input and an i32, u32, f32 output, for both targets; the GLSL must also compile and validate.
+struct EdgeSources {
+  std::string cuda, glsl;
+};
+EdgeSources emit_edge(const std::string& body) {
+  ir::Kernel k = ir::parse(
+      "kernel edge mode=Elementwise {\n"
+      "  param ai: in buf<i32> extent=4\n"
+      "  param au: in buf<u32> extent=4\n"
+      "  param af: in buf<f32> extent=4\n"
+      "  param oi: out buf<i32> extent=4\n"
+      "  param ou: out buf<u32> extent=4\n"
+      "  param of: out buf<f32> extent=4\n"
+      "  %0 = thread_id<0> : u32\n"
+      "  %1 = load<ai> %0 : i32\n"
+      "  %2 = load<au> %0 : u32\n"
+      "  %3 = load<af> %0 : f32\n" +
+      body + "}\n");
+  ir::Diagnostics d;
+  EXPECT_TRUE(ir::verify(k, d)) << d.render(k);
+  EdgeSources out;
+  codegen::Emitted c = codegen::emit(k, DType::F32, codegen::Target::Cuda);
+  codegen::Emitted g = codegen::emit(k, DType::F32, codegen::Target::Glsl);
+  EXPECT_TRUE(c.ok() && g.ok()) << c.diags.render(k) << g.diags.render(k);
+  codegen::Spirv spv = codegen::compile_glsl(g.source, "edge");
+  EXPECT_TRUE(spv.ok) << spv.log << g.source;
+  out.cuda = c.source;
+  out.glsl = g.source;
+  return out;
+}
+
+}  // namespace
+
+// docs/semantics.md: % truncates (the sign of the dividend). GLSL's % is OpSMod (the sign of the
+// divisor), so the dialect must not emit it for i32.
+TEST(Codegen, IntegerRemainderTruncatesOnBothTargets) {
+  EdgeSources e = emit_edge("  %4 = rem %1, %1 : i32\n  store<oi> %0, %4\n  %5 = div %1, %1 : i32\n  store<oi> %0, %5\n");
+  EXPECT_NE(e.glsl.find("iron_rem_i32(v1, v1)"), std::string::npos) << e.glsl;
+  EXPECT_EQ(e.glsl.find(" % b"), std::string::npos) << e.glsl;  // the i32 helper has no OpSMod
+  EXPECT_NE(e.glsl.find("if (b == 0 || b == -1) return 0;"), std::string::npos) << e.glsl;
+  EXPECT_NE(e.glsl.find("if (b == 0) return a;"), std::string::npos) << e.glsl;
+  EXPECT_NE(e.cuda.find("iron_rem_i32(v1, v1)"), std::string::npos) << e.cuda;
+  EXPECT_NE(e.cuda.find("iron_div_i32(v1, v1)"), std::string::npos) << e.cuda;
+}
+
+// docs/semantics.md: float -> int truncates, saturates, NaN -> 0. GLSL int(f) is undefined out
+// of range (lavapipe gives INT_MIN); CUDA spells the saturating cvt.rzi directly.
+TEST(Codegen, FloatToIntCastsSaturateOnBothTargets) {
+  EdgeSources e = emit_edge("  %4 = cast %3 : i32\n  store<oi> %0, %4\n  %5 = cast %3 : u32\n  store<ou> %0, %5\n");
+  EXPECT_NE(e.cuda.find("__float2int_rz(v3)"), std::string::npos) << e.cuda;
+  EXPECT_NE(e.cuda.find("__float2uint_rz(v3)"), std::string::npos) << e.cuda;
+  EXPECT_NE(e.glsl.find("iron_f2i(v3)"), std::string::npos) << e.glsl;
+  EXPECT_NE(e.glsl.find("iron_f2u(v3)"), std::string::npos) << e.glsl;
+}
+
+// docs/semantics.md: min(-0, +0) = -0, max(-0, +0) = +0, one NaN operand loses. fminf/fmaxf
+// and GLSL min/max do not promise that.
+TEST(Codegen, FloatMinMaxUseTheOrderedHelpers) {
+  EdgeSources e = emit_edge("  %4 = min %3, %3 : f32\n  %5 = max %4, %3 : f32\n  store<of> %0, %5\n");
+  for (const std::string* src : {&e.cuda, &e.glsl}) {
+    EXPECT_NE(src->find("iron_fmin(v3, v3)"), std::string::npos) << *src;
+    EXPECT_NE(src->find("iron_fmax(v4, v3)"), std::string::npos) << *src;
+    EXPECT_EQ(src->find("fminf("), std::string::npos) << *src;
+    EXPECT_EQ(src->find(" min("), std::string::npos) << *src;
+  }
+}
+
+TEST(Codegen, ShiftsOf32OrMoreAreDefinedOnBothTargets) {
+  EdgeSources e = emit_edge(
+      "  %4 = shl %1, %2 : i32\n  %5 = shr %4, %1 : i32\n  store<oi> %0, %5\n"
+      "  %6 = shr %2, %2 : u32\n  store<ou> %0, %6\n");
+  for (const std::string* src : {&e.cuda, &e.glsl}) {
+    EXPECT_NE(src->find("iron_shl_i32(v1, v2)"), std::string::npos) << *src;
+    EXPECT_NE(src->find("iron_shr_i32(v4, "), std::string::npos) << *src;  // an i32 amount read as u32
+    EXPECT_NE(src->find("iron_shr_u32(v2, v2)"), std::string::npos) << *src;
+    EXPECT_NE(src->find("if (n >= 32u) n = 31u;"), std::string::npos) << *src;
+  }
+}
+
+// glslang rejects an ordering comparison of bools with a raw error; the verifier rejects it
+// first, located, and eq/ne of bools stay valid.
+TEST(Codegen, OrderingComparisonsOnBoolAreRejectedByTheVerifier) {
+  for (const char* op : {"lt", "le", "gt", "ge"}) {
+    ir::Kernel k = ir::parse(std::string("kernel k mode=Elementwise {\n"
+                                         "  %0 = const<1> : bool\n"
+                                         "  %1 = const<0> : bool\n"
+                                         "  %2 = ") + op + " %0, %1 : bool @\"kernels/b.cpp\":4\n}\n");
+    ir::Diagnostics d;
+    EXPECT_FALSE(ir::verify(k, d)) << op;
+    std::string text = d.render(k);
+    EXPECT_NE(text.find("kernels/b.cpp:4"), std::string::npos) << text;
+    EXPECT_NE(text.find("only eq and ne compare bools"), std::string::npos) << text;
+  }
+  ir::Kernel ok = ir::parse("kernel k mode=Elementwise {\n  %0 = const<1> : bool\n  %1 = ne %0, %0 : bool\n}\n");
+  ir::Diagnostics d;
+  EXPECT_TRUE(ir::verify(ok, d)) << d.render(ok);
+}
+
+// The driver must honour IEEE f32: the module declares SignedZeroInfNanPreserve and float
+// values are precise (no contraction the IR does not contain).
+TEST(Codegen, GlslDeclaresFloatControlsAndPreciseValues) {
+  EdgeSources e = emit_edge("  %4 = mul %3, %3 : f32\n  %5 = add %4, %3 : f32\n  store<of> %0, %5\n");
+  EXPECT_NE(e.glsl.find("capabilities = [4466], 4461, 32)"), std::string::npos) << e.glsl;
+  EXPECT_NE(e.glsl.find("precise float v4 = "), std::string::npos) << e.glsl;
+  codegen::Spirv spv = codegen::compile_glsl(e.glsl, "edge");
+  ASSERT_TRUE(spv.ok) << spv.log;
+  bool mode = false;
+  // OpExecutionMode (opcode 16, 4 words: entry, mode, literal) SignedZeroInfNanPreserve 32.
+  for (size_t i = 5; i + 3 < spv.words.size(); ++i)
+    mode = mode || (spv.words[i] == ((4u << 16) | 16u) && spv.words[i + 2] == 4461u && spv.words[i + 3] == 32u);
+  EXPECT_TRUE(mode);
 }
 
 TEST(Codegen, AnUninlinedCallIsALocatedError) {

@@ -256,11 +256,12 @@ std::string numbered_source(const std::string& source) {
 
 // The options every NVRTC compile gets (nvrtc_compile), also part of the disk-cache fingerprint.
 // No --use_fast_math: expf, division and sqrt stay IEEE-accurate, so CUDA results match the
-// other backends within the conformance tolerances. -default-device makes helper functions
-// without __device__ compile for the GPU.
+// other backends within the conformance tolerances. --fmad=false: no a * b + c is contracted
+// into an fma the IR does not contain (docs/semantics.md; fma_fusion makes the fmas it wants
+// explicit). -default-device makes helper functions without __device__ compile for the GPU.
 std::vector<std::string> nvrtc_options(const Nvrtc& nv, const std::string& arch) {
   std::vector<std::string> opts = {"--gpu-architecture=" + arch, "-std=c++17", "--ptxas-options=-v",
-                                   "-default-device"};
+                                   "--fmad=false", "-default-device"};
   if (!nv.include_dir.empty()) opts.push_back("--include-path=" + nv.include_dir);
   return opts;
 }
