@@ -25,6 +25,7 @@ struct EmitState {
   bool uses_16bit_storage = false;
   bool uses_f16 = false;
   bool uses_bf16 = false;
+  bool loop_check = false;         // EmitOptions::loop_limit_check (GLSL)
   // Vector groups (vectorize): per buffer parameter, the access widths in elements (each at
   // most 16 bytes) the dialect must be able to spell.
   std::map<uint32_t, std::set<int>> vector_chunks;

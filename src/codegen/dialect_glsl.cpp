@@ -96,6 +96,15 @@ class GlslDialect final : public Dialect {
           "  return uint16_t(u >> 16);\n"
           "}\n";
     }
+    if (s.loop_check) {
+      int status_binding = 0;
+      for (int b : s.buffer_index) status_binding += b >= 0 ? 1 : 0;
+      out += "layout(std430, set = 0, binding = " + std::to_string(status_binding) +
+             ") buffer IronLoopStatus { uint data[4]; } iron_loop_status;\n"
+             "void iron_loop_cut(uint line, uint file) {\n"
+             "  iron_loop_status.data[0] = 1u;\n  iron_loop_status.data[1] = line;\n"
+             "  iron_loop_status.data[2] = file;\n}\n";
+    }
     if (s.uses_lane_ops) s.helpers.insert("fmax");  // lane_max of f32
     for (const std::string& h : s.helpers) out += helper(h);
     if (s.uses_lane_ops) {
@@ -105,11 +114,15 @@ class GlslDialect final : public Dialect {
       for (const char* t : types) {
         std::string ty = t;
         std::string mx = ty == "float" ? "iron_fmax" : "max";
+        // The butterfly loop counts against a driver loop limit too (EmitOptions).
+        std::string cut = s.loop_check ? "  if (o > 0u) iron_loop_cut(0u, 0u);\n" : "";
         out += ty + " iron_lane_sum(" + ty + " v) {\n"
-               "  for (uint o = gl_SubgroupSize >> 1; o > 0u; o >>= 1) v = v + subgroupShuffleXor(v, o);\n"
+               "  uint o = gl_SubgroupSize >> 1;\n"
+               "  for (; o > 0u; o >>= 1) v = v + subgroupShuffleXor(v, o);\n" + cut +
                "  return v;\n}\n";
         out += ty + " iron_lane_max(" + ty + " v) {\n"
-               "  for (uint o = gl_SubgroupSize >> 1; o > 0u; o >>= 1) v = " + mx + "(v, subgroupShuffleXor(v, o));\n"
+               "  uint o = gl_SubgroupSize >> 1;\n"
+               "  for (; o > 0u; o >>= 1) v = " + mx + "(v, subgroupShuffleXor(v, o));\n" + cut +
                "  return v;\n}\n";
       }
     }
