@@ -38,6 +38,10 @@ struct EmitOptions {
   // parameters: `IronLoopStatus { uint data[4]; }` with data[0] = 1, data[1] = the loop's DSL
   // line, data[2] = its file index (Kernel::files). The runtime turns that into an error.
   bool loop_limit_check = false;
+  // GLSL only: the driver's fma rounds twice (lavapipe: a multiply and an add). `fma` is then
+  // emulated with one rounding through f64 (needs shaderFloat64): the exact product plus the
+  // addend, rounded to odd in f64, then to f32.
+  bool emulate_fma = false;
 };
 
 // What lavapipe does to loops, for the error the runtime gives when a loop hit the limit.

@@ -39,6 +39,10 @@ std::string Dialect::literal(EmitState& s, const ir::Inst& in) const {
       float v = float(in.fimm);
       if (std::isnan(v)) return float_from_bits(0x7fc00000u);
       if (std::isinf(v)) return float_from_bits(v > 0 ? 0x7f800000u : 0xff800000u);
+      if (v == 0.0f && !std::signbit(v)) {
+        std::string zero = positive_zero(s);
+        if (!zero.empty()) return zero;
+      }
       return float_literal(v, float_suffix());
     }
   }
@@ -177,7 +181,7 @@ struct Emitter {
     DType t = s.concrete(in.type);
     auto arg = [&](int i) { return v(in.operands[i]); };
     auto def = [&](const std::string& expr) {
-      if (in.flags & ir::kFused) inline_expr[id] = expr;  // printed at its single use
+      if ((in.flags & ir::kFused) && d.inline_fused()) inline_expr[id] = expr;  // printed at its single use
       else line(depth, d.decl(t) + reg(id) + " = " + expr + ";");
     };
     using ir::Op;
@@ -308,8 +312,9 @@ Emitted emit(const ir::Kernel& k, DType dtype, Target target, const EmitOptions&
       return result;
     }
   }
-  EmitState s{k, dtype, {}, {}, {}, false, false, false, false, false, {}, {}};
+  EmitState s{k, dtype, {}, {}, {}, false, false, false, false, false, false, {}, {}};
   s.loop_check = options.loop_limit_check && target == Target::Glsl;
+  s.emulate_fma = options.emulate_fma && target == Target::Glsl;
   int buffers = 0, scalars = 0;
   for (const ir::Param& p : k.params) {
     bool buf = p.kind == ir::ParamKind::Buffer;

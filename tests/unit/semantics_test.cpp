@@ -419,6 +419,71 @@ TEST_P(Semantics, DenormalsAndIeeeSpecialValuesAgree) {
   check_all_backends(k, bufs, "denormals");
 }
 
+// x + 0.0, x * 0.0 and 0.0 - x with a literal zero: lavapipe's code generator folds these to x,
+// 0 and -x (wrong for -0, NaN, +-Inf, negative x) whenever it sees the constant.
+TEST_P(Semantics, ArithmeticWithALiteralZeroKeepsIeeeResults) {
+  ir::Kernel k = verified(
+      "kernel sem_zero mode=Elementwise {\n"
+      "  param x: in buf<f32> extent=128\n"
+      "  param a: out buf<f32> extent=128\n"
+      "  param m: out buf<f32> extent=128\n"
+      "  param s: out buf<f32> extent=128\n"
+      "  %0 = thread_id<0> : u32\n"
+      "  %1 = load<x> %0 : f32\n"
+      "  %2 = const<0.0> : f32\n"
+      "  %3 = add %1, %2 : f32\n"
+      "  store<a> %0, %3\n"
+      "  %4 = mul %1, %2 : f32\n"
+      "  store<m> %0, %4\n"
+      "  %5 = sub %2, %1 : f32\n"
+      "  store<s> %0, %5\n"
+      "}\n");
+  std::vector<Buf> bufs = {
+      {"x", DType::F32, false, f32_words({-0.0f, 0.0f, -1.0f, kInf, -kInf, kNan, 3.0f})},
+      {"a", DType::F32, true, std::vector<uint32_t>(kN)},
+      {"m", DType::F32, true, std::vector<uint32_t>(kN)},
+      {"s", DType::F32, true, std::vector<uint32_t>(kN)},
+  };
+  std::vector<Buf> want = run_interp(k, bufs, 8);
+  EXPECT_EQ(want[1].words[0], 0u);           // -0 + 0 = +0
+  EXPECT_EQ(want[2].words[2], 0x80000000u);  // -1 * 0 = -0
+  EXPECT_TRUE(is_nan_bits(want[2].words[3]));  // inf * 0 = NaN
+  EXPECT_EQ(want[3].words[1], 0u);           // 0 - 0 = +0
+  check_all_backends(k, bufs, "literal zero");
+}
+
+// fma rounds once: a * b + c where the product's rounding would change the sum. lavapipe's fma is
+// a multiply and an add (two roundings); the GLSL dialect emulates a single rounding there.
+TEST_P(Semantics, FmaRoundsOnce) {
+  ir::Kernel k = verified(
+      "kernel sem_fma mode=Elementwise {\n"
+      "  param a: in buf<f32> extent=128\n"
+      "  param b: in buf<f32> extent=128\n"
+      "  param c: in buf<f32> extent=128\n"
+      "  param r: out buf<f32> extent=128\n"
+      "  %0 = thread_id<0> : u32\n"
+      "  %1 = load<a> %0 : f32\n"
+      "  %2 = load<b> %0 : f32\n"
+      "  %3 = load<c> %0 : f32\n"
+      "  %4 = fma %1, %2, %3 : f32\n"
+      "  store<r> %0, %4\n"
+      "}\n");
+  const float e = 1.0f + 0x1p-12f, big = 0x1p100f;
+  std::vector<Buf> bufs = {
+      {"a", DType::F32, false,
+       f32_words({e, e, -e, 0x1p-75f, big, 3.0f, kInf, 0.0f, kNan, 1.0f, 0x1.fffffep127f, 0x1p-140f, 1.5f, -0.0f})},
+      {"b", DType::F32, false,
+       f32_words({e, -e, e, 0x1p-75f, big, 0.1f, 0.0f, kInf, 1.0f, 1.0f, 2.0f, 0x1p-10f, 0x1p-149f, 0.0f})},
+      {"c", DType::F32, false,
+       f32_words({-(1.0f + 0x1p-11f), 1.0f + 0x1p-11f, 1.0f + 0x1p-11f, 0x1p-149f, -kInf, -0.3f, 1.0f, 1.0f, 1.0f, -1.0f,
+                  -0x1.fffffep127f, 0.0f, 0.0f, 0.0f})},
+      {"r", DType::F32, true, std::vector<uint32_t>(kN)},
+  };
+  std::vector<Buf> want = run_interp(k, bufs, 8);
+  EXPECT_EQ(want[3].words[0], bits_of(0x1p-24f));  // two roundings would give 0
+  check_all_backends(k, bufs, "fma");
+}
+
 namespace {
 
 // Counts to n in one loop, or to n in each of two loops one after the other, per thread.

@@ -281,6 +281,7 @@ struct PhysicalDevice {
   // Supported (queried) features among those Iron wants; each is enabled when true.
   bool shader_int16 = false;
   bool shader_int64 = false;
+  bool shader_float64 = false;  // enabled on lavapipe only, for its fma emulation
   bool storage_16bit = false;
   bool uniform_storage_16bit = false;
   bool shader_float16 = false;
@@ -359,6 +360,7 @@ PhysicalDevice describe(const Instance& inst, VkPhysicalDevice handle) {
   }
   pd.shader_int16 = features2.features.shaderInt16;
   pd.shader_int64 = features2.features.shaderInt64;
+  pd.shader_float64 = features2.features.shaderFloat64;
   pd.storage_16bit = storage16.storageBuffer16BitAccess;
   pd.uniform_storage_16bit = storage16.uniformAndStorageBuffer16BitAccess;
   pd.shader_float16 = f16i8.shaderFloat16;
@@ -465,6 +467,7 @@ std::shared_ptr<Core> create_core(std::unique_ptr<Instance> inst, const Physical
   auto features2 = vk_struct<VkPhysicalDeviceFeatures2>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2);
   features2.features.shaderInt16 = pd.shader_int16;
   features2.features.shaderInt64 = pd.shader_int64;
+  features2.features.shaderFloat64 = pd.loop_limited && pd.shader_float64;
   auto storage16 =
       vk_struct<VkPhysicalDevice16BitStorageFeatures>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_16BIT_STORAGE_FEATURES);
   storage16.storageBuffer16BitAccess = pd.storage_16bit;
@@ -697,6 +700,8 @@ class VulkanDevice final : public Device {
   std::unique_ptr<CompiledKernel> compile(const ir::Kernel& k, DType dtype, Dim3 threadgroup) override {
     codegen::EmitOptions options;
     options.loop_limit_check = pd_.loop_limited;
+    // lavapipe's fma is a multiply and an add (two roundings): emulated with one.
+    options.emulate_fma = pd_.loop_limited && pd_.shader_float64;
     codegen::Emitted emitted = codegen::emit(k, dtype, codegen::Target::Glsl, options);
     if (!emitted.ok())
       throw Error("kernel '" + k.name + "' (" + dtype_name(dtype) + ") cannot be emitted as GLSL:\n" +
@@ -732,6 +737,7 @@ class VulkanDevice final : public Device {
                    pd_.shader_float16, pd_.full_subgroups})
       fp += b ? " 1" : " 0";
     if (pd_.loop_limited) fp += "; loop status binding";  // a different module and layout
+    if (pd_.loop_limited && pd_.shader_float64) fp += "; f64 fma";
     return fp;
   }
 
