@@ -101,6 +101,9 @@ class Context {
                          const Constexprs& constexprs, Dim3 grid, Dim3 threadgroup) const;
   void synchronize();
   size_t pipeline_cache_size() const;
+  // Drops every pipeline of the memory cache (a long run of one-off kernels, as `iron fuzz`
+  // makes, would otherwise keep them all). Later dispatches rebuild what they need.
+  void clear_pipeline_cache();
 
   // Builds the pipelines of several kernels at once (kernel i at dtypes[i] and threadgroups[i])
   // into the memory cache, so their dispatches find them there. A device that can put many

@@ -15,8 +15,8 @@ namespace {
 using nlohmann::json;
 
 struct FuzzOpts {
-  std::string backends, programs, seed, lane_width, exclude, batch, reports;
-  bool as_json = false;
+  std::string backends, programs, seed, lane_width, exclude, batch, reports, relax;
+  bool as_json = false, no_reduce = false;
 };
 
 std::string indent(const std::string& text, const std::string& by) {
@@ -50,6 +50,8 @@ int run_fuzz(const FuzzOpts& o) {
   opt("--exclude", o.exclude);
   opt("--batch", o.batch);
   opt("--reports", o.reports);
+  opt("--relax", o.relax);
+  if (o.no_reduce) args.push_back("--no-reduce");
   Style st;
   bool summary = false, error = false;
   std::string last_line;
@@ -77,6 +79,13 @@ int run_fuzz(const FuzzOpts& o) {
                 << str(m, "launch") << "): " << str(m, "reference") << " vs " << str(m, "backend") << "\n"
                 << indent(str(m, "difference"), "    ") << "\n"
                 << "    reproduce: " << str(m, "reproduce") << "\n";
+      if (m.contains("reduced") && m["reduced"].is_object()) {
+        const json& red = m["reduced"];
+        std::cout << "    reduced (" << str(red, "attempts") << " attempts): " << str(red, "difference") << "\n"
+                  << "    ops: " << str(red, "ops") << "\n"
+                  << "    reduced IR, optimized:\n" << indent(str(red, "optimized_ir"), "      ") << "\n"
+                  << "    reduced " << str(m, "backend") << " source:\n" << indent(str(red, "source"), "      ") << "\n";
+      }
       if (m.contains("ir")) std::cout << "    IR:\n" << indent(str(m, "ir"), "      ") << "\n";
       if (m.contains("source"))
         std::cout << "    " << str(m, "backend") << " source:\n" << indent(str(m, "source"), "      ") << "\n";
@@ -97,6 +106,8 @@ int run_fuzz(const FuzzOpts& o) {
       }
       if (!str(m, "excluded").empty() && str(m, "excluded") != "?")
         std::cout << "  op classes excluded: " << str(m, "excluded") << "\n";
+      if (m.value("relaxed", std::string()) == "signed-zero")
+        std::cout << "  compared with -0 == +0 (--relax signed-zero); every other bit exact\n";
       last_line = "fuzz: " + str(m, "programs") + " programs, " + str(m, "mismatches") + " mismatches";
     }
   });
@@ -126,6 +137,8 @@ void add_fuzz_commands(CLI::App& app, Commands& out) {
   fuzz->add_option("--exclude", o.exclude, "Op classes to leave out: rem, fcast, fminmax, flane (comma-separated)");
   fuzz->add_option("--batch", o.batch, "Programs compiled together per GPU module (default 32)");
   fuzz->add_option("--reports", o.reports, "Mismatches reported with IR and source (default 20; the rest in one line)");
+  fuzz->add_option("--relax", o.relax, "signed-zero: count -0 and +0 as equal (a driver that does not keep the sign)");
+  fuzz->add_flag("--no-reduce", o.no_reduce, "Report mismatches as generated, without cutting them down");
   fuzz->add_flag("--json", o.as_json, "Print protocol messages as JSON lines");
   out.emplace_back(fuzz, [] { return run_fuzz(o); });
 }

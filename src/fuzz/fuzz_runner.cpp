@@ -42,6 +42,8 @@ struct Config {
   uint32_t exclude = 0;     // OpClass bits
   uint64_t batch = 32;      // programs compiled together on a GPU backend
   uint64_t reports = 20;    // mismatches reported with IR and source; the rest in one line
+  bool reduce = true;       // cut the reported mismatches down (--no-reduce: off)
+  bool signed_zeros_equal = false;  // --relax signed-zero
 };
 
 uint64_t parse_count(const std::string& flag, const std::string& v, uint64_t lo, uint64_t hi) {
@@ -77,6 +79,12 @@ Config parse(int argc, char** argv) {
         throw Error("--lane-width takes 4, 8, 16, 32 or 64, not " + std::to_string(c.lane_width));
     } else if (s == "--batch") c.batch = parse_count(s, value(), 1, 4096);
     else if (s == "--reports") c.reports = parse_count(s, value(), 0, 100'000'000);
+    else if (s == "--no-reduce") c.reduce = false;
+    else if (s == "--relax") {
+      std::string what = value();
+      if (what != "signed-zero") throw Error("--relax takes signed-zero, not '" + what + "'");
+      c.signed_zeros_equal = true;
+    }
     else if (s == "--exclude") {
       std::string why;
       if (!parse_op_classes(value(), c.exclude, why)) throw Error("--exclude: " + why);
@@ -179,7 +187,8 @@ Outcome run_on_interp(const Program& p, uint32_t lane_width) {
 }
 
 // "" when both agree: the same bytes in every element, or NaN in both (first_difference).
-std::string compare(const Program& p, const Outcome& want, const Outcome& got, const Runner& ref, const Runner& dev) {
+std::string compare(const Program& p, const Outcome& want, const Outcome& got, const Runner& ref, const Runner& dev,
+                    bool signed_zeros_equal) {
   if (want.failed || got.failed) {
     if (want.failed && got.failed && want.error == got.error) return "";
     std::string s;
@@ -187,7 +196,93 @@ std::string compare(const Program& p, const Outcome& want, const Outcome& got, c
     if (got.failed) s += std::string(s.empty() ? "" : "; ") + dev.label + " failed: " + got.error;
     return s;
   }
-  return first_difference(p.kernel, p.launch.dtype, want.out, got.out, 0);
+  return first_difference(p.kernel, p.launch.dtype, want.out, got.out, 0, 1, signed_zeros_equal);
+}
+
+Outcome run_on(Runner& r, const Program& p) {
+  return r.ctx ? run_on_device(*r.ctx, p) : run_on_interp(p, r.lane_width);
+}
+
+// A mismatching program cut down to what still shows the mismatch: stores, variable stores and
+// whole if / for statements are removed in chunks that halve in size (a greedy delta
+// debugging), keeping a removal when both backends still run cleanly and still differ. Loads,
+// arithmetic and threadgroup stores are never removed directly (a value's uses would dangle, and
+// a missing threadgroup store would read memory nothing wrote); the pipeline's dead-code passes
+// drop what no remaining store needs.
+struct Reduction {
+  ir::Kernel kernel, optimized;
+  std::string difference;
+  std::string ops;  // the ops of the reduced, optimized program
+  int attempts = 0;
+};
+
+constexpr int kMaxReductionAttempts = 160;
+
+ir::Kernel without(const ir::Kernel& k, const std::vector<uint8_t>& removed) {
+  ir::Kernel c = k;
+  for (ir::Block& b : c.blocks) {
+    std::vector<ir::Id> kept;
+    for (ir::Id id : b.insts)
+      if (!removed[id]) kept.push_back(id);
+    b.insts = std::move(kept);
+  }
+  return ir::parse(ir::print(c));  // compact: what no block reaches is gone
+}
+
+Reduction reduce(const Program& p, Runner& ref, Runner& dev, const std::string& first_why, bool signed_zeros_equal) {
+  Reduction red{p.kernel, p.optimized, first_why, "", 0};
+  std::vector<ir::Id> cands;
+  ir::walk(p.kernel, [&](ir::Id id) {
+    ir::Op o = p.kernel.insts[id].op;
+    if (o == ir::Op::Store || o == ir::Op::VarStore || o == ir::Op::If || o == ir::Op::For) cands.push_back(id);
+  });
+  std::vector<uint8_t> removed(p.kernel.insts.size(), 0);
+  size_t chunk = std::max<size_t>(cands.size() / 2, 1);
+  while (!cands.empty() && red.attempts < kMaxReductionAttempts) {
+    bool progress = false;
+    for (size_t i = 0; i < cands.size() && red.attempts < kMaxReductionAttempts;) {
+      const size_t end = std::min(cands.size(), i + chunk);
+      std::vector<uint8_t> trial = removed;
+      for (size_t j = i; j < end; ++j) trial[cands[j]] = 1;
+      ++red.attempts;
+      Program c;
+      c.seed = p.seed;
+      c.launch = p.launch;
+      std::string why;
+      try {
+        c.kernel = without(p.kernel, trial);
+        c.optimized = passes::optimize(c.kernel);
+        Outcome want = run_on(ref, c), got = run_on(dev, c);
+        if (!want.failed && !got.failed)
+          why = first_difference(c.kernel, c.launch.dtype, want.out, got.out, 0, 1, signed_zeros_equal);
+      } catch (const std::exception&) {
+        why.clear();
+      }
+      if (why.empty()) {
+        i = end;
+        continue;
+      }
+      removed = std::move(trial);
+      cands.erase(cands.begin() + long(i), cands.begin() + long(end));
+      red.kernel = std::move(c.kernel);
+      red.optimized = std::move(c.optimized);
+      red.difference = why;
+      progress = true;
+    }
+    if (!progress) {
+      if (chunk == 1) break;
+      chunk = std::max<size_t>(chunk / 2, 1);
+    }
+    chunk = std::min(chunk, std::max<size_t>(cands.size(), 1));
+  }
+  std::vector<std::string> ops;
+  ir::walk(red.optimized, [&](ir::Id id) {
+    const ir::Inst& in = red.optimized.insts[id];
+    std::string name = std::string(ir::mnemonic(in.op)) + (in.type == DType::Void ? "" : std::string(":") + dtype_name(in.type));
+    if (std::find(ops.begin(), ops.end(), name) == ops.end()) ops.push_back(name);
+  });
+  for (const std::string& o : ops) red.ops += (red.ops.empty() ? "" : " ") + o;
+  return red;
 }
 
 std::string backend_list(const std::vector<Backend>& bs) {
@@ -293,12 +388,14 @@ int fuzz_main(int argc, char** argv) {
   RandomProgramOptions opts;
   opts.cross_backend = true;
   opts.exclude = cfg.exclude;
-  std::vector<DType> dtypes = {DType::F32, DType::F16};
+  std::vector<DType> dtypes = {DType::F32};
+  if (!(cfg.exclude & kF16)) dtypes.push_back(DType::F16);
   if (bf16) dtypes.push_back(DType::BF16);
 
   std::string repro = "iron fuzz --backends " + backend_list(cfg.backends);
   if (cfg.exclude) repro += " --exclude " + op_class_names(cfg.exclude);
   if (cfg.lane_width) repro += " --lane-width " + std::to_string(cfg.lane_width);
+  if (cfg.signed_zeros_equal) repro += " --relax signed-zero";
 
   uint64_t mismatching_programs = 0, reported = 0;
   double generate_ms = 0;
@@ -357,7 +454,7 @@ int fuzz_main(int argc, char** argv) {
       for (Pair& pair : pairs) {
         size_t ri = std::find(all.begin(), all.end(), pair.ref) - all.begin();
         size_t di = std::find(all.begin(), all.end(), pair.dev) - all.begin();
-        std::string why = gen_error[i].empty() ? compare(p, outcome[ri][i], outcome[di][i], *pair.ref, *pair.dev)
+        std::string why = gen_error[i].empty() ? compare(p, outcome[ri][i], outcome[di][i], *pair.ref, *pair.dev, cfg.signed_zeros_equal)
                                                : gen_error[i];
         if (why.empty()) continue;
         ++pair.mismatches;
@@ -372,17 +469,31 @@ int fuzz_main(int argc, char** argv) {
                   {"difference", why},
                   {"reproduce", repro + " --seed " + std::to_string(p.seed) + " --programs 1"}};
         if (reported < cfg.reports) {
-          m["ir"] = ir::print(p.kernel);
           codegen::Target target =
               pair.dev->backend == Backend::Cuda ? codegen::Target::Cuda : codegen::Target::Glsl;
+          m["ir"] = ir::print(p.kernel);
           codegen::Emitted e = codegen::emit(p.optimized, p.launch.dtype, target);
           m["source"] = e.ok() ? e.source : e.diags.render(p.optimized);
+          if (gen_error[i].empty() && cfg.reduce) {
+            Reduction red = reduce(p, *pair.ref, *pair.dev, why, cfg.signed_zeros_equal);
+            if (red.kernel.insts.size() < p.kernel.insts.size()) {
+              codegen::Emitted re = codegen::emit(red.optimized, p.launch.dtype, target);
+              m["reduced"] = {{"difference", red.difference},
+                              {"ops", red.ops},
+                              {"attempts", red.attempts},
+                              {"ir", ir::print(red.kernel)},
+                              {"optimized_ir", ir::print(red.optimized)},
+                              {"source", re.ok() ? re.source : re.diags.render(red.optimized)}};
+            }
+          }
         }
         ++reported;
         send(m);
       }
       mismatching_programs += bad;
     }
+    for (Runner* r : all)
+      if (r->ctx) r->ctx->clear_pipeline_cache();  // this batch's programs never run again
   }
 
   json pair_list = json::array();
@@ -400,6 +511,7 @@ int fuzz_main(int argc, char** argv) {
         {"first_seed", cfg.seed},
         {"backends", backend_list(cfg.backends)},
         {"excluded", op_class_names(cfg.exclude)},
+        {"relaxed", cfg.signed_zeros_equal ? "signed-zero" : ""},
         {"pairs", pair_list},
         {"timing", timing},
         {"seconds", ms_since(start) / 1000}});

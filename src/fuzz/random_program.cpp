@@ -129,6 +129,18 @@ struct Gen {
     if (xb && (in.op == Op::Exp || in.op == Op::Log || in.op == Op::Tanh || in.op == Op::Rsqrt)) in.op = Op::Abs;
     if (excluded(kSignedRem) && in.op == Op::Rem && in.type == DType::I32) in.op = Op::Div;
     if (excluded(kFloatMinMax) && fl && (in.op == Op::Min || in.op == Op::Max)) in.op = Op::Add;
+    if (excluded(kFloatDiv) && fl && in.op == Op::Div) in.op = Op::Mul;
+    if (excluded(kFloatZero) && fl && in.op == Op::Cast && k.insts[in.operands[0]].op == Op::Const &&
+        !float_like(k.insts[in.operands[0]].type) && k.insts[in.operands[0]].imm == 0)
+      in.operands[0] = int_const(k.insts[in.operands[0]].type, 1);  // a constant 0.0 in disguise
+    if (excluded(kFma) && in.op == Op::Fma) {
+      in.op = Op::Mul;
+      in.num_operands = 2;
+      in.operands[2] = kNone;
+    }
+    if (excluded(kFma) && fl && in.op == Op::Add &&
+        (k.insts[in.operands[0]].op == Op::Mul || k.insts[in.operands[1]].op == Op::Mul))
+      in.op = Op::Sub;
     if (excluded(kFloatToInt) && in.op == Op::Cast && (in.type == DType::I32 || in.type == DType::U32) &&
         float_like(k.insts[in.operands[0]].type)) {
       // An integer source instead: a constant of the same value class keeps the op a cast.
@@ -142,6 +154,7 @@ struct Gen {
     return emit(c, true);
   }
   Id float_const(DType t, double v) {
+    if (v == 0 && excluded(kFloatZero)) v = 0.25;
     Inst c = make(Op::Const, t);
     c.fimm = v;
     return emit(c, true);
@@ -178,7 +191,7 @@ struct Gen {
     visible_of(t, c);
     if (c.empty() || rng.chance(0.06)) {
       if (c.empty() && !wc && rng.chance(0.5)) {
-        DType from = kValueTypes[rng.below(std::size(kValueTypes))];
+        DType from = no_f16(kValueTypes[rng.below(std::size(kValueTypes))]);
         std::vector<Id> src;
         visible_of(from, src);
         if (!src.empty() && from != t) return op(Op::Cast, t, {src[rng.below(src.size())]});
@@ -191,8 +204,9 @@ struct Gen {
 
   DType random_type() {
     if (wc) return rng.pick({DType::F32, DType::F32, DType::I32, DType::U32, DType::Bool});
-    return kValueTypes[rng.below(std::size(kValueTypes))];
+    return no_f16(kValueTypes[rng.below(std::size(kValueTypes))]);
   }
+  DType no_f16(DType t) const { return t == DType::F16 && excluded(kF16) ? DType::F32 : t; }
   DType int_type() { return rng.chance(0.5) ? DType::I32 : DType::U32; }
 
   // A divisor in [1, 127]: never zero, and for i32 never -1 (INT_MIN / -1 overflows).
@@ -426,7 +440,8 @@ struct Gen {
 
   P random_input() {
     if (wc) return rng.pick({kInF, kInF, kInI, kInU});
-    return rng.pick({kInF, kInI, kInU, kInH, kInT});
+    P p = rng.pick({kInF, kInI, kInU, kInH, kInT});
+    return p == kInH && excluded(kF16) ? kInF : p;
   }
   P random_output() {
     if (wc) return rng.pick({kOutF, kOutF, kOutI, kIoU});
@@ -457,6 +472,7 @@ struct Gen {
   void stmt_var_decl() {
     DType t = wc ? rng.pick({DType::F32, DType::I32, DType::U32}) : rng.pick({DType::F32, DType::I32, DType::U32,
                                                                               DType::Bool, DType::Generic, DType::F16});
+    t = no_f16(t);
     emit(make(Op::Var, t, {pick(t)}));
   }
 
@@ -1032,7 +1048,8 @@ ir::Kernel random_program(uint64_t seed, bool reduction_mode, const RandomProgra
 
 namespace {
 constexpr std::pair<const char*, OpClass> kOpClassNames[] = {
-    {"rem", kSignedRem}, {"fcast", kFloatToInt}, {"fminmax", kFloatMinMax}, {"flane", kFloatLane}};
+    {"rem", kSignedRem}, {"fcast", kFloatToInt}, {"fminmax", kFloatMinMax}, {"flane", kFloatLane},
+    {"fma", kFma},       {"fzero", kFloatZero},  {"fdiv", kFloatDiv},    {"f16", kF16}};
 }
 
 bool parse_op_classes(const std::string& list, uint32_t& out, std::string& error) {
@@ -1137,18 +1154,19 @@ std::vector<std::vector<unsigned char>> run_launch(const ir::Kernel& k, const Ra
   return bufs;
 }
 
-bool same_bits(DType t, const unsigned char* a, const unsigned char* b) {
+bool same_bits(DType t, const unsigned char* a, const unsigned char* b, bool signed_zeros_equal) {
   const size_t es = dtype_size(t);
   if (std::memcmp(a, b, es) == 0) return true;
   if (!is_float(t)) return false;
   double x = 0, y = 0;
   num::decode(t, a, &x, 1);
   num::decode(t, b, &y, 1);
-  return std::isnan(x) && std::isnan(y);
+  return (std::isnan(x) && std::isnan(y)) || (signed_zeros_equal && x == 0 && y == 0);
 }
 
 std::string first_difference(const ir::Kernel& k, DType dtype, const std::vector<std::vector<unsigned char>>& want,
-                             const std::vector<std::vector<unsigned char>>& got, double tol, double floor) {
+                             const std::vector<std::vector<unsigned char>>& got, double tol, double floor,
+                             bool signed_zeros_equal) {
   size_t b = 0;
   for (const ir::Param& p : k.params) {
     if (p.kind != ir::ParamKind::Buffer) continue;
@@ -1161,7 +1179,7 @@ std::string first_difference(const ir::Kernel& k, DType dtype, const std::vector
     num::decode(t, got[b].data(), g.data(), n);
     const size_t es = dtype_size(t);
     for (size_t i = 0; i < n; ++i) {
-      bool same = same_bits(t, want[b].data() + i * es, got[b].data() + i * es);
+      bool same = same_bits(t, want[b].data() + i * es, got[b].data() + i * es, signed_zeros_equal);
       if (!same && tol > 0 && is_float(t) && !std::isnan(w[i]) && !std::isnan(g[i]))
         same = std::fabs(w[i] - g[i]) <= tol * std::max(floor, std::fabs(w[i]));
       if (same) continue;

@@ -43,6 +43,11 @@ enum OpClass : uint32_t {
   kFloatToInt = 1u << 1,   // "fcast":   f32/f16/bf16 -> i32/u32 casts (cast from an integer instead)
   kFloatMinMax = 1u << 2,  // "fminmax": float min and max (replaced by add)
   kFloatLane = 1u << 3,    // "flane":   f32 lane_sum / lane_max, group reductions (i32/u32 lanes instead)
+  kFma = 1u << 4,          // "fma":     fma, and float add(mul(a, b), c), which fma_fusion fuses (mul, sub instead)
+  kFloatZero = 1u << 5,    // "fzero":   float constants +-0 (0.25 instead), casts of integer constant 0
+  kFloatDiv = 1u << 6,     // "fdiv":    float division (replaced by mul)
+  kF16 = 1u << 7,          // "f16":     f16 values, casts, variables and in_h loads (f32 instead; T is
+                           //            never f16: the caller leaves it out of random_launch's dtypes)
 };
 // Parses a comma-separated list of the names above into OpClass bits; false (with `error` naming
 // the unknown entry and the known ones) on a name it does not know.
@@ -81,14 +86,16 @@ std::vector<std::vector<unsigned char>> run_launch(const ir::Kernel& k, const Ra
 // The one bit-for-bit rule of every fuzz comparison: two elements of storage dtype t agree when
 // their bytes are equal, or when both are NaN: NaN payloads and signs are unspecified
 // (docs/semantics.md), so backends may differ in them and no op can observe the difference
-// except a bit-level cast, which the IR does not have.
-bool same_bits(DType t, const unsigned char* a, const unsigned char* b);
+// except a bit-level cast, which the IR does not have. signed_zeros_equal: -0 also equals +0,
+// for a driver documented not to preserve the sign of zero (`iron fuzz --relax signed-zero`).
+bool same_bits(DType t, const unsigned char* a, const unsigned char* b, bool signed_zeros_equal = false);
 
 // Compares two runs' buffers element by element in each parameter's storage dtype. tol == 0:
 // same_bits. tol > 0: |a - b| <= tol * max(floor, |b|)
 // on decoded values (b is `want`), exact for integers. Returns "" when they agree, otherwise
 // the first differing element ("buffer 'out_f'[17]: want ..., got ...").
 std::string first_difference(const ir::Kernel& k, DType dtype, const std::vector<std::vector<unsigned char>>& want,
-                             const std::vector<std::vector<unsigned char>>& got, double tol = 0, double floor = 1);
+                             const std::vector<std::vector<unsigned char>>& got, double tol = 0, double floor = 1,
+                             bool signed_zeros_equal = false);
 
 }  // namespace iron::fuzz

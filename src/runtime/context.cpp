@@ -266,6 +266,13 @@ size_t Context::pipeline_cache_size() const {
   return cache_->pipelines.size();
 }
 
+void Context::clear_pipeline_cache() {
+  device_->synchronize();  // nothing in flight may still use a pipeline
+  std::lock_guard lock(cache_->mu);
+  for (auto& [kernel, r] : cache_->registered) r.pipelines.clear();  // they point into `pipelines`
+  cache_->pipelines.clear();
+}
+
 namespace {
 
 std::string dim_text(Dim3 d) {
