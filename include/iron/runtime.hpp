@@ -41,6 +41,12 @@ struct DeviceInfo {
   uint64_t memory_bytes = 0;
   bool f16 = false;
   bool bf16 = false;               // bf16 storage (computed through f32 where not native)
+  // f32 subnormals in shaders: false = preserved (IEEE, docs/semantics.md), true = flushed to
+  // zero. Vulkan measures it once per opened device with a probe shader: the float-controls
+  // properties say what a shader may request, not what it gets by default (lavapipe reports no
+  // preserve and preserves; NVIDIA reports no preserve and flushes).
+  bool f32_denormals_flushed = false;
+  std::string float_controls;      // Vulkan: the driver's float-controls properties and the probe
 };
 
 // A device allocation with a dtype and an element count. Copyable handle; freed with the last copy.

@@ -131,6 +131,12 @@ int cmd_passthrough(const std::vector<std::string>& args, bool as_json) {
                   << ", threadgroup memory " << m["shared_memory_bytes"] << " B, memory " << mem
                   << ", f16 " << (m["f16"].get<bool>() ? "yes" : "no") << ", bf16 " << (m["bf16"].get<bool>() ? "yes" : "no")
                   << "\n";
+        if (m.contains("f32_denormals") && m["f32_denormals"].is_string()) {
+          bool has_fc = m.contains("float_controls") && m["float_controls"].is_string();
+          std::string fc = has_fc ? m["float_controls"].get<std::string>() : std::string();
+          std::cout << "  f32 subnormals " << m["f32_denormals"].get<std::string>() << (fc.empty() ? "" : " (" + fc + ")")
+                    << "\n";
+        }
       } else {
         std::cout << m["backend"].get<std::string>() << ": unavailable (" << m.value("why", std::string()) << ")\n";
       }
