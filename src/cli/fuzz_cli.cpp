@@ -17,6 +17,7 @@ using nlohmann::json;
 struct FuzzOpts {
   std::string backends, programs, seed, lane_width, exclude, batch, reports, relax;
   bool as_json = false, no_reduce = false;
+  bool guard_subnormals = false;
 };
 
 std::string indent(const std::string& text, const std::string& by) {
@@ -33,6 +34,15 @@ std::string str(const json& m, const char* key) {
   if (!m.contains(key)) return "?";
   const json& v = m[key];
   return v.is_string() ? v.get<std::string>() : v.dump();
+}
+
+// `fuzz: N programs, M mismatches`, plus how subnormals were handled where programs guarded
+// them (a device that flushes f32 subnormals, docs/semantics.md#vulkan-drivers).
+std::string summary_line(const json& m) {
+  std::string line = "fuzz: " + str(m, "programs") + " programs, " + str(m, "mismatches") + " mismatches";
+  if (m.contains("subnormals") && m["subnormals"].is_string() && !m["subnormals"].get<std::string>().empty())
+    line += " (" + m["subnormals"].get<std::string>() + ")";
+  return line;
 }
 
 int run_fuzz(const FuzzOpts& o) {
@@ -52,6 +62,7 @@ int run_fuzz(const FuzzOpts& o) {
   opt("--reports", o.reports);
   opt("--relax", o.relax);
   if (o.no_reduce) args.push_back("--no-reduce");
+  if (o.guard_subnormals) args.push_back("--guard-subnormals");
   Style st;
   bool summary = false, error = false;
   std::string last_line;
@@ -67,13 +78,13 @@ int run_fuzz(const FuzzOpts& o) {
     if (o.as_json) {
       if (type == "fuzz_summary") {
         summary = true;
-        last_line = "fuzz: " + str(m, "programs") + " programs, " + str(m, "mismatches") + " mismatches";
+        last_line = summary_line(m);
       }
       return;
     }
     if (type == "device") {
       std::cout << "device: " << str(m, "name") << " (" << str(m, "backend") << ", " << str(m, "driver")
-                << ", lane width " << str(m, "lane_width") << ")\n";
+                << ", lane width " << str(m, "lane_width") << ", f32 subnormals " << str(m, "f32_denormals") << ")\n";
     } else if (type == "fuzz_mismatch") {
       std::cout << st.red("MISMATCH") << " seed " << str(m, "seed") << " (" << str(m, "mode") << ", "
                 << str(m, "launch") << "): " << str(m, "reference") << " vs " << str(m, "backend") << "\n"
@@ -108,7 +119,7 @@ int run_fuzz(const FuzzOpts& o) {
         std::cout << "  op classes excluded: " << str(m, "excluded") << "\n";
       if (m.value("relaxed", std::string()) == "signed-zero")
         std::cout << "  compared with -0 == +0 (--relax signed-zero); every other bit exact\n";
-      last_line = "fuzz: " + str(m, "programs") + " programs, " + str(m, "mismatches") + " mismatches";
+      last_line = summary_line(m);
     }
   });
   if (!last_line.empty()) (o.as_json ? std::cerr : std::cout) << last_line << "\n";
@@ -139,6 +150,8 @@ void add_fuzz_commands(CLI::App& app, Commands& out) {
   fuzz->add_option("--reports", o.reports, "Mismatches reported with IR and source (default 20; the rest in one line)");
   fuzz->add_option("--relax", o.relax, "signed-zero: count -0 and +0 as equal (a driver that does not keep the sign)");
   fuzz->add_flag("--no-reduce", o.no_reduce, "Report mismatches as generated, without cutting them down");
+  fuzz->add_flag("--guard-subnormals", o.guard_subnormals,
+                 "Guard f32 subnormals in every program even when no device flushes them (automatic when one does)");
   fuzz->add_flag("--json", o.as_json, "Print protocol messages as JSON lines");
   out.emplace_back(fuzz, [] { return run_fuzz(o); });
 }

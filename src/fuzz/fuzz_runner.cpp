@@ -44,6 +44,7 @@ struct Config {
   uint64_t reports = 20;    // mismatches reported with IR and source; the rest in one line
   bool reduce = true;       // cut the reported mismatches down (--no-reduce: off)
   bool signed_zeros_equal = false;  // --relax signed-zero
+  bool guard_subnormals = false;  // guard even when no device flushes (tests the guard itself)
 };
 
 uint64_t parse_count(const std::string& flag, const std::string& v, uint64_t lo, uint64_t hi) {
@@ -85,6 +86,7 @@ Config parse(int argc, char** argv) {
       if (what != "signed-zero") throw Error("--relax takes signed-zero, not '" + what + "'");
       c.signed_zeros_equal = true;
     }
+    else if (s == "--guard-subnormals") c.guard_subnormals = true;
     else if (s == "--exclude") {
       std::string why;
       if (!parse_op_classes(value(), c.exclude, why)) throw Error("--exclude: " + why);
@@ -309,6 +311,7 @@ int fuzz_main(int argc, char** argv) {
   std::vector<std::unique_ptr<Runner>> devices;
   bool with_interp = false;
   bool f16 = true, bf16 = true;
+  std::string flushing;  // the devices that flush f32 subnormals ("vulkan")
   try {
     for (Backend b : cfg.backends) {
       if (b == Backend::Interp) {
@@ -328,6 +331,7 @@ int fuzz_main(int argc, char** argv) {
       r->lane_width = info.lane_width;
       f16 = f16 && info.f16;
       bf16 = bf16 && info.bf16;
+      if (info.f32_denormals_flushed) flushing += (flushing.empty() ? "" : ",") + std::string(backend_name(b));
       if (cfg.lane_width && cfg.lane_width != info.lane_width)
         throw Error("--lane-width " + std::to_string(cfg.lane_width) + " differs from the lane width " +
                     std::to_string(info.lane_width) + " of " + info.name + " (" + backend_name(b) +
@@ -335,7 +339,9 @@ int fuzz_main(int argc, char** argv) {
       send({{"type", "device"}, {"backend", backend_name(b)}, {"available", true}, {"name", info.name},
             {"driver", info.driver}, {"arch", info.arch}, {"lane_width", info.lane_width},
             {"max_threads_per_group", info.max_threads_per_group}, {"shared_memory_bytes", info.shared_memory_bytes},
-            {"memory_bytes", info.memory_bytes}, {"f16", info.f16}, {"bf16", info.bf16}});
+            {"memory_bytes", info.memory_bytes}, {"f16", info.f16}, {"bf16", info.bf16},
+            {"f32_denormals", info.f32_denormals_flushed ? "flushed" : "preserved"},
+            {"float_controls", info.float_controls}});
       devices.push_back(std::move(r));
     }
     if (!f16) throw Error("a device without f16 storage cannot run the fuzz programs (their in_h buffer is f16)");
@@ -388,6 +394,13 @@ int fuzz_main(int argc, char** argv) {
   RandomProgramOptions opts;
   opts.cross_backend = true;
   opts.exclude = cfg.exclude;
+  // A device that flushes f32 subnormals cannot compute what docs/semantics.md defines for
+  // them; the programs then guard every float value so that none ever arises, and the summary
+  // says so (docs/testing.md#cross-backend-fuzzing).
+  opts.flush_guard = cfg.guard_subnormals || !flushing.empty();
+  std::string guarded;
+  if (!flushing.empty()) guarded = flushing + " flushes f32 subnormals: programs guard them";
+  else if (opts.flush_guard) guarded = "--guard-subnormals: programs guard f32 subnormals";
   std::vector<DType> dtypes = {DType::F32};
   if (!(cfg.exclude & kF16)) dtypes.push_back(DType::F16);
   if (bf16) dtypes.push_back(DType::BF16);
@@ -396,6 +409,7 @@ int fuzz_main(int argc, char** argv) {
   if (cfg.exclude) repro += " --exclude " + op_class_names(cfg.exclude);
   if (cfg.lane_width) repro += " --lane-width " + std::to_string(cfg.lane_width);
   if (cfg.signed_zeros_equal) repro += " --relax signed-zero";
+  if (cfg.guard_subnormals) repro += " --guard-subnormals";
 
   uint64_t mismatching_programs = 0, reported = 0;
   double generate_ms = 0;
@@ -512,6 +526,7 @@ int fuzz_main(int argc, char** argv) {
         {"backends", backend_list(cfg.backends)},
         {"excluded", op_class_names(cfg.exclude)},
         {"relaxed", cfg.signed_zeros_equal ? "signed-zero" : ""},
+        {"subnormals", guarded},
         {"pairs", pair_list},
         {"timing", timing},
         {"seconds", ms_since(start) / 1000}});

@@ -66,6 +66,8 @@ struct Gen {
   bool wc;
   bool xb;           // cross-backend: no transcendentals
   uint32_t exclude;  // OpClass bits kept out
+  bool fg;           // flush guard after every float value (RandomProgramOptions::flush_guard)
+  bool guarding = false;
   ir::Kernel k;
 
   struct Frame {
@@ -88,23 +90,51 @@ struct Gen {
         red(reduction),
         wc(o.well_conditioned),
         xb(o.cross_backend),
-        exclude(o.exclude) {}
+        exclude(o.exclude),
+        fg(o.flush_guard) {}
   bool excluded(OpClass c) const { return (exclude & c) != 0; }
 
   int depth() const { return int(frames.size()) - 1; }
   bool uniform_here() const { return frames.back().uniform; }
-  bool full() const { return k.insts.size() >= kMaxInsts; }
+  // A guard adds five instructions per float value: guarded programs get room for them.
+  bool full() const { return k.insts.size() >= (fg ? kMaxInsts * 3 : kMaxInsts); }
 
   // ---- emission -------------------------------------------------------------------------
 
   Id emit(Inst in, bool uniform = false) {
+    const bool guard = fg && !guarding && float_like(in.type) &&
+                       ((ir::has_trait(in.op, ir::trait::P) && in.op != Op::Arg) || in.op == Op::Load ||
+                        in.op == Op::LaneSum || in.op == Op::LaneMax);
+    if (guard && in.op == Op::LaneSum) in.operands[0] = flush_guard(in.operands[0], kLaneSumGuard, false);
     Id id = k.add_inst(in);
     k.blocks[frames.back().block].insts.push_back(id);
     uni.resize(k.insts.size(), 0);
     uni[id] = uniform;
     if (in.op == Op::Var) frames.back().vars.push_back(id);
     else if (in.type != DType::Void && in.op != Op::For && in.op != Op::TgAlloc) frames.back().values.push_back(id);
-    return id;
+    return guard ? flush_guard(id, kFlushGuard, true) : id;
+  }
+
+  // select(abs(x) < threshold, 0.0, x). On a flushing device a subnormal x reads as +-0, and
+  // abs and < see 0 < threshold: the same true as the interpreter's subnormal, so both sides
+  // continue with +0. Only the select stays visible to later picks, never the unguarded x
+  // (hide_x: x was just made for this guard).
+  Id flush_guard(Id x, double threshold, bool hide_x) {
+    const DType t = k.insts[x].type;
+    const bool u = uni[x] != 0;
+    guarding = true;
+    Id a = emit(make(Op::Abs, t, {x}), u);
+    Inst c = make(Op::Const, t);
+    c.fimm = threshold;
+    Id lt = emit(make(Op::Lt, DType::Bool, {a, emit(c, true)}), u);
+    Inst z = make(Op::Const, t);
+    z.fimm = 0.0;
+    Id s = emit(make(Op::Select, t, {lt, emit(z, true), x}), u);
+    guarding = false;
+    std::vector<Id>& vals = frames.back().values;
+    vals.erase(std::remove_if(vals.begin(), vals.end(), [&](Id v) { return (v >= a && v < s) || (hide_x && v == x); }),
+               vals.end());
+    return s;
   }
 
   static Inst make(Op op, DType t, std::initializer_list<Id> operands = {}) {

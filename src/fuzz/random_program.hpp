@@ -34,7 +34,21 @@ struct RandomProgramOptions {
   bool cross_backend = false;
   // Op classes kept out of the program (OpClass bits), for a backend known to differ on them.
   uint32_t exclude = 0;
+  // For a device that flushes f32 subnormals to zero (DeviceInfo::f32_denormals_flushed): every
+  // float value the program makes (constant, parameter, load, arithmetic, cast, lane op) goes
+  // through the guard select(abs(x) < 2^-125, 0.0, x), and every f32 lane_sum operand through
+  // the same guard at 2^-100, so no subnormal ever reaches an op or a store and the program
+  // means the same on that device and on the interpreter (docs/semantics.md#vulkan-drivers).
+  bool flush_guard = false;
 };
+
+// The guard's thresholds (RandomProgramOptions::flush_guard). 2^-125, not 2^-126: a result
+// that rounds up to 2^-126 from below is 2^-126 on the interpreter but may be flushed by a
+// device that detects tininess before rounding; below 2^-125 both become +0. Nonzero lane_sum
+// operands of at least 2^-100 are multiples of 2^-123, so no partial sum of the butterfly
+// (which the guard cannot reach) is ever subnormal.
+constexpr double kFlushGuard = 0x1p-125;
+constexpr double kLaneSumGuard = 0x1p-100;
 
 // Op classes a program can be generated without (RandomProgramOptions::exclude). Each is
 // replaced by an op of the same signature, so the rest of the program keeps its shape.
