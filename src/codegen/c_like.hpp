@@ -27,6 +27,8 @@ struct EmitState {
   bool uses_bf16 = false;
   bool loop_check = false;         // EmitOptions::loop_limit_check (GLSL)
   bool emulate_fma = false;        // EmitOptions::emulate_fma (GLSL)
+  bool preserve_f32_specials = false;       // EmitOptions (GLSL)
+  bool f16_round_to_nearest_even = false;   // EmitOptions (GLSL)
   // Vector groups (vectorize): per buffer parameter, the access widths in elements (each at
   // most 16 bytes) the dialect must be able to spell.
   std::map<uint32_t, std::set<int>> vector_chunks;

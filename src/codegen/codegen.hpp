@@ -42,6 +42,12 @@ struct EmitOptions {
   // emulated with one rounding through f64 (needs shaderFloat64): the exact product plus the
   // addend, rounded to odd in f64, then to f32.
   bool emulate_fma = false;
+  // GLSL only: SPIR-V float-controls execution modes (SPV_KHR_float_controls), each for a device
+  // that reports support (VkPhysicalDeviceFloatControlsProperties): SignedZeroInfNanPreserve for
+  // f32 (no fast-math on NaN, Inf, -0) and RoundingModeRTE for f16 (f32 -> f16 conversions
+  // round to nearest even, which Vulkan otherwise leaves to the driver).
+  bool preserve_f32_specials = true;
+  bool f16_round_to_nearest_even = false;
 };
 
 // What lavapipe does to loops, for the error the runtime gives when a loop hit the limit.

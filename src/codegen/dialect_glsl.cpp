@@ -86,10 +86,16 @@ class GlslDialect final : public Dialect {
       out += "#extension GL_KHR_shader_subgroup_basic : require\n";
       out += "#extension GL_KHR_shader_subgroup_shuffle : require\n";
     }
-    // SPIR-V float controls (SPV_KHR_float_controls): f32 NaN, Inf and signed zeros are exact,
-    // not subject to fast-math rewrites.
-    out += "#extension GL_EXT_spirv_intrinsics : require\n";
-    out += "spirv_execution_mode(extensions = [\"SPV_KHR_float_controls\"], capabilities = [4466], 4461, 32);\n";
+    // SPIR-V float controls (SPV_KHR_float_controls), where the device supports them: f32 NaN,
+    // Inf and signed zeros are exact, not subject to fast-math rewrites (SignedZeroInfNanPreserve
+    // = 4461, capability 4466); f32 -> f16 conversions round to nearest even (RoundingModeRTE =
+    // 4462, capability 4467).
+    bool rte16 = s.f16_round_to_nearest_even && s.uses_f16;
+    if (s.preserve_f32_specials || rte16) out += "#extension GL_EXT_spirv_intrinsics : require\n";
+    if (s.preserve_f32_specials)
+      out += "spirv_execution_mode(extensions = [\"SPV_KHR_float_controls\"], capabilities = [4466], 4461, 32);\n";
+    if (rte16)
+      out += "spirv_execution_mode(extensions = [\"SPV_KHR_float_controls\"], capabilities = [4467], 4462, 16);\n";
     out += "layout(local_size_x_id = 0, local_size_y_id = 1, local_size_z_id = 2) in;\n";
     for (size_t i = 0; i < k.params.size(); ++i) {
       const ir::Param& p = k.params[i];

@@ -312,7 +312,9 @@ Emitted emit(const ir::Kernel& k, DType dtype, Target target, const EmitOptions&
       return result;
     }
   }
-  EmitState s{k, dtype, {}, {}, {}, false, false, false, false, false, false, {}, {}};
+  EmitState s{k, dtype, {}, {}, {}, false, false, false, false, false, false, false, false, {}, {}};
+  s.preserve_f32_specials = options.preserve_f32_specials;
+  s.f16_round_to_nearest_even = options.f16_round_to_nearest_even;
   s.loop_check = options.loop_limit_check && target == Target::Glsl;
   s.emulate_fma = options.emulate_fma && target == Target::Glsl;
   int buffers = 0, scalars = 0;

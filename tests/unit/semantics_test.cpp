@@ -65,7 +65,7 @@ std::vector<Buf> run_interp(const ir::Kernel& k, std::vector<Buf> bufs, uint32_t
 std::vector<Buf> run_device(Context& ctx, const ir::Kernel& k, std::vector<Buf> bufs) {
   Bindings bindings;
   for (const Buf& b : bufs) {
-    DeviceBuffer d = ctx.alloc(b.dtype, b.words.size());
+    DeviceBuffer d = ctx.alloc(b.dtype, b.words.size() * 4 / dtype_size(b.dtype));  // 16-bit: two per word
     ctx.upload(d, b.words.data(), b.words.size() * 4);
     bindings.push_back({b.name, d});
   }
@@ -183,7 +183,7 @@ TEST_P(Semantics, IntegerDivisionAndRemainderEdgesAgree) {
   check_all_backends(k, bufs, "div/rem");
 }
 
-TEST_P(Semantics, ShiftsOf32OrMoreAgree) {
+TEST_P(Semantics, ShiftsOf32OrMoreAndWrappingAbsNegAgree) {
   ir::Kernel k = verified(
       "kernel sem_shift mode=Elementwise {\n"
       "  param a: in buf<i32> extent=128\n"
@@ -191,6 +191,7 @@ TEST_P(Semantics, ShiftsOf32OrMoreAgree) {
       "  param l: out buf<i32> extent=128\n"
       "  param r: out buf<i32> extent=128\n"
       "  param ur: out buf<u32> extent=128\n"
+      "  param an: out buf<i32> extent=128\n"
       "  %0 = thread_id<0> : u32\n"
       "  %1 = load<a> %0 : i32\n"
       "  %2 = load<n> %0 : i32\n"
@@ -201,17 +202,23 @@ TEST_P(Semantics, ShiftsOf32OrMoreAgree) {
       "  %5 = cast %1 : u32\n"
       "  %6 = shr %5, %2 : u32\n"
       "  store<ur> %0, %6\n"
+      "  %7 = abs %1 : i32\n"
+      "  %8 = neg %1 : i32\n"
+      "  %9 = add %7, %8 : i32\n"
+      "  store<an> %0, %9\n"
       "}\n");
   std::vector<Buf> bufs = {
-      {"a", DType::I32, false, i32_words({-8, -8, 8, -1, 1, -8, 12345, -12345}, -3)},
-      {"n", DType::I32, false, i32_words({1, 32, 32, 31, 33, -1, 100, 0x7fffffff}, 40)},
+      {"a", DType::I32, false, i32_words({-8, -8, 8, -1, 1, -8, 12345, -12345, INT32_MIN, INT32_MAX}, -3)},
+      {"n", DType::I32, false, i32_words({1, 32, 32, 31, 33, -1, 100, 0x7fffffff, 1, 1}, 40)},
       {"l", DType::I32, true, std::vector<uint32_t>(kN)},
       {"r", DType::I32, true, std::vector<uint32_t>(kN)},
       {"ur", DType::U32, true, std::vector<uint32_t>(kN)},
+      {"an", DType::I32, true, std::vector<uint32_t>(kN)},
   };
   std::vector<Buf> want = run_interp(k, bufs, 8);
   EXPECT_EQ(int32_t(want[3].words[1]), -1);  // -8 >> 32: sign fill
   EXPECT_EQ(int32_t(want[2].words[1]), 0);   // -8 << 32
+  EXPECT_EQ(want[5].words[8], 0u);           // abs(INT_MIN) + -INT_MIN = INT_MIN + INT_MIN, wrapped
   check_all_backends(k, bufs, "shifts");
 }
 
@@ -484,6 +491,73 @@ TEST_P(Semantics, FmaRoundsOnce) {
   check_all_backends(k, bufs, "fma");
 }
 
+// Stores to f16 / bf16 buffers and casts to them round to nearest even, once: ties go to the
+// even neighbour, f16 overflow gives infinity, f16 subnormals are kept.
+TEST_P(Semantics, SixteenBitRoundingIsToNearestEven) {
+  ir::Kernel k = verified(
+      "kernel sem_half mode=Elementwise {\n"
+      "  param x: in buf<f32> extent=128\n"
+      "  param h: out buf<f16> extent=128\n"
+      "  param b: out buf<bf16> extent=128\n"
+      "  param c: out buf<f32> extent=128\n"
+      "  %0 = thread_id<0> : u32\n"
+      "  %1 = load<x> %0 : f32\n"
+      "  %2 = cast %1 : f16\n"
+      "  store<h> %0, %2\n"
+      "  %3 = cast %1 : bf16\n"
+      "  store<b> %0, %3\n"
+      "  %4 = cast %2 : f32\n"
+      "  store<c> %0, %4\n"
+      "}\n");
+  std::vector<Buf> bufs = {
+      {"x", DType::F32, false,
+       f32_words({1.0f + 0x1p-11f, 1.0f + 3 * 0x1p-11f, 65519.0f, 65520.0f, -65520.0f, 0x1p-25f, 0x1.8p-25f, 0x1p-24f,
+                  3 * 0x1p-25f, 1.0f + 0x1p-8f, 1.0f + 3 * 0x1p-8f, 1.0f + 0x1p-8f + 0x1p-20f, kInf, -0.0f, 1e-30f,
+                  3.0e38f})},
+      {"h", DType::F16, true, std::vector<uint32_t>(kN / 2)},
+      {"b", DType::BF16, true, std::vector<uint32_t>(kN / 2)},
+      {"c", DType::F32, true, std::vector<uint32_t>(kN)},
+  };
+  std::vector<Buf> want = run_interp(k, bufs, 8);
+  EXPECT_EQ(want[1].words[0], 0x3c023c00u);  // ties to even: 1 + 2^-11 -> 1, 1 + 3 * 2^-11 -> 1 + 2^-9
+  check_all_backends(k, bufs, "16-bit rounding");
+}
+
+// div and sqrt are correctly rounded on every backend (the Vulkan specification alone would
+// allow 2.5 ulp for div): 128 quotients and roots spread over the exponent range, bit for bit.
+TEST_P(Semantics, DivisionAndSqrtAreCorrectlyRounded) {
+  ir::Kernel k = verified(
+      "kernel sem_div_sqrt mode=Elementwise {\n"
+      "  param x: in buf<f32> extent=128\n"
+      "  param y: in buf<f32> extent=128\n"
+      "  param q: out buf<f32> extent=128\n"
+      "  param r: out buf<f32> extent=128\n"
+      "  %0 = thread_id<0> : u32\n"
+      "  %1 = load<x> %0 : f32\n"
+      "  %2 = load<y> %0 : f32\n"
+      "  %3 = div %1, %2 : f32\n"
+      "  store<q> %0, %3\n"
+      "  %4 = sqrt %1 : f32\n"
+      "  store<r> %0, %4\n"
+      "}\n");
+  std::vector<float> x(kN), y(kN);
+  uint32_t state = 12345u;
+  for (uint32_t i = 0; i < kN; ++i) {
+    // Mantissas from a fixed LCG, exponents from 2^-60 to 2^60 (quotients stay normal).
+    state = state * 1664525u + 1013904223u;
+    x[i] = std::ldexp(1.0f + float(state >> 9) * 0x1p-23f, int(i % 121) - 60);
+    state = state * 1664525u + 1013904223u;
+    y[i] = std::ldexp(1.0f + float(state >> 9) * 0x1p-23f, int((i * 7) % 121) - 60);
+  }
+  std::vector<Buf> bufs = {
+      {"x", DType::F32, false, f32_words(x)},
+      {"y", DType::F32, false, f32_words(y)},
+      {"q", DType::F32, true, std::vector<uint32_t>(kN)},
+      {"r", DType::F32, true, std::vector<uint32_t>(kN)},
+  };
+  check_all_backends(k, bufs, "div/sqrt");
+}
+
 namespace {
 
 // Counts to n in one loop, or to n in each of two loops one after the other, per thread.
@@ -563,3 +637,62 @@ INSTANTIATE_TEST_SUITE_P(Backends, Semantics, ::testing::Values(Backend::Vulkan,
                          [](const ::testing::TestParamInfo<Backend>& info) {
                            return std::string(info.param == Backend::Vulkan ? "Vulkan" : "Cuda");
                          });
+
+namespace {
+
+int64_t ulp_distance(float a, float b) {
+  auto ordered = [](float f) {
+    int32_t i;
+    std::memcpy(&i, &f, 4);
+    return i < 0 ? int64_t(INT32_MIN) - i : int64_t(i);
+  };
+  return std::llabs(ordered(a) - ordered(b));
+}
+
+}  // namespace
+
+// The transcendentals stay within docs/semantics.md's bounds of the interpreter (glibc, within
+// an ulp of the exact result) over 2^16 inputs each, and their special values (+-Inf, NaN, +-0)
+// are exact.
+TEST_P(Semantics, TranscendentalsStayWithinTheStatedBounds) {
+  constexpr uint32_t n = 1u << 16, tg = 128;
+  for (const char* op : {"exp", "log", "tanh", "rsqrt", "sqrt"}) {
+    const std::string name = op;
+    ir::Kernel k = verified("kernel sem_" + name + " mode=Elementwise {\n  param x: in buf<f32> extent=65536\n"
+                            "  param y: out buf<f32> extent=65536\n  %0 = thread_id<0> : u32\n"
+                            "  %1 = load<x> %0 : f32\n  %2 = " + name + " %1 : f32\n  store<y> %0, %2\n}\n");
+    std::vector<float> x(n), want(n), got(n);
+    const float specials[] = {kInf, -kInf, kNan, 0.0f, -0.0f, 1.0f, -1.0f, 0x1p-149f};
+    for (uint32_t i = 0; i < n; ++i) {
+      double t = double(i) / n;
+      x[i] = name == "exp" ? float(-87.0 + 175.0 * t) : name == "tanh" ? float(-10.0 + 20.0 * t)
+                                                                         : float(std::exp(-80.0 + 160.0 * t));
+    }
+    for (uint32_t i = 0; i < 8; ++i) x[i] = specials[i];
+    interp::run(k, DType::F32, {{x.data(), n * 4}, {want.data(), n * 4}}, {}, {n / tg, 1, 1}, {tg, 1, 1}, {});
+    DeviceBuffer dx = ctx().alloc(DType::F32, n), dy = ctx().alloc(DType::F32, n);
+    ctx().upload(dx, x.data(), n * 4);
+    ctx().dispatch_with_grid(k, DType::F32, {{"x", dx}, {"y", dy}}, {}, {n / tg, 1, 1}, {tg, 1, 1});
+    ctx().synchronize();
+    ctx().download(dy, got.data(), n * 4);
+    int failures = 0;
+    for (uint32_t i = 0; i < n && failures < 5; ++i) {
+      float w = want[i], g = got[i];
+      bool ok;
+      if (std::isnan(w) || std::isinf(w) || i < 5) ok = (std::isnan(w) && std::isnan(g)) || bits_of(w) == bits_of(g);
+      else if (name == "log" && x[i] < 0x1p-126f) ok = true;  // subnormal input: no bound (lavapipe reads 2^-126)
+      else if (name == "exp") ok = std::fabs(double(g) - w) <= std::max(0x1p-16 * std::fabs(double(w)), 0x1p-126);
+      else if (name == "log" && x[i] >= 0.5f && x[i] <= 2.0f) ok = std::fabs(double(g) - w) <= 0x1p-17;
+      else if (name == "log") ok = std::fabs(double(g) - w) <= 0x1p-16 * std::fabs(double(w));
+      else if (name == "tanh") ok = std::fabs(double(g) - w) <= 0x1p-20;
+      else if (name == "rsqrt") ok = ulp_distance(w, g) <= 3;  // 2 ulp from exact, the interpreter's within 1
+      else ok = bits_of(w) == bits_of(g);
+      if (!ok) {
+        ++failures;
+        ADD_FAILURE() << name << "(" << x[i] << ") on " << ctx().info().name << " is " << g << " (0x" << std::hex
+                      << bits_of(g) << "), interpreter " << w << " (0x" << bits_of(w) << std::dec << "), "
+                      << ulp_distance(w, g) << " ulp";
+      }
+    }
+  }
+}

@@ -282,6 +282,11 @@ struct PhysicalDevice {
   bool shader_int16 = false;
   bool shader_int64 = false;
   bool shader_float64 = false;  // enabled on lavapipe only, for its fma emulation
+  // Float controls (Vulkan 1.2): SignedZeroInfNanPreserve for f32, RoundingModeRTE for f16.
+  bool preserve_f32_specials = false;
+  bool f16_rte = false;
+  // Subgroup shuffles in compute shaders: the lane reductions' butterflies need them.
+  bool subgroup_shuffle = false;
   bool storage_16bit = false;
   bool uniform_storage_16bit = false;
   bool shader_float16 = false;
@@ -324,9 +329,10 @@ PhysicalDevice describe(const Instance& inst, VkPhysicalDevice handle) {
   auto subgroup =
       vk_struct<VkPhysicalDeviceSubgroupProperties>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_PROPERTIES);
   auto driver = vk_struct<VkPhysicalDeviceDriverProperties>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_DRIVER_PROPERTIES);
-  auto floats = vk_struct<VkPhysicalDeviceFloatControlsProperties>(
-      VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FLOAT_CONTROLS_PROPERTIES);
-  bool have_driver = false, have_floats = false;
+  auto float_controls =
+      vk_struct<VkPhysicalDeviceFloatControlsProperties>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FLOAT_CONTROLS_PROPERTIES);
+  bool have_driver = false;
+  const bool have_floats = v12;
   if (v11) {
     auto props2 = vk_struct<VkPhysicalDeviceProperties2>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2);
     props2.pNext = &subgroup;
@@ -334,13 +340,13 @@ PhysicalDevice describe(const Instance& inst, VkPhysicalDevice handle) {
       subgroup.pNext = &driver;
       have_driver = true;
     }
-    if (v12 || has_extension(exts, VK_KHR_SHADER_FLOAT_CONTROLS_EXTENSION_NAME)) {
-      floats.pNext = props2.pNext;
-      props2.pNext = &floats;
-      have_floats = true;
-    }
+    if (v12) (have_driver ? driver.pNext : subgroup.pNext) = &float_controls;
     fn.vkGetPhysicalDeviceProperties2(handle, &props2);
   }
+  pd.subgroup_shuffle = v11 && (subgroup.supportedOperations & VK_SUBGROUP_FEATURE_SHUFFLE_BIT) &&
+                        (subgroup.supportedStages & VK_SHADER_STAGE_COMPUTE_BIT);
+  pd.preserve_f32_specials = v12 && float_controls.shaderSignedZeroInfNanPreserveFloat32;
+  pd.f16_rte = v12 && float_controls.shaderRoundingModeRTEFloat16;
   pd.loop_limited = have_driver && driver.driverID == VK_DRIVER_ID_MESA_LLVMPIPE;
 
   // Features.
@@ -422,11 +428,11 @@ PhysicalDevice describe(const Instance& inst, VkPhysicalDevice handle) {
   info.bf16 = pd.storage_16bit;
   if (have_floats) {
     auto yn = [](VkBool32 b) { return b ? "yes" : "no"; };
-    info.float_controls = std::string("f32 denorm preserve ") + yn(floats.shaderDenormPreserveFloat32) +
-                          ", f32 denorm flush-to-zero " + yn(floats.shaderDenormFlushToZeroFloat32) +
-                          ", f32 signed-zero/inf/nan preserve " + yn(floats.shaderSignedZeroInfNanPreserveFloat32) +
-                          ", f32 round-to-nearest-even " + yn(floats.shaderRoundingModeRTEFloat32) +
-                          ", f16 denorm preserve " + yn(floats.shaderDenormPreserveFloat16);
+    info.float_controls = std::string("f32 denorm preserve ") + yn(float_controls.shaderDenormPreserveFloat32) +
+                          ", f32 denorm flush-to-zero " + yn(float_controls.shaderDenormFlushToZeroFloat32) +
+                          ", f32 signed-zero/inf/nan preserve " + yn(float_controls.shaderSignedZeroInfNanPreserveFloat32) +
+                          ", f32 round-to-nearest-even " + yn(float_controls.shaderRoundingModeRTEFloat32) +
+                          ", f16 denorm preserve " + yn(float_controls.shaderDenormPreserveFloat16);
   } else {
     info.float_controls = "float-controls properties not reported";
   }
@@ -754,10 +760,15 @@ class VulkanDevice final : public Device {
   }
 
   std::unique_ptr<CompiledKernel> compile(const ir::Kernel& k, DType dtype, Dim3 threadgroup) override {
+    if (ir::uses_lane_ops(k) && !pd_.subgroup_shuffle)
+      throw Error("kernel '" + k.name + "' uses lane reductions, which are subgroup shuffle butterflies on Vulkan; device '" +
+                  pd_.info.name + "' does not support subgroup shuffles in compute shaders (VK_SUBGROUP_FEATURE_SHUFFLE_BIT)");
     codegen::EmitOptions options;
     options.loop_limit_check = pd_.loop_limited;
     // lavapipe's fma is a multiply and an add (two roundings): emulated with one.
     options.emulate_fma = pd_.loop_limited && pd_.shader_float64;
+    options.preserve_f32_specials = pd_.preserve_f32_specials;
+    options.f16_round_to_nearest_even = pd_.f16_rte;
     codegen::Emitted emitted = codegen::emit(k, dtype, codegen::Target::Glsl, options);
     if (!emitted.ok())
       throw Error("kernel '" + k.name + "' (" + dtype_name(dtype) + ") cannot be emitted as GLSL:\n" +
@@ -794,6 +805,7 @@ class VulkanDevice final : public Device {
       fp += b ? " 1" : " 0";
     if (pd_.loop_limited) fp += "; loop status binding";  // a different module and layout
     if (pd_.loop_limited && pd_.shader_float64) fp += "; f64 fma";
+    fp += std::string("; float controls ") + (pd_.preserve_f32_specials ? "1" : "0") + (pd_.f16_rte ? "1" : "0");
     return fp;
   }
 
