@@ -104,8 +104,11 @@ int run_fuzz(const FuzzOpts& o) {
         }
         std::cout << "\n";
       }
-      if (!str(m, "excluded").empty() && str(m, "excluded") != "?")
+      if (!str(m, "excluded").empty() && str(m, "excluded") != "?") {
         std::cout << "  op classes excluded: " << str(m, "excluded") << "\n";
+        std::cout << "  seeds " << str(m, "first_seed") << ".." << str(m, "last_seed") << "; " << str(m, "skipped")
+                  << " skipped because the pipeline brought an excluded op back\n";
+      }
       if (m.value("relaxed", std::string()) == "signed-zero")
         std::cout << "  compared with -0 == +0 (--relax signed-zero); every other bit exact\n";
       last_line = "fuzz: " + str(m, "programs") + " programs, " + str(m, "mismatches") + " mismatches";
