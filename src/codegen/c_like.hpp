@@ -25,6 +25,10 @@ struct EmitState {
   bool uses_16bit_storage = false;
   bool uses_f16 = false;
   bool uses_bf16 = false;
+  bool loop_check = false;         // EmitOptions::loop_limit_check (GLSL)
+  bool emulate_fma = false;        // EmitOptions::emulate_fma (GLSL)
+  bool preserve_f32_specials = false;       // EmitOptions (GLSL)
+  bool f16_round_to_nearest_even = false;   // EmitOptions (GLSL)
   // Vector groups (vectorize): per buffer parameter, the access widths in elements (each at
   // most 16 bytes) the dialect must be able to spell.
   std::map<uint32_t, std::set<int>> vector_chunks;
@@ -48,6 +52,8 @@ class Dialect {
   virtual std::string decl(DType t) const = 0;
   // Type of a mutable variable (Var) declaration.
   virtual std::string var_type(DType t) const { return reg_type(t); }
+  // Whether values the fusion pass marked are printed inline at their use (else declared).
+  virtual bool inline_fused() const { return true; }
   // Everything before the body statements (includes, helpers, signature, shared arrays).
   virtual void begin(EmitState& s, std::string& out) const = 0;
   virtual void end(EmitState& s, std::string& out) const = 0;
@@ -59,6 +65,8 @@ class Dialect {
   // bits (for infinities and NaN, which have no decimal literal).
   std::string literal(EmitState& s, const ir::Inst& in) const;
   virtual const char* float_suffix() const = 0;
+  // The spelling of an f32 +0.0 constant where the literal would not be exact ("" otherwise).
+  virtual std::string positive_zero(EmitState&) const { return {}; }
   virtual std::string float_from_bits(uint32_t bits) const = 0;
   // Unary and ternary math and min/max/abs for one concrete dtype.
   virtual std::string math(EmitState& s, const ir::Inst& in, DType t, const std::vector<std::string>& a) const = 0;

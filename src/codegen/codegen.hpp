@@ -7,7 +7,9 @@
 //  GLSL:  buffer parameter number i (counting buffers only, in declaration order) is
 //         `layout(set = 0, binding = i) buffer`; scalars live in one push-constant block, 4 bytes
 //         each, in declaration order (offset 4 * scalar index); the threadgroup size comes from
-//         specialization constants 0, 1, 2 (local_size_x_id/y_id/z_id).
+//         specialization constants 0, 1, 2 (local_size_x_id/y_id/z_id). With
+//         EmitOptions::loop_limit_check, binding <number of buffers> is the loop status buffer.
+//  Both:  every op has the result docs/semantics.md defines, on every input.
 #pragma once
 
 #include <cstdint>
@@ -28,8 +30,31 @@ struct Emitted {
   bool ok() const { return diags.empty(); }
 };
 
+// Target-specific emission choices, from the device that will run the code.
+struct EmitOptions {
+  // GLSL only: the driver ends loops early after a fixed iteration budget (lavapipe: 65,535 per
+  // subgroup, over all loops; see kLoopLimitText). Each loop then checks, after it ends, that its
+  // condition really failed; if not it sets a status buffer at binding = number of buffer
+  // parameters: `IronLoopStatus { uint data[4]; }` with data[0] = 1, data[1] = the loop's DSL
+  // line, data[2] = its file index (Kernel::files). The runtime turns that into an error.
+  bool loop_limit_check = false;
+  // GLSL only: the driver's fma rounds twice (lavapipe: a multiply and an add). `fma` is then
+  // emulated with one rounding through f64 (needs shaderFloat64): the exact product plus the
+  // addend, rounded to odd in f64, then to f32.
+  bool emulate_fma = false;
+  // GLSL only: SPIR-V float-controls execution modes (SPV_KHR_float_controls), each for a device
+  // that reports support (VkPhysicalDeviceFloatControlsProperties): SignedZeroInfNanPreserve for
+  // f32 (no fast-math on NaN, Inf, -0) and RoundingModeRTE for f16 (f32 -> f16 conversions
+  // round to nearest even, which Vulkan otherwise leaves to the driver).
+  bool preserve_f32_specials = true;
+  bool f16_round_to_nearest_even = false;
+};
+
+// What lavapipe does to loops, for the error the runtime gives when a loop hit the limit.
+extern const char* const kLoopLimitText;
+
 // `dtype` substitutes the generic T. Diagnostics are collected, never thrown.
-Emitted emit(const ir::Kernel& k, DType dtype, Target target);
+Emitted emit(const ir::Kernel& k, DType dtype, Target target, const EmitOptions& options = {});
 
 // Mangled entry-point name: <kernel>_<dtype>, e.g. iron_add_f16.
 std::string entry_name(const ir::Kernel& k, DType dtype);

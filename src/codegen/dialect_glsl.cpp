@@ -41,6 +41,10 @@ class GlslDialect final : public Dialect {
   // say (docs/semantics.md); the execution modes in begin() keep NaN, Inf and -0 exact.
   std::string decl(DType t) const override { return var_type(t) + " "; }
   std::string var_type(DType t) const override { return is_float(t) ? "precise " + reg_type(t) : reg_type(t); }
+  // `precise` only reaches operations that feed a precise variable: a float expression fused
+  // into a store, a comparison or a cast would escape it (and could be contracted into an fma).
+  // Every value is therefore declared; the driver's compiler fuses them again.
+  bool inline_fused() const override { return false; }
 
   void begin(EmitState& s, std::string& out) const override {
     const ir::Kernel& k = s.k;
@@ -53,10 +57,16 @@ class GlslDialect final : public Dialect {
       out += "#extension GL_KHR_shader_subgroup_basic : require\n";
       out += "#extension GL_KHR_shader_subgroup_shuffle : require\n";
     }
-    // SPIR-V float controls (SPV_KHR_float_controls): f32 NaN, Inf and signed zeros are exact,
-    // not subject to fast-math rewrites.
-    out += "#extension GL_EXT_spirv_intrinsics : require\n";
-    out += "spirv_execution_mode(extensions = [\"SPV_KHR_float_controls\"], capabilities = [4466], 4461, 32);\n";
+    // SPIR-V float controls (SPV_KHR_float_controls), where the device supports them: f32 NaN,
+    // Inf and signed zeros are exact, not subject to fast-math rewrites (SignedZeroInfNanPreserve
+    // = 4461, capability 4466); f32 -> f16 conversions round to nearest even (RoundingModeRTE =
+    // 4462, capability 4467).
+    bool rte16 = s.f16_round_to_nearest_even && s.uses_f16;
+    if (s.preserve_f32_specials || rte16) out += "#extension GL_EXT_spirv_intrinsics : require\n";
+    if (s.preserve_f32_specials)
+      out += "spirv_execution_mode(extensions = [\"SPV_KHR_float_controls\"], capabilities = [4466], 4461, 32);\n";
+    if (rte16)
+      out += "spirv_execution_mode(extensions = [\"SPV_KHR_float_controls\"], capabilities = [4467], 4462, 16);\n";
     out += "layout(local_size_x_id = 0, local_size_y_id = 1, local_size_z_id = 2) in;\n";
     for (size_t i = 0; i < k.params.size(); ++i) {
       const ir::Param& p = k.params[i];
@@ -96,6 +106,15 @@ class GlslDialect final : public Dialect {
           "  return uint16_t(u >> 16);\n"
           "}\n";
     }
+    if (s.loop_check) {
+      int status_binding = 0;
+      for (int b : s.buffer_index) status_binding += b >= 0 ? 1 : 0;
+      out += "layout(std430, set = 0, binding = " + std::to_string(status_binding) +
+             ") buffer IronLoopStatus { uint data[4]; } iron_loop_status;\n"
+             "void iron_loop_cut(uint line, uint file) {\n"
+             "  iron_loop_status.data[0] = 1u;\n  iron_loop_status.data[1] = line;\n"
+             "  iron_loop_status.data[2] = file;\n}\n";
+    }
     if (s.uses_lane_ops) s.helpers.insert("fmax");  // lane_max of f32
     for (const std::string& h : s.helpers) out += helper(h);
     if (s.uses_lane_ops) {
@@ -105,15 +124,23 @@ class GlslDialect final : public Dialect {
       for (const char* t : types) {
         std::string ty = t;
         std::string mx = ty == "float" ? "iron_fmax" : "max";
-        out += ty + " iron_lane_sum(" + ty + " v) {\n"
-               "  for (uint o = gl_SubgroupSize >> 1; o > 0u; o >>= 1) v = v + subgroupShuffleXor(v, o);\n"
+        // The butterfly loop counts against a driver loop limit too (EmitOptions).
+        std::string cut = s.loop_check ? "  if (o > 0u) iron_loop_cut(0u, 0u);\n" : "";
+        std::string prec = ty == "float" ? "precise " : "";
+        out += ty + " iron_lane_sum(" + ty + " x) {\n"
+               "  " + prec + ty + " v = x;\n"
+               "  uint o = gl_SubgroupSize >> 1;\n"
+               "  for (; o > 0u; o >>= 1) v = v + subgroupShuffleXor(v, o);\n" + cut +
                "  return v;\n}\n";
         out += ty + " iron_lane_max(" + ty + " v) {\n"
-               "  for (uint o = gl_SubgroupSize >> 1; o > 0u; o >>= 1) v = " + mx + "(v, subgroupShuffleXor(v, o));\n"
+               "  uint o = gl_SubgroupSize >> 1;\n"
+               "  for (; o > 0u; o >>= 1) v = " + mx + "(v, subgroupShuffleXor(v, o));\n" + cut +
                "  return v;\n}\n";
       }
     }
     out += "void main() {\n";
+    if (s.helpers.count("zero"))
+      out += "  precise float iron_zero = uintBitsToFloat(uint(gl_NumWorkGroups.x == 0u) << 31);\n";
   }
 
   void end(EmitState&, std::string& out) const override { out += "}\n"; }
@@ -175,7 +202,12 @@ class GlslDialect final : public Dialect {
       case ir::Op::Abs: return t == DType::U32 ? a[0] : "abs(" + a[0] + ")";
       case ir::Op::Min: return is_float(t) ? fmin_fmax(s, false, a[0], a[1]) : "min(" + a[0] + ", " + a[1] + ")";
       case ir::Op::Max: return is_float(t) ? fmin_fmax(s, true, a[0], a[1]) : "max(" + a[0] + ", " + a[1] + ")";
-      case ir::Op::Fma: return "fma(" + a[0] + ", " + a[1] + ", " + a[2] + ")";
+      case ir::Op::Fma:
+        if (s.emulate_fma) {
+          s.helpers.insert("fma");
+          return "iron_fma(" + a[0] + ", " + a[1] + ", " + a[2] + ")";
+        }
+        return "fma(" + a[0] + ", " + a[1] + ", " + a[2] + ")";
       default: s.unsupported(in, name(), ir::mnemonic(in.op)); return "0";
     }
   }
@@ -202,6 +234,15 @@ class GlslDialect final : public Dialect {
     return std::string(in.op == ir::Op::LaneSum ? "iron_lane_sum(" : "iron_lane_max(") + x + ")";
   }
 
+  // lavapipe's code generator (gallivm) folds x + 0.0 to x, 0.0 - x to -x and x * 0.0 to 0.0
+  // whenever an operand is the constant +0.0, execution modes and `precise` notwithstanding:
+  // wrong for x = -0, NaN, +-Inf and negative x. A +0.0 the driver cannot see as a constant
+  // (gl_NumWorkGroups.x is never 0 when the shader runs) keeps those ops IEEE.
+  std::string positive_zero(EmitState& s) const override {
+    s.helpers.insert("zero");
+    return "iron_zero";
+  }
+
   // GLSL min/max are undefined on NaN: an explicit helper.
   std::string fmin_fmax(EmitState& s, bool is_max, const std::string& a, const std::string& b) const override {
     s.helpers.insert(is_max ? "fmax" : "fmin");
@@ -220,6 +261,30 @@ class GlslDialect final : public Dialect {
              "  if ((floatBitsToUint(x) & 0x7fffffffu) > 0x7f800000u || x <= 0.0) return 0u;\n"
              "  if (x >= 4294967296.0) return 0xffffffffu;\n"
              "  return uint(x);\n}\n";
+    if (name == "fma")
+      // a * b is exact in f64 and p + c is rounded once; TwoSum gives that rounding's error, and
+      // an inexact even sum moves to its odd neighbour towards the exact value (round to odd),
+      // so the final f64 -> f32 rounding is the single rounding of a * b + c. Inf and NaN sums
+      // are already the answer.
+      return "float iron_fma(float a, float b, float c) {\n"
+             "  precise double p = double(a) * double(b);\n"
+             "  precise double dc = double(c);\n"
+             "  precise double s = p + dc;\n"
+             "  uvec2 w = unpackDouble2x32(s);\n"
+             "  if ((w.y & 0x7ff00000u) == 0x7ff00000u) return float(s);\n"
+             "  precise double v = s - p;\n"
+             "  precise double err = (p - (s - v)) + (dc - v);\n"
+             "  if (err != 0.0lf && (w.x & 1u) == 0u) {\n"
+             "    if ((err > 0.0lf) == (s > 0.0lf)) {\n"
+             "      w.x += 1u;\n"
+             "      if (w.x == 0u) w.y += 1u;\n"
+             "    } else {\n"
+             "      if (w.x == 0u) w.y -= 1u;\n"
+             "      w.x -= 1u;\n"
+             "    }\n"
+             "    s = packDouble2x32(w);\n"
+             "  }\n"
+             "  return float(s);\n}\n";
     std::string text = int_helper(name);
     return text.empty() ? minmax_helper(name, "floatBitsToUint", "uintBitsToFloat") : text;
   }

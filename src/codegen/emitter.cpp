@@ -11,6 +11,11 @@ namespace iron::codegen {
 
 const char* target_name(Target t) { return t == Target::Cuda ? "cuda" : "glsl"; }
 
+const char* const kLoopLimitText =
+    "lavapipe (Mesa llvmpipe) stops every loop of a shader invocation once its loops have run "
+    "65,535 iterations in total (gallivm's loop limiter, LP_MAX_TGSI_LOOP_ITERATIONS), so the "
+    "results would be wrong";
+
 std::string entry_name(const ir::Kernel& k, DType dtype) {
   bool generic = !k.dtypes.empty();
   return generic ? k.name + "_" + dtype_name(dtype) : k.name;
@@ -34,6 +39,10 @@ std::string Dialect::literal(EmitState& s, const ir::Inst& in) const {
       float v = float(in.fimm);
       if (std::isnan(v)) return float_from_bits(0x7fc00000u);
       if (std::isinf(v)) return float_from_bits(v > 0 ? 0x7f800000u : 0xff800000u);
+      if (v == 0.0f && !std::signbit(v)) {
+        std::string zero = positive_zero(s);
+        if (!zero.empty()) return zero;
+      }
       return float_literal(v, float_suffix());
     }
   }
@@ -172,7 +181,7 @@ struct Emitter {
     DType t = s.concrete(in.type);
     auto arg = [&](int i) { return v(in.operands[i]); };
     auto def = [&](const std::string& expr) {
-      if (in.flags & ir::kFused) inline_expr[id] = expr;  // printed at its single use
+      if ((in.flags & ir::kFused) && d.inline_fused()) inline_expr[id] = expr;  // printed at its single use
       else line(depth, d.decl(t) + reg(id) + " = " + expr + ";");
     };
     using ir::Op;
@@ -258,10 +267,23 @@ struct Emitter {
         std::string step = t == DType::I32 ? reg(id) + " = " + d.reg_type(t) + "(" + u32 + "(" + reg(id) + ") + " + u32 +
                                                  "(" + arg(2) + "))"
                                            : reg(id) + " += " + arg(2);
-        line(depth, "for (" + d.reg_type(t) + " " + reg(id) + " = " + arg(0) + "; " + reg(id) + " < " + arg(1) + "; " +
-                        step + ") {");
+        if (!s.loop_check) {
+          line(depth, "for (" + d.reg_type(t) + " " + reg(id) + " = " + arg(0) + "; " + reg(id) + " < " + arg(1) + "; " +
+                          step + ") {");
+          block(in.blocks[0], depth + 1);
+          line(depth, "}");
+          break;
+        }
+        // The induction variable outlives the loop: a loop that ended while its condition still
+        // held was cut short by the driver, and says so in the status buffer.
+        std::string end = reg(id) + "_end";
+        line(depth, d.reg_type(t) + " " + end + " = " + arg(1) + ";");
+        line(depth, d.reg_type(t) + " " + reg(id) + " = " + arg(0) + ";");
+        line(depth, "for (; " + reg(id) + " < " + end + "; " + step + ") {");
         block(in.blocks[0], depth + 1);
         line(depth, "}");
+        line(depth, "if (" + reg(id) + " < " + end + ") iron_loop_cut(" + std::to_string(in.loc.line) + "u, " +
+                        std::to_string(in.loc.file) + "u);");
         break;
       }
       case Op::Call:
@@ -279,7 +301,7 @@ struct Emitter {
 
 }  // namespace
 
-Emitted emit(const ir::Kernel& k, DType dtype, Target target) {
+Emitted emit(const ir::Kernel& k, DType dtype, Target target, const EmitOptions& options) {
   Emitted result;
   result.entry = target == Target::Cuda ? entry_name(k, dtype) : "main";
   if (!k.dtypes.empty()) {
@@ -290,7 +312,11 @@ Emitted emit(const ir::Kernel& k, DType dtype, Target target) {
       return result;
     }
   }
-  EmitState s{k, dtype, {}, {}, {}, false, false, false, false, {}, {}};
+  EmitState s{k, dtype, {}, {}, {}, false, false, false, false, false, false, false, false, {}, {}};
+  s.preserve_f32_specials = options.preserve_f32_specials;
+  s.f16_round_to_nearest_even = options.f16_round_to_nearest_even;
+  s.loop_check = options.loop_limit_check && target == Target::Glsl;
+  s.emulate_fma = options.emulate_fma && target == Target::Glsl;
   int buffers = 0, scalars = 0;
   for (const ir::Param& p : k.params) {
     bool buf = p.kind == ir::ParamKind::Buffer;

@@ -194,6 +194,21 @@ TEST(Codegen, GlslDeclaresFloatControlsAndPreciseValues) {
   for (size_t i = 5; i + 3 < spv.words.size(); ++i)
     mode = mode || (spv.words[i] == ((4u << 16) | 16u) && spv.words[i + 2] == 4461u && spv.words[i + 3] == 32u);
   EXPECT_TRUE(mode);
+
+  // RoundingModeRTE for f16 when the device supports it and the kernel has f16 values; neither
+  // mode when the device does not support them.
+  ir::Kernel k = ir::parse(
+      "kernel h mode=Elementwise {\n  param x: in buf<f32> extent=4\n  param o: out buf<f16> extent=4\n"
+      "  %0 = thread_id<0> : u32\n  %1 = load<x> %0 : f32\n  %2 = cast %1 : f16\n  store<o> %0, %2\n}\n");
+  codegen::EmitOptions rte;
+  rte.f16_round_to_nearest_even = true;
+  std::string g = codegen::emit(k, DType::F32, codegen::Target::Glsl, rte).source;
+  EXPECT_NE(g.find("capabilities = [4467], 4462, 16)"), std::string::npos) << g;
+  EXPECT_TRUE(codegen::compile_glsl(g, "h").ok);
+  codegen::EmitOptions none;
+  none.preserve_f32_specials = false;
+  g = codegen::emit(k, DType::F32, codegen::Target::Glsl, none).source;
+  EXPECT_EQ(g.find("spirv_execution_mode"), std::string::npos) << g;
 }
 
 TEST(Codegen, AnUninlinedCallIsALocatedError) {

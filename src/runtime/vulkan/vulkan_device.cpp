@@ -281,10 +281,19 @@ struct PhysicalDevice {
   // Supported (queried) features among those Iron wants; each is enabled when true.
   bool shader_int16 = false;
   bool shader_int64 = false;
+  bool shader_float64 = false;  // enabled on lavapipe only, for its fma emulation
+  // Float controls (Vulkan 1.2): SignedZeroInfNanPreserve for f32, RoundingModeRTE for f16.
+  bool preserve_f32_specials = false;
+  bool f16_rte = false;
+  // Subgroup shuffles in compute shaders: the lane reductions' butterflies need them.
+  bool subgroup_shuffle = false;
   bool storage_16bit = false;
   bool uniform_storage_16bit = false;
   bool shader_float16 = false;
   bool full_subgroups = false;  // computeFullSubgroups (subgroup size control)
+  // lavapipe: loops end after a fixed iteration budget (codegen::kLoopLimitText), so every
+  // emitted loop reports through a status buffer when the driver cut it short.
+  bool loop_limited = false;
   // Extensions to enable because the feature is not core at api_version.
   bool need_ext_float16_int8 = false;
   bool need_ext_subgroup_size_control = false;
@@ -320,6 +329,8 @@ PhysicalDevice describe(const Instance& inst, VkPhysicalDevice handle) {
   auto subgroup =
       vk_struct<VkPhysicalDeviceSubgroupProperties>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_PROPERTIES);
   auto driver = vk_struct<VkPhysicalDeviceDriverProperties>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_DRIVER_PROPERTIES);
+  auto float_controls =
+      vk_struct<VkPhysicalDeviceFloatControlsProperties>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FLOAT_CONTROLS_PROPERTIES);
   bool have_driver = false;
   if (v11) {
     auto props2 = vk_struct<VkPhysicalDeviceProperties2>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2);
@@ -328,8 +339,14 @@ PhysicalDevice describe(const Instance& inst, VkPhysicalDevice handle) {
       subgroup.pNext = &driver;
       have_driver = true;
     }
+    if (v12) (have_driver ? driver.pNext : subgroup.pNext) = &float_controls;
     fn.vkGetPhysicalDeviceProperties2(handle, &props2);
   }
+  pd.subgroup_shuffle = v11 && (subgroup.supportedOperations & VK_SUBGROUP_FEATURE_SHUFFLE_BIT) &&
+                        (subgroup.supportedStages & VK_SHADER_STAGE_COMPUTE_BIT);
+  pd.preserve_f32_specials = v12 && float_controls.shaderSignedZeroInfNanPreserveFloat32;
+  pd.f16_rte = v12 && float_controls.shaderRoundingModeRTEFloat16;
+  pd.loop_limited = have_driver && driver.driverID == VK_DRIVER_ID_MESA_LLVMPIPE;
 
   // Features.
   auto features2 = vk_struct<VkPhysicalDeviceFeatures2>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2);
@@ -355,6 +372,7 @@ PhysicalDevice describe(const Instance& inst, VkPhysicalDevice handle) {
   }
   pd.shader_int16 = features2.features.shaderInt16;
   pd.shader_int64 = features2.features.shaderInt64;
+  pd.shader_float64 = features2.features.shaderFloat64;
   pd.storage_16bit = storage16.storageBuffer16BitAccess;
   pd.uniform_storage_16bit = storage16.uniformAndStorageBuffer16BitAccess;
   pd.shader_float16 = f16i8.shaderFloat16;
@@ -461,6 +479,7 @@ std::shared_ptr<Core> create_core(std::unique_ptr<Instance> inst, const Physical
   auto features2 = vk_struct<VkPhysicalDeviceFeatures2>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2);
   features2.features.shaderInt16 = pd.shader_int16;
   features2.features.shaderInt64 = pd.shader_int64;
+  features2.features.shaderFloat64 = pd.loop_limited && pd.shader_float64;
   auto storage16 =
       vk_struct<VkPhysicalDevice16BitStorageFeatures>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_16BIT_STORAGE_FEATURES);
   storage16.storageBuffer16BitAccess = pd.storage_16bit;
@@ -548,6 +567,10 @@ struct VulkanKernel : CompiledKernel {
   // Serials of the buffers `set` points at, per binding (0: nothing written yet). A launch that
   // binds the same buffers as the last one skips vkUpdateDescriptorSets.
   std::vector<uint64_t> bound;
+  // On a loop-limited driver: the loop status buffer (binding num_buffers, 4 words, zeroed
+  // before each launch) and the kernel's DSL file names for the error.
+  std::unique_ptr<BufferImpl> loop_status;
+  std::vector<std::string> files;
 
   ~VulkanKernel() override {
     const DeviceFns& f = core->fn;
@@ -687,7 +710,16 @@ class VulkanDevice final : public Device {
   }
 
   std::unique_ptr<CompiledKernel> compile(const ir::Kernel& k, DType dtype, Dim3 threadgroup) override {
-    codegen::Emitted emitted = codegen::emit(k, dtype, codegen::Target::Glsl);
+    if (ir::uses_lane_ops(k) && !pd_.subgroup_shuffle)
+      throw Error("kernel '" + k.name + "' uses lane reductions, which are subgroup shuffle butterflies on Vulkan; device '" +
+                  pd_.info.name + "' does not support subgroup shuffles in compute shaders (VK_SUBGROUP_FEATURE_SHUFFLE_BIT)");
+    codegen::EmitOptions options;
+    options.loop_limit_check = pd_.loop_limited;
+    // lavapipe's fma is a multiply and an add (two roundings): emulated with one.
+    options.emulate_fma = pd_.loop_limited && pd_.shader_float64;
+    options.preserve_f32_specials = pd_.preserve_f32_specials;
+    options.f16_round_to_nearest_even = pd_.f16_rte;
+    codegen::Emitted emitted = codegen::emit(k, dtype, codegen::Target::Glsl, options);
     if (!emitted.ok())
       throw Error("kernel '" + k.name + "' (" + dtype_name(dtype) + ") cannot be emitted as GLSL:\n" +
                   emitted.diags.render(k));
@@ -721,6 +753,9 @@ class VulkanDevice final : public Device {
     for (bool b : {pd_.shader_int16, pd_.shader_int64, pd_.storage_16bit, pd_.uniform_storage_16bit,
                    pd_.shader_float16, pd_.full_subgroups})
       fp += b ? " 1" : " 0";
+    if (pd_.loop_limited) fp += "; loop status binding";  // a different module and layout
+    if (pd_.loop_limited && pd_.shader_float64) fp += "; f64 fma";
+    fp += std::string("; float controls ") + (pd_.preserve_f32_specials ? "1" : "0") + (pd_.f16_rte ? "1" : "0");
     return fp;
   }
 
@@ -759,15 +794,18 @@ class VulkanDevice final : public Device {
     const DeviceFns& f = core_->fn;
     VkDevice dev = core_->device;
 
-    std::vector<VkDescriptorSetLayoutBinding> bindings(kern->num_buffers);
-    for (uint32_t i = 0; i < kern->num_buffers; ++i) {
+    // A loop-limited driver gets one more binding, the loop status buffer, whether or not this
+    // module uses it (a cached module of the traced kernel may have loops unroll removed).
+    const uint32_t num_bindings = kern->num_buffers + (pd_.loop_limited ? 1 : 0);
+    std::vector<VkDescriptorSetLayoutBinding> bindings(num_bindings);
+    for (uint32_t i = 0; i < num_bindings; ++i) {
       bindings[i].binding = i;
       bindings[i].descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
       bindings[i].descriptorCount = 1;
       bindings[i].stageFlags = VK_SHADER_STAGE_COMPUTE_BIT;
     }
     auto dslci = vk_struct<VkDescriptorSetLayoutCreateInfo>(VK_STRUCTURE_TYPE_DESCRIPTOR_SET_LAYOUT_CREATE_INFO);
-    dslci.bindingCount = kern->num_buffers;
+    dslci.bindingCount = num_bindings;
     dslci.pBindings = bindings.data();
     check_created(f.vkCreateDescriptorSetLayout(dev, &dslci, nullptr, &kern->set_layout), kern->set_layout,
                   "vkCreateDescriptorSetLayout", label);
@@ -809,8 +847,8 @@ class VulkanDevice final : public Device {
     f.vkDestroyShaderModule(dev, module, nullptr);  // the pipeline no longer needs it
     check_created(r, kern->pipeline, "vkCreateComputePipelines", label);
 
-    if (kern->num_buffers > 0) {
-      VkDescriptorPoolSize size{VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, kern->num_buffers};
+    if (num_bindings > 0) {
+      VkDescriptorPoolSize size{VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, num_bindings};
       auto dpci = vk_struct<VkDescriptorPoolCreateInfo>(VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO);
       dpci.maxSets = 1;
       dpci.poolSizeCount = 1;
@@ -825,6 +863,18 @@ class VulkanDevice final : public Device {
                     label);
     }
     kern->bound.assign(kern->num_buffers, 0);
+    if (pd_.loop_limited) {
+      kern->loop_status = alloc(16);
+      kern->files = k.files;
+      VkDescriptorBufferInfo info{static_cast<VulkanBuffer&>(*kern->loop_status).buffer, 0, VK_WHOLE_SIZE};
+      auto w = vk_struct<VkWriteDescriptorSet>(VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET);
+      w.dstSet = kern->set;
+      w.dstBinding = kern->num_buffers;
+      w.descriptorCount = 1;
+      w.descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
+      w.pBufferInfo = &info;
+      f.vkUpdateDescriptorSets(dev, 1, &w, 0, nullptr);
+    }
     return kern;
   }
 
@@ -835,10 +885,12 @@ class VulkanDevice final : public Device {
     // One command buffer, one fence and per-kernel descriptor sets: launches must not overlap.
     std::lock_guard<std::mutex> lock(mutex_);
     write_descriptors(kern, args);
+    clear_loop_status(kern);
     begin_commands();
     record_dispatch(kern, args, grid);
     record_visibility_barrier();
     submit_and_wait(kern.name);
+    check_loop_status(kern);
   }
 
   // Each sample is one command buffer, submitted and fence-waited before the next, so samples
@@ -866,6 +918,7 @@ class VulkanDevice final : public Device {
     ensure_query_pool();
     if (opts.flush_l2) ensure_flush_buffer();
     write_descriptors(kern, args);
+    clear_loop_status(kern);
 
     for (int i = 0; i < opts.warmup; ++i) {  // untimed, exactly like launch()
       begin_commands();
@@ -908,6 +961,7 @@ class VulkanDevice final : public Device {
       const uint64_t ticks = ((stamps[1] & mask) - (stamps[0] & mask)) & mask;
       us.push_back(double(ticks) * double(pd_.timestamp_period) / 1000.0);  // ticks * ns/tick -> us
     }
+    check_loop_status(kern);
     return us;
   }
 
@@ -924,6 +978,28 @@ class VulkanDevice final : public Device {
                   " buffers and " + std::to_string(kern.num_scalars) + " scalars, got " +
                   std::to_string(args.buffers.size()) + " and " + std::to_string(args.scalars.size()));
     return kern;
+  }
+
+  void clear_loop_status(VulkanKernel& kern) {
+    if (kern.loop_status) std::memset(static_cast<VulkanBuffer&>(*kern.loop_status).mapped, 0, 16);
+  }
+
+  // A loop the driver ended while its condition still held (EmitOptions::loop_limit_check).
+  void check_loop_status(VulkanKernel& kern) {
+    if (!kern.loop_status) return;
+    uint32_t status[4];
+    std::memcpy(status, static_cast<VulkanBuffer&>(*kern.loop_status).mapped, sizeof status);
+    if (status[0] == 0) return;
+    std::string where = "a lane reduction's butterfly loop";
+    if (status[1] != 0) {
+      where = "the loop at ";
+      if (status[2] != 0 && status[2] < kern.files.size()) where += kern.files[status[2]] + ":";
+      else where += "line ";
+      where += std::to_string(status[1]);
+    }
+    throw Error("kernel " + kern.name + " on Vulkan device '" + pd_.info.name + "': " + where +
+                " stopped before its end: " + codegen::kLoopLimitText +
+                ". Split the iterations over more threads or dispatches, or run on another backend.");
   }
 
   // Points the kernel's descriptor set at args' buffers, writing only the bindings whose buffer
