@@ -115,8 +115,11 @@ int run_fuzz(const FuzzOpts& o) {
         }
         std::cout << "\n";
       }
-      if (!str(m, "excluded").empty() && str(m, "excluded") != "?")
+      if (!str(m, "excluded").empty() && str(m, "excluded") != "?") {
         std::cout << "  op classes excluded: " << str(m, "excluded") << "\n";
+        std::cout << "  seeds " << str(m, "first_seed") << ".." << str(m, "last_seed") << "; " << str(m, "skipped")
+                  << " skipped because the pipeline brought an excluded op back\n";
+      }
       if (m.value("relaxed", std::string()) == "signed-zero")
         std::cout << "  compared with -0 == +0 (--relax signed-zero); every other bit exact\n";
       last_line = summary_line(m);
@@ -146,7 +149,7 @@ void add_fuzz_commands(CLI::App& app, Commands& out) {
   fuzz->add_option("--seed", o.seed, "First seed (default 1); program i uses seed + i");
   fuzz->add_option("--lane-width", o.lane_width, "Interpreter lane width; must equal every device's (default: theirs)");
   fuzz->add_option("--exclude", o.exclude, "Op classes to leave out: rem, fcast, fminmax, flane (comma-separated)");
-  fuzz->add_option("--batch", o.batch, "Programs compiled together per GPU module (default 32)");
+  fuzz->add_option("--batch", o.batch, "Programs generated and compiled together (default 128; CUDA splits them into one NVRTC module per CPU thread)");
   fuzz->add_option("--reports", o.reports, "Mismatches reported with IR and source (default 20; the rest in one line)");
   fuzz->add_option("--relax", o.relax, "signed-zero: count -0 and +0 as equal (a driver that does not keep the sign)");
   fuzz->add_flag("--no-reduce", o.no_reduce, "Report mismatches as generated, without cutting them down");

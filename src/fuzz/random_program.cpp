@@ -239,12 +239,19 @@ struct Gen {
   DType no_f16(DType t) const { return t == DType::F16 && excluded(kF16) ? DType::F32 : t; }
   DType int_type() { return rng.chance(0.5) ? DType::I32 : DType::U32; }
 
-  // A divisor in [1, 127]: never zero, and for i32 never -1 (INT_MIN / -1 overflows).
-  Id safe_divisor(DType t) { return op(Op::Or, t, {op(Op::And, t, {pick(t), int_const(t, 127)}), int_const(t, 1)}); }
+  // A divisor in [1, 127]: never zero, and for i32 never -1 (INT_MIN / -1 overflows). Cross-
+  // backend programs also divide by any value (zero, -1 included: defined by docs/semantics.md,
+  // and the divisors every backend must get right).
+  Id safe_divisor(DType t) {
+    if (xb && rng.chance(0.4)) return rng.chance(0.3) ? int_const(t, rng.pick<int64_t>({0, -1, 0, 1})) : pick(t);
+    return op(Op::Or, t, {op(Op::And, t, {pick(t), int_const(t, 127)}), int_const(t, 1)});
+  }
 
-  // A shift amount in [0, 31]: a constant, or a value masked to 5 bits.
+  // A shift amount in [0, 31]: a constant, or a value masked to 5 bits. Cross-backend programs
+  // also shift by any amount (32 and more included: defined as saturating).
   Id shift_amount() {
     DType st = int_type();
+    if (xb && rng.chance(0.35)) return rng.chance(0.5) ? int_const(st, rng.range(28, 40)) : pick(st);
     if (rng.chance(0.7)) return int_const(st, rng.range(0, 31));
     return op(Op::And, st, {pick(st), int_const(st, 31)});
   }
@@ -1080,6 +1087,35 @@ namespace {
 constexpr std::pair<const char*, OpClass> kOpClassNames[] = {
     {"rem", kSignedRem}, {"fcast", kFloatToInt}, {"fminmax", kFloatMinMax}, {"flane", kFloatLane},
     {"fma", kFma},       {"fzero", kFloatZero},  {"fdiv", kFloatDiv},    {"f16", kF16}};
+}
+
+std::string excluded_op_in(const ir::Kernel& k, uint32_t exclude) {
+  uint32_t found = 0;
+  auto fl = [&](ir::Id id) { return float_like(k.insts[id].type); };
+  ir::walk(k, [&](ir::Id id) {
+    const ir::Inst& in = k.insts[id];
+    const bool f = float_like(in.type);
+    if (in.op == Op::Rem && in.type == DType::I32) found |= kSignedRem;
+    if (in.op == Op::Cast && (in.type == DType::I32 || in.type == DType::U32) && fl(in.operands[0])) found |= kFloatToInt;
+    if (f && (in.op == Op::Min || in.op == Op::Max)) found |= kFloatMinMax;
+    if (f && (in.op == Op::LaneSum || in.op == Op::LaneMax)) found |= kFloatLane;
+    if (in.op == Op::Fma) found |= kFma;
+    if (f && in.op == Op::Div) found |= kFloatDiv;
+    if (in.type == DType::F16) found |= kF16;
+    const bool arith = in.op == Op::Add || in.op == Op::Sub || in.op == Op::Mul || in.op == Op::Div ||
+                       in.op == Op::Fma || in.op == Op::Min || in.op == Op::Max;
+    for (int i = 0; arith && f && i < in.num_operands; ++i) {
+      const ir::Inst& c = k.insts[in.operands[i]];
+      if (c.op == Op::Const && float_like(c.type) && c.fimm == 0) found |= kFloatZero;
+      if (c.op == Op::Cast && k.insts[c.operands[0]].op == Op::Const && !fl(c.operands[0]) &&
+          k.insts[c.operands[0]].imm == 0)
+        found |= kFloatZero;  // a cast of an integer 0: a float zero a driver folds just the same
+    }
+  });
+  found &= exclude;
+  for (const auto& [n, c] : kOpClassNames)
+    if (found & c) return n;
+  return "";
 }
 
 bool parse_op_classes(const std::string& list, uint32_t& out, std::string& error) {

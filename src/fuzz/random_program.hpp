@@ -63,6 +63,11 @@ enum OpClass : uint32_t {
   kF16 = 1u << 7,          // "f16":     f16 values, casts, variables and in_h loads (f32 instead; T is
                            //            never f16: the caller leaves it out of random_launch's dtypes)
 };
+// The first excluded class (its name) that `k` still contains, "" if none. The generator keeps
+// them out, but the pipeline can bring some back: const_fold can fold a float zero ("fzero",
+// found as a float constant 0 operand of arithmetic), fma_fusion makes fmas ("fma").
+std::string excluded_op_in(const ir::Kernel& k, uint32_t exclude);
+
 // Parses a comma-separated list of the names above into OpClass bits; false (with `error` naming
 // the unknown entry and the known ones) on a name it does not know.
 bool parse_op_classes(const std::string& list, uint32_t& out, std::string& error);

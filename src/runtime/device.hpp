@@ -105,5 +105,8 @@ NvrtcResult nvrtc_compile(const std::string& source, const std::string& name, co
 // lines of all of them once at the top, then each source in a namespace of its own, so their
 // helper functions do not collide; the extern "C" entry points keep their names.
 std::string combine_cuda_sources(const std::vector<std::string>& sources);
+// How many NVRTC compiles CudaDevice::compile_many runs at once: IRON_COMPILE_THREADS (1..1024)
+// when set, else the machine's hardware threads.
+size_t compile_threads();
 
 }  // namespace iron::rt

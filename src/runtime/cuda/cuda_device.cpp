@@ -12,6 +12,7 @@
 #include <cstring>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "codegen/codegen.hpp"
@@ -488,41 +489,71 @@ class CudaDevice final : public Device {
     return out;
   }
 
-  // One NVRTC compile and one module for all kernels; if that compile fails, each kernel is
-  // compiled alone so only the failing ones are left out (and report their own errors later).
+  // The kernels are split into as many groups as there are CPU threads (compile_threads(); at
+  // least 4 kernels a group); each group is one NVRTC compile, run in parallel, and one module. A group whose
+  // compile fails is compiled kernel by kernel, so only the failing kernels are left out (their
+  // dispatch reports the error).
   std::vector<std::unique_ptr<CompiledKernel>> compile_many(const std::vector<const ir::Kernel*>& ks,
                                                             const std::vector<DType>& dtypes,
                                                             const std::vector<Dim3>& threadgroups) override {
-    std::vector<std::unique_ptr<CompiledKernel>> out(ks.size());
+    const size_t n = ks.size();
+    std::vector<std::unique_ptr<CompiledKernel>> out(n);
     std::vector<codegen::Emitted> emitted;
-    std::vector<std::string> sources;
-    bool all_emitted = true;
-    for (size_t i = 0; i < ks.size(); ++i) {
-      emitted.push_back(codegen::emit(*ks[i], dtypes[i], codegen::Target::Cuda));
-      all_emitted = all_emitted && emitted.back().ok();
-      sources.push_back(emitted.back().source);
+    for (size_t i = 0; i < n; ++i) emitted.push_back(codegen::emit(*ks[i], dtypes[i], codegen::Target::Cuda));
+    const size_t threads = compile_threads();
+    const size_t groups = std::max<size_t>(1, std::min(threads, n / 4));
+    std::vector<size_t> begin(groups + 1);
+    for (size_t g = 0; g <= groups; ++g) begin[g] = n * g / groups;
+    std::vector<NvrtcResult> results(groups);
+    std::vector<std::thread> workers;
+    for (size_t g = 0; g < groups; ++g) {
+      bool all_ok = begin[g + 1] - begin[g] > 1;
+      std::vector<std::string> sources;
+      for (size_t i = begin[g]; i < begin[g + 1]; ++i) {
+        all_ok = all_ok && emitted[i].ok();
+        sources.push_back(emitted[i].source);
+      }
+      if (!all_ok) continue;
+      workers.emplace_back([this, &results, g, src = combine_cuda_sources(sources)] {
+        try {
+          results[g] = nvrtc_compile(src, "iron_batch_" + std::to_string(g), info_.arch);
+        } catch (const std::exception& e) {
+          results[g].ok = false;
+          results[g].log = e.what();
+        }
+      });
     }
-    NvrtcResult nv;
-    if (all_emitted && ks.size() > 1) nv = nvrtc_compile(combine_cuda_sources(sources), "iron_batch", info_.arch);
-    if (!nv.ok) return Device::compile_many(ks, dtypes, threadgroups);
-    ctx_->make_current();
-    CUmodule module = nullptr;
-    drv().check(drv().cuModuleLoadData(&module, nv.cubin.data()), "cuModuleLoadData(batch of " +
-                std::to_string(ks.size()) + " kernels, " + info_.arch + ")");
-    std::shared_ptr<CudaContext> ctx = ctx_;
-    std::shared_ptr<CUmod_st> shared(module, [ctx](CUmodule m) {
-      if (ctx->set_current_quietly()) ctx->drv->cuModuleUnload(m);
-    });
-    for (size_t i = 0; i < ks.size(); ++i) {
-      auto k = std::make_unique<CudaKernel>();
-      k->ctx = ctx_;
-      k->module = module;
-      k->shared_module = shared;
-      k->entry = emitted[i].entry;
-      k->source = std::move(emitted[i].source);
-      k->ptxas_log = nv.log;
-      if (drv().cuModuleGetFunction(&k->fn, module, k->entry.c_str()) != CUDA_SUCCESS) continue;
-      out[i] = std::move(k);
+    for (std::thread& t : workers) t.join();
+    for (size_t g = 0; g < groups; ++g) {
+      if (!results[g].ok) {
+        for (size_t i = begin[g]; i < begin[g + 1]; ++i) {
+          try {
+            out[i] = compile(*ks[i], dtypes[i], threadgroups[i]);
+          } catch (const std::exception&) {
+            // left out: the dispatch compiles it again and reports why
+          }
+        }
+        continue;
+      }
+      ctx_->make_current();
+      CUmodule module = nullptr;
+      drv().check(drv().cuModuleLoadData(&module, results[g].cubin.data()),
+                  "cuModuleLoadData(batch of " + std::to_string(begin[g + 1] - begin[g]) + " kernels, " + info_.arch + ")");
+      std::shared_ptr<CudaContext> ctx = ctx_;
+      std::shared_ptr<CUmod_st> shared(module, [ctx](CUmodule m) {
+        if (ctx->set_current_quietly()) ctx->drv->cuModuleUnload(m);
+      });
+      for (size_t i = begin[g]; i < begin[g + 1]; ++i) {
+        auto k = std::make_unique<CudaKernel>();
+        k->ctx = ctx_;
+        k->module = module;
+        k->shared_module = shared;
+        k->entry = emitted[i].entry;
+        k->source = std::move(emitted[i].source);
+        k->ptxas_log = results[g].log;
+        if (drv().cuModuleGetFunction(&k->fn, module, k->entry.c_str()) != CUDA_SUCCESS) continue;
+        out[i] = std::move(k);
+      }
     }
     return out;
   }
@@ -804,6 +835,14 @@ std::vector<DeviceInfo> list_cuda_devices(std::string* why) {
   }
   if (why) why->clear();
   return out;
+}
+
+size_t compile_threads() {
+  if (const char* v = std::getenv("IRON_COMPILE_THREADS"); v && *v) {
+    const long n = std::strtol(v, nullptr, 10);
+    if (n >= 1 && n <= 1024) return size_t(n);
+  }
+  return std::max<size_t>(1, std::thread::hardware_concurrency());
 }
 
 std::string combine_cuda_sources(const std::vector<std::string>& sources) {
