@@ -179,4 +179,49 @@ TEST(VulkanExactMath, DivisionSqrtAndF16ConversionsAgreeWithTheInterpreterBitFor
   EXPECT_EQ(bad, 0);
 }
 
+// DeviceInfo::f32_denormals_flushed says what a kernel on the device does: a subnormal product
+// (2^-64 * 2^-64) and a subnormal operand (2^-130 + 2^-130) are kept exactly where the probe
+// said preserved and are zero where it said flushed (lavapipe preserves; NVIDIA flushes).
+TEST(VulkanExactMath, TheDenormalProbeMatchesWhatKernelsCompute) {
+  std::unique_ptr<Context> ctx;
+  try {
+    ctx = Context::create(Backend::Vulkan);
+  } catch (const Error& e) {
+    FAIL() << "no Vulkan context: " << e.what();
+  }
+  const DeviceInfo& info = ctx->info();
+  EXPECT_NE(info.float_controls.find(info.f32_denormals_flushed ? "probe: f32 subnormals flushed"
+                                                                : "probe: f32 subnormals preserved"),
+            std::string::npos)
+      << info.float_controls;
+  ir::Kernel k = ir::parse(
+      "kernel denormal_check mode=Elementwise {\n"
+      "  param x: in buf<f32> extent=2\n"
+      "  param y: out buf<f32> extent=2\n"
+      "  %0 = thread_id<0> : u32\n"
+      "  %1 = load<x> %0 : f32\n"
+      "  %2 = mul %1, %1 : f32\n"
+      "  %3 = add %1, %1 : f32\n"
+      "  %4 = const<0> : u32\n"
+      "  %5 = eq %0, %4 : bool\n"
+      "  %6 = select %5, %2, %3 : f32\n"
+      "  store<y> %0, %6\n"
+      "}\n");
+  const float in[2] = {0x1p-64f, 0x1p-130f};
+  float out[2] = {-1.0f, -1.0f};
+  DeviceBuffer x = ctx->alloc(DType::F32, 2), y = ctx->alloc(DType::F32, 2);
+  ctx->upload(x, in, sizeof in);
+  ctx->upload(y, out, sizeof out);
+  ctx->dispatch_with_grid(k, DType::F32, {{"x", x}, {"y", y}}, {}, {1, 1, 1}, {2, 1, 1});
+  ctx->synchronize();
+  ctx->download(y, out, sizeof out);
+  if (info.f32_denormals_flushed) {
+    EXPECT_EQ(out[0], 0.0f);
+    EXPECT_EQ(out[1], 0.0f);
+  } else {
+    EXPECT_EQ(out[0], 0x1p-128f);
+    EXPECT_EQ(out[1], 0x1p-129f);
+  }
+}
+
 }  // namespace
