@@ -130,7 +130,7 @@ struct Gen {
     if (excluded(kSignedRem) && in.op == Op::Rem && in.type == DType::I32) in.op = Op::Div;
     if (excluded(kFloatMinMax) && fl && (in.op == Op::Min || in.op == Op::Max)) in.op = Op::Add;
     if (excluded(kFloatDiv) && fl && in.op == Op::Div) in.op = Op::Mul;
-    if (excluded(kFloatZero) && fl && in.op == Op::Cast && k.insts[in.operands[0]].op == Op::Const &&
+    if ((excluded(kFloatZero) || excluded(kZeroCast)) && fl && in.op == Op::Cast && k.insts[in.operands[0]].op == Op::Const &&
         !float_like(k.insts[in.operands[0]].type) && k.insts[in.operands[0]].imm == 0)
       in.operands[0] = int_const(k.insts[in.operands[0]].type, 1);  // a constant 0.0 in disguise
     if (excluded(kFma) && in.op == Op::Fma) {
@@ -1056,7 +1056,8 @@ ir::Kernel random_program(uint64_t seed, bool reduction_mode, const RandomProgra
 namespace {
 constexpr std::pair<const char*, OpClass> kOpClassNames[] = {
     {"rem", kSignedRem}, {"fcast", kFloatToInt}, {"fminmax", kFloatMinMax}, {"flane", kFloatLane},
-    {"fma", kFma},       {"fzero", kFloatZero},  {"fdiv", kFloatDiv},    {"f16", kF16}};
+    {"fma", kFma},       {"fzero", kFloatZero},  {"fdiv", kFloatDiv},    {"f16", kF16},
+    {"zcast", kZeroCast}};
 }
 
 std::string excluded_op_in(const ir::Kernel& k, uint32_t exclude) {
@@ -1079,7 +1080,7 @@ std::string excluded_op_in(const ir::Kernel& k, uint32_t exclude) {
       if (c.op == Op::Const && float_like(c.type) && c.fimm == 0) found |= kFloatZero;
       if (c.op == Op::Cast && k.insts[c.operands[0]].op == Op::Const && !fl(c.operands[0]) &&
           k.insts[c.operands[0]].imm == 0)
-        found |= kFloatZero;  // a cast of an integer 0: a float zero a driver folds just the same
+        found |= kFloatZero | kZeroCast;  // a cast of an integer 0: a float zero a driver folds just the same
     }
   });
   found &= exclude;

@@ -48,6 +48,8 @@ enum OpClass : uint32_t {
   kFloatDiv = 1u << 6,     // "fdiv":    float division (replaced by mul)
   kF16 = 1u << 7,          // "f16":     f16 values, casts, variables and in_h loads (f32 instead; T is
                            //            never f16: the caller leaves it out of random_launch's dtypes)
+  kZeroCast = 1u << 8,     // "zcast":   casts of an integer or bool constant 0 to a float (1 instead);
+                           //            part of "fzero" too
 };
 // The first excluded class (its name) that `k` still contains, "" if none. The generator keeps
 // them out, but the pipeline can bring some back: const_fold can fold a float zero ("fzero",
