@@ -1,7 +1,8 @@
-// A seeded generator of random IR kernels for differential fuzzing of the optimization
-// pipeline (fuzz_test.cpp): every program verifies and is free of undefined behaviour by
-// construction, so any difference between a program and its optimized form is a pass bug.
-// Also builds the launch each program runs with, runs it through the interpreter and compares.
+// A seeded generator of random IR kernels for differential fuzzing: of the optimization pipeline
+// (tests/unit/fuzz_test.cpp) and across backends (`iron fuzz`, fuzz.hpp). Every program verifies
+// and is free of undefined behaviour by construction, so any difference between a program and
+// its optimized form is a pass bug, and any difference between backends a backend bug. Also
+// builds the launch each program runs with, runs it through the interpreter and compares.
 #pragma once
 
 #include <cstdint>
