@@ -241,6 +241,9 @@ struct Reduction {
 };
 
 constexpr int kMaxReductionAttempts = 160;
+// Wall-clock budgets: a reduction recompiles the program at every attempt (an NVRTC compile is
+// about half a second), so one reduction stops after 20 s and reductions stop after 180 s a run.
+constexpr double kReductionSeconds = 20, kReductionRunSeconds = 180;
 
 ir::Kernel without(const ir::Kernel& k, const std::vector<uint8_t>& removed) {
   ir::Kernel c = k;
@@ -255,6 +258,8 @@ ir::Kernel without(const ir::Kernel& k, const std::vector<uint8_t>& removed) {
 
 Reduction reduce(const Program& p, Runner& ref, Runner& dev, const std::string& first_why, bool signed_zeros_equal) {
   Reduction red{p.kernel, p.optimized, first_why, "", 0};
+  const auto start = Clock::now();
+  auto out_of_time = [&] { return red.attempts >= kMaxReductionAttempts || ms_since(start) > kReductionSeconds * 1000; };
   std::vector<ir::Id> cands;
   ir::walk(p.kernel, [&](ir::Id id) {
     ir::Op o = p.kernel.insts[id].op;
@@ -262,9 +267,9 @@ Reduction reduce(const Program& p, Runner& ref, Runner& dev, const std::string& 
   });
   std::vector<uint8_t> removed(p.kernel.insts.size(), 0);
   size_t chunk = std::max<size_t>(cands.size() / 2, 1);
-  while (!cands.empty() && red.attempts < kMaxReductionAttempts) {
+  while (!cands.empty() && !out_of_time()) {
     bool progress = false;
-    for (size_t i = 0; i < cands.size() && red.attempts < kMaxReductionAttempts;) {
+    for (size_t i = 0; i < cands.size() && !out_of_time();) {
       const size_t end = std::min(cands.size(), i + chunk);
       std::vector<uint8_t> trial = removed;
       for (size_t j = i; j < end; ++j) trial[cands[j]] = 1;
@@ -435,7 +440,7 @@ int fuzz_main(int argc, char** argv) {
 
   uint64_t mismatching_programs = 0, reported = 0, skipped = 0, next_seed = cfg.seed;
   const uint64_t flip_seed = flip_seed_from_env();
-  double generate_ms = 0;
+  double generate_ms = 0, reduce_ms = 0;
   std::vector<Runner*> all;
   for (auto& r : interps) all.push_back(r.get());
   for (auto& r : devices) all.push_back(r.get());
@@ -525,8 +530,10 @@ int fuzz_main(int argc, char** argv) {
           m["ir"] = ir::print(p.kernel);
           codegen::Emitted e = codegen::emit(p.optimized, p.launch.dtype, target);
           m["source"] = e.ok() ? e.source : e.diags.render(p.optimized);
-          if (gen_error[i].empty() && cfg.reduce) {
+          if (gen_error[i].empty() && cfg.reduce && reduce_ms < kReductionRunSeconds * 1000) {
+            auto tr = Clock::now();
             Reduction red = reduce(p, *pair.ref, *pair.dev, why, cfg.signed_zeros_equal);
+            reduce_ms += ms_since(tr);
             if (red.kernel.insts.size() < p.kernel.insts.size()) {
               codegen::Emitted re = codegen::emit(red.optimized, p.launch.dtype, target);
               m["reduced"] = {{"difference", red.difference},
@@ -559,7 +566,7 @@ int fuzz_main(int argc, char** argv) {
   for (const Pair& p : pairs)
     pair_list.push_back({{"reference", p.ref->label}, {"backend", p.dev->label}, {"lane_width", p.dev->lane_width},
                          {"mismatches", p.mismatches}});
-  json timing = {{"generate_and_optimize_ms", generate_ms}};
+  json timing = {{"generate_and_optimize_ms", generate_ms}, {"reduce_ms", reduce_ms}};
   for (Runner* r : all) {
     timing[r->label + "_run_ms"] = r->run_ms;
     if (r->ctx) timing[r->label + "_compile_ms"] = r->compile_ms;

@@ -1,8 +1,10 @@
-// The random program generator behind fuzz_test.cpp: builds IR instruction by instruction (the
-// way src/dsl/tracer.cpp does) from a splitmix64 stream, choosing shapes that make each pass of
-// the pipeline fire, while keeping every program verified and free of undefined behaviour: safe
-// divisors, constant or masked shift amounts, in-bounds indices, small loop trip counts, and
-// barriers and lane reductions only in threadgroup-uniform control flow.
+// The random program generator behind fuzz_test.cpp and `iron fuzz`: builds IR instruction by
+// instruction (the way src/dsl/tracer.cpp does) from a splitmix64 stream, choosing shapes that
+// make each pass of the pipeline fire, while keeping every program verified and free of
+// undefined behaviour: in-bounds indices, small loop trip counts, threadgroup memory written
+// before it is read, and barriers and lane reductions only in threadgroup-uniform control flow.
+// Integer division by zero and shifts of 32 or more are used freely: docs/semantics.md defines
+// them.
 #include "fuzz/random_program.hpp"
 
 #include <algorithm>
@@ -160,7 +162,7 @@ struct Gen {
     if (excluded(kSignedRem) && in.op == Op::Rem && in.type == DType::I32) in.op = Op::Div;
     if (excluded(kFloatMinMax) && fl && (in.op == Op::Min || in.op == Op::Max)) in.op = Op::Add;
     if (excluded(kFloatDiv) && fl && in.op == Op::Div) in.op = Op::Mul;
-    if (excluded(kFloatZero) && fl && in.op == Op::Cast && k.insts[in.operands[0]].op == Op::Const &&
+    if ((excluded(kFloatZero) || excluded(kZeroCast)) && fl && in.op == Op::Cast && k.insts[in.operands[0]].op == Op::Const &&
         !float_like(k.insts[in.operands[0]].type) && k.insts[in.operands[0]].imm == 0)
       in.operands[0] = int_const(k.insts[in.operands[0]].type, 1);  // a constant 0.0 in disguise
     if (excluded(kFma) && in.op == Op::Fma) {
@@ -239,19 +241,18 @@ struct Gen {
   DType no_f16(DType t) const { return t == DType::F16 && excluded(kF16) ? DType::F32 : t; }
   DType int_type() { return rng.chance(0.5) ? DType::I32 : DType::U32; }
 
-  // A divisor in [1, 127]: never zero, and for i32 never -1 (INT_MIN / -1 overflows). Cross-
-  // backend programs also divide by any value (zero, -1 included: defined by docs/semantics.md,
-  // and the divisors every backend must get right).
+  // A divisor: often in [1, 127], else any value, zero and -1 included (x / 0 and INT_MIN / -1
+  // are defined by docs/semantics.md, and the divisors every backend and pass must get right).
   Id safe_divisor(DType t) {
-    if (xb && rng.chance(0.4)) return rng.chance(0.3) ? int_const(t, rng.pick<int64_t>({0, -1, 0, 1})) : pick(t);
+    if (rng.chance(0.4)) return rng.chance(0.3) ? int_const(t, rng.pick<int64_t>({0, -1, 0, 1})) : pick(t);
     return op(Op::Or, t, {op(Op::And, t, {pick(t), int_const(t, 127)}), int_const(t, 1)});
   }
 
-  // A shift amount in [0, 31]: a constant, or a value masked to 5 bits. Cross-backend programs
-  // also shift by any amount (32 and more included: defined as saturating).
+  // A shift amount: often in [0, 31] (a constant, or a value masked to 5 bits), else any amount,
+  // 32 and more included (defined: the result saturates).
   Id shift_amount() {
     DType st = int_type();
-    if (xb && rng.chance(0.35)) return rng.chance(0.5) ? int_const(st, rng.range(28, 40)) : pick(st);
+    if (rng.chance(0.35)) return rng.chance(0.5) ? int_const(st, rng.range(28, 40)) : pick(st);
     if (rng.chance(0.7)) return int_const(st, rng.range(0, 31));
     return op(Op::And, st, {pick(st), int_const(st, 31)});
   }
@@ -1086,7 +1087,8 @@ ir::Kernel random_program(uint64_t seed, bool reduction_mode, const RandomProgra
 namespace {
 constexpr std::pair<const char*, OpClass> kOpClassNames[] = {
     {"rem", kSignedRem}, {"fcast", kFloatToInt}, {"fminmax", kFloatMinMax}, {"flane", kFloatLane},
-    {"fma", kFma},       {"fzero", kFloatZero},  {"fdiv", kFloatDiv},    {"f16", kF16}};
+    {"fma", kFma},       {"fzero", kFloatZero},  {"fdiv", kFloatDiv},    {"f16", kF16},
+    {"zcast", kZeroCast}};
 }
 
 std::string excluded_op_in(const ir::Kernel& k, uint32_t exclude) {
@@ -1109,7 +1111,7 @@ std::string excluded_op_in(const ir::Kernel& k, uint32_t exclude) {
       if (c.op == Op::Const && float_like(c.type) && c.fimm == 0) found |= kFloatZero;
       if (c.op == Op::Cast && k.insts[c.operands[0]].op == Op::Const && !fl(c.operands[0]) &&
           k.insts[c.operands[0]].imm == 0)
-        found |= kFloatZero;  // a cast of an integer 0: a float zero a driver folds just the same
+        found |= kFloatZero | kZeroCast;  // a cast of an integer 0: a float zero a driver folds just the same
     }
   });
   found &= exclude;

@@ -1,7 +1,8 @@
-// A seeded generator of random IR kernels for differential fuzzing of the optimization
-// pipeline (fuzz_test.cpp): every program verifies and is free of undefined behaviour by
-// construction, so any difference between a program and its optimized form is a pass bug.
-// Also builds the launch each program runs with, runs it through the interpreter and compares.
+// A seeded generator of random IR kernels for differential fuzzing: of the optimization pipeline
+// (tests/unit/fuzz_test.cpp) and across backends (`iron fuzz`, fuzz.hpp). Every program verifies
+// and is free of undefined behaviour by construction, so any difference between a program and
+// its optimized form is a pass bug, and any difference between backends a backend bug. Also
+// builds the launch each program runs with, runs it through the interpreter and compares.
 #pragma once
 
 #include <cstdint>
@@ -62,6 +63,8 @@ enum OpClass : uint32_t {
   kFloatDiv = 1u << 6,     // "fdiv":    float division (replaced by mul)
   kF16 = 1u << 7,          // "f16":     f16 values, casts, variables and in_h loads (f32 instead; T is
                            //            never f16: the caller leaves it out of random_launch's dtypes)
+  kZeroCast = 1u << 8,     // "zcast":   casts of an integer or bool constant 0 to a float (1 instead);
+                           //            part of "fzero" too
 };
 // The first excluded class (its name) that `k` still contains, "" if none. The generator keeps
 // them out, but the pipeline can bring some back: const_fold can fold a float zero ("fzero",
