@@ -148,7 +148,7 @@ void add_fuzz_commands(CLI::App& app, Commands& out) {
   fuzz->add_option("--programs", o.programs, "How many programs (default 1000)");
   fuzz->add_option("--seed", o.seed, "First seed (default 1); program i uses seed + i");
   fuzz->add_option("--lane-width", o.lane_width, "Interpreter lane width; must equal every device's (default: theirs)");
-  fuzz->add_option("--exclude", o.exclude, "Op classes to leave out, comma-separated: rem, fcast, fminmax, flane, fma, fzero, fdiv, f16, zcast");
+  fuzz->add_option("--exclude", o.exclude, "Op classes to leave out, comma-separated: rem, fcast, fminmax, flane, fma, fzero, fdiv, f16, zcast, nzero");
   fuzz->add_option("--batch", o.batch, "Programs generated and compiled together (default 128; CUDA splits them into one NVRTC module per CPU thread)");
   fuzz->add_option("--reports", o.reports, "Mismatches reported with IR and source (default 20; the rest in one line)");
   fuzz->add_option("--relax", o.relax, "signed-zero: count -0 and +0 as equal (a driver that does not keep the sign)");

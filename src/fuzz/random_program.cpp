@@ -187,6 +187,7 @@ struct Gen {
   }
   Id float_const(DType t, double v) {
     if (v == 0 && excluded(kFloatZero)) v = 0.25;
+    if (v == 0 && std::signbit(v) && excluded(kNegZero)) v = 0.0;
     Inst c = make(Op::Const, t);
     c.fimm = v;
     return emit(c, true);
@@ -1088,7 +1089,7 @@ namespace {
 constexpr std::pair<const char*, OpClass> kOpClassNames[] = {
     {"rem", kSignedRem}, {"fcast", kFloatToInt}, {"fminmax", kFloatMinMax}, {"flane", kFloatLane},
     {"fma", kFma},       {"fzero", kFloatZero},  {"fdiv", kFloatDiv},    {"f16", kF16},
-    {"zcast", kZeroCast}};
+    {"zcast", kZeroCast}, {"nzero", kNegZero}};
 }
 
 std::string excluded_op_in(const ir::Kernel& k, uint32_t exclude) {
@@ -1109,6 +1110,7 @@ std::string excluded_op_in(const ir::Kernel& k, uint32_t exclude) {
     for (int i = 0; arith && f && i < in.num_operands; ++i) {
       const ir::Inst& c = k.insts[in.operands[i]];
       if (c.op == Op::Const && float_like(c.type) && c.fimm == 0) found |= kFloatZero;
+      if (c.op == Op::Const && float_like(c.type) && c.fimm == 0 && std::signbit(c.fimm)) found |= kNegZero;
       if (c.op == Op::Cast && k.insts[c.operands[0]].op == Op::Const && !fl(c.operands[0]) &&
           k.insts[c.operands[0]].imm == 0)
         found |= kFloatZero | kZeroCast;  // a cast of an integer 0: a float zero a driver folds just the same

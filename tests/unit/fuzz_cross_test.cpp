@@ -101,8 +101,8 @@ TEST(FuzzCross, ThreadgroupArraysAreWrittenBeforeAnyRead) {
 TEST(FuzzCross, ExcludedOpClassesAreAbsent) {
   uint32_t all = 0;
   std::string why;
-  ASSERT_TRUE(fuzz::parse_op_classes("rem,fcast,fminmax,flane,fma,fzero,fdiv,f16,zcast", all, why)) << why;
-  EXPECT_EQ(fuzz::op_class_names(all), "rem,fcast,fminmax,flane,fma,fzero,fdiv,f16,zcast");
+  ASSERT_TRUE(fuzz::parse_op_classes("rem,fcast,fminmax,flane,fma,fzero,fdiv,f16,zcast,nzero", all, why)) << why;
+  EXPECT_EQ(fuzz::op_class_names(all), "rem,fcast,fminmax,flane,fma,fzero,fdiv,f16,zcast,nzero");
   uint32_t bad = 0;
   EXPECT_FALSE(fuzz::parse_op_classes("rem,modulo", bad, why));
   EXPECT_NE(why.find("'modulo'"), std::string::npos) << why;
