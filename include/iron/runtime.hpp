@@ -41,6 +41,12 @@ struct DeviceInfo {
   uint64_t memory_bytes = 0;
   bool f16 = false;
   bool bf16 = false;               // bf16 storage (computed through f32 where not native)
+  // f32 subnormals in shaders: false = preserved (IEEE, docs/semantics.md), true = flushed to
+  // zero. Vulkan measures it once per opened device with a probe shader: the float-controls
+  // properties say what a shader may request, not what it gets by default (lavapipe reports no
+  // preserve and preserves; NVIDIA reports no preserve and flushes).
+  bool f32_denormals_flushed = false;
+  std::string float_controls;      // Vulkan: the driver's float-controls properties and the probe
 };
 
 // A device allocation with a dtype and an element count. Copyable handle; freed with the last copy.
@@ -101,6 +107,17 @@ class Context {
                          const Constexprs& constexprs, Dim3 grid, Dim3 threadgroup) const;
   void synchronize();
   size_t pipeline_cache_size() const;
+  // Drops every pipeline of the memory cache (a long run of one-off kernels, as `iron fuzz`
+  // makes, would otherwise keep them all). Later dispatches rebuild what they need.
+  void clear_pipeline_cache();
+
+  // Builds the pipelines of several kernels at once (kernel i at dtypes[i] and threadgroups[i])
+  // into the memory cache, so their dispatches find them there. A device that can put many
+  // entry points into one module does (CUDA: one NVRTC compile for all); the others compile each
+  // in turn. A kernel that fails here is left out: its dispatch compiles it again and reports
+  // the error. Bypasses the disk cache (for many one-off kernels, as `iron fuzz` runs).
+  void precompile(const std::vector<const ir::Kernel*>& kernels, const std::vector<DType>& dtypes,
+                  const std::vector<Dim3>& threadgroups);
 
   // Compile cache counters of this Context. Memory: pipeline look-ups by dispatch_with_grid and
   // time_dispatch (a hit reuses a pipeline this Context built). Disk: look-ups after a memory miss;

@@ -227,6 +227,12 @@ int cmd_passthrough(const std::vector<std::string>& args, bool as_json) {
                   << ", threadgroup memory " << m.value("shared_memory_bytes", 0) << " B, memory " << mem
                   << ", f16 " << (m.value("f16", false) ? "yes" : "no") << ", bf16 " << (m.value("bf16", false) ? "yes" : "no")
                   << "\n";
+        if (m.contains("f32_denormals") && m["f32_denormals"].is_string()) {
+          bool has_fc = m.contains("float_controls") && m["float_controls"].is_string();
+          std::string fc = has_fc ? m["float_controls"].get<std::string>() : std::string();
+          std::cout << "  f32 subnormals " << m["f32_denormals"].get<std::string>() << (fc.empty() ? "" : " (" + fc + ")")
+                    << "\n";
+        }
       } else {
         std::cout << m["backend"].get<std::string>() << ": unavailable (" << m.value("why", std::string()) << ")\n";
       }
@@ -346,6 +352,7 @@ int run_main(int argc, char** argv) {
   iron::cli::Commands extra;
   iron::cli::add_bench_commands(app, extra);
   iron::cli::add_compare_commands(app, extra);
+  iron::cli::add_fuzz_commands(app, extra);
 
   // Exit codes: --help and --version 0; every usage error (unknown flag, bad value, missing
   // argument) 2, whatever CLI11's own code for it is.

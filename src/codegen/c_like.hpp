@@ -75,6 +75,11 @@ class Dialect {
   // f32 min/max (docs/semantics.md: one NaN operand loses, -0 < +0) and float -> i32/u32 casts
   // (truncating, saturating, NaN -> 0): helpers or built-ins, whichever is exact on the target.
   virtual std::string fmin_fmax(EmitState& s, bool is_max, const std::string& a, const std::string& b) const = 0;
+  // f32 division (IEEE, correctly rounded): the `/` operator, or a helper where the target's
+  // `/` is not exact (GLSL: Vulkan allows 2.5 ulp).
+  virtual std::string float_div(EmitState&, const std::string& a, const std::string& b) const {
+    return "(" + a + " / " + b + ")";
+  }
   // Definition of helper `name` (one of EmitState::helpers).
   virtual std::string helper(const std::string& name) const = 0;
   // "__device__ __forceinline__ " or "": what precedes a helper function's return type.

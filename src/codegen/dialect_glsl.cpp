@@ -1,6 +1,7 @@
-// GLSL 450 dialect for Vulkan (compiled to SPIR-V by spirv.cpp). f16 uses 16-bit storage with
-// float16_t; bf16 has no GLSL type, so it is stored as uint16_t and converted explicitly
-// (exact widening, round-to-nearest-even narrowing). Lane reductions are subgroupShuffleXor
+// GLSL 450 dialect for Vulkan (compiled to SPIR-V by spirv.cpp). f16 and bf16 are stored as
+// uint16_t and converted explicitly (exact widening, round-to-nearest-even narrowing: GLSL
+// leaves float16_t(x) rounding to the driver). f32 division and sqrt go through the exact
+// helpers of glsl_exact_math.inc (Vulkan allows 2.5 ulp division and an inexact sqrt). Lane reductions are subgroupShuffleXor
 // butterflies in the interpreter's order; the subgroup size is queried from the device, never
 // assumed. Ops GLSL leaves undefined (integer division by zero, shifts >= 32, out-of-range
 // float->int, min/max of NaN) go through helpers with the results of docs/semantics.md.
@@ -13,6 +14,35 @@
 
 namespace iron::codegen {
 namespace {
+
+// The helpers of glsl_exact_math.inc as strings (the unit tests compile the same text as C++).
+#define IRON_GLSL_HELPER(name, ...) const char* const kGlsl_##name = #__VA_ARGS__;
+#include "codegen/glsl_exact_math.inc"
+#undef IRON_GLSL_HELPER
+
+// Stringizing puts a helper on one line; this breaks it after `{`, `}` and statement `;` and
+// indents by brace depth, so the generated shader stays readable.
+std::string glsl_lines(const char* text) {
+  std::string out;
+  int depth = 0, parens = 0;
+  bool line_start = true;
+  for (const char* c = text; *c; ++c) {
+    if (line_start && *c == ' ') continue;
+    if (*c == '}') --depth;
+    if (line_start) out.append(size_t(depth < 0 ? 0 : depth) * 2, ' ');
+    line_start = false;
+    out += *c;
+    if (*c == '(') ++parens;
+    if (*c == ')') --parens;
+    if (*c == '{') ++depth;
+    if (*c == '{' || *c == '}' || (*c == ';' && parens == 0)) {
+      out += '\n';
+      line_start = true;
+    }
+  }
+  if (!line_start) out += '\n';
+  return out;
+}
 
 const char* axis_name(int64_t a) { return a == 0 ? "x" : a == 1 ? "y" : "z"; }
 
@@ -30,7 +60,7 @@ class GlslDialect final : public Dialect {
   }
   static std::string storage_type(DType t) {
     switch (t) {
-      case DType::F16: return "float16_t";
+      case DType::F16: return "uint16_t";
       case DType::BF16: return "uint16_t";
       case DType::I32: return "int";
       case DType::U32: return "uint";
@@ -51,8 +81,7 @@ class GlslDialect final : public Dialect {
     out += "#version 450\n";
     out += "// Iron kernel " + k.name + " (" + dtype_name(s.dtype) + "), GLSL. Generated: do not edit.\n";
     if (s.uses_16bit_storage) out += "#extension GL_EXT_shader_16bit_storage : require\n";
-    if (s.uses_f16) out += "#extension GL_EXT_shader_explicit_arithmetic_types_float16 : require\n";
-    if (s.uses_bf16) out += "#extension GL_EXT_shader_explicit_arithmetic_types_int16 : require\n";
+    if (s.uses_f16 || s.uses_bf16) out += "#extension GL_EXT_shader_explicit_arithmetic_types_int16 : require\n";
     if (s.uses_lane_ops) {
       out += "#extension GL_KHR_shader_subgroup_basic : require\n";
       out += "#extension GL_KHR_shader_subgroup_shuffle : require\n";
@@ -169,7 +198,7 @@ class GlslDialect final : public Dialect {
   std::string load(EmitState& s, const ir::Param& p, const std::string& idx) const override {
     std::string e = param_name(p) + ".data[" + idx + "]";
     switch (s.concrete(p.dtype)) {
-      case DType::F16: return "float(" + e + ")";
+      case DType::F16: s.helpers.insert("f16"); return "iron_f16_to_f32(uint(" + e + "))";
       case DType::BF16: return "iron_bf16_to_f32(" + e + ")";
       default: return e;
     }
@@ -178,7 +207,7 @@ class GlslDialect final : public Dialect {
   std::string store(EmitState& s, const ir::Param& p, const std::string& idx, const std::string& v) const override {
     std::string e = param_name(p) + ".data[" + idx + "] = ";
     switch (s.concrete(p.dtype)) {
-      case DType::F16: return e + "float16_t(" + v + ")";
+      case DType::F16: s.helpers.insert("f16"); return e + "uint16_t(iron_f32_to_f16(" + v + "))";
       case DType::BF16: return e + "iron_f32_to_bf16(" + v + ")";
       default: return e + v;
     }
@@ -202,7 +231,7 @@ class GlslDialect final : public Dialect {
     switch (in.op) {
       case ir::Op::Exp: return "exp(" + a[0] + ")";
       case ir::Op::Log: return "log(" + a[0] + ")";
-      case ir::Op::Sqrt: return "sqrt(" + a[0] + ")";
+      case ir::Op::Sqrt: s.helpers.insert("fsqrt"); return "iron_sqrt_f32(" + a[0] + ")";
       case ir::Op::Rsqrt: return "inversesqrt(" + a[0] + ")";
       case ir::Op::Tanh: return "tanh(" + a[0] + ")";
       case ir::Op::Abs: return t == DType::U32 ? a[0] : "abs(" + a[0] + ")";
@@ -226,7 +255,7 @@ class GlslDialect final : public Dialect {
     std::string as_float = is_float(from) ? x : "float(" + x + ")";
     switch (to) {
       case DType::F32: return as_float;
-      case DType::F16: return "float(float16_t(" + as_float + "))";
+      case DType::F16: s.helpers.insert("f16"); return "iron_f16_to_f32(iron_f32_to_f16(" + as_float + "))";
       case DType::BF16: return "iron_bf16_to_f32(iron_f32_to_bf16(" + as_float + "))";
       default: return reg_type(to) + "(" + x + ")";
     }
@@ -254,8 +283,17 @@ class GlslDialect final : public Dialect {
     s.helpers.insert(is_max ? "fmax" : "fmin");
     return std::string(is_max ? "iron_fmax(" : "iron_fmin(") + a + ", " + b + ")";
   }
+  std::string float_div(EmitState& s, const std::string& a, const std::string& b) const override {
+    s.helpers.insert("fdiv");
+    return "iron_div_f32(" + a + ", " + b + ")";
+  }
   const char* helper_prefix() const override { return ""; }
   std::string helper(const std::string& name) const override {
+    // The driver's own results are only the starting estimates (glsl_exact_math.inc).
+    if (name == "f16") return glsl_lines(kGlsl_f16_conversions);
+    if (name == "fdiv")
+      return "float iron_div_estimate(float x, float y) { return x / y; }\n" + glsl_lines(kGlsl_fdiv);
+    if (name == "fsqrt") return "float iron_sqrt_estimate(float x) { return sqrt(x); }\n" + glsl_lines(kGlsl_fsqrt);
     if (name == "f2i")
       return "int iron_f2i(float x) {\n"
              "  if ((floatBitsToUint(x) & 0x7fffffffu) > 0x7f800000u) return 0;\n"
@@ -299,7 +337,7 @@ class GlslDialect final : public Dialect {
 
   // Wide views are extra declarations of the same binding with a vector element type (SPIR-V
   // allows aliased storage-buffer variables): vec/ivec/uvec for 32-bit elements, and uint words
-  // holding two 16-bit values each for f16 (unpackHalf2x16) and bf16 (shifts).
+  // holding two 16-bit values each for f16 (iron_f16_to_f32) and bf16 (shifts).
   static std::string view_type(DType t, int chunk) {
     if (dtype_size(t) == 2) return chunk == 8 ? "uvec4" : chunk == 4 ? "uvec2" : "uint";
     std::string base = t == DType::I32 ? "ivec" : t == DType::U32 ? "uvec" : "vec";
@@ -311,6 +349,7 @@ class GlslDialect final : public Dialect {
   void load_group(EmitState& s, const ir::Param& p, const std::string& idx, int width, const std::string& array,
                   std::vector<std::string>& lines) const override {
     DType t = s.concrete(p.dtype);
+    if (t == DType::F16) s.helpers.insert("f16");
     int chunk = chunk_elems(t, width);
     static const char* comp[] = {"x", "y", "z", "w"};
     for (int o = 0; o < width; o += chunk) {
@@ -323,7 +362,7 @@ class GlslDialect final : public Dialect {
           std::string word = words == 1 ? std::string("t") : "t." + std::string(comp[q]);
           std::string lo = array + "[" + std::to_string(o + 2 * q) + "]", hi = array + "[" + std::to_string(o + 2 * q + 1) + "]";
           if (t == DType::F16)
-            l += " { vec2 f = unpackHalf2x16(" + word + "); " + lo + " = f.x; " + hi + " = f.y; }";
+            l += " " + lo + " = iron_f16_to_f32(" + word + " & 0xffffu); " + hi + " = iron_f16_to_f32(" + word + " >> 16);";
           else
             l += " " + lo + " = uintBitsToFloat(" + word + " << 16); " + hi + " = uintBitsToFloat(" + word + " & 0xffff0000u);";
         }
@@ -337,6 +376,7 @@ class GlslDialect final : public Dialect {
   void store_group(EmitState& s, const ir::Param& p, const std::string& idx, const std::vector<std::string>& values,
                    std::vector<std::string>& lines) const override {
     DType t = s.concrete(p.dtype);
+    if (t == DType::F16) s.helpers.insert("f16");
     int width = int(values.size()), chunk = chunk_elems(t, width);
     for (int o = 0; o < width; o += chunk) {
       std::string w = view_type(t, chunk);
@@ -347,7 +387,7 @@ class GlslDialect final : public Dialect {
           const std::string& a = values[size_t(o + e)];
           const std::string& b = values[size_t(o + e + 1)];
           make += (e ? ", " : "");
-          if (t == DType::F16) make += "packHalf2x16(vec2(" + a + ", " + b + "))";
+          if (t == DType::F16) make += "(iron_f32_to_f16(" + a + ") | (iron_f32_to_f16(" + b + ") << 16))";
           else make += "(uint(iron_f32_to_bf16(" + a + ")) | (uint(iron_f32_to_bf16(" + b + ")) << 16))";
         }
       } else {

@@ -149,7 +149,7 @@ struct Emitter {
       case ir::Op::Add: return "(" + a + " + " + b + ")";
       case ir::Op::Sub: return "(" + a + " - " + b + ")";
       case ir::Op::Mul: return "(" + a + " * " + b + ")";
-      case ir::Op::Div: return "(" + a + " / " + b + ")";
+      case ir::Op::Div: return is_float(t) ? d.float_div(s, a, b) : "(" + a + " / " + b + ")";
       case ir::Op::Rem: return "(" + a + " % " + b + ")";
       case ir::Op::And: return boolean ? "(" + a + " && " + b + ")" : "(" + a + " & " + b + ")";
       case ir::Op::Or: return boolean ? "(" + a + " || " + b + ")" : "(" + a + " | " + b + ")";

@@ -24,6 +24,8 @@
 //     metrics.launch_floor_us (the measured launch latency floor of the run)
 //   bench_start {kernel, bench, dtype, index, total}   (progress; names the bench in flight)
 //   calibration {backend, device, copy_gbps, fma_gflops, ...}   (iron calibrate)
+//   fuzz_mismatch {seed, mode, reference, backend, lane_width, launch, difference, reproduce,
+//                  ir?, source?, reduced?}   fuzz_summary {programs, mismatches, pairs, ...}   (iron fuzz)
 //   A snapshot file (.iron/snaps/NAME.json) is {"v", "name", "created", "results": [bench...]};
 //   a record of `iron snap --processes P` (P >= 2) adds "processes" and "runs_us" (one samples
 //   array per process; "samples_us" holds them all).

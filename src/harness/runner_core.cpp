@@ -180,7 +180,9 @@ json device_json(const DeviceInfo& d) {
           {"shared_memory_bytes", d.shared_memory_bytes},
           {"memory_bytes", d.memory_bytes},
           {"f16", d.f16},
-          {"bf16", d.bf16}};
+          {"bf16", d.bf16},
+          {"f32_denormals", d.f32_denormals_flushed ? "flushed" : "preserved"},
+          {"float_controls", d.float_controls}};
 }
 
 int cmd_device() {

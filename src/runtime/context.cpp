@@ -271,6 +271,13 @@ size_t Context::pipeline_cache_size() const {
   return cache_->pipelines.size();
 }
 
+void Context::clear_pipeline_cache() {
+  device_->synchronize();  // nothing in flight may still use a pipeline
+  std::lock_guard lock(cache_->mu);
+  for (auto& [kernel, r] : cache_->registered) r.pipelines.clear();  // they point into `pipelines`
+  cache_->pipelines.clear();
+}
+
 namespace {
 
 std::string dim_text(Dim3 d) {
@@ -664,6 +671,58 @@ std::unique_ptr<rt::CompiledKernel> Context::build(const ir::Kernel& kernel, DTy
     c.stats.disk_writes += disk->stats().writes - writes_before;
   }
   return compiled;
+}
+
+std::vector<std::unique_ptr<rt::CompiledKernel>> rt::Device::compile_many(const std::vector<const ir::Kernel*>& ks,
+                                                                        const std::vector<DType>& dtypes,
+                                                                        const std::vector<Dim3>& threadgroups) {
+  std::vector<std::unique_ptr<CompiledKernel>> out(ks.size());
+  for (size_t i = 0; i < ks.size(); ++i) {
+    try {
+      out[i] = compile(*ks[i], dtypes[i], threadgroups[i]);
+    } catch (const std::exception&) {
+      // Left out: the kernel's dispatch compiles it again and reports why.
+    }
+  }
+  return out;
+}
+
+void Context::precompile(const std::vector<const ir::Kernel*>& kernels, const std::vector<DType>& dtypes,
+                         const std::vector<Dim3>& threadgroups) {
+  if (dtypes.size() != kernels.size() || threadgroups.size() != kernels.size())
+    throw Error("precompile: " + std::to_string(kernels.size()) + " kernels, " + std::to_string(dtypes.size()) +
+                " dtypes and " + std::to_string(threadgroups.size()) + " threadgroups");
+  const bool by_shape = device_->pipeline_depends_on_threadgroup();
+  std::vector<Cache::Key> keys;
+  std::vector<ir::Kernel> optimized;
+  std::vector<DType> ds;
+  std::vector<Dim3> tgs;
+  for (size_t i = 0; i < kernels.size(); ++i) {
+    const ir::Kernel& k = *kernels[i];
+    const DType d = normalize(k, dtypes[i]);
+    const Dim3 shape = by_shape ? threadgroups[i] : Dim3{0, 0, 0};
+    Cache::Key key{ir::content_hash(k), k.name, d, shape.x, shape.y, shape.z};
+    {
+      std::lock_guard lock(cache_->mu);
+      if (cache_->pipelines.count(key)) continue;
+    }
+    if (std::find(keys.begin(), keys.end(), key) != keys.end()) continue;
+    try {
+      optimized.push_back(passes::optimize(k));
+    } catch (const std::exception&) {
+      continue;  // the dispatch reports it
+    }
+    keys.push_back(key);
+    ds.push_back(d);
+    tgs.push_back(threadgroups[i]);
+  }
+  if (keys.empty()) return;
+  std::vector<const ir::Kernel*> ptrs;
+  for (const ir::Kernel& k : optimized) ptrs.push_back(&k);
+  std::vector<std::unique_ptr<rt::CompiledKernel>> built = device_->compile_many(ptrs, ds, tgs);
+  std::lock_guard lock(cache_->mu);
+  for (size_t i = 0; i < keys.size() && i < built.size(); ++i)
+    if (built[i]) cache_->pipelines.emplace(keys[i], std::move(built[i]));
 }
 
 void Context::dispatch_with_grid(const ir::Kernel& kernel, DType dtype, const Bindings& buffers,

@@ -49,6 +49,11 @@ class Device {
   // (specialization constants); CUDA ignores it. Throws iron::Error with the compiler log.
   virtual std::unique_ptr<CompiledKernel> compile(const ir::Kernel& k, DType dtype, Dim3 threadgroup) = 0;
   virtual bool pipeline_depends_on_threadgroup() const = 0;
+  // compile() for several kernels (Context::precompile); entry i is null where kernel i failed.
+  // The default compiles each in turn; CUDA builds one module for all of them.
+  virtual std::vector<std::unique_ptr<CompiledKernel>> compile_many(const std::vector<const ir::Kernel*>& ks,
+                                                                    const std::vector<DType>& dtypes,
+                                                                    const std::vector<Dim3>& threadgroups);
 
   // Disk cache (Context::pipeline). cache_fingerprint() names everything about this device and
   // its toolchain that changes compile()'s binary (CUDA: arch, NVRTC version and options;
@@ -95,5 +100,13 @@ struct NvrtcResult {
   std::vector<char> cubin;
 };
 NvrtcResult nvrtc_compile(const std::string& source, const std::string& name, const std::string& arch);
+
+// One CUDA translation unit from several emitted kernels (Device::compile_many): the #include
+// lines of all of them once at the top, then each source in a namespace of its own, so their
+// helper functions do not collide; the extern "C" entry points keep their names.
+std::string combine_cuda_sources(const std::vector<std::string>& sources);
+// How many NVRTC compiles CudaDevice::compile_many runs at once: IRON_COMPILE_THREADS (1..1024)
+// when set, else the machine's hardware threads.
+size_t compile_threads();
 
 }  // namespace iron::rt

@@ -41,8 +41,33 @@ TEST(Codegen, SixteenBitDtypesAreStoredNarrowAndComputedInF32) {
   EXPECT_NE(glsl_bf16.find("readonly buffer"), std::string::npos);
 
   std::string glsl_f16 = codegen::emit(k, DType::F16, codegen::Target::Glsl).source;
-  EXPECT_NE(glsl_f16.find("float16_t data[]"), std::string::npos) << glsl_f16;
+  // f16 is stored as 16 bits too and narrowed by Iron's own round-to-nearest-even helper:
+  // GLSL's float16_t(x) rounding is the driver's (NVIDIA gives 65504 where inf is due).
+  EXPECT_NE(glsl_f16.find("uint16_t data[]"), std::string::npos) << glsl_f16;
+  EXPECT_NE(glsl_f16.find("iron_f32_to_f16("), std::string::npos);
+  EXPECT_EQ(glsl_f16.find("float16_t"), std::string::npos);
   EXPECT_NE(glsl_f16.find("GL_EXT_shader_16bit_storage"), std::string::npos);
+}
+
+TEST(Codegen, GlslFloatDivisionAndSqrtUseTheExactHelpers) {
+  // Vulkan allows 2.5 ulp for `/` and an inexact sqrt: GLSL calls the exact helpers instead
+  // (glsl_exact_math.inc); CUDA's `/` and sqrtf are IEEE under NVRTC's defaults.
+  const ir::Kernel k = ir::parse(
+      "kernel div_sqrt mode=Elementwise {\n"
+      "  param x: in buf<f32> extent=4\n"
+      "  param y: out buf<f32> extent=4\n"
+      "  %0 = thread_id<0> : u32\n"
+      "  %1 = load<x> %0 : f32\n"
+      "  %2 = sqrt %1 : f32\n"
+      "  %3 = div %2, %1 : f32\n"
+      "  store<y> %0, %3\n"
+      "}\n");
+  std::string glsl = codegen::emit(k, DType::F32, codegen::Target::Glsl).source;
+  EXPECT_NE(glsl.find("iron_div_f32(v"), std::string::npos) << glsl;
+  EXPECT_NE(glsl.find("iron_sqrt_f32(v"), std::string::npos) << glsl;
+  EXPECT_EQ(glsl.find(" / v"), std::string::npos) << glsl;
+  std::string cuda = codegen::emit(k, DType::F32, codegen::Target::Cuda).source;
+  EXPECT_EQ(cuda.find("iron_div_f32"), std::string::npos) << cuda;
 }
 
 TEST(Codegen, VectorGroupsBecome128BitAccesses) {

@@ -21,7 +21,7 @@
 
 #include "core/ir.hpp"
 #include "passes/pass.hpp"
-#include "random_program.hpp"
+#include "fuzz/random_program.hpp"
 
 using namespace iron;
 using fuzz::RandomLaunch;
@@ -36,9 +36,8 @@ uint64_t env_u64(const char* name, uint64_t fallback) {
 }
 size_t program_count() { return size_t(env_u64("IRON_FUZZ_PROGRAMS", 2000)); }
 uint64_t first_seed() { return env_u64("IRON_FUZZ_SEED", 1); }
-// Everything about a program follows from its seed (mode, launch, lane widths), so a reported
-// seed reproduces alone: IRON_FUZZ_SEED=<seed> IRON_FUZZ_PROGRAMS=1.
-bool reduction_seed(uint64_t seed) { return seed % 2 == 0; }
+// Everything about a program follows from its seed (mode: fuzz::reduction_seed, launch, lane
+// widths), so a reported seed reproduces alone: IRON_FUZZ_SEED=<seed> IRON_FUZZ_PROGRAMS=1.
 // The well-conditioned programs use seeds from here on, apart from the general ones.
 constexpr uint64_t kWellConditionedSeeds = 1'000'000;
 
@@ -209,7 +208,7 @@ TEST(Fuzz, PipelinePreservesRandomPrograms) {
   size_t lane8_runs = 0, fma_programs = 0, ops_before = 0, ops_after = 0, elementwise = 0;
   for (size_t i = 0; i < n; ++i) {
     const uint64_t seed = seed0 + i;
-    const bool red = reduction_seed(seed);
+    const bool red = fuzz::reduction_seed(seed);
     elementwise += !red;
     ir::Kernel k = fuzz::random_program(seed, red);
     ir::Diagnostics d;
@@ -300,7 +299,7 @@ TEST(Fuzz, FmaFusionStaysWithinToleranceOnWellConditionedPrograms) {
   size_t fused = 0;
   for (size_t i = 0; i < n; ++i) {
     const uint64_t seed = seed0 + i;
-    const bool red = reduction_seed(seed);
+    const bool red = fuzz::reduction_seed(seed);
     ir::Kernel k = fuzz::random_program(seed, red, wc);
     RandomLaunch launch = fuzz::random_launch(k, seed, wc);
     ir::Kernel opt = k;

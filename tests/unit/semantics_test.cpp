@@ -432,6 +432,11 @@ TEST_P(Semantics, LiteralExpressionsDoNotChangeWithTheOptimizationLevel) {
 // f32 add, mul and div round to nearest even with denormals kept (inputs, products and sums
 // below 2^-126 are not flushed to zero), and Inf / NaN follow IEEE (0 / 0, Inf - Inf ...).
 TEST_P(Semantics, DenormalsAndIeeeSpecialValuesAgree) {
+  // A Vulkan driver that flushes f32 subnormals (NVIDIA's; measured by the device's probe)
+  // cannot be asked to keep them: docs/semantics.md#vulkan-drivers records it.
+  if (ctx().info().f32_denormals_flushed)
+    GTEST_SKIP() << ctx().info().name << " flushes f32 subnormals (" << ctx().info().float_controls
+                 << "): documented in docs/semantics.md#vulkan-drivers";
   ir::Kernel k = verified(
       "kernel sem_denorm mode=Elementwise {\n"
       "  param x: in buf<f32> extent=128\n"

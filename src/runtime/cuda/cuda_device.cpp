@@ -12,6 +12,7 @@
 #include <cstring>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "codegen/codegen.hpp"
@@ -350,11 +351,14 @@ struct CudaBuffer final : BufferImpl {
 struct CudaKernel final : CompiledKernel {
   std::shared_ptr<CudaContext> ctx;
   CUmodule module = nullptr;
+  // Set for a kernel of a module that holds several (compile_many): the module is unloaded when
+  // the last of its kernels goes, not by this one.
+  std::shared_ptr<CUmod_st> shared_module;
   CUfunction fn = nullptr;
   std::string entry;
   std::string ptxas_log;  // NVRTC's program log: registers, spills, shared memory (ptxas -v)
   ~CudaKernel() override {
-    if (module && ctx->set_current_quietly()) ctx->drv->cuModuleUnload(module);
+    if (module && !shared_module && ctx->set_current_quietly()) ctx->drv->cuModuleUnload(module);
   }
 };
 
@@ -482,6 +486,75 @@ class CudaDevice final : public Device {
     out->binary = pack_binary(nv.log, nv.cubin);
     out->ptxas_log = std::move(nv.log);
     load_module(*out, nv.cubin.data());
+    return out;
+  }
+
+  // The kernels are split into as many groups as there are CPU threads (compile_threads(); at
+  // least 4 kernels a group); each group is one NVRTC compile, run in parallel, and one module. A group whose
+  // compile fails is compiled kernel by kernel, so only the failing kernels are left out (their
+  // dispatch reports the error).
+  std::vector<std::unique_ptr<CompiledKernel>> compile_many(const std::vector<const ir::Kernel*>& ks,
+                                                            const std::vector<DType>& dtypes,
+                                                            const std::vector<Dim3>& threadgroups) override {
+    const size_t n = ks.size();
+    std::vector<std::unique_ptr<CompiledKernel>> out(n);
+    std::vector<codegen::Emitted> emitted;
+    for (size_t i = 0; i < n; ++i) emitted.push_back(codegen::emit(*ks[i], dtypes[i], codegen::Target::Cuda));
+    const size_t threads = compile_threads();
+    const size_t groups = std::max<size_t>(1, std::min(threads, n / 4));
+    std::vector<size_t> begin(groups + 1);
+    for (size_t g = 0; g <= groups; ++g) begin[g] = n * g / groups;
+    std::vector<NvrtcResult> results(groups);
+    std::vector<std::thread> workers;
+    for (size_t g = 0; g < groups; ++g) {
+      bool all_ok = begin[g + 1] - begin[g] > 1;
+      std::vector<std::string> sources;
+      for (size_t i = begin[g]; i < begin[g + 1]; ++i) {
+        all_ok = all_ok && emitted[i].ok();
+        sources.push_back(emitted[i].source);
+      }
+      if (!all_ok) continue;
+      workers.emplace_back([this, &results, g, src = combine_cuda_sources(sources)] {
+        try {
+          results[g] = nvrtc_compile(src, "iron_batch_" + std::to_string(g), info_.arch);
+        } catch (const std::exception& e) {
+          results[g].ok = false;
+          results[g].log = e.what();
+        }
+      });
+    }
+    for (std::thread& t : workers) t.join();
+    for (size_t g = 0; g < groups; ++g) {
+      if (!results[g].ok) {
+        for (size_t i = begin[g]; i < begin[g + 1]; ++i) {
+          try {
+            out[i] = compile(*ks[i], dtypes[i], threadgroups[i]);
+          } catch (const std::exception&) {
+            // left out: the dispatch compiles it again and reports why
+          }
+        }
+        continue;
+      }
+      ctx_->make_current();
+      CUmodule module = nullptr;
+      drv().check(drv().cuModuleLoadData(&module, results[g].cubin.data()),
+                  "cuModuleLoadData(batch of " + std::to_string(begin[g + 1] - begin[g]) + " kernels, " + info_.arch + ")");
+      std::shared_ptr<CudaContext> ctx = ctx_;
+      std::shared_ptr<CUmod_st> shared(module, [ctx](CUmodule m) {
+        if (ctx->set_current_quietly()) ctx->drv->cuModuleUnload(m);
+      });
+      for (size_t i = begin[g]; i < begin[g + 1]; ++i) {
+        auto k = std::make_unique<CudaKernel>();
+        k->ctx = ctx_;
+        k->module = module;
+        k->shared_module = shared;
+        k->entry = emitted[i].entry;
+        k->source = std::move(emitted[i].source);
+        k->ptxas_log = results[g].log;
+        if (drv().cuModuleGetFunction(&k->fn, module, k->entry.c_str()) != CUDA_SUCCESS) continue;
+        out[i] = std::move(k);
+      }
+    }
     return out;
   }
 
@@ -762,6 +835,39 @@ std::vector<DeviceInfo> list_cuda_devices(std::string* why) {
   }
   if (why) why->clear();
   return out;
+}
+
+size_t compile_threads() {
+  if (const char* v = std::getenv("IRON_COMPILE_THREADS"); v && *v) {
+    const long n = std::strtol(v, nullptr, 10);
+    if (n >= 1 && n <= 1024) return size_t(n);
+  }
+  return std::max<size_t>(1, std::thread::hardware_concurrency());
+}
+
+std::string combine_cuda_sources(const std::vector<std::string>& sources) {
+  std::string includes, body;
+  std::vector<std::string> seen;
+  for (size_t i = 0; i < sources.size(); ++i) {
+    body += "namespace iron_batch_" + std::to_string(i) + " {\n";
+    const std::string& src = sources[i];
+    for (size_t pos = 0; pos < src.size();) {
+      size_t end = src.find('\n', pos);
+      if (end == std::string::npos) end = src.size();
+      std::string line = src.substr(pos, end - pos);
+      pos = end + 1;
+      if (line.rfind("#include", 0) == 0) {
+        if (std::find(seen.begin(), seen.end(), line) == seen.end()) {
+          seen.push_back(line);
+          includes += line + "\n";
+        }
+        continue;
+      }
+      body += line + "\n";
+    }
+    body += "}  // namespace iron_batch_" + std::to_string(i) + "\n";
+  }
+  return includes + body;
 }
 
 NvrtcResult nvrtc_compile(const std::string& source, const std::string& name, const std::string& arch) {

@@ -332,6 +332,7 @@ PhysicalDevice describe(const Instance& inst, VkPhysicalDevice handle) {
   auto float_controls =
       vk_struct<VkPhysicalDeviceFloatControlsProperties>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FLOAT_CONTROLS_PROPERTIES);
   bool have_driver = false;
+  const bool have_floats = v12;
   if (v11) {
     auto props2 = vk_struct<VkPhysicalDeviceProperties2>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2);
     props2.pNext = &subgroup;
@@ -425,6 +426,16 @@ PhysicalDevice describe(const Instance& inst, VkPhysicalDevice handle) {
   info.f16 = pd.shader_float16 && pd.storage_16bit;
   // bf16 has no Vulkan arithmetic type: it is stored as 16 bits and computed in f32.
   info.bf16 = pd.storage_16bit;
+  if (have_floats) {
+    auto yn = [](VkBool32 b) { return b ? "yes" : "no"; };
+    info.float_controls = std::string("f32 denorm preserve ") + yn(float_controls.shaderDenormPreserveFloat32) +
+                          ", f32 denorm flush-to-zero " + yn(float_controls.shaderDenormFlushToZeroFloat32) +
+                          ", f32 signed-zero/inf/nan preserve " + yn(float_controls.shaderSignedZeroInfNanPreserveFloat32) +
+                          ", f32 round-to-nearest-even " + yn(float_controls.shaderRoundingModeRTEFloat32) +
+                          ", f16 denorm preserve " + yn(float_controls.shaderDenormPreserveFloat16);
+  } else {
+    info.float_controls = "float-controls properties not reported";
+  }
   return pd;
 }
 
@@ -635,6 +646,45 @@ class VulkanDevice final : public Device {
   }
 
   const DeviceInfo& info() const override { return pd_.info; }
+
+  // Whether shaders flush f32 subnormals by default (DeviceInfo::f32_denormals_flushed),
+  // measured: 2^-70 * 2^-70 (a subnormal product) and 2^-140 + 2^-140 (subnormal operands), on
+  // values loaded at run time so that no compiler can fold them. Either giving 0 is a flush.
+  void probe_denormals() {
+    ir::Kernel k = ir::parse(
+        "kernel iron_denormal_probe mode=Elementwise {\n"
+        "  param x: in buf<f32> extent=3\n"
+        "  param y: out buf<f32> extent=2\n"
+        "  %0 = const<0> : u32\n"
+        "  %1 = const<1> : u32\n"
+        "  %2 = const<2> : u32\n"
+        "  %3 = load<x> %0 : f32\n"
+        "  %4 = load<x> %1 : f32\n"
+        "  %5 = load<x> %2 : f32\n"
+        "  %6 = mul %3, %4 : f32\n"
+        "  store<y> %0, %6\n"
+        "  %7 = add %5, %5 : f32\n"
+        "  store<y> %1, %7\n"
+        "}\n");
+    const float in[3] = {0x1p-70f, 0x1p-70f, 0x1p-140f};
+    float out[2] = {-1.0f, -1.0f};
+    std::unique_ptr<CompiledKernel> kern = compile(k, DType::F32, {1, 1, 1});
+    std::unique_ptr<BufferImpl> x = alloc(sizeof in), y = alloc(sizeof out);
+    upload(*x, in, sizeof in);
+    upload(*y, out, sizeof out);
+    LaunchArgs args;
+    args.buffers = {x.get(), y.get()};
+    args.is_buffer = {1, 1};
+    launch(*kern, args, {1, 1, 1}, {1, 1, 1});
+    download(*y, out, sizeof out);
+    bool flushed = out[0] == 0.0f || out[1] == 0.0f;
+    bool preserved = out[0] == 0x1p-140f && out[1] == 0x1p-139f;
+    if (!flushed && !preserved)
+      throw Error("Vulkan device '" + pd_.info.name + "': the f32 denormal probe computed " + std::to_string(out[0]) +
+                  " and " + std::to_string(out[1]) + ", neither the IEEE results nor zero");
+    pd_.info.f32_denormals_flushed = flushed;
+    pd_.info.float_controls += std::string("; probe: f32 subnormals ") + (flushed ? "flushed to zero" : "preserved");
+  }
 
   std::unique_ptr<BufferImpl> alloc(size_t bytes) override {
     const DeviceFns& f = core_->fn;
@@ -1170,6 +1220,7 @@ std::unique_ptr<Device> make_vulkan_device(int index) {
   std::shared_ptr<Core> core = create_core(std::move(inst), pd);
   auto device = std::make_unique<VulkanDevice>(std::move(core), std::move(pd));
   device->init();
+  device->probe_denormals();
   return device;
 }
 
@@ -1177,7 +1228,17 @@ std::vector<DeviceInfo> list_vulkan_devices(std::string* why) {
   try {
     std::unique_ptr<Instance> inst = create_instance();
     std::vector<DeviceInfo> out;
-    for (VkPhysicalDevice d : enumerate(*inst)) out.push_back(describe(*inst, d).info);
+    std::vector<VkPhysicalDevice> devices = enumerate(*inst);
+    for (size_t i = 0; i < devices.size(); ++i) {
+      // Opening the device runs the denormal probe; a device that cannot be opened is still
+      // listed, as described.
+      try {
+        out.push_back(make_vulkan_device(int(i))->info());
+      } catch (const Error& e) {
+        out.push_back(describe(*inst, devices[i]).info);
+        out.back().float_controls += std::string("; not probed: ") + e.what();
+      }
+    }
     if (out.empty() && why) *why = "no Vulkan device: the Vulkan loader found no physical device";
     return out;
   } catch (const Error& e) {

@@ -1,9 +1,11 @@
-// The random program generator behind fuzz_test.cpp: builds IR instruction by instruction (the
-// way src/dsl/tracer.cpp does) from a splitmix64 stream, choosing shapes that make each pass of
-// the pipeline fire, while keeping every program verified and free of undefined behaviour: safe
-// divisors, constant or masked shift amounts, in-bounds indices, small loop trip counts, and
-// barriers and lane reductions only in threadgroup-uniform control flow.
-#include "random_program.hpp"
+// The random program generator behind fuzz_test.cpp and `iron fuzz`: builds IR instruction by
+// instruction (the way src/dsl/tracer.cpp does) from a splitmix64 stream, choosing shapes that
+// make each pass of the pipeline fire, while keeping every program verified and free of
+// undefined behaviour: in-bounds indices, small loop trip counts, threadgroup memory written
+// before it is read, and barriers and lane reductions only in threadgroup-uniform control flow.
+// Integer division by zero and shifts of 32 or more are used freely: docs/semantics.md defines
+// them.
+#include "fuzz/random_program.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -64,6 +66,10 @@ struct Gen {
   Rng rng;
   bool red;
   bool wc;
+  bool xb;           // cross-backend: no transcendentals
+  uint32_t exclude;  // OpClass bits kept out
+  bool fg;           // flush guard after every float value (RandomProgramOptions::flush_guard)
+  bool guarding = false;
   ir::Kernel k;
 
   struct Frame {
@@ -81,23 +87,56 @@ struct Gen {
   Id lane_w = kNone, n_simd = kNone, p_n = kNone, p_total = kNone, p_m = kNone, p_k = kNone, p_s = kNone;
   std::vector<Id> tg_arrays;
 
-  Gen(uint64_t seed, bool reduction, bool well_conditioned)
-      : rng{seed * 0x2545f4914f6cdd1dull + (reduction ? 17 : 5)}, red(reduction), wc(well_conditioned) {}
+  Gen(uint64_t seed, bool reduction, const RandomProgramOptions& o)
+      : rng{seed * 0x2545f4914f6cdd1dull + (reduction ? 17 : 5)},
+        red(reduction),
+        wc(o.well_conditioned),
+        xb(o.cross_backend),
+        exclude(o.exclude),
+        fg(o.flush_guard) {}
+  bool excluded(OpClass c) const { return (exclude & c) != 0; }
 
   int depth() const { return int(frames.size()) - 1; }
   bool uniform_here() const { return frames.back().uniform; }
-  bool full() const { return k.insts.size() >= kMaxInsts; }
+  // A guard adds five instructions per float value: guarded programs get room for them.
+  bool full() const { return k.insts.size() >= (fg ? kMaxInsts * 3 : kMaxInsts); }
 
   // ---- emission -------------------------------------------------------------------------
 
   Id emit(Inst in, bool uniform = false) {
+    const bool guard = fg && !guarding && float_like(in.type) &&
+                       ((ir::has_trait(in.op, ir::trait::P) && in.op != Op::Arg) || in.op == Op::Load ||
+                        in.op == Op::LaneSum || in.op == Op::LaneMax);
+    if (guard && in.op == Op::LaneSum) in.operands[0] = flush_guard(in.operands[0], kLaneSumGuard, false);
     Id id = k.add_inst(in);
     k.blocks[frames.back().block].insts.push_back(id);
     uni.resize(k.insts.size(), 0);
     uni[id] = uniform;
     if (in.op == Op::Var) frames.back().vars.push_back(id);
     else if (in.type != DType::Void && in.op != Op::For && in.op != Op::TgAlloc) frames.back().values.push_back(id);
-    return id;
+    return guard ? flush_guard(id, kFlushGuard, true) : id;
+  }
+
+  // select(abs(x) < threshold, 0.0, x). On a flushing device a subnormal x reads as +-0, and
+  // abs and < see 0 < threshold: the same true as the interpreter's subnormal, so both sides
+  // continue with +0. Only the select stays visible to later picks, never the unguarded x
+  // (hide_x: x was just made for this guard).
+  Id flush_guard(Id x, double threshold, bool hide_x) {
+    const DType t = k.insts[x].type;
+    const bool u = uni[x] != 0;
+    guarding = true;
+    Id a = emit(make(Op::Abs, t, {x}), u);
+    Inst c = make(Op::Const, t);
+    c.fimm = threshold;
+    Id lt = emit(make(Op::Lt, DType::Bool, {a, emit(c, true)}), u);
+    Inst z = make(Op::Const, t);
+    z.fimm = 0.0;
+    Id s = emit(make(Op::Select, t, {lt, emit(z, true), x}), u);
+    guarding = false;
+    std::vector<Id>& vals = frames.back().values;
+    vals.erase(std::remove_if(vals.begin(), vals.end(), [&](Id v) { return (v >= a && v < s) || (hide_x && v == x); }),
+               vals.end());
+    return s;
   }
 
   static Inst make(Op op, DType t, std::initializer_list<Id> operands = {}) {
@@ -108,11 +147,37 @@ struct Gen {
     return in;
   }
 
-  // A pure op: uniform when all its operands are.
+  // A pure op: uniform when all its operands are. Ops the options keep out are replaced here,
+  // by an op of the same signature, so every statement can ask for any op.
   Id op(Op o, DType t, std::initializer_list<Id> operands) {
+    Inst in = make(o, t, operands);
+    substitute(in);
     bool u = true;
-    for (Id x : operands) u = u && uni[x];
-    return emit(make(o, t, operands), u);
+    for (int i = 0; i < in.num_operands; ++i) u = u && uni[in.operands[i]];
+    return emit(in, u);
+  }
+  void substitute(Inst& in) {
+    const bool fl = float_like(in.type);
+    if (xb && (in.op == Op::Exp || in.op == Op::Log || in.op == Op::Tanh || in.op == Op::Rsqrt)) in.op = Op::Abs;
+    if (excluded(kSignedRem) && in.op == Op::Rem && in.type == DType::I32) in.op = Op::Div;
+    if (excluded(kFloatMinMax) && fl && (in.op == Op::Min || in.op == Op::Max)) in.op = Op::Add;
+    if (excluded(kFloatDiv) && fl && in.op == Op::Div) in.op = Op::Mul;
+    if ((excluded(kFloatZero) || excluded(kZeroCast)) && fl && in.op == Op::Cast && k.insts[in.operands[0]].op == Op::Const &&
+        !float_like(k.insts[in.operands[0]].type) && k.insts[in.operands[0]].imm == 0)
+      in.operands[0] = int_const(k.insts[in.operands[0]].type, 1);  // a constant 0.0 in disguise
+    if (excluded(kFma) && in.op == Op::Fma) {
+      in.op = Op::Mul;
+      in.num_operands = 2;
+      in.operands[2] = kNone;
+    }
+    if (excluded(kFma) && fl && in.op == Op::Add &&
+        (k.insts[in.operands[0]].op == Op::Mul || k.insts[in.operands[1]].op == Op::Mul))
+      in.op = Op::Sub;
+    if (excluded(kFloatToInt) && in.op == Op::Cast && (in.type == DType::I32 || in.type == DType::U32) &&
+        float_like(k.insts[in.operands[0]].type)) {
+      // An integer source instead: a constant of the same value class keeps the op a cast.
+      in.operands[0] = int_const(in.type == DType::I32 ? DType::U32 : DType::I32, rng.range(-3, 9));
+    }
   }
 
   Id int_const(DType t, int64_t v) {
@@ -121,6 +186,8 @@ struct Gen {
     return emit(c, true);
   }
   Id float_const(DType t, double v) {
+    if (v == 0 && excluded(kFloatZero)) v = 0.25;
+    if (v == 0 && std::signbit(v) && excluded(kNegZero)) v = 0.0;
     Inst c = make(Op::Const, t);
     c.fimm = v;
     return emit(c, true);
@@ -157,7 +224,7 @@ struct Gen {
     visible_of(t, c);
     if (c.empty() || rng.chance(0.06)) {
       if (c.empty() && !wc && rng.chance(0.5)) {
-        DType from = kValueTypes[rng.below(std::size(kValueTypes))];
+        DType from = no_f16(kValueTypes[rng.below(std::size(kValueTypes))]);
         std::vector<Id> src;
         visible_of(from, src);
         if (!src.empty() && from != t) return op(Op::Cast, t, {src[rng.below(src.size())]});
@@ -170,16 +237,23 @@ struct Gen {
 
   DType random_type() {
     if (wc) return rng.pick({DType::F32, DType::F32, DType::I32, DType::U32, DType::Bool});
-    return kValueTypes[rng.below(std::size(kValueTypes))];
+    return no_f16(kValueTypes[rng.below(std::size(kValueTypes))]);
   }
+  DType no_f16(DType t) const { return t == DType::F16 && excluded(kF16) ? DType::F32 : t; }
   DType int_type() { return rng.chance(0.5) ? DType::I32 : DType::U32; }
 
-  // A divisor in [1, 127]: never zero, and for i32 never -1 (INT_MIN / -1 overflows).
-  Id safe_divisor(DType t) { return op(Op::Or, t, {op(Op::And, t, {pick(t), int_const(t, 127)}), int_const(t, 1)}); }
+  // A divisor: often in [1, 127], else any value, zero and -1 included (x / 0 and INT_MIN / -1
+  // are defined by docs/semantics.md, and the divisors every backend and pass must get right).
+  Id safe_divisor(DType t) {
+    if (rng.chance(0.4)) return rng.chance(0.3) ? int_const(t, rng.pick<int64_t>({0, -1, 0, 1})) : pick(t);
+    return op(Op::Or, t, {op(Op::And, t, {pick(t), int_const(t, 127)}), int_const(t, 1)});
+  }
 
-  // A shift amount in [0, 31]: a constant, or a value masked to 5 bits.
+  // A shift amount: often in [0, 31] (a constant, or a value masked to 5 bits), else any amount,
+  // 32 and more included (defined: the result saturates).
   Id shift_amount() {
     DType st = int_type();
+    if (rng.chance(0.35)) return rng.chance(0.5) ? int_const(st, rng.range(28, 40)) : pick(st);
     if (rng.chance(0.7)) return int_const(st, rng.range(0, 31));
     return op(Op::And, st, {pick(st), int_const(st, 31)});
   }
@@ -405,7 +479,8 @@ struct Gen {
 
   P random_input() {
     if (wc) return rng.pick({kInF, kInF, kInI, kInU});
-    return rng.pick({kInF, kInI, kInU, kInH, kInT});
+    P p = rng.pick({kInF, kInI, kInU, kInH, kInT});
+    return p == kInH && excluded(kF16) ? kInF : p;
   }
   P random_output() {
     if (wc) return rng.pick({kOutF, kOutF, kOutI, kIoU});
@@ -436,6 +511,7 @@ struct Gen {
   void stmt_var_decl() {
     DType t = wc ? rng.pick({DType::F32, DType::I32, DType::U32}) : rng.pick({DType::F32, DType::I32, DType::U32,
                                                                               DType::Bool, DType::Generic, DType::F16});
+    t = no_f16(t);
     emit(make(Op::Var, t, {pick(t)}));
   }
 
@@ -776,7 +852,9 @@ struct Gen {
 
   // ---- threadgroup operations (Reduction mode, uniform control flow only) --------------------
 
-  // Every thread stores its slot, a barrier, then each reads another thread's slot.
+  // Every thread stores its slot, a barrier, then each reads another thread's slot. The arrays
+  // were filled at the start (init_tg_arrays), so a slot whose thread skipped the store holds an
+  // older value, never an unwritten one.
   void stmt_tg_exchange() {
     Id arr = tg_arrays[rng.below(tg_arrays.size())];
     DType t = k.insts[arr].type;
@@ -803,11 +881,13 @@ struct Gen {
 
   void stmt_lane_op() {
     DType t = wc ? DType::F32 : rng.pick({DType::F32, DType::I32, DType::U32});
+    if (excluded(kFloatLane) && t == DType::F32) t = int_type();
     emit(make(rng.chance(0.6) ? Op::LaneSum : Op::LaneMax, t, {pick(t)}));
   }
 
   // The tracer's group_sum: lane partials to threadgroup memory, one barrier, a second pass.
   void stmt_group_reduce() {
+    if (excluded(kFloatLane)) return stmt_lane_op();
     Id arr = tg_arrays[0];  // f32
     Id partial = emit(make(Op::LaneSum, DType::F32, {pick(DType::F32)}));
     Id first = op(Op::Eq, DType::Bool, {lane, u32(0)});
@@ -827,6 +907,17 @@ struct Gen {
     close();
     emit(make(Op::LaneSum, DType::F32, {var_load(acc)}));
     emit(make(Op::Barrier, DType::Void));
+  }
+
+  // Every thread writes its slot of every threadgroup array, then a barrier: no later read sees
+  // memory nothing wrote (threadgroup memory starts undefined on a GPU). Slots past the group
+  // size are never read: partners are taken modulo the group size.
+  void init_tg_arrays() {
+    for (Id arr : tg_arrays) {
+      DType t = k.insts[arr].type;
+      emit(make(Op::TgStore, DType::Void, {arr, lid, t == DType::F32 ? float_const(t, 0.0) : int_const(t, 0)}));
+    }
+    if (!tg_arrays.empty()) emit(make(Op::Barrier, DType::Void));
   }
 
   // ---- blocks -------------------------------------------------------------------------------
@@ -942,6 +1033,7 @@ struct Gen {
       simd_group = emit(make(Op::SimdGroupId, DType::U32));
       lane_w = emit(make(Op::LaneWidth, DType::U32), true);
       n_simd = emit(make(Op::NumSimdGroups, DType::U32), true);
+      init_tg_arrays();
     } else {
       tid = emit(make(Op::ThreadId, DType::U32));
     }
@@ -989,8 +1081,74 @@ int64_t random_int(Rng& r) {
 }  // namespace
 
 ir::Kernel random_program(uint64_t seed, bool reduction_mode, const RandomProgramOptions& opts) {
-  Gen g(seed, reduction_mode, opts.well_conditioned);
+  Gen g(seed, reduction_mode, opts);
   return g.build(seed);
+}
+
+namespace {
+constexpr std::pair<const char*, OpClass> kOpClassNames[] = {
+    {"rem", kSignedRem}, {"fcast", kFloatToInt}, {"fminmax", kFloatMinMax}, {"flane", kFloatLane},
+    {"fma", kFma},       {"fzero", kFloatZero},  {"fdiv", kFloatDiv},    {"f16", kF16},
+    {"zcast", kZeroCast}, {"nzero", kNegZero}};
+}
+
+std::string excluded_op_in(const ir::Kernel& k, uint32_t exclude) {
+  uint32_t found = 0;
+  auto fl = [&](ir::Id id) { return float_like(k.insts[id].type); };
+  ir::walk(k, [&](ir::Id id) {
+    const ir::Inst& in = k.insts[id];
+    const bool f = float_like(in.type);
+    if (in.op == Op::Rem && in.type == DType::I32) found |= kSignedRem;
+    if (in.op == Op::Cast && (in.type == DType::I32 || in.type == DType::U32) && fl(in.operands[0])) found |= kFloatToInt;
+    if (f && (in.op == Op::Min || in.op == Op::Max)) found |= kFloatMinMax;
+    if (f && (in.op == Op::LaneSum || in.op == Op::LaneMax)) found |= kFloatLane;
+    if (in.op == Op::Fma) found |= kFma;
+    if (f && in.op == Op::Div) found |= kFloatDiv;
+    if (in.type == DType::F16) found |= kF16;
+    const bool arith = in.op == Op::Add || in.op == Op::Sub || in.op == Op::Mul || in.op == Op::Div ||
+                       in.op == Op::Fma || in.op == Op::Min || in.op == Op::Max;
+    for (int i = 0; arith && f && i < in.num_operands; ++i) {
+      const ir::Inst& c = k.insts[in.operands[i]];
+      if (c.op == Op::Const && float_like(c.type) && c.fimm == 0) found |= kFloatZero;
+      if (c.op == Op::Const && float_like(c.type) && c.fimm == 0 && std::signbit(c.fimm)) found |= kNegZero;
+      if (c.op == Op::Cast && k.insts[c.operands[0]].op == Op::Const && !fl(c.operands[0]) &&
+          k.insts[c.operands[0]].imm == 0)
+        found |= kFloatZero | kZeroCast;  // a cast of an integer 0: a float zero a driver folds just the same
+    }
+  });
+  found &= exclude;
+  for (const auto& [n, c] : kOpClassNames)
+    if (found & c) return n;
+  return "";
+}
+
+bool parse_op_classes(const std::string& list, uint32_t& out, std::string& error) {
+  out = 0;
+  for (size_t pos = 0; pos <= list.size();) {
+    size_t end = list.find(',', pos);
+    if (end == std::string::npos) end = list.size();
+    std::string name = list.substr(pos, end - pos);
+    pos = end + 1;
+    if (name.empty()) continue;
+    bool found = false;
+    for (const auto& [n, c] : kOpClassNames)
+      if (name == n) {
+        out |= c;
+        found = true;
+      }
+    if (!found) {
+      error = "unknown op class '" + name + "' (known: " + op_class_names(~0u) + ")";
+      return false;
+    }
+  }
+  return true;
+}
+
+std::string op_class_names(uint32_t classes) {
+  std::string s;
+  for (const auto& [n, c] : kOpClassNames)
+    if (classes & c) s += (s.empty() ? "" : ",") + std::string(n);
+  return s;
 }
 
 std::string RandomLaunch::describe() const {
@@ -1002,10 +1160,13 @@ std::string RandomLaunch::describe() const {
   return s.str();
 }
 
-RandomLaunch random_launch(const ir::Kernel& k, uint64_t seed, const RandomProgramOptions& opts) {
+RandomLaunch random_launch(const ir::Kernel& k, uint64_t seed, const RandomProgramOptions& opts,
+                           const std::vector<DType>& dtypes) {
   Rng r{seed ^ 0x5deece66dull};
   RandomLaunch L;
   L.dtype = r.pick({DType::F32, DType::F16, DType::BF16});
+  if (!dtypes.empty() && std::find(dtypes.begin(), dtypes.end(), L.dtype) == dtypes.end())
+    L.dtype = dtypes[(seed >> 1) % dtypes.size()];
   if (k.mode == Mode::Reduction) {
     L.threadgroup = {r.pick<uint32_t>({32, 64}), 1, 1};
     L.grid = {uint32_t(r.range(1, 2)), 1, 1};
@@ -1063,8 +1224,19 @@ std::vector<std::vector<unsigned char>> run_launch(const ir::Kernel& k, const Ra
   return bufs;
 }
 
+bool same_bits(DType t, const unsigned char* a, const unsigned char* b, bool signed_zeros_equal) {
+  const size_t es = dtype_size(t);
+  if (std::memcmp(a, b, es) == 0) return true;
+  if (!is_float(t)) return false;
+  double x = 0, y = 0;
+  num::decode(t, a, &x, 1);
+  num::decode(t, b, &y, 1);
+  return (std::isnan(x) && std::isnan(y)) || (signed_zeros_equal && x == 0 && y == 0);
+}
+
 std::string first_difference(const ir::Kernel& k, DType dtype, const std::vector<std::vector<unsigned char>>& want,
-                             const std::vector<std::vector<unsigned char>>& got, double tol, double floor) {
+                             const std::vector<std::vector<unsigned char>>& got, double tol, double floor,
+                             bool signed_zeros_equal) {
   size_t b = 0;
   for (const ir::Param& p : k.params) {
     if (p.kind != ir::ParamKind::Buffer) continue;
@@ -1077,10 +1249,9 @@ std::string first_difference(const ir::Kernel& k, DType dtype, const std::vector
     num::decode(t, got[b].data(), g.data(), n);
     const size_t es = dtype_size(t);
     for (size_t i = 0; i < n; ++i) {
-      bool same;
-      if (is_float(t) && std::isnan(w[i]) && std::isnan(g[i])) same = true;
-      else if (tol == 0 || !is_float(t)) same = std::memcmp(want[b].data() + i * es, got[b].data() + i * es, es) == 0;
-      else same = w[i] == g[i] || std::fabs(w[i] - g[i]) <= tol * std::max(floor, std::fabs(w[i]));
+      bool same = same_bits(t, want[b].data() + i * es, got[b].data() + i * es, signed_zeros_equal);
+      if (!same && tol > 0 && is_float(t) && !std::isnan(w[i]) && !std::isnan(g[i]))
+        same = std::fabs(w[i] - g[i]) <= tol * std::max(floor, std::fabs(w[i]));
       if (same) continue;
       std::ostringstream s;
       s.precision(9);

@@ -1,0 +1,194 @@
+// The cross-backend side of the random-program generator (`iron fuzz`): what its programs
+// contain and never contain, and that a batch of them compiles as one CUDA module with NVRTC
+// (the H200 run compiles them that way; here NVRTC works without a driver).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "codegen/codegen.hpp"
+#include "core/ir.hpp"
+#include "fuzz/random_program.hpp"
+#include "passes/pass.hpp"
+#include "runtime/device.hpp"
+
+using namespace iron;
+using ir::Op;
+
+namespace {
+
+fuzz::RandomProgramOptions cross(uint32_t exclude = 0) {
+  fuzz::RandomProgramOptions o;
+  o.cross_backend = true;
+  o.exclude = exclude;
+  return o;
+}
+
+size_t count_ops(const ir::Kernel& k, bool (*pred)(const ir::Inst&)) {
+  size_t n = 0;
+  ir::walk(k, [&](ir::Id id) { n += pred(k.insts[id]); });
+  return n;
+}
+
+bool is_transcendental(const ir::Inst& in) {
+  return in.op == Op::Exp || in.op == Op::Log || in.op == Op::Tanh || in.op == Op::Rsqrt;
+}
+
+}  // namespace
+
+// Reduction programs use threadgroup memory, barriers and lane operations; no cross-backend
+// program has a transcendental (not bit-exact across backends), before or after the pipeline.
+TEST(FuzzCross, ProgramsHaveThreadgroupOpsAndNoTranscendentals) {
+  size_t tg_store = 0, tg_load = 0, barrier = 0, lane = 0, general_transcendental = 0;
+  for (uint64_t seed = 0; seed < 200; ++seed) {
+    bool red = fuzz::reduction_seed(seed);
+    ir::Kernel k = fuzz::random_program(seed, red, cross());
+    ir::Diagnostics d;
+    ASSERT_TRUE(ir::verify(k, d)) << "seed " << seed << ":\n" << d.render(k);
+    EXPECT_EQ(count_ops(k, is_transcendental), 0u) << "seed " << seed << ":\n" << ir::print(k);
+    ir::Kernel opt = passes::optimize(k);
+    EXPECT_EQ(count_ops(opt, is_transcendental), 0u) << "seed " << seed << " after the pipeline";
+    tg_store += count_ops(k, [](const ir::Inst& in) { return in.op == Op::TgStore; });
+    tg_load += count_ops(k, [](const ir::Inst& in) { return in.op == Op::TgLoad; });
+    barrier += count_ops(k, [](const ir::Inst& in) { return in.op == Op::Barrier; });
+    lane += count_ops(k, [](const ir::Inst& in) { return in.op == Op::LaneSum || in.op == Op::LaneMax; });
+    general_transcendental += count_ops(fuzz::random_program(seed, red), is_transcendental);
+  }
+  EXPECT_GT(tg_store, 100u);
+  EXPECT_GT(tg_load, 20u);
+  EXPECT_GT(barrier, 100u);
+  EXPECT_GT(lane, 20u);
+  EXPECT_GT(general_transcendental, 0u) << "the pass fuzz programs should keep their transcendentals";
+}
+
+// Threadgroup memory starts undefined on a GPU: every array is written by every thread, then a
+// barrier, before anything can read it (the entry block's first threadgroup op on each array is
+// that store, and a barrier precedes the first load).
+TEST(FuzzCross, ThreadgroupArraysAreWrittenBeforeAnyRead) {
+  size_t checked = 0;
+  for (uint64_t seed = 0; seed < 200; seed += 2) {
+    ir::Kernel k = fuzz::random_program(seed, true, cross());
+    std::vector<ir::Id> arrays;
+    for (ir::Id id : k.blocks[0].insts)
+      if (k.insts[id].op == Op::TgAlloc) arrays.push_back(id);
+    ASSERT_FALSE(arrays.empty()) << "seed " << seed;
+    std::vector<bool> stored(k.insts.size(), false);
+    bool barrier_after_stores = false;
+    ir::walk(k, [&](ir::Id id) {
+      const ir::Inst& in = k.insts[id];
+      if (in.op == Op::TgStore && !barrier_after_stores) {
+        EXPECT_EQ(k.insts[in.operands[1]].op, Op::LocalId) << "seed " << seed << ": the first stores fill each thread's slot";
+        stored[in.operands[0]] = true;
+      }
+      if (in.op == Op::Barrier) {
+        for (ir::Id a : arrays) EXPECT_TRUE(stored[a]) << "seed " << seed << ": a barrier before array %" << a << " is filled";
+        barrier_after_stores = true;
+      }
+      if (in.op == Op::TgLoad) {
+        EXPECT_TRUE(barrier_after_stores) << "seed " << seed << ": a load before the first barrier";
+      }
+    });
+    ++checked;
+  }
+  EXPECT_EQ(checked, 100u);
+}
+
+// Each excluded op class is really absent, and the names parse; an unknown name is an error
+// that names the known ones.
+TEST(FuzzCross, ExcludedOpClassesAreAbsent) {
+  uint32_t all = 0;
+  std::string why;
+  ASSERT_TRUE(fuzz::parse_op_classes("rem,fcast,fminmax,flane,fma,fzero,fdiv,f16,zcast,nzero", all, why)) << why;
+  EXPECT_EQ(fuzz::op_class_names(all), "rem,fcast,fminmax,flane,fma,fzero,fdiv,f16,zcast,nzero");
+  uint32_t bad = 0;
+  EXPECT_FALSE(fuzz::parse_op_classes("rem,modulo", bad, why));
+  EXPECT_NE(why.find("'modulo'"), std::string::npos) << why;
+  EXPECT_NE(why.find("fminmax"), std::string::npos) << why;
+  size_t fmas_without = 0, fmas_with = 0;
+  for (uint64_t seed = 0; seed < 200; ++seed) {
+    bool red = fuzz::reduction_seed(seed);
+    ir::Kernel k = fuzz::random_program(seed, red, cross(all));
+    ir::Kernel opt = passes::optimize(k);
+    for (const ir::Kernel* p : {&k, &opt}) {
+      ir::walk(*p, [&](ir::Id id) {
+        const ir::Inst& in = p->insts[id];
+        const bool fl = is_float(in.type) || in.type == DType::Generic;
+        auto src_float = [&](int i) {
+          DType t = p->insts[in.operands[i]].type;
+          return is_float(t) || t == DType::Generic;
+        };
+        EXPECT_FALSE(in.op == Op::Rem && in.type == DType::I32) << "seed " << seed;
+        EXPECT_FALSE(in.op == Op::Cast && (in.type == DType::I32 || in.type == DType::U32) && src_float(0))
+            << "seed " << seed;
+        EXPECT_FALSE(fl && (in.op == Op::Min || in.op == Op::Max || in.op == Op::Div)) << "seed " << seed;
+        EXPECT_FALSE((in.op == Op::LaneSum || in.op == Op::LaneMax) && fl) << "seed " << seed;
+        EXPECT_FALSE(in.type == DType::F16) << "seed " << seed;
+        EXPECT_FALSE(in.op == Op::Const && fl && in.fimm == 0 && p == &k) << "seed " << seed;
+        fmas_without += in.op == Op::Fma;
+      });
+    }
+    fmas_with += count_ops(passes::optimize(fuzz::random_program(seed, red, cross())),
+                           [](const ir::Inst& in) { return in.op == Op::Fma; });
+  }
+  EXPECT_EQ(fmas_without, 0u);
+  EXPECT_GT(fmas_with, 0u) << "without the exclusion the pipeline should fuse some multiply-adds";
+}
+
+// `iron fuzz --backends ...,cuda` compiles its programs in batches, one NVRTC module each
+// (rt::combine_cuda_sources). A batch of 48 must compile for sm_90a and keep every entry point.
+TEST(FuzzCross, CudaBatchOfRandomProgramsCompilesAsOneModule) {
+  std::vector<std::string> sources, entries;
+  for (uint64_t seed = 1; seed <= 48; ++seed) {
+    ir::Kernel k = passes::optimize(fuzz::random_program(seed, fuzz::reduction_seed(seed), cross()));
+    DType t = seed % 3 == 0 ? DType::F32 : seed % 3 == 1 ? DType::F16 : DType::BF16;
+    codegen::Emitted e = codegen::emit(k, t, codegen::Target::Cuda);
+    ASSERT_TRUE(e.ok()) << "seed " << seed << ":\n" << e.diags.render(k);
+    sources.push_back(e.source);
+    entries.push_back(e.entry);
+  }
+  std::string combined = rt::combine_cuda_sources(sources);
+  for (const std::string& entry : entries) EXPECT_NE(combined.find("void " + entry + "("), std::string::npos) << entry;
+  // Two halves compiled at once, as CudaDevice::compile_many runs its groups in parallel.
+  const size_t half = sources.size() / 2;
+  std::vector<std::string> first(sources.begin(), sources.begin() + long(half)), second(sources.begin() + long(half), sources.end());
+  rt::NvrtcResult r1, r2;
+  std::thread t([&] { r1 = rt::nvrtc_compile(rt::combine_cuda_sources(first), "fuzz_batch_a", "sm_90a"); });
+  r2 = rt::nvrtc_compile(rt::combine_cuda_sources(second), "fuzz_batch_b", "sm_90a");
+  t.join();
+  ASSERT_TRUE(r1.ok) << r1.log.substr(0, 4000);
+  ASSERT_TRUE(r2.ok) << r2.log.substr(0, 4000);
+  const std::string cubins = std::string(r1.cubin.begin(), r1.cubin.end()) + std::string(r2.cubin.begin(), r2.cubin.end());
+  for (const std::string& entry : entries) EXPECT_NE(cubins.find(entry), std::string::npos) << entry << " is not in a CUBIN";
+}
+
+// The one comparison rule: equal bytes, or NaN on both sides (any payload, either sign); -0 and
+// +0 differ unless the run relaxes signed zeros; integers compare by their bits alone.
+TEST(FuzzCross, SameBitsRule) {
+  auto f32 = [](float v) {
+    std::vector<unsigned char> b(4);
+    std::memcpy(b.data(), &v, 4);
+    return b;
+  };
+  auto same = [](DType t, const std::vector<unsigned char>& a, const std::vector<unsigned char>& b, bool relax = false) {
+    return fuzz::same_bits(t, a.data(), b.data(), relax);
+  };
+  EXPECT_TRUE(same(DType::F32, f32(1.5f), f32(1.5f)));
+  EXPECT_FALSE(same(DType::F32, f32(1.5f), f32(std::nextafter(1.5f, 2.0f))));
+  EXPECT_TRUE(same(DType::F32, f32(std::nanf("1")), f32(-std::nanf("7"))));
+  EXPECT_FALSE(same(DType::F32, f32(std::nanf("")), f32(INFINITY)));
+  EXPECT_FALSE(same(DType::F32, f32(-0.0f), f32(0.0f)));
+  EXPECT_TRUE(same(DType::F32, f32(-0.0f), f32(0.0f), true));
+  EXPECT_FALSE(same(DType::F32, f32(-0.0f), f32(1e-45f), true));
+  const std::vector<unsigned char> h_nan_a = {0x01, 0x7c}, h_nan_b = {0x00, 0xfe}, h_inf = {0x00, 0x7c};
+  EXPECT_TRUE(same(DType::F16, h_nan_a, h_nan_b));
+  EXPECT_FALSE(same(DType::F16, h_nan_a, h_inf));
+  const std::vector<unsigned char> bf_neg0 = {0x00, 0x80}, bf_pos0 = {0x00, 0x00};
+  EXPECT_FALSE(same(DType::BF16, bf_neg0, bf_pos0));
+  EXPECT_TRUE(same(DType::BF16, bf_neg0, bf_pos0, true));
+  // 0x7fc00000 as an i32 is a number, not a NaN: integers never get the NaN rule.
+  EXPECT_FALSE(same(DType::I32, f32(std::nanf("1")), f32(std::nanf("2"))));
+  EXPECT_FALSE(same(DType::U32, f32(-0.0f), f32(0.0f), true));
+}
