@@ -205,12 +205,15 @@ std::string compare(const Program& p, const Outcome& want, const Outcome& got, c
 }
 
 // Fault injection for the engine's own test (CTest fuzz.catches_an_injected_difference):
-// IRON_FUZZ_FLIP_SEED=S flips the lowest bit of out_i[0] in every device's result for seed S,
-// which the comparison must report. Like IRON_RUNNER_CRASH_ON, never set outside that test.
-uint64_t flip_seed_from_env() {
-  const char* v = std::getenv("IRON_FUZZ_FLIP_SEED");
-  if (!v || !*v) return ~0ull;
-  return std::strtoull(v, nullptr, 10);
+// IRON_FUZZ_FLIP_SEED=S flips the lowest bit of out_i[0] in every device's result for seed S
+// (reductions of it included), which the comparison must report. Like IRON_RUNNER_CRASH_ON,
+// never set outside that test.
+uint64_t flip_seed() {
+  static const uint64_t seed = [] {
+    const char* v = std::getenv("IRON_FUZZ_FLIP_SEED");
+    return v && *v ? uint64_t(std::strtoull(v, nullptr, 10)) : ~0ull;
+  }();
+  return seed;
 }
 
 void flip_one_bit(const Program& p, Outcome& o) {
@@ -224,7 +227,10 @@ void flip_one_bit(const Program& p, Outcome& o) {
 }
 
 Outcome run_on(Runner& r, const Program& p) {
-  return r.ctx ? run_on_device(*r.ctx, p) : run_on_interp(p, r.lane_width);
+  if (!r.ctx) return run_on_interp(p, r.lane_width);
+  Outcome o = run_on_device(*r.ctx, p);
+  if (p.seed == flip_seed()) flip_one_bit(p, o);
+  return o;
 }
 
 // A mismatching program cut down to what still shows the mismatch: stores, variable stores and
@@ -439,7 +445,6 @@ int fuzz_main(int argc, char** argv) {
   if (cfg.guard_subnormals) repro += " --guard-subnormals";
 
   uint64_t mismatching_programs = 0, reported = 0, skipped = 0, next_seed = cfg.seed;
-  const uint64_t flip_seed = flip_seed_from_env();
   double generate_ms = 0, reduce_ms = 0;
   std::vector<Runner*> all;
   for (auto& r : interps) all.push_back(r.get());
@@ -498,8 +503,7 @@ int fuzz_main(int argc, char** argv) {
       auto tr = Clock::now();
       for (uint64_t i = 0; i < n; ++i) {
         if (!gen_error[i].empty()) continue;
-        outcome[ri][i] = r.ctx ? run_on_device(*r.ctx, progs[i]) : run_on_interp(progs[i], r.lane_width);
-        if (r.ctx && progs[i].seed == flip_seed) flip_one_bit(progs[i], outcome[ri][i]);
+        outcome[ri][i] = run_on(r, progs[i]);
       }
       r.run_ms += ms_since(tr);
     }
