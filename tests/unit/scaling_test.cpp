@@ -179,3 +179,32 @@ TEST(Scaling, LongChainEmitsInLinearTime) {
   EXPECT_LT(total, 10.0);
   EXPECT_LT(deepest, 64u);
 }
+
+// 25,000 calls of a device function (about 200,000 ops once inlined): kernel_inline used to
+// splice each body into the block and redirect the call's uses over the whole kernel, per call.
+TEST(Scaling, InliningManyCallsIsNearLinear) {
+  std::string s =
+      "kernel calls mode=Elementwise {\n"
+      "  param n: scalar<u32>\n"
+      "  param a: in buf<f32> extent=n\n"
+      "  param out: out buf<f32> extent=n\n"
+      "  %0 = thread_id<0> : u32\n"
+      "  %1 = load<a> %0 : f32\n";
+  const size_t calls = 25000;
+  for (size_t i = 0; i < calls; ++i)
+    s += "  %" + std::to_string(i + 2) + " = call<iron_sigmoid> %" + std::to_string(i + 1) + " : f32\n";
+  s += "  store<out> %0, %" + std::to_string(calls + 1) + "\n}\n";
+  ir::Kernel k = ir::parse(s);
+  auto t0 = std::chrono::steady_clock::now();
+  passes::PipelineOptions opts;
+  opts.stop_after = "kernel_inline";
+  passes::PipelineResult r = passes::run_pipeline(k, opts);
+  double total = seconds_since(t0);
+  ASSERT_TRUE(r.ok()) << r.diags.render(k);
+  size_t ops = passes::op_count(k);
+  std::printf("%zu calls inlined into %zu ops in %.2f s\n", calls, ops, total);
+  EXPECT_GE(ops, 150000u);
+  EXPECT_LT(total, 5.0);
+  ir::Diagnostics d;
+  EXPECT_TRUE(ir::verify(k, d)) << d.render(k);
+}
