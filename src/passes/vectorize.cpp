@@ -260,7 +260,7 @@ struct Vectorizer {
 }  // namespace
 
 bool run_vectorize(ir::Kernel& k, PassContext& ctx) {
-  Vectorizer v{k, ctx, false};
+  Vectorizer v{k, ctx, false, {}, {}, {}, {}};
   v.block(0);
   return v.changed;
 }
