@@ -54,20 +54,31 @@ bool fold_value(ir::Kernel& k, Id id, PassContext& ctx) {
 // Splices the taken arm of constant-condition ifs into their blocks.
 bool fold_branches(ir::Kernel& k, PassContext& ctx) {
   bool changed = false;
+  // Each block is rebuilt once (splicing per if was quadratic in a long block); the spliced
+  // instructions are not revisited in this run.
+  bool budget = true;
   for (Id b : reachable_blocks(k)) {
-    auto& list = k.blocks[b].insts;
-    for (size_t pos = 0; pos < list.size(); ++pos) {
-      const ir::Inst& in = k.insts[list[pos]];
-      if (in.op != Op::If || k.insts[in.operands[0]].op != Op::Const) continue;
-      if (!ctx.allow_rewrite()) return changed;
+    const std::vector<Id> list = k.blocks[b].insts;
+    std::vector<Id> out;
+    bool rebuilt = false;
+    for (Id id : list) {
+      const ir::Inst& in = k.insts[id];
+      if (!budget || in.op != Op::If || k.insts[in.operands[0]].op != Op::Const) {
+        out.push_back(id);
+        continue;
+      }
+      if (!ctx.allow_rewrite()) {
+        budget = false;
+        out.push_back(id);
+        continue;
+      }
       Id arm = k.insts[in.operands[0]].imm ? in.blocks[0] : in.blocks[1];
-      std::vector<Id> moved = arm == ir::kNone ? std::vector<Id>{} : k.blocks[arm].insts;
-      list.erase(list.begin() + long(pos));
-      list.insert(list.begin() + long(pos), moved.begin(), moved.end());
+      if (arm != ir::kNone) out.insert(out.end(), k.blocks[arm].insts.begin(), k.blocks[arm].insts.end());
       ctx.stat("const_fold.branches");
-      changed = true;
-      pos = pos + moved.size() - 1;  // wraps to revisit position 0 when nothing moved at 0
+      changed = rebuilt = true;
     }
+    if (rebuilt) k.blocks[b].insts = std::move(out);
+    if (!budget) break;
   }
   return changed;
 }

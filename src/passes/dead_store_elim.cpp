@@ -27,6 +27,19 @@ bool run_dead_store_elim(ir::Kernel& k, PassContext& ctx) {
     });
     std::vector<uint8_t> drop(k.insts.size(), 0);
     size_t found = 0;
+    std::vector<Id> dropped;
+    // What dies once nothing uses it; a dropped instruction releases its operands, which are
+    // dropped in the same round when this makes them dead (a dead chain goes in one round, not
+    // one round per link).
+    auto dead_by_uses = [&](const ir::Inst& in, Id id) {
+      switch (in.op) {
+        case Op::Load: case Op::VarLoad: case Op::TgLoad: case Op::LaneSum: case Op::LaneMax: return uses[id] == 0;
+        case Op::Var: return !var_read[id] && uses[id] == 0;
+        case Op::TgAlloc: return uses[id] == 0;
+        case Op::VarStore: case Op::TgStore: case Op::If: case Op::For: return false;
+        default: return is_pure_value(in) && uses[id] == 0;
+      }
+    };
     ir::walk(k, [&](Id id) {
       const ir::Inst& in = k.insts[id];
       bool dead = false;
@@ -47,9 +60,22 @@ bool run_dead_store_elim(ir::Kernel& k, PassContext& ctx) {
       }
       if (dead && ctx.allow_rewrite()) {
         drop[id] = 1;
+        dropped.push_back(id);
         ++found;
       }
     });
+    for (size_t i = 0; i < dropped.size(); ++i) {
+      const ir::Inst& in = k.insts[dropped[i]];
+      for (int o = 0; o < in.num_operands; ++o) {
+        Id v = in.operands[o];
+        if (v >= uses.size() || uses[v] == 0 || --uses[v] != 0 || drop[v]) continue;
+        if (dead_by_uses(k.insts[v], v) && ctx.allow_rewrite()) {
+          drop[v] = 1;
+          dropped.push_back(v);
+          ++found;
+        }
+      }
+    }
     if (found == 0) break;
     // A vector group (vectorize) is all-or-nothing: when one lane dies, the survivors go back to
     // being scalar accesses rather than leave a group with a missing lane.

@@ -6,7 +6,10 @@
 // Does not handle: values used by a loop header (they would be re-evaluated per iteration),
 // values used in a nested block (the use would move into a loop or branch), loads and variable
 // reads (memory may change between definition and use), lane operations.
+// Chains are capped at 16 nested values; the next value is a register again.
 // Mutation for tests: fusion.fuse_loads fuses loads too.
+#include <algorithm>
+
 #include "passes/pass.hpp"
 
 namespace iron::passes {
@@ -24,10 +27,24 @@ bool run_fusion(ir::Kernel& k, PassContext& ctx) {
   });
   bool changed = false;
   int64_t fused = 0, roots = 0;
+  // Nesting of each fused value's inline expression (0: not fused). Operands are decided before
+  // their user in this walk. A chain deeper than kMaxChain starts a new register, so an
+  // expression never nests without bound: the emitter builds it as a string (quadratic in its
+  // depth) and a GPU compiler parses it recursively.
+  constexpr uint32_t kMaxChain = 16;
+  std::vector<uint32_t> chain(k.insts.size(), 0);
   ir::walk(k, [&](Id id) {
     ir::Inst& in = k.insts[id];
+    uint32_t depth = 1;
+    for (int i = 0; i < in.num_operands; ++i)
+      if (in.operands[i] < chain.size()) depth = std::max(depth, chain[in.operands[i]] + 1);
     bool can = (is_pure_value(in) || (in.op == Op::Load && ctx.mutant("fusion.fuse_loads"))) && uses[id] == 1 && user[id] != ir::kNone && where[user[id]] == where[id] &&
-               k.insts[user[id]].op != Op::For;
+               k.insts[user[id]].op != Op::For && depth <= kMaxChain;
+    if ((in.flags & ir::kFused) && depth > kMaxChain) {
+      in.flags &= uint8_t(~ir::kFused);  // fused by an earlier run or in the input text: too deep
+      changed = true;
+    }
+    if (can || (in.flags & ir::kFused)) chain[id] = depth;
     if (can && !(in.flags & ir::kFused) && ctx.allow_rewrite()) {
       in.flags |= ir::kFused;
       ++fused;

@@ -9,6 +9,7 @@
 // Does not handle: nested ifs inside the arms, arms longer than kMaxArm ops.
 // Mutation for tests: if_conversion.allow_loads converts arms that load (the seeds' hazard).
 #include <map>
+#include <vector>
 
 #include "passes/pass.hpp"
 
@@ -48,21 +49,16 @@ struct IfConversion {
     return true;
   }
 
-  Id add(Id b, size_t& pos, ir::Inst in) {
+  Id add(std::vector<Id>& out, const ir::Inst& in) {
     Id id = k.add_inst(in);
-    auto& list = k.blocks[b].insts;
-    list.insert(list.begin() + long(pos++), id);
+    out.push_back(id);
     return id;
   }
 
-  // Rewrites the if at position pos of block b; returns the number of instructions now
-  // occupying its place.
-  size_t convert(Id b, size_t pos) {
-    Id if_id = k.blocks[b].insts[pos];
+  // Appends to `out` the straight-line code that replaces if `if_id`.
+  void convert(Id if_id, std::vector<Id>& out) {
     ir::Inst cond_if = k.insts[if_id];
     Id cond = cond_if.operands[0];
-    k.blocks[b].insts.erase(k.blocks[b].insts.begin() + long(pos));
-    size_t at = pos;
     std::map<Id, Id> last_store[2];
     std::vector<Id> order;  // variables in first-assignment order, for deterministic output
     for (int arm = 0; arm < 2; ++arm) {
@@ -75,8 +71,7 @@ struct IfConversion {
           if (!last_store[0].count(var) && !last_store[1].count(var)) order.push_back(var);
           last_store[arm][var] = in.operands[1];
         } else {
-          auto& list = k.blocks[b].insts;
-          list.insert(list.begin() + long(at++), id);
+          out.push_back(id);
         }
       }
     }
@@ -93,7 +88,7 @@ struct IfConversion {
           load.num_operands = 1;
           load.operands[0] = var;
           load.loc = cond_if.loc;
-          vals[arm] = add(b, at, load);
+          vals[arm] = add(out, load);
         }
       }
       ir::Inst sel;
@@ -104,32 +99,38 @@ struct IfConversion {
       sel.operands[1] = vals[0];
       sel.operands[2] = vals[1];
       sel.loc = cond_if.loc;
-      Id s = add(b, at, sel);
+      Id s = add(out, sel);
       ir::Inst st;
       st.op = Op::VarStore;
       st.num_operands = 2;
       st.operands[0] = var;
       st.operands[1] = s;
       st.loc = cond_if.loc;
-      add(b, at, st);
+      add(out, st);
     }
-    return at - pos;
   }
 
+  // Each block is rebuilt once (inserting the replacement into the block per if was
+  // quadratic in a block with many ifs); replacements are not revisited.
   void block(Id b) {
-    for (size_t pos = 0; pos < k.blocks[b].insts.size(); ++pos) {
-      Id id = k.blocks[b].insts[pos];
+    const std::vector<Id> list = k.blocks[b].insts;
+    std::vector<Id> out;
+    out.reserve(list.size());
+    bool rebuilt = false;
+    for (Id id : list) {
       for (Id child : k.insts[id].blocks)
         if (child != ir::kNone) block(child);
       const ir::Inst& in = k.insts[id];
-      if (in.op != Op::If) continue;
-      if (!convertible_arm(in.blocks[0], id) || !convertible_arm(in.blocks[1], id)) continue;
-      if (!ctx.allow_rewrite()) continue;
-      size_t n = convert(b, pos);
+      if (in.op != Op::If || !convertible_arm(in.blocks[0], id) || !convertible_arm(in.blocks[1], id) ||
+          !ctx.allow_rewrite()) {
+        out.push_back(id);
+        continue;
+      }
+      convert(id, out);
       ctx.stat("if_conversion.converted");
-      changed = true;
-      pos = pos + n - 1;  // continue after the replacement (wraps to revisit 0 when n == 0 at 0)
+      changed = rebuilt = true;
     }
+    if (rebuilt) k.blocks[b].insts = std::move(out);
   }
 };
 

@@ -8,6 +8,7 @@
 // callee whose ret sits inside control flow (the verifier requires it last in the entry block).
 // Mutation for tests: kernel_inline.reverse_args binds the arguments in reverse order.
 #include <map>
+#include <vector>
 
 #include "passes/pass.hpp"
 
@@ -53,9 +54,9 @@ struct Inliner {
     return nid;
   }
 
-  // Inlines the call at position pos of block b. Returns false (with a diagnostic) on error.
-  bool inline_call(Id b, size_t pos) {
-    Id call_id = k.blocks[b].insts[pos];
+  // Copies the body of call `call_id` into new instructions (appended to `body`) and sets
+  // `result` to the value that replaces the call. Returns false (with a diagnostic) on error.
+  bool expand(Id call_id, std::vector<Id>& body, Id& result) {
     const ir::Inst call = k.insts[call_id];
     const std::string& name = k.strings[call.sym];
     const ir::Kernel* callee = nullptr;
@@ -89,16 +90,11 @@ struct Inliner {
       return false;
     }
     if (!ctx.diags.empty()) return false;
-    std::vector<Id> body;
     for (Id id : callee->blocks[0].insts) {
       Id nid = import_inst(*callee, id, map);
       if (nid != ir::kNone) body.push_back(nid);
     }
-    Id result = map.at(callee->insts[callee->blocks[0].insts.back()].operands[0]);
-    auto& list = k.blocks[b].insts;
-    list.erase(list.begin() + long(pos));
-    list.insert(list.begin() + long(pos), body.begin(), body.end());
-    replace_all_uses(k, call_id, result);
+    result = map.at(callee->insts[callee->blocks[0].insts.back()].operands[0]);
     return true;
   }
 };
@@ -108,27 +104,53 @@ struct Inliner {
 void set_function_resolver(FunctionResolver fn) { g_resolver = fn; }
 FunctionResolver function_resolver() { return g_resolver; }
 
+// One round inlines every call present at its start: each block is rebuilt once, and the calls'
+// results are redirected in one walk at the end of the round (a call's own operands first, so
+// an argument that was an earlier call's result is already its value). Linear per round; the
+// rounds are bounded by kMaxDepth.
 bool run_kernel_inline(ir::Kernel& k, PassContext& ctx) {
   Inliner in{k, ctx};
   bool changed = false;
   for (int round = 0;; ++round) {
-    bool found = false;
+    bool found = false, stop = false;
+    std::vector<Id> repl(k.insts.size(), ir::kNone);
     for (Id b : reachable_blocks(k)) {
-      for (size_t pos = 0; pos < k.blocks[b].insts.size(); ++pos) {
-        if (k.insts[k.blocks[b].insts[pos]].op != Op::Call) continue;
+      const std::vector<Id> src = k.blocks[b].insts;
+      std::vector<Id> out;
+      bool rebuilt = false;
+      for (size_t pos = 0; pos < src.size(); ++pos) {
+        Id id = src[pos];
+        if (stop || k.insts[id].op != Op::Call) {
+          out.push_back(id);
+          continue;
+        }
         found = true;
         if (round >= kMaxDepth) {
-          ctx.diags.error(k.insts[k.blocks[b].insts[pos]].loc,
+          ctx.diags.error(k.insts[id].loc,
                           "device function calls nest deeper than " + std::to_string(kMaxDepth) + " (recursion?)");
-          return changed;
+          stop = true;
+        } else if (!ctx.allow_rewrite()) {
+          stop = true;
         }
-        if (!ctx.allow_rewrite()) return changed;
-        if (!in.inline_call(b, pos)) return changed;
+        map_operands(k.insts[id], repl);
+        std::vector<Id> body;
+        Id result = ir::kNone;
+        if (stop || !in.expand(id, body, result)) {
+          stop = true;
+          out.push_back(id);
+          continue;
+        }
+        out.insert(out.end(), body.begin(), body.end());
+        repl[id] = result;
+        rebuilt = true;
         ctx.stat("kernel_inline.inlined");
         changed = true;
       }
+      if (rebuilt) k.blocks[b].insts = std::move(out);
+      if (stop) break;
     }
-    if (!found) break;
+    if (changed) ir::walk(k, [&](Id id) { map_operands(k.insts[id], repl); });
+    if (!found || stop) break;
   }
   return changed;
 }

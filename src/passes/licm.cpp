@@ -27,44 +27,47 @@ struct Licm {
   PassContext& ctx;
   bool changed = false;
 
+  // Each block is rebuilt once: hoisted values go into the new list just before their loop
+  // (inserting into the block per loop was quadratic in a block with many loops).
   void block(Id b) {
-    auto& list = k.blocks[b].insts;
-    for (size_t pos = 0; pos < list.size(); ++pos) {
-      Id id = list[pos];
+    const std::vector<Id> list = k.blocks[b].insts;
+    std::vector<Id> out;
+    out.reserve(list.size());
+    bool moved_any = false;
+    for (Id id : list) {
       for (Id child : k.insts[id].blocks)
         if (child != ir::kNone) block(child);
-      if (k.insts[id].op == Op::For) pos += hoist_from(b, pos);
+      if (k.insts[id].op == Op::For) moved_any = hoist_from(id, out) || moved_any;
+      out.push_back(id);
     }
+    if (moved_any) k.blocks[b].insts = std::move(out);
   }
 
-  // Hoists invariants of the loop at list position `pos` of block b; returns how many moved.
-  size_t hoist_from(Id b, size_t pos) {
-    Id loop = k.blocks[b].insts[pos];
+  // Appends the invariants of `loop` to `out` (removing them from its body); returns whether
+  // any moved.
+  bool hoist_from(Id loop, std::vector<Id>& out) {
     Id body = k.insts[loop].blocks[0];
     std::set<Id> inside;  // values defined in the loop, induction variable included
     inside.insert(loop);
     ir::walk(k, body, [&](Id id) { inside.insert(id); });
-    std::vector<Id> moved;
-    auto& insts = k.blocks[body].insts;
-    for (size_t i = 0; i < insts.size();) {
-      Id id = insts[i];
+    std::vector<Id> moved, kept;
+    for (Id id : k.blocks[body].insts) {
       const ir::Inst& in = k.insts[id];
       bool invariant = hoistable(k, in, ctx);
       for (int o = 0; invariant && o < in.num_operands; ++o) invariant = !inside.count(in.operands[o]);
       if (invariant && ctx.allow_rewrite()) {
         moved.push_back(id);
         inside.erase(id);
-        insts.erase(insts.begin() + long(i));
         continue;
       }
-      ++i;
+      kept.push_back(id);
     }
-    if (moved.empty()) return 0;
-    auto& outer = k.blocks[b].insts;
-    outer.insert(outer.begin() + long(pos), moved.begin(), moved.end());
+    if (moved.empty()) return false;
+    k.blocks[body].insts = std::move(kept);
+    out.insert(out.end(), moved.begin(), moved.end());
     ctx.stat("licm.hoisted", int64_t(moved.size()));
     changed = true;
-    return moved.size();
+    return true;
   }
 };
 

@@ -113,7 +113,7 @@ struct Sink {
 }  // namespace
 
 bool run_value_sink(ir::Kernel& k, PassContext& ctx) {
-  Sink s{k, ctx};
+  Sink s{k, ctx, false, {}, {}, {}, {}};
   s.where = block_of(k);
   s.direct.assign(k.insts.size(), 0);
   s.arm.assign(k.insts.size(), ir::kNone);

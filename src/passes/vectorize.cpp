@@ -71,22 +71,27 @@ struct Vectorizer {
     }
   }
 
-  // Moves instruction `id` of block b (at index `from`) to index `to` (< from), first moving
-  // the pure operands it needs that sit in between. Returns false (nothing moved) if a needed
-  // operand is not pure.
-  bool hoist(Id b, Id id, size_t& to) {
-    auto& list = k.blocks[b].insts;
-    for (int o = 0; o < k.insts[id].num_operands; ++o) {
-      Id dep = k.insts[id].operands[o];
-      auto it = std::find(list.begin() + long(to), list.end(), dep);
-      if (it == list.end()) continue;  // defined before `to` or in an outer block
+  // Everything a group move needs is computed on the block as it stands at the start of a
+  // phase (loads, then stores); the block is then rebuilt once. Linear in the block size plus
+  // the size of the groups' index expressions.
+  std::vector<uint32_t> pos;   // inst -> index in the block being rebuilt (UINT32_MAX: elsewhere)
+  std::vector<uint32_t> dest;  // moved value -> the position it is now emitted before
+  std::vector<uint8_t> used;   // access already in a group
+  std::vector<uint8_t> seen;   // scratch of needed_after, cleared after each use
+
+  // Collects, in `deps`, the in-block values after position `anchor` that `id` needs, through
+  // pure values only; false when one of them is not pure (it cannot move).
+  bool needed_after(Id id, uint32_t anchor, std::vector<Id>& deps, std::vector<uint8_t>& seen) const {
+    const ir::Inst& in = k.insts[id];
+    for (int o = 0; o < in.num_operands; ++o) {
+      Id dep = in.operands[o];
+      // The lane at the anchor itself counts as after it: the moved values go before it.
+      if (dep >= pos.size() || pos[dep] == UINT32_MAX || pos[dep] < anchor || seen[dep]) continue;
       if (!is_pure_value(k.insts[dep])) return false;
-      if (!hoist(b, dep, to)) return false;
+      seen[dep] = 1;
+      if (!needed_after(dep, anchor, deps, seen)) return false;
+      deps.push_back(dep);
     }
-    auto it = std::find(list.begin() + long(to), list.end(), id);
-    list.erase(it);
-    list.insert(list.begin() + long(to), id);
-    ++to;
     return true;
   }
 
@@ -113,15 +118,15 @@ struct Vectorizer {
     for (Id id : std::vector<Id>(k.blocks[b].insts))
       for (Id cb : k.insts[id].blocks)
         if (cb != ir::kNone) block(cb);
-    for (bool stores : {false, true}) {
-      bool again = true;
-      while (again) again = group_once(b, stores);
-    }
+    for (bool stores : {false, true}) phase(b, stores);
   }
 
-  // Finds and builds one group in block b; returns true when it did.
-  bool group_once(Id b, bool stores) {
-    auto& list = k.blocks[b].insts;
+  // Builds every group of one kind in block b, then rebuilds the block once.
+  void phase(Id b, bool stores) {
+    const std::vector<Id> list = k.blocks[b].insts;
+    if (pos.size() < k.insts.size()) pos.resize(k.insts.size(), UINT32_MAX);
+    if (dest.size() < k.insts.size()) dest.resize(k.insts.size(), UINT32_MAX);
+    for (size_t p = 0; p < list.size(); ++p) pos[list[p]] = uint32_t(p);
     // (buffer, base) -> scalar accesses in program order
     std::map<std::pair<uint32_t, Id>, std::vector<Access>> runs;
     for (Id id : list) {
@@ -133,75 +138,113 @@ struct Vectorizer {
       split(in.operands[0], base, off);
       runs[{in.sym, base}].push_back({id, off});
     }
+    // Stores: per buffer, the positions of the instructions that touch it (or synchronize),
+    // so "nothing between the first and the last lane touches the buffer" is a count.
+    std::map<uint32_t, std::vector<uint32_t>> touching;
+    if (stores) {
+      for (const auto& [key, accesses] : runs) touching.emplace(key.first, std::vector<uint32_t>{});
+      for (size_t p = 0; p < list.size(); ++p)
+        for (auto& [param, where] : touching)
+          if (touches(list[p], param)) where.push_back(uint32_t(p));
+    }
+    if (used.size() < k.insts.size()) used.resize(k.insts.size(), 0);
+    if (seen.size() < k.insts.size()) seen.resize(k.insts.size(), 0);
+    std::vector<std::vector<Id>> moved_before(list.size());  // position -> what goes before it
+    std::vector<uint8_t> skip(list.size(), 0);
+    std::vector<std::vector<Id>> store_at(list.size());  // position of the last lane -> lanes
+    bool any = false;
     for (auto& [key, accesses] : runs) {
       for (int64_t w : {8, 4, 2}) {
         if (int64_t(accesses.size()) < w) continue;
-        // Lane offsets 0..w-1 relative to a start s that is a multiple of w, with the base aligned.
+        bool aligned = multiple_of(key.second, w) || ctx.mutant("vectorize.assume_aligned");
+        if (!aligned) continue;
+        std::map<int64_t, std::vector<Id>> by_off;  // offset -> unused accesses in program order
+        for (const Access& a : accesses)
+          if (!used[a.id]) by_off[a.off].push_back(a.id);
         for (const Access& lead : accesses) {
-          int64_t s = lead.off;
-          bool aligned = multiple_of(key.second, w) || ctx.mutant("vectorize.assume_aligned");
-          if (s % w != 0 || !aligned) continue;
+          int64_t st = lead.off;
+          if (used[lead.id] || st % w != 0) continue;
           std::vector<Id> lanes(size_t(w), ir::kNone);
-          for (const Access& a : accesses)
-            if (a.off >= s && a.off < s + w && lanes[size_t(a.off - s)] == ir::kNone) lanes[size_t(a.off - s)] = a.id;
+          for (int64_t l = 0; l < w; ++l) {
+            auto it = by_off.find(st + l);
+            if (it == by_off.end()) break;
+            for (Id c : it->second)
+              if (!used[c]) {
+                lanes[size_t(l)] = c;
+                break;
+              }
+          }
           if (std::count(lanes.begin(), lanes.end(), ir::kNone)) continue;
-          if (stores ? build_store_group(b, key.first, lanes) : build_load_group(b, lanes)) return true;
+          if (stores ? plan_store_group(lanes, touching[key.first], skip, store_at)
+                     : plan_load_group(lanes, skip, moved_before, seen)) {
+            for (Id l : lanes) used[l] = 1;
+            mark(lanes);
+            any = true;
+          }
         }
       }
     }
-    return false;
+    if (any) {
+      std::vector<Id> out;
+      out.reserve(list.size());
+      for (size_t p = 0; p < list.size(); ++p) {
+        for (Id x : moved_before[p]) out.push_back(x);
+        if (!skip[p]) out.push_back(list[p]);
+        for (Id x : store_at[p]) out.push_back(x);
+      }
+      k.blocks[b].insts = std::move(out);
+    }
+    for (Id id : list) pos[id] = UINT32_MAX;  // used[] stays set: grouped accesses are marked
   }
 
-  bool build_load_group(Id b, const std::vector<Id>& lanes) {
-    auto& list = k.blocks[b].insts;
-    // The earliest lane's position is where the group goes.
-    size_t first = list.size();
-    for (Id l : lanes) first = std::min(first, size_t(std::find(list.begin(), list.end(), l) - list.begin()));
-    if (!ctx.allow_rewrite()) return false;
-    std::vector<Id> saved = list;
-    // First every lane's index computation moves above the group, then the lanes line up.
-    size_t to = first;
-    for (Id l : lanes)
-      for (int o = 0; o < k.insts[l].num_operands; ++o) {
-        Id dep = k.insts[l].operands[o];
-        if (std::find(list.begin() + long(to), list.end(), dep) == list.end()) continue;
-        if (!is_pure_value(k.insts[dep]) || !hoist(b, dep, to)) {
-          list = saved;
-          return false;
-        }
+  // A load group goes where its earliest lane is: first the pure index computations the lanes
+  // need that sit after that point, then the lanes in lane order.
+  bool plan_load_group(const std::vector<Id>& lanes, std::vector<uint8_t>& skip,
+                       std::vector<std::vector<Id>>& moved_before, std::vector<uint8_t>& seen) {
+    uint32_t anchor = UINT32_MAX;
+    for (Id l : lanes) anchor = std::min(anchor, pos[l]);
+    std::vector<Id> deps;
+    bool ok = true;
+    for (Id l : lanes) ok = ok && needed_after(l, anchor, deps, seen);
+    for (Id d : deps) seen[d] = 0;
+    if (!ok || !ctx.allow_rewrite()) return false;
+    std::sort(deps.begin(), deps.end(), [&](Id a, Id c) { return pos[a] < pos[c]; });
+    auto& dst = moved_before[anchor];
+    for (Id d : deps) {
+      if (skip[pos[d]]) {
+        // Moved up already, by a group whose anchor may lie after this one: take it from there.
+        if (dest[d] <= anchor) continue;
+        auto& from = moved_before[dest[d]];
+        from.erase(std::find(from.begin(), from.end(), d));
       }
-    for (Id l : lanes) {
-      list.erase(std::find(list.begin(), list.end(), l));
-      list.insert(list.begin() + long(to++), l);
+      skip[pos[d]] = 1;
+      dest[d] = anchor;
+      dst.push_back(d);
     }
-    mark(lanes);
+    for (Id l : lanes) {
+      skip[pos[l]] = 1;
+      dst.push_back(l);
+    }
     ctx.stat("vectorize.load_groups");
     ctx.stat("vectorize.lanes", int64_t(lanes.size()));
     return true;
   }
 
-  bool build_store_group(Id b, uint32_t param, const std::vector<Id>& lanes) {
-    auto& list = k.blocks[b].insts;
-    size_t lo = list.size(), hi = 0;
+  // A store group goes where its last lane is, in lane order, when nothing between its first
+  // and last lane touches the buffer or synchronizes.
+  bool plan_store_group(const std::vector<Id>& lanes, const std::vector<uint32_t>& touching, std::vector<uint8_t>& skip,
+                        std::vector<std::vector<Id>>& store_at) {
+    uint32_t lo = UINT32_MAX, hi = 0;
     for (Id l : lanes) {
-      size_t p = size_t(std::find(list.begin(), list.end(), l) - list.begin());
-      lo = std::min(lo, p);
-      hi = std::max(hi, p);
+      lo = std::min(lo, pos[l]);
+      hi = std::max(hi, pos[l]);
     }
-    for (size_t p = lo; p <= hi; ++p) {
-      Id x = list[p];
-      if (std::find(lanes.begin(), lanes.end(), x) != lanes.end()) continue;
-      if (touches(x, param)) return false;
-    }
+    auto first = std::lower_bound(touching.begin(), touching.end(), lo);
+    auto last = std::upper_bound(touching.begin(), touching.end(), hi);
+    if (size_t(last - first) != lanes.size()) return false;  // something else touches it in between
     if (!ctx.allow_rewrite()) return false;
-    // Remove the lanes, then reinsert them in lane order where the last one was.
-    std::vector<Id> rest;
-    for (Id x : list)
-      if (std::find(lanes.begin(), lanes.end(), x) == lanes.end()) rest.push_back(x);
-    size_t at = hi + 1 - lanes.size();
-    rest.insert(rest.begin() + long(at), lanes.begin(), lanes.end());
-    list = rest;
-    mark(lanes);
+    for (Id l : lanes) skip[pos[l]] = 1;
+    store_at[hi] = lanes;
     ctx.stat("vectorize.store_groups");
     ctx.stat("vectorize.lanes", int64_t(lanes.size()));
     return true;
@@ -217,7 +260,7 @@ struct Vectorizer {
 }  // namespace
 
 bool run_vectorize(ir::Kernel& k, PassContext& ctx) {
-  Vectorizer v{k, ctx, false};
+  Vectorizer v{k, ctx, false, {}, {}, {}, {}};
   v.block(0);
   return v.changed;
 }

@@ -3,9 +3,13 @@
 // pass (value_sink took 107 s here at this size) fails it by two orders of magnitude.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
+#include <cstdio>
+#include <cstdlib>
 #include <string>
 
+#include "codegen/codegen.hpp"
 #include "core/ir.hpp"
 #include "passes/pass.hpp"
 
@@ -95,6 +99,43 @@ std::string loopy_kernel_text(size_t ops) {
   return s;
 }
 
+// The third shape: groups of four adjacent loads and stores (vectorize, schedule), integer
+// address arithmetic (cse, const_fold) and dead variable stores (dead_store_elim).
+std::string vector_kernel_text(size_t ops) {
+  std::string s =
+      "kernel scaling_vectors mode=Elementwise {\n"
+      "  param n: scalar<u32>\n"
+      "  param a: in buf<f32> extent=n\n"
+      "  param out: out buf<f32> extent=n\n"
+      "  %0 = thread_id<0> : u32\n"
+      "  %1 = const<4> : u32\n"
+      "  %2 = mul %0, %1 : u32\n"
+      "  %3 = const<0.0> : f32\n"
+      "  %4 = var %3 : f32\n";
+  size_t v = 5, emitted = 5;
+  auto name = [](size_t x) { return "%" + std::to_string(x); };
+  while (emitted < ops) {
+    size_t base = v;
+    s += "  " + name(v) + " = const<" + std::to_string(emitted % 1000 * 4) + "> : u32\n";
+    s += "  " + name(v + 1) + " = add %2, " + name(v) + " : u32\n";
+    size_t idx[4], ld[4];
+    v += 2;
+    for (int j = 0; j < 4; ++j) {
+      size_t c = v++;
+      s += "  " + name(c) + " = const<" + std::to_string(j) + "> : u32\n";
+      idx[j] = v++;
+      s += "  " + name(idx[j]) + " = add " + name(base + 1) + ", " + name(c) + " : u32\n";
+      ld[j] = v++;
+      s += "  " + name(ld[j]) + " = load<a> " + name(idx[j]) + " : f32\n";
+    }
+    for (int j = 0; j < 4; ++j) s += "  store<out> " + name(idx[j]) + ", " + name(ld[3 - j]) + "\n";
+    s += "  var_store %4, " + name(ld[0]) + "\n";
+    emitted += 19;
+  }
+  s += "}\n";
+  return s;
+}
+
 double seconds_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
@@ -104,13 +145,17 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
 class Scaling : public ::testing::TestWithParam<int> {};
 
 TEST_P(Scaling, PipelineOn200kOpsIsNearLinear) {
-  std::string text = GetParam() == 0 ? big_kernel_text(200000) : loopy_kernel_text(200000);
+  const char* env = std::getenv("IRON_SCALING_OPS");  // to measure growth by hand
+  const size_t size = env && *env ? size_t(std::strtoull(env, nullptr, 10)) : 200000;
+  std::string text = GetParam() == 0   ? big_kernel_text(size)
+                     : GetParam() == 1 ? loopy_kernel_text(size)
+                                       : vector_kernel_text(size);
   auto t0 = std::chrono::steady_clock::now();
   ir::Kernel k = ir::parse(text);
   ir::Diagnostics d;
   ASSERT_TRUE(ir::verify(k, d)) << d.render(k);
   size_t before = passes::op_count(k);
-  ASSERT_GE(before, 200000u);
+  ASSERT_GE(before, size);
   passes::PipelineOptions opts;
   opts.time_passes = true;
   passes::PipelineResult r = passes::run_pipeline(k, opts);
@@ -135,11 +180,102 @@ TEST_P(Scaling, PipelineOn200kOpsIsNearLinear) {
   if (GetParam() == 0) {
     EXPECT_TRUE(changed("value_sink"));
     EXPECT_TRUE(changed("unroll"));
-  } else {
+  } else if (GetParam() == 1) {
     EXPECT_TRUE(changed("licm"));
     EXPECT_TRUE(changed("copy_prop"));
+  } else {
+    EXPECT_TRUE(changed("vectorize"));
+    EXPECT_TRUE(changed("dead_store_elim"));
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Shapes, Scaling, ::testing::Values(0, 1),
-                         [](const auto& info) { return std::string(info.param == 0 ? "straight_line" : "loops_and_locals"); });
+INSTANTIATE_TEST_SUITE_P(Shapes, Scaling, ::testing::Values(0, 1, 2), [](const auto& info) {
+  return std::string(info.param == 0 ? "straight_line" : info.param == 1 ? "loops_and_locals" : "vector_groups");
+});
+
+// A chain of 100,000 single-use values: fusion used to inline it into one expression, which the
+// emitter rebuilt as a string at every step (quadratic) and a GPU compiler would have to parse
+// 100,000 parentheses deep. Fused chains are capped, so emission stays linear.
+TEST(Scaling, LongChainEmitsInLinearTime) {
+  std::string s;
+  s = "kernel chain mode=Elementwise {\n"
+      "  param n: scalar<u32>\n"
+      "  param a: in buf<f32> extent=n\n"
+      "  param out: out buf<f32> extent=n\n"
+      "  %0 = thread_id<0> : u32\n"
+      "  %1 = load<a> %0 : f32\n";
+  const size_t n = 100000;
+  for (size_t i = 0; i < n; ++i)
+    s += "  %" + std::to_string(i + 2) + " = mul %" + std::to_string(i + 1) + ", %1 : f32\n";
+  s += "  store<out> %0, %" + std::to_string(n + 1) + "\n}\n";
+  auto t0 = std::chrono::steady_clock::now();
+  ir::Kernel k = passes::optimize(ir::parse(s));
+  codegen::Emitted cuda = codegen::emit(k, DType::F32, codegen::Target::Cuda);
+  codegen::Emitted glsl = codegen::emit(k, DType::F32, codegen::Target::Glsl);
+  double total = seconds_since(t0);
+  ASSERT_TRUE(cuda.ok());
+  ASSERT_TRUE(glsl.ok());
+  size_t deepest = 0, open = 0;
+  for (char c : cuda.source) {
+    if (c == '(') deepest = std::max(deepest, ++open);
+    if (c == ')') --open;
+  }
+  std::printf("100k-op chain: optimize + emit %.2f s, %zu bytes of CUDA, parentheses %zu deep\n", total,
+              cuda.source.size(), deepest);
+  EXPECT_LT(total, 10.0);
+  EXPECT_LT(deepest, 64u);
+}
+
+// 25,000 calls of a device function (about 200,000 ops once inlined): kernel_inline used to
+// splice each body into the block and redirect the call's uses over the whole kernel, per call.
+TEST(Scaling, InliningManyCallsIsNearLinear) {
+  std::string s =
+      "kernel calls mode=Elementwise {\n"
+      "  param n: scalar<u32>\n"
+      "  param a: in buf<f32> extent=n\n"
+      "  param out: out buf<f32> extent=n\n"
+      "  %0 = thread_id<0> : u32\n"
+      "  %1 = load<a> %0 : f32\n";
+  const size_t calls = 25000;
+  for (size_t i = 0; i < calls; ++i)
+    s += "  %" + std::to_string(i + 2) + " = call<iron_sigmoid> %" + std::to_string(i + 1) + " : f32\n";
+  s += "  store<out> %0, %" + std::to_string(calls + 1) + "\n}\n";
+  ir::Kernel k = ir::parse(s);
+  auto t0 = std::chrono::steady_clock::now();
+  passes::PipelineOptions opts;
+  opts.stop_after = "kernel_inline";
+  passes::PipelineResult r = passes::run_pipeline(k, opts);
+  double total = seconds_since(t0);
+  ASSERT_TRUE(r.ok()) << r.diags.render(k);
+  size_t ops = passes::op_count(k);
+  std::printf("%zu calls inlined into %zu ops in %.2f s\n", calls, ops, total);
+  EXPECT_GE(ops, 150000u);
+  EXPECT_LT(total, 5.0);
+  ir::Diagnostics d;
+  EXPECT_TRUE(ir::verify(k, d)) << d.render(k);
+}
+
+// A dead chain of 100,000 values (dead_store_elim removed one link per round over the whole
+// kernel) and 20,000 ifs on constant conditions (const_fold spliced each into the block).
+TEST(Scaling, DeadChainsAndConstantBranchesAreLinear) {
+  std::string s =
+      "kernel dead mode=Elementwise {\n"
+      "  param n: scalar<u32>\n"
+      "  param out: out buf<u32> extent=n\n"
+      "  %0 = thread_id<0> : u32\n"
+      "  %1 = const<1> : bool\n";
+  size_t v = 2;
+  for (size_t i = 0; i < 20000; ++i) s += "  if %1 {\n    store<out> %0, %0\n  }\n";
+  s += "  %" + std::to_string(v) + " = add %0, %0 : u32\n";
+  for (size_t i = 0; i < 100000; ++i, ++v)
+    s += "  %" + std::to_string(v + 1) + " = add %" + std::to_string(v) + ", %0 : u32\n";
+  s += "}\n";
+  ir::Kernel k = ir::parse(s);
+  auto t0 = std::chrono::steady_clock::now();
+  passes::PipelineResult r = passes::run_pipeline(k);
+  double total = seconds_since(t0);
+  ASSERT_TRUE(r.ok()) << r.diags.render(k);
+  std::printf("dead chain and constant branches: %zu ops left, %.2f s\n", passes::op_count(k), total);
+  EXPECT_LT(total, 5.0);
+  EXPECT_LE(passes::op_count(k), 20002u);  // the stores stay, the chain and the ifs are gone
+}
