@@ -173,6 +173,8 @@ class GlslDialect final : public Dialect {
     out += "void main() {\n";
     if (s.helpers.count("zero"))
       out += "  precise float iron_zero = uintBitsToFloat(uint(gl_NumWorkGroups.x == 0u) << 31);\n";
+    if (s.helpers.count("negzero"))
+      out += "  precise float iron_neg_zero = uintBitsToFloat(uint(gl_NumWorkGroups.x != 0u) << 31);\n";
   }
 
   void end(EmitState&, std::string& out) const override { out += "}\n"; }
@@ -270,12 +272,12 @@ class GlslDialect final : public Dialect {
   }
 
   // lavapipe's code generator (gallivm) folds x + 0.0 to x, 0.0 - x to -x and x * 0.0 to 0.0
-  // whenever an operand is the constant +0.0, execution modes and `precise` notwithstanding:
-  // wrong for x = -0, NaN, +-Inf and negative x. A +0.0 the driver cannot see as a constant
-  // (gl_NumWorkGroups.x is never 0 when the shader runs) keeps those ops IEEE.
-  std::string positive_zero(EmitState& s) const override {
-    s.helpers.insert("zero");
-    return "iron_zero";
+  // whenever an operand is the constant +0.0, and x - (-0.0) to x, execution modes and `precise`
+  // notwithstanding: wrong for x = -0, NaN, +-Inf and negative x. Zeros the driver cannot see as
+  // constants (gl_NumWorkGroups.x is never 0 when the shader runs) keep those ops IEEE.
+  std::string float_zero(EmitState& s, bool negative) const override {
+    s.helpers.insert(negative ? "negzero" : "zero");
+    return negative ? "iron_neg_zero" : "iron_zero";
   }
 
   // GLSL min/max are undefined on NaN: an explicit helper.
