@@ -249,12 +249,15 @@ class GlslDialect final : public Dialect {
     }
   }
 
-  std::string cast(EmitState& s, const ir::Inst&, DType from, DType to, const std::string& x) const override {
+  std::string cast(EmitState& s, const ir::Inst& in, DType from, DType to, const std::string& x) const override {
     if (to == DType::Bool) return "bool(" + x + ")";
     // int(f) and uint(f) are undefined out of range: helpers saturate and map NaN to 0.
     if (is_float(from) && to == DType::I32) { s.helpers.insert("f2i"); return "iron_f2i(" + x + ")"; }
     if (is_float(from) && to == DType::U32) { s.helpers.insert("f2u"); return "iron_f2u(" + x + ")"; }
-    std::string as_float = is_float(from) ? x : "float(" + x + ")";
+    // A converted integer or bool constant 0 is a constant +0.0 to the driver: spelled opaquely.
+    const ir::Inst& operand = s.k.insts[in.operands[0]];
+    bool zero_constant = !is_float(from) && operand.op == ir::Op::Const && operand.imm == 0;
+    std::string as_float = is_float(from) ? x : zero_constant ? float_zero(s, false) : "float(" + x + ")";
     switch (to) {
       case DType::F32: return as_float;
       case DType::F16: s.helpers.insert("f16"); return "iron_f16_to_f32(iron_f32_to_f16(" + as_float + "))";

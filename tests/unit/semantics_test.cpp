@@ -497,6 +497,47 @@ TEST_P(Semantics, ArithmeticWithALiteralZeroKeepsIeeeResults) {
   check_all_backends(k, bufs, "literal zero");
 }
 
+// A zero made by casting an integer or bool constant: -x * float(0) is -0 for positive x and
+// float(false) + -0 is +0. A cast to the generic T stays in the IR (const_fold cannot fold it
+// without the dtype), and lavapipe folded the converted constant into the multiply or add as it
+// folds a literal +0.0 (giving +0 and -0).
+TEST_P(Semantics, ArithmeticWithACastZeroKeepsIeeeResults) {
+  ir::Kernel k = verified(
+      "kernel sem_zcast mode=Elementwise dtypes=f32 {\n"
+      "  param x: in buf<T> extent=128\n"
+      "  param m: out buf<T> extent=128\n"
+      "  param a: out buf<T> extent=128\n"
+      "  param u: out buf<T> extent=128\n"
+      "  %0 = thread_id<0> : u32\n"
+      "  %1 = load<x> %0 : T\n"
+      "  %2 = const<0> : i32\n"
+      "  %3 = cast %2 : T\n"
+      "  %4 = neg %1 : T\n"
+      "  %5 = mul %4, %3 : T\n"
+      "  store<m> %0, %5\n"
+      "  %6 = const<0> : bool\n"
+      "  %7 = cast %6 : T\n"
+      "  %8 = const<-0.0> : T\n"
+      "  %9 = add %7, %8 : T\n"
+      "  store<a> %0, %9\n"
+      "  %10 = const<0> : u32\n"
+      "  %11 = cast %10 : T\n"
+      "  %12 = add %1, %11 : T\n"
+      "  store<u> %0, %12\n"
+      "}\n");
+  std::vector<Buf> bufs = {
+      {"x", DType::F32, false, f32_words({2.0f, -0.0f, 0.0f, -3.0f, kInf, kNan})},
+      {"m", DType::F32, true, std::vector<uint32_t>(kN)},
+      {"a", DType::F32, true, std::vector<uint32_t>(kN)},
+      {"u", DType::F32, true, std::vector<uint32_t>(kN)},
+  };
+  std::vector<Buf> want = run_interp(k, bufs, 8);
+  EXPECT_EQ(want[1].words[0], 0x80000000u);  // -2 * 0 = -0
+  EXPECT_EQ(want[2].words[0], 0u);           // 0 + -0 = +0
+  EXPECT_EQ(want[3].words[1], 0u);           // -0 + 0 = +0
+  check_all_backends(k, bufs, "cast zero");
+}
+
 // x - (-0.0) is x except for x = -0, where it is +0; lavapipe folded it to x.
 TEST_P(Semantics, SubtractingALiteralNegativeZeroKeepsIeeeResults) {
   ir::Kernel k = verified(
