@@ -65,8 +65,8 @@ class Dialect {
   // bits (for infinities and NaN, which have no decimal literal).
   std::string literal(EmitState& s, const ir::Inst& in) const;
   virtual const char* float_suffix() const = 0;
-  // The spelling of an f32 +0.0 constant where the literal would not be exact ("" otherwise).
-  virtual std::string positive_zero(EmitState&) const { return {}; }
+  // The spelling of an f32 +0.0 or -0.0 constant where the literal would not be exact ("" otherwise).
+  virtual std::string float_zero(EmitState&, bool /*negative*/) const { return {}; }
   virtual std::string float_from_bits(uint32_t bits) const = 0;
   // Unary and ternary math and min/max/abs for one concrete dtype.
   virtual std::string math(EmitState& s, const ir::Inst& in, DType t, const std::vector<std::string>& a) const = 0;

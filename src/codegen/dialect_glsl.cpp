@@ -173,6 +173,8 @@ class GlslDialect final : public Dialect {
     out += "void main() {\n";
     if (s.helpers.count("zero"))
       out += "  precise float iron_zero = uintBitsToFloat(uint(gl_NumWorkGroups.x == 0u) << 31);\n";
+    if (s.helpers.count("negzero"))
+      out += "  precise float iron_neg_zero = uintBitsToFloat(uint(gl_NumWorkGroups.x != 0u) << 31);\n";
   }
 
   void end(EmitState&, std::string& out) const override { out += "}\n"; }
@@ -247,12 +249,15 @@ class GlslDialect final : public Dialect {
     }
   }
 
-  std::string cast(EmitState& s, const ir::Inst&, DType from, DType to, const std::string& x) const override {
+  std::string cast(EmitState& s, const ir::Inst& in, DType from, DType to, const std::string& x) const override {
     if (to == DType::Bool) return "bool(" + x + ")";
     // int(f) and uint(f) are undefined out of range: helpers saturate and map NaN to 0.
     if (is_float(from) && to == DType::I32) { s.helpers.insert("f2i"); return "iron_f2i(" + x + ")"; }
     if (is_float(from) && to == DType::U32) { s.helpers.insert("f2u"); return "iron_f2u(" + x + ")"; }
-    std::string as_float = is_float(from) ? x : "float(" + x + ")";
+    // A converted integer or bool constant 0 is a constant +0.0 to the driver: spelled opaquely.
+    const ir::Inst& operand = s.k.insts[in.operands[0]];
+    bool zero_constant = !is_float(from) && operand.op == ir::Op::Const && operand.imm == 0;
+    std::string as_float = is_float(from) ? x : zero_constant ? float_zero(s, false) : "float(" + x + ")";
     switch (to) {
       case DType::F32: return as_float;
       case DType::F16: s.helpers.insert("f16"); return "iron_f16_to_f32(iron_f32_to_f16(" + as_float + "))";
@@ -270,12 +275,12 @@ class GlslDialect final : public Dialect {
   }
 
   // lavapipe's code generator (gallivm) folds x + 0.0 to x, 0.0 - x to -x and x * 0.0 to 0.0
-  // whenever an operand is the constant +0.0, execution modes and `precise` notwithstanding:
-  // wrong for x = -0, NaN, +-Inf and negative x. A +0.0 the driver cannot see as a constant
-  // (gl_NumWorkGroups.x is never 0 when the shader runs) keeps those ops IEEE.
-  std::string positive_zero(EmitState& s) const override {
-    s.helpers.insert("zero");
-    return "iron_zero";
+  // whenever an operand is the constant +0.0, and x - (-0.0) to x, execution modes and `precise`
+  // notwithstanding: wrong for x = -0, NaN, +-Inf and negative x. Zeros the driver cannot see as
+  // constants (gl_NumWorkGroups.x is never 0 when the shader runs) keep those ops IEEE.
+  std::string float_zero(EmitState& s, bool negative) const override {
+    s.helpers.insert(negative ? "negzero" : "zero");
+    return negative ? "iron_neg_zero" : "iron_zero";
   }
 
   // GLSL min/max are undefined on NaN: an explicit helper.

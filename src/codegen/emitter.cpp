@@ -39,8 +39,8 @@ std::string Dialect::literal(EmitState& s, const ir::Inst& in) const {
       float v = float(in.fimm);
       if (std::isnan(v)) return float_from_bits(0x7fc00000u);
       if (std::isinf(v)) return float_from_bits(v > 0 ? 0x7f800000u : 0xff800000u);
-      if (v == 0.0f && !std::signbit(v)) {
-        std::string zero = positive_zero(s);
+      if (v == 0.0f) {
+        std::string zero = float_zero(s, std::signbit(v));
         if (!zero.empty()) return zero;
       }
       return float_literal(v, float_suffix());

@@ -5,7 +5,8 @@
 // operands are left for dead_store_elim.
 // Every pure op has a defined result (docs/semantics.md), so division by zero or a shift by 32
 // folds to the value every backend computes. Does not handle: casts to the generic T (the
-// rounding depends on the dtype chosen at emission), transcendentals (exp, log, tanh, rsqrt:
+// rounding depends on the dtype chosen at emission) except of an integer or bool constant 0,
+// which is 0 (+0.0) in every dtype, transcendentals (exp, log, tanh, rsqrt:
 // their results are bounded, not bit-exact, across backends, so a fold would change a value
 // with the optimization level), loops (unroll does those).
 // Mutation for tests: const_fold.sub_reversed folds a - b as b - a.
@@ -19,8 +20,29 @@ using ir::Op;
 
 namespace {
 
+// A cast of an integer or bool constant 0 to T: 0 whatever dtype T becomes (+0.0 for floats).
+bool fold_zero_to_generic(ir::Kernel& k, Id id, PassContext& ctx) {
+  ir::Inst& in = k.insts[id];
+  if (in.op != Op::Cast || in.type != DType::Generic) return false;
+  const ir::Inst& o = k.insts[in.operands[0]];
+  if (o.op != Op::Const || o.type == DType::Generic || is_float(o.type) || o.imm != 0) return false;
+  if (!ctx.allow_rewrite()) return false;
+  ir::SrcLoc loc = in.loc;
+  uint8_t flags = in.flags;
+  in = ir::Inst{};
+  in.op = Op::Const;
+  in.type = DType::Generic;
+  in.loc = loc;
+  in.flags = flags;
+  in.imm = 0;
+  in.fimm = 0.0;
+  ctx.stat("const_fold.folded");
+  return true;
+}
+
 bool fold_value(ir::Kernel& k, Id id, PassContext& ctx) {
   ir::Inst& in = k.insts[id];
+  if (fold_zero_to_generic(k, id, ctx)) return true;
   if (!is_pure_value(in) || in.op == Op::Const || !eval::is_pure_evaluable(in.op)) return false;
   if (in.op == Op::Exp || in.op == Op::Log || in.op == Op::Tanh || in.op == Op::Rsqrt) return false;
   eval::Scalar args[3];

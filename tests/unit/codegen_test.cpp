@@ -163,6 +163,21 @@ TEST(Codegen, FloatToIntCastsSaturateOnBothTargets) {
   EXPECT_NE(e.glsl.find("iron_f2u(v3)"), std::string::npos) << e.glsl;
 }
 
+// lavapipe folds arithmetic with a constant zero (x - (-0.0) to x, x * float(0) to +0): GLSL
+// spells the constants -0.0 and a cast of an integer constant 0 as zeros it cannot see (the
+// kernel is emitted unoptimized, as const_fold would fold the cast to f32).
+TEST(Codegen, GlslSpellsZeroConstantsOpaquely) {
+  EdgeSources e = emit_edge(
+      "  %4 = const<0> : i32\n  %5 = cast %4 : f32\n  %6 = mul %3, %5 : f32\n"
+      "  %7 = const<-0.0> : f32\n  %8 = sub %6, %7 : f32\n  store<of> %0, %8\n");
+  EXPECT_NE(e.glsl.find("iron_zero"), std::string::npos) << e.glsl;
+  EXPECT_NE(e.glsl.find("iron_neg_zero"), std::string::npos) << e.glsl;
+  EXPECT_EQ(e.glsl.find("float(0"), std::string::npos) << e.glsl;
+  EXPECT_EQ(e.glsl.find("float(v4"), std::string::npos) << e.glsl;
+  EXPECT_EQ(e.glsl.find("-0.0"), std::string::npos) << e.glsl;
+  EXPECT_NE(e.cuda.find("-0.0f"), std::string::npos) << e.cuda;
+}
+
 // docs/semantics.md: min(-0, +0) = -0, max(-0, +0) = +0, one NaN operand loses. fminf/fmaxf
 // and GLSL min/max do not promise that.
 TEST(Codegen, FloatMinMaxUseTheOrderedHelpers) {

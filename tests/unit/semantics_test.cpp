@@ -508,6 +508,127 @@ TEST_P(Semantics, ArithmeticWithALiteralZeroKeepsIeeeResults) {
   check_all_backends(k, bufs, "literal zero");
 }
 
+// A zero made by casting an integer or bool constant: -x * float(0) is -0 for positive x and
+// float(false) + -0 is +0. A cast to the generic T stays in the IR (const_fold cannot fold it
+// without the dtype), and lavapipe folded the converted constant into the multiply or add as it
+// folds a literal +0.0 (giving +0 and -0).
+TEST_P(Semantics, ArithmeticWithACastZeroKeepsIeeeResults) {
+  ir::Kernel k = verified(
+      "kernel sem_zcast mode=Elementwise dtypes=f32 {\n"
+      "  param x: in buf<T> extent=128\n"
+      "  param m: out buf<T> extent=128\n"
+      "  param a: out buf<T> extent=128\n"
+      "  param u: out buf<T> extent=128\n"
+      "  %0 = thread_id<0> : u32\n"
+      "  %1 = load<x> %0 : T\n"
+      "  %2 = const<0> : i32\n"
+      "  %3 = cast %2 : T\n"
+      "  %4 = neg %1 : T\n"
+      "  %5 = mul %4, %3 : T\n"
+      "  store<m> %0, %5\n"
+      "  %6 = const<0> : bool\n"
+      "  %7 = cast %6 : T\n"
+      "  %8 = const<-0.0> : T\n"
+      "  %9 = add %7, %8 : T\n"
+      "  store<a> %0, %9\n"
+      "  %10 = const<0> : u32\n"
+      "  %11 = cast %10 : T\n"
+      "  %12 = add %1, %11 : T\n"
+      "  store<u> %0, %12\n"
+      "}\n");
+  std::vector<Buf> bufs = {
+      {"x", DType::F32, false, f32_words({2.0f, -0.0f, 0.0f, -3.0f, kInf, kNan})},
+      {"m", DType::F32, true, std::vector<uint32_t>(kN)},
+      {"a", DType::F32, true, std::vector<uint32_t>(kN)},
+      {"u", DType::F32, true, std::vector<uint32_t>(kN)},
+  };
+  std::vector<Buf> want = run_interp(k, bufs, 8);
+  EXPECT_EQ(want[1].words[0], 0x80000000u);  // -2 * 0 = -0
+  EXPECT_EQ(want[2].words[0], 0u);           // 0 + -0 = +0
+  EXPECT_EQ(want[3].words[1], 0u);           // -0 + 0 = +0
+  check_all_backends(k, bufs, "cast zero");
+}
+
+// x - (-0.0) is x except for x = -0, where it is +0; lavapipe folded it to x.
+TEST_P(Semantics, SubtractingALiteralNegativeZeroKeepsIeeeResults) {
+  ir::Kernel k = verified(
+      "kernel sem_nzero mode=Elementwise {\n"
+      "  param x: in buf<f32> extent=128\n"
+      "  param s: out buf<f32> extent=128\n"
+      "  param a: out buf<f32> extent=128\n"
+      "  param m: out buf<f32> extent=128\n"
+      "  param r: out buf<f32> extent=128\n"
+      "  %0 = thread_id<0> : u32\n"
+      "  %1 = load<x> %0 : f32\n"
+      "  %2 = const<-0.0> : f32\n"
+      "  %3 = sub %1, %2 : f32\n"
+      "  store<s> %0, %3\n"
+      "  %4 = add %1, %2 : f32\n"
+      "  store<a> %0, %4\n"
+      "  %5 = mul %1, %2 : f32\n"
+      "  store<m> %0, %5\n"
+      "  %6 = sub %2, %1 : f32\n"
+      "  store<r> %0, %6\n"
+      "}\n");
+  std::vector<Buf> bufs = {
+      {"x", DType::F32, false, f32_words({-0.0f, 0.0f, -1.0f, kInf, -kInf, kNan, 3.0f})},
+      {"s", DType::F32, true, std::vector<uint32_t>(kN)},
+      {"a", DType::F32, true, std::vector<uint32_t>(kN)},
+      {"m", DType::F32, true, std::vector<uint32_t>(kN)},
+      {"r", DType::F32, true, std::vector<uint32_t>(kN)},
+  };
+  std::vector<Buf> want = run_interp(k, bufs, 8);
+  EXPECT_EQ(want[1].words[0], 0u);           // -0 - -0 = +0
+  EXPECT_EQ(want[2].words[0], 0x80000000u);  // -0 + -0 = -0
+  EXPECT_EQ(want[3].words[2], 0u);           // -1 * -0 = +0
+  check_all_backends(k, bufs, "negative zero");
+}
+
+// fma with an exact zero result: the sum's sign follows IEEE (+0 unless both the product and c
+// are -0). fma(-0, -0, -0) is +0: lavapipe folded the literal -0.0 operands and gave -0 (bf16,
+// whose fma is the driver's own, and f32, whose fma is emulated).
+TEST_P(Semantics, FmaOfAnExactZeroHasTheIeeeSign) {
+  ir::Kernel k = verified(
+      "kernel sem_fma_zero mode=Elementwise {\n"
+      "  param a: in buf<f32> extent=128\n"
+      "  param b: in buf<f32> extent=128\n"
+      "  param c: in buf<f32> extent=128\n"
+      "  param r: out buf<f32> extent=128\n"
+      "  param z: out buf<f32> extent=128\n"
+      "  param h: out buf<f32> extent=128\n"
+      "  %0 = thread_id<0> : u32\n"
+      "  %1 = load<a> %0 : f32\n"
+      "  %2 = load<b> %0 : f32\n"
+      "  %3 = load<c> %0 : f32\n"
+      "  %4 = fma %1, %2, %3 : f32\n"
+      "  store<r> %0, %4\n"
+      "  %5 = const<-0.0> : f32\n"
+      "  %6 = fma %5, %5, %3 : f32\n"
+      "  store<z> %0, %6\n"
+      "  %7 = cast %3 : bf16\n"
+      "  %8 = const<-0.0> : bf16\n"
+      "  %9 = fma %8, %8, %7 : bf16\n"
+      "  %10 = cast %9 : f32\n"
+      "  store<h> %0, %10\n"
+      "}\n");
+  std::vector<Buf> bufs = {
+      {"a", DType::F32, false, f32_words({-0.0f, -0.0f, 0.0f, -1.0f, 2.0f, -0x1p-100f, 0x1p-100f, -0.0f, 3.0f})},
+      {"b", DType::F32, false, f32_words({1.0f, 1.0f, -1.0f, 0.0f, 3.0f, 0x1p-100f, 0x1p-100f, -0.0f, -0.0f})},
+      {"c", DType::F32, false, f32_words({-0.0f, 0.0f, -0.0f, -0.0f, -6.0f, -0.0f, -0.0f, -0.0f, -0.0f})},
+      {"r", DType::F32, true, std::vector<uint32_t>(kN)},
+      {"z", DType::F32, true, std::vector<uint32_t>(kN)},
+      {"h", DType::F32, true, std::vector<uint32_t>(kN)},
+  };
+  std::vector<Buf> want = run_interp(k, bufs, 8);
+  EXPECT_EQ(want[3].words[0], 0x80000000u);  // -0 * 1 + -0 = -0
+  EXPECT_EQ(want[3].words[1], 0u);           // -0 * 1 + 0 = +0
+  EXPECT_EQ(want[3].words[4], 0u);           // 2 * 3 - 6 = +0
+  EXPECT_EQ(want[3].words[5], 0x80000000u);  // -2^-200 rounds to -0
+  EXPECT_EQ(want[4].words[0], 0u);           // -0 * -0 + -0 = +0
+  EXPECT_EQ(want[5].words[0], 0u);           // the same in bf16
+  check_all_backends(k, bufs, "fma zero");
+}
+
 // fma rounds once: a * b + c where the product's rounding would change the sum. lavapipe's fma is
 // a multiply and an add (two roundings); the GLSL dialect emulates a single rounding there.
 TEST_P(Semantics, FmaRoundsOnce) {
