@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The trust run on the GPU machine (docs/gpu-machine.md): the corpus on every backend, the corpus
 # under compute-sanitizer (memcheck, racecheck, synccheck) with a planted race that racecheck must
-# find, the cross-backend fuzzer on CUDA and Vulkan, the semantics tests on both drivers, mutation
+# find, the cross-backend fuzzer on CUDA (A) and on CUDA and Vulkan together (B), the semantics tests on both drivers, mutation
 # testing on CUDA, two witnesses and two back-to-back snapshots of identical code with their
 # diffs. PART=A or PART=B runs one half (each fits one 10-minute call). Binaries come from $BIN
 # (default .gpu: iron, iron-runner and, for the semantics tests, iron_unit_tests). Results land
@@ -19,7 +19,7 @@ for f in .gl/*.deb; do dpkg -x "$f" /; done
 ldconfig
 export IRON_NO_REBUILD=1 IRON_SNAP_DIR=/tmp/iron-trust/snaps XDG_CACHE_HOME=/tmp/iron-trust/cache
 cd "$bin"
-step() { echo "== $*" | tee -a "$out/log.txt"; }
+step() { echo "== $*" | tee -a "$out/log.txt"; cp "$out/log.txt" "$final/log-$part.txt"; }
 trap 'cp "$out/log.txt" "$final/log-$part.txt"; tar -C /tmp/iron-trust -czf "$final/trust-$part.tgz" out snaps 2>/dev/null' EXIT
 last() { tail -"${2:-1}" "$1" | tee -a "$out/log.txt"; }
 if [ "$part" != B ]; then
@@ -48,8 +48,9 @@ if [ "$part" != B ]; then
   ./iron fuzz --backends interp,cuda --programs "$programs" --reports 8 > "$out/fuzz-cuda.txt" 2>&1; last "$out/fuzz-cuda.txt"
 fi
 if [ "$part" != A ]; then
-  step "fuzz interp vs vulkan"
-  ./iron fuzz --backends interp,vulkan --programs "$programs" --reports 8 > "$out/fuzz-vulkan.txt" 2>&1; last "$out/fuzz-vulkan.txt"
+  step "fuzz interp vs cuda and vulkan"
+  ./iron fuzz --backends interp,cuda,vulkan --programs "$programs" --reports 8 > "$out/fuzz-vulkan.txt" 2>&1
+  last "$out/fuzz-vulkan.txt" 4
   step "witness x2"
   ./iron test --backend cuda --witness "$out/witness-1.json" > /dev/null 2>&1
   ./iron test --backend cuda --witness "$out/witness-2.json" > /dev/null 2>&1
