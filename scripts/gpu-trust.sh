@@ -3,7 +3,9 @@
 # under compute-sanitizer (memcheck, racecheck, synccheck) with a planted race that racecheck must
 # find, the cross-backend fuzzer on CUDA (A) and on CUDA and Vulkan together (B), the semantics tests on both drivers, mutation
 # testing on CUDA, two witnesses and two back-to-back snapshots of identical code with their
-# diffs. PART=A or PART=B runs one half (each fits one 10-minute call). Binaries come from $BIN
+# diffs. PART=A, PART=B or PART=C runs one third (each fits one 10-minute call on the H200: A took
+# 2 minutes there, B 6 minutes, and one three-process snapshot of every bench about 3.5 minutes, so
+# C's two snapshots need a call of their own; AA_FILTER narrows them, e.g. AA_FILTER=iron_add). Binaries come from $BIN
 # (default .gpu: iron, iron-runner and, for the semantics tests, iron_unit_tests). Results land
 # under $OUT: `log.txt` (every step's summary line) and `trust-$PART.tgz` (every step's full
 # output; the device tool returns at most 8 files).
@@ -13,7 +15,7 @@ out=/tmp/iron-trust/out
 bin=${BIN:-.gpu}
 part=${PART:-all}
 programs=${PROGRAMS:-5000}
-samples=${SAMPLES:-50}
+samples=${SAMPLES:-30}
 mkdir -p "$out" "$final"
 for f in .gl/*.deb; do dpkg -x "$f" /; done
 ldconfig
@@ -47,7 +49,7 @@ if [ "$part" != B ]; then
   step "fuzz interp vs cuda"
   ./iron fuzz --backends interp,cuda --programs "$programs" --reports 8 > "$out/fuzz-cuda.txt" 2>&1; last "$out/fuzz-cuda.txt"
 fi
-if [ "$part" != A ]; then
+if [ "$part" = B ] || [ "$part" = all ]; then
   step "fuzz interp vs cuda and vulkan"
   ./iron fuzz --backends interp,cuda,vulkan --programs "$programs" --reports 8 > "$out/fuzz-vulkan.txt" 2>&1
   last "$out/fuzz-vulkan.txt" 4
@@ -55,9 +57,15 @@ if [ "$part" != A ]; then
   ./iron test --backend cuda --witness "$out/witness-1.json" > /dev/null 2>&1
   ./iron test --backend cuda --witness "$out/witness-2.json" > /dev/null 2>&1
   ./iron diff "$out/witness-1.json" "$out/witness-2.json" > "$out/diff-witness.txt" 2>&1; last "$out/diff-witness.txt"
-  step "two back-to-back snapshots of identical code"
-  ./iron snap aa1 --backend cuda --samples "$samples" --flush-l2 --force > "$out/snap-aa1.txt" 2>&1; last "$out/snap-aa1.txt"
-  ./iron snap aa2 --backend cuda --samples "$samples" --flush-l2 --force > "$out/snap-aa2.txt" 2>&1; last "$out/snap-aa2.txt"
+fi
+if [ "$part" = C ] || [ "$part" = all ]; then
+  filter=()
+  [ -n "${AA_FILTER:-}" ] && filter=(-f "$AA_FILTER")
+  step "two back-to-back snapshots of identical code ${AA_FILTER:-(every bench)}"
+  ./iron snap aa1 "${filter[@]}" --backend cuda --samples "$samples" --flush-l2 --force > "$out/snap-aa1.txt" 2>&1
+  last "$out/snap-aa1.txt"
+  ./iron snap aa2 "${filter[@]}" --backend cuda --samples "$samples" --flush-l2 --force > "$out/snap-aa2.txt" 2>&1
+  last "$out/snap-aa2.txt"
   ./iron diff aa1 aa2 > "$out/diff-aa.txt" 2>&1; last "$out/diff-aa.txt" 2
 fi
 echo done | tee -a "$out/log.txt"
