@@ -25,19 +25,12 @@
 #include "core/numeric.hpp"
 #include "passes/pass.hpp"
 #include "runtime/disk_cache.hpp"
+#include "ir_text.hpp"
 
 using namespace iron;
+using iron::test::parse_error;
 
 namespace {
-
-std::string parse_error(const std::string& text) {
-  try {
-    ir::parse(text);
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "(parsed)";
-}
 
 std::string verify_text(const ir::Kernel& k) {
   ir::Diagnostics d;

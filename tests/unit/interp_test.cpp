@@ -18,8 +18,11 @@
 #include "core/numeric.hpp"
 #include "passes/eval.hpp"
 #include "passes/interpreter.hpp"
+#include "ir_text.hpp"
 
 using namespace iron;
+using iron::test::parse_verified;
+using iron::test::group_sum_ir;
 using eval::Scalar;
 using ir::Op;
 
@@ -46,13 +49,6 @@ int32_t eval_i32(Op op, std::vector<Scalar> args) {
   EvalResult r = ev(op, DType::I32, DType::I32, std::move(args));
   EXPECT_TRUE(r.ok) << r.error;
   return r.value.i();
-}
-
-ir::Kernel parse_verified(const std::string& text) {
-  ir::Kernel k = ir::parse(text);
-  ir::Diagnostics d;
-  EXPECT_TRUE(ir::verify(k, d)) << d.render(k);
-  return k;
 }
 
 std::string run_error(const ir::Kernel& k, DType dtype, const std::vector<interp::BufferArg>& buffers,
@@ -313,53 +309,11 @@ TEST(Interp, IntegerDivisionByZeroIsDefined) {
   EXPECT_EQ(out, (std::vector<uint32_t>{0, 0, 2, 2}));
 }
 
-namespace {
-// The tracer's group_sum expansion: lane_sum, lane 0 of each lane group writes its partial,
-// barrier, every lane group re-reduces the partials.
-const char* kGroupSum =
-    "kernel gsum mode=Reduction {\n"
-    "  param n: scalar<u32>\n"
-    "  param x: in buf<f32> extent=n\n"
-    "  param out: out buf<f32> extent=n\n"
-    "  %0 = tg_alloc<partials, 256> : f32\n"
-    "  %1 = program_id<0> : u32\n"
-    "  %2 = group_size<0> : u32\n"
-    "  %3 = local_id<0> : u32\n"
-    "  %4 = mul %1, %2 : u32\n"
-    "  %5 = add %4, %3 : u32\n"
-    "  %6 = load<x> %5 : f32\n"
-    "  %7 = lane_sum %6 : f32\n"
-    "  %8 = lane_id : u32\n"
-    "  %9 = simd_group_id : u32\n"
-    "  %10 = num_simd_groups : u32\n"
-    "  %11 = lane_width : u32\n"
-    "  %12 = const<0> : u32\n"
-    "  %13 = eq %8, %12 : bool\n"
-    "  if %13 {\n"
-    "    tg_store %0, %9, %7\n"
-    "  }\n"
-    "  barrier\n"
-    "  %14 = const<0> : f32\n"
-    "  %15 = var %14 : f32\n"
-    "  %16 = for %8, %10, %11 : u32 {\n"
-    "    %17 = tg_load %0, %16 : f32\n"
-    "    %18 = var_load %15 : f32\n"
-    "    %19 = add %18, %17 : f32\n"
-    "    var_store %15, %19\n"
-    "  }\n"
-    "  %20 = var_load %15 : f32\n"
-    "  %21 = lane_sum %20 : f32\n"
-    "  %22 = eq %3, %12 : bool\n"
-    "  if %22 {\n"
-    "    store<out> %1, %21\n"
-    "  }\n"
-    "}\n";
-}
 
 class InterpGroupSum : public ::testing::TestWithParam<uint32_t> {};
 
 TEST_P(InterpGroupSum, ThreadgroupMemoryReductionIsExact) {
-  ir::Kernel k = parse_verified(kGroupSum);
+  ir::Kernel k = parse_verified(group_sum_ir(true));
   const uint32_t groups = 3, tg = 64;
   std::vector<float> x(groups * tg), out(groups, -1.0f);
   std::vector<double> want(groups, 0.0);

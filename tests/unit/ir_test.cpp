@@ -5,8 +5,10 @@
 
 #include "core/ir.hpp"
 #include "iron/registry.hpp"
+#include "ir_text.hpp"
 
 using namespace iron;
+using iron::test::parse_error;
 
 TEST(Ir, EveryRegisteredKernelRoundTripsThroughText) {
   auto kernels = registered_kernels();
@@ -25,14 +27,6 @@ TEST(Ir, EveryRegisteredKernelRoundTripsThroughText) {
 }
 
 namespace {
-std::string parse_error(const std::string& text) {
-  try {
-    ir::parse(text);
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
-}
 std::string verify_error(const std::string& text) {
   ir::Kernel k = ir::parse(text);
   ir::Diagnostics d;
