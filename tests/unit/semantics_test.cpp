@@ -20,8 +20,10 @@
 #include "core/ir.hpp"
 #include "passes/interpreter.hpp"
 #include "passes/pass.hpp"
+#include "ir_text.hpp"
 
 using namespace iron;
+using iron::test::parse_verified;
 
 namespace {
 
@@ -45,13 +47,6 @@ struct Buf {
   bool output;
   std::vector<uint32_t> words;
 };
-
-ir::Kernel verified(const std::string& text) {
-  ir::Kernel k = ir::parse(text);
-  ir::Diagnostics d;
-  EXPECT_TRUE(ir::verify(k, d)) << d.render(k);
-  return k;
-}
 
 // Runs `k` on the interpreter at `lane_width`, over kN threads in one threadgroup.
 std::vector<Buf> run_interp(const ir::Kernel& k, std::vector<Buf> bufs, uint32_t lane_width) {
@@ -152,7 +147,7 @@ std::string Semantics::error_[8];
 // Integer division and remainder: C truncation, x / 0 = x, x % 0 = 0, INT_MIN / -1 = INT_MIN,
 // INT_MIN % -1 = 0. GLSL's % on a negative dividend used to follow the divisor's sign (OpSMod).
 TEST_P(Semantics, IntegerDivisionAndRemainderEdgesAgree) {
-  ir::Kernel k = verified(
+  ir::Kernel k = parse_verified(
       "kernel sem_div mode=Elementwise {\n"
       "  param a: in buf<i32> extent=128\n"
       "  param b: in buf<i32> extent=128\n"
@@ -195,7 +190,7 @@ TEST_P(Semantics, IntegerDivisionAndRemainderEdgesAgree) {
 }
 
 TEST_P(Semantics, ShiftsOf32OrMoreAndWrappingAbsNegAgree) {
-  ir::Kernel k = verified(
+  ir::Kernel k = parse_verified(
       "kernel sem_shift mode=Elementwise {\n"
       "  param a: in buf<i32> extent=128\n"
       "  param n: in buf<i32> extent=128\n"
@@ -236,7 +231,7 @@ TEST_P(Semantics, ShiftsOf32OrMoreAndWrappingAbsNegAgree) {
 // NaN, +-Inf and out-of-range values: truncating, saturating, NaN -> 0. Vulkan used to give
 // INT_MIN / UINT_MAX for these.
 TEST_P(Semantics, FloatToIntCastsOfNanInfAndOutOfRangeAgree) {
-  ir::Kernel k = verified(
+  ir::Kernel k = parse_verified(
       "kernel sem_f2i mode=Elementwise {\n"
       "  param x: in buf<f32> extent=128\n"
       "  param i: out buf<i32> extent=128\n"
@@ -271,7 +266,7 @@ TEST_P(Semantics, FloatToIntCastsOfNanInfAndOutOfRangeAgree) {
 
 // min(-0, +0) = -0, max(-0, +0) = +0, one NaN operand loses, two give NaN.
 TEST_P(Semantics, FloatMinMaxOfSignedZerosAndNansAgree) {
-  ir::Kernel k = verified(
+  ir::Kernel k = parse_verified(
       "kernel sem_minmax mode=Elementwise {\n"
       "  param x: in buf<f32> extent=128\n"
       "  param y: in buf<f32> extent=128\n"
@@ -305,7 +300,7 @@ TEST_P(Semantics, FloatMinMaxOfSignedZerosAndNansAgree) {
 // `-(c ? 1.0f : 0.0f)` into a conversion of an integer and returned +0 for -0 (seen on the H200
 // by the cross-backend fuzzer, seed 3852). The dialects now negate through the bits.
 TEST_P(Semantics, NegationOfAZeroFromABoolKeepsItsSign) {
-  ir::Kernel k = verified(
+  ir::Kernel k = parse_verified(
       "kernel sem_neg_bool mode=Elementwise dtypes=f32,f16,bf16 {\n"
       "  param x: in buf<f32> extent=128\n"
       "  param y: out buf<f32> extent=128\n"
@@ -337,7 +332,7 @@ TEST_P(Semantics, NegationOfAZeroFromABoolKeepsItsSign) {
 // Lane reductions: the xor butterfly in the interpreter's order, lane_max with the float max
 // rule (all-NaN lanes give NaN, a NaN lane loses to a number), f32 sums rounded alike.
 TEST_P(Semantics, LaneReductionsOverNanAndCancellingLanesAgree) {
-  ir::Kernel k = verified(
+  ir::Kernel k = parse_verified(
       "kernel sem_lanes mode=Reduction {\n"
       "  param x: in buf<f32> extent=128\n"
       "  param mx: out buf<f32> extent=128\n"
@@ -376,7 +371,7 @@ TEST_P(Semantics, LaneReductionsOverNanAndCancellingLanesAgree) {
 // device computes (casts of NaN, +-Inf and out-of-range values; division by zero; wide shifts;
 // min of signed zeros). The constants are set after parsing so no literal syntax is assumed.
 TEST_P(Semantics, LiteralExpressionsDoNotChangeWithTheOptimizationLevel) {
-  ir::Kernel k = verified(
+  ir::Kernel k = parse_verified(
       "kernel sem_literals mode=Elementwise {\n"
       "  param i: out buf<i32> extent=128\n"
       "  param u: out buf<u32> extent=128\n"
@@ -448,7 +443,7 @@ TEST_P(Semantics, DenormalsAndIeeeSpecialValuesAgree) {
   if (ctx().info().f32_denormals_flushed)
     GTEST_SKIP() << ctx().info().name << " flushes f32 subnormals (" << ctx().info().float_controls
                  << "): documented in docs/semantics.md#vulkan-drivers";
-  ir::Kernel k = verified(
+  ir::Kernel k = parse_verified(
       "kernel sem_denorm mode=Elementwise {\n"
       "  param x: in buf<f32> extent=128\n"
       "  param y: in buf<f32> extent=128\n"
@@ -478,7 +473,7 @@ TEST_P(Semantics, DenormalsAndIeeeSpecialValuesAgree) {
 // x + 0.0, x * 0.0 and 0.0 - x with a literal zero: lavapipe's code generator folds these to x,
 // 0 and -x (wrong for -0, NaN, +-Inf, negative x) whenever it sees the constant.
 TEST_P(Semantics, ArithmeticWithALiteralZeroKeepsIeeeResults) {
-  ir::Kernel k = verified(
+  ir::Kernel k = parse_verified(
       "kernel sem_zero mode=Elementwise {\n"
       "  param x: in buf<f32> extent=128\n"
       "  param a: out buf<f32> extent=128\n"
@@ -513,7 +508,7 @@ TEST_P(Semantics, ArithmeticWithALiteralZeroKeepsIeeeResults) {
 // without the dtype), and lavapipe folded the converted constant into the multiply or add as it
 // folds a literal +0.0 (giving +0 and -0).
 TEST_P(Semantics, ArithmeticWithACastZeroKeepsIeeeResults) {
-  ir::Kernel k = verified(
+  ir::Kernel k = parse_verified(
       "kernel sem_zcast mode=Elementwise dtypes=f32 {\n"
       "  param x: in buf<T> extent=128\n"
       "  param m: out buf<T> extent=128\n"
@@ -551,7 +546,7 @@ TEST_P(Semantics, ArithmeticWithACastZeroKeepsIeeeResults) {
 
 // x - (-0.0) is x except for x = -0, where it is +0; lavapipe folded it to x.
 TEST_P(Semantics, SubtractingALiteralNegativeZeroKeepsIeeeResults) {
-  ir::Kernel k = verified(
+  ir::Kernel k = parse_verified(
       "kernel sem_nzero mode=Elementwise {\n"
       "  param x: in buf<f32> extent=128\n"
       "  param s: out buf<f32> extent=128\n"
@@ -588,7 +583,7 @@ TEST_P(Semantics, SubtractingALiteralNegativeZeroKeepsIeeeResults) {
 // are -0). fma(-0, -0, -0) is +0: lavapipe folded the literal -0.0 operands and gave -0 (bf16,
 // whose fma is the driver's own, and f32, whose fma is emulated).
 TEST_P(Semantics, FmaOfAnExactZeroHasTheIeeeSign) {
-  ir::Kernel k = verified(
+  ir::Kernel k = parse_verified(
       "kernel sem_fma_zero mode=Elementwise {\n"
       "  param a: in buf<f32> extent=128\n"
       "  param b: in buf<f32> extent=128\n"
@@ -632,7 +627,7 @@ TEST_P(Semantics, FmaOfAnExactZeroHasTheIeeeSign) {
 // fma rounds once: a * b + c where the product's rounding would change the sum. lavapipe's fma is
 // a multiply and an add (two roundings); the GLSL dialect emulates a single rounding there.
 TEST_P(Semantics, FmaRoundsOnce) {
-  ir::Kernel k = verified(
+  ir::Kernel k = parse_verified(
       "kernel sem_fma mode=Elementwise {\n"
       "  param a: in buf<f32> extent=128\n"
       "  param b: in buf<f32> extent=128\n"
@@ -664,7 +659,7 @@ TEST_P(Semantics, FmaRoundsOnce) {
 // Stores to f16 / bf16 buffers and casts to them round to nearest even, once: ties go to the
 // even neighbour, f16 overflow gives infinity, f16 subnormals are kept.
 TEST_P(Semantics, SixteenBitRoundingIsToNearestEven) {
-  ir::Kernel k = verified(
+  ir::Kernel k = parse_verified(
       "kernel sem_half mode=Elementwise {\n"
       "  param x: in buf<f32> extent=128\n"
       "  param h: out buf<f16> extent=128\n"
@@ -696,7 +691,7 @@ TEST_P(Semantics, SixteenBitRoundingIsToNearestEven) {
 // div and sqrt are correctly rounded on every backend (the Vulkan specification alone would
 // allow 2.5 ulp for div): 128 quotients and roots spread over the exponent range, bit for bit.
 TEST_P(Semantics, DivisionAndSqrtAreCorrectlyRounded) {
-  ir::Kernel k = verified(
+  ir::Kernel k = parse_verified(
       "kernel sem_div_sqrt mode=Elementwise {\n"
       "  param x: in buf<f32> extent=128\n"
       "  param y: in buf<f32> extent=128\n"
@@ -757,7 +752,7 @@ ir::Kernel counting_kernel(bool two_loops) {
       "  %11 = var_load %4 : u32\n"
       "  store<out> %0, %11\n"
       "}\n";
-  return verified(text);
+  return parse_verified(text);
 }
 
 uint32_t count_on(Context& ctx, const ir::Kernel& k, uint32_t n) {
@@ -828,7 +823,7 @@ TEST_P(Semantics, TranscendentalsStayWithinTheStatedBounds) {
   constexpr uint32_t n = 1u << 16, tg = 128;
   for (const char* op : {"exp", "log", "tanh", "rsqrt", "sqrt"}) {
     const std::string name = op;
-    ir::Kernel k = verified("kernel sem_" + name + " mode=Elementwise {\n  param x: in buf<f32> extent=65536\n"
+    ir::Kernel k = parse_verified("kernel sem_" + name + " mode=Elementwise {\n  param x: in buf<f32> extent=65536\n"
                             "  param y: out buf<f32> extent=65536\n  %0 = thread_id<0> : u32\n"
                             "  %1 = load<x> %0 : f32\n  %2 = " + name + " %1 : f32\n  store<y> %0, %2\n}\n");
     std::vector<float> x(n), want(n), got(n);
