@@ -35,6 +35,8 @@ struct EmitState {
   // Helper functions the body uses (names without the iron_ prefix, e.g. "div_i32"); the body is
   // emitted before the prelude, so begin() prints exactly these, in name order.
   std::set<std::string> helpers;
+  CudaMma cuda_mma = CudaMma::Auto;  // EmitOptions::cuda_mma (CUDA)
+  bool tile_f64 = false;             // EmitOptions::tile_f64 (GLSL)
 
   DType concrete(DType t) const { return ir::resolve(t, dtype); }
   // Emission is scalar: the verifier has rejected vector, fragment and token values.
@@ -110,6 +112,15 @@ class Dialect {
   virtual std::string tg_name(const ir::Kernel& k, const ir::Inst& alloc) const { return "tg_" + k.strings[size_t(alloc.attr(ir::Attr::Name))]; }
   virtual std::string param_name(const ir::Param& p) const { return "p_" + p.name; }
 };
+
+// Cooperative tiles (tiles.cpp). The C or GLSL type of a fragment value; the fragment types and
+// functions a kernel with tiles needs, printed before its entry point (empty without tiles); the
+// statements of one tile op (`lines`, declaring v<id> for loads) or its value expression (`value`:
+// fill, mma, get), given the spellings of its operands.
+std::string tile_type(const EmitState& s, Type t);
+std::string tile_prelude(const EmitState& s, bool cuda);
+void tile_op(EmitState& s, const Dialect& d, ir::Id id, const std::vector<std::string>& operands,
+             std::vector<std::string>& lines, std::string& value);
 
 std::unique_ptr<Dialect> make_cuda_dialect();
 std::unique_ptr<Dialect> make_glsl_dialect();

@@ -170,6 +170,7 @@ class GlslDialect final : public Dialect {
                "  return v;\n}\n";
       }
     }
+    out += tile_prelude(s, false);
     out += "void main() {\n";
     if (s.helpers.count("zero"))
       out += "  precise float iron_zero = uintBitsToFloat(uint(gl_NumWorkGroups.x == 0u) << 31);\n";

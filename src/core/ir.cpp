@@ -174,6 +174,7 @@ static const AttrInfo kAttrs[] = {
     {"axis", AttrKind::Int},    {"param", AttrKind::ParamRef}, {"name", AttrKind::String},
     {"count", AttrKind::Int},   {"value", AttrKind::Number},   {"vec", AttrKind::Int},
     {"lane", AttrKind::Int},    {"callee", AttrKind::String},  {"index", AttrKind::Int},
+    {"row", AttrKind::Int},     {"col", AttrKind::Int},
 };
 static_assert(sizeof kAttrs / sizeof kAttrs[0] == size_t(Attr::Count_), "one AttrInfo per Attr");
 

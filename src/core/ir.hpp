@@ -69,6 +69,8 @@ enum class Attr : uint8_t {
   Lane,    // Int: a vector group member's lane (vectorize)
   Callee,  // String: the device function a call names
   Index,   // Int: a device function argument's index
+  Row,     // Int: a tile element's row (tile_get)
+  Col,     // Int: a tile element's column (tile_get)
   Count_
 };
 struct AttrInfo {

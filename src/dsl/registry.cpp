@@ -46,6 +46,10 @@ bool mode_allows(Mode mode, ir::Op op) {
     case Op::Barrier: case Op::TgAlloc: case Op::TgLoad: case Op::TgStore:
     case Op::LaneSum: case Op::LaneMax:
       return mode == Mode::Reduction;
+    // Cooperative tiles belong to lane groups, which Elementwise does not bind.
+    case Op::TileFill: case Op::TileLoad: case Op::TileTgLoad: case Op::TileMma: case Op::TileStore:
+    case Op::TileTgStore: case Op::TileGet:
+      return mode == Mode::Reduction;
     default: return true;
   }
 }

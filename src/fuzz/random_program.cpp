@@ -911,6 +911,47 @@ struct Gen {
     emit(make(Op::Barrier, DType::Void));
   }
 
+  // Cooperative tiles (uniform control flow): A and B fragments from in_h (f16) at a constant
+  // or uniform run-time offset and a constant row stride, one or two multiply-accumulates onto a
+  // fill of a uniform value, and one accumulator element read back into the value pool. Every
+  // element index stays below kInputLength (offset <= 180, stride <= 48: 180 + 15 * 48 + 15).
+  // The fragments themselves never enter the pool: only tile ops take them.
+  void stmt_tile() {
+    // Cross-backend programs leave tiles out: lavapipe needs seconds to compile each tile
+    // program (every lane holds whole fragments), which a 2,000-program run cannot afford.
+    // The pipeline's differential fuzz (interpreter before and after every pass) has them.
+    if (excluded(kTile) || excluded(kF16) || wc || xb) return stmt_group_reduce();
+    std::vector<Id>& vals = frames.back().values;
+    auto hidden = [&](Inst in) {
+      Id id = emit(in, true);
+      vals.erase(std::remove(vals.begin(), vals.end(), id), vals.end());
+      return id;
+    };
+    auto load = [&](FragRole role) {
+      Id off = rng.chance(0.5) ? u32(uint32_t(rng.range(0, 180))) : op(Op::Mul, DType::U32, {p_m, u32(uint32_t(rng.range(1, 45)))});
+      Inst in = make(Op::TileLoad, DType::Void, {off, u32(uint32_t(rng.range(16, 48)))});
+      in.type = Type::fragment(DType::F16, 16, 16, 16, role);
+      in.set(ir::Attr::Param, kInH);
+      return hidden(in);
+    };
+    Id fill_value = rng.chance(0.5) ? p_s : float_const(DType::F32, rng.pick({0.0, 1.5, -2.0}));
+    Inst fill = make(Op::TileFill, DType::Void, {fill_value});
+    fill.type = Type::fragment(DType::F32, 16, 16, 16, FragRole::Acc);
+    Id acc = hidden(fill);
+    for (int step = 0, steps = rng.range(1, 2); step < steps; ++step) {
+      Id a = load(FragRole::A);
+      Id b = load(FragRole::B);
+      Inst mma = make(Op::TileMma, DType::Void, {a, b, acc});
+      mma.type = fill.type;
+      acc = hidden(mma);
+    }
+    Inst get = make(Op::TileGet, DType::F32, {acc});
+    get.set(ir::Attr::Row, rng.range(0, 15));
+    get.set(ir::Attr::Col, rng.range(0, 15));
+    Id v = emit(get, true);
+    if (fg) flush_guard(v, kFlushGuard, true);
+  }
+
   // Every thread writes its slot of every threadgroup array, then a barrier: no later read sees
   // memory nothing wrote (threadgroup memory starts undefined on a GPU). Slots past the group
   // size are never read: partners are taken modulo the group size.
@@ -951,7 +992,8 @@ struct Gen {
     }
     else if (r < 104) stmt_tg_exchange();
     else if (r < 109) stmt_lane_op();
-    else stmt_group_reduce();
+    else if (r < 111) stmt_group_reduce();
+    else stmt_tile();
   }
 
   void block(int statements) {
@@ -1091,7 +1133,7 @@ namespace {
 constexpr std::pair<const char*, OpClass> kOpClassNames[] = {
     {"rem", kSignedRem}, {"fcast", kFloatToInt}, {"fminmax", kFloatMinMax}, {"flane", kFloatLane},
     {"fma", kFma},       {"fzero", kFloatZero},  {"fdiv", kFloatDiv},    {"f16", kF16},
-    {"zcast", kZeroCast}, {"nzero", kNegZero}};
+    {"zcast", kZeroCast}, {"nzero", kNegZero}, {"tile", kTile}};
 }
 
 std::string excluded_op_in(const ir::Kernel& k, uint32_t exclude) {
@@ -1105,6 +1147,7 @@ std::string excluded_op_in(const ir::Kernel& k, uint32_t exclude) {
     if (f && (in.op == Op::Min || in.op == Op::Max)) found |= kFloatMinMax;
     if (f && (in.op == Op::LaneSum || in.op == Op::LaneMax)) found |= kFloatLane;
     if (in.op == Op::Fma) found |= kFma;
+    if (in.type.is_fragment()) found |= kTile;
     if (f && in.op == Op::Div) found |= kFloatDiv;
     if (in.type == DType::F16) found |= kF16;
     const bool arith = in.op == Op::Add || in.op == Op::Sub || in.op == Op::Mul || in.op == Op::Div ||

@@ -100,7 +100,8 @@ struct Vectorizer {
     const ir::Inst& in = k.insts[inst];
     auto check = [&](Id x) {
       const ir::Inst& y = k.insts[x];
-      if ((y.op == Op::Load || y.op == Op::Store) && y.param() == param) hit = true;
+      if ((y.op == Op::Load || y.op == Op::Store || y.op == Op::TileLoad || y.op == Op::TileStore) && y.param() == param)
+        hit = true;
       if (y.op == Op::Barrier || y.op == Op::Call) hit = true;
     };
     check(inst);

@@ -281,7 +281,7 @@ struct PhysicalDevice {
   // Supported (queried) features among those Iron wants; each is enabled when true.
   bool shader_int16 = false;
   bool shader_int64 = false;
-  bool shader_float64 = false;  // enabled on lavapipe only, for its fma emulation
+  bool shader_float64 = false;  // enabled where supported: lavapipe's fma emulation, tile sums
   // Float controls (Vulkan 1.2): SignedZeroInfNanPreserve for f32, RoundingModeRTE for f16.
   bool preserve_f32_specials = false;
   bool f16_rte = false;
@@ -490,7 +490,8 @@ std::shared_ptr<Core> create_core(std::unique_ptr<Instance> inst, const Physical
   auto features2 = vk_struct<VkPhysicalDeviceFeatures2>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2);
   features2.features.shaderInt16 = pd.shader_int16;
   features2.features.shaderInt64 = pd.shader_int64;
-  features2.features.shaderFloat64 = pd.loop_limited && pd.shader_float64;
+  // f64: lavapipe's fma emulation, and cooperative-tile sums on every device that has it.
+  features2.features.shaderFloat64 = pd.shader_float64;
   auto storage16 =
       vk_struct<VkPhysicalDevice16BitStorageFeatures>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_16BIT_STORAGE_FEATURES);
   storage16.storageBuffer16BitAccess = pd.storage_16bit;
@@ -769,6 +770,7 @@ class VulkanDevice final : public Device {
     options.emulate_fma = pd_.loop_limited && pd_.shader_float64;
     options.preserve_f32_specials = pd_.preserve_f32_specials;
     options.f16_round_to_nearest_even = pd_.f16_rte;
+    options.tile_f64 = pd_.shader_float64;
     codegen::Emitted emitted = codegen::emit(k, dtype, codegen::Target::Glsl, options);
     if (!emitted.ok())
       throw Error("kernel '" + k.name + "' (" + dtype_name(dtype) + ") cannot be emitted as GLSL:\n" +
@@ -805,6 +807,7 @@ class VulkanDevice final : public Device {
       fp += b ? " 1" : " 0";
     if (pd_.loop_limited) fp += "; loop status binding";  // a different module and layout
     if (pd_.loop_limited && pd_.shader_float64) fp += "; f64 fma";
+    if (pd_.shader_float64) fp += "; f64 tiles";
     fp += std::string("; float controls ") + (pd_.preserve_f32_specials ? "1" : "0") + (pd_.f16_rte ? "1" : "0");
     return fp;
   }
