@@ -3,11 +3,12 @@
 // A is read at a_off with row stride lda, B at b_off with row stride ldb (all run-time values).
 // Each threadgroup computes one 16 x 16 tile of C (tile row program_id(1), tile column
 // program_id(0)). Per 16-wide K step every thread helps stage A's 16 x 16 block into threadgroup
-// memory at offset 8 with row stride 24 (a barrier on each side); lane group 0 loads its A
+// memory at offset 8 with row stride 24 (a barrier on each side); each lane group loads its A
 // fragment from there and its B fragment straight from device memory, and accumulates in a
-// FragVar. Outputs: c (row stride n, one tile_store at a run-time offset); ct = C transposed,
-// through a tile_store into threadgroup memory at offset 3 with row stride 17 and a copy by every
-// thread; corner, element (5, 11) of each tile through coop_tile_get.
+// FragVar. Outputs: c (row stride n, one tile_store at a run-time offset, by lane group 0);
+// ct = C transposed, through a tile_store into threadgroup memory at offset 3 with row stride 17
+// (by the last lane group) and a copy by every thread; corner, element (5, 11) of each tile
+// through coop_tile_get.
 // Dispatch: grid = {n / 16, m / 16, 1}, threadgroup = {tg, 1, 1} with tg a multiple of the lane width.
 #include <iron/iron.hpp>
 
@@ -36,7 +37,11 @@ static void tile_gemm() {
   TgBuffer cs = threadgroup_alloc("cs", f32, 3 + 16 * 17);
   Expr tm = program_id(1);
   Expr tn = program_id(0);
-  Expr owner = simd_group_id() == 0u;  // lane group 0 computes; every thread stages
+  // Every lane group computes the tile; the first stores c and corner, the last stores the
+  // copy that becomes ct. A barrier missing on either side of a K step then corrupts one of
+  // them on a device that runs lane groups one after another between barriers (lavapipe).
+  Expr first = simd_group_id() == 0u;
+  Expr last = simd_group_id() == num_simd_groups() - 1u;
   FragVar acc(coop_tile_fill(tile, 0.0f));
 
   for_(0u, k / 16u, [&](Expr step) {
@@ -47,21 +52,19 @@ static void tile_gemm() {
       as[8u + ((e / 16u) % 16u) * 24u + col] = a[a_off + (tm * 16u + e / 16u) * lda + k0 + col];
     });
     barrier();
-    if_(owner, [&] {
-      Frag fa = coop_tile_load_a(tile, as, 8u, 24u);
-      Frag fb = coop_tile_load_b(tile, b, b_off + k0 * ldb + tn * 16u, ldb);
-      acc.set(coop_tile_run(fa, fb, acc.get()));
-    });
+    Frag fa = coop_tile_load_a(tile, as, 8u, 24u);
+    Frag fb = coop_tile_load_b(tile, b, b_off + k0 * ldb + tn * 16u, ldb);
+    acc.set(coop_tile_run(fa, fb, acc.get()));
     barrier();
   });
 
-  if_(owner, [&] {
+  if_(first, [&] {
     Frag f = acc.get();
     coop_tile_store(f, c, (tm * 16u) * n + tn * 16u, n);
-    coop_tile_store(f, cs, 3u, 17u);
     Expr v = coop_tile_get(f, 5, 11);
     if_(lane_id() == 0u, [&] { corner[tm * (n / 16u) + tn] = v; });
   });
+  if_(last, [&] { coop_tile_store(acc.get(), cs, 3u, 17u); });
   barrier();
   for_(local_id(0), 256u, group_size(0), [&](Expr e) {
     Expr r = e / 16u;
