@@ -240,10 +240,11 @@ class GlslDialect final : public Dialect {
       case ir::Op::Ceil: return "ceil(" + a[0] + ")";
       case ir::Op::Rint: return "roundEven(" + a[0] + ")";
       case ir::Op::Trunc: return "trunc(" + a[0] + ")";
-      // The driver's functions, within the bounds of docs/semantics.md; erf, pow, the
-      // decomposition of log2's argument and exp2's subnormal range are Iron's (glsl_math.inc).
-      case ir::Op::Sin: return "sin(" + a[0] + ")";
-      case ir::Op::Cos: return "cos(" + a[0] + ")";
+      // The driver's functions, within the bounds of docs/semantics.md; erf, pow, the range
+      // reduction of sin and cos, the decomposition of log2's argument and exp2's subnormal
+      // range are Iron's (glsl_math.inc).
+      case ir::Op::Sin: s.helpers.insert("trig"); return "iron_sin(" + a[0] + ")";
+      case ir::Op::Cos: s.helpers.insert("trig"); return "iron_cos(" + a[0] + ")";
       case ir::Op::Exp2: s.helpers.insert("exp2"); return "iron_exp2(" + a[0] + ")";
       case ir::Op::Log2: s.helpers.insert("log2"); return "iron_log2(" + a[0] + ")";
       case ir::Op::Erf: s.helpers.insert("erf"); return "iron_erf(" + a[0] + ")";
@@ -339,6 +340,7 @@ class GlslDialect final : public Dialect {
     if (name == "pow") return glsl_lines(kGlsl_pow);
     if (name == "log2") return glsl_lines(kGlsl_log2);
     if (name == "exp2") return glsl_lines(kGlsl_exp2);
+    if (name == "trig") return glsl_lines(kGlsl_trig);
     if (name == "mulhi_i32")
       return "int iron_mulhi_i32(int a, int b) {\n  int hi, lo;\n  imulExtended(a, b, hi, lo);\n  return hi;\n}\n";
     if (name == "mulhi_u32")
