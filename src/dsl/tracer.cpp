@@ -48,7 +48,7 @@ Expr emit(Inst in) {
   detail::Trace& t = tr();
   Id id = t.k.add_inst(in);
   t.k.blocks[t.open.back()].insts.push_back(id);
-  return Expr(id, in.type);
+  return Expr(id, in.type.elem());
 }
 
 Expr constant(DType type, int64_t i, double f, ir::SrcLoc loc) {
@@ -56,8 +56,8 @@ Expr constant(DType type, int64_t i, double f, ir::SrcLoc loc) {
   in.op = Op::Const;
   in.type = type;
   in.loc = loc;
-  if (is_float(type)) in.fimm = f;
-  else in.imm = i;
+  if (is_float(type)) in.set_float(ir::Attr::Value, f);
+  else in.set(ir::Attr::Value, i);
   return emit(in);
 }
 
@@ -134,7 +134,7 @@ Expr binary(Op op, const Operand& a, const Operand& b) {
   Inst in;
   in.op = op;
   in.type = is_compare(op) ? DType::Bool : x.dtype();
-  in.num_operands = 2;
+  in.operands.resize(2);
   in.operands[0] = x.id();
   in.operands[1] = y.id();
   in.loc = loc_of(a.kind == Operand::Kind::Value ? a : b);
@@ -146,7 +146,7 @@ Expr unary(Op op, const Operand& a) {
   Inst in;
   in.op = op;
   in.type = x.dtype();
-  in.num_operands = 1;
+  in.operands.resize(1);
   in.operands[0] = x.id();
   in.loc = loc_of(a);
   return emit(in);
@@ -156,7 +156,8 @@ Expr builtin(Op op, int axis, const SrcLoc& l) {
   Inst in;
   in.op = op;
   in.type = DType::U32;
-  in.imm = axis;
+  if (op == Op::ThreadId || op == Op::ProgramId || op == Op::LocalId || op == Op::GroupSize || op == Op::NumPrograms)
+    in.set(ir::Attr::Axis, axis);
   in.loc = loc_of(l);
   if (axis < 0 || axis > 2) error(in.loc, std::string(ir::mnemonic(op)) + " axis must be 0, 1 or 2");
   return emit(in);
@@ -203,7 +204,7 @@ Operand::Operand(const VarBase& v, SrcLoc loc) : kind(Kind::Value), file(loc.fil
   Inst in;
   in.op = Op::VarLoad;
   in.type = v.dtype();
-  in.num_operands = 1;
+  in.operands.resize(1);
   in.operands[0] = v.id();
   in.loc = loc_of(loc);
   value = emit(in);
@@ -213,8 +214,8 @@ Operand::Operand(const ElemRef& r, SrcLoc loc) : kind(Kind::Value), file(loc.fil
   Inst in;
   in.op = Op::Load;
   in.type = r.dtype();
-  in.sym = r.param();
-  in.num_operands = 1;
+  in.set(ir::Attr::Param, r.param());
+  in.operands.resize(1);
   in.operands[0] = r.index().id();
   in.loc = loc_of(loc);
   value = emit(in);
@@ -224,7 +225,7 @@ Operand::Operand(const TgRef& r, SrcLoc loc) : kind(Kind::Value), file(loc.file_
   Inst in;
   in.op = Op::TgLoad;
   in.type = r.dtype();
-  in.num_operands = 2;
+  in.operands.resize(2);
   in.operands[0] = r.alloc();
   in.operands[1] = r.index().id();
   in.loc = loc_of(loc);
@@ -289,7 +290,7 @@ Expr fma(Operand a, Operand b, Operand c) {
   Inst in;
   in.op = Op::Fma;
   in.type = x.dtype();
-  in.num_operands = 3;
+  in.operands.resize(3);
   in.operands[0] = x.id();
   in.operands[1] = y.id();
   in.operands[2] = z.id();
@@ -304,7 +305,7 @@ Expr select(Operand cond, Operand t, Operand f) {
   Inst in;
   in.op = Op::Select;
   in.type = x.dtype();
-  in.num_operands = 3;
+  in.operands.resize(3);
   in.operands[0] = c.id();
   in.operands[1] = x.id();
   in.operands[2] = y.id();
@@ -318,7 +319,7 @@ Expr cast_to(Operand x, DType to) {
   Inst in;
   in.op = Op::Cast;
   in.type = to;
-  in.num_operands = 1;
+  in.operands.resize(1);
   in.operands[0] = v.id();
   in.loc = loc_of(x);
   return emit(in);
@@ -346,7 +347,7 @@ Expr bitcast_to(Operand x, DType to) {
   Inst in;
   in.op = Op::Bitcast;
   in.type = to;
-  in.num_operands = 1;
+  in.operands.resize(1);
   in.operands[0] = v.id();
   in.loc = loc_of(x);
   return emit(in);
@@ -394,7 +395,7 @@ static Expr group_reduce(const Operand& x, bool is_max) {
   Inst red;
   red.op = is_max ? Op::LaneMax : Op::LaneSum;
   red.type = v.dtype();
-  red.num_operands = 1;
+  red.operands.resize(1);
   red.operands[0] = v.id();
   red.loc = l;
   Expr partial = emit(red);
@@ -402,8 +403,8 @@ static Expr group_reduce(const Operand& x, bool is_max) {
   Inst alloc;
   alloc.op = Op::TgAlloc;
   alloc.type = v.dtype();
-  alloc.sym = t.k.intern_string(name);
-  alloc.imm = kMaxGroups;
+  alloc.set(ir::Attr::Name, t.k.intern_string(name));
+  alloc.set(ir::Attr::Count, kMaxGroups);
   alloc.loc = l;
   Id alloc_id = t.k.add_inst(alloc);
   auto& entry = t.k.blocks[0].insts;
@@ -417,7 +418,7 @@ static Expr group_reduce(const Operand& x, bool is_max) {
   Inst is_first;
   is_first.op = Op::Eq;
   is_first.type = DType::Bool;
-  is_first.num_operands = 2;
+  is_first.operands.resize(2);
   is_first.operands[0] = lane.id();
   is_first.operands[1] = zero.id();
   is_first.loc = l;
@@ -425,14 +426,14 @@ static Expr group_reduce(const Operand& x, bool is_max) {
 
   Inst iff;
   iff.op = Op::If;
-  iff.num_operands = 1;
+  iff.operands.resize(1);
   iff.operands[0] = first.id();
   iff.loc = l;
   Id if_id = emit(iff).id();
   Id then_block = in_block(if_id, [&] {
     Inst st;
     st.op = Op::TgStore;
-    st.num_operands = 3;
+    st.operands.resize(3);
     st.operands[0] = alloc_id;
     st.operands[1] = group.id();
     st.operands[2] = partial.id();
@@ -453,7 +454,7 @@ static Expr group_reduce(const Operand& x, bool is_max) {
   Inst var;
   var.op = Op::Var;
   var.type = v.dtype();
-  var.num_operands = 1;
+  var.operands.resize(1);
   var.operands[0] = init.id();
   var.loc = l;
   Id acc = emit(var).id();
@@ -461,7 +462,7 @@ static Expr group_reduce(const Operand& x, bool is_max) {
   Inst loop;
   loop.op = Op::For;
   loop.type = DType::U32;
-  loop.num_operands = 3;
+  loop.operands.resize(3);
   loop.operands[0] = lane.id();
   loop.operands[1] = groups.id();
   loop.operands[2] = width.id();
@@ -471,7 +472,7 @@ static Expr group_reduce(const Operand& x, bool is_max) {
     Inst ld;
     ld.op = Op::TgLoad;
     ld.type = v.dtype();
-    ld.num_operands = 2;
+    ld.operands.resize(2);
     ld.operands[0] = alloc_id;
     ld.operands[1] = for_id;
     ld.loc = l;
@@ -479,21 +480,21 @@ static Expr group_reduce(const Operand& x, bool is_max) {
     Inst cur;
     cur.op = Op::VarLoad;
     cur.type = v.dtype();
-    cur.num_operands = 1;
+    cur.operands.resize(1);
     cur.operands[0] = acc;
     cur.loc = l;
     Expr c = emit(cur);
     Inst comb;
     comb.op = is_max ? Op::Max : Op::Add;
     comb.type = v.dtype();
-    comb.num_operands = 2;
+    comb.operands.resize(2);
     comb.operands[0] = c.id();
     comb.operands[1] = slot.id();
     comb.loc = l;
     Expr r = emit(comb);
     Inst st;
     st.op = Op::VarStore;
-    st.num_operands = 2;
+    st.operands.resize(2);
     st.operands[0] = acc;
     st.operands[1] = r.id();
     st.loc = l;
@@ -504,7 +505,7 @@ static Expr group_reduce(const Operand& x, bool is_max) {
   Inst fin;
   fin.op = Op::VarLoad;
   fin.type = v.dtype();
-  fin.num_operands = 1;
+  fin.operands.resize(1);
   fin.operands[0] = acc;
   fin.loc = l;
   Expr total = emit(fin);
@@ -529,7 +530,7 @@ IfChain if_(Operand cond, FnRef<void()> then_body) {
   Expr c = materialize(cond, DType::Bool);
   Inst in;
   in.op = Op::If;
-  in.num_operands = 1;
+  in.operands.resize(1);
   in.operands[0] = c.id();
   in.loc = loc_of(cond);
   Id id = emit(in).id();
@@ -555,13 +556,13 @@ void for_(Operand begin, Operand end, Operand step, FnRef<void(Expr)> body) {
   Inst in;
   in.op = Op::For;
   in.type = e.dtype();
-  in.num_operands = 3;
+  in.operands.resize(3);
   in.operands[0] = b.id();
   in.operands[1] = e.id();
   in.operands[2] = s.id();
   in.loc = loc_of(begin);
   Id id = emit(in).id();
-  Expr induction(id, in.type);
+  Expr induction(id, in.type.elem());
   Id blk = in_block(id, [&] { body(induction); });
   tr().k.insts[id].blocks[0] = blk;
 }
@@ -580,7 +581,7 @@ VarBase::VarBase(DType type, Operand init) : type_(type) {
   Inst in;
   in.op = Op::Var;
   in.type = type;
-  in.num_operands = 1;
+  in.operands.resize(1);
   in.operands[0] = v.id();
   in.loc = loc_of(init);
   id_ = emit(in).id();
@@ -590,7 +591,7 @@ static void var_store(uint32_t var, DType type, const Operand& v) {
   Expr x = materialize(v, type);
   Inst in;
   in.op = Op::VarStore;
-  in.num_operands = 2;
+  in.operands.resize(2);
   in.operands[0] = var;
   in.operands[1] = x.id();
   in.loc = loc_of(v);
@@ -671,8 +672,8 @@ static void store(uint32_t param, DType type, Expr index, const Operand& v) {
   Expr x = materialize(v, type);
   Inst in;
   in.op = Op::Store;
-  in.sym = param;
-  in.num_operands = 2;
+  in.set(ir::Attr::Param, param);
+  in.operands.resize(2);
   in.operands[0] = index.id();
   in.operands[1] = x.id();
   in.loc = loc_of(v);
@@ -701,7 +702,7 @@ static void tg_store(uint32_t alloc, DType type, Expr index, const Operand& v) {
   Expr x = materialize(v, type);
   Inst in;
   in.op = Op::TgStore;
-  in.num_operands = 3;
+  in.operands.resize(3);
   in.operands[0] = alloc;
   in.operands[1] = index.id();
   in.operands[2] = x.id();
@@ -723,14 +724,14 @@ void TgRef::operator=(const TgRef& v) {
 TgBuffer threadgroup_alloc(const char* name, DType type, uint32_t count, SrcLoc l) {
   detail::Trace& t = tr();
   for (Id id : t.k.blocks[0].insts)
-    if (t.k.insts[id].op == Op::TgAlloc && t.k.strings[t.k.insts[id].sym] == name)
+    if (t.k.insts[id].op == Op::TgAlloc && t.k.strings[size_t(t.k.insts[id].attr(ir::Attr::Name))] == name)
       error(loc_of(l), std::string("threadgroup allocation '") + name +
                            "' declared twice (names must be unique in the whole kernel)");
   Inst in;
   in.op = Op::TgAlloc;
   in.type = type;
-  in.sym = t.k.intern_string(name);
-  in.imm = count;
+  in.set(ir::Attr::Name, t.k.intern_string(name));
+  in.set(ir::Attr::Count, count);
   in.loc = loc_of(l);
   // Threadgroup memory lives at function scope on every backend: hoist the declaration to the
   // top of the entry block so it is visible in every branch.
@@ -757,7 +758,7 @@ static Buffer buffer_param(const char* name, DType type, Extent extent, ir::Acce
         error(p.loc, std::string("extent of '") + name + "': the product of its literals overflows 64 bits");
     } else if (o.kind == Operand::Kind::Value && o.value.id() < t.k.insts.size() &&
                t.k.insts[o.value.id()].op == Op::Param) {
-      p.extent_scalars.push_back(t.k.insts[o.value.id()].sym);
+      p.extent_scalars.push_back(t.k.insts[o.value.id()].param());
     } else {
       error(p.loc, std::string("extent of '") + name +
                        "' must be a product of scalar parameters (constexpr_) and positive integer literals");
@@ -808,7 +809,7 @@ Expr constexpr_(const char* name, DType type, SrcLoc l) {
   Inst in;
   in.op = Op::Param;
   in.type = type;
-  in.sym = uint32_t(t.k.params.size() - 1);
+  in.set(ir::Attr::Param, int64_t(t.k.params.size() - 1));
   in.loc = loc_of(l);
   return emit(in);
 }
@@ -825,7 +826,7 @@ Expr arg(int index, DType type, SrcLoc l) {
   Inst in;
   in.op = Op::Arg;
   in.type = type;
-  in.imm = index;
+  in.set(ir::Attr::Index, index);
   in.loc = loc_of(l);
   return emit(in);
 }
@@ -836,7 +837,7 @@ void ret(Operand value) {
   Expr v = materialize(value, DType::Void);
   Inst in;
   in.op = Op::Return;
-  in.num_operands = 1;
+  in.operands.resize(1);
   in.operands[0] = v.id();
   in.loc = loc_of(value);
   emit(in);
@@ -858,19 +859,19 @@ Expr call(const char* function, std::initializer_list<Operand> args, SrcLoc l) {
   std::vector<DType> want(args.size(), DType::Void);
   ir::walk(*callee, [&](Id id) {
     const Inst& in = callee->insts[id];
-    if (in.op == Op::Arg && in.imm >= 0 && size_t(in.imm) < want.size()) want[size_t(in.imm)] = in.type;
+    const int64_t index = in.attr(ir::Attr::Index);
+    if (in.op == Op::Arg && index >= 0 && size_t(index) < want.size()) want[size_t(index)] = in.type.elem();
   });
   Inst in;
   in.op = Op::Call;
-  in.sym = t.k.intern_string(function);
+  in.set(ir::Attr::Callee, t.k.intern_string(function));
   in.loc = where;
   int i = 0;
   for (const Operand& a : args) {
     if (i == 3) break;
-    in.operands[i] = materialize(a, want[size_t(i)]).id();
+    in.operands.push_back(materialize(a, want[size_t(i)]).id());
     ++i;
   }
-  in.num_operands = uint8_t(i);
   const auto& entry = callee->blocks[0].insts;
   in.type = entry.empty() ? DType::Void : callee->insts[callee->insts[entry.back()].operands[0]].type;
   return emit(in);
