@@ -54,6 +54,10 @@ ir::Builder& at(ir::SrcLoc l) {
 Expr value(Id id) { return Expr(id, tr().k.insts[id].type.elem()); }
 
 Expr constant(DType type, int64_t i, double f, ir::SrcLoc loc) { return value(at(loc).constant(type, i, f)); }
+// An instruction record filled in by hand (for ops without a typed builder constructor); it
+// still goes through the builder, which places it and gives it the current location if it
+// has none.
+Expr emit(Inst in) { return value(tr().b.emit(std::move(in))); }
 
 void error(ir::SrcLoc loc, std::string msg) { tr().diags.error(loc, std::move(msg)); }
 
