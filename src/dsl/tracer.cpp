@@ -57,7 +57,7 @@ Expr constant(DType type, int64_t i, double f, ir::SrcLoc loc) { return value(at
 // An instruction record filled in by hand (for ops without a typed builder constructor); it
 // still goes through the builder, which places it and gives it the current location if it
 // has none.
-Expr emit(Inst in) { return value(tr().b.emit(std::move(in))); }
+[[maybe_unused]] Expr emit(Inst in) { return value(tr().b.emit(std::move(in))); }
 
 void error(ir::SrcLoc loc, std::string msg) { tr().diags.error(loc, std::move(msg)); }
 
@@ -118,9 +118,6 @@ DType value_type(const Operand& a, const Operand& b) {
   return DType::Void;
 }
 
-bool is_compare(Op op) {
-  return op == Op::Eq || op == Op::Ne || op == Op::Lt || op == Op::Le || op == Op::Gt || op == Op::Ge;
-}
 
 Expr binary(Op op, const Operand& a, const Operand& b) {
   DType hint = value_type(a, b);
