@@ -21,6 +21,7 @@
 #include <iron/iron.hpp>
 
 #include "codegen/codegen.hpp"
+#include "harness/mutate.hpp"
 #include "core/ir.hpp"
 #include "ir_text.hpp"
 #include "passes/eval.hpp"
@@ -480,6 +481,18 @@ TEST(MathOps, DialectsSpellEveryOpAndTheSourceCompiles) {
   EXPECT_EQ(ig.source.find("intBitsToFloat(0)"), std::string::npos) << ig.source;
   EXPECT_NE(ig.source.find("iron_zero"), std::string::npos) << ig.source;
   EXPECT_TRUE(codegen::compile_glsl(ig.source, "ints").ok);
+}
+
+// pow is not commutative: `iron test --mutate` swaps its operands like sub's and div's.
+TEST(MathOps, MutationTestingSwapsTheOperandsOfPow) {
+  ir::Kernel k = parse_verified(
+      "kernel p mode=Elementwise {\n  param x: in buf<f32> extent=4\n  param out: out buf<f32> extent=4\n"
+      "  %0 = thread_id<0> : u32\n  %1 = load<x> %0 : f32\n  %2 = const<3> : f32\n  %3 = pow %1, %2 : f32\n"
+      "  store<out> %0, %3\n}\n");
+  std::vector<mutate::Mutant> ms = mutate::enumerate(k, 8, 1024);
+  ASSERT_EQ(ms.size(), 1u);
+  EXPECT_EQ(ms[0].kind, "swapped_operands");
+  EXPECT_EQ(ms[0].kernel.insts[3].operands[0], 2u);
 }
 
 // ---- conformance kernels on every backend --------------------------------------------------
