@@ -19,9 +19,11 @@ size_t dtype_size(DType d);                      // storage bytes; Bool is store
 bool is_float(DType d);                          // F32, F16, BF16 (Generic counts as float)
 bool is_integer(DType d);                        // I32, U32
 
-// How a kernel maps threads onto work (seeds §2.5). The mode decides which built-ins the body may read.
-enum class Mode : uint8_t { Elementwise, Reduction };
-const char* mode_name(Mode m);
+// How a kernel maps threads onto work (seeds §2.5). The mode decides which built-ins the body may
+// read and which dispatch geometry is valid (docs/dsl.md, "Modes"; the table is src/core/modes.cpp).
+enum class Mode : uint8_t { Elementwise, Reduction, Grid3D, Tile2D, SimdGroup2D };
+const char* mode_name(Mode m);                   // "Elementwise", "Reduction", "Grid3D", ...
+bool parse_mode(std::string_view s, Mode& out);
 
 struct Dim3 {
   uint32_t x = 1, y = 1, z = 1;

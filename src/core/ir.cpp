@@ -50,8 +50,6 @@ bool is_float(DType d) {
 }
 bool is_integer(DType d) { return d == DType::I32 || d == DType::U32; }
 
-const char* mode_name(Mode m) { return m == Mode::Elementwise ? "Elementwise" : "Reduction"; }
-
 namespace ir {
 
 using namespace trait;
