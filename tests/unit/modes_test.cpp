@@ -1,9 +1,11 @@
 // The five kernel modes (core/modes.cpp): the registry gate's table (every built-in at every
 // axis in every mode, and the message naming the mode that binds it), the text form of each
-// mode, dispatch validation per mode, and one registered standard-library kernel per mode.
+// mode, dispatch validation per mode, one registered standard-library kernel per mode, and the
+// cross-backend fuzzer's programs of every mode.
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -11,6 +13,7 @@
 
 #include "core/ir.hpp"
 #include "core/modes.hpp"
+#include "fuzz/random_program.hpp"
 #include "ir_text.hpp"
 
 using namespace iron;
@@ -247,3 +250,27 @@ TEST(ModeGeometry, ReductionAndGrid3DAddNoRule) {
   EXPECT_TRUE(problems.empty());
 }
 
+// The cross-backend fuzzer makes programs of all five modes; each reads only what its mode
+// binds (the registry gate's table) and gets a launch its mode accepts at every lane width the
+// backends here have.
+TEST(ModeFuzz, ProgramsKeepToTheirModesTable) {
+  std::map<Mode, int> seen;
+  for (uint64_t seed = 0; seed < 200; ++seed) {
+    const bool red = fuzz::reduction_seed(seed);
+    ir::Kernel k = fuzz::random_program(seed, red);
+    ASSERT_EQ(k.mode, fuzz::seed_mode(seed, red)) << seed;
+    ++seen[k.mode];
+    ir::walk(k, [&](ir::Id id) {
+      const ir::Inst& in = k.insts[id];
+      EXPECT_TRUE(ir::mode_binds(k.mode, in.op, in.imm))
+          << "seed " << seed << " (" << mode_name(k.mode) << ") uses " << ir::builtin_text(in.op, in.imm);
+    });
+    fuzz::RandomLaunch launch = fuzz::random_launch(k, seed);
+    for (uint32_t lanes : {8u, 32u}) {
+      std::vector<std::string> problems;
+      ir::check_mode_geometry(k.mode, launch.grid, launch.threadgroup, lanes, problems);
+      EXPECT_TRUE(problems.empty()) << "seed " << seed << ": " << problems[0];
+    }
+  }
+  for (Mode m : kAllModes) EXPECT_GT(seen[m], 20) << mode_name(m);
+}
