@@ -76,7 +76,7 @@ class CudaDialect final : public Dialect {
     ir::walk(k, [&](ir::Id id) {
       const ir::Inst& in = k.insts[id];
       if (in.op == ir::Op::TgAlloc)
-        out += "  __shared__ " + reg_type(s.concrete(in.type)) + " " + tg_name(k, in) + "[" + std::to_string(in.imm) +
+        out += "  __shared__ " + reg_type(s.concrete(in.type)) + " " + tg_name(k, in) + "[" + std::to_string(in.attr(ir::Attr::Count)) +
                "];\n";
     });
   }
@@ -84,7 +84,7 @@ class CudaDialect final : public Dialect {
   void end(EmitState&, std::string& out) const override { out += "}\n"; }
 
   std::string builtin(EmitState& s, const ir::Inst& in) const override {
-    std::string a = axis_name(in.imm);
+    std::string a = axis_name(in.attr(ir::Attr::Axis));
     switch (in.op) {
       case ir::Op::ThreadId: return "(blockIdx." + a + " * blockDim." + a + " + threadIdx." + a + ")";
       case ir::Op::ProgramId: return "blockIdx." + a;

@@ -126,7 +126,7 @@ class GlslDialect final : public Dialect {
     ir::walk(k, [&](ir::Id id) {
       const ir::Inst& in = k.insts[id];
       if (in.op == ir::Op::TgAlloc)
-        out += "shared " + reg_type(s.concrete(in.type)) + " " + tg_name(k, in) + "[" + std::to_string(in.imm) + "];\n";
+        out += "shared " + reg_type(s.concrete(in.type)) + " " + tg_name(k, in) + "[" + std::to_string(in.attr(ir::Attr::Count)) + "];\n";
     });
     if (s.uses_bf16) {
       out +=
@@ -180,7 +180,7 @@ class GlslDialect final : public Dialect {
   void end(EmitState&, std::string& out) const override { out += "}\n"; }
 
   std::string builtin(EmitState& s, const ir::Inst& in) const override {
-    std::string a = axis_name(in.imm);
+    std::string a = axis_name(in.attr(ir::Attr::Axis));
     switch (in.op) {
       case ir::Op::ThreadId: return "gl_GlobalInvocationID." + a;
       case ir::Op::ProgramId: return "gl_WorkGroupID." + a;
@@ -256,7 +256,7 @@ class GlslDialect final : public Dialect {
     if (is_float(from) && to == DType::U32) { s.helpers.insert("f2u"); return "iron_f2u(" + x + ")"; }
     // A converted integer or bool constant 0 is a constant +0.0 to the driver: spelled opaquely.
     const ir::Inst& operand = s.k.insts[in.operands[0]];
-    bool zero_constant = !is_float(from) && operand.op == ir::Op::Const && operand.imm == 0;
+    bool zero_constant = !is_float(from) && operand.op == ir::Op::Const && operand.attr(ir::Attr::Value) == 0;
     std::string as_float = is_float(from) ? x : zero_constant ? float_zero(s, false) : "float(" + x + ")";
     switch (to) {
       case DType::F32: return as_float;

@@ -59,12 +59,13 @@ void gate(const ir::Kernel& k, ir::Diagnostics& diags) {
     // The mode table (core/modes.cpp, seeds §2.5): program_id means the threadgroup index and
     // thread_id the global thread position, so a body registered under the wrong mode would
     // index the wrong elements without crashing. Reject it, naming the mode(s) that bind the op.
-    if (!ir::mode_binds(k.mode, in.op, in.imm)) {
-      std::string binding = ir::modes_binding(in.op, in.imm);
+    const int64_t axis = in.attr(ir::Attr::Axis);  // 0 for ops without an axis
+    if (!ir::mode_binds(k.mode, in.op, axis)) {
+      std::string binding = ir::modes_binding(in.op, axis);
       if (binding == "none") return;  // a bad axis, which the tracer reports
       bool one = binding.find(" or ") == std::string::npos;
       diags.error(in.loc, std::string("kernel '") + k.name + "' (mode " + mode_name(k.mode) + ") uses " +
-                              ir::builtin_text(in.op, in.imm) + ", which mode " + mode_name(k.mode) +
+                              ir::builtin_text(in.op, axis) + ", which mode " + mode_name(k.mode) +
                               " does not bind; declare " + (one ? "the mode" : "a mode") + " that does (" + binding +
                               ")");
     }

@@ -262,8 +262,9 @@ TEST(ModeFuzz, ProgramsKeepToTheirModesTable) {
     ++seen[k.mode];
     ir::walk(k, [&](ir::Id id) {
       const ir::Inst& in = k.insts[id];
-      EXPECT_TRUE(ir::mode_binds(k.mode, in.op, in.imm))
-          << "seed " << seed << " (" << mode_name(k.mode) << ") uses " << ir::builtin_text(in.op, in.imm);
+      const int64_t axis = in.attr(ir::Attr::Axis);
+      EXPECT_TRUE(ir::mode_binds(k.mode, in.op, axis))
+          << "seed " << seed << " (" << mode_name(k.mode) << ") uses " << ir::builtin_text(in.op, axis);
     });
     fuzz::RandomLaunch launch = fuzz::random_launch(k, seed);
     for (uint32_t lanes : {8u, 32u}) {
