@@ -146,9 +146,11 @@ Expr bitcast(Operand x) {
   return bitcast_to(x, D);
 }
 
-// Built-ins. Which ones a kernel may read depends on its mode (checked at registration):
-// Elementwise binds thread_id (the flat global thread index); Reduction binds program_id
-// (threadgroup index), local_id, group_size, num_programs and the lane built-ins.
+// Built-ins. Which ones a kernel may read depends on its mode (checked at registration; the
+// table is in docs/dsl.md "Modes"): Elementwise binds thread_id(0) (the flat global thread
+// index), Grid3D thread_id(0..2); Reduction binds program_id (threadgroup index), local_id,
+// group_size, num_programs and the lane built-ins; Tile2D the first four in 2-D; SimdGroup2D
+// program_id, num_programs and the lane built-ins.
 Expr thread_id(int axis = 0, SrcLoc loc = SrcLoc::current());
 Expr program_id(int axis = 0, SrcLoc loc = SrcLoc::current());
 Expr local_id(int axis = 0, SrcLoc loc = SrcLoc::current());
@@ -159,7 +161,8 @@ Expr lane_width(SrcLoc loc = SrcLoc::current());
 Expr simd_group_id(SrcLoc loc = SrcLoc::current());
 Expr num_simd_groups(SrcLoc loc = SrcLoc::current());
 
-// Synchronisation and reductions (Reduction mode). lane_* reduce across one lane group
+// Synchronisation and reductions: barrier and threadgroup memory in Reduction, Tile2D and
+// SimdGroup2D; lane_* and group_* in Reduction and SimdGroup2D. lane_* reduce across one lane group
 // (warp / subgroup); group_* across the whole threadgroup, every thread receiving the result.
 // Every thread of the threadgroup must reach them (no divergent calls).
 void barrier(SrcLoc loc = SrcLoc::current());
