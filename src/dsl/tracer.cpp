@@ -223,7 +223,7 @@ Operand::Operand(const ElemRef& r, SrcLoc loc) : kind(Kind::Value), file(loc.fil
 
 Operand::Operand(const TgRef& r, SrcLoc loc) : kind(Kind::Value), file(loc.file_name()), line(loc.line()) {
   Inst in;
-  in.op = Op::TgLoad;
+  in.op = tr().k.insts[r.alloc()].op == Op::LocalAlloc ? Op::LocalLoad : Op::TgLoad;
   in.type = r.dtype();
   in.operands.resize(2);
   in.operands[0] = r.alloc();
@@ -673,7 +673,7 @@ void ElemRef::operator+=(Operand v) {
 static void tg_store(uint32_t alloc, DType type, Expr index, const Operand& v) {
   Expr x = materialize(v, type);
   Inst in;
-  in.op = Op::TgStore;
+  in.op = tr().k.insts[alloc].op == Op::LocalAlloc ? Op::LocalStore : Op::TgStore;
   in.operands.resize(3);
   in.operands[0] = alloc;
   in.operands[1] = index.id();
@@ -693,24 +693,56 @@ void TgRef::operator=(const TgRef& v) {
   relocate_since(first, loc_of(file_, line_));
 }
 
-TgBuffer threadgroup_alloc(const char* name, DType type, uint32_t count, SrcLoc l) {
+// Threadgroup and register arrays are declared at function scope on every backend: the
+// declaration is hoisted to the top of the entry block so it is visible in every branch. One
+// name space for both kinds (names must be unique in the whole kernel).
+static TgBuffer array_alloc(Op op, const char* name, DType type, uint32_t count, uint32_t align, Id size,
+                            SrcLoc l) {
   detail::Trace& t = tr();
-  for (Id id : t.k.blocks[0].insts)
-    if (t.k.insts[id].op == Op::TgAlloc && t.k.strings[size_t(t.k.insts[id].attr(ir::Attr::Name))] == name)
-      error(loc_of(l), std::string("threadgroup allocation '") + name +
-                           "' declared twice (names must be unique in the whole kernel)");
+  const char* what = op == Op::LocalAlloc ? "register array '" : "threadgroup allocation '";
+  for (Id id : t.k.blocks[0].insts) {
+    const Inst& other = t.k.insts[id];
+    if ((other.op == Op::TgAlloc || other.op == Op::LocalAlloc) &&
+        t.k.strings[size_t(other.attr(ir::Attr::Name))] == name)
+      error(loc_of(l), std::string(what) + name + "' declared twice (names must be unique in the whole kernel)");
+  }
   Inst in;
-  in.op = Op::TgAlloc;
+  in.op = op;
   in.type = type;
   in.set(ir::Attr::Name, t.k.intern_string(name));
   in.set(ir::Attr::Count, count);
+  if (align) in.set(ir::Attr::Align, align);
+  if (size != ir::kNone) in.set(ir::Attr::CountParam, t.k.insts[size].attr(ir::Attr::Param));
   in.loc = loc_of(l);
-  // Threadgroup memory lives at function scope on every backend: hoist the declaration to the
-  // top of the entry block so it is visible in every branch.
   Id id = t.k.add_inst(in);
   auto& entry = t.k.blocks[0].insts;
   entry.insert(entry.begin(), id);
   return TgBuffer(id, type);
+}
+
+TgBuffer threadgroup_alloc(const char* name, DType type, uint32_t count, SrcLoc l) {
+  return array_alloc(Op::TgAlloc, name, type, count, 0, ir::kNone, l);
+}
+
+TgBuffer threadgroup_alloc(const char* name, DType type, uint32_t count, uint32_t align, SrcLoc l) {
+  return array_alloc(Op::TgAlloc, name, type, count, align, ir::kNone, l);
+}
+
+TgBuffer threadgroup_alloc_dynamic(const char* name, DType type, Expr size, uint32_t per, uint32_t align, SrcLoc l) {
+  detail::Trace& t = tr();
+  // The size must be known before the dispatch starts (it sizes the allocation at launch), so
+  // only a scalar parameter itself will do, not a value computed from one.
+  if (size.id() >= t.k.insts.size() || t.k.insts[size.id()].op != Op::Param) {
+    error(loc_of(l), std::string("threadgroup allocation '") + name +
+                         "' is sized at dispatch by a value that is not a scalar parameter (declare it with constexpr_ "
+                         "and pass it directly; the element count is per x its value)");
+    return array_alloc(Op::TgAlloc, name, type, per ? per : 1, align, ir::kNone, l);
+  }
+  return array_alloc(Op::TgAlloc, name, type, per, align, size.id(), l);
+}
+
+TgBuffer local_array(const char* name, DType type, uint32_t count, SrcLoc l) {
+  return array_alloc(Op::LocalAlloc, name, type, count, 0, ir::kNone, l);
 }
 
 // --- Parameters ----------------------------------------------------------------------------
