@@ -90,6 +90,18 @@ void register_dynamic_index_body() {
   out[i] = r[i & 3u];
 }
 
+// Sized by an i32 parameter.
+void i32_sized_body() {
+  using namespace iron::dsl;
+  Expr n = constexpr_("n", u32);
+  Expr m = constexpr_("m", i32);
+  Buffer out = output("out", f32, {n});
+  TgBuffer t = threadgroup_alloc_dynamic("t", f32, m);
+  t[local_id(0)] = 1.0f;
+  barrier();
+  out[local_id(0)] = t[local_id(0)];
+}
+
 // Sized by a computed value (not a scalar parameter): a trace-time error.
 void dynamic_by_expression_body() {
   using namespace iron::dsl;
@@ -460,4 +472,19 @@ TEST(TgFuzz, ProgramsUseTheNewArrays) {
   EXPECT_GT(aligned, 40u);
   EXPECT_GT(half, 20u);
   EXPECT_GT(folded, 0u);
+}
+
+// A negative i32 size is rejected at dispatch, naming the parameter and the array.
+TEST(TgDispatch, NegativeSizeIsRejected) {
+  std::unique_ptr<Context> ctx = Context::create(Backend::Interp);
+  ir::Kernel k = trace("tgmem_i32_sized", &i32_sized_body);
+  std::vector<float> x(64, 1.0f);
+  try {
+    run(*ctx, k, x, {{"n", 64}, {"m", -64}}, {1, 1, 1}, {64, 1, 1});
+    FAIL() << "a negative size was accepted";
+  } catch (const Error& e) {
+    EXPECT_PRED_FORMAT2(testing::IsSubstring, "constexpr 'm' is negative but sizes threadgroup array 't'",
+                        std::string(e.what()));
+  }
+  EXPECT_EQ(run(*ctx, k, x, {{"n", 64}, {"m", 64}}, {1, 1, 1}, {64, 1, 1}), x);
 }
