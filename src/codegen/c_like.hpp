@@ -109,6 +109,13 @@ class Dialect {
                           const std::string& array, std::vector<std::string>& lines) const = 0;
   virtual void store_group(EmitState& s, const ir::Param& p, const std::string& idx,
                            const std::vector<std::string>& values, std::vector<std::string>& lines) const = 0;
+  // A threadgroup element `elem` of an array of dtype t as a register value, and the statement
+  // storing register value v into it: 16-bit arrays hold 16-bit values (a store rounds to
+  // nearest even, a load widens exactly), like 16-bit buffers.
+  virtual std::string tg_load(EmitState&, DType /*t*/, const std::string& elem) const { return elem; }
+  virtual std::string tg_store(EmitState&, DType /*t*/, const std::string& elem, const std::string& v) const {
+    return elem + " = " + v;
+  }
   virtual std::string tg_name(const ir::Kernel& k, const ir::Inst& alloc) const { return "tg_" + k.strings[size_t(alloc.attr(ir::Attr::Name))]; }
   virtual std::string param_name(const ir::Param& p) const { return "p_" + p.name; }
 };

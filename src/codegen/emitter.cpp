@@ -167,6 +167,12 @@ struct Emitter {
     }
   }
 
+  // Named by instruction id too: unroll copies a loop body's register array once per iteration,
+  // and each copy is an array of its own.
+  std::string local_name(const ir::Inst& alloc) const {
+    return "la" + std::to_string(&alloc - s.k.insts.data()) + "_" + s.k.strings[size_t(alloc.attr(ir::Attr::Name))];
+  }
+
   ir::Id group_leader = ir::kNone;
   ir::Id current_block = 0;
 
@@ -250,10 +256,22 @@ struct Emitter {
       case Op::VarLoad: def(arg(0)); break;
       case Op::VarStore: line(depth, arg(0) + " = " + arg(1) + ";"); break;
       case Op::TgAlloc: break;  // declared by the dialect at function or module scope
-      case Op::TgLoad: def(d.tg_name(s.k, s.k.insts[in.operands[0]]) + "[" + arg(1) + "]"); break;
-      case Op::TgStore:
-        line(depth, d.tg_name(s.k, s.k.insts[in.operands[0]]) + "[" + arg(1) + "] = " + arg(2) + ";");
+      case Op::TgLoad: {
+        const ir::Inst& alloc = s.k.insts[in.operands[0]];
+        def(d.tg_load(s, s.concrete(alloc.type), d.tg_name(s.k, alloc) + "[" + arg(1) + "]"));
         break;
+      }
+      case Op::TgStore: {
+        const ir::Inst& alloc = s.k.insts[in.operands[0]];
+        line(depth, d.tg_store(s, s.concrete(alloc.type), d.tg_name(s.k, alloc) + "[" + arg(1) + "]", arg(2)) + ";");
+        break;
+      }
+      // Register arrays: an array of register values, every index a constant (register_arrays).
+      case Op::LocalAlloc:
+        line(depth, d.var_type(t) + " " + local_name(in) + "[" + std::to_string(in.attr(ir::Attr::Count)) + "];");
+        break;
+      case Op::LocalLoad: def(local_name(s.k.insts[in.operands[0]]) + "[" + arg(1) + "]"); break;
+      case Op::LocalStore: line(depth, local_name(s.k.insts[in.operands[0]]) + "[" + arg(1) + "] = " + arg(2) + ";"); break;
       case Op::Barrier: line(depth, d.barrier()); break;
       case Op::LaneSum: case Op::LaneMax: def(d.lane_reduce(s, in, t, arg(0))); break;
       case Op::If:

@@ -42,6 +42,7 @@ bool function_allows(ir::Op op) {
   if (ir::has_trait(op, ir::trait::B) || ir::has_trait(op, ir::trait::L)) return false;
   switch (op) {
     case Op::Load: case Op::Store: case Op::TgAlloc: case Op::TgLoad: case Op::TgStore: case Op::Param:
+    case Op::LocalAlloc: case Op::LocalLoad: case Op::LocalStore:
       return false;
     default: return true;
   }
