@@ -54,10 +54,10 @@ struct EmitOptions {
 extern const char* const kLoopLimitText;
 
 // `dtype` substitutes the generic T. Diagnostics are collected, never thrown.
-Emitted emit(const ir::Kernel& k, DType dtype, Target target, const EmitOptions& options = {});
+Emitted emit(const ir::Kernel& k, Instantiation dtype, Target target, const EmitOptions& options = {});
 
 // Mangled entry-point name: <kernel>_<dtype>, e.g. iron_add_f16.
-std::string entry_name(const ir::Kernel& k, DType dtype);
+std::string entry_name(const ir::Kernel& k, Instantiation dtype);
 
 struct Spirv {
   std::vector<uint32_t> words;

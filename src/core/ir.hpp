@@ -191,6 +191,8 @@ struct Kernel {
   bool is_function = false;           // a device function (args + ret), inlined into kernels
   Mode mode = Mode::Elementwise;
   std::vector<DType> dtypes;          // the concrete dtypes T may take (empty: not generic)
+  std::vector<DType> wtypes;          // the concrete dtypes W may take (empty: no W); every
+                                      // T x W pair of the two lists is a supported instantiation
   std::vector<Param> params;
   std::vector<Inst> insts;
   std::vector<Block> blocks;          // blocks[0] is the entry block
@@ -275,12 +277,21 @@ bool is_aliased(const Kernel& k, uint32_t p);
 // parameter declared to alias it is writable. Passes reorder and share loads only from these.
 bool read_only_memory(const Kernel& k, uint32_t p);
 // Bytes of threadgroup memory the kernel allocates for the given concrete dtype.
-uint64_t threadgroup_bytes(const Kernel& k, DType concrete);
+uint64_t threadgroup_bytes(const Kernel& k, Instantiation concrete);
 
-// Resolves the generic dtype: Generic -> concrete, anything else unchanged.
-inline DType resolve(DType d, DType concrete) { return d == DType::Generic ? concrete : d; }
-inline Type resolve(Type t, DType concrete) {
-  return t.elem() == DType::Generic ? t.with_elem(concrete) : t;
+// Resolves the type parameters: Generic -> concrete.t, GenericW -> concrete.w, anything else
+// unchanged.
+inline DType resolve(DType d, Instantiation concrete) {
+  return d == DType::Generic ? concrete.t : d == DType::GenericW ? concrete.w : d;
 }
+inline Type resolve(Type t, Instantiation concrete) {
+  return is_type_param(t.elem()) ? t.with_elem(resolve(t.elem(), concrete)) : t;
+}
+// Whether the kernel is declared for `in` (T and W each in their declared lists; a parameter
+// the kernel does not have must be left Void, except that a kernel without T accepts any T).
+// On false, `why` names what the dispatch asked for and what the kernel declares.
+bool declares(const Kernel& k, Instantiation in, std::string* why = nullptr);
+// Every instantiation the kernel declares, T-major (a kernel without T: {f32}).
+std::vector<Instantiation> instantiations(const Kernel& k);
 
 }  // namespace iron::ir

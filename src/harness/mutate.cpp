@@ -340,7 +340,7 @@ std::string equivalent_after_pipeline(const Kernel& original, const Mutant& m) {
 }
 
 Outcome run_mutant(Context& ctx, const Kernel& original, const Mutant& m, const std::vector<const TestDecl*>& cases,
-                   std::optional<DType> only) {
+                   std::optional<Instantiation> only) {
   Outcome o;
   o.by = m.equivalent.empty() ? equivalent_after_pipeline(original, m) : m.equivalent;
   if (!o.by.empty()) {
@@ -349,13 +349,13 @@ Outcome run_mutant(Context& ctx, const Kernel& original, const Mutant& m, const 
   }
   for (const TestDecl* t : cases)
     for (const DtypeTolerance& dt : t->dtypes) {
-      if (only && *only != dt.dtype) continue;
+      if (!dtype_filter_matches(only, dt.dtype)) continue;
       TestOutcome r = run_test_case(ctx, *t, dt.dtype, dt.tol, &m.kernel);
       if (r.status == TestOutcome::Status::Pass) continue;
       std::string msg = r.message.substr(0, r.message.find('\n'));
       if (msg.size() > 160) msg = msg.substr(0, 157) + "...";
       o.status = Outcome::Status::Killed;
-      o.by = std::string(t->name) + " [" + dtype_name(dt.dtype) + "]: " + msg;
+      o.by = std::string(t->name) + " [" + instantiation_name(dt.dtype) + "]: " + msg;
       return o;
     }
   o.status = Outcome::Status::Survived;
