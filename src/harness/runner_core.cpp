@@ -224,8 +224,16 @@ int cmd_device() {
 
 int cmd_list() {
   for (const KernelDecl* d : registered_kernels()) {
+    // A kernel with W lists its T,W pairs ("f16,bf16"), one without W its dtypes as before.
     json dtypes = json::array();
-    for (DType t : d->dtypes) dtypes.push_back(dtype_name(t));
+    if (d->wtypes.empty()) {
+      for (DType t : d->dtypes) dtypes.push_back(dtype_name(t));
+    } else {
+      ir::Kernel declared;
+      declared.dtypes = d->dtypes;
+      declared.wtypes = d->wtypes;
+      for (Instantiation in : ir::instantiations(declared)) dtypes.push_back(instantiation_name(in));
+    }
     send({{"type", "kernel"}, {"name", d->name}, {"mode", mode_name(d->mode)}, {"dtypes", dtypes},
           {"file", source_path(d->file)}, {"line", d->line}});
   }
@@ -375,15 +383,16 @@ int cmd_mutate(const Args& a) {
   return survived == 0 ? 0 : 1;
 }
 
-DType pick_dtype(const ir::Kernel& k, const std::string& requested) {
+// `--dtype` of inspect: a dtype ("f16": T, and W's first dtype where the kernel has W) or T,W.
+Instantiation pick_dtype(const ir::Kernel& k, const std::string& requested) {
   if (!requested.empty()) {
-    DType d;
-    if (!parse_dtype(requested, d)) throw Error("unknown dtype '" + requested + "'");
-    if (!k.dtypes.empty() && std::find(k.dtypes.begin(), k.dtypes.end(), d) == k.dtypes.end())
-      throw Error("kernel '" + k.name + "' is not declared for dtype " + requested);
-    return d;
+    Instantiation in;
+    if (!parse_instantiation(requested, in)) throw Error("unknown dtype '" + requested + "' (a dtype, or T,W as in f16,bf16)");
+    if (!in.has_w() && !k.wtypes.empty()) in.w = k.wtypes.front();
+    if (std::string why; !ir::declares(k, in, &why)) throw Error(why);
+    return in;
   }
-  return k.dtypes.empty() ? DType::F32 : k.dtypes.front();
+  return ir::instantiations(k).front();
 }
 
 void check_pass_name(const std::string& name) {
@@ -440,7 +449,7 @@ int cmd_inspect(const Args& a) {
     if (a.ir && a.pass.empty() && a.print_after.empty()) send({{"type", "text"}, {"text", ir::print(k, {a.locations})}});
     return 0;
   }
-  DType d = pick_dtype(k, a.dtype);
+  Instantiation d = pick_dtype(k, a.dtype);
   codegen::Target target = codegen::Target::Cuda;
   if (!a.backend.empty() && a.backend != "cuda") {
     if (a.backend != "vulkan") throw Error("unknown backend '" + a.backend + "' (use vulkan or cuda)");
@@ -531,9 +540,8 @@ int cmd_build(const Args& a) {
       write_file(p, text.data(), text.size());
       artifact(k->name, "", "ir", p, true, "");
     }
-    std::vector<DType> dtypes = k->dtypes.empty() ? std::vector<DType>{DType::F32} : k->dtypes;
-    for (DType d : dtypes) {
-      std::string dn = dtype_name(d);
+    for (Instantiation d : ir::instantiations(*k)) {
+      std::string dn = instantiation_name(d);
       std::string stem = codegen::entry_name(*k, d);
       if (cuda) {
         codegen::Emitted e = codegen::emit(optimized, d, codegen::Target::Cuda);

@@ -238,7 +238,7 @@ std::unique_ptr<Context> Context::create(Backend backend, int index) {
 const DeviceInfo& Context::info() const { return device_->info(); }
 
 DeviceBuffer Context::alloc(DType dtype, size_t count) {
-  if (dtype == DType::Generic || dtype == DType::Void) throw Error(std::string("cannot allocate a buffer of dtype ") + dtype_name(dtype));
+  if (is_type_param(dtype) || dtype == DType::Void) throw Error(std::string("cannot allocate a buffer of dtype ") + dtype_name(dtype));
   DeviceBuffer b;
   b.dtype_ = dtype;
   uint64_t bytes = 0;
