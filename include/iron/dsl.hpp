@@ -20,6 +20,7 @@ namespace iron::dsl {
 using SrcLoc = std::source_location;
 
 inline constexpr DType T = DType::Generic;  // the kernel's generic dtype
+inline constexpr DType W = DType::GenericW;  // its second type parameter (weights beside T)
 inline constexpr DType f32 = DType::F32;
 inline constexpr DType f16 = DType::F16;
 inline constexpr DType bf16 = DType::BF16;

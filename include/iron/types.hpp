@@ -10,14 +10,38 @@
 namespace iron {
 
 // Element dtypes. `Generic` is the symbolic `T` of a dtype-generic kernel: it is traced once
-// and substituted with a concrete dtype at emission time.
-enum class DType : uint8_t { F32, F16, BF16, I32, U32, Bool, Generic, Void };
+// and substituted with a concrete dtype at emission time. `GenericW` is a second, independent
+// type parameter `W` (weights beside activations `T`), substituted the same way.
+enum class DType : uint8_t { F32, F16, BF16, I32, U32, Bool, Generic, Void, GenericW };
 
-const char* dtype_name(DType d);                 // "f32", "f16", "bf16", "i32", "u32", "bool", "T", "void"
+const char* dtype_name(DType d);                 // "f32", "f16", "bf16", "i32", "u32", "bool", "T", "void", "W"
 bool parse_dtype(std::string_view s, DType& out);
 size_t dtype_size(DType d);                      // storage bytes; Bool is stored as 4 bytes (u32)
-bool is_float(DType d);                          // F32, F16, BF16 (Generic counts as float)
+bool is_float(DType d);                          // F32, F16, BF16 (Generic and GenericW count as float)
+inline bool is_type_param(DType d) { return d == DType::Generic || d == DType::GenericW; }
 bool is_integer(DType d);                        // I32, U32
+
+// One instantiation of a type-generic kernel: the concrete dtypes its type parameters take.
+// `t` substitutes T, `w` substitutes W; Void where the kernel has no such parameter. Implicit
+// from a DType: a kernel generic over T alone (or not generic) is instantiated by one dtype,
+// exactly as before W existed, so its names, cache keys and records do not change.
+struct Instantiation {
+  DType t = DType::Void;
+  DType w = DType::Void;
+  constexpr Instantiation() = default;
+  constexpr Instantiation(DType t_) : t(t_) {}  // NOLINT: a T-only instantiation
+  constexpr Instantiation(DType t_, DType w_) : t(t_), w(w_) {}
+  constexpr bool has_w() const { return w != DType::Void; }
+  friend constexpr bool operator==(Instantiation a, Instantiation b) { return a.t == b.t && a.w == b.w; }
+  friend constexpr bool operator!=(Instantiation a, Instantiation b) { return !(a == b); }
+  friend constexpr bool operator<(Instantiation a, Instantiation b) {
+    return a.t != b.t ? a.t < b.t : a.w < b.w;
+  }
+};
+// "f16" for a T-only instantiation, "f16,bf16" (T, then W) when W is set.
+std::string instantiation_name(Instantiation in);
+// Parses instantiation_name's form; false (out untouched) on anything else.
+bool parse_instantiation(std::string_view s, Instantiation& out);
 
 // The type of an IR value. A canonical value: two equal types are equal field by field, so a
 // type compares, hashes and copies as the few bytes it is (interning without a table).

@@ -17,7 +17,7 @@ namespace iron::codegen {
 
 struct EmitState {
   const ir::Kernel& k;
-  DType dtype;                     // what T becomes
+  Instantiation dtype;             // what T (and W) become
   ir::Diagnostics diags;
   std::vector<int> buffer_index;   // per param: index among buffers, or -1
   std::vector<int> scalar_index;   // per param: index among scalars, or -1

@@ -38,7 +38,7 @@ class CudaDialect final : public Dialect {
 
   void begin(EmitState& s, std::string& out) const override {
     const ir::Kernel& k = s.k;
-    out += "// Iron kernel " + k.name + " (" + dtype_name(s.dtype) + "), CUDA. Generated: do not edit.\n";
+    out += "// Iron kernel " + k.name + " (" + instantiation_name(s.dtype) + "), CUDA. Generated: do not edit.\n";
     if (s.uses_f16) out += "#include <cuda_fp16.h>\n";
     if (s.uses_bf16) out += "#include <cuda_bf16.h>\n";
     if (s.uses_lane_ops) s.helpers.insert("fmax");  // lane_max of f32
@@ -320,7 +320,7 @@ class CudaDialect final : public Dialect {
 
 }  // namespace
 
-bool cuda_dynamic_shared(const ir::Kernel& k, DType dtype) {
+bool cuda_dynamic_shared(const ir::Kernel& k, Instantiation dtype) {
   return ir::has_dynamic_threadgroup(k) || ir::threadgroup_bytes(k, dtype) > kCudaStaticSharedLimit;
 }
 

@@ -80,7 +80,7 @@ class GlslDialect final : public Dialect {
   void begin(EmitState& s, std::string& out) const override {
     const ir::Kernel& k = s.k;
     out += "#version 450\n";
-    out += "// Iron kernel " + k.name + " (" + dtype_name(s.dtype) + "), GLSL. Generated: do not edit.\n";
+    out += "// Iron kernel " + k.name + " (" + instantiation_name(s.dtype) + "), GLSL. Generated: do not edit.\n";
     if (s.uses_16bit_storage) out += "#extension GL_EXT_shader_16bit_storage : require\n";
     if (s.uses_f16 || s.uses_bf16) out += "#extension GL_EXT_shader_explicit_arithmetic_types_int16 : require\n";
     if (s.uses_lane_ops) {

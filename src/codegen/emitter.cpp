@@ -16,9 +16,9 @@ const char* const kLoopLimitText =
     "65,535 iterations in total (gallivm's loop limiter, LP_MAX_TGSI_LOOP_ITERATIONS), so the "
     "results would be wrong";
 
-std::string entry_name(const ir::Kernel& k, DType dtype) {
-  bool generic = !k.dtypes.empty();
-  return generic ? k.name + "_" + dtype_name(dtype) : k.name;
+std::string entry_name(const ir::Kernel& k, Instantiation dtype) {
+  std::string name = k.dtypes.empty() ? k.name : k.name + "_" + dtype_name(dtype.t);
+  return k.wtypes.empty() ? name : name + "_w" + dtype_name(dtype.w);
 }
 
 std::string float_literal(float v, const char* suffix) {
@@ -323,16 +323,12 @@ struct Emitter {
 
 }  // namespace
 
-Emitted emit(const ir::Kernel& k, DType dtype, Target target, const EmitOptions& options) {
+Emitted emit(const ir::Kernel& k, Instantiation dtype, Target target, const EmitOptions& options) {
   Emitted result;
   result.entry = target == Target::Cuda ? entry_name(k, dtype) : "main";
-  if (!k.dtypes.empty()) {
-    bool declared = false;
-    for (DType t : k.dtypes) declared = declared || t == dtype;
-    if (!declared) {
-      result.diags.error({}, std::string("kernel '") + k.name + "' is not declared for dtype " + dtype_name(dtype));
-      return result;
-    }
+  if (std::string why; !ir::declares(k, dtype, &why)) {
+    result.diags.error({}, why);
+    return result;
   }
   EmitState s{k, dtype, {}, {}, {}, false, false, false, false, false, false, false, false, {}, {}};
   s.preserve_f32_specials = options.preserve_f32_specials;

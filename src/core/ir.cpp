@@ -21,13 +21,14 @@ const char* dtype_name(DType d) {
     case DType::Bool: return "bool";
     case DType::Generic: return "T";
     case DType::Void: return "void";
+    case DType::GenericW: return "W";
   }
   return "?";
 }
 
 bool parse_dtype(std::string_view s, DType& out) {
   static const DType all[] = {DType::F32, DType::F16, DType::BF16, DType::I32,
-                              DType::U32, DType::Bool, DType::Generic, DType::Void};
+                              DType::U32, DType::Bool, DType::Generic, DType::Void, DType::GenericW};
   for (DType d : all)
     if (s == dtype_name(d)) {
       out = d;
@@ -46,9 +47,24 @@ size_t dtype_size(DType d) {
 }
 
 bool is_float(DType d) {
-  return d == DType::F32 || d == DType::F16 || d == DType::BF16 || d == DType::Generic;
+  return d == DType::F32 || d == DType::F16 || d == DType::BF16 || is_type_param(d);
 }
 bool is_integer(DType d) { return d == DType::I32 || d == DType::U32; }
+
+std::string instantiation_name(Instantiation in) {
+  std::string s = dtype_name(in.t);
+  if (in.has_w()) s += std::string(",") + dtype_name(in.w);
+  return s;
+}
+
+bool parse_instantiation(std::string_view s, Instantiation& out) {
+  size_t comma = s.find(',');
+  Instantiation r;
+  if (!parse_dtype(s.substr(0, comma), r.t) || r.t == DType::Void) return false;
+  if (comma != std::string_view::npos && (!parse_dtype(s.substr(comma + 1), r.w) || r.w == DType::Void)) return false;
+  out = r;
+  return true;
+}
 
 Type Type::vector(DType elem, uint32_t lanes) {
   Type t;
@@ -361,11 +377,11 @@ bool uses_lane_ops(const Kernel& k) {
   return found;
 }
 
-uint64_t tg_elem_bytes(const Inst& alloc, DType concrete) {
+uint64_t tg_elem_bytes(const Inst& alloc, Instantiation concrete) {
   return dtype_size(resolve(alloc.type.elem(), concrete));
 }
 
-uint64_t tg_alignment(const Inst& alloc, DType concrete) {
+uint64_t tg_alignment(const Inst& alloc, Instantiation concrete) {
   return std::max<uint64_t>(uint64_t(std::max<int64_t>(alloc.attr(Attr::Align), 1)), tg_elem_bytes(alloc, concrete));
 }
 
@@ -394,7 +410,7 @@ uint64_t tg_count(const Kernel& k, const Inst& alloc, const uint32_t* param_valu
   return num::saturating_mul(count, uint64_t(param_values[p]));
 }
 
-uint64_t threadgroup_bytes(const Kernel& k, DType concrete, const uint32_t* param_values) {
+uint64_t threadgroup_bytes(const Kernel& k, Instantiation concrete, const uint32_t* param_values) {
   // Saturating: a count that overflows the total must fail the shared-memory check, not wrap
   // to a small number that passes it.
   uint64_t bytes = 0;
@@ -406,6 +422,41 @@ uint64_t threadgroup_bytes(const Kernel& k, DType concrete, const uint32_t* para
     bytes = num::saturating_add(bytes, num::saturating_mul(tg_count(k, in, param_values), tg_elem_bytes(in, concrete)));
   }
   return bytes;
+}
+
+static std::string dtype_list(const std::vector<DType>& ds) {
+  std::string s;
+  for (DType d : ds) s += (s.empty() ? "" : ", ") + std::string(dtype_name(d));
+  return s;
+}
+
+bool declares(const Kernel& k, Instantiation in, std::string* why) {
+  auto listed = [](const std::vector<DType>& ds, DType d) { return std::find(ds.begin(), ds.end(), d) != ds.end(); };
+  std::string problem;
+  if (!k.dtypes.empty() && !listed(k.dtypes, in.t))
+    problem = "T takes " + dtype_list(k.dtypes);
+  else if (k.wtypes.empty() && in.has_w())
+    problem = "it has no W";
+  else if (!k.wtypes.empty() && !in.has_w())
+    problem = "it takes W = " + dtype_list(k.wtypes) + ": name W after T, as in " + dtype_name(in.t) + "," +
+              dtype_name(k.wtypes.front());
+  else if (!k.wtypes.empty() && !listed(k.wtypes, in.w))
+    problem = "W takes " + dtype_list(k.wtypes);
+  if (problem.empty()) return true;
+  const std::string asked = in.has_w() ? std::string("T = ") + dtype_name(in.t) + ", W = " + dtype_name(in.w)
+                                       : std::string("dtype ") + dtype_name(in.t);
+  if (why) *why = "kernel " + k.name + " is not declared for " + asked + " (" + problem + ")";
+  return false;
+}
+
+std::vector<Instantiation> instantiations(const Kernel& k) {
+  std::vector<DType> ts = k.dtypes.empty() ? std::vector<DType>{DType::F32} : k.dtypes;
+  std::vector<Instantiation> out;
+  for (DType t : ts) {
+    if (k.wtypes.empty()) out.push_back(Instantiation(t));
+    for (DType w : k.wtypes) out.push_back(Instantiation(t, w));
+  }
+  return out;
 }
 
 }  // namespace ir

@@ -453,8 +453,8 @@ struct Verifier {
       if (!is_identifier(p.name)) d.error(p.loc, "parameter name '" + p.name + "' is not an identifier");
       if (p.kind == ParamKind::Scalar && p.dtype != DType::F32 && p.dtype != DType::I32 && p.dtype != DType::U32)
         d.error(p.loc, "scalar parameter '" + p.name + "' must be f32, i32 or u32");
-      if (p.kind == ParamKind::Buffer && p.dtype != DType::Generic && !is_float(p.dtype) && !is_integer(p.dtype))
-        d.error(p.loc, "buffer parameter '" + p.name + "' must hold f32, f16, bf16, i32, u32 or T");
+      if (p.kind == ParamKind::Buffer && !is_float(p.dtype) && !is_integer(p.dtype))
+        d.error(p.loc, "buffer parameter '" + p.name + "' must hold f32, f16, bf16, i32, u32, T or W");
       for (uint32_t a : p.aliases)
         if (a >= i || k.params[a].kind != ParamKind::Buffer || p.kind != ParamKind::Buffer)
           d.error(p.loc, "aliases of '" + p.name + "' must name earlier buffer parameters");
@@ -464,12 +464,25 @@ struct Verifier {
         if (s >= k.params.size() || k.params[s].kind != ParamKind::Scalar || !is_integer(k.params[s].dtype))
           d.error(p.loc, "extent of '" + p.name + "' must name integer scalar parameters");
     }
-    bool generic = false;
-    for (const Inst& in : k.insts) generic = generic || in.type.elem() == DType::Generic;
-    for (const Param& p : k.params) generic = generic || p.dtype == DType::Generic;
+    bool generic = false, uses_w = false;
+    SrcLoc w_at{};
+    for (const Inst& in : k.insts) {
+      generic = generic || in.type.elem() == DType::Generic;
+      if (in.type.elem() == DType::GenericW && !uses_w) uses_w = true, w_at = in.loc;
+    }
+    for (const Param& p : k.params) {
+      generic = generic || p.dtype == DType::Generic;
+      if (p.dtype == DType::GenericW && !uses_w) uses_w = true, w_at = p.loc;
+    }
     if (generic && k.dtypes.empty()) d.error({}, "kernel uses T but declares no dtypes for it");
+    if (uses_w && k.wtypes.empty()) d.error(w_at, "kernel uses W but declares no wtypes for it");
     for (DType t : k.dtypes)
-      if (t == DType::Generic || (!is_float(t) && !is_integer(t))) d.error({}, std::string("dtype ") + dtype_name(t) + " cannot substitute T");
+      if (is_type_param(t) || (!is_float(t) && !is_integer(t))) d.error({}, std::string("dtype ") + dtype_name(t) + " cannot substitute T");
+    for (DType t : k.wtypes)
+      if (is_type_param(t) || (!is_float(t) && !is_integer(t))) d.error({}, std::string("dtype ") + dtype_name(t) + " cannot substitute W");
+    for (size_t i = 0; i < k.wtypes.size(); ++i)
+      for (size_t j = 0; j < i; ++j)
+        if (k.wtypes[i] == k.wtypes[j]) d.error({}, std::string("wtypes lists ") + dtype_name(k.wtypes[i]) + " twice");
     visible.assign(k.insts.size(), 0);
     block_seen.assign(k.blocks.size(), 0);
     inst_seen.assign(k.insts.size(), 0);

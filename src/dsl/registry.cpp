@@ -114,6 +114,7 @@ ir::Kernel trace(const KernelDecl& decl, bool is_function) {
   t.k.name = decl.name;
   t.k.mode = decl.mode;
   t.k.dtypes = decl.dtypes;
+  t.k.wtypes = decl.wtypes;
   dsl::detail::Trace* prev = dsl::detail::set_trace(&t);
   try {
     decl.body();

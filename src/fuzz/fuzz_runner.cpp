@@ -484,7 +484,7 @@ int fuzz_main(int argc, char** argv) {
       if (r.ctx) {
         auto tc = Clock::now();
         std::vector<const ir::Kernel*> ks;
-        std::vector<DType> ds;
+        std::vector<Instantiation> ds;
         std::vector<Dim3> tgs;
         for (uint64_t i = 0; i < n; ++i)
           if (gen_error[i].empty()) {

@@ -370,7 +370,7 @@ std::string equivalent_after_pipeline(const Kernel& original, const Mutant& m) {
 }
 
 Outcome run_mutant(Context& ctx, const Kernel& original, const Mutant& m, const std::vector<const TestDecl*>& cases,
-                   std::optional<DType> only) {
+                   std::optional<Instantiation> only) {
   Outcome o;
   o.by = m.equivalent.empty() ? equivalent_after_pipeline(original, m) : m.equivalent;
   if (!o.by.empty()) {
@@ -379,14 +379,14 @@ Outcome run_mutant(Context& ctx, const Kernel& original, const Mutant& m, const 
   }
   for (const TestDecl* t : cases)
     for (const DtypeTolerance& dt : t->dtypes) {
-      if (only && *only != dt.dtype) continue;
+      if (!dtype_filter_matches(only, dt.dtype)) continue;
       TestOutcome r = run_test_case(ctx, *t, dt.dtype, dt.tol, &m.kernel);
       // A case this device cannot run (it needs more threadgroup memory) neither kills nor passes.
       if (r.status == TestOutcome::Status::Pass || r.status == TestOutcome::Status::Skip) continue;
       std::string msg = r.message.substr(0, r.message.find('\n'));
       if (msg.size() > 160) msg = msg.substr(0, 157) + "...";
       o.status = Outcome::Status::Killed;
-      o.by = std::string(t->name) + " [" + dtype_name(dt.dtype) + "]: " + msg;
+      o.by = std::string(t->name) + " [" + instantiation_name(dt.dtype) + "]: " + msg;
       return o;
     }
   o.status = Outcome::Status::Survived;

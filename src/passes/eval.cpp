@@ -17,7 +17,7 @@ enum class Kind { Float, I32, U32, Bool, Other };
 
 Kind kind_of(DType t) {
   switch (t) {
-    case DType::F32: case DType::F16: case DType::BF16: case DType::Generic: return Kind::Float;
+    case DType::F32: case DType::F16: case DType::BF16: case DType::Generic: case DType::GenericW: return Kind::Float;
     case DType::I32: return Kind::I32;
     case DType::U32: return Kind::U32;
     case DType::Bool: return Kind::Bool;
@@ -59,7 +59,7 @@ bool eval_cast(DType to, DType from, Scalar x, Scalar& out, std::string& error) 
   }
   if (fk == Kind::Bool) {
     if (tk == Kind::Float) {
-      if (to == DType::Generic) return fail(error, "a cast to T depends on the concrete dtype");
+      if (is_type_param(to)) return fail(error, std::string("a cast to ") + dtype_name(to) + " depends on the concrete dtype");
       out = Scalar::of_f32(x.b() ? 1.0f : 0.0f);
     } else if (tk == Kind::I32 || tk == Kind::U32) {
       out = Scalar::of_u32(x.b() ? 1u : 0u);
@@ -70,7 +70,7 @@ bool eval_cast(DType to, DType from, Scalar x, Scalar& out, std::string& error) 
   }
   switch (tk) {
     case Kind::Float: {
-      if (to == DType::Generic) return fail(error, "a cast to T depends on the concrete dtype");
+      if (is_type_param(to)) return fail(error, std::string("a cast to ") + dtype_name(to) + " depends on the concrete dtype");
       float v = fk == Kind::Float ? x.f() : fk == Kind::I32 ? float(x.i()) : float(x.u());
       // Registers stay f32; narrowing to a 16-bit float rounds to nearest even once, here.
       out = Scalar::of_f32(num::round_to(to, v));
@@ -226,7 +226,7 @@ bool eval_compare(ir::Op op, DType t, const Scalar* a, Scalar& out, std::string&
 
 }  // namespace
 
-Scalar const_value(const ir::Inst& in, DType concrete) {
+Scalar const_value(const ir::Inst& in, Instantiation concrete) {
   const int64_t value = in.attr(ir::Attr::Value);
   switch (ir::resolve(in.type.elem(), concrete)) {
     case DType::I32: return Scalar::of_i32(int32_t(value));

@@ -37,7 +37,7 @@ int block_depth(const ir::Kernel& k, Id b) {
 
 struct Machine {
   const ir::Kernel& k;
-  DType dtype;
+  Instantiation dtype;
   const Options& opts;
   Dim3 grid, tg;
   uint32_t T = 0;  // threads per threadgroup
@@ -76,10 +76,10 @@ struct Machine {
   uint32_t group[3] = {0, 0, 0};
   uint64_t steps = 0;
 
-  Machine(const ir::Kernel& kernel, DType d, const Options& o) : k(kernel), dtype(d), opts(o) {}
+  Machine(const ir::Kernel& kernel, Instantiation d, const Options& o) : k(kernel), dtype(d), opts(o) {}
 
   [[noreturn]] void fail(const ir::Inst& in, const std::string& msg) const {
-    throw Error(msg + " at " + k.where(in.loc) + " (kernel " + k.name + " (" + dtype_name(dtype) +
+    throw Error(msg + " at " + k.where(in.loc) + " (kernel " + k.name + " (" + instantiation_name(dtype) +
                 "), threadgroup " + dim_text(group[0], group[1], group[2]) + ")");
   }
   std::string tg_name(const ir::Inst& alloc) const {
@@ -107,8 +107,7 @@ struct Machine {
                   dim_text(t.x, t.y, t.z) + " has a zero dimension");
     if (tg.product() > (1u << 20)) throw Error("kernel " + k.name + ": threadgroup too large for the interpreter");
     T = uint32_t(tg.product());
-    if (!k.dtypes.empty() && std::find(k.dtypes.begin(), k.dtypes.end(), dtype) == k.dtypes.end())
-      throw Error("kernel " + k.name + " is not declared for dtype " + dtype_name(dtype));
+    if (std::string why; !ir::declares(k, dtype, &why)) throw Error(why);
 
     size_t nb = 0, ns = 0;
     for (const ir::Param& p : k.params) slot.push_back(p.kind == ir::ParamKind::Buffer ? int(nb++) : int(ns++));
@@ -563,7 +562,7 @@ struct Machine {
 
 }  // namespace
 
-void run(const ir::Kernel& k, DType dtype, const std::vector<BufferArg>& buffers, const std::vector<uint32_t>& scalars,
+void run(const ir::Kernel& k, Instantiation dtype, const std::vector<BufferArg>& buffers, const std::vector<uint32_t>& scalars,
          Dim3 grid, Dim3 threadgroup, const Options& opts) {
   Machine m(k, dtype, opts);
   m.setup(buffers, scalars, grid, threadgroup);

@@ -772,7 +772,7 @@ class VulkanDevice final : public Device {
     if (bytes) std::memcpy(data, b.mapped, bytes);
   }
 
-  std::unique_ptr<CompiledKernel> compile(const ir::Kernel& k, DType dtype, Dim3 threadgroup) override {
+  std::unique_ptr<CompiledKernel> compile(const ir::Kernel& k, Instantiation dtype, Dim3 threadgroup) override {
     if (ir::uses_lane_ops(k) && !pd_.subgroup_shuffle)
       throw Error("kernel '" + k.name + "' uses lane reductions, which are subgroup shuffle butterflies on Vulkan; device '" +
                   pd_.info.name + "' does not support subgroup shuffles in compute shaders (VK_SUBGROUP_FEATURE_SHUFFLE_BIT)");
@@ -784,12 +784,12 @@ class VulkanDevice final : public Device {
     options.f16_round_to_nearest_even = pd_.f16_rte;
     codegen::Emitted emitted = codegen::emit(k, dtype, codegen::Target::Glsl, options);
     if (!emitted.ok())
-      throw Error("kernel '" + k.name + "' (" + dtype_name(dtype) + ") cannot be emitted as GLSL:\n" +
+      throw Error("kernel '" + k.name + "' (" + instantiation_name(dtype) + ") cannot be emitted as GLSL:\n" +
                   emitted.diags.render(k));
     std::string label = codegen::entry_name(k, dtype);
     codegen::Spirv spirv = codegen::compile_glsl(emitted.source, label);
     if (!spirv.ok)
-      throw Error("kernel '" + k.name + "' (" + dtype_name(dtype) + "): GLSL -> SPIR-V failed:\n" + spirv.log +
+      throw Error("kernel '" + k.name + "' (" + instantiation_name(dtype) + "): GLSL -> SPIR-V failed:\n" + spirv.log +
                   "--- GLSL source (" + label + ") ---\n" + numbered(emitted.source));
 
     std::unique_ptr<VulkanKernel> kern =
@@ -824,7 +824,7 @@ class VulkanDevice final : public Device {
 
   // `binary` holds the SPIR-V words compile() produced. Its checksum already matched; the magic
   // number and word alignment are checked here, and the driver validates the rest.
-  std::unique_ptr<CompiledKernel> load(const ir::Kernel& k, DType dtype, Dim3 threadgroup,
+  std::unique_ptr<CompiledKernel> load(const ir::Kernel& k, Instantiation dtype, Dim3 threadgroup,
                                        const std::vector<char>& binary) override {
     const std::string label = codegen::entry_name(k, dtype);
     if (binary.size() < 20 || binary.size() % sizeof(uint32_t) != 0)
@@ -837,7 +837,7 @@ class VulkanDevice final : public Device {
 
   // Layout, pipeline and descriptor set for SPIR-V `words` of kernel `k` (the optimized kernel
   // from compile(), the traced one from load(): params and lane-op use are the same).
-  std::unique_ptr<VulkanKernel> make_kernel(const ir::Kernel& k, DType dtype, Dim3 threadgroup, const uint32_t* words,
+  std::unique_ptr<VulkanKernel> make_kernel(const ir::Kernel& k, Instantiation dtype, Dim3 threadgroup, const uint32_t* words,
                                             size_t num_words, std::string label) {
     auto kern = std::make_unique<VulkanKernel>();
     kern->core = core_;
