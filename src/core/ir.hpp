@@ -55,7 +55,8 @@ struct Inst {
   Op op = Op::Const;
   DType type = DType::Void;   // result dtype; Void when the op defines no value
   uint8_t num_operands = 0;
-  Id operands[3] = {kNone, kNone, kNone};
+  // Four slots: a threadgroup compare-and-swap takes alloc, index, expected and value.
+  Id operands[4] = {kNone, kNone, kNone, kNone};
   Id blocks[2] = {kNone, kNone};  // If: then, else (else may be kNone); For: body
   uint32_t sym = 0;           // Param/Load/Store: parameter index; TgAlloc: string index
   int64_t imm = 0;            // axis of built-ins, element count of TgAlloc, integer constants
@@ -181,6 +182,25 @@ bool is_aliased(const Kernel& k, uint32_t p);
 bool read_only_memory(const Kernel& k, uint32_t p);
 // Bytes of threadgroup memory the kernel allocates for the given concrete dtype.
 uint64_t threadgroup_bytes(const Kernel& k, DType concrete);
+
+// Atomics. Global atomics name their buffer by `sym` (a parameter index) and take index, value
+// (cas: index, expected, value); threadgroup atomics take the allocation as operand 0 instead.
+// These accessors are the one place that knows the operand layout.
+bool is_global_atomic(Op op);
+bool is_tg_atomic(Op op);
+inline bool is_atomic(Op op) { return is_global_atomic(op) || is_tg_atomic(op); }
+bool is_atomic_cas(Op op);
+// The global form of an atomic (TgAtomicAdd -> AtomicAdd): what it computes, wherever it acts.
+Op atomic_kind(Op op);
+struct AtomicOperands {
+  Id alloc = kNone;     // threadgroup atomics: the TgAlloc
+  Id index = kNone;
+  Id expected = kNone;  // cas only
+  Id value = kNone;
+};
+AtomicOperands atomic_operands(const Inst& in);
+// True for the lane ops that move a value between lanes (operand 1 names the source lane).
+bool is_lane_shuffle(Op op);
 
 // Resolves the generic dtype: Generic -> concrete, anything else unchanged.
 inline DType resolve(DType d, DType concrete) { return d == DType::Generic ? concrete : d; }

@@ -31,7 +31,7 @@ bool has_axis(Op op) {
   return op == Op::ThreadId || op == Op::ProgramId || op == Op::LocalId || op == Op::GroupSize ||
          op == Op::NumPrograms;
 }
-bool names_param(Op op) { return op == Op::Param || op == Op::Load || op == Op::Store; }
+bool names_param(Op op) { return op == Op::Param || op == Op::Load || op == Op::Store || is_global_atomic(op); }
 
 std::string format_float(double v) {
   char buf[64];
@@ -420,7 +420,7 @@ struct Parser {
       while (true) {
         size_t c = ops.find(',', pos);
         std::string t = trim(ops.substr(pos, c == std::string::npos ? std::string::npos : c - pos));
-        if (in.num_operands == 3) fail("too many operands", t);
+        if (in.num_operands == 4) fail("too many operands", t);
         in.operands[in.num_operands++] = value(t);
         if (c == std::string::npos) break;
         pos = c + 1;
@@ -442,7 +442,7 @@ struct Parser {
       want_attrs(1);
       constant(in, attrs[0]);
     } else if (names_param(in.op)) {
-      if (attrs.size() == 2 && in.op != Op::Param) {
+      if (attrs.size() == 2 && (in.op == Op::Load || in.op == Op::Store)) {
         const std::string& g = attrs[1];
         if (g.rfind("vec", 0) == 0) in.imm = integer(g.substr(3), 2, 8, "vector group width");
         else if (g.rfind("lane", 0) == 0) in.imm = -integer(g.substr(4), 1, 7, "vector group lane");

@@ -46,7 +46,11 @@ bool mode_allows(Mode mode, ir::Op op) {
     case Op::Barrier: case Op::TgAlloc: case Op::TgLoad: case Op::TgStore:
     case Op::LaneSum: case Op::LaneMax:
       return mode == Mode::Reduction;
-    default: return true;
+    default:
+      // Every other lane op and threadgroup atomics need lane groups and threadgroup memory;
+      // global atomics and fences mean the same in every mode.
+      if (ir::has_trait(op, ir::trait::L) || ir::is_tg_atomic(op)) return mode == Mode::Reduction;
+      return true;
   }
 }
 
@@ -54,7 +58,8 @@ bool mode_allows(Mode mode, ir::Op op) {
 // them is valid in any kernel of any mode.
 bool function_allows(ir::Op op) {
   using ir::Op;
-  if (ir::has_trait(op, ir::trait::B) || ir::has_trait(op, ir::trait::L)) return false;
+  if (ir::has_trait(op, ir::trait::B) || ir::has_trait(op, ir::trait::L) || ir::is_atomic(op)) return false;
+  if (op == ir::Op::FenceThreadgroup || op == ir::Op::FenceDevice) return false;
   switch (op) {
     case Op::Load: case Op::Store: case Op::TgAlloc: case Op::TgLoad: case Op::TgStore: case Op::Param:
       return false;
