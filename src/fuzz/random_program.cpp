@@ -971,7 +971,7 @@ struct Gen {
   void statement() {
     bool nest = depth() < kMaxDepth && !full();
     bool tg = red && uniform_here();
-    uint32_t r = rng.below(tg ? 112 : 100);
+    uint32_t r = rng.below(tg ? 118 : 100);
     if (r < 22) value(random_type());
     else if (r < 27) stmt_identity();
     else if (r < 31) stmt_const_expr();
@@ -997,7 +997,7 @@ struct Gen {
       if (rng.chance(0.3)) stmt_tg_atomic();
       else stmt_tg_exchange();
     }
-    else if (r < 109) stmt_lane_op();
+    else if (r < 115) stmt_lane_op();
     else stmt_group_reduce();
   }
 
