@@ -42,6 +42,8 @@ struct EmitState {
   std::set<std::string> helpers;
 
   DType concrete(DType t) const { return ir::resolve(t, dtype); }
+  // Emission is scalar: the verifier has rejected vector, fragment and token values.
+  DType concrete(Type t) const { return ir::resolve(t.elem(), dtype); }
   void unsupported(const ir::Inst& in, const std::string& dialect, const std::string& what) {
     diags.error(in.loc, std::string("the ") + dialect + " dialect cannot express " + what);
   }
@@ -127,7 +129,7 @@ class Dialect {
                           const std::string& array, std::vector<std::string>& lines) const = 0;
   virtual void store_group(EmitState& s, const ir::Param& p, const std::string& idx,
                            const std::vector<std::string>& values, std::vector<std::string>& lines) const = 0;
-  virtual std::string tg_name(const ir::Kernel& k, const ir::Inst& alloc) const { return "tg_" + k.strings[alloc.sym]; }
+  virtual std::string tg_name(const ir::Kernel& k, const ir::Inst& alloc) const { return "tg_" + k.strings[size_t(alloc.attr(ir::Attr::Name))]; }
   virtual std::string param_name(const ir::Param& p) const { return "p_" + p.name; }
 };
 

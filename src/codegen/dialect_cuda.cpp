@@ -82,7 +82,7 @@ class CudaDialect final : public Dialect {
     ir::walk(k, [&](ir::Id id) {
       const ir::Inst& in = k.insts[id];
       if (in.op == ir::Op::TgAlloc)
-        out += "  __shared__ " + reg_type(s.concrete(in.type)) + " " + tg_name(k, in) + "[" + std::to_string(in.imm) +
+        out += "  __shared__ " + reg_type(s.concrete(in.type)) + " " + tg_name(k, in) + "[" + std::to_string(in.attr(ir::Attr::Count)) +
                "];\n";
     });
   }
@@ -90,7 +90,7 @@ class CudaDialect final : public Dialect {
   void end(EmitState&, std::string& out) const override { out += "}\n"; }
 
   std::string builtin(EmitState& s, const ir::Inst& in) const override {
-    std::string a = axis_name(in.imm);
+    std::string a = axis_name(in.attr(ir::Attr::Axis));
     switch (in.op) {
       case ir::Op::ThreadId: return "(blockIdx." + a + " * blockDim." + a + " + threadIdx." + a + ")";
       case ir::Op::ProgramId: return "blockIdx." + a;
@@ -283,7 +283,7 @@ class CudaDialect final : public Dialect {
   std::string atomic(EmitState& s, const ir::Inst& in, DType t, const std::string&, const std::vector<std::string>& a,
                      std::vector<std::string>&) const override {
     using ir::Op;
-    std::string mem = ir::is_global_atomic(in.op) ? param_name(s.k.params[in.sym]) + "[" + a[0] + "]"
+    std::string mem = ir::is_global_atomic(in.op) ? param_name(s.k.params[in.param()]) + "[" + a[0] + "]"
                                                   : tg_name(s.k, s.k.insts[in.operands[0]]) + "[" + a[0] + "]";
     std::string at = "&" + mem;
     const std::string& v = a.back();

@@ -135,7 +135,7 @@ class GlslDialect final : public Dialect {
       const ir::Inst& in = k.insts[id];
       if (in.op == ir::Op::TgAlloc)
         out += "shared " + (s.f32_atomic_allocs.count(id) ? std::string("uint") : reg_type(s.concrete(in.type))) + " " +
-               tg_name(k, in) + "[" + std::to_string(in.imm) + "];\n";
+               tg_name(k, in) + "[" + std::to_string(in.attr(ir::Attr::Count)) + "];\n";
     });
     if (s.uses_bf16) {
       out +=
@@ -190,7 +190,7 @@ class GlslDialect final : public Dialect {
   void end(EmitState&, std::string& out) const override { out += "}\n"; }
 
   std::string builtin(EmitState& s, const ir::Inst& in) const override {
-    std::string a = axis_name(in.imm);
+    std::string a = axis_name(in.attr(ir::Attr::Axis));
     switch (in.op) {
       case ir::Op::ThreadId: return "gl_GlobalInvocationID." + a;
       case ir::Op::ProgramId: return "gl_WorkGroupID." + a;
@@ -266,7 +266,7 @@ class GlslDialect final : public Dialect {
     if (is_float(from) && to == DType::U32) { s.helpers.insert("f2u"); return "iron_f2u(" + x + ")"; }
     // A converted integer or bool constant 0 is a constant +0.0 to the driver: spelled opaquely.
     const ir::Inst& operand = s.k.insts[in.operands[0]];
-    bool zero_constant = !is_float(from) && operand.op == ir::Op::Const && operand.imm == 0;
+    bool zero_constant = !is_float(from) && operand.op == ir::Op::Const && operand.attr(ir::Attr::Value) == 0;
     std::string as_float = is_float(from) ? x : zero_constant ? float_zero(s, false) : "float(" + x + ")";
     switch (to) {
       case DType::F32: return as_float;
@@ -435,7 +435,7 @@ class GlslDialect final : public Dialect {
     using ir::Op;
     const bool global = ir::is_global_atomic(in.op);
     const bool f32 = t == DType::F32;
-    std::string mem = global ? param_name(s.k.params[in.sym]) + (f32 ? "_bits" : "") + ".data[" + a[0] + "]"
+    std::string mem = global ? param_name(s.k.params[in.param()]) + (f32 ? "_bits" : "") + ".data[" + a[0] + "]"
                              : tg_name(s.k, s.k.insts[in.operands[0]]) + "[" + a[0] + "]";
     const std::string& v = a.back();
     Op kind = ir::atomic_kind(in.op);

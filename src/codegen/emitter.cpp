@@ -31,12 +31,13 @@ std::string float_literal(float v, const char* suffix) {
 
 std::string Dialect::literal(EmitState& s, const ir::Inst& in) const {
   switch (s.concrete(in.type)) {
-    case DType::Bool: return in.imm ? "true" : "false";
-    case DType::I32: return in.imm == INT32_MIN ? "(-2147483647 - 1)" : std::to_string(in.imm);
-    case DType::U32: return std::to_string(uint32_t(in.imm)) + "u";
+    case DType::Bool: return in.attr(ir::Attr::Value) ? "true" : "false";
+    case DType::I32:
+      return in.attr(ir::Attr::Value) == INT32_MIN ? "(-2147483647 - 1)" : std::to_string(in.attr(ir::Attr::Value));
+    case DType::U32: return std::to_string(uint32_t(in.attr(ir::Attr::Value))) + "u";
     default: {
       // Constants of every float dtype are f32 register values (16-bit floats compute in f32).
-      float v = float(in.fimm);
+      float v = float(in.fattr(ir::Attr::Value));
       if (std::isnan(v)) return float_from_bits(0x7fc00000u);
       if (std::isinf(v)) return float_from_bits(v > 0 ? 0x7f800000u : 0xff800000u);
       if (v == 0.0f) {
@@ -187,7 +188,7 @@ struct Emitter {
     using ir::Op;
     switch (in.op) {
       case Op::Const: def(d.literal(s, in)); break;
-      case Op::Param: def(d.scalar(s, s.k.params[in.sym])); break;
+      case Op::Param: def(d.scalar(s, s.k.params[in.param()])); break;
       case Op::ThreadId: case Op::ProgramId: case Op::LocalId: case Op::GroupSize: case Op::NumPrograms:
       case Op::LaneId: case Op::LaneWidth: case Op::SimdGroupId: case Op::NumSimdGroups:
         def(d.builtin(s, in));
@@ -206,40 +207,40 @@ struct Emitter {
       case Op::Min: case Op::Max: case Op::Abs: case Op::Fma: case Op::Exp: case Op::Log: case Op::Sqrt:
       case Op::Rsqrt: case Op::Tanh: {
         std::vector<std::string> a;
-        for (int i = 0; i < in.num_operands; ++i) a.push_back(arg(i));
+        for (int i = 0; i < in.num_operands(); ++i) a.push_back(arg(i));
         def(d.math(s, in, t, a));
         break;
       }
       case Op::Select: def("(" + arg(0) + " ? " + arg(1) + " : " + arg(2) + ")"); break;
       case Op::Cast: def(d.cast(s, in, s.concrete(s.k.insts[in.operands[0]].type), t, arg(0))); break;
       case Op::Load:
-        if (in.imm > 0) {
+        if (const int64_t width = in.attr(ir::Attr::Vec); width > 0) {
           // Vector group leader: one wide load into an array; the members read its lanes.
           std::string array = reg(id) + "_lanes";
-          line(depth, d.reg_type(t) + " " + array + "[" + std::to_string(in.imm) + "];");
+          line(depth, d.reg_type(t) + " " + array + "[" + std::to_string(width) + "];");
           std::vector<std::string> lines;
-          d.load_group(s, s.k.params[in.sym], arg(0), int(in.imm), array, lines);
+          d.load_group(s, s.k.params[in.param()], arg(0), int(width), array, lines);
           for (const std::string& l : lines) line(depth, l);
           group_leader = id;
           def(array + "[0]");
-        } else if (in.imm < 0) {
-          def(reg(group_leader) + "_lanes[" + std::to_string(-in.imm) + "]");
+        } else if (in.has(ir::Attr::Lane)) {
+          def(reg(group_leader) + "_lanes[" + std::to_string(in.attr(ir::Attr::Lane)) + "]");
         } else {
-          def(d.load(s, s.k.params[in.sym], arg(0)));
+          def(d.load(s, s.k.params[in.param()], arg(0)));
         }
         break;
       case Op::Store:
-        if (in.imm > 0) {
+        if (const int64_t width = in.attr(ir::Attr::Vec); width > 0) {
           // Vector group leader: the members follow it in this block and carry the other lanes.
           const auto& list = s.k.blocks[current_block].insts;
           size_t pos = size_t(std::find(list.begin(), list.end(), id) - list.begin());
           std::vector<std::string> values;
-          for (int64_t lane = 0; lane < in.imm; ++lane) values.push_back(v(s.k.insts[list[pos + size_t(lane)]].operands[1]));
+          for (int64_t lane = 0; lane < width; ++lane) values.push_back(v(s.k.insts[list[pos + size_t(lane)]].operands[1]));
           std::vector<std::string> lines;
-          d.store_group(s, s.k.params[in.sym], arg(0), values, lines);
+          d.store_group(s, s.k.params[in.param()], arg(0), values, lines);
           for (const std::string& l : lines) line(depth, l);
-        } else if (in.imm == 0) {
-          line(depth, d.store(s, s.k.params[in.sym], arg(0), arg(1)) + ";");
+        } else if (!in.has(ir::Attr::Lane)) {
+          line(depth, d.store(s, s.k.params[in.param()], arg(0), arg(1)) + ";");
         }
         break;
       case Op::Var: line(depth, d.var_type(t) + " " + reg(id) + " = " + arg(0) + ";"); break;
@@ -252,7 +253,7 @@ struct Emitter {
       case Op::LaneBroadcast: case Op::LaneMin: case Op::LaneAnd: case Op::LaneOr: case Op::LaneInclusiveSum:
       case Op::LaneExclusiveSum: case Op::LaneBallot: case Op::LaneAny: case Op::LaneAll: {
         std::vector<std::string> a;
-        for (int i = 0; i < in.num_operands; ++i) a.push_back(arg(i));
+        for (int i = 0; i < in.num_operands(); ++i) a.push_back(arg(i));
         def(d.lane_op(s, in, s.concrete(s.k.insts[in.operands[0]].type), a));
         break;
       }
@@ -308,7 +309,7 @@ struct Emitter {
         break;
       }
       case Op::Call:
-        s.unsupported(in, d.name(), "a call to '" + s.k.strings[in.sym] + "' (kernel_inline must inline it first)");
+        s.unsupported(in, d.name(), "a call to '" + s.k.strings[size_t(in.attr(ir::Attr::Callee))] + "' (kernel_inline must inline it first)");
         break;
       case Op::Arg: case Op::Return:
         s.unsupported(in, d.name(), std::string(ir::mnemonic(in.op)) + " outside a device function");
@@ -350,17 +351,18 @@ Emitted emit(const ir::Kernel& k, DType dtype, Target target, const EmitOptions&
   }
   ir::walk(k, [&](ir::Id id) {
     const ir::Inst& in = k.insts[id];
-    DType c = ir::resolve(in.type, dtype);
+    DType c = ir::resolve(in.type.elem(), dtype);
     if (c == DType::F16) s.uses_f16 = true;
     if (c == DType::BF16) s.uses_bf16 = true;
     if (ir::has_trait(in.op, ir::trait::L)) s.uses_lane_ops = true;
-    if (ir::is_atomic(in.op) && ir::resolve(in.type, dtype) == DType::F32) {
-      if (ir::is_global_atomic(in.op)) s.f32_atomic_params.insert(in.sym);
+    if (ir::is_atomic(in.op) && ir::resolve(in.type.elem(), dtype) == DType::F32) {
+      if (ir::is_global_atomic(in.op)) s.f32_atomic_params.insert(in.param());
       else s.f32_atomic_allocs.insert(in.operands[0]);
     }
     if (in.op == ir::Op::FenceDevice) s.uses_fence_device = true;
-    if ((in.op == ir::Op::Load || in.op == ir::Op::Store) && in.imm > 0)
-      s.vector_chunks[in.sym].insert(chunk_elems(ir::resolve(k.params[in.sym].dtype, dtype), int(in.imm)));
+    if ((in.op == ir::Op::Load || in.op == ir::Op::Store) && in.attr(ir::Attr::Vec) > 0)
+      s.vector_chunks[in.param()].insert(
+          chunk_elems(ir::resolve(k.params[in.param()].dtype, dtype), int(in.attr(ir::Attr::Vec))));
   });
 
   std::unique_ptr<Dialect> d = target == Target::Cuda ? make_cuda_dialect() : make_glsl_dialect();

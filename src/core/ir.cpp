@@ -50,6 +50,113 @@ bool is_float(DType d) {
 }
 bool is_integer(DType d) { return d == DType::I32 || d == DType::U32; }
 
+Type Type::vector(DType elem, uint32_t lanes) {
+  Type t;
+  t.kind_ = TypeKind::Vector;
+  t.elem_ = elem;
+  t.lanes_ = uint8_t(lanes > 255 ? 255 : lanes);
+  return t;
+}
+
+Type Type::fragment(DType elem, uint32_t m, uint32_t n, uint32_t k, FragRole role) {
+  Type t;
+  t.kind_ = TypeKind::Fragment;
+  t.elem_ = elem;
+  t.role_ = role;
+  t.m_ = uint16_t(m > 65535 ? 65535 : m);
+  t.n_ = uint16_t(n > 65535 ? 65535 : n);
+  t.k_ = uint16_t(k > 65535 ? 65535 : k);
+  return t;
+}
+
+Type Type::with_elem(DType d) const {
+  if (kind_ == TypeKind::Scalar || kind_ == TypeKind::Void) return Type(d);
+  Type t = *this;
+  if (kind_ == TypeKind::Vector || kind_ == TypeKind::Fragment) t.elem_ = d;
+  return t;
+}
+
+static const char* role_name(FragRole r) { return r == FragRole::A ? "a" : r == FragRole::B ? "b" : "acc"; }
+
+std::string type_name(Type t) {
+  switch (t.kind()) {
+    case TypeKind::Void: return "void";
+    case TypeKind::Scalar: return dtype_name(t.elem());
+    case TypeKind::Vector: return "vec" + std::to_string(t.lanes()) + "<" + dtype_name(t.elem()) + ">";
+    case TypeKind::Fragment:
+      return std::string("frag<") + role_name(t.role()) + ", " + dtype_name(t.elem()) + ", " + std::to_string(t.m()) +
+             "x" + std::to_string(t.n()) + "x" + std::to_string(t.k()) + ">";
+    case TypeKind::Token: return "token";
+  }
+  return "?";
+}
+
+static bool parse_u32(std::string_view s, uint32_t& out) {
+  if (s.empty() || s.size() > 9) return false;
+  uint32_t v = 0;
+  for (char c : s) {
+    if (c < '0' || c > '9') return false;
+    v = v * 10 + uint32_t(c - '0');
+  }
+  out = v;
+  return true;
+}
+
+bool parse_type(std::string_view s, Type& out) {
+  DType d;
+  if (s == "token") {
+    out = Type::token();
+    return true;
+  }
+  if (parse_dtype(s, d)) {
+    out = Type(d);
+    return true;
+  }
+  if (s.size() > 5 && s.substr(0, 3) == "vec" && s.back() == '>') {
+    size_t lt = s.find('<');
+    uint32_t lanes = 0;
+    if (lt == std::string_view::npos || !parse_u32(s.substr(3, lt - 3), lanes)) return false;
+    if (!parse_dtype(s.substr(lt + 1, s.size() - lt - 2), d) || d == DType::Void) return false;
+    out = Type::vector(d, lanes);
+    return true;
+  }
+  if (s.size() > 6 && s.substr(0, 5) == "frag<" && s.back() == '>') {
+    std::string_view body = s.substr(5, s.size() - 6);
+    std::string_view part[3];
+    for (int i = 0; i < 3; ++i) {
+      size_t c = body.find(',');
+      if ((c == std::string_view::npos) != (i == 2)) return false;
+      part[i] = body.substr(0, c);
+      while (!part[i].empty() && part[i].front() == ' ') part[i].remove_prefix(1);
+      while (!part[i].empty() && part[i].back() == ' ') part[i].remove_suffix(1);
+      if (c != std::string_view::npos) body = body.substr(c + 1);
+    }
+    FragRole role;
+    if (part[0] == "a") role = FragRole::A;
+    else if (part[0] == "b") role = FragRole::B;
+    else if (part[0] == "acc") role = FragRole::Acc;
+    else return false;
+    if (!parse_dtype(part[1], d) || d == DType::Void) return false;
+    size_t x1 = part[2].find('x'), x2 = x1 == std::string_view::npos ? x1 : part[2].find('x', x1 + 1);
+    uint32_t m = 0, n = 0, k = 0;
+    if (x2 == std::string_view::npos || !parse_u32(part[2].substr(0, x1), m) ||
+        !parse_u32(part[2].substr(x1 + 1, x2 - x1 - 1), n) || !parse_u32(part[2].substr(x2 + 1), k))
+      return false;
+    if (m > 65535 || n > 65535 || k > 65535) return false;
+    out = Type::fragment(d, m, n, k, role);
+    return true;
+  }
+  return false;
+}
+
+size_t type_size(Type t) {
+  switch (t.kind()) {
+    case TypeKind::Scalar: return dtype_size(t.elem());
+    case TypeKind::Vector: return dtype_size(t.elem()) * t.lanes();
+    default: return 0;
+  }
+}
+
 const char* mode_name(Mode m) { return m == Mode::Elementwise ? "Elementwise" : "Reduction"; }
 
 namespace ir {
@@ -62,6 +169,90 @@ static const OpInfo kOps[] = {
 };
 
 const OpInfo& op_info(Op op) { return kOps[size_t(op)]; }
+
+static const AttrInfo kAttrs[] = {
+    {"axis", AttrKind::Int},    {"param", AttrKind::ParamRef}, {"name", AttrKind::String},
+    {"count", AttrKind::Int},   {"value", AttrKind::Number},   {"vec", AttrKind::Int},
+    {"lane", AttrKind::Int},    {"callee", AttrKind::String},  {"index", AttrKind::Int},
+};
+static_assert(sizeof kAttrs / sizeof kAttrs[0] == size_t(Attr::Count_), "one AttrInfo per Attr");
+
+const AttrInfo& attr_info(Attr a) { return kAttrs[size_t(a)]; }
+
+bool attr_from_name(std::string_view s, Attr& out) {
+  for (size_t i = 0; i < size_t(Attr::Count_); ++i)
+    if (s == kAttrs[i].name) {
+      out = Attr(i);
+      return true;
+    }
+  return false;
+}
+
+namespace {
+struct SchemaTable {
+  AttrSchema by_op[size_t(Op::Count_)];
+  SchemaTable() {
+    auto set = [&](Op op, std::initializer_list<AttrSlot> slots) {
+      AttrSchema& s = by_op[size_t(op)];
+      for (const AttrSlot& slot : slots) s.slots[s.count++] = slot;
+    };
+#define IRON_OP_ATTRS(name, ...) set(Op::name, __VA_ARGS__);
+#include "core/op_attrs.def"
+#undef IRON_OP_ATTRS
+  }
+};
+}  // namespace
+
+const AttrSchema& attr_schema(Op op) {
+  static const SchemaTable table;
+  return table.by_op[size_t(op)];
+}
+
+Operands::Operands(std::initializer_list<Id> ids) {
+  for (Id id : ids) push_back(id);
+}
+Operands::Operands(const Operands& o) { *this = o; }
+Operands& Operands::operator=(const Operands& o) {
+  if (this == &o) return *this;
+  n_ = 0;
+  if (o.n_ > cap_) {
+    delete[] heap_;
+    heap_ = new Id[o.n_];
+    cap_ = o.n_;
+  }
+  std::copy(o.begin(), o.end(), data());
+  n_ = o.n_;
+  return *this;
+}
+void Operands::push_back(Id id) {
+  if (n_ == cap_) {
+    uint32_t cap = cap_ * 2;
+    Id* grown = new Id[cap];
+    std::copy(begin(), end(), grown);
+    delete[] heap_;
+    heap_ = grown;
+    cap_ = cap;
+  }
+  data()[n_++] = id;
+}
+void Operands::resize(uint32_t n, Id fill) {
+  while (n_ < n) push_back(fill);
+  n_ = n;
+}
+
+void Inst::erase(Attr a) {
+  for (size_t i = 0; i < attrs.size(); ++i)
+    if (attrs[i].key == a) {
+      attrs.erase(attrs.begin() + long(i));
+      return;
+    }
+}
+AttrEntry& Inst::slot(Attr a) {
+  for (AttrEntry& e : attrs)
+    if (e.key == a) return e;
+  attrs.push_back(AttrEntry{a});
+  return attrs.back();
+}
 
 bool op_from_mnemonic(std::string_view s, Op& out) {
   for (size_t i = 0; i < size_t(Op::Count_); ++i)
@@ -226,7 +417,7 @@ uint64_t threadgroup_bytes(const Kernel& k, DType concrete) {
     // (16-bit floats are computed in f32; see docs/dsl.md).
     // Saturating: a count that overflows the total must fail the shared-memory check, not wrap
     // to a small number that passes it.
-    if (in.op == Op::TgAlloc) bytes = num::saturating_add(bytes, num::saturating_mul(uint64_t(std::max<int64_t>(in.imm, 0)), 4));
+    if (in.op == Op::TgAlloc) bytes = num::saturating_add(bytes, num::saturating_mul(uint64_t(std::max<int64_t>(in.attr(Attr::Count), 0)), 4));
   });
   return bytes;
 }

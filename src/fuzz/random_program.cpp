@@ -104,7 +104,7 @@ struct Gen {
   // ---- emission -------------------------------------------------------------------------
 
   Id emit(Inst in, bool uniform = false) {
-    const bool guard = fg && !guarding && float_like(in.type) &&
+    const bool guard = fg && !guarding && float_like(in.type.elem()) &&
                        ((ir::has_trait(in.op, ir::trait::P) && in.op != Op::Arg) || in.op == Op::Load ||
                         (ir::has_trait(in.op, ir::trait::L) && !ir::has_trait(in.op, ir::trait::P)));
     if (guard && (in.op == Op::LaneSum || in.op == Op::LaneInclusiveSum || in.op == Op::LaneExclusiveSum))
@@ -123,15 +123,15 @@ struct Gen {
   // continue with +0. Only the select stays visible to later picks, never the unguarded x
   // (hide_x: x was just made for this guard).
   Id flush_guard(Id x, double threshold, bool hide_x) {
-    const DType t = k.insts[x].type;
+    const DType t = k.insts[x].type.elem();
     const bool u = uni[x] != 0;
     guarding = true;
     Id a = emit(make(Op::Abs, t, {x}), u);
     Inst c = make(Op::Const, t);
-    c.fimm = threshold;
+    c.set_float(ir::Attr::Value, threshold);
     Id lt = emit(make(Op::Lt, DType::Bool, {a, emit(c, true)}), u);
     Inst z = make(Op::Const, t);
-    z.fimm = 0.0;
+    z.set_float(ir::Attr::Value, 0.0);
     Id s = emit(make(Op::Select, t, {lt, emit(z, true), x}), u);
     guarding = false;
     std::vector<Id>& vals = frames.back().values;
@@ -144,7 +144,10 @@ struct Gen {
     Inst in;
     in.op = op;
     in.type = t;
-    for (Id o : operands) in.operands[in.num_operands++] = o;
+    for (Id o : operands) in.operands.push_back(o);
+    // The generator uses axis 0 of every built-in that has an axis.
+    const ir::AttrSchema& schema = ir::attr_schema(op);
+    if (schema.count > 0 && schema.slots[0].attr == ir::Attr::Axis) in.set(ir::Attr::Axis, 0);
     return in;
   }
 
@@ -154,28 +157,27 @@ struct Gen {
     Inst in = make(o, t, operands);
     substitute(in);
     bool u = true;
-    for (int i = 0; i < in.num_operands; ++i) u = u && uni[in.operands[i]];
+    for (int i = 0; i < in.num_operands(); ++i) u = u && uni[in.operands[i]];
     return emit(in, u);
   }
   void substitute(Inst& in) {
-    const bool fl = float_like(in.type);
+    const bool fl = float_like(in.type.elem());
     if (xb && (in.op == Op::Exp || in.op == Op::Log || in.op == Op::Tanh || in.op == Op::Rsqrt)) in.op = Op::Abs;
     if (excluded(kSignedRem) && in.op == Op::Rem && in.type == DType::I32) in.op = Op::Div;
     if (excluded(kFloatMinMax) && fl && (in.op == Op::Min || in.op == Op::Max)) in.op = Op::Add;
     if (excluded(kFloatDiv) && fl && in.op == Op::Div) in.op = Op::Mul;
     if ((excluded(kFloatZero) || excluded(kZeroCast)) && fl && in.op == Op::Cast && k.insts[in.operands[0]].op == Op::Const &&
-        !float_like(k.insts[in.operands[0]].type) && k.insts[in.operands[0]].imm == 0)
-      in.operands[0] = int_const(k.insts[in.operands[0]].type, 1);  // a constant 0.0 in disguise
+        !float_like(k.insts[in.operands[0]].type.elem()) && k.insts[in.operands[0]].attr(ir::Attr::Value) == 0)
+      in.operands[0] = int_const(k.insts[in.operands[0]].type.elem(), 1);  // a constant 0.0 in disguise
     if (excluded(kFma) && in.op == Op::Fma) {
       in.op = Op::Mul;
-      in.num_operands = 2;
-      in.operands[2] = kNone;
+      in.operands.resize(2);
     }
     if (excluded(kFma) && fl && in.op == Op::Add &&
         (k.insts[in.operands[0]].op == Op::Mul || k.insts[in.operands[1]].op == Op::Mul))
       in.op = Op::Sub;
     if (excluded(kFloatToInt) && in.op == Op::Cast && (in.type == DType::I32 || in.type == DType::U32) &&
-        float_like(k.insts[in.operands[0]].type)) {
+        float_like(k.insts[in.operands[0]].type.elem())) {
       // An integer source instead: a constant of the same value class keeps the op a cast.
       in.operands[0] = int_const(in.type == DType::I32 ? DType::U32 : DType::I32, rng.range(-3, 9));
     }
@@ -183,14 +185,14 @@ struct Gen {
 
   Id int_const(DType t, int64_t v) {
     Inst c = make(Op::Const, t);
-    c.imm = t == DType::U32 ? int64_t(uint32_t(v)) : t == DType::I32 ? int64_t(int32_t(v)) : (v != 0);
+    c.set(ir::Attr::Value, t == DType::U32 ? int64_t(uint32_t(v)) : t == DType::I32 ? int64_t(int32_t(v)) : (v != 0));
     return emit(c, true);
   }
   Id float_const(DType t, double v) {
     if (v == 0 && excluded(kFloatZero)) v = 0.25;
     if (v == 0 && std::signbit(v) && excluded(kNegZero)) v = 0.0;
     Inst c = make(Op::Const, t);
-    c.fimm = v;
+    c.set_float(ir::Attr::Value, v);
     return emit(c, true);
   }
   Id bool_const(bool b) { return int_const(DType::Bool, b); }
@@ -433,7 +435,7 @@ struct Gen {
       for (Id v : f.values) {
         const Inst& in = k.insts[v];
         bool pure = ir::has_trait(in.op, ir::trait::P) && !ir::has_trait(in.op, ir::trait::L);
-        if (pure || (in.op == Op::Load && k.params[in.sym].access == ir::Access::Read)) c.push_back(v);
+        if (pure || (in.op == Op::Load && k.params[in.param()].access == ir::Access::Read)) c.push_back(v);
       }
     if (c.empty()) return;
     Id original = c[rng.below(c.size())];
@@ -469,12 +471,12 @@ struct Gen {
 
   Id load(P p, Id index) {
     Inst in = make(Op::Load, param_dtype(p), {index});
-    in.sym = p;
+    in.set(ir::Attr::Param, p);
     return emit(in);
   }
   void store(P p, Id index, Id v) {
     Inst in = make(Op::Store, DType::Void, {index, v});
-    in.sym = p;
+    in.set(ir::Attr::Param, p);
     emit(in);
   }
 
@@ -522,14 +524,14 @@ struct Gen {
     return v;
   }
 
-  Id var_load(Id var) { return emit(make(Op::VarLoad, k.insts[var].type, {var})); }
+  Id var_load(Id var) { return emit(make(Op::VarLoad, k.insts[var].type.elem(), {var})); }
   void var_store(Id var, Id v) { emit(make(Op::VarStore, DType::Void, {var, v})); }
 
   void stmt_var() {
     std::vector<Id> vars = visible_vars();
     if (vars.empty() || rng.chance(0.2)) return stmt_var_decl();
     Id var = vars[rng.below(vars.size())];
-    DType t = k.insts[var].type;
+    DType t = k.insts[var].type.elem();
     switch (rng.below(3)) {
       case 0: var_load(var); return;
       case 1: var_store(var, rng.chance(0.5) ? pick(t) : value(t)); return;
@@ -560,7 +562,7 @@ struct Gen {
   Id condition(bool want_uniform) {
     if (want_uniform) {
       Id lhs = rng.chance(0.5) ? p_m : p_k;
-      DType t = k.insts[lhs].type;
+      DType t = k.insts[lhs].type.elem();
       return op(rng.pick({Op::Lt, Op::Ge, Op::Ne}), DType::Bool, {lhs, int_const(t, rng.range(0, 3))});
     }
     if (rng.chance(0.5)) return pick(DType::Bool);
@@ -592,7 +594,7 @@ struct Gen {
     } else {
       var = vars[rng.below(vars.size())];
     }
-    DType t = k.insts[var].type;
+    DType t = k.insts[var].type.elem();
     Id c = condition(false);
     Id id = begin_if(c);
     for (int arm = 0; arm < (rng.chance(0.7) ? 2 : 1); ++arm) {
@@ -858,7 +860,7 @@ struct Gen {
   // older value, never an unwritten one.
   void stmt_tg_exchange() {
     Id arr = tg_arrays[rng.below(tg_arrays.size())];
-    DType t = k.insts[arr].type;
+    DType t = k.insts[arr].type.elem();
     Id v = pick(t);
     if (rng.chance(0.2)) {  // only some threads write: the others' slots keep older values
       Id id = begin_if(pick(DType::Bool));
@@ -918,7 +920,7 @@ struct Gen {
   // atomics return are dropped from the pool (their order is the hardware's).
   void stmt_tg_atomic() {
     Id arr = tg_arrays[rng.below(tg_arrays.size())];
-    DType t = k.insts[arr].type;
+    DType t = k.insts[arr].type.elem();
     Op a = t == DType::F32 ? rng.pick({Op::TgAtomicMin, Op::TgAtomicMax})
                            : rng.pick({Op::TgAtomicAdd, Op::TgAtomicMin, Op::TgAtomicMax, Op::TgAtomicAnd, Op::TgAtomicOr});
     if (t == DType::F32 && excluded(kFloatMinMax)) return;
@@ -960,7 +962,7 @@ struct Gen {
   // size are never read: partners are taken modulo the group size.
   void init_tg_arrays() {
     for (Id arr : tg_arrays) {
-      DType t = k.insts[arr].type;
+      DType t = k.insts[arr].type.elem();
       emit(make(Op::TgStore, DType::Void, {arr, lid, t == DType::F32 ? float_const(t, 0.0) : int_const(t, 0)}));
     }
     if (!tg_arrays.empty()) emit(make(Op::Barrier, DType::Void));
@@ -1007,7 +1009,7 @@ struct Gen {
 
   Id param_value(P p) {
     Inst in = make(Op::Param, k.params[p].dtype);
-    in.sym = p;
+    in.set(ir::Attr::Param, p);
     return emit(in, true);
   }
 
@@ -1061,8 +1063,8 @@ struct Gen {
       for (DType t : {DType::F32, DType::I32, DType::U32}) {
         if (t != DType::F32 && (wc || rng.chance(0.5))) continue;
         Inst a = make(Op::TgAlloc, t);
-        a.sym = k.intern_string("tg_" + std::string(dtype_name(t)));
-        a.imm = kMaxGroupSize;
+        a.set(ir::Attr::Name, k.intern_string("tg_" + std::string(dtype_name(t))));
+        a.set(ir::Attr::Count, kMaxGroupSize);
         tg_arrays.push_back(emit(a));
       }
     }
@@ -1143,10 +1145,10 @@ constexpr std::pair<const char*, OpClass> kOpClassNames[] = {
 
 std::string excluded_op_in(const ir::Kernel& k, uint32_t exclude) {
   uint32_t found = 0;
-  auto fl = [&](ir::Id id) { return float_like(k.insts[id].type); };
+  auto fl = [&](ir::Id id) { return float_like(k.insts[id].type.elem()); };
   ir::walk(k, [&](ir::Id id) {
     const ir::Inst& in = k.insts[id];
-    const bool f = float_like(in.type);
+    const bool f = float_like(in.type.elem());
     if (in.op == Op::Rem && in.type == DType::I32) found |= kSignedRem;
     if (in.op == Op::Cast && (in.type == DType::I32 || in.type == DType::U32) && fl(in.operands[0])) found |= kFloatToInt;
     if (f && (in.op == Op::Min || in.op == Op::Max)) found |= kFloatMinMax;
@@ -1157,12 +1159,12 @@ std::string excluded_op_in(const ir::Kernel& k, uint32_t exclude) {
     if (in.type == DType::F16) found |= kF16;
     const bool arith = in.op == Op::Add || in.op == Op::Sub || in.op == Op::Mul || in.op == Op::Div ||
                        in.op == Op::Fma || in.op == Op::Min || in.op == Op::Max;
-    for (int i = 0; arith && f && i < in.num_operands; ++i) {
+    for (int i = 0; arith && f && i < in.num_operands(); ++i) {
       const ir::Inst& c = k.insts[in.operands[i]];
-      if (c.op == Op::Const && float_like(c.type) && c.fimm == 0) found |= kFloatZero;
-      if (c.op == Op::Const && float_like(c.type) && c.fimm == 0 && std::signbit(c.fimm)) found |= kNegZero;
+      if (c.op == Op::Const && float_like(c.type.elem()) && c.fattr(ir::Attr::Value) == 0) found |= kFloatZero;
+      if (c.op == Op::Const && float_like(c.type.elem()) && c.fattr(ir::Attr::Value) == 0 && std::signbit(c.fattr(ir::Attr::Value))) found |= kNegZero;
       if (c.op == Op::Cast && k.insts[c.operands[0]].op == Op::Const && !fl(c.operands[0]) &&
-          k.insts[c.operands[0]].imm == 0)
+          k.insts[c.operands[0]].attr(ir::Attr::Value) == 0)
         found |= kFloatZero | kZeroCast;  // a cast of an integer 0: a float zero a driver folds just the same
     }
   });

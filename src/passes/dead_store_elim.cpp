@@ -74,7 +74,7 @@ bool run_dead_store_elim(ir::Kernel& k, PassContext& ctx) {
     });
     for (size_t i = 0; i < dropped.size(); ++i) {
       const ir::Inst& in = k.insts[dropped[i]];
-      for (int o = 0; o < in.num_operands; ++o) {
+      for (int o = 0; o < in.num_operands(); ++o) {
         Id v = in.operands[o];
         if (v >= uses.size() || uses[v] == 0 || --uses[v] != 0 || drop[v]) continue;
         if (dead_by_uses(k.insts[v], v) && ctx.allow_rewrite()) {
@@ -91,12 +91,15 @@ bool run_dead_store_elim(ir::Kernel& k, PassContext& ctx) {
       const auto& list = k.blocks[b].insts;
       for (size_t p = 0; p < list.size(); ++p) {
         const ir::Inst& lead = k.insts[list[p]];
-        if ((lead.op != Op::Load && lead.op != Op::Store) || lead.imm <= 0) continue;
-        size_t width = size_t(lead.imm);
+        if ((lead.op != Op::Load && lead.op != Op::Store) || lead.attr(ir::Attr::Vec) <= 0) continue;
+        size_t width = size_t(lead.attr(ir::Attr::Vec));
         bool broken = false;
         for (size_t lane = 0; lane < width && p + lane < list.size(); ++lane) broken = broken || drop[list[p + lane]];
         if (broken)
-          for (size_t lane = 0; lane < width && p + lane < list.size(); ++lane) k.insts[list[p + lane]].imm = 0;
+          for (size_t lane = 0; lane < width && p + lane < list.size(); ++lane) {
+            k.insts[list[p + lane]].erase(ir::Attr::Vec);
+            k.insts[list[p + lane]].erase(ir::Attr::Lane);
+          }
         p += width - 1;
       }
     }

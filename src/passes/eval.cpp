@@ -206,11 +206,12 @@ bool eval_compare(ir::Op op, DType t, const Scalar* a, Scalar& out, std::string&
 }  // namespace
 
 Scalar const_value(const ir::Inst& in, DType concrete) {
-  switch (ir::resolve(in.type, concrete)) {
-    case DType::I32: return Scalar::of_i32(int32_t(in.imm));
-    case DType::U32: return Scalar::of_u32(uint32_t(in.imm));
-    case DType::Bool: return Scalar::of_bool(in.imm != 0);
-    default: return Scalar::of_f32(float(in.fimm));
+  const int64_t value = in.attr(ir::Attr::Value);
+  switch (ir::resolve(in.type.elem(), concrete)) {
+    case DType::I32: return Scalar::of_i32(int32_t(value));
+    case DType::U32: return Scalar::of_u32(uint32_t(value));
+    case DType::Bool: return Scalar::of_bool(value != 0);
+    default: return Scalar::of_f32(float(in.fattr(ir::Attr::Value)));
   }
 }
 

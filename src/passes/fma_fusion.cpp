@@ -29,7 +29,7 @@ bool run_fma_fusion(ir::Kernel& k, PassContext& ctx) {
       if (!ctx.allow_rewrite()) break;
       Id addend = in.operands[1 - side];
       in.op = Op::Fma;
-      in.num_operands = 3;
+      in.operands.resize(3);
       in.operands[0] = mul.operands[0];
       in.operands[1] = mul.operands[1];
       in.operands[2] = addend;

@@ -77,6 +77,10 @@ struct Machine {
     throw Error(msg + " at " + k.where(in.loc) + " (kernel " + k.name + " (" + dtype_name(dtype) +
                 "), threadgroup " + dim_text(group[0], group[1], group[2]) + ")");
   }
+  std::string tg_name(const ir::Inst& alloc) const {
+    const uint64_t i = uint64_t(alloc.attr(ir::Attr::Name));
+    return i < k.strings.size() ? k.strings[i] : "?";
+  }
   std::string thread_text(uint32_t t) const { return "thread " + dim_text(lx[t], ly[t], lz[t]); }
 
   uint32_t* row(Id id) { return vals.data() + size_t(id) * T; }
@@ -111,7 +115,7 @@ struct Machine {
     scalars = scals;
 
     types.resize(k.insts.size());
-    for (size_t i = 0; i < k.insts.size(); ++i) types[i] = ir::resolve(k.insts[i].type, dtype);
+    for (size_t i = 0; i < k.insts.size(); ++i) types[i] = ir::resolve(k.insts[i].type.elem(), dtype);
     vals.assign(k.insts.size() * size_t(T), 0);
     lx.resize(T);
     ly.resize(T);
@@ -130,7 +134,7 @@ struct Machine {
       const ir::Inst& in = k.insts[id];
       if (in.op != Op::TgAlloc) return;
       tg_offset[id] = uint32_t(words);
-      words += size_t(std::max<int64_t>(in.imm, 0));
+      words += size_t(std::max<int64_t>(in.attr(ir::Attr::Count), 0));
     });
     tg_mem.resize(words);
     tg_access_log.assign(words, SlotAccess{});
@@ -170,14 +174,14 @@ struct Machine {
     auto fill = [&](uint32_t v) {
       for (uint32_t t : active) out[t] = v;
     };
-    const uint32_t axis = uint32_t(std::clamp<int64_t>(in.imm, 0, 2));
+    const uint32_t axis = uint32_t(std::clamp<int64_t>(in.attr(ir::Attr::Axis), 0, 2));
     const uint32_t tg_dim[3] = {tg.x, tg.y, tg.z};
     const uint32_t grid_dim[3] = {grid.x, grid.y, grid.z};
     const std::vector<uint32_t>* local[3] = {&lx, &ly, &lz};
 
     switch (in.op) {
       case Op::Const: fill(eval::const_value(in, dtype).bits); return;
-      case Op::Param: fill(scalars[size_t(slot[in.sym])]); return;
+      case Op::Param: fill(scalars[size_t(slot[in.param()])]); return;
       case Op::ThreadId: {
         uint32_t base = group[axis] * tg_dim[axis];  // u32 arithmetic, wraps like the GPU's
         const std::vector<uint32_t>& l = *local[axis];
@@ -197,11 +201,11 @@ struct Machine {
       case Op::SimdGroupId: for (uint32_t t : active) out[t] = t / W; return;
       case Op::NumSimdGroups: fill((T + W - 1) / W); return;
       case Op::Load:
-        if (in.imm != 0 && in.imm != 1) check_vector(id, in, active);
+        if (in.attr(ir::Attr::Vec) >= 2 || in.has(ir::Attr::Lane)) check_vector(id, in, active);
         load(in, out, active);
         return;
       case Op::Store:
-        if (in.imm != 0 && in.imm != 1) check_vector(id, in, active);
+        if (in.attr(ir::Attr::Vec) >= 2 || in.has(ir::Attr::Lane)) check_vector(id, in, active);
         store(in, active);
         return;
       case Op::Var: {
@@ -254,7 +258,7 @@ struct Machine {
     }
     if (!eval::is_pure_evaluable(in.op)) fail(in, std::string("the interpreter cannot execute '") + ir::mnemonic(in.op) + "'");
 
-    const int n = in.num_operands;
+    const int n = in.num_operands();
     const uint32_t* src[3] = {nullptr, nullptr, nullptr};
     for (int i = 0; i < n; ++i) src[i] = row(in.operands[i]);
     DType rt = types[id];
@@ -277,14 +281,14 @@ struct Machine {
     DType storage;
   };
   View view(const ir::Inst& in) const {
-    const ir::Param& p = k.params[in.sym];
-    const BufferArg& b = buffers[size_t(slot[in.sym])];
+    const ir::Param& p = k.params[in.param()];
+    const BufferArg& b = buffers[size_t(slot[in.param()])];
     DType st = ir::resolve(p.dtype, dtype);
     return {static_cast<unsigned char*>(b.data), b.bytes / dtype_size(st), st};
   }
   void check_index(const ir::Inst& in, const View& v, int64_t idx, uint32_t t) const {
     if (idx < 0 || uint64_t(idx) >= v.count || !v.data)
-      fail(in, std::string(ir::mnemonic(in.op)) + " of buffer '" + k.params[in.sym].name + "' at index " +
+      fail(in, std::string(ir::mnemonic(in.op)) + " of buffer '" + k.params[in.param()].name + "' at index " +
                    std::to_string(idx) + " is out of range: the buffer has " + std::to_string(v.count) +
                    " elements (" + thread_text(t) + ")");
   }
@@ -295,28 +299,28 @@ struct Machine {
   // a GPU. Members immediately follow their leader in the same block, so its index row is live.
   void check_vector(Id id, const ir::Inst& in, const Mask& active) {
     const int is_store = in.op == Op::Store;
-    if (in.imm >= 2) {
+    if (const int64_t width = in.attr(ir::Attr::Vec); width >= 2) {
       vec_leader[is_store] = id;
       for (uint32_t t : active) {
         int64_t idx = index_of(in.operands[0], t);
-        if (idx % in.imm != 0)
-          fail(in, std::string("vector ") + ir::mnemonic(in.op) + " of " + std::to_string(in.imm) +
-                       " elements of buffer '" + k.params[in.sym].name + "' at index " + std::to_string(idx) +
-                       ", which is not a multiple of " + std::to_string(in.imm) + " (misaligned; " + thread_text(t) + ")");
+        if (idx % width != 0)
+          fail(in, std::string("vector ") + ir::mnemonic(in.op) + " of " + std::to_string(width) +
+                       " elements of buffer '" + k.params[in.param()].name + "' at index " + std::to_string(idx) +
+                       ", which is not a multiple of " + std::to_string(width) + " (misaligned; " + thread_text(t) + ")");
       }
       return;
     }
     const Id leader = vec_leader[is_store];
-    const int64_t lane = -in.imm;
-    if (leader == ir::kNone || k.insts[leader].sym != in.sym || lane >= k.insts[leader].imm)
+    const int64_t lane = in.attr(ir::Attr::Lane);
+    if (leader == ir::kNone || k.insts[leader].param() != in.param() || lane >= k.insts[leader].attr(ir::Attr::Vec))
       fail(in, std::string("vector group member ") + ir::mnemonic(in.op) + " (lane " + std::to_string(lane) +
-                   ") of buffer '" + k.params[in.sym].name + "' does not follow a matching group leader");
+                   ") of buffer '" + k.params[in.param()].name + "' does not follow a matching group leader");
     for (uint32_t t : active) {
       int64_t idx = index_of(in.operands[0], t);
       int64_t want = index_of(k.insts[leader].operands[0], t) + lane;
       if (idx != want)
         fail(in, std::string("vector group member ") + ir::mnemonic(in.op) + " (lane " + std::to_string(lane) +
-                     ") of buffer '" + k.params[in.sym].name + "' is at index " + std::to_string(idx) + ", not " +
+                     ") of buffer '" + k.params[in.param()].name + "' is at index " + std::to_string(idx) + ", not " +
                      std::to_string(want) + " (the group is not contiguous; " + thread_text(t) + ")");
     }
   }
@@ -359,7 +363,7 @@ struct Machine {
     const Id alloc = in.operands[0];
     const ir::Inst& a = k.insts[alloc];
     uint32_t* mem = tg_mem.data() + tg_offset[alloc];
-    const uint64_t count = uint64_t(std::max<int64_t>(a.imm, 0));
+    const uint64_t count = uint64_t(std::max<int64_t>(a.attr(ir::Attr::Count), 0));
     const bool is_store = in.op == Op::TgStore;
     const bool is_bool = types[alloc] == DType::Bool;
     const bool is_atomic = ir::is_tg_atomic(in.op);
@@ -370,7 +374,7 @@ struct Machine {
       int64_t idx = index_of(in.operands[1], t);
       if (idx < 0 || uint64_t(idx) >= count)
         fail(in, std::string(ir::mnemonic(in.op)) + " of threadgroup array '" +
-                     (a.sym < k.strings.size() ? k.strings[a.sym] : "?") + "' at index " + std::to_string(idx) +
+                     tg_name(a) + "' at index " + std::to_string(idx) +
                      " is out of range: the array has " + std::to_string(count) + " elements (" + thread_text(t) + ")");
       if (is_atomic) {
         check_atomic_race(in, tg_offset[alloc] + uint32_t(idx), t);
@@ -400,7 +404,7 @@ struct Machine {
     const Id self = Id(&in - k.insts.data());
     auto race = [&](const char* kind, uint32_t other, Id other_op, const char* other_did) {
       const ir::Inst& a = k.insts[in.operands[0]];
-      const std::string name = a.sym < k.strings.size() ? k.strings[a.sym] : "?";
+      const std::string name = tg_name(a);
       const uint32_t slot = word - tg_offset[in.operands[0]];
       std::string other_text = other == kManyReaders ? "other threads" : thread_text(other);
       std::string where = other_op == ir::kNone ? "" : " at " + k.where(k.insts[other_op].loc);
@@ -410,7 +414,7 @@ struct Machine {
     };
     if (!is_store && s.written_group != group_serial && opts.uninitialized_tg_reads_are_errors) {
       const ir::Inst& a = k.insts[in.operands[0]];
-      fail(in, "read of threadgroup slot '" + (a.sym < k.strings.size() ? k.strings[a.sym] : std::string("?")) + "'[" +
+      fail(in, "read of threadgroup slot '" + tg_name(a) + "'[" +
                    std::to_string(word - tg_offset[in.operands[0]]) + "] that no thread of this threadgroup has written (" +
                    thread_text(t) + "; threadgroup memory starts undefined)");
     }
@@ -587,7 +591,8 @@ struct Machine {
   void check_atomic_race(const ir::Inst& in, uint32_t word, uint32_t t) {
     SlotAccess& s = tg_access_log[word];
     const ir::Inst& a = k.insts[in.operands[0]];
-    const std::string name = a.sym < k.strings.size() ? k.strings[a.sym] : "?";
+    const uint64_t name_index = uint64_t(a.attr(ir::Attr::Name));
+    const std::string name = name_index < k.strings.size() ? k.strings[size_t(name_index)] : "?";
     const uint32_t slot = word - tg_offset[in.operands[0]];
     auto race = [&](const char* kind, uint32_t other, Id other_op, const char* other_did) {
       std::string other_text = other == kManyReaders ? "other threads" : thread_text(other);

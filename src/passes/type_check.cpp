@@ -16,9 +16,9 @@ namespace {
 
 // The dtype `in` must have given its operands, or Void when it cannot be inferred.
 DType infer(const ir::Kernel& k, const ir::Inst& in) {
-  auto operand = [&](int i) { return i < in.num_operands ? k.insts[in.operands[i]].type : DType::Void; };
+  auto operand = [&](int i) { return i < in.num_operands() ? k.insts[in.operands[i]].type.elem() : DType::Void; };
   switch (in.op) {
-    case Op::Param: case Op::Load: return in.sym < k.params.size() ? k.params[in.sym].dtype : DType::Void;
+    case Op::Param: case Op::Load: return in.param() < k.params.size() ? k.params[in.param()].dtype : DType::Void;
     case Op::LaneBallot: return DType::U32;
     case Op::LaneAny: case Op::LaneAll: return DType::Bool;
     case Op::ThreadId: case Op::ProgramId: case Op::LocalId: case Op::GroupSize: case Op::NumPrograms:
@@ -29,11 +29,11 @@ DType infer(const ir::Kernel& k, const ir::Inst& in) {
     case Op::Const: case Op::Cast: case Op::TgAlloc: case Op::Call: return DType::Void;
     case Op::Add: case Op::Sub: case Op::Mul: case Op::Div: case Op::Min: case Op::Max: case Op::Fma:
     case Op::And: case Op::Or: case Op::Xor:
-      for (int i = 0; i < in.num_operands; ++i)
+      for (int i = 0; i < in.num_operands(); ++i)
         if (operand(i) != DType::Void) return operand(i);
       return DType::Void;
     default:
-      if (ir::is_global_atomic(in.op)) return in.sym < k.params.size() ? k.params[in.sym].dtype : DType::Void;
+      if (ir::is_global_atomic(in.op)) return in.param() < k.params.size() ? k.params[in.param()].dtype : DType::Void;
       return operand(0);  // unary math, shifts, var ops, tg loads and atomics, lane ops, for
   }
 }

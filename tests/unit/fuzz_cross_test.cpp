@@ -77,7 +77,7 @@ TEST(FuzzCross, ProgramsHaveEveryLaneOpAndOrderFreeAtomics) {
     ir::walk(k, [&](ir::Id id) {
       const ir::Inst& in = k.insts[id];
       ++generated[in.op];
-      for (int i = 0; i < in.num_operands; ++i) atomic_uses += ir::is_atomic(k.insts[in.operands[i]].op);
+      for (int i = 0; i < in.num_operands(); ++i) atomic_uses += ir::is_atomic(k.insts[in.operands[i]].op);
     });
     ir::Kernel opt = passes::optimize(k);
     ir::walk(opt, [&](ir::Id id) { ++optimized[opt.insts[id].op]; });
@@ -145,7 +145,7 @@ TEST(FuzzCross, ExcludedOpClassesAreAbsent) {
         const ir::Inst& in = p->insts[id];
         const bool fl = is_float(in.type) || in.type == DType::Generic;
         auto src_float = [&](int i) {
-          DType t = p->insts[in.operands[i]].type;
+          DType t = p->insts[in.operands[i]].type.elem();
           return is_float(t) || t == DType::Generic;
         };
         EXPECT_FALSE(in.op == Op::Rem && in.type == DType::I32) << "seed " << seed;
@@ -154,7 +154,7 @@ TEST(FuzzCross, ExcludedOpClassesAreAbsent) {
         EXPECT_FALSE(fl && (in.op == Op::Min || in.op == Op::Max || in.op == Op::Div)) << "seed " << seed;
         EXPECT_FALSE((in.op == Op::LaneSum || in.op == Op::LaneMax) && fl) << "seed " << seed;
         EXPECT_FALSE(in.type == DType::F16) << "seed " << seed;
-        EXPECT_FALSE(in.op == Op::Const && fl && in.fimm == 0 && p == &k) << "seed " << seed;
+        EXPECT_FALSE(in.op == Op::Const && fl && in.fattr(ir::Attr::Value) == 0 && p == &k) << "seed " << seed;
         fmas_without += in.op == Op::Fma;
       });
     }
