@@ -123,6 +123,29 @@ Expr cast(Operand x) {
   return cast_to(x, D);
 }
 
+// More math (docs/semantics.md). floor, ceil, rint (round half to even), trunc: exact, on
+// floats. sin, cos, exp2, log2, erf, pow: on floats, within the bounds docs/semantics.md states.
+// mulhi (the high 32 bits of the 64-bit product), popcount, clz (clz(0) = 32): on i32 and u32.
+// bitcast<D>(x): the same 32 bits read as D, between f32, i32 and u32.
+Expr floor(Operand x);
+Expr ceil(Operand x);
+Expr rint(Operand x);
+Expr trunc(Operand x);
+Expr sin(Operand x);
+Expr cos(Operand x);
+Expr exp2(Operand x);
+Expr log2(Operand x);
+Expr erf(Operand x);
+Expr pow(Operand x, Operand y);
+Expr mulhi(Operand a, Operand b);
+Expr popcount(Operand x);
+Expr clz(Operand x);
+Expr bitcast_to(Operand x, DType to);
+template <DType D>
+Expr bitcast(Operand x) {
+  return bitcast_to(x, D);
+}
+
 // Built-ins. Which ones a kernel may read depends on its mode (checked at registration):
 // Elementwise binds thread_id (the flat global thread index); Reduction binds program_id
 // (threadgroup index), local_id, group_size, num_programs and the lane built-ins.

@@ -78,6 +78,8 @@ class Dialect {
   // Unary and ternary math and min/max/abs for one concrete dtype.
   virtual std::string math(EmitState& s, const ir::Inst& in, DType t, const std::vector<std::string>& a) const = 0;
   virtual std::string cast(EmitState& s, const ir::Inst& in, DType from, DType to, const std::string& x) const = 0;
+  // The same 32 bits read as another of f32, i32, u32 (the verifier admits nothing else).
+  virtual std::string bitcast(EmitState& s, const ir::Inst& in, DType from, DType to, const std::string& x) const = 0;
   virtual std::string lane_reduce(EmitState& s, const ir::Inst& in, DType t, const std::string& x) const = 0;
   // f32 min/max (docs/semantics.md: one NaN operand loses, -0 < +0) and float -> i32/u32 casts
   // (truncating, saturating, NaN -> 0): helpers or built-ins, whichever is exact on the target.

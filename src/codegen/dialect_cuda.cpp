@@ -137,11 +137,29 @@ class CudaDialect final : public Dialect {
 
   std::string math(EmitState& s, const ir::Inst& in, DType t, const std::vector<std::string>& a) const override {
     bool f = is_float(t);
-    if (!f && in.op != ir::Op::Abs && in.op != ir::Op::Min && in.op != ir::Op::Max) {
+    bool int_op = in.op == ir::Op::MulHi || in.op == ir::Op::Popcount || in.op == ir::Op::Clz;
+    bool any = in.op == ir::Op::Abs || in.op == ir::Op::Min || in.op == ir::Op::Max;
+    if (int_op ? !is_integer(t) : !f && !any) {
       s.unsupported(in, name(), std::string(ir::mnemonic(in.op)) + " of " + dtype_name(t));
       return "0";
     }
     switch (in.op) {
+      // Exact roundings (PTX cvt.rmi / rpi / rni / rzi.f32.f32).
+      case ir::Op::Floor: return "floorf(" + a[0] + ")";
+      case ir::Op::Ceil: return "ceilf(" + a[0] + ")";
+      case ir::Op::Rint: return "rintf(" + a[0] + ")";
+      case ir::Op::Trunc: return "truncf(" + a[0] + ")";
+      // CUDA's accurate (non-intrinsic) library functions: NVRTC gets no fast-math option.
+      case ir::Op::Sin: return "sinf(" + a[0] + ")";
+      case ir::Op::Cos: return "cosf(" + a[0] + ")";
+      case ir::Op::Exp2: return "exp2f(" + a[0] + ")";
+      case ir::Op::Log2: return "log2f(" + a[0] + ")";
+      case ir::Op::Erf: return "erff(" + a[0] + ")";
+      case ir::Op::Pow: return "powf(" + a[0] + ", " + a[1] + ")";
+      case ir::Op::MulHi:
+        return t == DType::I32 ? "__mulhi(" + a[0] + ", " + a[1] + ")" : "__umulhi(" + a[0] + ", " + a[1] + ")";
+      case ir::Op::Popcount: return "(" + reg_type(t) + ")__popc((unsigned)(" + a[0] + "))";
+      case ir::Op::Clz: return "(" + reg_type(t) + ")__clz((int)(" + a[0] + "))";  // __clz(0) = 32
       case ir::Op::Exp: return "expf(" + a[0] + ")";
       case ir::Op::Log: return "logf(" + a[0] + ")";
       case ir::Op::Sqrt: return "sqrtf(" + a[0] + ")";
@@ -169,6 +187,12 @@ class CudaDialect final : public Dialect {
       case DType::U32: return is_float(from) ? "__float2uint_rz(" + x + ")" : "(unsigned)(" + x + ")";
       default: return "(" + reg_type(to) + ")(" + x + ")";
     }
+  }
+
+  std::string bitcast(EmitState&, const ir::Inst&, DType from, DType to, const std::string& x) const override {
+    if (to == DType::F32) return (from == DType::I32 ? "__int_as_float(" : "__uint_as_float(") + x + ")";
+    if (from == DType::F32) return (to == DType::I32 ? "__float_as_int(" : "__float_as_uint(") + x + ")";
+    return "(" + reg_type(to) + ")(" + x + ")";
   }
 
   // fminf/fmaxf ignore one NaN operand but do not order -0 and +0: an explicit helper.

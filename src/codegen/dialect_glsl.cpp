@@ -18,6 +18,7 @@ namespace {
 // The helpers of glsl_exact_math.inc as strings (the unit tests compile the same text as C++).
 #define IRON_GLSL_HELPER(name, ...) const char* const kGlsl_##name = #__VA_ARGS__;
 #include "codegen/glsl_exact_math.inc"
+#include "codegen/glsl_math.inc"
 #undef IRON_GLSL_HELPER
 
 // Stringizing puts a helper on one line; this breaks it after `{`, `}` and statement `;` and
@@ -236,11 +237,34 @@ class GlslDialect final : public Dialect {
   }
 
   std::string math(EmitState& s, const ir::Inst& in, DType t, const std::vector<std::string>& a) const override {
-    if (!is_float(t) && in.op != ir::Op::Abs && in.op != ir::Op::Min && in.op != ir::Op::Max) {
+    bool int_op = in.op == ir::Op::MulHi || in.op == ir::Op::Popcount || in.op == ir::Op::Clz;
+    bool any = in.op == ir::Op::Abs || in.op == ir::Op::Min || in.op == ir::Op::Max;
+    if (int_op ? !is_integer(t) : !is_float(t) && !any) {
       s.unsupported(in, name(), std::string(ir::mnemonic(in.op)) + " of " + dtype_name(t));
       return "0";
     }
+    const std::string u32 = reg_type(t);
     switch (in.op) {
+      // Exact on every driver (SPIR-V Floor, Ceil, RoundEven, Trunc).
+      case ir::Op::Floor: return "floor(" + a[0] + ")";
+      case ir::Op::Ceil: return "ceil(" + a[0] + ")";
+      case ir::Op::Rint: return "roundEven(" + a[0] + ")";
+      case ir::Op::Trunc: return "trunc(" + a[0] + ")";
+      // The driver's functions, within the bounds of docs/semantics.md; erf, pow, the range
+      // reduction of sin and cos, the decomposition of log2's argument and exp2's subnormal
+      // range are Iron's (glsl_math.inc).
+      case ir::Op::Sin: s.helpers.insert("trig"); return "iron_sin(" + a[0] + ")";
+      case ir::Op::Cos: s.helpers.insert("trig"); return "iron_cos(" + a[0] + ")";
+      case ir::Op::Exp2: s.helpers.insert("exp2"); return "iron_exp2(" + a[0] + ")";
+      case ir::Op::Log2: s.helpers.insert("log2"); return "iron_log2(" + a[0] + ")";
+      case ir::Op::Erf: s.helpers.insert("erf"); return "iron_erf(" + a[0] + ")";
+      case ir::Op::Pow: s.helpers.insert("pow"); return "iron_pow(" + a[0] + ", " + a[1] + ")";
+      case ir::Op::MulHi:
+        s.helpers.insert(t == DType::I32 ? "mulhi_i32" : "mulhi_u32");
+        return std::string(t == DType::I32 ? "iron_mulhi_i32(" : "iron_mulhi_u32(") + a[0] + ", " + a[1] + ")";
+      // bitCount and findMSB return int; findMSB of a uint 0 is -1, so 31 - findMSB is 32 there.
+      case ir::Op::Popcount: return u32 + "(bitCount(" + a[0] + "))";
+      case ir::Op::Clz: return u32 + "(31 - findMSB(uint(" + a[0] + ")))";
       case ir::Op::Exp: return "exp(" + a[0] + ")";
       case ir::Op::Log: return "log(" + a[0] + ")";
       case ir::Op::Sqrt: s.helpers.insert("fsqrt"); return "iron_sqrt_f32(" + a[0] + ")";
@@ -276,6 +300,19 @@ class GlslDialect final : public Dialect {
     }
   }
 
+  std::string bitcast(EmitState& s, const ir::Inst& in, DType from, DType to, const std::string& x) const override {
+    if (to == DType::F32) {
+      // An integer constant's bits would become a float constant to the driver: a zero is spelled
+      // opaquely (see float_zero).
+      const ir::Inst& operand = s.k.insts[in.operands[0]];
+      if (operand.op == ir::Op::Const && (uint32_t(operand.attr(ir::Attr::Value)) & 0x7fffffffu) == 0)
+        return float_zero(s, uint32_t(operand.attr(ir::Attr::Value)) != 0);
+      return (from == DType::I32 ? "intBitsToFloat(" : "uintBitsToFloat(") + x + ")";
+    }
+    if (from == DType::F32) return (to == DType::I32 ? "floatBitsToInt(" : "floatBitsToUint(") + x + ")";
+    return reg_type(to) + "(" + x + ")";
+  }
+
   std::string lane_reduce(EmitState& s, const ir::Inst& in, DType t, const std::string& x) const override {
     if (t != DType::F32 && t != DType::I32 && t != DType::U32) {
       s.unsupported(in, name(), std::string(ir::mnemonic(in.op)) + " of " + dtype_name(t));
@@ -309,6 +346,15 @@ class GlslDialect final : public Dialect {
     if (name == "fdiv")
       return "float iron_div_estimate(float x, float y) { return x / y; }\n" + glsl_lines(kGlsl_fdiv);
     if (name == "fsqrt") return "float iron_sqrt_estimate(float x) { return sqrt(x); }\n" + glsl_lines(kGlsl_fsqrt);
+    if (name == "erf") return glsl_lines(kGlsl_erf);
+    if (name == "pow") return glsl_lines(kGlsl_pow);
+    if (name == "log2") return glsl_lines(kGlsl_log2);
+    if (name == "exp2") return glsl_lines(kGlsl_exp2);
+    if (name == "trig") return glsl_lines(kGlsl_trig);
+    if (name == "mulhi_i32")
+      return "int iron_mulhi_i32(int a, int b) {\n  int hi, lo;\n  imulExtended(a, b, hi, lo);\n  return hi;\n}\n";
+    if (name == "mulhi_u32")
+      return "uint iron_mulhi_u32(uint a, uint b) {\n  uint hi, lo;\n  umulExtended(a, b, hi, lo);\n  return hi;\n}\n";
     if (name == "f2i")
       return "int iron_f2i(float x) {\n"
              "  if ((floatBitsToUint(x) & 0x7fffffffu) > 0x7f800000u) return 0;\n"

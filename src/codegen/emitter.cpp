@@ -205,7 +205,9 @@ struct Emitter {
         def(t == DType::Bool ? "(!" + arg(0) + ")" : "(~" + arg(0) + ")");
         break;
       case Op::Min: case Op::Max: case Op::Abs: case Op::Fma: case Op::Exp: case Op::Log: case Op::Sqrt:
-      case Op::Rsqrt: case Op::Tanh: {
+      case Op::Rsqrt: case Op::Tanh: case Op::Floor: case Op::Ceil: case Op::Rint: case Op::Trunc: case Op::Sin:
+      case Op::Cos: case Op::Exp2: case Op::Log2: case Op::Erf: case Op::Pow: case Op::MulHi: case Op::Popcount:
+      case Op::Clz: {
         std::vector<std::string> a;
         for (int i = 0; i < in.num_operands(); ++i) a.push_back(arg(i));
         def(d.math(s, in, t, a));
@@ -213,6 +215,7 @@ struct Emitter {
       }
       case Op::Select: def("(" + arg(0) + " ? " + arg(1) + " : " + arg(2) + ")"); break;
       case Op::Cast: def(d.cast(s, in, s.concrete(s.k.insts[in.operands[0]].type), t, arg(0))); break;
+      case Op::Bitcast: def(d.bitcast(s, in, s.concrete(s.k.insts[in.operands[0]].type), t, arg(0))); break;
       case Op::Load:
         if (const int64_t width = in.attr(ir::Attr::Vec); width > 0) {
           // Vector group leader: one wide load into an array; the members read its lanes.

@@ -345,6 +345,11 @@ struct Verifier {
         }
         break;
       }
+      case Op::Floor: case Op::Ceil: case Op::Rint: case Op::Trunc:
+      case Op::Sin: case Op::Cos: case Op::Exp2: case Op::Log2: case Op::Erf: case Op::Pow:
+      case Op::MulHi: case Op::Popcount: case Op::Clz: case Op::Bitcast:
+        math_types(in);
+        break;
       case Op::Count_:
         break;
     }
@@ -352,6 +357,33 @@ struct Verifier {
     if (has_trait(in.op, trait::S) && in.op != Op::Var && in.op != Op::TgAlloc && !has_trait(in.op, trait::L) &&
         !is_atomic(in.op) && in.op != Op::For && in.op != Op::Call && rt != DType::Void)
       err(in, "a side-effect op defines no value");
+  }
+
+  // The math ops of issue 8 (docs/semantics.md): float rounding and transcendentals on float
+  // dtypes, mulhi/popcount/clz on i32/u32 (result in the operand's dtype), bitcast between the
+  // 32-bit dtypes f32, i32 and u32.
+  void math_types(const Inst& in) {
+    const DType rt = in.type.elem();
+    auto o = [&](int i) { return ty(in.operands[i]); };
+    for (int i = 0; i < in.num_operands() && in.op != Op::Bitcast; ++i)
+      if (o(i) != rt)
+        err(in, std::string("operand ") + std::to_string(i) + " is " + dtype_name(o(i)) + " but the result is " +
+                    dtype_name(rt) + " (insert a cast)");
+    switch (in.op) {
+      case Op::MulHi: case Op::Popcount: case Op::Clz:
+        if (!is_integer(rt)) err(in, std::string("is defined on i32 and u32 only, not ") + dtype_name(rt));
+        break;
+      case Op::Bitcast: {
+        auto word = [](DType t) { return t == DType::F32 || t == DType::I32 || t == DType::U32; };
+        if (!word(rt) || !word(o(0)))
+          err(in, std::string("bitcast converts between f32, i32 and u32 (equal 32-bit widths), not ") +
+                      dtype_name(o(0)) + " to " + dtype_name(rt) + " (16-bit floats live in f32 registers: cast)");
+        break;
+      }
+      default:
+        if (!is_float(rt)) err(in, std::string("is defined on floats only, not ") + dtype_name(rt));
+        break;
+    }
   }
 
   // Vector groups (vectorize): a leader (vec=W, W in {2,4,8}) followed immediately by its W-1

@@ -260,6 +260,28 @@ Expr cast_to(Operand x, DType to) {
   return value(at(loc_of(x)).cast(v.id(), to));
 }
 
+Expr floor(Operand x) { return unary(Op::Floor, x); }
+Expr ceil(Operand x) { return unary(Op::Ceil, x); }
+Expr rint(Operand x) { return unary(Op::Rint, x); }
+Expr trunc(Operand x) { return unary(Op::Trunc, x); }
+Expr sin(Operand x) { return unary(Op::Sin, x); }
+Expr cos(Operand x) { return unary(Op::Cos, x); }
+Expr exp2(Operand x) { return unary(Op::Exp2, x); }
+Expr log2(Operand x) { return unary(Op::Log2, x); }
+Expr erf(Operand x) { return unary(Op::Erf, x); }
+Expr pow(Operand x, Operand y) { return binary(Op::Pow, x, y); }
+Expr mulhi(Operand a, Operand b) { return binary(Op::MulHi, a, b); }
+Expr popcount(Operand x) { return unary(Op::Popcount, x); }
+Expr clz(Operand x) { return unary(Op::Clz, x); }
+
+// A literal keeps its own dtype (i32 for an integer, f32 for a float); the verifier checks the
+// pair.
+Expr bitcast_to(Operand x, DType to) {
+  Expr v = materialize(x, DType::Void);
+  if (v.dtype() == to) return v;
+  return value(at(loc_of(x)).emit(Op::Bitcast, to, {v.id()}));
+}
+
 // --- Built-ins -----------------------------------------------------------------------------
 
 Expr thread_id(int axis, SrcLoc l) { return builtin(Op::ThreadId, axis, l); }

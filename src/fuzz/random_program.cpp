@@ -14,6 +14,7 @@
 #include <sstream>
 
 #include "core/numeric.hpp"
+#include "passes/eval.hpp"
 #include "passes/interpreter.hpp"
 
 namespace iron::fuzz {
@@ -162,7 +163,7 @@ struct Gen {
   }
   void substitute(Inst& in) {
     const bool fl = float_like(in.type.elem());
-    if (xb && (in.op == Op::Exp || in.op == Op::Log || in.op == Op::Tanh || in.op == Op::Rsqrt)) in.op = Op::Abs;
+    if (xb && eval::is_bounded_math(in.op)) in.op = in.op == Op::Pow ? Op::Mul : Op::Abs;
     if (excluded(kSignedRem) && in.op == Op::Rem && in.type == DType::I32) in.op = Op::Div;
     if (excluded(kFloatMinMax) && fl && (in.op == Op::Min || in.op == Op::Max)) in.op = Op::Add;
     if (excluded(kFloatDiv) && fl && in.op == Op::Div) in.op = Op::Mul;
@@ -298,7 +299,13 @@ struct Gen {
         Op o = rng.pick({Op::Add, Op::Sub, Op::Mul, Op::Div, Op::Min, Op::Max});
         return op(o, t, {pick(t), pick(t)});
       }
-      if (r < 45) return op(rng.pick({Op::Neg, Op::Abs, Op::Exp, Op::Log, Op::Sqrt, Op::Rsqrt, Op::Tanh}), t, {pick(t)});
+      if (r < 45) {
+        if (rng.chance(0.45))
+          return op(rng.pick({Op::Floor, Op::Ceil, Op::Rint, Op::Trunc, Op::Sin, Op::Cos, Op::Exp2, Op::Log2, Op::Erf}),
+                    t, {pick(t)});
+        if (rng.chance(0.1)) return op(Op::Pow, t, {pick(t), pick(t)});
+        return op(rng.pick({Op::Neg, Op::Abs, Op::Exp, Op::Log, Op::Sqrt, Op::Rsqrt, Op::Tanh}), t, {pick(t)});
+      }
       if (r < 55) return op(Op::Fma, t, {pick(t), pick(t), pick(t)});
       if (r < 62) {
         Id m = op(Op::Mul, t, {pick(t), pick(t)});
@@ -306,6 +313,7 @@ struct Gen {
         return rng.chance(0.5) ? op(Op::Add, t, {m, c}) : op(Op::Add, t, {c, m});
       }
       if (r < 72) return op(Op::Select, t, {pick(DType::Bool), pick(t), pick(t)});
+      if (t == DType::F32 && rng.chance(0.15)) return op(Op::Bitcast, t, {pick(int_type())});
       return op(Op::Cast, t, {pick(random_type())});
     }
     if (t == DType::Bool) {
@@ -334,7 +342,10 @@ struct Gen {
       if (no_fault) return op(Op::Add, t, {pick(t), pick(t)});
       return op(rng.chance(0.5) ? Op::Div : Op::Rem, t, {pick(t), safe_divisor(t)});
     }
-    if (r < 55) return op(rng.pick({Op::Neg, Op::Abs, Op::Not}), t, {pick(t)});
+    if (r < 55) {
+      if (rng.chance(0.3)) return op(Op::MulHi, t, {pick(t), pick(t)});
+      return op(rng.pick({Op::Neg, Op::Abs, Op::Not, Op::Popcount, Op::Clz}), t, {pick(t)});
+    }
     if (r < 66) {
       Id amount = no_fault ? int_const(int_type(), rng.range(0, 31)) : shift_amount();
       return op(rng.chance(0.5) ? Op::Shl : Op::Shr, t, {pick(t), amount});
@@ -342,7 +353,15 @@ struct Gen {
     if (r < 75) return op(Op::Select, t, {pick(DType::Bool), pick(t), pick(t)});
     DType from = random_type();
     if (wc && from == DType::F32) from = t == DType::I32 ? DType::U32 : DType::I32;
+    if (from == DType::F32 && rng.chance(0.3)) return bitcast_to_int(t, pick(from));
     return op(Op::Cast, t, {pick(from)});
+  }
+
+  // bitcast of an f32 to i32/u32. The bits of a NaN are not specified (docs/semantics.md), so
+  // a NaN is replaced first: bitcast(select(x != x, 1.5, x)). Everything else keeps its bits.
+  Id bitcast_to_int(DType t, Id x) {
+    Id is_nan = op(Op::Ne, DType::Bool, {x, x});
+    return op(Op::Bitcast, t, {op(Op::Select, DType::F32, {is_nan, float_const(DType::F32, 1.5), x})});
   }
 
   // ---- statements ---------------------------------------------------------------------------

@@ -31,7 +31,9 @@ struct RandomProgramOptions {
   // integer, so the result can be checked against a tolerance.
   bool well_conditioned = false;
   // Programs compared bit for bit across backends (`iron fuzz`): no transcendental (exp, log,
-  // tanh, rsqrt), whose results docs/semantics.md only bounds; each is replaced by abs.
+  // tanh, rsqrt, sin, cos, exp2, log2, erf, pow), whose results docs/semantics.md only bounds;
+  // each is replaced by abs (pow by mul). The exact math ops (floor, ceil, rint, trunc, mulhi,
+  // popcount, clz, bitcast) stay.
   bool cross_backend = false;
   // Op classes kept out of the program (OpClass bits), for a backend known to differ on them.
   uint32_t exclude = 0;
@@ -108,8 +110,8 @@ std::vector<std::vector<unsigned char>> run_launch(const ir::Kernel& k, const Ra
 
 // The one bit-for-bit rule of every fuzz comparison: two elements of storage dtype t agree when
 // their bytes are equal, or when both are NaN: NaN payloads and signs are unspecified
-// (docs/semantics.md), so backends may differ in them and no op can observe the difference
-// except a bit-level cast, which the IR does not have. signed_zeros_equal: -0 also equals +0,
+// (docs/semantics.md), so backends may differ in them; the one op that could observe the
+// difference, bitcast, only ever sees a value whose NaN the generator replaced first. signed_zeros_equal: -0 also equals +0,
 // for a driver documented not to preserve the sign of zero (`iron fuzz --relax signed-zero`).
 bool same_bits(DType t, const unsigned char* a, const unsigned char* b, bool signed_zeros_equal = false);
 

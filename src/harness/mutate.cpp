@@ -254,7 +254,7 @@ std::vector<Mutant> enumerate(const Kernel& k, uint32_t lane_width, uint32_t max
   // Swapped operands of a non-commutative binary op.
   for (Id id : ids) {
     const Inst& in = k.insts[id];
-    static const Op kOps[] = {Op::Sub, Op::Div, Op::Rem, Op::Shl, Op::Shr, Op::Lt, Op::Le, Op::Gt, Op::Ge};
+    static const Op kOps[] = {Op::Sub, Op::Div, Op::Rem, Op::Shl, Op::Shr, Op::Lt, Op::Le, Op::Gt, Op::Ge, Op::Pow};
     if (std::find(std::begin(kOps), std::end(kOps), in.op) == std::end(kOps)) continue;
     Mutant& m = b.add("swapped_operands", id, "a, b -> b, a");
     std::swap(m.kernel.insts[id].operands[0], m.kernel.insts[id].operands[1]);

@@ -6,7 +6,8 @@
 // Every pure op has a defined result (docs/semantics.md), so division by zero or a shift by 32
 // folds to the value every backend computes. Does not handle: casts to the generic T (the
 // rounding depends on the dtype chosen at emission) except of an integer or bool constant 0,
-// which is 0 (+0.0) in every dtype, transcendentals (exp, log, tanh, rsqrt:
+// which is 0 (+0.0) in every dtype, transcendentals (exp, log, tanh, rsqrt, sin, cos, exp2,
+// log2, erf, pow:
 // their results are bounded, not bit-exact, across backends, so a fold would change a value
 // with the optimization level), loops (unroll does those).
 // Mutation for tests: const_fold.sub_reversed folds a - b as b - a.
@@ -44,7 +45,7 @@ bool fold_value(ir::Kernel& k, Id id, PassContext& ctx) {
   ir::Inst& in = k.insts[id];
   if (fold_zero_to_generic(k, id, ctx)) return true;
   if (!is_pure_value(in) || in.op == Op::Const || !eval::is_pure_evaluable(in.op)) return false;
-  if (in.op == Op::Exp || in.op == Op::Log || in.op == Op::Tanh || in.op == Op::Rsqrt) return false;
+  if (eval::is_bounded_math(in.op)) return false;
   eval::Scalar args[3];
   for (int i = 0; i < in.num_operands(); ++i) {
     const ir::Inst& o = k.insts[in.operands[i]];

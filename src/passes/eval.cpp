@@ -25,6 +25,8 @@ Kind kind_of(DType t) {
   }
 }
 
+bool is_bitcast_word(DType t) { return t == DType::F32 || t == DType::I32 || t == DType::U32; }
+
 bool fail(std::string& error, std::string msg) {
   error = std::move(msg);
   return false;
@@ -106,6 +108,19 @@ bool eval_float(ir::Op op, DType t, const Scalar* a, Scalar& out, std::string& e
     case Op::Sqrt: r = std::sqrt(x); break;
     case Op::Rsqrt: r = 1.0f / std::sqrt(x); break;
     case Op::Tanh: r = std::tanh(x); break;
+    // Exact roundings to an integral value; -0, +-inf and NaN pass through, a negative value
+    // that rounds to zero gives -0. rint is round-half-to-even (the default rounding mode).
+    case Op::Floor: r = std::floor(x); break;
+    case Op::Ceil: r = std::ceil(x); break;
+    case Op::Rint: r = std::nearbyint(x); break;
+    case Op::Trunc: r = std::trunc(x); break;
+    // Bounded, not exact across backends (docs/semantics.md): the host's f32 libm is the oracle.
+    case Op::Sin: r = std::sin(x); break;
+    case Op::Cos: r = std::cos(x); break;
+    case Op::Exp2: r = std::exp2(x); break;
+    case Op::Log2: r = std::log2(x); break;
+    case Op::Erf: r = std::erf(x); break;
+    case Op::Pow: r = std::pow(x, y); break;
     default: return bad_type(error, op, t);
   }
   out = Scalar::of_f32(r);
@@ -140,6 +155,12 @@ bool eval_int(ir::Op op, DType t, const Scalar* a, Scalar& out, std::string& err
     case Op::Min: r = is_signed ? uint32_t(sx < sy ? sx : sy) : (x < y ? x : y); break;
     case Op::Max: r = is_signed ? uint32_t(sx > sy ? sx : sy) : (x > y ? x : y); break;
     case Op::Neg: r = 0u - x; break;
+    // The high 32 bits of the exact 64-bit product (signed for i32, unsigned for u32).
+    case Op::MulHi:
+      r = is_signed ? uint32_t(uint64_t(int64_t(sx) * int64_t(sy)) >> 32) : uint32_t((uint64_t(x) * y) >> 32);
+      break;
+    case Op::Popcount: r = uint32_t(__builtin_popcount(x)); break;
+    case Op::Clz: r = x == 0 ? 32u : uint32_t(__builtin_clz(x)); break;  // clz(0) = 32
     case Op::Abs: r = is_signed && sx < 0 ? 0u - x : x; break;  // abs(INT_MIN) wraps to INT_MIN
     case Op::And: r = x & y; break;
     case Op::Or: r = x | y; break;
@@ -220,7 +241,9 @@ bool is_pure_evaluable(ir::Op op) {
   switch (op) {
     case Op::Add: case Op::Sub: case Op::Mul: case Op::Div: case Op::Rem: case Op::Min: case Op::Max:
     case Op::Neg: case Op::Abs: case Op::Fma: case Op::Exp: case Op::Log: case Op::Sqrt: case Op::Rsqrt:
-    case Op::Tanh: case Op::And: case Op::Or: case Op::Xor: case Op::Not: case Op::Shl: case Op::Shr:
+    case Op::Tanh: case Op::Floor: case Op::Ceil: case Op::Rint: case Op::Trunc: case Op::Sin: case Op::Cos:
+    case Op::Exp2: case Op::Log2: case Op::Erf: case Op::Pow: case Op::MulHi: case Op::Popcount: case Op::Clz:
+    case Op::Bitcast: case Op::And: case Op::Or: case Op::Xor: case Op::Not: case Op::Shl: case Op::Shr:
     case Op::Eq: case Op::Ne: case Op::Lt: case Op::Le: case Op::Gt: case Op::Ge: case Op::Select:
     case Op::Cast:
       return true;
@@ -242,6 +265,12 @@ bool eval_pure(ir::Op op, DType result_type, DType operand_type, const Scalar* a
       return true;
     case Op::Cast:
       return eval_cast(result_type, operand_type, args[0], out, error);
+    case Op::Bitcast:
+      // Registers of f32, i32 and u32 are 32-bit patterns: the same bits, read as the result dtype.
+      if (!is_bitcast_word(result_type) || !is_bitcast_word(operand_type))
+        return fail(error, std::string("bitcast of ") + dtype_name(operand_type) + " to " + dtype_name(result_type));
+      out = args[0];
+      return true;
     case Op::Eq: case Op::Ne: case Op::Lt: case Op::Le: case Op::Gt: case Op::Ge:
       return eval_compare(op, operand_type, args, out, error);
     default:
@@ -252,6 +281,17 @@ bool eval_pure(ir::Op op, DType result_type, DType operand_type, const Scalar* a
     case Kind::I32: case Kind::U32: return eval_int(op, result_type, args, out, error);
     case Kind::Bool: return eval_bool(op, args, out, error);
     default: return bad_type(error, op, result_type);
+  }
+}
+
+bool is_bounded_math(ir::Op op) {
+  using ir::Op;
+  switch (op) {
+    case Op::Exp: case Op::Log: case Op::Tanh: case Op::Rsqrt: case Op::Sin: case Op::Cos: case Op::Exp2:
+    case Op::Log2: case Op::Erf: case Op::Pow:
+      return true;
+    default:
+      return false;
   }
 }
 

@@ -2,7 +2,7 @@
 // its parameter or its variable), then checks every type rule of the verifier and reports
 // violations as pipeline diagnostics with their DSL locations. Later passes (fma_fusion,
 // const_fold) rely on checked dtypes: a kernel that fails here goes no further.
-// Does not handle: inferring constants, casts and threadgroup allocations (their dtype is the
+// Does not handle: inferring constants, casts, bitcasts and threadgroup allocations (their dtype is the
 // point of writing them: it must be explicit), implicit conversions (Iron has none).
 // Mutation for tests: type_check.skip_rules infers but never checks.
 #include "passes/pass.hpp"
@@ -26,9 +26,9 @@ DType infer(const ir::Kernel& k, const ir::Inst& in) {
       return DType::U32;
     case Op::Eq: case Op::Ne: case Op::Lt: case Op::Le: case Op::Gt: case Op::Ge: return DType::Bool;
     case Op::Select: return operand(1) != DType::Void ? operand(1) : operand(2);
-    case Op::Const: case Op::Cast: case Op::TgAlloc: case Op::Call: return DType::Void;
+    case Op::Const: case Op::Cast: case Op::Bitcast: case Op::TgAlloc: case Op::Call: return DType::Void;
     case Op::Add: case Op::Sub: case Op::Mul: case Op::Div: case Op::Min: case Op::Max: case Op::Fma:
-    case Op::And: case Op::Or: case Op::Xor:
+    case Op::And: case Op::Or: case Op::Xor: case Op::Pow: case Op::MulHi:
       for (int i = 0; i < in.num_operands(); ++i)
         if (operand(i) != DType::Void) return operand(i);
       return DType::Void;
