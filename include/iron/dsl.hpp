@@ -146,9 +146,11 @@ Expr bitcast(Operand x) {
   return bitcast_to(x, D);
 }
 
-// Built-ins. Which ones a kernel may read depends on its mode (checked at registration):
-// Elementwise binds thread_id (the flat global thread index); Reduction binds program_id
-// (threadgroup index), local_id, group_size, num_programs and the lane built-ins.
+// Built-ins. Which ones a kernel may read depends on its mode (checked at registration; the
+// table is in docs/dsl.md "Modes"): Elementwise binds thread_id(0) (the flat global thread
+// index), Grid3D thread_id(0..2); Reduction binds program_id (threadgroup index), local_id,
+// group_size, num_programs and the lane built-ins; Tile2D the first four in 2-D; SimdGroup2D
+// program_id, num_programs and the lane built-ins.
 Expr thread_id(int axis = 0, SrcLoc loc = SrcLoc::current());
 Expr program_id(int axis = 0, SrcLoc loc = SrcLoc::current());
 Expr local_id(int axis = 0, SrcLoc loc = SrcLoc::current());
@@ -159,7 +161,8 @@ Expr lane_width(SrcLoc loc = SrcLoc::current());
 Expr simd_group_id(SrcLoc loc = SrcLoc::current());
 Expr num_simd_groups(SrcLoc loc = SrcLoc::current());
 
-// Synchronisation and reductions (Reduction mode). lane_* reduce across one lane group
+// Synchronisation and reductions: barrier and threadgroup memory in Reduction, Tile2D and
+// SimdGroup2D; lane_* and group_* in Reduction and SimdGroup2D. lane_* reduce across one lane group
 // (warp / subgroup); group_* across the whole threadgroup, every thread receiving the result.
 // Every thread of the threadgroup must reach them (no divergent calls).
 void barrier(SrcLoc loc = SrcLoc::current());
@@ -326,7 +329,7 @@ Expr arg(int index, DType type, SrcLoc loc = SrcLoc::current());
 void ret(Operand value);
 Expr call(const char* function, std::initializer_list<Operand> args, SrcLoc loc = SrcLoc::current());
 
-// Lane operations (Reduction mode), across one lane group: every lane of the group must reach
+// Lane operations (Reduction, SimdGroup2D), across one lane group: every lane of the group must reach
 // them. Shuffles return `x` of a source lane: lane `src` (shuffle), lane_id ^ mask (xor),
 // lane_id - delta (up), lane_id + delta (down); the lane index is u32, and a source outside the
 // lane group leaves each lane its own `x` (docs/semantics.md). lane_broadcast's lane must be the
@@ -349,7 +352,7 @@ Expr lane_exclusive_sum(Operand x);
 Expr lane_ballot(Operand cond);
 Expr lane_any(Operand cond);
 Expr lane_all(Operand cond);
-// Prefix sums over the whole threadgroup, in flat local-id order (Reduction mode; every thread
+// Prefix sums over the whole threadgroup, in flat local-id order (Reduction, SimdGroup2D; every thread
 // must reach the call): built from the lane prefix sums, a threadgroup array of per-lane-group
 // totals and two barriers.
 Expr group_inclusive_sum(Operand x);

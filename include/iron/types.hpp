@@ -89,9 +89,11 @@ size_t type_size(Type t);
 inline bool is_float(Type t) { return t.is_scalar() && is_float(t.elem()); }
 inline bool is_integer(Type t) { return t.is_scalar() && is_integer(t.elem()); }
 
-// How a kernel maps threads onto work (seeds §2.5). The mode decides which built-ins the body may read.
-enum class Mode : uint8_t { Elementwise, Reduction };
-const char* mode_name(Mode m);
+// How a kernel maps threads onto work (seeds §2.5). The mode decides which built-ins the body may
+// read and which dispatch geometry is valid (docs/dsl.md, "Modes"; the table is src/core/modes.cpp).
+enum class Mode : uint8_t { Elementwise, Reduction, Grid3D, Tile2D, SimdGroup2D };
+const char* mode_name(Mode m);                   // "Elementwise", "Reduction", "Grid3D", ...
+bool parse_mode(std::string_view s, Mode& out);
 
 struct Dim3 {
   uint32_t x = 1, y = 1, z = 1;

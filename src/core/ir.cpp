@@ -157,7 +157,6 @@ size_t type_size(Type t) {
   }
 }
 
-const char* mode_name(Mode m) { return m == Mode::Elementwise ? "Elementwise" : "Reduction"; }
 
 namespace ir {
 

@@ -322,9 +322,8 @@ struct Parser {
         open = true;
       } else if (tok.rfind("mode=", 0) == 0) {
         std::string m = tok.substr(5);
-        if (m == "Elementwise") k.mode = Mode::Elementwise;
-        else if (m == "Reduction") k.mode = Mode::Reduction;
-        else fail("unknown mode '" + m + "'", tok);
+        if (!parse_mode(m, k.mode))
+          fail("unknown mode '" + m + "' (Elementwise, Reduction, Grid3D, Tile2D or SimdGroup2D)", tok);
       } else if (tok.rfind("dtypes=", 0) == 0) {
         std::string list = tok.substr(7);
         size_t pos = 0;

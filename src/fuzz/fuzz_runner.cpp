@@ -523,7 +523,7 @@ int fuzz_main(int argc, char** argv) {
         bad = true;
         json m = {{"type", "fuzz_mismatch"},
                   {"seed", p.seed},
-                  {"mode", p.reduction ? "Reduction" : "Elementwise"},
+                  {"mode", mode_name(p.kernel.mode)},
                   {"reference", pair.ref->label},
                   {"backend", pair.dev->label},
                   {"lane_width", pair.dev->lane_width},

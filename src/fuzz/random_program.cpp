@@ -66,6 +66,10 @@ bool float_like(DType t) { return t == DType::F32 || t == DType::F16 || t == DTy
 struct Gen {
   Rng rng;
   bool red;
+  Mode mode;
+  // Lane built-ins and lane operations exist in the program (Reduction, SimdGroup2D); Tile2D
+  // programs have threadgroup memory and barriers only, on threadgroups of any x size.
+  bool lanes;
   bool wc;
   bool xb;           // cross-backend: no transcendentals
   uint32_t exclude;  // OpClass bits kept out
@@ -91,6 +95,8 @@ struct Gen {
   Gen(uint64_t seed, bool reduction, const RandomProgramOptions& o)
       : rng{seed * 0x2545f4914f6cdd1dull + (reduction ? 17 : 5)},
         red(reduction),
+        mode(seed_mode(seed, reduction)),
+        lanes(mode == Mode::Reduction || mode == Mode::SimdGroup2D),
         wc(o.well_conditioned),
         xb(o.cross_backend),
         exclude(o.exclude),
@@ -146,7 +152,7 @@ struct Gen {
     in.op = op;
     in.type = t;
     for (Id o : operands) in.operands.push_back(o);
-    // The generator uses axis 0 of every built-in that has an axis.
+    // Axis 0 of every built-in that has an axis (the mode's index set-up picks others itself).
     const ir::AttrSchema& schema = ir::attr_schema(op);
     if (schema.count > 0 && schema.slots[0].attr == ir::Attr::Axis) in.set(ir::Attr::Axis, 0);
     return in;
@@ -1014,7 +1020,7 @@ struct Gen {
       Id a = op(Op::Add, DType::F32, {m, pick(DType::F32)});
       if (wc) clamp_wc(a);
     }
-    else if (r < 104) {
+    else if (r < 104 || !lanes) {
       if (rng.chance(0.3)) stmt_tg_atomic();
       else stmt_tg_exchange();
     }
@@ -1073,7 +1079,7 @@ struct Gen {
 
   ir::Kernel build(uint64_t seed) {
     k.name = std::string("fuzz_") + (red ? "r" : "e") + (wc ? "wc_" : "_") + std::to_string(seed);
-    k.mode = red ? Mode::Reduction : Mode::Elementwise;
+    k.mode = mode;
     k.dtypes = {DType::F32, DType::F16, DType::BF16};
     declare_params();
     frames.push_back(Frame{0, true, {}, {}, kNone});
@@ -1093,7 +1099,36 @@ struct Gen {
     p_k = param_value(kKs);
     p_s = param_value(kS);
     if (wc) clamp_wc(p_s);
-    if (red) {
+    // The flat thread index `tid` (and, with threadgroups, the flat local index `lid` and the
+    // group size), from the built-ins each mode binds; random_launch gives each mode its geometry.
+    auto builtin = [&](Op o, int axis, bool uniform) {
+      Inst b = make(o, DType::U32);
+      b.set(ir::Attr::Axis, axis);
+      return emit(b, uniform);
+    };
+    auto mul_add = [&](Id a, Id b, Id c) { return op(Op::Add, DType::U32, {op(Op::Mul, DType::U32, {a, b}), c}); };
+    if (mode == Mode::Tile2D) {
+      // A 2-D threadgroup on a 2-D grid: lid = y * size.x + x, group = gy * groups.x + gx.
+      Id lx = builtin(Op::LocalId, 0, false), ly = builtin(Op::LocalId, 1, false);
+      Id sx = builtin(Op::GroupSize, 0, true), sy = builtin(Op::GroupSize, 1, true);
+      lid = mul_add(ly, sx, lx);
+      gsize = op(Op::Mul, DType::U32, {sx, sy});
+      Id gx = builtin(Op::ProgramId, 0, true), gy = builtin(Op::ProgramId, 1, true);
+      Id group = mul_add(gy, builtin(Op::NumPrograms, 0, true), gx);
+      tid = mul_add(group, gsize, lid);
+      init_tg_arrays();
+    } else if (mode == Mode::SimdGroup2D) {
+      // Whole lane groups along x (x is a multiple of the lane width), so the flat local index
+      // is simd_group_id * lane_width + lane_id and the group size num_simd_groups * lane_width.
+      lane = emit(make(Op::LaneId, DType::U32));
+      simd_group = emit(make(Op::SimdGroupId, DType::U32));
+      lane_w = emit(make(Op::LaneWidth, DType::U32), true);
+      n_simd = emit(make(Op::NumSimdGroups, DType::U32), true);
+      lid = mul_add(simd_group, lane_w, lane);
+      gsize = op(Op::Mul, DType::U32, {n_simd, lane_w});
+      tid = mul_add(builtin(Op::ProgramId, 0, true), gsize, lid);
+      init_tg_arrays();
+    } else if (red) {
       Inst b = make(Op::LocalId, DType::U32);
       lid = emit(b);
       gsize = emit(make(Op::GroupSize, DType::U32), true);
@@ -1104,6 +1139,11 @@ struct Gen {
       lane_w = emit(make(Op::LaneWidth, DType::U32), true);
       n_simd = emit(make(Op::NumSimdGroups, DType::U32), true);
       init_tg_arrays();
+    } else if (mode == Mode::Grid3D) {
+      // Global extents {total / 4, 2, 2} (random_launch): tid = (z * 2 + y) * (total / 4) + x.
+      Id x = builtin(Op::ThreadId, 0, false), y = builtin(Op::ThreadId, 1, false), z = builtin(Op::ThreadId, 2, false);
+      Id width = op(Op::Shr, DType::U32, {p_total, u32(2)});
+      tid = mul_add(mul_add(z, u32(2), y), width, x);
     } else {
       tid = emit(make(Op::ThreadId, DType::U32));
     }
@@ -1241,6 +1281,23 @@ RandomLaunch random_launch(const ir::Kernel& k, uint64_t seed, const RandomProgr
   if (k.mode == Mode::Reduction) {
     L.threadgroup = {r.pick<uint32_t>({32, 64}), 1, 1};
     L.grid = {uint32_t(r.range(1, 2)), 1, 1};
+  } else if (k.mode == Mode::Tile2D) {
+    // 32 to 64 threads in two dimensions (x need not be a multiple of the lane width), and up
+    // to kMaxThreads in all.
+    L.threadgroup = r.pick<Dim3>({{8, 4, 1}, {16, 2, 1}, {4, 8, 1}, {16, 4, 1}, {8, 8, 1}});
+    L.grid = r.pick<Dim3>({{1, 1, 1}, {2, 1, 1}, {1, 2, 1}});
+  } else if (k.mode == Mode::SimdGroup2D) {
+    L.threadgroup = r.pick<Dim3>({{32, 1, 1}, {64, 1, 1}, {32, 2, 1}});
+    L.grid = {uint32_t(r.range(1, 2)), 1, 1};
+  } else if (k.mode == Mode::Grid3D) {
+    // Global extents {t.x * g.x, 2, 2} (so total / 4 is the x extent the program computes),
+    // with y and z split between the grid and the threadgroup in three ways.
+    uint32_t tx = r.pick<uint32_t>({4, 8, 16}), gx = uint32_t(r.range(1, 2));
+    switch (r.below(3)) {
+      case 0: L.threadgroup = {tx, 2, 1}, L.grid = {gx, 1, 2}; break;
+      case 1: L.threadgroup = {tx, 1, 2}, L.grid = {gx, 2, 1}; break;
+      default: L.threadgroup = {tx, 2, 2}, L.grid = {gx, 1, 1}; break;
+    }
   } else {
     L.threadgroup = {r.pick<uint32_t>({8, 16, 32, 64}), 1, 1};
     L.grid = {uint32_t(r.range(1, 2)), 1, 1};

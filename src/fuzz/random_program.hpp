@@ -82,8 +82,18 @@ std::string op_class_names(uint32_t classes);  // "rem,fcast" (in declaration or
 // Which mode a seed's program has (every second seed is a Reduction program), shared by the
 // unit tests and `iron fuzz` so a reported seed means the same program in both.
 inline bool reduction_seed(uint64_t seed) { return seed % 2 == 0; }
+// The mode of the program random_program makes for `seed`: with threadgroups (`reduction`), a
+// quarter are Tile2D (no lane operations, 2-D threadgroups) and a quarter SimdGroup2D (indices
+// from lanes and lane groups); without, a quarter are Grid3D (a 3-D grid) and the rest
+// Elementwise. Taken from the seed's bits, not its random stream, so the programs of the
+// other seeds are the ones they always were.
+inline Mode seed_mode(uint64_t seed, bool reduction) {
+  const uint64_t q = (seed >> 1) % 4;
+  if (reduction) return q == 1 ? Mode::Tile2D : q == 3 ? Mode::SimdGroup2D : Mode::Reduction;
+  return q == 3 ? Mode::Grid3D : Mode::Elementwise;
+}
 
-// A random kernel in Elementwise or Reduction mode, dtypes {f32, f16, bf16}. Its parameters are
+// A random kernel, dtypes {f32, f16, bf16}, in the mode seed_mode(seed, reduction_mode). Its parameters are
 // always the same (see random_program.cpp); its body depends only on the seed and the options.
 ir::Kernel random_program(uint64_t seed, bool reduction_mode, const RandomProgramOptions& opts = {});
 

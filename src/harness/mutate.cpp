@@ -155,6 +155,34 @@ std::string barrier_orders_nothing(const Kernel& k, Id id) {
          ") with a write on either side, so it orders nothing";
 }
 
+// "" or why a value stored into a T buffer is a T value already, so that rounding it to T, in
+// either direction, returns it unchanged: it was loaded from a T buffer, or read from a T
+// threadgroup array every store of which holds such a load (a copy, as in a transpose).
+std::string already_a_t_value(const Kernel& k, Id value) {
+  auto t_buffer_load = [&](Id v) {
+    const Inst& in = k.insts[v];
+    return in.op == Op::Load && in.param() < k.params.size() && k.params[in.param()].dtype == DType::Generic;
+  };
+  const Inst& in = k.insts[value];
+  if (t_buffer_load(value))
+    return "the stored value is loaded from T buffer '" + k.params[in.param()].name +
+           "', so it is a T value already and no rounding to T changes it";
+  if (in.op != Op::TgLoad || k.insts[in.operands[0]].type != DType::Generic) return "";
+  const Id alloc = in.operands[0];
+  bool stored = false, all_loads = true;
+  ir::walk(k, [&](Id id) {
+    const Inst& s = k.insts[id];
+    if (s.op != Op::TgStore || s.operands[0] != alloc) return;
+    stored = true;
+    all_loads = all_loads && t_buffer_load(s.operands[2]);
+  });
+  if (!stored || !all_loads) return "";
+  const size_t name = size_t(k.insts[alloc].attr(ir::Attr::Name));
+  return "the stored value is read from threadgroup array '" + (name < k.strings.size() ? k.strings[name] : "?") +
+         "', every store to which holds a load from a T buffer, so it is a T value already and no rounding to T "
+         "changes it";
+}
+
 struct Builder {
   const Kernel& k;
   std::vector<Mutant> out;
@@ -305,8 +333,10 @@ std::vector<Mutant> enumerate(const Kernel& k, uint32_t lane_width, uint32_t max
     if (in.op == Op::Cast && is_narrow(in.type.elem()) && k.insts[in.operands[0]].type.elem() == DType::F32)
       narrow(id, in.operands[0], 0, false);
     if (in.op == Op::Store && is_narrow(k.params[in.param()].dtype) && is_wide_value(k.insts[in.operands[1]].type.elem()) &&
-        k.insts[in.operands[1]].op != Op::Cast)
+        k.insts[in.operands[1]].op != Op::Cast) {
       narrow(id, in.operands[1], 1, k.insts[in.operands[1]].type != DType::F32);
+      b.out.back().equivalent = already_a_t_value(k, in.operands[1]);
+    }
   }
 
   // Tail guard: a < b becomes a <= b.

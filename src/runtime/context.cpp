@@ -20,6 +20,7 @@
 #include <unordered_map>
 
 #include "core/ir.hpp"
+#include "core/modes.hpp"
 #include "core/numeric.hpp"
 #include "iron/registry.hpp"
 #include "iron/runtime.hpp"
@@ -59,6 +60,18 @@ namespace {
 
 constexpr size_t kNumDTypes = size_t(DType::Void) + 1;
 
+// Whether the kernel uses lane operations (lane built-ins, lane reductions: every op with the L
+// trait but barrier), which need whole lane groups. A barrier alone does not: it waits for the
+// threadgroup, whatever its shape, so a Tile2D kernel's 16 x 16 threadgroup is valid anywhere.
+bool uses_lane_groups(const ir::Kernel& k) {
+  bool found = false;
+  ir::walk(k, [&](ir::Id id) {
+    ir::Op op = k.insts[id].op;
+    found = found || (ir::has_trait(op, ir::trait::L) && op != ir::Op::Barrier);
+  });
+  return found;
+}
+
 // What validation needs from the IR besides its params: both are whole-IR walks, so they are
 // computed once per kernel (per dtype for the threadgroup bytes) and kept next to its pipelines.
 struct KernelFacts {
@@ -70,7 +83,7 @@ struct KernelFacts {
   static KernelFacts of(const ir::Kernel& k, uint64_t hash) {
     KernelFacts f;
     f.hash = hash;
-    f.lane_ops = ir::uses_lane_ops(k);
+    f.lane_ops = uses_lane_groups(k);
     return f;
   }
   uint64_t threadgroup_bytes(const ir::Kernel& k, DType d) {
@@ -370,6 +383,7 @@ void check(const DeviceInfo& dev, const ir::Kernel& k, const CheckFacts& facts, 
   }
 
   // Geometry. The grid counts threadgroups; total threads = grid * threadgroup.
+  const size_t problems_before_geometry = problems.size();
   if (grid.x == 0 || grid.y == 0 || grid.z == 0) fail("grid " + dim_text(grid) + " has a zero dimension");
   if (tg.x == 0 || tg.y == 0 || tg.z == 0) fail("threadgroup " + dim_text(tg) + " has a zero dimension");
   // Six 32-bit factors can exceed 64 bits (three already can): every product is checked, and
@@ -391,10 +405,15 @@ void check(const DeviceInfo& dev, const ir::Kernel& k, const CheckFacts& facts, 
     fail("grid " + dim_text(grid) + " exceeds the device's per-axis limit " + dim_text(dev.max_grid));
   // Lane groups are formed along x first; Vulkan guarantees full subgroups only when x itself is
   // a multiple of the subgroup size, so that is the rule (it implies the total is one too).
-  if (facts.lane_ops && tg.x != 0 && (tg.x % dev.lane_width) != 0)
+  // (SimdGroup2D states this rule for every kernel of the mode, below.)
+  if (facts.lane_ops && k.mode != Mode::SimdGroup2D && tg.x != 0 && (tg.x % dev.lane_width) != 0)
     fail("threadgroup " + dim_text(tg) + ": x = " + std::to_string(tg.x) + " is not a positive multiple of the lane width " +
          std::to_string(dev.lane_width) +
-         " (the kernel uses lane or threadgroup operations; a partial lane group would hang or read garbage)");
+         " (the kernel uses lane operations; a partial lane group would hang or read garbage)");
+  // The mode's own geometry (core/modes.cpp): Elementwise is 1-D, Tile2D 2-D, SimdGroup2D whole
+  // lane groups along x. Checked on a geometry the rules above accept, so a grid the device
+  // cannot launch at all is reported once, for that reason.
+  if (problems.size() == problems_before_geometry) ir::check_mode_geometry(k.mode, grid, tg, dev.lane_width, problems);
   uint64_t shared = facts.shared_bytes;
   if (shared > dev.shared_memory_bytes)
     fail("the kernel needs " + std::to_string(shared) + " bytes of threadgroup memory; the device allows " +

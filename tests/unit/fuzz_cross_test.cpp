@@ -128,7 +128,10 @@ TEST(FuzzCross, ThreadgroupArraysAreWrittenBeforeAnyRead) {
     ir::walk(k, [&](ir::Id id) {
       const ir::Inst& in = k.insts[id];
       if (in.op == Op::TgStore && !barrier_after_stores) {
-        EXPECT_EQ(k.insts[in.operands[1]].op, Op::LocalId) << "seed " << seed << ": the first stores fill each thread's slot";
+        // The flat local index: local_id in Reduction programs; y * size.x + x (Tile2D) or
+        // simd_group_id * lane_width + lane_id (SimdGroup2D), an add, in the others.
+        EXPECT_EQ(k.insts[in.operands[1]].op, k.mode == Mode::Reduction ? Op::LocalId : Op::Add)
+            << "seed " << seed << ": the first stores fill each thread's slot";
         stored[in.operands[0]] = true;
       }
       if (in.op == Op::Barrier) {

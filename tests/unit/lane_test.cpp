@@ -904,6 +904,13 @@ TEST(LaneDsl, EveryCallTracesRunsAndIsGated) {
   EXPECT_NE(e.find("uses lane_shuffle, which mode Elementwise does not bind"), std::string::npos) << e;
   EXPECT_NE(e.find("lane_test.cpp:"), std::string::npos) << e;
   EXPECT_EQ(trace_error(&global_atomic_in_elementwise, Mode::Elementwise), "");
+  // Lane ops need lane groups (not Tile2D); threadgroup atomics follow threadgroup memory (Tile2D
+  // binds it, Elementwise does not).
+  e = trace_error(&every_lane_call, Mode::Tile2D);
+  EXPECT_NE(e.find("uses lane_shuffle, which mode Tile2D does not bind"), std::string::npos) << e;
+  EXPECT_EQ(e.find("uses tg_atomic_or"), std::string::npos) << e;
+  e = trace_error(&every_lane_call, Mode::Elementwise);
+  EXPECT_NE(e.find("uses tg_atomic_or, which mode Elementwise does not bind"), std::string::npos) << e;
   e = trace_error(&atomic_on_input, Mode::Elementwise);
   EXPECT_NE(e.find("needs an inout buffer ('x' is in)"), std::string::npos) << e;
   EXPECT_NE(e.find("lane_test.cpp:"), std::string::npos) << e;
