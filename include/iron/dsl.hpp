@@ -306,6 +306,21 @@ class TgBuffer {
   DType type_;
 };
 TgBuffer threadgroup_alloc(const char* name, DType type, uint32_t count, SrcLoc loc = SrcLoc::current());
+// The same at an alignment of `align` bytes (a power of two, at most 128; the element size is
+// the least alignment an array gets).
+TgBuffer threadgroup_alloc(const char* name, DType type, uint32_t count, uint32_t align,
+                           SrcLoc loc = SrcLoc::current());
+// Sized at dispatch: `per` x the value of scalar parameter `size` (a u32 or i32 constexpr_)
+// elements. CUDA allocates it in dynamic shared memory, Vulkan sizes it with a specialization
+// constant, the interpreter per dispatch; the dispatch check adds it to the kernel's total.
+TgBuffer threadgroup_alloc_dynamic(const char* name, DType type, Expr size, uint32_t per = 1, uint32_t align = 0,
+                                   SrcLoc loc = SrcLoc::current());
+// A thread-private register array of `count` elements (at most 1024), indexed like a
+// threadgroup array (`a[i] = v`, `a[i]` as an operand). Every index must be a constant once
+// loops with constant trip counts are unrolled; one that is not is a located error at
+// compilation, never a silent spill to memory. Elements start undefined (the interpreter
+// reports a read before the thread's first write). Names are unique in the kernel.
+TgBuffer local_array(const char* name, DType type, uint32_t count, SrcLoc loc = SrcLoc::current());
 
 // Parameters, declared in the body in binding order. A buffer's extent (the elements the kernel
 // may touch) is the product of the listed scalar parameters and integer literals; it is checked

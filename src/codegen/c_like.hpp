@@ -116,14 +116,11 @@ class Dialect {
                              const std::vector<std::string>& a, std::vector<std::string>& lines) const = 0;
   // fence_threadgroup / fence_device as a statement.
   virtual std::string fence(ir::Op op) const = 0;
-  // A threadgroup element as a register value, and its store (an array of 32-bit words holds
-  // f32 values on a target whose atomics need integer memory).
-  virtual std::string tg_load(EmitState& s, const ir::Inst& alloc, const std::string& idx) const {
-    return tg_name(s.k, alloc) + "[" + idx + "]";
-  }
-  virtual std::string tg_store(EmitState& s, const ir::Inst& alloc, const std::string& idx, const std::string& v) const {
-    return tg_name(s.k, alloc) + "[" + idx + "] = " + v;
-  }
+  // An element of an f32 threadgroup array that f32 atomics act on (EmitState::f32_atomic_allocs)
+  // as a register value, and its store: a target whose atomics need integer memory declares
+  // such an array as 32-bit words and converts here.
+  virtual std::string tg_word_load(const std::string& elem) const { return elem; }
+  virtual std::string tg_word_store(const std::string& elem, const std::string& v) const { return elem + " = " + v; }
   // A vector group: fills `array[0..width)` (register type) from buffer elements idx..idx+width,
   // or stores `values` there; idx is a multiple of width. Accesses are split into chunks of
   // chunk_elems(dtype, width) elements (16 bytes at most).
@@ -131,6 +128,13 @@ class Dialect {
                           const std::string& array, std::vector<std::string>& lines) const = 0;
   virtual void store_group(EmitState& s, const ir::Param& p, const std::string& idx,
                            const std::vector<std::string>& values, std::vector<std::string>& lines) const = 0;
+  // A threadgroup element `elem` of an array of dtype t as a register value, and the statement
+  // storing register value v into it: 16-bit arrays hold 16-bit values (a store rounds to
+  // nearest even, a load widens exactly), like 16-bit buffers.
+  virtual std::string tg_load(EmitState&, DType /*t*/, const std::string& elem) const { return elem; }
+  virtual std::string tg_store(EmitState&, DType /*t*/, const std::string& elem, const std::string& v) const {
+    return elem + " = " + v;
+  }
   virtual std::string tg_name(const ir::Kernel& k, const ir::Inst& alloc) const { return "tg_" + k.strings[size_t(alloc.attr(ir::Attr::Name))]; }
   virtual std::string param_name(const ir::Param& p) const { return "p_" + p.name; }
 };

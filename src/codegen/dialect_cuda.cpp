@@ -79,12 +79,68 @@ class CudaDialect final : public Dialect {
         out += reg_type(c) + " " + param_name(p);
     }
     out += ") {\n";
-    ir::walk(k, [&](ir::Id id) {
+    declare_threadgroup(s, out);
+  }
+
+  // Threadgroup arrays at their real width (cuda_dynamic_shared says where they live).
+  void declare_threadgroup(EmitState& s, std::string& out) const {
+    const ir::Kernel& k = s.k;
+    const std::vector<ir::Id> layout = ir::threadgroup_layout(k);
+    if (layout.empty()) return;
+    if (!cuda_dynamic_shared(k, s.dtype)) {
+      for (ir::Id id : layout) {
+        const ir::Inst& in = k.insts[id];
+        const uint64_t align = ir::tg_alignment(in, s.dtype);
+        out += "  __shared__ " + (align > ir::tg_elem_bytes(in, s.dtype) ? "__align__(" + std::to_string(align) + ") " : std::string()) +
+               tg_storage(s.concrete(in.type)) + " " + tg_name(k, in) + "[" + std::to_string(in.attr(ir::Attr::Count)) + "];\n";
+      }
+      return;
+    }
+    // One region; byte offsets follow ir::threadgroup_bytes. Fixed-size arrays come first, so
+    // their offsets are constants; the offset after an array sized at dispatch is computed from
+    // the sizing parameter (the dispatch check has bounded the total, so 32 bits suffice).
+    out += "  extern __shared__ __align__(" + std::to_string(ir::kMaxThreadgroupAlign) + ") unsigned char iron_tg[];\n";
+    uint64_t at = 0;
+    bool dynamic = false;
+    for (ir::Id id : layout) {
       const ir::Inst& in = k.insts[id];
-      if (in.op == ir::Op::TgAlloc)
-        out += "  __shared__ " + reg_type(s.concrete(in.type)) + " " + tg_name(k, in) + "[" + std::to_string(in.attr(ir::Attr::Count)) +
-               "];\n";
-    });
+      const uint64_t align = ir::tg_alignment(in, s.dtype), elem = ir::tg_elem_bytes(in, s.dtype);
+      const std::string ty = tg_storage(s.concrete(in.type));
+      std::string offset;
+      if (!dynamic) {
+        at = (at + align - 1) / align * align;
+        offset = std::to_string(at) + "u";
+      } else {
+        out += "  iron_tg_at = (iron_tg_at + " + std::to_string(align - 1) + "u) & ~" + std::to_string(align - 1) + "u;\n";
+        offset = "iron_tg_at";
+      }
+      out += "  " + ty + "* const " + tg_name(k, in) + " = reinterpret_cast<" + ty + "*>(iron_tg + " + offset + ");\n";
+      if (!in.has(ir::Attr::CountParam)) {
+        at += elem * uint64_t(in.attr(ir::Attr::Count));
+        continue;
+      }
+      const ir::Param& p = k.params[size_t(in.attr(ir::Attr::CountParam))];
+      if (!dynamic) out += "  unsigned iron_tg_at = " + offset + ";\n";
+      dynamic = true;
+      out += "  iron_tg_at += " + std::to_string(elem * uint64_t(in.attr(ir::Attr::Count))) + "u * unsigned(" +
+             param_name(p) + ");\n";
+    }
+  }
+
+  static std::string tg_storage(DType t) { return t == DType::Bool ? "bool" : storage_type(t); }
+  std::string tg_load(EmitState&, DType t, const std::string& elem) const override {
+    switch (t) {
+      case DType::F16: return "__half2float(" + elem + ")";
+      case DType::BF16: return "__bfloat162float(" + elem + ")";
+      default: return elem;
+    }
+  }
+  std::string tg_store(EmitState&, DType t, const std::string& elem, const std::string& v) const override {
+    switch (t) {
+      case DType::F16: return elem + " = __float2half_rn(" + v + ")";
+      case DType::BF16: return elem + " = __float2bfloat16_rn(" + v + ")";
+      default: return elem + " = " + v;
+    }
   }
 
   void end(EmitState&, std::string& out) const override { out += "}\n"; }
@@ -396,6 +452,10 @@ class CudaDialect final : public Dialect {
 };
 
 }  // namespace
+
+bool cuda_dynamic_shared(const ir::Kernel& k, DType dtype) {
+  return ir::has_dynamic_threadgroup(k) || ir::threadgroup_bytes(k, dtype) > kCudaStaticSharedLimit;
+}
 
 std::unique_ptr<Dialect> make_cuda_dialect() { return std::make_unique<CudaDialect>(); }
 

@@ -132,12 +132,25 @@ class GlslDialect final : public Dialect {
         if (p.kind == ir::ParamKind::Scalar) out += " " + reg_type(p.dtype) + " " + param_name(p) + ";";
       out += " } iron_scalars;\n";
     }
-    ir::walk(k, [&](ir::Id id) {
+    // Threadgroup arrays at their real width (16-bit floats as uint16_t, like buffers). GLSL has
+    // no addresses in shared memory, so an `align` attribute changes nothing here. An array sized
+    // at dispatch is sized by a specialization constant holding its sizing parameter's value.
+    std::set<uint32_t> spec_declared;
+    for (ir::Id id : ir::threadgroup_layout(k)) {
       const ir::Inst& in = k.insts[id];
-      if (in.op == ir::Op::TgAlloc)
-        out += "shared " + (s.f32_atomic_allocs.count(id) ? std::string("uint") : reg_type(s.concrete(in.type))) + " " +
-               tg_name(k, in) + "[" + std::to_string(in.attr(ir::Attr::Count)) + "];\n";
-    });
+      std::string count = std::to_string(in.attr(ir::Attr::Count)) + "u";
+      if (in.has(ir::Attr::CountParam)) {
+        const uint32_t p = uint32_t(in.attr(ir::Attr::CountParam));
+        const std::string spec = "iron_tg_size_" + k.params[p].name;
+        if (spec_declared.insert(p).second)
+          out += "layout(constant_id = " + std::to_string(kTgSpecBase + uint32_t(s.scalar_index[p])) + ") const uint " +
+                 spec + " = 1u;\n";
+        count += " * " + spec;
+      }
+      // An array f32 atomics act on is declared as words: compare-and-swap needs integer memory.
+      const std::string storage = s.f32_atomic_allocs.count(id) ? std::string("uint") : tg_storage(s.concrete(in.type));
+      out += "shared " + storage + " " + tg_name(k, in) + "[" + count + "];\n";
+    }
     if (s.uses_bf16) {
       out +=
           "float iron_bf16_to_f32(uint16_t b) { return uintBitsToFloat(uint(b) << 16); }\n"
@@ -207,6 +220,22 @@ class GlslDialect final : public Dialect {
   }
 
   std::string scalar(EmitState&, const ir::Param& p) const override { return "iron_scalars." + param_name(p); }
+
+  static std::string tg_storage(DType t) { return t == DType::Bool ? "bool" : storage_type(t); }
+  std::string tg_load(EmitState& s, DType t, const std::string& elem) const override {
+    switch (t) {
+      case DType::F16: s.helpers.insert("f16"); return "iron_f16_to_f32(uint(" + elem + "))";
+      case DType::BF16: return "iron_bf16_to_f32(" + elem + ")";
+      default: return elem;
+    }
+  }
+  std::string tg_store(EmitState& s, DType t, const std::string& elem, const std::string& v) const override {
+    switch (t) {
+      case DType::F16: s.helpers.insert("f16"); return elem + " = uint16_t(iron_f32_to_f16(" + v + "))";
+      case DType::BF16: return elem + " = iron_f32_to_bf16(" + v + ")";
+      default: return elem + " = " + v;
+    }
+  }
 
   std::string load(EmitState& s, const ir::Param& p, const std::string& idx) const override {
     std::string e = param_name(p) + ".data[" + idx + "]";
@@ -529,13 +558,9 @@ class GlslDialect final : public Dialect {
   }
 
   // A shared array that f32 atomics act on is declared `shared uint`: plain accesses convert.
-  std::string tg_load(EmitState& s, const ir::Inst& alloc, const std::string& idx) const override {
-    std::string e = tg_name(s.k, alloc) + "[" + idx + "]";
-    return s.f32_atomic_allocs.count(ir::Id(&alloc - s.k.insts.data())) ? "uintBitsToFloat(" + e + ")" : e;
-  }
-  std::string tg_store(EmitState& s, const ir::Inst& alloc, const std::string& idx, const std::string& v) const override {
-    std::string e = tg_name(s.k, alloc) + "[" + idx + "] = ";
-    return s.f32_atomic_allocs.count(ir::Id(&alloc - s.k.insts.data())) ? e + "floatBitsToUint(" + v + ")" : e + v;
+  std::string tg_word_load(const std::string& elem) const override { return "uintBitsToFloat(" + elem + ")"; }
+  std::string tg_word_store(const std::string& elem, const std::string& v) const override {
+    return elem + " = floatBitsToUint(" + v + ")";
   }
 
   // Wide views are extra declarations of the same binding with a vector element type (SPIR-V

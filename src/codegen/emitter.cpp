@@ -167,6 +167,12 @@ struct Emitter {
     }
   }
 
+  // Named by instruction id too: unroll copies a loop body's register array once per iteration,
+  // and each copy is an array of its own.
+  std::string local_name(const ir::Inst& alloc) const {
+    return "la" + std::to_string(&alloc - s.k.insts.data()) + "_" + s.k.strings[size_t(alloc.attr(ir::Attr::Name))];
+  }
+
   ir::Id group_leader = ir::kNone;
   ir::Id current_block = 0;
 
@@ -250,8 +256,27 @@ struct Emitter {
       case Op::VarLoad: def(arg(0)); break;
       case Op::VarStore: line(depth, arg(0) + " = " + arg(1) + ";"); break;
       case Op::TgAlloc: break;  // declared by the dialect at function or module scope
-      case Op::TgLoad: def(d.tg_load(s, s.k.insts[in.operands[0]], arg(1))); break;
-      case Op::TgStore: line(depth, d.tg_store(s, s.k.insts[in.operands[0]], arg(1), arg(2)) + ";"); break;
+      case Op::TgLoad: {
+        const ir::Inst& alloc = s.k.insts[in.operands[0]];
+        const std::string elem = d.tg_name(s.k, alloc) + "[" + arg(1) + "]";
+        // An array f32 atomics act on may be a word array on the target (tg_word_load).
+        def(s.f32_atomic_allocs.count(in.operands[0]) ? d.tg_word_load(elem) : d.tg_load(s, s.concrete(alloc.type), elem));
+        break;
+      }
+      case Op::TgStore: {
+        const ir::Inst& alloc = s.k.insts[in.operands[0]];
+        const std::string elem = d.tg_name(s.k, alloc) + "[" + arg(1) + "]";
+        line(depth, (s.f32_atomic_allocs.count(in.operands[0]) ? d.tg_word_store(elem, arg(2))
+                                                               : d.tg_store(s, s.concrete(alloc.type), elem, arg(2))) +
+                        ";");
+        break;
+      }
+      // Register arrays: an array of register values, every index a constant (register_arrays).
+      case Op::LocalAlloc:
+        line(depth, d.var_type(t) + " " + local_name(in) + "[" + std::to_string(in.attr(ir::Attr::Count)) + "];");
+        break;
+      case Op::LocalLoad: def(local_name(s.k.insts[in.operands[0]]) + "[" + arg(1) + "]"); break;
+      case Op::LocalStore: line(depth, local_name(s.k.insts[in.operands[0]]) + "[" + arg(1) + "] = " + arg(2) + ";"); break;
       case Op::LaneShuffle: case Op::LaneShuffleXor: case Op::LaneShuffleUp: case Op::LaneShuffleDown:
       case Op::LaneBroadcast: case Op::LaneMin: case Op::LaneAnd: case Op::LaneOr: case Op::LaneInclusiveSum:
       case Op::LaneExclusiveSum: case Op::LaneBallot: case Op::LaneAny: case Op::LaneAll: {

@@ -173,6 +173,7 @@ static const AttrInfo kAttrs[] = {
     {"axis", AttrKind::Int},    {"param", AttrKind::ParamRef}, {"name", AttrKind::String},
     {"count", AttrKind::Int},   {"value", AttrKind::Number},   {"vec", AttrKind::Int},
     {"lane", AttrKind::Int},    {"callee", AttrKind::String},  {"index", AttrKind::Int},
+    {"align", AttrKind::Int},   {"count_param", AttrKind::ParamRef},
 };
 static_assert(sizeof kAttrs / sizeof kAttrs[0] == size_t(Attr::Count_), "one AttrInfo per Attr");
 
@@ -408,16 +409,50 @@ bool uses_lane_ops(const Kernel& k) {
   return found;
 }
 
-uint64_t threadgroup_bytes(const Kernel& k, DType concrete) {
-  uint64_t bytes = 0;
+uint64_t tg_elem_bytes(const Inst& alloc, DType concrete) {
+  return dtype_size(resolve(alloc.type.elem(), concrete));
+}
+
+uint64_t tg_alignment(const Inst& alloc, DType concrete) {
+  return std::max<uint64_t>(uint64_t(std::max<int64_t>(alloc.attr(Attr::Align), 1)), tg_elem_bytes(alloc, concrete));
+}
+
+bool has_dynamic_threadgroup(const Kernel& k) {
+  bool found = false;
+  walk(k, [&](Id id) { found = found || (k.insts[id].op == Op::TgAlloc && k.insts[id].has(Attr::CountParam)); });
+  return found;
+}
+
+std::vector<Id> threadgroup_layout(const Kernel& k) {
+  std::vector<Id> fixed, sized;
   walk(k, [&](Id id) {
     const Inst& in = k.insts[id];
-    // Threadgroup arrays hold register values, and every register type is 4 bytes wide
-    // (16-bit floats are computed in f32; see docs/dsl.md).
-    // Saturating: a count that overflows the total must fail the shared-memory check, not wrap
-    // to a small number that passes it.
-    if (in.op == Op::TgAlloc) bytes = num::saturating_add(bytes, num::saturating_mul(uint64_t(std::max<int64_t>(in.attr(Attr::Count), 0)), 4));
+    if (in.op == Op::TgAlloc) (in.has(Attr::CountParam) ? sized : fixed).push_back(id);
   });
+  fixed.insert(fixed.end(), sized.begin(), sized.end());
+  return fixed;
+}
+
+uint64_t tg_count(const Kernel& k, const Inst& alloc, const uint32_t* param_values) {
+  const uint64_t count = uint64_t(std::max<int64_t>(alloc.attr(Attr::Count), 0));
+  if (!alloc.has(Attr::CountParam)) return count;
+  const uint64_t p = uint64_t(alloc.attr(Attr::CountParam));
+  if (!param_values || p >= k.params.size()) return UINT64_MAX;
+  // A negative i32 size is rejected by the dispatch check; here it reads as huge (never small).
+  return num::saturating_mul(count, uint64_t(param_values[p]));
+}
+
+uint64_t threadgroup_bytes(const Kernel& k, DType concrete, const uint32_t* param_values) {
+  // Saturating: a count that overflows the total must fail the shared-memory check, not wrap
+  // to a small number that passes it.
+  uint64_t bytes = 0;
+  for (Id id : threadgroup_layout(k)) {
+    const Inst& in = k.insts[id];
+    if (in.has(Attr::CountParam) && !param_values) continue;
+    const uint64_t align = tg_alignment(in, concrete);
+    if (bytes % align) bytes = num::saturating_add(bytes, align - bytes % align);
+    bytes = num::saturating_add(bytes, num::saturating_mul(tg_count(k, in, param_values), tg_elem_bytes(in, concrete)));
+  }
   return bytes;
 }
 

@@ -69,6 +69,9 @@ enum class Attr : uint8_t {
   Lane,    // Int: a vector group member's lane (vectorize)
   Callee,  // String: the device function a call names
   Index,   // Int: a device function argument's index
+  Align,       // Int: a threadgroup allocation's alignment in bytes (a power of two <= 128)
+  CountParam,  // ParamRef: the scalar parameter that sizes a threadgroup allocation at dispatch
+               // (its element count is then count x that parameter's value)
   Count_
 };
 struct AttrInfo {
@@ -274,8 +277,25 @@ bool is_aliased(const Kernel& k, uint32_t p);
 // True when no store of the kernel can change buffer parameter `p`'s memory: it is `in` and no
 // parameter declared to alias it is writable. Passes reorder and share loads only from these.
 bool read_only_memory(const Kernel& k, uint32_t p);
-// Bytes of threadgroup memory the kernel allocates for the given concrete dtype.
-uint64_t threadgroup_bytes(const Kernel& k, DType concrete);
+// Threadgroup memory layout (docs/semantics.md, "Threadgroup memory"): every allocation at its
+// real element width (bool: 4 bytes), at an offset that is a multiple of its alignment (the
+// larger of its `align` attribute and its element size). Arrays of a fixed size come first, in
+// program order, then the arrays sized at dispatch (count_param), in program order.
+constexpr uint64_t kMaxThreadgroupAlign = 128;
+constexpr uint64_t kMaxRegisterArray = 1024;  // elements of one register array (local_alloc)
+uint64_t tg_elem_bytes(const Inst& alloc, DType concrete);
+uint64_t tg_alignment(const Inst& alloc, DType concrete);
+// The allocations reachable from the entry block, in layout order.
+std::vector<Id> threadgroup_layout(const Kernel& k);
+bool has_dynamic_threadgroup(const Kernel& k);
+// Bytes of threadgroup memory the kernel allocates for the given concrete dtype, alignment
+// padding included. `param_values` (indexed by parameter, the bit patterns of the scalar
+// parameters) sizes the arrays sized at dispatch; without it they count as 0 bytes.
+// Saturates at UINT64_MAX.
+uint64_t threadgroup_bytes(const Kernel& k, DType concrete, const uint32_t* param_values = nullptr);
+// The element count of one allocation (count x the sizing parameter's value, if any);
+// UINT64_MAX when a dispatch-sized array has no values given, or the product overflows.
+uint64_t tg_count(const Kernel& k, const Inst& alloc, const uint32_t* param_values);
 
 // Atomics. Global atomics name their buffer by the Param attribute and take index, value (cas:
 // index, expected, value); threadgroup atomics take the allocation as operand 0 instead. These

@@ -225,7 +225,8 @@ struct Parser {
   void attribute(Inst& in, Attr a, const std::string& text) {
     switch (a) {
       case Attr::Value: constant(in, text); return;
-      case Attr::Param: {
+      case Attr::Param:
+      case Attr::CountParam: {
         int idx = k.find_param(text);
         if (idx < 0) fail("unknown parameter '" + text + "'", text);
         in.set(a, idx);
@@ -240,7 +241,11 @@ struct Parser {
         in.set(a, k.intern_string(text));
         return;
       case Attr::Axis: in.set(a, integer(text, 0, 2, "axis")); return;
-      case Attr::Count: in.set(a, integer(text, 1, UINT32_MAX, "threadgroup element count")); return;
+      case Attr::Count:
+        in.set(a, integer(text, 1, UINT32_MAX,
+                          in.op == Op::LocalAlloc ? "register array element count" : "threadgroup element count"));
+        return;
+      case Attr::Align: in.set(a, integer(text, 1, int64_t(kMaxThreadgroupAlign), "threadgroup alignment")); return;
       case Attr::Vec: in.set(a, integer(text, 2, 8, "vector group width")); return;
       case Attr::Lane: in.set(a, integer(text, 1, 7, "vector group lane")); return;
       case Attr::Index: in.set(a, integer(text, 0, 2, "argument index")); return;

@@ -238,6 +238,36 @@ struct Verifier {
         if (in.attr(Attr::Count) <= 0) err(in, "threadgroup allocation needs a positive element count");
         else if (in.attr(Attr::Count) > int64_t(UINT32_MAX))
           err(in, "threadgroup allocation of " + std::to_string(in.attr(Attr::Count)) + " elements exceeds 2^32-1");
+        if (in.has(Attr::Align)) {
+          const int64_t a = in.attr(Attr::Align);
+          if (a <= 0 || a > int64_t(kMaxThreadgroupAlign) || (a & (a - 1)) != 0)
+            err(in, "threadgroup alignment " + std::to_string(a) + " is not a power of two from 1 to " +
+                        std::to_string(kMaxThreadgroupAlign) + " bytes");
+        }
+        if (in.has(Attr::CountParam) && uint64_t(in.attr(Attr::CountParam)) < k.params.size()) {
+          const Param& p = k.params[size_t(in.attr(Attr::CountParam))];
+          if (p.kind != ParamKind::Scalar || !is_integer(p.dtype))
+            err(in, "threadgroup allocation is sized by '" + p.name + "', which is not a u32 or i32 scalar parameter");
+        }
+        break;
+      case Op::LocalAlloc:
+        if (uint64_t(in.attr(Attr::Name)) < k.strings.size() && !is_identifier(k.strings[size_t(in.attr(Attr::Name))]))
+          err(in, "register array name '" + k.strings[size_t(in.attr(Attr::Name))] + "' is not an identifier");
+        if (in.attr(Attr::Count) <= 0 || in.attr(Attr::Count) > int64_t(kMaxRegisterArray))
+          err(in, "register array of " + std::to_string(in.attr(Attr::Count)) + " elements: the count must be 1 to " +
+                      std::to_string(kMaxRegisterArray));
+        if (rt == DType::Void) err(in, "register array needs a dtype");
+        break;
+      case Op::LocalLoad:
+        if (k.insts[in.operands[0]].op != Op::LocalAlloc) err(in, "operand 0 is not a register array");
+        else same_as_result(0);
+        integer_operand(1, "index");
+        break;
+      case Op::LocalStore:
+        if (k.insts[in.operands[0]].op != Op::LocalAlloc) err(in, "operand 0 is not a register array");
+        else if (o(2) != o(0))
+          err(in, std::string("stores ") + dtype_name(o(2)) + " into a " + dtype_name(o(0)) + " register array");
+        integer_operand(1, "index");
         break;
       case Op::TgLoad:
         if (k.insts[in.operands[0]].op != Op::TgAlloc) err(in, "operand 0 is not a threadgroup allocation");
@@ -354,8 +384,8 @@ struct Verifier {
         break;
     }
     // Lane operations and atomics are side effects that define a value (convergent, or memory).
-    if (has_trait(in.op, trait::S) && in.op != Op::Var && in.op != Op::TgAlloc && !has_trait(in.op, trait::L) &&
-        !is_atomic(in.op) && in.op != Op::For && in.op != Op::Call && rt != DType::Void)
+    if (has_trait(in.op, trait::S) && in.op != Op::Var && in.op != Op::TgAlloc && in.op != Op::LocalAlloc &&
+        !has_trait(in.op, trait::L) && !is_atomic(in.op) && in.op != Op::For && in.op != Op::Call && rt != DType::Void)
       err(in, "a side-effect op defines no value");
   }
 

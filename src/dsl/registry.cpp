@@ -43,6 +43,7 @@ bool function_allows(ir::Op op) {
   if (op == ir::Op::FenceThreadgroup || op == ir::Op::FenceDevice) return false;
   switch (op) {
     case Op::Load: case Op::Store: case Op::TgAlloc: case Op::TgLoad: case Op::TgStore: case Op::Param:
+    case Op::LocalAlloc: case Op::LocalLoad: case Op::LocalStore:
       return false;
     default: return true;
   }

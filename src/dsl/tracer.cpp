@@ -186,7 +186,11 @@ Operand::Operand(const ElemRef& r, SrcLoc loc) : kind(Kind::Value), file(loc.fil
 }
 
 Operand::Operand(const TgRef& r, SrcLoc loc) : kind(Kind::Value), file(loc.file_name()), line(loc.line()) {
-  value = dsl::value(at(loc_of(loc)).tg_load(r.alloc(), r.index().id()));
+  Inst in;
+  in.op = tr().k.insts[r.alloc()].op == Op::LocalAlloc ? Op::LocalLoad : Op::TgLoad;
+  in.type = r.dtype();
+  in.operands = ir::Operands{r.alloc(), r.index().id()};
+  value = dsl::value(at(loc_of(loc)).emit(std::move(in)));
 }
 
 // --- Operators -----------------------------------------------------------------------------
@@ -484,7 +488,10 @@ void ElemRef::operator+=(Operand v) {
 
 static void tg_store(uint32_t alloc, DType type, Expr index, const Operand& v) {
   Expr x = materialize(v, type);
-  at(loc_of(v)).tg_store(alloc, index.id(), x.id());
+  Inst in;
+  in.op = tr().k.insts[alloc].op == Op::LocalAlloc ? Op::LocalStore : Op::TgStore;
+  in.operands = ir::Operands{alloc, index.id(), x.id()};
+  at(loc_of(v)).emit(std::move(in));
 }
 
 TgRef TgBuffer::operator[](Operand index) const {
@@ -498,15 +505,54 @@ void TgRef::operator=(const TgRef& v) {
   relocate_since(first, loc_of(file_, line_));
 }
 
-TgBuffer threadgroup_alloc(const char* name, DType type, uint32_t count, SrcLoc l) {
+// Threadgroup and register arrays are declared at function scope on every backend: the
+// declaration is hoisted to the top of the entry block so it is visible in every branch. One
+// name space for both kinds (names must be unique in the whole kernel).
+static TgBuffer array_alloc(Op op, const char* name, DType type, uint32_t count, uint32_t align, Id size,
+                            SrcLoc l) {
   detail::Trace& t = tr();
-  for (Id id : t.k.blocks[0].insts)
-    if (t.k.insts[id].op == Op::TgAlloc && t.k.strings[size_t(t.k.insts[id].attr(ir::Attr::Name))] == name)
-      error(loc_of(l), std::string("threadgroup allocation '") + name +
-                           "' declared twice (names must be unique in the whole kernel)");
-  // Threadgroup memory lives at function scope on every backend: the builder hoists the
-  // declaration to the top of the entry block so it is visible in every branch.
-  return TgBuffer(at(loc_of(l)).tg_alloc(name, type, count), type);
+  const char* what = op == Op::LocalAlloc ? "register array '" : "threadgroup allocation '";
+  for (Id id : t.k.blocks[0].insts) {
+    const Inst& other = t.k.insts[id];
+    if ((other.op == Op::TgAlloc || other.op == Op::LocalAlloc) &&
+        t.k.strings[size_t(other.attr(ir::Attr::Name))] == name)
+      error(loc_of(l), std::string(what) + name + "' declared twice (names must be unique in the whole kernel)");
+  }
+  Inst in;
+  in.op = op;
+  in.type = type;
+  in.set(ir::Attr::Name, t.k.intern_string(name));
+  in.set(ir::Attr::Count, count);
+  if (align) in.set(ir::Attr::Align, align);
+  if (size != ir::kNone) in.set(ir::Attr::CountParam, t.k.insts[size].attr(ir::Attr::Param));
+  // Threadgroup memory and register arrays live at function scope on every backend: the
+  // builder hoists the declaration to the top of the entry block so it is visible everywhere.
+  return TgBuffer(at(loc_of(l)).emit_at_entry(std::move(in)), type);
+}
+
+TgBuffer threadgroup_alloc(const char* name, DType type, uint32_t count, SrcLoc l) {
+  return array_alloc(Op::TgAlloc, name, type, count, 0, ir::kNone, l);
+}
+
+TgBuffer threadgroup_alloc(const char* name, DType type, uint32_t count, uint32_t align, SrcLoc l) {
+  return array_alloc(Op::TgAlloc, name, type, count, align, ir::kNone, l);
+}
+
+TgBuffer threadgroup_alloc_dynamic(const char* name, DType type, Expr size, uint32_t per, uint32_t align, SrcLoc l) {
+  detail::Trace& t = tr();
+  // The size must be known before the dispatch starts (it sizes the allocation at launch), so
+  // only a scalar parameter itself will do, not a value computed from one.
+  if (size.id() >= t.k.insts.size() || t.k.insts[size.id()].op != Op::Param) {
+    error(loc_of(l), std::string("threadgroup allocation '") + name +
+                         "' is sized at dispatch by a value that is not a scalar parameter (declare it with constexpr_ "
+                         "and pass it directly; the element count is per x its value)");
+    return array_alloc(Op::TgAlloc, name, type, per ? per : 1, align, ir::kNone, l);
+  }
+  return array_alloc(Op::TgAlloc, name, type, per, align, size.id(), l);
+}
+
+TgBuffer local_array(const char* name, DType type, uint32_t count, SrcLoc l) {
+  return array_alloc(Op::LocalAlloc, name, type, count, 0, ir::kNone, l);
 }
 
 // --- Parameters ----------------------------------------------------------------------------

@@ -65,6 +65,7 @@ bool float_like(DType t) { return t == DType::F32 || t == DType::F16 || t == DTy
 
 struct Gen {
   Rng rng;
+  Rng aux;  // threadgroup-array and register-array choices (see emit_hidden)
   bool red;
   Mode mode;
   // Lane built-ins and lane operations exist in the program (Reduction, SimdGroup2D); Tile2D
@@ -91,9 +92,11 @@ struct Gen {
   Id tid = kNone, base = kNone, lid = kNone, gsize = kNone, lane = kNone, simd_group = kNone;
   Id lane_w = kNone, n_simd = kNone, p_n = kNone, p_total = kNone, p_m = kNone, p_k = kNone, p_s = kNone;
   std::vector<Id> tg_arrays;
+  Id tg_half = kNone;  // the 16-bit threadgroup array (stmt_half_exchange), if any
 
   Gen(uint64_t seed, bool reduction, const RandomProgramOptions& o)
       : rng{seed * 0x2545f4914f6cdd1dull + (reduction ? 17 : 5)},
+        aux{seed * 0x9e3779b97f4a7c15ull + (reduction ? 0x74676d656d1ull : 0x74676d656d0ull)},
         red(reduction),
         mode(seed_mode(seed, reduction)),
         lanes(mode == Mode::Reduction || mode == Mode::SimdGroup2D),
@@ -121,7 +124,8 @@ struct Gen {
     uni.resize(k.insts.size(), 0);
     uni[id] = uniform;
     if (in.op == Op::Var) frames.back().vars.push_back(id);
-    else if (in.type != DType::Void && in.op != Op::For && in.op != Op::TgAlloc) frames.back().values.push_back(id);
+    else if (in.type != DType::Void && in.op != Op::For && in.op != Op::TgAlloc && in.op != Op::LocalAlloc)
+      frames.back().values.push_back(id);
     return guard ? flush_guard(id, kFlushGuard, true) : id;
   }
 
@@ -990,7 +994,91 @@ struct Gen {
       DType t = k.insts[arr].type.elem();
       emit(make(Op::TgStore, DType::Void, {arr, lid, t == DType::F32 ? float_const(t, 0.0) : int_const(t, 0)}));
     }
+    if (tg_half != kNone)
+      emit_hidden(make(Op::TgStore, DType::Void, {tg_half, lid, hidden_const(k.insts[tg_half].type.elem(), 0, 0.0)}));
     if (!tg_arrays.empty()) emit(make(Op::Barrier, DType::Void));
+  }
+
+  // ---- threadgroup arrays at real width and register arrays (their own random stream) -------
+  // These statements draw every choice from `aux` and add instructions pick() never sees, so a
+  // program that has none of them is exactly the program the generator made before they
+  // existed (the cross-backend corpus stays the same programs).
+
+  Id emit_hidden(Inst in) {
+    Id id = k.add_inst(in);
+    k.blocks[frames.back().block].insts.push_back(id);
+    uni.resize(k.insts.size(), 0);
+    return id;
+  }
+  Id hidden_const(DType t, int64_t i, double f) {
+    if (f == 0 && excluded(kFloatZero)) f = 0.25;  // as float_const does
+    Inst c = make(Op::Const, t);
+    if (float_like(t)) c.set_float(ir::Attr::Value, f);
+    else c.set(ir::Attr::Value, i);
+    return emit_hidden(c);
+  }
+  Id hidden_op(Op o, DType t, std::initializer_list<Id> operands) { return emit_hidden(make(o, t, operands)); }
+  // A visible value of dtype t, or a small constant.
+  Id aux_pick(DType t) {
+    std::vector<Id> c;
+    visible_of(t, c);
+    if (!c.empty() && aux.chance(0.9)) return c[aux.below(c.size())];
+    return hidden_const(t, aux.range(0, 99), aux.range(-32, 32) * 0.25);
+  }
+  // Stores v to one of this thread's own slots of the output buffer of v's dtype.
+  void hidden_store(Id v) {
+    const DType t = k.insts[v].type.elem();
+    const P out = t == DType::F32 ? kOutF : t == DType::I32 ? kOutI : t == DType::BF16 ? kOutB : kIoU;
+    Inst st = make(Op::Store, DType::Void, {hidden_op(Op::Add, DType::U32, {base, hidden_const(DType::U32, aux.below(kSlotsPerThread), 0)}), v});
+    st.set(ir::Attr::Param, out);
+    emit_hidden(st);
+  }
+
+  // A register array: every element written (in a loop of constant trip count, which unroll
+  // turns into constant indices, or one store per element), then elements read at constant
+  // indices or at indices computed from constants (register_arrays folds them) and stored.
+  void stmt_register_array() {
+    const DType t = aux.pick({DType::F32, DType::I32, DType::U32});
+    const uint32_t count = uint32_t(aux.range(1, 6));
+    Inst a = make(Op::LocalAlloc, t);
+    a.set(ir::Attr::Name, k.intern_string("r" + std::to_string(k.insts.size())));
+    a.set(ir::Attr::Count, count);
+    Id arr = emit_hidden(a);
+    if (aux.chance(0.5)) {
+      Id loop = emit_hidden(make(Op::For, DType::U32, {hidden_const(DType::U32, 0, 0), hidden_const(DType::U32, count, 0),
+                                                       hidden_const(DType::U32, 1, 0)}));
+      open(loop, 0, false);
+      Id v = t == DType::U32 && aux.chance(0.5) ? hidden_op(Op::Add, DType::U32, {aux_pick(t), loop}) : aux_pick(t);
+      // Reversed, the index is a computation over the induction variable that only
+      // register_arrays can fold (unroll runs after const_fold).
+      Id idx = aux.chance(0.5) ? loop
+                               : hidden_op(Op::Sub, DType::U32, {hidden_const(DType::U32, count - 1, 0), loop});
+      emit_hidden(make(Op::LocalStore, DType::Void, {arr, idx, v}));
+      close();
+    } else {
+      for (uint32_t e = 0; e < count; ++e)
+        emit_hidden(make(Op::LocalStore, DType::Void, {arr, hidden_const(DType::U32, e, 0), aux_pick(t)}));
+    }
+    for (int reads = aux.range(1, 2); reads > 0; --reads) {
+      Id idx = aux.chance(0.5) ? hidden_const(DType::U32, aux.below(count), 0)
+                               : hidden_op(Op::Rem, DType::U32,
+                                           {hidden_op(Op::Add, DType::U32, {hidden_const(DType::U32, aux.below(40), 0),
+                                                                            hidden_const(DType::U32, aux.below(40), 0)}),
+                                            hidden_const(DType::U32, count, 0)});
+      hidden_store(emit_hidden(make(Op::LocalLoad, t, {arr, idx})));
+    }
+  }
+
+  // The 16-bit threadgroup array: each thread stores a value (rounded to 16 bits by the store),
+  // a barrier, then reads its neighbour's and stores it out.
+  void stmt_half_exchange() {
+    const DType t = k.insts[tg_half].type.elem();
+    emit_hidden(make(Op::TgStore, DType::Void, {tg_half, lid, aux_pick(t)}));
+    emit_hidden(make(Op::Barrier, DType::Void));
+    Id partner = hidden_op(Op::Xor, DType::U32, {lid, hidden_const(DType::U32, 1, 0)});
+    Id x = emit_hidden(make(Op::TgLoad, t, {tg_half, partner}));
+    emit_hidden(make(Op::Barrier, DType::Void));  // before anyone overwrites the array again
+    hidden_store(t == DType::BF16 ? x : hidden_op(Op::Cast, DType::F32, {x}));
   }
 
   // ---- blocks -------------------------------------------------------------------------------
@@ -998,6 +1086,8 @@ struct Gen {
   void statement() {
     bool nest = depth() < kMaxDepth && !full();
     bool tg = red && uniform_here();
+    if (aux.chance(0.03)) stmt_register_array();
+    if (tg && tg_half != kNone && aux.chance(0.06)) stmt_half_exchange();
     uint32_t r = rng.below(tg ? 118 : 100);
     if (r < 22) value(random_type());
     else if (r < 27) stmt_identity();
@@ -1090,7 +1180,23 @@ struct Gen {
         Inst a = make(Op::TgAlloc, t);
         a.set(ir::Attr::Name, k.intern_string("tg_" + std::string(dtype_name(t))));
         a.set(ir::Attr::Count, kMaxGroupSize);
+        // Drawn from `aux` (see stmt_register_array): the f32 array is sometimes sized at
+        // dispatch (by `total`, at least the group size), and arrays get alignments.
+        if (t == DType::F32 && aux.chance(0.3)) {
+          a.set(ir::Attr::Count, 1);
+          a.set(ir::Attr::CountParam, kTotal);
+        }
+        if (const uint32_t align = aux.pick<uint32_t>({0, 0, 16, 128}); align) a.set(ir::Attr::Align, align);
         tg_arrays.push_back(emit(a));
+      }
+      // A 16-bit array at its real width, exchanged by stmt_half_exchange.
+      if (!wc && aux.chance(0.4)) {
+        const DType half = excluded(kF16) ? DType::BF16 : aux.pick({DType::F16, DType::BF16});
+        Inst a = make(Op::TgAlloc, half);
+        a.set(ir::Attr::Name, k.intern_string("tg_half"));
+        a.set(ir::Attr::Count, kMaxGroupSize);
+        if (aux.chance(0.5)) a.set(ir::Attr::Align, 64);
+        tg_half = emit_hidden(a);
       }
     }
     p_n = param_value(kN);

@@ -52,6 +52,12 @@ struct Machine {
   std::vector<Mask> masks;            // masks[d]: the active list of the block running at depth d
   std::vector<uint32_t> tg_mem;       // every TgAlloc's array, one after another
   std::vector<uint32_t> tg_offset;    // per instruction: TgAlloc's offset into tg_mem
+  std::vector<uint64_t> tg_elems;     // per instruction: TgAlloc's element count this dispatch
+  // Register arrays (local_alloc): local_mem[local_offset[alloc] + element * T + thread], and
+  // per word whether the thread wrote it in this threadgroup (a read before that is an error).
+  std::vector<uint32_t> local_mem;
+  std::vector<uint8_t> local_written;
+  std::vector<size_t> local_offset;
   // Race detection on threadgroup memory, one record per tg_mem word. A record is current only
   // while its epoch equals `epoch`, which advances at every barrier and every new threadgroup,
   // so a barrier forgets every earlier access without touching the records.
@@ -128,15 +134,42 @@ struct Machine {
     masks.resize(size_t(block_depth(k, 0)) + 1);
     for (Mask& m : masks) m.reserve(T);
     for (uint32_t i = 0; i < T; ++i) masks[0].push_back(i);
+    // One word per element whatever the element's width (the layout in bytes, which the
+    // dispatch check and the backends use, is ir::threadgroup_bytes); arrays sized at dispatch
+    // take their count from this dispatch's scalars.
+    std::vector<uint32_t> by_param(k.params.size(), 0);
+    for (size_t i = 0; i < k.params.size(); ++i)
+      if (k.params[i].kind == ir::ParamKind::Scalar) by_param[i] = scalars[size_t(slot[i])];
     tg_offset.assign(k.insts.size(), 0);
-    size_t words = 0;
+    tg_elems.assign(k.insts.size(), 0);
+    local_offset.assign(k.insts.size(), 0);
+    uint64_t words = 0, local_words = 0;
+    constexpr uint64_t kMaxWords = uint64_t(1) << 28;
     ir::walk(k, [&](Id id) {
       const ir::Inst& in = k.insts[id];
+      if (in.op == Op::LocalAlloc) {
+        local_offset[id] = size_t(local_words);
+        local_words += uint64_t(std::max<int64_t>(in.attr(ir::Attr::Count), 0)) * T;
+        return;
+      }
       if (in.op != Op::TgAlloc) return;
+      const uint64_t n = ir::tg_count(k, in, by_param.data());
+      const ir::Param* size = in.has(ir::Attr::CountParam) ? &k.params[size_t(in.attr(ir::Attr::CountParam))] : nullptr;
+      if (size && size->dtype == DType::I32 && int32_t(by_param[size_t(in.attr(ir::Attr::CountParam))]) < 0)
+        fail(in, "threadgroup array '" + tg_name(in) + "' is sized by '" + size->name + "', which is negative");
+      if (n > kMaxWords || words + n > kMaxWords)
+        fail(in, "threadgroup array '" + tg_name(in) + "' of " + std::to_string(n) +
+                     " elements is more than the interpreter holds (2^28 elements in all)");
       tg_offset[id] = uint32_t(words);
-      words += size_t(std::max<int64_t>(in.attr(ir::Attr::Count), 0));
+      tg_elems[id] = n;
+      words += n;
     });
-    tg_mem.resize(words);
+    if (local_words > kMaxWords)
+      throw Error("kernel " + k.name + ": register arrays of " + std::to_string(local_words) +
+                  " words in all are more than the interpreter holds");
+    local_mem.assign(size_t(local_words), 0);
+    local_written.assign(size_t(local_words), 0);
+    tg_mem.resize(size_t(words));
     tg_access_log.assign(words, SlotAccess{});
     lane_a.resize(W);
     lane_b.resize(W);
@@ -152,6 +185,7 @@ struct Machine {
           // All-ones bits: an unwritten slot reads as NaN / -1 / UINT_MAX, deterministically (or is
           // an error with opts.uninitialized_tg_reads_are_errors, see check_race).
           std::fill(tg_mem.begin(), tg_mem.end(), 0xffffffffu);
+          std::fill(local_written.begin(), local_written.end(), 0);
           next_epoch();
           if (++group_serial == 0) {  // wrapped: old records could look current again
             std::fill(tg_access_log.begin(), tg_access_log.end(), SlotAccess{});
@@ -227,6 +261,9 @@ struct Machine {
       case Op::TgAlloc: return;  // storage exists for the whole threadgroup (set up in run())
       case Op::TgLoad:
       case Op::TgStore: tg_access(in, out, active); return;
+      case Op::LocalAlloc: return;  // storage exists for every thread (set up in setup())
+      case Op::LocalLoad:
+      case Op::LocalStore: local_access(in, out, active); return;
       case Op::Barrier:
         if (active.size() != T)
           fail(in, "barrier reached by " + std::to_string(active.size()) + " of " + std::to_string(T) +
@@ -363,9 +400,10 @@ struct Machine {
     const Id alloc = in.operands[0];
     const ir::Inst& a = k.insts[alloc];
     uint32_t* mem = tg_mem.data() + tg_offset[alloc];
-    const uint64_t count = uint64_t(std::max<int64_t>(a.attr(ir::Attr::Count), 0));
+    const uint64_t count = tg_elems[alloc];
     const bool is_store = in.op == Op::TgStore;
     const bool is_bool = types[alloc] == DType::Bool;
+    const DType storage = types[alloc];
     const bool is_atomic = ir::is_tg_atomic(in.op);
     const ir::AtomicOperands ao = is_atomic ? ir::atomic_operands(in) : ir::AtomicOperands{};
     const uint32_t* val = is_store ? row(in.operands[2]) : is_atomic ? row(ao.value) : nullptr;
@@ -383,8 +421,39 @@ struct Machine {
         continue;
       }
       check_race(in, tg_offset[alloc] + uint32_t(idx), is_store, t);
-      if (is_store) mem[idx] = val[t];
+      // A 16-bit array holds 16-bit values: a store rounds to nearest even, like a store to a
+      // 16-bit buffer (the register value may carry f32 precision), and a load widens exactly.
+      if (is_store) mem[idx] = storage == DType::F16   ? Scalar::of_f32(num::f16_to_f32(num::f32_to_f16(Scalar{val[t]}.f()))).bits
+                               : storage == DType::BF16 ? Scalar::of_f32(num::bf16_to_f32(num::f32_to_bf16(Scalar{val[t]}.f()))).bits
+                                                        : val[t];
       else out[t] = is_bool ? uint32_t(mem[idx] != 0) : mem[idx];  // all-ones filler reads as true
+    }
+  }
+
+  // Register arrays: one copy per thread, no sharing, so no race rules; every index must be in
+  // range and a read must follow the thread's own write of that element.
+  void local_access(const ir::Inst& in, uint32_t* out, const Mask& active) {
+    const Id alloc = in.operands[0];
+    const ir::Inst& a = k.insts[alloc];
+    const uint64_t count = uint64_t(std::max<int64_t>(a.attr(ir::Attr::Count), 0));
+    const bool is_store = in.op == Op::LocalStore;
+    const uint32_t* val = is_store ? row(in.operands[2]) : nullptr;
+    for (uint32_t t : active) {
+      int64_t idx = index_of(in.operands[1], t);
+      if (idx < 0 || uint64_t(idx) >= count)
+        fail(in, std::string(ir::mnemonic(in.op)) + " of register array '" + tg_name(a) + "' at index " +
+                     std::to_string(idx) + " is out of range: the array has " + std::to_string(count) + " elements (" +
+                     thread_text(t) + ")");
+      const size_t w = local_offset[alloc] + size_t(idx) * T + t;
+      if (is_store) {
+        local_mem[w] = val[t];
+        local_written[w] = 1;
+      } else {
+        if (!local_written[w])
+          fail(in, "local_load of register array '" + tg_name(a) + "' element " + std::to_string(idx) +
+                       " before the thread wrote it (" + thread_text(t) + ")");
+        out[t] = local_mem[w];
+      }
     }
   }
 

@@ -77,6 +77,7 @@ bool uses_lane_groups(const ir::Kernel& k) {
 struct KernelFacts {
   uint64_t hash = 0;  // ir::content_hash
   bool lane_ops = false;
+  bool dynamic_tg = false;  // has threadgroup arrays sized at dispatch
   std::array<uint64_t, kNumDTypes> tg_bytes{};
   std::array<bool, kNumDTypes> tg_known{};
 
@@ -84,6 +85,7 @@ struct KernelFacts {
     KernelFacts f;
     f.hash = hash;
     f.lane_ops = uses_lane_groups(k);
+    f.dynamic_tg = ir::has_dynamic_threadgroup(k);
     return f;
   }
   uint64_t threadgroup_bytes(const ir::Kernel& k, DType d) {
@@ -225,6 +227,7 @@ struct Context::Cache {
 struct Context::Prepared {
   uint64_t hash = 0;
   bool lane_ops = false;
+  bool dynamic_tg = false;
   uint64_t shared_bytes = 0;
   bool registered = false;
   rt::CompiledKernel* compiled = nullptr;
@@ -358,7 +361,8 @@ class ParamArray {
 // Facts about the kernel check() would otherwise walk the IR for (see KernelFacts).
 struct CheckFacts {
   bool lane_ops = false;
-  uint64_t shared_bytes = 0;
+  uint64_t shared_bytes = 0;  // of the arrays of a fixed size
+  bool dynamic_tg = false;    // arrays sized at dispatch add to it (computed from the scalars)
 };
 
 // Every dispatch rule. On success fills `out` (when given) with the launch arguments; a valid
@@ -414,10 +418,6 @@ void check(const DeviceInfo& dev, const ir::Kernel& k, const CheckFacts& facts, 
   // lane groups along x. Checked on a geometry the rules above accept, so a grid the device
   // cannot launch at all is reported once, for that reason.
   if (problems.size() == problems_before_geometry) ir::check_mode_geometry(k.mode, grid, tg, dev.lane_width, problems);
-  uint64_t shared = facts.shared_bytes;
-  if (shared > dev.shared_memory_bytes)
-    fail("the kernel needs " + std::to_string(shared) + " bytes of threadgroup memory; the device allows " +
-         std::to_string(dev.shared_memory_bytes));
 
   // Scalars first: buffer extents are computed from them.
   const size_t np = k.params.size();
@@ -440,6 +440,33 @@ void check(const DeviceInfo& dev, const ir::Kernel& k, const CheckFacts& facts, 
     }
     scalar_ok[i] = 1;
   }
+  // Threadgroup memory: the fixed arrays' bytes, plus the arrays sized by scalars at dispatch.
+  // The limit is the device's opt-in maximum where it has one (CUDA: dynamic shared memory with
+  // the opt-in attribute, which the CUDA device sets at launch).
+  uint64_t shared = facts.shared_bytes;
+  bool shared_known = true;
+  if (facts.dynamic_tg) {
+    ir::walk(k, [&](ir::Id id) {
+      const ir::Inst& in = k.insts[id];
+      if (in.op != ir::Op::TgAlloc || !in.has(ir::Attr::CountParam)) return;
+      const size_t s = size_t(in.attr(ir::Attr::CountParam));
+      if (s >= np || !scalar_ok[s]) shared_known = false;
+      else if (k.params[s].dtype == DType::I32 && int32_t(scalar_values[s]) < 0) {
+        fail("constexpr '" + k.params[s].name + "' is negative but sizes threadgroup array '" +
+             k.strings[size_t(in.attr(ir::Attr::Name))] + "'");
+        shared_known = false;
+      }
+    });
+    if (shared_known) shared = ir::threadgroup_bytes(k, dtype, &scalar_values[0]);
+  }
+  const uint64_t shared_limit = std::max(dev.shared_memory_bytes, dev.shared_memory_optin_bytes);
+  if (shared_known && shared > shared_limit)
+    fail("the kernel needs " + (shared == UINT64_MAX ? std::string("more than 2^64") : std::to_string(shared)) +
+         " bytes of threadgroup memory; the device allows " + std::to_string(shared_limit) +
+         (dev.shared_memory_optin_bytes > dev.shared_memory_bytes
+              ? " (opt-in limit; " + std::to_string(dev.shared_memory_bytes) + " without opting in)"
+              : std::string()));
+
   for (const auto& [name, value] : constexprs) {
     int idx = k.find_param(name);
     if (idx < 0 || k.params[idx].kind != ir::ParamKind::Scalar)
@@ -518,6 +545,7 @@ void check(const DeviceInfo& dev, const ir::Kernel& k, const CheckFacts& facts, 
   out->is_buffer.clear();
   out->buffers.clear();
   out->scalars.clear();
+  out->threadgroup_bytes = shared;
   for (size_t i = 0; i < np; ++i) {
     bool buf = k.params[i].kind == ir::ParamKind::Buffer;
     out->is_buffer.push_back(buf);
@@ -563,6 +591,7 @@ Context::Prepared Context::prepare(const ir::Kernel& kernel, DType dtype, Dim3 t
     p.registered = true;
     p.hash = r.facts.hash;
     p.lane_ops = r.facts.lane_ops;
+    p.dynamic_tg = r.facts.dynamic_tg;
     p.shared_bytes = r.facts.threadgroup_bytes(kernel, dtype);
     if (!want_pipeline) return;
     for (const Cache::Fast& f : r.pipelines)
@@ -595,6 +624,7 @@ Context::Prepared Context::prepare(const ir::Kernel& kernel, DType dtype, Dim3 t
   if (it == c.by_hash.end()) it = c.by_hash.emplace(hash, KernelFacts::of(kernel, hash)).first;
   p.hash = hash;
   p.lane_ops = it->second.lane_ops;
+  p.dynamic_tg = it->second.dynamic_tg;
   p.shared_bytes = it->second.threadgroup_bytes(kernel, dtype);
   return p;
 }
@@ -602,7 +632,7 @@ Context::Prepared Context::prepare(const ir::Kernel& kernel, DType dtype, Dim3 t
 void Context::validate_dispatch(const ir::Kernel& kernel, DType dtype, const Bindings& buffers,
                                 const Constexprs& constexprs, Dim3 grid, Dim3 threadgroup) const {
   Prepared p = prepare(kernel, dtype, threadgroup, false);
-  check(device_->info(), kernel, CheckFacts{p.lane_ops, p.shared_bytes}, dtype, buffers, constexprs, grid, threadgroup,
+  check(device_->info(), kernel, CheckFacts{p.lane_ops, p.shared_bytes, p.dynamic_tg}, dtype, buffers, constexprs, grid, threadgroup,
         nullptr);
 }
 
@@ -749,7 +779,7 @@ void Context::dispatch_with_grid(const ir::Kernel& kernel, DType dtype, const Bi
   dtype = normalize(kernel, dtype);
   Prepared p = prepare(kernel, dtype, threadgroup, true);
   rt::LaunchArgs& args = launch_scratch();
-  check(device_->info(), kernel, CheckFacts{p.lane_ops, p.shared_bytes}, dtype, buffers, constexprs, grid, threadgroup,
+  check(device_->info(), kernel, CheckFacts{p.lane_ops, p.shared_bytes, p.dynamic_tg}, dtype, buffers, constexprs, grid, threadgroup,
         &args);
   rt::CompiledKernel& compiled = p.compiled ? *p.compiled : pipeline(kernel, dtype, threadgroup, p);
   device_->launch(compiled, args, grid, threadgroup);
@@ -763,7 +793,7 @@ Timing Context::time_dispatch(const ir::Kernel& kernel, DType dtype, const Bindi
   dtype = normalize(kernel, dtype);
   Prepared p = prepare(kernel, dtype, threadgroup, true);
   rt::LaunchArgs& args = launch_scratch();
-  check(device_->info(), kernel, CheckFacts{p.lane_ops, p.shared_bytes}, dtype, buffers, constexprs, grid, threadgroup,
+  check(device_->info(), kernel, CheckFacts{p.lane_ops, p.shared_bytes, p.dynamic_tg}, dtype, buffers, constexprs, grid, threadgroup,
         &args);
   rt::CompiledKernel& compiled = p.compiled ? *p.compiled : pipeline(kernel, dtype, threadgroup, p);
   Timing t;

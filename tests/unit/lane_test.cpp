@@ -815,7 +815,7 @@ TEST(LaneOps, DialectsSpellTheContract) {
   EXPECT_NE(gls.find("memoryBarrier();"), std::string::npos) << gls;
   EXPECT_NE(gls.find("groupMemoryBarrier();"), std::string::npos) << gls;
   EXPECT_NE(gls.find("coherent buffer IronBuffer2 "), std::string::npos) << gls << ": fence_device needs coherent buffers";
-  EXPECT_NE(gls.find("shared uint tg_tf[640];"), std::string::npos) << gls;
+  EXPECT_NE(gls.find("shared uint tg_tf[640u];"), std::string::npos) << gls;
 }
 
 // Every CUDA spelling of the lane slice compiles with NVRTC for sm_90a (no driver needed).
