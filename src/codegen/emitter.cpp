@@ -258,12 +258,17 @@ struct Emitter {
       case Op::TgAlloc: break;  // declared by the dialect at function or module scope
       case Op::TgLoad: {
         const ir::Inst& alloc = s.k.insts[in.operands[0]];
-        def(d.tg_load(s, s.concrete(alloc.type), d.tg_name(s.k, alloc) + "[" + arg(1) + "]"));
+        const std::string elem = d.tg_name(s.k, alloc) + "[" + arg(1) + "]";
+        // An array f32 atomics act on may be a word array on the target (tg_word_load).
+        def(s.f32_atomic_allocs.count(in.operands[0]) ? d.tg_word_load(elem) : d.tg_load(s, s.concrete(alloc.type), elem));
         break;
       }
       case Op::TgStore: {
         const ir::Inst& alloc = s.k.insts[in.operands[0]];
-        line(depth, d.tg_store(s, s.concrete(alloc.type), d.tg_name(s.k, alloc) + "[" + arg(1) + "]", arg(2)) + ";");
+        const std::string elem = d.tg_name(s.k, alloc) + "[" + arg(1) + "]";
+        line(depth, (s.f32_atomic_allocs.count(in.operands[0]) ? d.tg_word_store(elem, arg(2))
+                                                               : d.tg_store(s, s.concrete(alloc.type), elem, arg(2))) +
+                        ";");
         break;
       }
       // Register arrays: an array of register values, every index a constant (register_arrays).
@@ -272,6 +277,29 @@ struct Emitter {
         break;
       case Op::LocalLoad: def(local_name(s.k.insts[in.operands[0]]) + "[" + arg(1) + "]"); break;
       case Op::LocalStore: line(depth, local_name(s.k.insts[in.operands[0]]) + "[" + arg(1) + "] = " + arg(2) + ";"); break;
+      case Op::LaneShuffle: case Op::LaneShuffleXor: case Op::LaneShuffleUp: case Op::LaneShuffleDown:
+      case Op::LaneBroadcast: case Op::LaneMin: case Op::LaneAnd: case Op::LaneOr: case Op::LaneInclusiveSum:
+      case Op::LaneExclusiveSum: case Op::LaneBallot: case Op::LaneAny: case Op::LaneAll: {
+        std::vector<std::string> a;
+        for (int i = 0; i < in.num_operands(); ++i) a.push_back(arg(i));
+        def(d.lane_op(s, in, s.concrete(s.k.insts[in.operands[0]].type), a));
+        break;
+      }
+      case Op::AtomicAdd: case Op::AtomicMin: case Op::AtomicMax: case Op::AtomicAnd: case Op::AtomicOr:
+      case Op::AtomicExchange: case Op::AtomicCas: case Op::TgAtomicAdd: case Op::TgAtomicMin:
+      case Op::TgAtomicMax: case Op::TgAtomicAnd: case Op::TgAtomicOr: case Op::TgAtomicExchange:
+      case Op::TgAtomicCas: {
+        ir::AtomicOperands ao = ir::atomic_operands(in);
+        std::vector<std::string> a{v(ao.index)};
+        if (ao.expected != ir::kNone) a.push_back(v(ao.expected));
+        a.push_back(v(ao.value));
+        std::vector<std::string> lines;
+        std::string expr = d.atomic(s, in, t, reg(id), a, lines);
+        for (const std::string& l : lines) line(depth, l);
+        line(depth, d.decl(t) + reg(id) + " = " + expr + ";");  // never fused: it has a side effect
+        break;
+      }
+      case Op::FenceThreadgroup: case Op::FenceDevice: line(depth, d.fence(in.op)); break;
       case Op::Barrier: line(depth, d.barrier()); break;
       case Op::LaneSum: case Op::LaneMax: def(d.lane_reduce(s, in, t, arg(0))); break;
       case Op::If:
@@ -330,7 +358,7 @@ Emitted emit(const ir::Kernel& k, Instantiation dtype, Target target, const Emit
     result.diags.error({}, why);
     return result;
   }
-  EmitState s{k, dtype, {}, {}, {}, false, false, false, false, false, false, false, false, {}, {}};
+  EmitState s{k, dtype, {}, {}, {}, false, false, false, false, false, false, false, false, {}, {}, {}, false, {}};
   s.preserve_f32_specials = options.preserve_f32_specials;
   s.f16_round_to_nearest_even = options.f16_round_to_nearest_even;
   s.loop_check = options.loop_limit_check && target == Target::Glsl;
@@ -351,6 +379,11 @@ Emitted emit(const ir::Kernel& k, Instantiation dtype, Target target, const Emit
     if (c == DType::F16) s.uses_f16 = true;
     if (c == DType::BF16) s.uses_bf16 = true;
     if (ir::has_trait(in.op, ir::trait::L)) s.uses_lane_ops = true;
+    if (ir::is_atomic(in.op) && ir::resolve(in.type.elem(), dtype) == DType::F32) {
+      if (ir::is_global_atomic(in.op)) s.f32_atomic_params.insert(in.param());
+      else s.f32_atomic_allocs.insert(in.operands[0]);
+    }
+    if (in.op == ir::Op::FenceDevice) s.uses_fence_device = true;
     if ((in.op == ir::Op::Load || in.op == ir::Op::Store) && in.attr(ir::Attr::Vec) > 0)
       s.vector_chunks[in.param()].insert(
           chunk_elems(ir::resolve(k.params[in.param()].dtype, dtype), int(in.attr(ir::Attr::Vec))));

@@ -371,6 +371,54 @@ bool read_only_memory(const Kernel& k, uint32_t p) {
   return true;
 }
 
+bool is_global_atomic(Op op) {
+  switch (op) {
+    case Op::AtomicAdd: case Op::AtomicMin: case Op::AtomicMax: case Op::AtomicAnd: case Op::AtomicOr:
+    case Op::AtomicExchange: case Op::AtomicCas:
+      return true;
+    default: return false;
+  }
+}
+
+bool is_tg_atomic(Op op) {
+  switch (op) {
+    case Op::TgAtomicAdd: case Op::TgAtomicMin: case Op::TgAtomicMax: case Op::TgAtomicAnd: case Op::TgAtomicOr:
+    case Op::TgAtomicExchange: case Op::TgAtomicCas:
+      return true;
+    default: return false;
+  }
+}
+
+bool is_atomic_cas(Op op) { return op == Op::AtomicCas || op == Op::TgAtomicCas; }
+
+Op atomic_kind(Op op) {
+  switch (op) {
+    case Op::TgAtomicAdd: return Op::AtomicAdd;
+    case Op::TgAtomicMin: return Op::AtomicMin;
+    case Op::TgAtomicMax: return Op::AtomicMax;
+    case Op::TgAtomicAnd: return Op::AtomicAnd;
+    case Op::TgAtomicOr: return Op::AtomicOr;
+    case Op::TgAtomicExchange: return Op::AtomicExchange;
+    case Op::TgAtomicCas: return Op::AtomicCas;
+    default: return op;
+  }
+}
+
+AtomicOperands atomic_operands(const Inst& in) {
+  AtomicOperands a;
+  int i = 0;
+  if (is_tg_atomic(in.op)) a.alloc = in.operands[i++];
+  a.index = in.operands[i++];
+  if (is_atomic_cas(in.op)) a.expected = in.operands[i++];
+  a.value = in.operands[i];
+  return a;
+}
+
+bool is_lane_shuffle(Op op) {
+  return op == Op::LaneShuffle || op == Op::LaneShuffleXor || op == Op::LaneShuffleUp || op == Op::LaneShuffleDown ||
+         op == Op::LaneBroadcast;
+}
+
 bool uses_lane_ops(const Kernel& k) {
   bool found = false;
   walk(k, [&](Id id) { found = found || has_trait(k.insts[id].op, trait::L); });

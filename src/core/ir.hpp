@@ -299,6 +299,26 @@ uint64_t threadgroup_bytes(const Kernel& k, Instantiation concrete, const uint32
 // UINT64_MAX when a dispatch-sized array has no values given, or the product overflows.
 uint64_t tg_count(const Kernel& k, const Inst& alloc, const uint32_t* param_values);
 
+// Atomics. Global atomics name their buffer by the Param attribute and take index, value (cas:
+// index, expected, value); threadgroup atomics take the allocation as operand 0 instead. These
+// accessors are the one place that knows the operand layout.
+bool is_global_atomic(Op op);
+bool is_tg_atomic(Op op);
+inline bool is_atomic(Op op) { return is_global_atomic(op) || is_tg_atomic(op); }
+bool is_atomic_cas(Op op);
+// The global form of an atomic (TgAtomicAdd -> AtomicAdd): what it computes, wherever it acts.
+Op atomic_kind(Op op);
+struct AtomicOperands {
+  Id alloc = kNone;     // threadgroup atomics: the TgAlloc
+  Id index = kNone;
+  Id expected = kNone;  // cas only
+  Id value = kNone;
+};
+AtomicOperands atomic_operands(const Inst& in);
+// True for the lane ops that move a value between lanes (operand 1 names the source lane).
+bool is_lane_shuffle(Op op);
+
+
 // Resolves the type parameters: Generic -> concrete.t, GenericW -> concrete.w, anything else
 // unchanged.
 inline DType resolve(DType d, Instantiation concrete) {

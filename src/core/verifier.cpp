@@ -288,6 +288,64 @@ struct Verifier {
                       " (accumulate in f32)");
         same_as_result(0);
         break;
+      case Op::LaneShuffle: case Op::LaneShuffleXor: case Op::LaneShuffleUp: case Op::LaneShuffleDown:
+      case Op::LaneBroadcast:
+        same_as_result(0);
+        if (o(1) != DType::U32) err(in, std::string("the source lane operand must be u32, is ") + dtype_name(o(1)));
+        break;
+      case Op::LaneMin: case Op::LaneInclusiveSum: case Op::LaneExclusiveSum:
+        if (rt != DType::F32 && !is_integer(rt))
+          err(in, std::string("takes f32, i32 or u32, not ") + dtype_name(rt) + " (accumulate in f32)");
+        same_as_result(0);
+        break;
+      case Op::LaneAnd: case Op::LaneOr:
+        if (!is_integer(rt)) err(in, std::string("takes i32 or u32, not ") + dtype_name(rt));
+        same_as_result(0);
+        break;
+      case Op::LaneBallot:
+        need_result(DType::U32);
+        if (o(0) != DType::Bool) err(in, std::string("votes on a bool, not ") + dtype_name(o(0)));
+        break;
+      case Op::LaneAny: case Op::LaneAll:
+        need_result(DType::Bool);
+        if (o(0) != DType::Bool) err(in, std::string("votes on a bool, not ") + dtype_name(o(0)));
+        break;
+      case Op::AtomicAdd: case Op::AtomicMin: case Op::AtomicMax: case Op::AtomicAnd: case Op::AtomicOr:
+      case Op::AtomicExchange: case Op::AtomicCas:
+      case Op::TgAtomicAdd: case Op::TgAtomicMin: case Op::TgAtomicMax: case Op::TgAtomicAnd: case Op::TgAtomicOr:
+      case Op::TgAtomicExchange: case Op::TgAtomicCas: {
+        AtomicOperands a = atomic_operands(in);
+        DType memory = DType::Void;
+        if (is_global_atomic(in.op)) {
+          if (const Param* p = param_ok(ParamKind::Buffer)) {
+            memory = p->dtype;
+            if (p->access != Access::ReadWrite)
+              err(in, "needs an inout buffer ('" + p->name + "' is " + access_name(p->access) +
+                          "): an atomic reads and writes");
+          }
+        } else if (k.insts[a.alloc].op != Op::TgAlloc) {
+          err(in, "operand 0 is not a threadgroup allocation");
+        } else {
+          memory = ty(a.alloc);
+        }
+        if (memory == DType::Void) break;
+        if (memory != DType::F32 && !is_integer(memory))
+          err(in, std::string("atomics act on f32, i32 or u32 memory, not ") + dtype_name(memory));
+        Op kind = atomic_kind(in.op);
+        if ((kind == Op::AtomicAnd || kind == Op::AtomicOr) && !is_integer(memory))
+          err(in, std::string("is defined on i32 and u32 memory only, not ") + dtype_name(memory));
+        need_result(memory);
+        if (!is_integer(ty(a.index))) err(in, std::string("index must be i32 or u32, is ") + dtype_name(ty(a.index)));
+        if (ty(a.value) != memory)
+          err(in, std::string("value is ") + dtype_name(ty(a.value)) + " but the memory holds " + dtype_name(memory) +
+                      " (insert a cast)");
+        if (a.expected != kNone && ty(a.expected) != memory)
+          err(in, std::string("expected value is ") + dtype_name(ty(a.expected)) + " but the memory holds " +
+                      dtype_name(memory) + " (insert a cast)");
+        break;
+      }
+      case Op::FenceThreadgroup: case Op::FenceDevice:
+        break;
       case Op::If:
         if (o(0) != DType::Bool) err(in, "condition must be bool");
         break;
@@ -325,8 +383,9 @@ struct Verifier {
       case Op::Count_:
         break;
     }
-    if (has_trait(in.op, trait::S) && in.op != Op::Var && in.op != Op::TgAlloc && in.op != Op::LocalAlloc && in.op != Op::LaneSum &&
-        in.op != Op::LaneMax && in.op != Op::For && in.op != Op::Call && rt != DType::Void)
+    // Lane operations and atomics are side effects that define a value (convergent, or memory).
+    if (has_trait(in.op, trait::S) && in.op != Op::Var && in.op != Op::TgAlloc && in.op != Op::LocalAlloc &&
+        !has_trait(in.op, trait::L) && !is_atomic(in.op) && in.op != Op::For && in.op != Op::Call && rt != DType::Void)
       err(in, "a side-effect op defines no value");
   }
 

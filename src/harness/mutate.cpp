@@ -109,7 +109,21 @@ std::string barrier_orders_nothing(const Kernel& k, Id id) {
         name = "buffer '" + k.params[in.param()].name + "'";
         write = in.op == Op::Store;
         return true;
-      default: return false;
+      default:
+        // An atomic reads and writes its element.
+        if (ir::is_global_atomic(in.op)) {
+          name = "buffer '" + k.params[in.param()].name + "'";
+          write = true;
+          return true;
+        }
+        if (ir::is_tg_atomic(in.op)) {
+          const Inst& a = k.insts[in.operands[0]];
+          const uint64_t n = uint64_t(a.attr(ir::Attr::Name));
+          name = "threadgroup array '" + (n < k.strings.size() ? k.strings[size_t(n)] : std::string("?")) + "'";
+          write = true;
+          return true;
+        }
+        return false;
     }
   };
   auto pos = std::find(o.ids.begin(), o.ids.end(), id);

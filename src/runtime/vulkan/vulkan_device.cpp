@@ -288,6 +288,9 @@ struct PhysicalDevice {
   bool f16_rte = false;
   // Subgroup shuffles in compute shaders: the lane reductions' butterflies need them.
   bool subgroup_shuffle = false;
+  // Ballots and votes (lane_ballot; lane_any, lane_all) in compute shaders.
+  bool subgroup_ballot = false;
+  bool subgroup_vote = false;
   bool storage_16bit = false;
   bool uniform_storage_16bit = false;
   bool shader_float16 = false;
@@ -346,6 +349,9 @@ PhysicalDevice describe(const Instance& inst, VkPhysicalDevice handle) {
   }
   pd.subgroup_shuffle = v11 && (subgroup.supportedOperations & VK_SUBGROUP_FEATURE_SHUFFLE_BIT) &&
                         (subgroup.supportedStages & VK_SHADER_STAGE_COMPUTE_BIT);
+  const bool compute_subgroups = v11 && (subgroup.supportedStages & VK_SHADER_STAGE_COMPUTE_BIT);
+  pd.subgroup_ballot = compute_subgroups && (subgroup.supportedOperations & VK_SUBGROUP_FEATURE_BALLOT_BIT);
+  pd.subgroup_vote = compute_subgroups && (subgroup.supportedOperations & VK_SUBGROUP_FEATURE_VOTE_BIT);
   pd.preserve_f32_specials = v12 && float_controls.shaderSignedZeroInfNanPreserveFloat32;
   pd.f16_rte = v12 && float_controls.shaderRoundingModeRTEFloat16;
   pd.loop_limited = have_driver && driver.driverID == VK_DRIVER_ID_MESA_LLVMPIPE;
@@ -776,6 +782,17 @@ class VulkanDevice final : public Device {
     if (ir::uses_lane_ops(k) && !pd_.subgroup_shuffle)
       throw Error("kernel '" + k.name + "' uses lane reductions, which are subgroup shuffle butterflies on Vulkan; device '" +
                   pd_.info.name + "' does not support subgroup shuffles in compute shaders (VK_SUBGROUP_FEATURE_SHUFFLE_BIT)");
+    bool ballot = false, vote = false;
+    ir::walk(k, [&](ir::Id id) {
+      ballot = ballot || k.insts[id].op == ir::Op::LaneBallot;
+      vote = vote || k.insts[id].op == ir::Op::LaneAny || k.insts[id].op == ir::Op::LaneAll;
+    });
+    if (ballot && !pd_.subgroup_ballot)
+      throw Error("kernel '" + k.name + "' uses lane_ballot; device '" + pd_.info.name +
+                  "' does not support subgroup ballots in compute shaders (VK_SUBGROUP_FEATURE_BALLOT_BIT)");
+    if (vote && !pd_.subgroup_vote)
+      throw Error("kernel '" + k.name + "' uses lane_any or lane_all; device '" + pd_.info.name +
+                  "' does not support subgroup votes in compute shaders (VK_SUBGROUP_FEATURE_VOTE_BIT)");
     codegen::EmitOptions options;
     options.loop_limit_check = pd_.loop_limited;
     // lavapipe's fma is a multiply and an add (two roundings): emulated with one.
