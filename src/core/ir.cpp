@@ -21,16 +21,22 @@ const char* dtype_name(DType d) {
     case DType::Bool: return "bool";
     case DType::Generic: return "T";
     case DType::Void: return "void";
+    case DType::I8: return "i8";
+    case DType::U8: return "u8";
+    case DType::I16: return "i16";
+    case DType::U16: return "u16";
+    case DType::I64: return "i64";
+    case DType::U64: return "u64";
+    case DType::F8E4M3: return "f8e4m3";
+    case DType::F8E5M2: return "f8e5m2";
   }
   return "?";
 }
 
 bool parse_dtype(std::string_view s, DType& out) {
-  static const DType all[] = {DType::F32, DType::F16, DType::BF16, DType::I32,
-                              DType::U32, DType::Bool, DType::Generic, DType::Void};
-  for (DType d : all)
-    if (s == dtype_name(d)) {
-      out = d;
+  for (size_t i = 0; i < kNumDTypes; ++i)
+    if (s == dtype_name(DType(i))) {
+      out = DType(i);
       return true;
     }
   return false;
@@ -38,17 +44,31 @@ bool parse_dtype(std::string_view s, DType& out) {
 
 size_t dtype_size(DType d) {
   switch (d) {
-    case DType::F16:
-    case DType::BF16: return 2;
+    case DType::I8: case DType::U8: case DType::F8E4M3: case DType::F8E5M2: return 1;
+    case DType::F16: case DType::BF16: case DType::I16: case DType::U16: return 2;
+    case DType::I64: case DType::U64: return 8;
     case DType::Void: return 0;
     default: return 4;
   }
 }
 
 bool is_float(DType d) {
-  return d == DType::F32 || d == DType::F16 || d == DType::BF16 || d == DType::Generic;
+  return d == DType::F32 || d == DType::F16 || d == DType::BF16 || d == DType::Generic || is_fp8(d);
 }
-bool is_integer(DType d) { return d == DType::I32 || d == DType::U32; }
+bool is_fp8(DType d) { return d == DType::F8E4M3 || d == DType::F8E5M2; }
+bool is_integer(DType d) { return int_bits(d) != 0; }
+bool is_signed_integer(DType d) {
+  return d == DType::I8 || d == DType::I16 || d == DType::I32 || d == DType::I64;
+}
+unsigned int_bits(DType d) {
+  switch (d) {
+    case DType::I8: case DType::U8: return 8;
+    case DType::I16: case DType::U16: return 16;
+    case DType::I32: case DType::U32: return 32;
+    case DType::I64: case DType::U64: return 64;
+    default: return 0;
+  }
+}
 
 const char* mode_name(Mode m) { return m == Mode::Elementwise ? "Elementwise" : "Reduction"; }
 
@@ -174,11 +194,13 @@ uint64_t threadgroup_bytes(const Kernel& k, DType concrete) {
   uint64_t bytes = 0;
   walk(k, [&](Id id) {
     const Inst& in = k.insts[id];
-    // Threadgroup arrays hold register values, and every register type is 4 bytes wide
-    // (16-bit floats are computed in f32; see docs/dsl.md).
+    // Threadgroup arrays hold register values: 8 bytes for i64/u64, 4 for every other dtype
+    // (16-bit floats and fp8 are held in f32, 8- and 16-bit integers in 32-bit registers).
     // Saturating: a count that overflows the total must fail the shared-memory check, not wrap
     // to a small number that passes it.
-    if (in.op == Op::TgAlloc) bytes = num::saturating_add(bytes, num::saturating_mul(uint64_t(std::max<int64_t>(in.imm, 0)), 4));
+    if (in.op != Op::TgAlloc) return;
+    const uint64_t slot = int_bits(resolve(in.type, concrete)) == 64 ? 8 : 4;
+    bytes = num::saturating_add(bytes, num::saturating_mul(uint64_t(std::max<int64_t>(in.imm, 0)), slot));
   });
   return bytes;
 }

@@ -85,7 +85,9 @@ struct Printer {
     out << mnemonic(in.op);
     // Attributes
     if (in.op == Op::Const) {
-      out << "<" << (is_float(in.type) ? format_float(in.fimm) : std::to_string(in.imm)) << ">";
+      // A u64 constant keeps its bit pattern in imm: printed unsigned.
+      out << "<" << (is_float(in.type) ? format_float(in.fimm)
+                     : in.type == DType::U64 ? std::to_string(uint64_t(in.imm)) : std::to_string(in.imm)) << ">";
     } else if (names_param(in.op)) {
       out << "<" << (in.sym < k.params.size() ? k.params[in.sym].name : "?");
       if (in.imm > 0) out << ", vec" << in.imm;   // vector group leader (vectorize)
@@ -346,11 +348,20 @@ struct Parser {
       else fail("constant '" + text + "' is not a number", text);
       return;
     }
-    switch (in.type) {
-      case DType::I32: in.imm = integer(text, INT32_MIN, INT32_MAX, "i32 constant"); return;
-      case DType::U32: in.imm = integer(text, 0, UINT32_MAX, "u32 constant"); return;
-      case DType::Bool: in.imm = integer(text, 0, 1, "bool constant"); return;
-      default: break;
+    if (in.type == DType::U64) {
+      uint64_t u = 0;
+      if (!num::parse_uint64(text, u)) fail("u64 constant '" + text + "' is not an integer in [0, 2^64-1]", text);
+      in.imm = int64_t(u);  // the bit pattern
+      return;
+    }
+    if (is_integer(in.type)) {
+      const std::string what = std::string(dtype_name(in.type)) + " constant";
+      in.imm = integer(text, num::int_min(in.type), int64_t(num::int_max(in.type)), what);
+      return;
+    }
+    if (in.type == DType::Bool) {
+      in.imm = integer(text, 0, 1, "bool constant");
+      return;
     }
     double f = 0;
     if (!num::parse_double(text, f)) fail("float constant '" + text + "' is not a number (or overflows)", text);

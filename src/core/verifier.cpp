@@ -1,11 +1,13 @@
 // The IR verifier: structure (ids, blocks, scoping) and type rules. Every problem is collected
 // with the instruction's DSL location; nothing is thrown, so one run shows all of them.
 #include <cctype>
+#include <cmath>
 #include <cstdint>
 #include <string>
 #include <vector>
 
 #include "core/ir.hpp"
+#include "core/numeric.hpp"
 
 namespace iron::ir {
 namespace {
@@ -31,6 +33,23 @@ struct Verifier {
   DType ty(Id v) const { return k.insts[v].type; }
 
   bool numeric(DType t) const { return is_float(t) || is_integer(t); }
+
+  // fp8 is a storage format: values of it are loaded, stored, cast, selected and kept in
+  // variables, but never computed with (docs/semantics.md). A T that may become fp8 is too.
+  bool storage_only(DType t) const {
+    if (is_fp8(t)) return true;
+    if (t != DType::Generic) return false;
+    for (DType d : k.dtypes)
+      if (is_fp8(d)) return true;
+    return false;
+  }
+  void reject_storage_only(const Inst& in, DType t) {
+    if (!storage_only(t)) return;
+    if (t == DType::Generic)
+      err(in, "computes with T, which the kernel declares may be fp8 (a storage format: cast to f32 first)");
+    else
+      err(in, std::string("computes with ") + dtype_name(t) + ", a storage format (cast to f32 first)");
+  }
 
   void check_operands(const Inst& in) {
     int arity = op_info(in.op).arity;
@@ -68,7 +87,7 @@ struct Verifier {
                     " but the result is " + dtype_name(in.type) + " (insert a cast)");
     };
     auto integer_operand = [&](int i, const char* what) {
-      if (!is_integer(o(i))) err(in, std::string(what) + " must be i32 or u32, is " + dtype_name(o(i)));
+      if (!is_integer(o(i))) err(in, std::string(what) + " must be an integer, is " + dtype_name(o(i)));
     };
     auto param_ok = [&](ParamKind kind) -> const Param* {
       if (in.sym >= k.params.size()) {
@@ -88,10 +107,14 @@ struct Verifier {
         if (in.type == DType::Void) err(in, "constant needs a dtype");
         // Integer immediates are kept in their dtype's range; one outside it would be read
         // differently by the backends (truncated) and by range checks on the 64-bit value.
-        if (in.type == DType::I32 && (in.imm < INT32_MIN || in.imm > INT32_MAX))
-          err(in, "i32 constant " + std::to_string(in.imm) + " is out of range");
-        if (in.type == DType::U32 && (in.imm < 0 || in.imm > int64_t(UINT32_MAX)))
-          err(in, "u32 constant " + std::to_string(in.imm) + " is out of range");
+        // A u64 constant keeps its 64-bit pattern in imm, so every imm is one.
+        if (is_integer(in.type) && in.type != DType::U64 &&
+            (in.imm < num::int_min(in.type) || (in.imm > 0 && uint64_t(in.imm) > num::int_max(in.type))))
+          err(in, std::string(dtype_name(in.type)) + " constant " + std::to_string(in.imm) + " is out of range");
+        // An fp8 register always holds an fp8 value: a constant must be one exactly.
+        if (is_fp8(in.type) && !std::isnan(in.fimm) && double(num::round_to(in.type, float(in.fimm))) != in.fimm)
+          err(in, std::string(dtype_name(in.type)) + " constant " + std::to_string(in.fimm) + " is not an " +
+                      dtype_name(in.type) + " value");
         if (in.type == DType::Bool && in.imm != 0 && in.imm != 1) err(in, "bool constant must be 0 or 1");
         break;
       case Op::Param:
@@ -106,6 +129,7 @@ struct Verifier {
         break;
       case Op::Add: case Op::Sub: case Op::Mul: case Op::Div: case Op::Min: case Op::Max:
         if (!numeric(in.type)) err(in, std::string("needs numeric operands, not ") + dtype_name(in.type));
+        reject_storage_only(in, in.type);
         same_as_result(0);
         same_as_result(1);
         break;
@@ -116,14 +140,17 @@ struct Verifier {
         break;
       case Op::Neg: case Op::Abs:
         if (!numeric(in.type)) err(in, "needs a numeric operand");
+        reject_storage_only(in, in.type);
         same_as_result(0);
         break;
       case Op::Fma:
         if (!is_float(in.type)) err(in, "needs float operands");
+        reject_storage_only(in, in.type);
         same_as_result(0); same_as_result(1); same_as_result(2);
         break;
       case Op::Exp: case Op::Log: case Op::Sqrt: case Op::Rsqrt: case Op::Tanh:
         if (!is_float(in.type)) err(in, std::string("is defined on floats only, not ") + dtype_name(in.type));
+        reject_storage_only(in, in.type);
         same_as_result(0);
         break;
       case Op::And: case Op::Or: case Op::Xor:
@@ -145,6 +172,8 @@ struct Verifier {
           err(in, std::string("compares ") + dtype_name(o(0)) + " with " + dtype_name(o(1)) + " (insert a cast)");
         else if (o(0) == DType::Bool && in.op != Op::Eq && in.op != Op::Ne)
           err(in, std::string(mnemonic(in.op)) + " orders bool values; only eq and ne compare bools (cast to u32 first)");
+        else
+          reject_storage_only(in, o(0));
         break;
       case Op::Select:
         if (o(0) != DType::Bool) err(in, "condition must be bool");
@@ -203,7 +232,7 @@ struct Verifier {
       case Op::Barrier:
         break;
       case Op::LaneSum: case Op::LaneMax:
-        if (in.type != DType::F32 && !is_integer(in.type))
+        if (in.type != DType::F32 && in.type != DType::I32 && in.type != DType::U32)
           err(in, std::string("lane reductions take f32, i32 or u32, not ") + dtype_name(in.type) +
                       " (accumulate in f32)");
         same_as_result(0);
@@ -223,7 +252,7 @@ struct Verifier {
         if (!k.is_function) err(in, "ret outside a device function");
         break;
       case Op::For: {
-        if (!is_integer(in.type)) err(in, "induction variable must be i32 or u32");
+        if (in.type != DType::I32 && in.type != DType::U32) err(in, "induction variable must be i32 or u32");
         same_as_result(0); same_as_result(1); same_as_result(2);
         const Inst& step = k.insts[in.operands[2]];
         // The step is read as the loop's 32-bit type, as every backend does: a constant whose
@@ -334,7 +363,8 @@ struct Verifier {
       if (p.kind == ParamKind::Scalar && p.dtype != DType::F32 && p.dtype != DType::I32 && p.dtype != DType::U32)
         d.error(p.loc, "scalar parameter '" + p.name + "' must be f32, i32 or u32");
       if (p.kind == ParamKind::Buffer && p.dtype != DType::Generic && !is_float(p.dtype) && !is_integer(p.dtype))
-        d.error(p.loc, "buffer parameter '" + p.name + "' must hold f32, f16, bf16, i32, u32 or T");
+        d.error(p.loc, "buffer parameter '" + p.name + "' must hold a float or integer dtype or T, not " +
+                           dtype_name(p.dtype));
       for (uint32_t a : p.aliases)
         if (a >= i || k.params[a].kind != ParamKind::Buffer || p.kind != ParamKind::Buffer)
           d.error(p.loc, "aliases of '" + p.name + "' must name earlier buffer parameters");

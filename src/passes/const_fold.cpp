@@ -66,8 +66,7 @@ bool fold_value(ir::Kernel& k, Id id, PassContext& ctx) {
   in.loc = loc;
   in.flags = flags;
   if (is_float(t)) in.fimm = out.f();
-  else if (t == DType::I32) in.imm = out.i();
-  else if (t == DType::U32) in.imm = out.u();
+  else if (is_integer(t)) in.imm = int64_t(out.bits);  // the canonical register; u64 keeps its bits
   else in.imm = out.b() ? 1 : 0;
   ctx.stat("const_fold.folded");
   return true;

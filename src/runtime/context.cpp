@@ -57,7 +57,7 @@ std::vector<DeviceInfo> list_devices(Backend backend, std::string* why) {
 
 namespace {
 
-constexpr size_t kNumDTypes = size_t(DType::Void) + 1;
+
 
 // What validation needs from the IR besides its params: both are whole-IR walks, so they are
 // computed once per kernel (per dtype for the threadgroup bytes) and kept next to its pipelines.
