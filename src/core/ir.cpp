@@ -184,6 +184,22 @@ bool read_only_memory(const Kernel& k, uint32_t p) {
   return true;
 }
 
+bool float_everywhere(const Kernel& k, DType t) {
+  if (!is_float(t)) return false;
+  if (t != DType::Generic) return true;
+  for (DType d : k.dtypes)
+    if (!is_float(d)) return false;
+  return true;
+}
+
+uint32_t dtypes_used(const Kernel& k) {
+  static_assert(kNumDTypes <= 32, "dtypes_used is a 32-bit mask");
+  uint32_t mask = 0;
+  for (const Param& p : k.params) mask |= 1u << unsigned(p.dtype);
+  walk(k, [&](Id id) { mask |= 1u << unsigned(k.insts[id].type); });
+  return mask;
+}
+
 bool uses_lane_ops(const Kernel& k) {
   bool found = false;
   walk(k, [&](Id id) { found = found || has_trait(k.insts[id].op, trait::L); });

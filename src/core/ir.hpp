@@ -174,6 +174,8 @@ uint64_t content_hash(const Kernel& k);
 // True if any instruction uses lane or threadgroup-wide operations (the dispatch must then use
 // a threadgroup size that is a positive multiple of the lane width).
 bool uses_lane_ops(const Kernel& k);
+// Bit d set when dtype d is the dtype of a parameter or an instruction (bit Generic: T is used).
+uint32_t dtypes_used(const Kernel& k);
 // True when buffer parameter `p` is declared to alias another buffer parameter (either side).
 bool is_aliased(const Kernel& k, uint32_t p);
 // True when no store of the kernel can change buffer parameter `p`'s memory: it is `in` and no
@@ -181,6 +183,10 @@ bool is_aliased(const Kernel& k, uint32_t p);
 bool read_only_memory(const Kernel& k, uint32_t p);
 // Bytes of threadgroup memory the kernel allocates for the given concrete dtype.
 uint64_t threadgroup_bytes(const Kernel& k, DType concrete);
+
+// True when values of dtype t are floats at every dtype the kernel may be emitted for: a float
+// dtype, or T when every dtype T may take is a float (a T over integers is not).
+bool float_everywhere(const Kernel& k, DType t);
 
 // Resolves the generic dtype: Generic -> concrete, anything else unchanged.
 inline DType resolve(DType d, DType concrete) { return d == DType::Generic ? concrete : d; }

@@ -370,6 +370,8 @@ struct Parser {
     if (std::isfinite(f) && std::fabs(f) > double(std::numeric_limits<float>::max()))
       fail("float constant " + text + " overflows f32", text);
     in.fimm = f;
+    // A T constant may become an integer: an integral literal keeps that reading too.
+    if (in.type == DType::Generic && std::trunc(f) == f && std::fabs(f) < 0x1p63) in.imm = int64_t(f);
   }
 
   void inst(std::string line) {

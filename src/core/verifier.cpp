@@ -27,28 +27,27 @@ struct Verifier {
   std::vector<uint8_t> inst_seen;   // inst id -> placed already
 
   void err(const Inst& in, const std::string& msg) {
-    d.error(in.loc, std::string("'") + mnemonic(in.op) + "': " + msg);
+    std::string text = std::string("'") + mnemonic(in.op) + "': " + msg;
+    if (subst != DType::Void && in.type == DType::Generic) text += std::string(" (with T = ") + dtype_name(subst) + ")";
+    // The per-dtype passes over a generic kernel find a dtype-independent error once each.
+    for (const Diagnostic& x : d.items)
+      if (x.loc.file == in.loc.file && x.loc.line == in.loc.line && x.message == text) return;
+    d.error(in.loc, std::move(text));
   }
 
-  DType ty(Id v) const { return k.insts[v].type; }
+  // The dtype T stands for while the type rules run: a generic kernel is checked once per
+  // declared dtype (T = i8 must obey the integer rules, T = f8e4m3 the storage-only rule);
+  // Void outside that loop (T then counts as a float).
+  DType subst = DType::Void;
+  DType sub(DType t) const { return t == DType::Generic && subst != DType::Void ? subst : t; }
+  DType ty(Id v) const { return sub(k.insts[v].type); }
 
   bool numeric(DType t) const { return is_float(t) || is_integer(t); }
 
   // fp8 is a storage format: values of it are loaded, stored, cast, selected and kept in
   // variables, but never computed with (docs/semantics.md). A T that may become fp8 is too.
-  bool storage_only(DType t) const {
-    if (is_fp8(t)) return true;
-    if (t != DType::Generic) return false;
-    for (DType d : k.dtypes)
-      if (is_fp8(d)) return true;
-    return false;
-  }
   void reject_storage_only(const Inst& in, DType t) {
-    if (!storage_only(t)) return;
-    if (t == DType::Generic)
-      err(in, "computes with T, which the kernel declares may be fp8 (a storage format: cast to f32 first)");
-    else
-      err(in, std::string("computes with ") + dtype_name(t) + ", a storage format (cast to f32 first)");
+    if (is_fp8(t)) err(in, std::string("computes with ") + dtype_name(t) + ", a storage format (cast to f32 first)");
   }
 
   void check_operands(const Inst& in) {
@@ -76,15 +75,16 @@ struct Verifier {
   }
 
   void types(const Inst& in) {
+    const DType rtype = sub(in.type);
     auto o = [&](int i) { return ty(in.operands[i]); };
     auto need_result = [&](DType want) {
-      if (in.type != want)
-        err(in, std::string("result must be ") + dtype_name(want) + ", is " + dtype_name(in.type));
+      if (rtype != sub(want))
+        err(in, std::string("result must be ") + dtype_name(want) + ", is " + dtype_name(rtype));
     };
     auto same_as_result = [&](int i) {
-      if (o(i) != in.type)
+      if (o(i) != rtype)
         err(in, std::string("operand ") + std::to_string(i) + " is " + dtype_name(o(i)) +
-                    " but the result is " + dtype_name(in.type) + " (insert a cast)");
+                    " but the result is " + dtype_name(rtype) + " (insert a cast)");
     };
     auto integer_operand = [&](int i, const char* what) {
       if (!is_integer(o(i))) err(in, std::string(what) + " must be an integer, is " + dtype_name(o(i)));
@@ -104,18 +104,21 @@ struct Verifier {
 
     switch (in.op) {
       case Op::Const:
-        if (in.type == DType::Void) err(in, "constant needs a dtype");
+        if (rtype == DType::Void) err(in, "constant needs a dtype");
         // Integer immediates are kept in their dtype's range; one outside it would be read
         // differently by the backends (truncated) and by range checks on the 64-bit value.
         // A u64 constant keeps its 64-bit pattern in imm, so every imm is one.
-        if (is_integer(in.type) && in.type != DType::U64 &&
-            (in.imm < num::int_min(in.type) || (in.imm > 0 && uint64_t(in.imm) > num::int_max(in.type))))
-          err(in, std::string(dtype_name(in.type)) + " constant " + std::to_string(in.imm) + " is out of range");
+        if (is_integer(rtype) && rtype != DType::U64 &&
+            (in.imm < num::int_min(rtype) || (in.imm > 0 && uint64_t(in.imm) > num::int_max(rtype))))
+          err(in, std::string(dtype_name(rtype)) + " constant " + std::to_string(in.imm) + " is out of range");
         // An fp8 register always holds an fp8 value: a constant must be one exactly.
-        if (is_fp8(in.type) && !std::isnan(in.fimm) && double(num::round_to(in.type, float(in.fimm))) != in.fimm)
-          err(in, std::string(dtype_name(in.type)) + " constant " + std::to_string(in.fimm) + " is not an " +
-                      dtype_name(in.type) + " value");
-        if (in.type == DType::Bool && in.imm != 0 && in.imm != 1) err(in, "bool constant must be 0 or 1");
+        if (is_fp8(rtype) && !std::isnan(in.fimm) && double(num::round_to(rtype, float(in.fimm))) != in.fimm)
+          err(in, std::string(dtype_name(rtype)) + " constant " + std::to_string(in.fimm) + " is not an " +
+                      dtype_name(rtype) + " value");
+        if (rtype == DType::Bool && in.imm != 0 && in.imm != 1) err(in, "bool constant must be 0 or 1");
+        // A T constant used as an integer dtype must be a whole number that fits it.
+        if (in.type == DType::Generic && is_integer(rtype) && double(in.imm) != in.fimm)
+          err(in, "T constant " + std::to_string(in.fimm) + " is not an integer (a float literal meets an integer T)");
         break;
       case Op::Param:
         if (const Param* p = param_ok(ParamKind::Scalar)) need_result(p->dtype);
@@ -128,41 +131,41 @@ struct Verifier {
         need_result(DType::U32);
         break;
       case Op::Add: case Op::Sub: case Op::Mul: case Op::Div: case Op::Min: case Op::Max:
-        if (!numeric(in.type)) err(in, std::string("needs numeric operands, not ") + dtype_name(in.type));
-        reject_storage_only(in, in.type);
+        if (!numeric(rtype)) err(in, std::string("needs numeric operands, not ") + dtype_name(rtype));
+        reject_storage_only(in, rtype);
         same_as_result(0);
         same_as_result(1);
         break;
       case Op::Rem:
-        if (!is_integer(in.type)) err(in, "needs integer operands");
+        if (!is_integer(rtype)) err(in, "needs integer operands");
         same_as_result(0);
         same_as_result(1);
         break;
       case Op::Neg: case Op::Abs:
-        if (!numeric(in.type)) err(in, "needs a numeric operand");
-        reject_storage_only(in, in.type);
+        if (!numeric(rtype)) err(in, "needs a numeric operand");
+        reject_storage_only(in, rtype);
         same_as_result(0);
         break;
       case Op::Fma:
-        if (!is_float(in.type)) err(in, "needs float operands");
-        reject_storage_only(in, in.type);
+        if (!is_float(rtype)) err(in, "needs float operands");
+        reject_storage_only(in, rtype);
         same_as_result(0); same_as_result(1); same_as_result(2);
         break;
       case Op::Exp: case Op::Log: case Op::Sqrt: case Op::Rsqrt: case Op::Tanh:
-        if (!is_float(in.type)) err(in, std::string("is defined on floats only, not ") + dtype_name(in.type));
-        reject_storage_only(in, in.type);
+        if (!is_float(rtype)) err(in, std::string("is defined on floats only, not ") + dtype_name(rtype));
+        reject_storage_only(in, rtype);
         same_as_result(0);
         break;
       case Op::And: case Op::Or: case Op::Xor:
-        if (!is_integer(in.type) && in.type != DType::Bool) err(in, "needs integer or bool operands");
+        if (!is_integer(rtype) && rtype != DType::Bool) err(in, "needs integer or bool operands");
         same_as_result(0); same_as_result(1);
         break;
       case Op::Not:
-        if (!is_integer(in.type) && in.type != DType::Bool) err(in, "needs an integer or bool operand");
+        if (!is_integer(rtype) && rtype != DType::Bool) err(in, "needs an integer or bool operand");
         same_as_result(0);
         break;
       case Op::Shl: case Op::Shr:
-        if (!is_integer(in.type)) err(in, "needs integer operands");
+        if (!is_integer(rtype)) err(in, "needs integer operands");
         same_as_result(0);
         integer_operand(1, "shift amount");
         break;
@@ -180,7 +183,7 @@ struct Verifier {
         same_as_result(1); same_as_result(2);
         break;
       case Op::Cast:
-        if (!numeric(in.type) && in.type != DType::Bool) err(in, "cast target must be a value dtype");
+        if (!numeric(rtype) && rtype != DType::Bool) err(in, "cast target must be a value dtype");
         break;
       case Op::Load:
         if (const Param* p = param_ok(ParamKind::Buffer)) {
@@ -192,14 +195,14 @@ struct Verifier {
       case Op::Store:
         if (const Param* p = param_ok(ParamKind::Buffer)) {
           if (p->access == Access::Read) err(in, "writes input buffer '" + p->name + "' (declare it out or inout)");
-          if (o(1) != p->dtype)
+          if (o(1) != sub(p->dtype))
             err(in, std::string("stores ") + dtype_name(o(1)) + " into buf<" + dtype_name(p->dtype) + "> '" +
                         p->name + "' (insert a cast)");
         }
         integer_operand(0, "index");
         break;
       case Op::Var:
-        if (in.type == DType::Void) err(in, "variable needs a dtype");
+        if (rtype == DType::Void) err(in, "variable needs a dtype");
         same_as_result(0);
         break;
       case Op::VarLoad:
@@ -232,8 +235,8 @@ struct Verifier {
       case Op::Barrier:
         break;
       case Op::LaneSum: case Op::LaneMax:
-        if (in.type != DType::F32 && in.type != DType::I32 && in.type != DType::U32)
-          err(in, std::string("lane reductions take f32, i32 or u32, not ") + dtype_name(in.type) +
+        if (rtype != DType::F32 && rtype != DType::I32 && rtype != DType::U32)
+          err(in, std::string("lane reductions take f32, i32 or u32, not ") + dtype_name(rtype) +
                       " (accumulate in f32)");
         same_as_result(0);
         break;
@@ -241,27 +244,27 @@ struct Verifier {
         if (o(0) != DType::Bool) err(in, "condition must be bool");
         break;
       case Op::Call:
-        if (in.type == DType::Void) err(in, "a call needs a result dtype");
+        if (rtype == DType::Void) err(in, "a call needs a result dtype");
         if (in.sym >= k.strings.size()) err(in, "call names no function");
         break;
       case Op::Arg:
         if (!k.is_function) err(in, "arg outside a device function");
-        if (in.type == DType::Void) err(in, "arg needs a dtype");
+        if (rtype == DType::Void) err(in, "arg needs a dtype");
         break;
       case Op::Return:
         if (!k.is_function) err(in, "ret outside a device function");
         break;
       case Op::For: {
-        if (in.type != DType::I32 && in.type != DType::U32) err(in, "induction variable must be i32 or u32");
+        if (rtype != DType::I32 && rtype != DType::U32) err(in, "induction variable must be i32 or u32");
         same_as_result(0); same_as_result(1); same_as_result(2);
         const Inst& step = k.insts[in.operands[2]];
         // The step is read as the loop's 32-bit type, as every backend does: a constant whose
         // 64-bit immediate is nonzero but whose low 32 bits are zero is a zero step.
         if (step.op == Op::Const) {
-          int64_t read = in.type == DType::U32 ? int64_t(uint32_t(step.imm)) : int64_t(int32_t(step.imm));
+          int64_t read = rtype == DType::U32 ? int64_t(uint32_t(step.imm)) : int64_t(int32_t(step.imm));
           if (read <= 0)
             err(in, "loop step is " + std::to_string(read) +
-                        (read != step.imm ? " (constant " + std::to_string(step.imm) + " read as " + dtype_name(in.type) + ")" : "") +
+                        (read != step.imm ? " (constant " + std::to_string(step.imm) + " read as " + dtype_name(rtype) + ")" : "") +
                         "; it must be positive (the loop would never end)");
         }
         break;
@@ -270,7 +273,7 @@ struct Verifier {
         break;
     }
     if (has_trait(in.op, trait::S) && in.op != Op::Var && in.op != Op::TgAlloc && in.op != Op::LaneSum &&
-        in.op != Op::LaneMax && in.op != Op::For && in.op != Op::Call && in.type != DType::Void)
+        in.op != Op::LaneMax && in.op != Op::For && in.op != Op::Call && rtype != DType::Void)
       err(in, "a side-effect op defines no value");
   }
 
@@ -329,7 +332,18 @@ struct Verifier {
       const Inst& in = k.insts[id];
       if (in.flags & kUntyped) err(in, "result dtype was never inferred (run type_check)");
       check_operands(in);
-      if (ok_operands(in)) types(in);
+      if (ok_operands(in)) {
+        // A generic kernel: the rules for each dtype T may take (T as a float when none).
+        if (k.dtypes.empty()) {
+          types(in);
+        } else {
+          for (DType t : k.dtypes) {
+            subst = t;
+            types(in);
+          }
+          subst = DType::Void;
+        }
+      }
       bool control = has_trait(in.op, trait::F);
       if (!control && (in.blocks[0] != kNone || in.blocks[1] != kNone)) err(in, "only if/for own blocks");
       if (control) {

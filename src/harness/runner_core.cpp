@@ -272,7 +272,7 @@ int cmd_test(const Args& a) {
       if (!ctx) {
         // A backend that cannot run the test fails it: a missing device is never a pass.
         r.message = "backend unavailable: " + unavailable;
-      } else if ((dt.dtype == DType::F16 && !ctx->info().f16) || (dt.dtype == DType::BF16 && !ctx->info().bf16)) {
+      } else if (std::string why; !dtype_supported(ctx->info(), dt.dtype, why)) {
         r.message = std::string("device ") + ctx->info().name + " does not support " + dtype_name(dt.dtype);
         if (!want) r.status = TestOutcome::Status::Skip;
       } else {

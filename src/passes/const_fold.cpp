@@ -6,7 +6,7 @@
 // Every pure op has a defined result (docs/semantics.md), so division by zero or a shift by 32
 // folds to the value every backend computes. Does not handle: casts to the generic T (the
 // rounding depends on the dtype chosen at emission) except of an integer or bool constant 0,
-// which is 0 (+0.0) in every dtype, transcendentals (exp, log, tanh, rsqrt:
+// which is 0 (+0.0) in every dtype, ops on T when T may be an integer dtype, transcendentals (exp, log, tanh, rsqrt:
 // their results are bounded, not bit-exact, across backends, so a fold would change a value
 // with the optimization level), loops (unroll does those).
 // Mutation for tests: const_fold.sub_reversed folds a - b as b - a.
@@ -45,6 +45,10 @@ bool fold_value(ir::Kernel& k, Id id, PassContext& ctx) {
   if (fold_zero_to_generic(k, id, ctx)) return true;
   if (!is_pure_value(in) || in.op == Op::Const || !eval::is_pure_evaluable(in.op)) return false;
   if (in.op == Op::Exp || in.op == Op::Log || in.op == Op::Tanh || in.op == Op::Rsqrt) return false;
+  // T folds as f32, which is only its meaning when every dtype T may take is a float.
+  if (in.type == DType::Generic && !ir::float_everywhere(k, DType::Generic)) return false;
+  for (int i = 0; i < in.num_operands; ++i)
+    if (k.insts[in.operands[i]].type == DType::Generic && !ir::float_everywhere(k, DType::Generic)) return false;
   eval::Scalar args[3];
   for (int i = 0; i < in.num_operands; ++i) {
     const ir::Inst& o = k.insts[in.operands[i]];

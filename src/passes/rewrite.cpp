@@ -125,7 +125,9 @@ Id make_const(ir::Kernel& k, DType type, int64_t i, double f, ir::SrcLoc loc) {
   ir::Inst c;
   c.op = ir::Op::Const;
   c.type = type;
-  if (is_float(type)) c.fimm = f;
+  // A T constant carries both readings: T may become a float or an integer dtype.
+  if (type == DType::Generic) c.fimm = f, c.imm = i;
+  else if (is_float(type)) c.fimm = f;
   else c.imm = i;
   c.loc = loc;
   return k.add_inst(c);

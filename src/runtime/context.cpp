@@ -29,6 +29,19 @@
 
 namespace iron {
 
+bool dtype_supported(const DeviceInfo& dev, DType d, std::string& why) {
+  switch (d) {
+    case DType::F16: why = "no f16 storage"; return dev.f16;
+    case DType::BF16: why = "no bf16 storage"; return dev.bf16;
+    case DType::I8: case DType::U8: case DType::F8E4M3: case DType::F8E5M2:
+      why = "no 8-bit integers or 8-bit storage";
+      return dev.int8;
+    case DType::I16: case DType::U16: why = "no 16-bit integers or 16-bit storage"; return dev.int16;
+    case DType::I64: case DType::U64: why = "no 64-bit integers"; return dev.int64;
+    default: return true;
+  }
+}
+
 const char* backend_name(Backend b) {
   switch (b) {
     case Backend::Cuda: return "cuda";
@@ -64,6 +77,7 @@ namespace {
 struct KernelFacts {
   uint64_t hash = 0;  // ir::content_hash
   bool lane_ops = false;
+  uint32_t dtypes_used = 0;  // ir::dtypes_used
   std::array<uint64_t, kNumDTypes> tg_bytes{};
   std::array<bool, kNumDTypes> tg_known{};
 
@@ -71,6 +85,7 @@ struct KernelFacts {
     KernelFacts f;
     f.hash = hash;
     f.lane_ops = ir::uses_lane_ops(k);
+    f.dtypes_used = ir::dtypes_used(k);
     return f;
   }
   uint64_t threadgroup_bytes(const ir::Kernel& k, DType d) {
@@ -212,6 +227,7 @@ struct Context::Cache {
 struct Context::Prepared {
   uint64_t hash = 0;
   bool lane_ops = false;
+  uint32_t dtypes_used = 0;
   uint64_t shared_bytes = 0;
   bool registered = false;
   rt::CompiledKernel* compiled = nullptr;
@@ -345,6 +361,7 @@ class ParamArray {
 // Facts about the kernel check() would otherwise walk the IR for (see KernelFacts).
 struct CheckFacts {
   bool lane_ops = false;
+  uint32_t dtypes_used = 0;  // bit d: dtype d appears (bit Generic: T does)
   uint64_t shared_bytes = 0;
 };
 
@@ -395,6 +412,16 @@ void check(const DeviceInfo& dev, const ir::Kernel& k, const CheckFacts& facts, 
     fail("threadgroup " + dim_text(tg) + ": x = " + std::to_string(tg.x) + " is not a positive multiple of the lane width " +
          std::to_string(dev.lane_width) +
          " (the kernel uses lane or threadgroup operations; a partial lane group would hang or read garbage)");
+  // Element types the device cannot store or compute (a Vulkan driver without shaderInt8 or
+  // 8-bit storage, say): rejected here, naming the type, rather than failing in the compiler.
+  uint32_t used = facts.dtypes_used;
+  if (used & (1u << unsigned(DType::Generic))) used |= 1u << unsigned(dtype);
+  for (size_t d = 0; d < kNumDTypes; ++d) {
+    if (!(used & (1u << d)) || DType(d) == DType::Generic) continue;
+    std::string why;
+    if (!dtype_supported(dev, DType(d), why))
+      fail(std::string("the kernel uses ") + dtype_name(DType(d)) + ", which " + dev.name + " does not support (" + why + ")");
+  }
   uint64_t shared = facts.shared_bytes;
   if (shared > dev.shared_memory_bytes)
     fail("the kernel needs " + std::to_string(shared) + " bytes of threadgroup memory; the device allows " +
@@ -544,6 +571,7 @@ Context::Prepared Context::prepare(const ir::Kernel& kernel, DType dtype, Dim3 t
     p.registered = true;
     p.hash = r.facts.hash;
     p.lane_ops = r.facts.lane_ops;
+    p.dtypes_used = r.facts.dtypes_used;
     p.shared_bytes = r.facts.threadgroup_bytes(kernel, dtype);
     if (!want_pipeline) return;
     for (const Cache::Fast& f : r.pipelines)
@@ -576,6 +604,7 @@ Context::Prepared Context::prepare(const ir::Kernel& kernel, DType dtype, Dim3 t
   if (it == c.by_hash.end()) it = c.by_hash.emplace(hash, KernelFacts::of(kernel, hash)).first;
   p.hash = hash;
   p.lane_ops = it->second.lane_ops;
+  p.dtypes_used = it->second.dtypes_used;
   p.shared_bytes = it->second.threadgroup_bytes(kernel, dtype);
   return p;
 }
@@ -583,7 +612,7 @@ Context::Prepared Context::prepare(const ir::Kernel& kernel, DType dtype, Dim3 t
 void Context::validate_dispatch(const ir::Kernel& kernel, DType dtype, const Bindings& buffers,
                                 const Constexprs& constexprs, Dim3 grid, Dim3 threadgroup) const {
   Prepared p = prepare(kernel, dtype, threadgroup, false);
-  check(device_->info(), kernel, CheckFacts{p.lane_ops, p.shared_bytes}, dtype, buffers, constexprs, grid, threadgroup,
+  check(device_->info(), kernel, CheckFacts{p.lane_ops, p.dtypes_used, p.shared_bytes}, dtype, buffers, constexprs, grid, threadgroup,
         nullptr);
 }
 
@@ -730,7 +759,7 @@ void Context::dispatch_with_grid(const ir::Kernel& kernel, DType dtype, const Bi
   dtype = normalize(kernel, dtype);
   Prepared p = prepare(kernel, dtype, threadgroup, true);
   rt::LaunchArgs& args = launch_scratch();
-  check(device_->info(), kernel, CheckFacts{p.lane_ops, p.shared_bytes}, dtype, buffers, constexprs, grid, threadgroup,
+  check(device_->info(), kernel, CheckFacts{p.lane_ops, p.dtypes_used, p.shared_bytes}, dtype, buffers, constexprs, grid, threadgroup,
         &args);
   rt::CompiledKernel& compiled = p.compiled ? *p.compiled : pipeline(kernel, dtype, threadgroup, p);
   device_->launch(compiled, args, grid, threadgroup);
@@ -744,7 +773,7 @@ Timing Context::time_dispatch(const ir::Kernel& kernel, DType dtype, const Bindi
   dtype = normalize(kernel, dtype);
   Prepared p = prepare(kernel, dtype, threadgroup, true);
   rt::LaunchArgs& args = launch_scratch();
-  check(device_->info(), kernel, CheckFacts{p.lane_ops, p.shared_bytes}, dtype, buffers, constexprs, grid, threadgroup,
+  check(device_->info(), kernel, CheckFacts{p.lane_ops, p.dtypes_used, p.shared_bytes}, dtype, buffers, constexprs, grid, threadgroup,
         &args);
   rt::CompiledKernel& compiled = p.compiled ? *p.compiled : pipeline(kernel, dtype, threadgroup, p);
   Timing t;

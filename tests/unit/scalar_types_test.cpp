@@ -17,6 +17,24 @@
 #include "core/numeric.hpp"
 #include "passes/eval.hpp"
 
+// The emitted fp8 helpers (src/codegen/fp8_math.inc), compiled here as C++ from the same text.
+namespace fp8_cpu {
+using uint = uint32_t;
+inline uint floatBitsToUint(float f) {
+  uint u;
+  std::memcpy(&u, &f, 4);
+  return u;
+}
+inline float uintBitsToFloat(uint u) {
+  float f;
+  std::memcpy(&f, &u, 4);
+  return f;
+}
+#define IRON_FP8_HELPER(name, ...) __VA_ARGS__
+#include "codegen/fp8_math.inc"
+#undef IRON_FP8_HELPER
+}  // namespace fp8_cpu
+
 using namespace iron;
 using eval::Scalar;
 using ir::Op;
@@ -132,6 +150,32 @@ TEST(ScalarTypes, Fp8SaturatesToTheLargestFiniteValueAndKeepsNan) {
   EXPECT_EQ(num::f32_to_fp8(DType::F8E4M3, -0.0f), 0x80);
   EXPECT_EQ(num::fp8_to_f32(DType::F8E4M3, 0x01), std::ldexp(1.0f, -9));  // smallest subnormal
   EXPECT_EQ(num::fp8_to_f32(DType::F8E5M2, 0x01), std::ldexp(1.0f, -16));
+}
+
+TEST(ScalarTypes, EmittedFp8HelpersAgreeWithTheHostConversionsBitForBit) {
+  for (int c = 0; c < 256; ++c) {
+    for (DType d : {DType::F8E4M3, DType::F8E5M2}) {
+      const float want = num::fp8_to_f32(d, uint8_t(c));
+      const float got = d == DType::F8E4M3 ? fp8_cpu::iron_e4m3_to_f32(uint32_t(c)) : fp8_cpu::iron_e5m2_to_f32(uint32_t(c));
+      if (std::isnan(want)) EXPECT_TRUE(std::isnan(got)) << c;
+      else EXPECT_EQ(to_bits(got), to_bits(want)) << dtype_name(d) << " code " << c;
+    }
+  }
+  auto check = [](float x) {
+    ASSERT_EQ(fp8_cpu::iron_f32_to_e4m3(x), num::f32_to_fp8(DType::F8E4M3, x)) << x << " bits 0x" << std::hex << to_bits(x);
+    ASSERT_EQ(fp8_cpu::iron_f32_to_e5m2(x), num::f32_to_fp8(DType::F8E5M2, x)) << x << " bits 0x" << std::hex << to_bits(x);
+  };
+  for (uint32_t h = 0; h < 65536; ++h) {
+    check(num::f16_to_f32(uint16_t(h)));
+    for (int delta = -3; delta <= 3; ++delta) check(from_bits((h << 16) + uint32_t(delta)));
+    if (testing::Test::HasFatalFailure()) return;
+  }
+  uint64_t s = 1;  // and 2^22 random f32 patterns
+  for (int i = 0; i < (1 << 22); ++i) {
+    s = s * 6364136223846793005ull + 1442695040888963407ull;
+    check(from_bits(uint32_t(s >> 32)));
+    if (testing::Test::HasFatalFailure()) return;
+  }
 }
 
 constexpr DType kInts[] = {DType::I8, DType::U8, DType::I16, DType::U16, DType::I32, DType::U32, DType::I64, DType::U64};
