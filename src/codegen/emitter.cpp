@@ -262,6 +262,20 @@ struct Emitter {
     }
   }
 
+  // The value a store writes. A cast to the buffer's own 16-bit float or fp8 dtype rounds, and
+  // the store would round its (now exact) result again: the store rounds the cast's f32 operand
+  // instead, once (the same value: rounding is idempotent). Only where the cast's text is not
+  // needed elsewhere: it is fused into this store, or, on a dialect that declares every value,
+  // its register is simply left unused.
+  std::string stored_value(ir::Id value, DType buffer_type) const {
+    const ir::Inst& c = s.k.insts[value];
+    if (c.op != ir::Op::Cast || s.concrete(c.type) != buffer_type) return v(value);
+    if (buffer_type != DType::F16 && buffer_type != DType::BF16 && !is_fp8(buffer_type)) return v(value);
+    if (!is_float(s.concrete(s.k.insts[c.operands[0]].type))) return v(value);
+    if (d.inline_fused() && !(c.flags & ir::kFused)) return v(value);
+    return v(c.operands[0]);
+  }
+
   ir::Id group_leader = ir::kNone;
   ir::Id current_block = 0;
 
@@ -332,12 +346,14 @@ struct Emitter {
           const auto& list = s.k.blocks[current_block].insts;
           size_t pos = size_t(std::find(list.begin(), list.end(), id) - list.begin());
           std::vector<std::string> values;
-          for (int64_t lane = 0; lane < in.imm; ++lane) values.push_back(v(s.k.insts[list[pos + size_t(lane)]].operands[1]));
+          const DType bt = s.concrete(s.k.params[in.sym].dtype);
+          for (int64_t lane = 0; lane < in.imm; ++lane)
+            values.push_back(stored_value(s.k.insts[list[pos + size_t(lane)]].operands[1], bt));
           std::vector<std::string> lines;
           d.store_group(s, s.k.params[in.sym], arg(0), values, lines);
           for (const std::string& l : lines) line(depth, l);
         } else if (in.imm == 0) {
-          line(depth, d.store(s, s.k.params[in.sym], arg(0), arg(1)) + ";");
+          line(depth, d.store(s, s.k.params[in.sym], arg(0), stored_value(in.operands[1], s.concrete(s.k.params[in.sym].dtype))) + ";");
         }
         break;
       case Op::Var: line(depth, d.var_type(t) + " " + reg(id) + " = " + arg(0) + ";"); break;

@@ -6,6 +6,7 @@
 // eval (what the interpreter and const_fold run) against references written independently here.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -16,6 +17,7 @@
 #include "core/ir.hpp"
 #include "core/numeric.hpp"
 #include "passes/eval.hpp"
+#include "passes/pass.hpp"
 
 // The emitted fp8 helpers (src/codegen/fp8_math.inc), compiled here as C++ from the same text.
 namespace fp8_cpu {
@@ -336,6 +338,65 @@ TEST(ScalarTypes, NamesSizesAndParsingCoverEveryDtype) {
   EXPECT_FALSE(is_signed_integer(DType::U8));
   EXPECT_EQ(num::int_max(DType::U64), UINT64_MAX);
   EXPECT_EQ(num::int_min(DType::I16), -32768);
+}
+
+// The verifier's rules for the new dtypes, each a located diagnostic.
+std::string verify_text(const std::string& body, const std::string& header = "kernel k mode=Elementwise {\n") {
+  ir::Kernel k = ir::parse(header + body + "}\n");
+  ir::Diagnostics d;
+  ir::verify(k, d);
+  return d.render(k);
+}
+
+TEST(ScalarTypes, ArithmeticOnFp8IsAVerifierErrorNamingTheCast) {
+  const std::string e = verify_text(
+      "  param x: in buf<f8e4m3> extent=4\n  %0 = thread_id<0> : u32\n  %1 = load<x> %0 : f8e4m3\n"
+      "  %2 = add %1, %1 : f8e4m3\n  %3 = lt %1, %1 : bool\n  %4 = cast %1 : f32\n  %5 = add %4, %4 : f32\n");
+  EXPECT_NE(e.find("'add': computes with f8e4m3, a storage format (cast to f32 first)"), std::string::npos) << e;
+  EXPECT_NE(e.find("'lt': computes with f8e4m3"), std::string::npos) << e;
+  EXPECT_EQ(std::count(e.begin(), e.end(), '\n'), 2) << "only the two errors, the f32 add is fine: " << e;
+  // A generic kernel that may be emitted with T = fp8 is checked at that T.
+  const std::string g = verify_text("  param x: in buf<T> extent=4\n  %0 = thread_id<0> : u32\n  %1 = load<x> %0 : T\n"
+                                    "  %2 = mul %1, %1 : T\n",
+                                    "kernel k mode=Elementwise dtypes=f32,f8e5m2 {\n");
+  EXPECT_NE(g.find("'mul': computes with f8e5m2, a storage format (cast to f32 first) (with T = f8e5m2)"), std::string::npos) << g;
+  // An fp8 constant must be an fp8 value (registers hold exact fp8 values).
+  EXPECT_NE(verify_text("  %0 = const<0.3> : f8e4m3\n").find("is not an f8e4m3 value"), std::string::npos);
+  EXPECT_EQ(verify_text("  %0 = const<0.3125> : f8e4m3\n"), "");
+}
+
+TEST(ScalarTypes, IntegerConstantsAreCheckedAgainstTheirWidthAndU64RoundTrips) {
+  for (const char* bad : {"const<-1> : u8", "const<128> : i8", "const<65536> : u16"}) {
+    try {
+      ir::parse(std::string("kernel k mode=Elementwise {\n  %0 = ") + bad + "\n}\n");
+      ADD_FAILURE() << bad << " accepted";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("IR parse error at 2:"), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find("is out of range"), std::string::npos) << e.what();
+    }
+  }
+  // The verifier holds an instruction built in memory to the same range.
+  ir::Kernel k8 = ir::parse("kernel k mode=Elementwise {\n  %0 = const<1> : i8\n}\n");
+  k8.insts[k8.blocks[0].insts[0]].imm = 200;
+  ir::Diagnostics d8;
+  EXPECT_FALSE(ir::verify(k8, d8));
+  EXPECT_NE(d8.render(k8).find("i8 constant 200 is out of range"), std::string::npos) << d8.render(k8);
+  const std::string text = "kernel k mode=Elementwise {\n  %0 = const<18446744073709551615> : u64\n"
+                           "  %1 = const<-9223372036854775808> : i64\n  %2 = const<-32768> : i16\n}\n";
+  const ir::Kernel k = ir::parse(text);
+  EXPECT_EQ(ir::print(k), text);
+  EXPECT_EQ(eval::const_value(k.insts[0], DType::F32).u64(), UINT64_MAX);
+  // A T constant over integer dtypes: a float literal that is not a whole number is rejected.
+  EXPECT_NE(verify_text("  %0 = const<0.5> : T\n", "kernel k mode=Elementwise dtypes=f32,i8 {\n")
+                .find("T constant 0.500000 is not an integer"), std::string::npos);
+}
+
+TEST(ScalarTypes, ConstFoldComputesInTheWrittenWidth) {
+  ir::Kernel k = ir::parse(
+      "kernel k mode=Elementwise {\n  param y: out buf<i8> extent=1\n  %0 = const<100> : i8\n"
+      "  %1 = add %0, %0 : i8\n  %2 = const<0> : u32\n  store<y> %2, %1\n}\n");
+  ir::Kernel o = passes::optimize(k);
+  EXPECT_NE(ir::print(o).find("const<-56> : i8"), std::string::npos) << ir::print(o);  // 200 wraps to -56
 }
 
 }  // namespace
