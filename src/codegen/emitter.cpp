@@ -171,9 +171,12 @@ std::string Dialect::int_math(ir::Op op, DType t, const std::vector<std::string>
     case ir::Op::Max: return "(" + a[0] + " > " + a[1] + " ? " + a[0] + " : " + a[1] + ")";
     case ir::Op::Abs:
       if (!is_signed_integer(t)) return a[0];
-      // abs(MIN) wraps to MIN: negated on the unsigned register.
-      return convert(t, "(" + a[0] + " < " + convert(t, "0") + ") ? " + widen_unsigned(t, "0") + " - " +
-                            widen_unsigned(t, a[0]) + " : " + widen_unsigned(t, a[0]));
+      {
+        // abs(MIN) wraps to MIN: (x ^ m) - m on the unsigned register, m = x >> (W - 1) (all
+        // ones for a negative x); no comparison (lavapipe answered x < 0 wrongly for an i64 -1).
+        const std::string m = widen_unsigned(t, a[0] + " >> " + convert(t, std::to_string(int_bits(t) - 1)));
+        return convert(t, "(" + widen_unsigned(t, a[0]) + " ^ " + m + ") - " + m);
+      }
     default: return {};
   }
 }
