@@ -131,9 +131,34 @@ Expr cast(Operand x) {
   return cast_to(x, D);
 }
 
-// Built-ins. Which ones a kernel may read depends on its mode (checked at registration):
-// Elementwise binds thread_id (the flat global thread index); Reduction binds program_id
-// (threadgroup index), local_id, group_size, num_programs and the lane built-ins.
+// More math (docs/semantics.md). floor, ceil, rint (round half to even), trunc: exact, on
+// floats. sin, cos, exp2, log2, erf, pow: on floats, within the bounds docs/semantics.md states.
+// mulhi (the high 32 bits of the 64-bit product), popcount, clz (clz(0) = 32): on i32 and u32.
+// bitcast<D>(x): the same 32 bits read as D, between f32, i32 and u32.
+Expr floor(Operand x);
+Expr ceil(Operand x);
+Expr rint(Operand x);
+Expr trunc(Operand x);
+Expr sin(Operand x);
+Expr cos(Operand x);
+Expr exp2(Operand x);
+Expr log2(Operand x);
+Expr erf(Operand x);
+Expr pow(Operand x, Operand y);
+Expr mulhi(Operand a, Operand b);
+Expr popcount(Operand x);
+Expr clz(Operand x);
+Expr bitcast_to(Operand x, DType to);
+template <DType D>
+Expr bitcast(Operand x) {
+  return bitcast_to(x, D);
+}
+
+// Built-ins. Which ones a kernel may read depends on its mode (checked at registration; the
+// table is in docs/dsl.md "Modes"): Elementwise binds thread_id(0) (the flat global thread
+// index), Grid3D thread_id(0..2); Reduction binds program_id (threadgroup index), local_id,
+// group_size, num_programs and the lane built-ins; Tile2D the first four in 2-D; SimdGroup2D
+// program_id, num_programs and the lane built-ins.
 Expr thread_id(int axis = 0, SrcLoc loc = SrcLoc::current());
 Expr program_id(int axis = 0, SrcLoc loc = SrcLoc::current());
 Expr local_id(int axis = 0, SrcLoc loc = SrcLoc::current());
@@ -144,7 +169,8 @@ Expr lane_width(SrcLoc loc = SrcLoc::current());
 Expr simd_group_id(SrcLoc loc = SrcLoc::current());
 Expr num_simd_groups(SrcLoc loc = SrcLoc::current());
 
-// Synchronisation and reductions (Reduction mode). lane_* reduce across one lane group
+// Synchronisation and reductions: barrier and threadgroup memory in Reduction, Tile2D and
+// SimdGroup2D; lane_* and group_* in Reduction and SimdGroup2D. lane_* reduce across one lane group
 // (warp / subgroup); group_* across the whole threadgroup, every thread receiving the result.
 // Every thread of the threadgroup must reach them (no divergent calls).
 void barrier(SrcLoc loc = SrcLoc::current());
@@ -288,6 +314,21 @@ class TgBuffer {
   DType type_;
 };
 TgBuffer threadgroup_alloc(const char* name, DType type, uint32_t count, SrcLoc loc = SrcLoc::current());
+// The same at an alignment of `align` bytes (a power of two, at most 128; the element size is
+// the least alignment an array gets).
+TgBuffer threadgroup_alloc(const char* name, DType type, uint32_t count, uint32_t align,
+                           SrcLoc loc = SrcLoc::current());
+// Sized at dispatch: `per` x the value of scalar parameter `size` (a u32 or i32 constexpr_)
+// elements. CUDA allocates it in dynamic shared memory, Vulkan sizes it with a specialization
+// constant, the interpreter per dispatch; the dispatch check adds it to the kernel's total.
+TgBuffer threadgroup_alloc_dynamic(const char* name, DType type, Expr size, uint32_t per = 1, uint32_t align = 0,
+                                   SrcLoc loc = SrcLoc::current());
+// A thread-private register array of `count` elements (at most 1024), indexed like a
+// threadgroup array (`a[i] = v`, `a[i]` as an operand). Every index must be a constant once
+// loops with constant trip counts are unrolled; one that is not is a located error at
+// compilation, never a silent spill to memory. Elements start undefined (the interpreter
+// reports a read before the thread's first write). Names are unique in the kernel.
+TgBuffer local_array(const char* name, DType type, uint32_t count, SrcLoc loc = SrcLoc::current());
 
 // Parameters, declared in the body in binding order. A buffer's extent (the elements the kernel
 // may touch) is the product of the listed scalar parameters and integer literals; it is checked

@@ -37,7 +37,11 @@ struct DeviceInfo {
   uint32_t max_threads_per_group = 1024;
   Dim3 max_group_size{1024, 1024, 64};
   Dim3 max_grid{65535, 65535, 65535};
-  uint64_t shared_memory_bytes = 0;  // per threadgroup
+  uint64_t shared_memory_bytes = 0;  // per threadgroup, available to every kernel
+  // The most threadgroup memory a kernel may opt in to (CUDA: the dynamic shared memory limit
+  // with cuFuncSetAttribute, 227 KiB on the H200); 0 = no opt-in beyond shared_memory_bytes.
+  // Dispatch validation allows the larger of the two.
+  uint64_t shared_memory_optin_bytes = 0;
   uint64_t memory_bytes = 0;
   bool f16 = false;
   bool bf16 = false;               // bf16 storage (computed through f32 where not native)

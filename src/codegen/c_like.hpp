@@ -41,6 +41,8 @@ struct EmitState {
   std::set<std::string> helpers;
 
   DType concrete(DType t) const { return ir::resolve(t, dtype); }
+  // Emission is scalar: the verifier has rejected vector, fragment and token values.
+  DType concrete(Type t) const { return ir::resolve(t.elem(), dtype); }
   void unsupported(const ir::Inst& in, const std::string& dialect, const std::string& what) {
     diags.error(in.loc, std::string("the ") + dialect + " dialect cannot express " + what);
   }
@@ -75,6 +77,8 @@ class Dialect {
   // Unary and ternary math and min/max/abs for one concrete dtype.
   virtual std::string math(EmitState& s, const ir::Inst& in, DType t, const std::vector<std::string>& a) const = 0;
   virtual std::string cast(EmitState& s, const ir::Inst& in, DType from, DType to, const std::string& x) const = 0;
+  // The same 32 bits read as another of f32, i32, u32 (the verifier admits nothing else).
+  virtual std::string bitcast(EmitState& s, const ir::Inst& in, DType from, DType to, const std::string& x) const = 0;
   virtual std::string lane_reduce(EmitState& s, const ir::Inst& in, DType t, const std::string& x) const = 0;
   // f32 min/max (docs/semantics.md: one NaN operand loses, -0 < +0) and float -> i32/u32 casts
   // (truncating, saturating, NaN -> 0): helpers or built-ins, whichever is exact on the target.
@@ -135,7 +139,14 @@ class Dialect {
                           const std::string& array, std::vector<std::string>& lines) const = 0;
   virtual void store_group(EmitState& s, const ir::Param& p, const std::string& idx,
                            const std::vector<std::string>& values, std::vector<std::string>& lines) const = 0;
-  virtual std::string tg_name(const ir::Kernel& k, const ir::Inst& alloc) const { return "tg_" + k.strings[alloc.sym]; }
+  // A threadgroup element `elem` of an array of dtype t as a register value, and the statement
+  // storing register value v into it: 16-bit arrays hold 16-bit values (a store rounds to
+  // nearest even, a load widens exactly), like 16-bit buffers.
+  virtual std::string tg_load(EmitState&, DType /*t*/, const std::string& elem) const { return elem; }
+  virtual std::string tg_store(EmitState&, DType /*t*/, const std::string& elem, const std::string& v) const {
+    return elem + " = " + v;
+  }
+  virtual std::string tg_name(const ir::Kernel& k, const ir::Inst& alloc) const { return "tg_" + k.strings[size_t(alloc.attr(ir::Attr::Name))]; }
   virtual std::string param_name(const ir::Param& p) const { return "p_" + p.name; }
 };
 

@@ -113,18 +113,78 @@ class CudaDialect final : public Dialect {
         out += reg_type(c) + " " + param_name(p);
     }
     out += ") {\n";
-    ir::walk(k, [&](ir::Id id) {
+    declare_threadgroup(s, out);
+  }
+
+  // Threadgroup arrays at their real width (cuda_dynamic_shared says where they live).
+  void declare_threadgroup(EmitState& s, std::string& out) const {
+    const ir::Kernel& k = s.k;
+    const std::vector<ir::Id> layout = ir::threadgroup_layout(k);
+    if (layout.empty()) return;
+    if (!cuda_dynamic_shared(k, s.dtype)) {
+      for (ir::Id id : layout) {
+        const ir::Inst& in = k.insts[id];
+        const uint64_t align = ir::tg_alignment(in, s.dtype);
+        out += "  __shared__ " + (align > ir::tg_elem_bytes(in, s.dtype) ? "__align__(" + std::to_string(align) + ") " : std::string()) +
+               tg_storage(s.concrete(in.type)) + " " + tg_name(k, in) + "[" + std::to_string(in.attr(ir::Attr::Count)) + "];\n";
+      }
+      return;
+    }
+    // One region; byte offsets follow ir::threadgroup_bytes. Fixed-size arrays come first, so
+    // their offsets are constants; the offset after an array sized at dispatch is computed from
+    // the sizing parameter (the dispatch check has bounded the total, so 32 bits suffice).
+    out += "  extern __shared__ __align__(" + std::to_string(ir::kMaxThreadgroupAlign) + ") unsigned char iron_tg[];\n";
+    uint64_t at = 0;
+    bool dynamic = false;
+    for (ir::Id id : layout) {
       const ir::Inst& in = k.insts[id];
-      if (in.op == ir::Op::TgAlloc)
-        out += "  __shared__ " + reg_type(s.concrete(in.type)) + " " + tg_name(k, in) + "[" + std::to_string(in.imm) +
-               "];\n";
-    });
+      const uint64_t align = ir::tg_alignment(in, s.dtype), elem = ir::tg_elem_bytes(in, s.dtype);
+      const std::string ty = tg_storage(s.concrete(in.type));
+      std::string offset;
+      if (!dynamic) {
+        at = (at + align - 1) / align * align;
+        offset = std::to_string(at) + "u";
+      } else {
+        out += "  iron_tg_at = (iron_tg_at + " + std::to_string(align - 1) + "u) & ~" + std::to_string(align - 1) + "u;\n";
+        offset = "iron_tg_at";
+      }
+      out += "  " + ty + "* const " + tg_name(k, in) + " = reinterpret_cast<" + ty + "*>(iron_tg + " + offset + ");\n";
+      if (!in.has(ir::Attr::CountParam)) {
+        at += elem * uint64_t(in.attr(ir::Attr::Count));
+        continue;
+      }
+      const ir::Param& p = k.params[size_t(in.attr(ir::Attr::CountParam))];
+      if (!dynamic) out += "  unsigned iron_tg_at = " + offset + ";\n";
+      dynamic = true;
+      out += "  iron_tg_at += " + std::to_string(elem * uint64_t(in.attr(ir::Attr::Count))) + "u * unsigned(" +
+             param_name(p) + ");\n";
+    }
+  }
+
+  std::string tg_storage(DType t) const { return t == DType::Bool ? "bool" : storage_type(t); }
+  std::string tg_load(EmitState& s, DType t, const std::string& elem) const override {
+    switch (t) {
+      case DType::F16: return "__half2float(" + elem + ")";
+      case DType::BF16: return "__bfloat162float(" + elem + ")";
+      case DType::F8E4M3: s.helpers.insert("e4m3"); return "iron_e4m3_to_f32(" + elem + ")";
+      case DType::F8E5M2: s.helpers.insert("e5m2"); return "iron_e5m2_to_f32(" + elem + ")";
+      default: return elem;
+    }
+  }
+  std::string tg_store(EmitState& s, DType t, const std::string& elem, const std::string& v) const override {
+    switch (t) {
+      case DType::F16: return elem + " = __float2half_rn(" + v + ")";
+      case DType::BF16: return elem + " = __float2bfloat16_rn(" + v + ")";
+      case DType::F8E4M3: s.helpers.insert("e4m3"); return elem + " = (unsigned char)iron_f32_to_e4m3(" + v + ")";
+      case DType::F8E5M2: s.helpers.insert("e5m2"); return elem + " = (unsigned char)iron_f32_to_e5m2(" + v + ")";
+      default: return elem + " = " + v;
+    }
   }
 
   void end(EmitState&, std::string& out) const override { out += "}\n"; }
 
   std::string builtin(EmitState& s, const ir::Inst& in) const override {
-    std::string a = axis_name(in.imm);
+    std::string a = axis_name(in.attr(ir::Attr::Axis));
     switch (in.op) {
       case ir::Op::ThreadId: return "(blockIdx." + a + " * blockDim." + a + " + threadIdx." + a + ")";
       case ir::Op::ProgramId: return "blockIdx." + a;
@@ -179,11 +239,29 @@ class CudaDialect final : public Dialect {
       std::string text = int_math(in.op, t, a);
       if (!text.empty()) return text;
     }
-    if (!f && in.op != ir::Op::Abs && in.op != ir::Op::Min && in.op != ir::Op::Max) {
+    bool int_op = in.op == ir::Op::MulHi || in.op == ir::Op::Popcount || in.op == ir::Op::Clz;
+    bool any = in.op == ir::Op::Abs || in.op == ir::Op::Min || in.op == ir::Op::Max;
+    if (int_op ? !is_integer(t) : !f && !any) {
       s.unsupported(in, name(), std::string(ir::mnemonic(in.op)) + " of " + dtype_name(t));
       return "0";
     }
     switch (in.op) {
+      // Exact roundings (PTX cvt.rmi / rpi / rni / rzi.f32.f32).
+      case ir::Op::Floor: return "floorf(" + a[0] + ")";
+      case ir::Op::Ceil: return "ceilf(" + a[0] + ")";
+      case ir::Op::Rint: return "rintf(" + a[0] + ")";
+      case ir::Op::Trunc: return "truncf(" + a[0] + ")";
+      // CUDA's accurate (non-intrinsic) library functions: NVRTC gets no fast-math option.
+      case ir::Op::Sin: return "sinf(" + a[0] + ")";
+      case ir::Op::Cos: return "cosf(" + a[0] + ")";
+      case ir::Op::Exp2: return "exp2f(" + a[0] + ")";
+      case ir::Op::Log2: return "log2f(" + a[0] + ")";
+      case ir::Op::Erf: return "erff(" + a[0] + ")";
+      case ir::Op::Pow: return "powf(" + a[0] + ", " + a[1] + ")";
+      case ir::Op::MulHi:
+        return t == DType::I32 ? "__mulhi(" + a[0] + ", " + a[1] + ")" : "__umulhi(" + a[0] + ", " + a[1] + ")";
+      case ir::Op::Popcount: return "(" + reg_type(t) + ")__popc((unsigned)(" + a[0] + "))";
+      case ir::Op::Clz: return "(" + reg_type(t) + ")__clz((int)(" + a[0] + "))";  // __clz(0) = 32
       case ir::Op::Exp: return "expf(" + a[0] + ")";
       case ir::Op::Log: return "logf(" + a[0] + ")";
       case ir::Op::Sqrt: return "sqrtf(" + a[0] + ")";
@@ -214,6 +292,12 @@ class CudaDialect final : public Dialect {
       case DType::U32: return is_float(from) ? "__float2uint_rz(" + x + ")" : "(unsigned)(" + x + ")";
       default: return "(" + reg_type(to) + ")(" + x + ")";
     }
+  }
+
+  std::string bitcast(EmitState&, const ir::Inst&, DType from, DType to, const std::string& x) const override {
+    if (to == DType::F32) return (from == DType::I32 ? "__int_as_float(" : "__uint_as_float(") + x + ")";
+    if (from == DType::F32) return (to == DType::I32 ? "__float_as_int(" : "__float_as_uint(") + x + ")";
+    return "(" + reg_type(to) + ")(" + x + ")";
   }
 
   // fminf/fmaxf ignore one NaN operand but do not order -0 and +0: an explicit helper.
@@ -293,6 +377,10 @@ class CudaDialect final : public Dialect {
 };
 
 }  // namespace
+
+bool cuda_dynamic_shared(const ir::Kernel& k, DType dtype) {
+  return ir::has_dynamic_threadgroup(k) || ir::threadgroup_bytes(k, dtype) > kCudaStaticSharedLimit;
+}
 
 std::unique_ptr<Dialect> make_cuda_dialect() { return std::make_unique<CudaDialect>(); }
 

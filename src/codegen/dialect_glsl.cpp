@@ -18,6 +18,7 @@ namespace {
 // The helpers of glsl_exact_math.inc as strings (the unit tests compile the same text as C++).
 #define IRON_GLSL_HELPER(name, ...) const char* const kGlsl_##name = #__VA_ARGS__;
 #include "codegen/glsl_exact_math.inc"
+#include "codegen/glsl_math.inc"
 #undef IRON_GLSL_HELPER
 #define IRON_FP8_HELPER(name, ...) const char* const kFp8_##name = #__VA_ARGS__;
 #include "codegen/fp8_math.inc"
@@ -143,11 +144,23 @@ class GlslDialect final : public Dialect {
         if (p.kind == ir::ParamKind::Scalar) out += " " + reg_type(p.dtype) + " " + param_name(p) + ";";
       out += " } iron_scalars;\n";
     }
-    ir::walk(k, [&](ir::Id id) {
+    // Threadgroup arrays at their real width (16-bit floats as uint16_t, like buffers). GLSL has
+    // no addresses in shared memory, so an `align` attribute changes nothing here. An array sized
+    // at dispatch is sized by a specialization constant holding its sizing parameter's value.
+    std::set<uint32_t> spec_declared;
+    for (ir::Id id : ir::threadgroup_layout(k)) {
       const ir::Inst& in = k.insts[id];
-      if (in.op == ir::Op::TgAlloc)
-        out += "shared " + reg_type(s.concrete(in.type)) + " " + tg_name(k, in) + "[" + std::to_string(in.imm) + "];\n";
-    });
+      std::string count = std::to_string(in.attr(ir::Attr::Count)) + "u";
+      if (in.has(ir::Attr::CountParam)) {
+        const uint32_t p = uint32_t(in.attr(ir::Attr::CountParam));
+        const std::string spec = "iron_tg_size_" + k.params[p].name;
+        if (spec_declared.insert(p).second)
+          out += "layout(constant_id = " + std::to_string(kTgSpecBase + uint32_t(s.scalar_index[p])) + ") const uint " +
+                 spec + " = 1u;\n";
+        count += " * " + spec;
+      }
+      out += "shared " + tg_storage(s.concrete(in.type)) + " " + tg_name(k, in) + "[" + count + "];\n";
+    }
     if (s.uses_bf16) {
       out +=
           "float iron_bf16_to_f32(uint16_t b) { return uintBitsToFloat(uint(b) << 16); }\n"
@@ -200,7 +213,7 @@ class GlslDialect final : public Dialect {
   void end(EmitState&, std::string& out) const override { out += "}\n"; }
 
   std::string builtin(EmitState& s, const ir::Inst& in) const override {
-    std::string a = axis_name(in.imm);
+    std::string a = axis_name(in.attr(ir::Attr::Axis));
     switch (in.op) {
       case ir::Op::ThreadId: return "gl_GlobalInvocationID." + a;
       case ir::Op::ProgramId: return "gl_WorkGroupID." + a;
@@ -216,6 +229,26 @@ class GlslDialect final : public Dialect {
   }
 
   std::string scalar(EmitState&, const ir::Param& p) const override { return "iron_scalars." + param_name(p); }
+
+  std::string tg_storage(DType t) const { return t == DType::Bool ? "bool" : storage_type(t); }
+  std::string tg_load(EmitState& s, DType t, const std::string& elem) const override {
+    switch (t) {
+      case DType::F16: s.helpers.insert("f16"); return "iron_f16_to_f32(uint(" + elem + "))";
+      case DType::BF16: return "iron_bf16_to_f32(" + elem + ")";
+      case DType::F8E4M3: s.helpers.insert("e4m3"); return "iron_e4m3_to_f32(uint(" + elem + "))";
+      case DType::F8E5M2: s.helpers.insert("e5m2"); return "iron_e5m2_to_f32(uint(" + elem + "))";
+      default: return elem;
+    }
+  }
+  std::string tg_store(EmitState& s, DType t, const std::string& elem, const std::string& v) const override {
+    switch (t) {
+      case DType::F16: s.helpers.insert("f16"); return elem + " = uint16_t(iron_f32_to_f16(" + v + "))";
+      case DType::BF16: return elem + " = iron_f32_to_bf16(" + v + ")";
+      case DType::F8E4M3: s.helpers.insert("e4m3"); return elem + " = uint8_t(iron_f32_to_e4m3(" + v + "))";
+      case DType::F8E5M2: s.helpers.insert("e5m2"); return elem + " = uint8_t(iron_f32_to_e5m2(" + v + "))";
+      default: return elem + " = " + v;
+    }
+  }
 
   std::string load(EmitState& s, const ir::Param& p, const std::string& idx) const override {
     std::string e = param_name(p) + ".data[" + idx + "]";
@@ -254,11 +287,34 @@ class GlslDialect final : public Dialect {
       std::string text = int_math(in.op, t, a);
       if (!text.empty()) return text;
     }
-    if (!is_float(t) && in.op != ir::Op::Abs && in.op != ir::Op::Min && in.op != ir::Op::Max) {
+    bool int_op = in.op == ir::Op::MulHi || in.op == ir::Op::Popcount || in.op == ir::Op::Clz;
+    bool any = in.op == ir::Op::Abs || in.op == ir::Op::Min || in.op == ir::Op::Max;
+    if (int_op ? !is_integer(t) : !is_float(t) && !any) {
       s.unsupported(in, name(), std::string(ir::mnemonic(in.op)) + " of " + dtype_name(t));
       return "0";
     }
+    const std::string u32 = reg_type(t);
     switch (in.op) {
+      // Exact on every driver (SPIR-V Floor, Ceil, RoundEven, Trunc).
+      case ir::Op::Floor: return "floor(" + a[0] + ")";
+      case ir::Op::Ceil: return "ceil(" + a[0] + ")";
+      case ir::Op::Rint: return "roundEven(" + a[0] + ")";
+      case ir::Op::Trunc: return "trunc(" + a[0] + ")";
+      // The driver's functions, within the bounds of docs/semantics.md; erf, pow, the range
+      // reduction of sin and cos, the decomposition of log2's argument and exp2's subnormal
+      // range are Iron's (glsl_math.inc).
+      case ir::Op::Sin: s.helpers.insert("trig"); return "iron_sin(" + a[0] + ")";
+      case ir::Op::Cos: s.helpers.insert("trig"); return "iron_cos(" + a[0] + ")";
+      case ir::Op::Exp2: s.helpers.insert("exp2"); return "iron_exp2(" + a[0] + ")";
+      case ir::Op::Log2: s.helpers.insert("log2"); return "iron_log2(" + a[0] + ")";
+      case ir::Op::Erf: s.helpers.insert("erf"); return "iron_erf(" + a[0] + ")";
+      case ir::Op::Pow: s.helpers.insert("pow"); return "iron_pow(" + a[0] + ", " + a[1] + ")";
+      case ir::Op::MulHi:
+        s.helpers.insert(t == DType::I32 ? "mulhi_i32" : "mulhi_u32");
+        return std::string(t == DType::I32 ? "iron_mulhi_i32(" : "iron_mulhi_u32(") + a[0] + ", " + a[1] + ")";
+      // bitCount and findMSB return int; findMSB of a uint 0 is -1, so 31 - findMSB is 32 there.
+      case ir::Op::Popcount: return u32 + "(bitCount(" + a[0] + "))";
+      case ir::Op::Clz: return u32 + "(31 - findMSB(uint(" + a[0] + ")))";
       case ir::Op::Exp: return "exp(" + a[0] + ")";
       case ir::Op::Log: return "log(" + a[0] + ")";
       case ir::Op::Sqrt: s.helpers.insert("fsqrt"); return "iron_sqrt_f32(" + a[0] + ")";
@@ -287,7 +343,7 @@ class GlslDialect final : public Dialect {
     if (is_float(from) && to == DType::U32) { s.helpers.insert("f2u"); return "iron_f2u(" + x + ")"; }
     // A converted integer or bool constant 0 is a constant +0.0 to the driver: spelled opaquely.
     const ir::Inst& operand = s.k.insts[in.operands[0]];
-    bool zero_constant = !is_float(from) && operand.op == ir::Op::Const && operand.imm == 0;
+    bool zero_constant = !is_float(from) && operand.op == ir::Op::Const && operand.attr(ir::Attr::Value) == 0;
     std::string as_float = is_float(from) ? x : zero_constant ? float_zero(s, false) : "float(" + x + ")";
     std::string other = cast_new_types(s, from, to, x, as_float);
     if (!other.empty()) return other;
@@ -297,6 +353,19 @@ class GlslDialect final : public Dialect {
       case DType::BF16: return "iron_bf16_to_f32(iron_f32_to_bf16(" + as_float + "))";
       default: return reg_type(to) + "(" + x + ")";
     }
+  }
+
+  std::string bitcast(EmitState& s, const ir::Inst& in, DType from, DType to, const std::string& x) const override {
+    if (to == DType::F32) {
+      // An integer constant's bits would become a float constant to the driver: a zero is spelled
+      // opaquely (see float_zero).
+      const ir::Inst& operand = s.k.insts[in.operands[0]];
+      if (operand.op == ir::Op::Const && (uint32_t(operand.attr(ir::Attr::Value)) & 0x7fffffffu) == 0)
+        return float_zero(s, uint32_t(operand.attr(ir::Attr::Value)) != 0);
+      return (from == DType::I32 ? "intBitsToFloat(" : "uintBitsToFloat(") + x + ")";
+    }
+    if (from == DType::F32) return (to == DType::I32 ? "floatBitsToInt(" : "floatBitsToUint(") + x + ")";
+    return reg_type(to) + "(" + x + ")";
   }
 
   std::string lane_reduce(EmitState& s, const ir::Inst& in, DType t, const std::string& x) const override {
@@ -334,6 +403,15 @@ class GlslDialect final : public Dialect {
     if (name == "fdiv")
       return "float iron_div_estimate(float x, float y) { return x / y; }\n" + glsl_lines(kGlsl_fdiv);
     if (name == "fsqrt") return "float iron_sqrt_estimate(float x) { return sqrt(x); }\n" + glsl_lines(kGlsl_fsqrt);
+    if (name == "erf") return glsl_lines(kGlsl_erf);
+    if (name == "pow") return glsl_lines(kGlsl_pow);
+    if (name == "log2") return glsl_lines(kGlsl_log2);
+    if (name == "exp2") return glsl_lines(kGlsl_exp2);
+    if (name == "trig") return glsl_lines(kGlsl_trig);
+    if (name == "mulhi_i32")
+      return "int iron_mulhi_i32(int a, int b) {\n  int hi, lo;\n  imulExtended(a, b, hi, lo);\n  return hi;\n}\n";
+    if (name == "mulhi_u32")
+      return "uint iron_mulhi_u32(uint a, uint b) {\n  uint hi, lo;\n  umulExtended(a, b, hi, lo);\n  return hi;\n}\n";
     if (name == "f2i")
       return "int iron_f2i(float x) {\n"
              "  if ((floatBitsToUint(x) & 0x7fffffffu) > 0x7f800000u) return 0;\n"

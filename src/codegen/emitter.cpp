@@ -32,16 +32,17 @@ std::string float_literal(float v, const char* suffix) {
 
 std::string Dialect::literal(EmitState& s, const ir::Inst& in) const {
   const DType t = s.concrete(in.type);
-  if (int_bits(t) == 64) return int64_literal(uint64_t(in.imm), is_signed_integer(t));
+  const int64_t value = in.attr(ir::Attr::Value);
+  if (int_bits(t) == 64) return int64_literal(uint64_t(value), is_signed_integer(t));
   if (int_bits(t) == 8 || int_bits(t) == 16)
-    return convert(t, is_signed_integer(t) ? std::to_string(in.imm) : std::to_string(uint32_t(in.imm)) + "u");
+    return convert(t, is_signed_integer(t) ? std::to_string(value) : std::to_string(uint32_t(value)) + "u");
   switch (t) {
-    case DType::Bool: return in.imm ? "true" : "false";
-    case DType::I32: return in.imm == INT32_MIN ? "(-2147483647 - 1)" : std::to_string(in.imm);
-    case DType::U32: return std::to_string(uint32_t(in.imm)) + "u";
+    case DType::Bool: return value ? "true" : "false";
+    case DType::I32: return value == INT32_MIN ? "(-2147483647 - 1)" : std::to_string(value);
+    case DType::U32: return std::to_string(uint32_t(value)) + "u";
     default: {
       // Constants of every float dtype are f32 register values (16-bit floats compute in f32).
-      float v = float(in.fimm);
+      float v = float(in.fattr(ir::Attr::Value));
       if (std::isnan(v)) return float_from_bits(0x7fc00000u);
       if (std::isinf(v)) return float_from_bits(v > 0 ? 0x7f800000u : 0xff800000u);
       if (v == 0.0f) {
@@ -279,6 +280,12 @@ struct Emitter {
     return v(c.operands[0]);
   }
 
+  // Named by instruction id too: unroll copies a loop body's register array once per iteration,
+  // and each copy is an array of its own.
+  std::string local_name(const ir::Inst& alloc) const {
+    return "la" + std::to_string(&alloc - s.k.insts.data()) + "_" + s.k.strings[size_t(alloc.attr(ir::Attr::Name))];
+  }
+
   ir::Id group_leader = ir::kNone;
   ir::Id current_block = 0;
 
@@ -300,7 +307,7 @@ struct Emitter {
     using ir::Op;
     switch (in.op) {
       case Op::Const: def(d.literal(s, in)); break;
-      case Op::Param: def(d.scalar(s, s.k.params[in.sym])); break;
+      case Op::Param: def(d.scalar(s, s.k.params[in.param()])); break;
       case Op::ThreadId: case Op::ProgramId: case Op::LocalId: case Op::GroupSize: case Op::NumPrograms:
       case Op::LaneId: case Op::LaneWidth: case Op::SimdGroupId: case Op::NumSimdGroups:
         def(d.builtin(s, in));
@@ -319,54 +326,69 @@ struct Emitter {
         else def("(~" + arg(0) + ")");
         break;
       case Op::Min: case Op::Max: case Op::Abs: case Op::Fma: case Op::Exp: case Op::Log: case Op::Sqrt:
-      case Op::Rsqrt: case Op::Tanh: {
+      case Op::Rsqrt: case Op::Tanh: case Op::Floor: case Op::Ceil: case Op::Rint: case Op::Trunc: case Op::Sin:
+      case Op::Cos: case Op::Exp2: case Op::Log2: case Op::Erf: case Op::Pow: case Op::MulHi: case Op::Popcount:
+      case Op::Clz: {
         std::vector<std::string> a;
-        for (int i = 0; i < in.num_operands; ++i) a.push_back(arg(i));
+        for (int i = 0; i < in.num_operands(); ++i) a.push_back(arg(i));
         def(d.math(s, in, t, a));
         break;
       }
       case Op::Select: def("(" + arg(0) + " ? " + arg(1) + " : " + arg(2) + ")"); break;
       case Op::Cast: def(d.cast(s, in, s.concrete(s.k.insts[in.operands[0]].type), t, arg(0))); break;
+      case Op::Bitcast: def(d.bitcast(s, in, s.concrete(s.k.insts[in.operands[0]].type), t, arg(0))); break;
       case Op::Load:
-        if (in.imm > 0) {
+        if (const int64_t width = in.attr(ir::Attr::Vec); width > 0) {
           // Vector group leader: one wide load into an array; the members read its lanes.
           std::string array = reg(id) + "_lanes";
-          line(depth, d.reg_type(t) + " " + array + "[" + std::to_string(in.imm) + "];");
+          line(depth, d.reg_type(t) + " " + array + "[" + std::to_string(width) + "];");
           std::vector<std::string> lines;
-          d.load_group(s, s.k.params[in.sym], arg(0), int(in.imm), array, lines);
+          d.load_group(s, s.k.params[in.param()], arg(0), int(width), array, lines);
           for (const std::string& l : lines) line(depth, l);
           group_leader = id;
           def(array + "[0]");
-        } else if (in.imm < 0) {
-          def(reg(group_leader) + "_lanes[" + std::to_string(-in.imm) + "]");
+        } else if (in.has(ir::Attr::Lane)) {
+          def(reg(group_leader) + "_lanes[" + std::to_string(in.attr(ir::Attr::Lane)) + "]");
         } else {
-          def(d.load(s, s.k.params[in.sym], arg(0)));
+          def(d.load(s, s.k.params[in.param()], arg(0)));
         }
         break;
       case Op::Store:
-        if (in.imm > 0) {
+        if (const int64_t width = in.attr(ir::Attr::Vec); width > 0) {
           // Vector group leader: the members follow it in this block and carry the other lanes.
           const auto& list = s.k.blocks[current_block].insts;
           size_t pos = size_t(std::find(list.begin(), list.end(), id) - list.begin());
           std::vector<std::string> values;
-          const DType bt = s.concrete(s.k.params[in.sym].dtype);
-          for (int64_t lane = 0; lane < in.imm; ++lane)
+          const DType bt = s.concrete(s.k.params[in.param()].dtype);
+          for (int64_t lane = 0; lane < width; ++lane)
             values.push_back(stored_value(s.k.insts[list[pos + size_t(lane)]].operands[1], bt));
           std::vector<std::string> lines;
-          d.store_group(s, s.k.params[in.sym], arg(0), values, lines);
+          d.store_group(s, s.k.params[in.param()], arg(0), values, lines);
           for (const std::string& l : lines) line(depth, l);
-        } else if (in.imm == 0) {
-          line(depth, d.store(s, s.k.params[in.sym], arg(0), stored_value(in.operands[1], s.concrete(s.k.params[in.sym].dtype))) + ";");
+        } else if (!in.has(ir::Attr::Lane)) {
+          line(depth, d.store(s, s.k.params[in.param()], arg(0), stored_value(in.operands[1], s.concrete(s.k.params[in.param()].dtype))) + ";");
         }
         break;
       case Op::Var: line(depth, d.var_type(t) + " " + reg(id) + " = " + arg(0) + ";"); break;
       case Op::VarLoad: def(arg(0)); break;
       case Op::VarStore: line(depth, arg(0) + " = " + arg(1) + ";"); break;
       case Op::TgAlloc: break;  // declared by the dialect at function or module scope
-      case Op::TgLoad: def(d.tg_name(s.k, s.k.insts[in.operands[0]]) + "[" + arg(1) + "]"); break;
-      case Op::TgStore:
-        line(depth, d.tg_name(s.k, s.k.insts[in.operands[0]]) + "[" + arg(1) + "] = " + arg(2) + ";");
+      case Op::TgLoad: {
+        const ir::Inst& alloc = s.k.insts[in.operands[0]];
+        def(d.tg_load(s, s.concrete(alloc.type), d.tg_name(s.k, alloc) + "[" + arg(1) + "]"));
         break;
+      }
+      case Op::TgStore: {
+        const ir::Inst& alloc = s.k.insts[in.operands[0]];
+        line(depth, d.tg_store(s, s.concrete(alloc.type), d.tg_name(s.k, alloc) + "[" + arg(1) + "]", arg(2)) + ";");
+        break;
+      }
+      // Register arrays: an array of register values, every index a constant (register_arrays).
+      case Op::LocalAlloc:
+        line(depth, d.var_type(t) + " " + local_name(in) + "[" + std::to_string(in.attr(ir::Attr::Count)) + "];");
+        break;
+      case Op::LocalLoad: def(local_name(s.k.insts[in.operands[0]]) + "[" + arg(1) + "]"); break;
+      case Op::LocalStore: line(depth, local_name(s.k.insts[in.operands[0]]) + "[" + arg(1) + "] = " + arg(2) + ";"); break;
       case Op::Barrier: line(depth, d.barrier()); break;
       case Op::LaneSum: case Op::LaneMax: def(d.lane_reduce(s, in, t, arg(0))); break;
       case Op::If:
@@ -404,7 +426,7 @@ struct Emitter {
         break;
       }
       case Op::Call:
-        s.unsupported(in, d.name(), "a call to '" + s.k.strings[in.sym] + "' (kernel_inline must inline it first)");
+        s.unsupported(in, d.name(), "a call to '" + s.k.strings[size_t(in.attr(ir::Attr::Callee))] + "' (kernel_inline must inline it first)");
         break;
       case Op::Arg: case Op::Return:
         s.unsupported(in, d.name(), std::string(ir::mnemonic(in.op)) + " outside a device function");
@@ -449,15 +471,17 @@ Emitted emit(const ir::Kernel& k, DType dtype, Target target, const EmitOptions&
   }
   ir::walk(k, [&](ir::Id id) {
     const ir::Inst& in = k.insts[id];
-    DType c = ir::resolve(in.type, dtype);
+    DType c = ir::resolve(in.type.elem(), dtype);
     if (c == DType::F16) s.uses_f16 = true;
     if (c == DType::BF16) s.uses_bf16 = true;
     if (int_bits(c) == 8) s.uses_int8 = true;
+    if (in.op == ir::Op::TgAlloc && dtype_size(c) == 1) s.uses_int8 = true;  // fp8 arrays hold uint8_t
     if (int_bits(c) == 16) s.uses_int16 = true;
     if (int_bits(c) == 64) s.uses_int64 = true;
     if (ir::has_trait(in.op, ir::trait::L)) s.uses_lane_ops = true;
-    if ((in.op == ir::Op::Load || in.op == ir::Op::Store) && in.imm > 0)
-      s.vector_chunks[in.sym].insert(chunk_elems(ir::resolve(k.params[in.sym].dtype, dtype), int(in.imm)));
+    if ((in.op == ir::Op::Load || in.op == ir::Op::Store) && in.attr(ir::Attr::Vec) > 0)
+      s.vector_chunks[in.param()].insert(
+          chunk_elems(ir::resolve(k.params[in.param()].dtype, dtype), int(in.attr(ir::Attr::Vec))));
   });
 
   std::unique_ptr<Dialect> d = target == Target::Cuda ? make_cuda_dialect() : make_glsl_dialect();

@@ -70,7 +70,113 @@ unsigned int_bits(DType d) {
   }
 }
 
-const char* mode_name(Mode m) { return m == Mode::Elementwise ? "Elementwise" : "Reduction"; }
+Type Type::vector(DType elem, uint32_t lanes) {
+  Type t;
+  t.kind_ = TypeKind::Vector;
+  t.elem_ = elem;
+  t.lanes_ = uint8_t(lanes > 255 ? 255 : lanes);
+  return t;
+}
+
+Type Type::fragment(DType elem, uint32_t m, uint32_t n, uint32_t k, FragRole role) {
+  Type t;
+  t.kind_ = TypeKind::Fragment;
+  t.elem_ = elem;
+  t.role_ = role;
+  t.m_ = uint16_t(m > 65535 ? 65535 : m);
+  t.n_ = uint16_t(n > 65535 ? 65535 : n);
+  t.k_ = uint16_t(k > 65535 ? 65535 : k);
+  return t;
+}
+
+Type Type::with_elem(DType d) const {
+  if (kind_ == TypeKind::Scalar || kind_ == TypeKind::Void) return Type(d);
+  Type t = *this;
+  if (kind_ == TypeKind::Vector || kind_ == TypeKind::Fragment) t.elem_ = d;
+  return t;
+}
+
+static const char* role_name(FragRole r) { return r == FragRole::A ? "a" : r == FragRole::B ? "b" : "acc"; }
+
+std::string type_name(Type t) {
+  switch (t.kind()) {
+    case TypeKind::Void: return "void";
+    case TypeKind::Scalar: return dtype_name(t.elem());
+    case TypeKind::Vector: return "vec" + std::to_string(t.lanes()) + "<" + dtype_name(t.elem()) + ">";
+    case TypeKind::Fragment:
+      return std::string("frag<") + role_name(t.role()) + ", " + dtype_name(t.elem()) + ", " + std::to_string(t.m()) +
+             "x" + std::to_string(t.n()) + "x" + std::to_string(t.k()) + ">";
+    case TypeKind::Token: return "token";
+  }
+  return "?";
+}
+
+static bool parse_u32(std::string_view s, uint32_t& out) {
+  if (s.empty() || s.size() > 9) return false;
+  uint32_t v = 0;
+  for (char c : s) {
+    if (c < '0' || c > '9') return false;
+    v = v * 10 + uint32_t(c - '0');
+  }
+  out = v;
+  return true;
+}
+
+bool parse_type(std::string_view s, Type& out) {
+  DType d;
+  if (s == "token") {
+    out = Type::token();
+    return true;
+  }
+  if (parse_dtype(s, d)) {
+    out = Type(d);
+    return true;
+  }
+  if (s.size() > 5 && s.substr(0, 3) == "vec" && s.back() == '>') {
+    size_t lt = s.find('<');
+    uint32_t lanes = 0;
+    if (lt == std::string_view::npos || !parse_u32(s.substr(3, lt - 3), lanes)) return false;
+    if (!parse_dtype(s.substr(lt + 1, s.size() - lt - 2), d) || d == DType::Void) return false;
+    out = Type::vector(d, lanes);
+    return true;
+  }
+  if (s.size() > 6 && s.substr(0, 5) == "frag<" && s.back() == '>') {
+    std::string_view body = s.substr(5, s.size() - 6);
+    std::string_view part[3];
+    for (int i = 0; i < 3; ++i) {
+      size_t c = body.find(',');
+      if ((c == std::string_view::npos) != (i == 2)) return false;
+      part[i] = body.substr(0, c);
+      while (!part[i].empty() && part[i].front() == ' ') part[i].remove_prefix(1);
+      while (!part[i].empty() && part[i].back() == ' ') part[i].remove_suffix(1);
+      if (c != std::string_view::npos) body = body.substr(c + 1);
+    }
+    FragRole role;
+    if (part[0] == "a") role = FragRole::A;
+    else if (part[0] == "b") role = FragRole::B;
+    else if (part[0] == "acc") role = FragRole::Acc;
+    else return false;
+    if (!parse_dtype(part[1], d) || d == DType::Void) return false;
+    size_t x1 = part[2].find('x'), x2 = x1 == std::string_view::npos ? x1 : part[2].find('x', x1 + 1);
+    uint32_t m = 0, n = 0, k = 0;
+    if (x2 == std::string_view::npos || !parse_u32(part[2].substr(0, x1), m) ||
+        !parse_u32(part[2].substr(x1 + 1, x2 - x1 - 1), n) || !parse_u32(part[2].substr(x2 + 1), k))
+      return false;
+    if (m > 65535 || n > 65535 || k > 65535) return false;
+    out = Type::fragment(d, m, n, k, role);
+    return true;
+  }
+  return false;
+}
+
+size_t type_size(Type t) {
+  switch (t.kind()) {
+    case TypeKind::Scalar: return dtype_size(t.elem());
+    case TypeKind::Vector: return dtype_size(t.elem()) * t.lanes();
+    default: return 0;
+  }
+}
+
 
 namespace ir {
 
@@ -82,6 +188,91 @@ static const OpInfo kOps[] = {
 };
 
 const OpInfo& op_info(Op op) { return kOps[size_t(op)]; }
+
+static const AttrInfo kAttrs[] = {
+    {"axis", AttrKind::Int},    {"param", AttrKind::ParamRef}, {"name", AttrKind::String},
+    {"count", AttrKind::Int},   {"value", AttrKind::Number},   {"vec", AttrKind::Int},
+    {"lane", AttrKind::Int},    {"callee", AttrKind::String},  {"index", AttrKind::Int},
+    {"align", AttrKind::Int},   {"count_param", AttrKind::ParamRef},
+};
+static_assert(sizeof kAttrs / sizeof kAttrs[0] == size_t(Attr::Count_), "one AttrInfo per Attr");
+
+const AttrInfo& attr_info(Attr a) { return kAttrs[size_t(a)]; }
+
+bool attr_from_name(std::string_view s, Attr& out) {
+  for (size_t i = 0; i < size_t(Attr::Count_); ++i)
+    if (s == kAttrs[i].name) {
+      out = Attr(i);
+      return true;
+    }
+  return false;
+}
+
+namespace {
+struct SchemaTable {
+  AttrSchema by_op[size_t(Op::Count_)];
+  SchemaTable() {
+    auto set = [&](Op op, std::initializer_list<AttrSlot> slots) {
+      AttrSchema& s = by_op[size_t(op)];
+      for (const AttrSlot& slot : slots) s.slots[s.count++] = slot;
+    };
+#define IRON_OP_ATTRS(name, ...) set(Op::name, __VA_ARGS__);
+#include "core/op_attrs.def"
+#undef IRON_OP_ATTRS
+  }
+};
+}  // namespace
+
+const AttrSchema& attr_schema(Op op) {
+  static const SchemaTable table;
+  return table.by_op[size_t(op)];
+}
+
+Operands::Operands(std::initializer_list<Id> ids) {
+  for (Id id : ids) push_back(id);
+}
+Operands::Operands(const Operands& o) { *this = o; }
+Operands& Operands::operator=(const Operands& o) {
+  if (this == &o) return *this;
+  n_ = 0;
+  if (o.n_ > cap_) {
+    delete[] heap_;
+    heap_ = new Id[o.n_];
+    cap_ = o.n_;
+  }
+  std::copy(o.begin(), o.end(), data());
+  n_ = o.n_;
+  return *this;
+}
+void Operands::push_back(Id id) {
+  if (n_ == cap_) {
+    uint32_t cap = cap_ * 2;
+    Id* grown = new Id[cap];
+    std::copy(begin(), end(), grown);
+    delete[] heap_;
+    heap_ = grown;
+    cap_ = cap;
+  }
+  data()[n_++] = id;
+}
+void Operands::resize(uint32_t n, Id fill) {
+  while (n_ < n) push_back(fill);
+  n_ = n;
+}
+
+void Inst::erase(Attr a) {
+  for (size_t i = 0; i < attrs.size(); ++i)
+    if (attrs[i].key == a) {
+      attrs.erase(attrs.begin() + long(i));
+      return;
+    }
+}
+AttrEntry& Inst::slot(Attr a) {
+  for (AttrEntry& e : attrs)
+    if (e.key == a) return e;
+  attrs.push_back(AttrEntry{a});
+  return attrs.back();
+}
 
 bool op_from_mnemonic(std::string_view s, Op& out) {
   for (size_t i = 0; i < size_t(Op::Count_); ++i)
@@ -196,7 +387,7 @@ uint32_t dtypes_used(const Kernel& k) {
   static_assert(kNumDTypes <= 32, "dtypes_used is a 32-bit mask");
   uint32_t mask = 0;
   for (const Param& p : k.params) mask |= 1u << unsigned(p.dtype);
-  walk(k, [&](Id id) { mask |= 1u << unsigned(k.insts[id].type); });
+  walk(k, [&](Id id) { mask |= 1u << unsigned(k.insts[id].type.elem()); });
   return mask;
 }
 
@@ -206,18 +397,50 @@ bool uses_lane_ops(const Kernel& k) {
   return found;
 }
 
-uint64_t threadgroup_bytes(const Kernel& k, DType concrete) {
-  uint64_t bytes = 0;
+uint64_t tg_elem_bytes(const Inst& alloc, DType concrete) {
+  return dtype_size(resolve(alloc.type.elem(), concrete));
+}
+
+uint64_t tg_alignment(const Inst& alloc, DType concrete) {
+  return std::max<uint64_t>(uint64_t(std::max<int64_t>(alloc.attr(Attr::Align), 1)), tg_elem_bytes(alloc, concrete));
+}
+
+bool has_dynamic_threadgroup(const Kernel& k) {
+  bool found = false;
+  walk(k, [&](Id id) { found = found || (k.insts[id].op == Op::TgAlloc && k.insts[id].has(Attr::CountParam)); });
+  return found;
+}
+
+std::vector<Id> threadgroup_layout(const Kernel& k) {
+  std::vector<Id> fixed, sized;
   walk(k, [&](Id id) {
     const Inst& in = k.insts[id];
-    // Threadgroup arrays hold register values: 8 bytes for i64/u64, 4 for every other dtype
-    // (16-bit floats and fp8 are held in f32, 8- and 16-bit integers in 32-bit registers).
-    // Saturating: a count that overflows the total must fail the shared-memory check, not wrap
-    // to a small number that passes it.
-    if (in.op != Op::TgAlloc) return;
-    const uint64_t slot = int_bits(resolve(in.type, concrete)) == 64 ? 8 : 4;
-    bytes = num::saturating_add(bytes, num::saturating_mul(uint64_t(std::max<int64_t>(in.imm, 0)), slot));
+    if (in.op == Op::TgAlloc) (in.has(Attr::CountParam) ? sized : fixed).push_back(id);
   });
+  fixed.insert(fixed.end(), sized.begin(), sized.end());
+  return fixed;
+}
+
+uint64_t tg_count(const Kernel& k, const Inst& alloc, const uint32_t* param_values) {
+  const uint64_t count = uint64_t(std::max<int64_t>(alloc.attr(Attr::Count), 0));
+  if (!alloc.has(Attr::CountParam)) return count;
+  const uint64_t p = uint64_t(alloc.attr(Attr::CountParam));
+  if (!param_values || p >= k.params.size()) return UINT64_MAX;
+  // A negative i32 size is rejected by the dispatch check; here it reads as huge (never small).
+  return num::saturating_mul(count, uint64_t(param_values[p]));
+}
+
+uint64_t threadgroup_bytes(const Kernel& k, DType concrete, const uint32_t* param_values) {
+  // Saturating: a count that overflows the total must fail the shared-memory check, not wrap
+  // to a small number that passes it.
+  uint64_t bytes = 0;
+  for (Id id : threadgroup_layout(k)) {
+    const Inst& in = k.insts[id];
+    if (in.has(Attr::CountParam) && !param_values) continue;
+    const uint64_t align = tg_alignment(in, concrete);
+    if (bytes % align) bytes = num::saturating_add(bytes, align - bytes % align);
+    bytes = num::saturating_add(bytes, num::saturating_mul(tg_count(k, in, param_values), tg_elem_bytes(in, concrete)));
+  }
   return bytes;
 }
 

@@ -5,7 +5,9 @@
 #pragma once
 
 #include <cstdint>
+#include <initializer_list>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "iron/types.hpp"
@@ -51,19 +53,115 @@ struct SrcLoc {
 constexpr uint8_t kFused = 1;    // emitted inline inside its single use (set by fusion)
 constexpr uint8_t kUntyped = 2;  // parsed as `: ?`; type_check infers the dtype
 
+// Named, typed instruction attributes. Which attributes an op carries, and which of them are
+// required, is declared once per op in core/op_attrs.def; the printer, the parser and the
+// verifier read that schema. Kinds: Int (a plain integer), Number (an integer or a float, by
+// the instruction's result type: constants), ParamRef (a kernel parameter index, printed as
+// its name), String (an index into Kernel::strings, printed as an identifier).
+enum class AttrKind : uint8_t { Int, Number, ParamRef, String };
+enum class Attr : uint8_t {
+  Axis,    // Int: built-in axis 0..2
+  Param,   // ParamRef: the parameter a param/load/store names
+  Name,    // String: a threadgroup allocation's name
+  Count,   // Int: a threadgroup allocation's element count
+  Value,   // Number: a constant's value
+  Vec,     // Int: a vector group leader's width (vectorize)
+  Lane,    // Int: a vector group member's lane (vectorize)
+  Callee,  // String: the device function a call names
+  Index,   // Int: a device function argument's index
+  Align,       // Int: a threadgroup allocation's alignment in bytes (a power of two <= 128)
+  CountParam,  // ParamRef: the scalar parameter that sizes a threadgroup allocation at dispatch
+               // (its element count is then count x that parameter's value)
+  Count_
+};
+struct AttrInfo {
+  const char* name;
+  AttrKind kind;
+};
+const AttrInfo& attr_info(Attr a);
+bool attr_from_name(std::string_view s, Attr& out);
+// An op's attribute schema: the attributes it may carry, in printing order; the required ones
+// print positionally inside `<...>`, the optional ones as `key=value` after them.
+struct AttrSlot {
+  Attr attr;
+  bool required;
+};
+struct AttrSchema {
+  AttrSlot slots[4];
+  uint8_t count = 0;
+};
+const AttrSchema& attr_schema(Op op);
+
+struct AttrEntry {
+  Attr key;
+  int64_t i = 0;  // Int, ParamRef, String, and integer Number values
+  double f = 0;   // float Number values
+};
+
+// An instruction's operand list: any length; up to four live inline (no allocation).
+class Operands {
+ public:
+  Operands() = default;
+  Operands(std::initializer_list<Id> ids);
+  Operands(const Operands& o);
+  Operands& operator=(const Operands& o);
+  ~Operands() { delete[] heap_; }
+  uint32_t size() const { return n_; }
+  bool empty() const { return n_ == 0; }
+  Id& operator[](size_t i) { return data()[i]; }
+  Id operator[](size_t i) const { return data()[i]; }
+  Id* begin() { return data(); }
+  Id* end() { return data() + n_; }
+  const Id* begin() const { return data(); }
+  const Id* end() const { return data() + n_; }
+  void push_back(Id id);
+  void resize(uint32_t n, Id fill = UINT32_MAX);
+  void clear() { n_ = 0; }
+
+ private:
+  static constexpr uint32_t kInline = 4;
+  Id* data() { return heap_ ? heap_ : inline_; }
+  const Id* data() const { return heap_ ? heap_ : inline_; }
+  uint32_t n_ = 0, cap_ = kInline;
+  Id inline_[kInline] = {};
+  Id* heap_ = nullptr;
+};
+
 struct Inst {
   Op op = Op::Const;
-  DType type = DType::Void;   // result dtype; Void when the op defines no value
-  uint8_t num_operands = 0;
-  Id operands[3] = {kNone, kNone, kNone};
+  Type type;                  // result type; void when the op defines no value
+  Operands operands;
   Id blocks[2] = {kNone, kNone};  // If: then, else (else may be kNone); For: body
-  uint32_t sym = 0;           // Param/Load/Store: parameter index; TgAlloc: string index
-  int64_t imm = 0;            // axis of built-ins, element count of TgAlloc, integer constants
-  double fimm = 0.0;          // float constants
+  std::vector<AttrEntry> attrs;   // named attributes, at most one per key (see op_attrs.def)
   uint8_t flags = 0;           // kFused | kUntyped
   SrcLoc loc;
 
-  Id operand(int i) const { return operands[i]; }
+  Id operand(int i) const { return operands[size_t(i)]; }
+  int num_operands() const { return int(operands.size()); }
+
+  bool has(Attr a) const { return find(a) != nullptr; }
+  // The attribute's integer value (the index for ParamRef and String); 0 when absent — the
+  // verifier rejects an instruction that lacks a required attribute.
+  int64_t attr(Attr a) const {
+    const AttrEntry* e = find(a);
+    return e ? e->i : 0;
+  }
+  double fattr(Attr a) const {
+    const AttrEntry* e = find(a);
+    return e ? e->f : 0.0;
+  }
+  uint32_t param() const { return uint32_t(attr(Attr::Param)); }
+  void set(Attr a, int64_t v) { slot(a).i = v; }
+  void set_float(Attr a, double v) { slot(a).f = v; }
+  void erase(Attr a);
+
+ private:
+  const AttrEntry* find(Attr a) const {
+    for (const AttrEntry& e : attrs)
+      if (e.key == a) return &e;
+    return nullptr;
+  }
+  AttrEntry& slot(Attr a);
 };
 
 struct Block {
@@ -181,8 +279,25 @@ bool is_aliased(const Kernel& k, uint32_t p);
 // True when no store of the kernel can change buffer parameter `p`'s memory: it is `in` and no
 // parameter declared to alias it is writable. Passes reorder and share loads only from these.
 bool read_only_memory(const Kernel& k, uint32_t p);
-// Bytes of threadgroup memory the kernel allocates for the given concrete dtype.
-uint64_t threadgroup_bytes(const Kernel& k, DType concrete);
+// Threadgroup memory layout (docs/semantics.md, "Threadgroup memory"): every allocation at its
+// real element width (bool: 4 bytes), at an offset that is a multiple of its alignment (the
+// larger of its `align` attribute and its element size). Arrays of a fixed size come first, in
+// program order, then the arrays sized at dispatch (count_param), in program order.
+constexpr uint64_t kMaxThreadgroupAlign = 128;
+constexpr uint64_t kMaxRegisterArray = 1024;  // elements of one register array (local_alloc)
+uint64_t tg_elem_bytes(const Inst& alloc, DType concrete);
+uint64_t tg_alignment(const Inst& alloc, DType concrete);
+// The allocations reachable from the entry block, in layout order.
+std::vector<Id> threadgroup_layout(const Kernel& k);
+bool has_dynamic_threadgroup(const Kernel& k);
+// Bytes of threadgroup memory the kernel allocates for the given concrete dtype, alignment
+// padding included. `param_values` (indexed by parameter, the bit patterns of the scalar
+// parameters) sizes the arrays sized at dispatch; without it they count as 0 bytes.
+// Saturates at UINT64_MAX.
+uint64_t threadgroup_bytes(const Kernel& k, DType concrete, const uint32_t* param_values = nullptr);
+// The element count of one allocation (count x the sizing parameter's value, if any);
+// UINT64_MAX when a dispatch-sized array has no values given, or the product overflows.
+uint64_t tg_count(const Kernel& k, const Inst& alloc, const uint32_t* param_values);
 
 // True when values of dtype t are floats at every dtype the kernel may be emitted for: a float
 // dtype, or T when every dtype T may take is a float (a T over integers is not).
@@ -190,5 +305,8 @@ bool float_everywhere(const Kernel& k, DType t);
 
 // Resolves the generic dtype: Generic -> concrete, anything else unchanged.
 inline DType resolve(DType d, DType concrete) { return d == DType::Generic ? concrete : d; }
+inline Type resolve(Type t, DType concrete) {
+  return t.elem() == DType::Generic ? t.with_elem(concrete) : t;
+}
 
 }  // namespace iron::ir

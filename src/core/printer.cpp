@@ -27,12 +27,6 @@
 namespace iron::ir {
 namespace {
 
-bool has_axis(Op op) {
-  return op == Op::ThreadId || op == Op::ProgramId || op == Op::LocalId || op == Op::GroupSize ||
-         op == Op::NumPrograms;
-}
-bool names_param(Op op) { return op == Op::Param || op == Op::Load || op == Op::Store; }
-
 std::string format_float(double v) {
   char buf[64];
   std::snprintf(buf, sizeof buf, "%.17g", v);
@@ -69,6 +63,44 @@ struct Printer {
     for (Id id : k.blocks[b].insts) inst(id, depth);
   }
 
+  std::string attr_text(const Inst& in, const AttrEntry& e) {
+    switch (attr_info(e.key).kind) {
+      case AttrKind::Int: return std::to_string(e.i);
+      // A u64 constant keeps its bit pattern in the integer field: printed unsigned.
+      case AttrKind::Number:
+        return is_float(in.type)            ? format_float(e.f)
+               : in.type == DType::U64 ? std::to_string(uint64_t(e.i))
+                                       : std::to_string(e.i);
+      case AttrKind::ParamRef: return e.i >= 0 && uint64_t(e.i) < k.params.size() ? k.params[size_t(e.i)].name : "?";
+      case AttrKind::String: return e.i >= 0 && uint64_t(e.i) < k.strings.size() ? k.strings[size_t(e.i)] : "?";
+    }
+    return "?";
+  }
+
+  // `<required, ..., key=optional, ...>`: the schema's required attributes positionally, then
+  // every other attribute the instruction carries as key=value.
+  void attributes(const Inst& in) {
+    const AttrSchema& schema = attr_schema(in.op);
+    std::vector<std::string> parts;
+    std::vector<uint8_t> shown(in.attrs.size(), 0);
+    for (uint8_t s = 0; s < schema.count; ++s)
+      for (size_t i = 0; i < in.attrs.size(); ++i)
+        if (in.attrs[i].key == schema.slots[s].attr && !shown[i]) {
+          shown[i] = 1;
+          parts.push_back(schema.slots[s].required ? attr_text(in, in.attrs[i])
+                                                   : std::string(attr_info(in.attrs[i].key).name) + "=" +
+                                                         attr_text(in, in.attrs[i]));
+          break;
+        }
+    for (size_t i = 0; i < in.attrs.size(); ++i)
+      if (!shown[i] && size_t(in.attrs[i].key) < size_t(Attr::Count_))
+        parts.push_back(std::string(attr_info(in.attrs[i].key).name) + "=" + attr_text(in, in.attrs[i]));
+    if (parts.empty()) return;
+    out << "<";
+    for (size_t i = 0; i < parts.size(); ++i) out << (i ? ", " : "") << parts[i];
+    out << ">";
+  }
+
   void inst(Id id, int depth) {
     std::string pad(depth * 2, ' ');
     if (id >= k.insts.size()) {
@@ -77,34 +109,16 @@ struct Printer {
     }
     const Inst& in = k.insts[id];
     out << pad;
-    if (in.type != DType::Void || (in.flags & kUntyped)) {
+    if (!in.type.is_void() || (in.flags & kUntyped)) {
       uint32_t n = uint32_t(number.size());
       number[id] = n;
       out << "%" << n << " = ";
     }
     out << mnemonic(in.op);
-    // Attributes
-    if (in.op == Op::Const) {
-      // A u64 constant keeps its bit pattern in imm: printed unsigned.
-      out << "<" << (is_float(in.type) ? format_float(in.fimm)
-                     : in.type == DType::U64 ? std::to_string(uint64_t(in.imm)) : std::to_string(in.imm)) << ">";
-    } else if (names_param(in.op)) {
-      out << "<" << (in.sym < k.params.size() ? k.params[in.sym].name : "?");
-      if (in.imm > 0) out << ", vec" << in.imm;   // vector group leader (vectorize)
-      if (in.imm < 0) out << ", lane" << -in.imm;  // vector group member
-      out << ">";
-    } else if (has_axis(in.op)) {
-      out << "<" << in.imm << ">";
-    } else if (in.op == Op::TgAlloc) {
-      out << "<" << (in.sym < k.strings.size() ? k.strings[in.sym] : "?") << ", " << in.imm << ">";
-    } else if (in.op == Op::Call) {
-      out << "<" << (in.sym < k.strings.size() ? k.strings[in.sym] : "?") << ">";
-    } else if (in.op == Op::Arg) {
-      out << "<" << in.imm << ">";
-    }
-    for (int i = 0; i < in.num_operands; ++i) out << (i ? ", " : " ") << ref(in.operands[i]);
+    attributes(in);
+    for (int i = 0; i < in.num_operands(); ++i) out << (i ? ", " : " ") << ref(in.operands[i]);
     if (in.flags & kUntyped) out << " : ?";
-    else if (in.type != DType::Void) out << " : " << dtype_name(in.type);
+    else if (!in.type.is_void()) out << " : " << type_name(in.type);
     if (in.flags & kFused) out << " fused";
     if (opts.locations && in.loc.line != 0) {
       out << " @\"" << (in.loc.file < k.files.size() ? k.files[in.loc.file] : "") << "\":"
@@ -205,6 +219,78 @@ struct Parser {
     return std::string(s.substr(b, e - b + 1));
   }
 
+  Type type(const std::string& s) {
+    Type t;
+    if (!parse_type(s, t)) fail("unknown type '" + s + "'", s);
+    return t;
+  }
+
+  // The value of one attribute, read strictly for its kind (and its range, where it has one).
+  void attribute(Inst& in, Attr a, const std::string& text) {
+    switch (a) {
+      case Attr::Value: constant(in, text); return;
+      case Attr::Param:
+      case Attr::CountParam: {
+        int idx = k.find_param(text);
+        if (idx < 0) fail("unknown parameter '" + text + "'", text);
+        in.set(a, idx);
+        return;
+      }
+      case Attr::Name:
+      case Attr::Callee:
+        if (!is_identifier_text(text))
+          fail(std::string(a == Attr::Name ? "threadgroup allocation name '" : "function name '") + text +
+                   "' is not an identifier",
+               text);
+        in.set(a, k.intern_string(text));
+        return;
+      case Attr::Axis: in.set(a, integer(text, 0, 2, "axis")); return;
+      case Attr::Count:
+        in.set(a, integer(text, 1, UINT32_MAX,
+                          in.op == Op::LocalAlloc ? "register array element count" : "threadgroup element count"));
+        return;
+      case Attr::Align: in.set(a, integer(text, 1, int64_t(kMaxThreadgroupAlign), "threadgroup alignment")); return;
+      case Attr::Vec: in.set(a, integer(text, 2, 8, "vector group width")); return;
+      case Attr::Lane: in.set(a, integer(text, 1, 7, "vector group lane")); return;
+      case Attr::Index: in.set(a, integer(text, 0, 2, "argument index")); return;
+      case Attr::Count_: break;
+    }
+    fail("unknown attribute", text);
+  }
+
+  // `<v1, v2, key=v3>`: positional values fill the op's required attributes in schema order;
+  // key=value names any attribute of its schema.
+  void attributes(Inst& in, const std::string& mn, const std::vector<std::string>& list) {
+    const AttrSchema& schema = attr_schema(in.op);
+    uint8_t next = 0;  // the next schema slot a positional value may fill
+    size_t required = 0;
+    for (uint8_t s = 0; s < schema.count; ++s) required += schema.slots[s].required;
+    for (const std::string& item : list) {
+      size_t eq = item.find('=');
+      Attr a;
+      std::string text;
+      if (eq != std::string::npos) {
+        std::string key = trim(item.substr(0, eq));
+        if (!attr_from_name(key, a)) fail("unknown attribute '" + key + "'", key);
+        bool in_schema = false;
+        for (uint8_t s = 0; s < schema.count; ++s) in_schema = in_schema || schema.slots[s].attr == a;
+        if (!in_schema) fail("'" + mn + "' takes no attribute '" + key + "'", key);
+        text = trim(item.substr(eq + 1));
+      } else {
+        while (next < schema.count && !schema.slots[next].required) ++next;
+        if (next == schema.count)
+          fail("'" + mn + "' takes " + std::to_string(required) + " attribute(s)", item.empty() ? mn : item);
+        a = schema.slots[next++].attr;
+        text = item;
+      }
+      if (in.has(a)) fail("attribute '" + std::string(attr_info(a).name) + "' given twice", item);
+      attribute(in, a, text);
+    }
+    for (uint8_t s = 0; s < schema.count; ++s)
+      if (schema.slots[s].required && !in.has(schema.slots[s].attr))
+        fail("'" + mn + "' takes " + std::to_string(required) + " attribute(s)", mn);
+  }
+
   DType dtype(const std::string& s) {
     DType d;
     if (!parse_dtype(s, d)) fail("unknown dtype '" + s + "'", s);
@@ -245,9 +331,8 @@ struct Parser {
         open = true;
       } else if (tok.rfind("mode=", 0) == 0) {
         std::string m = tok.substr(5);
-        if (m == "Elementwise") k.mode = Mode::Elementwise;
-        else if (m == "Reduction") k.mode = Mode::Reduction;
-        else fail("unknown mode '" + m + "'", tok);
+        if (!parse_mode(m, k.mode))
+          fail("unknown mode '" + m + "' (Elementwise, Reduction, Grid3D, Tile2D or SimdGroup2D)", tok);
       } else if (tok.rfind("dtypes=", 0) == 0) {
         std::string list = tok.substr(7);
         size_t pos = 0;
@@ -343,24 +428,26 @@ struct Parser {
     if (in.flags & kUntyped) {
       double f = 0;
       int64_t i = 0;
-      if (num::parse_int64(text, i)) in.imm = i;
-      else if (num::parse_double(text, f)) in.fimm = f;
+      if (num::parse_int64(text, i)) in.set(Attr::Value, i);
+      else if (num::parse_double(text, f)) in.set_float(Attr::Value, f);
       else fail("constant '" + text + "' is not a number", text);
       return;
     }
-    if (in.type == DType::U64) {
+    if (!in.type.is_scalar()) fail("a constant must have a scalar dtype, not " + type_name(in.type));
+    const DType ct = in.type.elem();
+    if (ct == DType::U64) {
       uint64_t u = 0;
       if (!num::parse_uint64(text, u)) fail("u64 constant '" + text + "' is not an integer in [0, 2^64-1]", text);
-      in.imm = int64_t(u);  // the bit pattern
+      in.set(Attr::Value, int64_t(u));  // the bit pattern
       return;
     }
-    if (is_integer(in.type)) {
-      const std::string what = std::string(dtype_name(in.type)) + " constant";
-      in.imm = integer(text, num::int_min(in.type), int64_t(num::int_max(in.type)), what);
+    if (is_integer(ct)) {
+      const std::string what = std::string(dtype_name(ct)) + " constant";
+      in.set(Attr::Value, integer(text, num::int_min(ct), int64_t(num::int_max(ct)), what));
       return;
     }
-    if (in.type == DType::Bool) {
-      in.imm = integer(text, 0, 1, "bool constant");
+    if (ct == DType::Bool) {
+      in.set(Attr::Value, integer(text, 0, 1, "bool constant"));
       return;
     }
     double f = 0;
@@ -369,9 +456,9 @@ struct Parser {
     // would silently become infinity.
     if (std::isfinite(f) && std::fabs(f) > double(std::numeric_limits<float>::max()))
       fail("float constant " + text + " overflows f32", text);
-    in.fimm = f;
+    in.set_float(Attr::Value, f);
     // A T constant may become an integer: an integral literal keeps that reading too.
-    if (in.type == DType::Generic && std::trunc(f) == f && std::fabs(f) < 0x1p63) in.imm = int64_t(f);
+    if (in.type == DType::Generic && std::trunc(f) == f && std::fabs(f) < 0x1p63) in.set(Attr::Value, int64_t(f));
   }
 
   void inst(std::string line) {
@@ -433,8 +520,7 @@ struct Parser {
       while (true) {
         size_t c = ops.find(',', pos);
         std::string t = trim(ops.substr(pos, c == std::string::npos ? std::string::npos : c - pos));
-        if (in.num_operands == 3) fail("too many operands", t);
-        in.operands[in.num_operands++] = value(t);
+        in.operands.push_back(value(t));
         if (c == std::string::npos) break;
         pos = c + 1;
       }
@@ -444,46 +530,11 @@ struct Parser {
       type_text = trim(type_text.substr(0, type_text.size() - 6));
     }
     if (type_text == "?") in.flags |= kUntyped;
-    else if (!type_text.empty()) in.type = dtype(type_text);
-    if (result.empty() != (in.type == DType::Void && !(in.flags & kUntyped)))
+    else if (!type_text.empty()) in.type = type(type_text);
+    if (result.empty() != (in.type.is_void() && !(in.flags & kUntyped)))
       fail("a value-defining op needs '%N = ... : dtype' (or ': ?' for type_check to infer)", mn);
 
-    auto want_attrs = [&](size_t n) {
-      if (attrs.size() != n) fail(std::string("'") + mn + "' takes " + std::to_string(n) + " attribute(s)", mn);
-    };
-    if (in.op == Op::Const) {
-      want_attrs(1);
-      constant(in, attrs[0]);
-    } else if (names_param(in.op)) {
-      if (attrs.size() == 2 && in.op != Op::Param) {
-        const std::string& g = attrs[1];
-        if (g.rfind("vec", 0) == 0) in.imm = integer(g.substr(3), 2, 8, "vector group width");
-        else if (g.rfind("lane", 0) == 0) in.imm = -integer(g.substr(4), 1, 7, "vector group lane");
-        else fail("expected vecN or laneN, got '" + g + "'", g);
-        attrs.pop_back();
-      }
-      want_attrs(1);
-      int idx = k.find_param(attrs[0]);
-      if (idx < 0) fail("unknown parameter '" + attrs[0] + "'", attrs[0]);
-      in.sym = uint32_t(idx);
-    } else if (has_axis(in.op)) {
-      want_attrs(1);
-      in.imm = integer(attrs[0], 0, 2, "axis");
-    } else if (in.op == Op::TgAlloc) {
-      want_attrs(2);
-      if (!is_identifier_text(attrs[0])) fail("threadgroup allocation name '" + attrs[0] + "' is not an identifier", attrs[0]);
-      in.sym = k.intern_string(attrs[0]);
-      in.imm = integer(attrs[1], 1, UINT32_MAX, "threadgroup element count");
-    } else if (in.op == Op::Call) {
-      want_attrs(1);
-      if (!is_identifier_text(attrs[0])) fail("function name '" + attrs[0] + "' is not an identifier", attrs[0]);
-      in.sym = k.intern_string(attrs[0]);
-    } else if (in.op == Op::Arg) {
-      want_attrs(1);
-      in.imm = integer(attrs[0], 0, 2, "argument index");
-    } else if (!attrs.empty()) {
-      fail(std::string("'") + mn + "' takes no attributes", mn);
-    }
+    attributes(in, mn, attrs);
 
     bool control = in.op == Op::If || in.op == Op::For;
     if (control != opens) fail(control ? "expected '{' after if/for" : "unexpected '{'", control ? mn : "{");

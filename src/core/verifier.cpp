@@ -40,7 +40,54 @@ struct Verifier {
   // Void outside that loop (T then counts as a float).
   DType subst = DType::Void;
   DType sub(DType t) const { return t == DType::Generic && subst != DType::Void ? subst : t; }
-  DType ty(Id v) const { return sub(k.insts[v].type); }
+  DType ty(Id v) const { return sub(k.insts[v].type.elem()); }
+
+  // Attributes against the op's schema (op_attrs.def): no unknown or repeated key, every
+  // required one present, references in range.
+  void check_attrs(const Inst& in) {
+    const AttrSchema& schema = attr_schema(in.op);
+    auto allowed = [&](Attr a) {
+      for (uint8_t i = 0; i < schema.count; ++i)
+        if (schema.slots[i].attr == a) return true;
+      return false;
+    };
+    for (size_t i = 0; i < in.attrs.size(); ++i) {
+      const AttrEntry& e = in.attrs[i];
+      if (size_t(e.key) >= size_t(Attr::Count_)) {
+        err(in, "carries an attribute with an invalid key");
+        continue;
+      }
+      const AttrInfo& info = attr_info(e.key);
+      if (!allowed(e.key)) err(in, std::string("takes no attribute '") + info.name + "'");
+      for (size_t j = 0; j < i; ++j)
+        if (in.attrs[j].key == e.key) err(in, std::string("carries attribute '") + info.name + "' twice");
+      if (info.kind == AttrKind::ParamRef && (e.i < 0 || uint64_t(e.i) >= k.params.size()))
+        err(in, std::string("attribute '") + info.name + "' names no parameter");
+      if (info.kind == AttrKind::String && (e.i < 0 || uint64_t(e.i) >= k.strings.size()))
+        err(in, std::string("attribute '") + info.name + "' names no string");
+    }
+    for (uint8_t i = 0; i < schema.count; ++i)
+      if (schema.slots[i].required && !in.has(schema.slots[i].attr))
+        err(in, std::string("needs attribute '") + attr_info(schema.slots[i].attr).name + "'");
+  }
+
+  // Every op of today's table computes on scalars: a vector, fragment or token value reaching
+  // one is rejected here, before the scalar type rules run.
+  bool check_kinds(const Inst& in) {
+    bool ok = true;
+    if (!in.type.is_void() && !in.type.is_scalar()) {
+      err(in, "produces a " + type_name(in.type) + " value; this op computes on scalars only");
+      ok = false;
+    }
+    for (int i = 0; i < in.num_operands(); ++i) {
+      Type t = k.insts[in.operands[i]].type;
+      if (!t.is_void() && !t.is_scalar()) {
+        err(in, "operand " + std::to_string(i) + " is a " + type_name(t) + " value; this op takes scalars only");
+        ok = false;
+      }
+    }
+    return ok;
+  }
 
   bool numeric(DType t) const { return is_float(t) || is_integer(t); }
 
@@ -52,10 +99,10 @@ struct Verifier {
 
   void check_operands(const Inst& in) {
     int arity = op_info(in.op).arity;
-    if (arity >= 0 && in.num_operands != arity) {
-      err(in, "expects " + std::to_string(arity) + " operand(s), has " + std::to_string(in.num_operands));
+    if (arity >= 0 && in.num_operands() != arity) {
+      err(in, "expects " + std::to_string(arity) + " operand(s), has " + std::to_string(in.num_operands()));
     }
-    for (int i = 0; i < in.num_operands; ++i) {
+    for (int i = 0; i < in.num_operands(); ++i) {
       Id v = in.operands[i];
       if (v >= k.insts.size()) {
         err(in, "operand " + std::to_string(i) + " is not a valid value id");
@@ -68,33 +115,34 @@ struct Verifier {
   }
 
   bool ok_operands(const Inst& in) const {
-    for (int i = 0; i < in.num_operands; ++i)
+    for (int i = 0; i < in.num_operands(); ++i)
       if (in.operands[i] >= k.insts.size() || !visible[in.operands[i]] || ty(in.operands[i]) == DType::Void)
         return false;
-    return op_info(in.op).arity < 0 || in.num_operands == op_info(in.op).arity;
+    return op_info(in.op).arity < 0 || in.num_operands() == op_info(in.op).arity;
   }
 
+  // Type rules of the ops, on scalar values (check_kinds has rejected every other kind first).
   void types(const Inst& in) {
-    const DType rtype = sub(in.type);
+    const DType rt = sub(in.type.elem());
     auto o = [&](int i) { return ty(in.operands[i]); };
     auto need_result = [&](DType want) {
-      if (rtype != sub(want))
-        err(in, std::string("result must be ") + dtype_name(want) + ", is " + dtype_name(rtype));
+      if (rt != sub(want))
+        err(in, std::string("result must be ") + dtype_name(want) + ", is " + dtype_name(rt));
     };
     auto same_as_result = [&](int i) {
-      if (o(i) != rtype)
+      if (o(i) != rt)
         err(in, std::string("operand ") + std::to_string(i) + " is " + dtype_name(o(i)) +
-                    " but the result is " + dtype_name(rtype) + " (insert a cast)");
+                    " but the result is " + dtype_name(rt) + " (insert a cast)");
     };
     auto integer_operand = [&](int i, const char* what) {
       if (!is_integer(o(i))) err(in, std::string(what) + " must be an integer, is " + dtype_name(o(i)));
     };
     auto param_ok = [&](ParamKind kind) -> const Param* {
-      if (in.sym >= k.params.size()) {
+      if (in.param() >= k.params.size()) {
         err(in, "names no parameter");
         return nullptr;
       }
-      const Param& p = k.params[in.sym];
+      const Param& p = k.params[in.param()];
       if (p.kind != kind) {
         err(in, "parameter '" + p.name + "' is a " + (p.kind == ParamKind::Buffer ? "buffer" : "scalar"));
         return nullptr;
@@ -102,70 +150,73 @@ struct Verifier {
       return &p;
     };
 
+    const int64_t value = in.attr(Attr::Value);
     switch (in.op) {
       case Op::Const:
-        if (rtype == DType::Void) err(in, "constant needs a dtype");
+        if (rt == DType::Void) err(in, "constant needs a dtype");
         // Integer immediates are kept in their dtype's range; one outside it would be read
         // differently by the backends (truncated) and by range checks on the 64-bit value.
-        // A u64 constant keeps its 64-bit pattern in imm, so every imm is one.
-        if (is_integer(rtype) && rtype != DType::U64 &&
-            (in.imm < num::int_min(rtype) || (in.imm > 0 && uint64_t(in.imm) > num::int_max(rtype))))
-          err(in, std::string(dtype_name(rtype)) + " constant " + std::to_string(in.imm) + " is out of range");
+        // A u64 constant keeps its 64-bit pattern in Value, so every integer value is one.
+        if (is_integer(rt) && rt != DType::U64 &&
+            (value < num::int_min(rt) || (value > 0 && uint64_t(value) > num::int_max(rt))))
+          err(in, std::string(dtype_name(rt)) + " constant " + std::to_string(value) + " is out of range");
         // An fp8 register always holds an fp8 value: a constant must be one exactly.
-        if (is_fp8(rtype) && !std::isnan(in.fimm) && double(num::round_to(rtype, float(in.fimm))) != in.fimm)
-          err(in, std::string(dtype_name(rtype)) + " constant " + std::to_string(in.fimm) + " is not an " +
-                      dtype_name(rtype) + " value");
-        if (rtype == DType::Bool && in.imm != 0 && in.imm != 1) err(in, "bool constant must be 0 or 1");
+        if (const double fv = in.fattr(Attr::Value);
+            is_fp8(rt) && !std::isnan(fv) && double(num::round_to(rt, float(fv))) != fv)
+          err(in, std::string(dtype_name(rt)) + " constant " + std::to_string(fv) + " is not an " +
+                      dtype_name(rt) + " value");
+        if (rt == DType::Bool && value != 0 && value != 1) err(in, "bool constant must be 0 or 1");
         // A T constant used as an integer dtype must be a whole number that fits it.
-        if (in.type == DType::Generic && is_integer(rtype) && double(in.imm) != in.fimm)
-          err(in, "T constant " + std::to_string(in.fimm) + " is not an integer (a float literal meets an integer T)");
+        if (in.type == DType::Generic && is_integer(rt) && double(value) != in.fattr(Attr::Value))
+          err(in, "T constant " + std::to_string(in.fattr(Attr::Value)) +
+                      " is not an integer (a float literal meets an integer T)");
         break;
       case Op::Param:
         if (const Param* p = param_ok(ParamKind::Scalar)) need_result(p->dtype);
         break;
       case Op::ThreadId: case Op::ProgramId: case Op::LocalId: case Op::GroupSize: case Op::NumPrograms:
-        if (in.imm < 0 || in.imm > 2) err(in, "axis must be 0, 1 or 2");
+        if (in.attr(Attr::Axis) < 0 || in.attr(Attr::Axis) > 2) err(in, "axis must be 0, 1 or 2");
         need_result(DType::U32);
         break;
       case Op::LaneId: case Op::LaneWidth: case Op::SimdGroupId: case Op::NumSimdGroups:
         need_result(DType::U32);
         break;
       case Op::Add: case Op::Sub: case Op::Mul: case Op::Div: case Op::Min: case Op::Max:
-        if (!numeric(rtype)) err(in, std::string("needs numeric operands, not ") + dtype_name(rtype));
-        reject_storage_only(in, rtype);
+        if (!numeric(rt)) err(in, std::string("needs numeric operands, not ") + dtype_name(rt));
+        reject_storage_only(in, rt);
         same_as_result(0);
         same_as_result(1);
         break;
       case Op::Rem:
-        if (!is_integer(rtype)) err(in, "needs integer operands");
+        if (!is_integer(rt)) err(in, "needs integer operands");
         same_as_result(0);
         same_as_result(1);
         break;
       case Op::Neg: case Op::Abs:
-        if (!numeric(rtype)) err(in, "needs a numeric operand");
-        reject_storage_only(in, rtype);
+        if (!numeric(rt)) err(in, "needs a numeric operand");
+        reject_storage_only(in, rt);
         same_as_result(0);
         break;
       case Op::Fma:
-        if (!is_float(rtype)) err(in, "needs float operands");
-        reject_storage_only(in, rtype);
+        if (!is_float(rt)) err(in, "needs float operands");
+        reject_storage_only(in, rt);
         same_as_result(0); same_as_result(1); same_as_result(2);
         break;
       case Op::Exp: case Op::Log: case Op::Sqrt: case Op::Rsqrt: case Op::Tanh:
-        if (!is_float(rtype)) err(in, std::string("is defined on floats only, not ") + dtype_name(rtype));
-        reject_storage_only(in, rtype);
+        if (!is_float(rt)) err(in, std::string("is defined on floats only, not ") + dtype_name(rt));
+        reject_storage_only(in, rt);
         same_as_result(0);
         break;
       case Op::And: case Op::Or: case Op::Xor:
-        if (!is_integer(rtype) && rtype != DType::Bool) err(in, "needs integer or bool operands");
+        if (!is_integer(rt) && rt != DType::Bool) err(in, "needs integer or bool operands");
         same_as_result(0); same_as_result(1);
         break;
       case Op::Not:
-        if (!is_integer(rtype) && rtype != DType::Bool) err(in, "needs an integer or bool operand");
+        if (!is_integer(rt) && rt != DType::Bool) err(in, "needs an integer or bool operand");
         same_as_result(0);
         break;
       case Op::Shl: case Op::Shr:
-        if (!is_integer(rtype)) err(in, "needs integer operands");
+        if (!is_integer(rt)) err(in, "needs integer operands");
         same_as_result(0);
         integer_operand(1, "shift amount");
         break;
@@ -183,7 +234,7 @@ struct Verifier {
         same_as_result(1); same_as_result(2);
         break;
       case Op::Cast:
-        if (!numeric(rtype) && rtype != DType::Bool) err(in, "cast target must be a value dtype");
+        if (!numeric(rt) && rt != DType::Bool) err(in, "cast target must be a value dtype");
         break;
       case Op::Load:
         if (const Param* p = param_ok(ParamKind::Buffer)) {
@@ -202,7 +253,7 @@ struct Verifier {
         integer_operand(0, "index");
         break;
       case Op::Var:
-        if (rtype == DType::Void) err(in, "variable needs a dtype");
+        if (rt == DType::Void) err(in, "variable needs a dtype");
         same_as_result(0);
         break;
       case Op::VarLoad:
@@ -215,11 +266,41 @@ struct Verifier {
           err(in, std::string("stores ") + dtype_name(o(1)) + " into a " + dtype_name(o(0)) + " variable");
         break;
       case Op::TgAlloc:
-        if (in.sym < k.strings.size() && !is_identifier(k.strings[in.sym]))
-          err(in, "threadgroup allocation name '" + k.strings[in.sym] + "' is not an identifier");
-        if (in.imm <= 0) err(in, "threadgroup allocation needs a positive element count");
-        else if (in.imm > int64_t(UINT32_MAX)) err(in, "threadgroup allocation of " + std::to_string(in.imm) + " elements exceeds 2^32-1");
-        if (in.sym >= k.strings.size()) err(in, "threadgroup allocation has no name");
+        if (uint64_t(in.attr(Attr::Name)) < k.strings.size() && !is_identifier(k.strings[size_t(in.attr(Attr::Name))]))
+          err(in, "threadgroup allocation name '" + k.strings[size_t(in.attr(Attr::Name))] + "' is not an identifier");
+        if (in.attr(Attr::Count) <= 0) err(in, "threadgroup allocation needs a positive element count");
+        else if (in.attr(Attr::Count) > int64_t(UINT32_MAX))
+          err(in, "threadgroup allocation of " + std::to_string(in.attr(Attr::Count)) + " elements exceeds 2^32-1");
+        if (in.has(Attr::Align)) {
+          const int64_t a = in.attr(Attr::Align);
+          if (a <= 0 || a > int64_t(kMaxThreadgroupAlign) || (a & (a - 1)) != 0)
+            err(in, "threadgroup alignment " + std::to_string(a) + " is not a power of two from 1 to " +
+                        std::to_string(kMaxThreadgroupAlign) + " bytes");
+        }
+        if (in.has(Attr::CountParam) && uint64_t(in.attr(Attr::CountParam)) < k.params.size()) {
+          const Param& p = k.params[size_t(in.attr(Attr::CountParam))];
+          if (p.kind != ParamKind::Scalar || !is_integer(p.dtype))
+            err(in, "threadgroup allocation is sized by '" + p.name + "', which is not a u32 or i32 scalar parameter");
+        }
+        break;
+      case Op::LocalAlloc:
+        if (uint64_t(in.attr(Attr::Name)) < k.strings.size() && !is_identifier(k.strings[size_t(in.attr(Attr::Name))]))
+          err(in, "register array name '" + k.strings[size_t(in.attr(Attr::Name))] + "' is not an identifier");
+        if (in.attr(Attr::Count) <= 0 || in.attr(Attr::Count) > int64_t(kMaxRegisterArray))
+          err(in, "register array of " + std::to_string(in.attr(Attr::Count)) + " elements: the count must be 1 to " +
+                      std::to_string(kMaxRegisterArray));
+        if (rt == DType::Void) err(in, "register array needs a dtype");
+        break;
+      case Op::LocalLoad:
+        if (k.insts[in.operands[0]].op != Op::LocalAlloc) err(in, "operand 0 is not a register array");
+        else same_as_result(0);
+        integer_operand(1, "index");
+        break;
+      case Op::LocalStore:
+        if (k.insts[in.operands[0]].op != Op::LocalAlloc) err(in, "operand 0 is not a register array");
+        else if (o(2) != o(0))
+          err(in, std::string("stores ") + dtype_name(o(2)) + " into a " + dtype_name(o(0)) + " register array");
+        integer_operand(1, "index");
         break;
       case Op::TgLoad:
         if (k.insts[in.operands[0]].op != Op::TgAlloc) err(in, "operand 0 is not a threadgroup allocation");
@@ -235,8 +316,8 @@ struct Verifier {
       case Op::Barrier:
         break;
       case Op::LaneSum: case Op::LaneMax:
-        if (rtype != DType::F32 && rtype != DType::I32 && rtype != DType::U32)
-          err(in, std::string("lane reductions take f32, i32 or u32, not ") + dtype_name(rtype) +
+        if (rt != DType::F32 && rt != DType::I32 && rt != DType::U32)
+          err(in, std::string("lane reductions take f32, i32 or u32, not ") + dtype_name(rt) +
                       " (accumulate in f32)");
         same_as_result(0);
         break;
@@ -244,64 +325,104 @@ struct Verifier {
         if (o(0) != DType::Bool) err(in, "condition must be bool");
         break;
       case Op::Call:
-        if (rtype == DType::Void) err(in, "a call needs a result dtype");
-        if (in.sym >= k.strings.size()) err(in, "call names no function");
+        if (rt == DType::Void) err(in, "a call needs a result dtype");
         break;
       case Op::Arg:
         if (!k.is_function) err(in, "arg outside a device function");
-        if (rtype == DType::Void) err(in, "arg needs a dtype");
+        if (rt == DType::Void) err(in, "arg needs a dtype");
         break;
       case Op::Return:
         if (!k.is_function) err(in, "ret outside a device function");
         break;
       case Op::For: {
-        if (rtype != DType::I32 && rtype != DType::U32) err(in, "induction variable must be i32 or u32");
+        if (rt != DType::I32 && rt != DType::U32) err(in, "induction variable must be i32 or u32");
         same_as_result(0); same_as_result(1); same_as_result(2);
         const Inst& step = k.insts[in.operands[2]];
         // The step is read as the loop's 32-bit type, as every backend does: a constant whose
         // 64-bit immediate is nonzero but whose low 32 bits are zero is a zero step.
         if (step.op == Op::Const) {
-          int64_t read = rtype == DType::U32 ? int64_t(uint32_t(step.imm)) : int64_t(int32_t(step.imm));
+          const int64_t imm = step.attr(Attr::Value);
+          int64_t read = rt == DType::U32 ? int64_t(uint32_t(imm)) : int64_t(int32_t(imm));
           if (read <= 0)
             err(in, "loop step is " + std::to_string(read) +
-                        (read != step.imm ? " (constant " + std::to_string(step.imm) + " read as " + dtype_name(rtype) + ")" : "") +
+                        (read != imm ? " (constant " + std::to_string(imm) + " read as " + dtype_name(rt) + ")" : "") +
                         "; it must be positive (the loop would never end)");
         }
         break;
       }
+      case Op::Floor: case Op::Ceil: case Op::Rint: case Op::Trunc:
+      case Op::Sin: case Op::Cos: case Op::Exp2: case Op::Log2: case Op::Erf: case Op::Pow:
+      case Op::MulHi: case Op::Popcount: case Op::Clz: case Op::Bitcast:
+        math_types(in);
+        break;
       case Op::Count_:
         break;
     }
-    if (has_trait(in.op, trait::S) && in.op != Op::Var && in.op != Op::TgAlloc && in.op != Op::LaneSum &&
-        in.op != Op::LaneMax && in.op != Op::For && in.op != Op::Call && rtype != DType::Void)
+    if (has_trait(in.op, trait::S) && in.op != Op::Var && in.op != Op::TgAlloc && in.op != Op::LocalAlloc && in.op != Op::LaneSum &&
+        in.op != Op::LaneMax && in.op != Op::For && in.op != Op::Call && rt != DType::Void)
       err(in, "a side-effect op defines no value");
   }
 
-  // Vector groups (vectorize): a leader (imm = W in {2,4,8}) followed immediately by its W-1
-  // members (imm = -1 .. -(W-1), in order) of the same op and buffer.
+  // The math ops of issue 8 (docs/semantics.md): float rounding and transcendentals on float
+  // dtypes, mulhi/popcount/clz on i32/u32 (result in the operand's dtype), bitcast between the
+  // 32-bit dtypes f32, i32 and u32.
+  void math_types(const Inst& in) {
+    const DType rt = sub(in.type.elem());
+    auto o = [&](int i) { return ty(in.operands[i]); };
+    for (int i = 0; i < in.num_operands() && in.op != Op::Bitcast; ++i)
+      if (o(i) != rt)
+        err(in, std::string("operand ") + std::to_string(i) + " is " + dtype_name(o(i)) + " but the result is " +
+                    dtype_name(rt) + " (insert a cast)");
+    switch (in.op) {
+      case Op::MulHi: case Op::Popcount: case Op::Clz:
+        if (rt != DType::I32 && rt != DType::U32) err(in, std::string("is defined on i32 and u32 only, not ") + dtype_name(rt));
+        break;
+      case Op::Bitcast: {
+        auto word = [](DType t) { return t == DType::F32 || t == DType::I32 || t == DType::U32; };
+        if (!word(rt) || !word(o(0)))
+          err(in, std::string("bitcast converts between f32, i32 and u32 (equal 32-bit widths), not ") +
+                      dtype_name(o(0)) + " to " + dtype_name(rt) + " (16-bit floats live in f32 registers: cast)");
+        break;
+      }
+      default:
+        if (!is_float(rt)) err(in, std::string("is defined on floats only, not ") + dtype_name(rt));
+        reject_storage_only(in, rt);
+        break;
+    }
+  }
+
+  // Vector groups (vectorize): a leader (vec=W, W in {2,4,8}) followed immediately by its W-1
+  // members (lane=1 .. lane=W-1, in order) of the same op and buffer.
   void check_vector_groups(Id b) {
     const auto& list = k.blocks[b].insts;
     for (size_t p = 0; p < list.size(); ++p) {
       if (list[p] >= k.insts.size()) continue;
       const Inst& in = k.insts[list[p]];
-      if ((in.op != Op::Load && in.op != Op::Store) || in.imm == 0) continue;
-      if (in.imm < 0) {
+      if (in.op != Op::Load && in.op != Op::Store) continue;
+      if (in.has(Attr::Vec) && in.has(Attr::Lane)) {
+        err(in, "an access is either a vector group leader (vec=) or a member (lane=), not both");
+        continue;
+      }
+      if (in.has(Attr::Lane)) {
         err(in, "vector group member without its leader");
         continue;
       }
-      if (in.imm != 2 && in.imm != 4 && in.imm != 8) {
+      if (!in.has(Attr::Vec)) continue;
+      const int64_t width = in.attr(Attr::Vec);
+      if (width != 2 && width != 4 && width != 8) {
         err(in, "vector group width must be 2, 4 or 8");
         continue;
       }
-      for (int64_t lane = 1; lane < in.imm; ++lane) {
+      for (int64_t lane = 1; lane < width; ++lane) {
         size_t q = p + size_t(lane);
         if (q >= list.size() || list[q] >= k.insts.size() || k.insts[list[q]].op != in.op ||
-            k.insts[list[q]].sym != in.sym || k.insts[list[q]].imm != -lane) {
-          err(in, "vector group of " + std::to_string(in.imm) + " is missing lane " + std::to_string(lane));
+            k.insts[list[q]].param() != in.param() || k.insts[list[q]].attr(Attr::Lane) != lane ||
+            k.insts[list[q]].has(Attr::Vec)) {
+          err(in, "vector group of " + std::to_string(width) + " is missing lane " + std::to_string(lane));
           break;
         }
       }
-      p += size_t(in.imm) - 1;
+      p += size_t(width) - 1;
     }
   }
 
@@ -332,7 +453,8 @@ struct Verifier {
       const Inst& in = k.insts[id];
       if (in.flags & kUntyped) err(in, "result dtype was never inferred (run type_check)");
       check_operands(in);
-      if (ok_operands(in)) {
+      check_attrs(in);
+      if (ok_operands(in) && check_kinds(in)) {
         // A generic kernel: the rules for each dtype T may take (T as a float when none).
         if (k.dtypes.empty()) {
           types(in);
@@ -354,7 +476,7 @@ struct Verifier {
           if (cb != kNone) block(cb, id);
         if (in.op == Op::For) visible[id] = 0;
       }
-      if (!control && in.type != DType::Void) {
+      if (!control && !in.type.is_void()) {
         visible[id] = 1;
         defined.push_back(id);
       }
@@ -389,7 +511,7 @@ struct Verifier {
           d.error(p.loc, "extent of '" + p.name + "' must name integer scalar parameters");
     }
     bool generic = false;
-    for (const Inst& in : k.insts) generic = generic || in.type == DType::Generic;
+    for (const Inst& in : k.insts) generic = generic || in.type.elem() == DType::Generic;
     for (const Param& p : k.params) generic = generic || p.dtype == DType::Generic;
     if (generic && k.dtypes.empty()) d.error({}, "kernel uses T but declares no dtypes for it");
     for (DType t : k.dtypes)

@@ -313,7 +313,7 @@ Reduction reduce(const Program& p, Runner& ref, Runner& dev, const std::string& 
   std::vector<std::string> ops;
   ir::walk(red.optimized, [&](ir::Id id) {
     const ir::Inst& in = red.optimized.insts[id];
-    std::string name = std::string(ir::mnemonic(in.op)) + (in.type == DType::Void ? "" : std::string(":") + dtype_name(in.type));
+    std::string name = std::string(ir::mnemonic(in.op)) + (in.type.elem() == DType::Void ? "" : std::string(":") + dtype_name(in.type.elem()));
     if (std::find(ops.begin(), ops.end(), name) == ops.end()) ops.push_back(name);
   });
   for (const std::string& o : ops) red.ops += (red.ops.empty() ? "" : " ") + o;
@@ -521,7 +521,7 @@ int fuzz_main(int argc, char** argv) {
         bad = true;
         json m = {{"type", "fuzz_mismatch"},
                   {"seed", p.seed},
-                  {"mode", p.reduction ? "Reduction" : "Elementwise"},
+                  {"mode", mode_name(p.kernel.mode)},
                   {"reference", pair.ref->label},
                   {"backend", pair.dev->label},
                   {"lane_width", pair.dev->lane_width},

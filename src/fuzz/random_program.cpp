@@ -14,6 +14,7 @@
 #include <sstream>
 
 #include "core/numeric.hpp"
+#include "passes/eval.hpp"
 #include "passes/interpreter.hpp"
 
 namespace iron::fuzz {
@@ -65,7 +66,12 @@ bool float_like(DType t) { return t == DType::F32 || t == DType::F16 || t == DTy
 
 struct Gen {
   Rng rng;
+  Rng aux;  // threadgroup-array and register-array choices (see emit_hidden)
   bool red;
+  Mode mode;
+  // Lane built-ins and lane operations exist in the program (Reduction, SimdGroup2D); Tile2D
+  // programs have threadgroup memory and barriers only, on threadgroups of any x size.
+  bool lanes;
   bool wc;
   bool xb;           // cross-backend: no transcendentals
   uint32_t exclude;  // OpClass bits kept out
@@ -87,10 +93,14 @@ struct Gen {
   Id tid = kNone, base = kNone, lid = kNone, gsize = kNone, lane = kNone, simd_group = kNone;
   Id lane_w = kNone, n_simd = kNone, p_n = kNone, p_total = kNone, p_m = kNone, p_k = kNone, p_s = kNone;
   std::vector<Id> tg_arrays;
+  Id tg_half = kNone;  // the 16-bit threadgroup array (stmt_half_exchange), if any
 
   Gen(uint64_t seed, bool reduction, const RandomProgramOptions& o)
       : rng{seed * 0x2545f4914f6cdd1dull + (reduction ? 17 : 5)},
+        aux{seed * 0x9e3779b97f4a7c15ull + (reduction ? 0x74676d656d1ull : 0x74676d656d0ull)},
         red(reduction),
+        mode(seed_mode(seed, reduction)),
+        lanes(mode == Mode::Reduction || mode == Mode::SimdGroup2D),
         wc(o.well_conditioned),
         xb(o.cross_backend),
         exclude(o.exclude),
@@ -105,7 +115,7 @@ struct Gen {
   // ---- emission -------------------------------------------------------------------------
 
   Id emit(Inst in, bool uniform = false) {
-    const bool guard = fg && !guarding && float_like(in.type) &&
+    const bool guard = fg && !guarding && float_like(in.type.elem()) &&
                        ((ir::has_trait(in.op, ir::trait::P) && in.op != Op::Arg) || in.op == Op::Load ||
                         in.op == Op::LaneSum || in.op == Op::LaneMax);
     if (guard && in.op == Op::LaneSum) in.operands[0] = flush_guard(in.operands[0], kLaneSumGuard, false);
@@ -114,7 +124,8 @@ struct Gen {
     uni.resize(k.insts.size(), 0);
     uni[id] = uniform;
     if (in.op == Op::Var) frames.back().vars.push_back(id);
-    else if (in.type != DType::Void && in.op != Op::For && in.op != Op::TgAlloc) frames.back().values.push_back(id);
+    else if (in.type != DType::Void && in.op != Op::For && in.op != Op::TgAlloc && in.op != Op::LocalAlloc)
+      frames.back().values.push_back(id);
     return guard ? flush_guard(id, kFlushGuard, true) : id;
   }
 
@@ -123,15 +134,15 @@ struct Gen {
   // continue with +0. Only the select stays visible to later picks, never the unguarded x
   // (hide_x: x was just made for this guard).
   Id flush_guard(Id x, double threshold, bool hide_x) {
-    const DType t = k.insts[x].type;
+    const DType t = k.insts[x].type.elem();
     const bool u = uni[x] != 0;
     guarding = true;
     Id a = emit(make(Op::Abs, t, {x}), u);
     Inst c = make(Op::Const, t);
-    c.fimm = threshold;
+    c.set_float(ir::Attr::Value, threshold);
     Id lt = emit(make(Op::Lt, DType::Bool, {a, emit(c, true)}), u);
     Inst z = make(Op::Const, t);
-    z.fimm = 0.0;
+    z.set_float(ir::Attr::Value, 0.0);
     Id s = emit(make(Op::Select, t, {lt, emit(z, true), x}), u);
     guarding = false;
     std::vector<Id>& vals = frames.back().values;
@@ -144,7 +155,10 @@ struct Gen {
     Inst in;
     in.op = op;
     in.type = t;
-    for (Id o : operands) in.operands[in.num_operands++] = o;
+    for (Id o : operands) in.operands.push_back(o);
+    // Axis 0 of every built-in that has an axis (the mode's index set-up picks others itself).
+    const ir::AttrSchema& schema = ir::attr_schema(op);
+    if (schema.count > 0 && schema.slots[0].attr == ir::Attr::Axis) in.set(ir::Attr::Axis, 0);
     return in;
   }
 
@@ -154,28 +168,27 @@ struct Gen {
     Inst in = make(o, t, operands);
     substitute(in);
     bool u = true;
-    for (int i = 0; i < in.num_operands; ++i) u = u && uni[in.operands[i]];
+    for (int i = 0; i < in.num_operands(); ++i) u = u && uni[in.operands[i]];
     return emit(in, u);
   }
   void substitute(Inst& in) {
-    const bool fl = float_like(in.type);
-    if (xb && (in.op == Op::Exp || in.op == Op::Log || in.op == Op::Tanh || in.op == Op::Rsqrt)) in.op = Op::Abs;
-    if (excluded(kSignedRem) && in.op == Op::Rem && is_signed_integer(in.type)) in.op = Op::Div;
+    const bool fl = float_like(in.type.elem());
+    if (xb && eval::is_bounded_math(in.op)) in.op = in.op == Op::Pow ? Op::Mul : Op::Abs;
+    if (excluded(kSignedRem) && in.op == Op::Rem && is_signed_integer(in.type.elem())) in.op = Op::Div;
     if (excluded(kFloatMinMax) && fl && (in.op == Op::Min || in.op == Op::Max)) in.op = Op::Add;
     if (excluded(kFloatDiv) && fl && in.op == Op::Div) in.op = Op::Mul;
     if ((excluded(kFloatZero) || excluded(kZeroCast)) && fl && in.op == Op::Cast && k.insts[in.operands[0]].op == Op::Const &&
-        !float_like(k.insts[in.operands[0]].type) && k.insts[in.operands[0]].imm == 0)
-      in.operands[0] = int_const(k.insts[in.operands[0]].type, 1);  // a constant 0.0 in disguise
+        !float_like(k.insts[in.operands[0]].type.elem()) && k.insts[in.operands[0]].attr(ir::Attr::Value) == 0)
+      in.operands[0] = int_const(k.insts[in.operands[0]].type.elem(), 1);  // a constant 0.0 in disguise
     if (excluded(kFma) && in.op == Op::Fma) {
       in.op = Op::Mul;
-      in.num_operands = 2;
-      in.operands[2] = kNone;
+      in.operands.resize(2);
     }
     if (excluded(kFma) && fl && in.op == Op::Add &&
         (k.insts[in.operands[0]].op == Op::Mul || k.insts[in.operands[1]].op == Op::Mul))
       in.op = Op::Sub;
-    if (excluded(kFloatToInt) && in.op == Op::Cast && is_integer(in.type) &&
-        float_like(k.insts[in.operands[0]].type)) {
+    if (excluded(kFloatToInt) && in.op == Op::Cast && is_integer(in.type.elem()) &&
+        float_like(k.insts[in.operands[0]].type.elem())) {
       // An integer source instead: a constant of the same value class keeps the op a cast.
       in.operands[0] = int_const(in.type == DType::I32 ? DType::U32 : DType::I32, rng.range(-3, 9));
     }
@@ -183,14 +196,14 @@ struct Gen {
 
   Id int_const(DType t, int64_t v) {
     Inst c = make(Op::Const, t);
-    c.imm = t == DType::U32 ? int64_t(uint32_t(v)) : t == DType::I32 ? int64_t(int32_t(v)) : (v != 0);
+    c.set(ir::Attr::Value, t == DType::U32 ? int64_t(uint32_t(v)) : t == DType::I32 ? int64_t(int32_t(v)) : (v != 0));
     return emit(c, true);
   }
   Id float_const(DType t, double v) {
     if (v == 0 && excluded(kFloatZero)) v = 0.25;
     if (v == 0 && std::signbit(v) && excluded(kNegZero)) v = 0.0;
     Inst c = make(Op::Const, t);
-    c.fimm = v;
+    c.set_float(ir::Attr::Value, v);
     return emit(c, true);
   }
   Id bool_const(bool b) { return int_const(DType::Bool, b); }
@@ -296,7 +309,13 @@ struct Gen {
         Op o = rng.pick({Op::Add, Op::Sub, Op::Mul, Op::Div, Op::Min, Op::Max});
         return op(o, t, {pick(t), pick(t)});
       }
-      if (r < 45) return op(rng.pick({Op::Neg, Op::Abs, Op::Exp, Op::Log, Op::Sqrt, Op::Rsqrt, Op::Tanh}), t, {pick(t)});
+      if (r < 45) {
+        if (rng.chance(0.45))
+          return op(rng.pick({Op::Floor, Op::Ceil, Op::Rint, Op::Trunc, Op::Sin, Op::Cos, Op::Exp2, Op::Log2, Op::Erf}),
+                    t, {pick(t)});
+        if (rng.chance(0.1)) return op(Op::Pow, t, {pick(t), pick(t)});
+        return op(rng.pick({Op::Neg, Op::Abs, Op::Exp, Op::Log, Op::Sqrt, Op::Rsqrt, Op::Tanh}), t, {pick(t)});
+      }
       if (r < 55) return op(Op::Fma, t, {pick(t), pick(t), pick(t)});
       if (r < 62) {
         Id m = op(Op::Mul, t, {pick(t), pick(t)});
@@ -304,6 +323,7 @@ struct Gen {
         return rng.chance(0.5) ? op(Op::Add, t, {m, c}) : op(Op::Add, t, {c, m});
       }
       if (r < 72) return op(Op::Select, t, {pick(DType::Bool), pick(t), pick(t)});
+      if (t == DType::F32 && rng.chance(0.15)) return op(Op::Bitcast, t, {pick(int_type())});
       return op(Op::Cast, t, {pick(random_type())});
     }
     if (t == DType::Bool) {
@@ -332,7 +352,10 @@ struct Gen {
       if (no_fault) return op(Op::Add, t, {pick(t), pick(t)});
       return op(rng.chance(0.5) ? Op::Div : Op::Rem, t, {pick(t), safe_divisor(t)});
     }
-    if (r < 55) return op(rng.pick({Op::Neg, Op::Abs, Op::Not}), t, {pick(t)});
+    if (r < 55) {
+      if (rng.chance(0.3)) return op(Op::MulHi, t, {pick(t), pick(t)});
+      return op(rng.pick({Op::Neg, Op::Abs, Op::Not, Op::Popcount, Op::Clz}), t, {pick(t)});
+    }
     if (r < 66) {
       Id amount = no_fault ? int_const(int_type(), rng.range(0, 31)) : shift_amount();
       return op(rng.chance(0.5) ? Op::Shl : Op::Shr, t, {pick(t), amount});
@@ -340,7 +363,15 @@ struct Gen {
     if (r < 75) return op(Op::Select, t, {pick(DType::Bool), pick(t), pick(t)});
     DType from = random_type();
     if (wc && from == DType::F32) from = t == DType::I32 ? DType::U32 : DType::I32;
+    if (from == DType::F32 && rng.chance(0.3)) return bitcast_to_int(t, pick(from));
     return op(Op::Cast, t, {pick(from)});
+  }
+
+  // bitcast of an f32 to i32/u32. The bits of a NaN are not specified (docs/semantics.md), so
+  // a NaN is replaced first: bitcast(select(x != x, 1.5, x)). Everything else keeps its bits.
+  Id bitcast_to_int(DType t, Id x) {
+    Id is_nan = op(Op::Ne, DType::Bool, {x, x});
+    return op(Op::Bitcast, t, {op(Op::Select, DType::F32, {is_nan, float_const(DType::F32, 1.5), x})});
   }
 
   // ---- statements ---------------------------------------------------------------------------
@@ -433,7 +464,7 @@ struct Gen {
       for (Id v : f.values) {
         const Inst& in = k.insts[v];
         bool pure = ir::has_trait(in.op, ir::trait::P) && !ir::has_trait(in.op, ir::trait::L);
-        if (pure || (in.op == Op::Load && k.params[in.sym].access == ir::Access::Read)) c.push_back(v);
+        if (pure || (in.op == Op::Load && k.params[in.param()].access == ir::Access::Read)) c.push_back(v);
       }
     if (c.empty()) return;
     Id original = c[rng.below(c.size())];
@@ -469,12 +500,12 @@ struct Gen {
 
   Id load(P p, Id index) {
     Inst in = make(Op::Load, param_dtype(p), {index});
-    in.sym = p;
+    in.set(ir::Attr::Param, p);
     return emit(in);
   }
   void store(P p, Id index, Id v) {
     Inst in = make(Op::Store, DType::Void, {index, v});
-    in.sym = p;
+    in.set(ir::Attr::Param, p);
     emit(in);
   }
 
@@ -544,14 +575,14 @@ struct Gen {
     return v;
   }
 
-  Id var_load(Id var) { return emit(make(Op::VarLoad, k.insts[var].type, {var})); }
+  Id var_load(Id var) { return emit(make(Op::VarLoad, k.insts[var].type.elem(), {var})); }
   void var_store(Id var, Id v) { emit(make(Op::VarStore, DType::Void, {var, v})); }
 
   void stmt_var() {
     std::vector<Id> vars = visible_vars();
     if (vars.empty() || rng.chance(0.2)) return stmt_var_decl();
     Id var = vars[rng.below(vars.size())];
-    DType t = k.insts[var].type;
+    DType t = k.insts[var].type.elem();
     switch (rng.below(3)) {
       case 0: var_load(var); return;
       case 1: var_store(var, rng.chance(0.5) ? pick(t) : value(t)); return;
@@ -582,7 +613,7 @@ struct Gen {
   Id condition(bool want_uniform) {
     if (want_uniform) {
       Id lhs = rng.chance(0.5) ? p_m : p_k;
-      DType t = k.insts[lhs].type;
+      DType t = k.insts[lhs].type.elem();
       return op(rng.pick({Op::Lt, Op::Ge, Op::Ne}), DType::Bool, {lhs, int_const(t, rng.range(0, 3))});
     }
     if (rng.chance(0.5)) return pick(DType::Bool);
@@ -614,7 +645,7 @@ struct Gen {
     } else {
       var = vars[rng.below(vars.size())];
     }
-    DType t = k.insts[var].type;
+    DType t = k.insts[var].type.elem();
     Id c = condition(false);
     Id id = begin_if(c);
     for (int arm = 0; arm < (rng.chance(0.7) ? 2 : 1); ++arm) {
@@ -880,7 +911,7 @@ struct Gen {
   // older value, never an unwritten one.
   void stmt_tg_exchange() {
     Id arr = tg_arrays[rng.below(tg_arrays.size())];
-    DType t = k.insts[arr].type;
+    DType t = k.insts[arr].type.elem();
     Id v = pick(t);
     if (rng.chance(0.2)) {  // only some threads write: the others' slots keep older values
       Id id = begin_if(pick(DType::Bool));
@@ -937,10 +968,94 @@ struct Gen {
   // size are never read: partners are taken modulo the group size.
   void init_tg_arrays() {
     for (Id arr : tg_arrays) {
-      DType t = k.insts[arr].type;
+      DType t = k.insts[arr].type.elem();
       emit(make(Op::TgStore, DType::Void, {arr, lid, t == DType::F32 ? float_const(t, 0.0) : int_const(t, 0)}));
     }
+    if (tg_half != kNone)
+      emit_hidden(make(Op::TgStore, DType::Void, {tg_half, lid, hidden_const(k.insts[tg_half].type.elem(), 0, 0.0)}));
     if (!tg_arrays.empty()) emit(make(Op::Barrier, DType::Void));
+  }
+
+  // ---- threadgroup arrays at real width and register arrays (their own random stream) -------
+  // These statements draw every choice from `aux` and add instructions pick() never sees, so a
+  // program that has none of them is exactly the program the generator made before they
+  // existed (the cross-backend corpus stays the same programs).
+
+  Id emit_hidden(Inst in) {
+    Id id = k.add_inst(in);
+    k.blocks[frames.back().block].insts.push_back(id);
+    uni.resize(k.insts.size(), 0);
+    return id;
+  }
+  Id hidden_const(DType t, int64_t i, double f) {
+    if (f == 0 && excluded(kFloatZero)) f = 0.25;  // as float_const does
+    Inst c = make(Op::Const, t);
+    if (float_like(t)) c.set_float(ir::Attr::Value, f);
+    else c.set(ir::Attr::Value, i);
+    return emit_hidden(c);
+  }
+  Id hidden_op(Op o, DType t, std::initializer_list<Id> operands) { return emit_hidden(make(o, t, operands)); }
+  // A visible value of dtype t, or a small constant.
+  Id aux_pick(DType t) {
+    std::vector<Id> c;
+    visible_of(t, c);
+    if (!c.empty() && aux.chance(0.9)) return c[aux.below(c.size())];
+    return hidden_const(t, aux.range(0, 99), aux.range(-32, 32) * 0.25);
+  }
+  // Stores v to one of this thread's own slots of the output buffer of v's dtype.
+  void hidden_store(Id v) {
+    const DType t = k.insts[v].type.elem();
+    const P out = t == DType::F32 ? kOutF : t == DType::I32 ? kOutI : t == DType::BF16 ? kOutB : kIoU;
+    Inst st = make(Op::Store, DType::Void, {hidden_op(Op::Add, DType::U32, {base, hidden_const(DType::U32, aux.below(kSlotsPerThread), 0)}), v});
+    st.set(ir::Attr::Param, out);
+    emit_hidden(st);
+  }
+
+  // A register array: every element written (in a loop of constant trip count, which unroll
+  // turns into constant indices, or one store per element), then elements read at constant
+  // indices or at indices computed from constants (register_arrays folds them) and stored.
+  void stmt_register_array() {
+    const DType t = aux.pick({DType::F32, DType::I32, DType::U32});
+    const uint32_t count = uint32_t(aux.range(1, 6));
+    Inst a = make(Op::LocalAlloc, t);
+    a.set(ir::Attr::Name, k.intern_string("r" + std::to_string(k.insts.size())));
+    a.set(ir::Attr::Count, count);
+    Id arr = emit_hidden(a);
+    if (aux.chance(0.5)) {
+      Id loop = emit_hidden(make(Op::For, DType::U32, {hidden_const(DType::U32, 0, 0), hidden_const(DType::U32, count, 0),
+                                                       hidden_const(DType::U32, 1, 0)}));
+      open(loop, 0, false);
+      Id v = t == DType::U32 && aux.chance(0.5) ? hidden_op(Op::Add, DType::U32, {aux_pick(t), loop}) : aux_pick(t);
+      // Reversed, the index is a computation over the induction variable that only
+      // register_arrays can fold (unroll runs after const_fold).
+      Id idx = aux.chance(0.5) ? loop
+                               : hidden_op(Op::Sub, DType::U32, {hidden_const(DType::U32, count - 1, 0), loop});
+      emit_hidden(make(Op::LocalStore, DType::Void, {arr, idx, v}));
+      close();
+    } else {
+      for (uint32_t e = 0; e < count; ++e)
+        emit_hidden(make(Op::LocalStore, DType::Void, {arr, hidden_const(DType::U32, e, 0), aux_pick(t)}));
+    }
+    for (int reads = aux.range(1, 2); reads > 0; --reads) {
+      Id idx = aux.chance(0.5) ? hidden_const(DType::U32, aux.below(count), 0)
+                               : hidden_op(Op::Rem, DType::U32,
+                                           {hidden_op(Op::Add, DType::U32, {hidden_const(DType::U32, aux.below(40), 0),
+                                                                            hidden_const(DType::U32, aux.below(40), 0)}),
+                                            hidden_const(DType::U32, count, 0)});
+      hidden_store(emit_hidden(make(Op::LocalLoad, t, {arr, idx})));
+    }
+  }
+
+  // The 16-bit threadgroup array: each thread stores a value (rounded to 16 bits by the store),
+  // a barrier, then reads its neighbour's and stores it out.
+  void stmt_half_exchange() {
+    const DType t = k.insts[tg_half].type.elem();
+    emit_hidden(make(Op::TgStore, DType::Void, {tg_half, lid, aux_pick(t)}));
+    emit_hidden(make(Op::Barrier, DType::Void));
+    Id partner = hidden_op(Op::Xor, DType::U32, {lid, hidden_const(DType::U32, 1, 0)});
+    Id x = emit_hidden(make(Op::TgLoad, t, {tg_half, partner}));
+    emit_hidden(make(Op::Barrier, DType::Void));  // before anyone overwrites the array again
+    hidden_store(t == DType::BF16 ? x : hidden_op(Op::Cast, DType::F32, {x}));
   }
 
   // ---- blocks -------------------------------------------------------------------------------
@@ -948,6 +1063,8 @@ struct Gen {
   void statement() {
     bool nest = depth() < kMaxDepth && !full();
     bool tg = red && uniform_here();
+    if (aux.chance(0.03)) stmt_register_array();
+    if (tg && tg_half != kNone && aux.chance(0.06)) stmt_half_exchange();
     uint32_t r = rng.below(tg ? 116 : 104);
     if (r >= 112 || (!tg && r >= 100)) {
       if (!wc) stmt_width();
@@ -974,7 +1091,7 @@ struct Gen {
       Id a = op(Op::Add, DType::F32, {m, pick(DType::F32)});
       if (wc) clamp_wc(a);
     }
-    else if (r < 104) stmt_tg_exchange();
+    else if (r < 104 || !lanes) stmt_tg_exchange();
     else if (r < 109) stmt_lane_op();
     else stmt_group_reduce();
   }
@@ -985,7 +1102,7 @@ struct Gen {
 
   Id param_value(P p) {
     Inst in = make(Op::Param, k.params[p].dtype);
-    in.sym = p;
+    in.set(ir::Attr::Param, p);
     return emit(in, true);
   }
 
@@ -1034,7 +1151,7 @@ struct Gen {
 
   ir::Kernel build(uint64_t seed) {
     k.name = std::string("fuzz_") + (red ? "r" : "e") + (wc ? "wc_" : "_") + std::to_string(seed);
-    k.mode = red ? Mode::Reduction : Mode::Elementwise;
+    k.mode = mode;
     k.dtypes = {DType::F32, DType::F16, DType::BF16};
     declare_params();
     frames.push_back(Frame{0, true, {}, {}, kNone});
@@ -1043,9 +1160,25 @@ struct Gen {
       for (DType t : {DType::F32, DType::I32, DType::U32}) {
         if (t != DType::F32 && (wc || rng.chance(0.5))) continue;
         Inst a = make(Op::TgAlloc, t);
-        a.sym = k.intern_string("tg_" + std::string(dtype_name(t)));
-        a.imm = kMaxGroupSize;
+        a.set(ir::Attr::Name, k.intern_string("tg_" + std::string(dtype_name(t))));
+        a.set(ir::Attr::Count, kMaxGroupSize);
+        // Drawn from `aux` (see stmt_register_array): the f32 array is sometimes sized at
+        // dispatch (by `total`, at least the group size), and arrays get alignments.
+        if (t == DType::F32 && aux.chance(0.3)) {
+          a.set(ir::Attr::Count, 1);
+          a.set(ir::Attr::CountParam, kTotal);
+        }
+        if (const uint32_t align = aux.pick<uint32_t>({0, 0, 16, 128}); align) a.set(ir::Attr::Align, align);
         tg_arrays.push_back(emit(a));
+      }
+      // A 16-bit array at its real width, exchanged by stmt_half_exchange.
+      if (!wc && aux.chance(0.4)) {
+        const DType half = excluded(kF16) ? DType::BF16 : aux.pick({DType::F16, DType::BF16});
+        Inst a = make(Op::TgAlloc, half);
+        a.set(ir::Attr::Name, k.intern_string("tg_half"));
+        a.set(ir::Attr::Count, kMaxGroupSize);
+        if (aux.chance(0.5)) a.set(ir::Attr::Align, 64);
+        tg_half = emit_hidden(a);
       }
     }
     p_n = param_value(kN);
@@ -1054,7 +1187,36 @@ struct Gen {
     p_k = param_value(kKs);
     p_s = param_value(kS);
     if (wc) clamp_wc(p_s);
-    if (red) {
+    // The flat thread index `tid` (and, with threadgroups, the flat local index `lid` and the
+    // group size), from the built-ins each mode binds; random_launch gives each mode its geometry.
+    auto builtin = [&](Op o, int axis, bool uniform) {
+      Inst b = make(o, DType::U32);
+      b.set(ir::Attr::Axis, axis);
+      return emit(b, uniform);
+    };
+    auto mul_add = [&](Id a, Id b, Id c) { return op(Op::Add, DType::U32, {op(Op::Mul, DType::U32, {a, b}), c}); };
+    if (mode == Mode::Tile2D) {
+      // A 2-D threadgroup on a 2-D grid: lid = y * size.x + x, group = gy * groups.x + gx.
+      Id lx = builtin(Op::LocalId, 0, false), ly = builtin(Op::LocalId, 1, false);
+      Id sx = builtin(Op::GroupSize, 0, true), sy = builtin(Op::GroupSize, 1, true);
+      lid = mul_add(ly, sx, lx);
+      gsize = op(Op::Mul, DType::U32, {sx, sy});
+      Id gx = builtin(Op::ProgramId, 0, true), gy = builtin(Op::ProgramId, 1, true);
+      Id group = mul_add(gy, builtin(Op::NumPrograms, 0, true), gx);
+      tid = mul_add(group, gsize, lid);
+      init_tg_arrays();
+    } else if (mode == Mode::SimdGroup2D) {
+      // Whole lane groups along x (x is a multiple of the lane width), so the flat local index
+      // is simd_group_id * lane_width + lane_id and the group size num_simd_groups * lane_width.
+      lane = emit(make(Op::LaneId, DType::U32));
+      simd_group = emit(make(Op::SimdGroupId, DType::U32));
+      lane_w = emit(make(Op::LaneWidth, DType::U32), true);
+      n_simd = emit(make(Op::NumSimdGroups, DType::U32), true);
+      lid = mul_add(simd_group, lane_w, lane);
+      gsize = op(Op::Mul, DType::U32, {n_simd, lane_w});
+      tid = mul_add(builtin(Op::ProgramId, 0, true), gsize, lid);
+      init_tg_arrays();
+    } else if (red) {
       Inst b = make(Op::LocalId, DType::U32);
       lid = emit(b);
       gsize = emit(make(Op::GroupSize, DType::U32), true);
@@ -1065,6 +1227,11 @@ struct Gen {
       lane_w = emit(make(Op::LaneWidth, DType::U32), true);
       n_simd = emit(make(Op::NumSimdGroups, DType::U32), true);
       init_tg_arrays();
+    } else if (mode == Mode::Grid3D) {
+      // Global extents {total / 4, 2, 2} (random_launch): tid = (z * 2 + y) * (total / 4) + x.
+      Id x = builtin(Op::ThreadId, 0, false), y = builtin(Op::ThreadId, 1, false), z = builtin(Op::ThreadId, 2, false);
+      Id width = op(Op::Shr, DType::U32, {p_total, u32(2)});
+      tid = mul_add(mul_add(z, u32(2), y), width, x);
     } else {
       tid = emit(make(Op::ThreadId, DType::U32));
     }
@@ -1125,10 +1292,10 @@ constexpr std::pair<const char*, OpClass> kOpClassNames[] = {
 
 std::string excluded_op_in(const ir::Kernel& k, uint32_t exclude) {
   uint32_t found = 0;
-  auto fl = [&](ir::Id id) { return float_like(k.insts[id].type); };
+  auto fl = [&](ir::Id id) { return float_like(k.insts[id].type.elem()); };
   ir::walk(k, [&](ir::Id id) {
     const ir::Inst& in = k.insts[id];
-    const bool f = float_like(in.type);
+    const bool f = float_like(in.type.elem());
     if (in.op == Op::Rem && in.type == DType::I32) found |= kSignedRem;
     if (in.op == Op::Cast && (in.type == DType::I32 || in.type == DType::U32) && fl(in.operands[0])) found |= kFloatToInt;
     if (f && (in.op == Op::Min || in.op == Op::Max)) found |= kFloatMinMax;
@@ -1138,12 +1305,12 @@ std::string excluded_op_in(const ir::Kernel& k, uint32_t exclude) {
     if (in.type == DType::F16) found |= kF16;
     const bool arith = in.op == Op::Add || in.op == Op::Sub || in.op == Op::Mul || in.op == Op::Div ||
                        in.op == Op::Fma || in.op == Op::Min || in.op == Op::Max;
-    for (int i = 0; arith && f && i < in.num_operands; ++i) {
+    for (int i = 0; arith && f && i < in.num_operands(); ++i) {
       const ir::Inst& c = k.insts[in.operands[i]];
-      if (c.op == Op::Const && float_like(c.type) && c.fimm == 0) found |= kFloatZero;
-      if (c.op == Op::Const && float_like(c.type) && c.fimm == 0 && std::signbit(c.fimm)) found |= kNegZero;
+      if (c.op == Op::Const && float_like(c.type.elem()) && c.fattr(ir::Attr::Value) == 0) found |= kFloatZero;
+      if (c.op == Op::Const && float_like(c.type.elem()) && c.fattr(ir::Attr::Value) == 0 && std::signbit(c.fattr(ir::Attr::Value))) found |= kNegZero;
       if (c.op == Op::Cast && k.insts[c.operands[0]].op == Op::Const && !fl(c.operands[0]) &&
-          k.insts[c.operands[0]].imm == 0)
+          k.insts[c.operands[0]].attr(ir::Attr::Value) == 0)
         found |= kFloatZero | kZeroCast;  // a cast of an integer 0: a float zero a driver folds just the same
     }
   });
@@ -1201,6 +1368,23 @@ RandomLaunch random_launch(const ir::Kernel& k, uint64_t seed, const RandomProgr
   if (k.mode == Mode::Reduction) {
     L.threadgroup = {r.pick<uint32_t>({32, 64}), 1, 1};
     L.grid = {uint32_t(r.range(1, 2)), 1, 1};
+  } else if (k.mode == Mode::Tile2D) {
+    // 32 to 64 threads in two dimensions (x need not be a multiple of the lane width), and up
+    // to kMaxThreads in all.
+    L.threadgroup = r.pick<Dim3>({{8, 4, 1}, {16, 2, 1}, {4, 8, 1}, {16, 4, 1}, {8, 8, 1}});
+    L.grid = r.pick<Dim3>({{1, 1, 1}, {2, 1, 1}, {1, 2, 1}});
+  } else if (k.mode == Mode::SimdGroup2D) {
+    L.threadgroup = r.pick<Dim3>({{32, 1, 1}, {64, 1, 1}, {32, 2, 1}});
+    L.grid = {uint32_t(r.range(1, 2)), 1, 1};
+  } else if (k.mode == Mode::Grid3D) {
+    // Global extents {t.x * g.x, 2, 2} (so total / 4 is the x extent the program computes),
+    // with y and z split between the grid and the threadgroup in three ways.
+    uint32_t tx = r.pick<uint32_t>({4, 8, 16}), gx = uint32_t(r.range(1, 2));
+    switch (r.below(3)) {
+      case 0: L.threadgroup = {tx, 2, 1}, L.grid = {gx, 1, 2}; break;
+      case 1: L.threadgroup = {tx, 1, 2}, L.grid = {gx, 2, 1}; break;
+      default: L.threadgroup = {tx, 2, 2}, L.grid = {gx, 1, 1}; break;
+    }
   } else {
     L.threadgroup = {r.pick<uint32_t>({8, 16, 32, 64}), 1, 1};
     L.grid = {uint32_t(r.range(1, 2)), 1, 1};

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "codegen/codegen.hpp"
 #include "core/ir.hpp"
 #include "core/numeric.hpp"
 #include "core/protocol.hpp"
@@ -327,7 +328,12 @@ int cmd_bench(int argc, char** argv) {
       rec["samples_us"] = timing.samples_us;
       rec["stats"] = stats_json(s);
       rec["metrics"] = metrics_json(m, floor_us);
-      rec["resources"] = resources_json(parse_ptxas(timing.compile_report));
+      Resources resources = parse_ptxas(timing.compile_report);
+      // ptxas counts static shared memory only: a kernel keeping its arrays in dynamic shared
+      // memory (sized at dispatch, or over 48 KiB) reports what this dispatch allocated.
+      if (resources.shared_bytes && codegen::cuda_dynamic_shared(*kernel, dtype))
+        resources.shared_bytes = long(dispatch_threadgroup_bytes(*kernel, dtype, setup->test().scalars()));
+      rec["resources"] = resources_json(resources);
       ++passed;
       send(rec);
       cells.push_back({std::string(decl.kernel) + "/" + decl.name + " [" + dn + "]", setup->sweep_name(), dn,

@@ -53,6 +53,9 @@ struct Resident {
   std::vector<GuardedBuffer> inputs;
   Tensors expected;
 };
+// Threadgroup bytes a dispatch of `k` with these scalars needs (ir::threadgroup_bytes with the
+// integer scalars' values; arrays sized at dispatch included).
+uint64_t dispatch_threadgroup_bytes(const ir::Kernel& k, DType dtype, const Constexprs& scalars);
 // Throws iron::Error naming a setup that does not match the kernel's parameters.
 Resident make_resident(Context& ctx, const ir::Kernel& k, const TestSetup& setup, DType dtype);
 

@@ -29,25 +29,25 @@ struct Simplifier {
   }
   bool is_int_const(Id v, int64_t x) const {
     const ir::Inst* c = constant(v);
-    return c && is_integer(c->type) && c->imm == x;
+    return c && is_integer(c->type) && c->attr(ir::Attr::Value) == x;
   }
   bool is_float_const(Id v, double x) const {
     const ir::Inst* c = constant(v);
     if (!c || !is_float(c->type)) return false;
-    float f = float(c->fimm), want = float(x);
+    float f = float(c->fattr(ir::Attr::Value)), want = float(x);
     return std::memcmp(&f, &want, sizeof f) == 0;  // bitwise: distinguishes -0.0 from +0.0
   }
   bool is_bool_const(Id v, bool x) const {
     const ir::Inst* c = constant(v);
-    return c && c->type == DType::Bool && (c->imm != 0) == x;
+    return c && c->type == DType::Bool && (c->attr(ir::Attr::Value) != 0) == x;
   }
 
   // The value an instruction reduces to, or kNone. `zero_of` requests a fresh constant.
   Id simplify(Id id, Id& make_zero_of) {
     const ir::Inst& in = k.insts[id];
-    Id a = in.num_operands > 0 ? in.operands[0] : ir::kNone;
-    Id b = in.num_operands > 1 ? in.operands[1] : ir::kNone;
-    bool integer = is_integer(in.type), fl = ir::float_everywhere(k, in.type);
+    Id a = in.num_operands() > 0 ? in.operands[0] : ir::kNone;
+    Id b = in.num_operands() > 1 ? in.operands[1] : ir::kNone;
+    bool integer = is_integer(in.type), fl = ir::float_everywhere(k, in.type.elem());
     switch (in.op) {
       case Op::Add:
         if (integer && is_int_const(b, 0)) return a;
@@ -139,11 +139,13 @@ struct Simplifier {
       if (zero_of != ir::kNone) {
         // Replace the op in place by the constant 0 of its dtype.
         ir::Inst& in = k.insts[id];
-        DType t = in.type;
+        DType t = in.type.elem();
         ir::SrcLoc loc = in.loc;
         in = ir::Inst{};
         in.op = Op::Const;
         in.type = t;
+        in.set(ir::Attr::Value, 0);
+        in.set_float(ir::Attr::Value, 0.0);
         in.loc = loc;
         ctx.stat("algebraic_simplify.to_zero");
       } else {

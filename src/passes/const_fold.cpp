@@ -6,7 +6,8 @@
 // Every pure op has a defined result (docs/semantics.md), so division by zero or a shift by 32
 // folds to the value every backend computes. Does not handle: casts to the generic T (the
 // rounding depends on the dtype chosen at emission) except of an integer or bool constant 0,
-// which is 0 (+0.0) in every dtype, ops on T when T may be an integer dtype, transcendentals (exp, log, tanh, rsqrt:
+// which is 0 (+0.0) in every dtype, ops on T when T may be an integer dtype, transcendentals
+// (exp, log, tanh, rsqrt, sin, cos, exp2, log2, erf, pow:
 // their results are bounded, not bit-exact, across backends, so a fold would change a value
 // with the optimization level), loops (unroll does those).
 // Mutation for tests: const_fold.sub_reversed folds a - b as b - a.
@@ -25,7 +26,7 @@ bool fold_zero_to_generic(ir::Kernel& k, Id id, PassContext& ctx) {
   ir::Inst& in = k.insts[id];
   if (in.op != Op::Cast || in.type != DType::Generic) return false;
   const ir::Inst& o = k.insts[in.operands[0]];
-  if (o.op != Op::Const || o.type == DType::Generic || is_float(o.type) || o.imm != 0) return false;
+  if (o.op != Op::Const || o.type == DType::Generic || is_float(o.type) || o.attr(ir::Attr::Value) != 0) return false;
   if (!ctx.allow_rewrite()) return false;
   ir::SrcLoc loc = in.loc;
   uint8_t flags = in.flags;
@@ -34,8 +35,8 @@ bool fold_zero_to_generic(ir::Kernel& k, Id id, PassContext& ctx) {
   in.type = DType::Generic;
   in.loc = loc;
   in.flags = flags;
-  in.imm = 0;
-  in.fimm = 0.0;
+  in.set(ir::Attr::Value, 0);
+  in.set_float(ir::Attr::Value, 0.0);
   ctx.stat("const_fold.folded");
   return true;
 }
@@ -44,24 +45,24 @@ bool fold_value(ir::Kernel& k, Id id, PassContext& ctx) {
   ir::Inst& in = k.insts[id];
   if (fold_zero_to_generic(k, id, ctx)) return true;
   if (!is_pure_value(in) || in.op == Op::Const || !eval::is_pure_evaluable(in.op)) return false;
-  if (in.op == Op::Exp || in.op == Op::Log || in.op == Op::Tanh || in.op == Op::Rsqrt) return false;
+  if (eval::is_bounded_math(in.op)) return false;
   // T folds as f32, which is only its meaning when every dtype T may take is a float.
   if (in.type == DType::Generic && !ir::float_everywhere(k, DType::Generic)) return false;
-  for (int i = 0; i < in.num_operands; ++i)
+  for (int i = 0; i < in.num_operands(); ++i)
     if (k.insts[in.operands[i]].type == DType::Generic && !ir::float_everywhere(k, DType::Generic)) return false;
   eval::Scalar args[3];
-  for (int i = 0; i < in.num_operands; ++i) {
+  for (int i = 0; i < in.num_operands(); ++i) {
     const ir::Inst& o = k.insts[in.operands[i]];
     if (o.op != Op::Const) return false;
     args[i] = eval::const_value(o, DType::F32);
   }
-  DType operand_type = k.insts[in.operands[in.op == Op::Select ? 1 : 0]].type;
+  DType operand_type = k.insts[in.operands[in.op == Op::Select ? 1 : 0]].type.elem();
   if (ctx.mutant("const_fold.sub_reversed") && in.op == Op::Sub) std::swap(args[0], args[1]);
   eval::Scalar out;
   std::string error;
-  if (!eval::eval_pure(in.op, in.type, operand_type, args, in.num_operands, out, error)) return false;
+  if (!eval::eval_pure(in.op, in.type.elem(), operand_type, args, in.num_operands(), out, error)) return false;
   if (!ctx.allow_rewrite()) return false;
-  DType t = in.type;
+  DType t = in.type.elem();
   ir::SrcLoc loc = in.loc;
   uint8_t flags = in.flags;
   in = ir::Inst{};
@@ -69,9 +70,9 @@ bool fold_value(ir::Kernel& k, Id id, PassContext& ctx) {
   in.type = t;
   in.loc = loc;
   in.flags = flags;
-  if (is_float(t)) in.fimm = out.f();
-  else if (is_integer(t)) in.imm = int64_t(out.bits);  // the canonical register; u64 keeps its bits
-  else in.imm = out.b() ? 1 : 0;
+  if (is_float(t)) in.set_float(ir::Attr::Value, out.f());
+  else if (is_integer(t)) in.set(ir::Attr::Value, int64_t(out.bits));  // the canonical register; u64 keeps its bits
+  else in.set(ir::Attr::Value, out.b() ? 1 : 0);
   ctx.stat("const_fold.folded");
   return true;
 }
@@ -97,7 +98,7 @@ bool fold_branches(ir::Kernel& k, PassContext& ctx) {
         out.push_back(id);
         continue;
       }
-      Id arm = k.insts[in.operands[0]].imm ? in.blocks[0] : in.blocks[1];
+      Id arm = k.insts[in.operands[0]].attr(ir::Attr::Value) ? in.blocks[0] : in.blocks[1];
       if (arm != ir::kNone) out.insert(out.end(), k.blocks[arm].insts.begin(), k.blocks[arm].insts.end());
       ctx.stat("const_fold.branches");
       changed = rebuilt = true;

@@ -21,7 +21,7 @@ using ir::Op;
 
 namespace {
 
-using Key = std::tuple<uint16_t, uint8_t, Id, Id, Id, uint32_t, int64_t, uint64_t>;
+using Key = std::vector<uint64_t>;
 
 struct Cse {
   ir::Kernel& k;
@@ -31,7 +31,7 @@ struct Cse {
 
   bool candidate(const ir::Inst& in) const {
     if (in.type == DType::Void || has_trait(in.op, ir::trait::F)) return false;
-    if (in.op == Op::Load) return ir::read_only_memory(k, in.sym);
+    if (in.op == Op::Load) return ir::read_only_memory(k, in.param());
     // Lane built-ins are fixed per thread: safe to share. Lane reductions are not.
     if (in.op == Op::LaneId || in.op == Op::LaneWidth || in.op == Op::SimdGroupId || in.op == Op::NumSimdGroups)
       return true;
@@ -39,12 +39,23 @@ struct Cse {
   }
 
   Key key(const ir::Inst& in) const {
-    Id ops[3] = {ir::kNone, ir::kNone, ir::kNone};
-    for (int i = 0; i < in.num_operands && i < 3; ++i) ops[i] = in.operands[i];
-    if (has_trait(in.op, ir::trait::C) && in.num_operands == 2 && ops[0] > ops[1]) std::swap(ops[0], ops[1]);
-    uint64_t fbits;
-    std::memcpy(&fbits, &in.fimm, sizeof fbits);
-    return {uint16_t(in.op), uint8_t(in.type), ops[0], ops[1], ops[2], in.sym, in.imm, fbits};
+    // op, type, operand count, operands (a commutative pair in id order), then each attribute
+    // as key, integer value and float bits: equal keys mean equal computations.
+    Key key{uint64_t(in.op), in.type.code(), in.type.shape(), uint64_t(in.num_operands())};
+    size_t first = key.size();
+    for (Id o : in.operands) key.push_back(o);
+    if (has_trait(in.op, ir::trait::C) && in.num_operands() == 2 && key[first] > key[first + 1])
+      std::swap(key[first], key[first + 1]);
+    std::vector<ir::AttrEntry> attrs = in.attrs;
+    std::sort(attrs.begin(), attrs.end(), [](const ir::AttrEntry& a, const ir::AttrEntry& b) { return a.key < b.key; });
+    for (const ir::AttrEntry& a : attrs) {
+      uint64_t fbits;
+      std::memcpy(&fbits, &a.f, sizeof fbits);
+      key.push_back(uint64_t(a.key));
+      key.push_back(uint64_t(a.i));
+      key.push_back(fbits);
+    }
+    return key;
   }
 
   // Unified values, rewritten lazily: every use comes after its definition in this walk, so

@@ -1,6 +1,6 @@
 // dead_store_elim: removes what no result depends on, to a fixed point: unused pure values and
 // unused memory reads, stores to variables that are never read, variables with no reads, stores
-// to threadgroup arrays that are never read (and then the arrays), ifs whose arms are empty,
+// to threadgroup and register arrays that are never read (and then the arrays), ifs whose arms are empty,
 // and loops whose body is empty — header and all, so no `for (...) { }` survives (seeds §8).
 // Runs last: every earlier pass may leave dead values behind. A vector group losing a lane is
 // dissolved back into scalar accesses.
@@ -23,7 +23,7 @@ bool run_dead_store_elim(ir::Kernel& k, PassContext& ctx) {
     ir::walk(k, [&](Id id) {
       const ir::Inst& in = k.insts[id];
       if (in.op == Op::VarLoad) var_read[in.operands[0]] = 1;
-      if (in.op == Op::TgLoad) tg_read[in.operands[0]] = 1;
+      if (in.op == Op::TgLoad || in.op == Op::LocalLoad) tg_read[in.operands[0]] = 1;
     });
     std::vector<uint8_t> drop(k.insts.size(), 0);
     size_t found = 0;
@@ -33,10 +33,11 @@ bool run_dead_store_elim(ir::Kernel& k, PassContext& ctx) {
     // one round per link).
     auto dead_by_uses = [&](const ir::Inst& in, Id id) {
       switch (in.op) {
-        case Op::Load: case Op::VarLoad: case Op::TgLoad: case Op::LaneSum: case Op::LaneMax: return uses[id] == 0;
+        case Op::Load: case Op::VarLoad: case Op::TgLoad: case Op::LocalLoad: case Op::LaneSum: case Op::LaneMax:
+          return uses[id] == 0;
         case Op::Var: return !var_read[id] && uses[id] == 0;
-        case Op::TgAlloc: return uses[id] == 0;
-        case Op::VarStore: case Op::TgStore: case Op::If: case Op::For: return false;
+        case Op::TgAlloc: case Op::LocalAlloc: return uses[id] == 0;
+        case Op::VarStore: case Op::TgStore: case Op::LocalStore: case Op::If: case Op::For: return false;
         default: return is_pure_value(in) && uses[id] == 0;
       }
     };
@@ -44,13 +45,13 @@ bool run_dead_store_elim(ir::Kernel& k, PassContext& ctx) {
       const ir::Inst& in = k.insts[id];
       bool dead = false;
       switch (in.op) {
-        case Op::Load: case Op::VarLoad: case Op::TgLoad: case Op::LaneSum: case Op::LaneMax:
+        case Op::Load: case Op::VarLoad: case Op::TgLoad: case Op::LocalLoad: case Op::LaneSum: case Op::LaneMax:
           dead = uses[id] == 0;
           break;
         case Op::VarStore: dead = !var_read[in.operands[0]] || ctx.mutant("dead_store_elim.drop_var_stores"); break;
         case Op::Var: dead = !var_read[id] && uses[id] == 0; break;
-        case Op::TgStore: dead = !tg_read[in.operands[0]]; break;
-        case Op::TgAlloc: dead = uses[id] == 0; break;
+        case Op::TgStore: case Op::LocalStore: dead = !tg_read[in.operands[0]]; break;
+        case Op::TgAlloc: case Op::LocalAlloc: dead = uses[id] == 0; break;
         case Op::If:
           dead = k.blocks[in.blocks[0]].insts.empty() &&
                  (in.blocks[1] == ir::kNone || k.blocks[in.blocks[1]].insts.empty());
@@ -66,7 +67,7 @@ bool run_dead_store_elim(ir::Kernel& k, PassContext& ctx) {
     });
     for (size_t i = 0; i < dropped.size(); ++i) {
       const ir::Inst& in = k.insts[dropped[i]];
-      for (int o = 0; o < in.num_operands; ++o) {
+      for (int o = 0; o < in.num_operands(); ++o) {
         Id v = in.operands[o];
         if (v >= uses.size() || uses[v] == 0 || --uses[v] != 0 || drop[v]) continue;
         if (dead_by_uses(k.insts[v], v) && ctx.allow_rewrite()) {
@@ -83,12 +84,15 @@ bool run_dead_store_elim(ir::Kernel& k, PassContext& ctx) {
       const auto& list = k.blocks[b].insts;
       for (size_t p = 0; p < list.size(); ++p) {
         const ir::Inst& lead = k.insts[list[p]];
-        if ((lead.op != Op::Load && lead.op != Op::Store) || lead.imm <= 0) continue;
-        size_t width = size_t(lead.imm);
+        if ((lead.op != Op::Load && lead.op != Op::Store) || lead.attr(ir::Attr::Vec) <= 0) continue;
+        size_t width = size_t(lead.attr(ir::Attr::Vec));
         bool broken = false;
         for (size_t lane = 0; lane < width && p + lane < list.size(); ++lane) broken = broken || drop[list[p + lane]];
         if (broken)
-          for (size_t lane = 0; lane < width && p + lane < list.size(); ++lane) k.insts[list[p + lane]].imm = 0;
+          for (size_t lane = 0; lane < width && p + lane < list.size(); ++lane) {
+            k.insts[list[p + lane]].erase(ir::Attr::Vec);
+            k.insts[list[p + lane]].erase(ir::Attr::Lane);
+          }
         p += width - 1;
       }
     }

@@ -22,6 +22,8 @@ Kind kind_of(DType t) {
   return Kind::Other;
 }
 
+bool is_bitcast_word(DType t) { return t == DType::F32 || t == DType::I32 || t == DType::U32; }
+
 bool fail(std::string& error, std::string msg) {
   error = std::move(msg);
   return false;
@@ -95,6 +97,19 @@ bool eval_float(ir::Op op, DType t, const Scalar* a, Scalar& out, std::string& e
     case Op::Sqrt: r = std::sqrt(x); break;
     case Op::Rsqrt: r = 1.0f / std::sqrt(x); break;
     case Op::Tanh: r = std::tanh(x); break;
+    // Exact roundings to an integral value; -0, +-inf and NaN pass through, a negative value
+    // that rounds to zero gives -0. rint is round-half-to-even (the default rounding mode).
+    case Op::Floor: r = std::floor(x); break;
+    case Op::Ceil: r = std::ceil(x); break;
+    case Op::Rint: r = std::nearbyint(x); break;
+    case Op::Trunc: r = std::trunc(x); break;
+    // Bounded, not exact across backends (docs/semantics.md): the host's f32 libm is the oracle.
+    case Op::Sin: r = std::sin(x); break;
+    case Op::Cos: r = std::cos(x); break;
+    case Op::Exp2: r = std::exp2(x); break;
+    case Op::Log2: r = std::log2(x); break;
+    case Op::Erf: r = std::erf(x); break;
+    case Op::Pow: r = std::pow(x, y); break;
     default: return bad_type(error, op, t);
   }
   out = Scalar::of_f32(r);
@@ -131,6 +146,20 @@ bool eval_int(ir::Op op, DType t, const Scalar* a, Scalar& out, std::string& err
     case Op::Min: r = is_signed ? uint64_t(sx < sy ? sx : sy) : (x < y ? x : y); break;
     case Op::Max: r = is_signed ? uint64_t(sx > sy ? sx : sy) : (x > y ? x : y); break;
     case Op::Neg: r = 0u - x; break;
+    // The high 32 bits of the exact 64-bit product (signed for i32, unsigned for u32); these
+    // three are defined on i32 and u32 only (the verifier), read through the 32-bit views.
+    case Op::MulHi:
+      if (width != 32) return bad_type(error, op, t);
+      r = is_signed ? uint64_t(int64_t(a[0].i()) * int64_t(a[1].i())) >> 32 : (uint64_t(a[0].u()) * a[1].u()) >> 32;
+      break;
+    case Op::Popcount:
+      if (width != 32) return bad_type(error, op, t);
+      r = uint64_t(__builtin_popcount(a[0].u()));
+      break;
+    case Op::Clz:  // clz(0) = 32
+      if (width != 32) return bad_type(error, op, t);
+      r = a[0].u() == 0 ? 32u : uint64_t(__builtin_clz(a[0].u()));
+      break;
     case Op::Abs: r = is_signed && sx < 0 ? 0u - x : x; break;  // abs(MIN) wraps to MIN
     case Op::And: r = x & y; break;
     case Op::Or: r = x | y; break;
@@ -199,10 +228,11 @@ bool eval_compare(ir::Op op, DType t, const Scalar* a, Scalar& out, std::string&
 }  // namespace
 
 Scalar const_value(const ir::Inst& in, DType concrete) {
-  DType t = ir::resolve(in.type, concrete);
-  if (is_integer(t)) return Scalar{num::int_wrap(t, uint64_t(in.imm))};  // u64 keeps its bits in imm
-  if (t == DType::Bool) return Scalar::of_bool(in.imm != 0);
-  return Scalar::of_f32(float(in.fimm));
+  const DType t = ir::resolve(in.type.elem(), concrete);
+  // Integers: the canonical register of the written width (u64 keeps its bits in Value).
+  if (is_integer(t)) return Scalar{num::int_wrap(t, uint64_t(in.attr(ir::Attr::Value)))};
+  if (t == DType::Bool) return Scalar::of_bool(in.attr(ir::Attr::Value) != 0);
+  return Scalar::of_f32(float(in.fattr(ir::Attr::Value)));
 }
 
 bool is_pure_evaluable(ir::Op op) {
@@ -210,7 +240,9 @@ bool is_pure_evaluable(ir::Op op) {
   switch (op) {
     case Op::Add: case Op::Sub: case Op::Mul: case Op::Div: case Op::Rem: case Op::Min: case Op::Max:
     case Op::Neg: case Op::Abs: case Op::Fma: case Op::Exp: case Op::Log: case Op::Sqrt: case Op::Rsqrt:
-    case Op::Tanh: case Op::And: case Op::Or: case Op::Xor: case Op::Not: case Op::Shl: case Op::Shr:
+    case Op::Tanh: case Op::Floor: case Op::Ceil: case Op::Rint: case Op::Trunc: case Op::Sin: case Op::Cos:
+    case Op::Exp2: case Op::Log2: case Op::Erf: case Op::Pow: case Op::MulHi: case Op::Popcount: case Op::Clz:
+    case Op::Bitcast: case Op::And: case Op::Or: case Op::Xor: case Op::Not: case Op::Shl: case Op::Shr:
     case Op::Eq: case Op::Ne: case Op::Lt: case Op::Le: case Op::Gt: case Op::Ge: case Op::Select:
     case Op::Cast:
       return true;
@@ -232,6 +264,13 @@ bool eval_pure(ir::Op op, DType result_type, DType operand_type, const Scalar* a
       return true;
     case Op::Cast:
       return eval_cast(result_type, operand_type, args[0], out, error);
+    case Op::Bitcast:
+      // The low 32 bits of an f32, i32 or u32 register, read as the result dtype in its
+      // canonical register (an i32 sign-extended, a u32 or f32 zero-extended).
+      if (!is_bitcast_word(result_type) || !is_bitcast_word(operand_type))
+        return fail(error, std::string("bitcast of ") + dtype_name(operand_type) + " to " + dtype_name(result_type));
+      out = result_type == DType::I32 ? Scalar::of_i32(args[0].i()) : Scalar::of_u32(args[0].u());
+      return true;
     case Op::Eq: case Op::Ne: case Op::Lt: case Op::Le: case Op::Gt: case Op::Ge:
       return eval_compare(op, operand_type, args, out, error);
     default:
@@ -245,6 +284,17 @@ bool eval_pure(ir::Op op, DType result_type, DType operand_type, const Scalar* a
     case Kind::Int: return eval_int(op, result_type, args, out, error);
     case Kind::Bool: return eval_bool(op, args, out, error);
     default: return bad_type(error, op, result_type);
+  }
+}
+
+bool is_bounded_math(ir::Op op) {
+  using ir::Op;
+  switch (op) {
+    case Op::Exp: case Op::Log: case Op::Tanh: case Op::Rsqrt: case Op::Sin: case Op::Cos: case Op::Exp2:
+    case Op::Log2: case Op::Erf: case Op::Pow:
+      return true;
+    default:
+      return false;
   }
 }
 

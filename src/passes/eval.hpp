@@ -48,6 +48,10 @@ Scalar const_value(const ir::Inst& in, DType concrete);
 // True for the ops eval_pure computes (arithmetic, math, logic, comparison, select, cast).
 bool is_pure_evaluable(ir::Op op);
 
+// True for the ops whose results docs/semantics.md bounds rather than fixes (exp, log, tanh,
+// rsqrt, sin, cos, exp2, log2, erf, pow): const_fold leaves them alone.
+bool is_bounded_math(ir::Op op);
+
 // Evaluates one pure op on `n` operand values. `result_type` is the instruction's dtype;
 // `operand_type` is the dtype of operand 0 (for Select: of operand 1, the selected values).
 // Generic (T) counts as a float register, except that a Cast to T is rejected: its rounding

@@ -20,7 +20,7 @@ bool run_fma_fusion(ir::Kernel& k, PassContext& ctx) {
   bool changed = false;
   for (Id id : ids) {
     ir::Inst& in = k.insts[id];
-    if (in.op != Op::Add || (!ir::float_everywhere(k, in.type) && !ctx.mutant("fma_fusion.integers"))) continue;
+    if (in.op != Op::Add || (!ir::float_everywhere(k, in.type.elem()) && !ctx.mutant("fma_fusion.integers"))) continue;
     for (int side = 0; side < 2; ++side) {
       Id m = in.operands[side];
       const ir::Inst& mul = k.insts[m];
@@ -29,7 +29,7 @@ bool run_fma_fusion(ir::Kernel& k, PassContext& ctx) {
       if (!ctx.allow_rewrite()) break;
       Id addend = in.operands[1 - side];
       in.op = Op::Fma;
-      in.num_operands = 3;
+      in.operands.resize(3);
       in.operands[0] = mul.operands[0];
       in.operands[1] = mul.operands[1];
       in.operands[2] = addend;

@@ -23,7 +23,7 @@ bool run_fusion(ir::Kernel& k, PassContext& ctx) {
   std::vector<Id> user(k.insts.size(), ir::kNone);
   ir::walk(k, [&](Id id) {
     const ir::Inst& in = k.insts[id];
-    for (int i = 0; i < in.num_operands; ++i) user[in.operands[i]] = id;
+    for (int i = 0; i < in.num_operands(); ++i) user[in.operands[i]] = id;
   });
   bool changed = false;
   int64_t fused = 0, roots = 0;
@@ -36,7 +36,7 @@ bool run_fusion(ir::Kernel& k, PassContext& ctx) {
   ir::walk(k, [&](Id id) {
     ir::Inst& in = k.insts[id];
     uint32_t depth = 1;
-    for (int i = 0; i < in.num_operands; ++i)
+    for (int i = 0; i < in.num_operands(); ++i)
       if (in.operands[i] < chain.size()) depth = std::max(depth, chain[in.operands[i]] + 1);
     bool can = (is_pure_value(in) || (in.op == Op::Load && ctx.mutant("fusion.fuse_loads"))) && uses[id] == 1 && user[id] != ir::kNone && where[user[id]] == where[id] &&
                k.insts[user[id]].op != Op::For && depth <= kMaxChain;
@@ -55,7 +55,7 @@ bool run_fusion(ir::Kernel& k, PassContext& ctx) {
   ir::walk(k, [&](Id id) {
     const ir::Inst& in = k.insts[id];
     if (in.flags & ir::kFused) return;
-    for (int i = 0; i < in.num_operands; ++i)
+    for (int i = 0; i < in.num_operands(); ++i)
       if (k.insts[in.operands[i]].flags & ir::kFused) {
         ++roots;
         break;

@@ -85,7 +85,7 @@ struct IfConversion {
           ir::Inst load;
           load.op = Op::VarLoad;
           load.type = k.insts[var].type;
-          load.num_operands = 1;
+          load.operands.resize(1);
           load.operands[0] = var;
           load.loc = cond_if.loc;
           vals[arm] = add(out, load);
@@ -94,7 +94,7 @@ struct IfConversion {
       ir::Inst sel;
       sel.op = Op::Select;
       sel.type = k.insts[var].type;
-      sel.num_operands = 3;
+      sel.operands.resize(3);
       sel.operands[0] = cond;
       sel.operands[1] = vals[0];
       sel.operands[2] = vals[1];
@@ -102,7 +102,7 @@ struct IfConversion {
       Id s = add(out, sel);
       ir::Inst st;
       st.op = Op::VarStore;
-      st.num_operands = 2;
+      st.operands.resize(2);
       st.operands[0] = var;
       st.operands[1] = s;
       st.loc = cond_if.loc;

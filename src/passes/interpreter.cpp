@@ -53,6 +53,12 @@ struct Machine {
   std::vector<Mask> masks;            // masks[d]: the active list of the block running at depth d
   std::vector<uint64_t> tg_mem;       // every TgAlloc's array, one after another (one register per slot)
   std::vector<uint32_t> tg_offset;    // per instruction: TgAlloc's offset into tg_mem
+  std::vector<uint64_t> tg_elems;     // per instruction: TgAlloc's element count this dispatch
+  // Register arrays (local_alloc): local_mem[local_offset[alloc] + element * T + thread], and
+  // per word whether the thread wrote it in this threadgroup (a read before that is an error).
+  std::vector<uint64_t> local_mem;
+  std::vector<uint8_t> local_written;
+  std::vector<size_t> local_offset;
   // Race detection on threadgroup memory, one record per tg_mem word. A record is current only
   // while its epoch equals `epoch`, which advances at every barrier and every new threadgroup,
   // so a barrier forgets every earlier access without touching the records.
@@ -76,6 +82,10 @@ struct Machine {
   [[noreturn]] void fail(const ir::Inst& in, const std::string& msg) const {
     throw Error(msg + " at " + k.where(in.loc) + " (kernel " + k.name + " (" + dtype_name(dtype) +
                 "), threadgroup " + dim_text(group[0], group[1], group[2]) + ")");
+  }
+  std::string tg_name(const ir::Inst& alloc) const {
+    const uint64_t i = uint64_t(alloc.attr(ir::Attr::Name));
+    return i < k.strings.size() ? k.strings[i] : "?";
   }
   std::string thread_text(uint32_t t) const { return "thread " + dim_text(lx[t], ly[t], lz[t]); }
 
@@ -113,7 +123,7 @@ struct Machine {
     scalars = scals;
 
     types.resize(k.insts.size());
-    for (size_t i = 0; i < k.insts.size(); ++i) types[i] = ir::resolve(k.insts[i].type, dtype);
+    for (size_t i = 0; i < k.insts.size(); ++i) types[i] = ir::resolve(k.insts[i].type.elem(), dtype);
     vals.assign(k.insts.size() * size_t(T), 0);
     lx.resize(T);
     ly.resize(T);
@@ -126,15 +136,42 @@ struct Machine {
     masks.resize(size_t(block_depth(k, 0)) + 1);
     for (Mask& m : masks) m.reserve(T);
     for (uint32_t i = 0; i < T; ++i) masks[0].push_back(i);
+    // One word per element whatever the element's width (the layout in bytes, which the
+    // dispatch check and the backends use, is ir::threadgroup_bytes); arrays sized at dispatch
+    // take their count from this dispatch's scalars.
+    std::vector<uint32_t> by_param(k.params.size(), 0);
+    for (size_t i = 0; i < k.params.size(); ++i)
+      if (k.params[i].kind == ir::ParamKind::Scalar) by_param[i] = scalars[size_t(slot[i])];
     tg_offset.assign(k.insts.size(), 0);
-    size_t words = 0;
+    tg_elems.assign(k.insts.size(), 0);
+    local_offset.assign(k.insts.size(), 0);
+    uint64_t words = 0, local_words = 0;
+    constexpr uint64_t kMaxWords = uint64_t(1) << 28;
     ir::walk(k, [&](Id id) {
       const ir::Inst& in = k.insts[id];
+      if (in.op == Op::LocalAlloc) {
+        local_offset[id] = size_t(local_words);
+        local_words += uint64_t(std::max<int64_t>(in.attr(ir::Attr::Count), 0)) * T;
+        return;
+      }
       if (in.op != Op::TgAlloc) return;
+      const uint64_t n = ir::tg_count(k, in, by_param.data());
+      const ir::Param* size = in.has(ir::Attr::CountParam) ? &k.params[size_t(in.attr(ir::Attr::CountParam))] : nullptr;
+      if (size && size->dtype == DType::I32 && int32_t(by_param[size_t(in.attr(ir::Attr::CountParam))]) < 0)
+        fail(in, "threadgroup array '" + tg_name(in) + "' is sized by '" + size->name + "', which is negative");
+      if (n > kMaxWords || words + n > kMaxWords)
+        fail(in, "threadgroup array '" + tg_name(in) + "' of " + std::to_string(n) +
+                     " elements is more than the interpreter holds (2^28 elements in all)");
       tg_offset[id] = uint32_t(words);
-      words += size_t(std::max<int64_t>(in.imm, 0));
+      tg_elems[id] = n;
+      words += n;
     });
-    tg_mem.resize(words);
+    if (local_words > kMaxWords)
+      throw Error("kernel " + k.name + ": register arrays of " + std::to_string(local_words) +
+                  " words in all are more than the interpreter holds");
+    local_mem.assign(size_t(local_words), 0);
+    local_written.assign(size_t(local_words), 0);
+    tg_mem.resize(size_t(words));
     tg_access_log.assign(words, SlotAccess{});
     lane_a.resize(W);
     lane_b.resize(W);
@@ -150,6 +187,7 @@ struct Machine {
           // All-ones bits: an unwritten slot reads as NaN / -1 / UINT_MAX, deterministically (or is
           // an error with opts.uninitialized_tg_reads_are_errors, see check_race).
           std::fill(tg_mem.begin(), tg_mem.end(), ~uint64_t(0));
+          std::fill(local_written.begin(), local_written.end(), 0);
           next_epoch();
           if (++group_serial == 0) {  // wrapped: old records could look current again
             std::fill(tg_access_log.begin(), tg_access_log.end(), SlotAccess{});
@@ -172,14 +210,14 @@ struct Machine {
     auto fill = [&](uint64_t v) {
       for (uint32_t t : active) out[t] = v;
     };
-    const uint32_t axis = uint32_t(std::clamp<int64_t>(in.imm, 0, 2));
+    const uint32_t axis = uint32_t(std::clamp<int64_t>(in.attr(ir::Attr::Axis), 0, 2));
     const uint32_t tg_dim[3] = {tg.x, tg.y, tg.z};
     const uint32_t grid_dim[3] = {grid.x, grid.y, grid.z};
     const std::vector<uint32_t>* local[3] = {&lx, &ly, &lz};
 
     switch (in.op) {
       case Op::Const: fill(eval::const_value(in, dtype).bits); return;
-      case Op::Param: fill(num::int_wrap(types[id], scalars[size_t(slot[in.sym])])); return;  // i32 sign-extends
+      case Op::Param: fill(num::int_wrap(types[id], scalars[size_t(slot[in.param()])])); return;  // i32 sign-extends
       case Op::ThreadId: {
         uint32_t base = group[axis] * tg_dim[axis];  // u32 arithmetic, wraps like the GPU's
         const std::vector<uint32_t>& l = *local[axis];
@@ -199,11 +237,11 @@ struct Machine {
       case Op::SimdGroupId: for (uint32_t t : active) out[t] = t / W; return;
       case Op::NumSimdGroups: fill((T + W - 1) / W); return;
       case Op::Load:
-        if (in.imm != 0 && in.imm != 1) check_vector(id, in, active);
+        if (in.attr(ir::Attr::Vec) >= 2 || in.has(ir::Attr::Lane)) check_vector(id, in, active);
         load(in, out, active);
         return;
       case Op::Store:
-        if (in.imm != 0 && in.imm != 1) check_vector(id, in, active);
+        if (in.attr(ir::Attr::Vec) >= 2 || in.has(ir::Attr::Lane)) check_vector(id, in, active);
         store(in, active);
         return;
       case Op::Var: {
@@ -225,6 +263,9 @@ struct Machine {
       case Op::TgAlloc: return;  // storage exists for the whole threadgroup (set up in run())
       case Op::TgLoad:
       case Op::TgStore: tg_access(in, out, active); return;
+      case Op::LocalAlloc: return;  // storage exists for every thread (set up in setup())
+      case Op::LocalLoad:
+      case Op::LocalStore: local_access(in, out, active); return;
       case Op::Barrier:
         if (active.size() != T)
           fail(in, "barrier reached by " + std::to_string(active.size()) + " of " + std::to_string(T) +
@@ -239,7 +280,7 @@ struct Machine {
     }
     if (!eval::is_pure_evaluable(in.op)) fail(in, std::string("the interpreter cannot execute '") + ir::mnemonic(in.op) + "'");
 
-    const int n = in.num_operands;
+    const int n = in.num_operands();
     const uint64_t* src[3] = {nullptr, nullptr, nullptr};
     for (int i = 0; i < n; ++i) src[i] = row(in.operands[i]);
     DType rt = types[id];
@@ -263,14 +304,14 @@ struct Machine {
     DType storage;
   };
   View view(const ir::Inst& in) const {
-    const ir::Param& p = k.params[in.sym];
-    const BufferArg& b = buffers[size_t(slot[in.sym])];
+    const ir::Param& p = k.params[in.param()];
+    const BufferArg& b = buffers[size_t(slot[in.param()])];
     DType st = ir::resolve(p.dtype, dtype);
     return {static_cast<unsigned char*>(b.data), b.bytes / dtype_size(st), st};
   }
   void check_index(const ir::Inst& in, const View& v, int64_t idx, uint32_t t) const {
     if (idx < 0 || uint64_t(idx) >= v.count || !v.data)
-      fail(in, std::string(ir::mnemonic(in.op)) + " of buffer '" + k.params[in.sym].name + "' at index " +
+      fail(in, std::string(ir::mnemonic(in.op)) + " of buffer '" + k.params[in.param()].name + "' at index " +
                    std::to_string(idx) + " is out of range: the buffer has " + std::to_string(v.count) +
                    " elements (" + thread_text(t) + ")");
   }
@@ -281,28 +322,28 @@ struct Machine {
   // a GPU. Members immediately follow their leader in the same block, so its index row is live.
   void check_vector(Id id, const ir::Inst& in, const Mask& active) {
     const int is_store = in.op == Op::Store;
-    if (in.imm >= 2) {
+    if (const int64_t width = in.attr(ir::Attr::Vec); width >= 2) {
       vec_leader[is_store] = id;
       for (uint32_t t : active) {
         int64_t idx = index_of(in.operands[0], t);
-        if (idx % in.imm != 0)
-          fail(in, std::string("vector ") + ir::mnemonic(in.op) + " of " + std::to_string(in.imm) +
-                       " elements of buffer '" + k.params[in.sym].name + "' at index " + std::to_string(idx) +
-                       ", which is not a multiple of " + std::to_string(in.imm) + " (misaligned; " + thread_text(t) + ")");
+        if (idx % width != 0)
+          fail(in, std::string("vector ") + ir::mnemonic(in.op) + " of " + std::to_string(width) +
+                       " elements of buffer '" + k.params[in.param()].name + "' at index " + std::to_string(idx) +
+                       ", which is not a multiple of " + std::to_string(width) + " (misaligned; " + thread_text(t) + ")");
       }
       return;
     }
     const Id leader = vec_leader[is_store];
-    const int64_t lane = -in.imm;
-    if (leader == ir::kNone || k.insts[leader].sym != in.sym || lane >= k.insts[leader].imm)
+    const int64_t lane = in.attr(ir::Attr::Lane);
+    if (leader == ir::kNone || k.insts[leader].param() != in.param() || lane >= k.insts[leader].attr(ir::Attr::Vec))
       fail(in, std::string("vector group member ") + ir::mnemonic(in.op) + " (lane " + std::to_string(lane) +
-                   ") of buffer '" + k.params[in.sym].name + "' does not follow a matching group leader");
+                   ") of buffer '" + k.params[in.param()].name + "' does not follow a matching group leader");
     for (uint32_t t : active) {
       int64_t idx = index_of(in.operands[0], t);
       int64_t want = index_of(k.insts[leader].operands[0], t) + lane;
       if (idx != want)
         fail(in, std::string("vector group member ") + ir::mnemonic(in.op) + " (lane " + std::to_string(lane) +
-                     ") of buffer '" + k.params[in.sym].name + "' is at index " + std::to_string(idx) + ", not " +
+                     ") of buffer '" + k.params[in.param()].name + "' is at index " + std::to_string(idx) + ", not " +
                      std::to_string(want) + " (the group is not contiguous; " + thread_text(t) + ")");
     }
   }
@@ -354,21 +395,59 @@ struct Machine {
     const Id alloc = in.operands[0];
     const ir::Inst& a = k.insts[alloc];
     uint64_t* mem = tg_mem.data() + tg_offset[alloc];
-    const uint64_t count = uint64_t(std::max<int64_t>(a.imm, 0));
+    const uint64_t count = tg_elems[alloc];
     const bool is_store = in.op == Op::TgStore;
-    const DType type = types[alloc];
-    const bool is_bool = type == DType::Bool;
+    const DType storage = types[alloc];
+    const bool is_bool = storage == DType::Bool;
     const uint64_t* val = is_store ? row(in.operands[2]) : nullptr;
     for (uint32_t t : active) {
       int64_t idx = index_of(in.operands[1], t);
       if (idx < 0 || uint64_t(idx) >= count)
         fail(in, std::string(ir::mnemonic(in.op)) + " of threadgroup array '" +
-                     (a.sym < k.strings.size() ? k.strings[a.sym] : "?") + "' at index " + std::to_string(idx) +
+                     tg_name(a) + "' at index " + std::to_string(idx) +
                      " is out of range: the array has " + std::to_string(count) + " elements (" + thread_text(t) + ")");
       check_race(in, tg_offset[alloc] + uint32_t(idx), is_store, t);
-      if (is_store) mem[idx] = val[t];
+      // An array holds values of its dtype: a store to a 16-bit float or fp8 array rounds to
+      // nearest even (fp8 saturating), like a store to such a buffer (the register value may
+      // carry f32 precision), and a load widens exactly; integers keep their canonical register.
       // The all-ones filler reads as true, NaN, -1 or the integer type's maximum.
-      else out[t] = is_bool ? uint64_t(mem[idx] != 0) : is_integer(type) ? num::int_wrap(type, mem[idx]) : mem[idx];
+      if (is_store) {
+        mem[idx] = is_integer(storage) ? num::int_wrap(storage, val[t])
+                   : is_float(storage) ? Scalar::of_f32(num::round_to(storage, Scalar{val[t]}.f())).bits
+                                       : val[t];
+      } else {
+        out[t] = is_bool ? uint64_t(mem[idx] != 0)
+                 : is_integer(storage) ? num::int_wrap(storage, mem[idx])
+                 : is_float(storage)   ? Scalar::of_f32(Scalar{mem[idx]}.f()).bits
+                                       : mem[idx];
+      }
+    }
+  }
+
+  // Register arrays: one copy per thread, no sharing, so no race rules; every index must be in
+  // range and a read must follow the thread's own write of that element.
+  void local_access(const ir::Inst& in, uint64_t* out, const Mask& active) {
+    const Id alloc = in.operands[0];
+    const ir::Inst& a = k.insts[alloc];
+    const uint64_t count = uint64_t(std::max<int64_t>(a.attr(ir::Attr::Count), 0));
+    const bool is_store = in.op == Op::LocalStore;
+    const uint64_t* val = is_store ? row(in.operands[2]) : nullptr;
+    for (uint32_t t : active) {
+      int64_t idx = index_of(in.operands[1], t);
+      if (idx < 0 || uint64_t(idx) >= count)
+        fail(in, std::string(ir::mnemonic(in.op)) + " of register array '" + tg_name(a) + "' at index " +
+                     std::to_string(idx) + " is out of range: the array has " + std::to_string(count) + " elements (" +
+                     thread_text(t) + ")");
+      const size_t w = local_offset[alloc] + size_t(idx) * T + t;
+      if (is_store) {
+        local_mem[w] = val[t];
+        local_written[w] = 1;
+      } else {
+        if (!local_written[w])
+          fail(in, "local_load of register array '" + tg_name(a) + "' element " + std::to_string(idx) +
+                       " before the thread wrote it (" + thread_text(t) + ")");
+        out[t] = local_mem[w];
+      }
     }
   }
 
@@ -388,7 +467,7 @@ struct Machine {
     const Id self = Id(&in - k.insts.data());
     auto race = [&](const char* kind, uint32_t other, Id other_op, const char* other_did) {
       const ir::Inst& a = k.insts[in.operands[0]];
-      const std::string name = a.sym < k.strings.size() ? k.strings[a.sym] : "?";
+      const std::string name = tg_name(a);
       const uint32_t slot = word - tg_offset[in.operands[0]];
       std::string other_text = other == kManyReaders ? "other threads" : thread_text(other);
       std::string where = other_op == ir::kNone ? "" : " at " + k.where(k.insts[other_op].loc);
@@ -398,7 +477,7 @@ struct Machine {
     };
     if (!is_store && s.written_group != group_serial && opts.uninitialized_tg_reads_are_errors) {
       const ir::Inst& a = k.insts[in.operands[0]];
-      fail(in, "read of threadgroup slot '" + (a.sym < k.strings.size() ? k.strings[a.sym] : std::string("?")) + "'[" +
+      fail(in, "read of threadgroup slot '" + tg_name(a) + "'[" +
                    std::to_string(word - tg_offset[in.operands[0]]) + "] that no thread of this threadgroup has written (" +
                    thread_text(t) + "; threadgroup memory starts undefined)");
     }

@@ -40,10 +40,10 @@ struct Inliner {
     const ir::Inst& src = callee.insts[id];
     if (src.op == Op::Arg || src.op == Op::Return) return ir::kNone;
     ir::Inst in = src;
-    for (int i = 0; i < in.num_operands; ++i) in.operands[i] = map.at(src.operands[i]);
+    for (int i = 0; i < in.num_operands(); ++i) in.operands[i] = map.at(src.operands[i]);
     in.blocks[0] = in.blocks[1] = ir::kNone;
     if (src.loc.file < callee.files.size()) in.loc.file = k.intern_file(callee.files[src.loc.file]);
-    if (src.op == Op::Call) in.sym = k.intern_string(callee.strings[src.sym]);
+    if (src.op == Op::Call) in.set(ir::Attr::Callee, k.intern_string(callee.strings[size_t(src.attr(ir::Attr::Callee))]));
     Id nid = k.add_inst(in);
     map[id] = nid;
     for (int c = 0; c < 2; ++c)
@@ -58,7 +58,7 @@ struct Inliner {
   // `result` to the value that replaces the call. Returns false (with a diagnostic) on error.
   bool expand(Id call_id, std::vector<Id>& body, Id& result) {
     const ir::Inst call = k.insts[call_id];
-    const std::string& name = k.strings[call.sym];
+    const std::string name = k.strings[size_t(call.attr(ir::Attr::Callee))];
     const ir::Kernel* callee = nullptr;
     try {
       callee = g_resolver ? g_resolver(name) : nullptr;
@@ -76,17 +76,18 @@ struct Inliner {
       const ir::Inst& in = callee->insts[id];
       if (in.op != Op::Arg) return;
       ++args;
-      if (in.imm < 0 || in.imm >= call.num_operands) return;
-      int64_t which = ctx.mutant("kernel_inline.reverse_args") ? call.num_operands - 1 - in.imm : in.imm;
-      Id actual = call.operands[which];
+      const int64_t index = in.attr(ir::Attr::Index);
+      if (index < 0 || index >= call.num_operands()) return;
+      int64_t which = ctx.mutant("kernel_inline.reverse_args") ? call.num_operands() - 1 - index : index;
+      Id actual = call.operands[size_t(which)];
       if (k.insts[actual].type != in.type)
-        ctx.diags.error(call.loc, "argument " + std::to_string(in.imm) + " of '" + name + "' is " +
-                                      dtype_name(k.insts[actual].type) + ", the function takes " + dtype_name(in.type));
+        ctx.diags.error(call.loc, "argument " + std::to_string(index) + " of '" + name + "' is " +
+                                      type_name(k.insts[actual].type) + ", the function takes " + type_name(in.type));
       map[id] = actual;
     });
-    if (args != call.num_operands) {
+    if (args != call.num_operands()) {
       ctx.diags.error(call.loc, "'" + name + "' takes " + std::to_string(args) + " argument(s), the call passes " +
-                                    std::to_string(call.num_operands));
+                                    std::to_string(call.num_operands()));
       return false;
     }
     if (!ctx.diags.empty()) return false;

@@ -54,7 +54,7 @@ struct Licm {
     for (Id id : k.blocks[body].insts) {
       const ir::Inst& in = k.insts[id];
       bool invariant = hoistable(k, in, ctx);
-      for (int o = 0; invariant && o < in.num_operands; ++o) invariant = !inside.count(in.operands[o]);
+      for (int o = 0; invariant && o < in.num_operands(); ++o) invariant = !inside.count(in.operands[o]);
       if (invariant && ctx.allow_rewrite()) {
         moved.push_back(id);
         inside.erase(id);

@@ -29,7 +29,7 @@ std::vector<uint32_t> use_counts(const ir::Kernel& k) {
   std::vector<uint32_t> uses(k.insts.size(), 0);
   ir::walk(k, [&](Id id) {
     const ir::Inst& in = k.insts[id];
-    for (int i = 0; i < in.num_operands; ++i)
+    for (int i = 0; i < in.num_operands(); ++i)
       if (in.operands[i] < uses.size()) ++uses[in.operands[i]];
   });
   return uses;
@@ -41,7 +41,7 @@ size_t replace_all_uses(ir::Kernel& k, Id from, Id to) {
   ir::walk(k, [&](Id id) { ids.push_back(id); });
   for (Id id : ids) {
     ir::Inst& in = k.insts[id];
-    for (int i = 0; i < in.num_operands; ++i)
+    for (int i = 0; i < in.num_operands(); ++i)
       if (in.operands[i] == from) {
         in.operands[i] = to;
         ++n;
@@ -51,7 +51,7 @@ size_t replace_all_uses(ir::Kernel& k, Id from, Id to) {
 }
 
 void map_operands(ir::Inst& in, const std::vector<Id>& repl) {
-  for (int i = 0; i < in.num_operands; ++i)
+  for (int i = 0; i < in.num_operands(); ++i)
     if (in.operands[i] < repl.size() && repl[in.operands[i]] != kNone) in.operands[i] = repl[in.operands[i]];
 }
 
@@ -70,7 +70,7 @@ bool safe_to_speculate(const ir::Kernel& k, const ir::Inst& in) {
   if (is_integer(in.type) && (in.op == ir::Op::Div || in.op == ir::Op::Rem)) return false;
   if (in.op == ir::Op::Shl || in.op == ir::Op::Shr) {
     const ir::Inst& amount = k.insts[in.operands[1]];
-    return amount.op == ir::Op::Const && uint32_t(amount.imm) < 32;
+    return amount.op == ir::Op::Const && uint32_t(amount.attr(ir::Attr::Value)) < 32;
   }
   return true;
 }
@@ -102,7 +102,7 @@ Id clone_block(ir::Kernel& k, Id b, Id new_parent, std::map<Id, Id>& map) {
   std::vector<Id> src = k.blocks[b].insts;  // copy: add_inst may grow the arrays
   for (Id id : src) {
     ir::Inst in = k.insts[id];
-    for (int i = 0; i < in.num_operands; ++i) {
+    for (int i = 0; i < in.num_operands(); ++i) {
       auto it = map.find(in.operands[i]);
       if (it != map.end()) in.operands[i] = it->second;
     }
@@ -126,9 +126,9 @@ Id make_const(ir::Kernel& k, DType type, int64_t i, double f, ir::SrcLoc loc) {
   c.op = ir::Op::Const;
   c.type = type;
   // A T constant carries both readings: T may become a float or an integer dtype.
-  if (type == DType::Generic) c.fimm = f, c.imm = i;
-  else if (is_float(type)) c.fimm = f;
-  else c.imm = i;
+  if (type == DType::Generic) c.set(ir::Attr::Value, i), c.set_float(ir::Attr::Value, f);
+  else if (is_float(type)) c.set_float(ir::Attr::Value, f);
+  else c.set(ir::Attr::Value, i);
   c.loc = loc;
   return k.add_inst(c);
 }

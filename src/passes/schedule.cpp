@@ -34,13 +34,13 @@ bool run_schedule(ir::Kernel& k, PassContext& ctx) {
     };
     for (Id id : list) {
       const ir::Inst& in = k.insts[id];
-      bool movable = in.op == Op::Load && (ir::read_only_memory(k, in.sym) || ctx.mutant("schedule.move_writable_loads"));
+      bool movable = in.op == Op::Load && (ir::read_only_memory(k, in.param()) || ctx.mutant("schedule.move_writable_loads"));
       if (!movable) {
         keep(id);
         continue;
       }
       int64_t target = floor;
-      for (int o = 0; o < in.num_operands; ++o) {
+      for (int o = 0; o < in.num_operands(); ++o) {
         Id def = in.operands[o];
         if (def < anchor_of.size() && anchor_of[def] > target) target = anchor_of[def];
       }

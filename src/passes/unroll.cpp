@@ -25,7 +25,7 @@ constexpr int64_t kMaxOps = 512;
 bool constant_int(const ir::Kernel& k, Id v, int64_t& out) {
   const ir::Inst& in = k.insts[v];
   if (in.op != Op::Const || !is_integer(in.type)) return false;
-  out = in.type == DType::U32 ? int64_t(uint32_t(in.imm)) : int64_t(int32_t(in.imm));
+  out = in.type == DType::U32 ? int64_t(uint32_t(in.attr(ir::Attr::Value))) : int64_t(int32_t(in.attr(ir::Attr::Value)));
   return true;
 }
 
@@ -76,7 +76,7 @@ bool run_unroll(ir::Kernel& k, PassContext& ctx) {
       }
       std::vector<Id> copies;
       for (int64_t i = 0; i < trip; ++i) {
-        Id c = make_const(k, lp.type, begin + i * step, 0, lp.loc);
+        Id c = make_const(k, lp.type.elem(), begin + i * step, 0, lp.loc);
         copies.push_back(c);
         std::map<Id, Id> map{{loop, c}};
         Id nb = clone_block(k, lp.blocks[0], ir::kNone, map);

@@ -47,7 +47,7 @@ struct Sink {
   // kNone when the use keeps the value where it is.
   void note_uses(Id user, Id b, Id in_arm) {
     const ir::Inst& u = k.insts[user];
-    for (int o = 0; o < u.num_operands; ++o) {
+    for (int o = 0; o < u.num_operands(); ++o) {
       Id v = u.operands[o];
       if (v >= k.insts.size() || where[v] != b) continue;
       if (in_arm == ir::kNone) ++direct[v];
@@ -83,7 +83,7 @@ struct Sink {
       sunk[slot[target]].second.push_back(id);
       where[id] = target;
       // Its operands are now used inside the arm, not here.
-      for (int o = 0; o < in.num_operands; ++o) {
+      for (int o = 0; o < in.num_operands(); ++o) {
         Id v = in.operands[o];
         if (v >= k.insts.size() || where[v] != b) continue;
         --direct[v];

@@ -32,7 +32,7 @@ struct Vectorizer {
   bool const_u(Id v, int64_t& out) const {
     const ir::Inst& in = k.insts[v];
     if (in.op != Op::Const || !is_integer(in.type)) return false;
-    out = in.type == DType::U32 ? int64_t(uint32_t(in.imm)) : int64_t(int32_t(in.imm));
+    out = in.type == DType::U32 ? int64_t(uint32_t(in.attr(ir::Attr::Value))) : int64_t(int32_t(in.attr(ir::Attr::Value)));
     return true;
   }
 
@@ -40,10 +40,10 @@ struct Vectorizer {
   // values, the element and index types the dialects' wide accesses spell; 8-bit, 64-bit and
   // fp8 buffers and 64-bit indices stay scalar.
   bool groupable(const ir::Inst& in) const {
-    DType d = k.params[in.sym].dtype;
+    DType d = k.params[in.param()].dtype;
     bool element = d == DType::Generic || d == DType::F32 || d == DType::F16 || d == DType::BF16 ||
                    d == DType::I32 || d == DType::U32;
-    DType index = k.insts[in.operands[0]].type;
+    DType index = k.insts[in.operands[0]].type.elem();
     bool generic_ok = true;
     if (d == DType::Generic)
       for (DType t : k.dtypes) generic_ok = generic_ok && (t == DType::F32 || t == DType::F16 || t == DType::BF16 ||
@@ -98,7 +98,7 @@ struct Vectorizer {
   // pure values only; false when one of them is not pure (it cannot move).
   bool needed_after(Id id, uint32_t anchor, std::vector<Id>& deps, std::vector<uint8_t>& seen) const {
     const ir::Inst& in = k.insts[id];
-    for (int o = 0; o < in.num_operands; ++o) {
+    for (int o = 0; o < in.num_operands(); ++o) {
       Id dep = in.operands[o];
       // The lane at the anchor itself counts as after it: the moved values go before it.
       if (dep >= pos.size() || pos[dep] == UINT32_MAX || pos[dep] < anchor || seen[dep]) continue;
@@ -115,7 +115,7 @@ struct Vectorizer {
     const ir::Inst& in = k.insts[inst];
     auto check = [&](Id x) {
       const ir::Inst& y = k.insts[x];
-      if ((y.op == Op::Load || y.op == Op::Store) && y.sym == param) hit = true;
+      if ((y.op == Op::Load || y.op == Op::Store) && y.param() == param) hit = true;
       if (y.op == Op::Barrier || y.op == Op::Call) hit = true;
     };
     check(inst);
@@ -146,13 +146,13 @@ struct Vectorizer {
     std::map<std::pair<uint32_t, Id>, std::vector<Access>> runs;
     for (Id id : list) {
       const ir::Inst& in = k.insts[id];
-      if (in.op != (stores ? Op::Store : Op::Load) || in.imm != 0) continue;
-      if (!stores && !ir::read_only_memory(k, in.sym)) continue;
+      if (in.op != (stores ? Op::Store : Op::Load) || in.has(ir::Attr::Vec) || in.has(ir::Attr::Lane)) continue;
+      if (!stores && !ir::read_only_memory(k, in.param())) continue;
       if (!groupable(in)) continue;
       Id base;
       int64_t off;
       split(in.operands[0], base, off);
-      runs[{in.sym, base}].push_back({id, off});
+      runs[{in.param(), base}].push_back({id, off});
     }
     // Stores: per buffer, the positions of the instructions that touch it (or synchronize),
     // so "nothing between the first and the last lane touches the buffer" is a count.
@@ -267,8 +267,8 @@ struct Vectorizer {
   }
 
   void mark(const std::vector<Id>& lanes) {
-    k.insts[lanes[0]].imm = int64_t(lanes.size());
-    for (size_t i = 1; i < lanes.size(); ++i) k.insts[lanes[i]].imm = -int64_t(i);
+    k.insts[lanes[0]].set(ir::Attr::Vec, int64_t(lanes.size()));
+    for (size_t i = 1; i < lanes.size(); ++i) k.insts[lanes[i]].set(ir::Attr::Lane, int64_t(i));
     changed = true;
   }
 };

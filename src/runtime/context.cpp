@@ -20,6 +20,7 @@
 #include <unordered_map>
 
 #include "core/ir.hpp"
+#include "core/modes.hpp"
 #include "core/numeric.hpp"
 #include "iron/registry.hpp"
 #include "iron/runtime.hpp"
@@ -72,19 +73,33 @@ namespace {
 
 
 
+// Whether the kernel uses lane operations (lane built-ins, lane reductions: every op with the L
+// trait but barrier), which need whole lane groups. A barrier alone does not: it waits for the
+// threadgroup, whatever its shape, so a Tile2D kernel's 16 x 16 threadgroup is valid anywhere.
+bool uses_lane_groups(const ir::Kernel& k) {
+  bool found = false;
+  ir::walk(k, [&](ir::Id id) {
+    ir::Op op = k.insts[id].op;
+    found = found || (ir::has_trait(op, ir::trait::L) && op != ir::Op::Barrier);
+  });
+  return found;
+}
+
 // What validation needs from the IR besides its params: both are whole-IR walks, so they are
 // computed once per kernel (per dtype for the threadgroup bytes) and kept next to its pipelines.
 struct KernelFacts {
   uint64_t hash = 0;  // ir::content_hash
   bool lane_ops = false;
   uint32_t dtypes_used = 0;  // ir::dtypes_used
+  bool dynamic_tg = false;  // has threadgroup arrays sized at dispatch
   std::array<uint64_t, kNumDTypes> tg_bytes{};
   std::array<bool, kNumDTypes> tg_known{};
 
   static KernelFacts of(const ir::Kernel& k, uint64_t hash) {
     KernelFacts f;
     f.hash = hash;
-    f.lane_ops = ir::uses_lane_ops(k);
+    f.lane_ops = uses_lane_groups(k);
+    f.dynamic_tg = ir::has_dynamic_threadgroup(k);
     f.dtypes_used = ir::dtypes_used(k);
     return f;
   }
@@ -228,6 +243,7 @@ struct Context::Prepared {
   uint64_t hash = 0;
   bool lane_ops = false;
   uint32_t dtypes_used = 0;
+  bool dynamic_tg = false;
   uint64_t shared_bytes = 0;
   bool registered = false;
   rt::CompiledKernel* compiled = nullptr;
@@ -361,8 +377,9 @@ class ParamArray {
 // Facts about the kernel check() would otherwise walk the IR for (see KernelFacts).
 struct CheckFacts {
   bool lane_ops = false;
-  uint32_t dtypes_used = 0;  // bit d: dtype d appears (bit Generic: T does)
-  uint64_t shared_bytes = 0;
+  uint32_t dtypes_used = 0;    // bit d: dtype d appears (bit Generic: T does)
+  uint64_t shared_bytes = 0;  // of the arrays of a fixed size
+  bool dynamic_tg = false;    // arrays sized at dispatch add to it (computed from the scalars)
 };
 
 // Every dispatch rule. On success fills `out` (when given) with the launch arguments; a valid
@@ -387,6 +404,7 @@ void check(const DeviceInfo& dev, const ir::Kernel& k, const CheckFacts& facts, 
   }
 
   // Geometry. The grid counts threadgroups; total threads = grid * threadgroup.
+  const size_t problems_before_geometry = problems.size();
   if (grid.x == 0 || grid.y == 0 || grid.z == 0) fail("grid " + dim_text(grid) + " has a zero dimension");
   if (tg.x == 0 || tg.y == 0 || tg.z == 0) fail("threadgroup " + dim_text(tg) + " has a zero dimension");
   // Six 32-bit factors can exceed 64 bits (three already can): every product is checked, and
@@ -408,10 +426,15 @@ void check(const DeviceInfo& dev, const ir::Kernel& k, const CheckFacts& facts, 
     fail("grid " + dim_text(grid) + " exceeds the device's per-axis limit " + dim_text(dev.max_grid));
   // Lane groups are formed along x first; Vulkan guarantees full subgroups only when x itself is
   // a multiple of the subgroup size, so that is the rule (it implies the total is one too).
-  if (facts.lane_ops && tg.x != 0 && (tg.x % dev.lane_width) != 0)
+  // (SimdGroup2D states this rule for every kernel of the mode, below.)
+  if (facts.lane_ops && k.mode != Mode::SimdGroup2D && tg.x != 0 && (tg.x % dev.lane_width) != 0)
     fail("threadgroup " + dim_text(tg) + ": x = " + std::to_string(tg.x) + " is not a positive multiple of the lane width " +
          std::to_string(dev.lane_width) +
-         " (the kernel uses lane or threadgroup operations; a partial lane group would hang or read garbage)");
+         " (the kernel uses lane operations; a partial lane group would hang or read garbage)");
+  // The mode's own geometry (core/modes.cpp): Elementwise is 1-D, Tile2D 2-D, SimdGroup2D whole
+  // lane groups along x. Checked on a geometry the rules above accept, so a grid the device
+  // cannot launch at all is reported once, for that reason.
+  if (problems.size() == problems_before_geometry) ir::check_mode_geometry(k.mode, grid, tg, dev.lane_width, problems);
   // Element types the device cannot store or compute (a Vulkan driver without shaderInt8 or
   // 8-bit storage, say): rejected here, naming the type, rather than failing in the compiler.
   uint32_t used = facts.dtypes_used;
@@ -422,10 +445,6 @@ void check(const DeviceInfo& dev, const ir::Kernel& k, const CheckFacts& facts, 
     if (!dtype_supported(dev, DType(d), why))
       fail(std::string("the kernel uses ") + dtype_name(DType(d)) + ", which " + dev.name + " does not support (" + why + ")");
   }
-  uint64_t shared = facts.shared_bytes;
-  if (shared > dev.shared_memory_bytes)
-    fail("the kernel needs " + std::to_string(shared) + " bytes of threadgroup memory; the device allows " +
-         std::to_string(dev.shared_memory_bytes));
 
   // Scalars first: buffer extents are computed from them.
   const size_t np = k.params.size();
@@ -448,6 +467,33 @@ void check(const DeviceInfo& dev, const ir::Kernel& k, const CheckFacts& facts, 
     }
     scalar_ok[i] = 1;
   }
+  // Threadgroup memory: the fixed arrays' bytes, plus the arrays sized by scalars at dispatch.
+  // The limit is the device's opt-in maximum where it has one (CUDA: dynamic shared memory with
+  // the opt-in attribute, which the CUDA device sets at launch).
+  uint64_t shared = facts.shared_bytes;
+  bool shared_known = true;
+  if (facts.dynamic_tg) {
+    ir::walk(k, [&](ir::Id id) {
+      const ir::Inst& in = k.insts[id];
+      if (in.op != ir::Op::TgAlloc || !in.has(ir::Attr::CountParam)) return;
+      const size_t s = size_t(in.attr(ir::Attr::CountParam));
+      if (s >= np || !scalar_ok[s]) shared_known = false;
+      else if (k.params[s].dtype == DType::I32 && int32_t(scalar_values[s]) < 0) {
+        fail("constexpr '" + k.params[s].name + "' is negative but sizes threadgroup array '" +
+             k.strings[size_t(in.attr(ir::Attr::Name))] + "'");
+        shared_known = false;
+      }
+    });
+    if (shared_known) shared = ir::threadgroup_bytes(k, dtype, &scalar_values[0]);
+  }
+  const uint64_t shared_limit = std::max(dev.shared_memory_bytes, dev.shared_memory_optin_bytes);
+  if (shared_known && shared > shared_limit)
+    fail("the kernel needs " + (shared == UINT64_MAX ? std::string("more than 2^64") : std::to_string(shared)) +
+         " bytes of threadgroup memory; the device allows " + std::to_string(shared_limit) +
+         (dev.shared_memory_optin_bytes > dev.shared_memory_bytes
+              ? " (opt-in limit; " + std::to_string(dev.shared_memory_bytes) + " without opting in)"
+              : std::string()));
+
   for (const auto& [name, value] : constexprs) {
     int idx = k.find_param(name);
     if (idx < 0 || k.params[idx].kind != ir::ParamKind::Scalar)
@@ -526,6 +572,7 @@ void check(const DeviceInfo& dev, const ir::Kernel& k, const CheckFacts& facts, 
   out->is_buffer.clear();
   out->buffers.clear();
   out->scalars.clear();
+  out->threadgroup_bytes = shared;
   for (size_t i = 0; i < np; ++i) {
     bool buf = k.params[i].kind == ir::ParamKind::Buffer;
     out->is_buffer.push_back(buf);
@@ -572,6 +619,7 @@ Context::Prepared Context::prepare(const ir::Kernel& kernel, DType dtype, Dim3 t
     p.hash = r.facts.hash;
     p.lane_ops = r.facts.lane_ops;
     p.dtypes_used = r.facts.dtypes_used;
+    p.dynamic_tg = r.facts.dynamic_tg;
     p.shared_bytes = r.facts.threadgroup_bytes(kernel, dtype);
     if (!want_pipeline) return;
     for (const Cache::Fast& f : r.pipelines)
@@ -605,6 +653,7 @@ Context::Prepared Context::prepare(const ir::Kernel& kernel, DType dtype, Dim3 t
   p.hash = hash;
   p.lane_ops = it->second.lane_ops;
   p.dtypes_used = it->second.dtypes_used;
+  p.dynamic_tg = it->second.dynamic_tg;
   p.shared_bytes = it->second.threadgroup_bytes(kernel, dtype);
   return p;
 }
@@ -612,7 +661,7 @@ Context::Prepared Context::prepare(const ir::Kernel& kernel, DType dtype, Dim3 t
 void Context::validate_dispatch(const ir::Kernel& kernel, DType dtype, const Bindings& buffers,
                                 const Constexprs& constexprs, Dim3 grid, Dim3 threadgroup) const {
   Prepared p = prepare(kernel, dtype, threadgroup, false);
-  check(device_->info(), kernel, CheckFacts{p.lane_ops, p.dtypes_used, p.shared_bytes}, dtype, buffers, constexprs, grid, threadgroup,
+  check(device_->info(), kernel, CheckFacts{p.lane_ops, p.dtypes_used, p.shared_bytes, p.dynamic_tg}, dtype, buffers, constexprs, grid, threadgroup,
         nullptr);
 }
 
@@ -759,7 +808,7 @@ void Context::dispatch_with_grid(const ir::Kernel& kernel, DType dtype, const Bi
   dtype = normalize(kernel, dtype);
   Prepared p = prepare(kernel, dtype, threadgroup, true);
   rt::LaunchArgs& args = launch_scratch();
-  check(device_->info(), kernel, CheckFacts{p.lane_ops, p.dtypes_used, p.shared_bytes}, dtype, buffers, constexprs, grid, threadgroup,
+  check(device_->info(), kernel, CheckFacts{p.lane_ops, p.dtypes_used, p.shared_bytes, p.dynamic_tg}, dtype, buffers, constexprs, grid, threadgroup,
         &args);
   rt::CompiledKernel& compiled = p.compiled ? *p.compiled : pipeline(kernel, dtype, threadgroup, p);
   device_->launch(compiled, args, grid, threadgroup);
@@ -773,7 +822,7 @@ Timing Context::time_dispatch(const ir::Kernel& kernel, DType dtype, const Bindi
   dtype = normalize(kernel, dtype);
   Prepared p = prepare(kernel, dtype, threadgroup, true);
   rt::LaunchArgs& args = launch_scratch();
-  check(device_->info(), kernel, CheckFacts{p.lane_ops, p.dtypes_used, p.shared_bytes}, dtype, buffers, constexprs, grid, threadgroup,
+  check(device_->info(), kernel, CheckFacts{p.lane_ops, p.dtypes_used, p.shared_bytes, p.dynamic_tg}, dtype, buffers, constexprs, grid, threadgroup,
         &args);
   rt::CompiledKernel& compiled = p.compiled ? *p.compiled : pipeline(kernel, dtype, threadgroup, p);
   Timing t;

@@ -36,6 +36,9 @@ struct LaunchArgs {
   std::vector<BufferImpl*> buffers;  // buffer parameters, in declaration order
   std::vector<uint32_t> scalars;     // scalar parameters' bit patterns, in declaration order
   std::vector<uint8_t> is_buffer;    // per kernel parameter, in declaration order
+  // Threadgroup memory of this dispatch (ir::threadgroup_bytes with the scalars' values): the
+  // CUDA device launches a kernel that keeps its arrays in dynamic shared memory with it.
+  uint64_t threadgroup_bytes = 0;
 };
 
 class Device {

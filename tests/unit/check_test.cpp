@@ -125,7 +125,7 @@ TEST(CheckedArithmetic, ThreadgroupBytesSaturate) {
       "  tg_store %0, %1, %2\n"
       "  store<out> %1, %2\n"
       "}\n");
-  k.insts[0].imm = int64_t(1) << 62;
+  k.insts[0].set(ir::Attr::Count, int64_t(1) << 62);
   EXPECT_EQ(ir::threadgroup_bytes(k, DType::F32), UINT64_MAX);
   EXPECT_NE(verify_text(k).find("exceeds 2^32-1"), std::string::npos) << verify_text(k);
   auto ctx = interp_context();
@@ -149,7 +149,7 @@ TEST(CheckedArithmetic, LoopStepIsReadAsItsType) {
   std::string e = parse_error(wide);
   EXPECT_NE(e.find("u32 constant 4294967296 is out of range [0, 4294967295]"), std::string::npos) << e;
   ir::Kernel k = ir::parse(text);
-  k.insts[2].imm = int64_t(1) << 32;  // as a pass or a hand-built kernel could hold it
+  k.insts[2].set(ir::Attr::Value, int64_t(1) << 32);  // as a pass or a hand-built kernel could hold it
   std::string v = verify_text(k);
   EXPECT_NE(v.find("loop step is 0 (constant 4294967296 read as u32)"), std::string::npos) << v;
 }
@@ -214,7 +214,7 @@ TEST(CheckParse, MalformedTextIsALocatedError) {
       {"  %0 = thread_id<3> : u32\n", "axis 3 is out of range [0, 2]"},
       {"  %0 = tg_alloc<s, 0> : f32\n", "threadgroup element count 0 is out of range"},
       {"  %0 = tg_alloc<s, 4294967296> : f32\n", "threadgroup element count 4294967296 is out of range"},
-      {"  %0 = thread_id<0> : u32\n  %1 = load<out, vecx> %0 : u32\n", "vector group width 'x' is not an integer"},
+      {"  %0 = thread_id<0> : u32\n  %1 = load<out, vec=x> %0 : u32\n", "vector group width 'x' is not an integer"},
       {"  %0 = thread_id<0> : u32 @\"f.cpp\":zz\n", "location line 'zz' is not an integer"},
       {"  param m: out buf<u32> extent=0\n", "IR parse error at 4:32: extent factor 0 is out of range"},
       {"  param m: out buf<u32> extent=n*\n", "empty extent term"},
@@ -291,7 +291,7 @@ TEST(CheckNesting, DeepKernelBuiltByHandIsRejected) {
   for (int i = 0; i < 100000; ++i) {
     ir::Inst in;
     in.op = ir::Op::If;
-    in.num_operands = 1;
+    in.operands.resize(1);
     in.operands[0] = cond;
     ir::Id id = k.add_inst(in);
     k.blocks[block].insts = {id};

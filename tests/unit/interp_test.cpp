@@ -201,10 +201,10 @@ TEST(Eval, ConstValuesAreF32Registers) {
   ir::Inst c;
   c.op = Op::Const;
   c.type = DType::Generic;
-  c.fimm = 0.1;
+  c.set_float(ir::Attr::Value, 0.1);
   EXPECT_EQ(eval::const_value(c, DType::F16).f(), 0.1f);  // not rounded to f16
   c.type = DType::I32;
-  c.imm = -3;
+  c.set(ir::Attr::Value, -3);
   EXPECT_EQ(eval::const_value(c, DType::F32).i(), -3);
 }
 
@@ -592,8 +592,8 @@ const char* kVectorGroup =
     "  %2 = param<step> : u32\n"
     "  %3 = mul %0, %1 : u32\n"
     "  %4 = add %3, %2 : u32\n"
-    "  %5 = load<a, vec2> %3 : f32 @\"vec.cpp\":4\n"
-    "  %6 = load<a, lane1> %4 : f32 @\"vec.cpp\":5\n"
+    "  %5 = load<a, vec=2> %3 : f32 @\"vec.cpp\":4\n"
+    "  %6 = load<a, lane=1> %4 : f32 @\"vec.cpp\":5\n"
     "  %7 = add %5, %6 : f32\n"
     "  store<out> %0, %7\n"
     "}\n";

@@ -377,7 +377,7 @@ TEST(ScalarTypes, IntegerConstantsAreCheckedAgainstTheirWidthAndU64RoundTrips) {
   }
   // The verifier holds an instruction built in memory to the same range.
   ir::Kernel k8 = ir::parse("kernel k mode=Elementwise {\n  %0 = const<1> : i8\n}\n");
-  k8.insts[k8.blocks[0].insts[0]].imm = 200;
+  k8.insts[k8.blocks[0].insts[0]].set(ir::Attr::Value, 200);
   ir::Diagnostics d8;
   EXPECT_FALSE(ir::verify(k8, d8));
   EXPECT_NE(d8.render(k8).find("i8 constant 200 is out of range"), std::string::npos) << d8.render(k8);

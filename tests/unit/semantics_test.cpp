@@ -411,7 +411,7 @@ TEST_P(Semantics, LiteralExpressionsDoNotChangeWithTheOptimizationLevel) {
   });
   ASSERT_EQ(f32_consts.size(), 6u);
   const double values[] = {kNan, -kInf, 5e9, kNan, -0.0, 0.0};
-  for (size_t i = 0; i < 6; ++i) k.insts[f32_consts[i]].fimm = values[i];
+  for (size_t i = 0; i < 6; ++i) k.insts[f32_consts[i]].set_float(ir::Attr::Value, values[i]);
   ir::Diagnostics d;
   ASSERT_TRUE(ir::verify(k, d)) << d.render(k);
   std::vector<Buf> bufs = {

@@ -36,6 +36,9 @@ DeviceInfo interp_info() {
   d.max_group_size = {1024, 1024, 64};
   d.max_grid = {2147483647u, 65535, 65535};
   d.shared_memory_bytes = 49152;
+  // Like a GPU with opt-in threadgroup memory (the H200's limit), so kernels that need more than
+  // 48 KiB run here too.
+  d.shared_memory_optin_bytes = 232448;
   d.memory_bytes = 1ull << 30;
   d.f16 = true;
   d.bf16 = true;

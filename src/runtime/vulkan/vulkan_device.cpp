@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cstring>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -607,9 +608,21 @@ struct VulkanKernel : CompiledKernel {
   // before each launch) and the kernel's DSL file names for the error.
   std::unique_ptr<BufferImpl> loop_status;
   std::vector<std::string> files;
+  // Threadgroup arrays sized at dispatch: the scalar parameters (indices among the scalars)
+  // whose values are specialization constants kTgSpecBase + index. `pipeline` is then the one
+  // for the values of the current launch, chosen from `sized` (one per set of values, built on
+  // first use from the kept shader module).
+  std::vector<uint32_t> size_scalars;
+  VkShaderModule module = VK_NULL_HANDLE;
+  Dim3 threadgroup;
+  bool full_subgroups = false;
+  std::map<std::vector<uint32_t>, VkPipeline> sized;
 
   ~VulkanKernel() override {
     const DeviceFns& f = core->fn;
+    for (const auto& [values, p] : sized)
+      if (p != pipeline) f.vkDestroyPipeline(core->device, p, nullptr);
+    if (module) f.vkDestroyShaderModule(core->device, module, nullptr);
     if (pipeline) f.vkDestroyPipeline(core->device, pipeline, nullptr);
     if (pool) f.vkDestroyDescriptorPool(core->device, pool, nullptr);  // frees `set` too
     if (pipeline_layout) f.vkDestroyPipelineLayout(core->device, pipeline_layout, nullptr);
@@ -900,27 +913,29 @@ class VulkanDevice final : public Device {
     VkShaderModule module = VK_NULL_HANDLE;
     check_created(f.vkCreateShaderModule(dev, &smci, nullptr, &module), module, "vkCreateShaderModule", label);
 
-    // The threadgroup shape is baked in through specialization constants 0..2 (local_size_*_id).
-    const uint32_t tg[3] = {threadgroup.x, threadgroup.y, threadgroup.z};
-    const VkSpecializationMapEntry entries[3] = {{0, 0, 4}, {1, 4, 4}, {2, 8, 4}};
-    VkSpecializationInfo spec{3, entries, sizeof(tg), tg};
-
-    auto cpci = vk_struct<VkComputePipelineCreateInfo>(VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO);
-    cpci.stage.sType = VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO;
-    cpci.stage.stage = VK_SHADER_STAGE_COMPUTE_BIT;
-    cpci.stage.module = module;
-    cpci.stage.pName = "main";
-    cpci.stage.pSpecializationInfo = &spec;
     // Lane ops assume every subgroup is full (a reduction's per-lane partials would otherwise mix
     // with inactive lanes). The flag is only valid when the x size is a multiple of the subgroup
     // size; Context already requires the group to be a multiple of the lane width.
-    if (pd_.full_subgroups && ir::uses_lane_ops(k) && pd_.info.lane_width > 0 &&
-        threadgroup.x % pd_.info.lane_width == 0)
-      cpci.stage.flags |= VK_PIPELINE_SHADER_STAGE_CREATE_REQUIRE_FULL_SUBGROUPS_BIT_EXT;
-    cpci.layout = kern->pipeline_layout;
-    VkResult r = f.vkCreateComputePipelines(dev, VK_NULL_HANDLE, 1, &cpci, nullptr, &kern->pipeline);
-    f.vkDestroyShaderModule(dev, module, nullptr);  // the pipeline no longer needs it
+    kern->full_subgroups = pd_.full_subgroups && ir::uses_lane_ops(k) && pd_.info.lane_width > 0 &&
+                           threadgroup.x % pd_.info.lane_width == 0;
+    kern->threadgroup = threadgroup;
+    int scalar = 0;
+    std::vector<int> scalar_index(k.params.size(), -1);
+    for (size_t i = 0; i < k.params.size(); ++i)
+      if (k.params[i].kind == ir::ParamKind::Scalar) scalar_index[i] = scalar++;
+    for (ir::Id id : ir::threadgroup_layout(k))
+      if (k.insts[id].has(ir::Attr::CountParam)) {
+        const uint32_t si = uint32_t(scalar_index[size_t(k.insts[id].attr(ir::Attr::CountParam))]);
+        if (std::find(kern->size_scalars.begin(), kern->size_scalars.end(), si) == kern->size_scalars.end())
+          kern->size_scalars.push_back(si);
+      }
+    // The pipeline for sizes of 1 until a launch names its own (the module is kept for those).
+    std::vector<uint32_t> ones(kern->size_scalars.size(), 1u);
+    VkResult r = create_pipeline(*kern, module, ones, kern->pipeline);
+    if (kern->size_scalars.empty()) f.vkDestroyShaderModule(dev, module, nullptr);  // the pipeline no longer needs it
+    else kern->module = module;
     check_created(r, kern->pipeline, "vkCreateComputePipelines", label);
+    if (!kern->size_scalars.empty()) kern->sized.emplace(ones, kern->pipeline);
 
     if (num_bindings > 0) {
       VkDescriptorPoolSize size{VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, num_bindings};
@@ -953,12 +968,50 @@ class VulkanDevice final : public Device {
     return kern;
   }
 
+  // The threadgroup shape is baked in through specialization constants 0..2 (local_size_*_id);
+  // the values of the scalars that size threadgroup arrays follow (codegen::kTgSpecBase).
+  VkResult create_pipeline(const VulkanKernel& kern, VkShaderModule module, const std::vector<uint32_t>& sizes,
+                           VkPipeline& out) {
+    std::vector<uint32_t> data = {kern.threadgroup.x, kern.threadgroup.y, kern.threadgroup.z};
+    std::vector<VkSpecializationMapEntry> entries = {{0, 0, 4}, {1, 4, 4}, {2, 8, 4}};
+    for (size_t i = 0; i < sizes.size(); ++i) {
+      entries.push_back({codegen::kTgSpecBase + kern.size_scalars[i], uint32_t(4 * data.size()), 4});
+      data.push_back(sizes[i]);
+    }
+    VkSpecializationInfo spec{uint32_t(entries.size()), entries.data(), 4 * data.size(), data.data()};
+    auto cpci = vk_struct<VkComputePipelineCreateInfo>(VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO);
+    cpci.stage.sType = VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO;
+    cpci.stage.stage = VK_SHADER_STAGE_COMPUTE_BIT;
+    cpci.stage.module = module;
+    cpci.stage.pName = "main";
+    cpci.stage.pSpecializationInfo = &spec;
+    if (kern.full_subgroups) cpci.stage.flags |= VK_PIPELINE_SHADER_STAGE_CREATE_REQUIRE_FULL_SUBGROUPS_BIT_EXT;
+    cpci.layout = kern.pipeline_layout;
+    return core_->fn.vkCreateComputePipelines(core_->device, VK_NULL_HANDLE, 1, &cpci, nullptr, &out);
+  }
+
+  // Points kern.pipeline at the pipeline for this launch's array sizes; mutex_ held.
+  void select_sized_pipeline(VulkanKernel& kern, const LaunchArgs& args) {
+    if (kern.size_scalars.empty()) return;
+    std::vector<uint32_t> sizes;
+    for (uint32_t si : kern.size_scalars) sizes.push_back(si < args.scalars.size() ? args.scalars[si] : 1u);
+    auto it = kern.sized.find(sizes);
+    if (it == kern.sized.end()) {
+      VkPipeline p = VK_NULL_HANDLE;
+      VkResult r = create_pipeline(kern, kern.module, sizes, p);
+      check_created(r, p, "vkCreateComputePipelines", kern.name);
+      it = kern.sized.emplace(sizes, p).first;
+    }
+    kern.pipeline = it->second;
+  }
+
   bool pipeline_depends_on_threadgroup() const override { return true; }
 
   void launch(CompiledKernel& kernel, const LaunchArgs& args, Dim3 grid, Dim3 /*threadgroup*/) override {
     VulkanKernel& kern = checked(kernel, args);
     // One command buffer, one fence and per-kernel descriptor sets: launches must not overlap.
     std::lock_guard<std::mutex> lock(mutex_);
+    select_sized_pipeline(kern, args);
     write_descriptors(kern, args);
     clear_loop_status(kern);
     begin_commands();
@@ -992,6 +1045,7 @@ class VulkanDevice final : public Device {
     std::lock_guard<std::mutex> lock(mutex_);
     ensure_query_pool();
     if (opts.flush_l2) ensure_flush_buffer();
+    select_sized_pipeline(kern, args);
     write_descriptors(kern, args);
     clear_loop_status(kern);
 
