@@ -400,3 +400,24 @@ TEST(ScalarTypes, ConstFoldComputesInTheWrittenWidth) {
 }
 
 }  // namespace
+
+// Registers are canonical 64-bit patterns: a bitcast to i32 sign-extends the 32 bits (so the
+// value compares below zero and widens to a negative i64); to u32 or f32 it zero-extends.
+TEST(ScalarTypes, BitcastGivesTheCanonicalRegisterOfItsResult) {
+  std::string error;
+  const Scalar minus_one = Scalar::of_f32(-1.0f), minus_two = Scalar::of_i32(-2);
+  Scalar out;
+  ASSERT_TRUE(eval::eval_pure(Op::Bitcast, DType::I32, DType::F32, &minus_one, 1, out, error)) << error;
+  EXPECT_EQ(out.i64(), int64_t(int32_t(0xbf800000u)));
+  const Scalar lt_args[2] = {out, Scalar::of_i32(0)};
+  Scalar below;
+  ASSERT_TRUE(eval::eval_pure(Op::Lt, DType::Bool, DType::I32, lt_args, 2, below, error)) << error;
+  EXPECT_TRUE(below.b());
+  Scalar wide;
+  ASSERT_TRUE(eval::eval_pure(Op::Cast, DType::I64, DType::I32, &out, 1, wide, error)) << error;
+  EXPECT_EQ(wide.i64(), int64_t(int32_t(0xbf800000u)));
+  ASSERT_TRUE(eval::eval_pure(Op::Bitcast, DType::U32, DType::I32, &minus_two, 1, out, error)) << error;
+  EXPECT_EQ(out.bits, 0xfffffffeull);
+  ASSERT_TRUE(eval::eval_pure(Op::Bitcast, DType::F32, DType::I32, &minus_two, 1, out, error)) << error;
+  EXPECT_EQ(out.bits, 0xfffffffeull);
+}
