@@ -20,6 +20,7 @@ namespace iron::dsl {
 using SrcLoc = std::source_location;
 
 inline constexpr DType T = DType::Generic;  // the kernel's generic dtype
+inline constexpr DType W = DType::GenericW;  // its second type parameter (weights beside T)
 inline constexpr DType f32 = DType::F32;
 inline constexpr DType f16 = DType::F16;
 inline constexpr DType bf16 = DType::BF16;
@@ -351,5 +352,58 @@ Expr constexpr_(const char* name, DType type, SrcLoc loc = SrcLoc::current());
 Expr arg(int index, DType type, SrcLoc loc = SrcLoc::current());
 void ret(Operand value);
 Expr call(const char* function, std::initializer_list<Operand> args, SrcLoc loc = SrcLoc::current());
+
+// Lane operations (Reduction, SimdGroup2D), across one lane group: every lane of the group must reach
+// them. Shuffles return `x` of a source lane: lane `src` (shuffle), lane_id ^ mask (xor),
+// lane_id - delta (up), lane_id + delta (down); the lane index is u32, and a source outside the
+// lane group leaves each lane its own `x` (docs/semantics.md). lane_broadcast's lane must be the
+// same in every lane of the group.
+Expr lane_shuffle(Operand x, Operand src_lane);
+Expr lane_shuffle_xor(Operand x, Operand lane_mask);
+Expr lane_shuffle_up(Operand x, Operand delta);
+Expr lane_shuffle_down(Operand x, Operand delta);
+Expr lane_broadcast(Operand x, Operand lane);
+// Reductions (every lane receives the result): min of f32/i32/u32, bitwise and/or of integers.
+Expr lane_min(Operand x);
+Expr lane_and(Operand x);
+Expr lane_or(Operand x);
+// Prefix sums over the lane group in lane order (f32, i32, u32): lane l receives x[0] + .. +
+// x[l] (inclusive) or x[0] + .. + x[l-1], 0 in lane 0 (exclusive).
+Expr lane_inclusive_sum(Operand x);
+Expr lane_exclusive_sum(Operand x);
+// Votes on a bool: ballot is a u32 with bit i set when lane i voted true (a 64-wide lane group
+// gives each 32-lane half its own mask); any / all are bool.
+Expr lane_ballot(Operand cond);
+Expr lane_any(Operand cond);
+Expr lane_all(Operand cond);
+// Prefix sums over the whole threadgroup, in flat local-id order (Reduction, SimdGroup2D; every thread
+// must reach the call): built from the lane prefix sums, a threadgroup array of per-lane-group
+// totals and two barriers.
+Expr group_inclusive_sum(Operand x);
+Expr group_exclusive_sum(Operand x);
+
+// Atomics on an element of an `inout` buffer or of threadgroup memory holding f32, i32 or u32
+// (and/or: integers only). Each returns the value the element held before. They never race with
+// each other; a plain access to the same element by another thread needs a barrier between.
+Expr atomic_add(const ElemRef& at, Operand v);
+Expr atomic_min(const ElemRef& at, Operand v);
+Expr atomic_max(const ElemRef& at, Operand v);
+Expr atomic_and(const ElemRef& at, Operand v);
+Expr atomic_or(const ElemRef& at, Operand v);
+Expr atomic_exchange(const ElemRef& at, Operand v);
+// Writes `v` when the element holds `expected` (compared bit for bit); returns the old value.
+Expr atomic_cas(const ElemRef& at, Operand expected, Operand v);
+Expr atomic_add(const TgRef& at, Operand v);
+Expr atomic_min(const TgRef& at, Operand v);
+Expr atomic_max(const TgRef& at, Operand v);
+Expr atomic_and(const TgRef& at, Operand v);
+Expr atomic_or(const TgRef& at, Operand v);
+Expr atomic_exchange(const TgRef& at, Operand v);
+Expr atomic_cas(const TgRef& at, Operand expected, Operand v);
+// Memory fences: other threads of the threadgroup (or of the device) observe this thread's
+// memory accesses before the fence before those after it. A fence is not a barrier: it makes
+// no thread wait and does not make a plain access race-free.
+void fence_threadgroup(SrcLoc loc = SrcLoc::current());
+void fence_device(SrcLoc loc = SrcLoc::current());
 
 }  // namespace iron::dsl

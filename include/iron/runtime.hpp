@@ -108,12 +108,12 @@ class Context {
   // Validates, compiles (cached per kernel / dtype / threadgroup shape) and launches.
   // Throws iron::Error naming the rule, the kernel and the offending value on a bad dispatch;
   // nothing is launched then.
-  void dispatch_with_grid(std::string_view kernel, DType dtype, const Bindings& buffers,
+  void dispatch_with_grid(std::string_view kernel, Instantiation dtype, const Bindings& buffers,
                           const Constexprs& constexprs, Dim3 grid, Dim3 threadgroup);
-  void dispatch_with_grid(const ir::Kernel& kernel, DType dtype, const Bindings& buffers,
+  void dispatch_with_grid(const ir::Kernel& kernel, Instantiation dtype, const Bindings& buffers,
                           const Constexprs& constexprs, Dim3 grid, Dim3 threadgroup);
   // Only the validation half of a dispatch; throws like dispatch_with_grid.
-  void validate_dispatch(const ir::Kernel& kernel, DType dtype, const Bindings& buffers,
+  void validate_dispatch(const ir::Kernel& kernel, Instantiation dtype, const Bindings& buffers,
                          const Constexprs& constexprs, Dim3 grid, Dim3 threadgroup) const;
   void synchronize();
   size_t pipeline_cache_size() const;
@@ -126,7 +126,7 @@ class Context {
   // entry points into one module does (CUDA: one NVRTC compile for all); the others compile each
   // in turn. A kernel that fails here is left out: its dispatch compiles it again and reports
   // the error. Bypasses the disk cache (for many one-off kernels, as `iron fuzz` runs).
-  void precompile(const std::vector<const ir::Kernel*>& kernels, const std::vector<DType>& dtypes,
+  void precompile(const std::vector<const ir::Kernel*>& kernels, const std::vector<Instantiation>& dtypes,
                   const std::vector<Dim3>& threadgroups);
 
   // Compile cache counters of this Context. Memory: pipeline look-ups by dispatch_with_grid and
@@ -147,15 +147,15 @@ class Context {
 
   // Validates like dispatch_with_grid, compiles (cached), then times warmup + samples launches
   // with the device's clock. The inputs stay resident: nothing is uploaded inside the timing.
-  Timing time_dispatch(const ir::Kernel& kernel, DType dtype, const Bindings& buffers, const Constexprs& constexprs,
+  Timing time_dispatch(const ir::Kernel& kernel, Instantiation dtype, const Bindings& buffers, const Constexprs& constexprs,
                        Dim3 grid, Dim3 threadgroup, const TimingOptions& opts);
 
  private:
   explicit Context(std::unique_ptr<rt::Device> device);
   struct Prepared;
-  Prepared prepare(const ir::Kernel& kernel, DType dtype, Dim3 threadgroup, bool want_pipeline) const;
-  rt::CompiledKernel& pipeline(const ir::Kernel& kernel, DType dtype, Dim3 threadgroup, const Prepared& p);
-  std::unique_ptr<rt::CompiledKernel> build(const ir::Kernel& kernel, DType dtype, Dim3 threadgroup, uint64_t hash);
+  Prepared prepare(const ir::Kernel& kernel, Instantiation dtype, Dim3 threadgroup, bool want_pipeline) const;
+  rt::CompiledKernel& pipeline(const ir::Kernel& kernel, Instantiation dtype, Dim3 threadgroup, const Prepared& p);
+  std::unique_ptr<rt::CompiledKernel> build(const ir::Kernel& kernel, Instantiation dtype, Dim3 threadgroup, uint64_t hash);
   struct Cache;
   std::unique_ptr<rt::Device> device_;
   std::unique_ptr<Cache> cache_;

@@ -17,7 +17,7 @@ namespace iron::codegen {
 
 struct EmitState {
   const ir::Kernel& k;
-  DType dtype;                     // what T becomes
+  Instantiation dtype;             // what T (and W) become
   ir::Diagnostics diags;
   std::vector<int> buffer_index;   // per param: index among buffers, or -1
   std::vector<int> scalar_index;   // per param: index among scalars, or -1
@@ -36,6 +36,11 @@ struct EmitState {
   // Vector groups (vectorize): per buffer parameter, the access widths in elements (each at
   // most 16 bytes) the dialect must be able to spell.
   std::map<uint32_t, std::set<int>> vector_chunks;
+  // Memory that f32 atomics act on (compare-and-swap loops on the bits): buffer parameter
+  // indices and TgAlloc ids. A dialect without float atomics declares these as 32-bit words.
+  std::set<uint32_t> f32_atomic_params;
+  std::set<ir::Id> f32_atomic_allocs;
+  bool uses_fence_device = false;
   // Helper functions the body uses (names without the iron_ prefix, e.g. "div_i32"); the body is
   // emitted before the prelude, so begin() prints exactly these, in name order.
   std::set<std::string> helpers;
@@ -132,6 +137,20 @@ class Dialect {
   // The shared f32 min/max helpers ("fmin", "fmax"), given the target's bit-cast spellings.
   std::string minmax_helper(const std::string& name, const char* to_bits, const char* from_bits) const;
   virtual std::string barrier() const = 0;
+  // Lane operations other than lane_sum/lane_max: shuffles (a = value, source lane), lane_min/
+  // and/or, prefix sums and votes, with the results of docs/semantics.md for any lane width.
+  virtual std::string lane_op(EmitState& s, const ir::Inst& in, DType t, const std::vector<std::string>& a) const = 0;
+  // An atomic; `a` is index, [expected,] value. Returns the old value; statements it needs
+  // before that expression (a compare-and-swap loop) go to `lines`. `reg` names the result.
+  virtual std::string atomic(EmitState& s, const ir::Inst& in, DType t, const std::string& reg,
+                             const std::vector<std::string>& a, std::vector<std::string>& lines) const = 0;
+  // fence_threadgroup / fence_device as a statement.
+  virtual std::string fence(ir::Op op) const = 0;
+  // An element of an f32 threadgroup array that f32 atomics act on (EmitState::f32_atomic_allocs)
+  // as a register value, and its store: a target whose atomics need integer memory declares
+  // such an array as 32-bit words and converts here.
+  virtual std::string tg_word_load(const std::string& elem) const { return elem; }
+  virtual std::string tg_word_store(const std::string& elem, const std::string& v) const { return elem + " = " + v; }
   // A vector group: fills `array[0..width)` (register type) from buffer elements idx..idx+width,
   // or stores `values` there; idx is a multiple of width. Accesses are split into chunks of
   // chunk_elems(dtype, width) elements (16 bytes at most).

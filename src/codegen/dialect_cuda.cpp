@@ -78,11 +78,16 @@ class CudaDialect final : public Dialect {
 
   void begin(EmitState& s, std::string& out) const override {
     const ir::Kernel& k = s.k;
-    out += "// Iron kernel " + k.name + " (" + dtype_name(s.dtype) + "), CUDA. Generated: do not edit.\n";
+    out += "// Iron kernel " + k.name + " (" + instantiation_name(s.dtype) + "), CUDA. Generated: do not edit.\n";
     if (s.uses_f16) out += "#include <cuda_fp16.h>\n";
     if (s.uses_bf16) out += "#include <cuda_bf16.h>\n";
     if (s.uses_lane_ops) s.helpers.insert("fmax");  // lane_max of f32
-    for (const std::string& h : s.helpers) out += helper(h);
+    if (s.helpers.count("lane_min")) s.helpers.insert("fmin");
+    // Atomic helpers call iron_fmin/iron_fmax: print them after every other helper.
+    for (const std::string& h : s.helpers)
+      if (h.rfind("atomic_", 0) != 0) out += helper(h);
+    for (const std::string& h : s.helpers)
+      if (h.rfind("atomic_", 0) == 0) out += helper(h);
     if (s.uses_lane_ops) {
       out +=
           "__device__ __forceinline__ unsigned iron_flat_local_id() {\n"
@@ -99,6 +104,7 @@ class CudaDialect final : public Dialect {
                "  for (int o = 16; o > 0; o >>= 1) v = " + mx + "(v, __shfl_xor_sync(0xffffffffu, v, o));\n"
                "  return v;\n}\n";
       }
+      out += lane_prelude(s);
     }
     out += "extern \"C\" __global__ void " + entry_name(k, s.dtype) + "(";
     for (size_t i = 0; i < k.params.size(); ++i) {
@@ -309,6 +315,14 @@ class CudaDialect final : public Dialect {
   std::string helper(const std::string& name) const override {
     if (name == "e4m3") return cuda_text(kFp8_e4m3);
     if (name == "e5m2") return cuda_text(kFp8_e5m2);
+    if (name == "atomic_f32_add" || name == "atomic_f32_min" || name == "atomic_f32_max") {
+      std::string op = name.substr(11);
+      std::string next = op == "add" ? "__uint_as_float(seen) + v" : "iron_f" + op + "(__uint_as_float(seen), v)";
+      return "__device__ __forceinline__ float iron_atomic_" + op + "_f32(float* p, float v) {\n"
+             "  unsigned* q = reinterpret_cast<unsigned*>(p);\n  unsigned seen, old = *q;\n"
+             "  do {\n    seen = old;\n    old = atomicCAS(q, seen, __float_as_uint(" + next + "));\n"
+             "  } while (old != seen);\n  return __uint_as_float(old);\n}\n";
+    }
     std::string text = int_helper(name);
     if (text.empty()) text = f2int_helper(name, "__float_as_uint");
     return text.empty() ? minmax_helper(name, "__float_as_uint", "__uint_as_float") : text;
@@ -323,6 +337,125 @@ class CudaDialect final : public Dialect {
   }
 
   std::string barrier() const override { return "__syncthreads();"; }
+
+  // The lane-op helpers a kernel uses (recorded in s.helpers by lane_op; helper() prints none of
+  // them: they need iron_flat_local_id, which begin() defines first). A source lane outside
+  // 0..31 leaves the lane its own value (docs/semantics.md); __shfl_sync then only ever sees a
+  // source in range, where its result is documented.
+  std::string lane_prelude(const EmitState& s) const {
+    std::string out;
+    const std::string p = "__device__ __forceinline__ ";
+    if (s.helpers.count("lane_src"))
+      out += p + "unsigned iron_lane() { return iron_flat_local_id() & 31u; }\n" +
+             p + "unsigned iron_src_index(unsigned i) { return i < 32u ? i : iron_lane(); }\n" +
+             p + "unsigned iron_src_xor(unsigned m) { return m < 32u ? (iron_lane() ^ m) : iron_lane(); }\n" +
+             p + "unsigned iron_src_up(unsigned d) { const unsigned l = iron_lane(); return d <= l ? l - d : l; }\n" +
+             p + "unsigned iron_src_down(unsigned d) { const unsigned l = iron_lane(); return d < 32u - l ? l + d : l; }\n";
+    struct Red {
+      const char* name;
+      const char* f, *i, *u;  // combine(v, t) for float, int, unsigned
+    };
+    const Red reds[] = {{"lane_min", "iron_fmin(v, t)", "min(v, t)", "min(v, t)"},
+                        {"lane_and", nullptr, "(v & t)", "(v & t)"},
+                        {"lane_or", nullptr, "(v | t)", "(v | t)"}};
+    for (const Red& r : reds) {
+      if (!s.helpers.count(r.name)) continue;
+      const char* types[] = {"float", "int", "unsigned"};
+      const char* combine[] = {r.f, r.i, r.u};
+      for (int i = 0; i < 3; ++i) {
+        if (!combine[i]) continue;
+        std::string ty = types[i];
+        out += p + ty + " iron_" + r.name + "(" + ty + " v) {\n  for (int o = 16; o > 0; o >>= 1) {\n    const " + ty +
+               " t = __shfl_xor_sync(0xffffffffu, v, o);\n    v = " + combine[i] + ";\n  }\n  return v;\n}\n";
+      }
+    }
+    if (s.helpers.count("lane_scan")) {
+      // Hillis-Steele in the interpreter's order: offsets 1 .. 16, lane l adds lane l - offset.
+      // i32 adds on unsigned (wrapping, no C++ overflow).
+      const char* types[] = {"float", "int", "unsigned"};
+      for (const char* t : types) {
+        std::string ty = t;
+        std::string add = ty == "int" ? "int(unsigned(t) + unsigned(v))" : "t + v";
+        out += p + ty + " iron_lane_inclusive_sum(" + ty + " v) {\n  const unsigned l = iron_flat_local_id() & 31u;\n"
+               "  for (unsigned o = 1u; o < 32u; o <<= 1) {\n    const " + ty +
+               " t = __shfl_up_sync(0xffffffffu, v, o);\n    if (l >= o) v = " + add + ";\n  }\n  return v;\n}\n";
+        out += p + ty + " iron_lane_exclusive_sum(" + ty + " v) {\n  const unsigned l = iron_flat_local_id() & 31u;\n"
+               "  const " + ty + " t = __shfl_up_sync(0xffffffffu, iron_lane_inclusive_sum(v), 1u);\n"
+               "  return l == 0u ? " + ty + "(0) : t;\n}\n";
+      }
+    }
+    return out;
+  }
+
+  std::string lane_op(EmitState& s, const ir::Inst& in, DType t, const std::vector<std::string>& a) const override {
+    using ir::Op;
+    auto shuffle = [&](const char* src) {
+      s.helpers.insert("lane_src");
+      std::string from = std::string(src) + "(" + a[1] + ")";
+      if (t == DType::Bool) return "(__shfl_sync(0xffffffffu, int(" + a[0] + "), " + from + ") != 0)";
+      return "__shfl_sync(0xffffffffu, " + a[0] + ", " + from + ")";
+    };
+    switch (in.op) {
+      case Op::LaneShuffle: case Op::LaneBroadcast: return shuffle("iron_src_index");
+      case Op::LaneShuffleXor: return shuffle("iron_src_xor");
+      case Op::LaneShuffleUp: return shuffle("iron_src_up");
+      case Op::LaneShuffleDown: return shuffle("iron_src_down");
+      case Op::LaneMin: case Op::LaneAnd: case Op::LaneOr: {
+        const char* n = in.op == Op::LaneMin ? "lane_min" : in.op == Op::LaneAnd ? "lane_and" : "lane_or";
+        s.helpers.insert(n);
+        return std::string("iron_") + n + "(" + a[0] + ")";
+      }
+      case Op::LaneInclusiveSum: s.helpers.insert("lane_scan"); return "iron_lane_inclusive_sum(" + a[0] + ")";
+      case Op::LaneExclusiveSum: s.helpers.insert("lane_scan"); return "iron_lane_exclusive_sum(" + a[0] + ")";
+      // A lane group is one warp of 32 lanes: the ballot is the whole mask.
+      case Op::LaneBallot: return "__ballot_sync(0xffffffffu, " + a[0] + ")";
+      case Op::LaneAny: return "(__any_sync(0xffffffffu, " + a[0] + ") != 0)";
+      case Op::LaneAll: return "(__all_sync(0xffffffffu, " + a[0] + ") != 0)";
+      default: s.unsupported(in, name(), ir::mnemonic(in.op)); return a[0];
+    }
+  }
+
+  // Integer atomics are CUDA's own. f32 add/min/max are compare-and-swap loops on the bits:
+  // atom.add.f32 flushes subnormal inputs and results to zero, and there is no float min/max
+  // atomic with the NaN and signed-zero rule of docs/semantics.md.
+  std::string atomic(EmitState& s, const ir::Inst& in, DType t, const std::string&, const std::vector<std::string>& a,
+                     std::vector<std::string>&) const override {
+    using ir::Op;
+    std::string mem = ir::is_global_atomic(in.op) ? param_name(s.k.params[in.param()]) + "[" + a[0] + "]"
+                                                  : tg_name(s.k, s.k.insts[in.operands[0]]) + "[" + a[0] + "]";
+    std::string at = "&" + mem;
+    const std::string& v = a.back();
+    Op kind = ir::atomic_kind(in.op);
+    if (t == DType::F32) {
+      switch (kind) {
+        case Op::AtomicAdd: s.helpers.insert("atomic_f32_add"); return "iron_atomic_add_f32(" + at + ", " + v + ")";
+        case Op::AtomicMin: s.helpers.insert("atomic_f32_min"); s.helpers.insert("fmin"); return "iron_atomic_min_f32(" + at + ", " + v + ")";
+        case Op::AtomicMax: s.helpers.insert("atomic_f32_max"); s.helpers.insert("fmax"); return "iron_atomic_max_f32(" + at + ", " + v + ")";
+        case Op::AtomicExchange: return "atomicExch(" + at + ", " + v + ")";
+        case Op::AtomicCas:
+          return "__uint_as_float(atomicCAS(reinterpret_cast<unsigned*>(" + at + "), __float_as_uint(" + a[1] +
+                 "), __float_as_uint(" + v + ")))";
+        default: break;
+      }
+    } else if (t == DType::I32 || t == DType::U32) {
+      switch (kind) {
+        case Op::AtomicAdd: return "atomicAdd(" + at + ", " + v + ")";
+        case Op::AtomicMin: return "atomicMin(" + at + ", " + v + ")";
+        case Op::AtomicMax: return "atomicMax(" + at + ", " + v + ")";
+        case Op::AtomicAnd: return "atomicAnd(" + at + ", " + v + ")";
+        case Op::AtomicOr: return "atomicOr(" + at + ", " + v + ")";
+        case Op::AtomicExchange: return "atomicExch(" + at + ", " + v + ")";
+        case Op::AtomicCas: return "atomicCAS(" + at + ", " + a[1] + ", " + v + ")";
+        default: break;
+      }
+    }
+    s.unsupported(in, name(), std::string(ir::mnemonic(in.op)) + " of " + dtype_name(t));
+    return "0";
+  }
+
+  std::string fence(ir::Op op) const override {
+    return op == ir::Op::FenceDevice ? "__threadfence();" : "__threadfence_block();";
+  }
 
   // Wide types: 32-bit elements as float4/int4/uint4 (or 2-wide); 16-bit elements as raw
   // 32/64/128-bit words holding __half2 / __nv_bfloat162 pairs.
@@ -378,7 +511,7 @@ class CudaDialect final : public Dialect {
 
 }  // namespace
 
-bool cuda_dynamic_shared(const ir::Kernel& k, DType dtype) {
+bool cuda_dynamic_shared(const ir::Kernel& k, Instantiation dtype) {
   return ir::has_dynamic_threadgroup(k) || ir::threadgroup_bytes(k, dtype) > kCudaStaticSharedLimit;
 }
 

@@ -96,7 +96,7 @@ class GlslDialect final : public Dialect {
   void begin(EmitState& s, std::string& out) const override {
     const ir::Kernel& k = s.k;
     out += "#version 450\n";
-    out += "// Iron kernel " + k.name + " (" + dtype_name(s.dtype) + "), GLSL. Generated: do not edit.\n";
+    out += "// Iron kernel " + k.name + " (" + instantiation_name(s.dtype) + "), GLSL. Generated: do not edit.\n";
     if (s.uses_16bit_storage) out += "#extension GL_EXT_shader_16bit_storage : require\n";
     if (s.uses_f16 || s.uses_bf16 || s.uses_int16)
       out += "#extension GL_EXT_shader_explicit_arithmetic_types_int16 : require\n";
@@ -106,6 +106,8 @@ class GlslDialect final : public Dialect {
     if (s.uses_lane_ops) {
       out += "#extension GL_KHR_shader_subgroup_basic : require\n";
       out += "#extension GL_KHR_shader_subgroup_shuffle : require\n";
+      if (s.helpers.count("lane_ballot")) out += "#extension GL_KHR_shader_subgroup_ballot : require\n";
+      if (s.helpers.count("lane_vote")) out += "#extension GL_KHR_shader_subgroup_vote : require\n";
     }
     // SPIR-V float controls (SPV_KHR_float_controls), where the device supports them: f32 NaN,
     // Inf and signed zeros are exact, not subject to fast-math rewrites (SignedZeroInfNanPreserve
@@ -126,6 +128,12 @@ class GlslDialect final : public Dialect {
                            : p.access == ir::Access::Read ? "readonly "
                            : p.access == ir::Access::Write ? "writeonly " : "";
       int b = s.buffer_index[i];
+      // fence_device publishes plain writes to other threadgroups: their buffers must be coherent.
+      if (s.uses_fence_device && p.access != ir::Access::Read) access = "coherent ";
+      // f32 atomics are compare-and-swap loops on a 32-bit word view of the same binding.
+      if (s.f32_atomic_params.count(uint32_t(i)))
+        out += "layout(std430, set = 0, binding = " + std::to_string(b) + ") " + access + "buffer IronBuffer" +
+               std::to_string(b) + "bits { uint data[]; } " + param_name(p) + "_bits;\n";
       out += "layout(std430, set = 0, binding = " + std::to_string(b) + ") " + access +
              "buffer IronBuffer" + std::to_string(b) + " { " + storage_type(s.concrete(p.dtype)) + " data[]; } " +
              param_name(p) + ";\n";
@@ -159,7 +167,9 @@ class GlslDialect final : public Dialect {
                  spec + " = 1u;\n";
         count += " * " + spec;
       }
-      out += "shared " + tg_storage(s.concrete(in.type)) + " " + tg_name(k, in) + "[" + count + "];\n";
+      // An array f32 atomics act on is declared as words: compare-and-swap needs integer memory.
+      const std::string storage = s.f32_atomic_allocs.count(id) ? std::string("uint") : tg_storage(s.concrete(in.type));
+      out += "shared " + storage + " " + tg_name(k, in) + "[" + count + "];\n";
     }
     if (s.uses_bf16) {
       out +=
@@ -203,6 +213,7 @@ class GlslDialect final : public Dialect {
                "  return v;\n}\n";
       }
     }
+    out += lane_prelude(s);
     out += "void main() {\n";
     if (s.helpers.count("zero"))
       out += "  precise float iron_zero = uintBitsToFloat(uint(gl_NumWorkGroups.x == 0u) << 31);\n";
@@ -453,6 +464,144 @@ class GlslDialect final : public Dialect {
   }
 
   std::string barrier() const override { return "memoryBarrierShared(); barrier();"; }
+
+  // Lane-op helpers the body asked for. Every shuffle is subgroupShuffle from a source lane
+  // computed here (a source outside the subgroup leaves the lane its own value,
+  // docs/semantics.md): GLSL leaves out-of-range shuffles undefined, and one primitive keeps the
+  // device requirement at VK_SUBGROUP_FEATURE_SHUFFLE_BIT. Reductions and scans run in the
+  // interpreter's order, never subgroupMin/subgroupInclusiveAdd, whose order is the driver's.
+  std::string lane_prelude(const EmitState& s) const {
+    std::string out;
+    std::string cut = s.loop_check ? "  if (o < gl_SubgroupSize) iron_loop_cut(0u, 0u);\n" : "";
+    std::string cut_down = s.loop_check ? "  if (o > 0u) iron_loop_cut(0u, 0u);\n" : "";
+    if (s.helpers.count("lane_src"))
+      out += "uint iron_src_index(uint i) { return i < gl_SubgroupSize ? i : gl_SubgroupInvocationID; }\n"
+             "uint iron_src_xor(uint m) { uint l = gl_SubgroupInvocationID; return m < gl_SubgroupSize ? (l ^ m) : l; }\n"
+             "uint iron_src_up(uint d) { uint l = gl_SubgroupInvocationID; return d <= l ? l - d : l; }\n"
+             "uint iron_src_down(uint d) { uint l = gl_SubgroupInvocationID; return d < gl_SubgroupSize - l ? l + d : l; }\n";
+    struct Red {
+      const char* name;
+      const char* f, *i, *u;
+    };
+    const Red reds[] = {{"lane_min", "iron_fmin(v, t)", "min(v, t)", "min(v, t)"},
+                        {"lane_and", nullptr, "(v & t)", "(v & t)"},
+                        {"lane_or", nullptr, "(v | t)", "(v | t)"}};
+    for (const Red& r : reds) {
+      if (!s.helpers.count(r.name)) continue;
+      const char* types[] = {"float", "int", "uint"};
+      const char* combine[] = {r.f, r.i, r.u};
+      for (int i = 0; i < 3; ++i) {
+        if (!combine[i]) continue;
+        std::string ty = types[i], prec = i == 0 ? "precise " : "";
+        out += ty + " iron_" + r.name + "(" + ty + " x) {\n  " + prec + ty + " v = x;\n  uint o = gl_SubgroupSize >> 1;\n"
+               "  for (; o > 0u; o >>= 1) {\n    " + prec + ty + " t = subgroupShuffleXor(v, o);\n    v = " + combine[i] +
+               ";\n  }\n" + cut_down + "  return v;\n}\n";
+      }
+    }
+    if (s.helpers.count("lane_scan")) {
+      const char* types[] = {"float", "int", "uint"};
+      const char* zero[] = {"0.0", "0", "0u"};
+      for (int i = 0; i < 3; ++i) {
+        std::string ty = types[i], prec = i == 0 ? "precise " : "";
+        out += ty + " iron_lane_inclusive_sum(" + ty + " x) {\n  " + prec + ty + " v = x;\n"
+               "  uint l = gl_SubgroupInvocationID;\n  uint o = 1u;\n  for (; o < gl_SubgroupSize; o <<= 1) {\n"
+               "    " + prec + ty + " t = subgroupShuffle(v, l >= o ? l - o : l);\n    if (l >= o) v = t + v;\n  }\n" + cut +
+               "  return v;\n}\n";
+        out += ty + " iron_lane_exclusive_sum(" + ty + " x) {\n  " + prec + ty + " s = iron_lane_inclusive_sum(x);\n"
+               "  uint l = gl_SubgroupInvocationID;\n  " + prec + ty + " t = subgroupShuffle(s, l > 0u ? l - 1u : 0u);\n"
+               "  return l > 0u ? t : " + zero[i] + ";\n}\n";
+      }
+    }
+    return out;
+  }
+
+  std::string lane_op(EmitState& s, const ir::Inst& in, DType, const std::vector<std::string>& a) const override {
+    using ir::Op;
+    auto shuffle = [&](const char* src) {
+      s.helpers.insert("lane_src");
+      return "subgroupShuffle(" + a[0] + ", " + src + "(" + a[1] + "))";
+    };
+    switch (in.op) {
+      case Op::LaneShuffle: case Op::LaneBroadcast: return shuffle("iron_src_index");
+      case Op::LaneShuffleXor: return shuffle("iron_src_xor");
+      case Op::LaneShuffleUp: return shuffle("iron_src_up");
+      case Op::LaneShuffleDown: return shuffle("iron_src_down");
+      case Op::LaneMin: case Op::LaneAnd: case Op::LaneOr: {
+        const char* n = in.op == Op::LaneMin ? "lane_min" : in.op == Op::LaneAnd ? "lane_and" : "lane_or";
+        s.helpers.insert(n);
+        if (in.op == Op::LaneMin) s.helpers.insert("fmin");
+        return std::string("iron_") + n + "(" + a[0] + ")";
+      }
+      case Op::LaneInclusiveSum: s.helpers.insert("lane_scan"); return "iron_lane_inclusive_sum(" + a[0] + ")";
+      case Op::LaneExclusiveSum: s.helpers.insert("lane_scan"); return "iron_lane_exclusive_sum(" + a[0] + ")";
+      // uvec4 of subgroup bits: a lane reads the word of its own 32-lane segment.
+      case Op::LaneBallot: s.helpers.insert("lane_ballot"); return "subgroupBallot(" + a[0] + ")[gl_SubgroupInvocationID >> 5]";
+      case Op::LaneAny: s.helpers.insert("lane_vote"); return "subgroupAny(" + a[0] + ")";
+      case Op::LaneAll: s.helpers.insert("lane_vote"); return "subgroupAll(" + a[0] + ")";
+      default: s.unsupported(in, name(), ir::mnemonic(in.op)); return a[0];
+    }
+  }
+
+  // Integer atomics are GLSL's own. f32 memory is a word view (a `_bits` buffer view, or a
+  // `shared uint` array), and f32 add/min/max are compare-and-swap loops on it: float atomics are
+  // an optional device feature, and none has the min/max rule of docs/semantics.md.
+  std::string atomic(EmitState& s, const ir::Inst& in, DType t, const std::string& reg, const std::vector<std::string>& a,
+                     std::vector<std::string>& lines) const override {
+    using ir::Op;
+    const bool global = ir::is_global_atomic(in.op);
+    const bool f32 = t == DType::F32;
+    std::string mem = global ? param_name(s.k.params[in.param()]) + (f32 ? "_bits" : "") + ".data[" + a[0] + "]"
+                             : tg_name(s.k, s.k.insts[in.operands[0]]) + "[" + a[0] + "]";
+    const std::string& v = a.back();
+    Op kind = ir::atomic_kind(in.op);
+    if (f32) {
+      if (kind == Op::AtomicExchange) return "uintBitsToFloat(atomicExchange(" + mem + ", floatBitsToUint(" + v + ")))";
+      if (kind == Op::AtomicCas)
+        return "uintBitsToFloat(atomicCompSwap(" + mem + ", floatBitsToUint(" + a[1] + "), floatBitsToUint(" + v + ")))";
+      std::string next;
+      if (kind == Op::AtomicAdd) next = "uintBitsToFloat(" + reg + "_seen) + " + v;
+      else if (kind == Op::AtomicMin || kind == Op::AtomicMax) next = fmin_fmax(s, kind == Op::AtomicMax, "uintBitsToFloat(" + reg + "_seen)", v);
+      if (next.empty()) {
+        s.unsupported(in, name(), std::string(ir::mnemonic(in.op)) + " of f32");
+        return "0.0";
+      }
+      lines.push_back("uint " + reg + "_old = " + mem + ";");
+      lines.push_back("uint " + reg + "_seen;");
+      lines.push_back("do {");
+      lines.push_back("  " + reg + "_seen = " + reg + "_old;");
+      lines.push_back("  precise float " + reg + "_next = " + next + ";");
+      lines.push_back("  " + reg + "_old = atomicCompSwap(" + mem + ", " + reg + "_seen, floatBitsToUint(" + reg + "_next));");
+      lines.push_back("} while (" + reg + "_old != " + reg + "_seen);");
+      if (s.loop_check)
+        lines.push_back("if (" + reg + "_old != " + reg + "_seen) iron_loop_cut(" + std::to_string(in.loc.line) + "u, " +
+                        std::to_string(in.loc.file) + "u);");
+      return "uintBitsToFloat(" + reg + "_old)";
+    }
+    if (t == DType::I32 || t == DType::U32) {
+      switch (kind) {
+        case Op::AtomicAdd: return "atomicAdd(" + mem + ", " + v + ")";
+        case Op::AtomicMin: return "atomicMin(" + mem + ", " + v + ")";
+        case Op::AtomicMax: return "atomicMax(" + mem + ", " + v + ")";
+        case Op::AtomicAnd: return "atomicAnd(" + mem + ", " + v + ")";
+        case Op::AtomicOr: return "atomicOr(" + mem + ", " + v + ")";
+        case Op::AtomicExchange: return "atomicExchange(" + mem + ", " + v + ")";
+        case Op::AtomicCas: return "atomicCompSwap(" + mem + ", " + a[1] + ", " + v + ")";
+        default: break;
+      }
+    }
+    s.unsupported(in, name(), std::string(ir::mnemonic(in.op)) + " of " + dtype_name(t));
+    return "0";
+  }
+
+  std::string fence(ir::Op op) const override {
+    return op == ir::Op::FenceDevice ? "memoryBarrier();" : "groupMemoryBarrier();";
+  }
+
+  // A shared array that f32 atomics act on is declared `shared uint`: plain accesses convert.
+  std::string tg_word_load(const std::string& elem) const override { return "uintBitsToFloat(" + elem + ")"; }
+  std::string tg_word_store(const std::string& elem, const std::string& v) const override {
+    return elem + " = floatBitsToUint(" + v + ")";
+  }
 
   // Wide views are extra declarations of the same binding with a vector element type (SPIR-V
   // allows aliased storage-buffer variables): vec/ivec/uvec for 32-bit elements, and uint words

@@ -17,9 +17,9 @@ const char* const kLoopLimitText =
     "65,535 iterations in total (gallivm's loop limiter, LP_MAX_TGSI_LOOP_ITERATIONS), so the "
     "results would be wrong";
 
-std::string entry_name(const ir::Kernel& k, DType dtype) {
-  bool generic = !k.dtypes.empty();
-  return generic ? k.name + "_" + dtype_name(dtype) : k.name;
+std::string entry_name(const ir::Kernel& k, Instantiation dtype) {
+  std::string name = k.dtypes.empty() ? k.name : k.name + "_" + dtype_name(dtype.t);
+  return k.wtypes.empty() ? name : name + "_w" + dtype_name(dtype.w);
 }
 
 std::string float_literal(float v, const char* suffix) {
@@ -375,12 +375,17 @@ struct Emitter {
       case Op::TgAlloc: break;  // declared by the dialect at function or module scope
       case Op::TgLoad: {
         const ir::Inst& alloc = s.k.insts[in.operands[0]];
-        def(d.tg_load(s, s.concrete(alloc.type), d.tg_name(s.k, alloc) + "[" + arg(1) + "]"));
+        const std::string elem = d.tg_name(s.k, alloc) + "[" + arg(1) + "]";
+        // An array f32 atomics act on may be a word array on the target (tg_word_load).
+        def(s.f32_atomic_allocs.count(in.operands[0]) ? d.tg_word_load(elem) : d.tg_load(s, s.concrete(alloc.type), elem));
         break;
       }
       case Op::TgStore: {
         const ir::Inst& alloc = s.k.insts[in.operands[0]];
-        line(depth, d.tg_store(s, s.concrete(alloc.type), d.tg_name(s.k, alloc) + "[" + arg(1) + "]", arg(2)) + ";");
+        const std::string elem = d.tg_name(s.k, alloc) + "[" + arg(1) + "]";
+        line(depth, (s.f32_atomic_allocs.count(in.operands[0]) ? d.tg_word_store(elem, arg(2))
+                                                               : d.tg_store(s, s.concrete(alloc.type), elem, arg(2))) +
+                        ";");
         break;
       }
       // Register arrays: an array of register values, every index a constant (register_arrays).
@@ -389,6 +394,29 @@ struct Emitter {
         break;
       case Op::LocalLoad: def(local_name(s.k.insts[in.operands[0]]) + "[" + arg(1) + "]"); break;
       case Op::LocalStore: line(depth, local_name(s.k.insts[in.operands[0]]) + "[" + arg(1) + "] = " + arg(2) + ";"); break;
+      case Op::LaneShuffle: case Op::LaneShuffleXor: case Op::LaneShuffleUp: case Op::LaneShuffleDown:
+      case Op::LaneBroadcast: case Op::LaneMin: case Op::LaneAnd: case Op::LaneOr: case Op::LaneInclusiveSum:
+      case Op::LaneExclusiveSum: case Op::LaneBallot: case Op::LaneAny: case Op::LaneAll: {
+        std::vector<std::string> a;
+        for (int i = 0; i < in.num_operands(); ++i) a.push_back(arg(i));
+        def(d.lane_op(s, in, s.concrete(s.k.insts[in.operands[0]].type), a));
+        break;
+      }
+      case Op::AtomicAdd: case Op::AtomicMin: case Op::AtomicMax: case Op::AtomicAnd: case Op::AtomicOr:
+      case Op::AtomicExchange: case Op::AtomicCas: case Op::TgAtomicAdd: case Op::TgAtomicMin:
+      case Op::TgAtomicMax: case Op::TgAtomicAnd: case Op::TgAtomicOr: case Op::TgAtomicExchange:
+      case Op::TgAtomicCas: {
+        ir::AtomicOperands ao = ir::atomic_operands(in);
+        std::vector<std::string> a{v(ao.index)};
+        if (ao.expected != ir::kNone) a.push_back(v(ao.expected));
+        a.push_back(v(ao.value));
+        std::vector<std::string> lines;
+        std::string expr = d.atomic(s, in, t, reg(id), a, lines);
+        for (const std::string& l : lines) line(depth, l);
+        line(depth, d.decl(t) + reg(id) + " = " + expr + ";");  // never fused: it has a side effect
+        break;
+      }
+      case Op::FenceThreadgroup: case Op::FenceDevice: line(depth, d.fence(in.op)); break;
       case Op::Barrier: line(depth, d.barrier()); break;
       case Op::LaneSum: case Op::LaneMax: def(d.lane_reduce(s, in, t, arg(0))); break;
       case Op::If:
@@ -440,18 +468,14 @@ struct Emitter {
 
 }  // namespace
 
-Emitted emit(const ir::Kernel& k, DType dtype, Target target, const EmitOptions& options) {
+Emitted emit(const ir::Kernel& k, Instantiation dtype, Target target, const EmitOptions& options) {
   Emitted result;
   result.entry = target == Target::Cuda ? entry_name(k, dtype) : "main";
-  if (!k.dtypes.empty()) {
-    bool declared = false;
-    for (DType t : k.dtypes) declared = declared || t == dtype;
-    if (!declared) {
-      result.diags.error({}, std::string("kernel '") + k.name + "' is not declared for dtype " + dtype_name(dtype));
-      return result;
-    }
+  if (std::string why; !ir::declares(k, dtype, &why)) {
+    result.diags.error({}, why);
+    return result;
   }
-  EmitState s{k, dtype, {}, {}, {}, false, false, false, false, false, false, false, false, false, false, false, false, {}, {}};
+  EmitState s{k, dtype, {}, {}, {}};  // every other member starts at its default
   s.preserve_f32_specials = options.preserve_f32_specials;
   s.f16_round_to_nearest_even = options.f16_round_to_nearest_even;
   s.loop_check = options.loop_limit_check && target == Target::Glsl;
@@ -479,6 +503,11 @@ Emitted emit(const ir::Kernel& k, DType dtype, Target target, const EmitOptions&
     if (int_bits(c) == 16) s.uses_int16 = true;
     if (int_bits(c) == 64) s.uses_int64 = true;
     if (ir::has_trait(in.op, ir::trait::L)) s.uses_lane_ops = true;
+    if (ir::is_atomic(in.op) && ir::resolve(in.type.elem(), dtype) == DType::F32) {
+      if (ir::is_global_atomic(in.op)) s.f32_atomic_params.insert(in.param());
+      else s.f32_atomic_allocs.insert(in.operands[0]);
+    }
+    if (in.op == ir::Op::FenceDevice) s.uses_fence_device = true;
     if ((in.op == ir::Op::Load || in.op == ir::Op::Store) && in.attr(ir::Attr::Vec) > 0)
       s.vector_chunks[in.param()].insert(
           chunk_elems(ir::resolve(k.params[in.param()].dtype, dtype), int(in.attr(ir::Attr::Vec))));

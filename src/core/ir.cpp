@@ -21,6 +21,7 @@ const char* dtype_name(DType d) {
     case DType::Bool: return "bool";
     case DType::Generic: return "T";
     case DType::Void: return "void";
+    case DType::GenericW: return "W";
     case DType::I8: return "i8";
     case DType::U8: return "u8";
     case DType::I16: return "i16";
@@ -53,7 +54,7 @@ size_t dtype_size(DType d) {
 }
 
 bool is_float(DType d) {
-  return d == DType::F32 || d == DType::F16 || d == DType::BF16 || d == DType::Generic || is_fp8(d);
+  return d == DType::F32 || d == DType::F16 || d == DType::BF16 || is_type_param(d) || is_fp8(d);
 }
 bool is_fp8(DType d) { return d == DType::F8E4M3 || d == DType::F8E5M2; }
 bool is_integer(DType d) { return int_bits(d) != 0; }
@@ -68,6 +69,21 @@ unsigned int_bits(DType d) {
     case DType::I64: case DType::U64: return 64;
     default: return 0;
   }
+}
+
+std::string instantiation_name(Instantiation in) {
+  std::string s = dtype_name(in.t);
+  if (in.has_w()) s += std::string(",") + dtype_name(in.w);
+  return s;
+}
+
+bool parse_instantiation(std::string_view s, Instantiation& out) {
+  size_t comma = s.find(',');
+  Instantiation r;
+  if (!parse_dtype(s.substr(0, comma), r.t) || r.t == DType::Void) return false;
+  if (comma != std::string_view::npos && (!parse_dtype(s.substr(comma + 1), r.w) || r.w == DType::Void)) return false;
+  out = r;
+  return true;
 }
 
 Type Type::vector(DType elem, uint32_t lanes) {
@@ -377,8 +393,8 @@ bool read_only_memory(const Kernel& k, uint32_t p) {
 
 bool float_everywhere(const Kernel& k, DType t) {
   if (!is_float(t)) return false;
-  if (t != DType::Generic) return true;
-  for (DType d : k.dtypes)
+  if (!is_type_param(t)) return true;
+  for (DType d : t == DType::Generic ? k.dtypes : k.wtypes)
     if (!is_float(d)) return false;
   return true;
 }
@@ -391,17 +407,65 @@ uint32_t dtypes_used(const Kernel& k) {
   return mask;
 }
 
+bool is_global_atomic(Op op) {
+  switch (op) {
+    case Op::AtomicAdd: case Op::AtomicMin: case Op::AtomicMax: case Op::AtomicAnd: case Op::AtomicOr:
+    case Op::AtomicExchange: case Op::AtomicCas:
+      return true;
+    default: return false;
+  }
+}
+
+bool is_tg_atomic(Op op) {
+  switch (op) {
+    case Op::TgAtomicAdd: case Op::TgAtomicMin: case Op::TgAtomicMax: case Op::TgAtomicAnd: case Op::TgAtomicOr:
+    case Op::TgAtomicExchange: case Op::TgAtomicCas:
+      return true;
+    default: return false;
+  }
+}
+
+bool is_atomic_cas(Op op) { return op == Op::AtomicCas || op == Op::TgAtomicCas; }
+
+Op atomic_kind(Op op) {
+  switch (op) {
+    case Op::TgAtomicAdd: return Op::AtomicAdd;
+    case Op::TgAtomicMin: return Op::AtomicMin;
+    case Op::TgAtomicMax: return Op::AtomicMax;
+    case Op::TgAtomicAnd: return Op::AtomicAnd;
+    case Op::TgAtomicOr: return Op::AtomicOr;
+    case Op::TgAtomicExchange: return Op::AtomicExchange;
+    case Op::TgAtomicCas: return Op::AtomicCas;
+    default: return op;
+  }
+}
+
+AtomicOperands atomic_operands(const Inst& in) {
+  AtomicOperands a;
+  int i = 0;
+  if (is_tg_atomic(in.op)) a.alloc = in.operands[i++];
+  a.index = in.operands[i++];
+  if (is_atomic_cas(in.op)) a.expected = in.operands[i++];
+  a.value = in.operands[i];
+  return a;
+}
+
+bool is_lane_shuffle(Op op) {
+  return op == Op::LaneShuffle || op == Op::LaneShuffleXor || op == Op::LaneShuffleUp || op == Op::LaneShuffleDown ||
+         op == Op::LaneBroadcast;
+}
+
 bool uses_lane_ops(const Kernel& k) {
   bool found = false;
   walk(k, [&](Id id) { found = found || has_trait(k.insts[id].op, trait::L); });
   return found;
 }
 
-uint64_t tg_elem_bytes(const Inst& alloc, DType concrete) {
+uint64_t tg_elem_bytes(const Inst& alloc, Instantiation concrete) {
   return dtype_size(resolve(alloc.type.elem(), concrete));
 }
 
-uint64_t tg_alignment(const Inst& alloc, DType concrete) {
+uint64_t tg_alignment(const Inst& alloc, Instantiation concrete) {
   return std::max<uint64_t>(uint64_t(std::max<int64_t>(alloc.attr(Attr::Align), 1)), tg_elem_bytes(alloc, concrete));
 }
 
@@ -430,7 +494,7 @@ uint64_t tg_count(const Kernel& k, const Inst& alloc, const uint32_t* param_valu
   return num::saturating_mul(count, uint64_t(param_values[p]));
 }
 
-uint64_t threadgroup_bytes(const Kernel& k, DType concrete, const uint32_t* param_values) {
+uint64_t threadgroup_bytes(const Kernel& k, Instantiation concrete, const uint32_t* param_values) {
   // Saturating: a count that overflows the total must fail the shared-memory check, not wrap
   // to a small number that passes it.
   uint64_t bytes = 0;
@@ -442,6 +506,41 @@ uint64_t threadgroup_bytes(const Kernel& k, DType concrete, const uint32_t* para
     bytes = num::saturating_add(bytes, num::saturating_mul(tg_count(k, in, param_values), tg_elem_bytes(in, concrete)));
   }
   return bytes;
+}
+
+static std::string dtype_list(const std::vector<DType>& ds) {
+  std::string s;
+  for (DType d : ds) s += (s.empty() ? "" : ", ") + std::string(dtype_name(d));
+  return s;
+}
+
+bool declares(const Kernel& k, Instantiation in, std::string* why) {
+  auto listed = [](const std::vector<DType>& ds, DType d) { return std::find(ds.begin(), ds.end(), d) != ds.end(); };
+  std::string problem;
+  if (!k.dtypes.empty() && !listed(k.dtypes, in.t))
+    problem = "T takes " + dtype_list(k.dtypes);
+  else if (k.wtypes.empty() && in.has_w())
+    problem = "it has no W";
+  else if (!k.wtypes.empty() && !in.has_w())
+    problem = "it takes W = " + dtype_list(k.wtypes) + ": name W after T, as in " + dtype_name(in.t) + "," +
+              dtype_name(k.wtypes.front());
+  else if (!k.wtypes.empty() && !listed(k.wtypes, in.w))
+    problem = "W takes " + dtype_list(k.wtypes);
+  if (problem.empty()) return true;
+  const std::string asked = in.has_w() ? std::string("T = ") + dtype_name(in.t) + ", W = " + dtype_name(in.w)
+                                       : std::string("dtype ") + dtype_name(in.t);
+  if (why) *why = "kernel " + k.name + " is not declared for " + asked + " (" + problem + ")";
+  return false;
+}
+
+std::vector<Instantiation> instantiations(const Kernel& k) {
+  std::vector<DType> ts = k.dtypes.empty() ? std::vector<DType>{DType::F32} : k.dtypes;
+  std::vector<Instantiation> out;
+  for (DType t : ts) {
+    if (k.wtypes.empty()) out.push_back(Instantiation(t));
+    for (DType w : k.wtypes) out.push_back(Instantiation(t, w));
+  }
+  return out;
 }
 
 }  // namespace ir

@@ -49,7 +49,7 @@ int axes_bound(Mode m, Op op) {
 }
 
 bool is_threadgroup_memory_op(Op op) {
-  return op == Op::Barrier || op == Op::TgAlloc || op == Op::TgLoad || op == Op::TgStore;
+  return op == Op::Barrier || op == Op::TgAlloc || op == Op::TgLoad || op == Op::TgStore || is_tg_atomic(op);
 }
 
 }  // namespace

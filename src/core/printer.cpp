@@ -154,6 +154,10 @@ std::string print(const Kernel& k, const PrintOptions& opts) {
     p.out << " dtypes=";
     for (size_t i = 0; i < k.dtypes.size(); ++i) p.out << (i ? "," : "") << dtype_name(k.dtypes[i]);
   }
+  if (!k.wtypes.empty()) {
+    p.out << " wtypes=";
+    for (size_t i = 0; i < k.wtypes.size(); ++i) p.out << (i ? "," : "") << dtype_name(k.wtypes[i]);
+  }
   p.out << " {\n";
   for (const Param& prm : k.params) {
     p.out << "  param " << prm.name << ": ";
@@ -316,7 +320,7 @@ struct Parser {
   }
 
   void header(const std::string& line) {
-    // kernel NAME mode=M [dtypes=a,b] {
+    // kernel NAME mode=M [dtypes=a,b] [wtypes=c,d] {
     std::istringstream is(line);
     std::string kw, tok;
     is >> kw >> k.name;
@@ -333,14 +337,17 @@ struct Parser {
         std::string m = tok.substr(5);
         if (!parse_mode(m, k.mode))
           fail("unknown mode '" + m + "' (Elementwise, Reduction, Grid3D, Tile2D or SimdGroup2D)", tok);
-      } else if (tok.rfind("dtypes=", 0) == 0) {
+      } else if (tok.rfind("dtypes=", 0) == 0 || tok.rfind("wtypes=", 0) == 0) {
+        const bool w = tok[0] == 'w';
+        std::vector<DType>& out = w ? k.wtypes : k.dtypes;
+        if (!out.empty()) fail(std::string("duplicate ") + (w ? "wtypes=" : "dtypes=") + " in the kernel header", tok);
         std::string list = tok.substr(7);
         size_t pos = 0;
         while (true) {
           size_t c = list.find(',', pos);
           std::string d = list.substr(pos, c == std::string::npos ? std::string::npos : c - pos);
-          if (d.empty()) fail("empty entry in dtypes=", tok);
-          k.dtypes.push_back(dtype(d));
+          if (d.empty()) fail(std::string("empty entry in ") + (w ? "wtypes=" : "dtypes="), tok);
+          out.push_back(dtype(d));
           if (c == std::string::npos) break;
           pos = c + 1;
         }

@@ -12,6 +12,9 @@
 namespace iron::ir {
 namespace {
 
+// The integer dtypes lane operations and atomics are defined on: i32 and u32, the 32-bit words.
+bool word_int(DType d) { return d == DType::I32 || d == DType::U32; }
+
 bool is_identifier(const std::string& s) {
   if (s.empty() || std::isdigit(static_cast<unsigned char>(s[0]))) return false;
   for (char c : s)
@@ -321,6 +324,67 @@ struct Verifier {
                       " (accumulate in f32)");
         same_as_result(0);
         break;
+      case Op::LaneShuffle: case Op::LaneShuffleXor: case Op::LaneShuffleUp: case Op::LaneShuffleDown:
+      case Op::LaneBroadcast:
+        same_as_result(0);
+        if (is_fp8(rt) || (is_integer(rt) && !word_int(rt)))
+          err(in, std::string("shuffles move f32, f16, bf16, i32, u32 or bool values, not ") + dtype_name(rt) +
+                      " (cast first)");
+        if (o(1) != DType::U32) err(in, std::string("the source lane operand must be u32, is ") + dtype_name(o(1)));
+        break;
+      case Op::LaneMin: case Op::LaneInclusiveSum: case Op::LaneExclusiveSum:
+        if (rt != DType::F32 && !word_int(rt))
+          err(in, std::string("takes f32, i32 or u32, not ") + dtype_name(rt) + " (accumulate in f32)");
+        same_as_result(0);
+        break;
+      case Op::LaneAnd: case Op::LaneOr:
+        if (!word_int(rt)) err(in, std::string("takes i32 or u32, not ") + dtype_name(rt));
+        same_as_result(0);
+        break;
+      case Op::LaneBallot:
+        need_result(DType::U32);
+        if (o(0) != DType::Bool) err(in, std::string("votes on a bool, not ") + dtype_name(o(0)));
+        break;
+      case Op::LaneAny: case Op::LaneAll:
+        need_result(DType::Bool);
+        if (o(0) != DType::Bool) err(in, std::string("votes on a bool, not ") + dtype_name(o(0)));
+        break;
+      case Op::AtomicAdd: case Op::AtomicMin: case Op::AtomicMax: case Op::AtomicAnd: case Op::AtomicOr:
+      case Op::AtomicExchange: case Op::AtomicCas:
+      case Op::TgAtomicAdd: case Op::TgAtomicMin: case Op::TgAtomicMax: case Op::TgAtomicAnd: case Op::TgAtomicOr:
+      case Op::TgAtomicExchange: case Op::TgAtomicCas: {
+        AtomicOperands a = atomic_operands(in);
+        DType memory = DType::Void;
+        if (is_global_atomic(in.op)) {
+          if (const Param* p = param_ok(ParamKind::Buffer)) {
+            memory = p->dtype;
+            if (p->access != Access::ReadWrite)
+              err(in, "needs an inout buffer ('" + p->name + "' is " + access_name(p->access) +
+                          "): an atomic reads and writes");
+          }
+        } else if (k.insts[a.alloc].op != Op::TgAlloc) {
+          err(in, "operand 0 is not a threadgroup allocation");
+        } else {
+          memory = ty(a.alloc);
+        }
+        if (memory == DType::Void) break;
+        if (memory != DType::F32 && !word_int(memory))
+          err(in, std::string("atomics act on f32, i32 or u32 memory, not ") + dtype_name(memory));
+        Op kind = atomic_kind(in.op);
+        if ((kind == Op::AtomicAnd || kind == Op::AtomicOr) && !word_int(memory))
+          err(in, std::string("is defined on i32 and u32 memory only, not ") + dtype_name(memory));
+        need_result(memory);
+        if (!is_integer(ty(a.index))) err(in, std::string("index must be i32 or u32, is ") + dtype_name(ty(a.index)));
+        if (ty(a.value) != memory)
+          err(in, std::string("value is ") + dtype_name(ty(a.value)) + " but the memory holds " + dtype_name(memory) +
+                      " (insert a cast)");
+        if (a.expected != kNone && ty(a.expected) != memory)
+          err(in, std::string("expected value is ") + dtype_name(ty(a.expected)) + " but the memory holds " +
+                      dtype_name(memory) + " (insert a cast)");
+        break;
+      }
+      case Op::FenceThreadgroup: case Op::FenceDevice:
+        break;
       case Op::If:
         if (o(0) != DType::Bool) err(in, "condition must be bool");
         break;
@@ -358,8 +422,9 @@ struct Verifier {
       case Op::Count_:
         break;
     }
-    if (has_trait(in.op, trait::S) && in.op != Op::Var && in.op != Op::TgAlloc && in.op != Op::LocalAlloc && in.op != Op::LaneSum &&
-        in.op != Op::LaneMax && in.op != Op::For && in.op != Op::Call && rt != DType::Void)
+    // Lane operations and atomics are side effects that define a value (convergent, or memory).
+    if (has_trait(in.op, trait::S) && in.op != Op::Var && in.op != Op::TgAlloc && in.op != Op::LocalAlloc &&
+        !has_trait(in.op, trait::L) && !is_atomic(in.op) && in.op != Op::For && in.op != Op::Call && rt != DType::Void)
       err(in, "a side-effect op defines no value");
   }
 
@@ -498,8 +563,8 @@ struct Verifier {
       if (!is_identifier(p.name)) d.error(p.loc, "parameter name '" + p.name + "' is not an identifier");
       if (p.kind == ParamKind::Scalar && p.dtype != DType::F32 && p.dtype != DType::I32 && p.dtype != DType::U32)
         d.error(p.loc, "scalar parameter '" + p.name + "' must be f32, i32 or u32");
-      if (p.kind == ParamKind::Buffer && p.dtype != DType::Generic && !is_float(p.dtype) && !is_integer(p.dtype))
-        d.error(p.loc, "buffer parameter '" + p.name + "' must hold a float or integer dtype or T, not " +
+      if (p.kind == ParamKind::Buffer && !is_float(p.dtype) && !is_integer(p.dtype))
+        d.error(p.loc, "buffer parameter '" + p.name + "' must hold a float or integer dtype, T or W, not " +
                            dtype_name(p.dtype));
       for (uint32_t a : p.aliases)
         if (a >= i || k.params[a].kind != ParamKind::Buffer || p.kind != ParamKind::Buffer)
@@ -510,12 +575,25 @@ struct Verifier {
         if (s >= k.params.size() || k.params[s].kind != ParamKind::Scalar || !is_integer(k.params[s].dtype))
           d.error(p.loc, "extent of '" + p.name + "' must name integer scalar parameters");
     }
-    bool generic = false;
-    for (const Inst& in : k.insts) generic = generic || in.type.elem() == DType::Generic;
-    for (const Param& p : k.params) generic = generic || p.dtype == DType::Generic;
+    bool generic = false, uses_w = false;
+    SrcLoc w_at{};
+    for (const Inst& in : k.insts) {
+      generic = generic || in.type.elem() == DType::Generic;
+      if (in.type.elem() == DType::GenericW && !uses_w) uses_w = true, w_at = in.loc;
+    }
+    for (const Param& p : k.params) {
+      generic = generic || p.dtype == DType::Generic;
+      if (p.dtype == DType::GenericW && !uses_w) uses_w = true, w_at = p.loc;
+    }
     if (generic && k.dtypes.empty()) d.error({}, "kernel uses T but declares no dtypes for it");
+    if (uses_w && k.wtypes.empty()) d.error(w_at, "kernel uses W but declares no wtypes for it");
     for (DType t : k.dtypes)
-      if (t == DType::Generic || (!is_float(t) && !is_integer(t))) d.error({}, std::string("dtype ") + dtype_name(t) + " cannot substitute T");
+      if (is_type_param(t) || (!is_float(t) && !is_integer(t))) d.error({}, std::string("dtype ") + dtype_name(t) + " cannot substitute T");
+    for (DType t : k.wtypes)
+      if (is_type_param(t) || (!is_float(t) && !is_integer(t))) d.error({}, std::string("dtype ") + dtype_name(t) + " cannot substitute W");
+    for (size_t i = 0; i < k.wtypes.size(); ++i)
+      for (size_t j = 0; j < i; ++j)
+        if (k.wtypes[i] == k.wtypes[j]) d.error({}, std::string("wtypes lists ") + dtype_name(k.wtypes[i]) + " twice");
     visible.assign(k.insts.size(), 0);
     block_seen.assign(k.blocks.size(), 0);
     inst_seen.assign(k.insts.size(), 0);

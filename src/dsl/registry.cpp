@@ -39,7 +39,8 @@ Registry& registry() {
 // them is valid in any kernel of any mode.
 bool function_allows(ir::Op op) {
   using ir::Op;
-  if (ir::has_trait(op, ir::trait::B) || ir::has_trait(op, ir::trait::L)) return false;
+  if (ir::has_trait(op, ir::trait::B) || ir::has_trait(op, ir::trait::L) || ir::is_atomic(op)) return false;
+  if (op == ir::Op::FenceThreadgroup || op == ir::Op::FenceDevice) return false;
   switch (op) {
     case Op::Load: case Op::Store: case Op::TgAlloc: case Op::TgLoad: case Op::TgStore: case Op::Param:
     case Op::LocalAlloc: case Op::LocalLoad: case Op::LocalStore:
@@ -114,6 +115,7 @@ ir::Kernel trace(const KernelDecl& decl, bool is_function) {
   t.k.name = decl.name;
   t.k.mode = decl.mode;
   t.k.dtypes = decl.dtypes;
+  t.k.wtypes = decl.wtypes;
   dsl::detail::Trace* prev = dsl::detail::set_trace(&t);
   try {
     decl.body();

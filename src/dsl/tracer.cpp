@@ -683,3 +683,123 @@ Expr call(const char* function, std::initializer_list<Operand> args, SrcLoc l) {
 }
 
 }  // namespace iron::dsl
+
+// --- Lane operations, atomics and fences ---------------------------------------------------
+
+namespace iron::dsl {
+
+namespace {
+
+// A lane op on `x` with an optional u32 lane operand (shuffles); the result has x's dtype
+// (the votes: u32 for a ballot, bool for any/all).
+Expr lane_inst(Op op, const Operand& x, const Operand* lane, DType result = DType::Void) {
+  Expr v = materialize(x, op == Op::LaneBallot || op == Op::LaneAny || op == Op::LaneAll ? DType::Bool : DType::Void);
+  Inst in;
+  in.op = op;
+  in.type = result == DType::Void ? v.dtype() : result;
+  in.operands.push_back(v.id());
+  if (lane) in.operands.push_back(materialize(*lane, DType::U32).id());
+  in.loc = loc_of(x);
+  return emit(in);
+}
+
+// An atomic on `memory` (a buffer parameter, or a TgAlloc when `alloc` is set) in the operand
+// layout of ir::atomic_operands: [alloc,] index, [expected,] value.
+Expr atomic_inst(Op op, DType type, uint32_t param, Id alloc, Expr index, const Operand* expected, const Operand& v,
+                 ir::SrcLoc l) {
+  Expr e = expected ? materialize(*expected, type) : Expr();
+  Expr x = materialize(v, type);
+  Inst in;
+  in.op = op;
+  in.type = type;
+  in.loc = l;
+  if (alloc != ir::kNone) in.operands.push_back(alloc);
+  else in.set(ir::Attr::Param, param);
+  in.operands.push_back(index.id());
+  if (expected) in.operands.push_back(e.id());
+  in.operands.push_back(x.id());
+  return emit(in);
+}
+
+Expr buffer_atomic(Op op, const ElemRef& at, const Operand* expected, const Operand& v) {
+  return atomic_inst(op, at.dtype(), at.param(), ir::kNone, at.index(), expected, v, loc_of(at.file(), at.line()));
+}
+Expr tg_atomic(Op op, const TgRef& at, const Operand* expected, const Operand& v) {
+  return atomic_inst(op, at.dtype(), 0, at.alloc(), at.index(), expected, v, loc_of(at.file(), at.line()));
+}
+
+// A threadgroup prefix sum written with the DSL itself: each lane group scans its lanes; the
+// last lane of each group publishes the group's total to a scratch slot; after a barrier every
+// thread adds the totals of the lane groups before its own, in group order, to its lane scan.
+// The order of every f32 addition is fixed by the threadgroup size and the lane width. A closing
+// barrier lets the same call run again (in a loop) without overwriting a slot still being read.
+Expr group_scan(const Operand& x, bool inclusive) {
+  const size_t first = mark();
+  const ir::SrcLoc l = loc_of(x);
+  Expr v = materialize(x, DType::F32);
+  detail::Trace& t = tr();
+  std::string name = std::string(inclusive ? "iron_group_iscan_" : "iron_group_escan_") + std::to_string(t.unique++);
+  // Largest lane-group count: 1024 threads / lane width 4.
+  TgBuffer totals = threadgroup_alloc(name.c_str(), v.dtype(), 256);
+  Expr inc = lane_inclusive_sum(v);
+  Expr mine = inclusive ? inc : lane_exclusive_sum(v);
+  Expr group = simd_group_id();
+  if_(lane_id() == lane_width() - 1u, [&] { totals[group] = inc; });
+  barrier();
+  VarBase offset(v.dtype(), 0);
+  // The index is clamped to the array: a loop bound that went wrong (a mutant: group - 1 at
+  // group 0 wraps to 2^32 - 1) must not read past it on a GPU, which has no bounds check.
+  for_(0u, group, [&](Expr g) { offset = offset + totals[min(g, 255u)]; });
+  Expr result = offset + mine;
+  barrier();
+  relocate_since(first, l);
+  return result;
+}
+
+}  // namespace
+
+Expr lane_shuffle(Operand x, Operand src) { return lane_inst(Op::LaneShuffle, x, &src); }
+Expr lane_shuffle_xor(Operand x, Operand mask) { return lane_inst(Op::LaneShuffleXor, x, &mask); }
+Expr lane_shuffle_up(Operand x, Operand delta) { return lane_inst(Op::LaneShuffleUp, x, &delta); }
+Expr lane_shuffle_down(Operand x, Operand delta) { return lane_inst(Op::LaneShuffleDown, x, &delta); }
+Expr lane_broadcast(Operand x, Operand lane) { return lane_inst(Op::LaneBroadcast, x, &lane); }
+Expr lane_min(Operand x) { return lane_inst(Op::LaneMin, x, nullptr); }
+Expr lane_and(Operand x) { return lane_inst(Op::LaneAnd, x, nullptr); }
+Expr lane_or(Operand x) { return lane_inst(Op::LaneOr, x, nullptr); }
+Expr lane_inclusive_sum(Operand x) { return lane_inst(Op::LaneInclusiveSum, x, nullptr); }
+Expr lane_exclusive_sum(Operand x) { return lane_inst(Op::LaneExclusiveSum, x, nullptr); }
+Expr lane_ballot(Operand c) { return lane_inst(Op::LaneBallot, c, nullptr, DType::U32); }
+Expr lane_any(Operand c) { return lane_inst(Op::LaneAny, c, nullptr, DType::Bool); }
+Expr lane_all(Operand c) { return lane_inst(Op::LaneAll, c, nullptr, DType::Bool); }
+Expr group_inclusive_sum(Operand x) { return group_scan(x, true); }
+Expr group_exclusive_sum(Operand x) { return group_scan(x, false); }
+
+Expr atomic_add(const ElemRef& at, Operand v) { return buffer_atomic(Op::AtomicAdd, at, nullptr, v); }
+Expr atomic_min(const ElemRef& at, Operand v) { return buffer_atomic(Op::AtomicMin, at, nullptr, v); }
+Expr atomic_max(const ElemRef& at, Operand v) { return buffer_atomic(Op::AtomicMax, at, nullptr, v); }
+Expr atomic_and(const ElemRef& at, Operand v) { return buffer_atomic(Op::AtomicAnd, at, nullptr, v); }
+Expr atomic_or(const ElemRef& at, Operand v) { return buffer_atomic(Op::AtomicOr, at, nullptr, v); }
+Expr atomic_exchange(const ElemRef& at, Operand v) { return buffer_atomic(Op::AtomicExchange, at, nullptr, v); }
+Expr atomic_cas(const ElemRef& at, Operand expected, Operand v) { return buffer_atomic(Op::AtomicCas, at, &expected, v); }
+Expr atomic_add(const TgRef& at, Operand v) { return tg_atomic(Op::TgAtomicAdd, at, nullptr, v); }
+Expr atomic_min(const TgRef& at, Operand v) { return tg_atomic(Op::TgAtomicMin, at, nullptr, v); }
+Expr atomic_max(const TgRef& at, Operand v) { return tg_atomic(Op::TgAtomicMax, at, nullptr, v); }
+Expr atomic_and(const TgRef& at, Operand v) { return tg_atomic(Op::TgAtomicAnd, at, nullptr, v); }
+Expr atomic_or(const TgRef& at, Operand v) { return tg_atomic(Op::TgAtomicOr, at, nullptr, v); }
+Expr atomic_exchange(const TgRef& at, Operand v) { return tg_atomic(Op::TgAtomicExchange, at, nullptr, v); }
+Expr atomic_cas(const TgRef& at, Operand expected, Operand v) { return tg_atomic(Op::TgAtomicCas, at, &expected, v); }
+
+void fence_threadgroup(SrcLoc l) {
+  Inst in;
+  in.op = Op::FenceThreadgroup;
+  in.loc = loc_of(l);
+  emit(in);
+}
+void fence_device(SrcLoc l) {
+  Inst in;
+  in.op = Op::FenceDevice;
+  in.loc = loc_of(l);
+  emit(in);
+}
+
+}  // namespace iron::dsl

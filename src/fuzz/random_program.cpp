@@ -117,8 +117,9 @@ struct Gen {
   Id emit(Inst in, bool uniform = false) {
     const bool guard = fg && !guarding && float_like(in.type.elem()) &&
                        ((ir::has_trait(in.op, ir::trait::P) && in.op != Op::Arg) || in.op == Op::Load ||
-                        in.op == Op::LaneSum || in.op == Op::LaneMax);
-    if (guard && in.op == Op::LaneSum) in.operands[0] = flush_guard(in.operands[0], kLaneSumGuard, false);
+                        (ir::has_trait(in.op, ir::trait::L) && !ir::has_trait(in.op, ir::trait::P)));
+    if (guard && (in.op == Op::LaneSum || in.op == Op::LaneInclusiveSum || in.op == Op::LaneExclusiveSum))
+      in.operands[0] = flush_guard(in.operands[0], kLaneSumGuard, false);
     Id id = k.add_inst(in);
     k.blocks[frames.back().block].insts.push_back(id);
     uni.resize(k.insts.size(), 0);
@@ -936,7 +937,52 @@ struct Gen {
   void stmt_lane_op() {
     DType t = wc ? DType::F32 : rng.pick({DType::F32, DType::I32, DType::U32});
     if (excluded(kFloatLane) && t == DType::F32) t = int_type();
-    emit(make(rng.chance(0.6) ? Op::LaneSum : Op::LaneMax, t, {pick(t)}));
+    switch (wc ? 0 : rng.below(6)) {
+      case 0: case 1: emit(make(rng.chance(0.6) ? Op::LaneSum : Op::LaneMax, t, {pick(t)})); return;
+      case 2:
+        if (t == DType::F32) emit(make(rng.pick({Op::LaneMin, Op::LaneInclusiveSum, Op::LaneExclusiveSum}), t, {pick(t)}));
+        else emit(make(rng.pick({Op::LaneMin, Op::LaneAnd, Op::LaneOr, Op::LaneInclusiveSum, Op::LaneExclusiveSum}), t, {pick(t)}));
+        return;
+      case 3: {
+        // Sources in range, at the edges, past the lane group and arbitrary (docs/semantics.md:
+        // a source outside the group leaves the lane its own value).
+        Id src;
+        switch (rng.below(4)) {
+          case 0: src = u32(uint32_t(rng.pick({0, 1, 2, 3, 4, 7, 8, 15, 16, 31, 32, 33, 63, 64, -1}))); break;
+          case 1: src = op(Op::Xor, DType::U32, {lane, u32(uint32_t(rng.range(0, 40)))}); break;
+          case 2: src = op(Op::Add, DType::U32, {lane, u32(uint32_t(rng.range(0, 9)))}); break;
+          default: src = pick(DType::U32); break;
+        }
+        emit(make(rng.pick({Op::LaneShuffle, Op::LaneShuffleXor, Op::LaneShuffleUp, Op::LaneShuffleDown}), t, {pick(t), src}));
+        return;
+      }
+      case 4:  // broadcast needs one source lane per lane group: a constant
+        emit(make(Op::LaneBroadcast, t, {pick(t), u32(uint32_t(rng.pick({0, 1, 5, 7, 31, 40})))}));
+        return;
+      default: {
+        Op vote = rng.pick({Op::LaneBallot, Op::LaneAny, Op::LaneAll});
+        emit(make(vote, vote == Op::LaneBallot ? DType::U32 : DType::Bool, {pick(DType::Bool)}));
+        return;
+      }
+    }
+  }
+
+  // Threadgroup atomics between barriers, then a read of the updated slots. Only what every
+  // order gives is kept: integer add/min/max/and/or totals and f32 min/max; the values the
+  // atomics return are dropped from the pool (their order is the hardware's).
+  void stmt_tg_atomic() {
+    Id arr = tg_arrays[rng.below(tg_arrays.size())];
+    DType t = k.insts[arr].type.elem();
+    Op a = t == DType::F32 ? rng.pick({Op::TgAtomicMin, Op::TgAtomicMax})
+                           : rng.pick({Op::TgAtomicAdd, Op::TgAtomicMin, Op::TgAtomicMax, Op::TgAtomicAnd, Op::TgAtomicOr});
+    if (t == DType::F32 && excluded(kFloatMinMax)) return;
+    emit(make(Op::Barrier, DType::Void));
+    Id slot = op(Op::Rem, DType::U32, {lid, u32(uint32_t(rng.range(1, 4)))});
+    emit(make(a, t, {arr, slot, pick(t)}));
+    frames.back().values.pop_back();
+    emit(make(Op::Barrier, DType::Void));
+    emit(make(Op::TgLoad, t, {arr, slot}));
+    emit(make(Op::Barrier, DType::Void));  // before anyone writes the array again
   }
 
   // The tracer's group_sum: lane partials to threadgroup memory, one barrier, a second pass.
@@ -1065,8 +1111,10 @@ struct Gen {
     bool tg = red && uniform_here();
     if (aux.chance(0.03)) stmt_register_array();
     if (tg && tg_half != kNone && aux.chance(0.06)) stmt_half_exchange();
-    uint32_t r = rng.below(tg ? 116 : 104);
-    if (r >= 112 || (!tg && r >= 100)) {
+    // 0..117 as below (100.. only where a threadgroup is uniform); 118.. (tg) or 100.. (not):
+    // the element-width statements.
+    uint32_t r = rng.below(tg ? 122 : 104);
+    if (r >= 118 || (!tg && r >= 100)) {
       if (!wc) stmt_width();
       return;
     }
@@ -1091,8 +1139,11 @@ struct Gen {
       Id a = op(Op::Add, DType::F32, {m, pick(DType::F32)});
       if (wc) clamp_wc(a);
     }
-    else if (r < 104 || !lanes) stmt_tg_exchange();
-    else if (r < 109) stmt_lane_op();
+    else if (r < 104 || !lanes) {
+      if (rng.chance(0.3)) stmt_tg_atomic();
+      else stmt_tg_exchange();
+    }
+    else if (r < 115) stmt_lane_op();
     else stmt_group_reduce();
   }
 
@@ -1299,7 +1350,8 @@ std::string excluded_op_in(const ir::Kernel& k, uint32_t exclude) {
     if (in.op == Op::Rem && in.type == DType::I32) found |= kSignedRem;
     if (in.op == Op::Cast && (in.type == DType::I32 || in.type == DType::U32) && fl(in.operands[0])) found |= kFloatToInt;
     if (f && (in.op == Op::Min || in.op == Op::Max)) found |= kFloatMinMax;
-    if (f && (in.op == Op::LaneSum || in.op == Op::LaneMax)) found |= kFloatLane;
+    if (f && ir::has_trait(in.op, ir::trait::L) && !ir::has_trait(in.op, ir::trait::P)) found |= kFloatLane;
+    if (f && (in.op == Op::TgAtomicMin || in.op == Op::TgAtomicMax)) found |= kFloatMinMax;
     if (in.op == Op::Fma) found |= kFma;
     if (f && in.op == Op::Div) found |= kFloatDiv;
     if (in.type == DType::F16) found |= kF16;

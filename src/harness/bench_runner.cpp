@@ -181,19 +181,14 @@ struct Job {
 
 int cmd_bench(int argc, char** argv) {
   BenchArgs a = parse_bench_args(argc, argv);
-  std::optional<DType> only;
-  if (!a.dtype.empty()) {
-    DType d;
-    if (!parse_dtype(a.dtype, d)) throw Error("unknown dtype '" + a.dtype + "'");
-    only = d;
-  }
+  const std::optional<Instantiation> only = parse_dtype_filter(a.dtype);
   const ir::Kernel* override_kernel = a.kernel_override.empty() ? nullptr : &kernel_ir(a.kernel_override);
 
   std::vector<Job> jobs;
   for (const BenchDecl* d : registered_benches()) {
     if (!matches(a.filter, d->kernel, d->name)) continue;
     for (const DtypeTolerance& dt : d->dtypes)
-      if (!only || *only == dt.dtype) jobs.push_back({d, dt});
+      if (dtype_filter_matches(only, dt.dtype)) jobs.push_back({d, dt});
   }
   if (jobs.empty())
     throw Error("no benchmark matches" + (a.filter.empty() ? std::string() : " -f " + a.filter) +
@@ -226,9 +221,9 @@ int cmd_bench(int argc, char** argv) {
   std::vector<SweepCell> cells;
   for (size_t index = 0; index < jobs.size(); ++index) {
     const BenchDecl& decl = *jobs[index].decl;
-    const DType dtype = jobs[index].dt.dtype;
+    const Instantiation dtype = jobs[index].dt.dtype;
     const double tol = jobs[index].dt.tol;
-    const std::string dn = dtype_name(dtype);
+    const std::string dn = instantiation_name(dtype);
     send({{"type", "bench_start"}, {"kernel", decl.kernel}, {"bench", decl.name}, {"dtype", dn},
           {"index", index + 1}, {"total", jobs.size()}});
 
@@ -239,8 +234,7 @@ int cmd_bench(int argc, char** argv) {
                 {"flops", 0}, {"sweep", ""}, {"size", 0}, {"metrics", nullptr}, {"resources", nullptr}};
     if (override_kernel) rec["kernel_override"] = override_kernel->name;
 
-    if (std::string missing; !dtype_supported(info, dtype, missing)) {
-      std::string why = "device " + info.name + " does not support " + dn;
+    if (std::string why = unsupported_dtype(info, dtype); !why.empty()) {
       if (a.backend.empty() && !only) {
         ++skipped;
         send({{"type", "warning"}, {"message", "skipped " + std::string(decl.kernel) + "/" + decl.name + " [" + dn + "]: " + why}});
@@ -259,13 +253,14 @@ int cmd_bench(int argc, char** argv) {
     const ir::Kernel* kernel = nullptr;
     Resident res;
     try {
-      setup.emplace(decl.body(dtype));
+      setup.emplace(decl.body(dtype.t, dtype.w));
       const TestSetup& t = setup->test();
       rec["bytes"] = setup->bytes();
       rec["flops"] = setup->flops();
       rec["sweep"] = setup->sweep_name();
       rec["size"] = setup->sweep_size();
-      if (t.dtype() != dtype) throw Error("the bench body built a setup for dtype " + std::string(dtype_name(t.dtype())));
+      if (t.instantiation() != dtype)
+        throw Error("the bench body built a setup for dtype " + instantiation_name(t.instantiation()));
       if (!t.oracle_fn()) throw Error("the bench has no oracle: it cannot be timed without a PASS");
       kernel = &kernel_ir(decl.kernel);
       if (override_kernel) {
@@ -313,8 +308,8 @@ int cmd_bench(int argc, char** argv) {
     // 3. After timing: statistics, metrics, resources and the roofline guard.
     try {
       const Stats s = compute_stats(timing.samples_us);
-      const Metrics m = derive_metrics(s, setup->bytes(), setup->flops(), dtype, spec, measured, floor_us);
-      if (auto bad = roofline_violation(m, dtype, spec, measured, guard_measured)) {
+      const Metrics m = derive_metrics(s, setup->bytes(), setup->flops(), dtype.t, spec, measured, floor_us);
+      if (auto bad = roofline_violation(m, dtype.t, spec, measured, guard_measured)) {
         // Not a result: no samples, stats or metrics are recorded, only why.
         rec["status"] = "error";
         rec["message"] = *bad + " (median " + describe(s.median_us) + " us)";
@@ -403,7 +398,7 @@ void check_integer_input(const std::string& name, DType t, const std::vector<dou
 // Encodes inputs exactly as run_test_case does (rounded to the buffer dtype once, so device and
 // oracle see the same values); outputs start as all-ones bytes (NaN), so an unwritten element
 // fails; every buffer carries a guard band after its declared elements.
-Resident make_resident(Context& ctx, const ir::Kernel& k, const TestSetup& setup, DType dtype) {
+Resident make_resident(Context& ctx, const ir::Kernel& k, const TestSetup& setup, Instantiation dtype) {
   Resident r;
   auto param_dtype = [&](const std::string& name, const char* role) {
     int idx = k.find_param(name);

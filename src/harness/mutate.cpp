@@ -109,7 +109,21 @@ std::string barrier_orders_nothing(const Kernel& k, Id id) {
         name = "buffer '" + k.params[in.param()].name + "'";
         write = in.op == Op::Store;
         return true;
-      default: return false;
+      default:
+        // An atomic reads and writes its element.
+        if (ir::is_global_atomic(in.op)) {
+          name = "buffer '" + k.params[in.param()].name + "'";
+          write = true;
+          return true;
+        }
+        if (ir::is_tg_atomic(in.op)) {
+          const Inst& a = k.insts[in.operands[0]];
+          const uint64_t n = uint64_t(a.attr(ir::Attr::Name));
+          name = "threadgroup array '" + (n < k.strings.size() ? k.strings[size_t(n)] : std::string("?")) + "'";
+          write = true;
+          return true;
+        }
+        return false;
     }
   };
   auto pos = std::find(o.ids.begin(), o.ids.end(), id);
@@ -378,7 +392,7 @@ std::string equivalent_after_pipeline(const Kernel& original, const Mutant& m) {
 }
 
 Outcome run_mutant(Context& ctx, const Kernel& original, const Mutant& m, const std::vector<const TestDecl*>& cases,
-                   std::optional<DType> only) {
+                   std::optional<Instantiation> only) {
   Outcome o;
   o.by = m.equivalent.empty() ? equivalent_after_pipeline(original, m) : m.equivalent;
   if (!o.by.empty()) {
@@ -387,14 +401,14 @@ Outcome run_mutant(Context& ctx, const Kernel& original, const Mutant& m, const 
   }
   for (const TestDecl* t : cases)
     for (const DtypeTolerance& dt : t->dtypes) {
-      if (only && *only != dt.dtype) continue;
+      if (!dtype_filter_matches(only, dt.dtype)) continue;
       TestOutcome r = run_test_case(ctx, *t, dt.dtype, dt.tol, &m.kernel);
       // A case this device cannot run (it needs more threadgroup memory) neither kills nor passes.
       if (r.status == TestOutcome::Status::Pass || r.status == TestOutcome::Status::Skip) continue;
       std::string msg = r.message.substr(0, r.message.find('\n'));
       if (msg.size() > 160) msg = msg.substr(0, 157) + "...";
       o.status = Outcome::Status::Killed;
-      o.by = std::string(t->name) + " [" + dtype_name(dt.dtype) + "]: " + msg;
+      o.by = std::string(t->name) + " [" + instantiation_name(dt.dtype) + "]: " + msg;
       return o;
     }
   o.status = Outcome::Status::Survived;

@@ -46,10 +46,11 @@ bool fold_value(ir::Kernel& k, Id id, PassContext& ctx) {
   if (fold_zero_to_generic(k, id, ctx)) return true;
   if (!is_pure_value(in) || in.op == Op::Const || !eval::is_pure_evaluable(in.op)) return false;
   if (eval::is_bounded_math(in.op)) return false;
-  // T folds as f32, which is only its meaning when every dtype T may take is a float.
-  if (in.type == DType::Generic && !ir::float_everywhere(k, DType::Generic)) return false;
+  // T and W fold as f32, which is only their meaning when every dtype they may take is a float.
+  auto param_not_float = [&](DType d) { return is_type_param(d) && !ir::float_everywhere(k, d); };
+  if (param_not_float(in.type.elem())) return false;
   for (int i = 0; i < in.num_operands(); ++i)
-    if (k.insts[in.operands[i]].type == DType::Generic && !ir::float_everywhere(k, DType::Generic)) return false;
+    if (param_not_float(k.insts[in.operands[i]].type.elem())) return false;
   eval::Scalar args[3];
   for (int i = 0; i < in.num_operands(); ++i) {
     const ir::Inst& o = k.insts[in.operands[i]];

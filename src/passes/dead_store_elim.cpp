@@ -23,7 +23,7 @@ bool run_dead_store_elim(ir::Kernel& k, PassContext& ctx) {
     ir::walk(k, [&](Id id) {
       const ir::Inst& in = k.insts[id];
       if (in.op == Op::VarLoad) var_read[in.operands[0]] = 1;
-      if (in.op == Op::TgLoad || in.op == Op::LocalLoad) tg_read[in.operands[0]] = 1;
+      if (in.op == Op::TgLoad || in.op == Op::LocalLoad || ir::is_tg_atomic(in.op)) tg_read[in.operands[0]] = 1;
     });
     std::vector<uint8_t> drop(k.insts.size(), 0);
     size_t found = 0;
@@ -38,7 +38,11 @@ bool run_dead_store_elim(ir::Kernel& k, PassContext& ctx) {
         case Op::Var: return !var_read[id] && uses[id] == 0;
         case Op::TgAlloc: case Op::LocalAlloc: return uses[id] == 0;
         case Op::VarStore: case Op::TgStore: case Op::LocalStore: case Op::If: case Op::For: return false;
-        default: return is_pure_value(in) && uses[id] == 0;
+        default:
+          // An unused lane op (a shuffle, scan or vote) computes nothing: all lanes drop it alike.
+          if (ir::has_trait(in.op, ir::trait::L) && in.type != DType::Void && !ir::has_trait(in.op, ir::trait::P))
+            return uses[id] == 0;
+          return is_pure_value(in) && uses[id] == 0;
       }
     };
     ir::walk(k, [&](Id id) {
@@ -57,7 +61,11 @@ bool run_dead_store_elim(ir::Kernel& k, PassContext& ctx) {
                  (in.blocks[1] == ir::kNone || k.blocks[in.blocks[1]].insts.empty());
           break;
         case Op::For: dead = k.blocks[in.blocks[0]].insts.empty(); break;
-        default: dead = is_pure_value(in) && uses[id] == 0; break;
+        default:
+          dead = ((ir::has_trait(in.op, ir::trait::L) && in.type != DType::Void && !ir::has_trait(in.op, ir::trait::P)) ||
+                  is_pure_value(in)) &&
+                 uses[id] == 0;
+          break;
       }
       if (dead && ctx.allow_rewrite()) {
         drop[id] = 1;

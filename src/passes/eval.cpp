@@ -49,7 +49,7 @@ bool eval_cast(DType to, DType from, Scalar x, Scalar& out, std::string& error) 
   }
   if (fk == Kind::Bool) {
     if (tk == Kind::Float) {
-      if (to == DType::Generic) return fail(error, "a cast to T depends on the concrete dtype");
+      if (is_type_param(to)) return fail(error, std::string("a cast to ") + dtype_name(to) + " depends on the concrete dtype");
       out = Scalar::of_f32(x.b() ? 1.0f : 0.0f);
     } else if (tk == Kind::Int) {
       out = Scalar::of_u64(x.b() ? 1u : 0u);
@@ -60,7 +60,7 @@ bool eval_cast(DType to, DType from, Scalar x, Scalar& out, std::string& error) 
   }
   switch (tk) {
     case Kind::Float: {
-      if (to == DType::Generic) return fail(error, "a cast to T depends on the concrete dtype");
+      if (is_type_param(to)) return fail(error, std::string("a cast to ") + dtype_name(to) + " depends on the concrete dtype");
       // An integer rounds to f32 once (nearest even), then, for a narrower float, once more.
       float v = fk == Kind::Float ? x.f() : int_to_f32(from, x.bits);
       // Registers stay f32; narrowing to a 16-bit float or fp8 rounds to nearest even, here.
@@ -227,7 +227,7 @@ bool eval_compare(ir::Op op, DType t, const Scalar* a, Scalar& out, std::string&
 
 }  // namespace
 
-Scalar const_value(const ir::Inst& in, DType concrete) {
+Scalar const_value(const ir::Inst& in, Instantiation concrete) {
   const DType t = ir::resolve(in.type.elem(), concrete);
   // Integers: the canonical register of the written width (u64 keeps its bits in Value).
   if (is_integer(t)) return Scalar{num::int_wrap(t, uint64_t(in.attr(ir::Attr::Value)))};

@@ -43,7 +43,7 @@ struct Scalar {
 
 // The register value of a Const instruction. `concrete` substitutes T. Float constants of every
 // float dtype are f32 values, never rounded to 16 bits (the emitters print float(fimm) as well).
-Scalar const_value(const ir::Inst& in, DType concrete);
+Scalar const_value(const ir::Inst& in, Instantiation concrete);
 
 // True for the ops eval_pure computes (arithmetic, math, logic, comparison, select, cast).
 bool is_pure_evaluable(ir::Op op);

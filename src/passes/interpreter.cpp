@@ -38,7 +38,7 @@ int block_depth(const ir::Kernel& k, Id b) {
 
 struct Machine {
   const ir::Kernel& k;
-  DType dtype;
+  Instantiation dtype;
   const Options& opts;
   Dim3 grid, tg;
   uint32_t T = 0;  // threads per threadgroup
@@ -66,7 +66,8 @@ struct Machine {
     uint32_t written_group = 0;            // group_serial of the last write: 0 or stale = never written
     uint32_t write_epoch = 0, writer = 0;  // last writer thread since the last barrier
     uint32_t read_epoch = 0, reader = 0;   // a reader since the last barrier, or kManyReaders
-    Id write_op = ir::kNone, read_op = ir::kNone;
+    uint32_t atomic_epoch = 0, atomic_thread = 0;  // an atomic since the last barrier, or kManyReaders
+    Id write_op = ir::kNone, read_op = ir::kNone, atomic_op = ir::kNone;
   };
   static constexpr uint32_t kManyReaders = UINT32_MAX;
   std::vector<SlotAccess> tg_access_log;
@@ -77,10 +78,10 @@ struct Machine {
   uint32_t group[3] = {0, 0, 0};
   uint64_t steps = 0;
 
-  Machine(const ir::Kernel& kernel, DType d, const Options& o) : k(kernel), dtype(d), opts(o) {}
+  Machine(const ir::Kernel& kernel, Instantiation d, const Options& o) : k(kernel), dtype(d), opts(o) {}
 
   [[noreturn]] void fail(const ir::Inst& in, const std::string& msg) const {
-    throw Error(msg + " at " + k.where(in.loc) + " (kernel " + k.name + " (" + dtype_name(dtype) +
+    throw Error(msg + " at " + k.where(in.loc) + " (kernel " + k.name + " (" + instantiation_name(dtype) +
                 "), threadgroup " + dim_text(group[0], group[1], group[2]) + ")");
   }
   std::string tg_name(const ir::Inst& alloc) const {
@@ -110,8 +111,7 @@ struct Machine {
                   dim_text(t.x, t.y, t.z) + " has a zero dimension");
     if (tg.product() > (1u << 20)) throw Error("kernel " + k.name + ": threadgroup too large for the interpreter");
     T = uint32_t(tg.product());
-    if (!k.dtypes.empty() && std::find(k.dtypes.begin(), k.dtypes.end(), dtype) == k.dtypes.end())
-      throw Error("kernel " + k.name + " is not declared for dtype " + dtype_name(dtype));
+    if (std::string why; !ir::declares(k, dtype, &why)) throw Error(why);
 
     size_t nb = 0, ns = 0;
     for (const ir::Param& p : k.params) slot.push_back(p.kind == ir::ParamKind::Buffer ? int(nb++) : int(ns++));
@@ -274,6 +274,23 @@ struct Machine {
         return;
       case Op::LaneSum:
       case Op::LaneMax: lane_reduce(in, out, active); return;
+      case Op::LaneMin: case Op::LaneAnd: case Op::LaneOr: case Op::LaneShuffle: case Op::LaneShuffleXor:
+      case Op::LaneShuffleUp: case Op::LaneShuffleDown: case Op::LaneBroadcast: case Op::LaneInclusiveSum:
+      case Op::LaneExclusiveSum: case Op::LaneBallot: case Op::LaneAny: case Op::LaneAll:
+        lane_op(in, out, active);
+        return;
+      case Op::AtomicAdd: case Op::AtomicMin: case Op::AtomicMax: case Op::AtomicAnd: case Op::AtomicOr:
+      case Op::AtomicExchange: case Op::AtomicCas:
+        global_atomic(in, out, active);
+        return;
+      case Op::TgAtomicAdd: case Op::TgAtomicMin: case Op::TgAtomicMax: case Op::TgAtomicAnd: case Op::TgAtomicOr:
+      case Op::TgAtomicExchange: case Op::TgAtomicCas:
+        tg_access(in, out, active);
+        return;
+      // Lock step is sequentially consistent: every access is visible to every thread before
+      // the next instruction, so a fence has nothing left to order. Fences are not barriers:
+      // the race detector still reports plain accesses a fence does not synchronize.
+      case Op::FenceThreadgroup: case Op::FenceDevice: return;
       case Op::If: run_if(in, depth); return;
       case Op::For: run_for(id, in, depth); return;
       default: break;
@@ -399,13 +416,23 @@ struct Machine {
     const bool is_store = in.op == Op::TgStore;
     const DType storage = types[alloc];
     const bool is_bool = storage == DType::Bool;
-    const uint64_t* val = is_store ? row(in.operands[2]) : nullptr;
+    const bool is_atomic = ir::is_tg_atomic(in.op);
+    const ir::AtomicOperands ao = is_atomic ? ir::atomic_operands(in) : ir::AtomicOperands{};
+    const uint64_t* val = is_store ? row(in.operands[2]) : is_atomic ? row(ao.value) : nullptr;
+    const uint64_t* expected = ao.expected != ir::kNone ? row(ao.expected) : nullptr;
     for (uint32_t t : active) {
       int64_t idx = index_of(in.operands[1], t);
       if (idx < 0 || uint64_t(idx) >= count)
         fail(in, std::string(ir::mnemonic(in.op)) + " of threadgroup array '" +
                      tg_name(a) + "' at index " + std::to_string(idx) +
                      " is out of range: the array has " + std::to_string(count) + " elements (" + thread_text(t) + ")");
+      if (is_atomic) {
+        check_atomic_race(in, tg_offset[alloc] + uint32_t(idx), t);
+        const uint64_t old = word_register(storage, mem[idx]);
+        out[t] = old;
+        mem[idx] = atomic_update(ir::atomic_kind(in.op), storage, old, val[t], expected ? expected[t] : 0);
+        continue;
+      }
       check_race(in, tg_offset[alloc] + uint32_t(idx), is_store, t);
       // An array holds values of its dtype: a store to a 16-bit float or fp8 array rounds to
       // nearest even (fp8 saturating), like a store to such a buffer (the register value may
@@ -483,6 +510,8 @@ struct Machine {
     }
     if (s.write_epoch == epoch && s.writer != t)
       race(is_store ? "write after write" : "read after write", s.writer, s.write_op, "wrote");
+    if (s.atomic_epoch == epoch && s.atomic_thread != t)
+      race(is_store ? "write after atomic" : "read after atomic", s.atomic_thread, s.atomic_op, "updated atomically");
     if (is_store) {
       s.written_group = group_serial;
       if (s.read_epoch == epoch && s.reader != t) race("write after read", s.reader, s.read_op, "read");
@@ -495,6 +524,196 @@ struct Machine {
       s.read_op = self;
     } else if (s.reader != t) {
       s.reader = kManyReaders;
+    }
+  }
+
+  // Calls fn(base) for each lane group of the active list (lanes base .. base + W - 1), after
+  // checking that every lane of it is active: on a GPU a lane operation with inactive lanes
+  // reads undefined values or hangs.
+  template <class Fn>
+  void for_each_lane_group(const ir::Inst& in, const Mask& active, Fn&& fn) {
+    size_t i = 0;
+    while (i < active.size()) {
+      const uint32_t g = active[i] / W;
+      size_t j = i;
+      while (j < active.size() && active[j] / W == g) ++j;
+      if (j - i != W)
+        fail(in, std::string(ir::mnemonic(in.op)) + " with a partially active lane group (" + std::to_string(j - i) +
+                     " of " + std::to_string(W) + " lanes of lane group " + std::to_string(g) + ")");
+      fn(g * W);
+      i = j;
+    }
+  }
+
+  // The source lane of a shuffle as docs/semantics.md defines it: exact arithmetic on the lane
+  // index and the u32 operand, and a source outside 0 .. W-1 means the lane keeps its own value.
+  uint32_t shuffle_source(ir::Op op, uint32_t lane, uint32_t arg) const {
+    uint64_t src = W;  // out of range
+    switch (op) {
+      case Op::LaneShuffle: case Op::LaneBroadcast: src = arg; break;
+      case Op::LaneShuffleXor: src = uint64_t(lane ^ arg); break;
+      case Op::LaneShuffleUp: src = arg <= lane ? lane - arg : W; break;
+      case Op::LaneShuffleDown: src = uint64_t(lane) + arg; break;
+      default: break;
+    }
+    return src < W ? uint32_t(src) : lane;
+  }
+
+  // Shuffles, the reductions lane_min/and/or, prefix sums and votes. Reductions use the xor
+  // butterfly of lane_reduce; prefix sums a Hillis-Steele scan (offsets 1, 2, .., W/2, lane l
+  // adding lane l - offset), which every dialect emits in the same order.
+  void lane_op(const ir::Inst& in, uint64_t* out, const Mask& active) {
+    const uint64_t* src = row(in.operands[0]);
+    const DType t = types[in.operands[0]];
+    for_each_lane_group(in, active, [&](uint32_t base) {
+      for (uint32_t l = 0; l < W; ++l) lane_a[l] = src[base + l];
+      switch (in.op) {
+        case Op::LaneShuffle: case Op::LaneShuffleXor: case Op::LaneShuffleUp: case Op::LaneShuffleDown:
+        case Op::LaneBroadcast: {
+          const uint64_t* arg = row(in.operands[1]);  // u32: zero-extended
+          if (in.op == Op::LaneBroadcast)
+            for (uint32_t l = 1; l < W; ++l)
+              if (arg[base + l] != arg[base])
+                fail(in, "lane_broadcast from a lane that differs across the lane group (lane 0 names lane " +
+                             std::to_string(arg[base]) + ", lane " + std::to_string(l) + " names lane " +
+                             std::to_string(arg[base + l]) + "; use lane_shuffle for per-lane sources)");
+          for (uint32_t l = 0; l < W; ++l) out[base + l] = lane_a[shuffle_source(in.op, l, uint32_t(arg[base + l]))];
+          return;
+        }
+        case Op::LaneMin: case Op::LaneAnd: case Op::LaneOr:
+          for (uint32_t off = W / 2; off >= 1; off >>= 1) {
+            for (uint32_t l = 0; l < W; ++l) lane_b[l] = combine2(in.op, t, lane_a[l], lane_a[l ^ off]);
+            lane_a.swap(lane_b);
+          }
+          break;
+        case Op::LaneInclusiveSum: case Op::LaneExclusiveSum: {
+          for (uint32_t off = 1; off < W; off <<= 1) {
+            for (uint32_t l = 0; l < W; ++l) lane_b[l] = l >= off ? combine(t, true, lane_a[l - off], lane_a[l]) : lane_a[l];
+            lane_a.swap(lane_b);
+          }
+          if (in.op == Op::LaneExclusiveSum) {
+            // Lane l receives the inclusive sum of lane l - 1; lane 0 the identity (+0.0 or 0).
+            for (uint32_t l = W - 1; l >= 1; --l) lane_a[l] = lane_a[l - 1];
+            lane_a[0] = 0;
+          }
+          break;
+        }
+        case Op::LaneBallot:
+          // Bit i of lane l's result: lane 32 * (l / 32) + i voted true. For W <= 32 that is
+          // the whole group; a 64-wide group gives each 32-lane half its own mask.
+          for (uint32_t l = 0; l < W; ++l) {
+            uint32_t seg = l & ~31u, bits = 0;
+            for (uint32_t i = 0; i < 32 && seg + i < W; ++i) bits |= uint32_t(src[base + seg + i] != 0) << i;
+            lane_b[l] = bits;  // u32: zero-extended
+          }
+          lane_a.swap(lane_b);
+          break;
+        case Op::LaneAny: case Op::LaneAll: {
+          bool any = false, all = true;
+          for (uint32_t l = 0; l < W; ++l) {
+            any = any || lane_a[l] != 0;
+            all = all && lane_a[l] != 0;
+          }
+          for (uint32_t l = 0; l < W; ++l) lane_a[l] = uint64_t(in.op == Op::LaneAny ? any : all);
+          break;
+        }
+        default: fail(in, std::string("the interpreter cannot execute '") + ir::mnemonic(in.op) + "'");
+      }
+      for (uint32_t l = 0; l < W; ++l) out[base + l] = lane_a[l];
+    });
+  }
+
+  // lane_min / lane_and / lane_or of two lanes, on canonical registers (i32 sign-extended, u32
+  // and f32 zero-extended: and/or of two canonical registers is canonical).
+  static uint64_t combine2(ir::Op op, DType t, uint64_t a, uint64_t b) {
+    if (op == Op::LaneAnd) return a & b;
+    if (op == Op::LaneOr) return a | b;
+    if (t == DType::F32) return Scalar::of_f32(eval::fmin_ordered(Scalar{a}.f(), Scalar{b}.f())).bits;
+    if (t == DType::I32) return int64_t(a) < int64_t(b) ? a : b;
+    return a < b ? a : b;
+  }
+
+  // The canonical register of a 32-bit memory word of an atomic's dtype (i32, u32 or f32; the
+  // verifier allows no other): i32 sign-extended, u32 and f32 zero-extended.
+  static uint64_t word_register(DType t, uint64_t word) {
+    return t == DType::I32 ? uint64_t(int64_t(int32_t(uint32_t(word)))) : uint64_t(uint32_t(word));
+  }
+
+  // The new value of memory holding `old` after an atomic of kind `op` (the global form) with
+  // operand `v` (and `expected` for cas) on dtype t. f32 add rounds once per atomic, like a
+  // plain add; f32 min/max follow eval's ordered min/max; cas and exchange compare and move
+  // bits (a NaN can be swapped out, -0 is not +0).
+  // Operands and result are canonical registers (word_register).
+  static uint64_t atomic_update(ir::Op op, DType t, uint64_t old, uint64_t v, uint64_t expected) {
+    switch (op) {
+      case Op::AtomicAdd:
+        return t == DType::F32 ? Scalar::of_f32(Scalar{old}.f() + Scalar{v}.f()).bits : word_register(t, old + v);
+      case Op::AtomicMin:
+        if (t == DType::F32) return Scalar::of_f32(eval::fmin_ordered(Scalar{old}.f(), Scalar{v}.f())).bits;
+        return t == DType::I32 ? (int64_t(v) < int64_t(old) ? v : old) : (v < old ? v : old);
+      case Op::AtomicMax:
+        if (t == DType::F32) return Scalar::of_f32(eval::fmax_ordered(Scalar{old}.f(), Scalar{v}.f())).bits;
+        return t == DType::I32 ? (int64_t(v) > int64_t(old) ? v : old) : (v > old ? v : old);
+      case Op::AtomicAnd: return old & v;
+      case Op::AtomicOr: return old | v;
+      case Op::AtomicExchange: return v;
+      case Op::AtomicCas: return old == expected ? v : old;
+      default: return old;
+    }
+  }
+
+  // Global atomics run one active thread after another in ascending order: one valid order of
+  // the many a GPU may pick. Only what is order-free (integer add/min/max/and/or totals, f32
+  // min/max) is the same on every backend; returned values and f32 sums are not.
+  void global_atomic(const ir::Inst& in, uint64_t* out, const Mask& active) {
+    ir::AtomicOperands a = ir::atomic_operands(in);
+    View v = view(in);
+    const ir::Op kind = ir::atomic_kind(in.op);
+    const uint64_t* val = row(a.value);
+    const uint64_t* expected = a.expected != ir::kNone ? row(a.expected) : nullptr;
+    for (uint32_t t : active) {
+      int64_t idx = index_of(a.index, t);
+      check_index(in, v, idx, t);
+      unsigned char* p = v.data + size_t(idx) * 4;  // a 32-bit word (the verifier's atomic dtypes)
+      uint32_t word;
+      std::memcpy(&word, p, 4);
+      const uint64_t old = word_register(v.storage, word);
+      const uint32_t now = uint32_t(atomic_update(kind, v.storage, old, val[t], expected ? expected[t] : 0));
+      std::memcpy(p, &now, 4);
+      out[t] = old;
+    }
+  }
+
+  // Atomics on one slot never race with each other: the hardware serializes them in some order.
+  // A plain read or write of the slot by another thread in the same barrier interval does race
+  // with them (it sees the slot before or after any number of the atomics), in either order.
+  // An atomic reads the slot, so the slot must have been written first.
+  void check_atomic_race(const ir::Inst& in, uint32_t word, uint32_t t) {
+    SlotAccess& s = tg_access_log[word];
+    const ir::Inst& a = k.insts[in.operands[0]];
+    const uint64_t name_index = uint64_t(a.attr(ir::Attr::Name));
+    const std::string name = name_index < k.strings.size() ? k.strings[size_t(name_index)] : "?";
+    const uint32_t slot = word - tg_offset[in.operands[0]];
+    auto race = [&](const char* kind, uint32_t other, Id other_op, const char* other_did) {
+      std::string other_text = other == kManyReaders ? "other threads" : thread_text(other);
+      std::string where = other_op == ir::kNone ? "" : " at " + k.where(k.insts[other_op].loc);
+      fail(in, std::string("threadgroup memory race (") + kind + ") on '" + name + "'[" + std::to_string(slot) +
+                   "]: " + thread_text(t) + " updates the slot atomically; " + other_text + " " + other_did + where +
+                   " with no barrier between (atomics do not race with each other, plain accesses do)");
+    };
+    if (s.written_group != group_serial && opts.uninitialized_tg_reads_are_errors)
+      fail(in, "atomic on threadgroup slot '" + name + "'[" + std::to_string(slot) +
+                   "] that no thread of this threadgroup has written (" + thread_text(t) +
+                   "; threadgroup memory starts undefined)");
+    if (s.write_epoch == epoch && s.writer != t) race("atomic after write", s.writer, s.write_op, "wrote it");
+    if (s.read_epoch == epoch && s.reader != t) race("atomic after read", s.reader, s.read_op, "read it");
+    s.written_group = group_serial;
+    if (s.atomic_epoch != epoch) {
+      s.atomic_epoch = epoch;
+      s.atomic_thread = t;
+      s.atomic_op = Id(&in - k.insts.data());
+    } else if (s.atomic_thread != t) {
+      s.atomic_thread = kManyReaders;
     }
   }
 
@@ -585,7 +804,7 @@ struct Machine {
 
 }  // namespace
 
-void run(const ir::Kernel& k, DType dtype, const std::vector<BufferArg>& buffers, const std::vector<uint32_t>& scalars,
+void run(const ir::Kernel& k, Instantiation dtype, const std::vector<BufferArg>& buffers, const std::vector<uint32_t>& scalars,
          Dim3 grid, Dim3 threadgroup, const Options& opts) {
   Machine m(k, dtype, opts);
   m.setup(buffers, scalars, grid, threadgroup);

@@ -19,6 +19,8 @@ DType infer(const ir::Kernel& k, const ir::Inst& in) {
   auto operand = [&](int i) { return i < in.num_operands() ? k.insts[in.operands[i]].type.elem() : DType::Void; };
   switch (in.op) {
     case Op::Param: case Op::Load: return in.param() < k.params.size() ? k.params[in.param()].dtype : DType::Void;
+    case Op::LaneBallot: return DType::U32;
+    case Op::LaneAny: case Op::LaneAll: return DType::Bool;
     case Op::ThreadId: case Op::ProgramId: case Op::LocalId: case Op::GroupSize: case Op::NumPrograms:
     case Op::LaneId: case Op::LaneWidth: case Op::SimdGroupId: case Op::NumSimdGroups:
       return DType::U32;
@@ -30,7 +32,9 @@ DType infer(const ir::Kernel& k, const ir::Inst& in) {
       for (int i = 0; i < in.num_operands(); ++i)
         if (operand(i) != DType::Void) return operand(i);
       return DType::Void;
-    default: return operand(0);  // unary math, shifts, var ops, tg loads, lane ops, for
+    default:
+      if (ir::is_global_atomic(in.op)) return in.param() < k.params.size() ? k.params[in.param()].dtype : DType::Void;
+      return operand(0);  // unary math, shifts, var ops, tg loads and atomics, lane ops, for
   }
 }
 

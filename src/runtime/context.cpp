@@ -103,9 +103,9 @@ struct KernelFacts {
     f.dtypes_used = ir::dtypes_used(k);
     return f;
   }
-  uint64_t threadgroup_bytes(const ir::Kernel& k, DType d) {
-    const size_t i = size_t(d);
-    if (i >= kNumDTypes) return ir::threadgroup_bytes(k, d);
+  uint64_t threadgroup_bytes(const ir::Kernel& k, Instantiation d) {
+    const size_t i = size_t(d.t);
+    if (i >= kNumDTypes || d.has_w()) return ir::threadgroup_bytes(k, d);
     if (!tg_known[i]) {
       tg_bytes[i] = ir::threadgroup_bytes(k, d);
       tg_known[i] = true;
@@ -206,7 +206,7 @@ bool optimizer_switches_set() {
 }  // namespace
 
 struct Context::Cache {
-  using Key = std::tuple<uint64_t, std::string, DType, uint32_t, uint32_t, uint32_t>;
+  using Key = std::tuple<uint64_t, std::string, Instantiation, uint32_t, uint32_t, uint32_t>;
   // Guards everything below. Dispatches of one Context may come from several threads.
   mutable std::mutex mu;
   // Owns every pipeline, by content hash, name, dtype and (where the device bakes it in) shape.
@@ -218,7 +218,7 @@ struct Context::Cache {
   // compare. Any other kernel (a test's mutant, a freshly traced body) is hashed every time —
   // an address says nothing about content — and finds its facts by that hash.
   struct Fast {
-    DType dtype;
+    Instantiation dtype;
     Dim3 shape;
     rt::CompiledKernel* compiled;
   };
@@ -270,7 +270,7 @@ std::unique_ptr<Context> Context::create(Backend backend, int index) {
 const DeviceInfo& Context::info() const { return device_->info(); }
 
 DeviceBuffer Context::alloc(DType dtype, size_t count) {
-  if (dtype == DType::Generic || dtype == DType::Void) throw Error(std::string("cannot allocate a buffer of dtype ") + dtype_name(dtype));
+  if (is_type_param(dtype) || dtype == DType::Void) throw Error(std::string("cannot allocate a buffer of dtype ") + dtype_name(dtype));
   DeviceBuffer b;
   b.dtype_ = dtype;
   uint64_t bytes = 0;
@@ -385,22 +385,31 @@ struct CheckFacts {
 // Every dispatch rule. On success fills `out` (when given) with the launch arguments; a valid
 // dispatch allocates nothing here: messages are only built for a rejected one, working storage
 // is on the stack and `out` is reused (its vectors keep their capacity).
-void check(const DeviceInfo& dev, const ir::Kernel& k, const CheckFacts& facts, DType dtype, const Bindings& buffers,
+void check(const DeviceInfo& dev, const ir::Kernel& k, const CheckFacts& facts, Instantiation dtype, const Bindings& buffers,
            const Constexprs& constexprs, Dim3 grid, Dim3 tg, rt::LaunchArgs* out) {
   std::vector<std::string> problems;
   auto fail = [&](std::string m) { problems.push_back(std::move(m)); };
 
   bool generic = !k.dtypes.empty();
-  if (dtype == DType::Generic || dtype == DType::Void || dtype == DType::Bool)
-    fail(std::string("dtype ") + dtype_name(dtype) + " cannot be dispatched (use a concrete value dtype)");
-  if (generic) {
+  const bool t_bad = is_type_param(dtype.t) || dtype.t == DType::Void || dtype.t == DType::Bool;
+  const bool w_bad = is_type_param(dtype.w) || dtype.w == DType::Bool;
+  if (t_bad) fail(std::string("dtype ") + dtype_name(dtype.t) + " cannot be dispatched (use a concrete value dtype)");
+  if (w_bad) fail(std::string("W = ") + dtype_name(dtype.w) + " cannot be dispatched (use a concrete value dtype)");
+  bool t_ok = !t_bad;
+  if (generic && !t_bad) {
     bool ok = false;
-    for (DType t : k.dtypes) ok = ok || t == dtype;
+    for (DType t : k.dtypes) ok = ok || t == dtype.t;
     if (!ok) {
       std::string declared;
       for (DType t : k.dtypes) declared += (declared.empty() ? "" : ", ") + std::string(dtype_name(t));
-      fail(std::string("the kernel is not declared for dtype ") + dtype_name(dtype) + " (declared: " + declared + ")");
+      fail(std::string("the kernel is not declared for dtype ") + dtype_name(dtype.t) + " (declared: " + declared + ")");
+      t_ok = false;
     }
+  }
+  // W, once T is right (a wrong T is reported above): the message names both.
+  if (t_ok && !w_bad && (!k.wtypes.empty() || dtype.has_w())) {
+    std::string why;
+    if (!ir::declares(k, dtype, &why)) fail(why);
   }
 
   // Geometry. The grid counts threadgroups; total threads = grid * threadgroup.
@@ -438,9 +447,10 @@ void check(const DeviceInfo& dev, const ir::Kernel& k, const CheckFacts& facts, 
   // Element types the device cannot store or compute (a Vulkan driver without shaderInt8 or
   // 8-bit storage, say): rejected here, naming the type, rather than failing in the compiler.
   uint32_t used = facts.dtypes_used;
-  if (used & (1u << unsigned(DType::Generic))) used |= 1u << unsigned(dtype);
+  if (used & (1u << unsigned(DType::Generic))) used |= 1u << unsigned(dtype.t);
+  if ((used & (1u << unsigned(DType::GenericW))) && dtype.has_w()) used |= 1u << unsigned(dtype.w);
   for (size_t d = 0; d < kNumDTypes; ++d) {
-    if (!(used & (1u << d)) || DType(d) == DType::Generic) continue;
+    if (!(used & (1u << d)) || is_type_param(DType(d))) continue;
     std::string why;
     if (!dtype_supported(dev, DType(d), why))
       fail(std::string("the kernel uses ") + dtype_name(DType(d)) + ", which " + dev.name + " does not support (" + why + ")");
@@ -563,7 +573,7 @@ void check(const DeviceInfo& dev, const ir::Kernel& k, const CheckFacts& facts, 
     }
 
   if (!problems.empty()) {
-    std::string msg = "invalid dispatch of " + k.name + " (" + dtype_name(dtype) + ") on " + dev.name + ":";
+    std::string msg = "invalid dispatch of " + k.name + " (" + instantiation_name(dtype) + ") on " + dev.name + ":";
     for (const std::string& p : problems) msg += "\n  - " + p;
     throw Error(msg);
   }
@@ -588,9 +598,11 @@ rt::LaunchArgs& launch_scratch() {
   return args;
 }
 
-DType normalize(const ir::Kernel& kernel, DType dtype) {
-  // A kernel without T is the same program at every dtype: one pipeline, keyed as f32.
-  if (kernel.dtypes.empty() && dtype != DType::Generic && dtype != DType::Void && dtype != DType::Bool) return DType::F32;
+Instantiation normalize(const ir::Kernel& kernel, Instantiation dtype) {
+  // A kernel without T is the same program at every T: one pipeline, keyed as f32 (W, which
+  // the kernel may still take, is kept).
+  if (kernel.dtypes.empty() && !is_type_param(dtype.t) && dtype.t != DType::Void && dtype.t != DType::Bool)
+    dtype.t = DType::F32;
   return dtype;
 }
 
@@ -610,7 +622,7 @@ void Context::set_disk_cache_dir(const std::string& dir) {
 // Facts for validation and, when this Context built it before, the pipeline. A registry kernel
 // seen before costs one lock and one pointer look-up; a registry kernel seen for the first time
 // and every other kernel cost an IR print (the content hash) and, for a new hash, the walks.
-Context::Prepared Context::prepare(const ir::Kernel& kernel, DType dtype, Dim3 threadgroup, bool want_pipeline) const {
+Context::Prepared Context::prepare(const ir::Kernel& kernel, Instantiation dtype, Dim3 threadgroup, bool want_pipeline) const {
   Cache& c = *cache_;
   const Dim3 shape = device_->pipeline_depends_on_threadgroup() ? threadgroup : Dim3{0, 0, 0};
   Prepared p;
@@ -658,21 +670,21 @@ Context::Prepared Context::prepare(const ir::Kernel& kernel, DType dtype, Dim3 t
   return p;
 }
 
-void Context::validate_dispatch(const ir::Kernel& kernel, DType dtype, const Bindings& buffers,
+void Context::validate_dispatch(const ir::Kernel& kernel, Instantiation dtype, const Bindings& buffers,
                                 const Constexprs& constexprs, Dim3 grid, Dim3 threadgroup) const {
   Prepared p = prepare(kernel, dtype, threadgroup, false);
   check(device_->info(), kernel, CheckFacts{p.lane_ops, p.dtypes_used, p.shared_bytes, p.dynamic_tg}, dtype, buffers, constexprs, grid, threadgroup,
         nullptr);
 }
 
-void Context::dispatch_with_grid(std::string_view kernel, DType dtype, const Bindings& buffers,
+void Context::dispatch_with_grid(std::string_view kernel, Instantiation dtype, const Bindings& buffers,
                                  const Constexprs& constexprs, Dim3 grid, Dim3 threadgroup) {
   dispatch_with_grid(kernel_ir(kernel), dtype, buffers, constexprs, grid, threadgroup);
 }
 
 // A pipeline not found by prepare(): from the memory cache (a kernel prepare() could not look up
 // by address), else the disk cache, else compiled. Registry kernels get a fast-path entry.
-rt::CompiledKernel& Context::pipeline(const ir::Kernel& kernel, DType dtype, Dim3 threadgroup, const Prepared& p) {
+rt::CompiledKernel& Context::pipeline(const ir::Kernel& kernel, Instantiation dtype, Dim3 threadgroup, const Prepared& p) {
   std::lock_guard lock(cache_->mu);
   Dim3 shape = device_->pipeline_depends_on_threadgroup() ? threadgroup : Dim3{0, 0, 0};
   Cache::Key key{p.hash, kernel.name, dtype, shape.x, shape.y, shape.z};
@@ -692,7 +704,7 @@ rt::CompiledKernel& Context::pipeline(const ir::Kernel& kernel, DType dtype, Dim
 
 // Builds a pipeline; cache_->mu is held. Disk first: a hit skips passes::optimize, emission and
 // the compiler, and only asks the device to load the stored binary.
-std::unique_ptr<rt::CompiledKernel> Context::build(const ir::Kernel& kernel, DType dtype, Dim3 threadgroup,
+std::unique_ptr<rt::CompiledKernel> Context::build(const ir::Kernel& kernel, Instantiation dtype, Dim3 threadgroup,
                                                    uint64_t hash) {
   Cache& c = *cache_;
   rt::DiskCache* disk = nullptr;
@@ -720,7 +732,7 @@ std::unique_ptr<rt::CompiledKernel> Context::build(const ir::Kernel& kernel, DTy
                                        : "any";
     const std::string ir_hash = hex64(hash);
     key = rt::cache_key({"iron-pipeline-1", backend_name(device_->info().backend), *c.fingerprint, ir_hash,
-                         kernel.name, dtype_name(dtype), shape, iron_build_id()});
+                         kernel.name, instantiation_name(dtype), shape, iron_build_id()});
     const uint64_t corrupt_before = disk->stats().corrupt;
     std::optional<std::vector<char>> bytes = disk->load(key);
     c.stats.disk_corrupt += disk->stats().corrupt - corrupt_before;
@@ -752,7 +764,7 @@ std::unique_ptr<rt::CompiledKernel> Context::build(const ir::Kernel& kernel, DTy
 }
 
 std::vector<std::unique_ptr<rt::CompiledKernel>> rt::Device::compile_many(const std::vector<const ir::Kernel*>& ks,
-                                                                        const std::vector<DType>& dtypes,
+                                                                        const std::vector<Instantiation>& dtypes,
                                                                         const std::vector<Dim3>& threadgroups) {
   std::vector<std::unique_ptr<CompiledKernel>> out(ks.size());
   for (size_t i = 0; i < ks.size(); ++i) {
@@ -765,7 +777,7 @@ std::vector<std::unique_ptr<rt::CompiledKernel>> rt::Device::compile_many(const 
   return out;
 }
 
-void Context::precompile(const std::vector<const ir::Kernel*>& kernels, const std::vector<DType>& dtypes,
+void Context::precompile(const std::vector<const ir::Kernel*>& kernels, const std::vector<Instantiation>& dtypes,
                          const std::vector<Dim3>& threadgroups) {
   if (dtypes.size() != kernels.size() || threadgroups.size() != kernels.size())
     throw Error("precompile: " + std::to_string(kernels.size()) + " kernels, " + std::to_string(dtypes.size()) +
@@ -773,11 +785,11 @@ void Context::precompile(const std::vector<const ir::Kernel*>& kernels, const st
   const bool by_shape = device_->pipeline_depends_on_threadgroup();
   std::vector<Cache::Key> keys;
   std::vector<ir::Kernel> optimized;
-  std::vector<DType> ds;
+  std::vector<Instantiation> ds;
   std::vector<Dim3> tgs;
   for (size_t i = 0; i < kernels.size(); ++i) {
     const ir::Kernel& k = *kernels[i];
-    const DType d = normalize(k, dtypes[i]);
+    const Instantiation d = normalize(k, dtypes[i]);
     const Dim3 shape = by_shape ? threadgroups[i] : Dim3{0, 0, 0};
     Cache::Key key{ir::content_hash(k), k.name, d, shape.x, shape.y, shape.z};
     {
@@ -803,7 +815,7 @@ void Context::precompile(const std::vector<const ir::Kernel*>& kernels, const st
     if (built[i]) cache_->pipelines.emplace(keys[i], std::move(built[i]));
 }
 
-void Context::dispatch_with_grid(const ir::Kernel& kernel, DType dtype, const Bindings& buffers,
+void Context::dispatch_with_grid(const ir::Kernel& kernel, Instantiation dtype, const Bindings& buffers,
                                  const Constexprs& constexprs, Dim3 grid, Dim3 threadgroup) {
   dtype = normalize(kernel, dtype);
   Prepared p = prepare(kernel, dtype, threadgroup, true);
@@ -814,7 +826,7 @@ void Context::dispatch_with_grid(const ir::Kernel& kernel, DType dtype, const Bi
   device_->launch(compiled, args, grid, threadgroup);
 }
 
-Timing Context::time_dispatch(const ir::Kernel& kernel, DType dtype, const Bindings& buffers,
+Timing Context::time_dispatch(const ir::Kernel& kernel, Instantiation dtype, const Bindings& buffers,
                               const Constexprs& constexprs, Dim3 grid, Dim3 threadgroup, const TimingOptions& opts) {
   if (opts.warmup < 0 || opts.samples <= 0)
     throw Error("timing needs warmup >= 0 and samples > 0 (got " + std::to_string(opts.warmup) + ", " +

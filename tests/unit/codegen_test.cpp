@@ -12,7 +12,7 @@ using namespace iron;
 TEST(Codegen, EmissionIsDeterministicAndEveryKernelCompilesToValidSpirv) {
   for (const KernelDecl* d : registered_kernels()) {
     const ir::Kernel k = passes::optimize(kernel_ir(d->name));
-    for (DType t : k.dtypes) {
+    for (Instantiation t : ir::instantiations(k)) {
       for (codegen::Target target : {codegen::Target::Cuda, codegen::Target::Glsl}) {
         codegen::Emitted a = codegen::emit(k, t, target);
         codegen::Emitted b = codegen::emit(k, t, target);
@@ -21,7 +21,7 @@ TEST(Codegen, EmissionIsDeterministicAndEveryKernelCompilesToValidSpirv) {
       }
       codegen::Emitted g = codegen::emit(k, t, codegen::Target::Glsl);
       codegen::Spirv s = codegen::compile_glsl(g.source, d->name);
-      EXPECT_TRUE(s.ok) << d->name << " " << dtype_name(t) << "\n" << s.log;
+      EXPECT_TRUE(s.ok) << d->name << " " << instantiation_name(t) << "\n" << s.log;
       EXPECT_EQ(codegen::validate_spirv(s.words), "");
     }
   }

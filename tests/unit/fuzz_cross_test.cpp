@@ -64,6 +64,33 @@ TEST(FuzzCross, ProgramsHaveThreadgroupOpsAndNoTranscendentals) {
   EXPECT_GT(general_transcendental, 0u) << "the pass fuzz programs should keep their transcendentals";
 }
 
+// The lane slice's ops reach the compared programs: every shuffle, reduction, prefix sum and
+// vote, and threadgroup atomics, in the generated and in the optimized programs; the value an
+// atomic returns (whose order is the hardware's) is never used.
+TEST(FuzzCross, ProgramsHaveEveryLaneOpAndOrderFreeAtomics) {
+  std::map<Op, size_t> generated, optimized;
+  size_t atomic_uses = 0;
+  for (uint64_t seed = 0; seed < 2000; ++seed) {
+    bool red = fuzz::reduction_seed(seed);
+    ir::Kernel k = fuzz::random_program(seed, red, cross());
+    ir::walk(k, [&](ir::Id id) {
+      const ir::Inst& in = k.insts[id];
+      ++generated[in.op];
+      for (int i = 0; i < in.num_operands(); ++i) atomic_uses += ir::is_atomic(k.insts[in.operands[i]].op);
+    });
+    ir::Kernel opt = passes::optimize(k);
+    ir::walk(opt, [&](ir::Id id) { ++optimized[opt.insts[id].op]; });
+  }
+  for (Op op : {Op::LaneShuffle, Op::LaneShuffleXor, Op::LaneShuffleUp, Op::LaneShuffleDown, Op::LaneBroadcast,
+                Op::LaneMin, Op::LaneAnd, Op::LaneOr, Op::LaneInclusiveSum, Op::LaneExclusiveSum, Op::LaneBallot,
+                Op::LaneAny, Op::LaneAll, Op::TgAtomicAdd, Op::TgAtomicMin, Op::TgAtomicMax, Op::TgAtomicAnd,
+                Op::TgAtomicOr}) {
+    EXPECT_GT(generated[op], 0u) << ir::mnemonic(op) << " is never generated";
+    EXPECT_GT(optimized[op], 0u) << ir::mnemonic(op) << " never survives the pipeline";
+  }
+  EXPECT_EQ(atomic_uses, 0u) << "an atomic's returned value is used";
+}
+
 // The exact math ops (docs/semantics.md) are compared bit for bit across backends, so the
 // cross-backend programs contain each of them; every bitcast of an f32 reads a value whose NaN
 // was replaced first (the bits of a NaN are not specified).

@@ -478,13 +478,13 @@ class CudaDevice final : public Device {
     drv().check(drv().cuMemcpyDtoH_v2(data, b.ptr, bytes), "cuMemcpyDtoH_v2");
   }
 
-  std::unique_ptr<CompiledKernel> compile(const ir::Kernel& k, DType dtype, Dim3 /*threadgroup*/) override {
+  std::unique_ptr<CompiledKernel> compile(const ir::Kernel& k, Instantiation dtype, Dim3 /*threadgroup*/) override {
     codegen::Emitted emitted = codegen::emit(k, dtype, codegen::Target::Cuda);
     if (!emitted.ok()) throw Error(emitted.diags.render(k));
     NvrtcResult nv = nvrtc_compile(emitted.source, emitted.entry, info_.arch);
     if (!nv.ok)
       throw Error("NVRTC failed to compile kernel '" + k.name + "' (" + emitted.entry + ", " +
-                  dtype_name(dtype) + ") for " + info_.arch + ":\n" + nv.log + "\nsource:\n" +
+                  instantiation_name(dtype) + ") for " + info_.arch + ":\n" + nv.log + "\nsource:\n" +
                   numbered_source(emitted.source));
     auto out = std::make_unique<CudaKernel>();
     out->ctx = ctx_;
@@ -502,7 +502,7 @@ class CudaDevice final : public Device {
   // compile fails is compiled kernel by kernel, so only the failing kernels are left out (their
   // dispatch reports the error).
   std::vector<std::unique_ptr<CompiledKernel>> compile_many(const std::vector<const ir::Kernel*>& ks,
-                                                            const std::vector<DType>& dtypes,
+                                                            const std::vector<Instantiation>& dtypes,
                                                             const std::vector<Dim3>& threadgroups) override {
     const size_t n = ks.size();
     std::vector<std::unique_ptr<CompiledKernel>> out(n);
@@ -577,13 +577,13 @@ class CudaDevice final : public Device {
     return fp;
   }
 
-  std::unique_ptr<CompiledKernel> load(const ir::Kernel& k, DType dtype, Dim3 /*threadgroup*/,
+  std::unique_ptr<CompiledKernel> load(const ir::Kernel& k, Instantiation dtype, Dim3 /*threadgroup*/,
                                        const std::vector<char>& binary) override {
     std::string log;
     const char* cubin = nullptr;
     size_t cubin_size = 0;
     if (!unpack_binary(binary, log, cubin, cubin_size))
-      throw Error("cached CUDA binary for '" + k.name + "' (" + dtype_name(dtype) + ") is malformed");
+      throw Error("cached CUDA binary for '" + k.name + "' (" + instantiation_name(dtype) + ") is malformed");
     auto out = std::make_unique<CudaKernel>();
     out->ctx = ctx_;
     out->entry = codegen::entry_name(k, dtype);  // what emit() names the entry of the optimized kernel too

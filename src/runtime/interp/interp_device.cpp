@@ -55,7 +55,7 @@ struct InterpBuffer final : BufferImpl {
 
 struct InterpKernel final : CompiledKernel {
   ir::Kernel kernel;
-  DType dtype = DType::F32;
+  Instantiation dtype = DType::F32;
 };
 
 class InterpDevice final : public Device {
@@ -86,7 +86,7 @@ class InterpDevice final : public Device {
   }
 
   // The interpreter trusts its IR (ids in range, scoping, types), so it is verified once here.
-  std::unique_ptr<CompiledKernel> compile(const ir::Kernel& k, DType dtype, Dim3) override {
+  std::unique_ptr<CompiledKernel> compile(const ir::Kernel& k, Instantiation dtype, Dim3) override {
     ir::Diagnostics diags;
     if (!ir::verify(k, diags)) throw Error("kernel " + k.name + " does not verify:\n" + diags.render(k));
     auto c = std::make_unique<InterpKernel>();

@@ -288,6 +288,9 @@ struct PhysicalDevice {
   bool f16_rte = false;
   // Subgroup shuffles in compute shaders: the lane reductions' butterflies need them.
   bool subgroup_shuffle = false;
+  // Ballots and votes (lane_ballot; lane_any, lane_all) in compute shaders.
+  bool subgroup_ballot = false;
+  bool subgroup_vote = false;
   bool storage_16bit = false;
   bool uniform_storage_16bit = false;
   bool shader_float16 = false;
@@ -350,6 +353,9 @@ PhysicalDevice describe(const Instance& inst, VkPhysicalDevice handle) {
   }
   pd.subgroup_shuffle = v11 && (subgroup.supportedOperations & VK_SUBGROUP_FEATURE_SHUFFLE_BIT) &&
                         (subgroup.supportedStages & VK_SHADER_STAGE_COMPUTE_BIT);
+  const bool compute_subgroups = v11 && (subgroup.supportedStages & VK_SHADER_STAGE_COMPUTE_BIT);
+  pd.subgroup_ballot = compute_subgroups && (subgroup.supportedOperations & VK_SUBGROUP_FEATURE_BALLOT_BIT);
+  pd.subgroup_vote = compute_subgroups && (subgroup.supportedOperations & VK_SUBGROUP_FEATURE_VOTE_BIT);
   pd.preserve_f32_specials = v12 && float_controls.shaderSignedZeroInfNanPreserveFloat32;
   pd.f16_rte = v12 && float_controls.shaderRoundingModeRTEFloat16;
   pd.loop_limited = have_driver && driver.driverID == VK_DRIVER_ID_MESA_LLVMPIPE;
@@ -797,10 +803,21 @@ class VulkanDevice final : public Device {
     if (bytes) std::memcpy(data, b.mapped, bytes);
   }
 
-  std::unique_ptr<CompiledKernel> compile(const ir::Kernel& k, DType dtype, Dim3 threadgroup) override {
+  std::unique_ptr<CompiledKernel> compile(const ir::Kernel& k, Instantiation dtype, Dim3 threadgroup) override {
     if (ir::uses_lane_ops(k) && !pd_.subgroup_shuffle)
       throw Error("kernel '" + k.name + "' uses lane reductions, which are subgroup shuffle butterflies on Vulkan; device '" +
                   pd_.info.name + "' does not support subgroup shuffles in compute shaders (VK_SUBGROUP_FEATURE_SHUFFLE_BIT)");
+    bool ballot = false, vote = false;
+    ir::walk(k, [&](ir::Id id) {
+      ballot = ballot || k.insts[id].op == ir::Op::LaneBallot;
+      vote = vote || k.insts[id].op == ir::Op::LaneAny || k.insts[id].op == ir::Op::LaneAll;
+    });
+    if (ballot && !pd_.subgroup_ballot)
+      throw Error("kernel '" + k.name + "' uses lane_ballot; device '" + pd_.info.name +
+                  "' does not support subgroup ballots in compute shaders (VK_SUBGROUP_FEATURE_BALLOT_BIT)");
+    if (vote && !pd_.subgroup_vote)
+      throw Error("kernel '" + k.name + "' uses lane_any or lane_all; device '" + pd_.info.name +
+                  "' does not support subgroup votes in compute shaders (VK_SUBGROUP_FEATURE_VOTE_BIT)");
     codegen::EmitOptions options;
     options.loop_limit_check = pd_.loop_limited;
     // lavapipe's fma is a multiply and an add (two roundings): emulated with one.
@@ -809,12 +826,12 @@ class VulkanDevice final : public Device {
     options.f16_round_to_nearest_even = pd_.f16_rte;
     codegen::Emitted emitted = codegen::emit(k, dtype, codegen::Target::Glsl, options);
     if (!emitted.ok())
-      throw Error("kernel '" + k.name + "' (" + dtype_name(dtype) + ") cannot be emitted as GLSL:\n" +
+      throw Error("kernel '" + k.name + "' (" + instantiation_name(dtype) + ") cannot be emitted as GLSL:\n" +
                   emitted.diags.render(k));
     std::string label = codegen::entry_name(k, dtype);
     codegen::Spirv spirv = codegen::compile_glsl(emitted.source, label);
     if (!spirv.ok)
-      throw Error("kernel '" + k.name + "' (" + dtype_name(dtype) + "): GLSL -> SPIR-V failed:\n" + spirv.log +
+      throw Error("kernel '" + k.name + "' (" + instantiation_name(dtype) + "): GLSL -> SPIR-V failed:\n" + spirv.log +
                   "--- GLSL source (" + label + ") ---\n" + numbered(emitted.source));
 
     std::unique_ptr<VulkanKernel> kern =
@@ -849,7 +866,7 @@ class VulkanDevice final : public Device {
 
   // `binary` holds the SPIR-V words compile() produced. Its checksum already matched; the magic
   // number and word alignment are checked here, and the driver validates the rest.
-  std::unique_ptr<CompiledKernel> load(const ir::Kernel& k, DType dtype, Dim3 threadgroup,
+  std::unique_ptr<CompiledKernel> load(const ir::Kernel& k, Instantiation dtype, Dim3 threadgroup,
                                        const std::vector<char>& binary) override {
     const std::string label = codegen::entry_name(k, dtype);
     if (binary.size() < 20 || binary.size() % sizeof(uint32_t) != 0)
@@ -862,7 +879,7 @@ class VulkanDevice final : public Device {
 
   // Layout, pipeline and descriptor set for SPIR-V `words` of kernel `k` (the optimized kernel
   // from compile(), the traced one from load(): params and lane-op use are the same).
-  std::unique_ptr<VulkanKernel> make_kernel(const ir::Kernel& k, DType dtype, Dim3 threadgroup, const uint32_t* words,
+  std::unique_ptr<VulkanKernel> make_kernel(const ir::Kernel& k, Instantiation dtype, Dim3 threadgroup, const uint32_t* words,
                                             size_t num_words, std::string label) {
     auto kern = std::make_unique<VulkanKernel>();
     kern->core = core_;
