@@ -27,6 +27,14 @@ inline constexpr DType bf16 = DType::BF16;
 inline constexpr DType i32 = DType::I32;
 inline constexpr DType u32 = DType::U32;
 inline constexpr DType boolean = DType::Bool;
+inline constexpr DType i8 = DType::I8;
+inline constexpr DType u8 = DType::U8;
+inline constexpr DType i16 = DType::I16;
+inline constexpr DType u16 = DType::U16;
+inline constexpr DType i64 = DType::I64;
+inline constexpr DType u64 = DType::U64;
+inline constexpr DType f8e4m3 = DType::F8E4M3;  // storage only: cast to f32 to compute
+inline constexpr DType f8e5m2 = DType::F8E5M2;  // storage only: cast to f32 to compute
 
 // A traced value: the id of the IR instruction that defines it, and its dtype.
 class Expr {

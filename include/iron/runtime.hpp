@@ -45,6 +45,12 @@ struct DeviceInfo {
   uint64_t memory_bytes = 0;
   bool f16 = false;
   bool bf16 = false;               // bf16 storage (computed through f32 where not native)
+  // 8-bit integers (and fp8 storage, held as 8-bit integers), 16-bit integers and 64-bit
+  // integers in buffers and registers. Vulkan: shaderInt8 + storageBuffer8BitAccess,
+  // shaderInt16 + storageBuffer16BitAccess, shaderInt64.
+  bool int8 = true;
+  bool int16 = true;
+  bool int64 = true;
   // f32 subnormals in shaders: false = preserved (IEEE, docs/semantics.md), true = flushed to
   // zero. Vulkan measures it once per opened device with a probe shader: the float-controls
   // properties say what a shader may request, not what it gets by default (lavapipe reports no
@@ -154,6 +160,9 @@ class Context {
   std::unique_ptr<rt::Device> device_;
   std::unique_ptr<Cache> cache_;
 };
+
+// Whether the device can run kernels that use dtype d; `why` names the missing feature.
+bool dtype_supported(const DeviceInfo& dev, DType d, std::string& why);
 
 // Devices visible to a backend, without opening a Context. Empty when the driver is absent;
 // `why` then says what was missing.

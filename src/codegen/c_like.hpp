@@ -25,6 +25,10 @@ struct EmitState {
   bool uses_16bit_storage = false;
   bool uses_f16 = false;
   bool uses_bf16 = false;
+  bool uses_int8 = false;          // i8/u8 values or 8-bit storage (i8, u8, fp8 buffers)
+  bool uses_8bit_storage = false;  // a buffer of 1-byte elements
+  bool uses_int16 = false;         // i16/u16 values or buffers
+  bool uses_int64 = false;         // i64/u64 values or buffers
   bool loop_check = false;         // EmitOptions::loop_limit_check (GLSL)
   bool emulate_fma = false;        // EmitOptions::emulate_fma (GLSL)
   bool preserve_f32_specials = false;       // EmitOptions (GLSL)
@@ -102,8 +106,34 @@ class Dialect {
   // compiler that rewrites `-(c ? 1.0f : 0.0f)` into a conversion of `-c` turns -0 into +0
   // (seen with NVRTC on sm_90a).
   virtual std::string float_neg(const std::string& x) const = 0;
-  // The shared integer helpers (div/rem/shl/shr for i32 and u32), empty for another name.
+  // The shared integer helpers (div/rem/shl/shr for every integer dtype, e.g. "div_i8"), empty
+  // for another name.
   std::string int_helper(const std::string& name) const;
+  // A value conversion to register type `to`: C's cast on CUDA, a constructor in GLSL. Between
+  // integers it keeps the value modulo 2^bits(to) (two's complement), as docs/semantics.md says.
+  virtual std::string convert(DType to, const std::string& x) const = 0;
+  // A 64-bit integer literal (suffix ll/ull on CUDA, l/ul in GLSL).
+  virtual std::string int64_literal(uint64_t bits, bool is_signed) const = 0;
+  // The operands of a narrow or 64-bit integer op, widened to the unsigned register type the
+  // dialects compute them in (u32 up to 32 bits, u64 for 64), so no C promotion or signed
+  // overflow decides a result; convert() to the op's dtype wraps it back.
+  std::string widen_unsigned(DType t, const std::string& x) const {
+    return convert(int_bits(t) == 64 ? DType::U64 : DType::U32, x);
+  }
+  // A shift amount of any integer dtype as the u32 the shift helpers take: an amount >= 2^32
+  // (a 64-bit one) becomes 64, which shifts everything out like the amount itself would.
+  std::string shift_amount(DType amount_type, const std::string& b) const;
+  // Float -> integer helpers for the 8-, 16- and 64-bit dtypes ("f2i8", "f2u64", ...): NaN -> 0,
+  // truncate, saturate to the dtype's range (docs/semantics.md), given the target's f32 -> bits
+  // spelling; empty for another name.
+  std::string f2int_helper(const std::string& name, const char* to_bits) const;
+  // min, max and abs of the 8-, 16- and 64-bit integer dtypes, the same text on every dialect.
+  std::string int_math(ir::Op op, DType t, const std::vector<std::string>& a) const;
+  // A cast between two dtypes neither of which is one of the five original ones' special cases:
+  // fp8 narrowing, integers of other widths (shared by both dialects); empty when not handled.
+  std::string cast_new_types(EmitState& s, DType from, DType to, const std::string& x, const std::string& as_float) const;
+  // fp8 conversions: the helper call that rounds an f32 expression to fp8 and widens it back.
+  std::string fp8_round(EmitState& s, DType to, const std::string& f32) const;
   // The shared f32 min/max helpers ("fmin", "fmax"), given the target's bit-cast spellings.
   std::string minmax_helper(const std::string& name, const char* to_bits, const char* from_bits) const;
   virtual std::string barrier() const = 0;

@@ -1,6 +1,7 @@
 // CUDA C++ dialect (compiled by NVRTC). 16-bit floats are stored as __half / __nv_bfloat16
 // and computed in f32 registers; lane reductions are warp butterflies over 32 lanes, which the
 // dispatch validator guarantees are full (threadgroup size a multiple of 32).
+#include <cctype>
 #include <climits>
 #include <cstdio>
 #include <cmath>
@@ -11,28 +12,67 @@
 namespace iron::codegen {
 namespace {
 
+// The fp8 helpers of fp8_math.inc as strings, renamed to CUDA's spellings by cuda_text().
+#define IRON_FP8_HELPER(name, ...) const char* const kFp8_##name = #__VA_ARGS__;
+#include "codegen/fp8_math.inc"
+#undef IRON_FP8_HELPER
+
+// GLSL's uint and bit casts in CUDA's words; each function becomes a __device__ one.
+std::string cuda_text(std::string text) {
+  auto replace_all = [&](const std::string& from, const std::string& to, bool whole_word) {
+    size_t at = 0;
+    while ((at = text.find(from, at)) != std::string::npos) {
+      auto word = [&](size_t i) { return i < text.size() && (std::isalnum(static_cast<unsigned char>(text[i])) || text[i] == '_'); };
+      if (whole_word && ((at > 0 && word(at - 1)) || word(at + from.size()))) {
+        at += from.size();
+        continue;
+      }
+      text.replace(at, from.size(), to);
+      at += to.size();
+    }
+  };
+  replace_all("floatBitsToUint", "__float_as_uint", false);
+  replace_all("uintBitsToFloat", "__uint_as_float", false);
+  replace_all("uint", "unsigned", true);
+  replace_all("unsigned iron_", "\n__device__ __forceinline__ unsigned iron_", false);
+  replace_all("float iron_", "\n__device__ __forceinline__ float iron_", false);
+  return text + "\n";
+}
+
 const char* axis_name(int64_t a) { return a == 0 ? "x" : a == 1 ? "y" : "z"; }
 
 class CudaDialect final : public Dialect {
  public:
   const char* name() const override { return "CUDA"; }
 
+  // Fixed-width types: char 8, short 16, int 32 and long long 64 bits on every CUDA target.
   std::string reg_type(DType t) const override {
     switch (t) {
       case DType::I32: return "int";
       case DType::U32: return "unsigned";
       case DType::Bool: return "bool";
-      default: return "float";
+      case DType::I8: return "signed char";
+      case DType::U8: return "unsigned char";
+      case DType::I16: return "short";
+      case DType::U16: return "unsigned short";
+      case DType::I64: return "long long";
+      case DType::U64: return "unsigned long long";
+      default: return "float";  // every float dtype, fp8 included, is an f32 register
     }
   }
-  static std::string storage_type(DType t) {
+  std::string storage_type(DType t) const {
     switch (t) {
       case DType::F16: return "__half";
       case DType::BF16: return "__nv_bfloat16";
-      case DType::I32: return "int";
-      case DType::U32: return "unsigned";
-      default: return "float";
+      case DType::F8E4M3: case DType::F8E5M2: return "unsigned char";  // the fp8 bits
+      default: return reg_type(t);
     }
+  }
+  std::string convert(DType to, const std::string& x) const override { return "((" + reg_type(to) + ")(" + x + "))"; }
+  std::string int64_literal(uint64_t bits, bool is_signed) const override {
+    if (!is_signed) return std::to_string(bits) + "ull";
+    if (bits == 0x8000000000000000ull) return "(-9223372036854775807ll - 1ll)";
+    return "(" + std::to_string(int64_t(bits)) + "ll)";
   }
   std::string decl(DType t) const override { return "const " + reg_type(t) + " "; }
 
@@ -127,18 +167,22 @@ class CudaDialect final : public Dialect {
     }
   }
 
-  static std::string tg_storage(DType t) { return t == DType::Bool ? "bool" : storage_type(t); }
-  std::string tg_load(EmitState&, DType t, const std::string& elem) const override {
+  std::string tg_storage(DType t) const { return t == DType::Bool ? "bool" : storage_type(t); }
+  std::string tg_load(EmitState& s, DType t, const std::string& elem) const override {
     switch (t) {
       case DType::F16: return "__half2float(" + elem + ")";
       case DType::BF16: return "__bfloat162float(" + elem + ")";
+      case DType::F8E4M3: s.helpers.insert("e4m3"); return "iron_e4m3_to_f32(" + elem + ")";
+      case DType::F8E5M2: s.helpers.insert("e5m2"); return "iron_e5m2_to_f32(" + elem + ")";
       default: return elem;
     }
   }
-  std::string tg_store(EmitState&, DType t, const std::string& elem, const std::string& v) const override {
+  std::string tg_store(EmitState& s, DType t, const std::string& elem, const std::string& v) const override {
     switch (t) {
       case DType::F16: return elem + " = __float2half_rn(" + v + ")";
       case DType::BF16: return elem + " = __float2bfloat16_rn(" + v + ")";
+      case DType::F8E4M3: s.helpers.insert("e4m3"); return elem + " = (unsigned char)iron_f32_to_e4m3(" + v + ")";
+      case DType::F8E5M2: s.helpers.insert("e5m2"); return elem + " = (unsigned char)iron_f32_to_e5m2(" + v + ")";
       default: return elem + " = " + v;
     }
   }
@@ -168,6 +212,8 @@ class CudaDialect final : public Dialect {
     switch (s.concrete(p.dtype)) {
       case DType::F16: return "__half2float(" + e + ")";
       case DType::BF16: return "__bfloat162float(" + e + ")";
+      case DType::F8E4M3: s.helpers.insert("e4m3"); return "iron_e4m3_to_f32(" + e + ")";
+      case DType::F8E5M2: s.helpers.insert("e5m2"); return "iron_e5m2_to_f32(" + e + ")";
       default: return e;
     }
   }
@@ -177,6 +223,8 @@ class CudaDialect final : public Dialect {
     switch (s.concrete(p.dtype)) {
       case DType::F16: return e + "__float2half_rn(" + v + ")";
       case DType::BF16: return e + "__float2bfloat16_rn(" + v + ")";
+      case DType::F8E4M3: s.helpers.insert("e4m3"); return e + "(unsigned char)iron_f32_to_e4m3(" + v + ")";
+      case DType::F8E5M2: s.helpers.insert("e5m2"); return e + "(unsigned char)iron_f32_to_e5m2(" + v + ")";
       default: return e + v;
     }
   }
@@ -193,6 +241,10 @@ class CudaDialect final : public Dialect {
 
   std::string math(EmitState& s, const ir::Inst& in, DType t, const std::vector<std::string>& a) const override {
     bool f = is_float(t);
+    if (is_integer(t) && int_bits(t) != 32) {
+      std::string text = int_math(in.op, t, a);
+      if (!text.empty()) return text;
+    }
     bool int_op = in.op == ir::Op::MulHi || in.op == ir::Op::Popcount || in.op == ir::Op::Clz;
     bool any = in.op == ir::Op::Abs || in.op == ir::Op::Min || in.op == ir::Op::Max;
     if (int_op ? !is_integer(t) : !f && !any) {
@@ -229,10 +281,13 @@ class CudaDialect final : public Dialect {
     }
   }
 
-  std::string cast(EmitState&, const ir::Inst&, DType from, DType to, const std::string& x) const override {
+  std::string cast(EmitState& s, const ir::Inst&, DType from, DType to, const std::string& x) const override {
     if (to == DType::Bool) return "(" + x + " != 0)";
-    if (from == DType::Bool) return is_float(to) ? "(" + x + " ? 1.0f : 0.0f)" : "(" + reg_type(to) + ")(" + x + ")";
+    if (from == DType::Bool) return is_float(to) ? "(" + x + " ? 1.0f : 0.0f)" : convert(to, x);
+    // An integer of any width converts to f32 in one rounding (cvt.rn.f32.s64 for 64 bits).
     std::string as_float = is_float(from) ? x : "(float)(" + x + ")";
+    std::string other = cast_new_types(s, from, to, x, as_float);
+    if (!other.empty()) return other;
     switch (to) {
       case DType::F32: return as_float;
       // Narrowing to a 16-bit float rounds (to nearest even) even though registers stay f32.
@@ -258,6 +313,8 @@ class CudaDialect final : public Dialect {
   }
   const char* helper_prefix() const override { return "__device__ __forceinline__ "; }
   std::string helper(const std::string& name) const override {
+    if (name == "e4m3") return cuda_text(kFp8_e4m3);
+    if (name == "e5m2") return cuda_text(kFp8_e5m2);
     if (name == "atomic_f32_add" || name == "atomic_f32_min" || name == "atomic_f32_max") {
       std::string op = name.substr(11);
       std::string next = op == "add" ? "__uint_as_float(seen) + v" : "iron_f" + op + "(__uint_as_float(seen), v)";
@@ -267,6 +324,7 @@ class CudaDialect final : public Dialect {
              "  } while (old != seen);\n  return __uint_as_float(old);\n}\n";
     }
     std::string text = int_helper(name);
+    if (text.empty()) text = f2int_helper(name, "__float_as_uint");
     return text.empty() ? minmax_helper(name, "__float_as_uint", "__uint_as_float") : text;
   }
 

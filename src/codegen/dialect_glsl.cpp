@@ -20,6 +20,9 @@ namespace {
 #include "codegen/glsl_exact_math.inc"
 #include "codegen/glsl_math.inc"
 #undef IRON_GLSL_HELPER
+#define IRON_FP8_HELPER(name, ...) const char* const kFp8_##name = #__VA_ARGS__;
+#include "codegen/fp8_math.inc"
+#undef IRON_FP8_HELPER
 
 // Stringizing puts a helper on one line; this breaks it after `{`, `}` and statement `;` and
 // indents by brace depth, so the generated shader stays readable.
@@ -51,22 +54,35 @@ class GlslDialect final : public Dialect {
  public:
   const char* name() const override { return "GLSL"; }
 
+  // 8-, 16- and 64-bit integers are the GL_EXT_shader_explicit_arithmetic_types_* types, which
+  // compute in their own width (the dispatch check requires the device features).
   std::string reg_type(DType t) const override {
     switch (t) {
       case DType::I32: return "int";
       case DType::U32: return "uint";
       case DType::Bool: return "bool";
-      default: return "float";
+      case DType::I8: return "int8_t";
+      case DType::U8: return "uint8_t";
+      case DType::I16: return "int16_t";
+      case DType::U16: return "uint16_t";
+      case DType::I64: return "int64_t";
+      case DType::U64: return "uint64_t";
+      default: return "float";  // every float dtype, fp8 included, is an f32 register
     }
   }
-  static std::string storage_type(DType t) {
+  std::string storage_type(DType t) const {
     switch (t) {
       case DType::F16: return "uint16_t";
       case DType::BF16: return "uint16_t";
-      case DType::I32: return "int";
-      case DType::U32: return "uint";
-      default: return "float";
+      case DType::F8E4M3: case DType::F8E5M2: return "uint8_t";  // the fp8 bits
+      default: return reg_type(t);
     }
+  }
+  std::string convert(DType to, const std::string& x) const override { return reg_type(to) + "(" + x + ")"; }
+  std::string int64_literal(uint64_t bits, bool is_signed) const override {
+    if (!is_signed) return std::to_string(bits) + "ul";
+    if (bits == 0x8000000000000000ull) return "(-9223372036854775807l - 1l)";
+    return "(" + std::to_string(int64_t(bits)) + "l)";
   }
   // Float values are `precise`: no contraction into fma or other reassociation the IR does not
   // say (docs/semantics.md); the execution modes in begin() keep NaN, Inf and -0 exact.
@@ -82,7 +98,11 @@ class GlslDialect final : public Dialect {
     out += "#version 450\n";
     out += "// Iron kernel " + k.name + " (" + instantiation_name(s.dtype) + "), GLSL. Generated: do not edit.\n";
     if (s.uses_16bit_storage) out += "#extension GL_EXT_shader_16bit_storage : require\n";
-    if (s.uses_f16 || s.uses_bf16) out += "#extension GL_EXT_shader_explicit_arithmetic_types_int16 : require\n";
+    if (s.uses_f16 || s.uses_bf16 || s.uses_int16)
+      out += "#extension GL_EXT_shader_explicit_arithmetic_types_int16 : require\n";
+    if (s.uses_int8) out += "#extension GL_EXT_shader_explicit_arithmetic_types_int8 : require\n";
+    if (s.uses_8bit_storage) out += "#extension GL_EXT_shader_8bit_storage : require\n";
+    if (s.uses_int64) out += "#extension GL_EXT_shader_explicit_arithmetic_types_int64 : require\n";
     if (s.uses_lane_ops) {
       out += "#extension GL_KHR_shader_subgroup_basic : require\n";
       out += "#extension GL_KHR_shader_subgroup_shuffle : require\n";
@@ -221,11 +241,13 @@ class GlslDialect final : public Dialect {
 
   std::string scalar(EmitState&, const ir::Param& p) const override { return "iron_scalars." + param_name(p); }
 
-  static std::string tg_storage(DType t) { return t == DType::Bool ? "bool" : storage_type(t); }
+  std::string tg_storage(DType t) const { return t == DType::Bool ? "bool" : storage_type(t); }
   std::string tg_load(EmitState& s, DType t, const std::string& elem) const override {
     switch (t) {
       case DType::F16: s.helpers.insert("f16"); return "iron_f16_to_f32(uint(" + elem + "))";
       case DType::BF16: return "iron_bf16_to_f32(" + elem + ")";
+      case DType::F8E4M3: s.helpers.insert("e4m3"); return "iron_e4m3_to_f32(uint(" + elem + "))";
+      case DType::F8E5M2: s.helpers.insert("e5m2"); return "iron_e5m2_to_f32(uint(" + elem + "))";
       default: return elem;
     }
   }
@@ -233,6 +255,8 @@ class GlslDialect final : public Dialect {
     switch (t) {
       case DType::F16: s.helpers.insert("f16"); return elem + " = uint16_t(iron_f32_to_f16(" + v + "))";
       case DType::BF16: return elem + " = iron_f32_to_bf16(" + v + ")";
+      case DType::F8E4M3: s.helpers.insert("e4m3"); return elem + " = uint8_t(iron_f32_to_e4m3(" + v + "))";
+      case DType::F8E5M2: s.helpers.insert("e5m2"); return elem + " = uint8_t(iron_f32_to_e5m2(" + v + "))";
       default: return elem + " = " + v;
     }
   }
@@ -242,6 +266,8 @@ class GlslDialect final : public Dialect {
     switch (s.concrete(p.dtype)) {
       case DType::F16: s.helpers.insert("f16"); return "iron_f16_to_f32(uint(" + e + "))";
       case DType::BF16: return "iron_bf16_to_f32(" + e + ")";
+      case DType::F8E4M3: s.helpers.insert("e4m3"); return "iron_e4m3_to_f32(uint(" + e + "))";
+      case DType::F8E5M2: s.helpers.insert("e5m2"); return "iron_e5m2_to_f32(uint(" + e + "))";
       default: return e;
     }
   }
@@ -251,6 +277,8 @@ class GlslDialect final : public Dialect {
     switch (s.concrete(p.dtype)) {
       case DType::F16: s.helpers.insert("f16"); return e + "uint16_t(iron_f32_to_f16(" + v + "))";
       case DType::BF16: return e + "iron_f32_to_bf16(" + v + ")";
+      case DType::F8E4M3: s.helpers.insert("e4m3"); return e + "uint8_t(iron_f32_to_e4m3(" + v + "))";
+      case DType::F8E5M2: s.helpers.insert("e5m2"); return e + "uint8_t(iron_f32_to_e5m2(" + v + "))";
       default: return e + v;
     }
   }
@@ -266,6 +294,10 @@ class GlslDialect final : public Dialect {
   }
 
   std::string math(EmitState& s, const ir::Inst& in, DType t, const std::vector<std::string>& a) const override {
+    if (is_integer(t) && int_bits(t) != 32) {
+      std::string text = int_math(in.op, t, a);
+      if (!text.empty()) return text;
+    }
     bool int_op = in.op == ir::Op::MulHi || in.op == ir::Op::Popcount || in.op == ir::Op::Clz;
     bool any = in.op == ir::Op::Abs || in.op == ir::Op::Min || in.op == ir::Op::Max;
     if (int_op ? !is_integer(t) : !is_float(t) && !any) {
@@ -313,7 +345,10 @@ class GlslDialect final : public Dialect {
   }
 
   std::string cast(EmitState& s, const ir::Inst& in, DType from, DType to, const std::string& x) const override {
-    if (to == DType::Bool) return "bool(" + x + ")";
+    const bool wide_or_narrow = int_bits(from) != 32 && is_integer(from);
+    if (to == DType::Bool) return wide_or_narrow ? "(" + x + " != " + convert(from, "0") + ")" : "bool(" + x + ")";
+    if (from == DType::Bool && is_integer(to) && int_bits(to) != 32)
+      return "(" + x + " ? " + convert(to, "1") + " : " + convert(to, "0") + ")";
     // int(f) and uint(f) are undefined out of range: helpers saturate and map NaN to 0.
     if (is_float(from) && to == DType::I32) { s.helpers.insert("f2i"); return "iron_f2i(" + x + ")"; }
     if (is_float(from) && to == DType::U32) { s.helpers.insert("f2u"); return "iron_f2u(" + x + ")"; }
@@ -321,6 +356,8 @@ class GlslDialect final : public Dialect {
     const ir::Inst& operand = s.k.insts[in.operands[0]];
     bool zero_constant = !is_float(from) && operand.op == ir::Op::Const && operand.attr(ir::Attr::Value) == 0;
     std::string as_float = is_float(from) ? x : zero_constant ? float_zero(s, false) : "float(" + x + ")";
+    std::string other = cast_new_types(s, from, to, x, as_float);
+    if (!other.empty()) return other;
     switch (to) {
       case DType::F32: return as_float;
       case DType::F16: s.helpers.insert("f16"); return "iron_f16_to_f32(iron_f32_to_f16(" + as_float + "))";
@@ -372,6 +409,8 @@ class GlslDialect final : public Dialect {
   std::string helper(const std::string& name) const override {
     // The driver's own results are only the starting estimates (glsl_exact_math.inc).
     if (name == "f16") return glsl_lines(kGlsl_f16_conversions);
+    if (name == "e4m3") return glsl_lines(kFp8_e4m3);
+    if (name == "e5m2") return glsl_lines(kFp8_e5m2);
     if (name == "fdiv")
       return "float iron_div_estimate(float x, float y) { return x / y; }\n" + glsl_lines(kGlsl_fdiv);
     if (name == "fsqrt") return "float iron_sqrt_estimate(float x) { return sqrt(x); }\n" + glsl_lines(kGlsl_fsqrt);
@@ -420,6 +459,7 @@ class GlslDialect final : public Dialect {
              "  }\n"
              "  return float(s);\n}\n";
     std::string text = int_helper(name);
+    if (text.empty()) text = f2int_helper(name, "floatBitsToUint");
     return text.empty() ? minmax_helper(name, "floatBitsToUint", "uintBitsToFloat") : text;
   }
 

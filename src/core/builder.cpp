@@ -30,7 +30,10 @@ Id Builder::constant(DType type, int64_t i, double f) {
   Inst in;
   in.op = Op::Const;
   in.type = type;
-  if (is_float(type)) in.set_float(Attr::Value, f);
+  // A T constant carries both readings: T may become a float or an integer dtype. A u64
+  // constant keeps its bit pattern in the integer field.
+  if (type == DType::Generic) in.set(Attr::Value, i), in.set_float(Attr::Value, f);
+  else if (is_float(type)) in.set_float(Attr::Value, f);
   else in.set(Attr::Value, i);
   return emit(std::move(in));
 }

@@ -22,16 +22,22 @@ const char* dtype_name(DType d) {
     case DType::Generic: return "T";
     case DType::Void: return "void";
     case DType::GenericW: return "W";
+    case DType::I8: return "i8";
+    case DType::U8: return "u8";
+    case DType::I16: return "i16";
+    case DType::U16: return "u16";
+    case DType::I64: return "i64";
+    case DType::U64: return "u64";
+    case DType::F8E4M3: return "f8e4m3";
+    case DType::F8E5M2: return "f8e5m2";
   }
   return "?";
 }
 
 bool parse_dtype(std::string_view s, DType& out) {
-  static const DType all[] = {DType::F32, DType::F16, DType::BF16, DType::I32,
-                              DType::U32, DType::Bool, DType::Generic, DType::Void, DType::GenericW};
-  for (DType d : all)
-    if (s == dtype_name(d)) {
-      out = d;
+  for (size_t i = 0; i < kNumDTypes; ++i)
+    if (s == dtype_name(DType(i))) {
+      out = DType(i);
       return true;
     }
   return false;
@@ -39,17 +45,31 @@ bool parse_dtype(std::string_view s, DType& out) {
 
 size_t dtype_size(DType d) {
   switch (d) {
-    case DType::F16:
-    case DType::BF16: return 2;
+    case DType::I8: case DType::U8: case DType::F8E4M3: case DType::F8E5M2: return 1;
+    case DType::F16: case DType::BF16: case DType::I16: case DType::U16: return 2;
+    case DType::I64: case DType::U64: return 8;
     case DType::Void: return 0;
     default: return 4;
   }
 }
 
 bool is_float(DType d) {
-  return d == DType::F32 || d == DType::F16 || d == DType::BF16 || is_type_param(d);
+  return d == DType::F32 || d == DType::F16 || d == DType::BF16 || is_type_param(d) || is_fp8(d);
 }
-bool is_integer(DType d) { return d == DType::I32 || d == DType::U32; }
+bool is_fp8(DType d) { return d == DType::F8E4M3 || d == DType::F8E5M2; }
+bool is_integer(DType d) { return int_bits(d) != 0; }
+bool is_signed_integer(DType d) {
+  return d == DType::I8 || d == DType::I16 || d == DType::I32 || d == DType::I64;
+}
+unsigned int_bits(DType d) {
+  switch (d) {
+    case DType::I8: case DType::U8: return 8;
+    case DType::I16: case DType::U16: return 16;
+    case DType::I32: case DType::U32: return 32;
+    case DType::I64: case DType::U64: return 64;
+    default: return 0;
+  }
+}
 
 std::string instantiation_name(Instantiation in) {
   std::string s = dtype_name(in.t);
@@ -369,6 +389,22 @@ bool read_only_memory(const Kernel& k, uint32_t p) {
     for (uint32_t a : k.params[i].aliases)
       if (a == p && writable(uint32_t(i))) return false;
   return true;
+}
+
+bool float_everywhere(const Kernel& k, DType t) {
+  if (!is_float(t)) return false;
+  if (!is_type_param(t)) return true;
+  for (DType d : t == DType::Generic ? k.dtypes : k.wtypes)
+    if (!is_float(d)) return false;
+  return true;
+}
+
+uint32_t dtypes_used(const Kernel& k) {
+  static_assert(kNumDTypes <= 32, "dtypes_used is a 32-bit mask");
+  uint32_t mask = 0;
+  for (const Param& p : k.params) mask |= 1u << unsigned(p.dtype);
+  walk(k, [&](Id id) { mask |= 1u << unsigned(k.insts[id].type.elem()); });
+  return mask;
 }
 
 bool is_global_atomic(Op op) {

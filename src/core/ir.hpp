@@ -274,6 +274,8 @@ uint64_t content_hash(const Kernel& k);
 // True if any instruction uses lane or threadgroup-wide operations (the dispatch must then use
 // a threadgroup size that is a positive multiple of the lane width).
 bool uses_lane_ops(const Kernel& k);
+// Bit d set when dtype d is the dtype of a parameter or an instruction (bit Generic: T is used).
+uint32_t dtypes_used(const Kernel& k);
 // True when buffer parameter `p` is declared to alias another buffer parameter (either side).
 bool is_aliased(const Kernel& k, uint32_t p);
 // True when no store of the kernel can change buffer parameter `p`'s memory: it is `in` and no
@@ -298,6 +300,10 @@ uint64_t threadgroup_bytes(const Kernel& k, Instantiation concrete, const uint32
 // The element count of one allocation (count x the sizing parameter's value, if any);
 // UINT64_MAX when a dispatch-sized array has no values given, or the product overflows.
 uint64_t tg_count(const Kernel& k, const Inst& alloc, const uint32_t* param_values);
+
+// True when values of dtype t are floats at every dtype the kernel may be emitted for: a float
+// dtype, or T (W) when every dtype T (W) may take is a float (a T over integers is not).
+bool float_everywhere(const Kernel& k, DType t);
 
 // Atomics. Global atomics name their buffer by the Param attribute and take index, value (cas:
 // index, expected, value); threadgroup atomics take the allocation as operand 0 instead. These

@@ -66,7 +66,11 @@ struct Printer {
   std::string attr_text(const Inst& in, const AttrEntry& e) {
     switch (attr_info(e.key).kind) {
       case AttrKind::Int: return std::to_string(e.i);
-      case AttrKind::Number: return is_float(in.type) ? format_float(e.f) : std::to_string(e.i);
+      // A u64 constant keeps its bit pattern in the integer field: printed unsigned.
+      case AttrKind::Number:
+        return is_float(in.type)            ? format_float(e.f)
+               : in.type == DType::U64 ? std::to_string(uint64_t(e.i))
+                                       : std::to_string(e.i);
       case AttrKind::ParamRef: return e.i >= 0 && uint64_t(e.i) < k.params.size() ? k.params[size_t(e.i)].name : "?";
       case AttrKind::String: return e.i >= 0 && uint64_t(e.i) < k.strings.size() ? k.strings[size_t(e.i)] : "?";
     }
@@ -437,11 +441,21 @@ struct Parser {
       return;
     }
     if (!in.type.is_scalar()) fail("a constant must have a scalar dtype, not " + type_name(in.type));
-    switch (in.type.elem()) {
-      case DType::I32: in.set(Attr::Value, integer(text, INT32_MIN, INT32_MAX, "i32 constant")); return;
-      case DType::U32: in.set(Attr::Value, integer(text, 0, UINT32_MAX, "u32 constant")); return;
-      case DType::Bool: in.set(Attr::Value, integer(text, 0, 1, "bool constant")); return;
-      default: break;
+    const DType ct = in.type.elem();
+    if (ct == DType::U64) {
+      uint64_t u = 0;
+      if (!num::parse_uint64(text, u)) fail("u64 constant '" + text + "' is not an integer in [0, 2^64-1]", text);
+      in.set(Attr::Value, int64_t(u));  // the bit pattern
+      return;
+    }
+    if (is_integer(ct)) {
+      const std::string what = std::string(dtype_name(ct)) + " constant";
+      in.set(Attr::Value, integer(text, num::int_min(ct), int64_t(num::int_max(ct)), what));
+      return;
+    }
+    if (ct == DType::Bool) {
+      in.set(Attr::Value, integer(text, 0, 1, "bool constant"));
+      return;
     }
     double f = 0;
     if (!num::parse_double(text, f)) fail("float constant '" + text + "' is not a number (or overflows)", text);
@@ -450,6 +464,8 @@ struct Parser {
     if (std::isfinite(f) && std::fabs(f) > double(std::numeric_limits<float>::max()))
       fail("float constant " + text + " overflows f32", text);
     in.set_float(Attr::Value, f);
+    // A T constant may become an integer: an integral literal keeps that reading too.
+    if (in.type == DType::Generic && std::trunc(f) == f && std::fabs(f) < 0x1p63) in.set(Attr::Value, int64_t(f));
   }
 
   void inst(std::string line) {

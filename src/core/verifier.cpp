@@ -1,14 +1,19 @@
 // The IR verifier: structure (ids, blocks, scoping) and type rules. Every problem is collected
 // with the instruction's DSL location; nothing is thrown, so one run shows all of them.
 #include <cctype>
+#include <cmath>
 #include <cstdint>
 #include <string>
 #include <vector>
 
 #include "core/ir.hpp"
+#include "core/numeric.hpp"
 
 namespace iron::ir {
 namespace {
+
+// The integer dtypes lane operations and atomics are defined on: i32 and u32, the 32-bit words.
+bool word_int(DType d) { return d == DType::I32 || d == DType::U32; }
 
 bool is_identifier(const std::string& s) {
   if (s.empty() || std::isdigit(static_cast<unsigned char>(s[0]))) return false;
@@ -25,10 +30,20 @@ struct Verifier {
   std::vector<uint8_t> inst_seen;   // inst id -> placed already
 
   void err(const Inst& in, const std::string& msg) {
-    d.error(in.loc, std::string("'") + mnemonic(in.op) + "': " + msg);
+    std::string text = std::string("'") + mnemonic(in.op) + "': " + msg;
+    if (subst != DType::Void && in.type == DType::Generic) text += std::string(" (with T = ") + dtype_name(subst) + ")";
+    // The per-dtype passes over a generic kernel find a dtype-independent error once each.
+    for (const Diagnostic& x : d.items)
+      if (x.loc.file == in.loc.file && x.loc.line == in.loc.line && x.message == text) return;
+    d.error(in.loc, std::move(text));
   }
 
-  DType ty(Id v) const { return k.insts[v].type.elem(); }
+  // The dtype T stands for while the type rules run: a generic kernel is checked once per
+  // declared dtype (T = i8 must obey the integer rules, T = f8e4m3 the storage-only rule);
+  // Void outside that loop (T then counts as a float).
+  DType subst = DType::Void;
+  DType sub(DType t) const { return t == DType::Generic && subst != DType::Void ? subst : t; }
+  DType ty(Id v) const { return sub(k.insts[v].type.elem()); }
 
   // Attributes against the op's schema (op_attrs.def): no unknown or repeated key, every
   // required one present, references in range.
@@ -79,6 +94,12 @@ struct Verifier {
 
   bool numeric(DType t) const { return is_float(t) || is_integer(t); }
 
+  // fp8 is a storage format: values of it are loaded, stored, cast, selected and kept in
+  // variables, but never computed with (docs/semantics.md). A T that may become fp8 is too.
+  void reject_storage_only(const Inst& in, DType t) {
+    if (is_fp8(t)) err(in, std::string("computes with ") + dtype_name(t) + ", a storage format (cast to f32 first)");
+  }
+
   void check_operands(const Inst& in) {
     int arity = op_info(in.op).arity;
     if (arity >= 0 && in.num_operands() != arity) {
@@ -105,10 +126,10 @@ struct Verifier {
 
   // Type rules of the ops, on scalar values (check_kinds has rejected every other kind first).
   void types(const Inst& in) {
-    const DType rt = in.type.elem();
+    const DType rt = sub(in.type.elem());
     auto o = [&](int i) { return ty(in.operands[i]); };
     auto need_result = [&](DType want) {
-      if (rt != want)
+      if (rt != sub(want))
         err(in, std::string("result must be ") + dtype_name(want) + ", is " + dtype_name(rt));
     };
     auto same_as_result = [&](int i) {
@@ -117,7 +138,7 @@ struct Verifier {
                     " but the result is " + dtype_name(rt) + " (insert a cast)");
     };
     auto integer_operand = [&](int i, const char* what) {
-      if (!is_integer(o(i))) err(in, std::string(what) + " must be i32 or u32, is " + dtype_name(o(i)));
+      if (!is_integer(o(i))) err(in, std::string(what) + " must be an integer, is " + dtype_name(o(i)));
     };
     auto param_ok = [&](ParamKind kind) -> const Param* {
       if (in.param() >= k.params.size()) {
@@ -138,11 +159,20 @@ struct Verifier {
         if (rt == DType::Void) err(in, "constant needs a dtype");
         // Integer immediates are kept in their dtype's range; one outside it would be read
         // differently by the backends (truncated) and by range checks on the 64-bit value.
-        if (rt == DType::I32 && (value < INT32_MIN || value > INT32_MAX))
-          err(in, "i32 constant " + std::to_string(value) + " is out of range");
-        if (rt == DType::U32 && (value < 0 || value > int64_t(UINT32_MAX)))
-          err(in, "u32 constant " + std::to_string(value) + " is out of range");
+        // A u64 constant keeps its 64-bit pattern in Value, so every integer value is one.
+        if (is_integer(rt) && rt != DType::U64 &&
+            (value < num::int_min(rt) || (value > 0 && uint64_t(value) > num::int_max(rt))))
+          err(in, std::string(dtype_name(rt)) + " constant " + std::to_string(value) + " is out of range");
+        // An fp8 register always holds an fp8 value: a constant must be one exactly.
+        if (const double fv = in.fattr(Attr::Value);
+            is_fp8(rt) && !std::isnan(fv) && double(num::round_to(rt, float(fv))) != fv)
+          err(in, std::string(dtype_name(rt)) + " constant " + std::to_string(fv) + " is not an " +
+                      dtype_name(rt) + " value");
         if (rt == DType::Bool && value != 0 && value != 1) err(in, "bool constant must be 0 or 1");
+        // A T constant used as an integer dtype must be a whole number that fits it.
+        if (in.type == DType::Generic && is_integer(rt) && double(value) != in.fattr(Attr::Value))
+          err(in, "T constant " + std::to_string(in.fattr(Attr::Value)) +
+                      " is not an integer (a float literal meets an integer T)");
         break;
       case Op::Param:
         if (const Param* p = param_ok(ParamKind::Scalar)) need_result(p->dtype);
@@ -156,6 +186,7 @@ struct Verifier {
         break;
       case Op::Add: case Op::Sub: case Op::Mul: case Op::Div: case Op::Min: case Op::Max:
         if (!numeric(rt)) err(in, std::string("needs numeric operands, not ") + dtype_name(rt));
+        reject_storage_only(in, rt);
         same_as_result(0);
         same_as_result(1);
         break;
@@ -166,14 +197,17 @@ struct Verifier {
         break;
       case Op::Neg: case Op::Abs:
         if (!numeric(rt)) err(in, "needs a numeric operand");
+        reject_storage_only(in, rt);
         same_as_result(0);
         break;
       case Op::Fma:
         if (!is_float(rt)) err(in, "needs float operands");
+        reject_storage_only(in, rt);
         same_as_result(0); same_as_result(1); same_as_result(2);
         break;
       case Op::Exp: case Op::Log: case Op::Sqrt: case Op::Rsqrt: case Op::Tanh:
         if (!is_float(rt)) err(in, std::string("is defined on floats only, not ") + dtype_name(rt));
+        reject_storage_only(in, rt);
         same_as_result(0);
         break;
       case Op::And: case Op::Or: case Op::Xor:
@@ -195,6 +229,8 @@ struct Verifier {
           err(in, std::string("compares ") + dtype_name(o(0)) + " with " + dtype_name(o(1)) + " (insert a cast)");
         else if (o(0) == DType::Bool && in.op != Op::Eq && in.op != Op::Ne)
           err(in, std::string(mnemonic(in.op)) + " orders bool values; only eq and ne compare bools (cast to u32 first)");
+        else
+          reject_storage_only(in, o(0));
         break;
       case Op::Select:
         if (o(0) != DType::Bool) err(in, "condition must be bool");
@@ -213,7 +249,7 @@ struct Verifier {
       case Op::Store:
         if (const Param* p = param_ok(ParamKind::Buffer)) {
           if (p->access == Access::Read) err(in, "writes input buffer '" + p->name + "' (declare it out or inout)");
-          if (o(1) != p->dtype)
+          if (o(1) != sub(p->dtype))
             err(in, std::string("stores ") + dtype_name(o(1)) + " into buf<" + dtype_name(p->dtype) + "> '" +
                         p->name + "' (insert a cast)");
         }
@@ -283,7 +319,7 @@ struct Verifier {
       case Op::Barrier:
         break;
       case Op::LaneSum: case Op::LaneMax:
-        if (rt != DType::F32 && !is_integer(rt))
+        if (rt != DType::F32 && rt != DType::I32 && rt != DType::U32)
           err(in, std::string("lane reductions take f32, i32 or u32, not ") + dtype_name(rt) +
                       " (accumulate in f32)");
         same_as_result(0);
@@ -291,15 +327,18 @@ struct Verifier {
       case Op::LaneShuffle: case Op::LaneShuffleXor: case Op::LaneShuffleUp: case Op::LaneShuffleDown:
       case Op::LaneBroadcast:
         same_as_result(0);
+        if (is_fp8(rt) || (is_integer(rt) && !word_int(rt)))
+          err(in, std::string("shuffles move f32, f16, bf16, i32, u32 or bool values, not ") + dtype_name(rt) +
+                      " (cast first)");
         if (o(1) != DType::U32) err(in, std::string("the source lane operand must be u32, is ") + dtype_name(o(1)));
         break;
       case Op::LaneMin: case Op::LaneInclusiveSum: case Op::LaneExclusiveSum:
-        if (rt != DType::F32 && !is_integer(rt))
+        if (rt != DType::F32 && !word_int(rt))
           err(in, std::string("takes f32, i32 or u32, not ") + dtype_name(rt) + " (accumulate in f32)");
         same_as_result(0);
         break;
       case Op::LaneAnd: case Op::LaneOr:
-        if (!is_integer(rt)) err(in, std::string("takes i32 or u32, not ") + dtype_name(rt));
+        if (!word_int(rt)) err(in, std::string("takes i32 or u32, not ") + dtype_name(rt));
         same_as_result(0);
         break;
       case Op::LaneBallot:
@@ -329,10 +368,10 @@ struct Verifier {
           memory = ty(a.alloc);
         }
         if (memory == DType::Void) break;
-        if (memory != DType::F32 && !is_integer(memory))
+        if (memory != DType::F32 && !word_int(memory))
           err(in, std::string("atomics act on f32, i32 or u32 memory, not ") + dtype_name(memory));
         Op kind = atomic_kind(in.op);
-        if ((kind == Op::AtomicAnd || kind == Op::AtomicOr) && !is_integer(memory))
+        if ((kind == Op::AtomicAnd || kind == Op::AtomicOr) && !word_int(memory))
           err(in, std::string("is defined on i32 and u32 memory only, not ") + dtype_name(memory));
         need_result(memory);
         if (!is_integer(ty(a.index))) err(in, std::string("index must be i32 or u32, is ") + dtype_name(ty(a.index)));
@@ -360,7 +399,7 @@ struct Verifier {
         if (!k.is_function) err(in, "ret outside a device function");
         break;
       case Op::For: {
-        if (!is_integer(rt)) err(in, "induction variable must be i32 or u32");
+        if (rt != DType::I32 && rt != DType::U32) err(in, "induction variable must be i32 or u32");
         same_as_result(0); same_as_result(1); same_as_result(2);
         const Inst& step = k.insts[in.operands[2]];
         // The step is read as the loop's 32-bit type, as every backend does: a constant whose
@@ -393,7 +432,7 @@ struct Verifier {
   // dtypes, mulhi/popcount/clz on i32/u32 (result in the operand's dtype), bitcast between the
   // 32-bit dtypes f32, i32 and u32.
   void math_types(const Inst& in) {
-    const DType rt = in.type.elem();
+    const DType rt = sub(in.type.elem());
     auto o = [&](int i) { return ty(in.operands[i]); };
     for (int i = 0; i < in.num_operands() && in.op != Op::Bitcast; ++i)
       if (o(i) != rt)
@@ -401,7 +440,7 @@ struct Verifier {
                     dtype_name(rt) + " (insert a cast)");
     switch (in.op) {
       case Op::MulHi: case Op::Popcount: case Op::Clz:
-        if (!is_integer(rt)) err(in, std::string("is defined on i32 and u32 only, not ") + dtype_name(rt));
+        if (rt != DType::I32 && rt != DType::U32) err(in, std::string("is defined on i32 and u32 only, not ") + dtype_name(rt));
         break;
       case Op::Bitcast: {
         auto word = [](DType t) { return t == DType::F32 || t == DType::I32 || t == DType::U32; };
@@ -412,6 +451,7 @@ struct Verifier {
       }
       default:
         if (!is_float(rt)) err(in, std::string("is defined on floats only, not ") + dtype_name(rt));
+        reject_storage_only(in, rt);
         break;
     }
   }
@@ -479,7 +519,18 @@ struct Verifier {
       if (in.flags & kUntyped) err(in, "result dtype was never inferred (run type_check)");
       check_operands(in);
       check_attrs(in);
-      if (ok_operands(in) && check_kinds(in)) types(in);
+      if (ok_operands(in) && check_kinds(in)) {
+        // A generic kernel: the rules for each dtype T may take (T as a float when none).
+        if (k.dtypes.empty()) {
+          types(in);
+        } else {
+          for (DType t : k.dtypes) {
+            subst = t;
+            types(in);
+          }
+          subst = DType::Void;
+        }
+      }
       bool control = has_trait(in.op, trait::F);
       if (!control && (in.blocks[0] != kNone || in.blocks[1] != kNone)) err(in, "only if/for own blocks");
       if (control) {
@@ -513,7 +564,8 @@ struct Verifier {
       if (p.kind == ParamKind::Scalar && p.dtype != DType::F32 && p.dtype != DType::I32 && p.dtype != DType::U32)
         d.error(p.loc, "scalar parameter '" + p.name + "' must be f32, i32 or u32");
       if (p.kind == ParamKind::Buffer && !is_float(p.dtype) && !is_integer(p.dtype))
-        d.error(p.loc, "buffer parameter '" + p.name + "' must hold f32, f16, bf16, i32, u32, T or W");
+        d.error(p.loc, "buffer parameter '" + p.name + "' must hold a float or integer dtype, T or W, not " +
+                           dtype_name(p.dtype));
       for (uint32_t a : p.aliases)
         if (a >= i || k.params[a].kind != ParamKind::Buffer || p.kind != ParamKind::Buffer)
           d.error(p.loc, "aliases of '" + p.name + "' must name earlier buffer parameters");

@@ -93,10 +93,11 @@ Expr materialize(const Operand& o, DType hint) {
         if (o.i != 0 && o.i != 1) error(loc_of(o), "integer literal used as a bool");
         return constant(t, o.i != 0, 0, loc_of(o));
       }
-      if (t == DType::U32 && (o.i < 0 || o.i > int64_t(UINT32_MAX)))
-        error(loc_of(o), "literal " + std::to_string(o.i) + " does not fit u32");
-      if (t == DType::I32 && (o.i < INT32_MIN || o.i > INT32_MAX))
-        error(loc_of(o), "literal " + std::to_string(o.i) + " does not fit i32");
+      // A literal takes the integer dtype it meets and must fit it (a u64 literal above 2^63-1
+      // arrives as its bit pattern, which is the value).
+      if (is_integer(t) && t != DType::U64 &&
+          (o.i < num::int_min(t) || (o.i > 0 && uint64_t(o.i) > num::int_max(t))))
+        error(loc_of(o), "literal " + std::to_string(o.i) + " does not fit " + dtype_name(t));
       return constant(t, o.i, double(o.i), loc_of(o));
     }
     case Operand::Kind::FloatLit: {

@@ -52,6 +52,7 @@ enum P : uint32_t {
   kS,      // scalar f32
   kInF, kInI, kInU, kInH, kInT,      // in buffers: f32, i32, u32, f16, T (kInputLength elements)
   kOutF, kOutI, kIoU, kOutB, kOutT,  // out f32, out i32, inout u32, out bf16, out T (8 * total)
+  kOutI8, kOutU16, kOutI64, kOutQ8,  // out i8, u16, i64, f8e4m3 (8 * total): stmt_width's stores
   kParamCount
 };
 
@@ -174,7 +175,7 @@ struct Gen {
   void substitute(Inst& in) {
     const bool fl = float_like(in.type.elem());
     if (xb && eval::is_bounded_math(in.op)) in.op = in.op == Op::Pow ? Op::Mul : Op::Abs;
-    if (excluded(kSignedRem) && in.op == Op::Rem && in.type == DType::I32) in.op = Op::Div;
+    if (excluded(kSignedRem) && in.op == Op::Rem && is_signed_integer(in.type.elem())) in.op = Op::Div;
     if (excluded(kFloatMinMax) && fl && (in.op == Op::Min || in.op == Op::Max)) in.op = Op::Add;
     if (excluded(kFloatDiv) && fl && in.op == Op::Div) in.op = Op::Mul;
     if ((excluded(kFloatZero) || excluded(kZeroCast)) && fl && in.op == Op::Cast && k.insts[in.operands[0]].op == Op::Const &&
@@ -187,7 +188,7 @@ struct Gen {
     if (excluded(kFma) && fl && in.op == Op::Add &&
         (k.insts[in.operands[0]].op == Op::Mul || k.insts[in.operands[1]].op == Op::Mul))
       in.op = Op::Sub;
-    if (excluded(kFloatToInt) && in.op == Op::Cast && (in.type == DType::I32 || in.type == DType::U32) &&
+    if (excluded(kFloatToInt) && in.op == Op::Cast && is_integer(in.type.elem()) &&
         float_like(k.insts[in.operands[0]].type.elem())) {
       // An integer source instead: a constant of the same value class keeps the op a cast.
       in.operands[0] = int_const(in.type == DType::I32 ? DType::U32 : DType::I32, rng.range(-3, 9));
@@ -533,6 +534,28 @@ struct Gen {
   Id value_for(DType t) {
     if (!wc && rng.chance(0.25)) return op(Op::Cast, t, {pick(random_type())});
     return pick(t);
+  }
+
+  // The 8-, 16- and 64-bit integers and fp8 (docs/semantics.md, "Element types"): a value cast
+  // to one of them, for an integer combined in that width with another (wrapping, division and
+  // shift rules of the width), stored to its buffer, and sometimes converted back for later
+  // statements to use.
+  void stmt_width() {
+    const P out = rng.pick({kOutI8, kOutU16, kOutI64, kOutQ8});
+    const DType t = param_dtype(out);
+    Id x = op(Op::Cast, t, {pick(rng.pick({DType::F32, DType::I32, DType::U32}))});
+    if (is_integer(t)) {
+      if (rng.chance(0.8)) {
+        Id y = op(Op::Cast, t, {pick(rng.pick({DType::I32, DType::U32}))});
+        static const Op kOps[] = {Op::Add, Op::Sub, Op::Mul, Op::Div, Op::Rem, Op::Min, Op::Max,
+                                  Op::Xor, Op::And, Op::Shl, Op::Shr};
+        const Op o = kOps[rng.below(sizeof kOps / sizeof kOps[0])];
+        x = rng.chance(0.5) ? op(o, t, {x, y}) : op(o, t, {y, x});
+      }
+      if (rng.chance(0.25)) x = op(rng.pick({Op::Neg, Op::Not, Op::Abs}), t, {x});
+    }
+    store(out, own_index(), x);
+    if (rng.chance(0.5)) op(Op::Cast, is_fp8(t) ? DType::F32 : rng.pick({DType::I32, DType::U32, DType::F32}), {x});
   }
 
   void stmt_store() {
@@ -1088,7 +1111,13 @@ struct Gen {
     bool tg = red && uniform_here();
     if (aux.chance(0.03)) stmt_register_array();
     if (tg && tg_half != kNone && aux.chance(0.06)) stmt_half_exchange();
-    uint32_t r = rng.below(tg ? 118 : 100);
+    // 0..117 as below (100.. only where a threadgroup is uniform); 118.. (tg) or 100.. (not):
+    // the element-width statements.
+    uint32_t r = rng.below(tg ? 122 : 104);
+    if (r >= 118 || (!tg && r >= 100)) {
+      if (!wc) stmt_width();
+      return;
+    }
     if (r < 22) value(random_type());
     else if (r < 27) stmt_identity();
     else if (r < 31) stmt_const_expr();
@@ -1165,6 +1194,10 @@ struct Gen {
     buffer("io_u", DType::U32, ir::Access::ReadWrite, true);
     buffer("out_b", DType::BF16, ir::Access::Write, true);
     buffer("out_t", DType::Generic, ir::Access::Write, true);
+    buffer("out_i8", DType::I8, ir::Access::Write, true);
+    buffer("out_u16", DType::U16, ir::Access::Write, true);
+    buffer("out_i64", DType::I64, ir::Access::Write, true);
+    buffer("out_q8", DType::F8E4M3, ir::Access::Write, true);
   }
 
   ir::Kernel build(uint64_t seed) {

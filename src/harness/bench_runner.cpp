@@ -360,8 +360,7 @@ void fill_guard(DType t, std::vector<unsigned char>& bytes, size_t count, bool o
   size_t es = dtype_size(t);
   bytes.resize((count + kGuardElements) * es);
   for (size_t i = count; i < count + kGuardElements; ++i) {
-    if (es == 2) std::memcpy(bytes.data() + i * 2, &kGuardHalf[output], 2);
-    else std::memcpy(bytes.data() + i * 4, &kGuardWord[output], 4);
+    guard_element(es, output, bytes.data() + i * es);
   }
 }
 
@@ -369,8 +368,9 @@ void fill_guard(DType t, std::vector<unsigned char>& bytes, size_t count, bool o
 std::string guard_problem(const GuardedBuffer& g, const std::vector<unsigned char>& bytes, const char* role) {
   size_t es = dtype_size(g.buffer.dtype());
   for (size_t i = g.count; i < g.count + kGuardElements; ++i) {
-    bool intact = es == 2 ? std::memcmp(bytes.data() + i * 2, &kGuardHalf[g.output], 2) == 0
-                          : std::memcmp(bytes.data() + i * 4, &kGuardWord[g.output], 4) == 0;
+    unsigned char want[8];
+    guard_element(es, g.output, want);
+    bool intact = std::memcmp(bytes.data() + i * es, want, es) == 0;
     if (!intact)
       return std::string("write outside the declared extent: ") + role + " '" + g.name + "' has " +
              std::to_string(g.count) + " elements and its guard element [" + std::to_string(i) +
@@ -382,9 +382,9 @@ std::string guard_problem(const GuardedBuffer& g, const std::vector<unsigned cha
 // An integer buffer takes integer values in its range: a fraction or an out-of-range value
 // would otherwise be rounded or wrapped silently by the encoding.
 void check_integer_input(const std::string& name, DType t, const std::vector<double>& values) {
-  if (t != DType::I32 && t != DType::U32 && t != DType::Bool) return;
-  double lo = t == DType::I32 ? -2147483648.0 : 0.0;
-  double hi = t == DType::I32 ? 2147483647.0 : t == DType::U32 ? 4294967295.0 : 1.0;
+  if (!is_integer(t) && t != DType::Bool) return;
+  double lo = double(num::int_min(t));
+  double hi = t == DType::Bool ? 1.0 : double(num::int_max(t));
   for (size_t i = 0; i < values.size(); ++i) {
     double v = values[i];
     if (!std::isfinite(v) || v != std::floor(v) || v < lo || v > hi)

@@ -61,7 +61,7 @@ Id add_binary(Kernel& k, Id before, Op op, DType t, Id a, Id b) {
 }
 
 bool is_int(DType t) { return t == DType::U32 || t == DType::I32; }
-bool is_narrow(DType t) { return t == DType::F16 || t == DType::BF16 || t == DType::Generic; }
+bool is_narrow(DType t) { return t == DType::F16 || t == DType::BF16 || is_fp8(t) || t == DType::Generic; }
 bool is_wide_value(DType t) { return t == DType::F32 || t == DType::Generic; }  // computed in f32 registers
 
 // The program order of `k` (pre-order walk) and, per instruction, whether it sits in a loop.
@@ -322,7 +322,13 @@ std::vector<Mutant> enumerate(const Kernel& k, uint32_t lane_width, uint32_t max
       in.operands[2] = bb;
       return insert_before(mk, id, in);
     };
-    Id below_one = select(is_f32, f32c(1.0 - 0x1p-24), select(is_bf16, f32c(1.0 - 0x1p-8), f32c(1.0 - 0x1p-11)));
+    // fp8: 1 + 2^-4 rounds to 1 in both formats (not in bf16), 1 + 2^-3 only in e5m2.
+    Id is_fp8 = add_binary(mk, id, Op::Eq, DType::Bool, un(Op::Cast, DType::F32, un(Op::Cast, T, f32c(1.0 + 0x1p-4))), f32c(1.0));
+    Id is_e5m2 = add_binary(mk, id, Op::Eq, DType::Bool, un(Op::Cast, DType::F32, un(Op::Cast, T, f32c(1.0 + 0x1p-3))), f32c(1.0));
+    Id below_one = select(is_f32, f32c(1.0 - 0x1p-24),
+                          select(is_e5m2, f32c(1.0 - 0x1p-3),
+                                 select(is_fp8, f32c(1.0 - 0x1p-4),
+                                        select(is_bf16, f32c(1.0 - 0x1p-8), f32c(1.0 - 0x1p-11)))));
     Id toward = un(Op::Cast, DType::F32, un(Op::Cast, T, add_binary(mk, id, Op::Mul, DType::F32, r, below_one)));
     Id away = add_binary(mk, id, Op::Gt, DType::Bool, un(Op::Abs, DType::F32, r), un(Op::Abs, DType::F32, v));
     Id result = select(away, toward, r);
@@ -330,9 +336,11 @@ std::vector<Mutant> enumerate(const Kernel& k, uint32_t lane_width, uint32_t max
   };
   for (Id id : ids) {
     const Inst& in = k.insts[id];
-    if (in.op == Op::Cast && is_narrow(in.type.elem()) && k.insts[in.operands[0]].type.elem() == DType::F32)
+    // A T that may be an integer is not rounded (a float -> integer cast truncates by definition).
+    auto narrowable = [&](DType t) { return is_narrow(t) && ir::float_everywhere(k, t); };
+    if (in.op == Op::Cast && narrowable(in.type.elem()) && k.insts[in.operands[0]].type.elem() == DType::F32)
       narrow(id, in.operands[0], 0, false);
-    if (in.op == Op::Store && is_narrow(k.params[in.param()].dtype) && is_wide_value(k.insts[in.operands[1]].type.elem()) &&
+    if (in.op == Op::Store && narrowable(k.params[in.param()].dtype) && is_wide_value(k.insts[in.operands[1]].type.elem()) &&
         k.insts[in.operands[1]].op != Op::Cast) {
       narrow(id, in.operands[1], 1, k.insts[in.operands[1]].type != DType::F32);
       b.out.back().equivalent = already_a_t_value(k, in.operands[1]);

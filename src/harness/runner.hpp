@@ -32,6 +32,15 @@ struct TestOutcome {
 constexpr size_t kGuardElements = 64;
 constexpr uint32_t kGuardWord[2] = {0x7fa5a5a5u, 0x7fb4b4b4u};  // [input, output], 32-bit dtypes
 constexpr uint16_t kGuardHalf[2] = {0x7fa5u, 0x7fb4u};          // [input, output], f16 and bf16
+// The guard pattern of one element of `size` bytes (1, 2, 4 or 8): the low bytes of the 16- or
+// 32-bit pattern, the 32-bit one twice for 64-bit elements.
+inline void guard_element(size_t size, bool output, unsigned char* out) {
+  if (size == 2) {
+    __builtin_memcpy(out, &kGuardHalf[output], 2);
+    return;
+  }
+  for (size_t at = 0; at < size; at += 4) __builtin_memcpy(out + at, &kGuardWord[output], size < 4 ? size : 4);
+}
 struct GuardedBuffer {
   std::string name;
   DeviceBuffer buffer;

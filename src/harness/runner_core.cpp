@@ -48,8 +48,8 @@ bool dtype_filter_matches(const std::optional<Instantiation>& only, Instantiatio
 
 std::string unsupported_dtype(const DeviceInfo& dev, Instantiation in) {
   for (DType d : {in.t, in.w})
-    if ((d == DType::F16 && !dev.f16) || (d == DType::BF16 && !dev.bf16))
-      return "device " + dev.name + " does not support " + dtype_name(d);
+    if (std::string why; !dtype_supported(dev, d, why))
+      return "device " + dev.name + " does not support " + dtype_name(d) + " (" + why + ")";
   return "";
 }
 

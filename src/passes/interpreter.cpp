@@ -2,7 +2,8 @@
 // active thread before the next instruction starts (lock step), so a barrier needs no scheduling:
 // all earlier writes are already visible. Because lock step would also hide a missing barrier,
 // every threadgroup-memory access is checked against the accesses of other threads since the
-// last barrier, and a race is an error (check_race). Values live in one flat array [value id][thread];
+// last barrier, and a race is an error (check_race). Values live in one flat array [value id][thread]
+// of 64-bit registers (eval.hpp's canonical patterns: f32 bits, integers sign- or zero-extended);
 // the active mask is a sorted list of flat local thread indices, one reusable list per nesting
 // depth, so the inner loops allocate nothing.
 #include "passes/interpreter.hpp"
@@ -47,15 +48,15 @@ struct Machine {
   std::vector<int> slot;              // per parameter: index into buffers or scalars
   std::vector<BufferArg> buffers;
   std::vector<uint32_t> scalars;
-  std::vector<uint32_t> vals;         // vals[id * T + t]
+  std::vector<uint64_t> vals;         // vals[id * T + t]
   std::vector<uint32_t> lx, ly, lz;   // local id per flat index
   std::vector<Mask> masks;            // masks[d]: the active list of the block running at depth d
-  std::vector<uint32_t> tg_mem;       // every TgAlloc's array, one after another
+  std::vector<uint64_t> tg_mem;       // every TgAlloc's array, one after another (one register per slot)
   std::vector<uint32_t> tg_offset;    // per instruction: TgAlloc's offset into tg_mem
   std::vector<uint64_t> tg_elems;     // per instruction: TgAlloc's element count this dispatch
   // Register arrays (local_alloc): local_mem[local_offset[alloc] + element * T + thread], and
   // per word whether the thread wrote it in this threadgroup (a read before that is an error).
-  std::vector<uint32_t> local_mem;
+  std::vector<uint64_t> local_mem;
   std::vector<uint8_t> local_written;
   std::vector<size_t> local_offset;
   // Race detection on threadgroup memory, one record per tg_mem word. A record is current only
@@ -72,7 +73,7 @@ struct Machine {
   std::vector<SlotAccess> tg_access_log;
   uint32_t epoch = 0;
   uint32_t group_serial = 0;  // advances with every threadgroup
-  std::vector<uint32_t> lane_a, lane_b;
+  std::vector<uint64_t> lane_a, lane_b;
   Id vec_leader[2] = {ir::kNone, ir::kNone};  // last vector group leader: [0] load, [1] store
   uint32_t group[3] = {0, 0, 0};
   uint64_t steps = 0;
@@ -89,12 +90,14 @@ struct Machine {
   }
   std::string thread_text(uint32_t t) const { return "thread " + dim_text(lx[t], ly[t], lz[t]); }
 
-  uint32_t* row(Id id) { return vals.data() + size_t(id) * T; }
+  uint64_t* row(Id id) { return vals.data() + size_t(id) * T; }
 
-  // The element index an i32 or u32 operand names; negative i32 stays negative (out of range).
+  // The element index an integer operand names; a negative signed index stays negative and an
+  // unsigned one beyond int64 reads as INT64_MAX (both out of range).
   int64_t index_of(Id operand, uint32_t t) const {
-    uint32_t bits = vals[size_t(operand) * T + t];
-    return types[operand] == DType::I32 ? int64_t(int32_t(bits)) : int64_t(bits);
+    uint64_t bits = vals[size_t(operand) * T + t];
+    if (is_signed_integer(types[operand])) return int64_t(bits);
+    return bits > uint64_t(INT64_MAX) ? INT64_MAX : int64_t(bits);
   }
 
   void setup(const std::vector<BufferArg>& bufs, const std::vector<uint32_t>& scals, Dim3 g, Dim3 t) {
@@ -183,7 +186,7 @@ struct Machine {
           group[2] = z;
           // All-ones bits: an unwritten slot reads as NaN / -1 / UINT_MAX, deterministically (or is
           // an error with opts.uninitialized_tg_reads_are_errors, see check_race).
-          std::fill(tg_mem.begin(), tg_mem.end(), 0xffffffffu);
+          std::fill(tg_mem.begin(), tg_mem.end(), ~uint64_t(0));
           std::fill(local_written.begin(), local_written.end(), 0);
           next_epoch();
           if (++group_serial == 0) {  // wrapped: old records could look current again
@@ -203,8 +206,8 @@ struct Machine {
     const ir::Inst& in = k.insts[id];
     steps += active.size();
     if (steps > opts.max_steps) fail(in, "kernel exceeded " + std::to_string(opts.max_steps) + " steps (infinite loop?)");
-    uint32_t* out = row(id);
-    auto fill = [&](uint32_t v) {
+    uint64_t* out = row(id);
+    auto fill = [&](uint64_t v) {
       for (uint32_t t : active) out[t] = v;
     };
     const uint32_t axis = uint32_t(std::clamp<int64_t>(in.attr(ir::Attr::Axis), 0, 2));
@@ -214,11 +217,11 @@ struct Machine {
 
     switch (in.op) {
       case Op::Const: fill(eval::const_value(in, dtype).bits); return;
-      case Op::Param: fill(scalars[size_t(slot[in.param()])]); return;
+      case Op::Param: fill(num::int_wrap(types[id], scalars[size_t(slot[in.param()])])); return;  // i32 sign-extends
       case Op::ThreadId: {
         uint32_t base = group[axis] * tg_dim[axis];  // u32 arithmetic, wraps like the GPU's
         const std::vector<uint32_t>& l = *local[axis];
-        for (uint32_t t : active) out[t] = base + l[t];
+        for (uint32_t t : active) out[t] = uint32_t(base + l[t]);
         return;
       }
       case Op::ProgramId: fill(group[axis]); return;
@@ -242,18 +245,18 @@ struct Machine {
         store(in, active);
         return;
       case Op::Var: {
-        const uint32_t* init = row(in.operands[0]);
+        const uint64_t* init = row(in.operands[0]);
         for (uint32_t t : active) out[t] = init[t];
         return;
       }
       case Op::VarLoad: {
-        const uint32_t* var = row(in.operands[0]);
+        const uint64_t* var = row(in.operands[0]);
         for (uint32_t t : active) out[t] = var[t];
         return;
       }
       case Op::VarStore: {
-        uint32_t* var = row(in.operands[0]);
-        const uint32_t* v = row(in.operands[1]);
+        uint64_t* var = row(in.operands[0]);
+        const uint64_t* v = row(in.operands[1]);
         for (uint32_t t : active) var[t] = v[t];
         return;
       }
@@ -295,7 +298,7 @@ struct Machine {
     if (!eval::is_pure_evaluable(in.op)) fail(in, std::string("the interpreter cannot execute '") + ir::mnemonic(in.op) + "'");
 
     const int n = in.num_operands();
-    const uint32_t* src[3] = {nullptr, nullptr, nullptr};
+    const uint64_t* src[3] = {nullptr, nullptr, nullptr};
     for (int i = 0; i < n; ++i) src[i] = row(in.operands[i]);
     DType rt = types[id];
     DType ot = types[in.operands[in.op == Op::Select ? 1 : 0]];
@@ -309,8 +312,9 @@ struct Machine {
     }
   }
 
-  // Global memory. 16-bit floats are stored rounded to nearest even and widened exactly on
-  // load (__float2half_rn / __half2float); 32-bit dtypes are stored as their register bits.
+  // Global memory. 16-bit floats and fp8 are stored rounded to nearest even (fp8 saturating)
+  // and widened exactly on load (__float2half_rn / __half2float); integers are stored as the low
+  // bytes of their register and read back into canonical form; f32 as its bits.
   struct View {
     unsigned char* data;
     uint64_t count;
@@ -361,52 +365,61 @@ struct Machine {
     }
   }
 
-  void load(const ir::Inst& in, uint32_t* out, const Mask& active) {
+  void load(const ir::Inst& in, uint64_t* out, const Mask& active) {
     View v = view(in);
+    const size_t size = dtype_size(v.storage);
     for (uint32_t t : active) {
       int64_t idx = index_of(in.operands[0], t);
       check_index(in, v, idx, t);
-      const unsigned char* p = v.data + size_t(idx) * dtype_size(v.storage);
+      const unsigned char* p = v.data + size_t(idx) * size;
       if (v.storage == DType::F16 || v.storage == DType::BF16) {
         uint16_t h;
         std::memcpy(&h, p, 2);
         out[t] = Scalar::of_f32(v.storage == DType::F16 ? num::f16_to_f32(h) : num::bf16_to_f32(h)).bits;
+      } else if (is_fp8(v.storage)) {
+        out[t] = Scalar::of_f32(num::fp8_to_f32(v.storage, *p)).bits;
       } else {
-        std::memcpy(&out[t], p, 4);
-        if (v.storage == DType::Bool) out[t] = out[t] != 0;
+        uint64_t raw = 0;
+        std::memcpy(&raw, p, size);  // little-endian: the low bytes
+        if (v.storage == DType::Bool) raw = raw != 0;
+        else if (is_integer(v.storage)) raw = num::int_wrap(v.storage, raw);
+        out[t] = raw;
       }
     }
   }
 
   void store(const ir::Inst& in, const Mask& active) {
     View v = view(in);
-    const uint32_t* val = row(in.operands[1]);
+    const size_t size = dtype_size(v.storage);
+    const uint64_t* val = row(in.operands[1]);
     for (uint32_t t : active) {
       int64_t idx = index_of(in.operands[0], t);
       check_index(in, v, idx, t);
-      unsigned char* p = v.data + size_t(idx) * dtype_size(v.storage);
+      unsigned char* p = v.data + size_t(idx) * size;
       if (v.storage == DType::F16 || v.storage == DType::BF16) {
         float f = Scalar{val[t]}.f();
         uint16_t h = v.storage == DType::F16 ? num::f32_to_f16(f) : num::f32_to_bf16(f);
         std::memcpy(p, &h, 2);
+      } else if (is_fp8(v.storage)) {
+        *p = num::f32_to_fp8(v.storage, Scalar{val[t]}.f());
       } else {
-        std::memcpy(p, &val[t], 4);
+        std::memcpy(p, &val[t], size);  // little-endian: the low bytes
       }
     }
   }
 
-  void tg_access(const ir::Inst& in, uint32_t* out, const Mask& active) {
+  void tg_access(const ir::Inst& in, uint64_t* out, const Mask& active) {
     const Id alloc = in.operands[0];
     const ir::Inst& a = k.insts[alloc];
-    uint32_t* mem = tg_mem.data() + tg_offset[alloc];
+    uint64_t* mem = tg_mem.data() + tg_offset[alloc];
     const uint64_t count = tg_elems[alloc];
     const bool is_store = in.op == Op::TgStore;
-    const bool is_bool = types[alloc] == DType::Bool;
     const DType storage = types[alloc];
+    const bool is_bool = storage == DType::Bool;
     const bool is_atomic = ir::is_tg_atomic(in.op);
     const ir::AtomicOperands ao = is_atomic ? ir::atomic_operands(in) : ir::AtomicOperands{};
-    const uint32_t* val = is_store ? row(in.operands[2]) : is_atomic ? row(ao.value) : nullptr;
-    const uint32_t* expected = ao.expected != ir::kNone ? row(ao.expected) : nullptr;
+    const uint64_t* val = is_store ? row(in.operands[2]) : is_atomic ? row(ao.value) : nullptr;
+    const uint64_t* expected = ao.expected != ir::kNone ? row(ao.expected) : nullptr;
     for (uint32_t t : active) {
       int64_t idx = index_of(in.operands[1], t);
       if (idx < 0 || uint64_t(idx) >= count)
@@ -415,28 +428,37 @@ struct Machine {
                      " is out of range: the array has " + std::to_string(count) + " elements (" + thread_text(t) + ")");
       if (is_atomic) {
         check_atomic_race(in, tg_offset[alloc] + uint32_t(idx), t);
-        out[t] = mem[idx];
-        mem[idx] = atomic_update(ir::atomic_kind(in.op), types[alloc], mem[idx], val[t], expected ? expected[t] : 0);
+        const uint64_t old = word_register(storage, mem[idx]);
+        out[t] = old;
+        mem[idx] = atomic_update(ir::atomic_kind(in.op), storage, old, val[t], expected ? expected[t] : 0);
         continue;
       }
       check_race(in, tg_offset[alloc] + uint32_t(idx), is_store, t);
-      // A 16-bit array holds 16-bit values: a store rounds to nearest even, like a store to a
-      // 16-bit buffer (the register value may carry f32 precision), and a load widens exactly.
-      if (is_store) mem[idx] = storage == DType::F16   ? Scalar::of_f32(num::f16_to_f32(num::f32_to_f16(Scalar{val[t]}.f()))).bits
-                               : storage == DType::BF16 ? Scalar::of_f32(num::bf16_to_f32(num::f32_to_bf16(Scalar{val[t]}.f()))).bits
-                                                        : val[t];
-      else out[t] = is_bool ? uint32_t(mem[idx] != 0) : mem[idx];  // all-ones filler reads as true
+      // An array holds values of its dtype: a store to a 16-bit float or fp8 array rounds to
+      // nearest even (fp8 saturating), like a store to such a buffer (the register value may
+      // carry f32 precision), and a load widens exactly; integers keep their canonical register.
+      // The all-ones filler reads as true, NaN, -1 or the integer type's maximum.
+      if (is_store) {
+        mem[idx] = is_integer(storage) ? num::int_wrap(storage, val[t])
+                   : is_float(storage) ? Scalar::of_f32(num::round_to(storage, Scalar{val[t]}.f())).bits
+                                       : val[t];
+      } else {
+        out[t] = is_bool ? uint64_t(mem[idx] != 0)
+                 : is_integer(storage) ? num::int_wrap(storage, mem[idx])
+                 : is_float(storage)   ? Scalar::of_f32(Scalar{mem[idx]}.f()).bits
+                                       : mem[idx];
+      }
     }
   }
 
   // Register arrays: one copy per thread, no sharing, so no race rules; every index must be in
   // range and a read must follow the thread's own write of that element.
-  void local_access(const ir::Inst& in, uint32_t* out, const Mask& active) {
+  void local_access(const ir::Inst& in, uint64_t* out, const Mask& active) {
     const Id alloc = in.operands[0];
     const ir::Inst& a = k.insts[alloc];
     const uint64_t count = uint64_t(std::max<int64_t>(a.attr(ir::Attr::Count), 0));
     const bool is_store = in.op == Op::LocalStore;
-    const uint32_t* val = is_store ? row(in.operands[2]) : nullptr;
+    const uint64_t* val = is_store ? row(in.operands[2]) : nullptr;
     for (uint32_t t : active) {
       int64_t idx = index_of(in.operands[1], t);
       if (idx < 0 || uint64_t(idx) >= count)
@@ -540,22 +562,22 @@ struct Machine {
   // Shuffles, the reductions lane_min/and/or, prefix sums and votes. Reductions use the xor
   // butterfly of lane_reduce; prefix sums a Hillis-Steele scan (offsets 1, 2, .., W/2, lane l
   // adding lane l - offset), which every dialect emits in the same order.
-  void lane_op(const ir::Inst& in, uint32_t* out, const Mask& active) {
-    const uint32_t* src = row(in.operands[0]);
+  void lane_op(const ir::Inst& in, uint64_t* out, const Mask& active) {
+    const uint64_t* src = row(in.operands[0]);
     const DType t = types[in.operands[0]];
     for_each_lane_group(in, active, [&](uint32_t base) {
       for (uint32_t l = 0; l < W; ++l) lane_a[l] = src[base + l];
       switch (in.op) {
         case Op::LaneShuffle: case Op::LaneShuffleXor: case Op::LaneShuffleUp: case Op::LaneShuffleDown:
         case Op::LaneBroadcast: {
-          const uint32_t* arg = row(in.operands[1]);
+          const uint64_t* arg = row(in.operands[1]);  // u32: zero-extended
           if (in.op == Op::LaneBroadcast)
             for (uint32_t l = 1; l < W; ++l)
               if (arg[base + l] != arg[base])
                 fail(in, "lane_broadcast from a lane that differs across the lane group (lane 0 names lane " +
                              std::to_string(arg[base]) + ", lane " + std::to_string(l) + " names lane " +
                              std::to_string(arg[base + l]) + "; use lane_shuffle for per-lane sources)");
-          for (uint32_t l = 0; l < W; ++l) out[base + l] = lane_a[shuffle_source(in.op, l, arg[base + l])];
+          for (uint32_t l = 0; l < W; ++l) out[base + l] = lane_a[shuffle_source(in.op, l, uint32_t(arg[base + l]))];
           return;
         }
         case Op::LaneMin: case Op::LaneAnd: case Op::LaneOr:
@@ -582,7 +604,7 @@ struct Machine {
           for (uint32_t l = 0; l < W; ++l) {
             uint32_t seg = l & ~31u, bits = 0;
             for (uint32_t i = 0; i < 32 && seg + i < W; ++i) bits |= uint32_t(src[base + seg + i] != 0) << i;
-            lane_b[l] = bits;
+            lane_b[l] = bits;  // u32: zero-extended
           }
           lane_a.swap(lane_b);
           break;
@@ -592,7 +614,7 @@ struct Machine {
             any = any || lane_a[l] != 0;
             all = all && lane_a[l] != 0;
           }
-          for (uint32_t l = 0; l < W; ++l) lane_a[l] = uint32_t(in.op == Op::LaneAny ? any : all);
+          for (uint32_t l = 0; l < W; ++l) lane_a[l] = uint64_t(in.op == Op::LaneAny ? any : all);
           break;
         }
         default: fail(in, std::string("the interpreter cannot execute '") + ir::mnemonic(in.op) + "'");
@@ -601,28 +623,37 @@ struct Machine {
     });
   }
 
-  // lane_min / lane_and / lane_or of two lanes.
-  static uint32_t combine2(ir::Op op, DType t, uint32_t a, uint32_t b) {
+  // lane_min / lane_and / lane_or of two lanes, on canonical registers (i32 sign-extended, u32
+  // and f32 zero-extended: and/or of two canonical registers is canonical).
+  static uint64_t combine2(ir::Op op, DType t, uint64_t a, uint64_t b) {
     if (op == Op::LaneAnd) return a & b;
     if (op == Op::LaneOr) return a | b;
     if (t == DType::F32) return Scalar::of_f32(eval::fmin_ordered(Scalar{a}.f(), Scalar{b}.f())).bits;
-    if (t == DType::I32) return int32_t(a) < int32_t(b) ? a : b;
+    if (t == DType::I32) return int64_t(a) < int64_t(b) ? a : b;
     return a < b ? a : b;
+  }
+
+  // The canonical register of a 32-bit memory word of an atomic's dtype (i32, u32 or f32; the
+  // verifier allows no other): i32 sign-extended, u32 and f32 zero-extended.
+  static uint64_t word_register(DType t, uint64_t word) {
+    return t == DType::I32 ? uint64_t(int64_t(int32_t(uint32_t(word)))) : uint64_t(uint32_t(word));
   }
 
   // The new value of memory holding `old` after an atomic of kind `op` (the global form) with
   // operand `v` (and `expected` for cas) on dtype t. f32 add rounds once per atomic, like a
   // plain add; f32 min/max follow eval's ordered min/max; cas and exchange compare and move
   // bits (a NaN can be swapped out, -0 is not +0).
-  static uint32_t atomic_update(ir::Op op, DType t, uint32_t old, uint32_t v, uint32_t expected) {
+  // Operands and result are canonical registers (word_register).
+  static uint64_t atomic_update(ir::Op op, DType t, uint64_t old, uint64_t v, uint64_t expected) {
     switch (op) {
-      case Op::AtomicAdd: return t == DType::F32 ? Scalar::of_f32(Scalar{old}.f() + Scalar{v}.f()).bits : old + v;
+      case Op::AtomicAdd:
+        return t == DType::F32 ? Scalar::of_f32(Scalar{old}.f() + Scalar{v}.f()).bits : word_register(t, old + v);
       case Op::AtomicMin:
         if (t == DType::F32) return Scalar::of_f32(eval::fmin_ordered(Scalar{old}.f(), Scalar{v}.f())).bits;
-        return t == DType::I32 ? (int32_t(v) < int32_t(old) ? v : old) : (v < old ? v : old);
+        return t == DType::I32 ? (int64_t(v) < int64_t(old) ? v : old) : (v < old ? v : old);
       case Op::AtomicMax:
         if (t == DType::F32) return Scalar::of_f32(eval::fmax_ordered(Scalar{old}.f(), Scalar{v}.f())).bits;
-        return t == DType::I32 ? (int32_t(v) > int32_t(old) ? v : old) : (v > old ? v : old);
+        return t == DType::I32 ? (int64_t(v) > int64_t(old) ? v : old) : (v > old ? v : old);
       case Op::AtomicAnd: return old & v;
       case Op::AtomicOr: return old | v;
       case Op::AtomicExchange: return v;
@@ -634,19 +665,20 @@ struct Machine {
   // Global atomics run one active thread after another in ascending order: one valid order of
   // the many a GPU may pick. Only what is order-free (integer add/min/max/and/or totals, f32
   // min/max) is the same on every backend; returned values and f32 sums are not.
-  void global_atomic(const ir::Inst& in, uint32_t* out, const Mask& active) {
+  void global_atomic(const ir::Inst& in, uint64_t* out, const Mask& active) {
     ir::AtomicOperands a = ir::atomic_operands(in);
     View v = view(in);
     const ir::Op kind = ir::atomic_kind(in.op);
-    const uint32_t* val = row(a.value);
-    const uint32_t* expected = a.expected != ir::kNone ? row(a.expected) : nullptr;
+    const uint64_t* val = row(a.value);
+    const uint64_t* expected = a.expected != ir::kNone ? row(a.expected) : nullptr;
     for (uint32_t t : active) {
       int64_t idx = index_of(a.index, t);
       check_index(in, v, idx, t);
-      unsigned char* p = v.data + size_t(idx) * 4;
-      uint32_t old;
-      std::memcpy(&old, p, 4);
-      uint32_t now = atomic_update(kind, v.storage, old, val[t], expected ? expected[t] : 0);
+      unsigned char* p = v.data + size_t(idx) * 4;  // a 32-bit word (the verifier's atomic dtypes)
+      uint32_t word;
+      std::memcpy(&word, p, 4);
+      const uint64_t old = word_register(v.storage, word);
+      const uint32_t now = uint32_t(atomic_update(kind, v.storage, old, val[t], expected ? expected[t] : 0));
       std::memcpy(p, &now, 4);
       out[t] = old;
     }
@@ -687,8 +719,8 @@ struct Machine {
 
   // Butterfly in the CUDA order: for offset = W/2 .. 1, every lane l takes v[l] op v[l ^ offset]
   // at once, so the f32 rounding matches the warp's shuffle tree exactly.
-  void lane_reduce(const ir::Inst& in, uint32_t* out, const Mask& active) {
-    const uint32_t* src = row(in.operands[0]);
+  void lane_reduce(const ir::Inst& in, uint64_t* out, const Mask& active) {
+    const uint64_t* src = row(in.operands[0]);
     const DType t = types[in.operands[0]];
     const bool is_sum = in.op == Op::LaneSum;
     if (t != DType::F32 && t != DType::I32 && t != DType::U32)
@@ -712,20 +744,20 @@ struct Machine {
     }
   }
 
-  static uint32_t combine(DType t, bool is_sum, uint32_t a, uint32_t b) {
+  static uint64_t combine(DType t, bool is_sum, uint64_t a, uint64_t b) {
     if (t == DType::F32) {
       float x = Scalar{a}.f(), y = Scalar{b}.f();
       return Scalar::of_f32(is_sum ? x + y : eval::fmax_ordered(x, y)).bits;
     }
-    if (is_sum) return a + b;
-    if (t == DType::I32) return int32_t(a) > int32_t(b) ? a : b;
+    if (is_sum) return num::int_wrap(t, a + b);
+    if (t == DType::I32) return int64_t(a) > int64_t(b) ? a : b;  // canonical: sign-extended
     return a > b ? a : b;
   }
 
   void run_if(const ir::Inst& in, int depth) {
     const Mask& active = masks[depth];
     Mask& sub = masks[size_t(depth) + 1];
-    const uint32_t* cond = row(in.operands[0]);
+    const uint64_t* cond = row(in.operands[0]);
     for (int branch = 0; branch < 2; ++branch) {
       Id b = in.blocks[branch];
       if (b == ir::kNone) continue;
@@ -742,11 +774,12 @@ struct Machine {
   void run_for(Id id, const ir::Inst& in, int depth) {
     const Mask& active = masks[depth];
     Mask& body = masks[size_t(depth) + 1];
-    uint32_t* iv = row(id);
-    const uint32_t* begin = row(in.operands[0]);
-    const uint32_t* end = row(in.operands[1]);
-    const uint32_t* step = row(in.operands[2]);
-    const bool is_signed = types[id] == DType::I32;
+    uint64_t* iv = row(id);
+    const uint64_t* begin = row(in.operands[0]);
+    const uint64_t* end = row(in.operands[1]);
+    const uint64_t* step = row(in.operands[2]);
+    const DType type = types[id];
+    const bool is_signed = type == DType::I32;
     body.clear();
     for (uint32_t t : active) {
       iv[t] = begin[t];
@@ -755,7 +788,7 @@ struct Machine {
     for (;;) {
       size_t kept = 0;
       for (uint32_t t : body) {
-        bool go = is_signed ? int32_t(iv[t]) < int32_t(end[t]) : iv[t] < end[t];
+        bool go = is_signed ? int64_t(iv[t]) < int64_t(end[t]) : iv[t] < end[t];
         if (go) body[kept++] = t;
       }
       body.resize(kept);
@@ -764,7 +797,7 @@ struct Machine {
       if (steps > opts.max_steps)
         fail(in, "kernel exceeded " + std::to_string(opts.max_steps) + " steps (infinite loop?)");
       block(in.blocks[0], depth + 1);
-      for (uint32_t t : body) iv[t] += step[t];
+      for (uint32_t t : body) iv[t] = num::int_wrap(type, iv[t] + step[t]);  // the step wraps at 32 bits
     }
   }
 };

@@ -30,6 +30,19 @@
 
 namespace iron {
 
+bool dtype_supported(const DeviceInfo& dev, DType d, std::string& why) {
+  switch (d) {
+    case DType::F16: why = "no f16 storage"; return dev.f16;
+    case DType::BF16: why = "no bf16 storage"; return dev.bf16;
+    case DType::I8: case DType::U8: case DType::F8E4M3: case DType::F8E5M2:
+      why = "no 8-bit integers or 8-bit storage";
+      return dev.int8;
+    case DType::I16: case DType::U16: why = "no 16-bit integers or 16-bit storage"; return dev.int16;
+    case DType::I64: case DType::U64: why = "no 64-bit integers"; return dev.int64;
+    default: return true;
+  }
+}
+
 const char* backend_name(Backend b) {
   switch (b) {
     case Backend::Cuda: return "cuda";
@@ -58,7 +71,7 @@ std::vector<DeviceInfo> list_devices(Backend backend, std::string* why) {
 
 namespace {
 
-constexpr size_t kNumDTypes = size_t(DType::Void) + 1;
+
 
 // Whether the kernel uses lane operations (lane built-ins, lane reductions: every op with the L
 // trait but barrier), which need whole lane groups. A barrier alone does not: it waits for the
@@ -77,6 +90,7 @@ bool uses_lane_groups(const ir::Kernel& k) {
 struct KernelFacts {
   uint64_t hash = 0;  // ir::content_hash
   bool lane_ops = false;
+  uint32_t dtypes_used = 0;  // ir::dtypes_used
   bool dynamic_tg = false;  // has threadgroup arrays sized at dispatch
   std::array<uint64_t, kNumDTypes> tg_bytes{};
   std::array<bool, kNumDTypes> tg_known{};
@@ -86,6 +100,7 @@ struct KernelFacts {
     f.hash = hash;
     f.lane_ops = uses_lane_groups(k);
     f.dynamic_tg = ir::has_dynamic_threadgroup(k);
+    f.dtypes_used = ir::dtypes_used(k);
     return f;
   }
   uint64_t threadgroup_bytes(const ir::Kernel& k, Instantiation d) {
@@ -227,6 +242,7 @@ struct Context::Cache {
 struct Context::Prepared {
   uint64_t hash = 0;
   bool lane_ops = false;
+  uint32_t dtypes_used = 0;
   bool dynamic_tg = false;
   uint64_t shared_bytes = 0;
   bool registered = false;
@@ -361,6 +377,7 @@ class ParamArray {
 // Facts about the kernel check() would otherwise walk the IR for (see KernelFacts).
 struct CheckFacts {
   bool lane_ops = false;
+  uint32_t dtypes_used = 0;    // bit d: dtype d appears (bit Generic: T does)
   uint64_t shared_bytes = 0;  // of the arrays of a fixed size
   bool dynamic_tg = false;    // arrays sized at dispatch add to it (computed from the scalars)
 };
@@ -427,6 +444,17 @@ void check(const DeviceInfo& dev, const ir::Kernel& k, const CheckFacts& facts, 
   // lane groups along x. Checked on a geometry the rules above accept, so a grid the device
   // cannot launch at all is reported once, for that reason.
   if (problems.size() == problems_before_geometry) ir::check_mode_geometry(k.mode, grid, tg, dev.lane_width, problems);
+  // Element types the device cannot store or compute (a Vulkan driver without shaderInt8 or
+  // 8-bit storage, say): rejected here, naming the type, rather than failing in the compiler.
+  uint32_t used = facts.dtypes_used;
+  if (used & (1u << unsigned(DType::Generic))) used |= 1u << unsigned(dtype.t);
+  if ((used & (1u << unsigned(DType::GenericW))) && dtype.has_w()) used |= 1u << unsigned(dtype.w);
+  for (size_t d = 0; d < kNumDTypes; ++d) {
+    if (!(used & (1u << d)) || is_type_param(DType(d))) continue;
+    std::string why;
+    if (!dtype_supported(dev, DType(d), why))
+      fail(std::string("the kernel uses ") + dtype_name(DType(d)) + ", which " + dev.name + " does not support (" + why + ")");
+  }
 
   // Scalars first: buffer extents are computed from them.
   const size_t np = k.params.size();
@@ -602,6 +630,7 @@ Context::Prepared Context::prepare(const ir::Kernel& kernel, Instantiation dtype
     p.registered = true;
     p.hash = r.facts.hash;
     p.lane_ops = r.facts.lane_ops;
+    p.dtypes_used = r.facts.dtypes_used;
     p.dynamic_tg = r.facts.dynamic_tg;
     p.shared_bytes = r.facts.threadgroup_bytes(kernel, dtype);
     if (!want_pipeline) return;
@@ -635,6 +664,7 @@ Context::Prepared Context::prepare(const ir::Kernel& kernel, Instantiation dtype
   if (it == c.by_hash.end()) it = c.by_hash.emplace(hash, KernelFacts::of(kernel, hash)).first;
   p.hash = hash;
   p.lane_ops = it->second.lane_ops;
+  p.dtypes_used = it->second.dtypes_used;
   p.dynamic_tg = it->second.dynamic_tg;
   p.shared_bytes = it->second.threadgroup_bytes(kernel, dtype);
   return p;
@@ -643,7 +673,7 @@ Context::Prepared Context::prepare(const ir::Kernel& kernel, Instantiation dtype
 void Context::validate_dispatch(const ir::Kernel& kernel, Instantiation dtype, const Bindings& buffers,
                                 const Constexprs& constexprs, Dim3 grid, Dim3 threadgroup) const {
   Prepared p = prepare(kernel, dtype, threadgroup, false);
-  check(device_->info(), kernel, CheckFacts{p.lane_ops, p.shared_bytes, p.dynamic_tg}, dtype, buffers, constexprs, grid, threadgroup,
+  check(device_->info(), kernel, CheckFacts{p.lane_ops, p.dtypes_used, p.shared_bytes, p.dynamic_tg}, dtype, buffers, constexprs, grid, threadgroup,
         nullptr);
 }
 
@@ -790,7 +820,7 @@ void Context::dispatch_with_grid(const ir::Kernel& kernel, Instantiation dtype, 
   dtype = normalize(kernel, dtype);
   Prepared p = prepare(kernel, dtype, threadgroup, true);
   rt::LaunchArgs& args = launch_scratch();
-  check(device_->info(), kernel, CheckFacts{p.lane_ops, p.shared_bytes, p.dynamic_tg}, dtype, buffers, constexprs, grid, threadgroup,
+  check(device_->info(), kernel, CheckFacts{p.lane_ops, p.dtypes_used, p.shared_bytes, p.dynamic_tg}, dtype, buffers, constexprs, grid, threadgroup,
         &args);
   rt::CompiledKernel& compiled = p.compiled ? *p.compiled : pipeline(kernel, dtype, threadgroup, p);
   device_->launch(compiled, args, grid, threadgroup);
@@ -804,7 +834,7 @@ Timing Context::time_dispatch(const ir::Kernel& kernel, Instantiation dtype, con
   dtype = normalize(kernel, dtype);
   Prepared p = prepare(kernel, dtype, threadgroup, true);
   rt::LaunchArgs& args = launch_scratch();
-  check(device_->info(), kernel, CheckFacts{p.lane_ops, p.shared_bytes, p.dynamic_tg}, dtype, buffers, constexprs, grid, threadgroup,
+  check(device_->info(), kernel, CheckFacts{p.lane_ops, p.dtypes_used, p.shared_bytes, p.dynamic_tg}, dtype, buffers, constexprs, grid, threadgroup,
         &args);
   rt::CompiledKernel& compiled = p.compiled ? *p.compiled : pipeline(kernel, dtype, threadgroup, p);
   Timing t;

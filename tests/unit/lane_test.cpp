@@ -567,6 +567,29 @@ TEST(LaneOps, VerifierRejectsIllTypedLaneOpsAndAtomics) {
             std::string::npos);
 }
 
+// The element types beyond 32 bits and below (i8 .. u64, fp8) have no lane ops or atomics: the
+// 64-bit registers carry i32/u32/f32 lane values and atomic words only.
+TEST(LaneOps, VerifierKeepsLaneOpsAndAtomicsOnTheirWordDtypes) {
+  auto diags = [](const std::string& body) {
+    ir::Kernel k = ir::parse("kernel v mode=Reduction {\n  param a: in buf<i32> extent=8\n"
+                             "  param q: inout buf<i64> extent=8\n  param b: inout buf<u8> extent=8\n"
+                             "  %0 = local_id<0> : u32\n  %1 = load<a> %0 : i32\n" + body + "}\n");
+    ir::Diagnostics d;
+    ir::verify(k, d);
+    return d.render(k);
+  };
+  EXPECT_EQ(diags("  %2 = lane_min %1 : i32\n  %3 = lane_shuffle %1, %0 : i32\n"), "");
+  EXPECT_NE(diags("  %2 = cast %1 : i64\n  %3 = lane_shuffle %2, %0 : i64\n").find("shuffles move"), std::string::npos);
+  EXPECT_NE(diags("  %2 = cast %1 : f8e4m3\n  %3 = lane_broadcast %2, %0 : f8e4m3\n").find("shuffles move"),
+            std::string::npos);
+  EXPECT_NE(diags("  %2 = cast %1 : i8\n  %3 = lane_min %2 : i8\n").find("takes f32, i32 or u32"), std::string::npos);
+  EXPECT_NE(diags("  %2 = cast %1 : u64\n  %3 = lane_or %2 : u64\n").find("takes i32 or u32"), std::string::npos);
+  EXPECT_NE(diags("  %2 = cast %1 : i64\n  %3 = atomic_add<q> %0, %2 : i64\n").find("atomics act on f32, i32 or u32"),
+            std::string::npos);
+  EXPECT_NE(diags("  %2 = cast %1 : u8\n  %3 = atomic_max<b> %0, %2 : u8\n").find("atomics act on f32, i32 or u32"),
+            std::string::npos);
+}
+
 // Every backend: the shuffles, reductions, scans and votes, bit for bit with the interpreter at
 // the device's lane width (8 on lavapipe, 32 on NVIDIA).
 TEST_P(LaneConformance, LaneOpsAgreeWithTheInterpreter) {

@@ -41,6 +41,30 @@ void f16_stage_body() {
   out[l] = cast<f32>(stage[l ^ 1u]);
 }
 
+// Threadgroup arrays of the element types beyond 32 bits: each thread stores into an i8, a u16,
+// an i64 and an f8e4m3 array and, after the barrier, reads its neighbour's elements. The i8 and
+// u16 stores wrap (the values are casts of wider products), the i64 keeps its upper half (a value
+// shifted by 33), the fp8 store holds the rounded value.
+void wide_types_body() {
+  using namespace iron::dsl;
+  Expr n = constexpr_("n", u32);
+  Buffer x = input("x", f32, {n});
+  Buffer out = output("out", f32, {n});
+  TgBuffer a8 = threadgroup_alloc("a8", i8, 64);
+  TgBuffer a16 = threadgroup_alloc("a16", u16, 64);
+  TgBuffer a64 = threadgroup_alloc("a64", i64, 64);
+  TgBuffer af8 = threadgroup_alloc("af8", f8e4m3, 64);
+  Expr l = local_id(0);
+  Expr v = cast<i32>(x[l]);
+  a8[l] = cast<i8>(v * 37);
+  a16[l] = cast<u16>(v * 1001);
+  a64[l] = cast<i64>(v) << 33;
+  af8[l] = cast<f8e4m3>(x[l]);
+  barrier();
+  Expr p = l ^ 1u;
+  out[l] = cast<f32>(a8[p]) + cast<f32>(a16[p]) + cast<f32>(a64[p] >> 33) + cast<f32>(af8[p]);
+}
+
 // An array of 2 * m f32 sized at dispatch (m a scalar parameter): thread l writes elements 2l
 // and 2l + 1, and after the barrier reads element 2m - 1 - 2l (another thread's).
 void dynamic_body() {
@@ -314,7 +338,8 @@ TEST(TgCuda, CompilesThroughNvrtcForSm80AndSm90) {
   g_static_floats = 20 * 1024;
   const ir::Kernel kernels[] = {trace("tgmem_f16", &f16_stage_body), trace("tgmem_dynamic", &dynamic_body),
                                 trace("tgmem_static", &static_body),
-                                trace("tgmem_register", &register_body, Mode::Elementwise)};
+                                trace("tgmem_register", &register_body, Mode::Elementwise),
+                                trace("tgmem_wide_types", &wide_types_body)};
   for (const ir::Kernel& k : kernels) {
     codegen::Emitted e = codegen::emit(passes::optimize(k), DType::F32, codegen::Target::Cuda);
     ASSERT_TRUE(e.ok()) << k.name;
@@ -367,6 +392,21 @@ TEST_P(TgRun, SixteenBitArrayHoldsSixteenBitValues) {
     rounded += f16_round(product) != product;
   }
   EXPECT_GT(rounded, 32);  // the fixture really needs the rounding
+}
+
+// Arrays of i8, u16, i64 and f8e4m3 hold values of their dtype (host oracle in the same order).
+TEST_P(TgRun, ArraysOfTheNarrowAndWideElementTypes) {
+  ir::Kernel k = trace("tgmem_wide_types", &wide_types_body);
+  std::vector<float> x(64);
+  for (uint32_t l = 0; l < 64; ++l) x[l] = (float(l) - 20.0f) * 3.37f + 0.21f;
+  std::vector<float> out = run(*ctx_, k, x, {{"n", 64}}, {1, 1, 1}, {64, 1, 1});
+  for (uint32_t l = 0; l < 64; ++l) {
+    const float xp = x[l ^ 1u];
+    const int32_t v = int32_t(xp);
+    const float want = float(int8_t(uint8_t(uint32_t(v) * 37u))) + float(uint16_t(uint32_t(v) * 1001u)) +
+                       float(v) + num::round_to(DType::F8E4M3, xp);
+    EXPECT_EQ(out[l], want) << "element " << l;
+  }
 }
 
 // Two dispatches of one kernel with different sizes (two Vulkan pipelines from one module).

@@ -294,6 +294,9 @@ struct PhysicalDevice {
   bool storage_16bit = false;
   bool uniform_storage_16bit = false;
   bool shader_float16 = false;
+  bool shader_int8 = false;      // 8-bit integer arithmetic (i8/u8 registers)
+  bool storage_8bit = false;     // 8-bit buffer elements (i8, u8, fp8)
+  bool need_ext_8bit_storage = false;
   bool full_subgroups = false;  // computeFullSubgroups (subgroup size control)
   // lavapipe: loops end after a fixed iteration budget (codegen::kLoopLimitText), so every
   // emitted loop reports through a status buffer when the driver cut it short.
@@ -326,6 +329,7 @@ PhysicalDevice describe(const Instance& inst, VkPhysicalDevice handle) {
   std::vector<VkExtensionProperties> exts(ext_count);
   fn.vkEnumerateDeviceExtensionProperties(handle, nullptr, &ext_count, exts.data());
   bool ext_f16 = has_extension(exts, VK_KHR_SHADER_FLOAT16_INT8_EXTENSION_NAME);
+  bool ext_8bit = has_extension(exts, VK_KHR_8BIT_STORAGE_EXTENSION_NAME);
   bool ext_sgsc = has_extension(exts, VK_EXT_SUBGROUP_SIZE_CONTROL_EXTENSION_NAME);
   bool ext_driver = has_extension(exts, VK_KHR_DRIVER_PROPERTIES_EXTENSION_NAME);
 
@@ -364,6 +368,8 @@ PhysicalDevice describe(const Instance& inst, VkPhysicalDevice handle) {
       VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_FLOAT16_INT8_FEATURES);
   auto sgsc = vk_struct<VkPhysicalDeviceSubgroupSizeControlFeatures>(
       VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_SIZE_CONTROL_FEATURES);
+  auto storage8 =
+      vk_struct<VkPhysicalDevice8BitStorageFeatures>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_8BIT_STORAGE_FEATURES);
   if (v11) {
     void** tail = &features2.pNext;
     *tail = &storage16;
@@ -371,6 +377,10 @@ PhysicalDevice describe(const Instance& inst, VkPhysicalDevice handle) {
     if (v12 || ext_f16) {
       *tail = &f16i8;
       tail = &f16i8.pNext;
+    }
+    if (v12 || ext_8bit) {
+      *tail = &storage8;
+      tail = &storage8.pNext;
     }
     if (v13 || ext_sgsc) {
       *tail = &sgsc;
@@ -384,8 +394,11 @@ PhysicalDevice describe(const Instance& inst, VkPhysicalDevice handle) {
   pd.storage_16bit = storage16.storageBuffer16BitAccess;
   pd.uniform_storage_16bit = storage16.uniformAndStorageBuffer16BitAccess;
   pd.shader_float16 = f16i8.shaderFloat16;
+  pd.shader_int8 = f16i8.shaderInt8;
+  pd.storage_8bit = storage8.storageBuffer8BitAccess;
+  pd.need_ext_8bit_storage = pd.storage_8bit && !v12;
   pd.full_subgroups = sgsc.computeFullSubgroups;
-  pd.need_ext_float16_int8 = pd.shader_float16 && !v12;
+  pd.need_ext_float16_int8 = (pd.shader_float16 || pd.shader_int8) && !v12;
   pd.need_ext_subgroup_size_control = pd.full_subgroups && !v13;
 
   uint32_t family_count = 0;
@@ -433,6 +446,9 @@ PhysicalDevice describe(const Instance& inst, VkPhysicalDevice handle) {
   info.f16 = pd.shader_float16 && pd.storage_16bit;
   // bf16 has no Vulkan arithmetic type: it is stored as 16 bits and computed in f32.
   info.bf16 = pd.storage_16bit;
+  info.int8 = pd.shader_int8 && pd.storage_8bit;
+  info.int16 = pd.shader_int16 && pd.storage_16bit;
+  info.int64 = pd.shader_int64;
   if (have_floats) {
     auto yn = [](VkBool32 b) { return b ? "yes" : "no"; };
     info.float_controls = std::string("f32 denorm preserve ") + yn(float_controls.shaderDenormPreserveFloat32) +
@@ -505,6 +521,10 @@ std::shared_ptr<Core> create_core(std::unique_ptr<Instance> inst, const Physical
   auto f16i8 = vk_struct<VkPhysicalDeviceShaderFloat16Int8Features>(
       VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_FLOAT16_INT8_FEATURES);
   f16i8.shaderFloat16 = pd.shader_float16;
+  f16i8.shaderInt8 = pd.shader_int8;
+  auto storage8 =
+      vk_struct<VkPhysicalDevice8BitStorageFeatures>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_8BIT_STORAGE_FEATURES);
+  storage8.storageBuffer8BitAccess = pd.storage_8bit;
   auto sgsc = vk_struct<VkPhysicalDeviceSubgroupSizeControlFeatures>(
       VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_SIZE_CONTROL_FEATURES);
   sgsc.computeFullSubgroups = pd.full_subgroups;
@@ -512,9 +532,13 @@ std::shared_ptr<Core> create_core(std::unique_ptr<Instance> inst, const Physical
   void** tail = &features2.pNext;
   *tail = &storage16;
   tail = &storage16.pNext;
-  if (pd.shader_float16) {
+  if (pd.shader_float16 || pd.shader_int8) {
     *tail = &f16i8;
     tail = &f16i8.pNext;
+  }
+  if (pd.storage_8bit) {
+    *tail = &storage8;
+    tail = &storage8.pNext;
   }
   if (pd.full_subgroups) {
     *tail = &sgsc;
@@ -523,6 +547,7 @@ std::shared_ptr<Core> create_core(std::unique_ptr<Instance> inst, const Physical
 
   std::vector<const char*> extensions;
   if (pd.need_ext_float16_int8) extensions.push_back(VK_KHR_SHADER_FLOAT16_INT8_EXTENSION_NAME);
+  if (pd.need_ext_8bit_storage) extensions.push_back(VK_KHR_8BIT_STORAGE_EXTENSION_NAME);
   if (pd.need_ext_subgroup_size_control) extensions.push_back(VK_EXT_SUBGROUP_SIZE_CONTROL_EXTENSION_NAME);
 
   auto dci = vk_struct<VkDeviceCreateInfo>(VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO);
@@ -831,7 +856,7 @@ class VulkanDevice final : public Device {
     fp += "; device " + i.name + " (" + i.arch + "); " + i.driver + "; api " + version_text(pd_.api_version) +
           "; subgroup " + std::to_string(i.lane_width) + "; features";
     for (bool b : {pd_.shader_int16, pd_.shader_int64, pd_.storage_16bit, pd_.uniform_storage_16bit,
-                   pd_.shader_float16, pd_.full_subgroups})
+                   pd_.shader_float16, pd_.full_subgroups, pd_.shader_int8, pd_.storage_8bit})
       fp += b ? " 1" : " 0";
     if (pd_.loop_limited) fp += "; loop status binding";  // a different module and layout
     if (pd_.loop_limited && pd_.shader_float64) fp += "; f64 fma";
