@@ -59,12 +59,14 @@ const char* const kDispatchKernel = "iron_add";
 
 double seconds(Clock::duration d) { return std::chrono::duration<double>(d).count(); }
 
-// The dtype BM_Codegen and friends use: f16 where the kernel declares it, else its first dtype,
-// else f32 (a kernel without T).
-DType bench_dtype(const ir::Kernel& k) {
-  for (DType t : k.dtypes)
-    if (t == DType::F16) return t;
-  return k.dtypes.empty() ? DType::F32 : k.dtypes.front();
+// The instantiation BM_Codegen and friends use: T = f16 where the kernel declares it, else its
+// first dtype, else f32 (a kernel without T).
+// A kernel with W takes W's first dtype beside it.
+Instantiation bench_dtype(const ir::Kernel& k) {
+  const std::vector<Instantiation> all = ir::instantiations(k);
+  for (Instantiation in : all)
+    if (in.t == DType::F16) return in;
+  return all.front();
 }
 
 // The optimized IR every backend compiles (Context::pipeline does the same).
@@ -81,8 +83,8 @@ const ir::Kernel& optimized(const std::string& name) {
 void BM_Codegen(benchmark::State& state, std::string name, codegen::Target target) {
   try {
     const ir::Kernel& k = kernel_ir(name);  // traced once (cached by the registry), not timed
-    const DType dt = bench_dtype(k);
-    state.SetLabel(dtype_name(dt));
+    const Instantiation dt = bench_dtype(k);
+    state.SetLabel(instantiation_name(dt));
     for (auto _ : state) {
       ir::Kernel opt = passes::optimize(k);
       codegen::Emitted e = codegen::emit(opt, dt, target);
@@ -100,8 +102,8 @@ void BM_Codegen(benchmark::State& state, std::string name, codegen::Target targe
 void BM_GlslToSpirv(benchmark::State& state, std::string name) {
   try {
     const ir::Kernel& k = optimized(name);
-    const DType dt = bench_dtype(k);
-    state.SetLabel(dtype_name(dt));
+    const Instantiation dt = bench_dtype(k);
+    state.SetLabel(instantiation_name(dt));
     const codegen::Emitted e = codegen::emit(k, dt, codegen::Target::Glsl);
     if (!e.ok()) return state.SkipWithError("GLSL emission failed");
     const std::string label = codegen::entry_name(k, dt);
@@ -124,8 +126,8 @@ void BM_GlslToSpirv(benchmark::State& state, std::string name) {
 void BM_NvrtcCompile(benchmark::State& state, std::string name) {
   try {
     const ir::Kernel& k = optimized(name);
-    const DType dt = bench_dtype(k);
-    state.SetLabel(std::string(dtype_name(dt)) + " sm_90a");
+    const Instantiation dt = bench_dtype(k);
+    state.SetLabel(instantiation_name(dt) + " sm_90a");
     const codegen::Emitted e = codegen::emit(k, dt, codegen::Target::Cuda);
     if (!e.ok()) return state.SkipWithError("CUDA emission failed");
     // One untimed compile: NVRTC's library load and first-use setup are not per kernel.

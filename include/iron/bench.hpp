@@ -12,7 +12,7 @@ namespace iron {
 
 class BenchSetup {
  public:
-  explicit BenchSetup(DType dtype) : setup_(dtype) {}
+  explicit BenchSetup(Instantiation in) : setup_(in) {}
   BenchSetup& in(const std::string& name, std::vector<double> values) { return setup_.in(name, std::move(values)), *this; }
   BenchSetup& out(const std::string& name, size_t count) { return setup_.out(name, count), *this; }
   BenchSetup& constexprs(const Constexprs& values) { return setup_.constexprs(values), *this; }
@@ -37,7 +37,7 @@ class BenchSetup {
   std::string sweep_;
 };
 
-using BenchBody = BenchSetup (*)(DType dt);
+using BenchBody = BenchSetup (*)(DType dt, DType wt);  // wt: what W is (Void: no W)
 
 struct BenchDecl {
   const char* kernel;
@@ -55,9 +55,10 @@ std::vector<const BenchDecl*> registered_benches();  // sorted by kernel, then n
 
 // IRON_BENCH(iron_add, n16m, {f32, 1e-6}, {f16, 1e-3}) { return BenchSetup(dt)...; }
 #define IRON_BENCH(kernel, bench_name, ...)                                                           \
-  static ::iron::BenchSetup IRON_DETAIL_CAT(iron_bench_, IRON_DETAIL_CAT(kernel, __LINE__))(::iron::DType dt); \
+  static ::iron::BenchSetup IRON_DETAIL_CAT(iron_bench_, IRON_DETAIL_CAT(kernel, __LINE__))(::iron::DType dt, ::iron::DType wt); \
   [[maybe_unused]] static const int IRON_DETAIL_CAT(iron_bench_reg_, IRON_DETAIL_CAT(kernel, __LINE__)) =     \
       ::iron::register_bench(::iron::BenchDecl{#kernel, #bench_name,                                  \
                                                &IRON_DETAIL_CAT(iron_bench_, IRON_DETAIL_CAT(kernel, __LINE__)), \
                                                {__VA_ARGS__}, __FILE__, __LINE__});                   \
-  static ::iron::BenchSetup IRON_DETAIL_CAT(iron_bench_, IRON_DETAIL_CAT(kernel, __LINE__))([[maybe_unused]] ::iron::DType dt)
+  static ::iron::BenchSetup IRON_DETAIL_CAT(iron_bench_, IRON_DETAIL_CAT(kernel, __LINE__))([[maybe_unused]] ::iron::DType dt, \
+                                                                                           [[maybe_unused]] ::iron::DType wt)

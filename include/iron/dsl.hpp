@@ -20,12 +20,21 @@ namespace iron::dsl {
 using SrcLoc = std::source_location;
 
 inline constexpr DType T = DType::Generic;  // the kernel's generic dtype
+inline constexpr DType W = DType::GenericW;  // its second type parameter (weights beside T)
 inline constexpr DType f32 = DType::F32;
 inline constexpr DType f16 = DType::F16;
 inline constexpr DType bf16 = DType::BF16;
 inline constexpr DType i32 = DType::I32;
 inline constexpr DType u32 = DType::U32;
 inline constexpr DType boolean = DType::Bool;
+inline constexpr DType i8 = DType::I8;
+inline constexpr DType u8 = DType::U8;
+inline constexpr DType i16 = DType::I16;
+inline constexpr DType u16 = DType::U16;
+inline constexpr DType i64 = DType::I64;
+inline constexpr DType u64 = DType::U64;
+inline constexpr DType f8e4m3 = DType::F8E4M3;  // storage only: cast to f32 to compute
+inline constexpr DType f8e5m2 = DType::F8E5M2;  // storage only: cast to f32 to compute
 
 // A traced value: the id of the IR instruction that defines it, and its dtype.
 class Expr {
@@ -123,9 +132,34 @@ Expr cast(Operand x) {
   return cast_to(x, D);
 }
 
-// Built-ins. Which ones a kernel may read depends on its mode (checked at registration):
-// Elementwise binds thread_id (the flat global thread index); Reduction binds program_id
-// (threadgroup index), local_id, group_size, num_programs and the lane built-ins.
+// More math (docs/semantics.md). floor, ceil, rint (round half to even), trunc: exact, on
+// floats. sin, cos, exp2, log2, erf, pow: on floats, within the bounds docs/semantics.md states.
+// mulhi (the high 32 bits of the 64-bit product), popcount, clz (clz(0) = 32): on i32 and u32.
+// bitcast<D>(x): the same 32 bits read as D, between f32, i32 and u32.
+Expr floor(Operand x);
+Expr ceil(Operand x);
+Expr rint(Operand x);
+Expr trunc(Operand x);
+Expr sin(Operand x);
+Expr cos(Operand x);
+Expr exp2(Operand x);
+Expr log2(Operand x);
+Expr erf(Operand x);
+Expr pow(Operand x, Operand y);
+Expr mulhi(Operand a, Operand b);
+Expr popcount(Operand x);
+Expr clz(Operand x);
+Expr bitcast_to(Operand x, DType to);
+template <DType D>
+Expr bitcast(Operand x) {
+  return bitcast_to(x, D);
+}
+
+// Built-ins. Which ones a kernel may read depends on its mode (checked at registration; the
+// table is in docs/dsl.md "Modes"): Elementwise binds thread_id(0) (the flat global thread
+// index), Grid3D thread_id(0..2); Reduction binds program_id (threadgroup index), local_id,
+// group_size, num_programs and the lane built-ins; Tile2D the first four in 2-D; SimdGroup2D
+// program_id, num_programs and the lane built-ins.
 Expr thread_id(int axis = 0, SrcLoc loc = SrcLoc::current());
 Expr program_id(int axis = 0, SrcLoc loc = SrcLoc::current());
 Expr local_id(int axis = 0, SrcLoc loc = SrcLoc::current());
@@ -136,7 +170,8 @@ Expr lane_width(SrcLoc loc = SrcLoc::current());
 Expr simd_group_id(SrcLoc loc = SrcLoc::current());
 Expr num_simd_groups(SrcLoc loc = SrcLoc::current());
 
-// Synchronisation and reductions (Reduction mode). lane_* reduce across one lane group
+// Synchronisation and reductions: barrier and threadgroup memory in Reduction, Tile2D and
+// SimdGroup2D; lane_* and group_* in Reduction and SimdGroup2D. lane_* reduce across one lane group
 // (warp / subgroup); group_* across the whole threadgroup, every thread receiving the result.
 // Every thread of the threadgroup must reach them (no divergent calls).
 void barrier(SrcLoc loc = SrcLoc::current());
@@ -283,6 +318,21 @@ class TgBuffer {
   DType type_;
 };
 TgBuffer threadgroup_alloc(const char* name, DType type, uint32_t count, SrcLoc loc = SrcLoc::current());
+// The same at an alignment of `align` bytes (a power of two, at most 128; the element size is
+// the least alignment an array gets).
+TgBuffer threadgroup_alloc(const char* name, DType type, uint32_t count, uint32_t align,
+                           SrcLoc loc = SrcLoc::current());
+// Sized at dispatch: `per` x the value of scalar parameter `size` (a u32 or i32 constexpr_)
+// elements. CUDA allocates it in dynamic shared memory, Vulkan sizes it with a specialization
+// constant, the interpreter per dispatch; the dispatch check adds it to the kernel's total.
+TgBuffer threadgroup_alloc_dynamic(const char* name, DType type, Expr size, uint32_t per = 1, uint32_t align = 0,
+                                   SrcLoc loc = SrcLoc::current());
+// A thread-private register array of `count` elements (at most 1024), indexed like a
+// threadgroup array (`a[i] = v`, `a[i]` as an operand). Every index must be a constant once
+// loops with constant trip counts are unrolled; one that is not is a located error at
+// compilation, never a silent spill to memory. Elements start undefined (the interpreter
+// reports a read before the thread's first write). Names are unique in the kernel.
+TgBuffer local_array(const char* name, DType type, uint32_t count, SrcLoc loc = SrcLoc::current());
 
 // Parameters, declared in the body in binding order. A buffer's extent (the elements the kernel
 // may touch) is the product of the listed scalar parameters and integer literals; it is checked
@@ -305,6 +355,59 @@ Expr constexpr_(const char* name, DType type, SrcLoc loc = SrcLoc::current());
 Expr arg(int index, DType type, SrcLoc loc = SrcLoc::current());
 void ret(Operand value);
 Expr call(const char* function, std::initializer_list<Operand> args, SrcLoc loc = SrcLoc::current());
+
+// Lane operations (Reduction, SimdGroup2D), across one lane group: every lane of the group must reach
+// them. Shuffles return `x` of a source lane: lane `src` (shuffle), lane_id ^ mask (xor),
+// lane_id - delta (up), lane_id + delta (down); the lane index is u32, and a source outside the
+// lane group leaves each lane its own `x` (docs/semantics.md). lane_broadcast's lane must be the
+// same in every lane of the group.
+Expr lane_shuffle(Operand x, Operand src_lane);
+Expr lane_shuffle_xor(Operand x, Operand lane_mask);
+Expr lane_shuffle_up(Operand x, Operand delta);
+Expr lane_shuffle_down(Operand x, Operand delta);
+Expr lane_broadcast(Operand x, Operand lane);
+// Reductions (every lane receives the result): min of f32/i32/u32, bitwise and/or of integers.
+Expr lane_min(Operand x);
+Expr lane_and(Operand x);
+Expr lane_or(Operand x);
+// Prefix sums over the lane group in lane order (f32, i32, u32): lane l receives x[0] + .. +
+// x[l] (inclusive) or x[0] + .. + x[l-1], 0 in lane 0 (exclusive).
+Expr lane_inclusive_sum(Operand x);
+Expr lane_exclusive_sum(Operand x);
+// Votes on a bool: ballot is a u32 with bit i set when lane i voted true (a 64-wide lane group
+// gives each 32-lane half its own mask); any / all are bool.
+Expr lane_ballot(Operand cond);
+Expr lane_any(Operand cond);
+Expr lane_all(Operand cond);
+// Prefix sums over the whole threadgroup, in flat local-id order (Reduction, SimdGroup2D; every thread
+// must reach the call): built from the lane prefix sums, a threadgroup array of per-lane-group
+// totals and two barriers.
+Expr group_inclusive_sum(Operand x);
+Expr group_exclusive_sum(Operand x);
+
+// Atomics on an element of an `inout` buffer or of threadgroup memory holding f32, i32 or u32
+// (and/or: integers only). Each returns the value the element held before. They never race with
+// each other; a plain access to the same element by another thread needs a barrier between.
+Expr atomic_add(const ElemRef& at, Operand v);
+Expr atomic_min(const ElemRef& at, Operand v);
+Expr atomic_max(const ElemRef& at, Operand v);
+Expr atomic_and(const ElemRef& at, Operand v);
+Expr atomic_or(const ElemRef& at, Operand v);
+Expr atomic_exchange(const ElemRef& at, Operand v);
+// Writes `v` when the element holds `expected` (compared bit for bit); returns the old value.
+Expr atomic_cas(const ElemRef& at, Operand expected, Operand v);
+Expr atomic_add(const TgRef& at, Operand v);
+Expr atomic_min(const TgRef& at, Operand v);
+Expr atomic_max(const TgRef& at, Operand v);
+Expr atomic_and(const TgRef& at, Operand v);
+Expr atomic_or(const TgRef& at, Operand v);
+Expr atomic_exchange(const TgRef& at, Operand v);
+Expr atomic_cas(const TgRef& at, Operand expected, Operand v);
+// Memory fences: other threads of the threadgroup (or of the device) observe this thread's
+// memory accesses before the fence before those after it. A fence is not a barrier: it makes
+// no thread wait and does not make a plain access race-free.
+void fence_threadgroup(SrcLoc loc = SrcLoc::current());
+void fence_device(SrcLoc loc = SrcLoc::current());
 
 // --- Cooperative tiles (docs/dsl.md "Cooperative tiles") ----------------------------------
 // A lane group (warp / subgroup / simdgroup) computes C += A * B on M x N x K tiles: A is M x K

@@ -45,7 +45,8 @@ bool rounds_away(DType t, double exact);
 
 class TestSetup {
  public:
-  explicit TestSetup(DType dtype) : dtype_(dtype) {}
+  // `in`: the instantiation the case runs at (a DType for a kernel without W).
+  explicit TestSetup(Instantiation in) : in_(in) {}
   TestSetup& in(const std::string& name, std::vector<double> values);
   TestSetup& out(const std::string& name, size_t count);
   TestSetup& constexprs(const Constexprs& values);
@@ -59,7 +60,9 @@ class TestSetup {
   // ulps, which covers the op itself and the rounding of its argument amplified by |x| <= 12.
   TestSetup& math_ops(double count);
 
-  DType dtype() const { return dtype_; }
+  DType dtype() const { return in_.t; }            // what T is
+  DType wtype() const { return in_.w; }            // what W is (Void: the kernel has no W)
+  Instantiation instantiation() const { return in_; }
   const Tensors& inputs() const { return inputs_; }
   const std::vector<std::pair<std::string, size_t>>& outputs() const { return outputs_; }
   const Constexprs& scalars() const { return scalars_; }
@@ -71,7 +74,7 @@ class TestSetup {
   const std::function<void(const Tensors&, Tensors&)>& oracle_fn() const { return oracle_; }
 
  private:
-  DType dtype_;
+  Instantiation in_;
   Tensors inputs_;
   std::vector<std::pair<std::string, size_t>> outputs_;
   Constexprs scalars_;
@@ -94,8 +97,9 @@ double group_sum_rounding(uint64_t n, uint32_t tg);
 // A dtype a case runs at. Test cases give the dtype alone ({f32}): the tolerance is derived from
 // the output format and the case's accumulation. An explicit relative tolerance ({f32, 1e-6})
 // is for benchmark declarations, whose check is relative.
+// A kernel generic over W too names both: {{f16, bf16}} is T = f16, W = bf16.
 struct DtypeTolerance {
-  DType dtype;
+  Instantiation dtype;
   double tol = std::numeric_limits<double>::quiet_NaN();  // NaN: derived
 };
 
@@ -112,7 +116,8 @@ double ulp_of(DType output, double m);
 // One element's error in the rule's unit (ulps or relative); infinite when either side is NaN.
 double element_error(const Tolerance& rule, DType output, double got, double want, double floor);
 
-using TestBody = TestSetup (*)(DType dt);
+// dt: what T is; wt: what W is (Void for a kernel without W).
+using TestBody = TestSetup (*)(DType dt, DType wt);
 
 struct TestDecl {
   const char* kernel;
@@ -130,9 +135,10 @@ std::vector<const TestDecl*> registered_tests();  // sorted by kernel, then name
 
 // IRON_TEST_KERNEL(iron_add, n1000, {f32}, {f16}) { return TestSetup(dt)....accumulation(1); }
 #define IRON_TEST_KERNEL(kernel, case_name, ...)                                                     \
-  static ::iron::TestSetup IRON_DETAIL_CAT(iron_test_, IRON_DETAIL_CAT(kernel, __LINE__))(::iron::DType dt); \
+  static ::iron::TestSetup IRON_DETAIL_CAT(iron_test_, IRON_DETAIL_CAT(kernel, __LINE__))(::iron::DType dt, ::iron::DType wt); \
   [[maybe_unused]] static const int IRON_DETAIL_CAT(iron_test_reg_, IRON_DETAIL_CAT(kernel, __LINE__)) =     \
       ::iron::register_test(::iron::TestDecl{#kernel, #case_name,                                    \
                                              &IRON_DETAIL_CAT(iron_test_, IRON_DETAIL_CAT(kernel, __LINE__)), \
                                              {__VA_ARGS__}, __FILE__, __LINE__});                    \
-  static ::iron::TestSetup IRON_DETAIL_CAT(iron_test_, IRON_DETAIL_CAT(kernel, __LINE__))([[maybe_unused]] ::iron::DType dt)
+  static ::iron::TestSetup IRON_DETAIL_CAT(iron_test_, IRON_DETAIL_CAT(kernel, __LINE__))([[maybe_unused]] ::iron::DType dt, \
+                                                                                         [[maybe_unused]] ::iron::DType wt)

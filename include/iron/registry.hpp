@@ -23,6 +23,7 @@ struct KernelDecl {
   std::vector<DType> dtypes;  // what T may be; empty for a kernel that does not use T
   const char* file;
   int line;
+  std::vector<DType> wtypes = {};  // what W may be; empty for a kernel that does not use W
 };
 
 // A DSL file path as Iron shows it: relative to the source tree when it lies inside it.
@@ -68,6 +69,15 @@ const ir::Kernel* device_function_ir(std::string_view name);
       ::iron::register_device_function(::iron::DeviceFunctionDecl{#fname, &body_fn, __FILE__, __LINE__})
 
 #define IRON_DETAIL_CAT(a, b) IRON_DETAIL_CAT2(a, b)
+
+#define IRON_DETAIL_UNPAREN(...) __VA_ARGS__
+
+// IRON_KERNEL_TW(iron_scale_by_weight, body, Elementwise, (f32, f16, bf16), (f32, f16, bf16)):
+// a kernel generic over T and W; every T x W pair of the two lists is an instantiation.
+#define IRON_KERNEL_TW(kname, body_fn, kmode, tlist, wlist)                                       \
+  [[maybe_unused]] static const int IRON_DETAIL_CAT(iron_kernel_reg_, kname) = ::iron::register_kernel( \
+      ::iron::KernelDecl{#kname, &body_fn, ::iron::Mode::kmode, {IRON_DETAIL_UNPAREN tlist}, __FILE__, __LINE__, \
+                         {IRON_DETAIL_UNPAREN wlist}})
 
 // IRON_KERNEL(iron_add, add_body, Elementwise, f32, f16, bf16)
 #define IRON_KERNEL(kname, body_fn, kmode, ...)                                                   \

@@ -37,10 +37,20 @@ struct DeviceInfo {
   uint32_t max_threads_per_group = 1024;
   Dim3 max_group_size{1024, 1024, 64};
   Dim3 max_grid{65535, 65535, 65535};
-  uint64_t shared_memory_bytes = 0;  // per threadgroup
+  uint64_t shared_memory_bytes = 0;  // per threadgroup, available to every kernel
+  // The most threadgroup memory a kernel may opt in to (CUDA: the dynamic shared memory limit
+  // with cuFuncSetAttribute, 227 KiB on the H200); 0 = no opt-in beyond shared_memory_bytes.
+  // Dispatch validation allows the larger of the two.
+  uint64_t shared_memory_optin_bytes = 0;
   uint64_t memory_bytes = 0;
   bool f16 = false;
   bool bf16 = false;               // bf16 storage (computed through f32 where not native)
+  // 8-bit integers (and fp8 storage, held as 8-bit integers), 16-bit integers and 64-bit
+  // integers in buffers and registers. Vulkan: shaderInt8 + storageBuffer8BitAccess,
+  // shaderInt16 + storageBuffer16BitAccess, shaderInt64.
+  bool int8 = true;
+  bool int16 = true;
+  bool int64 = true;
   // f32 subnormals in shaders: false = preserved (IEEE, docs/semantics.md), true = flushed to
   // zero. Vulkan measures it once per opened device with a probe shader: the float-controls
   // properties say what a shader may request, not what it gets by default (lavapipe reports no
@@ -98,12 +108,12 @@ class Context {
   // Validates, compiles (cached per kernel / dtype / threadgroup shape) and launches.
   // Throws iron::Error naming the rule, the kernel and the offending value on a bad dispatch;
   // nothing is launched then.
-  void dispatch_with_grid(std::string_view kernel, DType dtype, const Bindings& buffers,
+  void dispatch_with_grid(std::string_view kernel, Instantiation dtype, const Bindings& buffers,
                           const Constexprs& constexprs, Dim3 grid, Dim3 threadgroup);
-  void dispatch_with_grid(const ir::Kernel& kernel, DType dtype, const Bindings& buffers,
+  void dispatch_with_grid(const ir::Kernel& kernel, Instantiation dtype, const Bindings& buffers,
                           const Constexprs& constexprs, Dim3 grid, Dim3 threadgroup);
   // Only the validation half of a dispatch; throws like dispatch_with_grid.
-  void validate_dispatch(const ir::Kernel& kernel, DType dtype, const Bindings& buffers,
+  void validate_dispatch(const ir::Kernel& kernel, Instantiation dtype, const Bindings& buffers,
                          const Constexprs& constexprs, Dim3 grid, Dim3 threadgroup) const;
   void synchronize();
   size_t pipeline_cache_size() const;
@@ -116,7 +126,7 @@ class Context {
   // entry points into one module does (CUDA: one NVRTC compile for all); the others compile each
   // in turn. A kernel that fails here is left out: its dispatch compiles it again and reports
   // the error. Bypasses the disk cache (for many one-off kernels, as `iron fuzz` runs).
-  void precompile(const std::vector<const ir::Kernel*>& kernels, const std::vector<DType>& dtypes,
+  void precompile(const std::vector<const ir::Kernel*>& kernels, const std::vector<Instantiation>& dtypes,
                   const std::vector<Dim3>& threadgroups);
 
   // Compile cache counters of this Context. Memory: pipeline look-ups by dispatch_with_grid and
@@ -137,19 +147,22 @@ class Context {
 
   // Validates like dispatch_with_grid, compiles (cached), then times warmup + samples launches
   // with the device's clock. The inputs stay resident: nothing is uploaded inside the timing.
-  Timing time_dispatch(const ir::Kernel& kernel, DType dtype, const Bindings& buffers, const Constexprs& constexprs,
+  Timing time_dispatch(const ir::Kernel& kernel, Instantiation dtype, const Bindings& buffers, const Constexprs& constexprs,
                        Dim3 grid, Dim3 threadgroup, const TimingOptions& opts);
 
  private:
   explicit Context(std::unique_ptr<rt::Device> device);
   struct Prepared;
-  Prepared prepare(const ir::Kernel& kernel, DType dtype, Dim3 threadgroup, bool want_pipeline) const;
-  rt::CompiledKernel& pipeline(const ir::Kernel& kernel, DType dtype, Dim3 threadgroup, const Prepared& p);
-  std::unique_ptr<rt::CompiledKernel> build(const ir::Kernel& kernel, DType dtype, Dim3 threadgroup, uint64_t hash);
+  Prepared prepare(const ir::Kernel& kernel, Instantiation dtype, Dim3 threadgroup, bool want_pipeline) const;
+  rt::CompiledKernel& pipeline(const ir::Kernel& kernel, Instantiation dtype, Dim3 threadgroup, const Prepared& p);
+  std::unique_ptr<rt::CompiledKernel> build(const ir::Kernel& kernel, Instantiation dtype, Dim3 threadgroup, uint64_t hash);
   struct Cache;
   std::unique_ptr<rt::Device> device_;
   std::unique_ptr<Cache> cache_;
 };
+
+// Whether the device can run kernels that use dtype d; `why` names the missing feature.
+bool dtype_supported(const DeviceInfo& dev, DType d, std::string& why);
 
 // Devices visible to a backend, without opening a Context. Empty when the driver is absent;
 // `why` then says what was missing.

@@ -10,14 +10,50 @@
 namespace iron {
 
 // Element dtypes. `Generic` is the symbolic `T` of a dtype-generic kernel: it is traced once
-// and substituted with a concrete dtype at emission time.
-enum class DType : uint8_t { F32, F16, BF16, I32, U32, Bool, Generic, Void };
+// and substituted with a concrete dtype at emission time. `GenericW` is a second, independent
+// type parameter `W` (weights beside activations `T`), substituted the same way. New dtypes are
+// appended (the values before them keep their numbers). docs/semantics.md gives each its
+// register and storage.
+enum class DType : uint8_t {
+  F32, F16, BF16, I32, U32, Bool, Generic, Void, GenericW,
+  I8, U8, I16, U16, I64, U64,
+  F8E4M3,  // 8-bit float, 4 exponent bits, 3 mantissa bits, no infinities (OCP "E4M3FN"): storage only
+  F8E5M2,  // 8-bit float, 5 exponent bits, 2 mantissa bits, IEEE-like: storage only
+};
+constexpr size_t kNumDTypes = size_t(DType::F8E5M2) + 1;
 
-const char* dtype_name(DType d);                 // "f32", "f16", "bf16", "i32", "u32", "bool", "T", "void"
+const char* dtype_name(DType d);                 // "f32", "f16", "bf16", "i32", "u32", "bool", "T", "void", "W",
+                                                 // "i8", "u8", "i16", "u16", "i64", "u64", "f8e4m3", "f8e5m2"
 bool parse_dtype(std::string_view s, DType& out);
 size_t dtype_size(DType d);                      // storage bytes; Bool is stored as 4 bytes (u32)
-bool is_float(DType d);                          // F32, F16, BF16 (Generic counts as float)
-bool is_integer(DType d);                        // I32, U32
+bool is_float(DType d);                          // F32, F16, BF16, the fp8 formats (Generic and GenericW count as float)
+inline bool is_type_param(DType d) { return d == DType::Generic || d == DType::GenericW; }
+bool is_fp8(DType d);                            // F8E4M3, F8E5M2: storage only, no arithmetic
+bool is_integer(DType d);                        // I8 .. I64, U8 .. U64
+bool is_signed_integer(DType d);                 // I8, I16, I32, I64
+unsigned int_bits(DType d);                      // 8, 16, 32, 64 for integers; 0 otherwise
+
+// One instantiation of a type-generic kernel: the concrete dtypes its type parameters take.
+// `t` substitutes T, `w` substitutes W; Void where the kernel has no such parameter. Implicit
+// from a DType: a kernel generic over T alone (or not generic) is instantiated by one dtype,
+// exactly as before W existed, so its names, cache keys and records do not change.
+struct Instantiation {
+  DType t = DType::Void;
+  DType w = DType::Void;
+  constexpr Instantiation() = default;
+  constexpr Instantiation(DType t_) : t(t_) {}  // NOLINT: a T-only instantiation
+  constexpr Instantiation(DType t_, DType w_) : t(t_), w(w_) {}
+  constexpr bool has_w() const { return w != DType::Void; }
+  friend constexpr bool operator==(Instantiation a, Instantiation b) { return a.t == b.t && a.w == b.w; }
+  friend constexpr bool operator!=(Instantiation a, Instantiation b) { return !(a == b); }
+  friend constexpr bool operator<(Instantiation a, Instantiation b) {
+    return a.t != b.t ? a.t < b.t : a.w < b.w;
+  }
+};
+// "f16" for a T-only instantiation, "f16,bf16" (T, then W) when W is set.
+std::string instantiation_name(Instantiation in);
+// Parses instantiation_name's form; false (out untouched) on anything else.
+bool parse_instantiation(std::string_view s, Instantiation& out);
 
 // The type of an IR value. A canonical value: two equal types are equal field by field, so a
 // type compares, hashes and copies as the few bytes it is (interning without a table).
@@ -89,9 +125,11 @@ size_t type_size(Type t);
 inline bool is_float(Type t) { return t.is_scalar() && is_float(t.elem()); }
 inline bool is_integer(Type t) { return t.is_scalar() && is_integer(t.elem()); }
 
-// How a kernel maps threads onto work (seeds §2.5). The mode decides which built-ins the body may read.
-enum class Mode : uint8_t { Elementwise, Reduction };
-const char* mode_name(Mode m);
+// How a kernel maps threads onto work (seeds §2.5). The mode decides which built-ins the body may
+// read and which dispatch geometry is valid (docs/dsl.md, "Modes"; the table is src/core/modes.cpp).
+enum class Mode : uint8_t { Elementwise, Reduction, Grid3D, Tile2D, SimdGroup2D };
+const char* mode_name(Mode m);                   // "Elementwise", "Reduction", "Grid3D", ...
+bool parse_mode(std::string_view s, Mode& out);
 
 struct Dim3 {
   uint32_t x = 1, y = 1, z = 1;

@@ -85,6 +85,48 @@ IRON_TEST_KERNEL(iron_rmsnorm, rows5_d1000_extreme, {f32}, {f16}, {bf16}) {
   return rmsnorm_setup(dt, rows, d, 128, std::move(x), 1e-6).error_floor(half ? 0x1p-24 : 0x1p-100);
 }
 
+
+// The same RMSNorm with the row staged in threadgroup memory: each x element is read from device
+// memory once (iron_rmsnorm reads it twice). The staging array holds the row in T at its real
+// width (2 bytes an element for f16 and bf16), 16-byte aligned, and is sized at dispatch by d:
+// a dispatch needs d * sizeof(T) bytes plus group_sum's 1 KiB, so a row of 16384 f32 (65 KiB)
+// needs the opt-in threadgroup memory of a CUDA device (227 KiB on the H200) and is skipped on
+// lavapipe (32 KiB). Same rounding as iron_rmsnorm: staging a T value in T is exact.
+// Dispatch: grid = {rows, 1, 1}, threadgroup = {tg, 1, 1} with tg a multiple of the lane width.
+static void rmsnorm_staged() {
+  Expr rows = constexpr_("rows", u32);
+  Expr d = constexpr_("d", u32);
+  Expr eps = constexpr_("eps", f32);
+  Buffer x = input("x", T, {rows, d});
+  Buffer w = input("w", T, {d});
+  Buffer out = output("out", T, {rows, d});
+  TgBuffer row = threadgroup_alloc_dynamic("row", T, d, 1, 16);
+
+  Expr base = program_id(0) * d;
+  Var<f32> sumsq = 0.0f;
+  for_(local_id(0), d, group_size(0), [&](Expr j) {
+    row[j] = x[base + j];
+    Expr v = cast<f32>(row[j]);  // the thread's own element: no barrier needed yet
+    sumsq += v * v;
+  });
+  Expr scale = rsqrt(group_sum(sumsq) / cast<f32>(d) + eps);  // ends with a barrier
+  for_(local_id(0), d, group_size(0), [&](Expr j) {
+    out[base + j] = cast<T>(cast<f32>(row[j]) * scale * cast<f32>(w[j]));
+  });
+}
+IRON_KERNEL(iron_rmsnorm_staged, rmsnorm_staged, Reduction, f32, f16, bf16);
+
+IRON_TEST_KERNEL(iron_rmsnorm_staged, rows7_d4096, {f32}, {f16}, {bf16}) { return rmsnorm_case(dt, 7, 4096, 256); }
+IRON_TEST_KERNEL(iron_rmsnorm_staged, rows13_d1000, {f32}, {f16}, {bf16}) { return rmsnorm_case(dt, 13, 1000, 128); }
+IRON_TEST_KERNEL(iron_rmsnorm_staged, rows5_d512_tiny, {f32}, {f16}, {bf16}) {
+  return rmsnorm_case(dt, 5, 512, 64, 1e-3, 1e-6);
+}
+// 65 KiB (f32) and 33 KiB (f16, bf16) of threadgroup memory: beyond CUDA's 48 KiB static limit
+// for f32 (dynamic shared memory with the opt-in attribute), beyond lavapipe's 32 KiB for all.
+IRON_TEST_KERNEL(iron_rmsnorm_staged, rows3_d16384_big, {f32}, {f16}, {bf16}) {
+  return rmsnorm_case(dt, 3, 16384, 256);
+}
+
 }  // namespace iron::kernels
 
 // Benchmarks: decode (1 row) and prefill (4096 rows) at hidden 4096, and a wide 8192 model.
@@ -100,4 +142,16 @@ static BenchSetup rmsnorm_bench(DType dt, uint32_t rows, uint32_t d) {
 IRON_BENCH(iron_rmsnorm, rows1_d4096, {f32, 1e-5}, {f16, 2e-3}, {bf16, 1e-2}) { return rmsnorm_bench(dt, 1, 4096); }
 IRON_BENCH(iron_rmsnorm, rows4096_d4096, {f32, 1e-5}, {f16, 2e-3}, {bf16, 1e-2}) { return rmsnorm_bench(dt, 4096, 4096); }
 IRON_BENCH(iron_rmsnorm, rows4096_d8192, {f32, 1e-5}, {f16, 2e-3}, {bf16, 1e-2}) { return rmsnorm_bench(dt, 4096, 8192); }
+// The staged variant reads x once (the bytes figure counts that), and at d = 16384 needs 65 KiB
+// of threadgroup memory in f32: the opt-in path on CUDA.
+static BenchSetup rmsnorm_staged_bench(DType dt, uint32_t rows, uint32_t d) {
+  BenchSetup b = rmsnorm_bench(dt, rows, d);
+  return b.sweep("iron_rmsnorm_staged_d" + std::to_string(d), rows);
+}
+IRON_BENCH(iron_rmsnorm_staged, rows4096_d4096, {f32, 1e-5}, {f16, 2e-3}, {bf16, 1e-2}) {
+  return rmsnorm_staged_bench(dt, 4096, 4096);
+}
+IRON_BENCH(iron_rmsnorm_staged, rows1024_d16384, {f32, 1e-5}, {f16, 2e-3}, {bf16, 1e-2}) {
+  return rmsnorm_staged_bench(dt, 1024, 16384);
+}
 }  // namespace iron::kernels

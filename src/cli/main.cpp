@@ -224,7 +224,11 @@ int cmd_passthrough(const std::vector<std::string>& args, bool as_json) {
         std::cout << m["backend"].get<std::string>() << ": " << m["name"].get<std::string>() << "\n"
                   << "  driver " << m["driver"].get<std::string>() << ", arch " << m["arch"].get<std::string>()
                   << ", lane width " << m["lane_width"] << ", max threadgroup " << m.value("max_threads_per_group", 0)
-                  << ", threadgroup memory " << m.value("shared_memory_bytes", 0) << " B, memory " << mem
+                  << ", threadgroup memory " << m.value("shared_memory_bytes", 0) << " B"
+                  << (m.value("shared_memory_optin_bytes", uint64_t(0)) > m.value("shared_memory_bytes", uint64_t(0))
+                          ? " (opt-in " + std::to_string(m.value("shared_memory_optin_bytes", uint64_t(0))) + " B)"
+                          : std::string())
+                  << ", memory " << mem
                   << ", f16 " << (m.value("f16", false) ? "yes" : "no") << ", bf16 " << (m.value("bf16", false) ? "yes" : "no")
                   << "\n";
         if (m.contains("f32_denormals") && m["f32_denormals"].is_string()) {

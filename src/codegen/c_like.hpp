@@ -17,7 +17,7 @@ namespace iron::codegen {
 
 struct EmitState {
   const ir::Kernel& k;
-  DType dtype;                     // what T becomes
+  Instantiation dtype;             // what T (and W) become
   ir::Diagnostics diags;
   std::vector<int> buffer_index;   // per param: index among buffers, or -1
   std::vector<int> scalar_index;   // per param: index among scalars, or -1
@@ -25,6 +25,10 @@ struct EmitState {
   bool uses_16bit_storage = false;
   bool uses_f16 = false;
   bool uses_bf16 = false;
+  bool uses_int8 = false;          // i8/u8 values or 8-bit storage (i8, u8, fp8 buffers)
+  bool uses_8bit_storage = false;  // a buffer of 1-byte elements
+  bool uses_int16 = false;         // i16/u16 values or buffers
+  bool uses_int64 = false;         // i64/u64 values or buffers
   bool loop_check = false;         // EmitOptions::loop_limit_check (GLSL)
   bool emulate_fma = false;        // EmitOptions::emulate_fma (GLSL)
   bool preserve_f32_specials = false;       // EmitOptions (GLSL)
@@ -32,6 +36,11 @@ struct EmitState {
   // Vector groups (vectorize): per buffer parameter, the access widths in elements (each at
   // most 16 bytes) the dialect must be able to spell.
   std::map<uint32_t, std::set<int>> vector_chunks;
+  // Memory that f32 atomics act on (compare-and-swap loops on the bits): buffer parameter
+  // indices and TgAlloc ids. A dialect without float atomics declares these as 32-bit words.
+  std::set<uint32_t> f32_atomic_params;
+  std::set<ir::Id> f32_atomic_allocs;
+  bool uses_fence_device = false;
   // Helper functions the body uses (names without the iron_ prefix, e.g. "div_i32"); the body is
   // emitted before the prelude, so begin() prints exactly these, in name order.
   std::set<std::string> helpers;
@@ -75,6 +84,8 @@ class Dialect {
   // Unary and ternary math and min/max/abs for one concrete dtype.
   virtual std::string math(EmitState& s, const ir::Inst& in, DType t, const std::vector<std::string>& a) const = 0;
   virtual std::string cast(EmitState& s, const ir::Inst& in, DType from, DType to, const std::string& x) const = 0;
+  // The same 32 bits read as another of f32, i32, u32 (the verifier admits nothing else).
+  virtual std::string bitcast(EmitState& s, const ir::Inst& in, DType from, DType to, const std::string& x) const = 0;
   virtual std::string lane_reduce(EmitState& s, const ir::Inst& in, DType t, const std::string& x) const = 0;
   // f32 min/max (docs/semantics.md: one NaN operand loses, -0 < +0) and float -> i32/u32 casts
   // (truncating, saturating, NaN -> 0): helpers or built-ins, whichever is exact on the target.
@@ -97,11 +108,51 @@ class Dialect {
   // compiler that rewrites `-(c ? 1.0f : 0.0f)` into a conversion of `-c` turns -0 into +0
   // (seen with NVRTC on sm_90a).
   virtual std::string float_neg(const std::string& x) const = 0;
-  // The shared integer helpers (div/rem/shl/shr for i32 and u32), empty for another name.
+  // The shared integer helpers (div/rem/shl/shr for every integer dtype, e.g. "div_i8"), empty
+  // for another name.
   std::string int_helper(const std::string& name) const;
+  // A value conversion to register type `to`: C's cast on CUDA, a constructor in GLSL. Between
+  // integers it keeps the value modulo 2^bits(to) (two's complement), as docs/semantics.md says.
+  virtual std::string convert(DType to, const std::string& x) const = 0;
+  // A 64-bit integer literal (suffix ll/ull on CUDA, l/ul in GLSL).
+  virtual std::string int64_literal(uint64_t bits, bool is_signed) const = 0;
+  // The operands of a narrow or 64-bit integer op, widened to the unsigned register type the
+  // dialects compute them in (u32 up to 32 bits, u64 for 64), so no C promotion or signed
+  // overflow decides a result; convert() to the op's dtype wraps it back.
+  std::string widen_unsigned(DType t, const std::string& x) const {
+    return convert(int_bits(t) == 64 ? DType::U64 : DType::U32, x);
+  }
+  // A shift amount of any integer dtype as the u32 the shift helpers take: an amount >= 2^32
+  // (a 64-bit one) becomes 64, which shifts everything out like the amount itself would.
+  std::string shift_amount(DType amount_type, const std::string& b) const;
+  // Float -> integer helpers for the 8-, 16- and 64-bit dtypes ("f2i8", "f2u64", ...): NaN -> 0,
+  // truncate, saturate to the dtype's range (docs/semantics.md), given the target's f32 -> bits
+  // spelling; empty for another name.
+  std::string f2int_helper(const std::string& name, const char* to_bits) const;
+  // min, max and abs of the 8-, 16- and 64-bit integer dtypes, the same text on every dialect.
+  std::string int_math(ir::Op op, DType t, const std::vector<std::string>& a) const;
+  // A cast between two dtypes neither of which is one of the five original ones' special cases:
+  // fp8 narrowing, integers of other widths (shared by both dialects); empty when not handled.
+  std::string cast_new_types(EmitState& s, DType from, DType to, const std::string& x, const std::string& as_float) const;
+  // fp8 conversions: the helper call that rounds an f32 expression to fp8 and widens it back.
+  std::string fp8_round(EmitState& s, DType to, const std::string& f32) const;
   // The shared f32 min/max helpers ("fmin", "fmax"), given the target's bit-cast spellings.
   std::string minmax_helper(const std::string& name, const char* to_bits, const char* from_bits) const;
   virtual std::string barrier() const = 0;
+  // Lane operations other than lane_sum/lane_max: shuffles (a = value, source lane), lane_min/
+  // and/or, prefix sums and votes, with the results of docs/semantics.md for any lane width.
+  virtual std::string lane_op(EmitState& s, const ir::Inst& in, DType t, const std::vector<std::string>& a) const = 0;
+  // An atomic; `a` is index, [expected,] value. Returns the old value; statements it needs
+  // before that expression (a compare-and-swap loop) go to `lines`. `reg` names the result.
+  virtual std::string atomic(EmitState& s, const ir::Inst& in, DType t, const std::string& reg,
+                             const std::vector<std::string>& a, std::vector<std::string>& lines) const = 0;
+  // fence_threadgroup / fence_device as a statement.
+  virtual std::string fence(ir::Op op) const = 0;
+  // An element of an f32 threadgroup array that f32 atomics act on (EmitState::f32_atomic_allocs)
+  // as a register value, and its store: a target whose atomics need integer memory declares
+  // such an array as 32-bit words and converts here.
+  virtual std::string tg_word_load(const std::string& elem) const { return elem; }
+  virtual std::string tg_word_store(const std::string& elem, const std::string& v) const { return elem + " = " + v; }
   // A vector group: fills `array[0..width)` (register type) from buffer elements idx..idx+width,
   // or stores `values` there; idx is a multiple of width. Accesses are split into chunks of
   // chunk_elems(dtype, width) elements (16 bytes at most).
@@ -109,6 +160,13 @@ class Dialect {
                           const std::string& array, std::vector<std::string>& lines) const = 0;
   virtual void store_group(EmitState& s, const ir::Param& p, const std::string& idx,
                            const std::vector<std::string>& values, std::vector<std::string>& lines) const = 0;
+  // A threadgroup element `elem` of an array of dtype t as a register value, and the statement
+  // storing register value v into it: 16-bit arrays hold 16-bit values (a store rounds to
+  // nearest even, a load widens exactly), like 16-bit buffers.
+  virtual std::string tg_load(EmitState&, DType /*t*/, const std::string& elem) const { return elem; }
+  virtual std::string tg_store(EmitState&, DType /*t*/, const std::string& elem, const std::string& v) const {
+    return elem + " = " + v;
+  }
   virtual std::string tg_name(const ir::Kernel& k, const ir::Inst& alloc) const { return "tg_" + k.strings[size_t(alloc.attr(ir::Attr::Name))]; }
   virtual std::string param_name(const ir::Param& p) const { return "p_" + p.name; }
 };

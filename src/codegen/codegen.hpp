@@ -70,10 +70,21 @@ struct EmitOptions {
 extern const char* const kLoopLimitText;
 
 // `dtype` substitutes the generic T. Diagnostics are collected, never thrown.
-Emitted emit(const ir::Kernel& k, DType dtype, Target target, const EmitOptions& options = {});
+Emitted emit(const ir::Kernel& k, Instantiation dtype, Target target, const EmitOptions& options = {});
+
+// Threadgroup memory on CUDA: static `__shared__` arrays while the kernel's arrays all have a
+// fixed size and fit the static limit (48 KiB); otherwise every array lives in one `extern
+// __shared__` region (dynamic shared memory), laid out as ir::threadgroup_bytes says, and the
+// launch passes the dispatch's byte count (opting in beyond 48 KiB with cuFuncSetAttribute).
+constexpr uint64_t kCudaStaticSharedLimit = 48 * 1024;
+bool cuda_dynamic_shared(const ir::Kernel& k, Instantiation dtype);
+// Vulkan: an array sized at dispatch is declared with a specialization constant holding the
+// value of its sizing scalar parameter: constant_id = kTgSpecBase + that parameter's index among
+// the scalar parameters (the ids before it are the threadgroup size).
+constexpr uint32_t kTgSpecBase = 3;
 
 // Mangled entry-point name: <kernel>_<dtype>, e.g. iron_add_f16.
-std::string entry_name(const ir::Kernel& k, DType dtype);
+std::string entry_name(const ir::Kernel& k, Instantiation dtype);
 
 struct Spirv {
   std::vector<uint32_t> words;

@@ -1,6 +1,7 @@
 // CUDA C++ dialect (compiled by NVRTC). 16-bit floats are stored as __half / __nv_bfloat16
 // and computed in f32 registers; lane reductions are warp butterflies over 32 lanes, which the
 // dispatch validator guarantees are full (threadgroup size a multiple of 32).
+#include <cctype>
 #include <climits>
 #include <cstdio>
 #include <cmath>
@@ -11,38 +12,82 @@
 namespace iron::codegen {
 namespace {
 
+// The fp8 helpers of fp8_math.inc as strings, renamed to CUDA's spellings by cuda_text().
+#define IRON_FP8_HELPER(name, ...) const char* const kFp8_##name = #__VA_ARGS__;
+#include "codegen/fp8_math.inc"
+#undef IRON_FP8_HELPER
+
+// GLSL's uint and bit casts in CUDA's words; each function becomes a __device__ one.
+std::string cuda_text(std::string text) {
+  auto replace_all = [&](const std::string& from, const std::string& to, bool whole_word) {
+    size_t at = 0;
+    while ((at = text.find(from, at)) != std::string::npos) {
+      auto word = [&](size_t i) { return i < text.size() && (std::isalnum(static_cast<unsigned char>(text[i])) || text[i] == '_'); };
+      if (whole_word && ((at > 0 && word(at - 1)) || word(at + from.size()))) {
+        at += from.size();
+        continue;
+      }
+      text.replace(at, from.size(), to);
+      at += to.size();
+    }
+  };
+  replace_all("floatBitsToUint", "__float_as_uint", false);
+  replace_all("uintBitsToFloat", "__uint_as_float", false);
+  replace_all("uint", "unsigned", true);
+  replace_all("unsigned iron_", "\n__device__ __forceinline__ unsigned iron_", false);
+  replace_all("float iron_", "\n__device__ __forceinline__ float iron_", false);
+  return text + "\n";
+}
+
 const char* axis_name(int64_t a) { return a == 0 ? "x" : a == 1 ? "y" : "z"; }
 
 class CudaDialect final : public Dialect {
  public:
   const char* name() const override { return "CUDA"; }
 
+  // Fixed-width types: char 8, short 16, int 32 and long long 64 bits on every CUDA target.
   std::string reg_type(DType t) const override {
     switch (t) {
       case DType::I32: return "int";
       case DType::U32: return "unsigned";
       case DType::Bool: return "bool";
-      default: return "float";
+      case DType::I8: return "signed char";
+      case DType::U8: return "unsigned char";
+      case DType::I16: return "short";
+      case DType::U16: return "unsigned short";
+      case DType::I64: return "long long";
+      case DType::U64: return "unsigned long long";
+      default: return "float";  // every float dtype, fp8 included, is an f32 register
     }
   }
-  static std::string storage_type(DType t) {
+  std::string storage_type(DType t) const {
     switch (t) {
       case DType::F16: return "__half";
       case DType::BF16: return "__nv_bfloat16";
-      case DType::I32: return "int";
-      case DType::U32: return "unsigned";
-      default: return "float";
+      case DType::F8E4M3: case DType::F8E5M2: return "unsigned char";  // the fp8 bits
+      default: return reg_type(t);
     }
+  }
+  std::string convert(DType to, const std::string& x) const override { return "((" + reg_type(to) + ")(" + x + "))"; }
+  std::string int64_literal(uint64_t bits, bool is_signed) const override {
+    if (!is_signed) return std::to_string(bits) + "ull";
+    if (bits == 0x8000000000000000ull) return "(-9223372036854775807ll - 1ll)";
+    return "(" + std::to_string(int64_t(bits)) + "ll)";
   }
   std::string decl(DType t) const override { return "const " + reg_type(t) + " "; }
 
   void begin(EmitState& s, std::string& out) const override {
     const ir::Kernel& k = s.k;
-    out += "// Iron kernel " + k.name + " (" + dtype_name(s.dtype) + "), CUDA. Generated: do not edit.\n";
+    out += "// Iron kernel " + k.name + " (" + instantiation_name(s.dtype) + "), CUDA. Generated: do not edit.\n";
     if (s.uses_f16) out += "#include <cuda_fp16.h>\n";
     if (s.uses_bf16) out += "#include <cuda_bf16.h>\n";
     if (s.uses_lane_ops) s.helpers.insert("fmax");  // lane_max of f32
-    for (const std::string& h : s.helpers) out += helper(h);
+    if (s.helpers.count("lane_min")) s.helpers.insert("fmin");
+    // Atomic helpers call iron_fmin/iron_fmax: print them after every other helper.
+    for (const std::string& h : s.helpers)
+      if (h.rfind("atomic_", 0) != 0) out += helper(h);
+    for (const std::string& h : s.helpers)
+      if (h.rfind("atomic_", 0) == 0) out += helper(h);
     if (s.uses_lane_ops) {
       out +=
           "__device__ __forceinline__ unsigned iron_flat_local_id() {\n"
@@ -59,6 +104,7 @@ class CudaDialect final : public Dialect {
                "  for (int o = 16; o > 0; o >>= 1) v = " + mx + "(v, __shfl_xor_sync(0xffffffffu, v, o));\n"
                "  return v;\n}\n";
       }
+      out += lane_prelude(s);
     }
     out += tile_prelude(s, true);
     out += "extern \"C\" __global__ void " + entry_name(k, s.dtype) + "(";
@@ -74,12 +120,72 @@ class CudaDialect final : public Dialect {
         out += reg_type(c) + " " + param_name(p);
     }
     out += ") {\n";
-    ir::walk(k, [&](ir::Id id) {
+    declare_threadgroup(s, out);
+  }
+
+  // Threadgroup arrays at their real width (cuda_dynamic_shared says where they live).
+  void declare_threadgroup(EmitState& s, std::string& out) const {
+    const ir::Kernel& k = s.k;
+    const std::vector<ir::Id> layout = ir::threadgroup_layout(k);
+    if (layout.empty()) return;
+    if (!cuda_dynamic_shared(k, s.dtype)) {
+      for (ir::Id id : layout) {
+        const ir::Inst& in = k.insts[id];
+        const uint64_t align = ir::tg_alignment(in, s.dtype);
+        out += "  __shared__ " + (align > ir::tg_elem_bytes(in, s.dtype) ? "__align__(" + std::to_string(align) + ") " : std::string()) +
+               tg_storage(s.concrete(in.type)) + " " + tg_name(k, in) + "[" + std::to_string(in.attr(ir::Attr::Count)) + "];\n";
+      }
+      return;
+    }
+    // One region; byte offsets follow ir::threadgroup_bytes. Fixed-size arrays come first, so
+    // their offsets are constants; the offset after an array sized at dispatch is computed from
+    // the sizing parameter (the dispatch check has bounded the total, so 32 bits suffice).
+    out += "  extern __shared__ __align__(" + std::to_string(ir::kMaxThreadgroupAlign) + ") unsigned char iron_tg[];\n";
+    uint64_t at = 0;
+    bool dynamic = false;
+    for (ir::Id id : layout) {
       const ir::Inst& in = k.insts[id];
-      if (in.op == ir::Op::TgAlloc)
-        out += "  __shared__ " + reg_type(s.concrete(in.type)) + " " + tg_name(k, in) + "[" + std::to_string(in.attr(ir::Attr::Count)) +
-               "];\n";
-    });
+      const uint64_t align = ir::tg_alignment(in, s.dtype), elem = ir::tg_elem_bytes(in, s.dtype);
+      const std::string ty = tg_storage(s.concrete(in.type));
+      std::string offset;
+      if (!dynamic) {
+        at = (at + align - 1) / align * align;
+        offset = std::to_string(at) + "u";
+      } else {
+        out += "  iron_tg_at = (iron_tg_at + " + std::to_string(align - 1) + "u) & ~" + std::to_string(align - 1) + "u;\n";
+        offset = "iron_tg_at";
+      }
+      out += "  " + ty + "* const " + tg_name(k, in) + " = reinterpret_cast<" + ty + "*>(iron_tg + " + offset + ");\n";
+      if (!in.has(ir::Attr::CountParam)) {
+        at += elem * uint64_t(in.attr(ir::Attr::Count));
+        continue;
+      }
+      const ir::Param& p = k.params[size_t(in.attr(ir::Attr::CountParam))];
+      if (!dynamic) out += "  unsigned iron_tg_at = " + offset + ";\n";
+      dynamic = true;
+      out += "  iron_tg_at += " + std::to_string(elem * uint64_t(in.attr(ir::Attr::Count))) + "u * unsigned(" +
+             param_name(p) + ");\n";
+    }
+  }
+
+  std::string tg_storage(DType t) const { return t == DType::Bool ? "bool" : storage_type(t); }
+  std::string tg_load(EmitState& s, DType t, const std::string& elem) const override {
+    switch (t) {
+      case DType::F16: return "__half2float(" + elem + ")";
+      case DType::BF16: return "__bfloat162float(" + elem + ")";
+      case DType::F8E4M3: s.helpers.insert("e4m3"); return "iron_e4m3_to_f32(" + elem + ")";
+      case DType::F8E5M2: s.helpers.insert("e5m2"); return "iron_e5m2_to_f32(" + elem + ")";
+      default: return elem;
+    }
+  }
+  std::string tg_store(EmitState& s, DType t, const std::string& elem, const std::string& v) const override {
+    switch (t) {
+      case DType::F16: return elem + " = __float2half_rn(" + v + ")";
+      case DType::BF16: return elem + " = __float2bfloat16_rn(" + v + ")";
+      case DType::F8E4M3: s.helpers.insert("e4m3"); return elem + " = (unsigned char)iron_f32_to_e4m3(" + v + ")";
+      case DType::F8E5M2: s.helpers.insert("e5m2"); return elem + " = (unsigned char)iron_f32_to_e5m2(" + v + ")";
+      default: return elem + " = " + v;
+    }
   }
 
   void end(EmitState&, std::string& out) const override { out += "}\n"; }
@@ -107,6 +213,8 @@ class CudaDialect final : public Dialect {
     switch (s.concrete(p.dtype)) {
       case DType::F16: return "__half2float(" + e + ")";
       case DType::BF16: return "__bfloat162float(" + e + ")";
+      case DType::F8E4M3: s.helpers.insert("e4m3"); return "iron_e4m3_to_f32(" + e + ")";
+      case DType::F8E5M2: s.helpers.insert("e5m2"); return "iron_e5m2_to_f32(" + e + ")";
       default: return e;
     }
   }
@@ -116,6 +224,8 @@ class CudaDialect final : public Dialect {
     switch (s.concrete(p.dtype)) {
       case DType::F16: return e + "__float2half_rn(" + v + ")";
       case DType::BF16: return e + "__float2bfloat16_rn(" + v + ")";
+      case DType::F8E4M3: s.helpers.insert("e4m3"); return e + "(unsigned char)iron_f32_to_e4m3(" + v + ")";
+      case DType::F8E5M2: s.helpers.insert("e5m2"); return e + "(unsigned char)iron_f32_to_e5m2(" + v + ")";
       default: return e + v;
     }
   }
@@ -132,11 +242,33 @@ class CudaDialect final : public Dialect {
 
   std::string math(EmitState& s, const ir::Inst& in, DType t, const std::vector<std::string>& a) const override {
     bool f = is_float(t);
-    if (!f && in.op != ir::Op::Abs && in.op != ir::Op::Min && in.op != ir::Op::Max) {
+    if (is_integer(t) && int_bits(t) != 32) {
+      std::string text = int_math(in.op, t, a);
+      if (!text.empty()) return text;
+    }
+    bool int_op = in.op == ir::Op::MulHi || in.op == ir::Op::Popcount || in.op == ir::Op::Clz;
+    bool any = in.op == ir::Op::Abs || in.op == ir::Op::Min || in.op == ir::Op::Max;
+    if (int_op ? !is_integer(t) : !f && !any) {
       s.unsupported(in, name(), std::string(ir::mnemonic(in.op)) + " of " + dtype_name(t));
       return "0";
     }
     switch (in.op) {
+      // Exact roundings (PTX cvt.rmi / rpi / rni / rzi.f32.f32).
+      case ir::Op::Floor: return "floorf(" + a[0] + ")";
+      case ir::Op::Ceil: return "ceilf(" + a[0] + ")";
+      case ir::Op::Rint: return "rintf(" + a[0] + ")";
+      case ir::Op::Trunc: return "truncf(" + a[0] + ")";
+      // CUDA's accurate (non-intrinsic) library functions: NVRTC gets no fast-math option.
+      case ir::Op::Sin: return "sinf(" + a[0] + ")";
+      case ir::Op::Cos: return "cosf(" + a[0] + ")";
+      case ir::Op::Exp2: return "exp2f(" + a[0] + ")";
+      case ir::Op::Log2: return "log2f(" + a[0] + ")";
+      case ir::Op::Erf: return "erff(" + a[0] + ")";
+      case ir::Op::Pow: return "powf(" + a[0] + ", " + a[1] + ")";
+      case ir::Op::MulHi:
+        return t == DType::I32 ? "__mulhi(" + a[0] + ", " + a[1] + ")" : "__umulhi(" + a[0] + ", " + a[1] + ")";
+      case ir::Op::Popcount: return "(" + reg_type(t) + ")__popc((unsigned)(" + a[0] + "))";
+      case ir::Op::Clz: return "(" + reg_type(t) + ")__clz((int)(" + a[0] + "))";  // __clz(0) = 32
       case ir::Op::Exp: return "expf(" + a[0] + ")";
       case ir::Op::Log: return "logf(" + a[0] + ")";
       case ir::Op::Sqrt: return "sqrtf(" + a[0] + ")";
@@ -150,10 +282,13 @@ class CudaDialect final : public Dialect {
     }
   }
 
-  std::string cast(EmitState&, const ir::Inst&, DType from, DType to, const std::string& x) const override {
+  std::string cast(EmitState& s, const ir::Inst&, DType from, DType to, const std::string& x) const override {
     if (to == DType::Bool) return "(" + x + " != 0)";
-    if (from == DType::Bool) return is_float(to) ? "(" + x + " ? 1.0f : 0.0f)" : "(" + reg_type(to) + ")(" + x + ")";
+    if (from == DType::Bool) return is_float(to) ? "(" + x + " ? 1.0f : 0.0f)" : convert(to, x);
+    // An integer of any width converts to f32 in one rounding (cvt.rn.f32.s64 for 64 bits).
     std::string as_float = is_float(from) ? x : "(float)(" + x + ")";
+    std::string other = cast_new_types(s, from, to, x, as_float);
+    if (!other.empty()) return other;
     switch (to) {
       case DType::F32: return as_float;
       // Narrowing to a 16-bit float rounds (to nearest even) even though registers stay f32.
@@ -166,6 +301,12 @@ class CudaDialect final : public Dialect {
     }
   }
 
+  std::string bitcast(EmitState&, const ir::Inst&, DType from, DType to, const std::string& x) const override {
+    if (to == DType::F32) return (from == DType::I32 ? "__int_as_float(" : "__uint_as_float(") + x + ")";
+    if (from == DType::F32) return (to == DType::I32 ? "__float_as_int(" : "__float_as_uint(") + x + ")";
+    return "(" + reg_type(to) + ")(" + x + ")";
+  }
+
   // fminf/fmaxf ignore one NaN operand but do not order -0 and +0: an explicit helper.
   std::string fmin_fmax(EmitState& s, bool is_max, const std::string& a, const std::string& b) const override {
     s.helpers.insert(is_max ? "fmax" : "fmin");
@@ -173,7 +314,18 @@ class CudaDialect final : public Dialect {
   }
   const char* helper_prefix() const override { return "__device__ __forceinline__ "; }
   std::string helper(const std::string& name) const override {
+    if (name == "e4m3") return cuda_text(kFp8_e4m3);
+    if (name == "e5m2") return cuda_text(kFp8_e5m2);
+    if (name == "atomic_f32_add" || name == "atomic_f32_min" || name == "atomic_f32_max") {
+      std::string op = name.substr(11);
+      std::string next = op == "add" ? "__uint_as_float(seen) + v" : "iron_f" + op + "(__uint_as_float(seen), v)";
+      return "__device__ __forceinline__ float iron_atomic_" + op + "_f32(float* p, float v) {\n"
+             "  unsigned* q = reinterpret_cast<unsigned*>(p);\n  unsigned seen, old = *q;\n"
+             "  do {\n    seen = old;\n    old = atomicCAS(q, seen, __float_as_uint(" + next + "));\n"
+             "  } while (old != seen);\n  return __uint_as_float(old);\n}\n";
+    }
     std::string text = int_helper(name);
+    if (text.empty()) text = f2int_helper(name, "__float_as_uint");
     return text.empty() ? minmax_helper(name, "__float_as_uint", "__uint_as_float") : text;
   }
 
@@ -186,6 +338,125 @@ class CudaDialect final : public Dialect {
   }
 
   std::string barrier() const override { return "__syncthreads();"; }
+
+  // The lane-op helpers a kernel uses (recorded in s.helpers by lane_op; helper() prints none of
+  // them: they need iron_flat_local_id, which begin() defines first). A source lane outside
+  // 0..31 leaves the lane its own value (docs/semantics.md); __shfl_sync then only ever sees a
+  // source in range, where its result is documented.
+  std::string lane_prelude(const EmitState& s) const {
+    std::string out;
+    const std::string p = "__device__ __forceinline__ ";
+    if (s.helpers.count("lane_src"))
+      out += p + "unsigned iron_lane() { return iron_flat_local_id() & 31u; }\n" +
+             p + "unsigned iron_src_index(unsigned i) { return i < 32u ? i : iron_lane(); }\n" +
+             p + "unsigned iron_src_xor(unsigned m) { return m < 32u ? (iron_lane() ^ m) : iron_lane(); }\n" +
+             p + "unsigned iron_src_up(unsigned d) { const unsigned l = iron_lane(); return d <= l ? l - d : l; }\n" +
+             p + "unsigned iron_src_down(unsigned d) { const unsigned l = iron_lane(); return d < 32u - l ? l + d : l; }\n";
+    struct Red {
+      const char* name;
+      const char* f, *i, *u;  // combine(v, t) for float, int, unsigned
+    };
+    const Red reds[] = {{"lane_min", "iron_fmin(v, t)", "min(v, t)", "min(v, t)"},
+                        {"lane_and", nullptr, "(v & t)", "(v & t)"},
+                        {"lane_or", nullptr, "(v | t)", "(v | t)"}};
+    for (const Red& r : reds) {
+      if (!s.helpers.count(r.name)) continue;
+      const char* types[] = {"float", "int", "unsigned"};
+      const char* combine[] = {r.f, r.i, r.u};
+      for (int i = 0; i < 3; ++i) {
+        if (!combine[i]) continue;
+        std::string ty = types[i];
+        out += p + ty + " iron_" + r.name + "(" + ty + " v) {\n  for (int o = 16; o > 0; o >>= 1) {\n    const " + ty +
+               " t = __shfl_xor_sync(0xffffffffu, v, o);\n    v = " + combine[i] + ";\n  }\n  return v;\n}\n";
+      }
+    }
+    if (s.helpers.count("lane_scan")) {
+      // Hillis-Steele in the interpreter's order: offsets 1 .. 16, lane l adds lane l - offset.
+      // i32 adds on unsigned (wrapping, no C++ overflow).
+      const char* types[] = {"float", "int", "unsigned"};
+      for (const char* t : types) {
+        std::string ty = t;
+        std::string add = ty == "int" ? "int(unsigned(t) + unsigned(v))" : "t + v";
+        out += p + ty + " iron_lane_inclusive_sum(" + ty + " v) {\n  const unsigned l = iron_flat_local_id() & 31u;\n"
+               "  for (unsigned o = 1u; o < 32u; o <<= 1) {\n    const " + ty +
+               " t = __shfl_up_sync(0xffffffffu, v, o);\n    if (l >= o) v = " + add + ";\n  }\n  return v;\n}\n";
+        out += p + ty + " iron_lane_exclusive_sum(" + ty + " v) {\n  const unsigned l = iron_flat_local_id() & 31u;\n"
+               "  const " + ty + " t = __shfl_up_sync(0xffffffffu, iron_lane_inclusive_sum(v), 1u);\n"
+               "  return l == 0u ? " + ty + "(0) : t;\n}\n";
+      }
+    }
+    return out;
+  }
+
+  std::string lane_op(EmitState& s, const ir::Inst& in, DType t, const std::vector<std::string>& a) const override {
+    using ir::Op;
+    auto shuffle = [&](const char* src) {
+      s.helpers.insert("lane_src");
+      std::string from = std::string(src) + "(" + a[1] + ")";
+      if (t == DType::Bool) return "(__shfl_sync(0xffffffffu, int(" + a[0] + "), " + from + ") != 0)";
+      return "__shfl_sync(0xffffffffu, " + a[0] + ", " + from + ")";
+    };
+    switch (in.op) {
+      case Op::LaneShuffle: case Op::LaneBroadcast: return shuffle("iron_src_index");
+      case Op::LaneShuffleXor: return shuffle("iron_src_xor");
+      case Op::LaneShuffleUp: return shuffle("iron_src_up");
+      case Op::LaneShuffleDown: return shuffle("iron_src_down");
+      case Op::LaneMin: case Op::LaneAnd: case Op::LaneOr: {
+        const char* n = in.op == Op::LaneMin ? "lane_min" : in.op == Op::LaneAnd ? "lane_and" : "lane_or";
+        s.helpers.insert(n);
+        return std::string("iron_") + n + "(" + a[0] + ")";
+      }
+      case Op::LaneInclusiveSum: s.helpers.insert("lane_scan"); return "iron_lane_inclusive_sum(" + a[0] + ")";
+      case Op::LaneExclusiveSum: s.helpers.insert("lane_scan"); return "iron_lane_exclusive_sum(" + a[0] + ")";
+      // A lane group is one warp of 32 lanes: the ballot is the whole mask.
+      case Op::LaneBallot: return "__ballot_sync(0xffffffffu, " + a[0] + ")";
+      case Op::LaneAny: return "(__any_sync(0xffffffffu, " + a[0] + ") != 0)";
+      case Op::LaneAll: return "(__all_sync(0xffffffffu, " + a[0] + ") != 0)";
+      default: s.unsupported(in, name(), ir::mnemonic(in.op)); return a[0];
+    }
+  }
+
+  // Integer atomics are CUDA's own. f32 add/min/max are compare-and-swap loops on the bits:
+  // atom.add.f32 flushes subnormal inputs and results to zero, and there is no float min/max
+  // atomic with the NaN and signed-zero rule of docs/semantics.md.
+  std::string atomic(EmitState& s, const ir::Inst& in, DType t, const std::string&, const std::vector<std::string>& a,
+                     std::vector<std::string>&) const override {
+    using ir::Op;
+    std::string mem = ir::is_global_atomic(in.op) ? param_name(s.k.params[in.param()]) + "[" + a[0] + "]"
+                                                  : tg_name(s.k, s.k.insts[in.operands[0]]) + "[" + a[0] + "]";
+    std::string at = "&" + mem;
+    const std::string& v = a.back();
+    Op kind = ir::atomic_kind(in.op);
+    if (t == DType::F32) {
+      switch (kind) {
+        case Op::AtomicAdd: s.helpers.insert("atomic_f32_add"); return "iron_atomic_add_f32(" + at + ", " + v + ")";
+        case Op::AtomicMin: s.helpers.insert("atomic_f32_min"); s.helpers.insert("fmin"); return "iron_atomic_min_f32(" + at + ", " + v + ")";
+        case Op::AtomicMax: s.helpers.insert("atomic_f32_max"); s.helpers.insert("fmax"); return "iron_atomic_max_f32(" + at + ", " + v + ")";
+        case Op::AtomicExchange: return "atomicExch(" + at + ", " + v + ")";
+        case Op::AtomicCas:
+          return "__uint_as_float(atomicCAS(reinterpret_cast<unsigned*>(" + at + "), __float_as_uint(" + a[1] +
+                 "), __float_as_uint(" + v + ")))";
+        default: break;
+      }
+    } else if (t == DType::I32 || t == DType::U32) {
+      switch (kind) {
+        case Op::AtomicAdd: return "atomicAdd(" + at + ", " + v + ")";
+        case Op::AtomicMin: return "atomicMin(" + at + ", " + v + ")";
+        case Op::AtomicMax: return "atomicMax(" + at + ", " + v + ")";
+        case Op::AtomicAnd: return "atomicAnd(" + at + ", " + v + ")";
+        case Op::AtomicOr: return "atomicOr(" + at + ", " + v + ")";
+        case Op::AtomicExchange: return "atomicExch(" + at + ", " + v + ")";
+        case Op::AtomicCas: return "atomicCAS(" + at + ", " + a[1] + ", " + v + ")";
+        default: break;
+      }
+    }
+    s.unsupported(in, name(), std::string(ir::mnemonic(in.op)) + " of " + dtype_name(t));
+    return "0";
+  }
+
+  std::string fence(ir::Op op) const override {
+    return op == ir::Op::FenceDevice ? "__threadfence();" : "__threadfence_block();";
+  }
 
   // Wide types: 32-bit elements as float4/int4/uint4 (or 2-wide); 16-bit elements as raw
   // 32/64/128-bit words holding __half2 / __nv_bfloat162 pairs.
@@ -240,6 +511,10 @@ class CudaDialect final : public Dialect {
 };
 
 }  // namespace
+
+bool cuda_dynamic_shared(const ir::Kernel& k, Instantiation dtype) {
+  return ir::has_dynamic_threadgroup(k) || ir::threadgroup_bytes(k, dtype) > kCudaStaticSharedLimit;
+}
 
 std::unique_ptr<Dialect> make_cuda_dialect() { return std::make_unique<CudaDialect>(); }
 

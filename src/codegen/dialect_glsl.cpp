@@ -18,7 +18,11 @@ namespace {
 // The helpers of glsl_exact_math.inc as strings (the unit tests compile the same text as C++).
 #define IRON_GLSL_HELPER(name, ...) const char* const kGlsl_##name = #__VA_ARGS__;
 #include "codegen/glsl_exact_math.inc"
+#include "codegen/glsl_math.inc"
 #undef IRON_GLSL_HELPER
+#define IRON_FP8_HELPER(name, ...) const char* const kFp8_##name = #__VA_ARGS__;
+#include "codegen/fp8_math.inc"
+#undef IRON_FP8_HELPER
 
 // Stringizing puts a helper on one line; this breaks it after `{`, `}` and statement `;` and
 // indents by brace depth, so the generated shader stays readable.
@@ -50,22 +54,35 @@ class GlslDialect final : public Dialect {
  public:
   const char* name() const override { return "GLSL"; }
 
+  // 8-, 16- and 64-bit integers are the GL_EXT_shader_explicit_arithmetic_types_* types, which
+  // compute in their own width (the dispatch check requires the device features).
   std::string reg_type(DType t) const override {
     switch (t) {
       case DType::I32: return "int";
       case DType::U32: return "uint";
       case DType::Bool: return "bool";
-      default: return "float";
+      case DType::I8: return "int8_t";
+      case DType::U8: return "uint8_t";
+      case DType::I16: return "int16_t";
+      case DType::U16: return "uint16_t";
+      case DType::I64: return "int64_t";
+      case DType::U64: return "uint64_t";
+      default: return "float";  // every float dtype, fp8 included, is an f32 register
     }
   }
-  static std::string storage_type(DType t) {
+  std::string storage_type(DType t) const {
     switch (t) {
       case DType::F16: return "uint16_t";
       case DType::BF16: return "uint16_t";
-      case DType::I32: return "int";
-      case DType::U32: return "uint";
-      default: return "float";
+      case DType::F8E4M3: case DType::F8E5M2: return "uint8_t";  // the fp8 bits
+      default: return reg_type(t);
     }
+  }
+  std::string convert(DType to, const std::string& x) const override { return reg_type(to) + "(" + x + ")"; }
+  std::string int64_literal(uint64_t bits, bool is_signed) const override {
+    if (!is_signed) return std::to_string(bits) + "ul";
+    if (bits == 0x8000000000000000ull) return "(-9223372036854775807l - 1l)";
+    return "(" + std::to_string(int64_t(bits)) + "l)";
   }
   // Float values are `precise`: no contraction into fma or other reassociation the IR does not
   // say (docs/semantics.md); the execution modes in begin() keep NaN, Inf and -0 exact.
@@ -79,12 +96,18 @@ class GlslDialect final : public Dialect {
   void begin(EmitState& s, std::string& out) const override {
     const ir::Kernel& k = s.k;
     out += "#version 450\n";
-    out += "// Iron kernel " + k.name + " (" + dtype_name(s.dtype) + "), GLSL. Generated: do not edit.\n";
+    out += "// Iron kernel " + k.name + " (" + instantiation_name(s.dtype) + "), GLSL. Generated: do not edit.\n";
     if (s.uses_16bit_storage) out += "#extension GL_EXT_shader_16bit_storage : require\n";
-    if (s.uses_f16 || s.uses_bf16) out += "#extension GL_EXT_shader_explicit_arithmetic_types_int16 : require\n";
+    if (s.uses_f16 || s.uses_bf16 || s.uses_int16)
+      out += "#extension GL_EXT_shader_explicit_arithmetic_types_int16 : require\n";
+    if (s.uses_int8) out += "#extension GL_EXT_shader_explicit_arithmetic_types_int8 : require\n";
+    if (s.uses_8bit_storage) out += "#extension GL_EXT_shader_8bit_storage : require\n";
+    if (s.uses_int64) out += "#extension GL_EXT_shader_explicit_arithmetic_types_int64 : require\n";
     if (s.uses_lane_ops) {
       out += "#extension GL_KHR_shader_subgroup_basic : require\n";
       out += "#extension GL_KHR_shader_subgroup_shuffle : require\n";
+      if (s.helpers.count("lane_ballot")) out += "#extension GL_KHR_shader_subgroup_ballot : require\n";
+      if (s.helpers.count("lane_vote")) out += "#extension GL_KHR_shader_subgroup_vote : require\n";
     }
     // SPIR-V float controls (SPV_KHR_float_controls), where the device supports them: f32 NaN,
     // Inf and signed zeros are exact, not subject to fast-math rewrites (SignedZeroInfNanPreserve
@@ -105,6 +128,12 @@ class GlslDialect final : public Dialect {
                            : p.access == ir::Access::Read ? "readonly "
                            : p.access == ir::Access::Write ? "writeonly " : "";
       int b = s.buffer_index[i];
+      // fence_device publishes plain writes to other threadgroups: their buffers must be coherent.
+      if (s.uses_fence_device && p.access != ir::Access::Read) access = "coherent ";
+      // f32 atomics are compare-and-swap loops on a 32-bit word view of the same binding.
+      if (s.f32_atomic_params.count(uint32_t(i)))
+        out += "layout(std430, set = 0, binding = " + std::to_string(b) + ") " + access + "buffer IronBuffer" +
+               std::to_string(b) + "bits { uint data[]; } " + param_name(p) + "_bits;\n";
       out += "layout(std430, set = 0, binding = " + std::to_string(b) + ") " + access +
              "buffer IronBuffer" + std::to_string(b) + " { " + storage_type(s.concrete(p.dtype)) + " data[]; } " +
              param_name(p) + ";\n";
@@ -123,11 +152,25 @@ class GlslDialect final : public Dialect {
         if (p.kind == ir::ParamKind::Scalar) out += " " + reg_type(p.dtype) + " " + param_name(p) + ";";
       out += " } iron_scalars;\n";
     }
-    ir::walk(k, [&](ir::Id id) {
+    // Threadgroup arrays at their real width (16-bit floats as uint16_t, like buffers). GLSL has
+    // no addresses in shared memory, so an `align` attribute changes nothing here. An array sized
+    // at dispatch is sized by a specialization constant holding its sizing parameter's value.
+    std::set<uint32_t> spec_declared;
+    for (ir::Id id : ir::threadgroup_layout(k)) {
       const ir::Inst& in = k.insts[id];
-      if (in.op == ir::Op::TgAlloc)
-        out += "shared " + reg_type(s.concrete(in.type)) + " " + tg_name(k, in) + "[" + std::to_string(in.attr(ir::Attr::Count)) + "];\n";
-    });
+      std::string count = std::to_string(in.attr(ir::Attr::Count)) + "u";
+      if (in.has(ir::Attr::CountParam)) {
+        const uint32_t p = uint32_t(in.attr(ir::Attr::CountParam));
+        const std::string spec = "iron_tg_size_" + k.params[p].name;
+        if (spec_declared.insert(p).second)
+          out += "layout(constant_id = " + std::to_string(kTgSpecBase + uint32_t(s.scalar_index[p])) + ") const uint " +
+                 spec + " = 1u;\n";
+        count += " * " + spec;
+      }
+      // An array f32 atomics act on is declared as words: compare-and-swap needs integer memory.
+      const std::string storage = s.f32_atomic_allocs.count(id) ? std::string("uint") : tg_storage(s.concrete(in.type));
+      out += "shared " + storage + " " + tg_name(k, in) + "[" + count + "];\n";
+    }
     if (s.uses_bf16) {
       out +=
           "float iron_bf16_to_f32(uint16_t b) { return uintBitsToFloat(uint(b) << 16); }\n"
@@ -170,6 +213,7 @@ class GlslDialect final : public Dialect {
                "  return v;\n}\n";
       }
     }
+    out += lane_prelude(s);
     out += tile_prelude(s, false);
     out += "void main() {\n";
     if (s.helpers.count("zero"))
@@ -198,11 +242,33 @@ class GlslDialect final : public Dialect {
 
   std::string scalar(EmitState&, const ir::Param& p) const override { return "iron_scalars." + param_name(p); }
 
+  std::string tg_storage(DType t) const { return t == DType::Bool ? "bool" : storage_type(t); }
+  std::string tg_load(EmitState& s, DType t, const std::string& elem) const override {
+    switch (t) {
+      case DType::F16: s.helpers.insert("f16"); return "iron_f16_to_f32(uint(" + elem + "))";
+      case DType::BF16: return "iron_bf16_to_f32(" + elem + ")";
+      case DType::F8E4M3: s.helpers.insert("e4m3"); return "iron_e4m3_to_f32(uint(" + elem + "))";
+      case DType::F8E5M2: s.helpers.insert("e5m2"); return "iron_e5m2_to_f32(uint(" + elem + "))";
+      default: return elem;
+    }
+  }
+  std::string tg_store(EmitState& s, DType t, const std::string& elem, const std::string& v) const override {
+    switch (t) {
+      case DType::F16: s.helpers.insert("f16"); return elem + " = uint16_t(iron_f32_to_f16(" + v + "))";
+      case DType::BF16: return elem + " = iron_f32_to_bf16(" + v + ")";
+      case DType::F8E4M3: s.helpers.insert("e4m3"); return elem + " = uint8_t(iron_f32_to_e4m3(" + v + "))";
+      case DType::F8E5M2: s.helpers.insert("e5m2"); return elem + " = uint8_t(iron_f32_to_e5m2(" + v + "))";
+      default: return elem + " = " + v;
+    }
+  }
+
   std::string load(EmitState& s, const ir::Param& p, const std::string& idx) const override {
     std::string e = param_name(p) + ".data[" + idx + "]";
     switch (s.concrete(p.dtype)) {
       case DType::F16: s.helpers.insert("f16"); return "iron_f16_to_f32(uint(" + e + "))";
       case DType::BF16: return "iron_bf16_to_f32(" + e + ")";
+      case DType::F8E4M3: s.helpers.insert("e4m3"); return "iron_e4m3_to_f32(uint(" + e + "))";
+      case DType::F8E5M2: s.helpers.insert("e5m2"); return "iron_e5m2_to_f32(uint(" + e + "))";
       default: return e;
     }
   }
@@ -212,6 +278,8 @@ class GlslDialect final : public Dialect {
     switch (s.concrete(p.dtype)) {
       case DType::F16: s.helpers.insert("f16"); return e + "uint16_t(iron_f32_to_f16(" + v + "))";
       case DType::BF16: return e + "iron_f32_to_bf16(" + v + ")";
+      case DType::F8E4M3: s.helpers.insert("e4m3"); return e + "uint8_t(iron_f32_to_e4m3(" + v + "))";
+      case DType::F8E5M2: s.helpers.insert("e5m2"); return e + "uint8_t(iron_f32_to_e5m2(" + v + "))";
       default: return e + v;
     }
   }
@@ -227,11 +295,38 @@ class GlslDialect final : public Dialect {
   }
 
   std::string math(EmitState& s, const ir::Inst& in, DType t, const std::vector<std::string>& a) const override {
-    if (!is_float(t) && in.op != ir::Op::Abs && in.op != ir::Op::Min && in.op != ir::Op::Max) {
+    if (is_integer(t) && int_bits(t) != 32) {
+      std::string text = int_math(in.op, t, a);
+      if (!text.empty()) return text;
+    }
+    bool int_op = in.op == ir::Op::MulHi || in.op == ir::Op::Popcount || in.op == ir::Op::Clz;
+    bool any = in.op == ir::Op::Abs || in.op == ir::Op::Min || in.op == ir::Op::Max;
+    if (int_op ? !is_integer(t) : !is_float(t) && !any) {
       s.unsupported(in, name(), std::string(ir::mnemonic(in.op)) + " of " + dtype_name(t));
       return "0";
     }
+    const std::string u32 = reg_type(t);
     switch (in.op) {
+      // Exact on every driver (SPIR-V Floor, Ceil, RoundEven, Trunc).
+      case ir::Op::Floor: return "floor(" + a[0] + ")";
+      case ir::Op::Ceil: return "ceil(" + a[0] + ")";
+      case ir::Op::Rint: return "roundEven(" + a[0] + ")";
+      case ir::Op::Trunc: return "trunc(" + a[0] + ")";
+      // The driver's functions, within the bounds of docs/semantics.md; erf, pow, the range
+      // reduction of sin and cos, the decomposition of log2's argument and exp2's subnormal
+      // range are Iron's (glsl_math.inc).
+      case ir::Op::Sin: s.helpers.insert("trig"); return "iron_sin(" + a[0] + ")";
+      case ir::Op::Cos: s.helpers.insert("trig"); return "iron_cos(" + a[0] + ")";
+      case ir::Op::Exp2: s.helpers.insert("exp2"); return "iron_exp2(" + a[0] + ")";
+      case ir::Op::Log2: s.helpers.insert("log2"); return "iron_log2(" + a[0] + ")";
+      case ir::Op::Erf: s.helpers.insert("erf"); return "iron_erf(" + a[0] + ")";
+      case ir::Op::Pow: s.helpers.insert("pow"); return "iron_pow(" + a[0] + ", " + a[1] + ")";
+      case ir::Op::MulHi:
+        s.helpers.insert(t == DType::I32 ? "mulhi_i32" : "mulhi_u32");
+        return std::string(t == DType::I32 ? "iron_mulhi_i32(" : "iron_mulhi_u32(") + a[0] + ", " + a[1] + ")";
+      // bitCount and findMSB return int; findMSB of a uint 0 is -1, so 31 - findMSB is 32 there.
+      case ir::Op::Popcount: return u32 + "(bitCount(" + a[0] + "))";
+      case ir::Op::Clz: return u32 + "(31 - findMSB(uint(" + a[0] + ")))";
       case ir::Op::Exp: return "exp(" + a[0] + ")";
       case ir::Op::Log: return "log(" + a[0] + ")";
       case ir::Op::Sqrt: s.helpers.insert("fsqrt"); return "iron_sqrt_f32(" + a[0] + ")";
@@ -251,7 +346,10 @@ class GlslDialect final : public Dialect {
   }
 
   std::string cast(EmitState& s, const ir::Inst& in, DType from, DType to, const std::string& x) const override {
-    if (to == DType::Bool) return "bool(" + x + ")";
+    const bool wide_or_narrow = int_bits(from) != 32 && is_integer(from);
+    if (to == DType::Bool) return wide_or_narrow ? "(" + x + " != " + convert(from, "0") + ")" : "bool(" + x + ")";
+    if (from == DType::Bool && is_integer(to) && int_bits(to) != 32)
+      return "(" + x + " ? " + convert(to, "1") + " : " + convert(to, "0") + ")";
     // int(f) and uint(f) are undefined out of range: helpers saturate and map NaN to 0.
     if (is_float(from) && to == DType::I32) { s.helpers.insert("f2i"); return "iron_f2i(" + x + ")"; }
     if (is_float(from) && to == DType::U32) { s.helpers.insert("f2u"); return "iron_f2u(" + x + ")"; }
@@ -259,12 +357,27 @@ class GlslDialect final : public Dialect {
     const ir::Inst& operand = s.k.insts[in.operands[0]];
     bool zero_constant = !is_float(from) && operand.op == ir::Op::Const && operand.attr(ir::Attr::Value) == 0;
     std::string as_float = is_float(from) ? x : zero_constant ? float_zero(s, false) : "float(" + x + ")";
+    std::string other = cast_new_types(s, from, to, x, as_float);
+    if (!other.empty()) return other;
     switch (to) {
       case DType::F32: return as_float;
       case DType::F16: s.helpers.insert("f16"); return "iron_f16_to_f32(iron_f32_to_f16(" + as_float + "))";
       case DType::BF16: return "iron_bf16_to_f32(iron_f32_to_bf16(" + as_float + "))";
       default: return reg_type(to) + "(" + x + ")";
     }
+  }
+
+  std::string bitcast(EmitState& s, const ir::Inst& in, DType from, DType to, const std::string& x) const override {
+    if (to == DType::F32) {
+      // An integer constant's bits would become a float constant to the driver: a zero is spelled
+      // opaquely (see float_zero).
+      const ir::Inst& operand = s.k.insts[in.operands[0]];
+      if (operand.op == ir::Op::Const && (uint32_t(operand.attr(ir::Attr::Value)) & 0x7fffffffu) == 0)
+        return float_zero(s, uint32_t(operand.attr(ir::Attr::Value)) != 0);
+      return (from == DType::I32 ? "intBitsToFloat(" : "uintBitsToFloat(") + x + ")";
+    }
+    if (from == DType::F32) return (to == DType::I32 ? "floatBitsToInt(" : "floatBitsToUint(") + x + ")";
+    return reg_type(to) + "(" + x + ")";
   }
 
   std::string lane_reduce(EmitState& s, const ir::Inst& in, DType t, const std::string& x) const override {
@@ -297,9 +410,20 @@ class GlslDialect final : public Dialect {
   std::string helper(const std::string& name) const override {
     // The driver's own results are only the starting estimates (glsl_exact_math.inc).
     if (name == "f16") return glsl_lines(kGlsl_f16_conversions);
+    if (name == "e4m3") return glsl_lines(kFp8_e4m3);
+    if (name == "e5m2") return glsl_lines(kFp8_e5m2);
     if (name == "fdiv")
       return "float iron_div_estimate(float x, float y) { return x / y; }\n" + glsl_lines(kGlsl_fdiv);
     if (name == "fsqrt") return "float iron_sqrt_estimate(float x) { return sqrt(x); }\n" + glsl_lines(kGlsl_fsqrt);
+    if (name == "erf") return glsl_lines(kGlsl_erf);
+    if (name == "pow") return glsl_lines(kGlsl_pow);
+    if (name == "log2") return glsl_lines(kGlsl_log2);
+    if (name == "exp2") return glsl_lines(kGlsl_exp2);
+    if (name == "trig") return glsl_lines(kGlsl_trig);
+    if (name == "mulhi_i32")
+      return "int iron_mulhi_i32(int a, int b) {\n  int hi, lo;\n  imulExtended(a, b, hi, lo);\n  return hi;\n}\n";
+    if (name == "mulhi_u32")
+      return "uint iron_mulhi_u32(uint a, uint b) {\n  uint hi, lo;\n  umulExtended(a, b, hi, lo);\n  return hi;\n}\n";
     if (name == "f2i")
       return "int iron_f2i(float x) {\n"
              "  if ((floatBitsToUint(x) & 0x7fffffffu) > 0x7f800000u) return 0;\n"
@@ -336,10 +460,149 @@ class GlslDialect final : public Dialect {
              "  }\n"
              "  return float(s);\n}\n";
     std::string text = int_helper(name);
+    if (text.empty()) text = f2int_helper(name, "floatBitsToUint");
     return text.empty() ? minmax_helper(name, "floatBitsToUint", "uintBitsToFloat") : text;
   }
 
   std::string barrier() const override { return "memoryBarrierShared(); barrier();"; }
+
+  // Lane-op helpers the body asked for. Every shuffle is subgroupShuffle from a source lane
+  // computed here (a source outside the subgroup leaves the lane its own value,
+  // docs/semantics.md): GLSL leaves out-of-range shuffles undefined, and one primitive keeps the
+  // device requirement at VK_SUBGROUP_FEATURE_SHUFFLE_BIT. Reductions and scans run in the
+  // interpreter's order, never subgroupMin/subgroupInclusiveAdd, whose order is the driver's.
+  std::string lane_prelude(const EmitState& s) const {
+    std::string out;
+    std::string cut = s.loop_check ? "  if (o < gl_SubgroupSize) iron_loop_cut(0u, 0u);\n" : "";
+    std::string cut_down = s.loop_check ? "  if (o > 0u) iron_loop_cut(0u, 0u);\n" : "";
+    if (s.helpers.count("lane_src"))
+      out += "uint iron_src_index(uint i) { return i < gl_SubgroupSize ? i : gl_SubgroupInvocationID; }\n"
+             "uint iron_src_xor(uint m) { uint l = gl_SubgroupInvocationID; return m < gl_SubgroupSize ? (l ^ m) : l; }\n"
+             "uint iron_src_up(uint d) { uint l = gl_SubgroupInvocationID; return d <= l ? l - d : l; }\n"
+             "uint iron_src_down(uint d) { uint l = gl_SubgroupInvocationID; return d < gl_SubgroupSize - l ? l + d : l; }\n";
+    struct Red {
+      const char* name;
+      const char* f, *i, *u;
+    };
+    const Red reds[] = {{"lane_min", "iron_fmin(v, t)", "min(v, t)", "min(v, t)"},
+                        {"lane_and", nullptr, "(v & t)", "(v & t)"},
+                        {"lane_or", nullptr, "(v | t)", "(v | t)"}};
+    for (const Red& r : reds) {
+      if (!s.helpers.count(r.name)) continue;
+      const char* types[] = {"float", "int", "uint"};
+      const char* combine[] = {r.f, r.i, r.u};
+      for (int i = 0; i < 3; ++i) {
+        if (!combine[i]) continue;
+        std::string ty = types[i], prec = i == 0 ? "precise " : "";
+        out += ty + " iron_" + r.name + "(" + ty + " x) {\n  " + prec + ty + " v = x;\n  uint o = gl_SubgroupSize >> 1;\n"
+               "  for (; o > 0u; o >>= 1) {\n    " + prec + ty + " t = subgroupShuffleXor(v, o);\n    v = " + combine[i] +
+               ";\n  }\n" + cut_down + "  return v;\n}\n";
+      }
+    }
+    if (s.helpers.count("lane_scan")) {
+      const char* types[] = {"float", "int", "uint"};
+      const char* zero[] = {"0.0", "0", "0u"};
+      for (int i = 0; i < 3; ++i) {
+        std::string ty = types[i], prec = i == 0 ? "precise " : "";
+        out += ty + " iron_lane_inclusive_sum(" + ty + " x) {\n  " + prec + ty + " v = x;\n"
+               "  uint l = gl_SubgroupInvocationID;\n  uint o = 1u;\n  for (; o < gl_SubgroupSize; o <<= 1) {\n"
+               "    " + prec + ty + " t = subgroupShuffle(v, l >= o ? l - o : l);\n    if (l >= o) v = t + v;\n  }\n" + cut +
+               "  return v;\n}\n";
+        out += ty + " iron_lane_exclusive_sum(" + ty + " x) {\n  " + prec + ty + " s = iron_lane_inclusive_sum(x);\n"
+               "  uint l = gl_SubgroupInvocationID;\n  " + prec + ty + " t = subgroupShuffle(s, l > 0u ? l - 1u : 0u);\n"
+               "  return l > 0u ? t : " + zero[i] + ";\n}\n";
+      }
+    }
+    return out;
+  }
+
+  std::string lane_op(EmitState& s, const ir::Inst& in, DType, const std::vector<std::string>& a) const override {
+    using ir::Op;
+    auto shuffle = [&](const char* src) {
+      s.helpers.insert("lane_src");
+      return "subgroupShuffle(" + a[0] + ", " + src + "(" + a[1] + "))";
+    };
+    switch (in.op) {
+      case Op::LaneShuffle: case Op::LaneBroadcast: return shuffle("iron_src_index");
+      case Op::LaneShuffleXor: return shuffle("iron_src_xor");
+      case Op::LaneShuffleUp: return shuffle("iron_src_up");
+      case Op::LaneShuffleDown: return shuffle("iron_src_down");
+      case Op::LaneMin: case Op::LaneAnd: case Op::LaneOr: {
+        const char* n = in.op == Op::LaneMin ? "lane_min" : in.op == Op::LaneAnd ? "lane_and" : "lane_or";
+        s.helpers.insert(n);
+        if (in.op == Op::LaneMin) s.helpers.insert("fmin");
+        return std::string("iron_") + n + "(" + a[0] + ")";
+      }
+      case Op::LaneInclusiveSum: s.helpers.insert("lane_scan"); return "iron_lane_inclusive_sum(" + a[0] + ")";
+      case Op::LaneExclusiveSum: s.helpers.insert("lane_scan"); return "iron_lane_exclusive_sum(" + a[0] + ")";
+      // uvec4 of subgroup bits: a lane reads the word of its own 32-lane segment.
+      case Op::LaneBallot: s.helpers.insert("lane_ballot"); return "subgroupBallot(" + a[0] + ")[gl_SubgroupInvocationID >> 5]";
+      case Op::LaneAny: s.helpers.insert("lane_vote"); return "subgroupAny(" + a[0] + ")";
+      case Op::LaneAll: s.helpers.insert("lane_vote"); return "subgroupAll(" + a[0] + ")";
+      default: s.unsupported(in, name(), ir::mnemonic(in.op)); return a[0];
+    }
+  }
+
+  // Integer atomics are GLSL's own. f32 memory is a word view (a `_bits` buffer view, or a
+  // `shared uint` array), and f32 add/min/max are compare-and-swap loops on it: float atomics are
+  // an optional device feature, and none has the min/max rule of docs/semantics.md.
+  std::string atomic(EmitState& s, const ir::Inst& in, DType t, const std::string& reg, const std::vector<std::string>& a,
+                     std::vector<std::string>& lines) const override {
+    using ir::Op;
+    const bool global = ir::is_global_atomic(in.op);
+    const bool f32 = t == DType::F32;
+    std::string mem = global ? param_name(s.k.params[in.param()]) + (f32 ? "_bits" : "") + ".data[" + a[0] + "]"
+                             : tg_name(s.k, s.k.insts[in.operands[0]]) + "[" + a[0] + "]";
+    const std::string& v = a.back();
+    Op kind = ir::atomic_kind(in.op);
+    if (f32) {
+      if (kind == Op::AtomicExchange) return "uintBitsToFloat(atomicExchange(" + mem + ", floatBitsToUint(" + v + ")))";
+      if (kind == Op::AtomicCas)
+        return "uintBitsToFloat(atomicCompSwap(" + mem + ", floatBitsToUint(" + a[1] + "), floatBitsToUint(" + v + ")))";
+      std::string next;
+      if (kind == Op::AtomicAdd) next = "uintBitsToFloat(" + reg + "_seen) + " + v;
+      else if (kind == Op::AtomicMin || kind == Op::AtomicMax) next = fmin_fmax(s, kind == Op::AtomicMax, "uintBitsToFloat(" + reg + "_seen)", v);
+      if (next.empty()) {
+        s.unsupported(in, name(), std::string(ir::mnemonic(in.op)) + " of f32");
+        return "0.0";
+      }
+      lines.push_back("uint " + reg + "_old = " + mem + ";");
+      lines.push_back("uint " + reg + "_seen;");
+      lines.push_back("do {");
+      lines.push_back("  " + reg + "_seen = " + reg + "_old;");
+      lines.push_back("  precise float " + reg + "_next = " + next + ";");
+      lines.push_back("  " + reg + "_old = atomicCompSwap(" + mem + ", " + reg + "_seen, floatBitsToUint(" + reg + "_next));");
+      lines.push_back("} while (" + reg + "_old != " + reg + "_seen);");
+      if (s.loop_check)
+        lines.push_back("if (" + reg + "_old != " + reg + "_seen) iron_loop_cut(" + std::to_string(in.loc.line) + "u, " +
+                        std::to_string(in.loc.file) + "u);");
+      return "uintBitsToFloat(" + reg + "_old)";
+    }
+    if (t == DType::I32 || t == DType::U32) {
+      switch (kind) {
+        case Op::AtomicAdd: return "atomicAdd(" + mem + ", " + v + ")";
+        case Op::AtomicMin: return "atomicMin(" + mem + ", " + v + ")";
+        case Op::AtomicMax: return "atomicMax(" + mem + ", " + v + ")";
+        case Op::AtomicAnd: return "atomicAnd(" + mem + ", " + v + ")";
+        case Op::AtomicOr: return "atomicOr(" + mem + ", " + v + ")";
+        case Op::AtomicExchange: return "atomicExchange(" + mem + ", " + v + ")";
+        case Op::AtomicCas: return "atomicCompSwap(" + mem + ", " + a[1] + ", " + v + ")";
+        default: break;
+      }
+    }
+    s.unsupported(in, name(), std::string(ir::mnemonic(in.op)) + " of " + dtype_name(t));
+    return "0";
+  }
+
+  std::string fence(ir::Op op) const override {
+    return op == ir::Op::FenceDevice ? "memoryBarrier();" : "groupMemoryBarrier();";
+  }
+
+  // A shared array that f32 atomics act on is declared `shared uint`: plain accesses convert.
+  std::string tg_word_load(const std::string& elem) const override { return "uintBitsToFloat(" + elem + ")"; }
+  std::string tg_word_store(const std::string& elem, const std::string& v) const override {
+    return elem + " = floatBitsToUint(" + v + ")";
+  }
 
   // Wide views are extra declarations of the same binding with a vector element type (SPIR-V
   // allows aliased storage-buffer variables): vec/ivec/uvec for 32-bit elements, and uint words

@@ -6,6 +6,7 @@
 #include <map>
 
 #include "codegen/c_like.hpp"
+#include "core/numeric.hpp"
 
 namespace iron::codegen {
 
@@ -16,9 +17,9 @@ const char* const kLoopLimitText =
     "65,535 iterations in total (gallivm's loop limiter, LP_MAX_TGSI_LOOP_ITERATIONS), so the "
     "results would be wrong";
 
-std::string entry_name(const ir::Kernel& k, DType dtype) {
-  bool generic = !k.dtypes.empty();
-  return generic ? k.name + "_" + dtype_name(dtype) : k.name;
+std::string entry_name(const ir::Kernel& k, Instantiation dtype) {
+  std::string name = k.dtypes.empty() ? k.name : k.name + "_" + dtype_name(dtype.t);
+  return k.wtypes.empty() ? name : name + "_w" + dtype_name(dtype.w);
 }
 
 std::string float_literal(float v, const char* suffix) {
@@ -30,11 +31,15 @@ std::string float_literal(float v, const char* suffix) {
 }
 
 std::string Dialect::literal(EmitState& s, const ir::Inst& in) const {
-  switch (s.concrete(in.type)) {
-    case DType::Bool: return in.attr(ir::Attr::Value) ? "true" : "false";
-    case DType::I32:
-      return in.attr(ir::Attr::Value) == INT32_MIN ? "(-2147483647 - 1)" : std::to_string(in.attr(ir::Attr::Value));
-    case DType::U32: return std::to_string(uint32_t(in.attr(ir::Attr::Value))) + "u";
+  const DType t = s.concrete(in.type);
+  const int64_t value = in.attr(ir::Attr::Value);
+  if (int_bits(t) == 64) return int64_literal(uint64_t(value), is_signed_integer(t));
+  if (int_bits(t) == 8 || int_bits(t) == 16)
+    return convert(t, is_signed_integer(t) ? std::to_string(value) : std::to_string(uint32_t(value)) + "u");
+  switch (t) {
+    case DType::Bool: return value ? "true" : "false";
+    case DType::I32: return value == INT32_MIN ? "(-2147483647 - 1)" : std::to_string(value);
+    case DType::U32: return std::to_string(uint32_t(value)) + "u";
     default: {
       // Constants of every float dtype are f32 register values (16-bit floats compute in f32).
       float v = float(in.fattr(ir::Attr::Value));
@@ -49,12 +54,19 @@ std::string Dialect::literal(EmitState& s, const ir::Inst& in) const {
   }
 }
 
+std::string Dialect::shift_amount(DType amount_type, const std::string& b) const {
+  if (amount_type == DType::U32) return b;
+  if (int_bits(amount_type) == 64)
+    return "(" + convert(DType::U64, b) + " >= " + int64_literal(64, false) + " ? 64u : " + convert(DType::U32, b) + ")";
+  return convert(DType::U32, b);  // a negative amount sign-extends to a huge one
+}
+
 std::string Dialect::int_binary(EmitState& s, ir::Op op, DType t, const std::string& a, const std::string& b,
                                 DType amount_type) const {
   const std::string i32 = reg_type(DType::I32), u32 = reg_type(DType::U32);
-  const char* suffix = t == DType::I32 ? "_i32" : "_u32";
+  const std::string suffix = std::string("_") + dtype_name(t);
   auto call = [&](const char* name, const std::string& y) {
-    s.helpers.insert(name + std::string(suffix));
+    s.helpers.insert(name + suffix);
     return "iron_" + std::string(name) + suffix + "(" + a + ", " + y + ")";
   };
   switch (op) {
@@ -62,19 +74,23 @@ std::string Dialect::int_binary(EmitState& s, ir::Op op, DType t, const std::str
       const char* sym = op == ir::Op::Add ? " + " : op == ir::Op::Sub ? " - " : " * ";
       // i32 arithmetic wraps: computed on u32, where wraparound is defined in C++ as in GLSL.
       if (t == DType::I32) return i32 + "(" + u32 + "(" + a + ")" + sym + u32 + "(" + b + "))";
-      return "(" + a + sym + b + ")";
+      if (t == DType::U32 || t == DType::U64) return "(" + a + sym + b + ")";
+      // Every other width: on the unsigned register type, wrapped back to the written width.
+      return convert(t, widen_unsigned(t, a) + sym + widen_unsigned(t, b));
     }
     case ir::Op::Div: return call("div", b);
     case ir::Op::Rem: return call("rem", b);
-    case ir::Op::Shl: return call("shl", amount_type == DType::U32 ? b : u32 + "(" + b + ")");
-    case ir::Op::Shr: return call("shr", amount_type == DType::U32 ? b : u32 + "(" + b + ")");
+    case ir::Op::Shl: return call("shl", shift_amount(amount_type, b));
+    case ir::Op::Shr: return call("shr", shift_amount(amount_type, b));
     default: return {};
   }
 }
 
 std::string Dialect::int_neg(DType t, const std::string& x) const {
   const std::string u32 = reg_type(DType::U32);
-  return t == DType::I32 ? reg_type(DType::I32) + "(0u - " + u32 + "(" + x + "))" : "(0u - " + x + ")";
+  if (t == DType::I32) return reg_type(DType::I32) + "(0u - " + u32 + "(" + x + "))";
+  if (t == DType::U32) return "(0u - " + x + ")";
+  return convert(t, widen_unsigned(t, "0") + " - " + widen_unsigned(t, x));
 }
 
 std::string Dialect::int_helper(const std::string& name) const {
@@ -100,6 +116,89 @@ std::string Dialect::int_helper(const std::string& name) const {
     return p + i + " iron_shr_i32(" + i + " a, " + u + " n) {\n  if (n >= 32u) n = 31u;\n  return a >> n;\n}\n";
   if (name == "shr_u32")
     return p + u + " iron_shr_u32(" + u + " a, " + u + " n) {\n  if (n >= 32u) return 0u;\n  return a >> n;\n}\n";
+  // The other widths: "<op>_<dtype>". Division and remainder run in the dtype itself (C's
+  // promotion of 8- and 16-bit operands to int cannot overflow once MIN / -1 is excluded);
+  // shifts run on the widened unsigned register and wrap back.
+  const size_t cut = name.find('_');
+  DType t;
+  if (cut == std::string::npos || !parse_dtype(name.substr(cut + 1), t) || !is_integer(t)) return {};
+  const std::string op = name.substr(0, cut), T = reg_type(t), fn = "iron_" + name;
+  const std::string zero = convert(t, "0"), width = std::to_string(int_bits(t)) + "u";
+  const bool sgn = is_signed_integer(t);
+  if (op == "div")
+    return p + T + " " + fn + "(" + T + " a, " + T + " b) {\n  if (b == " + zero + ") return a;\n" +
+           (sgn ? "  if (b == " + convert(t, "-1") + ") return " + convert(t, widen_unsigned(t, "0") + " - " + widen_unsigned(t, "a")) + ";\n" : "") +
+           "  return " + convert(t, "a / b") + ";\n}\n";
+  if (op == "rem")
+    return p + T + " " + fn + "(" + T + " a, " + T + " b) {\n  if (b == " + zero +
+           (sgn ? " || b == " + convert(t, "-1") : "") + ") return " + zero + ";\n" +
+           "  return " + convert(t, sgn ? "a - (a / b) * b" : "a % b") + ";\n}\n";
+  if (op == "shl")
+    return p + T + " " + fn + "(" + T + " a, " + u + " n) {\n  if (n >= " + width + ") return " + zero + ";\n  return " +
+           convert(t, widen_unsigned(t, "a") + " << " + widen_unsigned(t, "n")) + ";\n}\n";
+  if (op == "shr" && sgn)
+    return p + T + " " + fn + "(" + T + " a, " + u + " n) {\n  if (n >= " + width + ") n = " + std::to_string(int_bits(t) - 1) +
+           "u;\n  return " + convert(t, "a >> " + convert(t, "n")) + ";\n}\n";
+  if (op == "shr")
+    return p + T + " " + fn + "(" + T + " a, " + u + " n) {\n  if (n >= " + width + ") return " + zero + ";\n  return " +
+           convert(t, "a >> " + convert(t, "n")) + ";\n}\n";
+  return {};
+}
+
+std::string Dialect::f2int_helper(const std::string& name, const char* to_bits) const {
+  DType t;
+  if (name.rfind("f2", 0) != 0 || !parse_dtype(name.substr(2), t) || !is_integer(t) || int_bits(t) == 32) return {};
+  const bool sgn = is_signed_integer(t);
+  const int w = int(int_bits(t));
+  const std::string T = reg_type(t), p = helper_prefix(), fn = "iron_" + name;
+  // Bounds: the first value above the range (2^(w-1) or 2^w) and the lowest (-2^(w-1) or 0),
+  // both exact in f32; min and max as literals of t.
+  const std::string above = float_literal(std::ldexp(1.0f, sgn ? w - 1 : w), float_suffix());
+  const std::string low = sgn ? float_literal(-std::ldexp(1.0f, w - 1), float_suffix()) : float_literal(0.0f, float_suffix());
+  auto lit = [&](bool maximum) {
+    if (w == 64) return int64_literal(maximum ? num::int_max(t) : uint64_t(num::int_min(t)), sgn);
+    return convert(t, maximum ? std::to_string(num::int_max(t)) : std::to_string(num::int_min(t)));
+  };
+  // In range, the truncation goes through the 32- or 64-bit conversion every target has.
+  const std::string in_range = w == 64 ? convert(t, "x") : convert(t, convert(sgn ? DType::I32 : DType::U32, "x"));
+  return p + T + " " + fn + "(float x) {\n  if ((" + to_bits + "(x) & 0x7fffffffu) > 0x7f800000u) return " +
+         convert(t, "0") + ";\n  if (x >= " + above + ") return " + lit(true) + ";\n  if (x <= " + low + ") return " +
+         lit(false) + ";\n  return " + in_range + ";\n}\n";
+}
+
+std::string Dialect::int_math(ir::Op op, DType t, const std::vector<std::string>& a) const {
+  switch (op) {
+    case ir::Op::Min: return "(" + a[0] + " < " + a[1] + " ? " + a[0] + " : " + a[1] + ")";
+    case ir::Op::Max: return "(" + a[0] + " > " + a[1] + " ? " + a[0] + " : " + a[1] + ")";
+    case ir::Op::Abs:
+      if (!is_signed_integer(t)) return a[0];
+      {
+        // abs(MIN) wraps to MIN: (x ^ m) - m on the unsigned register, m = x >> (W - 1) (all
+        // ones for a negative x); no comparison (lavapipe answered x < 0 wrongly for an i64 -1).
+        const std::string m = widen_unsigned(t, a[0] + " >> " + convert(t, std::to_string(int_bits(t) - 1)));
+        return convert(t, "(" + widen_unsigned(t, a[0]) + " ^ " + m + ") - " + m);
+      }
+    default: return {};
+  }
+}
+
+std::string Dialect::fp8_round(EmitState& s, DType to, const std::string& f32) const {
+  const std::string fmt = to == DType::F8E4M3 ? "e4m3" : "e5m2";
+  s.helpers.insert(fmt);
+  return "iron_" + fmt + "_to_f32(iron_f32_to_" + fmt + "(" + f32 + "))";
+}
+
+std::string Dialect::cast_new_types(EmitState& s, DType from, DType to, const std::string& x,
+                                    const std::string& as_float) const {
+  if (is_fp8(to)) return fp8_round(s, to, as_float);
+  if (!is_integer(to)) return {};
+  if (is_float(from)) {
+    if (int_bits(to) == 32) return {};
+    const std::string name = std::string("f2") + dtype_name(to);
+    s.helpers.insert(name);
+    return "iron_" + name + "(" + x + ")";
+  }
+  if (is_integer(from) && (int_bits(to) != 32 || int_bits(from) != 32)) return convert(to, x);
   return {};
 }
 
@@ -167,6 +266,26 @@ struct Emitter {
     }
   }
 
+  // The value a store writes. A cast to the buffer's own 16-bit float or fp8 dtype rounds, and
+  // the store would round its (now exact) result again: the store rounds the cast's f32 operand
+  // instead, once (the same value: rounding is idempotent). Only where the cast's text is not
+  // needed elsewhere: it is fused into this store, or, on a dialect that declares every value,
+  // its register is simply left unused.
+  std::string stored_value(ir::Id value, DType buffer_type) const {
+    const ir::Inst& c = s.k.insts[value];
+    if (c.op != ir::Op::Cast || s.concrete(c.type) != buffer_type) return v(value);
+    if (buffer_type != DType::F16 && buffer_type != DType::BF16 && !is_fp8(buffer_type)) return v(value);
+    if (!is_float(s.concrete(s.k.insts[c.operands[0]].type))) return v(value);
+    if (d.inline_fused() && !(c.flags & ir::kFused)) return v(value);
+    return v(c.operands[0]);
+  }
+
+  // Named by instruction id too: unroll copies a loop body's register array once per iteration,
+  // and each copy is an array of its own.
+  std::string local_name(const ir::Inst& alloc) const {
+    return "la" + std::to_string(&alloc - s.k.insts.data()) + "_" + s.k.strings[size_t(alloc.attr(ir::Attr::Name))];
+  }
+
   ir::Id group_leader = ir::kNone;
   ir::Id current_block = 0;
 
@@ -204,10 +323,14 @@ struct Emitter {
         def(is_integer(t) ? d.int_neg(t, arg(0)) : d.float_neg(arg(0)));
         break;
       case Op::Not:
-        def(t == DType::Bool ? "(!" + arg(0) + ")" : "(~" + arg(0) + ")");
+        if (t == DType::Bool) def("(!" + arg(0) + ")");
+        else if (int_bits(t) < 32) def(d.convert(t, "~" + arg(0)));  // C promotes: wrap back
+        else def("(~" + arg(0) + ")");
         break;
       case Op::Min: case Op::Max: case Op::Abs: case Op::Fma: case Op::Exp: case Op::Log: case Op::Sqrt:
-      case Op::Rsqrt: case Op::Tanh: {
+      case Op::Rsqrt: case Op::Tanh: case Op::Floor: case Op::Ceil: case Op::Rint: case Op::Trunc: case Op::Sin:
+      case Op::Cos: case Op::Exp2: case Op::Log2: case Op::Erf: case Op::Pow: case Op::MulHi: case Op::Popcount:
+      case Op::Clz: {
         std::vector<std::string> a;
         for (int i = 0; i < in.num_operands(); ++i) a.push_back(arg(i));
         def(d.math(s, in, t, a));
@@ -215,6 +338,7 @@ struct Emitter {
       }
       case Op::Select: def("(" + arg(0) + " ? " + arg(1) + " : " + arg(2) + ")"); break;
       case Op::Cast: def(d.cast(s, in, s.concrete(s.k.insts[in.operands[0]].type), t, arg(0))); break;
+      case Op::Bitcast: def(d.bitcast(s, in, s.concrete(s.k.insts[in.operands[0]].type), t, arg(0))); break;
       case Op::Load:
         if (const int64_t width = in.attr(ir::Attr::Vec); width > 0) {
           // Vector group leader: one wide load into an array; the members read its lanes.
@@ -237,12 +361,14 @@ struct Emitter {
           const auto& list = s.k.blocks[current_block].insts;
           size_t pos = size_t(std::find(list.begin(), list.end(), id) - list.begin());
           std::vector<std::string> values;
-          for (int64_t lane = 0; lane < width; ++lane) values.push_back(v(s.k.insts[list[pos + size_t(lane)]].operands[1]));
+          const DType bt = s.concrete(s.k.params[in.param()].dtype);
+          for (int64_t lane = 0; lane < width; ++lane)
+            values.push_back(stored_value(s.k.insts[list[pos + size_t(lane)]].operands[1], bt));
           std::vector<std::string> lines;
           d.store_group(s, s.k.params[in.param()], arg(0), values, lines);
           for (const std::string& l : lines) line(depth, l);
         } else if (!in.has(ir::Attr::Lane)) {
-          line(depth, d.store(s, s.k.params[in.param()], arg(0), arg(1)) + ";");
+          line(depth, d.store(s, s.k.params[in.param()], arg(0), stored_value(in.operands[1], s.concrete(s.k.params[in.param()].dtype))) + ";");
         }
         break;
       case Op::Var:
@@ -251,10 +377,50 @@ struct Emitter {
       case Op::VarLoad: def(arg(0)); break;
       case Op::VarStore: line(depth, arg(0) + " = " + arg(1) + ";"); break;
       case Op::TgAlloc: break;  // declared by the dialect at function or module scope
-      case Op::TgLoad: def(d.tg_name(s.k, s.k.insts[in.operands[0]]) + "[" + arg(1) + "]"); break;
-      case Op::TgStore:
-        line(depth, d.tg_name(s.k, s.k.insts[in.operands[0]]) + "[" + arg(1) + "] = " + arg(2) + ";");
+      case Op::TgLoad: {
+        const ir::Inst& alloc = s.k.insts[in.operands[0]];
+        const std::string elem = d.tg_name(s.k, alloc) + "[" + arg(1) + "]";
+        // An array f32 atomics act on may be a word array on the target (tg_word_load).
+        def(s.f32_atomic_allocs.count(in.operands[0]) ? d.tg_word_load(elem) : d.tg_load(s, s.concrete(alloc.type), elem));
         break;
+      }
+      case Op::TgStore: {
+        const ir::Inst& alloc = s.k.insts[in.operands[0]];
+        const std::string elem = d.tg_name(s.k, alloc) + "[" + arg(1) + "]";
+        line(depth, (s.f32_atomic_allocs.count(in.operands[0]) ? d.tg_word_store(elem, arg(2))
+                                                               : d.tg_store(s, s.concrete(alloc.type), elem, arg(2))) +
+                        ";");
+        break;
+      }
+      // Register arrays: an array of register values, every index a constant (register_arrays).
+      case Op::LocalAlloc:
+        line(depth, d.var_type(t) + " " + local_name(in) + "[" + std::to_string(in.attr(ir::Attr::Count)) + "];");
+        break;
+      case Op::LocalLoad: def(local_name(s.k.insts[in.operands[0]]) + "[" + arg(1) + "]"); break;
+      case Op::LocalStore: line(depth, local_name(s.k.insts[in.operands[0]]) + "[" + arg(1) + "] = " + arg(2) + ";"); break;
+      case Op::LaneShuffle: case Op::LaneShuffleXor: case Op::LaneShuffleUp: case Op::LaneShuffleDown:
+      case Op::LaneBroadcast: case Op::LaneMin: case Op::LaneAnd: case Op::LaneOr: case Op::LaneInclusiveSum:
+      case Op::LaneExclusiveSum: case Op::LaneBallot: case Op::LaneAny: case Op::LaneAll: {
+        std::vector<std::string> a;
+        for (int i = 0; i < in.num_operands(); ++i) a.push_back(arg(i));
+        def(d.lane_op(s, in, s.concrete(s.k.insts[in.operands[0]].type), a));
+        break;
+      }
+      case Op::AtomicAdd: case Op::AtomicMin: case Op::AtomicMax: case Op::AtomicAnd: case Op::AtomicOr:
+      case Op::AtomicExchange: case Op::AtomicCas: case Op::TgAtomicAdd: case Op::TgAtomicMin:
+      case Op::TgAtomicMax: case Op::TgAtomicAnd: case Op::TgAtomicOr: case Op::TgAtomicExchange:
+      case Op::TgAtomicCas: {
+        ir::AtomicOperands ao = ir::atomic_operands(in);
+        std::vector<std::string> a{v(ao.index)};
+        if (ao.expected != ir::kNone) a.push_back(v(ao.expected));
+        a.push_back(v(ao.value));
+        std::vector<std::string> lines;
+        std::string expr = d.atomic(s, in, t, reg(id), a, lines);
+        for (const std::string& l : lines) line(depth, l);
+        line(depth, d.decl(t) + reg(id) + " = " + expr + ";");  // never fused: it has a side effect
+        break;
+      }
+      case Op::FenceThreadgroup: case Op::FenceDevice: line(depth, d.fence(in.op)); break;
       case Op::Barrier: line(depth, d.barrier()); break;
       case Op::LaneSum: case Op::LaneMax: def(d.lane_reduce(s, in, t, arg(0))); break;
       case Op::If:
@@ -316,18 +482,14 @@ struct Emitter {
 
 }  // namespace
 
-Emitted emit(const ir::Kernel& k, DType dtype, Target target, const EmitOptions& options) {
+Emitted emit(const ir::Kernel& k, Instantiation dtype, Target target, const EmitOptions& options) {
   Emitted result;
   result.entry = target == Target::Cuda ? entry_name(k, dtype) : "main";
-  if (!k.dtypes.empty()) {
-    bool declared = false;
-    for (DType t : k.dtypes) declared = declared || t == dtype;
-    if (!declared) {
-      result.diags.error({}, std::string("kernel '") + k.name + "' is not declared for dtype " + dtype_name(dtype));
-      return result;
-    }
+  if (std::string why; !ir::declares(k, dtype, &why)) {
+    result.diags.error({}, why);
+    return result;
   }
-  EmitState s{k, dtype, {}, {}, {}, false, false, false, false, false, false, false, false, {}, {}, CudaMma::Auto, false};
+  EmitState s{k, dtype, {}, {}, {}};  // every other member starts at its default
   s.preserve_f32_specials = options.preserve_f32_specials;
   s.f16_round_to_nearest_even = options.f16_round_to_nearest_even;
   s.loop_check = options.loop_limit_check && target == Target::Glsl;
@@ -341,6 +503,9 @@ Emitted emit(const ir::Kernel& k, DType dtype, Target target, const EmitOptions&
     s.scalar_index.push_back(buf ? -1 : scalars++);
     DType c = ir::resolve(p.dtype, dtype);
     if (buf && dtype_size(c) == 2) s.uses_16bit_storage = true;
+    if (buf && dtype_size(c) == 1) s.uses_8bit_storage = s.uses_int8 = true;
+    if (int_bits(c) == 16) s.uses_int16 = true;
+    if (int_bits(c) == 64) s.uses_int64 = true;
     if (buf && c == DType::F16) s.uses_f16 = true;
     if (buf && c == DType::BF16) s.uses_bf16 = true;
   }
@@ -349,7 +514,16 @@ Emitted emit(const ir::Kernel& k, DType dtype, Target target, const EmitOptions&
     DType c = ir::resolve(in.type.elem(), dtype);
     if (c == DType::F16) s.uses_f16 = true;
     if (c == DType::BF16) s.uses_bf16 = true;
+    if (int_bits(c) == 8) s.uses_int8 = true;
+    if (in.op == ir::Op::TgAlloc && dtype_size(c) == 1) s.uses_int8 = true;  // fp8 arrays hold uint8_t
+    if (int_bits(c) == 16) s.uses_int16 = true;
+    if (int_bits(c) == 64) s.uses_int64 = true;
     if (ir::has_trait(in.op, ir::trait::L)) s.uses_lane_ops = true;
+    if (ir::is_atomic(in.op) && ir::resolve(in.type.elem(), dtype) == DType::F32) {
+      if (ir::is_global_atomic(in.op)) s.f32_atomic_params.insert(in.param());
+      else s.f32_atomic_allocs.insert(in.operands[0]);
+    }
+    if (in.op == ir::Op::FenceDevice) s.uses_fence_device = true;
     if ((in.op == ir::Op::Load || in.op == ir::Op::Store) && in.attr(ir::Attr::Vec) > 0)
       s.vector_chunks[in.param()].insert(
           chunk_elems(ir::resolve(k.params[in.param()].dtype, dtype), int(in.attr(ir::Attr::Vec))));

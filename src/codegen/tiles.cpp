@@ -309,13 +309,18 @@ void tile_op(EmitState& s, const Dialect& d, ir::Id id, const std::vector<std::s
       const bool tg = in.op == ir::Op::TileTgLoad;
       const std::string off = a[tg ? 1 : 0], stride = a[tg ? 2 : 1];
       const DType elem = s.concrete(in.type);
+      // A threadgroup element reads as a TgLoad does: a 16-bit array holds 16-bit values (widened
+      // exactly), an array f32 atomics act on holds words.
       auto read = [&](const std::string& idx) {
-        return tg ? d.tg_name(s.k, s.k.insts[in.operands[0]]) + "[" + idx + "]" : d.load(s, s.k.params[in.param()], idx);
+        if (!tg) return d.load(s, s.k.params[in.param()], idx);
+        const ir::Inst& alloc = s.k.insts[in.operands[0]];
+        const std::string at = d.tg_name(s.k, alloc) + "[" + idx + "]";
+        return s.f32_atomic_allocs.count(in.operands[0]) ? d.tg_word_load(at) : d.tg_load(s, s.concrete(alloc.type), at);
       };
       const std::string role = in.type.role() == FragRole::A ? "a" : "b";
       const std::string idx = "(" + off + " + r * " + stride + " + c)";
-      // Every element is rounded to the input type: a threadgroup array holds f16 values in f32
-      // slots, and a value computed in f32 is rounded exactly as the interpreter rounds it.
+      // Every element is rounded to the input type, as the interpreter rounds it (a no-op on values
+      // that already are of it: 16-bit threadgroup arrays hold 16-bit values).
       const std::string v = d.cast(s, in, DType::F32, elem, read(idx));
       lines.push_back(tile_type(s, in.type) + " " + reg + (cuda ? " = {};" : ";"));
       if (cuda) {
@@ -330,7 +335,7 @@ void tile_op(EmitState& s, const Dialect& d, ir::Id id, const std::vector<std::s
         for (int e = 0; e < 256; ++e) {
           const std::string at = "(" + off + " + " + std::to_string(e / 16) + "u * " + stride + " + " +
                                  std::to_string(e % 16) + "u)";
-          // A buffer of the input type holds exact values; threadgroup slots are f32 and rounded.
+          // A buffer of the input type holds exact values; threadgroup reads are rounded as above.
           lines.push_back(reg + ".x[" + std::to_string(e) + "] = " + (tg ? d.cast(s, in, DType::F32, elem, read(at)) : read(at)) + ";");
         }
       }
@@ -341,8 +346,11 @@ void tile_op(EmitState& s, const Dialect& d, ir::Id id, const std::vector<std::s
       const std::string frag = a[tg ? 1 : 0], off = a[tg ? 2 : 1], stride = a[tg ? 3 : 2];
       const std::string idx = "(" + off + " + r * " + stride + " + c)";
       auto write_at = [&](const std::string& at, const std::string& v) {
-        return tg ? d.tg_name(s.k, s.k.insts[in.operands[0]]) + "[" + at + "] = " + v
-                  : d.store(s, s.k.params[in.param()], at, v);
+        if (!tg) return d.store(s, s.k.params[in.param()], at, v);
+        const ir::Inst& alloc = s.k.insts[in.operands[0]];
+        const std::string elem = d.tg_name(s.k, alloc) + "[" + at + "]";
+        return s.f32_atomic_allocs.count(in.operands[0]) ? d.tg_word_store(elem, v)
+                                                          : d.tg_store(s, s.concrete(alloc.type), elem, v);
       };
       auto write = [&](const std::string& v) { return write_at(idx, v); };
       if (cuda) {

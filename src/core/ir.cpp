@@ -21,16 +21,23 @@ const char* dtype_name(DType d) {
     case DType::Bool: return "bool";
     case DType::Generic: return "T";
     case DType::Void: return "void";
+    case DType::GenericW: return "W";
+    case DType::I8: return "i8";
+    case DType::U8: return "u8";
+    case DType::I16: return "i16";
+    case DType::U16: return "u16";
+    case DType::I64: return "i64";
+    case DType::U64: return "u64";
+    case DType::F8E4M3: return "f8e4m3";
+    case DType::F8E5M2: return "f8e5m2";
   }
   return "?";
 }
 
 bool parse_dtype(std::string_view s, DType& out) {
-  static const DType all[] = {DType::F32, DType::F16, DType::BF16, DType::I32,
-                              DType::U32, DType::Bool, DType::Generic, DType::Void};
-  for (DType d : all)
-    if (s == dtype_name(d)) {
-      out = d;
+  for (size_t i = 0; i < kNumDTypes; ++i)
+    if (s == dtype_name(DType(i))) {
+      out = DType(i);
       return true;
     }
   return false;
@@ -38,17 +45,46 @@ bool parse_dtype(std::string_view s, DType& out) {
 
 size_t dtype_size(DType d) {
   switch (d) {
-    case DType::F16:
-    case DType::BF16: return 2;
+    case DType::I8: case DType::U8: case DType::F8E4M3: case DType::F8E5M2: return 1;
+    case DType::F16: case DType::BF16: case DType::I16: case DType::U16: return 2;
+    case DType::I64: case DType::U64: return 8;
     case DType::Void: return 0;
     default: return 4;
   }
 }
 
 bool is_float(DType d) {
-  return d == DType::F32 || d == DType::F16 || d == DType::BF16 || d == DType::Generic;
+  return d == DType::F32 || d == DType::F16 || d == DType::BF16 || is_type_param(d) || is_fp8(d);
 }
-bool is_integer(DType d) { return d == DType::I32 || d == DType::U32; }
+bool is_fp8(DType d) { return d == DType::F8E4M3 || d == DType::F8E5M2; }
+bool is_integer(DType d) { return int_bits(d) != 0; }
+bool is_signed_integer(DType d) {
+  return d == DType::I8 || d == DType::I16 || d == DType::I32 || d == DType::I64;
+}
+unsigned int_bits(DType d) {
+  switch (d) {
+    case DType::I8: case DType::U8: return 8;
+    case DType::I16: case DType::U16: return 16;
+    case DType::I32: case DType::U32: return 32;
+    case DType::I64: case DType::U64: return 64;
+    default: return 0;
+  }
+}
+
+std::string instantiation_name(Instantiation in) {
+  std::string s = dtype_name(in.t);
+  if (in.has_w()) s += std::string(",") + dtype_name(in.w);
+  return s;
+}
+
+bool parse_instantiation(std::string_view s, Instantiation& out) {
+  size_t comma = s.find(',');
+  Instantiation r;
+  if (!parse_dtype(s.substr(0, comma), r.t) || r.t == DType::Void) return false;
+  if (comma != std::string_view::npos && (!parse_dtype(s.substr(comma + 1), r.w) || r.w == DType::Void)) return false;
+  out = r;
+  return true;
+}
 
 Type Type::vector(DType elem, uint32_t lanes) {
   Type t;
@@ -157,7 +193,6 @@ size_t type_size(Type t) {
   }
 }
 
-const char* mode_name(Mode m) { return m == Mode::Elementwise ? "Elementwise" : "Reduction"; }
 
 namespace ir {
 
@@ -174,6 +209,7 @@ static const AttrInfo kAttrs[] = {
     {"axis", AttrKind::Int},    {"param", AttrKind::ParamRef}, {"name", AttrKind::String},
     {"count", AttrKind::Int},   {"value", AttrKind::Number},   {"vec", AttrKind::Int},
     {"lane", AttrKind::Int},    {"callee", AttrKind::String},  {"index", AttrKind::Int},
+    {"align", AttrKind::Int},   {"count_param", AttrKind::ParamRef},
     {"row", AttrKind::Int},     {"col", AttrKind::Int},
 };
 static_assert(sizeof kAttrs / sizeof kAttrs[0] == size_t(Attr::Count_), "one AttrInfo per Attr");
@@ -356,23 +392,165 @@ bool read_only_memory(const Kernel& k, uint32_t p) {
   return true;
 }
 
+bool float_everywhere(const Kernel& k, DType t) {
+  if (!is_float(t)) return false;
+  if (!is_type_param(t)) return true;
+  for (DType d : t == DType::Generic ? k.dtypes : k.wtypes)
+    if (!is_float(d)) return false;
+  return true;
+}
+
+uint32_t dtypes_used(const Kernel& k) {
+  static_assert(kNumDTypes <= 32, "dtypes_used is a 32-bit mask");
+  uint32_t mask = 0;
+  for (const Param& p : k.params) mask |= 1u << unsigned(p.dtype);
+  walk(k, [&](Id id) { mask |= 1u << unsigned(k.insts[id].type.elem()); });
+  return mask;
+}
+
+bool is_global_atomic(Op op) {
+  switch (op) {
+    case Op::AtomicAdd: case Op::AtomicMin: case Op::AtomicMax: case Op::AtomicAnd: case Op::AtomicOr:
+    case Op::AtomicExchange: case Op::AtomicCas:
+      return true;
+    default: return false;
+  }
+}
+
+bool is_tg_atomic(Op op) {
+  switch (op) {
+    case Op::TgAtomicAdd: case Op::TgAtomicMin: case Op::TgAtomicMax: case Op::TgAtomicAnd: case Op::TgAtomicOr:
+    case Op::TgAtomicExchange: case Op::TgAtomicCas:
+      return true;
+    default: return false;
+  }
+}
+
+bool is_tile_op(Op op) {
+  switch (op) {
+    case Op::TileFill: case Op::TileLoad: case Op::TileTgLoad: case Op::TileMma: case Op::TileStore:
+    case Op::TileTgStore: case Op::TileGet:
+      return true;
+    default: return false;
+  }
+}
+
+bool is_atomic_cas(Op op) { return op == Op::AtomicCas || op == Op::TgAtomicCas; }
+
+Op atomic_kind(Op op) {
+  switch (op) {
+    case Op::TgAtomicAdd: return Op::AtomicAdd;
+    case Op::TgAtomicMin: return Op::AtomicMin;
+    case Op::TgAtomicMax: return Op::AtomicMax;
+    case Op::TgAtomicAnd: return Op::AtomicAnd;
+    case Op::TgAtomicOr: return Op::AtomicOr;
+    case Op::TgAtomicExchange: return Op::AtomicExchange;
+    case Op::TgAtomicCas: return Op::AtomicCas;
+    default: return op;
+  }
+}
+
+AtomicOperands atomic_operands(const Inst& in) {
+  AtomicOperands a;
+  int i = 0;
+  if (is_tg_atomic(in.op)) a.alloc = in.operands[i++];
+  a.index = in.operands[i++];
+  if (is_atomic_cas(in.op)) a.expected = in.operands[i++];
+  a.value = in.operands[i];
+  return a;
+}
+
+bool is_lane_shuffle(Op op) {
+  return op == Op::LaneShuffle || op == Op::LaneShuffleXor || op == Op::LaneShuffleUp || op == Op::LaneShuffleDown ||
+         op == Op::LaneBroadcast;
+}
+
 bool uses_lane_ops(const Kernel& k) {
   bool found = false;
   walk(k, [&](Id id) { found = found || has_trait(k.insts[id].op, trait::L); });
   return found;
 }
 
-uint64_t threadgroup_bytes(const Kernel& k, DType concrete) {
-  uint64_t bytes = 0;
+uint64_t tg_elem_bytes(const Inst& alloc, Instantiation concrete) {
+  return dtype_size(resolve(alloc.type.elem(), concrete));
+}
+
+uint64_t tg_alignment(const Inst& alloc, Instantiation concrete) {
+  return std::max<uint64_t>(uint64_t(std::max<int64_t>(alloc.attr(Attr::Align), 1)), tg_elem_bytes(alloc, concrete));
+}
+
+bool has_dynamic_threadgroup(const Kernel& k) {
+  bool found = false;
+  walk(k, [&](Id id) { found = found || (k.insts[id].op == Op::TgAlloc && k.insts[id].has(Attr::CountParam)); });
+  return found;
+}
+
+std::vector<Id> threadgroup_layout(const Kernel& k) {
+  std::vector<Id> fixed, sized;
   walk(k, [&](Id id) {
     const Inst& in = k.insts[id];
-    // Threadgroup arrays hold register values, and every register type is 4 bytes wide
-    // (16-bit floats are computed in f32; see docs/dsl.md).
-    // Saturating: a count that overflows the total must fail the shared-memory check, not wrap
-    // to a small number that passes it.
-    if (in.op == Op::TgAlloc) bytes = num::saturating_add(bytes, num::saturating_mul(uint64_t(std::max<int64_t>(in.attr(Attr::Count), 0)), 4));
+    if (in.op == Op::TgAlloc) (in.has(Attr::CountParam) ? sized : fixed).push_back(id);
   });
+  fixed.insert(fixed.end(), sized.begin(), sized.end());
+  return fixed;
+}
+
+uint64_t tg_count(const Kernel& k, const Inst& alloc, const uint32_t* param_values) {
+  const uint64_t count = uint64_t(std::max<int64_t>(alloc.attr(Attr::Count), 0));
+  if (!alloc.has(Attr::CountParam)) return count;
+  const uint64_t p = uint64_t(alloc.attr(Attr::CountParam));
+  if (!param_values || p >= k.params.size()) return UINT64_MAX;
+  // A negative i32 size is rejected by the dispatch check; here it reads as huge (never small).
+  return num::saturating_mul(count, uint64_t(param_values[p]));
+}
+
+uint64_t threadgroup_bytes(const Kernel& k, Instantiation concrete, const uint32_t* param_values) {
+  // Saturating: a count that overflows the total must fail the shared-memory check, not wrap
+  // to a small number that passes it.
+  uint64_t bytes = 0;
+  for (Id id : threadgroup_layout(k)) {
+    const Inst& in = k.insts[id];
+    if (in.has(Attr::CountParam) && !param_values) continue;
+    const uint64_t align = tg_alignment(in, concrete);
+    if (bytes % align) bytes = num::saturating_add(bytes, align - bytes % align);
+    bytes = num::saturating_add(bytes, num::saturating_mul(tg_count(k, in, param_values), tg_elem_bytes(in, concrete)));
+  }
   return bytes;
+}
+
+static std::string dtype_list(const std::vector<DType>& ds) {
+  std::string s;
+  for (DType d : ds) s += (s.empty() ? "" : ", ") + std::string(dtype_name(d));
+  return s;
+}
+
+bool declares(const Kernel& k, Instantiation in, std::string* why) {
+  auto listed = [](const std::vector<DType>& ds, DType d) { return std::find(ds.begin(), ds.end(), d) != ds.end(); };
+  std::string problem;
+  if (!k.dtypes.empty() && !listed(k.dtypes, in.t))
+    problem = "T takes " + dtype_list(k.dtypes);
+  else if (k.wtypes.empty() && in.has_w())
+    problem = "it has no W";
+  else if (!k.wtypes.empty() && !in.has_w())
+    problem = "it takes W = " + dtype_list(k.wtypes) + ": name W after T, as in " + dtype_name(in.t) + "," +
+              dtype_name(k.wtypes.front());
+  else if (!k.wtypes.empty() && !listed(k.wtypes, in.w))
+    problem = "W takes " + dtype_list(k.wtypes);
+  if (problem.empty()) return true;
+  const std::string asked = in.has_w() ? std::string("T = ") + dtype_name(in.t) + ", W = " + dtype_name(in.w)
+                                       : std::string("dtype ") + dtype_name(in.t);
+  if (why) *why = "kernel " + k.name + " is not declared for " + asked + " (" + problem + ")";
+  return false;
+}
+
+std::vector<Instantiation> instantiations(const Kernel& k) {
+  std::vector<DType> ts = k.dtypes.empty() ? std::vector<DType>{DType::F32} : k.dtypes;
+  std::vector<Instantiation> out;
+  for (DType t : ts) {
+    if (k.wtypes.empty()) out.push_back(Instantiation(t));
+    for (DType w : k.wtypes) out.push_back(Instantiation(t, w));
+  }
+  return out;
 }
 
 }  // namespace ir

@@ -69,6 +69,9 @@ enum class Attr : uint8_t {
   Lane,    // Int: a vector group member's lane (vectorize)
   Callee,  // String: the device function a call names
   Index,   // Int: a device function argument's index
+  Align,       // Int: a threadgroup allocation's alignment in bytes (a power of two <= 128)
+  CountParam,  // ParamRef: the scalar parameter that sizes a threadgroup allocation at dispatch
+               // (its element count is then count x that parameter's value)
   Row,     // Int: a tile element's row (tile_get)
   Col,     // Int: a tile element's column (tile_get)
   Count_
@@ -193,6 +196,8 @@ struct Kernel {
   bool is_function = false;           // a device function (args + ret), inlined into kernels
   Mode mode = Mode::Elementwise;
   std::vector<DType> dtypes;          // the concrete dtypes T may take (empty: not generic)
+  std::vector<DType> wtypes;          // the concrete dtypes W may take (empty: no W); every
+                                      // T x W pair of the two lists is a supported instantiation
   std::vector<Param> params;
   std::vector<Inst> insts;
   std::vector<Block> blocks;          // blocks[0] is the entry block
@@ -271,18 +276,72 @@ uint64_t content_hash(const Kernel& k);
 // True if any instruction uses lane or threadgroup-wide operations (the dispatch must then use
 // a threadgroup size that is a positive multiple of the lane width).
 bool uses_lane_ops(const Kernel& k);
+// Bit d set when dtype d is the dtype of a parameter or an instruction (bit Generic: T is used).
+uint32_t dtypes_used(const Kernel& k);
 // True when buffer parameter `p` is declared to alias another buffer parameter (either side).
 bool is_aliased(const Kernel& k, uint32_t p);
 // True when no store of the kernel can change buffer parameter `p`'s memory: it is `in` and no
 // parameter declared to alias it is writable. Passes reorder and share loads only from these.
 bool read_only_memory(const Kernel& k, uint32_t p);
-// Bytes of threadgroup memory the kernel allocates for the given concrete dtype.
-uint64_t threadgroup_bytes(const Kernel& k, DType concrete);
+// Threadgroup memory layout (docs/semantics.md, "Threadgroup memory"): every allocation at its
+// real element width (bool: 4 bytes), at an offset that is a multiple of its alignment (the
+// larger of its `align` attribute and its element size). Arrays of a fixed size come first, in
+// program order, then the arrays sized at dispatch (count_param), in program order.
+constexpr uint64_t kMaxThreadgroupAlign = 128;
+constexpr uint64_t kMaxRegisterArray = 1024;  // elements of one register array (local_alloc)
+uint64_t tg_elem_bytes(const Inst& alloc, Instantiation concrete);
+uint64_t tg_alignment(const Inst& alloc, Instantiation concrete);
+// The allocations reachable from the entry block, in layout order.
+std::vector<Id> threadgroup_layout(const Kernel& k);
+bool has_dynamic_threadgroup(const Kernel& k);
+// Bytes of threadgroup memory the kernel allocates for the given concrete dtype, alignment
+// padding included. `param_values` (indexed by parameter, the bit patterns of the scalar
+// parameters) sizes the arrays sized at dispatch; without it they count as 0 bytes.
+// Saturates at UINT64_MAX.
+uint64_t threadgroup_bytes(const Kernel& k, Instantiation concrete, const uint32_t* param_values = nullptr);
+// The element count of one allocation (count x the sizing parameter's value, if any);
+// UINT64_MAX when a dispatch-sized array has no values given, or the product overflows.
+uint64_t tg_count(const Kernel& k, const Inst& alloc, const uint32_t* param_values);
 
-// Resolves the generic dtype: Generic -> concrete, anything else unchanged.
-inline DType resolve(DType d, DType concrete) { return d == DType::Generic ? concrete : d; }
-inline Type resolve(Type t, DType concrete) {
-  return t.elem() == DType::Generic ? t.with_elem(concrete) : t;
+// True when values of dtype t are floats at every dtype the kernel may be emitted for: a float
+// dtype, or T (W) when every dtype T (W) may take is a float (a T over integers is not).
+bool float_everywhere(const Kernel& k, DType t);
+
+// Atomics. Global atomics name their buffer by the Param attribute and take index, value (cas:
+// index, expected, value); threadgroup atomics take the allocation as operand 0 instead. These
+// accessors are the one place that knows the operand layout.
+bool is_global_atomic(Op op);
+bool is_tg_atomic(Op op);
+inline bool is_atomic(Op op) { return is_global_atomic(op) || is_tg_atomic(op); }
+// The cooperative tile ops (tile_fill .. tile_get).
+bool is_tile_op(Op op);
+bool is_atomic_cas(Op op);
+// The global form of an atomic (TgAtomicAdd -> AtomicAdd): what it computes, wherever it acts.
+Op atomic_kind(Op op);
+struct AtomicOperands {
+  Id alloc = kNone;     // threadgroup atomics: the TgAlloc
+  Id index = kNone;
+  Id expected = kNone;  // cas only
+  Id value = kNone;
+};
+AtomicOperands atomic_operands(const Inst& in);
+// True for the lane ops that move a value between lanes (operand 1 names the source lane).
+bool is_lane_shuffle(Op op);
+
+
+// Resolves the type parameters: Generic -> concrete.t, GenericW -> concrete.w, anything else
+// unchanged.
+inline DType resolve(DType d, Instantiation concrete) {
+  return d == DType::Generic ? concrete.t : d == DType::GenericW ? concrete.w : d;
 }
+inline Type resolve(Type t, Instantiation concrete) {
+  return is_type_param(t.elem()) ? t.with_elem(resolve(t.elem(), concrete)) : t;
+}
+// Whether the kernel is declared for `in` (T and W each in their declared lists; a parameter
+// the kernel does not have must be left Void, except that a kernel without T accepts any T).
+// On false, `why` names what the dispatch asked for and what the kernel declares.
+bool declares(const Kernel& k, Instantiation in, std::string* why = nullptr);
+// Every instantiation the kernel declares, T-major (a kernel without T: {f32}).
+std::vector<Instantiation> instantiations(const Kernel& k);
 
 }  // namespace iron::ir

@@ -1,7 +1,10 @@
-// 16-bit float conversions with round-to-nearest-even, matching what the GPUs do on store.
+// 16-bit and 8-bit float conversions with round-to-nearest-even, matching what the GPUs do on
+// store, and the integer wrapping and saturation rules of docs/semantics.md.
 #include "core/numeric.hpp"
 
+#include <algorithm>
 #include <cmath>
+#include <limits>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -65,15 +68,105 @@ uint16_t f32_to_bf16(float f) {
 
 float bf16_to_f32(uint16_t b) { return from_bits(uint32_t(b) << 16); }
 
+namespace {
+// An fp8 format: mantissa bits, exponent bias, largest finite magnitude and its code.
+struct Fp8Format {
+  int mant;
+  int bias;
+  double max;
+  uint8_t max_code;
+};
+Fp8Format fp8_format(DType d) {
+  if (d == DType::F8E4M3) return {3, 7, 448.0, 0x7e};
+  return {2, 15, 57344.0, 0x7b};
+}
+}  // namespace
+
+uint8_t f32_to_fp8(DType d, float f) {
+  const Fp8Format fmt = fp8_format(d);
+  const uint8_t sign = std::signbit(f) ? 0x80 : 0;
+  if (std::isnan(f)) return uint8_t(sign | 0x7f);
+  double mag = std::fabs(double(f));
+  if (mag >= fmt.max) return uint8_t(sign | fmt.max_code);  // saturate (infinity included)
+  if (mag == 0) return sign;
+  // The quantum at mag's binade, never finer than the subnormal unit 2^(1 - bias - mant); the
+  // quotient is exact (a power-of-two scaling) and nearbyint rounds it half to even.
+  const int emin = 1 - fmt.bias;
+  int e;
+  std::frexp(mag, &e);
+  const int binade = std::max(e - 1, emin);
+  const double quantum = std::ldexp(1.0, binade - fmt.mant);
+  const double r = std::nearbyint(mag / quantum) * quantum;
+  if (r > fmt.max) return uint8_t(sign | fmt.max_code);
+  if (r == 0) return sign;
+  std::frexp(r, &e);
+  const int re = e - 1;
+  if (re < emin) return uint8_t(sign | uint8_t(r / std::ldexp(1.0, emin - fmt.mant)));  // subnormal
+  const int m = int(r / std::ldexp(1.0, re - fmt.mant)) - (1 << fmt.mant);
+  return uint8_t(sign | ((re + fmt.bias) << fmt.mant) | m);
+}
+
+float fp8_to_f32(DType d, uint8_t b) {
+  if (d == DType::F8E5M2) return f16_to_f32(uint16_t(b << 8));  // e5m2 is the top byte of an f16
+  const bool negative = (b & 0x80) != 0;
+  const int e = (b >> 3) & 0xf, m = b & 7;
+  if (e == 0xf && m == 7) return std::numeric_limits<float>::quiet_NaN();
+  const float v = e == 0 ? std::ldexp(float(m), -9) : std::ldexp(float(8 + m), e - 10);
+  return negative ? -v : v;
+}
+
 float round_to(DType d, float v) {
   if (d == DType::F16) return f16_to_f32(f32_to_f16(v));
   if (d == DType::BF16) return bf16_to_f32(f32_to_bf16(v));
+  if (is_fp8(d)) return fp8_to_f32(d, f32_to_fp8(d, v));
   return v;
+}
+
+int64_t int_min(DType t) {
+  unsigned bits = int_bits(t);
+  if (!is_signed_integer(t) || bits == 0) return 0;
+  return bits == 64 ? INT64_MIN : -(int64_t(1) << (bits - 1));
+}
+uint64_t int_max(DType t) {
+  unsigned bits = int_bits(t);
+  if (bits == 0) return 0;
+  if (is_signed_integer(t)) return (uint64_t(1) << (bits - 1)) - 1;
+  return bits == 64 ? UINT64_MAX : (uint64_t(1) << bits) - 1;
+}
+
+uint64_t int_wrap(DType t, uint64_t raw) {
+  const unsigned bits = int_bits(t);
+  if (bits == 0 || bits == 64) return raw;
+  const uint64_t mask = (uint64_t(1) << bits) - 1;
+  uint64_t v = raw & mask;
+  if (is_signed_integer(t) && (v >> (bits - 1)) != 0) v |= ~mask;  // sign-extend
+  return v;
+}
+
+uint64_t float_to_int(DType t, double x) {
+  if (std::isnan(x)) return 0;
+  const double lo = double(int_min(t));
+  // 2^bits(-1): the first value above the range (exact in double for every width).
+  const double above = is_signed_integer(t) ? -lo : std::ldexp(1.0, int(int_bits(t)));
+  if (x >= above) return int_max(t);
+  if (x <= lo) return uint64_t(int_min(t));
+  const double tr = std::trunc(x);
+  return is_signed_integer(t) ? uint64_t(int64_t(tr)) : uint64_t(tr);
 }
 
 void encode(DType d, const double* src, void* dst, size_t count) {
   auto* out = static_cast<unsigned char*>(dst);
   for (size_t i = 0; i < count; ++i) {
+    if (is_fp8(d)) {
+      out[i] = f32_to_fp8(d, float(src[i]));
+      continue;
+    }
+    if (is_integer(d) && int_bits(d) != 32) {
+      // Whole values in range are stored exactly; others follow the float -> int rule.
+      uint64_t v = float_to_int(d, src[i]);
+      std::memcpy(out + dtype_size(d) * i, &v, dtype_size(d));  // little-endian low bytes
+      continue;
+    }
     switch (d) {
       case DType::F16: { uint16_t h = f32_to_f16(float(src[i])); std::memcpy(out + 2 * i, &h, 2); break; }
       case DType::BF16: { uint16_t h = f32_to_bf16(float(src[i])); std::memcpy(out + 2 * i, &h, 2); break; }
@@ -87,6 +180,17 @@ void encode(DType d, const double* src, void* dst, size_t count) {
 void decode(DType d, const void* src, double* dst, size_t count) {
   const auto* in = static_cast<const unsigned char*>(src);
   for (size_t i = 0; i < count; ++i) {
+    if (is_fp8(d)) {
+      dst[i] = fp8_to_f32(d, in[i]);
+      continue;
+    }
+    if (is_integer(d) && int_bits(d) != 32) {
+      uint64_t v = 0;
+      std::memcpy(&v, in + dtype_size(d) * i, dtype_size(d));
+      v = int_wrap(d, v);
+      dst[i] = is_signed_integer(d) ? double(int64_t(v)) : double(v);
+      continue;
+    }
     switch (d) {
       case DType::F16: { uint16_t h; std::memcpy(&h, in + 2 * i, 2); dst[i] = f16_to_f32(h); break; }
       case DType::BF16: { uint16_t h; std::memcpy(&h, in + 2 * i, 2); dst[i] = bf16_to_f32(h); break; }
@@ -115,6 +219,17 @@ bool parse_int64(std::string_view text, int64_t& out) {
   if (!negative) {
     if (v == INT64_MIN) return false;
     v = -v;
+  }
+  out = v;
+  return true;
+}
+
+bool parse_uint64(std::string_view text, uint64_t& out) {
+  if (text.empty()) return false;
+  uint64_t v = 0;
+  for (char c : text) {
+    if (c < '0' || c > '9') return false;
+    if (__builtin_mul_overflow(v, uint64_t(10), &v) || __builtin_add_overflow(v, uint64_t(c - '0'), &v)) return false;
   }
   out = v;
   return true;

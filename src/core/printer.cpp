@@ -66,7 +66,11 @@ struct Printer {
   std::string attr_text(const Inst& in, const AttrEntry& e) {
     switch (attr_info(e.key).kind) {
       case AttrKind::Int: return std::to_string(e.i);
-      case AttrKind::Number: return is_float(in.type) ? format_float(e.f) : std::to_string(e.i);
+      // A u64 constant keeps its bit pattern in the integer field: printed unsigned.
+      case AttrKind::Number:
+        return is_float(in.type)            ? format_float(e.f)
+               : in.type == DType::U64 ? std::to_string(uint64_t(e.i))
+                                       : std::to_string(e.i);
       case AttrKind::ParamRef: return e.i >= 0 && uint64_t(e.i) < k.params.size() ? k.params[size_t(e.i)].name : "?";
       case AttrKind::String: return e.i >= 0 && uint64_t(e.i) < k.strings.size() ? k.strings[size_t(e.i)] : "?";
     }
@@ -150,6 +154,10 @@ std::string print(const Kernel& k, const PrintOptions& opts) {
     p.out << " dtypes=";
     for (size_t i = 0; i < k.dtypes.size(); ++i) p.out << (i ? "," : "") << dtype_name(k.dtypes[i]);
   }
+  if (!k.wtypes.empty()) {
+    p.out << " wtypes=";
+    for (size_t i = 0; i < k.wtypes.size(); ++i) p.out << (i ? "," : "") << dtype_name(k.wtypes[i]);
+  }
   p.out << " {\n";
   for (const Param& prm : k.params) {
     p.out << "  param " << prm.name << ": ";
@@ -225,7 +233,8 @@ struct Parser {
   void attribute(Inst& in, Attr a, const std::string& text) {
     switch (a) {
       case Attr::Value: constant(in, text); return;
-      case Attr::Param: {
+      case Attr::Param:
+      case Attr::CountParam: {
         int idx = k.find_param(text);
         if (idx < 0) fail("unknown parameter '" + text + "'", text);
         in.set(a, idx);
@@ -240,7 +249,11 @@ struct Parser {
         in.set(a, k.intern_string(text));
         return;
       case Attr::Axis: in.set(a, integer(text, 0, 2, "axis")); return;
-      case Attr::Count: in.set(a, integer(text, 1, UINT32_MAX, "threadgroup element count")); return;
+      case Attr::Count:
+        in.set(a, integer(text, 1, UINT32_MAX,
+                          in.op == Op::LocalAlloc ? "register array element count" : "threadgroup element count"));
+        return;
+      case Attr::Align: in.set(a, integer(text, 1, int64_t(kMaxThreadgroupAlign), "threadgroup alignment")); return;
       case Attr::Vec: in.set(a, integer(text, 2, 8, "vector group width")); return;
       case Attr::Lane: in.set(a, integer(text, 1, 7, "vector group lane")); return;
       case Attr::Index: in.set(a, integer(text, 0, 2, "argument index")); return;
@@ -309,7 +322,7 @@ struct Parser {
   }
 
   void header(const std::string& line) {
-    // kernel NAME mode=M [dtypes=a,b] {
+    // kernel NAME mode=M [dtypes=a,b] [wtypes=c,d] {
     std::istringstream is(line);
     std::string kw, tok;
     is >> kw >> k.name;
@@ -324,17 +337,19 @@ struct Parser {
         open = true;
       } else if (tok.rfind("mode=", 0) == 0) {
         std::string m = tok.substr(5);
-        if (m == "Elementwise") k.mode = Mode::Elementwise;
-        else if (m == "Reduction") k.mode = Mode::Reduction;
-        else fail("unknown mode '" + m + "'", tok);
-      } else if (tok.rfind("dtypes=", 0) == 0) {
+        if (!parse_mode(m, k.mode))
+          fail("unknown mode '" + m + "' (Elementwise, Reduction, Grid3D, Tile2D or SimdGroup2D)", tok);
+      } else if (tok.rfind("dtypes=", 0) == 0 || tok.rfind("wtypes=", 0) == 0) {
+        const bool w = tok[0] == 'w';
+        std::vector<DType>& out = w ? k.wtypes : k.dtypes;
+        if (!out.empty()) fail(std::string("duplicate ") + (w ? "wtypes=" : "dtypes=") + " in the kernel header", tok);
         std::string list = tok.substr(7);
         size_t pos = 0;
         while (true) {
           size_t c = list.find(',', pos);
           std::string d = list.substr(pos, c == std::string::npos ? std::string::npos : c - pos);
-          if (d.empty()) fail("empty entry in dtypes=", tok);
-          k.dtypes.push_back(dtype(d));
+          if (d.empty()) fail(std::string("empty entry in ") + (w ? "wtypes=" : "dtypes="), tok);
+          out.push_back(dtype(d));
           if (c == std::string::npos) break;
           pos = c + 1;
         }
@@ -428,11 +443,21 @@ struct Parser {
       return;
     }
     if (!in.type.is_scalar()) fail("a constant must have a scalar dtype, not " + type_name(in.type));
-    switch (in.type.elem()) {
-      case DType::I32: in.set(Attr::Value, integer(text, INT32_MIN, INT32_MAX, "i32 constant")); return;
-      case DType::U32: in.set(Attr::Value, integer(text, 0, UINT32_MAX, "u32 constant")); return;
-      case DType::Bool: in.set(Attr::Value, integer(text, 0, 1, "bool constant")); return;
-      default: break;
+    const DType ct = in.type.elem();
+    if (ct == DType::U64) {
+      uint64_t u = 0;
+      if (!num::parse_uint64(text, u)) fail("u64 constant '" + text + "' is not an integer in [0, 2^64-1]", text);
+      in.set(Attr::Value, int64_t(u));  // the bit pattern
+      return;
+    }
+    if (is_integer(ct)) {
+      const std::string what = std::string(dtype_name(ct)) + " constant";
+      in.set(Attr::Value, integer(text, num::int_min(ct), int64_t(num::int_max(ct)), what));
+      return;
+    }
+    if (ct == DType::Bool) {
+      in.set(Attr::Value, integer(text, 0, 1, "bool constant"));
+      return;
     }
     double f = 0;
     if (!num::parse_double(text, f)) fail("float constant '" + text + "' is not a number (or overflows)", text);
@@ -441,6 +466,8 @@ struct Parser {
     if (std::isfinite(f) && std::fabs(f) > double(std::numeric_limits<float>::max()))
       fail("float constant " + text + " overflows f32", text);
     in.set_float(Attr::Value, f);
+    // A T constant may become an integer: an integral literal keeps that reading too.
+    if (in.type == DType::Generic && std::trunc(f) == f && std::fabs(f) < 0x1p63) in.set(Attr::Value, int64_t(f));
   }
 
   void inst(std::string line) {

@@ -1,14 +1,19 @@
 // The IR verifier: structure (ids, blocks, scoping) and type rules. Every problem is collected
 // with the instruction's DSL location; nothing is thrown, so one run shows all of them.
 #include <cctype>
+#include <cmath>
 #include <cstdint>
 #include <string>
 #include <vector>
 
 #include "core/ir.hpp"
+#include "core/numeric.hpp"
 
 namespace iron::ir {
 namespace {
+
+// The integer dtypes lane operations and atomics are defined on: i32 and u32, the 32-bit words.
+bool word_int(DType d) { return d == DType::I32 || d == DType::U32; }
 
 bool is_identifier(const std::string& s) {
   if (s.empty() || std::isdigit(static_cast<unsigned char>(s[0]))) return false;
@@ -25,10 +30,20 @@ struct Verifier {
   std::vector<uint8_t> inst_seen;   // inst id -> placed already
 
   void err(const Inst& in, const std::string& msg) {
-    d.error(in.loc, std::string("'") + mnemonic(in.op) + "': " + msg);
+    std::string text = std::string("'") + mnemonic(in.op) + "': " + msg;
+    if (subst != DType::Void && in.type == DType::Generic) text += std::string(" (with T = ") + dtype_name(subst) + ")";
+    // The per-dtype passes over a generic kernel find a dtype-independent error once each.
+    for (const Diagnostic& x : d.items)
+      if (x.loc.file == in.loc.file && x.loc.line == in.loc.line && x.message == text) return;
+    d.error(in.loc, std::move(text));
   }
 
-  DType ty(Id v) const { return k.insts[v].type.elem(); }
+  // The dtype T stands for while the type rules run: a generic kernel is checked once per
+  // declared dtype (T = i8 must obey the integer rules, T = f8e4m3 the storage-only rule);
+  // Void outside that loop (T then counts as a float).
+  DType subst = DType::Void;
+  DType sub(DType t) const { return t == DType::Generic && subst != DType::Void ? subst : t; }
+  DType ty(Id v) const { return sub(k.insts[v].type.elem()); }
 
   // Attributes against the op's schema (op_attrs.def): no unknown or repeated key, every
   // required one present, references in range.
@@ -82,10 +97,6 @@ struct Verifier {
   bool numeric(DType t) const { return is_float(t) || is_integer(t); }
 
   // --- Cooperative tiles (docs/semantics.md "Cooperative tiles") ---
-  static bool is_tile_op(Op op) {
-    return op == Op::TileFill || op == Op::TileLoad || op == Op::TileTgLoad || op == Op::TileMma ||
-           op == Op::TileStore || op == Op::TileTgStore || op == Op::TileGet;
-  }
   // A variable may hold a scalar or a fragment (an accumulator carried across a loop).
   bool check_var_kinds(const Inst& in) {
     bool ok = true;
@@ -121,10 +132,12 @@ struct Verifier {
       }
       return true;
     }
-    if (t.elem() == DType::Generic) {
-      for (DType d : k.dtypes)
+    if (is_type_param(t.elem())) {
+      const bool w = t.elem() == DType::GenericW;
+      for (DType d : w ? k.wtypes : k.dtypes)
         if (d != DType::F16 && d != DType::BF16) {
-          err(in, std::string(what) + " has element type T, which the kernel declares as " + dtype_name(d) +
+          err(in, std::string(what) + " has element type " + (w ? "W" : "T") + ", which the kernel declares as " +
+                      dtype_name(d) +
                       "; tile inputs are f16 or bf16");
           return false;
         }
@@ -216,6 +229,12 @@ struct Verifier {
     }
   }
 
+  // fp8 is a storage format: values of it are loaded, stored, cast, selected and kept in
+  // variables, but never computed with (docs/semantics.md). A T that may become fp8 is too.
+  void reject_storage_only(const Inst& in, DType t) {
+    if (is_fp8(t)) err(in, std::string("computes with ") + dtype_name(t) + ", a storage format (cast to f32 first)");
+  }
+
   void check_operands(const Inst& in) {
     int arity = op_info(in.op).arity;
     if (arity >= 0 && in.num_operands() != arity) {
@@ -242,10 +261,10 @@ struct Verifier {
 
   // Type rules of the ops, on scalar values (check_kinds has rejected every other kind first).
   void types(const Inst& in) {
-    const DType rt = in.type.elem();
+    const DType rt = sub(in.type.elem());
     auto o = [&](int i) { return ty(in.operands[i]); };
     auto need_result = [&](DType want) {
-      if (rt != want)
+      if (rt != sub(want))
         err(in, std::string("result must be ") + dtype_name(want) + ", is " + dtype_name(rt));
     };
     auto same_as_result = [&](int i) {
@@ -254,7 +273,7 @@ struct Verifier {
                     " but the result is " + dtype_name(rt) + " (insert a cast)");
     };
     auto integer_operand = [&](int i, const char* what) {
-      if (!is_integer(o(i))) err(in, std::string(what) + " must be i32 or u32, is " + dtype_name(o(i)));
+      if (!is_integer(o(i))) err(in, std::string(what) + " must be an integer, is " + dtype_name(o(i)));
     };
     auto param_ok = [&](ParamKind kind) -> const Param* {
       if (in.param() >= k.params.size()) {
@@ -275,11 +294,20 @@ struct Verifier {
         if (rt == DType::Void) err(in, "constant needs a dtype");
         // Integer immediates are kept in their dtype's range; one outside it would be read
         // differently by the backends (truncated) and by range checks on the 64-bit value.
-        if (rt == DType::I32 && (value < INT32_MIN || value > INT32_MAX))
-          err(in, "i32 constant " + std::to_string(value) + " is out of range");
-        if (rt == DType::U32 && (value < 0 || value > int64_t(UINT32_MAX)))
-          err(in, "u32 constant " + std::to_string(value) + " is out of range");
+        // A u64 constant keeps its 64-bit pattern in Value, so every integer value is one.
+        if (is_integer(rt) && rt != DType::U64 &&
+            (value < num::int_min(rt) || (value > 0 && uint64_t(value) > num::int_max(rt))))
+          err(in, std::string(dtype_name(rt)) + " constant " + std::to_string(value) + " is out of range");
+        // An fp8 register always holds an fp8 value: a constant must be one exactly.
+        if (const double fv = in.fattr(Attr::Value);
+            is_fp8(rt) && !std::isnan(fv) && double(num::round_to(rt, float(fv))) != fv)
+          err(in, std::string(dtype_name(rt)) + " constant " + std::to_string(fv) + " is not an " +
+                      dtype_name(rt) + " value");
         if (rt == DType::Bool && value != 0 && value != 1) err(in, "bool constant must be 0 or 1");
+        // A T constant used as an integer dtype must be a whole number that fits it.
+        if (in.type == DType::Generic && is_integer(rt) && double(value) != in.fattr(Attr::Value))
+          err(in, "T constant " + std::to_string(in.fattr(Attr::Value)) +
+                      " is not an integer (a float literal meets an integer T)");
         break;
       case Op::Param:
         if (const Param* p = param_ok(ParamKind::Scalar)) need_result(p->dtype);
@@ -293,6 +321,7 @@ struct Verifier {
         break;
       case Op::Add: case Op::Sub: case Op::Mul: case Op::Div: case Op::Min: case Op::Max:
         if (!numeric(rt)) err(in, std::string("needs numeric operands, not ") + dtype_name(rt));
+        reject_storage_only(in, rt);
         same_as_result(0);
         same_as_result(1);
         break;
@@ -303,14 +332,17 @@ struct Verifier {
         break;
       case Op::Neg: case Op::Abs:
         if (!numeric(rt)) err(in, "needs a numeric operand");
+        reject_storage_only(in, rt);
         same_as_result(0);
         break;
       case Op::Fma:
         if (!is_float(rt)) err(in, "needs float operands");
+        reject_storage_only(in, rt);
         same_as_result(0); same_as_result(1); same_as_result(2);
         break;
       case Op::Exp: case Op::Log: case Op::Sqrt: case Op::Rsqrt: case Op::Tanh:
         if (!is_float(rt)) err(in, std::string("is defined on floats only, not ") + dtype_name(rt));
+        reject_storage_only(in, rt);
         same_as_result(0);
         break;
       case Op::And: case Op::Or: case Op::Xor:
@@ -332,6 +364,8 @@ struct Verifier {
           err(in, std::string("compares ") + dtype_name(o(0)) + " with " + dtype_name(o(1)) + " (insert a cast)");
         else if (o(0) == DType::Bool && in.op != Op::Eq && in.op != Op::Ne)
           err(in, std::string(mnemonic(in.op)) + " orders bool values; only eq and ne compare bools (cast to u32 first)");
+        else
+          reject_storage_only(in, o(0));
         break;
       case Op::Select:
         if (o(0) != DType::Bool) err(in, "condition must be bool");
@@ -350,7 +384,7 @@ struct Verifier {
       case Op::Store:
         if (const Param* p = param_ok(ParamKind::Buffer)) {
           if (p->access == Access::Read) err(in, "writes input buffer '" + p->name + "' (declare it out or inout)");
-          if (o(1) != p->dtype)
+          if (o(1) != sub(p->dtype))
             err(in, std::string("stores ") + dtype_name(o(1)) + " into buf<" + dtype_name(p->dtype) + "> '" +
                         p->name + "' (insert a cast)");
         }
@@ -393,6 +427,36 @@ struct Verifier {
         if (in.attr(Attr::Count) <= 0) err(in, "threadgroup allocation needs a positive element count");
         else if (in.attr(Attr::Count) > int64_t(UINT32_MAX))
           err(in, "threadgroup allocation of " + std::to_string(in.attr(Attr::Count)) + " elements exceeds 2^32-1");
+        if (in.has(Attr::Align)) {
+          const int64_t a = in.attr(Attr::Align);
+          if (a <= 0 || a > int64_t(kMaxThreadgroupAlign) || (a & (a - 1)) != 0)
+            err(in, "threadgroup alignment " + std::to_string(a) + " is not a power of two from 1 to " +
+                        std::to_string(kMaxThreadgroupAlign) + " bytes");
+        }
+        if (in.has(Attr::CountParam) && uint64_t(in.attr(Attr::CountParam)) < k.params.size()) {
+          const Param& p = k.params[size_t(in.attr(Attr::CountParam))];
+          if (p.kind != ParamKind::Scalar || !is_integer(p.dtype))
+            err(in, "threadgroup allocation is sized by '" + p.name + "', which is not a u32 or i32 scalar parameter");
+        }
+        break;
+      case Op::LocalAlloc:
+        if (uint64_t(in.attr(Attr::Name)) < k.strings.size() && !is_identifier(k.strings[size_t(in.attr(Attr::Name))]))
+          err(in, "register array name '" + k.strings[size_t(in.attr(Attr::Name))] + "' is not an identifier");
+        if (in.attr(Attr::Count) <= 0 || in.attr(Attr::Count) > int64_t(kMaxRegisterArray))
+          err(in, "register array of " + std::to_string(in.attr(Attr::Count)) + " elements: the count must be 1 to " +
+                      std::to_string(kMaxRegisterArray));
+        if (rt == DType::Void) err(in, "register array needs a dtype");
+        break;
+      case Op::LocalLoad:
+        if (k.insts[in.operands[0]].op != Op::LocalAlloc) err(in, "operand 0 is not a register array");
+        else same_as_result(0);
+        integer_operand(1, "index");
+        break;
+      case Op::LocalStore:
+        if (k.insts[in.operands[0]].op != Op::LocalAlloc) err(in, "operand 0 is not a register array");
+        else if (o(2) != o(0))
+          err(in, std::string("stores ") + dtype_name(o(2)) + " into a " + dtype_name(o(0)) + " register array");
+        integer_operand(1, "index");
         break;
       case Op::TgLoad:
         if (k.insts[in.operands[0]].op != Op::TgAlloc) err(in, "operand 0 is not a threadgroup allocation");
@@ -408,10 +472,71 @@ struct Verifier {
       case Op::Barrier:
         break;
       case Op::LaneSum: case Op::LaneMax:
-        if (rt != DType::F32 && !is_integer(rt))
+        if (rt != DType::F32 && rt != DType::I32 && rt != DType::U32)
           err(in, std::string("lane reductions take f32, i32 or u32, not ") + dtype_name(rt) +
                       " (accumulate in f32)");
         same_as_result(0);
+        break;
+      case Op::LaneShuffle: case Op::LaneShuffleXor: case Op::LaneShuffleUp: case Op::LaneShuffleDown:
+      case Op::LaneBroadcast:
+        same_as_result(0);
+        if (is_fp8(rt) || (is_integer(rt) && !word_int(rt)))
+          err(in, std::string("shuffles move f32, f16, bf16, i32, u32 or bool values, not ") + dtype_name(rt) +
+                      " (cast first)");
+        if (o(1) != DType::U32) err(in, std::string("the source lane operand must be u32, is ") + dtype_name(o(1)));
+        break;
+      case Op::LaneMin: case Op::LaneInclusiveSum: case Op::LaneExclusiveSum:
+        if (rt != DType::F32 && !word_int(rt))
+          err(in, std::string("takes f32, i32 or u32, not ") + dtype_name(rt) + " (accumulate in f32)");
+        same_as_result(0);
+        break;
+      case Op::LaneAnd: case Op::LaneOr:
+        if (!word_int(rt)) err(in, std::string("takes i32 or u32, not ") + dtype_name(rt));
+        same_as_result(0);
+        break;
+      case Op::LaneBallot:
+        need_result(DType::U32);
+        if (o(0) != DType::Bool) err(in, std::string("votes on a bool, not ") + dtype_name(o(0)));
+        break;
+      case Op::LaneAny: case Op::LaneAll:
+        need_result(DType::Bool);
+        if (o(0) != DType::Bool) err(in, std::string("votes on a bool, not ") + dtype_name(o(0)));
+        break;
+      case Op::AtomicAdd: case Op::AtomicMin: case Op::AtomicMax: case Op::AtomicAnd: case Op::AtomicOr:
+      case Op::AtomicExchange: case Op::AtomicCas:
+      case Op::TgAtomicAdd: case Op::TgAtomicMin: case Op::TgAtomicMax: case Op::TgAtomicAnd: case Op::TgAtomicOr:
+      case Op::TgAtomicExchange: case Op::TgAtomicCas: {
+        AtomicOperands a = atomic_operands(in);
+        DType memory = DType::Void;
+        if (is_global_atomic(in.op)) {
+          if (const Param* p = param_ok(ParamKind::Buffer)) {
+            memory = p->dtype;
+            if (p->access != Access::ReadWrite)
+              err(in, "needs an inout buffer ('" + p->name + "' is " + access_name(p->access) +
+                          "): an atomic reads and writes");
+          }
+        } else if (k.insts[a.alloc].op != Op::TgAlloc) {
+          err(in, "operand 0 is not a threadgroup allocation");
+        } else {
+          memory = ty(a.alloc);
+        }
+        if (memory == DType::Void) break;
+        if (memory != DType::F32 && !word_int(memory))
+          err(in, std::string("atomics act on f32, i32 or u32 memory, not ") + dtype_name(memory));
+        Op kind = atomic_kind(in.op);
+        if ((kind == Op::AtomicAnd || kind == Op::AtomicOr) && !word_int(memory))
+          err(in, std::string("is defined on i32 and u32 memory only, not ") + dtype_name(memory));
+        need_result(memory);
+        if (!is_integer(ty(a.index))) err(in, std::string("index must be i32 or u32, is ") + dtype_name(ty(a.index)));
+        if (ty(a.value) != memory)
+          err(in, std::string("value is ") + dtype_name(ty(a.value)) + " but the memory holds " + dtype_name(memory) +
+                      " (insert a cast)");
+        if (a.expected != kNone && ty(a.expected) != memory)
+          err(in, std::string("expected value is ") + dtype_name(ty(a.expected)) + " but the memory holds " +
+                      dtype_name(memory) + " (insert a cast)");
+        break;
+      }
+      case Op::FenceThreadgroup: case Op::FenceDevice:
         break;
       case Op::If:
         if (o(0) != DType::Bool) err(in, "condition must be bool");
@@ -427,7 +552,7 @@ struct Verifier {
         if (!k.is_function) err(in, "ret outside a device function");
         break;
       case Op::For: {
-        if (!is_integer(rt)) err(in, "induction variable must be i32 or u32");
+        if (rt != DType::I32 && rt != DType::U32) err(in, "induction variable must be i32 or u32");
         same_as_result(0); same_as_result(1); same_as_result(2);
         const Inst& step = k.insts[in.operands[2]];
         // The step is read as the loop's 32-bit type, as every backend does: a constant whose
@@ -442,14 +567,46 @@ struct Verifier {
         }
         break;
       }
+      case Op::Floor: case Op::Ceil: case Op::Rint: case Op::Trunc:
+      case Op::Sin: case Op::Cos: case Op::Exp2: case Op::Log2: case Op::Erf: case Op::Pow:
+      case Op::MulHi: case Op::Popcount: case Op::Clz: case Op::Bitcast:
+        math_types(in);
+        break;
       case Op::Count_:
         break;
     }
-    if (has_trait(in.op, trait::S) && in.op != Op::Var && in.op != Op::TgAlloc && in.op != Op::LaneSum &&
-        in.op != Op::LaneMax && in.op != Op::For && in.op != Op::Call && in.op != Op::TileFill &&
-        in.op != Op::TileLoad && in.op != Op::TileTgLoad && in.op != Op::TileMma && in.op != Op::TileGet &&
-        !in.type.is_void())
+    // Lane operations and atomics are side effects that define a value (convergent, or memory).
+    if (has_trait(in.op, trait::S) && in.op != Op::Var && in.op != Op::TgAlloc && in.op != Op::LocalAlloc &&
+        !has_trait(in.op, trait::L) && !is_atomic(in.op) && in.op != Op::For && in.op != Op::Call && rt != DType::Void)
       err(in, "a side-effect op defines no value");
+  }
+
+  // The math ops of issue 8 (docs/semantics.md): float rounding and transcendentals on float
+  // dtypes, mulhi/popcount/clz on i32/u32 (result in the operand's dtype), bitcast between the
+  // 32-bit dtypes f32, i32 and u32.
+  void math_types(const Inst& in) {
+    const DType rt = sub(in.type.elem());
+    auto o = [&](int i) { return ty(in.operands[i]); };
+    for (int i = 0; i < in.num_operands() && in.op != Op::Bitcast; ++i)
+      if (o(i) != rt)
+        err(in, std::string("operand ") + std::to_string(i) + " is " + dtype_name(o(i)) + " but the result is " +
+                    dtype_name(rt) + " (insert a cast)");
+    switch (in.op) {
+      case Op::MulHi: case Op::Popcount: case Op::Clz:
+        if (rt != DType::I32 && rt != DType::U32) err(in, std::string("is defined on i32 and u32 only, not ") + dtype_name(rt));
+        break;
+      case Op::Bitcast: {
+        auto word = [](DType t) { return t == DType::F32 || t == DType::I32 || t == DType::U32; };
+        if (!word(rt) || !word(o(0)))
+          err(in, std::string("bitcast converts between f32, i32 and u32 (equal 32-bit widths), not ") +
+                      dtype_name(o(0)) + " to " + dtype_name(rt) + " (16-bit floats live in f32 registers: cast)");
+        break;
+      }
+      default:
+        if (!is_float(rt)) err(in, std::string("is defined on floats only, not ") + dtype_name(rt));
+        reject_storage_only(in, rt);
+        break;
+    }
   }
 
   // Vector groups (vectorize): a leader (vec=W, W in {2,4,8}) followed immediately by its W-1
@@ -515,7 +672,18 @@ struct Verifier {
       if (in.flags & kUntyped) err(in, "result dtype was never inferred (run type_check)");
       check_operands(in);
       check_attrs(in);
-      if (ok_operands(in) && check_kinds(in)) types(in);
+      if (ok_operands(in) && check_kinds(in)) {
+        // A generic kernel: the rules for each dtype T may take (T as a float when none).
+        if (k.dtypes.empty()) {
+          types(in);
+        } else {
+          for (DType t : k.dtypes) {
+            subst = t;
+            types(in);
+          }
+          subst = DType::Void;
+        }
+      }
       bool control = has_trait(in.op, trait::F);
       if (!control && (in.blocks[0] != kNone || in.blocks[1] != kNone)) err(in, "only if/for own blocks");
       if (control) {
@@ -548,8 +716,9 @@ struct Verifier {
       if (!is_identifier(p.name)) d.error(p.loc, "parameter name '" + p.name + "' is not an identifier");
       if (p.kind == ParamKind::Scalar && p.dtype != DType::F32 && p.dtype != DType::I32 && p.dtype != DType::U32)
         d.error(p.loc, "scalar parameter '" + p.name + "' must be f32, i32 or u32");
-      if (p.kind == ParamKind::Buffer && p.dtype != DType::Generic && !is_float(p.dtype) && !is_integer(p.dtype))
-        d.error(p.loc, "buffer parameter '" + p.name + "' must hold f32, f16, bf16, i32, u32 or T");
+      if (p.kind == ParamKind::Buffer && !is_float(p.dtype) && !is_integer(p.dtype))
+        d.error(p.loc, "buffer parameter '" + p.name + "' must hold a float or integer dtype, T or W, not " +
+                           dtype_name(p.dtype));
       for (uint32_t a : p.aliases)
         if (a >= i || k.params[a].kind != ParamKind::Buffer || p.kind != ParamKind::Buffer)
           d.error(p.loc, "aliases of '" + p.name + "' must name earlier buffer parameters");
@@ -559,12 +728,25 @@ struct Verifier {
         if (s >= k.params.size() || k.params[s].kind != ParamKind::Scalar || !is_integer(k.params[s].dtype))
           d.error(p.loc, "extent of '" + p.name + "' must name integer scalar parameters");
     }
-    bool generic = false;
-    for (const Inst& in : k.insts) generic = generic || in.type.elem() == DType::Generic;
-    for (const Param& p : k.params) generic = generic || p.dtype == DType::Generic;
+    bool generic = false, uses_w = false;
+    SrcLoc w_at{};
+    for (const Inst& in : k.insts) {
+      generic = generic || in.type.elem() == DType::Generic;
+      if (in.type.elem() == DType::GenericW && !uses_w) uses_w = true, w_at = in.loc;
+    }
+    for (const Param& p : k.params) {
+      generic = generic || p.dtype == DType::Generic;
+      if (p.dtype == DType::GenericW && !uses_w) uses_w = true, w_at = p.loc;
+    }
     if (generic && k.dtypes.empty()) d.error({}, "kernel uses T but declares no dtypes for it");
+    if (uses_w && k.wtypes.empty()) d.error(w_at, "kernel uses W but declares no wtypes for it");
     for (DType t : k.dtypes)
-      if (t == DType::Generic || (!is_float(t) && !is_integer(t))) d.error({}, std::string("dtype ") + dtype_name(t) + " cannot substitute T");
+      if (is_type_param(t) || (!is_float(t) && !is_integer(t))) d.error({}, std::string("dtype ") + dtype_name(t) + " cannot substitute T");
+    for (DType t : k.wtypes)
+      if (is_type_param(t) || (!is_float(t) && !is_integer(t))) d.error({}, std::string("dtype ") + dtype_name(t) + " cannot substitute W");
+    for (size_t i = 0; i < k.wtypes.size(); ++i)
+      for (size_t j = 0; j < i; ++j)
+        if (k.wtypes[i] == k.wtypes[j]) d.error({}, std::string("wtypes lists ") + dtype_name(k.wtypes[i]) + " twice");
     visible.assign(k.insts.size(), 0);
     block_seen.assign(k.blocks.size(), 0);
     inst_seen.assign(k.insts.size(), 0);

@@ -10,6 +10,7 @@
 #include <mutex>
 
 #include "core/ir.hpp"
+#include "core/modes.hpp"
 #include "dsl/trace.hpp"
 #include "passes/pass.hpp"
 
@@ -34,33 +35,15 @@ Registry& registry() {
   return r;
 }
 
-// Which built-ins and threadgroup operations each mode binds (seeds §2.5). program_id means
-// the threadgroup index in Reduction mode; Elementwise has only the flat thread index, so a
-// Reduction-style body registered as Elementwise would index garbage: reject it.
-bool mode_allows(Mode mode, ir::Op op) {
-  using ir::Op;
-  switch (op) {
-    case Op::ThreadId: return mode == Mode::Elementwise;
-    case Op::ProgramId: case Op::LocalId: case Op::GroupSize: case Op::NumPrograms:
-    case Op::LaneId: case Op::LaneWidth: case Op::SimdGroupId: case Op::NumSimdGroups:
-    case Op::Barrier: case Op::TgAlloc: case Op::TgLoad: case Op::TgStore:
-    case Op::LaneSum: case Op::LaneMax:
-      return mode == Mode::Reduction;
-    // Cooperative tiles belong to lane groups, which Elementwise does not bind.
-    case Op::TileFill: case Op::TileLoad: case Op::TileTgLoad: case Op::TileMma: case Op::TileStore:
-    case Op::TileTgStore: case Op::TileGet:
-      return mode == Mode::Reduction;
-    default: return true;
-  }
-}
-
 // Device functions compute values only: no built-ins, memory or synchronisation, so inlining
 // them is valid in any kernel of any mode.
 bool function_allows(ir::Op op) {
   using ir::Op;
-  if (ir::has_trait(op, ir::trait::B) || ir::has_trait(op, ir::trait::L)) return false;
+  if (ir::has_trait(op, ir::trait::B) || ir::has_trait(op, ir::trait::L) || ir::is_atomic(op)) return false;
+  if (op == ir::Op::FenceThreadgroup || op == ir::Op::FenceDevice) return false;
   switch (op) {
     case Op::Load: case Op::Store: case Op::TgAlloc: case Op::TgLoad: case Op::TgStore: case Op::Param:
+    case Op::LocalAlloc: case Op::LocalLoad: case Op::LocalStore:
       return false;
     default: return true;
   }
@@ -75,11 +58,19 @@ void gate(const ir::Kernel& k, ir::Diagnostics& diags) {
                                 "; device functions compute values from their arguments only");
       return;
     }
-    if (!mode_allows(k.mode, in.op))
+    // The mode table (core/modes.cpp, seeds §2.5): program_id means the threadgroup index and
+    // thread_id the global thread position, so a body registered under the wrong mode would
+    // index the wrong elements without crashing. Reject it, naming the mode(s) that bind the op.
+    const int64_t axis = in.attr(ir::Attr::Axis);  // 0 for ops without an axis
+    if (!ir::mode_binds(k.mode, in.op, axis)) {
+      std::string binding = ir::modes_binding(in.op, axis);
+      if (binding == "none") return;  // a bad axis, which the tracer reports
+      bool one = binding.find(" or ") == std::string::npos;
       diags.error(in.loc, std::string("kernel '") + k.name + "' (mode " + mode_name(k.mode) + ") uses " +
-                              ir::mnemonic(in.op) + ", which mode " + mode_name(k.mode) +
-                              " does not bind; declare the mode that does (" +
-                              (k.mode == Mode::Elementwise ? "Reduction" : "Elementwise") + ")");
+                              ir::builtin_text(in.op, axis) + ", which mode " + mode_name(k.mode) +
+                              " does not bind; declare " + (one ? "the mode" : "a mode") + " that does (" + binding +
+                              ")");
+    }
   });
 }
 
@@ -124,6 +115,7 @@ ir::Kernel trace(const KernelDecl& decl, bool is_function) {
   t.k.name = decl.name;
   t.k.mode = decl.mode;
   t.k.dtypes = decl.dtypes;
+  t.k.wtypes = decl.wtypes;
   dsl::detail::Trace* prev = dsl::detail::set_trace(&t);
   try {
     decl.body();

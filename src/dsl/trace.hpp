@@ -3,13 +3,18 @@
 
 #include <vector>
 
+#include "core/builder.hpp"
 #include "core/ir.hpp"
 
 namespace iron::dsl::detail {
 
 struct Trace {
+  Trace() = default;
+  Trace(const Trace&) = delete;  // the builder refers to k
+  Trace& operator=(const Trace&) = delete;
+
   ir::Kernel k;
-  std::vector<ir::Id> open{0};  // stack of blocks receiving new instructions
+  ir::Builder b{k};             // every instruction of the trace is built through it
   ir::Diagnostics diags;
   int unique = 0;               // counter for generated names
   bool too_deep = false;        // the nesting limit was reported (once per trace)

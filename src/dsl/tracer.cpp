@@ -1,4 +1,5 @@
-// The tracer behind iron/dsl.hpp: every DSL call appends IR to the kernel being traced.
+// The tracer behind iron/dsl.hpp: every DSL call appends IR to the kernel being traced, through
+// the trace's ir::Builder (positioned at the DSL call's source line).
 // One trace is active per thread. Type errors are not thrown here: the verifier reports them
 // later with the instruction's DSL location, so one trace shows every problem at once.
 #include <algorithm>
@@ -44,22 +45,19 @@ ir::SrcLoc loc_of(const char* file, uint32_t line) { return {tr().k.intern_file(
 ir::SrcLoc loc_of(const SrcLoc& l) { return loc_of(l.file_name(), l.line()); }
 ir::SrcLoc loc_of(const Operand& o) { return loc_of(o.file, o.line); }
 
-Expr emit(Inst in) {
-  detail::Trace& t = tr();
-  Id id = t.k.add_inst(in);
-  t.k.blocks[t.open.back()].insts.push_back(id);
-  return Expr(id, in.type.elem());
+// The trace's builder, with its location set to `l`: every DSL operation builds through it.
+ir::Builder& at(ir::SrcLoc l) {
+  ir::Builder& b = tr().b;
+  b.set_loc(l);
+  return b;
 }
+Expr value(Id id) { return Expr(id, tr().k.insts[id].type.elem()); }
 
-Expr constant(DType type, int64_t i, double f, ir::SrcLoc loc) {
-  Inst in;
-  in.op = Op::Const;
-  in.type = type;
-  in.loc = loc;
-  if (is_float(type)) in.set_float(ir::Attr::Value, f);
-  else in.set(ir::Attr::Value, i);
-  return emit(in);
-}
+Expr constant(DType type, int64_t i, double f, ir::SrcLoc loc) { return value(at(loc).constant(type, i, f)); }
+// An instruction record filled in by hand (for ops without a typed builder constructor); it
+// still goes through the builder, which places it and gives it the current location if it
+// has none.
+[[maybe_unused]] Expr emit(Inst in) { return value(tr().b.emit(std::move(in))); }
 
 void error(ir::SrcLoc loc, std::string msg) { tr().diags.error(loc, std::move(msg)); }
 
@@ -95,10 +93,11 @@ Expr materialize(const Operand& o, DType hint) {
         if (o.i != 0 && o.i != 1) error(loc_of(o), "integer literal used as a bool");
         return constant(t, o.i != 0, 0, loc_of(o));
       }
-      if (t == DType::U32 && (o.i < 0 || o.i > int64_t(UINT32_MAX)))
-        error(loc_of(o), "literal " + std::to_string(o.i) + " does not fit u32");
-      if (t == DType::I32 && (o.i < INT32_MIN || o.i > INT32_MAX))
-        error(loc_of(o), "literal " + std::to_string(o.i) + " does not fit i32");
+      // A literal takes the integer dtype it meets and must fit it (a u64 literal above 2^63-1
+      // arrives as its bit pattern, which is the value).
+      if (is_integer(t) && t != DType::U64 &&
+          (o.i < num::int_min(t) || (o.i > 0 && uint64_t(o.i) > num::int_max(t))))
+        error(loc_of(o), "literal " + std::to_string(o.i) + " does not fit " + dtype_name(t));
       return constant(t, o.i, double(o.i), loc_of(o));
     }
     case Operand::Kind::FloatLit: {
@@ -120,9 +119,6 @@ DType value_type(const Operand& a, const Operand& b) {
   return DType::Void;
 }
 
-bool is_compare(Op op) {
-  return op == Op::Eq || op == Op::Ne || op == Op::Lt || op == Op::Le || op == Op::Gt || op == Op::Ge;
-}
 
 Expr binary(Op op, const Operand& a, const Operand& b) {
   DType hint = value_type(a, b);
@@ -131,57 +127,39 @@ Expr binary(Op op, const Operand& a, const Operand& b) {
   Expr y = materialize(b, (op == Op::Shl || op == Op::Shr) && b.kind == Operand::Kind::IntLit
                               ? (is_integer(x.dtype()) ? x.dtype() : DType::U32)
                               : (hint == DType::Void ? x.dtype() : hint));
-  Inst in;
-  in.op = op;
-  in.type = is_compare(op) ? DType::Bool : x.dtype();
-  in.operands.resize(2);
-  in.operands[0] = x.id();
-  in.operands[1] = y.id();
-  in.loc = loc_of(a.kind == Operand::Kind::Value ? a : b);
-  return emit(in);
+  return value(at(loc_of(a.kind == Operand::Kind::Value ? a : b)).binary(op, x.id(), y.id()));
 }
 
 Expr unary(Op op, const Operand& a) {
   Expr x = materialize(a, DType::Void);
-  Inst in;
-  in.op = op;
-  in.type = x.dtype();
-  in.operands.resize(1);
-  in.operands[0] = x.id();
-  in.loc = loc_of(a);
-  return emit(in);
+  return value(at(loc_of(a)).unary(op, x.id()));
 }
 
 Expr builtin(Op op, int axis, const SrcLoc& l) {
-  Inst in;
-  in.op = op;
-  in.type = DType::U32;
-  if (op == Op::ThreadId || op == Op::ProgramId || op == Op::LocalId || op == Op::GroupSize || op == Op::NumPrograms)
-    in.set(ir::Attr::Axis, axis);
-  in.loc = loc_of(l);
-  if (axis < 0 || axis > 2) error(in.loc, std::string(ir::mnemonic(op)) + " axis must be 0, 1 or 2");
-  return emit(in);
+  ir::SrcLoc where = loc_of(l);
+  if (axis < 0 || axis > 2) error(where, std::string(ir::mnemonic(op)) + " axis must be 0, 1 or 2");
+  return value(at(where).builtin(op, axis));
 }
 
-// Runs `body` with a new child block of `owner` open.
+// Traces `body` into block `which` of control instruction `owner`.
 template <class Fn>
-Id in_block(Id owner, Fn&& body) {
+void in_block(Id owner, int which, Fn&& body) {
   detail::Trace& t = tr();
-  Id b = t.k.add_block(owner);
-  // t.open holds the entry block plus one entry per enclosing if_/for_ body. Past the IR's
-  // nesting limit the body is not traced (the kernel is rejected anyway), so a runaway
-  // recursive body stops here instead of exhausting the stack of every later stage.
-  if (t.open.size() > ir::kMaxNesting) {
+  // The builder's depth counts the blocks open above the entry block, one per enclosing if_ or
+  // for_ body. Past the IR's nesting limit the body is not traced (the kernel is rejected
+  // anyway), so a runaway recursive body stops here instead of exhausting the stack of every
+  // later stage.
+  if (t.b.depth() + 1 > ir::kMaxNesting) {
     if (!t.too_deep)
       error(t.k.insts[owner].loc, "if_/for_ nested deeper than " + std::to_string(ir::kMaxNesting) +
                                       " levels (the IR's nesting limit)");
     t.too_deep = true;
-    return b;
+    t.k.insts[owner].blocks[which] = t.k.add_block(owner);
+    return;
   }
-  t.open.push_back(b);
+  t.b.open_block(owner, which);
   body();
-  t.open.pop_back();
-  return b;
+  t.b.end();
 }
 
 }  // namespace
@@ -201,35 +179,19 @@ Operand::Operand(int64_t v, bool, SrcLoc loc) : kind(Kind::IntLit), i(v), file(l
 Operand::Operand(double v, bool, SrcLoc loc) : kind(Kind::FloatLit), f(v), file(loc.file_name()), line(loc.line()) {}
 
 Operand::Operand(const VarBase& v, SrcLoc loc) : kind(Kind::Value), file(loc.file_name()), line(loc.line()) {
-  Inst in;
-  in.op = Op::VarLoad;
-  in.type = v.dtype();
-  in.operands.resize(1);
-  in.operands[0] = v.id();
-  in.loc = loc_of(loc);
-  value = emit(in);
+  value = dsl::value(at(loc_of(loc)).var_load(v.id()));
 }
 
 Operand::Operand(const ElemRef& r, SrcLoc loc) : kind(Kind::Value), file(loc.file_name()), line(loc.line()) {
-  Inst in;
-  in.op = Op::Load;
-  in.type = r.dtype();
-  in.set(ir::Attr::Param, r.param());
-  in.operands.resize(1);
-  in.operands[0] = r.index().id();
-  in.loc = loc_of(loc);
-  value = emit(in);
+  value = dsl::value(at(loc_of(loc)).load(r.param(), r.dtype(), r.index().id()));
 }
 
 Operand::Operand(const TgRef& r, SrcLoc loc) : kind(Kind::Value), file(loc.file_name()), line(loc.line()) {
   Inst in;
-  in.op = Op::TgLoad;
+  in.op = tr().k.insts[r.alloc()].op == Op::LocalAlloc ? Op::LocalLoad : Op::TgLoad;
   in.type = r.dtype();
-  in.operands.resize(2);
-  in.operands[0] = r.alloc();
-  in.operands[1] = r.index().id();
-  in.loc = loc_of(loc);
-  value = emit(in);
+  in.operands = ir::Operands{r.alloc(), r.index().id()};
+  value = dsl::value(at(loc_of(loc)).emit(std::move(in)));
 }
 
 // --- Operators -----------------------------------------------------------------------------
@@ -287,42 +249,42 @@ Expr fma(Operand a, Operand b, Operand c) {
   DType hint = value_type(a, b);
   if (hint == DType::Void && c.kind == Operand::Kind::Value) hint = c.value.dtype();
   Expr x = materialize(a, hint), y = materialize(b, hint), z = materialize(c, hint);
-  Inst in;
-  in.op = Op::Fma;
-  in.type = x.dtype();
-  in.operands.resize(3);
-  in.operands[0] = x.id();
-  in.operands[1] = y.id();
-  in.operands[2] = z.id();
-  in.loc = loc_of(a);
-  return emit(in);
+  return value(at(loc_of(a)).ternary(Op::Fma, x.id(), y.id(), z.id()));
 }
 
 Expr select(Operand cond, Operand t, Operand f) {
   Expr c = materialize(cond, DType::Bool);
   DType hint = value_type(t, f);
   Expr x = materialize(t, hint), y = materialize(f, hint == DType::Void ? x.dtype() : hint);
-  Inst in;
-  in.op = Op::Select;
-  in.type = x.dtype();
-  in.operands.resize(3);
-  in.operands[0] = c.id();
-  in.operands[1] = x.id();
-  in.operands[2] = y.id();
-  in.loc = loc_of(cond);
-  return emit(in);
+  return value(at(loc_of(cond)).ternary(Op::Select, c.id(), x.id(), y.id()));
 }
 
 Expr cast_to(Operand x, DType to) {
   Expr v = materialize(x, x.kind == Operand::Kind::Value ? DType::Void : to);
   if (v.dtype() == to) return v;
-  Inst in;
-  in.op = Op::Cast;
-  in.type = to;
-  in.operands.resize(1);
-  in.operands[0] = v.id();
-  in.loc = loc_of(x);
-  return emit(in);
+  return value(at(loc_of(x)).cast(v.id(), to));
+}
+
+Expr floor(Operand x) { return unary(Op::Floor, x); }
+Expr ceil(Operand x) { return unary(Op::Ceil, x); }
+Expr rint(Operand x) { return unary(Op::Rint, x); }
+Expr trunc(Operand x) { return unary(Op::Trunc, x); }
+Expr sin(Operand x) { return unary(Op::Sin, x); }
+Expr cos(Operand x) { return unary(Op::Cos, x); }
+Expr exp2(Operand x) { return unary(Op::Exp2, x); }
+Expr log2(Operand x) { return unary(Op::Log2, x); }
+Expr erf(Operand x) { return unary(Op::Erf, x); }
+Expr pow(Operand x, Operand y) { return binary(Op::Pow, x, y); }
+Expr mulhi(Operand a, Operand b) { return binary(Op::MulHi, a, b); }
+Expr popcount(Operand x) { return unary(Op::Popcount, x); }
+Expr clz(Operand x) { return unary(Op::Clz, x); }
+
+// A literal keeps its own dtype (i32 for an integer, f32 for a float); the verifier checks the
+// pair.
+Expr bitcast_to(Operand x, DType to) {
+  Expr v = materialize(x, DType::Void);
+  if (v.dtype() == to) return v;
+  return value(at(loc_of(x)).emit(Op::Bitcast, to, {v.id()}));
 }
 
 // --- Built-ins -----------------------------------------------------------------------------
@@ -337,12 +299,7 @@ Expr lane_width(SrcLoc l) { return builtin(Op::LaneWidth, 0, l); }
 Expr simd_group_id(SrcLoc l) { return builtin(Op::SimdGroupId, 0, l); }
 Expr num_simd_groups(SrcLoc l) { return builtin(Op::NumSimdGroups, 0, l); }
 
-void barrier(SrcLoc l) {
-  Inst in;
-  in.op = Op::Barrier;
-  in.loc = loc_of(l);
-  emit(in);
-}
+void barrier(SrcLoc l) { at(loc_of(l)).barrier(); }
 
 Expr lane_sum(Operand x) { return unary(Op::LaneSum, x); }
 Expr lane_max(Operand x) { return unary(Op::LaneMax, x); }
@@ -354,143 +311,38 @@ Expr lane_max(Operand x) { return unary(Op::LaneMax, x); }
 // same call (in a loop) from overwriting a slot a slower lane group is still reading.
 static Expr group_reduce(const Operand& x, bool is_max) {
   Expr v = materialize(x, DType::F32);
-  const ir::SrcLoc l = loc_of(x);
   detail::Trace& t = tr();
+  ir::Builder& b = at(loc_of(x));
+  const Op lane_op = is_max ? Op::LaneMax : Op::LaneSum;
   std::string name = std::string(is_max ? "iron_group_max_" : "iron_group_sum_") + std::to_string(t.unique++);
   // Largest lane-group count: 1024 threads / lane width 4 (lavapipe with 128-bit vectors).
   constexpr uint32_t kMaxGroups = 256;
 
-  auto located = [&](Expr e) {
-    t.k.insts[e.id()].loc = l;
-    return e;
-  };
-  Inst red;
-  red.op = is_max ? Op::LaneMax : Op::LaneSum;
-  red.type = v.dtype();
-  red.operands.resize(1);
-  red.operands[0] = v.id();
-  red.loc = l;
-  Expr partial = emit(red);
-
-  Inst alloc;
-  alloc.op = Op::TgAlloc;
-  alloc.type = v.dtype();
-  alloc.set(ir::Attr::Name, t.k.intern_string(name));
-  alloc.set(ir::Attr::Count, kMaxGroups);
-  alloc.loc = l;
-  Id alloc_id = t.k.add_inst(alloc);
-  auto& entry = t.k.blocks[0].insts;
-  entry.insert(entry.begin(), alloc_id);
-
-  Expr lane = located(lane_id());
-  Expr group = located(simd_group_id());
-  Expr groups = located(num_simd_groups());
-  Expr width = located(lane_width());
-  Expr zero = constant(DType::U32, 0, 0, l);
-  Inst is_first;
-  is_first.op = Op::Eq;
-  is_first.type = DType::Bool;
-  is_first.operands.resize(2);
-  is_first.operands[0] = lane.id();
-  is_first.operands[1] = zero.id();
-  is_first.loc = l;
-  Expr first = emit(is_first);
-
-  Inst iff;
-  iff.op = Op::If;
-  iff.operands.resize(1);
-  iff.operands[0] = first.id();
-  iff.loc = l;
-  Id if_id = emit(iff).id();
-  Id then_block = in_block(if_id, [&] {
-    Inst st;
-    st.op = Op::TgStore;
-    st.operands.resize(3);
-    st.operands[0] = alloc_id;
-    st.operands[1] = group.id();
-    st.operands[2] = partial.id();
-    st.loc = l;
-    emit(st);
-  });
-  t.k.insts[if_id].blocks[0] = then_block;
-
-  Inst bar;
-  bar.op = Op::Barrier;
-  bar.loc = l;
-  emit(bar);
+  Id partial = b.unary(lane_op, v.id());
+  Id scratch = b.tg_alloc(name, v.dtype(), kMaxGroups);
+  Id lane = b.builtin(Op::LaneId);
+  Id group = b.builtin(Op::SimdGroupId);
+  Id groups = b.builtin(Op::NumSimdGroups);
+  Id width = b.builtin(Op::LaneWidth);
+  Id first = b.binary(Op::Eq, lane, b.constant_int(DType::U32, 0));
+  b.begin_if(first);
+  b.tg_store(scratch, group, partial);
+  b.end();
+  b.barrier();
 
   double identity_f = is_max ? -std::numeric_limits<double>::infinity() : 0.0;
-  int64_t identity_i = 0;
-  if (is_max) identity_i = v.dtype() == DType::I32 ? INT32_MIN : 0;
-  Expr init = constant(v.dtype(), identity_i, identity_f, l);
-  Inst var;
-  var.op = Op::Var;
-  var.type = v.dtype();
-  var.operands.resize(1);
-  var.operands[0] = init.id();
-  var.loc = l;
-  Id acc = emit(var).id();
-
-  Inst loop;
-  loop.op = Op::For;
-  loop.type = DType::U32;
-  loop.operands.resize(3);
-  loop.operands[0] = lane.id();
-  loop.operands[1] = groups.id();
-  loop.operands[2] = width.id();
-  loop.loc = l;
-  Id for_id = emit(loop).id();
-  Id body = in_block(for_id, [&] {
-    Inst ld;
-    ld.op = Op::TgLoad;
-    ld.type = v.dtype();
-    ld.operands.resize(2);
-    ld.operands[0] = alloc_id;
-    ld.operands[1] = for_id;
-    ld.loc = l;
-    Expr slot = emit(ld);
-    Inst cur;
-    cur.op = Op::VarLoad;
-    cur.type = v.dtype();
-    cur.operands.resize(1);
-    cur.operands[0] = acc;
-    cur.loc = l;
-    Expr c = emit(cur);
-    Inst comb;
-    comb.op = is_max ? Op::Max : Op::Add;
-    comb.type = v.dtype();
-    comb.operands.resize(2);
-    comb.operands[0] = c.id();
-    comb.operands[1] = slot.id();
-    comb.loc = l;
-    Expr r = emit(comb);
-    Inst st;
-    st.op = Op::VarStore;
-    st.operands.resize(2);
-    st.operands[0] = acc;
-    st.operands[1] = r.id();
-    st.loc = l;
-    emit(st);
-  });
-  t.k.insts[for_id].blocks[0] = body;
-
-  Inst fin;
-  fin.op = Op::VarLoad;
-  fin.type = v.dtype();
-  fin.operands.resize(1);
-  fin.operands[0] = acc;
-  fin.loc = l;
-  Expr total = emit(fin);
-  Inst red2 = red;
-  red2.operands[0] = total.id();
-  Expr result = emit(red2);
+  int64_t identity_i = is_max && v.dtype() == DType::I32 ? INT32_MIN : 0;
+  Id acc = b.var(v.dtype(), b.constant(v.dtype(), identity_i, identity_f));
+  Id slot = b.begin_for(lane, groups, width);
+  Id loaded = b.tg_load(scratch, slot);
+  Id sum = b.binary(is_max ? Op::Max : Op::Add, b.var_load(acc), loaded);
+  b.var_store(acc, sum);
+  b.end();
+  Id result = b.unary(lane_op, b.var_load(acc));
   // Every lane group has read the scratch into registers before anyone may write it again: the
   // same call site runs again when it sits in a loop (seeds §8, "repeated reduction").
-  Inst bar2;
-  bar2.op = Op::Barrier;
-  bar2.loc = l;
-  emit(bar2);
-  return result;
+  b.barrier();
+  return value(result);
 }
 
 Expr group_sum(Operand x) { return group_reduce(x, false); }
@@ -500,14 +352,8 @@ Expr group_max(Operand x) { return group_reduce(x, true); }
 
 IfChain if_(Operand cond, FnRef<void()> then_body) {
   Expr c = materialize(cond, DType::Bool);
-  Inst in;
-  in.op = Op::If;
-  in.operands.resize(1);
-  in.operands[0] = c.id();
-  in.loc = loc_of(cond);
-  Id id = emit(in).id();
-  Id b = in_block(id, [&] { then_body(); });
-  tr().k.insts[id].blocks[0] = b;
+  Id id = at(loc_of(cond)).emit(Op::If, Type(), {c.id()});
+  in_block(id, 0, [&] { then_body(); });
   return IfChain(id);
 }
 
@@ -517,26 +363,16 @@ void IfChain::else_(FnRef<void()> body) {
     error(t.k.insts[inst_].loc, "else_ given twice for one if_");
     return;
   }
-  Id b = in_block(inst_, [&] { body(); });
-  t.k.insts[inst_].blocks[1] = b;
+  in_block(inst_, 1, [&] { body(); });
 }
 
 void for_(Operand begin, Operand end, Operand step, FnRef<void(Expr)> body) {
   DType hint = end.kind == Operand::Kind::Value ? end.value.dtype() : value_type(begin, step);
   if (hint == DType::Void) hint = DType::U32;
   Expr b = materialize(begin, hint), e = materialize(end, hint), s = materialize(step, hint);
-  Inst in;
-  in.op = Op::For;
-  in.type = e.dtype();
-  in.operands.resize(3);
-  in.operands[0] = b.id();
-  in.operands[1] = e.id();
-  in.operands[2] = s.id();
-  in.loc = loc_of(begin);
-  Id id = emit(in).id();
-  Expr induction(id, in.type.elem());
-  Id blk = in_block(id, [&] { body(induction); });
-  tr().k.insts[id].blocks[0] = blk;
+  Id id = at(loc_of(begin)).emit(Op::For, e.dtype(), {b.id(), e.id(), s.id()});
+  Expr induction = value(id);
+  in_block(id, 0, [&] { body(induction); });
 }
 
 void for_(Operand begin, Operand end, FnRef<void(Expr)> body) {
@@ -550,24 +386,12 @@ void for_(Operand begin, Operand end, FnRef<void(Expr)> body) {
 
 VarBase::VarBase(DType type, Operand init) : type_(type) {
   Expr v = materialize(init, type);
-  Inst in;
-  in.op = Op::Var;
-  in.type = type;
-  in.operands.resize(1);
-  in.operands[0] = v.id();
-  in.loc = loc_of(init);
-  id_ = emit(in).id();
+  id_ = at(loc_of(init)).var(type, v.id());
 }
 
 static void var_store(uint32_t var, DType type, const Operand& v) {
   Expr x = materialize(v, type);
-  Inst in;
-  in.op = Op::VarStore;
-  in.operands.resize(2);
-  in.operands[0] = var;
-  in.operands[1] = x.id();
-  in.loc = loc_of(v);
-  emit(in);
+  at(loc_of(v)).var_store(var, x.id());
 }
 
 VarBase& VarBase::operator=(const VarBase& other) {
@@ -642,14 +466,7 @@ void VarBase::operator/=(Operand v) { var_store(id_, type_, located_like(read_at
 
 static void store(uint32_t param, DType type, Expr index, const Operand& v) {
   Expr x = materialize(v, type);
-  Inst in;
-  in.op = Op::Store;
-  in.set(ir::Attr::Param, param);
-  in.operands.resize(2);
-  in.operands[0] = index.id();
-  in.operands[1] = x.id();
-  in.loc = loc_of(v);
-  emit(in);
+  at(loc_of(v)).store(param, index.id(), x.id());
 }
 
 ElemRef Buffer::operator[](Operand index) const {
@@ -673,13 +490,9 @@ void ElemRef::operator+=(Operand v) {
 static void tg_store(uint32_t alloc, DType type, Expr index, const Operand& v) {
   Expr x = materialize(v, type);
   Inst in;
-  in.op = Op::TgStore;
-  in.operands.resize(3);
-  in.operands[0] = alloc;
-  in.operands[1] = index.id();
-  in.operands[2] = x.id();
-  in.loc = loc_of(v);
-  emit(in);
+  in.op = tr().k.insts[alloc].op == Op::LocalAlloc ? Op::LocalStore : Op::TgStore;
+  in.operands = ir::Operands{alloc, index.id(), x.id()};
+  at(loc_of(v)).emit(std::move(in));
 }
 
 TgRef TgBuffer::operator[](Operand index) const {
@@ -693,24 +506,54 @@ void TgRef::operator=(const TgRef& v) {
   relocate_since(first, loc_of(file_, line_));
 }
 
-TgBuffer threadgroup_alloc(const char* name, DType type, uint32_t count, SrcLoc l) {
+// Threadgroup and register arrays are declared at function scope on every backend: the
+// declaration is hoisted to the top of the entry block so it is visible in every branch. One
+// name space for both kinds (names must be unique in the whole kernel).
+static TgBuffer array_alloc(Op op, const char* name, DType type, uint32_t count, uint32_t align, Id size,
+                            SrcLoc l) {
   detail::Trace& t = tr();
-  for (Id id : t.k.blocks[0].insts)
-    if (t.k.insts[id].op == Op::TgAlloc && t.k.strings[size_t(t.k.insts[id].attr(ir::Attr::Name))] == name)
-      error(loc_of(l), std::string("threadgroup allocation '") + name +
-                           "' declared twice (names must be unique in the whole kernel)");
+  const char* what = op == Op::LocalAlloc ? "register array '" : "threadgroup allocation '";
+  for (Id id : t.k.blocks[0].insts) {
+    const Inst& other = t.k.insts[id];
+    if ((other.op == Op::TgAlloc || other.op == Op::LocalAlloc) &&
+        t.k.strings[size_t(other.attr(ir::Attr::Name))] == name)
+      error(loc_of(l), std::string(what) + name + "' declared twice (names must be unique in the whole kernel)");
+  }
   Inst in;
-  in.op = Op::TgAlloc;
+  in.op = op;
   in.type = type;
   in.set(ir::Attr::Name, t.k.intern_string(name));
   in.set(ir::Attr::Count, count);
-  in.loc = loc_of(l);
-  // Threadgroup memory lives at function scope on every backend: hoist the declaration to the
-  // top of the entry block so it is visible in every branch.
-  Id id = t.k.add_inst(in);
-  auto& entry = t.k.blocks[0].insts;
-  entry.insert(entry.begin(), id);
-  return TgBuffer(id, type);
+  if (align) in.set(ir::Attr::Align, align);
+  if (size != ir::kNone) in.set(ir::Attr::CountParam, t.k.insts[size].attr(ir::Attr::Param));
+  // Threadgroup memory and register arrays live at function scope on every backend: the
+  // builder hoists the declaration to the top of the entry block so it is visible everywhere.
+  return TgBuffer(at(loc_of(l)).emit_at_entry(std::move(in)), type);
+}
+
+TgBuffer threadgroup_alloc(const char* name, DType type, uint32_t count, SrcLoc l) {
+  return array_alloc(Op::TgAlloc, name, type, count, 0, ir::kNone, l);
+}
+
+TgBuffer threadgroup_alloc(const char* name, DType type, uint32_t count, uint32_t align, SrcLoc l) {
+  return array_alloc(Op::TgAlloc, name, type, count, align, ir::kNone, l);
+}
+
+TgBuffer threadgroup_alloc_dynamic(const char* name, DType type, Expr size, uint32_t per, uint32_t align, SrcLoc l) {
+  detail::Trace& t = tr();
+  // The size must be known before the dispatch starts (it sizes the allocation at launch), so
+  // only a scalar parameter itself will do, not a value computed from one.
+  if (size.id() >= t.k.insts.size() || t.k.insts[size.id()].op != Op::Param) {
+    error(loc_of(l), std::string("threadgroup allocation '") + name +
+                         "' is sized at dispatch by a value that is not a scalar parameter (declare it with constexpr_ "
+                         "and pass it directly; the element count is per x its value)");
+    return array_alloc(Op::TgAlloc, name, type, per ? per : 1, align, ir::kNone, l);
+  }
+  return array_alloc(Op::TgAlloc, name, type, per, align, size.id(), l);
+}
+
+TgBuffer local_array(const char* name, DType type, uint32_t count, SrcLoc l) {
+  return array_alloc(Op::LocalAlloc, name, type, count, 0, ir::kNone, l);
 }
 
 // --- Parameters ----------------------------------------------------------------------------
@@ -777,13 +620,9 @@ Expr constexpr_(const char* name, DType type, SrcLoc l) {
   p.dtype = type;
   p.loc = loc_of(l);
   if (t.k.find_param(name) >= 0) error(p.loc, std::string("parameter '") + name + "' declared twice");
+  ir::SrcLoc where = p.loc;
   t.k.params.push_back(std::move(p));
-  Inst in;
-  in.op = Op::Param;
-  in.type = type;
-  in.set(ir::Attr::Param, int64_t(t.k.params.size() - 1));
-  in.loc = loc_of(l);
-  return emit(in);
+  return value(at(where).param(uint32_t(t.k.params.size() - 1), type));
 }
 
 }  // namespace iron::dsl
@@ -799,20 +638,14 @@ Expr arg(int index, DType type, SrcLoc l) {
   in.op = Op::Arg;
   in.type = type;
   in.set(ir::Attr::Index, index);
-  in.loc = loc_of(l);
-  return emit(in);
+  return value(at(loc_of(l)).emit(std::move(in)));
 }
 
 void ret(Operand value) {
   detail::Trace& t = tr();
   if (!t.k.is_function) error(loc_of(value), "ret() is only valid inside a device function");
   Expr v = materialize(value, DType::Void);
-  Inst in;
-  in.op = Op::Return;
-  in.operands.resize(1);
-  in.operands[0] = v.id();
-  in.loc = loc_of(value);
-  emit(in);
+  at(loc_of(value)).emit(Op::Return, Type(), {v.id()});
 }
 
 Expr call(const char* function, std::initializer_list<Operand> args, SrcLoc l) {
@@ -845,8 +678,128 @@ Expr call(const char* function, std::initializer_list<Operand> args, SrcLoc l) {
     ++i;
   }
   const auto& entry = callee->blocks[0].insts;
-  in.type = entry.empty() ? DType::Void : callee->insts[callee->insts[entry.back()].operands[0]].type;
+  in.type = entry.empty() ? Type() : callee->insts[callee->insts[entry.back()].operands[0]].type;
+  return dsl::value(at(where).emit(std::move(in)));
+}
+
+}  // namespace iron::dsl
+
+// --- Lane operations, atomics and fences ---------------------------------------------------
+
+namespace iron::dsl {
+
+namespace {
+
+// A lane op on `x` with an optional u32 lane operand (shuffles); the result has x's dtype
+// (the votes: u32 for a ballot, bool for any/all).
+Expr lane_inst(Op op, const Operand& x, const Operand* lane, DType result = DType::Void) {
+  Expr v = materialize(x, op == Op::LaneBallot || op == Op::LaneAny || op == Op::LaneAll ? DType::Bool : DType::Void);
+  Inst in;
+  in.op = op;
+  in.type = result == DType::Void ? v.dtype() : result;
+  in.operands.push_back(v.id());
+  if (lane) in.operands.push_back(materialize(*lane, DType::U32).id());
+  in.loc = loc_of(x);
   return emit(in);
+}
+
+// An atomic on `memory` (a buffer parameter, or a TgAlloc when `alloc` is set) in the operand
+// layout of ir::atomic_operands: [alloc,] index, [expected,] value.
+Expr atomic_inst(Op op, DType type, uint32_t param, Id alloc, Expr index, const Operand* expected, const Operand& v,
+                 ir::SrcLoc l) {
+  Expr e = expected ? materialize(*expected, type) : Expr();
+  Expr x = materialize(v, type);
+  Inst in;
+  in.op = op;
+  in.type = type;
+  in.loc = l;
+  if (alloc != ir::kNone) in.operands.push_back(alloc);
+  else in.set(ir::Attr::Param, param);
+  in.operands.push_back(index.id());
+  if (expected) in.operands.push_back(e.id());
+  in.operands.push_back(x.id());
+  return emit(in);
+}
+
+Expr buffer_atomic(Op op, const ElemRef& at, const Operand* expected, const Operand& v) {
+  return atomic_inst(op, at.dtype(), at.param(), ir::kNone, at.index(), expected, v, loc_of(at.file(), at.line()));
+}
+Expr tg_atomic(Op op, const TgRef& at, const Operand* expected, const Operand& v) {
+  return atomic_inst(op, at.dtype(), 0, at.alloc(), at.index(), expected, v, loc_of(at.file(), at.line()));
+}
+
+// A threadgroup prefix sum written with the DSL itself: each lane group scans its lanes; the
+// last lane of each group publishes the group's total to a scratch slot; after a barrier every
+// thread adds the totals of the lane groups before its own, in group order, to its lane scan.
+// The order of every f32 addition is fixed by the threadgroup size and the lane width. A closing
+// barrier lets the same call run again (in a loop) without overwriting a slot still being read.
+Expr group_scan(const Operand& x, bool inclusive) {
+  const size_t first = mark();
+  const ir::SrcLoc l = loc_of(x);
+  Expr v = materialize(x, DType::F32);
+  detail::Trace& t = tr();
+  std::string name = std::string(inclusive ? "iron_group_iscan_" : "iron_group_escan_") + std::to_string(t.unique++);
+  // Largest lane-group count: 1024 threads / lane width 4.
+  TgBuffer totals = threadgroup_alloc(name.c_str(), v.dtype(), 256);
+  Expr inc = lane_inclusive_sum(v);
+  Expr mine = inclusive ? inc : lane_exclusive_sum(v);
+  Expr group = simd_group_id();
+  if_(lane_id() == lane_width() - 1u, [&] { totals[group] = inc; });
+  barrier();
+  VarBase offset(v.dtype(), 0);
+  // The index is clamped to the array: a loop bound that went wrong (a mutant: group - 1 at
+  // group 0 wraps to 2^32 - 1) must not read past it on a GPU, which has no bounds check.
+  for_(0u, group, [&](Expr g) { offset = offset + totals[min(g, 255u)]; });
+  Expr result = offset + mine;
+  barrier();
+  relocate_since(first, l);
+  return result;
+}
+
+}  // namespace
+
+Expr lane_shuffle(Operand x, Operand src) { return lane_inst(Op::LaneShuffle, x, &src); }
+Expr lane_shuffle_xor(Operand x, Operand mask) { return lane_inst(Op::LaneShuffleXor, x, &mask); }
+Expr lane_shuffle_up(Operand x, Operand delta) { return lane_inst(Op::LaneShuffleUp, x, &delta); }
+Expr lane_shuffle_down(Operand x, Operand delta) { return lane_inst(Op::LaneShuffleDown, x, &delta); }
+Expr lane_broadcast(Operand x, Operand lane) { return lane_inst(Op::LaneBroadcast, x, &lane); }
+Expr lane_min(Operand x) { return lane_inst(Op::LaneMin, x, nullptr); }
+Expr lane_and(Operand x) { return lane_inst(Op::LaneAnd, x, nullptr); }
+Expr lane_or(Operand x) { return lane_inst(Op::LaneOr, x, nullptr); }
+Expr lane_inclusive_sum(Operand x) { return lane_inst(Op::LaneInclusiveSum, x, nullptr); }
+Expr lane_exclusive_sum(Operand x) { return lane_inst(Op::LaneExclusiveSum, x, nullptr); }
+Expr lane_ballot(Operand c) { return lane_inst(Op::LaneBallot, c, nullptr, DType::U32); }
+Expr lane_any(Operand c) { return lane_inst(Op::LaneAny, c, nullptr, DType::Bool); }
+Expr lane_all(Operand c) { return lane_inst(Op::LaneAll, c, nullptr, DType::Bool); }
+Expr group_inclusive_sum(Operand x) { return group_scan(x, true); }
+Expr group_exclusive_sum(Operand x) { return group_scan(x, false); }
+
+Expr atomic_add(const ElemRef& at, Operand v) { return buffer_atomic(Op::AtomicAdd, at, nullptr, v); }
+Expr atomic_min(const ElemRef& at, Operand v) { return buffer_atomic(Op::AtomicMin, at, nullptr, v); }
+Expr atomic_max(const ElemRef& at, Operand v) { return buffer_atomic(Op::AtomicMax, at, nullptr, v); }
+Expr atomic_and(const ElemRef& at, Operand v) { return buffer_atomic(Op::AtomicAnd, at, nullptr, v); }
+Expr atomic_or(const ElemRef& at, Operand v) { return buffer_atomic(Op::AtomicOr, at, nullptr, v); }
+Expr atomic_exchange(const ElemRef& at, Operand v) { return buffer_atomic(Op::AtomicExchange, at, nullptr, v); }
+Expr atomic_cas(const ElemRef& at, Operand expected, Operand v) { return buffer_atomic(Op::AtomicCas, at, &expected, v); }
+Expr atomic_add(const TgRef& at, Operand v) { return tg_atomic(Op::TgAtomicAdd, at, nullptr, v); }
+Expr atomic_min(const TgRef& at, Operand v) { return tg_atomic(Op::TgAtomicMin, at, nullptr, v); }
+Expr atomic_max(const TgRef& at, Operand v) { return tg_atomic(Op::TgAtomicMax, at, nullptr, v); }
+Expr atomic_and(const TgRef& at, Operand v) { return tg_atomic(Op::TgAtomicAnd, at, nullptr, v); }
+Expr atomic_or(const TgRef& at, Operand v) { return tg_atomic(Op::TgAtomicOr, at, nullptr, v); }
+Expr atomic_exchange(const TgRef& at, Operand v) { return tg_atomic(Op::TgAtomicExchange, at, nullptr, v); }
+Expr atomic_cas(const TgRef& at, Operand expected, Operand v) { return tg_atomic(Op::TgAtomicCas, at, &expected, v); }
+
+void fence_threadgroup(SrcLoc l) {
+  Inst in;
+  in.op = Op::FenceThreadgroup;
+  in.loc = loc_of(l);
+  emit(in);
+}
+void fence_device(SrcLoc l) {
+  Inst in;
+  in.op = Op::FenceDevice;
+  in.loc = loc_of(l);
+  emit(in);
 }
 
 }  // namespace iron::dsl

@@ -269,7 +269,9 @@ Reduction reduce(const Program& p, Runner& ref, Runner& dev, const std::string& 
   std::vector<ir::Id> cands;
   ir::walk(p.kernel, [&](ir::Id id) {
     ir::Op o = p.kernel.insts[id].op;
-    if (o == ir::Op::Store || o == ir::Op::VarStore || o == ir::Op::If || o == ir::Op::For) cands.push_back(id);
+    // Atomics are statements too: their returned values are never used (random_program.cpp).
+    if (o == ir::Op::Store || o == ir::Op::VarStore || o == ir::Op::If || o == ir::Op::For || ir::is_atomic(o))
+      cands.push_back(id);
   });
   std::vector<uint8_t> removed(p.kernel.insts.size(), 0);
   size_t chunk = std::max<size_t>(cands.size() / 2, 1);
@@ -484,7 +486,7 @@ int fuzz_main(int argc, char** argv) {
       if (r.ctx) {
         auto tc = Clock::now();
         std::vector<const ir::Kernel*> ks;
-        std::vector<DType> ds;
+        std::vector<Instantiation> ds;
         std::vector<Dim3> tgs;
         for (uint64_t i = 0; i < n; ++i)
           if (gen_error[i].empty()) {
@@ -521,7 +523,7 @@ int fuzz_main(int argc, char** argv) {
         bad = true;
         json m = {{"type", "fuzz_mismatch"},
                   {"seed", p.seed},
-                  {"mode", p.reduction ? "Reduction" : "Elementwise"},
+                  {"mode", mode_name(p.kernel.mode)},
                   {"reference", pair.ref->label},
                   {"backend", pair.dev->label},
                   {"lane_width", pair.dev->lane_width},

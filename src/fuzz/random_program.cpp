@@ -14,6 +14,7 @@
 #include <sstream>
 
 #include "core/numeric.hpp"
+#include "passes/eval.hpp"
 #include "passes/interpreter.hpp"
 
 namespace iron::fuzz {
@@ -51,6 +52,7 @@ enum P : uint32_t {
   kS,      // scalar f32
   kInF, kInI, kInU, kInH, kInT,      // in buffers: f32, i32, u32, f16, T (kInputLength elements)
   kOutF, kOutI, kIoU, kOutB, kOutT,  // out f32, out i32, inout u32, out bf16, out T (8 * total)
+  kOutI8, kOutU16, kOutI64, kOutQ8,  // out i8, u16, i64, f8e4m3 (8 * total): stmt_width's stores
   kParamCount
 };
 
@@ -64,7 +66,12 @@ bool float_like(DType t) { return t == DType::F32 || t == DType::F16 || t == DTy
 
 struct Gen {
   Rng rng;
+  Rng aux;  // threadgroup-array and register-array choices (see emit_hidden)
   bool red;
+  Mode mode;
+  // Lane built-ins and lane operations exist in the program (Reduction, SimdGroup2D); Tile2D
+  // programs have threadgroup memory and barriers only, on threadgroups of any x size.
+  bool lanes;
   bool wc;
   bool xb;           // cross-backend: no transcendentals
   uint32_t exclude;  // OpClass bits kept out
@@ -86,10 +93,14 @@ struct Gen {
   Id tid = kNone, base = kNone, lid = kNone, gsize = kNone, lane = kNone, simd_group = kNone;
   Id lane_w = kNone, n_simd = kNone, p_n = kNone, p_total = kNone, p_m = kNone, p_k = kNone, p_s = kNone;
   std::vector<Id> tg_arrays;
+  Id tg_half = kNone;  // the 16-bit threadgroup array (stmt_half_exchange), if any
 
   Gen(uint64_t seed, bool reduction, const RandomProgramOptions& o)
       : rng{seed * 0x2545f4914f6cdd1dull + (reduction ? 17 : 5)},
+        aux{seed * 0x9e3779b97f4a7c15ull + (reduction ? 0x74676d656d1ull : 0x74676d656d0ull)},
         red(reduction),
+        mode(seed_mode(seed, reduction)),
+        lanes(mode == Mode::Reduction || mode == Mode::SimdGroup2D),
         wc(o.well_conditioned),
         xb(o.cross_backend),
         exclude(o.exclude),
@@ -106,14 +117,16 @@ struct Gen {
   Id emit(Inst in, bool uniform = false) {
     const bool guard = fg && !guarding && float_like(in.type.elem()) &&
                        ((ir::has_trait(in.op, ir::trait::P) && in.op != Op::Arg) || in.op == Op::Load ||
-                        in.op == Op::LaneSum || in.op == Op::LaneMax);
-    if (guard && in.op == Op::LaneSum) in.operands[0] = flush_guard(in.operands[0], kLaneSumGuard, false);
+                        (ir::has_trait(in.op, ir::trait::L) && !ir::has_trait(in.op, ir::trait::P)));
+    if (guard && (in.op == Op::LaneSum || in.op == Op::LaneInclusiveSum || in.op == Op::LaneExclusiveSum))
+      in.operands[0] = flush_guard(in.operands[0], kLaneSumGuard, false);
     Id id = k.add_inst(in);
     k.blocks[frames.back().block].insts.push_back(id);
     uni.resize(k.insts.size(), 0);
     uni[id] = uniform;
     if (in.op == Op::Var) frames.back().vars.push_back(id);
-    else if (in.type != DType::Void && in.op != Op::For && in.op != Op::TgAlloc) frames.back().values.push_back(id);
+    else if (in.type != DType::Void && in.op != Op::For && in.op != Op::TgAlloc && in.op != Op::LocalAlloc)
+      frames.back().values.push_back(id);
     return guard ? flush_guard(id, kFlushGuard, true) : id;
   }
 
@@ -144,7 +157,7 @@ struct Gen {
     in.op = op;
     in.type = t;
     for (Id o : operands) in.operands.push_back(o);
-    // The generator uses axis 0 of every built-in that has an axis.
+    // Axis 0 of every built-in that has an axis (the mode's index set-up picks others itself).
     const ir::AttrSchema& schema = ir::attr_schema(op);
     if (schema.count > 0 && schema.slots[0].attr == ir::Attr::Axis) in.set(ir::Attr::Axis, 0);
     return in;
@@ -161,8 +174,8 @@ struct Gen {
   }
   void substitute(Inst& in) {
     const bool fl = float_like(in.type.elem());
-    if (xb && (in.op == Op::Exp || in.op == Op::Log || in.op == Op::Tanh || in.op == Op::Rsqrt)) in.op = Op::Abs;
-    if (excluded(kSignedRem) && in.op == Op::Rem && in.type == DType::I32) in.op = Op::Div;
+    if (xb && eval::is_bounded_math(in.op)) in.op = in.op == Op::Pow ? Op::Mul : Op::Abs;
+    if (excluded(kSignedRem) && in.op == Op::Rem && is_signed_integer(in.type.elem())) in.op = Op::Div;
     if (excluded(kFloatMinMax) && fl && (in.op == Op::Min || in.op == Op::Max)) in.op = Op::Add;
     if (excluded(kFloatDiv) && fl && in.op == Op::Div) in.op = Op::Mul;
     if ((excluded(kFloatZero) || excluded(kZeroCast)) && fl && in.op == Op::Cast && k.insts[in.operands[0]].op == Op::Const &&
@@ -175,7 +188,7 @@ struct Gen {
     if (excluded(kFma) && fl && in.op == Op::Add &&
         (k.insts[in.operands[0]].op == Op::Mul || k.insts[in.operands[1]].op == Op::Mul))
       in.op = Op::Sub;
-    if (excluded(kFloatToInt) && in.op == Op::Cast && (in.type == DType::I32 || in.type == DType::U32) &&
+    if (excluded(kFloatToInt) && in.op == Op::Cast && is_integer(in.type.elem()) &&
         float_like(k.insts[in.operands[0]].type.elem())) {
       // An integer source instead: a constant of the same value class keeps the op a cast.
       in.operands[0] = int_const(in.type == DType::I32 ? DType::U32 : DType::I32, rng.range(-3, 9));
@@ -297,7 +310,13 @@ struct Gen {
         Op o = rng.pick({Op::Add, Op::Sub, Op::Mul, Op::Div, Op::Min, Op::Max});
         return op(o, t, {pick(t), pick(t)});
       }
-      if (r < 45) return op(rng.pick({Op::Neg, Op::Abs, Op::Exp, Op::Log, Op::Sqrt, Op::Rsqrt, Op::Tanh}), t, {pick(t)});
+      if (r < 45) {
+        if (rng.chance(0.45))
+          return op(rng.pick({Op::Floor, Op::Ceil, Op::Rint, Op::Trunc, Op::Sin, Op::Cos, Op::Exp2, Op::Log2, Op::Erf}),
+                    t, {pick(t)});
+        if (rng.chance(0.1)) return op(Op::Pow, t, {pick(t), pick(t)});
+        return op(rng.pick({Op::Neg, Op::Abs, Op::Exp, Op::Log, Op::Sqrt, Op::Rsqrt, Op::Tanh}), t, {pick(t)});
+      }
       if (r < 55) return op(Op::Fma, t, {pick(t), pick(t), pick(t)});
       if (r < 62) {
         Id m = op(Op::Mul, t, {pick(t), pick(t)});
@@ -305,6 +324,7 @@ struct Gen {
         return rng.chance(0.5) ? op(Op::Add, t, {m, c}) : op(Op::Add, t, {c, m});
       }
       if (r < 72) return op(Op::Select, t, {pick(DType::Bool), pick(t), pick(t)});
+      if (t == DType::F32 && rng.chance(0.15)) return op(Op::Bitcast, t, {pick(int_type())});
       return op(Op::Cast, t, {pick(random_type())});
     }
     if (t == DType::Bool) {
@@ -333,7 +353,10 @@ struct Gen {
       if (no_fault) return op(Op::Add, t, {pick(t), pick(t)});
       return op(rng.chance(0.5) ? Op::Div : Op::Rem, t, {pick(t), safe_divisor(t)});
     }
-    if (r < 55) return op(rng.pick({Op::Neg, Op::Abs, Op::Not}), t, {pick(t)});
+    if (r < 55) {
+      if (rng.chance(0.3)) return op(Op::MulHi, t, {pick(t), pick(t)});
+      return op(rng.pick({Op::Neg, Op::Abs, Op::Not, Op::Popcount, Op::Clz}), t, {pick(t)});
+    }
     if (r < 66) {
       Id amount = no_fault ? int_const(int_type(), rng.range(0, 31)) : shift_amount();
       return op(rng.chance(0.5) ? Op::Shl : Op::Shr, t, {pick(t), amount});
@@ -341,7 +364,15 @@ struct Gen {
     if (r < 75) return op(Op::Select, t, {pick(DType::Bool), pick(t), pick(t)});
     DType from = random_type();
     if (wc && from == DType::F32) from = t == DType::I32 ? DType::U32 : DType::I32;
+    if (from == DType::F32 && rng.chance(0.3)) return bitcast_to_int(t, pick(from));
     return op(Op::Cast, t, {pick(from)});
+  }
+
+  // bitcast of an f32 to i32/u32. The bits of a NaN are not specified (docs/semantics.md), so
+  // a NaN is replaced first: bitcast(select(x != x, 1.5, x)). Everything else keeps its bits.
+  Id bitcast_to_int(DType t, Id x) {
+    Id is_nan = op(Op::Ne, DType::Bool, {x, x});
+    return op(Op::Bitcast, t, {op(Op::Select, DType::F32, {is_nan, float_const(DType::F32, 1.5), x})});
   }
 
   // ---- statements ---------------------------------------------------------------------------
@@ -503,6 +534,28 @@ struct Gen {
   Id value_for(DType t) {
     if (!wc && rng.chance(0.25)) return op(Op::Cast, t, {pick(random_type())});
     return pick(t);
+  }
+
+  // The 8-, 16- and 64-bit integers and fp8 (docs/semantics.md, "Element types"): a value cast
+  // to one of them, for an integer combined in that width with another (wrapping, division and
+  // shift rules of the width), stored to its buffer, and sometimes converted back for later
+  // statements to use.
+  void stmt_width() {
+    const P out = rng.pick({kOutI8, kOutU16, kOutI64, kOutQ8});
+    const DType t = param_dtype(out);
+    Id x = op(Op::Cast, t, {pick(rng.pick({DType::F32, DType::I32, DType::U32}))});
+    if (is_integer(t)) {
+      if (rng.chance(0.8)) {
+        Id y = op(Op::Cast, t, {pick(rng.pick({DType::I32, DType::U32}))});
+        static const Op kOps[] = {Op::Add, Op::Sub, Op::Mul, Op::Div, Op::Rem, Op::Min, Op::Max,
+                                  Op::Xor, Op::And, Op::Shl, Op::Shr};
+        const Op o = kOps[rng.below(sizeof kOps / sizeof kOps[0])];
+        x = rng.chance(0.5) ? op(o, t, {x, y}) : op(o, t, {y, x});
+      }
+      if (rng.chance(0.25)) x = op(rng.pick({Op::Neg, Op::Not, Op::Abs}), t, {x});
+    }
+    store(out, own_index(), x);
+    if (rng.chance(0.5)) op(Op::Cast, is_fp8(t) ? DType::F32 : rng.pick({DType::I32, DType::U32, DType::F32}), {x});
   }
 
   void stmt_store() {
@@ -884,7 +937,52 @@ struct Gen {
   void stmt_lane_op() {
     DType t = wc ? DType::F32 : rng.pick({DType::F32, DType::I32, DType::U32});
     if (excluded(kFloatLane) && t == DType::F32) t = int_type();
-    emit(make(rng.chance(0.6) ? Op::LaneSum : Op::LaneMax, t, {pick(t)}));
+    switch (wc ? 0 : rng.below(6)) {
+      case 0: case 1: emit(make(rng.chance(0.6) ? Op::LaneSum : Op::LaneMax, t, {pick(t)})); return;
+      case 2:
+        if (t == DType::F32) emit(make(rng.pick({Op::LaneMin, Op::LaneInclusiveSum, Op::LaneExclusiveSum}), t, {pick(t)}));
+        else emit(make(rng.pick({Op::LaneMin, Op::LaneAnd, Op::LaneOr, Op::LaneInclusiveSum, Op::LaneExclusiveSum}), t, {pick(t)}));
+        return;
+      case 3: {
+        // Sources in range, at the edges, past the lane group and arbitrary (docs/semantics.md:
+        // a source outside the group leaves the lane its own value).
+        Id src;
+        switch (rng.below(4)) {
+          case 0: src = u32(uint32_t(rng.pick({0, 1, 2, 3, 4, 7, 8, 15, 16, 31, 32, 33, 63, 64, -1}))); break;
+          case 1: src = op(Op::Xor, DType::U32, {lane, u32(uint32_t(rng.range(0, 40)))}); break;
+          case 2: src = op(Op::Add, DType::U32, {lane, u32(uint32_t(rng.range(0, 9)))}); break;
+          default: src = pick(DType::U32); break;
+        }
+        emit(make(rng.pick({Op::LaneShuffle, Op::LaneShuffleXor, Op::LaneShuffleUp, Op::LaneShuffleDown}), t, {pick(t), src}));
+        return;
+      }
+      case 4:  // broadcast needs one source lane per lane group: a constant
+        emit(make(Op::LaneBroadcast, t, {pick(t), u32(uint32_t(rng.pick({0, 1, 5, 7, 31, 40})))}));
+        return;
+      default: {
+        Op vote = rng.pick({Op::LaneBallot, Op::LaneAny, Op::LaneAll});
+        emit(make(vote, vote == Op::LaneBallot ? DType::U32 : DType::Bool, {pick(DType::Bool)}));
+        return;
+      }
+    }
+  }
+
+  // Threadgroup atomics between barriers, then a read of the updated slots. Only what every
+  // order gives is kept: integer add/min/max/and/or totals and f32 min/max; the values the
+  // atomics return are dropped from the pool (their order is the hardware's).
+  void stmt_tg_atomic() {
+    Id arr = tg_arrays[rng.below(tg_arrays.size())];
+    DType t = k.insts[arr].type.elem();
+    Op a = t == DType::F32 ? rng.pick({Op::TgAtomicMin, Op::TgAtomicMax})
+                           : rng.pick({Op::TgAtomicAdd, Op::TgAtomicMin, Op::TgAtomicMax, Op::TgAtomicAnd, Op::TgAtomicOr});
+    if (t == DType::F32 && excluded(kFloatMinMax)) return;
+    emit(make(Op::Barrier, DType::Void));
+    Id slot = op(Op::Rem, DType::U32, {lid, u32(uint32_t(rng.range(1, 4)))});
+    emit(make(a, t, {arr, slot, pick(t)}));
+    frames.back().values.pop_back();
+    emit(make(Op::Barrier, DType::Void));
+    emit(make(Op::TgLoad, t, {arr, slot}));
+    emit(make(Op::Barrier, DType::Void));  // before anyone writes the array again
   }
 
   // The tracer's group_sum: lane partials to threadgroup memory, one barrier, a second pass.
@@ -960,7 +1058,91 @@ struct Gen {
       DType t = k.insts[arr].type.elem();
       emit(make(Op::TgStore, DType::Void, {arr, lid, t == DType::F32 ? float_const(t, 0.0) : int_const(t, 0)}));
     }
+    if (tg_half != kNone)
+      emit_hidden(make(Op::TgStore, DType::Void, {tg_half, lid, hidden_const(k.insts[tg_half].type.elem(), 0, 0.0)}));
     if (!tg_arrays.empty()) emit(make(Op::Barrier, DType::Void));
+  }
+
+  // ---- threadgroup arrays at real width and register arrays (their own random stream) -------
+  // These statements draw every choice from `aux` and add instructions pick() never sees, so a
+  // program that has none of them is exactly the program the generator made before they
+  // existed (the cross-backend corpus stays the same programs).
+
+  Id emit_hidden(Inst in) {
+    Id id = k.add_inst(in);
+    k.blocks[frames.back().block].insts.push_back(id);
+    uni.resize(k.insts.size(), 0);
+    return id;
+  }
+  Id hidden_const(DType t, int64_t i, double f) {
+    if (f == 0 && excluded(kFloatZero)) f = 0.25;  // as float_const does
+    Inst c = make(Op::Const, t);
+    if (float_like(t)) c.set_float(ir::Attr::Value, f);
+    else c.set(ir::Attr::Value, i);
+    return emit_hidden(c);
+  }
+  Id hidden_op(Op o, DType t, std::initializer_list<Id> operands) { return emit_hidden(make(o, t, operands)); }
+  // A visible value of dtype t, or a small constant.
+  Id aux_pick(DType t) {
+    std::vector<Id> c;
+    visible_of(t, c);
+    if (!c.empty() && aux.chance(0.9)) return c[aux.below(c.size())];
+    return hidden_const(t, aux.range(0, 99), aux.range(-32, 32) * 0.25);
+  }
+  // Stores v to one of this thread's own slots of the output buffer of v's dtype.
+  void hidden_store(Id v) {
+    const DType t = k.insts[v].type.elem();
+    const P out = t == DType::F32 ? kOutF : t == DType::I32 ? kOutI : t == DType::BF16 ? kOutB : kIoU;
+    Inst st = make(Op::Store, DType::Void, {hidden_op(Op::Add, DType::U32, {base, hidden_const(DType::U32, aux.below(kSlotsPerThread), 0)}), v});
+    st.set(ir::Attr::Param, out);
+    emit_hidden(st);
+  }
+
+  // A register array: every element written (in a loop of constant trip count, which unroll
+  // turns into constant indices, or one store per element), then elements read at constant
+  // indices or at indices computed from constants (register_arrays folds them) and stored.
+  void stmt_register_array() {
+    const DType t = aux.pick({DType::F32, DType::I32, DType::U32});
+    const uint32_t count = uint32_t(aux.range(1, 6));
+    Inst a = make(Op::LocalAlloc, t);
+    a.set(ir::Attr::Name, k.intern_string("r" + std::to_string(k.insts.size())));
+    a.set(ir::Attr::Count, count);
+    Id arr = emit_hidden(a);
+    if (aux.chance(0.5)) {
+      Id loop = emit_hidden(make(Op::For, DType::U32, {hidden_const(DType::U32, 0, 0), hidden_const(DType::U32, count, 0),
+                                                       hidden_const(DType::U32, 1, 0)}));
+      open(loop, 0, false);
+      Id v = t == DType::U32 && aux.chance(0.5) ? hidden_op(Op::Add, DType::U32, {aux_pick(t), loop}) : aux_pick(t);
+      // Reversed, the index is a computation over the induction variable that only
+      // register_arrays can fold (unroll runs after const_fold).
+      Id idx = aux.chance(0.5) ? loop
+                               : hidden_op(Op::Sub, DType::U32, {hidden_const(DType::U32, count - 1, 0), loop});
+      emit_hidden(make(Op::LocalStore, DType::Void, {arr, idx, v}));
+      close();
+    } else {
+      for (uint32_t e = 0; e < count; ++e)
+        emit_hidden(make(Op::LocalStore, DType::Void, {arr, hidden_const(DType::U32, e, 0), aux_pick(t)}));
+    }
+    for (int reads = aux.range(1, 2); reads > 0; --reads) {
+      Id idx = aux.chance(0.5) ? hidden_const(DType::U32, aux.below(count), 0)
+                               : hidden_op(Op::Rem, DType::U32,
+                                           {hidden_op(Op::Add, DType::U32, {hidden_const(DType::U32, aux.below(40), 0),
+                                                                            hidden_const(DType::U32, aux.below(40), 0)}),
+                                            hidden_const(DType::U32, count, 0)});
+      hidden_store(emit_hidden(make(Op::LocalLoad, t, {arr, idx})));
+    }
+  }
+
+  // The 16-bit threadgroup array: each thread stores a value (rounded to 16 bits by the store),
+  // a barrier, then reads its neighbour's and stores it out.
+  void stmt_half_exchange() {
+    const DType t = k.insts[tg_half].type.elem();
+    emit_hidden(make(Op::TgStore, DType::Void, {tg_half, lid, aux_pick(t)}));
+    emit_hidden(make(Op::Barrier, DType::Void));
+    Id partner = hidden_op(Op::Xor, DType::U32, {lid, hidden_const(DType::U32, 1, 0)});
+    Id x = emit_hidden(make(Op::TgLoad, t, {tg_half, partner}));
+    emit_hidden(make(Op::Barrier, DType::Void));  // before anyone overwrites the array again
+    hidden_store(t == DType::BF16 ? x : hidden_op(Op::Cast, DType::F32, {x}));
   }
 
   // ---- blocks -------------------------------------------------------------------------------
@@ -968,7 +1150,15 @@ struct Gen {
   void statement() {
     bool nest = depth() < kMaxDepth && !full();
     bool tg = red && uniform_here();
-    uint32_t r = rng.below(tg ? 112 : 100);
+    if (aux.chance(0.03)) stmt_register_array();
+    if (tg && tg_half != kNone && aux.chance(0.06)) stmt_half_exchange();
+    // 0..117 as below (100.. only where a threadgroup is uniform); 118.. (tg) or 100.. (not):
+    // the element-width statements.
+    uint32_t r = rng.below(tg ? 122 : 104);
+    if (r >= 118 || (!tg && r >= 100)) {
+      if (!wc) stmt_width();
+      return;
+    }
     if (r < 22) value(random_type());
     else if (r < 27) stmt_identity();
     else if (r < 31) stmt_const_expr();
@@ -990,9 +1180,12 @@ struct Gen {
       Id a = op(Op::Add, DType::F32, {m, pick(DType::F32)});
       if (wc) clamp_wc(a);
     }
-    else if (r < 104) stmt_tg_exchange();
-    else if (r < 109) stmt_lane_op();
-    else if (r < 111) stmt_group_reduce();
+    else if (r < 104 || !lanes) {
+      if (rng.chance(0.3)) stmt_tg_atomic();
+      else stmt_tg_exchange();
+    }
+    else if (r < 115) stmt_lane_op();
+    else if (r < 117) stmt_group_reduce();
     else stmt_tile();
   }
 
@@ -1043,11 +1236,15 @@ struct Gen {
     buffer("io_u", DType::U32, ir::Access::ReadWrite, true);
     buffer("out_b", DType::BF16, ir::Access::Write, true);
     buffer("out_t", DType::Generic, ir::Access::Write, true);
+    buffer("out_i8", DType::I8, ir::Access::Write, true);
+    buffer("out_u16", DType::U16, ir::Access::Write, true);
+    buffer("out_i64", DType::I64, ir::Access::Write, true);
+    buffer("out_q8", DType::F8E4M3, ir::Access::Write, true);
   }
 
   ir::Kernel build(uint64_t seed) {
     k.name = std::string("fuzz_") + (red ? "r" : "e") + (wc ? "wc_" : "_") + std::to_string(seed);
-    k.mode = red ? Mode::Reduction : Mode::Elementwise;
+    k.mode = mode;
     k.dtypes = {DType::F32, DType::F16, DType::BF16};
     declare_params();
     frames.push_back(Frame{0, true, {}, {}, kNone});
@@ -1058,7 +1255,23 @@ struct Gen {
         Inst a = make(Op::TgAlloc, t);
         a.set(ir::Attr::Name, k.intern_string("tg_" + std::string(dtype_name(t))));
         a.set(ir::Attr::Count, kMaxGroupSize);
+        // Drawn from `aux` (see stmt_register_array): the f32 array is sometimes sized at
+        // dispatch (by `total`, at least the group size), and arrays get alignments.
+        if (t == DType::F32 && aux.chance(0.3)) {
+          a.set(ir::Attr::Count, 1);
+          a.set(ir::Attr::CountParam, kTotal);
+        }
+        if (const uint32_t align = aux.pick<uint32_t>({0, 0, 16, 128}); align) a.set(ir::Attr::Align, align);
         tg_arrays.push_back(emit(a));
+      }
+      // A 16-bit array at its real width, exchanged by stmt_half_exchange.
+      if (!wc && aux.chance(0.4)) {
+        const DType half = excluded(kF16) ? DType::BF16 : aux.pick({DType::F16, DType::BF16});
+        Inst a = make(Op::TgAlloc, half);
+        a.set(ir::Attr::Name, k.intern_string("tg_half"));
+        a.set(ir::Attr::Count, kMaxGroupSize);
+        if (aux.chance(0.5)) a.set(ir::Attr::Align, 64);
+        tg_half = emit_hidden(a);
       }
     }
     p_n = param_value(kN);
@@ -1067,7 +1280,36 @@ struct Gen {
     p_k = param_value(kKs);
     p_s = param_value(kS);
     if (wc) clamp_wc(p_s);
-    if (red) {
+    // The flat thread index `tid` (and, with threadgroups, the flat local index `lid` and the
+    // group size), from the built-ins each mode binds; random_launch gives each mode its geometry.
+    auto builtin = [&](Op o, int axis, bool uniform) {
+      Inst b = make(o, DType::U32);
+      b.set(ir::Attr::Axis, axis);
+      return emit(b, uniform);
+    };
+    auto mul_add = [&](Id a, Id b, Id c) { return op(Op::Add, DType::U32, {op(Op::Mul, DType::U32, {a, b}), c}); };
+    if (mode == Mode::Tile2D) {
+      // A 2-D threadgroup on a 2-D grid: lid = y * size.x + x, group = gy * groups.x + gx.
+      Id lx = builtin(Op::LocalId, 0, false), ly = builtin(Op::LocalId, 1, false);
+      Id sx = builtin(Op::GroupSize, 0, true), sy = builtin(Op::GroupSize, 1, true);
+      lid = mul_add(ly, sx, lx);
+      gsize = op(Op::Mul, DType::U32, {sx, sy});
+      Id gx = builtin(Op::ProgramId, 0, true), gy = builtin(Op::ProgramId, 1, true);
+      Id group = mul_add(gy, builtin(Op::NumPrograms, 0, true), gx);
+      tid = mul_add(group, gsize, lid);
+      init_tg_arrays();
+    } else if (mode == Mode::SimdGroup2D) {
+      // Whole lane groups along x (x is a multiple of the lane width), so the flat local index
+      // is simd_group_id * lane_width + lane_id and the group size num_simd_groups * lane_width.
+      lane = emit(make(Op::LaneId, DType::U32));
+      simd_group = emit(make(Op::SimdGroupId, DType::U32));
+      lane_w = emit(make(Op::LaneWidth, DType::U32), true);
+      n_simd = emit(make(Op::NumSimdGroups, DType::U32), true);
+      lid = mul_add(simd_group, lane_w, lane);
+      gsize = op(Op::Mul, DType::U32, {n_simd, lane_w});
+      tid = mul_add(builtin(Op::ProgramId, 0, true), gsize, lid);
+      init_tg_arrays();
+    } else if (red) {
       Inst b = make(Op::LocalId, DType::U32);
       lid = emit(b);
       gsize = emit(make(Op::GroupSize, DType::U32), true);
@@ -1078,6 +1320,11 @@ struct Gen {
       lane_w = emit(make(Op::LaneWidth, DType::U32), true);
       n_simd = emit(make(Op::NumSimdGroups, DType::U32), true);
       init_tg_arrays();
+    } else if (mode == Mode::Grid3D) {
+      // Global extents {total / 4, 2, 2} (random_launch): tid = (z * 2 + y) * (total / 4) + x.
+      Id x = builtin(Op::ThreadId, 0, false), y = builtin(Op::ThreadId, 1, false), z = builtin(Op::ThreadId, 2, false);
+      Id width = op(Op::Shr, DType::U32, {p_total, u32(2)});
+      tid = mul_add(mul_add(z, u32(2), y), width, x);
     } else {
       tid = emit(make(Op::ThreadId, DType::U32));
     }
@@ -1145,7 +1392,8 @@ std::string excluded_op_in(const ir::Kernel& k, uint32_t exclude) {
     if (in.op == Op::Rem && in.type == DType::I32) found |= kSignedRem;
     if (in.op == Op::Cast && (in.type == DType::I32 || in.type == DType::U32) && fl(in.operands[0])) found |= kFloatToInt;
     if (f && (in.op == Op::Min || in.op == Op::Max)) found |= kFloatMinMax;
-    if (f && (in.op == Op::LaneSum || in.op == Op::LaneMax)) found |= kFloatLane;
+    if (f && ir::has_trait(in.op, ir::trait::L) && !ir::has_trait(in.op, ir::trait::P)) found |= kFloatLane;
+    if (f && (in.op == Op::TgAtomicMin || in.op == Op::TgAtomicMax)) found |= kFloatMinMax;
     if (in.op == Op::Fma) found |= kFma;
     if (in.type.is_fragment()) found |= kTile;
     if (f && in.op == Op::Div) found |= kFloatDiv;
@@ -1215,6 +1463,23 @@ RandomLaunch random_launch(const ir::Kernel& k, uint64_t seed, const RandomProgr
   if (k.mode == Mode::Reduction) {
     L.threadgroup = {r.pick<uint32_t>({32, 64}), 1, 1};
     L.grid = {uint32_t(r.range(1, 2)), 1, 1};
+  } else if (k.mode == Mode::Tile2D) {
+    // 32 to 64 threads in two dimensions (x need not be a multiple of the lane width), and up
+    // to kMaxThreads in all.
+    L.threadgroup = r.pick<Dim3>({{8, 4, 1}, {16, 2, 1}, {4, 8, 1}, {16, 4, 1}, {8, 8, 1}});
+    L.grid = r.pick<Dim3>({{1, 1, 1}, {2, 1, 1}, {1, 2, 1}});
+  } else if (k.mode == Mode::SimdGroup2D) {
+    L.threadgroup = r.pick<Dim3>({{32, 1, 1}, {64, 1, 1}, {32, 2, 1}});
+    L.grid = {uint32_t(r.range(1, 2)), 1, 1};
+  } else if (k.mode == Mode::Grid3D) {
+    // Global extents {t.x * g.x, 2, 2} (so total / 4 is the x extent the program computes),
+    // with y and z split between the grid and the threadgroup in three ways.
+    uint32_t tx = r.pick<uint32_t>({4, 8, 16}), gx = uint32_t(r.range(1, 2));
+    switch (r.below(3)) {
+      case 0: L.threadgroup = {tx, 2, 1}, L.grid = {gx, 1, 2}; break;
+      case 1: L.threadgroup = {tx, 1, 2}, L.grid = {gx, 2, 1}; break;
+      default: L.threadgroup = {tx, 2, 2}, L.grid = {gx, 1, 1}; break;
+    }
   } else {
     L.threadgroup = {r.pick<uint32_t>({8, 16, 32, 64}), 1, 1};
     L.grid = {uint32_t(r.range(1, 2)), 1, 1};

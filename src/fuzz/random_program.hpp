@@ -31,7 +31,9 @@ struct RandomProgramOptions {
   // integer, so the result can be checked against a tolerance.
   bool well_conditioned = false;
   // Programs compared bit for bit across backends (`iron fuzz`): no transcendental (exp, log,
-  // tanh, rsqrt), whose results docs/semantics.md only bounds; each is replaced by abs.
+  // tanh, rsqrt, sin, cos, exp2, log2, erf, pow), whose results docs/semantics.md only bounds;
+  // each is replaced by abs (pow by mul). The exact math ops (floor, ceil, rint, trunc, mulhi,
+  // popcount, clz, bitcast) stay.
   bool cross_backend = false;
   // Op classes kept out of the program (OpClass bits), for a backend known to differ on them.
   uint32_t exclude = 0;
@@ -81,8 +83,18 @@ std::string op_class_names(uint32_t classes);  // "rem,fcast" (in declaration or
 // Which mode a seed's program has (every second seed is a Reduction program), shared by the
 // unit tests and `iron fuzz` so a reported seed means the same program in both.
 inline bool reduction_seed(uint64_t seed) { return seed % 2 == 0; }
+// The mode of the program random_program makes for `seed`: with threadgroups (`reduction`), a
+// quarter are Tile2D (no lane operations, 2-D threadgroups) and a quarter SimdGroup2D (indices
+// from lanes and lane groups); without, a quarter are Grid3D (a 3-D grid) and the rest
+// Elementwise. Taken from the seed's bits, not its random stream, so the programs of the
+// other seeds are the ones they always were.
+inline Mode seed_mode(uint64_t seed, bool reduction) {
+  const uint64_t q = (seed >> 1) % 4;
+  if (reduction) return q == 1 ? Mode::Tile2D : q == 3 ? Mode::SimdGroup2D : Mode::Reduction;
+  return q == 3 ? Mode::Grid3D : Mode::Elementwise;
+}
 
-// A random kernel in Elementwise or Reduction mode, dtypes {f32, f16, bf16}. Its parameters are
+// A random kernel, dtypes {f32, f16, bf16}, in the mode seed_mode(seed, reduction_mode). Its parameters are
 // always the same (see random_program.cpp); its body depends only on the seed and the options.
 ir::Kernel random_program(uint64_t seed, bool reduction_mode, const RandomProgramOptions& opts = {});
 
@@ -109,8 +121,8 @@ std::vector<std::vector<unsigned char>> run_launch(const ir::Kernel& k, const Ra
 
 // The one bit-for-bit rule of every fuzz comparison: two elements of storage dtype t agree when
 // their bytes are equal, or when both are NaN: NaN payloads and signs are unspecified
-// (docs/semantics.md), so backends may differ in them and no op can observe the difference
-// except a bit-level cast, which the IR does not have. signed_zeros_equal: -0 also equals +0,
+// (docs/semantics.md), so backends may differ in them; the one op that could observe the
+// difference, bitcast, only ever sees a value whose NaN the generator replaced first. signed_zeros_equal: -0 also equals +0,
 // for a driver documented not to preserve the sign of zero (`iron fuzz --relax signed-zero`).
 bool same_bits(DType t, const unsigned char* a, const unsigned char* b, bool signed_zeros_equal = false);
 

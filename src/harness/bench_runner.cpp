@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "codegen/codegen.hpp"
 #include "core/ir.hpp"
 #include "core/numeric.hpp"
 #include "core/protocol.hpp"
@@ -180,19 +181,14 @@ struct Job {
 
 int cmd_bench(int argc, char** argv) {
   BenchArgs a = parse_bench_args(argc, argv);
-  std::optional<DType> only;
-  if (!a.dtype.empty()) {
-    DType d;
-    if (!parse_dtype(a.dtype, d)) throw Error("unknown dtype '" + a.dtype + "'");
-    only = d;
-  }
+  const std::optional<Instantiation> only = parse_dtype_filter(a.dtype);
   const ir::Kernel* override_kernel = a.kernel_override.empty() ? nullptr : &kernel_ir(a.kernel_override);
 
   std::vector<Job> jobs;
   for (const BenchDecl* d : registered_benches()) {
     if (!matches(a.filter, d->kernel, d->name)) continue;
     for (const DtypeTolerance& dt : d->dtypes)
-      if (!only || *only == dt.dtype) jobs.push_back({d, dt});
+      if (dtype_filter_matches(only, dt.dtype)) jobs.push_back({d, dt});
   }
   if (jobs.empty())
     throw Error("no benchmark matches" + (a.filter.empty() ? std::string() : " -f " + a.filter) +
@@ -225,9 +221,9 @@ int cmd_bench(int argc, char** argv) {
   std::vector<SweepCell> cells;
   for (size_t index = 0; index < jobs.size(); ++index) {
     const BenchDecl& decl = *jobs[index].decl;
-    const DType dtype = jobs[index].dt.dtype;
+    const Instantiation dtype = jobs[index].dt.dtype;
     const double tol = jobs[index].dt.tol;
-    const std::string dn = dtype_name(dtype);
+    const std::string dn = instantiation_name(dtype);
     send({{"type", "bench_start"}, {"kernel", decl.kernel}, {"bench", decl.name}, {"dtype", dn},
           {"index", index + 1}, {"total", jobs.size()}});
 
@@ -238,8 +234,7 @@ int cmd_bench(int argc, char** argv) {
                 {"flops", 0}, {"sweep", ""}, {"size", 0}, {"metrics", nullptr}, {"resources", nullptr}};
     if (override_kernel) rec["kernel_override"] = override_kernel->name;
 
-    if ((dtype == DType::F16 && !info.f16) || (dtype == DType::BF16 && !info.bf16)) {
-      std::string why = "device " + info.name + " does not support " + dn;
+    if (std::string why = unsupported_dtype(info, dtype); !why.empty()) {
       if (a.backend.empty() && !only) {
         ++skipped;
         send({{"type", "warning"}, {"message", "skipped " + std::string(decl.kernel) + "/" + decl.name + " [" + dn + "]: " + why}});
@@ -258,13 +253,14 @@ int cmd_bench(int argc, char** argv) {
     const ir::Kernel* kernel = nullptr;
     Resident res;
     try {
-      setup.emplace(decl.body(dtype));
+      setup.emplace(decl.body(dtype.t, dtype.w));
       const TestSetup& t = setup->test();
       rec["bytes"] = setup->bytes();
       rec["flops"] = setup->flops();
       rec["sweep"] = setup->sweep_name();
       rec["size"] = setup->sweep_size();
-      if (t.dtype() != dtype) throw Error("the bench body built a setup for dtype " + std::string(dtype_name(t.dtype())));
+      if (t.instantiation() != dtype)
+        throw Error("the bench body built a setup for dtype " + instantiation_name(t.instantiation()));
       if (!t.oracle_fn()) throw Error("the bench has no oracle: it cannot be timed without a PASS");
       kernel = &kernel_ir(decl.kernel);
       if (override_kernel) {
@@ -312,8 +308,8 @@ int cmd_bench(int argc, char** argv) {
     // 3. After timing: statistics, metrics, resources and the roofline guard.
     try {
       const Stats s = compute_stats(timing.samples_us);
-      const Metrics m = derive_metrics(s, setup->bytes(), setup->flops(), dtype, spec, measured, floor_us);
-      if (auto bad = roofline_violation(m, dtype, spec, measured, guard_measured)) {
+      const Metrics m = derive_metrics(s, setup->bytes(), setup->flops(), dtype.t, spec, measured, floor_us);
+      if (auto bad = roofline_violation(m, dtype.t, spec, measured, guard_measured)) {
         // Not a result: no samples, stats or metrics are recorded, only why.
         rec["status"] = "error";
         rec["message"] = *bad + " (median " + describe(s.median_us) + " us)";
@@ -327,7 +323,12 @@ int cmd_bench(int argc, char** argv) {
       rec["samples_us"] = timing.samples_us;
       rec["stats"] = stats_json(s);
       rec["metrics"] = metrics_json(m, floor_us);
-      rec["resources"] = resources_json(parse_ptxas(timing.compile_report));
+      Resources resources = parse_ptxas(timing.compile_report);
+      // ptxas counts static shared memory only: a kernel keeping its arrays in dynamic shared
+      // memory (sized at dispatch, or over 48 KiB) reports what this dispatch allocated.
+      if (resources.shared_bytes && codegen::cuda_dynamic_shared(*kernel, dtype))
+        resources.shared_bytes = long(dispatch_threadgroup_bytes(*kernel, dtype, setup->test().scalars()));
+      rec["resources"] = resources_json(resources);
       ++passed;
       send(rec);
       cells.push_back({std::string(decl.kernel) + "/" + decl.name + " [" + dn + "]", setup->sweep_name(), dn,
@@ -359,8 +360,7 @@ void fill_guard(DType t, std::vector<unsigned char>& bytes, size_t count, bool o
   size_t es = dtype_size(t);
   bytes.resize((count + kGuardElements) * es);
   for (size_t i = count; i < count + kGuardElements; ++i) {
-    if (es == 2) std::memcpy(bytes.data() + i * 2, &kGuardHalf[output], 2);
-    else std::memcpy(bytes.data() + i * 4, &kGuardWord[output], 4);
+    guard_element(es, output, bytes.data() + i * es);
   }
 }
 
@@ -368,8 +368,9 @@ void fill_guard(DType t, std::vector<unsigned char>& bytes, size_t count, bool o
 std::string guard_problem(const GuardedBuffer& g, const std::vector<unsigned char>& bytes, const char* role) {
   size_t es = dtype_size(g.buffer.dtype());
   for (size_t i = g.count; i < g.count + kGuardElements; ++i) {
-    bool intact = es == 2 ? std::memcmp(bytes.data() + i * 2, &kGuardHalf[g.output], 2) == 0
-                          : std::memcmp(bytes.data() + i * 4, &kGuardWord[g.output], 4) == 0;
+    unsigned char want[8];
+    guard_element(es, g.output, want);
+    bool intact = std::memcmp(bytes.data() + i * es, want, es) == 0;
     if (!intact)
       return std::string("write outside the declared extent: ") + role + " '" + g.name + "' has " +
              std::to_string(g.count) + " elements and its guard element [" + std::to_string(i) +
@@ -381,9 +382,9 @@ std::string guard_problem(const GuardedBuffer& g, const std::vector<unsigned cha
 // An integer buffer takes integer values in its range: a fraction or an out-of-range value
 // would otherwise be rounded or wrapped silently by the encoding.
 void check_integer_input(const std::string& name, DType t, const std::vector<double>& values) {
-  if (t != DType::I32 && t != DType::U32 && t != DType::Bool) return;
-  double lo = t == DType::I32 ? -2147483648.0 : 0.0;
-  double hi = t == DType::I32 ? 2147483647.0 : t == DType::U32 ? 4294967295.0 : 1.0;
+  if (!is_integer(t) && t != DType::Bool) return;
+  double lo = double(num::int_min(t));
+  double hi = t == DType::Bool ? 1.0 : double(num::int_max(t));
   for (size_t i = 0; i < values.size(); ++i) {
     double v = values[i];
     if (!std::isfinite(v) || v != std::floor(v) || v < lo || v > hi)
@@ -397,7 +398,7 @@ void check_integer_input(const std::string& name, DType t, const std::vector<dou
 // Encodes inputs exactly as run_test_case does (rounded to the buffer dtype once, so device and
 // oracle see the same values); outputs start as all-ones bytes (NaN), so an unwritten element
 // fails; every buffer carries a guard band after its declared elements.
-Resident make_resident(Context& ctx, const ir::Kernel& k, const TestSetup& setup, DType dtype) {
+Resident make_resident(Context& ctx, const ir::Kernel& k, const TestSetup& setup, Instantiation dtype) {
   Resident r;
   auto param_dtype = [&](const std::string& name, const char* role) {
     int idx = k.find_param(name);

@@ -100,6 +100,8 @@ bool float_format(DType t, int& precision, int& min_exponent) {
     case DType::F32: precision = 24, min_exponent = -126; return true;
     case DType::F16: precision = 11, min_exponent = -14; return true;
     case DType::BF16: precision = 8, min_exponent = -126; return true;
+    case DType::F8E4M3: precision = 4, min_exponent = -6; return true;
+    case DType::F8E5M2: precision = 3, min_exponent = -14; return true;
     default: return false;
   }
 }

@@ -61,7 +61,7 @@ Id add_binary(Kernel& k, Id before, Op op, DType t, Id a, Id b) {
 }
 
 bool is_int(DType t) { return t == DType::U32 || t == DType::I32; }
-bool is_narrow(DType t) { return t == DType::F16 || t == DType::BF16 || t == DType::Generic; }
+bool is_narrow(DType t) { return t == DType::F16 || t == DType::BF16 || is_fp8(t) || t == DType::Generic; }
 bool is_wide_value(DType t) { return t == DType::F32 || t == DType::Generic; }  // computed in f32 registers
 
 // The program order of `k` (pre-order walk) and, per instruction, whether it sits in a loop.
@@ -109,7 +109,21 @@ std::string barrier_orders_nothing(const Kernel& k, Id id) {
         name = "buffer '" + k.params[in.param()].name + "'";
         write = in.op == Op::Store;
         return true;
-      default: return false;
+      default:
+        // An atomic reads and writes its element.
+        if (ir::is_global_atomic(in.op)) {
+          name = "buffer '" + k.params[in.param()].name + "'";
+          write = true;
+          return true;
+        }
+        if (ir::is_tg_atomic(in.op)) {
+          const Inst& a = k.insts[in.operands[0]];
+          const uint64_t n = uint64_t(a.attr(ir::Attr::Name));
+          name = "threadgroup array '" + (n < k.strings.size() ? k.strings[size_t(n)] : std::string("?")) + "'";
+          write = true;
+          return true;
+        }
+        return false;
     }
   };
   auto pos = std::find(o.ids.begin(), o.ids.end(), id);
@@ -139,6 +153,34 @@ std::string barrier_orders_nothing(const Kernel& k, Id id) {
   return "it is in no loop, and no location accessed before it (since the previous barrier: " + list(before) +
          ") is accessed after it (until the next barrier: " + list(after) +
          ") with a write on either side, so it orders nothing";
+}
+
+// "" or why a value stored into a T buffer is a T value already, so that rounding it to T, in
+// either direction, returns it unchanged: it was loaded from a T buffer, or read from a T
+// threadgroup array every store of which holds such a load (a copy, as in a transpose).
+std::string already_a_t_value(const Kernel& k, Id value) {
+  auto t_buffer_load = [&](Id v) {
+    const Inst& in = k.insts[v];
+    return in.op == Op::Load && in.param() < k.params.size() && k.params[in.param()].dtype == DType::Generic;
+  };
+  const Inst& in = k.insts[value];
+  if (t_buffer_load(value))
+    return "the stored value is loaded from T buffer '" + k.params[in.param()].name +
+           "', so it is a T value already and no rounding to T changes it";
+  if (in.op != Op::TgLoad || k.insts[in.operands[0]].type != DType::Generic) return "";
+  const Id alloc = in.operands[0];
+  bool stored = false, all_loads = true;
+  ir::walk(k, [&](Id id) {
+    const Inst& s = k.insts[id];
+    if (s.op != Op::TgStore || s.operands[0] != alloc) return;
+    stored = true;
+    all_loads = all_loads && t_buffer_load(s.operands[2]);
+  });
+  if (!stored || !all_loads) return "";
+  const size_t name = size_t(k.insts[alloc].attr(ir::Attr::Name));
+  return "the stored value is read from threadgroup array '" + (name < k.strings.size() ? k.strings[name] : "?") +
+         "', every store to which holds a load from a T buffer, so it is a T value already and no rounding to T "
+         "changes it";
 }
 
 struct Builder {
@@ -240,7 +282,7 @@ std::vector<Mutant> enumerate(const Kernel& k, uint32_t lane_width, uint32_t max
   // Swapped operands of a non-commutative binary op.
   for (Id id : ids) {
     const Inst& in = k.insts[id];
-    static const Op kOps[] = {Op::Sub, Op::Div, Op::Rem, Op::Shl, Op::Shr, Op::Lt, Op::Le, Op::Gt, Op::Ge};
+    static const Op kOps[] = {Op::Sub, Op::Div, Op::Rem, Op::Shl, Op::Shr, Op::Lt, Op::Le, Op::Gt, Op::Ge, Op::Pow};
     if (std::find(std::begin(kOps), std::end(kOps), in.op) == std::end(kOps)) continue;
     Mutant& m = b.add("swapped_operands", id, "a, b -> b, a");
     std::swap(m.kernel.insts[id].operands[0], m.kernel.insts[id].operands[1]);
@@ -280,7 +322,13 @@ std::vector<Mutant> enumerate(const Kernel& k, uint32_t lane_width, uint32_t max
       in.operands[2] = bb;
       return insert_before(mk, id, in);
     };
-    Id below_one = select(is_f32, f32c(1.0 - 0x1p-24), select(is_bf16, f32c(1.0 - 0x1p-8), f32c(1.0 - 0x1p-11)));
+    // fp8: 1 + 2^-4 rounds to 1 in both formats (not in bf16), 1 + 2^-3 only in e5m2.
+    Id is_fp8 = add_binary(mk, id, Op::Eq, DType::Bool, un(Op::Cast, DType::F32, un(Op::Cast, T, f32c(1.0 + 0x1p-4))), f32c(1.0));
+    Id is_e5m2 = add_binary(mk, id, Op::Eq, DType::Bool, un(Op::Cast, DType::F32, un(Op::Cast, T, f32c(1.0 + 0x1p-3))), f32c(1.0));
+    Id below_one = select(is_f32, f32c(1.0 - 0x1p-24),
+                          select(is_e5m2, f32c(1.0 - 0x1p-3),
+                                 select(is_fp8, f32c(1.0 - 0x1p-4),
+                                        select(is_bf16, f32c(1.0 - 0x1p-8), f32c(1.0 - 0x1p-11)))));
     Id toward = un(Op::Cast, DType::F32, un(Op::Cast, T, add_binary(mk, id, Op::Mul, DType::F32, r, below_one)));
     Id away = add_binary(mk, id, Op::Gt, DType::Bool, un(Op::Abs, DType::F32, r), un(Op::Abs, DType::F32, v));
     Id result = select(away, toward, r);
@@ -288,11 +336,15 @@ std::vector<Mutant> enumerate(const Kernel& k, uint32_t lane_width, uint32_t max
   };
   for (Id id : ids) {
     const Inst& in = k.insts[id];
-    if (in.op == Op::Cast && is_narrow(in.type.elem()) && k.insts[in.operands[0]].type.elem() == DType::F32)
+    // A T that may be an integer is not rounded (a float -> integer cast truncates by definition).
+    auto narrowable = [&](DType t) { return is_narrow(t) && ir::float_everywhere(k, t); };
+    if (in.op == Op::Cast && narrowable(in.type.elem()) && k.insts[in.operands[0]].type.elem() == DType::F32)
       narrow(id, in.operands[0], 0, false);
-    if (in.op == Op::Store && is_narrow(k.params[in.param()].dtype) && is_wide_value(k.insts[in.operands[1]].type.elem()) &&
-        k.insts[in.operands[1]].op != Op::Cast)
+    if (in.op == Op::Store && narrowable(k.params[in.param()].dtype) && is_wide_value(k.insts[in.operands[1]].type.elem()) &&
+        k.insts[in.operands[1]].op != Op::Cast) {
       narrow(id, in.operands[1], 1, k.insts[in.operands[1]].type != DType::F32);
+      b.out.back().equivalent = already_a_t_value(k, in.operands[1]);
+    }
   }
 
   // Tail guard: a < b becomes a <= b.
@@ -340,7 +392,7 @@ std::string equivalent_after_pipeline(const Kernel& original, const Mutant& m) {
 }
 
 Outcome run_mutant(Context& ctx, const Kernel& original, const Mutant& m, const std::vector<const TestDecl*>& cases,
-                   std::optional<DType> only) {
+                   std::optional<Instantiation> only) {
   Outcome o;
   o.by = m.equivalent.empty() ? equivalent_after_pipeline(original, m) : m.equivalent;
   if (!o.by.empty()) {
@@ -349,13 +401,14 @@ Outcome run_mutant(Context& ctx, const Kernel& original, const Mutant& m, const 
   }
   for (const TestDecl* t : cases)
     for (const DtypeTolerance& dt : t->dtypes) {
-      if (only && *only != dt.dtype) continue;
+      if (!dtype_filter_matches(only, dt.dtype)) continue;
       TestOutcome r = run_test_case(ctx, *t, dt.dtype, dt.tol, &m.kernel);
-      if (r.status == TestOutcome::Status::Pass) continue;
+      // A case this device cannot run (it needs more threadgroup memory) neither kills nor passes.
+      if (r.status == TestOutcome::Status::Pass || r.status == TestOutcome::Status::Skip) continue;
       std::string msg = r.message.substr(0, r.message.find('\n'));
       if (msg.size() > 160) msg = msg.substr(0, 157) + "...";
       o.status = Outcome::Status::Killed;
-      o.by = std::string(t->name) + " [" + dtype_name(dt.dtype) + "]: " + msg;
+      o.by = std::string(t->name) + " [" + instantiation_name(dt.dtype) + "]: " + msg;
       return o;
     }
   o.status = Outcome::Status::Survived;

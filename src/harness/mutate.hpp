@@ -45,6 +45,6 @@ struct Outcome {
   std::string by;  // the killing case and its message, or the equivalence proof
 };
 Outcome run_mutant(Context& ctx, const ir::Kernel& original, const Mutant& m, const std::vector<const TestDecl*>& cases,
-                   std::optional<DType> only = std::nullopt);
+                   std::optional<Instantiation> only = std::nullopt);
 
 }  // namespace iron::mutate

@@ -32,6 +32,15 @@ struct TestOutcome {
 constexpr size_t kGuardElements = 64;
 constexpr uint32_t kGuardWord[2] = {0x7fa5a5a5u, 0x7fb4b4b4u};  // [input, output], 32-bit dtypes
 constexpr uint16_t kGuardHalf[2] = {0x7fa5u, 0x7fb4u};          // [input, output], f16 and bf16
+// The guard pattern of one element of `size` bytes (1, 2, 4 or 8): the low bytes of the 16- or
+// 32-bit pattern, the 32-bit one twice for 64-bit elements.
+inline void guard_element(size_t size, bool output, unsigned char* out) {
+  if (size == 2) {
+    __builtin_memcpy(out, &kGuardHalf[output], 2);
+    return;
+  }
+  for (size_t at = 0; at < size; at += 4) __builtin_memcpy(out + at, &kGuardWord[output], size < 4 ? size : 4);
+}
 struct GuardedBuffer {
   std::string name;
   DeviceBuffer buffer;
@@ -44,8 +53,11 @@ struct Resident {
   std::vector<GuardedBuffer> inputs;
   Tensors expected;
 };
+// Threadgroup bytes a dispatch of `k` with these scalars needs (ir::threadgroup_bytes with the
+// integer scalars' values; arrays sized at dispatch included).
+uint64_t dispatch_threadgroup_bytes(const ir::Kernel& k, Instantiation dtype, const Constexprs& scalars);
 // Throws iron::Error naming a setup that does not match the kernel's parameters.
-Resident make_resident(Context& ctx, const ir::Kernel& k, const TestSetup& setup, DType dtype);
+Resident make_resident(Context& ctx, const ir::Kernel& k, const TestSetup& setup, Instantiation dtype);
 
 struct Correctness {
   bool pass = false;
@@ -61,12 +73,19 @@ Correctness check_outputs(Context& ctx, const Resident& r, const TestSetup& setu
 Correctness check_outputs(Context& ctx, const Resident& r, double floor, double tol);
 
 // What is wrong with running `decl` at `dtype` ("" when nothing): a dtype the kernel never uses.
-std::string dtype_label_problem(const TestDecl& decl, const ir::Kernel& k, DType dtype);
+std::string dtype_label_problem(const TestDecl& decl, const ir::Kernel& k, Instantiation dtype);
+
+// `--dtype` as given: "" selects every instantiation, a dtype ("f16") every one whose T it is
+// (whatever W), T,W ("f16,bf16") that pair only. Throws iron::Error on an unknown name.
+std::optional<Instantiation> parse_dtype_filter(const std::string& s);
+bool dtype_filter_matches(const std::optional<Instantiation>& only, Instantiation in);
+// "" when the device stores every dtype of `in`; else "device X does not support f16".
+std::string unsupported_dtype(const DeviceInfo& dev, Instantiation in);
 
 // Runs one registered case at one dtype on `ctx`. Never throws: every problem is a Fail.
 // `tol` is the declared tolerance (NaN: derived from the case). `kernel` replaces the registered
 // kernel of that name (mutation tests, A/B runs); it must have the same parameters.
-TestOutcome run_test_case(Context& ctx, const TestDecl& decl, DType dtype, double tol,
+TestOutcome run_test_case(Context& ctx, const TestDecl& decl, Instantiation dtype, double tol,
                           const ir::Kernel* kernel = nullptr);
 
 int runner_main(int argc, char** argv);

@@ -34,8 +34,34 @@ void send(const json& msg) {
 
 }  // namespace
 
-std::string dtype_label_problem(const TestDecl& decl, const ir::Kernel& k, DType dtype) {
-  std::string label = std::string("case ") + decl.kernel + "/" + decl.name + " is labelled " + dtype_name(dtype);
+std::optional<Instantiation> parse_dtype_filter(const std::string& s) {
+  if (s.empty()) return std::nullopt;
+  Instantiation in;
+  if (!parse_instantiation(s, in)) throw Error("unknown dtype '" + s + "' (a dtype, or T,W as in f16,bf16)");
+  return in;
+}
+
+bool dtype_filter_matches(const std::optional<Instantiation>& only, Instantiation in) {
+  if (!only) return true;
+  return only->has_w() ? *only == in : only->t == in.t;
+}
+
+std::string unsupported_dtype(const DeviceInfo& dev, Instantiation in) {
+  for (DType d : {in.t, in.w})
+    if (std::string why; !dtype_supported(dev, d, why))
+      return "device " + dev.name + " does not support " + dtype_name(d) + " (" + why + ")";
+  return "";
+}
+
+std::string dtype_label_problem(const TestDecl& decl, const ir::Kernel& k, Instantiation in) {
+  const DType dtype = in.t;
+  std::string label = std::string("case ") + decl.kernel + "/" + decl.name + " is labelled " + instantiation_name(in);
+  // W first: a kernel with W needs a case that names it, one without W a case that does not.
+  if (!k.wtypes.empty() || in.has_w()) {
+    Instantiation w_check{k.dtypes.empty() ? DType::F32 : in.t, in.w};
+    if (std::find(k.dtypes.begin(), k.dtypes.end(), in.t) == k.dtypes.end() && !k.dtypes.empty()) w_check.t = k.dtypes.front();
+    if (std::string why; !ir::declares(k, w_check, &why)) return label + ", but " + why;
+  }
   if (!k.dtypes.empty()) {
     if (std::find(k.dtypes.begin(), k.dtypes.end(), dtype) != k.dtypes.end()) return "";
     std::string list;
@@ -56,7 +82,17 @@ std::string dtype_label_problem(const TestDecl& decl, const ir::Kernel& k, DType
          (list.empty() ? "none" : list) + ")";
 }
 
-TestOutcome run_test_case(Context& ctx, const TestDecl& decl, DType dtype, double tol, const ir::Kernel* kernel) {
+uint64_t dispatch_threadgroup_bytes(const ir::Kernel& k, Instantiation dtype, const Constexprs& scalars) {
+  std::vector<uint32_t> values(k.params.size(), 0);
+  for (size_t i = 0; i < k.params.size(); ++i) {
+    auto it = scalars.find(k.params[i].name);
+    if (k.params[i].kind == ir::ParamKind::Scalar && is_integer(k.params[i].dtype) && it != scalars.end())
+      values[i] = uint32_t(int64_t(it->second));
+  }
+  return ir::threadgroup_bytes(k, dtype, values.data());
+}
+
+TestOutcome run_test_case(Context& ctx, const TestDecl& decl, Instantiation dtype, double tol, const ir::Kernel* kernel) {
   TestOutcome r;
   r.ulps = std::isnan(tol);
   r.tolerance = r.ulps ? 0.5 : tol;
@@ -69,10 +105,10 @@ TestOutcome run_test_case(Context& ctx, const TestDecl& decl, DType dtype, doubl
       r.message = label + "; nothing was compared";
       return r;
     }
-    TestSetup setup = decl.body(dtype);
-    if (setup.dtype() != dtype) {
-      r.message = "the test body built a setup for dtype " + std::string(dtype_name(setup.dtype())) +
-                  " when asked for " + dtype_name(dtype) + "; nothing was compared";
+    TestSetup setup = decl.body(dtype.t, dtype.w);
+    if (setup.instantiation() != dtype) {
+      r.message = "the test body built a setup for dtype " + instantiation_name(setup.instantiation()) +
+                  " when asked for " + instantiation_name(dtype) + "; nothing was compared";
       return r;
     }
     if (!setup.oracle_fn()) {
@@ -82,6 +118,18 @@ TestOutcome run_test_case(Context& ctx, const TestDecl& decl, DType dtype, doubl
     if (!setup.outputs().empty()) {
       int idx = k.find_param(setup.outputs().front().first);
       if (idx >= 0) r.tolerance = case_tolerance(setup, tol, ir::resolve(k.params[idx].dtype, dtype)).value;
+    }
+    // A case may size threadgroup arrays beyond what this device offers (arrays sized at
+    // dispatch): skipped, naming both figures, like a dtype the device lacks.
+    if (ir::has_dynamic_threadgroup(k)) {
+      const uint64_t need = dispatch_threadgroup_bytes(k, dtype, setup.scalars());
+      const uint64_t limit = std::max(ctx.info().shared_memory_bytes, ctx.info().shared_memory_optin_bytes);
+      if (need > limit) {
+        r.status = TestOutcome::Status::Skip;
+        r.message = "the case needs " + std::to_string(need) + " bytes of threadgroup memory; device " +
+                    ctx.info().name + " allows " + std::to_string(limit);
+        return r;
+      }
     }
     stage = "preparing the buffers";
     Resident res = make_resident(ctx, k, setup, dtype);
@@ -177,7 +225,7 @@ json device_json(const DeviceInfo& d) {
           {"arch", d.arch},
           {"lane_width", d.lane_width},
           {"max_threads_per_group", d.max_threads_per_group},
-          {"shared_memory_bytes", d.shared_memory_bytes},
+          {"shared_memory_bytes", d.shared_memory_bytes}, {"shared_memory_optin_bytes", d.shared_memory_optin_bytes},
           {"memory_bytes", d.memory_bytes},
           {"f16", d.f16},
           {"bf16", d.bf16},
@@ -198,8 +246,16 @@ int cmd_device() {
 
 int cmd_list() {
   for (const KernelDecl* d : registered_kernels()) {
+    // A kernel with W lists its T,W pairs ("f16,bf16"), one without W its dtypes as before.
     json dtypes = json::array();
-    for (DType t : d->dtypes) dtypes.push_back(dtype_name(t));
+    if (d->wtypes.empty()) {
+      for (DType t : d->dtypes) dtypes.push_back(dtype_name(t));
+    } else {
+      ir::Kernel declared;
+      declared.dtypes = d->dtypes;
+      declared.wtypes = d->wtypes;
+      for (Instantiation in : ir::instantiations(declared)) dtypes.push_back(instantiation_name(in));
+    }
     send({{"type", "kernel"}, {"name", d->name}, {"mode", mode_name(d->mode)}, {"dtypes", dtypes},
           {"file", source_path(d->file)}, {"line", d->line}});
   }
@@ -211,8 +267,8 @@ int cmd_list() {
       if (std::isnan(dt.tol)) {
         // In ulps of the first output's dtype, as run_test_case measures it (an f32 output of a
         // kernel run at T = f16 is measured in f32 ulps).
-        TestSetup setup = t->body(dt.dtype);
-        DType out = dt.dtype;
+        TestSetup setup = t->body(dt.dtype.t, dt.dtype.w);
+        DType out = dt.dtype.t;
         try {
           const ir::Kernel& k = kernel_ir(t->kernel);
           const int idx = setup.outputs().empty() ? -1 : k.find_param(setup.outputs().front().first);
@@ -221,9 +277,9 @@ int cmd_list() {
           // A kernel that does not trace is reported when it runs; list it at its dtype.
         }
         Tolerance rule = case_tolerance(setup, dt.tol, out);
-        dtypes.push_back({{"dtype", dtype_name(dt.dtype)}, {"tolerance", rule.value}, {"tolerance_unit", "ulp"}});
+        dtypes.push_back({{"dtype", instantiation_name(dt.dtype)}, {"tolerance", rule.value}, {"tolerance_unit", "ulp"}});
       } else {
-        dtypes.push_back({{"dtype", dtype_name(dt.dtype)}, {"tolerance", dt.tol}, {"tolerance_unit", "relative"}});
+        dtypes.push_back({{"dtype", instantiation_name(dt.dtype)}, {"tolerance", dt.tol}, {"tolerance_unit", "relative"}});
       }
     }
     send({{"type", "test_case"}, {"kernel", t->kernel}, {"case", t->name}, {"dtypes", dtypes}});
@@ -238,12 +294,7 @@ int cmd_test(const Args& a) {
     if (!parse_backend(a.backend, b)) throw Error("unknown backend '" + a.backend + "' (use vulkan, cuda or interp)");
     want = b;
   }
-  std::optional<DType> only;
-  if (!a.dtype.empty()) {
-    DType d;
-    if (!parse_dtype(a.dtype, d)) throw Error("unknown dtype '" + a.dtype + "'");
-    only = d;
-  }
+  const std::optional<Instantiation> only = parse_dtype_filter(a.dtype);
   // Best available backend when none is named: CUDA, then Vulkan.
   std::unique_ptr<Context> ctx;
   std::string unavailable;
@@ -267,24 +318,24 @@ int cmd_test(const Args& a) {
   for (const TestDecl* t : registered_tests()) {
     if (!matches(a.filter, t->kernel, t->name)) continue;
     for (const DtypeTolerance& dt : t->dtypes) {
-      if (only && *only != dt.dtype) continue;
-      std::string key = std::string(t->kernel) + "/" + t->name + "/" + dtype_name(dt.dtype);
+      if (!dtype_filter_matches(only, dt.dtype)) continue;
+      std::string key = std::string(t->kernel) + "/" + t->name + "/" + instantiation_name(dt.dtype);
       if (skipping) {
         skipping = key != a.skip_through;
         continue;
       }
-      json msg = {{"type", "test"}, {"kernel", t->kernel}, {"case", t->name}, {"dtype", dtype_name(dt.dtype)},
+      json msg = {{"type", "test"}, {"kernel", t->kernel}, {"case", t->name}, {"dtype", instantiation_name(dt.dtype)},
                   {"backend", ctx ? backend_name(backend) : (want ? backend_name(*want) : "none")},
                   {"tolerance", dt.tol}};
-      send({{"type", "test_start"}, {"kernel", t->kernel}, {"case", t->name}, {"dtype", dtype_name(dt.dtype)}});
+      send({{"type", "test_start"}, {"kernel", t->kernel}, {"case", t->name}, {"dtype", instantiation_name(dt.dtype)}});
       if (crash_on && key == crash_on) std::abort();
       auto start = std::chrono::steady_clock::now();
       TestOutcome r;
       if (!ctx) {
         // A backend that cannot run the test fails it: a missing device is never a pass.
         r.message = "backend unavailable: " + unavailable;
-      } else if ((dt.dtype == DType::F16 && !ctx->info().f16) || (dt.dtype == DType::BF16 && !ctx->info().bf16)) {
-        r.message = std::string("device ") + ctx->info().name + " does not support " + dtype_name(dt.dtype);
+      } else if (std::string lacks = unsupported_dtype(ctx->info(), dt.dtype); !lacks.empty()) {
+        r.message = lacks;
         if (!want) r.status = TestOutcome::Status::Skip;
       } else {
         r = run_test_case(*ctx, *t, dt.dtype, dt.tol);
@@ -322,12 +373,7 @@ int cmd_mutate(const Args& a) {
   if (!parse_backend(a.backend, backend)) throw Error("unknown backend '" + a.backend + "' (use vulkan, cuda or interp)");
   std::unique_ptr<Context> ctx = Context::create(backend);
   ctx->set_disk_cache_dir("");  // hundreds of one-off mutants: keep them out of the compile cache
-  std::optional<DType> only;
-  if (!a.dtype.empty()) {
-    DType d;
-    if (!parse_dtype(a.dtype, d)) throw Error("unknown dtype '" + a.dtype + "'");
-    only = d;
-  }
+  const std::optional<Instantiation> only = parse_dtype_filter(a.dtype);
   auto text = [](const std::string& line) { send({{"type", "text"}, {"text", line + "\n"}}); };
   text("mutate: backend " + std::string(backend_name(backend)) + " (" + ctx->info().name + ")" +
        (a.mutate_every > 1 ? ", every " + std::to_string(a.mutate_every) + "th mutant" : ""));
@@ -342,11 +388,11 @@ int cmd_mutate(const Args& a) {
     // The kernel itself must pass, or no mutant result means anything.
     for (const TestDecl* t : cases)
       for (const DtypeTolerance& dt : t->dtypes) {
-        if (only && *only != dt.dtype) continue;
+        if (!dtype_filter_matches(only, dt.dtype)) continue;
         TestOutcome r = run_test_case(*ctx, *t, dt.dtype, dt.tol);
-        if (r.status != TestOutcome::Status::Pass)
+        if (r.status == TestOutcome::Status::Fail)
           throw Error(std::string("kernel ") + kd->name + " fails its own case " + t->name + " [" +
-                      dtype_name(dt.dtype) + "]: " + r.message);
+                      instantiation_name(dt.dtype) + "]: " + r.message);
       }
     for (const mutate::Mutant& m :
          mutate::enumerate(original, ctx->info().lane_width, ctx->info().max_threads_per_group)) {
@@ -370,15 +416,16 @@ int cmd_mutate(const Args& a) {
   return survived == 0 ? 0 : 1;
 }
 
-DType pick_dtype(const ir::Kernel& k, const std::string& requested) {
+// `--dtype` of inspect: a dtype ("f16": T, and W's first dtype where the kernel has W) or T,W.
+Instantiation pick_dtype(const ir::Kernel& k, const std::string& requested) {
   if (!requested.empty()) {
-    DType d;
-    if (!parse_dtype(requested, d)) throw Error("unknown dtype '" + requested + "'");
-    if (!k.dtypes.empty() && std::find(k.dtypes.begin(), k.dtypes.end(), d) == k.dtypes.end())
-      throw Error("kernel '" + k.name + "' is not declared for dtype " + requested);
-    return d;
+    Instantiation in;
+    if (!parse_instantiation(requested, in)) throw Error("unknown dtype '" + requested + "' (a dtype, or T,W as in f16,bf16)");
+    if (!in.has_w() && !k.wtypes.empty()) in.w = k.wtypes.front();
+    if (std::string why; !ir::declares(k, in, &why)) throw Error(why);
+    return in;
   }
-  return k.dtypes.empty() ? DType::F32 : k.dtypes.front();
+  return ir::instantiations(k).front();
 }
 
 void check_pass_name(const std::string& name) {
@@ -435,7 +482,7 @@ int cmd_inspect(const Args& a) {
     if (a.ir && a.pass.empty() && a.print_after.empty()) send({{"type", "text"}, {"text", ir::print(k, {a.locations})}});
     return 0;
   }
-  DType d = pick_dtype(k, a.dtype);
+  Instantiation d = pick_dtype(k, a.dtype);
   codegen::Target target = codegen::Target::Cuda;
   if (!a.backend.empty() && a.backend != "cuda") {
     if (a.backend != "vulkan") throw Error("unknown backend '" + a.backend + "' (use vulkan or cuda)");
@@ -526,9 +573,8 @@ int cmd_build(const Args& a) {
       write_file(p, text.data(), text.size());
       artifact(k->name, "", "ir", p, true, "");
     }
-    std::vector<DType> dtypes = k->dtypes.empty() ? std::vector<DType>{DType::F32} : k->dtypes;
-    for (DType d : dtypes) {
-      std::string dn = dtype_name(d);
+    for (Instantiation d : ir::instantiations(*k)) {
+      std::string dn = instantiation_name(d);
       std::string stem = codegen::entry_name(*k, d);
       if (cuda) {
         codegen::EmitOptions cuda_options;

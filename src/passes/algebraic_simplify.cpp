@@ -47,7 +47,7 @@ struct Simplifier {
     const ir::Inst& in = k.insts[id];
     Id a = in.num_operands() > 0 ? in.operands[0] : ir::kNone;
     Id b = in.num_operands() > 1 ? in.operands[1] : ir::kNone;
-    bool integer = is_integer(in.type), fl = is_float(in.type);
+    bool integer = is_integer(in.type), fl = ir::float_everywhere(k, in.type.elem());
     switch (in.op) {
       case Op::Add:
         if (integer && is_int_const(b, 0)) return a;

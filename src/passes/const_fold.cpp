@@ -6,7 +6,8 @@
 // Every pure op has a defined result (docs/semantics.md), so division by zero or a shift by 32
 // folds to the value every backend computes. Does not handle: casts to the generic T (the
 // rounding depends on the dtype chosen at emission) except of an integer or bool constant 0,
-// which is 0 (+0.0) in every dtype, transcendentals (exp, log, tanh, rsqrt:
+// which is 0 (+0.0) in every dtype, ops on T when T may be an integer dtype, transcendentals
+// (exp, log, tanh, rsqrt, sin, cos, exp2, log2, erf, pow:
 // their results are bounded, not bit-exact, across backends, so a fold would change a value
 // with the optimization level), loops (unroll does those).
 // Mutation for tests: const_fold.sub_reversed folds a - b as b - a.
@@ -44,7 +45,12 @@ bool fold_value(ir::Kernel& k, Id id, PassContext& ctx) {
   ir::Inst& in = k.insts[id];
   if (fold_zero_to_generic(k, id, ctx)) return true;
   if (!is_pure_value(in) || in.op == Op::Const || !eval::is_pure_evaluable(in.op)) return false;
-  if (in.op == Op::Exp || in.op == Op::Log || in.op == Op::Tanh || in.op == Op::Rsqrt) return false;
+  if (eval::is_bounded_math(in.op)) return false;
+  // T and W fold as f32, which is only their meaning when every dtype they may take is a float.
+  auto param_not_float = [&](DType d) { return is_type_param(d) && !ir::float_everywhere(k, d); };
+  if (param_not_float(in.type.elem())) return false;
+  for (int i = 0; i < in.num_operands(); ++i)
+    if (param_not_float(k.insts[in.operands[i]].type.elem())) return false;
   eval::Scalar args[3];
   for (int i = 0; i < in.num_operands(); ++i) {
     const ir::Inst& o = k.insts[in.operands[i]];
@@ -66,8 +72,7 @@ bool fold_value(ir::Kernel& k, Id id, PassContext& ctx) {
   in.loc = loc;
   in.flags = flags;
   if (is_float(t)) in.set_float(ir::Attr::Value, out.f());
-  else if (t == DType::I32) in.set(ir::Attr::Value, out.i());
-  else if (t == DType::U32) in.set(ir::Attr::Value, out.u());
+  else if (is_integer(t)) in.set(ir::Attr::Value, int64_t(out.bits));  // the canonical register; u64 keeps its bits
   else in.set(ir::Attr::Value, out.b() ? 1 : 0);
   ctx.stat("const_fold.folded");
   return true;

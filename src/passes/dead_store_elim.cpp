@@ -1,6 +1,6 @@
 // dead_store_elim: removes what no result depends on, to a fixed point: unused pure values and
 // unused memory reads, stores to variables that are never read, variables with no reads, stores
-// to threadgroup arrays that are never read (and then the arrays), ifs whose arms are empty,
+// to threadgroup and register arrays that are never read (and then the arrays), ifs whose arms are empty,
 // and loops whose body is empty — header and all, so no `for (...) { }` survives (seeds §8).
 // Runs last: every earlier pass may leave dead values behind. A vector group losing a lane is
 // dissolved back into scalar accesses.
@@ -24,7 +24,8 @@ bool run_dead_store_elim(ir::Kernel& k, PassContext& ctx) {
       const ir::Inst& in = k.insts[id];
       if (in.op == Op::VarLoad) var_read[in.operands[0]] = 1;
       // A tile load from threadgroup memory reads its allocation as a scalar load does.
-      if (in.op == Op::TgLoad || in.op == Op::TileTgLoad) tg_read[in.operands[0]] = 1;
+      if (in.op == Op::TgLoad || in.op == Op::TileTgLoad || in.op == Op::LocalLoad || ir::is_tg_atomic(in.op))
+        tg_read[in.operands[0]] = 1;
     });
     std::vector<uint8_t> drop(k.insts.size(), 0);
     size_t found = 0;
@@ -34,30 +35,39 @@ bool run_dead_store_elim(ir::Kernel& k, PassContext& ctx) {
     // one round per link).
     auto dead_by_uses = [&](const ir::Inst& in, Id id) {
       switch (in.op) {
-        case Op::Load: case Op::VarLoad: case Op::TgLoad: case Op::LaneSum: case Op::LaneMax: return uses[id] == 0;
+        case Op::Load: case Op::VarLoad: case Op::TgLoad: case Op::LocalLoad: case Op::LaneSum: case Op::LaneMax:
+          return uses[id] == 0;
         case Op::Var: return !var_read[id] && uses[id] == 0;
-        case Op::TgAlloc: return uses[id] == 0;
-        case Op::VarStore: case Op::TgStore: case Op::If: case Op::For: return false;
-        default: return is_pure_value(in) && uses[id] == 0;
+        case Op::TgAlloc: case Op::LocalAlloc: return uses[id] == 0;
+        case Op::VarStore: case Op::TgStore: case Op::LocalStore: case Op::If: case Op::For: return false;
+        default:
+          // An unused lane op (a shuffle, scan or vote) computes nothing: all lanes drop it alike.
+          if (ir::has_trait(in.op, ir::trait::L) && in.type != DType::Void && !ir::has_trait(in.op, ir::trait::P))
+            return uses[id] == 0;
+          return is_pure_value(in) && uses[id] == 0;
       }
     };
     ir::walk(k, [&](Id id) {
       const ir::Inst& in = k.insts[id];
       bool dead = false;
       switch (in.op) {
-        case Op::Load: case Op::VarLoad: case Op::TgLoad: case Op::LaneSum: case Op::LaneMax:
+        case Op::Load: case Op::VarLoad: case Op::TgLoad: case Op::LocalLoad: case Op::LaneSum: case Op::LaneMax:
           dead = uses[id] == 0;
           break;
         case Op::VarStore: dead = !var_read[in.operands[0]] || ctx.mutant("dead_store_elim.drop_var_stores"); break;
         case Op::Var: dead = !var_read[id] && uses[id] == 0; break;
-        case Op::TgStore: dead = !tg_read[in.operands[0]]; break;
-        case Op::TgAlloc: dead = uses[id] == 0; break;
+        case Op::TgStore: case Op::LocalStore: dead = !tg_read[in.operands[0]]; break;
+        case Op::TgAlloc: case Op::LocalAlloc: dead = uses[id] == 0; break;
         case Op::If:
           dead = k.blocks[in.blocks[0]].insts.empty() &&
                  (in.blocks[1] == ir::kNone || k.blocks[in.blocks[1]].insts.empty());
           break;
         case Op::For: dead = k.blocks[in.blocks[0]].insts.empty(); break;
-        default: dead = is_pure_value(in) && uses[id] == 0; break;
+        default:
+          dead = ((ir::has_trait(in.op, ir::trait::L) && in.type != DType::Void && !ir::has_trait(in.op, ir::trait::P)) ||
+                  is_pure_value(in)) &&
+                 uses[id] == 0;
+          break;
       }
       if (dead && ctx.allow_rewrite()) {
         drop[id] = 1;

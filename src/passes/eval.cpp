@@ -1,8 +1,8 @@
 // Scalar semantics of the pure IR ops as docs/semantics.md defines them, which the CUDA and GLSL
-// dialects emit exactly: f32 registers for every float dtype, wrapping 32-bit integers computed
-// in uint32_t (no C++ overflow UB), defined results for division by zero and shifts >= 32,
-// saturating float->int casts (PTX cvt.rzi), and round-to-nearest-even only where a Cast narrows
-// to f16/bf16.
+// dialects emit exactly: f32 registers for every float dtype, integers of every width wrapping
+// in their own width (computed on uint64_t: no C++ overflow UB), defined results for division
+// by zero and shifts by the width or more, saturating float->int casts (PTX cvt.rzi), and
+// round-to-nearest-even only where a Cast narrows to f16/bf16/fp8 (fp8 saturating).
 #include "passes/eval.hpp"
 
 #include <climits>
@@ -13,17 +13,16 @@
 namespace iron::eval {
 namespace {
 
-enum class Kind { Float, I32, U32, Bool, Other };
+enum class Kind { Float, Int, Bool, Other };
 
 Kind kind_of(DType t) {
-  switch (t) {
-    case DType::F32: case DType::F16: case DType::BF16: case DType::Generic: return Kind::Float;
-    case DType::I32: return Kind::I32;
-    case DType::U32: return Kind::U32;
-    case DType::Bool: return Kind::Bool;
-    default: return Kind::Other;
-  }
+  if (is_float(t)) return Kind::Float;
+  if (is_integer(t)) return Kind::Int;
+  if (t == DType::Bool) return Kind::Bool;
+  return Kind::Other;
 }
+
+bool is_bitcast_word(DType t) { return t == DType::F32 || t == DType::I32 || t == DType::U32; }
 
 bool fail(std::string& error, std::string msg) {
   error = std::move(msg);
@@ -34,17 +33,10 @@ bool bad_type(std::string& error, ir::Op op, DType t) {
   return fail(error, std::string("cannot evaluate ") + ir::mnemonic(op) + " of " + dtype_name(t));
 }
 
-// PTX cvt.rzi.s32.f32 / .u32.f32: truncate toward zero, saturate, NaN -> 0.
-int32_t f32_to_i32_sat(float x) {
-  if (std::isnan(x)) return 0;
-  if (x >= 2147483648.0f) return INT32_MAX;
-  if (x <= -2147483648.0f) return INT32_MIN;
-  return int32_t(x);
-}
-uint32_t f32_to_u32_sat(float x) {
-  if (std::isnan(x) || x <= 0.0f) return 0;
-  if (x >= 4294967296.0f) return UINT32_MAX;
-  return uint32_t(x);
+// The value of a canonical integer register as a double (exact up to 2^53, else rounded to
+// nearest even, as the int -> float conversion of every backend does in one step to f32 below).
+float int_to_f32(DType t, uint64_t bits) {
+  return is_signed_integer(t) ? float(int64_t(bits)) : float(bits);
 }
 
 bool eval_cast(DType to, DType from, Scalar x, Scalar& out, std::string& error) {
@@ -57,10 +49,10 @@ bool eval_cast(DType to, DType from, Scalar x, Scalar& out, std::string& error) 
   }
   if (fk == Kind::Bool) {
     if (tk == Kind::Float) {
-      if (to == DType::Generic) return fail(error, "a cast to T depends on the concrete dtype");
+      if (is_type_param(to)) return fail(error, std::string("a cast to ") + dtype_name(to) + " depends on the concrete dtype");
       out = Scalar::of_f32(x.b() ? 1.0f : 0.0f);
-    } else if (tk == Kind::I32 || tk == Kind::U32) {
-      out = Scalar::of_u32(x.b() ? 1u : 0u);
+    } else if (tk == Kind::Int) {
+      out = Scalar::of_u64(x.b() ? 1u : 0u);
     } else {
       return bad_type(error, ir::Op::Cast, to);
     }
@@ -68,17 +60,16 @@ bool eval_cast(DType to, DType from, Scalar x, Scalar& out, std::string& error) 
   }
   switch (tk) {
     case Kind::Float: {
-      if (to == DType::Generic) return fail(error, "a cast to T depends on the concrete dtype");
-      float v = fk == Kind::Float ? x.f() : fk == Kind::I32 ? float(x.i()) : float(x.u());
-      // Registers stay f32; narrowing to a 16-bit float rounds to nearest even once, here.
+      if (is_type_param(to)) return fail(error, std::string("a cast to ") + dtype_name(to) + " depends on the concrete dtype");
+      // An integer rounds to f32 once (nearest even), then, for a narrower float, once more.
+      float v = fk == Kind::Float ? x.f() : int_to_f32(from, x.bits);
+      // Registers stay f32; narrowing to a 16-bit float or fp8 rounds to nearest even, here.
       out = Scalar::of_f32(num::round_to(to, v));
       return true;
     }
-    case Kind::I32:
-      out = fk == Kind::Float ? Scalar::of_i32(f32_to_i32_sat(x.f())) : x;  // int<->int: same bits
-      return true;
-    case Kind::U32:
-      out = fk == Kind::Float ? Scalar::of_u32(f32_to_u32_sat(x.f())) : x;
+    case Kind::Int:
+      // float -> int truncates and saturates (NaN -> 0); int -> int keeps the value modulo 2^width.
+      out.bits = fk == Kind::Float ? num::float_to_int(to, double(x.f())) : num::int_wrap(to, x.bits);
       return true;
     default:
       return bad_type(error, ir::Op::Cast, to);
@@ -106,6 +97,19 @@ bool eval_float(ir::Op op, DType t, const Scalar* a, Scalar& out, std::string& e
     case Op::Sqrt: r = std::sqrt(x); break;
     case Op::Rsqrt: r = 1.0f / std::sqrt(x); break;
     case Op::Tanh: r = std::tanh(x); break;
+    // Exact roundings to an integral value; -0, +-inf and NaN pass through, a negative value
+    // that rounds to zero gives -0. rint is round-half-to-even (the default rounding mode).
+    case Op::Floor: r = std::floor(x); break;
+    case Op::Ceil: r = std::ceil(x); break;
+    case Op::Rint: r = std::nearbyint(x); break;
+    case Op::Trunc: r = std::trunc(x); break;
+    // Bounded, not exact across backends (docs/semantics.md): the host's f32 libm is the oracle.
+    case Op::Sin: r = std::sin(x); break;
+    case Op::Cos: r = std::cos(x); break;
+    case Op::Exp2: r = std::exp2(x); break;
+    case Op::Log2: r = std::log2(x); break;
+    case Op::Erf: r = std::erf(x); break;
+    case Op::Pow: r = std::pow(x, y); break;
     default: return bad_type(error, op, t);
   }
   out = Scalar::of_f32(r);
@@ -114,48 +118,64 @@ bool eval_float(ir::Op op, DType t, const Scalar* a, Scalar& out, std::string& e
 
 bool eval_int(ir::Op op, DType t, const Scalar* a, Scalar& out, std::string& error) {
   using ir::Op;
-  bool is_signed = t == DType::I32;
-  uint32_t x = a[0].u();
-  uint32_t y = ir::op_info(op).arity >= 2 ? a[1].u() : 0;
-  int32_t sx = int32_t(x), sy = int32_t(y);
-  uint32_t r;
+  const bool is_signed = is_signed_integer(t);
+  const uint64_t width = int_bits(t);
+  const uint64_t x = a[0].u64();
+  const uint64_t y = ir::op_info(op).arity >= 2 ? a[1].u64() : 0;
+  const int64_t sx = int64_t(x), sy = int64_t(y);
+  uint64_t r;
   switch (op) {
     case Op::Add: r = x + y; break;
     case Op::Sub: r = x - y; break;
     case Op::Mul: r = x * y; break;
     case Op::Div:
     case Op::Rem:
-      // Defined on every input (docs/semantics.md): x / 0 = x, x % 0 = 0, INT_MIN / -1 = INT_MIN
-      // (the wrapped quotient), INT_MIN % -1 = 0; otherwise C truncation toward zero.
+      // Defined on every input (docs/semantics.md): x / 0 = x, x % 0 = 0, MIN / -1 = MIN (the
+      // wrapped quotient), MIN % -1 = 0; otherwise C truncation toward zero. The canonical
+      // registers are the values themselves, so 64-bit division gives every width's quotient.
       if (y == 0) {
         r = op == Op::Div ? x : 0u;
       } else if (is_signed && sy == -1) {
         r = op == Op::Div ? 0u - x : 0u;
       } else if (is_signed) {
-        r = uint32_t(op == Op::Div ? sx / sy : sx % sy);
+        r = uint64_t(op == Op::Div ? sx / sy : sx % sy);
       } else {
         r = op == Op::Div ? x / y : x % y;
       }
       break;
-    case Op::Min: r = is_signed ? uint32_t(sx < sy ? sx : sy) : (x < y ? x : y); break;
-    case Op::Max: r = is_signed ? uint32_t(sx > sy ? sx : sy) : (x > y ? x : y); break;
+    case Op::Min: r = is_signed ? uint64_t(sx < sy ? sx : sy) : (x < y ? x : y); break;
+    case Op::Max: r = is_signed ? uint64_t(sx > sy ? sx : sy) : (x > y ? x : y); break;
     case Op::Neg: r = 0u - x; break;
-    case Op::Abs: r = is_signed && sx < 0 ? 0u - x : x; break;  // abs(INT_MIN) wraps to INT_MIN
+    // The high 32 bits of the exact 64-bit product (signed for i32, unsigned for u32); these
+    // three are defined on i32 and u32 only (the verifier), read through the 32-bit views.
+    case Op::MulHi:
+      if (width != 32) return bad_type(error, op, t);
+      r = is_signed ? uint64_t(int64_t(a[0].i()) * int64_t(a[1].i())) >> 32 : (uint64_t(a[0].u()) * a[1].u()) >> 32;
+      break;
+    case Op::Popcount:
+      if (width != 32) return bad_type(error, op, t);
+      r = uint64_t(__builtin_popcount(a[0].u()));
+      break;
+    case Op::Clz:  // clz(0) = 32
+      if (width != 32) return bad_type(error, op, t);
+      r = a[0].u() == 0 ? 32u : uint64_t(__builtin_clz(a[0].u()));
+      break;
+    case Op::Abs: r = is_signed && sx < 0 ? 0u - x : x; break;  // abs(MIN) wraps to MIN
     case Op::And: r = x & y; break;
     case Op::Or: r = x | y; break;
     case Op::Xor: r = x ^ y; break;
     case Op::Not: r = ~x; break;
     case Op::Shl:
     case Op::Shr:
-      // The amount is read as unsigned (a negative i32 amount is a huge shift). Amounts >= 32
-      // shift every bit out: 0, or the sign fill for an arithmetic (i32) right shift.
-      if (op == Op::Shl) r = y >= 32 ? 0u : x << y;
-      else if (is_signed) r = uint32_t(sx >> (y >= 32 ? 31u : y));  // arithmetic (C++20)
-      else r = y >= 32 ? 0u : x >> y;
+      // The amount is read as unsigned (a negative amount is a huge shift). Amounts >= the
+      // width shift every bit out: 0, or the sign fill for an arithmetic (signed) right shift.
+      if (op == Op::Shl) r = y >= width ? 0u : x << y;
+      else if (is_signed) r = uint64_t(sx >> (y >= width ? 63u : y));  // arithmetic (C++20), canonical
+      else r = y >= width ? 0u : x >> y;
       break;
     default: return bad_type(error, op, t);
   }
-  out = Scalar::of_u32(r);
+  out.bits = num::int_wrap(t, r);
   return true;
 }
 
@@ -181,8 +201,10 @@ bool eval_compare(ir::Op op, DType t, const Scalar* a, Scalar& out, std::string&
       c = x < y ? -1 : x > y ? 1 : x == y ? 0 : 2;
       break;
     }
-    case Kind::I32: c = a[0].i() < a[1].i() ? -1 : a[0].i() > a[1].i() ? 1 : 0; break;
-    case Kind::U32: c = a[0].u() < a[1].u() ? -1 : a[0].u() > a[1].u() ? 1 : 0; break;
+    case Kind::Int:
+      if (is_signed_integer(t)) c = a[0].i64() < a[1].i64() ? -1 : a[0].i64() > a[1].i64() ? 1 : 0;
+      else c = a[0].u64() < a[1].u64() ? -1 : a[0].u64() > a[1].u64() ? 1 : 0;
+      break;
     case Kind::Bool:  // only eq and ne compare bools (the verifier rejects the ordering ones)
       if (op != Op::Eq && op != Op::Ne) return bad_type(error, op, t);
       c = a[0].b() == a[1].b() ? 0 : 1;
@@ -205,14 +227,12 @@ bool eval_compare(ir::Op op, DType t, const Scalar* a, Scalar& out, std::string&
 
 }  // namespace
 
-Scalar const_value(const ir::Inst& in, DType concrete) {
-  const int64_t value = in.attr(ir::Attr::Value);
-  switch (ir::resolve(in.type.elem(), concrete)) {
-    case DType::I32: return Scalar::of_i32(int32_t(value));
-    case DType::U32: return Scalar::of_u32(uint32_t(value));
-    case DType::Bool: return Scalar::of_bool(value != 0);
-    default: return Scalar::of_f32(float(in.fattr(ir::Attr::Value)));
-  }
+Scalar const_value(const ir::Inst& in, Instantiation concrete) {
+  const DType t = ir::resolve(in.type.elem(), concrete);
+  // Integers: the canonical register of the written width (u64 keeps its bits in Value).
+  if (is_integer(t)) return Scalar{num::int_wrap(t, uint64_t(in.attr(ir::Attr::Value)))};
+  if (t == DType::Bool) return Scalar::of_bool(in.attr(ir::Attr::Value) != 0);
+  return Scalar::of_f32(float(in.fattr(ir::Attr::Value)));
 }
 
 bool is_pure_evaluable(ir::Op op) {
@@ -220,7 +240,9 @@ bool is_pure_evaluable(ir::Op op) {
   switch (op) {
     case Op::Add: case Op::Sub: case Op::Mul: case Op::Div: case Op::Rem: case Op::Min: case Op::Max:
     case Op::Neg: case Op::Abs: case Op::Fma: case Op::Exp: case Op::Log: case Op::Sqrt: case Op::Rsqrt:
-    case Op::Tanh: case Op::And: case Op::Or: case Op::Xor: case Op::Not: case Op::Shl: case Op::Shr:
+    case Op::Tanh: case Op::Floor: case Op::Ceil: case Op::Rint: case Op::Trunc: case Op::Sin: case Op::Cos:
+    case Op::Exp2: case Op::Log2: case Op::Erf: case Op::Pow: case Op::MulHi: case Op::Popcount: case Op::Clz:
+    case Op::Bitcast: case Op::And: case Op::Or: case Op::Xor: case Op::Not: case Op::Shl: case Op::Shr:
     case Op::Eq: case Op::Ne: case Op::Lt: case Op::Le: case Op::Gt: case Op::Ge: case Op::Select:
     case Op::Cast:
       return true;
@@ -242,16 +264,37 @@ bool eval_pure(ir::Op op, DType result_type, DType operand_type, const Scalar* a
       return true;
     case Op::Cast:
       return eval_cast(result_type, operand_type, args[0], out, error);
+    case Op::Bitcast:
+      // The low 32 bits of an f32, i32 or u32 register, read as the result dtype in its
+      // canonical register (an i32 sign-extended, a u32 or f32 zero-extended).
+      if (!is_bitcast_word(result_type) || !is_bitcast_word(operand_type))
+        return fail(error, std::string("bitcast of ") + dtype_name(operand_type) + " to " + dtype_name(result_type));
+      out = result_type == DType::I32 ? Scalar::of_i32(args[0].i()) : Scalar::of_u32(args[0].u());
+      return true;
     case Op::Eq: case Op::Ne: case Op::Lt: case Op::Le: case Op::Gt: case Op::Ge:
       return eval_compare(op, operand_type, args, out, error);
     default:
       break;
   }
   switch (kind_of(result_type)) {
-    case Kind::Float: return eval_float(op, result_type, args, out, error);
-    case Kind::I32: case Kind::U32: return eval_int(op, result_type, args, out, error);
+    case Kind::Float:
+      // fp8 is storage only: the verifier admits no arithmetic on it (cast to f32 first).
+      if (is_fp8(result_type)) return bad_type(error, op, result_type);
+      return eval_float(op, result_type, args, out, error);
+    case Kind::Int: return eval_int(op, result_type, args, out, error);
     case Kind::Bool: return eval_bool(op, args, out, error);
     default: return bad_type(error, op, result_type);
+  }
+}
+
+bool is_bounded_math(ir::Op op) {
+  using ir::Op;
+  switch (op) {
+    case Op::Exp: case Op::Log: case Op::Tanh: case Op::Rsqrt: case Op::Sin: case Op::Cos: case Op::Exp2:
+    case Op::Log2: case Op::Erf: case Op::Pow:
+      return true;
+    default:
+      return false;
   }
 }
 

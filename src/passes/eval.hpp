@@ -1,7 +1,9 @@
 // The scalar semantics of every pure IR op, shared by the SIMT interpreter and the constant
-// folder so that folding and interpretation agree bit for bit. A value is a 32-bit register
-// pattern read through its dtype: every float dtype (f32, f16, bf16) is an IEEE f32 register,
-// i32/u32 are 32-bit two's complement, bool is 0 or 1.
+// folder so that folding and interpretation agree bit for bit. A value is a 64-bit register
+// pattern read through its dtype: every float dtype (f32, f16, bf16, the fp8 formats) is an
+// IEEE f32 register in the low 32 bits; an integer of any width is its value in two's
+// complement, sign-extended (signed dtypes) or zero-extended (unsigned) to 64 bits
+// (num::int_wrap); bool is 0 or 1.
 #pragma once
 
 #include <cstdint>
@@ -13,33 +15,42 @@
 namespace iron::eval {
 
 struct Scalar {
-  uint32_t bits = 0;
+  uint64_t bits = 0;
 
   static Scalar of_f32(float f) {
-    Scalar s;
-    std::memcpy(&s.bits, &f, 4);
-    return s;
+    uint32_t u;
+    std::memcpy(&u, &f, 4);
+    return Scalar{u};
   }
-  static Scalar of_i32(int32_t i) { return Scalar{uint32_t(i)}; }
+  static Scalar of_i32(int32_t i) { return Scalar{uint64_t(int64_t(i))}; }
   static Scalar of_u32(uint32_t u) { return Scalar{u}; }
+  static Scalar of_i64(int64_t i) { return Scalar{uint64_t(i)}; }
+  static Scalar of_u64(uint64_t u) { return Scalar{u}; }
   static Scalar of_bool(bool b) { return Scalar{b ? 1u : 0u}; }
 
   float f() const {
+    uint32_t u = uint32_t(bits);
     float v;
-    std::memcpy(&v, &bits, 4);
+    std::memcpy(&v, &u, 4);
     return v;
   }
   int32_t i() const { return int32_t(bits); }
-  uint32_t u() const { return bits; }
+  uint32_t u() const { return uint32_t(bits); }
+  int64_t i64() const { return int64_t(bits); }
+  uint64_t u64() const { return bits; }
   bool b() const { return bits != 0; }
 };
 
 // The register value of a Const instruction. `concrete` substitutes T. Float constants of every
 // float dtype are f32 values, never rounded to 16 bits (the emitters print float(fimm) as well).
-Scalar const_value(const ir::Inst& in, DType concrete);
+Scalar const_value(const ir::Inst& in, Instantiation concrete);
 
 // True for the ops eval_pure computes (arithmetic, math, logic, comparison, select, cast).
 bool is_pure_evaluable(ir::Op op);
+
+// True for the ops whose results docs/semantics.md bounds rather than fixes (exp, log, tanh,
+// rsqrt, sin, cos, exp2, log2, erf, pow): const_fold leaves them alone.
+bool is_bounded_math(ir::Op op);
 
 // Evaluates one pure op on `n` operand values. `result_type` is the instruction's dtype;
 // `operand_type` is the dtype of operand 0 (for Select: of operand 1, the selected values).

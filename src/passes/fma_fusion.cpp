@@ -20,7 +20,7 @@ bool run_fma_fusion(ir::Kernel& k, PassContext& ctx) {
   bool changed = false;
   for (Id id : ids) {
     ir::Inst& in = k.insts[id];
-    if (in.op != Op::Add || (!is_float(in.type) && !ctx.mutant("fma_fusion.integers"))) continue;
+    if (in.op != Op::Add || (!ir::float_everywhere(k, in.type.elem()) && !ctx.mutant("fma_fusion.integers"))) continue;
     for (int side = 0; side < 2; ++side) {
       Id m = in.operands[side];
       const ir::Inst& mul = k.insts[m];

@@ -2,7 +2,8 @@
 // active thread before the next instruction starts (lock step), so a barrier needs no scheduling:
 // all earlier writes are already visible. Because lock step would also hide a missing barrier,
 // every threadgroup-memory access is checked against the accesses of other threads since the
-// last barrier, and a race is an error (check_race). Values live in one flat array [value id][thread];
+// last barrier, and a race is an error (check_race). Values live in one flat array [value id][thread]
+// of 64-bit registers (eval.hpp's canonical patterns: f32 bits, integers sign- or zero-extended);
 // the active mask is a sorted list of flat local thread indices, one reusable list per nesting
 // depth, so the inner loops allocate nothing.
 #include "passes/interpreter.hpp"
@@ -37,7 +38,7 @@ int block_depth(const ir::Kernel& k, Id b) {
 
 struct Machine {
   const ir::Kernel& k;
-  DType dtype;
+  Instantiation dtype;
   const Options& opts;
   Dim3 grid, tg;
   uint32_t T = 0;  // threads per threadgroup
@@ -47,11 +48,17 @@ struct Machine {
   std::vector<int> slot;              // per parameter: index into buffers or scalars
   std::vector<BufferArg> buffers;
   std::vector<uint32_t> scalars;
-  std::vector<uint32_t> vals;         // vals[id * T + t]
+  std::vector<uint64_t> vals;         // vals[id * T + t]
   std::vector<uint32_t> lx, ly, lz;   // local id per flat index
   std::vector<Mask> masks;            // masks[d]: the active list of the block running at depth d
-  std::vector<uint32_t> tg_mem;       // every TgAlloc's array, one after another
+  std::vector<uint64_t> tg_mem;       // every TgAlloc's array, one after another (one register per slot)
   std::vector<uint32_t> tg_offset;    // per instruction: TgAlloc's offset into tg_mem
+  std::vector<uint64_t> tg_elems;     // per instruction: TgAlloc's element count this dispatch
+  // Register arrays (local_alloc): local_mem[local_offset[alloc] + element * T + thread], and
+  // per word whether the thread wrote it in this threadgroup (a read before that is an error).
+  std::vector<uint64_t> local_mem;
+  std::vector<uint8_t> local_written;
+  std::vector<size_t> local_offset;
   // Race detection on threadgroup memory, one record per tg_mem word. A record is current only
   // while its epoch equals `epoch`, which advances at every barrier and every new threadgroup,
   // so a barrier forgets every earlier access without touching the records.
@@ -59,21 +66,22 @@ struct Machine {
     uint32_t written_group = 0;            // group_serial of the last write: 0 or stale = never written
     uint32_t write_epoch = 0, writer = 0;  // last writer thread since the last barrier
     uint32_t read_epoch = 0, reader = 0;   // a reader since the last barrier, or kManyReaders
-    Id write_op = ir::kNone, read_op = ir::kNone;
+    uint32_t atomic_epoch = 0, atomic_thread = 0;  // an atomic since the last barrier, or kManyReaders
+    Id write_op = ir::kNone, read_op = ir::kNone, atomic_op = ir::kNone;
   };
   static constexpr uint32_t kManyReaders = UINT32_MAX;
   std::vector<SlotAccess> tg_access_log;
   uint32_t epoch = 0;
   uint32_t group_serial = 0;  // advances with every threadgroup
-  std::vector<uint32_t> lane_a, lane_b;
+  std::vector<uint64_t> lane_a, lane_b;
   Id vec_leader[2] = {ir::kNone, ir::kNone};  // last vector group leader: [0] load, [1] store
   uint32_t group[3] = {0, 0, 0};
   uint64_t steps = 0;
 
-  Machine(const ir::Kernel& kernel, DType d, const Options& o) : k(kernel), dtype(d), opts(o) {}
+  Machine(const ir::Kernel& kernel, Instantiation d, const Options& o) : k(kernel), dtype(d), opts(o) {}
 
   [[noreturn]] void fail(const ir::Inst& in, const std::string& msg) const {
-    throw Error(msg + " at " + k.where(in.loc) + " (kernel " + k.name + " (" + dtype_name(dtype) +
+    throw Error(msg + " at " + k.where(in.loc) + " (kernel " + k.name + " (" + instantiation_name(dtype) +
                 "), threadgroup " + dim_text(group[0], group[1], group[2]) + ")");
   }
   std::string tg_name(const ir::Inst& alloc) const {
@@ -82,12 +90,14 @@ struct Machine {
   }
   std::string thread_text(uint32_t t) const { return "thread " + dim_text(lx[t], ly[t], lz[t]); }
 
-  uint32_t* row(Id id) { return vals.data() + size_t(id) * T; }
+  uint64_t* row(Id id) { return vals.data() + size_t(id) * T; }
 
-  // The element index an i32 or u32 operand names; negative i32 stays negative (out of range).
+  // The element index an integer operand names; a negative signed index stays negative and an
+  // unsigned one beyond int64 reads as INT64_MAX (both out of range).
   int64_t index_of(Id operand, uint32_t t) const {
-    uint32_t bits = vals[size_t(operand) * T + t];
-    return types[operand] == DType::I32 ? int64_t(int32_t(bits)) : int64_t(bits);
+    uint64_t bits = vals[size_t(operand) * T + t];
+    if (is_signed_integer(types[operand])) return int64_t(bits);
+    return bits > uint64_t(INT64_MAX) ? INT64_MAX : int64_t(bits);
   }
 
   void setup(const std::vector<BufferArg>& bufs, const std::vector<uint32_t>& scals, Dim3 g, Dim3 t) {
@@ -101,8 +111,7 @@ struct Machine {
                   dim_text(t.x, t.y, t.z) + " has a zero dimension");
     if (tg.product() > (1u << 20)) throw Error("kernel " + k.name + ": threadgroup too large for the interpreter");
     T = uint32_t(tg.product());
-    if (!k.dtypes.empty() && std::find(k.dtypes.begin(), k.dtypes.end(), dtype) == k.dtypes.end())
-      throw Error("kernel " + k.name + " is not declared for dtype " + dtype_name(dtype));
+    if (std::string why; !ir::declares(k, dtype, &why)) throw Error(why);
 
     size_t nb = 0, ns = 0;
     for (const ir::Param& p : k.params) slot.push_back(p.kind == ir::ParamKind::Buffer ? int(nb++) : int(ns++));
@@ -127,15 +136,42 @@ struct Machine {
     masks.resize(size_t(block_depth(k, 0)) + 1);
     for (Mask& m : masks) m.reserve(T);
     for (uint32_t i = 0; i < T; ++i) masks[0].push_back(i);
+    // One word per element whatever the element's width (the layout in bytes, which the
+    // dispatch check and the backends use, is ir::threadgroup_bytes); arrays sized at dispatch
+    // take their count from this dispatch's scalars.
+    std::vector<uint32_t> by_param(k.params.size(), 0);
+    for (size_t i = 0; i < k.params.size(); ++i)
+      if (k.params[i].kind == ir::ParamKind::Scalar) by_param[i] = scalars[size_t(slot[i])];
     tg_offset.assign(k.insts.size(), 0);
-    size_t words = 0;
+    tg_elems.assign(k.insts.size(), 0);
+    local_offset.assign(k.insts.size(), 0);
+    uint64_t words = 0, local_words = 0;
+    constexpr uint64_t kMaxWords = uint64_t(1) << 28;
     ir::walk(k, [&](Id id) {
       const ir::Inst& in = k.insts[id];
+      if (in.op == Op::LocalAlloc) {
+        local_offset[id] = size_t(local_words);
+        local_words += uint64_t(std::max<int64_t>(in.attr(ir::Attr::Count), 0)) * T;
+        return;
+      }
       if (in.op != Op::TgAlloc) return;
+      const uint64_t n = ir::tg_count(k, in, by_param.data());
+      const ir::Param* size = in.has(ir::Attr::CountParam) ? &k.params[size_t(in.attr(ir::Attr::CountParam))] : nullptr;
+      if (size && size->dtype == DType::I32 && int32_t(by_param[size_t(in.attr(ir::Attr::CountParam))]) < 0)
+        fail(in, "threadgroup array '" + tg_name(in) + "' is sized by '" + size->name + "', which is negative");
+      if (n > kMaxWords || words + n > kMaxWords)
+        fail(in, "threadgroup array '" + tg_name(in) + "' of " + std::to_string(n) +
+                     " elements is more than the interpreter holds (2^28 elements in all)");
       tg_offset[id] = uint32_t(words);
-      words += size_t(std::max<int64_t>(in.attr(ir::Attr::Count), 0));
+      tg_elems[id] = n;
+      words += n;
     });
-    tg_mem.resize(words);
+    if (local_words > kMaxWords)
+      throw Error("kernel " + k.name + ": register arrays of " + std::to_string(local_words) +
+                  " words in all are more than the interpreter holds");
+    local_mem.assign(size_t(local_words), 0);
+    local_written.assign(size_t(local_words), 0);
+    tg_mem.resize(size_t(words));
     tg_access_log.assign(words, SlotAccess{});
     lane_a.resize(W);
     lane_b.resize(W);
@@ -150,7 +186,8 @@ struct Machine {
           group[2] = z;
           // All-ones bits: an unwritten slot reads as NaN / -1 / UINT_MAX, deterministically (or is
           // an error with opts.uninitialized_tg_reads_are_errors, see check_race).
-          std::fill(tg_mem.begin(), tg_mem.end(), 0xffffffffu);
+          std::fill(tg_mem.begin(), tg_mem.end(), ~uint64_t(0));
+          std::fill(local_written.begin(), local_written.end(), 0);
           next_epoch();
           if (++group_serial == 0) {  // wrapped: old records could look current again
             std::fill(tg_access_log.begin(), tg_access_log.end(), SlotAccess{});
@@ -169,8 +206,8 @@ struct Machine {
     const ir::Inst& in = k.insts[id];
     steps += active.size();
     if (steps > opts.max_steps) fail(in, "kernel exceeded " + std::to_string(opts.max_steps) + " steps (infinite loop?)");
-    uint32_t* out = row(id);
-    auto fill = [&](uint32_t v) {
+    uint64_t* out = row(id);
+    auto fill = [&](uint64_t v) {
       for (uint32_t t : active) out[t] = v;
     };
     const uint32_t axis = uint32_t(std::clamp<int64_t>(in.attr(ir::Attr::Axis), 0, 2));
@@ -180,11 +217,11 @@ struct Machine {
 
     switch (in.op) {
       case Op::Const: fill(eval::const_value(in, dtype).bits); return;
-      case Op::Param: fill(scalars[size_t(slot[in.param()])]); return;
+      case Op::Param: fill(num::int_wrap(types[id], scalars[size_t(slot[in.param()])])); return;  // i32 sign-extends
       case Op::ThreadId: {
         uint32_t base = group[axis] * tg_dim[axis];  // u32 arithmetic, wraps like the GPU's
         const std::vector<uint32_t>& l = *local[axis];
-        for (uint32_t t : active) out[t] = base + l[t];
+        for (uint32_t t : active) out[t] = uint32_t(base + l[t]);
         return;
       }
       case Op::ProgramId: fill(group[axis]); return;
@@ -214,26 +251,29 @@ struct Machine {
       case Op::Var:
         if (in.type.is_fragment()) return frag_copy(in, id, in.operands[0], active);
         {
-        const uint32_t* init = row(in.operands[0]);
+        const uint64_t* init = row(in.operands[0]);
         for (uint32_t t : active) out[t] = init[t];
         return;
         }
       case Op::VarLoad: {
         if (in.type.is_fragment()) return frag_copy(in, id, in.operands[0], active);
-        const uint32_t* var = row(in.operands[0]);
+        const uint64_t* var = row(in.operands[0]);
         for (uint32_t t : active) out[t] = var[t];
         return;
       }
       case Op::VarStore: {
         if (k.insts[in.operands[0]].type.is_fragment()) return frag_copy(in, in.operands[0], in.operands[1], active);
-        uint32_t* var = row(in.operands[0]);
-        const uint32_t* v = row(in.operands[1]);
+        uint64_t* var = row(in.operands[0]);
+        const uint64_t* v = row(in.operands[1]);
         for (uint32_t t : active) var[t] = v[t];
         return;
       }
       case Op::TgAlloc: return;  // storage exists for the whole threadgroup (set up in run())
       case Op::TgLoad:
       case Op::TgStore: tg_access(in, out, active); return;
+      case Op::LocalAlloc: return;  // storage exists for every thread (set up in setup())
+      case Op::LocalLoad:
+      case Op::LocalStore: local_access(in, out, active); return;
       case Op::Barrier:
         if (active.size() != T)
           fail(in, "barrier reached by " + std::to_string(active.size()) + " of " + std::to_string(T) +
@@ -242,6 +282,23 @@ struct Machine {
         return;
       case Op::LaneSum:
       case Op::LaneMax: lane_reduce(in, out, active); return;
+      case Op::LaneMin: case Op::LaneAnd: case Op::LaneOr: case Op::LaneShuffle: case Op::LaneShuffleXor:
+      case Op::LaneShuffleUp: case Op::LaneShuffleDown: case Op::LaneBroadcast: case Op::LaneInclusiveSum:
+      case Op::LaneExclusiveSum: case Op::LaneBallot: case Op::LaneAny: case Op::LaneAll:
+        lane_op(in, out, active);
+        return;
+      case Op::AtomicAdd: case Op::AtomicMin: case Op::AtomicMax: case Op::AtomicAnd: case Op::AtomicOr:
+      case Op::AtomicExchange: case Op::AtomicCas:
+        global_atomic(in, out, active);
+        return;
+      case Op::TgAtomicAdd: case Op::TgAtomicMin: case Op::TgAtomicMax: case Op::TgAtomicAnd: case Op::TgAtomicOr:
+      case Op::TgAtomicExchange: case Op::TgAtomicCas:
+        tg_access(in, out, active);
+        return;
+      // Lock step is sequentially consistent: every access is visible to every thread before
+      // the next instruction, so a fence has nothing left to order. Fences are not barriers:
+      // the race detector still reports plain accesses a fence does not synchronize.
+      case Op::FenceThreadgroup: case Op::FenceDevice: return;
       case Op::If: run_if(in, depth); return;
       case Op::For: run_for(id, in, depth); return;
       default: break;
@@ -249,7 +306,7 @@ struct Machine {
     if (!eval::is_pure_evaluable(in.op)) fail(in, std::string("the interpreter cannot execute '") + ir::mnemonic(in.op) + "'");
 
     const int n = in.num_operands();
-    const uint32_t* src[3] = {nullptr, nullptr, nullptr};
+    const uint64_t* src[3] = {nullptr, nullptr, nullptr};
     for (int i = 0; i < n; ++i) src[i] = row(in.operands[i]);
     DType rt = types[id];
     DType ot = types[in.operands[in.op == Op::Select ? 1 : 0]];
@@ -263,8 +320,9 @@ struct Machine {
     }
   }
 
-  // Global memory. 16-bit floats are stored rounded to nearest even and widened exactly on
-  // load (__float2half_rn / __half2float); 32-bit dtypes are stored as their register bits.
+  // Global memory. 16-bit floats and fp8 are stored rounded to nearest even (fp8 saturating)
+  // and widened exactly on load (__float2half_rn / __half2float); integers are stored as the low
+  // bytes of their register and read back into canonical form; f32 as its bits.
   struct View {
     unsigned char* data;
     uint64_t count;
@@ -315,57 +373,116 @@ struct Machine {
     }
   }
 
-  void load(const ir::Inst& in, uint32_t* out, const Mask& active) {
+  void load(const ir::Inst& in, uint64_t* out, const Mask& active) {
     View v = view(in);
+    const size_t size = dtype_size(v.storage);
     for (uint32_t t : active) {
       int64_t idx = index_of(in.operands[0], t);
       check_index(in, v, idx, t);
-      const unsigned char* p = v.data + size_t(idx) * dtype_size(v.storage);
+      const unsigned char* p = v.data + size_t(idx) * size;
       if (v.storage == DType::F16 || v.storage == DType::BF16) {
         uint16_t h;
         std::memcpy(&h, p, 2);
         out[t] = Scalar::of_f32(v.storage == DType::F16 ? num::f16_to_f32(h) : num::bf16_to_f32(h)).bits;
+      } else if (is_fp8(v.storage)) {
+        out[t] = Scalar::of_f32(num::fp8_to_f32(v.storage, *p)).bits;
       } else {
-        std::memcpy(&out[t], p, 4);
-        if (v.storage == DType::Bool) out[t] = out[t] != 0;
+        uint64_t raw = 0;
+        std::memcpy(&raw, p, size);  // little-endian: the low bytes
+        if (v.storage == DType::Bool) raw = raw != 0;
+        else if (is_integer(v.storage)) raw = num::int_wrap(v.storage, raw);
+        out[t] = raw;
       }
     }
   }
 
   void store(const ir::Inst& in, const Mask& active) {
     View v = view(in);
-    const uint32_t* val = row(in.operands[1]);
+    const size_t size = dtype_size(v.storage);
+    const uint64_t* val = row(in.operands[1]);
     for (uint32_t t : active) {
       int64_t idx = index_of(in.operands[0], t);
       check_index(in, v, idx, t);
-      unsigned char* p = v.data + size_t(idx) * dtype_size(v.storage);
+      unsigned char* p = v.data + size_t(idx) * size;
       if (v.storage == DType::F16 || v.storage == DType::BF16) {
         float f = Scalar{val[t]}.f();
         uint16_t h = v.storage == DType::F16 ? num::f32_to_f16(f) : num::f32_to_bf16(f);
         std::memcpy(p, &h, 2);
+      } else if (is_fp8(v.storage)) {
+        *p = num::f32_to_fp8(v.storage, Scalar{val[t]}.f());
       } else {
-        std::memcpy(p, &val[t], 4);
+        std::memcpy(p, &val[t], size);  // little-endian: the low bytes
       }
     }
   }
 
-  void tg_access(const ir::Inst& in, uint32_t* out, const Mask& active) {
+  void tg_access(const ir::Inst& in, uint64_t* out, const Mask& active) {
     const Id alloc = in.operands[0];
     const ir::Inst& a = k.insts[alloc];
-    uint32_t* mem = tg_mem.data() + tg_offset[alloc];
-    const uint64_t count = uint64_t(std::max<int64_t>(a.attr(ir::Attr::Count), 0));
+    uint64_t* mem = tg_mem.data() + tg_offset[alloc];
+    const uint64_t count = tg_elems[alloc];
     const bool is_store = in.op == Op::TgStore;
-    const bool is_bool = types[alloc] == DType::Bool;
-    const uint32_t* val = is_store ? row(in.operands[2]) : nullptr;
+    const DType storage = types[alloc];
+    const bool is_bool = storage == DType::Bool;
+    const bool is_atomic = ir::is_tg_atomic(in.op);
+    const ir::AtomicOperands ao = is_atomic ? ir::atomic_operands(in) : ir::AtomicOperands{};
+    const uint64_t* val = is_store ? row(in.operands[2]) : is_atomic ? row(ao.value) : nullptr;
+    const uint64_t* expected = ao.expected != ir::kNone ? row(ao.expected) : nullptr;
     for (uint32_t t : active) {
       int64_t idx = index_of(in.operands[1], t);
       if (idx < 0 || uint64_t(idx) >= count)
         fail(in, std::string(ir::mnemonic(in.op)) + " of threadgroup array '" +
                      tg_name(a) + "' at index " + std::to_string(idx) +
                      " is out of range: the array has " + std::to_string(count) + " elements (" + thread_text(t) + ")");
+      if (is_atomic) {
+        check_atomic_race(in, tg_offset[alloc] + uint32_t(idx), t);
+        const uint64_t old = word_register(storage, mem[idx]);
+        out[t] = old;
+        mem[idx] = atomic_update(ir::atomic_kind(in.op), storage, old, val[t], expected ? expected[t] : 0);
+        continue;
+      }
       check_race(in, tg_offset[alloc] + uint32_t(idx), is_store, t);
-      if (is_store) mem[idx] = val[t];
-      else out[t] = is_bool ? uint32_t(mem[idx] != 0) : mem[idx];  // all-ones filler reads as true
+      // An array holds values of its dtype: a store to a 16-bit float or fp8 array rounds to
+      // nearest even (fp8 saturating), like a store to such a buffer (the register value may
+      // carry f32 precision), and a load widens exactly; integers keep their canonical register.
+      // The all-ones filler reads as true, NaN, -1 or the integer type's maximum.
+      if (is_store) {
+        mem[idx] = is_integer(storage) ? num::int_wrap(storage, val[t])
+                   : is_float(storage) ? Scalar::of_f32(num::round_to(storage, Scalar{val[t]}.f())).bits
+                                       : val[t];
+      } else {
+        out[t] = is_bool ? uint64_t(mem[idx] != 0)
+                 : is_integer(storage) ? num::int_wrap(storage, mem[idx])
+                 : is_float(storage)   ? Scalar::of_f32(Scalar{mem[idx]}.f()).bits
+                                       : mem[idx];
+      }
+    }
+  }
+
+  // Register arrays: one copy per thread, no sharing, so no race rules; every index must be in
+  // range and a read must follow the thread's own write of that element.
+  void local_access(const ir::Inst& in, uint64_t* out, const Mask& active) {
+    const Id alloc = in.operands[0];
+    const ir::Inst& a = k.insts[alloc];
+    const uint64_t count = uint64_t(std::max<int64_t>(a.attr(ir::Attr::Count), 0));
+    const bool is_store = in.op == Op::LocalStore;
+    const uint64_t* val = is_store ? row(in.operands[2]) : nullptr;
+    for (uint32_t t : active) {
+      int64_t idx = index_of(in.operands[1], t);
+      if (idx < 0 || uint64_t(idx) >= count)
+        fail(in, std::string(ir::mnemonic(in.op)) + " of register array '" + tg_name(a) + "' at index " +
+                     std::to_string(idx) + " is out of range: the array has " + std::to_string(count) + " elements (" +
+                     thread_text(t) + ")");
+      const size_t w = local_offset[alloc] + size_t(idx) * T + t;
+      if (is_store) {
+        local_mem[w] = val[t];
+        local_written[w] = 1;
+      } else {
+        if (!local_written[w])
+          fail(in, "local_load of register array '" + tg_name(a) + "' element " + std::to_string(idx) +
+                       " before the thread wrote it (" + thread_text(t) + ")");
+        out[t] = local_mem[w];
+      }
     }
   }
 
@@ -409,13 +526,13 @@ struct Machine {
   }
   // The value of a scalar operand that every lane of group g must agree on.
   uint32_t uniform(const ir::Inst& in, int operand, uint32_t g, const char* what) {
-    const uint32_t* v = row(in.operands[operand]);
+    const uint64_t* v = row(in.operands[operand]);
     for (uint32_t l = 1; l < W; ++l)
       if (v[g * W + l] != v[g * W])
         fail(in, std::string(ir::mnemonic(in.op)) + ": " + what + " differs across lane group " + std::to_string(g) +
                      " (lane 0: " + std::to_string(v[g * W]) + ", lane " + std::to_string(l) + ": " +
                      std::to_string(v[g * W + l]) + "); a tile operand must be the same in every lane");
-    return v[g * W];
+    return uint32_t(v[g * W]);
   }
 
   void frag_copy(const ir::Inst& in, Id to, Id from, const Mask& active) {
@@ -428,7 +545,7 @@ struct Machine {
     return elem == DType::BF16 ? num::bf16_to_f32(num::f32_to_bf16(v)) : num::f16_to_f32(num::f32_to_f16(v));
   }
 
-  void tile(Id id, const ir::Inst& in, uint32_t* out, const Mask& active) {
+  void tile(Id id, const ir::Inst& in, uint64_t* out, const Mask& active) {
     switch (in.op) {
       case Op::TileFill:
         each_group(in, active, [&](uint32_t g) {
@@ -485,7 +602,7 @@ struct Machine {
             for (uint32_t c = 0; c < ft.n(); ++c) {
               const uint32_t e = r * ft.n() + c;
               const uint32_t idx = off + r * stride + c;
-              const uint32_t bits = Scalar::of_f32(f[e]).bits;
+              const uint32_t bits = uint32_t(Scalar::of_f32(f[e]).bits);
               // Element e counts as written by lane e mod W (the race detector's view).
               if (tg) tile_tg_write(in, idx, bits, g * W + e % W);
               else tile_write(in, idx, bits, g * W + e % W);
@@ -497,7 +614,7 @@ struct Machine {
         const Type ft = k.insts[in.operands[0]].type;
         const uint32_t e = uint32_t(in.attr(ir::Attr::Row)) * ft.n() + uint32_t(in.attr(ir::Attr::Col));
         each_group(in, active, [&](uint32_t g) {
-          const uint32_t bits = Scalar::of_f32(frag_data(in.operands[0], g)[e]).bits;
+          const uint64_t bits = Scalar::of_f32(frag_data(in.operands[0], g)[e]).bits;
           for (uint32_t l = 0; l < W; ++l) out[g * W + l] = bits;
         });
         return;
@@ -513,7 +630,7 @@ struct Machine {
     if (v.storage == DType::F16 || v.storage == DType::BF16) {
       uint16_t h;
       std::memcpy(&h, p, 2);
-      return Scalar::of_f32(v.storage == DType::F16 ? num::f16_to_f32(h) : num::bf16_to_f32(h)).bits;
+      return uint32_t(Scalar::of_f32(v.storage == DType::F16 ? num::f16_to_f32(h) : num::bf16_to_f32(h)).bits);
     }
     uint32_t bits;
     std::memcpy(&bits, p, 4);
@@ -526,7 +643,7 @@ struct Machine {
   }
   void tile_tg_check(const ir::Inst& in, uint32_t idx, uint32_t t) const {
     const ir::Inst& a = k.insts[in.operands[0]];
-    const uint64_t count = uint64_t(std::max<int64_t>(a.attr(ir::Attr::Count), 0));
+    const uint64_t count = tg_elems[in.operands[0]];  // sized at dispatch
     if (idx >= count)
       fail(in, std::string(ir::mnemonic(in.op)) + " of threadgroup array '" + tg_name(a) + "' at index " +
                    std::to_string(idx) + " is out of range: the array has " + std::to_string(count) + " elements (" +
@@ -537,7 +654,7 @@ struct Machine {
     tile_tg_check(in, idx, g * W);
     const uint32_t word = tg_offset[in.operands[0]] + idx;
     for (uint32_t l = 0; l < W; ++l) check_race(in, word, false, g * W + l);
-    return tg_mem[word];
+    return uint32_t(tg_mem[word]);  // a float slot holds its f32 bits
   }
   void tile_tg_write(const ir::Inst& in, uint32_t idx, uint32_t bits, uint32_t t) {
     tile_tg_check(in, idx, t);
@@ -578,6 +695,8 @@ struct Machine {
     }
     if (s.write_epoch == epoch && s.writer != t)
       race(is_store ? "write after write" : "read after write", s.writer, s.write_op, "wrote");
+    if (s.atomic_epoch == epoch && s.atomic_thread != t)
+      race(is_store ? "write after atomic" : "read after atomic", s.atomic_thread, s.atomic_op, "updated atomically");
     if (is_store) {
       s.written_group = group_serial;
       if (s.read_epoch == epoch && s.reader != t) race("write after read", s.reader, s.read_op, "read");
@@ -593,10 +712,200 @@ struct Machine {
     }
   }
 
+  // Calls fn(base) for each lane group of the active list (lanes base .. base + W - 1), after
+  // checking that every lane of it is active: on a GPU a lane operation with inactive lanes
+  // reads undefined values or hangs.
+  template <class Fn>
+  void for_each_lane_group(const ir::Inst& in, const Mask& active, Fn&& fn) {
+    size_t i = 0;
+    while (i < active.size()) {
+      const uint32_t g = active[i] / W;
+      size_t j = i;
+      while (j < active.size() && active[j] / W == g) ++j;
+      if (j - i != W)
+        fail(in, std::string(ir::mnemonic(in.op)) + " with a partially active lane group (" + std::to_string(j - i) +
+                     " of " + std::to_string(W) + " lanes of lane group " + std::to_string(g) + ")");
+      fn(g * W);
+      i = j;
+    }
+  }
+
+  // The source lane of a shuffle as docs/semantics.md defines it: exact arithmetic on the lane
+  // index and the u32 operand, and a source outside 0 .. W-1 means the lane keeps its own value.
+  uint32_t shuffle_source(ir::Op op, uint32_t lane, uint32_t arg) const {
+    uint64_t src = W;  // out of range
+    switch (op) {
+      case Op::LaneShuffle: case Op::LaneBroadcast: src = arg; break;
+      case Op::LaneShuffleXor: src = uint64_t(lane ^ arg); break;
+      case Op::LaneShuffleUp: src = arg <= lane ? lane - arg : W; break;
+      case Op::LaneShuffleDown: src = uint64_t(lane) + arg; break;
+      default: break;
+    }
+    return src < W ? uint32_t(src) : lane;
+  }
+
+  // Shuffles, the reductions lane_min/and/or, prefix sums and votes. Reductions use the xor
+  // butterfly of lane_reduce; prefix sums a Hillis-Steele scan (offsets 1, 2, .., W/2, lane l
+  // adding lane l - offset), which every dialect emits in the same order.
+  void lane_op(const ir::Inst& in, uint64_t* out, const Mask& active) {
+    const uint64_t* src = row(in.operands[0]);
+    const DType t = types[in.operands[0]];
+    for_each_lane_group(in, active, [&](uint32_t base) {
+      for (uint32_t l = 0; l < W; ++l) lane_a[l] = src[base + l];
+      switch (in.op) {
+        case Op::LaneShuffle: case Op::LaneShuffleXor: case Op::LaneShuffleUp: case Op::LaneShuffleDown:
+        case Op::LaneBroadcast: {
+          const uint64_t* arg = row(in.operands[1]);  // u32: zero-extended
+          if (in.op == Op::LaneBroadcast)
+            for (uint32_t l = 1; l < W; ++l)
+              if (arg[base + l] != arg[base])
+                fail(in, "lane_broadcast from a lane that differs across the lane group (lane 0 names lane " +
+                             std::to_string(arg[base]) + ", lane " + std::to_string(l) + " names lane " +
+                             std::to_string(arg[base + l]) + "; use lane_shuffle for per-lane sources)");
+          for (uint32_t l = 0; l < W; ++l) out[base + l] = lane_a[shuffle_source(in.op, l, uint32_t(arg[base + l]))];
+          return;
+        }
+        case Op::LaneMin: case Op::LaneAnd: case Op::LaneOr:
+          for (uint32_t off = W / 2; off >= 1; off >>= 1) {
+            for (uint32_t l = 0; l < W; ++l) lane_b[l] = combine2(in.op, t, lane_a[l], lane_a[l ^ off]);
+            lane_a.swap(lane_b);
+          }
+          break;
+        case Op::LaneInclusiveSum: case Op::LaneExclusiveSum: {
+          for (uint32_t off = 1; off < W; off <<= 1) {
+            for (uint32_t l = 0; l < W; ++l) lane_b[l] = l >= off ? combine(t, true, lane_a[l - off], lane_a[l]) : lane_a[l];
+            lane_a.swap(lane_b);
+          }
+          if (in.op == Op::LaneExclusiveSum) {
+            // Lane l receives the inclusive sum of lane l - 1; lane 0 the identity (+0.0 or 0).
+            for (uint32_t l = W - 1; l >= 1; --l) lane_a[l] = lane_a[l - 1];
+            lane_a[0] = 0;
+          }
+          break;
+        }
+        case Op::LaneBallot:
+          // Bit i of lane l's result: lane 32 * (l / 32) + i voted true. For W <= 32 that is
+          // the whole group; a 64-wide group gives each 32-lane half its own mask.
+          for (uint32_t l = 0; l < W; ++l) {
+            uint32_t seg = l & ~31u, bits = 0;
+            for (uint32_t i = 0; i < 32 && seg + i < W; ++i) bits |= uint32_t(src[base + seg + i] != 0) << i;
+            lane_b[l] = bits;  // u32: zero-extended
+          }
+          lane_a.swap(lane_b);
+          break;
+        case Op::LaneAny: case Op::LaneAll: {
+          bool any = false, all = true;
+          for (uint32_t l = 0; l < W; ++l) {
+            any = any || lane_a[l] != 0;
+            all = all && lane_a[l] != 0;
+          }
+          for (uint32_t l = 0; l < W; ++l) lane_a[l] = uint64_t(in.op == Op::LaneAny ? any : all);
+          break;
+        }
+        default: fail(in, std::string("the interpreter cannot execute '") + ir::mnemonic(in.op) + "'");
+      }
+      for (uint32_t l = 0; l < W; ++l) out[base + l] = lane_a[l];
+    });
+  }
+
+  // lane_min / lane_and / lane_or of two lanes, on canonical registers (i32 sign-extended, u32
+  // and f32 zero-extended: and/or of two canonical registers is canonical).
+  static uint64_t combine2(ir::Op op, DType t, uint64_t a, uint64_t b) {
+    if (op == Op::LaneAnd) return a & b;
+    if (op == Op::LaneOr) return a | b;
+    if (t == DType::F32) return Scalar::of_f32(eval::fmin_ordered(Scalar{a}.f(), Scalar{b}.f())).bits;
+    if (t == DType::I32) return int64_t(a) < int64_t(b) ? a : b;
+    return a < b ? a : b;
+  }
+
+  // The canonical register of a 32-bit memory word of an atomic's dtype (i32, u32 or f32; the
+  // verifier allows no other): i32 sign-extended, u32 and f32 zero-extended.
+  static uint64_t word_register(DType t, uint64_t word) {
+    return t == DType::I32 ? uint64_t(int64_t(int32_t(uint32_t(word)))) : uint64_t(uint32_t(word));
+  }
+
+  // The new value of memory holding `old` after an atomic of kind `op` (the global form) with
+  // operand `v` (and `expected` for cas) on dtype t. f32 add rounds once per atomic, like a
+  // plain add; f32 min/max follow eval's ordered min/max; cas and exchange compare and move
+  // bits (a NaN can be swapped out, -0 is not +0).
+  // Operands and result are canonical registers (word_register).
+  static uint64_t atomic_update(ir::Op op, DType t, uint64_t old, uint64_t v, uint64_t expected) {
+    switch (op) {
+      case Op::AtomicAdd:
+        return t == DType::F32 ? Scalar::of_f32(Scalar{old}.f() + Scalar{v}.f()).bits : word_register(t, old + v);
+      case Op::AtomicMin:
+        if (t == DType::F32) return Scalar::of_f32(eval::fmin_ordered(Scalar{old}.f(), Scalar{v}.f())).bits;
+        return t == DType::I32 ? (int64_t(v) < int64_t(old) ? v : old) : (v < old ? v : old);
+      case Op::AtomicMax:
+        if (t == DType::F32) return Scalar::of_f32(eval::fmax_ordered(Scalar{old}.f(), Scalar{v}.f())).bits;
+        return t == DType::I32 ? (int64_t(v) > int64_t(old) ? v : old) : (v > old ? v : old);
+      case Op::AtomicAnd: return old & v;
+      case Op::AtomicOr: return old | v;
+      case Op::AtomicExchange: return v;
+      case Op::AtomicCas: return old == expected ? v : old;
+      default: return old;
+    }
+  }
+
+  // Global atomics run one active thread after another in ascending order: one valid order of
+  // the many a GPU may pick. Only what is order-free (integer add/min/max/and/or totals, f32
+  // min/max) is the same on every backend; returned values and f32 sums are not.
+  void global_atomic(const ir::Inst& in, uint64_t* out, const Mask& active) {
+    ir::AtomicOperands a = ir::atomic_operands(in);
+    View v = view(in);
+    const ir::Op kind = ir::atomic_kind(in.op);
+    const uint64_t* val = row(a.value);
+    const uint64_t* expected = a.expected != ir::kNone ? row(a.expected) : nullptr;
+    for (uint32_t t : active) {
+      int64_t idx = index_of(a.index, t);
+      check_index(in, v, idx, t);
+      unsigned char* p = v.data + size_t(idx) * 4;  // a 32-bit word (the verifier's atomic dtypes)
+      uint32_t word;
+      std::memcpy(&word, p, 4);
+      const uint64_t old = word_register(v.storage, word);
+      const uint32_t now = uint32_t(atomic_update(kind, v.storage, old, val[t], expected ? expected[t] : 0));
+      std::memcpy(p, &now, 4);
+      out[t] = old;
+    }
+  }
+
+  // Atomics on one slot never race with each other: the hardware serializes them in some order.
+  // A plain read or write of the slot by another thread in the same barrier interval does race
+  // with them (it sees the slot before or after any number of the atomics), in either order.
+  // An atomic reads the slot, so the slot must have been written first.
+  void check_atomic_race(const ir::Inst& in, uint32_t word, uint32_t t) {
+    SlotAccess& s = tg_access_log[word];
+    const ir::Inst& a = k.insts[in.operands[0]];
+    const uint64_t name_index = uint64_t(a.attr(ir::Attr::Name));
+    const std::string name = name_index < k.strings.size() ? k.strings[size_t(name_index)] : "?";
+    const uint32_t slot = word - tg_offset[in.operands[0]];
+    auto race = [&](const char* kind, uint32_t other, Id other_op, const char* other_did) {
+      std::string other_text = other == kManyReaders ? "other threads" : thread_text(other);
+      std::string where = other_op == ir::kNone ? "" : " at " + k.where(k.insts[other_op].loc);
+      fail(in, std::string("threadgroup memory race (") + kind + ") on '" + name + "'[" + std::to_string(slot) +
+                   "]: " + thread_text(t) + " updates the slot atomically; " + other_text + " " + other_did + where +
+                   " with no barrier between (atomics do not race with each other, plain accesses do)");
+    };
+    if (s.written_group != group_serial && opts.uninitialized_tg_reads_are_errors)
+      fail(in, "atomic on threadgroup slot '" + name + "'[" + std::to_string(slot) +
+                   "] that no thread of this threadgroup has written (" + thread_text(t) +
+                   "; threadgroup memory starts undefined)");
+    if (s.write_epoch == epoch && s.writer != t) race("atomic after write", s.writer, s.write_op, "wrote it");
+    if (s.read_epoch == epoch && s.reader != t) race("atomic after read", s.reader, s.read_op, "read it");
+    s.written_group = group_serial;
+    if (s.atomic_epoch != epoch) {
+      s.atomic_epoch = epoch;
+      s.atomic_thread = t;
+      s.atomic_op = Id(&in - k.insts.data());
+    } else if (s.atomic_thread != t) {
+      s.atomic_thread = kManyReaders;
+    }
+  }
+
   // Butterfly in the CUDA order: for offset = W/2 .. 1, every lane l takes v[l] op v[l ^ offset]
   // at once, so the f32 rounding matches the warp's shuffle tree exactly.
-  void lane_reduce(const ir::Inst& in, uint32_t* out, const Mask& active) {
-    const uint32_t* src = row(in.operands[0]);
+  void lane_reduce(const ir::Inst& in, uint64_t* out, const Mask& active) {
+    const uint64_t* src = row(in.operands[0]);
     const DType t = types[in.operands[0]];
     const bool is_sum = in.op == Op::LaneSum;
     if (t != DType::F32 && t != DType::I32 && t != DType::U32)
@@ -620,20 +929,20 @@ struct Machine {
     }
   }
 
-  static uint32_t combine(DType t, bool is_sum, uint32_t a, uint32_t b) {
+  static uint64_t combine(DType t, bool is_sum, uint64_t a, uint64_t b) {
     if (t == DType::F32) {
       float x = Scalar{a}.f(), y = Scalar{b}.f();
       return Scalar::of_f32(is_sum ? x + y : eval::fmax_ordered(x, y)).bits;
     }
-    if (is_sum) return a + b;
-    if (t == DType::I32) return int32_t(a) > int32_t(b) ? a : b;
+    if (is_sum) return num::int_wrap(t, a + b);
+    if (t == DType::I32) return int64_t(a) > int64_t(b) ? a : b;  // canonical: sign-extended
     return a > b ? a : b;
   }
 
   void run_if(const ir::Inst& in, int depth) {
     const Mask& active = masks[depth];
     Mask& sub = masks[size_t(depth) + 1];
-    const uint32_t* cond = row(in.operands[0]);
+    const uint64_t* cond = row(in.operands[0]);
     for (int branch = 0; branch < 2; ++branch) {
       Id b = in.blocks[branch];
       if (b == ir::kNone) continue;
@@ -650,11 +959,12 @@ struct Machine {
   void run_for(Id id, const ir::Inst& in, int depth) {
     const Mask& active = masks[depth];
     Mask& body = masks[size_t(depth) + 1];
-    uint32_t* iv = row(id);
-    const uint32_t* begin = row(in.operands[0]);
-    const uint32_t* end = row(in.operands[1]);
-    const uint32_t* step = row(in.operands[2]);
-    const bool is_signed = types[id] == DType::I32;
+    uint64_t* iv = row(id);
+    const uint64_t* begin = row(in.operands[0]);
+    const uint64_t* end = row(in.operands[1]);
+    const uint64_t* step = row(in.operands[2]);
+    const DType type = types[id];
+    const bool is_signed = type == DType::I32;
     body.clear();
     for (uint32_t t : active) {
       iv[t] = begin[t];
@@ -663,7 +973,7 @@ struct Machine {
     for (;;) {
       size_t kept = 0;
       for (uint32_t t : body) {
-        bool go = is_signed ? int32_t(iv[t]) < int32_t(end[t]) : iv[t] < end[t];
+        bool go = is_signed ? int64_t(iv[t]) < int64_t(end[t]) : iv[t] < end[t];
         if (go) body[kept++] = t;
       }
       body.resize(kept);
@@ -672,14 +982,14 @@ struct Machine {
       if (steps > opts.max_steps)
         fail(in, "kernel exceeded " + std::to_string(opts.max_steps) + " steps (infinite loop?)");
       block(in.blocks[0], depth + 1);
-      for (uint32_t t : body) iv[t] += step[t];
+      for (uint32_t t : body) iv[t] = num::int_wrap(type, iv[t] + step[t]);  // the step wraps at 32 bits
     }
   }
 };
 
 }  // namespace
 
-void run(const ir::Kernel& k, DType dtype, const std::vector<BufferArg>& buffers, const std::vector<uint32_t>& scalars,
+void run(const ir::Kernel& k, Instantiation dtype, const std::vector<BufferArg>& buffers, const std::vector<uint32_t>& scalars,
          Dim3 grid, Dim3 threadgroup, const Options& opts) {
   Machine m(k, dtype, opts);
   m.setup(buffers, scalars, grid, threadgroup);

@@ -34,7 +34,7 @@ struct BufferArg {
 // written by one thread after another thread wrote it, or written after another thread read it,
 // with no barrier between (the error names the slot, both threads and both ops), and, with
 // opts.uninitialized_tg_reads_are_errors, reads of a threadgroup slot no thread of the group wrote.
-void run(const ir::Kernel& k, DType dtype, const std::vector<BufferArg>& buffers, const std::vector<uint32_t>& scalars,
+void run(const ir::Kernel& k, Instantiation dtype, const std::vector<BufferArg>& buffers, const std::vector<uint32_t>& scalars,
          Dim3 grid, Dim3 threadgroup, const Options& opts);
 
 }  // namespace iron::interp

@@ -125,7 +125,9 @@ Id make_const(ir::Kernel& k, DType type, int64_t i, double f, ir::SrcLoc loc) {
   ir::Inst c;
   c.op = ir::Op::Const;
   c.type = type;
-  if (is_float(type)) c.set_float(ir::Attr::Value, f);
+  // A T constant carries both readings: T may become a float or an integer dtype.
+  if (type == DType::Generic) c.set(ir::Attr::Value, i), c.set_float(ir::Attr::Value, f);
+  else if (is_float(type)) c.set_float(ir::Attr::Value, f);
   else c.set(ir::Attr::Value, i);
   c.loc = loc;
   return k.add_inst(c);

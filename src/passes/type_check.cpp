@@ -2,7 +2,7 @@
 // its parameter or its variable), then checks every type rule of the verifier and reports
 // violations as pipeline diagnostics with their DSL locations. Later passes (fma_fusion,
 // const_fold) rely on checked dtypes: a kernel that fails here goes no further.
-// Does not handle: inferring constants, casts and threadgroup allocations (their dtype is the
+// Does not handle: inferring constants, casts, bitcasts and threadgroup allocations (their dtype is the
 // point of writing them: it must be explicit), implicit conversions (Iron has none).
 // Mutation for tests: type_check.skip_rules infers but never checks.
 #include "passes/pass.hpp"
@@ -19,18 +19,22 @@ DType infer(const ir::Kernel& k, const ir::Inst& in) {
   auto operand = [&](int i) { return i < in.num_operands() ? k.insts[in.operands[i]].type.elem() : DType::Void; };
   switch (in.op) {
     case Op::Param: case Op::Load: return in.param() < k.params.size() ? k.params[in.param()].dtype : DType::Void;
+    case Op::LaneBallot: return DType::U32;
+    case Op::LaneAny: case Op::LaneAll: return DType::Bool;
     case Op::ThreadId: case Op::ProgramId: case Op::LocalId: case Op::GroupSize: case Op::NumPrograms:
     case Op::LaneId: case Op::LaneWidth: case Op::SimdGroupId: case Op::NumSimdGroups:
       return DType::U32;
     case Op::Eq: case Op::Ne: case Op::Lt: case Op::Le: case Op::Gt: case Op::Ge: return DType::Bool;
     case Op::Select: return operand(1) != DType::Void ? operand(1) : operand(2);
-    case Op::Const: case Op::Cast: case Op::TgAlloc: case Op::Call: return DType::Void;
+    case Op::Const: case Op::Cast: case Op::Bitcast: case Op::TgAlloc: case Op::LocalAlloc: case Op::Call: return DType::Void;
     case Op::Add: case Op::Sub: case Op::Mul: case Op::Div: case Op::Min: case Op::Max: case Op::Fma:
-    case Op::And: case Op::Or: case Op::Xor:
+    case Op::And: case Op::Or: case Op::Xor: case Op::Pow: case Op::MulHi:
       for (int i = 0; i < in.num_operands(); ++i)
         if (operand(i) != DType::Void) return operand(i);
       return DType::Void;
-    default: return operand(0);  // unary math, shifts, var ops, tg loads, lane ops, for
+    default:
+      if (ir::is_global_atomic(in.op)) return in.param() < k.params.size() ? k.params[in.param()].dtype : DType::Void;
+      return operand(0);  // unary math, shifts, var ops, tg loads and atomics, lane ops, for
   }
 }
 

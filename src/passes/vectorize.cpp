@@ -10,7 +10,7 @@
 // aligned on every backend, so an element offset that is a multiple of W is W-aligned.
 // Does not handle: loads from writable buffers, accesses split across blocks (a tail guarded
 // per element stays scalar, which is exactly the tail path), strided or reversed runs, runs
-// whose base is not provably aligned.
+// whose base is not provably aligned, buffers of 8-bit, 64-bit or fp8 elements, 64-bit indices.
 // Mutation for tests: vectorize.assume_aligned groups runs whose base is not provably aligned.
 #include <algorithm>
 #include <map>
@@ -34,6 +34,21 @@ struct Vectorizer {
     if (in.op != Op::Const || !is_integer(in.type)) return false;
     out = in.type == DType::U32 ? int64_t(uint32_t(in.attr(ir::Attr::Value))) : int64_t(int32_t(in.attr(ir::Attr::Value)));
     return true;
+  }
+
+  // Groups are formed over buffers of f32, f16, bf16, i32 and u32 (and T) indexed by i32 or u32
+  // values, the element and index types the dialects' wide accesses spell; 8-bit, 64-bit and
+  // fp8 buffers and 64-bit indices stay scalar.
+  bool groupable(const ir::Inst& in) const {
+    DType d = k.params[in.param()].dtype;
+    bool element = d == DType::Generic || d == DType::F32 || d == DType::F16 || d == DType::BF16 ||
+                   d == DType::I32 || d == DType::U32;
+    DType index = k.insts[in.operands[0]].type.elem();
+    bool generic_ok = true;
+    if (d == DType::Generic)
+      for (DType t : k.dtypes) generic_ok = generic_ok && (t == DType::F32 || t == DType::F16 || t == DType::BF16 ||
+                                                           t == DType::I32 || t == DType::U32);
+    return element && generic_ok && (index == DType::I32 || index == DType::U32);
   }
 
   // True when value v is provably a multiple of m (m a power of two).
@@ -100,9 +115,11 @@ struct Vectorizer {
     const ir::Inst& in = k.insts[inst];
     auto check = [&](Id x) {
       const ir::Inst& y = k.insts[x];
-      if ((y.op == Op::Load || y.op == Op::Store || y.op == Op::TileLoad || y.op == Op::TileStore) && y.param() == param)
+      if ((y.op == Op::Load || y.op == Op::Store || y.op == Op::TileLoad || y.op == Op::TileStore ||
+           ir::is_global_atomic(y.op)) &&
+          y.param() == param)
         hit = true;
-      if (y.op == Op::Barrier || y.op == Op::Call) hit = true;
+      if (y.op == Op::Barrier || y.op == Op::Call || y.op == Op::FenceThreadgroup || y.op == Op::FenceDevice) hit = true;
     };
     check(inst);
     for (Id cb : in.blocks)
@@ -134,6 +151,7 @@ struct Vectorizer {
       const ir::Inst& in = k.insts[id];
       if (in.op != (stores ? Op::Store : Op::Load) || in.has(ir::Attr::Vec) || in.has(ir::Attr::Lane)) continue;
       if (!stores && !ir::read_only_memory(k, in.param())) continue;
+      if (!groupable(in)) continue;
       Id base;
       int64_t off;
       split(in.operands[0], base, off);

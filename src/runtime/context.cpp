@@ -20,6 +20,7 @@
 #include <unordered_map>
 
 #include "core/ir.hpp"
+#include "core/modes.hpp"
 #include "core/numeric.hpp"
 #include "iron/registry.hpp"
 #include "iron/runtime.hpp"
@@ -28,6 +29,19 @@
 #include "runtime/disk_cache.hpp"
 
 namespace iron {
+
+bool dtype_supported(const DeviceInfo& dev, DType d, std::string& why) {
+  switch (d) {
+    case DType::F16: why = "no f16 storage"; return dev.f16;
+    case DType::BF16: why = "no bf16 storage"; return dev.bf16;
+    case DType::I8: case DType::U8: case DType::F8E4M3: case DType::F8E5M2:
+      why = "no 8-bit integers or 8-bit storage";
+      return dev.int8;
+    case DType::I16: case DType::U16: why = "no 16-bit integers or 16-bit storage"; return dev.int16;
+    case DType::I64: case DType::U64: why = "no 64-bit integers"; return dev.int64;
+    default: return true;
+  }
+}
 
 const char* backend_name(Backend b) {
   switch (b) {
@@ -57,25 +71,41 @@ std::vector<DeviceInfo> list_devices(Backend backend, std::string* why) {
 
 namespace {
 
-constexpr size_t kNumDTypes = size_t(DType::Void) + 1;
+
+
+// Whether the kernel uses lane operations (lane built-ins, lane reductions: every op with the L
+// trait but barrier), which need whole lane groups. A barrier alone does not: it waits for the
+// threadgroup, whatever its shape, so a Tile2D kernel's 16 x 16 threadgroup is valid anywhere.
+bool uses_lane_groups(const ir::Kernel& k) {
+  bool found = false;
+  ir::walk(k, [&](ir::Id id) {
+    ir::Op op = k.insts[id].op;
+    found = found || (ir::has_trait(op, ir::trait::L) && op != ir::Op::Barrier);
+  });
+  return found;
+}
 
 // What validation needs from the IR besides its params: both are whole-IR walks, so they are
 // computed once per kernel (per dtype for the threadgroup bytes) and kept next to its pipelines.
 struct KernelFacts {
   uint64_t hash = 0;  // ir::content_hash
   bool lane_ops = false;
+  uint32_t dtypes_used = 0;  // ir::dtypes_used
+  bool dynamic_tg = false;  // has threadgroup arrays sized at dispatch
   std::array<uint64_t, kNumDTypes> tg_bytes{};
   std::array<bool, kNumDTypes> tg_known{};
 
   static KernelFacts of(const ir::Kernel& k, uint64_t hash) {
     KernelFacts f;
     f.hash = hash;
-    f.lane_ops = ir::uses_lane_ops(k);
+    f.lane_ops = uses_lane_groups(k);
+    f.dynamic_tg = ir::has_dynamic_threadgroup(k);
+    f.dtypes_used = ir::dtypes_used(k);
     return f;
   }
-  uint64_t threadgroup_bytes(const ir::Kernel& k, DType d) {
-    const size_t i = size_t(d);
-    if (i >= kNumDTypes) return ir::threadgroup_bytes(k, d);
+  uint64_t threadgroup_bytes(const ir::Kernel& k, Instantiation d) {
+    const size_t i = size_t(d.t);
+    if (i >= kNumDTypes || d.has_w()) return ir::threadgroup_bytes(k, d);
     if (!tg_known[i]) {
       tg_bytes[i] = ir::threadgroup_bytes(k, d);
       tg_known[i] = true;
@@ -176,7 +206,7 @@ bool optimizer_switches_set() {
 }  // namespace
 
 struct Context::Cache {
-  using Key = std::tuple<uint64_t, std::string, DType, uint32_t, uint32_t, uint32_t>;
+  using Key = std::tuple<uint64_t, std::string, Instantiation, uint32_t, uint32_t, uint32_t>;
   // Guards everything below. Dispatches of one Context may come from several threads.
   mutable std::mutex mu;
   // Owns every pipeline, by content hash, name, dtype and (where the device bakes it in) shape.
@@ -188,7 +218,7 @@ struct Context::Cache {
   // compare. Any other kernel (a test's mutant, a freshly traced body) is hashed every time —
   // an address says nothing about content — and finds its facts by that hash.
   struct Fast {
-    DType dtype;
+    Instantiation dtype;
     Dim3 shape;
     rt::CompiledKernel* compiled;
   };
@@ -212,6 +242,8 @@ struct Context::Cache {
 struct Context::Prepared {
   uint64_t hash = 0;
   bool lane_ops = false;
+  uint32_t dtypes_used = 0;
+  bool dynamic_tg = false;
   uint64_t shared_bytes = 0;
   bool registered = false;
   rt::CompiledKernel* compiled = nullptr;
@@ -238,7 +270,7 @@ std::unique_ptr<Context> Context::create(Backend backend, int index) {
 const DeviceInfo& Context::info() const { return device_->info(); }
 
 DeviceBuffer Context::alloc(DType dtype, size_t count) {
-  if (dtype == DType::Generic || dtype == DType::Void) throw Error(std::string("cannot allocate a buffer of dtype ") + dtype_name(dtype));
+  if (is_type_param(dtype) || dtype == DType::Void) throw Error(std::string("cannot allocate a buffer of dtype ") + dtype_name(dtype));
   DeviceBuffer b;
   b.dtype_ = dtype;
   uint64_t bytes = 0;
@@ -345,31 +377,43 @@ class ParamArray {
 // Facts about the kernel check() would otherwise walk the IR for (see KernelFacts).
 struct CheckFacts {
   bool lane_ops = false;
-  uint64_t shared_bytes = 0;
+  uint32_t dtypes_used = 0;    // bit d: dtype d appears (bit Generic: T does)
+  uint64_t shared_bytes = 0;  // of the arrays of a fixed size
+  bool dynamic_tg = false;    // arrays sized at dispatch add to it (computed from the scalars)
 };
 
 // Every dispatch rule. On success fills `out` (when given) with the launch arguments; a valid
 // dispatch allocates nothing here: messages are only built for a rejected one, working storage
 // is on the stack and `out` is reused (its vectors keep their capacity).
-void check(const DeviceInfo& dev, const ir::Kernel& k, const CheckFacts& facts, DType dtype, const Bindings& buffers,
+void check(const DeviceInfo& dev, const ir::Kernel& k, const CheckFacts& facts, Instantiation dtype, const Bindings& buffers,
            const Constexprs& constexprs, Dim3 grid, Dim3 tg, rt::LaunchArgs* out) {
   std::vector<std::string> problems;
   auto fail = [&](std::string m) { problems.push_back(std::move(m)); };
 
   bool generic = !k.dtypes.empty();
-  if (dtype == DType::Generic || dtype == DType::Void || dtype == DType::Bool)
-    fail(std::string("dtype ") + dtype_name(dtype) + " cannot be dispatched (use a concrete value dtype)");
-  if (generic) {
+  const bool t_bad = is_type_param(dtype.t) || dtype.t == DType::Void || dtype.t == DType::Bool;
+  const bool w_bad = is_type_param(dtype.w) || dtype.w == DType::Bool;
+  if (t_bad) fail(std::string("dtype ") + dtype_name(dtype.t) + " cannot be dispatched (use a concrete value dtype)");
+  if (w_bad) fail(std::string("W = ") + dtype_name(dtype.w) + " cannot be dispatched (use a concrete value dtype)");
+  bool t_ok = !t_bad;
+  if (generic && !t_bad) {
     bool ok = false;
-    for (DType t : k.dtypes) ok = ok || t == dtype;
+    for (DType t : k.dtypes) ok = ok || t == dtype.t;
     if (!ok) {
       std::string declared;
       for (DType t : k.dtypes) declared += (declared.empty() ? "" : ", ") + std::string(dtype_name(t));
-      fail(std::string("the kernel is not declared for dtype ") + dtype_name(dtype) + " (declared: " + declared + ")");
+      fail(std::string("the kernel is not declared for dtype ") + dtype_name(dtype.t) + " (declared: " + declared + ")");
+      t_ok = false;
     }
+  }
+  // W, once T is right (a wrong T is reported above): the message names both.
+  if (t_ok && !w_bad && (!k.wtypes.empty() || dtype.has_w())) {
+    std::string why;
+    if (!ir::declares(k, dtype, &why)) fail(why);
   }
 
   // Geometry. The grid counts threadgroups; total threads = grid * threadgroup.
+  const size_t problems_before_geometry = problems.size();
   if (grid.x == 0 || grid.y == 0 || grid.z == 0) fail("grid " + dim_text(grid) + " has a zero dimension");
   if (tg.x == 0 || tg.y == 0 || tg.z == 0) fail("threadgroup " + dim_text(tg) + " has a zero dimension");
   // Six 32-bit factors can exceed 64 bits (three already can): every product is checked, and
@@ -391,14 +435,26 @@ void check(const DeviceInfo& dev, const ir::Kernel& k, const CheckFacts& facts, 
     fail("grid " + dim_text(grid) + " exceeds the device's per-axis limit " + dim_text(dev.max_grid));
   // Lane groups are formed along x first; Vulkan guarantees full subgroups only when x itself is
   // a multiple of the subgroup size, so that is the rule (it implies the total is one too).
-  if (facts.lane_ops && tg.x != 0 && (tg.x % dev.lane_width) != 0)
+  // (SimdGroup2D states this rule for every kernel of the mode, below.)
+  if (facts.lane_ops && k.mode != Mode::SimdGroup2D && tg.x != 0 && (tg.x % dev.lane_width) != 0)
     fail("threadgroup " + dim_text(tg) + ": x = " + std::to_string(tg.x) + " is not a positive multiple of the lane width " +
          std::to_string(dev.lane_width) +
-         " (the kernel uses lane or threadgroup operations; a partial lane group would hang or read garbage)");
-  uint64_t shared = facts.shared_bytes;
-  if (shared > dev.shared_memory_bytes)
-    fail("the kernel needs " + std::to_string(shared) + " bytes of threadgroup memory; the device allows " +
-         std::to_string(dev.shared_memory_bytes));
+         " (the kernel uses lane operations; a partial lane group would hang or read garbage)");
+  // The mode's own geometry (core/modes.cpp): Elementwise is 1-D, Tile2D 2-D, SimdGroup2D whole
+  // lane groups along x. Checked on a geometry the rules above accept, so a grid the device
+  // cannot launch at all is reported once, for that reason.
+  if (problems.size() == problems_before_geometry) ir::check_mode_geometry(k.mode, grid, tg, dev.lane_width, problems);
+  // Element types the device cannot store or compute (a Vulkan driver without shaderInt8 or
+  // 8-bit storage, say): rejected here, naming the type, rather than failing in the compiler.
+  uint32_t used = facts.dtypes_used;
+  if (used & (1u << unsigned(DType::Generic))) used |= 1u << unsigned(dtype.t);
+  if ((used & (1u << unsigned(DType::GenericW))) && dtype.has_w()) used |= 1u << unsigned(dtype.w);
+  for (size_t d = 0; d < kNumDTypes; ++d) {
+    if (!(used & (1u << d)) || is_type_param(DType(d))) continue;
+    std::string why;
+    if (!dtype_supported(dev, DType(d), why))
+      fail(std::string("the kernel uses ") + dtype_name(DType(d)) + ", which " + dev.name + " does not support (" + why + ")");
+  }
 
   // Scalars first: buffer extents are computed from them.
   const size_t np = k.params.size();
@@ -421,6 +477,33 @@ void check(const DeviceInfo& dev, const ir::Kernel& k, const CheckFacts& facts, 
     }
     scalar_ok[i] = 1;
   }
+  // Threadgroup memory: the fixed arrays' bytes, plus the arrays sized by scalars at dispatch.
+  // The limit is the device's opt-in maximum where it has one (CUDA: dynamic shared memory with
+  // the opt-in attribute, which the CUDA device sets at launch).
+  uint64_t shared = facts.shared_bytes;
+  bool shared_known = true;
+  if (facts.dynamic_tg) {
+    ir::walk(k, [&](ir::Id id) {
+      const ir::Inst& in = k.insts[id];
+      if (in.op != ir::Op::TgAlloc || !in.has(ir::Attr::CountParam)) return;
+      const size_t s = size_t(in.attr(ir::Attr::CountParam));
+      if (s >= np || !scalar_ok[s]) shared_known = false;
+      else if (k.params[s].dtype == DType::I32 && int32_t(scalar_values[s]) < 0) {
+        fail("constexpr '" + k.params[s].name + "' is negative but sizes threadgroup array '" +
+             k.strings[size_t(in.attr(ir::Attr::Name))] + "'");
+        shared_known = false;
+      }
+    });
+    if (shared_known) shared = ir::threadgroup_bytes(k, dtype, &scalar_values[0]);
+  }
+  const uint64_t shared_limit = std::max(dev.shared_memory_bytes, dev.shared_memory_optin_bytes);
+  if (shared_known && shared > shared_limit)
+    fail("the kernel needs " + (shared == UINT64_MAX ? std::string("more than 2^64") : std::to_string(shared)) +
+         " bytes of threadgroup memory; the device allows " + std::to_string(shared_limit) +
+         (dev.shared_memory_optin_bytes > dev.shared_memory_bytes
+              ? " (opt-in limit; " + std::to_string(dev.shared_memory_bytes) + " without opting in)"
+              : std::string()));
+
   for (const auto& [name, value] : constexprs) {
     int idx = k.find_param(name);
     if (idx < 0 || k.params[idx].kind != ir::ParamKind::Scalar)
@@ -490,7 +573,7 @@ void check(const DeviceInfo& dev, const ir::Kernel& k, const CheckFacts& facts, 
     }
 
   if (!problems.empty()) {
-    std::string msg = "invalid dispatch of " + k.name + " (" + dtype_name(dtype) + ") on " + dev.name + ":";
+    std::string msg = "invalid dispatch of " + k.name + " (" + instantiation_name(dtype) + ") on " + dev.name + ":";
     for (const std::string& p : problems) msg += "\n  - " + p;
     throw Error(msg);
   }
@@ -499,6 +582,7 @@ void check(const DeviceInfo& dev, const ir::Kernel& k, const CheckFacts& facts, 
   out->is_buffer.clear();
   out->buffers.clear();
   out->scalars.clear();
+  out->threadgroup_bytes = shared;
   for (size_t i = 0; i < np; ++i) {
     bool buf = k.params[i].kind == ir::ParamKind::Buffer;
     out->is_buffer.push_back(buf);
@@ -514,9 +598,11 @@ rt::LaunchArgs& launch_scratch() {
   return args;
 }
 
-DType normalize(const ir::Kernel& kernel, DType dtype) {
-  // A kernel without T is the same program at every dtype: one pipeline, keyed as f32.
-  if (kernel.dtypes.empty() && dtype != DType::Generic && dtype != DType::Void && dtype != DType::Bool) return DType::F32;
+Instantiation normalize(const ir::Kernel& kernel, Instantiation dtype) {
+  // A kernel without T is the same program at every T: one pipeline, keyed as f32 (W, which
+  // the kernel may still take, is kept).
+  if (kernel.dtypes.empty() && !is_type_param(dtype.t) && dtype.t != DType::Void && dtype.t != DType::Bool)
+    dtype.t = DType::F32;
   return dtype;
 }
 
@@ -536,7 +622,7 @@ void Context::set_disk_cache_dir(const std::string& dir) {
 // Facts for validation and, when this Context built it before, the pipeline. A registry kernel
 // seen before costs one lock and one pointer look-up; a registry kernel seen for the first time
 // and every other kernel cost an IR print (the content hash) and, for a new hash, the walks.
-Context::Prepared Context::prepare(const ir::Kernel& kernel, DType dtype, Dim3 threadgroup, bool want_pipeline) const {
+Context::Prepared Context::prepare(const ir::Kernel& kernel, Instantiation dtype, Dim3 threadgroup, bool want_pipeline) const {
   Cache& c = *cache_;
   const Dim3 shape = device_->pipeline_depends_on_threadgroup() ? threadgroup : Dim3{0, 0, 0};
   Prepared p;
@@ -544,6 +630,8 @@ Context::Prepared Context::prepare(const ir::Kernel& kernel, DType dtype, Dim3 t
     p.registered = true;
     p.hash = r.facts.hash;
     p.lane_ops = r.facts.lane_ops;
+    p.dtypes_used = r.facts.dtypes_used;
+    p.dynamic_tg = r.facts.dynamic_tg;
     p.shared_bytes = r.facts.threadgroup_bytes(kernel, dtype);
     if (!want_pipeline) return;
     for (const Cache::Fast& f : r.pipelines)
@@ -576,25 +664,27 @@ Context::Prepared Context::prepare(const ir::Kernel& kernel, DType dtype, Dim3 t
   if (it == c.by_hash.end()) it = c.by_hash.emplace(hash, KernelFacts::of(kernel, hash)).first;
   p.hash = hash;
   p.lane_ops = it->second.lane_ops;
+  p.dtypes_used = it->second.dtypes_used;
+  p.dynamic_tg = it->second.dynamic_tg;
   p.shared_bytes = it->second.threadgroup_bytes(kernel, dtype);
   return p;
 }
 
-void Context::validate_dispatch(const ir::Kernel& kernel, DType dtype, const Bindings& buffers,
+void Context::validate_dispatch(const ir::Kernel& kernel, Instantiation dtype, const Bindings& buffers,
                                 const Constexprs& constexprs, Dim3 grid, Dim3 threadgroup) const {
   Prepared p = prepare(kernel, dtype, threadgroup, false);
-  check(device_->info(), kernel, CheckFacts{p.lane_ops, p.shared_bytes}, dtype, buffers, constexprs, grid, threadgroup,
+  check(device_->info(), kernel, CheckFacts{p.lane_ops, p.dtypes_used, p.shared_bytes, p.dynamic_tg}, dtype, buffers, constexprs, grid, threadgroup,
         nullptr);
 }
 
-void Context::dispatch_with_grid(std::string_view kernel, DType dtype, const Bindings& buffers,
+void Context::dispatch_with_grid(std::string_view kernel, Instantiation dtype, const Bindings& buffers,
                                  const Constexprs& constexprs, Dim3 grid, Dim3 threadgroup) {
   dispatch_with_grid(kernel_ir(kernel), dtype, buffers, constexprs, grid, threadgroup);
 }
 
 // A pipeline not found by prepare(): from the memory cache (a kernel prepare() could not look up
 // by address), else the disk cache, else compiled. Registry kernels get a fast-path entry.
-rt::CompiledKernel& Context::pipeline(const ir::Kernel& kernel, DType dtype, Dim3 threadgroup, const Prepared& p) {
+rt::CompiledKernel& Context::pipeline(const ir::Kernel& kernel, Instantiation dtype, Dim3 threadgroup, const Prepared& p) {
   std::lock_guard lock(cache_->mu);
   Dim3 shape = device_->pipeline_depends_on_threadgroup() ? threadgroup : Dim3{0, 0, 0};
   Cache::Key key{p.hash, kernel.name, dtype, shape.x, shape.y, shape.z};
@@ -614,7 +704,7 @@ rt::CompiledKernel& Context::pipeline(const ir::Kernel& kernel, DType dtype, Dim
 
 // Builds a pipeline; cache_->mu is held. Disk first: a hit skips passes::optimize, emission and
 // the compiler, and only asks the device to load the stored binary.
-std::unique_ptr<rt::CompiledKernel> Context::build(const ir::Kernel& kernel, DType dtype, Dim3 threadgroup,
+std::unique_ptr<rt::CompiledKernel> Context::build(const ir::Kernel& kernel, Instantiation dtype, Dim3 threadgroup,
                                                    uint64_t hash) {
   Cache& c = *cache_;
   rt::DiskCache* disk = nullptr;
@@ -642,7 +732,7 @@ std::unique_ptr<rt::CompiledKernel> Context::build(const ir::Kernel& kernel, DTy
                                        : "any";
     const std::string ir_hash = hex64(hash);
     key = rt::cache_key({"iron-pipeline-1", backend_name(device_->info().backend), *c.fingerprint, ir_hash,
-                         kernel.name, dtype_name(dtype), shape, iron_build_id()});
+                         kernel.name, instantiation_name(dtype), shape, iron_build_id()});
     const uint64_t corrupt_before = disk->stats().corrupt;
     std::optional<std::vector<char>> bytes = disk->load(key);
     c.stats.disk_corrupt += disk->stats().corrupt - corrupt_before;
@@ -674,7 +764,7 @@ std::unique_ptr<rt::CompiledKernel> Context::build(const ir::Kernel& kernel, DTy
 }
 
 std::vector<std::unique_ptr<rt::CompiledKernel>> rt::Device::compile_many(const std::vector<const ir::Kernel*>& ks,
-                                                                        const std::vector<DType>& dtypes,
+                                                                        const std::vector<Instantiation>& dtypes,
                                                                         const std::vector<Dim3>& threadgroups) {
   std::vector<std::unique_ptr<CompiledKernel>> out(ks.size());
   for (size_t i = 0; i < ks.size(); ++i) {
@@ -687,7 +777,7 @@ std::vector<std::unique_ptr<rt::CompiledKernel>> rt::Device::compile_many(const 
   return out;
 }
 
-void Context::precompile(const std::vector<const ir::Kernel*>& kernels, const std::vector<DType>& dtypes,
+void Context::precompile(const std::vector<const ir::Kernel*>& kernels, const std::vector<Instantiation>& dtypes,
                          const std::vector<Dim3>& threadgroups) {
   if (dtypes.size() != kernels.size() || threadgroups.size() != kernels.size())
     throw Error("precompile: " + std::to_string(kernels.size()) + " kernels, " + std::to_string(dtypes.size()) +
@@ -695,11 +785,11 @@ void Context::precompile(const std::vector<const ir::Kernel*>& kernels, const st
   const bool by_shape = device_->pipeline_depends_on_threadgroup();
   std::vector<Cache::Key> keys;
   std::vector<ir::Kernel> optimized;
-  std::vector<DType> ds;
+  std::vector<Instantiation> ds;
   std::vector<Dim3> tgs;
   for (size_t i = 0; i < kernels.size(); ++i) {
     const ir::Kernel& k = *kernels[i];
-    const DType d = normalize(k, dtypes[i]);
+    const Instantiation d = normalize(k, dtypes[i]);
     const Dim3 shape = by_shape ? threadgroups[i] : Dim3{0, 0, 0};
     Cache::Key key{ir::content_hash(k), k.name, d, shape.x, shape.y, shape.z};
     {
@@ -725,18 +815,18 @@ void Context::precompile(const std::vector<const ir::Kernel*>& kernels, const st
     if (built[i]) cache_->pipelines.emplace(keys[i], std::move(built[i]));
 }
 
-void Context::dispatch_with_grid(const ir::Kernel& kernel, DType dtype, const Bindings& buffers,
+void Context::dispatch_with_grid(const ir::Kernel& kernel, Instantiation dtype, const Bindings& buffers,
                                  const Constexprs& constexprs, Dim3 grid, Dim3 threadgroup) {
   dtype = normalize(kernel, dtype);
   Prepared p = prepare(kernel, dtype, threadgroup, true);
   rt::LaunchArgs& args = launch_scratch();
-  check(device_->info(), kernel, CheckFacts{p.lane_ops, p.shared_bytes}, dtype, buffers, constexprs, grid, threadgroup,
+  check(device_->info(), kernel, CheckFacts{p.lane_ops, p.dtypes_used, p.shared_bytes, p.dynamic_tg}, dtype, buffers, constexprs, grid, threadgroup,
         &args);
   rt::CompiledKernel& compiled = p.compiled ? *p.compiled : pipeline(kernel, dtype, threadgroup, p);
   device_->launch(compiled, args, grid, threadgroup);
 }
 
-Timing Context::time_dispatch(const ir::Kernel& kernel, DType dtype, const Bindings& buffers,
+Timing Context::time_dispatch(const ir::Kernel& kernel, Instantiation dtype, const Bindings& buffers,
                               const Constexprs& constexprs, Dim3 grid, Dim3 threadgroup, const TimingOptions& opts) {
   if (opts.warmup < 0 || opts.samples <= 0)
     throw Error("timing needs warmup >= 0 and samples > 0 (got " + std::to_string(opts.warmup) + ", " +
@@ -744,7 +834,7 @@ Timing Context::time_dispatch(const ir::Kernel& kernel, DType dtype, const Bindi
   dtype = normalize(kernel, dtype);
   Prepared p = prepare(kernel, dtype, threadgroup, true);
   rt::LaunchArgs& args = launch_scratch();
-  check(device_->info(), kernel, CheckFacts{p.lane_ops, p.shared_bytes}, dtype, buffers, constexprs, grid, threadgroup,
+  check(device_->info(), kernel, CheckFacts{p.lane_ops, p.dtypes_used, p.shared_bytes, p.dynamic_tg}, dtype, buffers, constexprs, grid, threadgroup,
         &args);
   rt::CompiledKernel& compiled = p.compiled ? *p.compiled : pipeline(kernel, dtype, threadgroup, p);
   Timing t;

@@ -36,6 +36,9 @@ struct LaunchArgs {
   std::vector<BufferImpl*> buffers;  // buffer parameters, in declaration order
   std::vector<uint32_t> scalars;     // scalar parameters' bit patterns, in declaration order
   std::vector<uint8_t> is_buffer;    // per kernel parameter, in declaration order
+  // Threadgroup memory of this dispatch (ir::threadgroup_bytes with the scalars' values): the
+  // CUDA device launches a kernel that keeps its arrays in dynamic shared memory with it.
+  uint64_t threadgroup_bytes = 0;
 };
 
 class Device {
@@ -47,12 +50,12 @@ class Device {
   virtual void download(BufferImpl& buf, void* data, size_t bytes) = 0;
   // Emits and compiles `k` for `dtype`. Vulkan bakes the threadgroup shape into the pipeline
   // (specialization constants); CUDA ignores it. Throws iron::Error with the compiler log.
-  virtual std::unique_ptr<CompiledKernel> compile(const ir::Kernel& k, DType dtype, Dim3 threadgroup) = 0;
+  virtual std::unique_ptr<CompiledKernel> compile(const ir::Kernel& k, Instantiation dtype, Dim3 threadgroup) = 0;
   virtual bool pipeline_depends_on_threadgroup() const = 0;
   // compile() for several kernels (Context::precompile); entry i is null where kernel i failed.
   // The default compiles each in turn; CUDA builds one module for all of them.
   virtual std::vector<std::unique_ptr<CompiledKernel>> compile_many(const std::vector<const ir::Kernel*>& ks,
-                                                                    const std::vector<DType>& dtypes,
+                                                                    const std::vector<Instantiation>& dtypes,
                                                                     const std::vector<Dim3>& threadgroups);
 
   // Disk cache (Context::pipeline). cache_fingerprint() names everything about this device and
@@ -65,7 +68,7 @@ class Device {
   // in CompiledKernel::binary. `k` is the traced (unoptimized) kernel: its name, params, entry
   // name and ir::uses_lane_ops are what the optimizing pipeline leaves unchanged, and all that
   // binding needs. Throws iron::Error when the bytes are unusable (Context then recompiles).
-  virtual std::unique_ptr<CompiledKernel> load(const ir::Kernel& k, DType dtype, Dim3 threadgroup,
+  virtual std::unique_ptr<CompiledKernel> load(const ir::Kernel& k, Instantiation dtype, Dim3 threadgroup,
                                                const std::vector<char>& binary) {
     throw Error("this device cannot load cached binaries");
   }

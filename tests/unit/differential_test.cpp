@@ -31,7 +31,7 @@ using Bytes = std::vector<unsigned char>;
 // parameter's dtype, outputs all-ones bytes like run_test_case), the scalars as register bits.
 struct Case {
   const TestDecl* decl = nullptr;
-  DType dtype = DType::F32;
+  Instantiation dtype = DType::F32;
   double tol = 0;
   TestSetup setup{DType::F32};
   std::vector<Bytes> buffers;           // one per buffer parameter
@@ -68,9 +68,9 @@ std::string make_case(const TestDecl* decl, const DtypeTolerance& dt, Case& c) {
   c.decl = decl;
   c.dtype = dt.dtype;
   c.tol = dt.tol;
-  c.label = std::string(decl->kernel) + "/" + decl->name + " (" + dtype_name(dt.dtype) + ")";
+  c.label = std::string(decl->kernel) + "/" + decl->name + " (" + instantiation_name(dt.dtype) + ")";
   const ir::Kernel& k = kernel_ir(decl->kernel);
-  c.setup = decl->body(dt.dtype);
+  c.setup = decl->body(dt.dtype.t, dt.dtype.w);
   if (!c.setup.oracle_fn()) return "the case has no oracle";
   for (const ir::Param& p : k.params) {
     if (p.kind == ir::ParamKind::Scalar) {

@@ -161,7 +161,20 @@ TEST_F(Dispatch, ThreadCountBoundaryIsU32Max) {
   ASSERT_GE(info().max_grid.x, 32768u);
   ASSERT_GE(info().max_threads_per_group, 1024u);
   expect_add_rejected(b, kN, {32768, 128, 1}, {1024, 1, 1}, "= 4294967296 threads exceeds 2^32-1");
-  EXPECT_NO_THROW(ctx().validate_dispatch(k, DType::F32, b, kN, {32768, 128, 1}, {1023, 1, 1}));
+  // The count that fits needs a second grid axis, which an Elementwise kernel may not use
+  // (docs/dsl.md, "Modes"); a Grid3D kernel may.
+  std::string two_d = rejection([&] { ctx().validate_dispatch(k, DType::F32, b, kN, {32768, 128, 1}, {1023, 1, 1}); });
+  EXPECT_PRED_FORMAT2(testing::IsSubstring, "mode Elementwise indexes threads by the flat thread_id(0) alone", two_d);
+  EXPECT_EQ(count_of(two_d, "\n  - "), 1u) << two_d;
+  const ir::Kernel& rope = kernel_ir("iron_rope");
+  Bindings rb = {{"x", ctx().alloc(DType::F32, 2)},
+                 {"cos", ctx().alloc(DType::F32, 1)},
+                 {"sin", ctx().alloc(DType::F32, 1)},
+                 {"out", ctx().alloc(DType::F32, 2)}};
+  Constexprs rc = {{"tokens", 1}, {"heads", 1}, {"half", 1}};
+  EXPECT_NO_THROW(ctx().validate_dispatch(rope, DType::F32, rb, rc, {32768, 128, 1}, {1023, 1, 1}));
+  std::string over = rejection([&] { ctx().validate_dispatch(rope, DType::F32, rb, rc, {32768, 128, 1}, {1024, 1, 1}); });
+  EXPECT_PRED_FORMAT2(testing::IsSubstring, "= 4294967296 threads exceeds 2^32-1", over);
 }
 
 TEST_F(Dispatch, RejectsThreadgroupOverDeviceMaxThreads) {

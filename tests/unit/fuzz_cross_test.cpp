@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <map>
 #include <string>
 #include <thread>
 #include <vector>
@@ -12,6 +13,7 @@
 #include "codegen/codegen.hpp"
 #include "core/ir.hpp"
 #include "fuzz/random_program.hpp"
+#include "passes/eval.hpp"
 #include "passes/pass.hpp"
 #include "runtime/device.hpp"
 
@@ -33,9 +35,7 @@ size_t count_ops(const ir::Kernel& k, bool (*pred)(const ir::Inst&)) {
   return n;
 }
 
-bool is_transcendental(const ir::Inst& in) {
-  return in.op == Op::Exp || in.op == Op::Log || in.op == Op::Tanh || in.op == Op::Rsqrt;
-}
+bool is_transcendental(const ir::Inst& in) { return eval::is_bounded_math(in.op); }
 
 }  // namespace
 
@@ -64,6 +64,54 @@ TEST(FuzzCross, ProgramsHaveThreadgroupOpsAndNoTranscendentals) {
   EXPECT_GT(general_transcendental, 0u) << "the pass fuzz programs should keep their transcendentals";
 }
 
+// The lane slice's ops reach the compared programs: every shuffle, reduction, prefix sum and
+// vote, and threadgroup atomics, in the generated and in the optimized programs; the value an
+// atomic returns (whose order is the hardware's) is never used.
+TEST(FuzzCross, ProgramsHaveEveryLaneOpAndOrderFreeAtomics) {
+  std::map<Op, size_t> generated, optimized;
+  size_t atomic_uses = 0;
+  for (uint64_t seed = 0; seed < 2000; ++seed) {
+    bool red = fuzz::reduction_seed(seed);
+    ir::Kernel k = fuzz::random_program(seed, red, cross());
+    ir::walk(k, [&](ir::Id id) {
+      const ir::Inst& in = k.insts[id];
+      ++generated[in.op];
+      for (int i = 0; i < in.num_operands(); ++i) atomic_uses += ir::is_atomic(k.insts[in.operands[i]].op);
+    });
+    ir::Kernel opt = passes::optimize(k);
+    ir::walk(opt, [&](ir::Id id) { ++optimized[opt.insts[id].op]; });
+  }
+  for (Op op : {Op::LaneShuffle, Op::LaneShuffleXor, Op::LaneShuffleUp, Op::LaneShuffleDown, Op::LaneBroadcast,
+                Op::LaneMin, Op::LaneAnd, Op::LaneOr, Op::LaneInclusiveSum, Op::LaneExclusiveSum, Op::LaneBallot,
+                Op::LaneAny, Op::LaneAll, Op::TgAtomicAdd, Op::TgAtomicMin, Op::TgAtomicMax, Op::TgAtomicAnd,
+                Op::TgAtomicOr}) {
+    EXPECT_GT(generated[op], 0u) << ir::mnemonic(op) << " is never generated";
+    EXPECT_GT(optimized[op], 0u) << ir::mnemonic(op) << " never survives the pipeline";
+  }
+  EXPECT_EQ(atomic_uses, 0u) << "an atomic's returned value is used";
+}
+
+// The exact math ops (docs/semantics.md) are compared bit for bit across backends, so the
+// cross-backend programs contain each of them; every bitcast of an f32 reads a value whose NaN
+// was replaced first (the bits of a NaN are not specified).
+TEST(FuzzCross, ProgramsHaveTheExactMathOps) {
+  std::map<Op, size_t> seen;
+  size_t unguarded = 0;
+  for (uint64_t seed = 0; seed < 300; ++seed) {
+    ir::Kernel k = fuzz::random_program(seed, fuzz::reduction_seed(seed), cross());
+    ir::walk(k, [&](ir::Id id) {
+      const ir::Inst& in = k.insts[id];
+      ++seen[in.op];
+      if (in.op == Op::Bitcast && k.insts[in.operands[0]].type == DType::F32 &&
+          k.insts[in.operands[0]].op != Op::Select)
+        ++unguarded;
+    });
+  }
+  for (Op op : {Op::Floor, Op::Ceil, Op::Rint, Op::Trunc, Op::MulHi, Op::Popcount, Op::Clz, Op::Bitcast})
+    EXPECT_GT(seen[op], 5u) << ir::mnemonic(op);
+  EXPECT_EQ(unguarded, 0u);
+}
+
 // Threadgroup memory starts undefined on a GPU: every array is written by every thread, then a
 // barrier, before anything can read it (the entry block's first threadgroup op on each array is
 // that store, and a barrier precedes the first load).
@@ -80,7 +128,10 @@ TEST(FuzzCross, ThreadgroupArraysAreWrittenBeforeAnyRead) {
     ir::walk(k, [&](ir::Id id) {
       const ir::Inst& in = k.insts[id];
       if (in.op == Op::TgStore && !barrier_after_stores) {
-        EXPECT_EQ(k.insts[in.operands[1]].op, Op::LocalId) << "seed " << seed << ": the first stores fill each thread's slot";
+        // The flat local index: local_id in Reduction programs; y * size.x + x (Tile2D) or
+        // simd_group_id * lane_width + lane_id (SimdGroup2D), an add, in the others.
+        EXPECT_EQ(k.insts[in.operands[1]].op, k.mode == Mode::Reduction ? Op::LocalId : Op::Add)
+            << "seed " << seed << ": the first stores fill each thread's slot";
         stored[in.operands[0]] = true;
       }
       if (in.op == Op::Barrier) {

@@ -192,6 +192,11 @@ TEST(Fuzz, ComparisonFlagsOneBitAndEquatesNaNs) {
   std::memcpy(want.out[out_f].data(), &nan_a, 4);
   std::memcpy(got.out[out_f].data(), &nan_b, 4);
   EXPECT_EQ(difference(k, launch, want, got, 0), "");
+  // Element 1 a number on both sides (whatever the program wrote there), then one bit flipped.
+  float one = 1.0f;
+  std::memcpy(want.out[out_f].data() + 4, &one, 4);
+  std::memcpy(got.out[out_f].data() + 4, &one, 4);
+  EXPECT_EQ(difference(k, launch, want, got, 0), "");
   got.out[out_f][5] ^= 1;
   EXPECT_NE(difference(k, launch, want, got, 0), "");
 }

@@ -80,7 +80,7 @@ void integer_input_kernel() {
   if_(t < n, [&] { out[t] = cast<f32>(idx[t]); });
 }
 
-TestSetup fractional_integer_case(DType dt) {
+TestSetup fractional_integer_case(DType dt, DType) {
   return TestSetup(dt)
       .in("idx", {1.0, 2.0, 2.5, 4.0})
       .out("out", 4)
@@ -125,7 +125,7 @@ TEST(HarnessTolerance, SixteenBitStoresThatRoundTowardZeroFail) {
     const TestDecl* decl = find_case("iron_add", name);
     ASSERT_NE(decl, nullptr);
     for (DType t : {DType::F16, DType::BF16}) {
-      TestSetup s = decl->body(t);
+      TestSetup s = decl->body(t, DType::Void);
       Resident r = make_resident(*ctx, kernel_ir("iron_add"), s, t);
       Correctness nearest = check_rounded(*ctx, r, t, false, s, kDerived);
       EXPECT_TRUE(nearest.pass) << dtype_name(t) << ": " << nearest.message;
@@ -147,10 +147,10 @@ TEST(HarnessTolerance, EveryCasePassesWithItsDerivedTolerance) {
   for (const TestDecl* t : registered_tests())
     for (const DtypeTolerance& d : t->dtypes) {
       TestOutcome o = run_test_case(*ctx, *t, d.dtype, d.tol);
-      EXPECT_EQ(o.status, TestOutcome::Status::Pass) << t->kernel << "/" << t->name << " [" << dtype_name(d.dtype)
+      EXPECT_EQ(o.status, TestOutcome::Status::Pass) << t->kernel << "/" << t->name << " [" << instantiation_name(d.dtype)
                                                      << "]: " << o.message;
       EXPECT_TRUE(std::isnan(d.tol)) << t->kernel << "/" << t->name << ": test cases derive their tolerance";
-      std::cout << "[tolerance] " << t->kernel << "/" << t->name << " [" << dtype_name(d.dtype) << "] max error "
+      std::cout << "[tolerance] " << t->kernel << "/" << t->name << " [" << instantiation_name(d.dtype) << "] max error "
                 << o.max_error << " of " << o.tolerance << (o.ulps ? " ulp" : "") << "\n";
     }
 }

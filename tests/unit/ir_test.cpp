@@ -3,6 +3,7 @@
 
 #include <algorithm>
 
+#include "core/builder.hpp"
 #include "core/ir.hpp"
 #include "iron/registry.hpp"
 #include "ir_text.hpp"
@@ -250,4 +251,63 @@ TEST(IrOperands, AnyNumberOfOperandsSurvivesCopiesAndTheVerifierChecksArity) {
       "  %1 = add %0, %0, %0, %0, %0 : u32 @\"a.cpp\":3\n"
       "}\n");
   EXPECT_NE(v.find("a.cpp:3: error: 'add': expects 2 operand(s), has 5"), std::string::npos) << v;
+}
+
+TEST(IrBuilder, BuildsStructuredControlFlowThatVerifiesAndPrints) {
+  ir::Kernel k;
+  k.name = "built";
+  k.mode = Mode::Reduction;
+  ir::Param n{"n", ir::ParamKind::Scalar, DType::U32};
+  ir::Param out{"out", ir::ParamKind::Buffer, DType::F32, ir::Access::Write, {0}};
+  k.params = {n, out};
+  ir::Builder b(k);
+  b.set_loc({k.intern_file("b.cpp"), 3});
+  ir::Id count = b.param(0, DType::U32);
+  ir::Id lid = b.builtin(ir::Op::LocalId, 0);
+  ir::Id scratch = b.tg_alloc("scratch", DType::F32, 64);  // hoisted to the top of the entry block
+  ir::Id acc = b.var(DType::F32, b.constant_float(DType::F32, 0.0));
+  ir::Id i = b.begin_for(lid, count, b.builtin(ir::Op::GroupSize, 0));
+  // Sequenced one per statement: C++ leaves the order of nested argument calls unspecified.
+  ir::Id current = b.var_load(acc);
+  ir::Id term = b.cast(i, DType::F32);
+  b.var_store(acc, b.binary(ir::Op::Add, current, term));
+  b.end();
+  ir::Id in_range = b.binary(ir::Op::Lt, lid, b.constant_int(DType::U32, 64));
+  ir::Id iff = b.begin_if(in_range);
+  b.tg_store(scratch, lid, b.var_load(acc));
+  b.begin_else(iff);
+  b.store(1, lid, b.var_load(acc));
+  b.end();
+  b.barrier();
+  EXPECT_EQ(b.depth(), 0u);
+  ir::Diagnostics d;
+  EXPECT_TRUE(ir::verify(k, d)) << d.render(k);
+  EXPECT_EQ(ir::print(k),
+            "kernel built mode=Reduction {\n"
+            "  param n: scalar<u32>\n"
+            "  param out: out buf<f32> extent=n\n"
+            "  %0 = tg_alloc<scratch, 64> : f32\n"
+            "  %1 = param<n> : u32\n"
+            "  %2 = local_id<0> : u32\n"
+            "  %3 = const<0> : f32\n"
+            "  %4 = var %3 : f32\n"
+            "  %5 = group_size<0> : u32\n"
+            "  %6 = for %2, %1, %5 : u32 {\n"
+            "    %7 = var_load %4 : f32\n"
+            "    %8 = cast %6 : f32\n"
+            "    %9 = add %7, %8 : f32\n"
+            "    var_store %4, %9\n"
+            "  }\n"
+            "  %10 = const<64> : u32\n"
+            "  %11 = lt %2, %10 : bool\n"
+            "  if %11 {\n"
+            "    %12 = var_load %4 : f32\n"
+            "    tg_store %0, %2, %12\n"
+            "  } else {\n"
+            "    %13 = var_load %4 : f32\n"
+            "    store<out> %2, %13\n"
+            "  }\n"
+            "  barrier\n"
+            "}\n");
+  for (ir::Id id : k.blocks[0].insts) EXPECT_EQ(k.where(k.insts[id].loc), "b.cpp:3");
 }

@@ -104,3 +104,44 @@ TEST(Mutate, MissingCasesLeaveSurvivorsAndTheCorpusKillsThem) {
   EXPECT_EQ(survived_weak, 6);   // n4097 has a tail of 1: only the guards e = 0 and e = 1 matter
   EXPECT_EQ(survived_all, 0);
 }
+
+// A store whose value is a T value already cannot be changed by any rounding to T: the
+// transpose's copy through a T threadgroup array is proven equivalent; a T threadgroup array
+// that holds a sum (an f32 register value, not rounded when stored there) is not, and neither
+// is the sum stored straight to a T buffer.
+namespace {
+void tg_sum_copy_body() {
+  using namespace iron::dsl;
+  Expr n = constexpr_("n", u32);
+  Buffer x = input("x", T, {n});
+  Buffer out = output("out", T, {n});
+  Buffer out2 = output("out2", T, {n});
+  TgBuffer t = threadgroup_alloc("t", T, 64);
+  Expr l = local_id(0);
+  t[l] = x[l] + x[l];
+  barrier();
+  out[l] = t[l];
+  out2[l] = x[l] + x[l];
+}
+}  // namespace
+
+TEST(Mutate, RoundingOfAValueThatIsAlreadyTIsEquivalent) {
+  int proven = 0;
+  for (const mutate::Mutant& m : mutate::enumerate(kernel_ir("iron_transpose"), 8, 1024)) {
+    if (m.kind != "rounding_toward_zero") continue;
+    EXPECT_NE(m.equivalent.find("threadgroup array 'tile', every store to which holds a load from a T buffer"),
+              std::string::npos)
+        << m.detail << ": " << m.equivalent;
+    ++proven;
+  }
+  EXPECT_EQ(proven, 1);
+  ir::Kernel k = trace_kernel(KernelDecl{"tg_sum_copy", &tg_sum_copy_body, Mode::Reduction, {DType::F32, DType::F16},
+                                         __FILE__, __LINE__});
+  int unproven = 0;
+  for (const mutate::Mutant& m : mutate::enumerate(k, 8, 1024))
+    if (m.kind == "rounding_toward_zero") {
+      EXPECT_EQ(m.equivalent, "") << m.detail;
+      ++unproven;
+    }
+  EXPECT_EQ(unproven, 2);
+}

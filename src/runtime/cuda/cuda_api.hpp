@@ -74,6 +74,7 @@ constexpr nvrtcResult NVRTC_SUCCESS = 0;
   IRON_CUDA_FN(cuModuleUnload, CUresult, (CUmodule))                                             \
   IRON_CUDA_FN(cuModuleGetFunction, CUresult, (CUfunction*, CUmodule, const char*))              \
   IRON_CUDA_FN(cuFuncGetAttribute, CUresult, (int*, int, CUfunction))                            \
+  IRON_CUDA_FN(cuFuncSetAttribute, CUresult, (CUfunction, int, int))                             \
   IRON_CUDA_FN(cuLaunchKernel, CUresult,                                                         \
                (CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, \
                 CUstream, void**, void**))                                                        \

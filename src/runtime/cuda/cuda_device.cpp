@@ -357,6 +357,11 @@ struct CudaKernel final : CompiledKernel {
   CUfunction fn = nullptr;
   std::string entry;
   std::string ptxas_log;  // NVRTC's program log: registers, spills, shared memory (ptxas -v)
+  // Threadgroup memory in dynamic shared memory (codegen::cuda_dynamic_shared): each launch
+  // passes the dispatch's byte count; beyond 48 KiB the function must first opt in
+  // (CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES), done once per larger size.
+  bool dynamic_shared = false;
+  mutable uint64_t opted_in_bytes = 0;
   ~CudaKernel() override {
     if (module && !shared_module && ctx->set_current_quietly()) ctx->drv->cuModuleUnload(module);
   }
@@ -398,9 +403,11 @@ DeviceInfo query_info(const CudaDriver& drv, CUdevice dev) {
   info.max_grid = {uint32_t(IRON_ATTR(CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_X)),
                    uint32_t(IRON_ATTR(CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Y)),
                    uint32_t(IRON_ATTR(CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Z))};
-  // The static __shared__ limit (48 KiB): the emitter declares all threadgroup memory
-  // statically, and the opt-in maximum would need dynamic shared memory plus a func attribute.
+  // The static __shared__ limit (48 KiB) every kernel gets, and the opt-in maximum (227 KiB on
+  // the H200) a kernel reaches with dynamic shared memory and a function attribute, which the
+  // emitter (codegen::cuda_dynamic_shared) and launch arrange beyond 48 KiB.
   info.shared_memory_bytes = uint64_t(IRON_ATTR(CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK));
+  info.shared_memory_optin_bytes = uint64_t(IRON_ATTR(CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN));
 #undef IRON_ATTR
   size_t total = 0;
   drv.check(drv.cuDeviceTotalMem_v2(&total, dev), "cuDeviceTotalMem_v2");
@@ -471,7 +478,7 @@ class CudaDevice final : public Device {
     drv().check(drv().cuMemcpyDtoH_v2(data, b.ptr, bytes), "cuMemcpyDtoH_v2");
   }
 
-  std::unique_ptr<CompiledKernel> compile(const ir::Kernel& k, DType dtype, Dim3 /*threadgroup*/) override {
+  std::unique_ptr<CompiledKernel> compile(const ir::Kernel& k, Instantiation dtype, Dim3 /*threadgroup*/) override {
     codegen::EmitOptions options;
     options.cuda_mma = codegen::cuda_mma_from_env();
     codegen::Emitted emitted = codegen::emit(k, dtype, codegen::Target::Cuda, options);
@@ -479,7 +486,7 @@ class CudaDevice final : public Device {
     NvrtcResult nv = nvrtc_compile(emitted.source, emitted.entry, info_.arch);
     if (!nv.ok)
       throw Error("NVRTC failed to compile kernel '" + k.name + "' (" + emitted.entry + ", " +
-                  dtype_name(dtype) + ") for " + info_.arch + ":\n" + nv.log + "\nsource:\n" +
+                  instantiation_name(dtype) + ") for " + info_.arch + ":\n" + nv.log + "\nsource:\n" +
                   numbered_source(emitted.source));
     auto out = std::make_unique<CudaKernel>();
     out->ctx = ctx_;
@@ -487,6 +494,7 @@ class CudaDevice final : public Device {
     out->entry = emitted.entry;
     out->binary = pack_binary(nv.log, nv.cubin);
     out->ptxas_log = std::move(nv.log);
+    out->dynamic_shared = codegen::cuda_dynamic_shared(k, dtype);
     load_module(*out, nv.cubin.data());
     return out;
   }
@@ -496,7 +504,7 @@ class CudaDevice final : public Device {
   // compile fails is compiled kernel by kernel, so only the failing kernels are left out (their
   // dispatch reports the error).
   std::vector<std::unique_ptr<CompiledKernel>> compile_many(const std::vector<const ir::Kernel*>& ks,
-                                                            const std::vector<DType>& dtypes,
+                                                            const std::vector<Instantiation>& dtypes,
                                                             const std::vector<Dim3>& threadgroups) override {
     const size_t n = ks.size();
     std::vector<std::unique_ptr<CompiledKernel>> out(n);
@@ -555,6 +563,7 @@ class CudaDevice final : public Device {
         k->entry = emitted[i].entry;
         k->source = std::move(emitted[i].source);
         k->ptxas_log = results[g].log;
+        k->dynamic_shared = codegen::cuda_dynamic_shared(*ks[i], dtypes[i]);
         if (drv().cuModuleGetFunction(&k->fn, module, k->entry.c_str()) != CUDA_SUCCESS) continue;
         out[i] = std::move(k);
       }
@@ -572,17 +581,21 @@ class CudaDevice final : public Device {
     return fp;
   }
 
-  std::unique_ptr<CompiledKernel> load(const ir::Kernel& k, DType dtype, Dim3 /*threadgroup*/,
+  std::unique_ptr<CompiledKernel> load(const ir::Kernel& k, Instantiation dtype, Dim3 /*threadgroup*/,
                                        const std::vector<char>& binary) override {
     std::string log;
     const char* cubin = nullptr;
     size_t cubin_size = 0;
     if (!unpack_binary(binary, log, cubin, cubin_size))
-      throw Error("cached CUDA binary for '" + k.name + "' (" + dtype_name(dtype) + ") is malformed");
+      throw Error("cached CUDA binary for '" + k.name + "' (" + instantiation_name(dtype) + ") is malformed");
     auto out = std::make_unique<CudaKernel>();
     out->ctx = ctx_;
     out->entry = codegen::entry_name(k, dtype);  // what emit() names the entry of the optimized kernel too
     out->ptxas_log = std::move(log);
+    // `k` is the traced kernel: the pipeline only removes arrays, so where the optimized kernel
+    // kept static arrays this may still say dynamic, and the launch then reserves dynamic bytes
+    // the kernel does not use (harmless; never too few).
+    out->dynamic_shared = codegen::cuda_dynamic_shared(k, dtype);
     load_module(*out, cubin);
     return out;
   }
@@ -763,13 +776,23 @@ class CudaDevice final : public Device {
     if (bi != args.buffers.size() || si != args.scalars.size())
       throw Error("CUDA launch of " + kk.entry + ": " + std::to_string(args.buffers.size()) + " buffers and " +
                   std::to_string(args.scalars.size()) + " scalars for " + std::to_string(n) + " parameters");
+    scratch_shared_ = kk.dynamic_shared ? unsigned(std::min<uint64_t>(args.threadgroup_bytes, UINT32_MAX)) : 0u;
   }
 
   // Launches with the parameters of the last marshal(); the context must be current.
   CUresult issue(const CudaKernel& kk, Dim3 grid, Dim3 tg) {
-    // Shared memory is all static __shared__, so 0 dynamic bytes; stream 0 is the legacy null
-    // stream, which orders launches and copies without explicit events.
-    CUresult r = drv().cuLaunchKernel(kk.fn, grid.x, grid.y, grid.z, tg.x, tg.y, tg.z, 0, nullptr,
+    // Dynamic shared memory: the bytes marshal() took from the dispatch (0 for a kernel with
+    // static __shared__ arrays only), opted in to beyond 48 KiB (Context checked the device's
+    // opt-in limit). Stream 0 is the legacy null stream, which orders launches and copies
+    // without explicit events.
+    if (scratch_shared_ > codegen::kCudaStaticSharedLimit && scratch_shared_ > kk.opted_in_bytes) {
+      constexpr int kMaxDynamicSharedSizeBytes = 8;  // CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
+      if (CUresult r = drv().cuFuncSetAttribute(kk.fn, kMaxDynamicSharedSizeBytes, int(scratch_shared_));
+          r != CUDA_SUCCESS)
+        return r;
+      kk.opted_in_bytes = scratch_shared_;
+    }
+    CUresult r = drv().cuLaunchKernel(kk.fn, grid.x, grid.y, grid.z, tg.x, tg.y, tg.z, scratch_shared_, nullptr,
                                       scratch_params_.data(), nullptr);
     // For synchronize()'s message, formatted only on error. The entry name is copied only when
     // the kernel changes, not per launch.
@@ -811,6 +834,7 @@ class CudaDevice final : public Device {
   Dim3 last_grid_, last_tg_;
   std::vector<CUdeviceptr> scratch_ptrs_;
   std::vector<void*> scratch_params_;
+  unsigned scratch_shared_ = 0;  // dynamic shared memory bytes of the marshalled launch
   std::unique_ptr<BufferImpl> flush_;  // see flush_buffer(); frees itself (CudaBuffer holds the context)
 };
 

@@ -36,6 +36,9 @@ DeviceInfo interp_info() {
   d.max_group_size = {1024, 1024, 64};
   d.max_grid = {2147483647u, 65535, 65535};
   d.shared_memory_bytes = 49152;
+  // Like a GPU with opt-in threadgroup memory (the H200's limit), so kernels that need more than
+  // 48 KiB run here too.
+  d.shared_memory_optin_bytes = 232448;
   d.memory_bytes = 1ull << 30;
   d.f16 = true;
   d.bf16 = true;
@@ -52,7 +55,7 @@ struct InterpBuffer final : BufferImpl {
 
 struct InterpKernel final : CompiledKernel {
   ir::Kernel kernel;
-  DType dtype = DType::F32;
+  Instantiation dtype = DType::F32;
 };
 
 class InterpDevice final : public Device {
@@ -83,7 +86,7 @@ class InterpDevice final : public Device {
   }
 
   // The interpreter trusts its IR (ids in range, scoping, types), so it is verified once here.
-  std::unique_ptr<CompiledKernel> compile(const ir::Kernel& k, DType dtype, Dim3) override {
+  std::unique_ptr<CompiledKernel> compile(const ir::Kernel& k, Instantiation dtype, Dim3) override {
     ir::Diagnostics diags;
     if (!ir::verify(k, diags)) throw Error("kernel " + k.name + " does not verify:\n" + diags.render(k));
     auto c = std::make_unique<InterpKernel>();

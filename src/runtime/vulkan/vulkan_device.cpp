@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cstring>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -287,9 +288,15 @@ struct PhysicalDevice {
   bool f16_rte = false;
   // Subgroup shuffles in compute shaders: the lane reductions' butterflies need them.
   bool subgroup_shuffle = false;
+  // Ballots and votes (lane_ballot; lane_any, lane_all) in compute shaders.
+  bool subgroup_ballot = false;
+  bool subgroup_vote = false;
   bool storage_16bit = false;
   bool uniform_storage_16bit = false;
   bool shader_float16 = false;
+  bool shader_int8 = false;      // 8-bit integer arithmetic (i8/u8 registers)
+  bool storage_8bit = false;     // 8-bit buffer elements (i8, u8, fp8)
+  bool need_ext_8bit_storage = false;
   bool full_subgroups = false;  // computeFullSubgroups (subgroup size control)
   // lavapipe: loops end after a fixed iteration budget (codegen::kLoopLimitText), so every
   // emitted loop reports through a status buffer when the driver cut it short.
@@ -322,6 +329,7 @@ PhysicalDevice describe(const Instance& inst, VkPhysicalDevice handle) {
   std::vector<VkExtensionProperties> exts(ext_count);
   fn.vkEnumerateDeviceExtensionProperties(handle, nullptr, &ext_count, exts.data());
   bool ext_f16 = has_extension(exts, VK_KHR_SHADER_FLOAT16_INT8_EXTENSION_NAME);
+  bool ext_8bit = has_extension(exts, VK_KHR_8BIT_STORAGE_EXTENSION_NAME);
   bool ext_sgsc = has_extension(exts, VK_EXT_SUBGROUP_SIZE_CONTROL_EXTENSION_NAME);
   bool ext_driver = has_extension(exts, VK_KHR_DRIVER_PROPERTIES_EXTENSION_NAME);
 
@@ -345,6 +353,9 @@ PhysicalDevice describe(const Instance& inst, VkPhysicalDevice handle) {
   }
   pd.subgroup_shuffle = v11 && (subgroup.supportedOperations & VK_SUBGROUP_FEATURE_SHUFFLE_BIT) &&
                         (subgroup.supportedStages & VK_SHADER_STAGE_COMPUTE_BIT);
+  const bool compute_subgroups = v11 && (subgroup.supportedStages & VK_SHADER_STAGE_COMPUTE_BIT);
+  pd.subgroup_ballot = compute_subgroups && (subgroup.supportedOperations & VK_SUBGROUP_FEATURE_BALLOT_BIT);
+  pd.subgroup_vote = compute_subgroups && (subgroup.supportedOperations & VK_SUBGROUP_FEATURE_VOTE_BIT);
   pd.preserve_f32_specials = v12 && float_controls.shaderSignedZeroInfNanPreserveFloat32;
   pd.f16_rte = v12 && float_controls.shaderRoundingModeRTEFloat16;
   pd.loop_limited = have_driver && driver.driverID == VK_DRIVER_ID_MESA_LLVMPIPE;
@@ -357,6 +368,8 @@ PhysicalDevice describe(const Instance& inst, VkPhysicalDevice handle) {
       VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_FLOAT16_INT8_FEATURES);
   auto sgsc = vk_struct<VkPhysicalDeviceSubgroupSizeControlFeatures>(
       VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_SIZE_CONTROL_FEATURES);
+  auto storage8 =
+      vk_struct<VkPhysicalDevice8BitStorageFeatures>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_8BIT_STORAGE_FEATURES);
   if (v11) {
     void** tail = &features2.pNext;
     *tail = &storage16;
@@ -364,6 +377,10 @@ PhysicalDevice describe(const Instance& inst, VkPhysicalDevice handle) {
     if (v12 || ext_f16) {
       *tail = &f16i8;
       tail = &f16i8.pNext;
+    }
+    if (v12 || ext_8bit) {
+      *tail = &storage8;
+      tail = &storage8.pNext;
     }
     if (v13 || ext_sgsc) {
       *tail = &sgsc;
@@ -377,8 +394,11 @@ PhysicalDevice describe(const Instance& inst, VkPhysicalDevice handle) {
   pd.storage_16bit = storage16.storageBuffer16BitAccess;
   pd.uniform_storage_16bit = storage16.uniformAndStorageBuffer16BitAccess;
   pd.shader_float16 = f16i8.shaderFloat16;
+  pd.shader_int8 = f16i8.shaderInt8;
+  pd.storage_8bit = storage8.storageBuffer8BitAccess;
+  pd.need_ext_8bit_storage = pd.storage_8bit && !v12;
   pd.full_subgroups = sgsc.computeFullSubgroups;
-  pd.need_ext_float16_int8 = pd.shader_float16 && !v12;
+  pd.need_ext_float16_int8 = (pd.shader_float16 || pd.shader_int8) && !v12;
   pd.need_ext_subgroup_size_control = pd.full_subgroups && !v13;
 
   uint32_t family_count = 0;
@@ -426,6 +446,9 @@ PhysicalDevice describe(const Instance& inst, VkPhysicalDevice handle) {
   info.f16 = pd.shader_float16 && pd.storage_16bit;
   // bf16 has no Vulkan arithmetic type: it is stored as 16 bits and computed in f32.
   info.bf16 = pd.storage_16bit;
+  info.int8 = pd.shader_int8 && pd.storage_8bit;
+  info.int16 = pd.shader_int16 && pd.storage_16bit;
+  info.int64 = pd.shader_int64;
   if (have_floats) {
     auto yn = [](VkBool32 b) { return b ? "yes" : "no"; };
     info.float_controls = std::string("f32 denorm preserve ") + yn(float_controls.shaderDenormPreserveFloat32) +
@@ -499,6 +522,10 @@ std::shared_ptr<Core> create_core(std::unique_ptr<Instance> inst, const Physical
   auto f16i8 = vk_struct<VkPhysicalDeviceShaderFloat16Int8Features>(
       VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_FLOAT16_INT8_FEATURES);
   f16i8.shaderFloat16 = pd.shader_float16;
+  f16i8.shaderInt8 = pd.shader_int8;
+  auto storage8 =
+      vk_struct<VkPhysicalDevice8BitStorageFeatures>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_8BIT_STORAGE_FEATURES);
+  storage8.storageBuffer8BitAccess = pd.storage_8bit;
   auto sgsc = vk_struct<VkPhysicalDeviceSubgroupSizeControlFeatures>(
       VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_SIZE_CONTROL_FEATURES);
   sgsc.computeFullSubgroups = pd.full_subgroups;
@@ -506,9 +533,13 @@ std::shared_ptr<Core> create_core(std::unique_ptr<Instance> inst, const Physical
   void** tail = &features2.pNext;
   *tail = &storage16;
   tail = &storage16.pNext;
-  if (pd.shader_float16) {
+  if (pd.shader_float16 || pd.shader_int8) {
     *tail = &f16i8;
     tail = &f16i8.pNext;
+  }
+  if (pd.storage_8bit) {
+    *tail = &storage8;
+    tail = &storage8.pNext;
   }
   if (pd.full_subgroups) {
     *tail = &sgsc;
@@ -517,6 +548,7 @@ std::shared_ptr<Core> create_core(std::unique_ptr<Instance> inst, const Physical
 
   std::vector<const char*> extensions;
   if (pd.need_ext_float16_int8) extensions.push_back(VK_KHR_SHADER_FLOAT16_INT8_EXTENSION_NAME);
+  if (pd.need_ext_8bit_storage) extensions.push_back(VK_KHR_8BIT_STORAGE_EXTENSION_NAME);
   if (pd.need_ext_subgroup_size_control) extensions.push_back(VK_EXT_SUBGROUP_SIZE_CONTROL_EXTENSION_NAME);
 
   auto dci = vk_struct<VkDeviceCreateInfo>(VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO);
@@ -583,9 +615,21 @@ struct VulkanKernel : CompiledKernel {
   // before each launch) and the kernel's DSL file names for the error.
   std::unique_ptr<BufferImpl> loop_status;
   std::vector<std::string> files;
+  // Threadgroup arrays sized at dispatch: the scalar parameters (indices among the scalars)
+  // whose values are specialization constants kTgSpecBase + index. `pipeline` is then the one
+  // for the values of the current launch, chosen from `sized` (one per set of values, built on
+  // first use from the kept shader module).
+  std::vector<uint32_t> size_scalars;
+  VkShaderModule module = VK_NULL_HANDLE;
+  Dim3 threadgroup;
+  bool full_subgroups = false;
+  std::map<std::vector<uint32_t>, VkPipeline> sized;
 
   ~VulkanKernel() override {
     const DeviceFns& f = core->fn;
+    for (const auto& [values, p] : sized)
+      if (p != pipeline) f.vkDestroyPipeline(core->device, p, nullptr);
+    if (module) f.vkDestroyShaderModule(core->device, module, nullptr);
     if (pipeline) f.vkDestroyPipeline(core->device, pipeline, nullptr);
     if (pool) f.vkDestroyDescriptorPool(core->device, pool, nullptr);  // frees `set` too
     if (pipeline_layout) f.vkDestroyPipelineLayout(core->device, pipeline_layout, nullptr);
@@ -760,10 +804,21 @@ class VulkanDevice final : public Device {
     if (bytes) std::memcpy(data, b.mapped, bytes);
   }
 
-  std::unique_ptr<CompiledKernel> compile(const ir::Kernel& k, DType dtype, Dim3 threadgroup) override {
+  std::unique_ptr<CompiledKernel> compile(const ir::Kernel& k, Instantiation dtype, Dim3 threadgroup) override {
     if (ir::uses_lane_ops(k) && !pd_.subgroup_shuffle)
       throw Error("kernel '" + k.name + "' uses lane reductions, which are subgroup shuffle butterflies on Vulkan; device '" +
                   pd_.info.name + "' does not support subgroup shuffles in compute shaders (VK_SUBGROUP_FEATURE_SHUFFLE_BIT)");
+    bool ballot = false, vote = false;
+    ir::walk(k, [&](ir::Id id) {
+      ballot = ballot || k.insts[id].op == ir::Op::LaneBallot;
+      vote = vote || k.insts[id].op == ir::Op::LaneAny || k.insts[id].op == ir::Op::LaneAll;
+    });
+    if (ballot && !pd_.subgroup_ballot)
+      throw Error("kernel '" + k.name + "' uses lane_ballot; device '" + pd_.info.name +
+                  "' does not support subgroup ballots in compute shaders (VK_SUBGROUP_FEATURE_BALLOT_BIT)");
+    if (vote && !pd_.subgroup_vote)
+      throw Error("kernel '" + k.name + "' uses lane_any or lane_all; device '" + pd_.info.name +
+                  "' does not support subgroup votes in compute shaders (VK_SUBGROUP_FEATURE_VOTE_BIT)");
     codegen::EmitOptions options;
     options.loop_limit_check = pd_.loop_limited;
     // lavapipe's fma is a multiply and an add (two roundings): emulated with one.
@@ -773,12 +828,12 @@ class VulkanDevice final : public Device {
     options.tile_f64 = pd_.shader_float64;
     codegen::Emitted emitted = codegen::emit(k, dtype, codegen::Target::Glsl, options);
     if (!emitted.ok())
-      throw Error("kernel '" + k.name + "' (" + dtype_name(dtype) + ") cannot be emitted as GLSL:\n" +
+      throw Error("kernel '" + k.name + "' (" + instantiation_name(dtype) + ") cannot be emitted as GLSL:\n" +
                   emitted.diags.render(k));
     std::string label = codegen::entry_name(k, dtype);
     codegen::Spirv spirv = codegen::compile_glsl(emitted.source, label);
     if (!spirv.ok)
-      throw Error("kernel '" + k.name + "' (" + dtype_name(dtype) + "): GLSL -> SPIR-V failed:\n" + spirv.log +
+      throw Error("kernel '" + k.name + "' (" + instantiation_name(dtype) + "): GLSL -> SPIR-V failed:\n" + spirv.log +
                   "--- GLSL source (" + label + ") ---\n" + numbered(emitted.source));
 
     std::unique_ptr<VulkanKernel> kern =
@@ -803,7 +858,7 @@ class VulkanDevice final : public Device {
     fp += "; device " + i.name + " (" + i.arch + "); " + i.driver + "; api " + version_text(pd_.api_version) +
           "; subgroup " + std::to_string(i.lane_width) + "; features";
     for (bool b : {pd_.shader_int16, pd_.shader_int64, pd_.storage_16bit, pd_.uniform_storage_16bit,
-                   pd_.shader_float16, pd_.full_subgroups})
+                   pd_.shader_float16, pd_.full_subgroups, pd_.shader_int8, pd_.storage_8bit})
       fp += b ? " 1" : " 0";
     if (pd_.loop_limited) fp += "; loop status binding";  // a different module and layout
     if (pd_.loop_limited && pd_.shader_float64) fp += "; f64 fma";
@@ -814,7 +869,7 @@ class VulkanDevice final : public Device {
 
   // `binary` holds the SPIR-V words compile() produced. Its checksum already matched; the magic
   // number and word alignment are checked here, and the driver validates the rest.
-  std::unique_ptr<CompiledKernel> load(const ir::Kernel& k, DType dtype, Dim3 threadgroup,
+  std::unique_ptr<CompiledKernel> load(const ir::Kernel& k, Instantiation dtype, Dim3 threadgroup,
                                        const std::vector<char>& binary) override {
     const std::string label = codegen::entry_name(k, dtype);
     if (binary.size() < 20 || binary.size() % sizeof(uint32_t) != 0)
@@ -827,7 +882,7 @@ class VulkanDevice final : public Device {
 
   // Layout, pipeline and descriptor set for SPIR-V `words` of kernel `k` (the optimized kernel
   // from compile(), the traced one from load(): params and lane-op use are the same).
-  std::unique_ptr<VulkanKernel> make_kernel(const ir::Kernel& k, DType dtype, Dim3 threadgroup, const uint32_t* words,
+  std::unique_ptr<VulkanKernel> make_kernel(const ir::Kernel& k, Instantiation dtype, Dim3 threadgroup, const uint32_t* words,
                                             size_t num_words, std::string label) {
     auto kern = std::make_unique<VulkanKernel>();
     kern->core = core_;
@@ -878,27 +933,29 @@ class VulkanDevice final : public Device {
     VkShaderModule module = VK_NULL_HANDLE;
     check_created(f.vkCreateShaderModule(dev, &smci, nullptr, &module), module, "vkCreateShaderModule", label);
 
-    // The threadgroup shape is baked in through specialization constants 0..2 (local_size_*_id).
-    const uint32_t tg[3] = {threadgroup.x, threadgroup.y, threadgroup.z};
-    const VkSpecializationMapEntry entries[3] = {{0, 0, 4}, {1, 4, 4}, {2, 8, 4}};
-    VkSpecializationInfo spec{3, entries, sizeof(tg), tg};
-
-    auto cpci = vk_struct<VkComputePipelineCreateInfo>(VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO);
-    cpci.stage.sType = VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO;
-    cpci.stage.stage = VK_SHADER_STAGE_COMPUTE_BIT;
-    cpci.stage.module = module;
-    cpci.stage.pName = "main";
-    cpci.stage.pSpecializationInfo = &spec;
     // Lane ops assume every subgroup is full (a reduction's per-lane partials would otherwise mix
     // with inactive lanes). The flag is only valid when the x size is a multiple of the subgroup
     // size; Context already requires the group to be a multiple of the lane width.
-    if (pd_.full_subgroups && ir::uses_lane_ops(k) && pd_.info.lane_width > 0 &&
-        threadgroup.x % pd_.info.lane_width == 0)
-      cpci.stage.flags |= VK_PIPELINE_SHADER_STAGE_CREATE_REQUIRE_FULL_SUBGROUPS_BIT_EXT;
-    cpci.layout = kern->pipeline_layout;
-    VkResult r = f.vkCreateComputePipelines(dev, VK_NULL_HANDLE, 1, &cpci, nullptr, &kern->pipeline);
-    f.vkDestroyShaderModule(dev, module, nullptr);  // the pipeline no longer needs it
+    kern->full_subgroups = pd_.full_subgroups && ir::uses_lane_ops(k) && pd_.info.lane_width > 0 &&
+                           threadgroup.x % pd_.info.lane_width == 0;
+    kern->threadgroup = threadgroup;
+    int scalar = 0;
+    std::vector<int> scalar_index(k.params.size(), -1);
+    for (size_t i = 0; i < k.params.size(); ++i)
+      if (k.params[i].kind == ir::ParamKind::Scalar) scalar_index[i] = scalar++;
+    for (ir::Id id : ir::threadgroup_layout(k))
+      if (k.insts[id].has(ir::Attr::CountParam)) {
+        const uint32_t si = uint32_t(scalar_index[size_t(k.insts[id].attr(ir::Attr::CountParam))]);
+        if (std::find(kern->size_scalars.begin(), kern->size_scalars.end(), si) == kern->size_scalars.end())
+          kern->size_scalars.push_back(si);
+      }
+    // The pipeline for sizes of 1 until a launch names its own (the module is kept for those).
+    std::vector<uint32_t> ones(kern->size_scalars.size(), 1u);
+    VkResult r = create_pipeline(*kern, module, ones, kern->pipeline);
+    if (kern->size_scalars.empty()) f.vkDestroyShaderModule(dev, module, nullptr);  // the pipeline no longer needs it
+    else kern->module = module;
     check_created(r, kern->pipeline, "vkCreateComputePipelines", label);
+    if (!kern->size_scalars.empty()) kern->sized.emplace(ones, kern->pipeline);
 
     if (num_bindings > 0) {
       VkDescriptorPoolSize size{VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, num_bindings};
@@ -931,12 +988,50 @@ class VulkanDevice final : public Device {
     return kern;
   }
 
+  // The threadgroup shape is baked in through specialization constants 0..2 (local_size_*_id);
+  // the values of the scalars that size threadgroup arrays follow (codegen::kTgSpecBase).
+  VkResult create_pipeline(const VulkanKernel& kern, VkShaderModule module, const std::vector<uint32_t>& sizes,
+                           VkPipeline& out) {
+    std::vector<uint32_t> data = {kern.threadgroup.x, kern.threadgroup.y, kern.threadgroup.z};
+    std::vector<VkSpecializationMapEntry> entries = {{0, 0, 4}, {1, 4, 4}, {2, 8, 4}};
+    for (size_t i = 0; i < sizes.size(); ++i) {
+      entries.push_back({codegen::kTgSpecBase + kern.size_scalars[i], uint32_t(4 * data.size()), 4});
+      data.push_back(sizes[i]);
+    }
+    VkSpecializationInfo spec{uint32_t(entries.size()), entries.data(), 4 * data.size(), data.data()};
+    auto cpci = vk_struct<VkComputePipelineCreateInfo>(VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO);
+    cpci.stage.sType = VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO;
+    cpci.stage.stage = VK_SHADER_STAGE_COMPUTE_BIT;
+    cpci.stage.module = module;
+    cpci.stage.pName = "main";
+    cpci.stage.pSpecializationInfo = &spec;
+    if (kern.full_subgroups) cpci.stage.flags |= VK_PIPELINE_SHADER_STAGE_CREATE_REQUIRE_FULL_SUBGROUPS_BIT_EXT;
+    cpci.layout = kern.pipeline_layout;
+    return core_->fn.vkCreateComputePipelines(core_->device, VK_NULL_HANDLE, 1, &cpci, nullptr, &out);
+  }
+
+  // Points kern.pipeline at the pipeline for this launch's array sizes; mutex_ held.
+  void select_sized_pipeline(VulkanKernel& kern, const LaunchArgs& args) {
+    if (kern.size_scalars.empty()) return;
+    std::vector<uint32_t> sizes;
+    for (uint32_t si : kern.size_scalars) sizes.push_back(si < args.scalars.size() ? args.scalars[si] : 1u);
+    auto it = kern.sized.find(sizes);
+    if (it == kern.sized.end()) {
+      VkPipeline p = VK_NULL_HANDLE;
+      VkResult r = create_pipeline(kern, kern.module, sizes, p);
+      check_created(r, p, "vkCreateComputePipelines", kern.name);
+      it = kern.sized.emplace(sizes, p).first;
+    }
+    kern.pipeline = it->second;
+  }
+
   bool pipeline_depends_on_threadgroup() const override { return true; }
 
   void launch(CompiledKernel& kernel, const LaunchArgs& args, Dim3 grid, Dim3 /*threadgroup*/) override {
     VulkanKernel& kern = checked(kernel, args);
     // One command buffer, one fence and per-kernel descriptor sets: launches must not overlap.
     std::lock_guard<std::mutex> lock(mutex_);
+    select_sized_pipeline(kern, args);
     write_descriptors(kern, args);
     clear_loop_status(kern);
     begin_commands();
@@ -970,6 +1065,7 @@ class VulkanDevice final : public Device {
     std::lock_guard<std::mutex> lock(mutex_);
     ensure_query_pool();
     if (opts.flush_l2) ensure_flush_buffer();
+    select_sized_pipeline(kern, args);
     write_descriptors(kern, args);
     clear_loop_status(kern);
 

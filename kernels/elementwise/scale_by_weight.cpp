@@ -1,0 +1,75 @@
+// iron_scale_by_weight: out[r, j] = x[r, j] * cast<T>(w[j]) over rows x d, activations x and
+// out in T, the per-column weights w in W (the kernel is generic over both: every T x W pair of
+// {f32, f16, bf16} is an instantiation). One thread per element; dispatch: grid =
+// {ceil(rows * d / tg), 1, 1} threadgroups of tg threads; rows * d must stay below 2^32.
+// The weight is rounded to T once (the cast), the product is computed in f32 and rounded to T
+// once on store.
+#include <iron/iron.hpp>
+
+namespace iron::kernels {
+using namespace iron::dsl;
+
+static void scale_by_weight() {
+  Expr rows = constexpr_("rows", u32);
+  Expr d = constexpr_("d", u32);
+  Buffer x = input("x", T, {rows, d});
+  Buffer w = input("w", W, {d});
+  Buffer out = output("out", T, {rows, d});
+  Expr i = thread_id(0);
+  if_(i < rows * d, [&] { out[i] = x[i] * cast<T>(w[i % d]); });
+}
+IRON_KERNEL_TW(iron_scale_by_weight, scale_by_weight, Elementwise, (f32, f16, bf16), (f32, f16, bf16));
+
+// Tolerance (derived): the weight's rounding to T is part of the oracle (it rounds the weight
+// exactly as the cast does), then one f32 multiply and the store's rounding.
+static TestSetup scale_setup(DType dt, DType wt, uint32_t rows, uint32_t d, uint32_t tg) {
+  const size_t n = size_t(rows) * d;
+  std::vector<double> w = fixture::uniform(d, -3.0, 3.0, 52);
+  // Weights that W holds exactly but T does not: a missing or wrong cast<T> shows.
+  if (wt == DType::F32 && dt != DType::F32)
+    for (uint32_t j = 0; j < d; j += 3) w[j] = 1.0 + 0x1p-20 * (j + 1);
+  return TestSetup(Instantiation(dt, wt))
+      .in("x", fixture::uniform(n, -4.0, 4.0, 51))
+      .in("w", w)
+      .out("out", n)
+      .constexprs({{"rows", rows}, {"d", d}})
+      .grid({uint32_t((n + tg - 1) / tg), 1, 1}, {tg, 1, 1})
+      .accumulation(1)
+      .error_floor(dt == DType::F16 ? 0x1p-14 : 0x1p-126)
+      .oracle([rows, d, dt](const Tensors& in, Tensors& out) {
+        const auto& x = in.at("x");
+        const auto& wv = in.at("w");
+        auto& o = out.at("out");
+        for (uint32_t r = 0; r < rows; ++r)
+          for (uint32_t j = 0; j < d; ++j) o[size_t(r) * d + j] = x[size_t(r) * d + j] * fixture::round_to(dt, wv[j]);
+      });
+}
+
+// guards: x * cast<T>(w[j]) at every T x W pair of {f32, f16, bf16}: W resolved apart from T, the weight rounded to T once, the column index wrapping mid-threadgroup, threads past the end
+IRON_TEST_KERNEL(iron_scale_by_weight, rows7_d333, {{f32, f32}}, {{f32, f16}}, {{f32, bf16}}, {{f16, f32}}, {{f16, f16}},
+                 {{f16, bf16}}, {{bf16, f32}}, {{bf16, f16}}, {{bf16, bf16}}) {
+  return scale_setup(dt, wt, 7, 333, 128);
+}
+// guards: the smallest shape (one element, one weight) at every T x W pair; the tail guard of a threadgroup of 64 with one live thread
+IRON_TEST_KERNEL(iron_scale_by_weight, rows1_d1, {{f32, f32}}, {{f32, f16}}, {{f32, bf16}}, {{f16, f32}}, {{f16, f16}},
+                 {{f16, bf16}}, {{bf16, f32}}, {{bf16, f16}}, {{bf16, bf16}}) {
+  return scale_setup(dt, wt, 1, 1, 64);
+}
+// guards: several threadgroups whose rows start at a threadgroup boundary, W wider and narrower than T (f16,f32 and bf16,f16)
+IRON_TEST_KERNEL(iron_scale_by_weight, rows33_d64, {{f16, f32}}, {{bf16, f16}}) { return scale_setup(dt, wt, 33, 64, 256); }
+
+// Benchmark: a decode-size batch of activations scaled by per-channel weights. Memory bound:
+// 2 rows * d elements of T and d of W move, rows * d FLOPs.
+static BenchSetup scale_bench(DType dt, DType wt, uint32_t rows, uint32_t d) {
+  TestSetup t = scale_setup(dt, wt, rows, d, 256);
+  BenchSetup b(Instantiation(dt, wt));
+  b.in("x", t.inputs().at("x")).in("w", t.inputs().at("w")).out("out", size_t(rows) * d);
+  b.constexprs(t.scalars()).grid(t.grid_size(), t.threadgroup()).oracle(t.oracle_fn());
+  const double n = double(rows) * d;
+  return b.bytes(2.0 * n * dtype_size(dt) + double(d) * dtype_size(wt)).flops(n);
+}
+IRON_BENCH(iron_scale_by_weight, rows4096_d4096, {{f32, f32}, 1e-6}, {{f16, f32}, 1e-3}, {{bf16, f16}, 8e-3}) {
+  return scale_bench(dt, wt, 4096, 4096);
+}
+
+}  // namespace iron::kernels
