@@ -371,11 +371,22 @@ struct Emitter {
           line(depth, d.store(s, s.k.params[in.param()], arg(0), stored_value(in.operands[1], s.concrete(s.k.params[in.param()].dtype))) + ";");
         }
         break;
-      case Op::Var:
-        line(depth, (in.type.is_fragment() ? tile_type(s, in.type) : d.var_type(t)) + " " + reg(id) + " = " + arg(0) + ";");
+      case Op::Var: case Op::VarLoad: case Op::VarStore: {
+        // GLSL keeps fragments in shared-memory slots (tiles.cpp): a copy between slots, or none.
+        const bool frag = in.op == Op::VarStore ? s.k.insts[in.operands[1]].type.is_fragment() : in.type.is_fragment();
+        if (frag && s.tile_slots > 0) {
+          std::vector<std::string> lines;
+          glsl_tile_var_op(s, d, id, lines);
+          for (const std::string& l : lines) line(depth, l);
+        } else if (in.op == Op::Var) {
+          line(depth, (frag ? tile_type(s, in.type) : d.var_type(t)) + " " + reg(id) + " = " + arg(0) + ";");
+        } else if (in.op == Op::VarLoad) {
+          def(arg(0));
+        } else {
+          line(depth, arg(0) + " = " + arg(1) + ";");
+        }
         break;
-      case Op::VarLoad: def(arg(0)); break;
-      case Op::VarStore: line(depth, arg(0) + " = " + arg(1) + ";"); break;
+      }
       case Op::TgAlloc: break;  // declared by the dialect at function or module scope
       case Op::TgLoad: {
         const ir::Inst& alloc = s.k.insts[in.operands[0]];
@@ -530,6 +541,7 @@ Emitted emit(const ir::Kernel& k, Instantiation dtype, Target target, const Emit
   });
 
   std::unique_ptr<Dialect> d = target == Target::Cuda ? make_cuda_dialect() : make_glsl_dialect();
+  if (target == Target::Glsl) plan_glsl_tiles(s);
   // The body first: it records the helpers the prelude must define.
   Emitter e{s, *d, {}, {}};
   e.block(0, 1);

@@ -1,9 +1,13 @@
 // Cooperative tiles: the DSL's trace-time errors, the verifier's fragment rules, the
-// interpreter's definition (one rounding per multiply-accumulate, lane-group rules, races) and
-// the CUDA lowerings compiling through NVRTC for sm_80 and sm_90 under every MmaStrategy.
+// interpreter's definition (one rounding per multiply-accumulate, lane-group rules, races), the
+// CUDA lowerings compiling through NVRTC for sm_80 and sm_90 under every MmaStrategy, and the
+// GLSL fragments in shared-memory slots (bit-exact with the interpreter on lavapipe; slots past
+// the device's shared memory are rejected naming the figures).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstring>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -297,4 +301,150 @@ TEST(CodegenTiles, AForcedStrategyTheArchitectureCannotRunIsACompileErrorNamingI
   EXPECT_TRUE(codegen::parse_cuda_mma("wmma", m));
   EXPECT_EQ(m, codegen::CudaMma::Wmma);
   EXPECT_FALSE(codegen::parse_cuda_mma("tensor", m));
+}
+
+// --- GLSL: fragments in shared-memory slots (lavapipe) ---------------------------------------
+
+namespace {
+
+// Every case the slot plan must get right (codegen/tiles.cpp), in each lane group at its own
+// offsets: a value loaded from a variable and live across a store to it (`before`: no alias), an
+// accumulator value used by two multiply-accumulates (`c`: the first result may not take its
+// slot), a product whose accumulator operand is read later (`p`), an in-place update (`other`),
+// a variable whose initial value stays live (`z`), loads
+// from a buffer and from threadgroup memory, and element reads (get) from several of them.
+void slot_patterns() {
+  Expr reps = constexpr_("reps", u32);  // a run-time trip count: the loops stay loops
+  Buffer x = input("x", f16, {1024});
+  Buffer out = output("out", f32, {32 * 1536});
+  Buffer got = output("got", f32, {1024});
+  TgBuffer ts = threadgroup_alloc("ts", f16, 512);
+  for_(local_id(0), 512u, group_size(0), [&](Expr e) { ts[e] = x[e + 512u]; });
+  barrier();
+  TileShape t = coop_tile_setup(16, 16, 16, f16);
+  Expr g = simd_group_id();
+  Frag a = coop_tile_load_a(t, x, g * 16u, 32u);
+  Frag b = coop_tile_load_b(t, ts, g * 8u, 16u);
+  Frag b2 = coop_tile_load_b(t, x, 3u + g, 17u);
+  FragVar acc(coop_tile_fill(t, 0.5f));
+  FragVar other(coop_tile_fill(t, -1.0f));
+  for_(0u, reps - 1u, [&](Expr) { acc.set(coop_tile_run(a, b2, acc.get())); });
+  Frag before = acc.get();
+  Frag z = coop_tile_fill(t, 2.0f);
+  FragVar w(z);
+  for_(0u, reps, [&](Expr) {
+    Frag c = acc.get();
+    Frag d = coop_tile_run(a, b, c);
+    Frag e = coop_tile_run(a, b2, c);
+    acc.set(d);
+    // b's last use in the body was d, but the next iteration reads it again: f may not take it.
+    Frag f = coop_tile_load_b(t, x, 7u + g, 19u);
+    other.set(coop_tile_run(a, f, other.get()));
+    w.set(coop_tile_run(a, b2, e));
+  });
+  // `before` is read again after this product: p may not take its slot.
+  Frag p = coop_tile_run(a, b2, before);
+  Expr base = g * 1536u;
+  coop_tile_store(before, out, base, 16u);
+  coop_tile_store(acc.get(), out, base + 256u, 16u);
+  coop_tile_store(other.get(), out, base + 512u, 16u);
+  coop_tile_store(z, out, base + 768u, 16u);
+  coop_tile_store(w.get(), out, base + 1024u, 16u);
+  coop_tile_store(p, out, base + 1280u, 16u);
+  got[local_id(0)] = coop_tile_get(w.get(), 3, 14) + coop_tile_get(before, 15, 0);
+}
+
+// The same fragments at a threadgroup of 1024 threads: lavapipe's 32 KiB cannot hold the slots.
+void many_lane_groups() {
+  Buffer x = input("x", f16, {1024});
+  Buffer out = output("out", f32, {256});
+  TileShape t = coop_tile_setup(16, 16, 16, f16);
+  Frag acc = coop_tile_run(coop_tile_load_a(t, x, 0u, 16u), coop_tile_load_b(t, x, 0u, 16u), coop_tile_fill(t, 0.0f));
+  if_(simd_group_id() == 0u, [&] { coop_tile_store(acc, out, 0u, 16u); });
+}
+
+std::unique_ptr<Context> vulkan_or_skip(std::string& why) {
+  try {
+    return Context::create(Backend::Vulkan);
+  } catch (const Error& e) {
+    why = e.what();
+  }
+  return nullptr;
+}
+
+}  // namespace
+
+TEST(GlslTiles, SlotsAreSharedOnlyByFragmentsThatAreNeverLiveTogether) {
+  std::string why;
+  std::unique_ptr<Context> ctx = vulkan_or_skip(why);
+  if (!ctx) GTEST_SKIP() << "no Vulkan device: " << why;
+  const ir::Kernel k = traced(&slot_patterns);
+  // Values that round differently in every order of the sums (f16 of 1/(i+3) and friends).
+  std::vector<uint16_t> x(1024);
+  for (size_t i = 0; i < x.size(); ++i) x[i] = num::f32_to_f16((float(int(i * 37 % 201) - 100) / 64.0f) + 1.0f / float(i + 3));
+  // Two lane groups at lavapipe's width of 8 (ten slots of 1 KiB each).
+  const uint32_t lanes = ctx->info().lane_width, threads = std::max(16u, lanes);
+  std::vector<float> want(32 * 1536, 0.0f), want_got(1024, 0.0f);
+  run(k, {{x.data(), 2048}, {want.data(), want.size() * 4}, {want_got.data(), want_got.size() * 4}}, {3}, threads, lanes);
+  Bindings bind;
+  DeviceBuffer bx = ctx->alloc(DType::F16, x.size());
+  ctx->upload(bx, x.data(), x.size() * 2);
+  DeviceBuffer bo = ctx->alloc(DType::F32, want.size());
+  DeviceBuffer bg = ctx->alloc(DType::F32, want_got.size());
+  std::vector<float> zero(want.size(), 0.0f);
+  ctx->upload(bo, zero.data(), want.size() * 4);
+  ctx->upload(bg, zero.data(), want_got.size() * 4);
+  ctx->dispatch_with_grid(k, DType::F32, {{"x", bx}, {"out", bo}, {"got", bg}}, {{"reps", 3}}, {1, 1, 1}, {threads, 1, 1});
+  ctx->synchronize();
+  std::vector<float> out(want.size()), got(want_got.size());
+  ctx->download(bo, out.data(), out.size() * 4);
+  ctx->download(bg, got.data(), got.size() * 4);
+  int bad = 0;
+  for (size_t i = 0; i < out.size() && bad < 8; ++i)
+    if (std::memcmp(&out[i], &want[i], 4) != 0) {
+      ++bad;
+      ADD_FAILURE() << "out[" << i << "] (lane group " << i / 1536 << ", fragment " << i % 1536 / 256 << ") is "
+                    << out[i] << ", the interpreter gives " << want[i];
+    }
+  for (size_t i = 0; i < threads && bad < 16; ++i)
+    if (std::memcmp(&got[i], &want_got[i], 4) != 0) {
+      ++bad;
+      ADD_FAILURE() << "got[" << i << "] is " << got[i] << ", the interpreter gives " << want_got[i];
+    }
+  // Not all zeros: the comparison saw real results.
+  EXPECT_NE(want[256 + 17], 0.0f);
+  // The plan: ten slots (a, b, b2, before, z, w, e, acc, other, and d then f; other is updated in place,
+  // w's mma result takes e's slot, the fills and final reads share their variables' slots, and
+  // p takes a slot of a value dead by then).
+  codegen::Emitted e = codegen::emit(passes::optimize(k), DType::F32, codegen::Target::Glsl);
+  ASSERT_TRUE(e.ok());
+  EXPECT_TRUE(has(e.source, "const uint iron_tile_slots = 10u;")) << e.source;
+}
+
+TEST(GlslTiles, SlotsBeyondTheDevicesSharedMemoryAreRejectedNamingTheFigures) {
+  std::string why;
+  std::unique_ptr<Context> ctx = vulkan_or_skip(why);
+  if (!ctx) GTEST_SKIP() << "no Vulkan device: " << why;
+  const uint32_t lanes = ctx->info().lane_width;
+  const uint64_t limit = ctx->info().shared_memory_bytes;
+  // Three slots of 1 KiB per lane group: a threadgroup with more lane groups than fit.
+  const uint32_t threads = 1024;
+  if (3ull * 1024 * (threads / lanes) <= limit) GTEST_SKIP() << "the device holds 3 KiB for each of " << threads / lanes << " lane groups";
+  const ir::Kernel k = traced(&many_lane_groups);
+  DeviceBuffer bx = ctx->alloc(DType::F16, 1024);
+  DeviceBuffer bo = ctx->alloc(DType::F32, 256);
+  std::string e;
+  try {
+    ctx->dispatch_with_grid(k, DType::F32, {{"x", bx}, {"out", bo}}, {}, {1, 1, 1}, {threads, 1, 1});
+    ctx->synchronize();
+  } catch (const Error& err) {
+    e = err.what();
+  }
+  const std::string groups = std::to_string(threads / lanes);
+  EXPECT_TRUE(has(e, "its cooperative tiles need " + std::to_string(3 * 1024 * (threads / lanes)) + " bytes")) << e;
+  EXPECT_TRUE(has(e, "3 fragment slots of 1024 bytes for each of " + groups + " lane groups")) << e;
+  EXPECT_TRUE(has(e, "allows " + std::to_string(limit) + " (maxComputeSharedMemorySize)")) << e;
+  // At 64 threads it fits and computes.
+  ctx->dispatch_with_grid(k, DType::F32, {{"x", bx}, {"out", bo}}, {}, {1, 1, 1}, {64, 1, 1});
+  ctx->synchronize();
 }
