@@ -134,3 +134,75 @@ IRON_TEST_KERNEL(iron_tile_gemm, uniform_m16_n32_k16, {f16}, {bf16}) {
 }
 
 }  // namespace iron::kernels
+
+namespace iron::kernels {
+using namespace iron::dsl;
+
+// One 16 x 16 x 16 product with A and B both staged in threadgroup memory, at run-time offsets
+// (a_stage, b_stage) and row strides (lds_a, lds_b), in 16-byte aligned arrays: on CUDA's mma
+// strategy an aligned offset and stride (multiples of 8 elements) load through ldmatrix (.trans
+// for B), any other through the element path (docs/dsl.md "MmaStrategy"). Every thread stages
+// elements; lane group 0 stores C (row stride 16). Dispatch: grid {1, 1, 1}, threadgroup {64, 1, 1}.
+static void tile_tg_product() {
+  Expr a_stage = constexpr_("a_stage", u32);
+  Expr b_stage = constexpr_("b_stage", u32);
+  Expr lds_a = constexpr_("lds_a", u32);
+  Expr lds_b = constexpr_("lds_b", u32);
+  Buffer a = input("a", T, {256});
+  Buffer b = input("b", T, {256});
+  Buffer c = output("c", f32, {256});
+  TgBuffer as = threadgroup_alloc("as", T, 8 + 16 * 24, 16);
+  TgBuffer bs = threadgroup_alloc("bs", T, 8 + 16 * 24, 16);
+  for_(local_id(0), 256u, group_size(0), [&](Expr e) {
+    Expr r = e / 16u;
+    Expr col = e % 16u;
+    as[a_stage + r * lds_a + col] = a[e];
+    bs[b_stage + r * lds_b + col] = b[e];
+  });
+  barrier();
+  TileShape tile = coop_tile_setup(16, 16, 16, T);
+  Frag f = coop_tile_run(coop_tile_load_a(tile, as, a_stage, lds_a), coop_tile_load_b(tile, bs, b_stage, lds_b),
+                         coop_tile_fill(tile, 0.0f));
+  if_(simd_group_id() == 0u, [&] { coop_tile_store(f, c, 0u, 16u); });
+}
+IRON_KERNEL(iron_tile_tg_product, tile_tg_product, Reduction, f16, bf16);
+
+static TestSetup tg_product_setup(DType dt, uint32_t a_stage, uint32_t lds_a, uint32_t b_stage, uint32_t lds_b,
+                                  bool small_integers) {
+  auto values = [&](uint64_t seed) {
+    std::vector<double> v = fixture::uniform(256, -1.0, 1.0, seed);
+    if (small_integers)
+      for (double& x : v) x = double(int(x * 4.5));
+    return v;
+  };
+  TestSetup t(dt);
+  t.in("a", values(81)).in("b", values(82));
+  t.out("c", 256);
+  t.constexprs({{"a_stage", a_stage}, {"b_stage", b_stage}, {"lds_a", lds_a}, {"lds_b", lds_b}});
+  t.grid({1, 1, 1}, {64, 1, 1});
+  if (small_integers) t.accumulation(0);
+  else t.accumulation(17.0).error_floor(16);  // as iron_tile_gemm with k = 16
+  t.oracle([](const Tensors& in, Tensors& out) {
+    const auto& A = in.at("a");
+    const auto& B = in.at("b");
+    auto& C = out.at("c");
+    for (int i = 0; i < 16; ++i)
+      for (int j = 0; j < 16; ++j) {
+        double s = 0;
+        for (int k = 0; k < 16; ++k) s += A[size_t(i * 16 + k)] * B[size_t(k * 16 + j)];
+        C[size_t(i * 16 + j)] = s;
+      }
+  });
+  return t;
+}
+
+// Both fragments through ldmatrix on CUDA's mma strategy (offsets and strides multiples of 8).
+IRON_TEST_KERNEL(iron_tile_tg_product, aligned_int, {f16}, {bf16}) { return tg_product_setup(dt, 8, 24, 0, 16, true); }
+IRON_TEST_KERNEL(iron_tile_tg_product, aligned_uniform, {f16}, {bf16}) {
+  return tg_product_setup(dt, 0, 16, 8, 24, false);
+}
+// A aligned (ldmatrix), B not (stride 20: the element path); then neither (odd offsets).
+IRON_TEST_KERNEL(iron_tile_tg_product, b_unaligned_int, {f16}, {bf16}) { return tg_product_setup(dt, 0, 16, 8, 20, true); }
+IRON_TEST_KERNEL(iron_tile_tg_product, unaligned_int, {f16}, {bf16}) { return tg_product_setup(dt, 3, 17, 5, 24, true); }
+
+}  // namespace iron::kernels

@@ -11,7 +11,9 @@
 //   wmma      nvcuda::wmma 16x16x16 fragments; elements pass through a 1 KB per-warp staging
 //             area in shared memory (any stride, offset and memory space; 32 KB for 32 warps).
 //   mma       inline PTX mma.sync.aligned.m16n8k16 (two per 16x16x16 product), each lane loading
-//             its 8 A, 8 B and 8 accumulator elements of the PTX fragment layout directly.
+//             its 8 A, 8 B and 8 accumulator elements of the PTX fragment layout directly, or a
+//             whole A / B fragment from threadgroup memory by ldmatrix.x4 (.trans for B) where
+//             the rows are 16-byte aligned (docs/dsl.md "The ldmatrix rule").
 // GLSL has a software path only, with fragments in shared memory (see "GLSL: fragments in
 // shared memory" below): f64 sums where the device enables shaderFloat64 (EmitOptions::tile_f64),
 // else f32 sums of the exact f32 products.
@@ -77,6 +79,7 @@ const char* const kCudaCoordsWhole =
 std::string cuda_software(bool f16, bool bf16) {
   std::string out =
       "struct iron_tile_acc { float x[256]; };\n"
+      "#define IRON_TILE_LDMATRIX 0\n"
       "#define IRON_TILE_LD_FIRST 0u\n#define IRON_TILE_LD_END 256u\n#define IRON_TILE_LD_STEP 1u\n"
       "#define IRON_TILE_ST_FIRST (iron_flat_local_id() & 31u)\n#define IRON_TILE_ST_END 256u\n"
       "#define IRON_TILE_ST_STEP 32u\n";
@@ -120,6 +123,7 @@ std::string cuda_wmma(bool f16, bool bf16) {
       "__device__ __forceinline__ float* iron_tile_warp_scratch() {\n"
       "  return iron_tile_scratch + (iron_flat_local_id() >> 5) * 256u;\n}\n"
       "struct iron_tile_acc { nvcuda::wmma::fragment<nvcuda::wmma::accumulator, 16, 16, 16, float> f; };\n"
+      "#define IRON_TILE_LDMATRIX 0\n"
       "#define IRON_TILE_LD_FIRST (iron_flat_local_id() & 31u)\n#define IRON_TILE_LD_END 256u\n"
       "#define IRON_TILE_LD_STEP 32u\n"
       "#define IRON_TILE_ST_FIRST (iron_flat_local_id() & 31u)\n#define IRON_TILE_ST_END 256u\n"
@@ -171,6 +175,12 @@ std::string cuda_wmma(bool f16, bool bf16) {
 std::string cuda_mma(bool f16, bool bf16) {
   std::string out =
       "struct iron_tile_acc { float x[8]; };\n"
+      // ldmatrix: lane l names row (l & 7) + 8 * ((l >> 3) & 1), column 8 * (l >> 4) of the tile,
+      // the first element of the 8 x 8 block (l >> 3) = 0..3 it supplies a row address of.
+      "#define IRON_TILE_LDMATRIX 1\n"
+      "__device__ __forceinline__ unsigned iron_tile_ldm_row() { return (iron_flat_local_id() & 7u) + ((iron_flat_local_id() >> 3) & 1u) * 8u; }\n"
+      "__device__ __forceinline__ unsigned iron_tile_ldm_col() { return ((iron_flat_local_id() >> 4) & 1u) * 8u; }\n"
+      "__device__ __forceinline__ unsigned iron_tile_smem(const void* p) { return (unsigned)__cvta_generic_to_shared(p); }\n"
       "#define IRON_TILE_LD_FIRST 0u\n#define IRON_TILE_LD_END 8u\n#define IRON_TILE_LD_STEP 1u\n"
       "#define IRON_TILE_ST_FIRST 0u\n#define IRON_TILE_ST_END 8u\n#define IRON_TILE_ST_STEP 1u\n"
       "__device__ __forceinline__ void iron_tile_coord_a(unsigned i, unsigned& r, unsigned& c) {\n"
@@ -202,6 +212,12 @@ std::string cuda_mma(bool f16, bool bf16) {
              "  const unsigned b = " + bits + ";\n"
              "  f.x[i >> 1] = (i & 1u) ? ((f.x[i >> 1] & 0xffffu) | (b << 16)) : ((f.x[i >> 1] & 0xffff0000u) | b);\n}\n"
              "__device__ __forceinline__ void iron_tile_finish(" + name + "&) {}\n";
+      // The four 8 x 8 blocks in register order (A: rows 0-7 / 8-15 of columns 0-7, then of
+      // columns 8-15; B, transposed as it loads: k 0-7 / 8-15 of columns n 0-7, then n 8-15).
+      out += "__device__ __forceinline__ void iron_tile_ldmatrix(" + name + "& f, const void* row) {\n"
+             "  asm volatile(\"ldmatrix.sync.aligned.m8n8.x4" + std::string(std::string(r) == "b" ? ".trans" : "") +
+             ".shared.b16 {%0, %1, %2, %3}, [%4];\"\n"
+             "               : \"=r\"(f.x[0]), \"=r\"(f.x[1]), \"=r\"(f.x[2]), \"=r\"(f.x[3]) : \"r\"(iron_tile_smem(row)) : \"memory\");\n}\n";
     }
     out += "__device__ __forceinline__ iron_tile_acc iron_tile_mma(const iron_tile_a_" + sfx + "& a, const iron_tile_b_" +
            sfx + "& b, const iron_tile_acc& c) {\n  iron_tile_acc d;\n";
@@ -633,10 +649,27 @@ void tile_op(EmitState& s, const Dialect& d, ir::Id id, const std::vector<std::s
       // that already are of it: 16-bit threadgroup arrays hold 16-bit values).
       const std::string v = d.cast(s, in, DType::F32, elem, read);
       lines.push_back(tile_type(s, in.type) + " " + reg + " = {};");
-      lines.push_back("for (" + U + " i = IRON_TILE_LD_FIRST; i < IRON_TILE_LD_END; i += IRON_TILE_LD_STEP) {");
-      lines.push_back("  " + U + " r, c;");
-      lines.push_back("  iron_tile_coord_" + role + "(i, r, c);");
-      lines.push_back("  iron_tile_set(" + reg + ", i, " + v + ");");
+      // ldmatrix (the mma strategy) where the array holds the fragment's own 16-bit type and every
+      // row of the tile starts 16-byte aligned: offset and stride multiples of 8 elements and the
+      // array's base address a multiple of 16 (checked at run time; literals fold). Otherwise,
+      // and on the other strategies, the element loop.
+      const bool ldm = tg && !s.f32_atomic_allocs.count(in.operands[0]) &&
+                       s.concrete(s.k.insts[in.operands[0]].type) == elem && (elem == DType::F16 || elem == DType::BF16);
+      if (ldm) {
+        const std::string arr = d.tg_name(s.k, s.k.insts[in.operands[0]]);
+        lines.push_back("#if IRON_TILE_LDMATRIX");
+        lines.push_back("if (((" + off + " | " + stride + ") & 7u) == 0u && (iron_tile_smem(" + arr + ") & 15u) == 0u) {");
+        lines.push_back("  iron_tile_ldmatrix(" + reg + ", &" + arr + "[" + off + " + iron_tile_ldm_row() * " + stride +
+                        " + iron_tile_ldm_col()]);");
+        lines.push_back("} else");
+        lines.push_back("#endif");
+      }
+      lines.push_back("{");
+      lines.push_back("  for (" + U + " i = IRON_TILE_LD_FIRST; i < IRON_TILE_LD_END; i += IRON_TILE_LD_STEP) {");
+      lines.push_back("    " + U + " r, c;");
+      lines.push_back("    iron_tile_coord_" + role + "(i, r, c);");
+      lines.push_back("    iron_tile_set(" + reg + ", i, " + v + ");");
+      lines.push_back("  }");
       lines.push_back("}");
       lines.push_back("iron_tile_finish(" + reg + ");");
       return;

@@ -254,8 +254,8 @@ TEST(InterpTiles, LaneGroupRulesAndRacesAreLocatedErrors) {
 // --- CUDA lowerings through NVRTC ------------------------------------------------------------
 
 namespace {
-std::string cuda_source(codegen::CudaMma m, DType t) {
-  const KernelDecl* decl = find_kernel_decl("iron_tile_gemm");
+std::string cuda_source(codegen::CudaMma m, DType t, const char* kernel = "iron_tile_gemm") {
+  const KernelDecl* decl = find_kernel_decl(kernel);
   EXPECT_NE(decl, nullptr);
   ir::Kernel k = passes::optimize(trace_kernel(*decl));
   codegen::EmitOptions o;
@@ -290,6 +290,40 @@ TEST(CodegenTiles, EveryMmaStrategyCompilesThroughNvrtcForSm80AndSm90) {
   std::string f16 = cuda_source(codegen::CudaMma::Auto, DType::F16), bf16 = cuda_source(codegen::CudaMma::Auto, DType::BF16);
   EXPECT_TRUE(has(bf16, "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32"));
   rt::NvrtcResult r = rt::nvrtc_compile(rt::combine_cuda_sources({f16, bf16}), "tile_gemm_batch", "sm_80");
+  EXPECT_TRUE(r.ok) << r.log.substr(0, 3000);
+}
+
+// ldmatrix on the mma strategy: A plain, B transposed, each behind the run-time alignment check
+// (offset and stride multiples of 8 elements, a 16-byte aligned array) with the element loop as
+// the fallback; the other strategies keep the element loop only. Compiled for sm_80 and sm_90.
+TEST(CodegenTiles, ThreadgroupFragmentsLoadThroughLdmatrixWhenRowsAreAligned) {
+  for (DType t : {DType::F16, DType::BF16}) {
+    const std::string src = cuda_source(codegen::CudaMma::MmaSync, t, "iron_tile_tg_product");
+    EXPECT_TRUE(has(src, "#define IRON_TILE_LDMATRIX 1")) << src;
+    EXPECT_TRUE(has(src, "asm volatile(\"ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\"")) << src;
+    EXPECT_TRUE(has(src, "asm volatile(\"ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\"")) << src;
+    // Both loads check offset, stride and the array's address before using it.
+    size_t checks = 0;
+    for (size_t at = src.find(") & 7u) == 0u && (iron_tile_smem(tg_"); at != std::string::npos;
+         at = src.find(") & 7u) == 0u && (iron_tile_smem(tg_", at + 1))
+      ++checks;
+    EXPECT_EQ(checks, 2u) << src;
+    EXPECT_TRUE(has(src, "& 15u) == 0u) {")) << src;
+    for (const char* arch : {"sm_80", "sm_90"}) {
+      rt::NvrtcResult r = rt::nvrtc_compile(src, "tile_tg_product", arch);
+      EXPECT_TRUE(r.ok) << dtype_name(t) << " " << arch << ":\n" << r.log.substr(0, 3000);
+    }
+    for (codegen::CudaMma m : {codegen::CudaMma::Software, codegen::CudaMma::Wmma}) {
+      const std::string other = cuda_source(m, t, "iron_tile_tg_product");
+      EXPECT_FALSE(has(other, "ldmatrix.sync")) << codegen::cuda_mma_name(m);
+      EXPECT_TRUE(has(other, "#define IRON_TILE_LDMATRIX 0")) << codegen::cuda_mma_name(m);
+      rt::NvrtcResult r = rt::nvrtc_compile(other, "tile_tg_product", "sm_90");
+      EXPECT_TRUE(r.ok) << codegen::cuda_mma_name(m) << ":\n" << r.log.substr(0, 3000);
+    }
+  }
+  // Auto holds all three preludes; sm_80 picks the mma one, ldmatrix included.
+  rt::NvrtcResult r = rt::nvrtc_compile(cuda_source(codegen::CudaMma::Auto, DType::F16, "iron_tile_tg_product"),
+                                        "tile_tg_product", "sm_80");
   EXPECT_TRUE(r.ok) << r.log.substr(0, 3000);
 }
 
