@@ -53,6 +53,31 @@ CudaMma cuda_mma_from_env() {
   return m;
 }
 
+const char* vk_mma_name(VkMma m) {
+  switch (m) {
+    case VkMma::Auto: return "auto";
+    case VkMma::Software: return "software";
+    case VkMma::Coopmat: return "coopmat";
+  }
+  return "?";
+}
+
+bool parse_vk_mma(std::string_view s, VkMma& out) {
+  for (VkMma m : {VkMma::Auto, VkMma::Software, VkMma::Coopmat})
+    if (s == vk_mma_name(m)) {
+      out = m;
+      return true;
+    }
+  return false;
+}
+
+VkMma vk_mma_from_env() {
+  VkMma m = VkMma::Auto;
+  if (const char* v = std::getenv("IRON_VK_MMA"); v && *v && !parse_vk_mma(v, m))
+    throw Error(std::string("IRON_VK_MMA=") + v + " names no Vulkan tile strategy (software, coopmat or auto)");
+  return m;
+}
+
 namespace {
 
 const char* elem_suffix(DType t) { return t == DType::BF16 ? "bf16" : "f16"; }
@@ -580,9 +605,134 @@ void glsl_tile_op(EmitState& s, const Dialect& d, ir::Id id, const std::vector<s
   }
 }
 
+// --- GLSL: NV cooperative matrices --------------------------------------------------------
+//
+// With EmitOptions::tile_coopmat (f16 tiles on a device that reports f16 16x16x16 with f32
+// accumulation at subgroup scope), a fragment is a GLSL value of type fcoopmatNV: A and B
+// fcoopmatNV<16, gl_ScopeSubgroup, 16, 16>, the accumulator fcoopmatNV<32, ...>. Fill, mma,
+// var, var_load and var_store are plain value operations. coopMatLoadNV / coopMatStoreNV need
+// every row 16-byte aligned (VK_NV_cooperative_matrix), so a buffer is read or written directly
+// when offset and stride are multiples of 8 (f16) or 4 (f32) elements (a binding starts at the
+// buffer's start), and otherwise, like every threadgroup array (whose addresses the shader cannot
+// see), through the lane group's staging area iron_tile_stage (1 KiB of uvec4, 16-byte aligned by
+// its type): lanes copy elements in or out, between subgroup barriers. A get reads the staged
+// accumulator. The multiply-accumulate is the hardware's (docs/semantics.md bounds it).
+
+const char* const kCoopA = "fcoopmatNV<16, gl_ScopeSubgroup, 16, 16>";
+const char* const kCoopAcc = "fcoopmatNV<32, gl_ScopeSubgroup, 16, 16>";
+
+std::string coopmat_prelude() {
+  return "layout(constant_id = " + std::to_string(kTileGroupsSpec) + ") const uint iron_tile_groups = 1u;\n"
+         "layout(constant_id = " + std::to_string(kTileSlotsSpec) + ") const uint iron_tile_slots = 1u;\n"
+         "shared uvec4 iron_tile_stage[iron_tile_slots * 64u * iron_tile_groups];\n"
+         "void iron_tile_sync() {\n  subgroupMemoryBarrierShared();\n  subgroupBarrier();\n}\n"
+         "uint iron_tile_stage_at() { return gl_SubgroupID * 64u; }\n";
+}
+
+// A loop of this lane over `count` items (iron_p = lane, lane + W, ...), with the loop-limit report.
+void stage_loop(const EmitState& s, const ir::Inst& in, uint32_t count, const std::vector<std::string>& body,
+                std::vector<std::string>& lines) {
+  const std::string n = std::to_string(count) + "u";
+  lines.push_back("{");
+  lines.push_back("  uint iron_p = gl_SubgroupInvocationID;");
+  lines.push_back("  for (; iron_p < " + n + "; iron_p += gl_SubgroupSize) {");
+  for (const std::string& b : body) lines.push_back("    " + b);
+  lines.push_back("  }");
+  if (s.loop_check)
+    lines.push_back("  if (iron_p < " + n + ") iron_loop_cut(" + std::to_string(in.loc.line) + "u, " +
+                    std::to_string(in.loc.file) + "u);");
+  lines.push_back("}");
+}
+
+void glsl_coopmat_op(EmitState& s, const Dialect& d, ir::Id id, const std::vector<std::string>& a,
+                     std::vector<std::string>& lines, std::string& value) {
+  const ir::Inst& in = s.k.insts[id];
+  const std::string reg = "v" + std::to_string(id);
+  // The accumulator `frag` into the staging area (every lane then sees every element).
+  auto stage_acc = [&](const std::string& frag) {
+    lines.push_back("iron_tile_sync();");
+    lines.push_back("coopMatStoreNV(" + frag + ", iron_tile_stage, iron_tile_stage_at(), 4u, false);");
+    lines.push_back("iron_tile_sync();");
+  };
+  auto staged = [](const std::string& e) {
+    return "uintBitsToFloat(iron_tile_stage[iron_tile_stage_at() + (" + e + ") / 4u][(" + e + ") % 4u])";
+  };
+  switch (in.op) {
+    case ir::Op::TileFill: value = std::string(kCoopAcc) + "(" + a[0] + ")"; return;
+    case ir::Op::TileMma: value = "coopMatMulAddNV(" + a[0] + ", " + a[1] + ", " + a[2] + ")"; return;
+    case ir::Op::TileGet: {
+      stage_acc(a[0]);
+      const std::string e = std::to_string(in.attr(ir::Attr::Row) * 16 + in.attr(ir::Attr::Col)) + "u";
+      lines.push_back(d.decl(DType::F32) + reg + " = " + staged(e) + ";");
+      return;
+    }
+    case ir::Op::TileLoad: case ir::Op::TileTgLoad: {
+      const bool tg = in.op == ir::Op::TileTgLoad;
+      const std::string off = a[tg ? 1 : 0], stride = a[tg ? 2 : 1];
+      // The 16-bit pattern of element (r, c): buffers and threadgroup arrays of f16 hold them.
+      auto bits = [&](const std::string& at) {
+        if (!tg) return "uint(" + d.param_name(s.k.params[in.param()]) + ".data[" + at + "])";
+        return "uint(" + d.tg_name(s.k, s.k.insts[in.operands[0]]) + "[" + at + "])";
+      };
+      lines.push_back(std::string(kCoopA) + " " + reg + ";");
+      if (!tg) {
+        lines.push_back("if (((" + off + " | " + stride + ") & 7u) == 0u) {");
+        lines.push_back("  coopMatLoadNV(" + reg + ", " + d.param_name(s.k.params[in.param()]) + ".data, " + off + ", " +
+                        stride + ", false);");
+        lines.push_back("} else {");
+      } else {
+        lines.push_back("{");
+      }
+      // Pair p holds elements 2p and 2p + 1 (one row), packed low then high, as f16 in memory.
+      std::vector<std::string> body = {
+          "const uint iron_r = iron_p >> 3, iron_c = (iron_p & 7u) * 2u;",
+          "const uint iron_at = " + off + " + iron_r * " + stride + " + iron_c;",
+          "iron_tile_stage[iron_tile_stage_at() + iron_p / 4u][iron_p % 4u] = " + bits("iron_at") + " | (" +
+              bits("iron_at + 1u") + " << 16);"};
+      std::vector<std::string> inner = {"iron_tile_sync();"};
+      stage_loop(s, in, 128, body, inner);
+      inner.push_back("iron_tile_sync();");
+      inner.push_back("coopMatLoadNV(" + reg + ", iron_tile_stage, iron_tile_stage_at(), 2u, false);");
+      for (const std::string& l : inner) lines.push_back("  " + l);
+      lines.push_back("}");
+      return;
+    }
+    case ir::Op::TileStore: case ir::Op::TileTgStore: {
+      const bool tg = in.op == ir::Op::TileTgStore;
+      const std::string frag = a[tg ? 1 : 0], off = a[tg ? 2 : 1], stride = a[tg ? 3 : 2];
+      const std::string at = "(" + off + " + iron_r * " + stride + " + iron_c)";
+      const std::string v = staged("iron_p");
+      std::string w;
+      if (!tg) {
+        w = d.store(s, s.k.params[in.param()], at, v);
+        lines.push_back("if (((" + off + " | " + stride + ") & 3u) == 0u) {");
+        lines.push_back("  coopMatStoreNV(" + frag + ", " + d.param_name(s.k.params[in.param()]) + ".data, " + off + ", " +
+                        stride + ", false);");
+        lines.push_back("} else {");
+      } else {
+        const ir::Inst& alloc = s.k.insts[in.operands[0]];
+        const std::string e = d.tg_name(s.k, alloc) + "[" + at + "]";
+        w = s.f32_atomic_allocs.count(in.operands[0]) ? d.tg_word_store(e, v) : d.tg_store(s, s.concrete(alloc.type), e, v);
+        lines.push_back("{");
+      }
+      // Element e = p is written by lane e mod W, as on the software path.
+      std::vector<std::string> inner;
+      inner.push_back("iron_tile_sync();");
+      inner.push_back("coopMatStoreNV(" + frag + ", iron_tile_stage, iron_tile_stage_at(), 4u, false);");
+      inner.push_back("iron_tile_sync();");
+      stage_loop(s, in, 256, {"const uint iron_r = iron_p >> 4, iron_c = iron_p & 15u;", w + ";"}, inner);
+      for (const std::string& l : inner) lines.push_back("  " + l);
+      lines.push_back("}");
+      return;
+    }
+    default: s.unsupported(in, d.name(), std::string("'") + ir::mnemonic(in.op) + "' as a tile op"); return;
+  }
+}
+
 }  // namespace
 
 std::string tile_type(const EmitState& s, Type t) {
+  if (s.tile_coopmat) return t.role() == FragRole::Acc ? kCoopAcc : kCoopA;
   if (t.role() == FragRole::Acc) return "iron_tile_acc";
   return "iron_tile_" + role_name(t.role()) + "_" + elem_suffix(s.concrete(t));
 }
@@ -591,7 +741,7 @@ std::string tile_prelude(const EmitState& s, bool cuda) {
   bool uses = false;
   ir::walk(s.k, [&](ir::Id id) { uses = uses || s.k.insts[id].type.is_fragment(); });
   if (!uses) return {};
-  if (!cuda) return glsl_prelude(s);
+  if (!cuda) return s.tile_coopmat ? coopmat_prelude() : glsl_prelude(s);
   bool f16 = false, bf16 = false;
   input_elems(s, f16, bf16);
   std::string out = "// Cooperative tiles: MmaStrategy " + std::string(cuda_mma_name(s.cuda_mma)) + "\n";
@@ -619,7 +769,8 @@ std::string tile_prelude(const EmitState& s, bool cuda) {
 void tile_op(EmitState& s, const Dialect& d, ir::Id id, const std::vector<std::string>& a,
              std::vector<std::string>& lines, std::string& value) {
   const ir::Inst& in = s.k.insts[id];
-  if (std::string(d.name()) != "CUDA") return glsl_tile_op(s, d, id, a, lines);
+  if (std::string(d.name()) != "CUDA")
+    return s.tile_coopmat ? glsl_coopmat_op(s, d, id, a, lines, value) : glsl_tile_op(s, d, id, a, lines);
   const std::string U = d.reg_type(DType::U32);
   const std::string reg = "v" + std::to_string(id);
   switch (in.op) {

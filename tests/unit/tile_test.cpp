@@ -482,3 +482,88 @@ TEST(GlslTiles, SlotsBeyondTheDevicesSharedMemoryAreRejectedNamingTheFigures) {
   ctx->dispatch_with_grid(k, DType::F32, {{"x", bx}, {"out", bo}}, {}, {1, 1, 1}, {64, 1, 1});
   ctx->synchronize();
 }
+
+// --- GLSL: NV cooperative matrices (compiled and validated here; run on the H200) -----------
+
+namespace {
+codegen::Emitted glsl_source(const char* kernel, DType t, bool coopmat, bool loop_check = false) {
+  const KernelDecl* decl = find_kernel_decl(kernel);
+  EXPECT_NE(decl, nullptr);
+  ir::Kernel k = passes::optimize(trace_kernel(*decl));
+  codegen::EmitOptions o;
+  o.tile_coopmat = coopmat;
+  o.tile_f64 = true;
+  o.loop_limit_check = loop_check;
+  codegen::Emitted e = codegen::emit(k, t, codegen::Target::Glsl, o);
+  EXPECT_TRUE(e.ok()) << e.diags.render(k);
+  return e;
+}
+}  // namespace
+
+// The coopmat lowering of both tile kernels compiles to SPIR-V that spirv-val accepts (Vulkan
+// 1.1), with the direct loads and stores behind their alignment checks and the staged fallbacks;
+// bf16 tiles keep the software path; the strategy names parse.
+TEST(GlslTiles, CooperativeMatrixLoweringCompilesAndValidates) {
+  for (const char* kernel : {"iron_tile_gemm", "iron_tile_tg_product"}) {
+    codegen::Emitted e = glsl_source(kernel, DType::F16, true);
+    EXPECT_TRUE(has(e.source, "#extension GL_NV_cooperative_matrix : require")) << e.source;
+    EXPECT_TRUE(has(e.source, "coopMatMulAddNV(")) << e.source;
+    EXPECT_TRUE(has(e.source, "fcoopmatNV<32, gl_ScopeSubgroup, 16, 16>(")) << e.source;
+    EXPECT_FALSE(has(e.source, "iron_tile_mem")) << e.source;
+    codegen::Spirv spv = codegen::compile_glsl(e.source, kernel);
+    EXPECT_TRUE(spv.ok) << kernel << ":\n" << spv.log << "\n" << e.source;
+    EXPECT_EQ(codegen::glsl_tile_slots(spv.words.data(), spv.words.size()), 1u) << kernel;  // the staging area
+  }
+  codegen::Emitted gemm = glsl_source("iron_tile_gemm", DType::F16, true);
+  // B from a buffer: direct when aligned, else staged; A from threadgroup memory: staged.
+  EXPECT_TRUE(has(gemm.source, ") & 7u) == 0u) {\n")) << gemm.source;
+  EXPECT_TRUE(has(gemm.source, ".data, ")) << gemm.source;
+  EXPECT_TRUE(has(gemm.source, "coopMatLoadNV(")) << gemm.source;
+  EXPECT_TRUE(has(gemm.source, "coopMatLoadNV(v")) << gemm.source;
+  EXPECT_TRUE(has(gemm.source, ", iron_tile_stage, iron_tile_stage_at(), 2u, false);")) << gemm.source;
+  EXPECT_TRUE(has(gemm.source, ") & 3u) == 0u) {\n")) << gemm.source;
+  // Under lavapipe's loop limit the staging loops report a cut like every other loop.
+  codegen::Emitted limited = glsl_source("iron_tile_gemm", DType::F16, true, true);
+  EXPECT_TRUE(has(limited.source, "if (iron_p < 128u) iron_loop_cut(")) << limited.source;
+  EXPECT_TRUE(codegen::compile_glsl(limited.source, "limited").ok);
+  codegen::Emitted bf16 = glsl_source("iron_tile_gemm", DType::BF16, true);
+  EXPECT_FALSE(has(bf16.source, "cooperative_matrix")) << bf16.source;
+  EXPECT_TRUE(has(bf16.source, "iron_tile_mem")) << bf16.source;
+  codegen::VkMma m = codegen::VkMma::Auto;
+  EXPECT_TRUE(codegen::parse_vk_mma("coopmat", m));
+  EXPECT_EQ(m, codegen::VkMma::Coopmat);
+  EXPECT_TRUE(codegen::parse_vk_mma("software", m));
+  EXPECT_EQ(m, codegen::VkMma::Software);
+  EXPECT_FALSE(codegen::parse_vk_mma("khr", m));
+}
+
+// IRON_VK_MMA=coopmat on a device without NV cooperative matrices (lavapipe) is an error naming
+// the device and the configuration; software runs there. A bad value names the choices.
+TEST(GlslTiles, ForcingCooperativeMatricesWhereTheDeviceLacksThemIsAnErrorNamingIt) {
+  std::string why;
+  std::unique_ptr<Context> ctx = vulkan_or_skip(why);
+  if (!ctx) GTEST_SKIP() << "no Vulkan device: " << why;
+  const ir::Kernel k = traced(&many_lane_groups);
+  DeviceBuffer bx = ctx->alloc(DType::F16, 1024);
+  DeviceBuffer bo = ctx->alloc(DType::F32, 256);
+  auto dispatch_with = [&](const char* mma) -> std::string {
+    setenv("IRON_VK_MMA", mma, 1);
+    std::string e;
+    try {
+      ctx->dispatch_with_grid(k, DType::F32, {{"x", bx}, {"out", bo}}, {}, {1, 1, 1}, {32, 1, 1});
+      ctx->synchronize();
+    } catch (const Error& err) {
+      e = err.what();
+    }
+    unsetenv("IRON_VK_MMA");
+    ctx->clear_pipeline_cache();
+    return e;
+  };
+  const std::string bad = dispatch_with("tensor");
+  EXPECT_TRUE(has(bad, "IRON_VK_MMA=tensor names no Vulkan tile strategy (software, coopmat or auto)")) << bad;
+  EXPECT_EQ(dispatch_with("software"), "");
+  const std::string forced = dispatch_with("coopmat");
+  if (forced.empty()) GTEST_SKIP() << ctx->info().name << " runs NV cooperative matrices";
+  EXPECT_TRUE(has(forced, "IRON_VK_MMA=coopmat, but device '" + ctx->info().name +
+                              "' does not report VK_NV_cooperative_matrix with f16 A and B, f32 C and D, 16x16x16")) << forced;
+}
