@@ -206,3 +206,92 @@ IRON_TEST_KERNEL(iron_tile_tg_product, b_unaligned_int, {f16}, {bf16}) { return 
 IRON_TEST_KERNEL(iron_tile_tg_product, unaligned_int, {f16}, {bf16}) { return tg_product_setup(dt, 3, 17, 5, 24, true); }
 
 }  // namespace iron::kernels
+
+namespace iron::kernels {
+using namespace iron::dsl;
+
+// f8e4m3 tiles (16 x 16 x 32): C[16, n] = A[16, k] * B[k, n] with A read from a buffer at a_off
+// (row stride lda) and B's 32 x 16 block of each K step staged in threadgroup memory at offset
+// b_stage with row stride 24, then loaded from there; every lane group accumulates in a FragVar,
+// the first stores its tile into c and the last into c_last (row stride n). On CUDA: mma.sync m16n8k32 e4m3 on sm_89+,
+// the software path elsewhere; on Vulkan the software path (docs/dsl.md "MmaStrategy").
+// Dispatch: grid = {n / 16, 1, 1}, threadgroup = {tg, 1, 1} with tg a multiple of the lane width.
+static void tile_fp8_gemm() {
+  Expr n = constexpr_("n", u32);
+  Expr k = constexpr_("k", u32);
+  Expr lda = constexpr_("lda", u32);
+  Expr ldb = constexpr_("ldb", u32);
+  Expr a_off = constexpr_("a_off", u32);
+  Expr b_stage = constexpr_("b_stage", u32);
+  Expr a_len = constexpr_("a_len", u32);
+  Expr b_len = constexpr_("b_len", u32);
+  Buffer a = input("a", f8e4m3, {a_len});
+  Buffer b = input("b", f8e4m3, {b_len});
+  Buffer c = output("c", f32, {16, n});
+  Buffer c_last = output("c_last", f32, {16, n});
+  TgBuffer bs = threadgroup_alloc("bs", f8e4m3, 8 + 32 * 24, 16);
+  TileShape tile = coop_tile_setup(16, 16, 32, f8e4m3);
+  Expr tn = program_id(0);
+  FragVar acc(coop_tile_fill(tile, 0.0f));
+  for_(0u, k / 32u, [&](Expr step) {
+    Expr k0 = step * 32u;
+    for_(local_id(0), 512u, group_size(0), [&](Expr e) {
+      // The slot's row wraps, so a stray extra element (a row 32) overwrites a staged one.
+      Expr r = e / 16u;
+      Expr col = e % 16u;
+      bs[b_stage + (r % 32u) * 24u + col] = b[(k0 + r) * ldb + tn * 16u + col];
+    });
+    barrier();
+    Frag fa = coop_tile_load_a(tile, a, a_off + k0, lda);
+    Frag fb = coop_tile_load_b(tile, bs, b_stage, 24u);
+    acc.set(coop_tile_run(fa, fb, acc.get()));
+    barrier();
+  });
+  // The first lane group stores c, the last c_last: a barrier dropped on either side of a K step
+  // corrupts one of them on a device that runs lane groups one after another (lavapipe).
+  if_(simd_group_id() == 0u, [&] { coop_tile_store(acc.get(), c, tn * 16u, n); });
+  if_(simd_group_id() == num_simd_groups() - 1u, [&] { coop_tile_store(acc.get(), c_last, tn * 16u, n); });
+}
+IRON_KERNEL(iron_tile_fp8_gemm, tile_fp8_gemm, Reduction);
+
+static TestSetup fp8_setup(uint32_t n, uint32_t k, uint32_t lda, uint32_t a_off, uint32_t b_stage, uint32_t tg,
+                           bool small_integers) {
+  const uint32_t a_len = a_off + 16 * lda, b_len = k * n;
+  auto values = [&](size_t count, uint64_t seed) {
+    std::vector<double> v = fixture::uniform(count, -1.0, 1.0, seed);
+    // Small integers (|x| <= 4): exact in f8e4m3, every product and partial sum exact in f32.
+    if (small_integers)
+      for (double& x : v) x = double(int(x * 4.5));
+    return v;
+  };
+  TestSetup t(DType::F32);
+  t.in("a", values(a_len, 91)).in("b", values(b_len, 92));
+  t.out("c", size_t(16) * n).out("c_last", size_t(16) * n);
+  t.constexprs({{"n", n}, {"k", k}, {"lda", lda}, {"ldb", n}, {"a_off", a_off}, {"b_stage", b_stage},
+                {"a_len", a_len}, {"b_len", b_len}});
+  t.grid({n / 16, 1, 1}, {tg, 1, 1});
+  // Tensor cores may lose one f32 ulp of the largest partial sum per addition, 33 per 32-wide
+  // step (docs/semantics.md); partial sums are at most k with inputs in [-1, 1].
+  if (small_integers) t.accumulation(0);
+  else t.accumulation(33.0 * k / 32).error_floor(k);
+  t.oracle([=](const Tensors& in, Tensors& out) {
+    const auto& A = in.at("a");
+    const auto& B = in.at("b");
+    auto& C = out.at("c");
+    auto& CL = out.at("c_last");
+    for (uint32_t i = 0; i < 16; ++i)
+      for (uint32_t j = 0; j < n; ++j) {
+        double s = 0;
+        for (uint32_t kk = 0; kk < k; ++kk) s += A[a_off + size_t(i) * lda + kk] * B[size_t(kk) * n + j];
+        C[size_t(i) * n + j] = s;
+        CL[size_t(i) * n + j] = s;
+      }
+  });
+  return t;
+}
+
+// Two K steps, offsets and strides that are no multiple of 8.
+IRON_TEST_KERNEL(iron_tile_fp8_gemm, small_int_n32_k64, {f32}) { return fp8_setup(32, 64, 71, 5, 3, 64, true); }
+IRON_TEST_KERNEL(iron_tile_fp8_gemm, uniform_n48_k96, {f32}) { return fp8_setup(48, 96, 101, 7, 8, 32, false); }
+
+}  // namespace iron::kernels

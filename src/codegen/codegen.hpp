@@ -95,16 +95,16 @@ bool cuda_dynamic_shared(const ir::Kernel& k, Instantiation dtype);
 // value of its sizing scalar parameter: constant_id = kTgSpecBase + that parameter's index among
 // the scalar parameters (the ids before it are the threadgroup size).
 constexpr uint32_t kTgSpecBase = 3;
-// Vulkan cooperative tiles (the GLSL software path): fragments live in a shared array of
-// `slots` 256-float slots per lane group (subgroup), sized `slots * 256 * groups` floats.
-// constant_id kTileGroupsSpec holds the number of lane groups (set by the runtime to the
-// threadgroup's thread count divided by the subgroup size, rounded up); constant_id
-// kTileSlotsSpec's default value is `slots`, which the runtime reads back from the SPIR-V to
-// check the array against the device's shared-memory limit (glsl_tile_slots).
+// Vulkan cooperative tiles: fragments (the GLSL software path) or a staging area (NV cooperative
+// matrices) live in a shared array of `kib` KiB per lane group (subgroup), sized
+// `kib * 256 * groups` floats. constant_id kTileGroupsSpec holds the number of lane groups (set
+// by the runtime to the threadgroup's thread count divided by the subgroup size, rounded up);
+// constant_id kTileSlotsSpec's default value is `kib`, which the runtime reads back from the
+// SPIR-V to check the array against the device's shared-memory limit (glsl_tile_slots).
 constexpr uint32_t kTileGroupsSpec = 1000;
 constexpr uint32_t kTileSlotsSpec = 1001;
-// The default value of constant_id kTileSlotsSpec in a SPIR-V module: the slots per lane group
-// of its tile array; 0 when the module has no tiles.
+// The default value of constant_id kTileSlotsSpec in a SPIR-V module: the KiB per lane group of
+// its tile array; 0 when the module has no tiles.
 uint32_t glsl_tile_slots(const uint32_t* words, size_t count);
 
 // Mangled entry-point name: <kernel>_<dtype>, e.g. iron_add_f16.

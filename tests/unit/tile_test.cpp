@@ -93,6 +93,9 @@ void tiles_over_f32_t() {
   coop_tile_store(coop_tile_run(a, coop_tile_load_b(t, x, 0u, 16u), coop_tile_fill(t, 0.0f)), out, 0u, 16u);
 }
 
+void fp8_at_k16() { (void)coop_tile_setup(16, 16, 16, f8e4m3); }
+void f16_at_k32() { (void)coop_tile_setup(16, 16, 32, f16); }
+
 }  // namespace
 
 TEST(DslTiles, ARowOrColumnThatIsNotALiteralIsALocatedTraceError) {
@@ -107,6 +110,22 @@ TEST(DslTiles, UnsupportedShapesAndModesAreRejected) {
   e = trace_error(&tiles_in_elementwise, Mode::Elementwise);
   EXPECT_TRUE(has(e, "tile_fill, which mode Elementwise does not bind")) << e;
   EXPECT_EQ(trace_error(&tiles_in_elementwise), "");
+  // f8e4m3 tiles are 16x16x32, and 16x16x32 tiles are f8e4m3 (at the call, and in the verifier).
+  e = trace_error(&fp8_at_k16);
+  EXPECT_TRUE(has(e, "tile shape 16x16x16 is not supported for f8e4m3 (f8e4m3 tiles are 16x16x32)")) << e;
+  EXPECT_TRUE(has(e, "tile_test.cpp:")) << e;
+  e = trace_error(&f16_at_k32);
+  EXPECT_TRUE(has(e, "tile shape 16x16x32 is not supported (cooperative tiles are 16x16x16, or 16x16x32 for f8e4m3)")) << e;
+  ir::Kernel k = ir::parse(
+      "kernel bad mode=Reduction {\n"
+      "  param x: in buf<f16> extent=1024\n"
+      "  %0 = const<0> : u32\n"
+      "  %1 = const<32> : u32\n"
+      "  %2 = tile_load<x> %0, %1 : frag<a, f16, 16x16x32>\n"
+      "}\n");
+  ir::Diagnostics d;
+  EXPECT_FALSE(ir::verify(k, d));
+  EXPECT_TRUE(has(d.render(k), "f8e4m3 tiles are 16x16x32 and 16x16x32 tiles are f8e4m3")) << d.render(k);
 }
 
 TEST(VerifierTiles, FragmentRulesAreCheckedAndLocated) {
@@ -327,6 +346,30 @@ TEST(CodegenTiles, ThreadgroupFragmentsLoadThroughLdmatrixWhenRowsAreAligned) {
   EXPECT_TRUE(r.ok) << r.log.substr(0, 3000);
 }
 
+// f8e4m3 tiles (16x16x32): mma.sync m16n8k32 e4m3 on sm_89+ (forced or auto), the software
+// path below (auto on sm_80) and when forced; wmma has no f8e4m3 and says so; mma below sm_89 too.
+TEST(CodegenTiles, Fp8TilesCompileDownMmaAndSoftware) {
+  const std::string mma = cuda_source(codegen::CudaMma::MmaSync, DType::F32, "iron_tile_fp8_gemm");
+  EXPECT_TRUE(has(mma, "mma.sync.aligned.m16n8k32.row.col.f32.e4m3.e4m3.f32")) << mma;
+  for (const char* arch : {"sm_89", "sm_90"}) {
+    rt::NvrtcResult r = rt::nvrtc_compile(mma, "tile_fp8", arch);
+    EXPECT_TRUE(r.ok) << arch << ":\n" << r.log.substr(0, 3000);
+  }
+  rt::NvrtcResult old = rt::nvrtc_compile(mma, "tile_fp8", "sm_80");
+  EXPECT_FALSE(old.ok);
+  EXPECT_TRUE(has(old.log, "IRON_CUDA_MMA=mma needs sm_89 or newer for f8e4m3 tiles")) << old.log.substr(0, 2000);
+  const std::string sw = cuda_source(codegen::CudaMma::Software, DType::F32, "iron_tile_fp8_gemm");
+  EXPECT_TRUE(has(sw, "for (int k = 0; k < 32; ++k) s += (double)a.x[i * 32 + k] * (double)b.x[k * 16 + j];")) << sw;
+  EXPECT_TRUE(rt::nvrtc_compile(sw, "tile_fp8", "sm_80").ok);
+  const std::string autos = cuda_source(codegen::CudaMma::Auto, DType::F32, "iron_tile_fp8_gemm");
+  EXPECT_TRUE(has(autos, "#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 890")) << autos;
+  EXPECT_FALSE(has(autos, "nvcuda::wmma")) << autos;
+  for (const char* arch : {"sm_80", "sm_90"}) EXPECT_TRUE(rt::nvrtc_compile(autos, "tile_fp8", arch).ok) << arch;
+  rt::NvrtcResult w = rt::nvrtc_compile(cuda_source(codegen::CudaMma::Wmma, DType::F32, "iron_tile_fp8_gemm"), "tile_fp8", "sm_90");
+  EXPECT_FALSE(w.ok);
+  EXPECT_TRUE(has(w.log, "IRON_CUDA_MMA=wmma has no f8e4m3 tiles")) << w.log.substr(0, 2000);
+}
+
 TEST(CodegenTiles, AForcedStrategyTheArchitectureCannotRunIsACompileErrorNamingIt) {
   rt::NvrtcResult r = rt::nvrtc_compile(cuda_source(codegen::CudaMma::MmaSync, DType::F16), "tile_gemm", "sm_75");
   EXPECT_FALSE(r.ok);
@@ -476,7 +519,7 @@ TEST(GlslTiles, SlotsBeyondTheDevicesSharedMemoryAreRejectedNamingTheFigures) {
   }
   const std::string groups = std::to_string(threads / lanes);
   EXPECT_TRUE(has(e, "its cooperative tiles need " + std::to_string(3 * 1024 * (threads / lanes)) + " bytes")) << e;
-  EXPECT_TRUE(has(e, "3 fragment slots of 1024 bytes for each of " + groups + " lane groups")) << e;
+  EXPECT_TRUE(has(e, "3 KiB of fragment slots for each of " + groups + " lane groups")) << e;
   EXPECT_TRUE(has(e, "allows " + std::to_string(limit) + " (maxComputeSharedMemorySize)")) << e;
   // At 64 threads it fits and computes.
   ctx->dispatch_with_grid(k, DType::F32, {{"x", bx}, {"out", bo}}, {}, {1, 1, 1}, {64, 1, 1});

@@ -985,7 +985,8 @@ class VulkanDevice final : public Device {
     kern->full_subgroups = pd_.full_subgroups && ir::uses_lane_ops(k) && pd_.info.lane_width > 0 &&
                            threadgroup.x % pd_.info.lane_width == 0;
     kern->threadgroup = threadgroup;
-    // Cooperative tiles keep their fragments in shared memory: `slots` KiB per lane group, one
+    // Cooperative tiles keep their fragments in shared memory: `slots` KiB per lane group (the
+    // constant counts KiB: a slot is 1 KiB, or 2 KiB where f8e4m3 fragments live), one
     // lane group per subgroup (its size is the device's subgroupSize: no size control is used).
     if (const uint32_t slots = codegen::glsl_tile_slots(words, num_words)) {
       const uint64_t threads = uint64_t(threadgroup.x) * threadgroup.y * threadgroup.z;
@@ -1209,7 +1210,7 @@ class VulkanDevice final : public Device {
   std::string tile_memory_message(const std::string& kernel, uint64_t tile_bytes, uint32_t groups, uint64_t arrays) const {
     return "kernel " + kernel + ": its cooperative tiles need " + std::to_string(tile_bytes) +
            " bytes of threadgroup memory on Vulkan (" + std::to_string(tile_bytes / 1024 / groups) +
-           " fragment slots of 1024 bytes for each of " + std::to_string(groups) + " lane groups of " +
+           " KiB of fragment slots for each of " + std::to_string(groups) + " lane groups of " +
            std::to_string(pd_.info.lane_width) + " lanes) besides " + std::to_string(arrays) +
            " bytes of threadgroup arrays; device '" + pd_.info.name + "' allows " +
            std::to_string(pd_.info.shared_memory_bytes) +
