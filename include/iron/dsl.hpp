@@ -279,6 +279,7 @@ class Buffer {
   Buffer(uint32_t param, DType type) : param_(param), type_(type) {}
   ElemRef operator[](Operand index) const;
   DType dtype() const { return type_; }
+  uint32_t param() const { return param_; }
 
  private:
   uint32_t param_;
@@ -309,6 +310,8 @@ class TgBuffer {
  public:
   TgBuffer(uint32_t alloc, DType type) : alloc_(alloc), type_(type) {}
   TgRef operator[](Operand index) const;
+  DType dtype() const { return type_; }
+  uint32_t alloc() const { return alloc_; }
 
  private:
   uint32_t alloc_;
@@ -405,5 +408,57 @@ Expr atomic_cas(const TgRef& at, Operand expected, Operand v);
 // no thread wait and does not make a plain access race-free.
 void fence_threadgroup(SrcLoc loc = SrcLoc::current());
 void fence_device(SrcLoc loc = SrcLoc::current());
+
+// --- Cooperative tiles (docs/dsl.md "Cooperative tiles") ----------------------------------
+// A lane group (warp / subgroup / simdgroup) computes C += A * B on M x N x K tiles: A is M x K
+// and B is K x N, both f16 or bf16 (or T, declared as f16/bf16), C is M x N in f32. Fragments are
+// values that belong to the whole lane group: every call must be reached by every lane of it, with
+// the same offset and stride in every lane. Memory is row-major: element (r, c) of a tile loaded
+// at `offset` with row stride `stride` is memory[offset + r * stride + c]; offset and stride are
+// u32 and may be run-time values. Supported shape: 16 x 16 x 16.
+struct TileShape {
+  uint32_t m = 16, n = 16, k = 16;
+  DType in = DType::F16;
+};
+TileShape coop_tile_setup(uint32_t m, uint32_t n, uint32_t k, DType in, SrcLoc loc = SrcLoc::current());
+
+// A traced fragment: the IR value and its type (frag<a|b|acc, elem, MxNxK>).
+class Frag {
+ public:
+  Frag() = default;
+  Frag(uint32_t id, Type type) : id_(id), type_(type) {}
+  uint32_t id() const { return id_; }
+  Type type() const { return type_; }
+
+ private:
+  uint32_t id_ = UINT32_MAX;
+  Type type_;
+};
+
+Frag coop_tile_fill(const TileShape& tile, Operand value);  // an accumulator with every element = value
+Frag coop_tile_load_a(const TileShape& tile, const Buffer& src, Operand offset, Operand stride);
+Frag coop_tile_load_a(const TileShape& tile, const TgBuffer& src, Operand offset, Operand stride);
+Frag coop_tile_load_b(const TileShape& tile, const Buffer& src, Operand offset, Operand stride);
+Frag coop_tile_load_b(const TileShape& tile, const TgBuffer& src, Operand offset, Operand stride);
+// acc + a * b (docs/semantics.md: each element's sum is exact, rounded to f32 once per call).
+Frag coop_tile_run(const Frag& a, const Frag& b, const Frag& acc, SrcLoc loc = SrcLoc::current());
+void coop_tile_store(const Frag& acc, const Buffer& dst, Operand offset, Operand stride);
+void coop_tile_store(const Frag& acc, const TgBuffer& dst, Operand offset, Operand stride);
+// Element (row, col) of an accumulator, in every lane. row and col must be integer literals: a
+// traced value is a located trace-time error.
+Expr coop_tile_get(const Frag& acc, Operand row, Operand col);
+
+// A mutable fragment: an accumulator carried across for_ iterations.
+class FragVar {
+ public:
+  explicit FragVar(const Frag& init, SrcLoc loc = SrcLoc::current());
+  FragVar(const FragVar&) = delete;
+  Frag get(SrcLoc loc = SrcLoc::current()) const;
+  void set(const Frag& value, SrcLoc loc = SrcLoc::current());
+
+ private:
+  uint32_t id_;
+  Type type_;
+};
 
 }  // namespace iron::dsl

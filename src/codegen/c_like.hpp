@@ -44,6 +44,15 @@ struct EmitState {
   // Helper functions the body uses (names without the iron_ prefix, e.g. "div_i32"); the body is
   // emitted before the prelude, so begin() prints exactly these, in name order.
   std::set<std::string> helpers;
+  CudaMma cuda_mma = CudaMma::Auto;  // EmitOptions::cuda_mma (CUDA)
+  bool tile_f64 = false;             // EmitOptions::tile_f64 (GLSL)
+  // GLSL cooperative tiles (plan_glsl_tiles): the slot of every fragment value and fragment
+  // variable in the lane group's part of the shared slot array, the number of slots per lane
+  // group, and the var / var_load / var_store / tile_mma instructions whose result already is in
+  // the slot it must end in (no copy emitted).
+  std::map<ir::Id, int> tile_slot;
+  int tile_slots = 0;
+  std::set<ir::Id> tile_in_place;
 
   DType concrete(DType t) const { return ir::resolve(t, dtype); }
   // Emission is scalar: the verifier has rejected vector, fragment and token values.
@@ -168,6 +177,19 @@ class Dialect {
   virtual std::string tg_name(const ir::Kernel& k, const ir::Inst& alloc) const { return "tg_" + k.strings[size_t(alloc.attr(ir::Attr::Name))]; }
   virtual std::string param_name(const ir::Param& p) const { return "p_" + p.name; }
 };
+
+// Cooperative tiles (tiles.cpp). The C or GLSL type of a fragment value; the fragment types and
+// functions a kernel with tiles needs, printed before its entry point (empty without tiles); the
+// statements of one tile op (`lines`, declaring v<id> for loads) or its value expression (`value`:
+// fill, mma, get), given the spellings of its operands.
+std::string tile_type(const EmitState& s, Type t);
+std::string tile_prelude(const EmitState& s, bool cuda);
+void tile_op(EmitState& s, const Dialect& d, ir::Id id, const std::vector<std::string>& operands,
+             std::vector<std::string>& lines, std::string& value);
+// GLSL: assigns the shared-memory slots of the kernel's fragments (tiles.cpp); called once before
+// the body is emitted. And the statements of a var / var_load / var_store of fragment type.
+void plan_glsl_tiles(EmitState& s);
+void glsl_tile_var_op(EmitState& s, const Dialect& d, ir::Id id, std::vector<std::string>& lines);
 
 std::unique_ptr<Dialect> make_cuda_dialect();
 std::unique_ptr<Dialect> make_glsl_dialect();

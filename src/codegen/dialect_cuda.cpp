@@ -106,6 +106,7 @@ class CudaDialect final : public Dialect {
       }
       out += lane_prelude(s);
     }
+    out += tile_prelude(s, true);
     out += "extern \"C\" __global__ void " + entry_name(k, s.dtype) + "(";
     for (size_t i = 0; i < k.params.size(); ++i) {
       const ir::Param& p = k.params[i];

@@ -214,6 +214,7 @@ class GlslDialect final : public Dialect {
       }
     }
     out += lane_prelude(s);
+    out += tile_prelude(s, false);
     out += "void main() {\n";
     if (s.helpers.count("zero"))
       out += "  precise float iron_zero = uintBitsToFloat(uint(gl_NumWorkGroups.x == 0u) << 31);\n";

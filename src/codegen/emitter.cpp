@@ -300,9 +300,11 @@ struct Emitter {
     const ir::Inst& in = s.k.insts[id];
     DType t = s.concrete(in.type);
     auto arg = [&](int i) { return v(in.operands[i]); };
+    // A fragment value is declared with its tile type (never const: loads fill it in place).
+    const std::string decl = in.type.is_fragment() ? tile_type(s, in.type) + " " : d.decl(t);
     auto def = [&](const std::string& expr) {
       if ((in.flags & ir::kFused) && d.inline_fused()) inline_expr[id] = expr;  // printed at its single use
-      else line(depth, d.decl(t) + reg(id) + " = " + expr + ";");
+      else line(depth, decl + reg(id) + " = " + expr + ";");
     };
     using ir::Op;
     switch (in.op) {
@@ -369,9 +371,22 @@ struct Emitter {
           line(depth, d.store(s, s.k.params[in.param()], arg(0), stored_value(in.operands[1], s.concrete(s.k.params[in.param()].dtype))) + ";");
         }
         break;
-      case Op::Var: line(depth, d.var_type(t) + " " + reg(id) + " = " + arg(0) + ";"); break;
-      case Op::VarLoad: def(arg(0)); break;
-      case Op::VarStore: line(depth, arg(0) + " = " + arg(1) + ";"); break;
+      case Op::Var: case Op::VarLoad: case Op::VarStore: {
+        // GLSL keeps fragments in shared-memory slots (tiles.cpp): a copy between slots, or none.
+        const bool frag = in.op == Op::VarStore ? s.k.insts[in.operands[1]].type.is_fragment() : in.type.is_fragment();
+        if (frag && s.tile_slots > 0) {
+          std::vector<std::string> lines;
+          glsl_tile_var_op(s, d, id, lines);
+          for (const std::string& l : lines) line(depth, l);
+        } else if (in.op == Op::Var) {
+          line(depth, (frag ? tile_type(s, in.type) : d.var_type(t)) + " " + reg(id) + " = " + arg(0) + ";");
+        } else if (in.op == Op::VarLoad) {
+          def(arg(0));
+        } else {
+          line(depth, arg(0) + " = " + arg(1) + ";");
+        }
+        break;
+      }
       case Op::TgAlloc: break;  // declared by the dialect at function or module scope
       case Op::TgLoad: {
         const ir::Inst& alloc = s.k.insts[in.operands[0]];
@@ -453,6 +468,16 @@ struct Emitter {
                         std::to_string(in.loc.file) + "u);");
         break;
       }
+      case Op::TileFill: case Op::TileLoad: case Op::TileTgLoad: case Op::TileMma: case Op::TileStore:
+      case Op::TileTgStore: case Op::TileGet: {
+        std::vector<std::string> a, lines;
+        for (int i = 0; i < in.num_operands(); ++i) a.push_back(arg(i));
+        std::string value;
+        tile_op(s, d, id, a, lines, value);
+        for (const std::string& l : lines) line(depth, l);
+        if (!value.empty()) def(value);
+        break;
+      }
       case Op::Call:
         s.unsupported(in, d.name(), "a call to '" + s.k.strings[size_t(in.attr(ir::Attr::Callee))] + "' (kernel_inline must inline it first)");
         break;
@@ -480,6 +505,8 @@ Emitted emit(const ir::Kernel& k, Instantiation dtype, Target target, const Emit
   s.f16_round_to_nearest_even = options.f16_round_to_nearest_even;
   s.loop_check = options.loop_limit_check && target == Target::Glsl;
   s.emulate_fma = options.emulate_fma && target == Target::Glsl;
+  s.cuda_mma = options.cuda_mma;
+  s.tile_f64 = options.tile_f64 && target == Target::Glsl;
   int buffers = 0, scalars = 0;
   for (const ir::Param& p : k.params) {
     bool buf = p.kind == ir::ParamKind::Buffer;
@@ -514,6 +541,7 @@ Emitted emit(const ir::Kernel& k, Instantiation dtype, Target target, const Emit
   });
 
   std::unique_ptr<Dialect> d = target == Target::Cuda ? make_cuda_dialect() : make_glsl_dialect();
+  if (target == Target::Glsl) plan_glsl_tiles(s);
   // The body first: it records the helpers the prelude must define.
   Emitter e{s, *d, {}, {}};
   e.block(0, 1);

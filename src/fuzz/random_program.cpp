@@ -115,7 +115,8 @@ struct Gen {
   // ---- emission -------------------------------------------------------------------------
 
   Id emit(Inst in, bool uniform = false) {
-    const bool guard = fg && !guarding && float_like(in.type.elem()) &&
+    // Fragments are never guarded (no scalar op takes them); a tile_get's value is.
+    const bool guard = fg && !guarding && !in.type.is_fragment() && float_like(in.type.elem()) &&
                        ((ir::has_trait(in.op, ir::trait::P) && in.op != Op::Arg) || in.op == Op::Load ||
                         (ir::has_trait(in.op, ir::trait::L) && !ir::has_trait(in.op, ir::trait::P)));
     if (guard && (in.op == Op::LaneSum || in.op == Op::LaneInclusiveSum || in.op == Op::LaneExclusiveSum))
@@ -1009,6 +1010,46 @@ struct Gen {
     emit(make(Op::Barrier, DType::Void));
   }
 
+  // Cooperative tiles (uniform control flow): A and B fragments from in_h (f16) at a constant
+  // or uniform run-time offset and a constant row stride, one or two multiply-accumulates onto a
+  // fill of a uniform value, and one accumulator element read back into the value pool. Every
+  // element index stays below kInputLength (offset <= 180, stride <= 48: 180 + 15 * 48 + 15).
+  // The fragments themselves never enter the pool: only tile ops take them.
+  void stmt_tile() {
+    // Cross-backend programs have them too: on Vulkan a fragment is a shared-memory slot per
+    // lane group (three live at most here: 3 KiB per lane group, 24 KiB for the 8 lane groups of
+    // a 64-thread group on lavapipe), compiled in a fraction of a second.
+    if (excluded(kTile) || excluded(kF16) || wc) return stmt_group_reduce();
+    std::vector<Id>& vals = frames.back().values;
+    auto hidden = [&](Inst in) {
+      Id id = emit(in, true);
+      vals.erase(std::remove(vals.begin(), vals.end(), id), vals.end());
+      return id;
+    };
+    auto load = [&](FragRole role) {
+      Id off = rng.chance(0.5) ? u32(uint32_t(rng.range(0, 180))) : op(Op::Mul, DType::U32, {p_m, u32(uint32_t(rng.range(1, 45)))});
+      Inst in = make(Op::TileLoad, DType::Void, {off, u32(uint32_t(rng.range(16, 48)))});
+      in.type = Type::fragment(DType::F16, 16, 16, 16, role);
+      in.set(ir::Attr::Param, kInH);
+      return hidden(in);
+    };
+    Id fill_value = rng.chance(0.5) ? p_s : float_const(DType::F32, rng.pick({0.0, 1.5, -2.0}));
+    Inst fill = make(Op::TileFill, DType::Void, {fill_value});
+    fill.type = Type::fragment(DType::F32, 16, 16, 16, FragRole::Acc);
+    Id acc = hidden(fill);
+    for (int step = 0, steps = rng.range(1, 2); step < steps; ++step) {
+      Id a = load(FragRole::A);
+      Id b = load(FragRole::B);
+      Inst mma = make(Op::TileMma, DType::Void, {a, b, acc});
+      mma.type = fill.type;
+      acc = hidden(mma);
+    }
+    Inst get = make(Op::TileGet, DType::F32, {acc});
+    get.set(ir::Attr::Row, rng.range(0, 15));
+    get.set(ir::Attr::Col, rng.range(0, 15));
+    emit(get, true);  // into the value pool (guarded by emit in guarded programs)
+  }
+
   // Every thread writes its slot of every threadgroup array, then a barrier: no later read sees
   // memory nothing wrote (threadgroup memory starts undefined on a GPU). Slots past the group
   // size are never read: partners are taken modulo the group size.
@@ -1144,7 +1185,8 @@ struct Gen {
       else stmt_tg_exchange();
     }
     else if (r < 115) stmt_lane_op();
-    else stmt_group_reduce();
+    else if (r < 117) stmt_group_reduce();
+    else stmt_tile();
   }
 
   void block(int statements) {
@@ -1338,7 +1380,7 @@ namespace {
 constexpr std::pair<const char*, OpClass> kOpClassNames[] = {
     {"rem", kSignedRem}, {"fcast", kFloatToInt}, {"fminmax", kFloatMinMax}, {"flane", kFloatLane},
     {"fma", kFma},       {"fzero", kFloatZero},  {"fdiv", kFloatDiv},    {"f16", kF16},
-    {"zcast", kZeroCast}, {"nzero", kNegZero}};
+    {"zcast", kZeroCast}, {"nzero", kNegZero}, {"tile", kTile}};
 }
 
 std::string excluded_op_in(const ir::Kernel& k, uint32_t exclude) {
@@ -1353,6 +1395,7 @@ std::string excluded_op_in(const ir::Kernel& k, uint32_t exclude) {
     if (f && ir::has_trait(in.op, ir::trait::L) && !ir::has_trait(in.op, ir::trait::P)) found |= kFloatLane;
     if (f && (in.op == Op::TgAtomicMin || in.op == Op::TgAtomicMax)) found |= kFloatMinMax;
     if (in.op == Op::Fma) found |= kFma;
+    if (in.type.is_fragment()) found |= kTile;
     if (f && in.op == Op::Div) found |= kFloatDiv;
     if (in.type == DType::F16) found |= kF16;
     const bool arith = in.op == Op::Add || in.op == Op::Sub || in.op == Op::Mul || in.op == Op::Div ||

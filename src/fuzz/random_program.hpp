@@ -68,6 +68,7 @@ enum OpClass : uint32_t {
   kZeroCast = 1u << 8,     // "zcast":   casts of an integer or bool constant 0 to a float (1 instead);
                            //            part of "fzero" too
   kNegZero = 1u << 9,      // "nzero":   the float constant -0 (+0 instead); part of "fzero" too
+  kTile = 1u << 10,        // "tile":    cooperative tiles (a group reduction instead)
 };
 // The first excluded class (its name) that `k` still contains, "" if none. The generator keeps
 // them out, but the pipeline can bring some back: const_fold can fold a float zero ("fzero",

@@ -65,7 +65,8 @@ TEST(FuzzCross, ProgramsHaveThreadgroupOpsAndNoTranscendentals) {
 }
 
 // The lane slice's ops reach the compared programs: every shuffle, reduction, prefix sum and
-// vote, and threadgroup atomics, in the generated and in the optimized programs; the value an
+// vote, threadgroup atomics and the cooperative tile ops the generator makes (fill, load from a
+// buffer, multiply-accumulate, get), in the generated and in the optimized programs; the value an
 // atomic returns (whose order is the hardware's) is never used.
 TEST(FuzzCross, ProgramsHaveEveryLaneOpAndOrderFreeAtomics) {
   std::map<Op, size_t> generated, optimized;
@@ -84,7 +85,7 @@ TEST(FuzzCross, ProgramsHaveEveryLaneOpAndOrderFreeAtomics) {
   for (Op op : {Op::LaneShuffle, Op::LaneShuffleXor, Op::LaneShuffleUp, Op::LaneShuffleDown, Op::LaneBroadcast,
                 Op::LaneMin, Op::LaneAnd, Op::LaneOr, Op::LaneInclusiveSum, Op::LaneExclusiveSum, Op::LaneBallot,
                 Op::LaneAny, Op::LaneAll, Op::TgAtomicAdd, Op::TgAtomicMin, Op::TgAtomicMax, Op::TgAtomicAnd,
-                Op::TgAtomicOr}) {
+                Op::TgAtomicOr, Op::TileFill, Op::TileLoad, Op::TileMma, Op::TileGet}) {
     EXPECT_GT(generated[op], 0u) << ir::mnemonic(op) << " is never generated";
     EXPECT_GT(optimized[op], 0u) << ir::mnemonic(op) << " never survives the pipeline";
   }

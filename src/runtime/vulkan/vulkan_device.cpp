@@ -282,7 +282,7 @@ struct PhysicalDevice {
   // Supported (queried) features among those Iron wants; each is enabled when true.
   bool shader_int16 = false;
   bool shader_int64 = false;
-  bool shader_float64 = false;  // enabled on lavapipe only, for its fma emulation
+  bool shader_float64 = false;  // enabled where supported: lavapipe's fma emulation, tile sums
   // Float controls (Vulkan 1.2): SignedZeroInfNanPreserve for f32, RoundingModeRTE for f16.
   bool preserve_f32_specials = false;
   bool f16_rte = false;
@@ -513,7 +513,8 @@ std::shared_ptr<Core> create_core(std::unique_ptr<Instance> inst, const Physical
   auto features2 = vk_struct<VkPhysicalDeviceFeatures2>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2);
   features2.features.shaderInt16 = pd.shader_int16;
   features2.features.shaderInt64 = pd.shader_int64;
-  features2.features.shaderFloat64 = pd.loop_limited && pd.shader_float64;
+  // f64: lavapipe's fma emulation, and cooperative-tile sums on every device that has it.
+  features2.features.shaderFloat64 = pd.shader_float64;
   auto storage16 =
       vk_struct<VkPhysicalDevice16BitStorageFeatures>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_16BIT_STORAGE_FEATURES);
   storage16.storageBuffer16BitAccess = pd.storage_16bit;
@@ -623,6 +624,10 @@ struct VulkanKernel : CompiledKernel {
   Dim3 threadgroup;
   bool full_subgroups = false;
   std::map<std::vector<uint32_t>, VkPipeline> sized;
+  // Cooperative tiles (codegen::kTileGroupsSpec): the lane groups of a threadgroup and the bytes
+  // of their fragment slots, which every dispatch adds to its threadgroup arrays' bytes.
+  uint32_t tile_groups = 0;
+  uint64_t tile_bytes = 0;
 
   ~VulkanKernel() override {
     const DeviceFns& f = core->fn;
@@ -824,6 +829,7 @@ class VulkanDevice final : public Device {
     options.emulate_fma = pd_.loop_limited && pd_.shader_float64;
     options.preserve_f32_specials = pd_.preserve_f32_specials;
     options.f16_round_to_nearest_even = pd_.f16_rte;
+    options.tile_f64 = pd_.shader_float64;
     codegen::Emitted emitted = codegen::emit(k, dtype, codegen::Target::Glsl, options);
     if (!emitted.ok())
       throw Error("kernel '" + k.name + "' (" + instantiation_name(dtype) + ") cannot be emitted as GLSL:\n" +
@@ -860,6 +866,7 @@ class VulkanDevice final : public Device {
       fp += b ? " 1" : " 0";
     if (pd_.loop_limited) fp += "; loop status binding";  // a different module and layout
     if (pd_.loop_limited && pd_.shader_float64) fp += "; f64 fma";
+    if (pd_.shader_float64) fp += "; f64 tiles";
     fp += std::string("; float controls ") + (pd_.preserve_f32_specials ? "1" : "0") + (pd_.f16_rte ? "1" : "0");
     return fp;
   }
@@ -936,6 +943,17 @@ class VulkanDevice final : public Device {
     kern->full_subgroups = pd_.full_subgroups && ir::uses_lane_ops(k) && pd_.info.lane_width > 0 &&
                            threadgroup.x % pd_.info.lane_width == 0;
     kern->threadgroup = threadgroup;
+    // Cooperative tiles keep their fragments in shared memory: `slots` KiB per lane group, one
+    // lane group per subgroup (its size is the device's subgroupSize: no size control is used).
+    if (const uint32_t slots = codegen::glsl_tile_slots(words, num_words)) {
+      const uint64_t threads = uint64_t(threadgroup.x) * threadgroup.y * threadgroup.z;
+      const uint64_t width = std::max<uint32_t>(pd_.info.lane_width, 1);
+      kern->tile_groups = uint32_t(std::max<uint64_t>((threads + width - 1) / width, 1));
+      kern->tile_bytes = uint64_t(slots) * 1024 * kern->tile_groups;
+      const uint64_t arrays = ir::threadgroup_bytes(k, dtype);  // without the arrays sized at dispatch
+      if (arrays + kern->tile_bytes > pd_.info.shared_memory_bytes)
+        throw Error(tile_memory_message(label, kern->tile_bytes, kern->tile_groups, arrays));
+    }
     int scalar = 0;
     std::vector<int> scalar_index(k.params.size(), -1);
     for (size_t i = 0; i < k.params.size(); ++i)
@@ -991,6 +1009,10 @@ class VulkanDevice final : public Device {
                            VkPipeline& out) {
     std::vector<uint32_t> data = {kern.threadgroup.x, kern.threadgroup.y, kern.threadgroup.z};
     std::vector<VkSpecializationMapEntry> entries = {{0, 0, 4}, {1, 4, 4}, {2, 8, 4}};
+    if (kern.tile_groups) {
+      entries.push_back({codegen::kTileGroupsSpec, uint32_t(4 * data.size()), 4});
+      data.push_back(kern.tile_groups);
+    }
     for (size_t i = 0; i < sizes.size(); ++i) {
       entries.push_back({codegen::kTgSpecBase + kern.size_scalars[i], uint32_t(4 * data.size()), 4});
       data.push_back(sizes[i]);
@@ -1117,12 +1139,24 @@ class VulkanDevice final : public Device {
   }
 
  private:
+  std::string tile_memory_message(const std::string& kernel, uint64_t tile_bytes, uint32_t groups, uint64_t arrays) const {
+    return "kernel " + kernel + ": its cooperative tiles need " + std::to_string(tile_bytes) +
+           " bytes of threadgroup memory on Vulkan (" + std::to_string(tile_bytes / 1024 / groups) +
+           " fragment slots of 1024 bytes for each of " + std::to_string(groups) + " lane groups of " +
+           std::to_string(pd_.info.lane_width) + " lanes) besides " + std::to_string(arrays) +
+           " bytes of threadgroup arrays; device '" + pd_.info.name + "' allows " +
+           std::to_string(pd_.info.shared_memory_bytes) +
+           " (maxComputeSharedMemorySize): use a smaller threadgroup or fewer live fragments";
+  }
+
   VulkanKernel& checked(CompiledKernel& kernel, const LaunchArgs& args) const {
     auto& kern = static_cast<VulkanKernel&>(kernel);
     if (args.buffers.size() != kern.num_buffers || args.scalars.size() != kern.num_scalars)
       throw Error("Vulkan launch of " + kern.name + ": expected " + std::to_string(kern.num_buffers) +
                   " buffers and " + std::to_string(kern.num_scalars) + " scalars, got " +
                   std::to_string(args.buffers.size()) + " and " + std::to_string(args.scalars.size()));
+    if (kern.tile_bytes && args.threadgroup_bytes + kern.tile_bytes > pd_.info.shared_memory_bytes)
+      throw Error(tile_memory_message(kern.name, kern.tile_bytes, kern.tile_groups, args.threadgroup_bytes));
     return kern;
   }
 
