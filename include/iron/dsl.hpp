@@ -411,11 +411,12 @@ void fence_device(SrcLoc loc = SrcLoc::current());
 
 // --- Cooperative tiles (docs/dsl.md "Cooperative tiles") ----------------------------------
 // A lane group (warp / subgroup / simdgroup) computes C += A * B on M x N x K tiles: A is M x K
-// and B is K x N, both f16 or bf16 (or T, declared as f16/bf16), C is M x N in f32. Fragments are
-// values that belong to the whole lane group: every call must be reached by every lane of it, with
+// and B is K x N, both f16 or bf16 (or T, declared as f16/bf16) or f8e4m3, C is M x N in f32.
+// Fragments are values that belong to the whole lane group: every call must be reached by every lane of it, with
 // the same offset and stride in every lane. Memory is row-major: element (r, c) of a tile loaded
 // at `offset` with row stride `stride` is memory[offset + r * stride + c]; offset and stride are
-// u32 and may be run-time values. Supported shape: 16 x 16 x 16.
+// u32 and may be run-time values. Supported shapes: 16 x 16 x 16 (f16, bf16, T) and 16 x 16 x 32
+// (f8e4m3: A is 16 x 32, B 32 x 16).
 struct TileShape {
   uint32_t m = 16, n = 16, k = 16;
   DType in = DType::F16;

@@ -48,9 +48,11 @@ std::string summary_line(const json& m) {
 
 int run_fuzz(const FuzzOpts& o) {
   // Fuzzing compares bit for bit, and cooperative tiles are bit-exact with the interpreter only
-  // down CUDA's software path (the tensor-core paths round differently, docs/semantics.md): the
-  // runner inherits IRON_CUDA_MMA=software unless the caller chose a strategy.
+  // down the software paths (CUDA's tensor-core paths and Vulkan's NV cooperative matrices round
+  // differently, docs/semantics.md): the runner inherits IRON_CUDA_MMA=software and
+  // IRON_VK_MMA=software unless the caller chose a strategy.
   setenv("IRON_CUDA_MMA", "software", 0);
+  setenv("IRON_VK_MMA", "software", 0);
   std::vector<std::string> args = {"fuzz"};
   auto opt = [&](const char* flag, const std::string& v) {
     if (!v.empty()) {

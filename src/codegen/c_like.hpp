@@ -50,6 +50,7 @@ struct EmitState {
   // variable in the lane group's part of the shared slot array, the number of slots per lane
   // group, and the var / var_load / var_store / tile_mma instructions whose result already is in
   // the slot it must end in (no copy emitted).
+  bool tile_coopmat = false;  // GLSL: fragments are NV cooperative matrices (EmitOptions)
   std::map<ir::Id, int> tile_slot;
   int tile_slots = 0;
   std::set<ir::Id> tile_in_place;

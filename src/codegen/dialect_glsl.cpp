@@ -103,6 +103,11 @@ class GlslDialect final : public Dialect {
     if (s.uses_int8) out += "#extension GL_EXT_shader_explicit_arithmetic_types_int8 : require\n";
     if (s.uses_8bit_storage) out += "#extension GL_EXT_shader_8bit_storage : require\n";
     if (s.uses_int64) out += "#extension GL_EXT_shader_explicit_arithmetic_types_int64 : require\n";
+    if (s.tile_coopmat) {
+      out += "#extension GL_NV_cooperative_matrix : require\n";
+      out += "#extension GL_KHR_memory_scope_semantics : require\n";
+      out += "#extension GL_EXT_shader_explicit_arithmetic_types_float16 : require\n";
+    }
     if (s.uses_lane_ops) {
       out += "#extension GL_KHR_shader_subgroup_basic : require\n";
       out += "#extension GL_KHR_shader_subgroup_shuffle : require\n";

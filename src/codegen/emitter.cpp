@@ -541,7 +541,17 @@ Emitted emit(const ir::Kernel& k, Instantiation dtype, Target target, const Emit
   });
 
   std::unique_ptr<Dialect> d = target == Target::Cuda ? make_cuda_dialect() : make_glsl_dialect();
-  if (target == Target::Glsl) plan_glsl_tiles(s);
+  if (target == Target::Glsl) {
+    // Cooperative matrices take f16 tiles only; any bf16 fragment keeps the software path.
+    bool f16_tiles = false, other = false;
+    ir::walk(k, [&](ir::Id id) {
+      const Type t = k.insts[id].type;
+      if (!t.is_fragment() || t.role() == FragRole::Acc) return;
+      (ir::resolve(t.elem(), dtype) == DType::F16 ? f16_tiles : other) = true;
+    });
+    s.tile_coopmat = options.tile_coopmat && f16_tiles && !other;
+    if (!s.tile_coopmat) plan_glsl_tiles(s);
+  }
   // The body first: it records the helpers the prelude must define.
   Emitter e{s, *d, {}, {}};
   e.block(0, 1);

@@ -11,7 +11,9 @@
 //   wmma      nvcuda::wmma 16x16x16 fragments; elements pass through a 1 KB per-warp staging
 //             area in shared memory (any stride, offset and memory space; 32 KB for 32 warps).
 //   mma       inline PTX mma.sync.aligned.m16n8k16 (two per 16x16x16 product), each lane loading
-//             its 8 A, 8 B and 8 accumulator elements of the PTX fragment layout directly.
+//             its 8 A, 8 B and 8 accumulator elements of the PTX fragment layout directly, or a
+//             whole A / B fragment from threadgroup memory by ldmatrix.x4 (.trans for B) where
+//             the rows are 16-byte aligned (docs/dsl.md "The ldmatrix rule").
 // GLSL has a software path only, with fragments in shared memory (see "GLSL: fragments in
 // shared memory" below): f64 sums where the device enables shaderFloat64 (EmitOptions::tile_f64),
 // else f32 sums of the exact f32 products.
@@ -51,19 +53,45 @@ CudaMma cuda_mma_from_env() {
   return m;
 }
 
+const char* vk_mma_name(VkMma m) {
+  switch (m) {
+    case VkMma::Auto: return "auto";
+    case VkMma::Software: return "software";
+    case VkMma::Coopmat: return "coopmat";
+  }
+  return "?";
+}
+
+bool parse_vk_mma(std::string_view s, VkMma& out) {
+  for (VkMma m : {VkMma::Auto, VkMma::Software, VkMma::Coopmat})
+    if (s == vk_mma_name(m)) {
+      out = m;
+      return true;
+    }
+  return false;
+}
+
+VkMma vk_mma_from_env() {
+  VkMma m = VkMma::Auto;
+  if (const char* v = std::getenv("IRON_VK_MMA"); v && *v && !parse_vk_mma(v, m))
+    throw Error(std::string("IRON_VK_MMA=") + v + " names no Vulkan tile strategy (software, coopmat or auto)");
+  return m;
+}
+
 namespace {
 
-const char* elem_suffix(DType t) { return t == DType::BF16 ? "bf16" : "f16"; }
+const char* elem_suffix(DType t) { return t == DType::BF16 ? "bf16" : t == DType::F8E4M3 ? "e4m3" : "f16"; }
 
 std::string role_name(FragRole r) { return r == FragRole::A ? "a" : r == FragRole::B ? "b" : "acc"; }
 
-// The f16/bf16 element types the kernel's A and B fragments use (T resolved).
-void input_elems(const EmitState& s, bool& f16, bool& bf16) {
-  f16 = bf16 = false;
+// The element types the kernel's A and B fragments use (T resolved).
+void input_elems(const EmitState& s, bool& f16, bool& bf16, bool& fp8) {
+  f16 = bf16 = fp8 = false;
   ir::walk(s.k, [&](ir::Id id) {
     const Type t = s.k.insts[id].type;
     if (!t.is_fragment() || t.role() == FragRole::Acc) return;
-    (s.concrete(t) == DType::BF16 ? bf16 : f16) = true;
+    const DType e = s.concrete(t);
+    (e == DType::BF16 ? bf16 : e == DType::F8E4M3 ? fp8 : f16) = true;
   });
 }
 
@@ -74,9 +102,10 @@ const char* const kCudaCoordsWhole =
     "__device__ __forceinline__ void iron_tile_coord_b(unsigned i, unsigned& r, unsigned& c) { r = i >> 4; c = i & 15u; }\n"
     "__device__ __forceinline__ void iron_tile_coord_st(unsigned i, unsigned& r, unsigned& c) { r = i >> 4; c = i & 15u; }\n";
 
-std::string cuda_software(bool f16, bool bf16) {
+std::string cuda_software(bool f16, bool bf16, bool fp8) {
   std::string out =
       "struct iron_tile_acc { float x[256]; };\n"
+      "#define IRON_TILE_LDMATRIX 0\n"
       "#define IRON_TILE_LD_FIRST 0u\n#define IRON_TILE_LD_END 256u\n#define IRON_TILE_LD_STEP 1u\n"
       "#define IRON_TILE_ST_FIRST (iron_flat_local_id() & 31u)\n#define IRON_TILE_ST_END 256u\n"
       "#define IRON_TILE_ST_STEP 32u\n";
@@ -110,6 +139,27 @@ std::string cuda_software(bool f16, bool bf16) {
            "    }\n"
            "  return d;\n}\n";
   }
+  if (fp8) {
+    // 16x32 A and 32x16 B, row-major; products of two f8e4m3 values are exact in f64 and the
+    // 32-term sums span at most 36 bits of exponent, so the f64 sum is exact too.
+    out += "#define IRON_TILE_LD8_FIRST 0u\n#define IRON_TILE_LD8_END 512u\n#define IRON_TILE_LD8_STEP 1u\n"
+           "__device__ __forceinline__ void iron_tile_coord_a8(unsigned i, unsigned& r, unsigned& c) { r = i >> 5; c = i & 31u; }\n"
+           "__device__ __forceinline__ void iron_tile_coord_b8(unsigned i, unsigned& r, unsigned& c) { r = i >> 4; c = i & 15u; }\n";
+    for (const char* r : {"a", "b"})
+      out += "struct iron_tile_" + std::string(r) + "_e4m3 { float x[512]; };\n"
+             "__device__ __forceinline__ void iron_tile_set(iron_tile_" + r + "_e4m3& f, unsigned i, float v) { f.x[i] = v; }\n"
+             "__device__ __forceinline__ void iron_tile_finish(iron_tile_" + r + "_e4m3&) {}\n";
+    out += "__device__ __forceinline__ iron_tile_acc iron_tile_mma(const iron_tile_a_e4m3& a, const iron_tile_b_e4m3& b, "
+           "const iron_tile_acc& c) {\n"
+           "  iron_tile_acc d;\n"
+           "  for (int i = 0; i < 16; ++i)\n"
+           "    for (int j = 0; j < 16; ++j) {\n"
+           "      double s = (double)c.x[i * 16 + j];\n"
+           "      for (int k = 0; k < 32; ++k) s += (double)a.x[i * 32 + k] * (double)b.x[k * 16 + j];\n"
+           "      d.x[i * 16 + j] = (float)s;\n"
+           "    }\n"
+           "  return d;\n}\n";
+  }
   return out;
 }
 
@@ -120,6 +170,7 @@ std::string cuda_wmma(bool f16, bool bf16) {
       "__device__ __forceinline__ float* iron_tile_warp_scratch() {\n"
       "  return iron_tile_scratch + (iron_flat_local_id() >> 5) * 256u;\n}\n"
       "struct iron_tile_acc { nvcuda::wmma::fragment<nvcuda::wmma::accumulator, 16, 16, 16, float> f; };\n"
+      "#define IRON_TILE_LDMATRIX 0\n"
       "#define IRON_TILE_LD_FIRST (iron_flat_local_id() & 31u)\n#define IRON_TILE_LD_END 256u\n"
       "#define IRON_TILE_LD_STEP 32u\n"
       "#define IRON_TILE_ST_FIRST (iron_flat_local_id() & 31u)\n#define IRON_TILE_ST_END 256u\n"
@@ -168,9 +219,15 @@ std::string cuda_wmma(bool f16, bool bf16) {
 //                   registers 2h and 2h + 1 feed half h
 //   C (16x16, f32): element i of 8 is (g + 8 * (j >> 1), 2t + (j & 1) + 8h); floats 4h .. 4h + 3
 //                   are half h's accumulator
-std::string cuda_mma(bool f16, bool bf16) {
+std::string cuda_mma(bool f16, bool bf16, bool fp8) {
   std::string out =
       "struct iron_tile_acc { float x[8]; };\n"
+      // ldmatrix: lane l names row (l & 7) + 8 * ((l >> 3) & 1), column 8 * (l >> 4) of the tile,
+      // the first element of the 8 x 8 block (l >> 3) = 0..3 it supplies a row address of.
+      "#define IRON_TILE_LDMATRIX 1\n"
+      "__device__ __forceinline__ unsigned iron_tile_ldm_row() { return (iron_flat_local_id() & 7u) + ((iron_flat_local_id() >> 3) & 1u) * 8u; }\n"
+      "__device__ __forceinline__ unsigned iron_tile_ldm_col() { return ((iron_flat_local_id() >> 4) & 1u) * 8u; }\n"
+      "__device__ __forceinline__ unsigned iron_tile_smem(const void* p) { return (unsigned)__cvta_generic_to_shared(p); }\n"
       "#define IRON_TILE_LD_FIRST 0u\n#define IRON_TILE_LD_END 8u\n#define IRON_TILE_LD_STEP 1u\n"
       "#define IRON_TILE_ST_FIRST 0u\n#define IRON_TILE_ST_END 8u\n#define IRON_TILE_ST_STEP 1u\n"
       "__device__ __forceinline__ void iron_tile_coord_a(unsigned i, unsigned& r, unsigned& c) {\n"
@@ -202,6 +259,12 @@ std::string cuda_mma(bool f16, bool bf16) {
              "  const unsigned b = " + bits + ";\n"
              "  f.x[i >> 1] = (i & 1u) ? ((f.x[i >> 1] & 0xffffu) | (b << 16)) : ((f.x[i >> 1] & 0xffff0000u) | b);\n}\n"
              "__device__ __forceinline__ void iron_tile_finish(" + name + "&) {}\n";
+      // The four 8 x 8 blocks in register order (A: rows 0-7 / 8-15 of columns 0-7, then of
+      // columns 8-15; B, transposed as it loads: k 0-7 / 8-15 of columns n 0-7, then n 8-15).
+      out += "__device__ __forceinline__ void iron_tile_ldmatrix(" + name + "& f, const void* row) {\n"
+             "  asm volatile(\"ldmatrix.sync.aligned.m8n8.x4" + std::string(std::string(r) == "b" ? ".trans" : "") +
+             ".shared.b16 {%0, %1, %2, %3}, [%4];\"\n"
+             "               : \"=r\"(f.x[0]), \"=r\"(f.x[1]), \"=r\"(f.x[2]), \"=r\"(f.x[3]) : \"r\"(iron_tile_smem(row)) : \"memory\");\n}\n";
     }
     out += "__device__ __forceinline__ iron_tile_acc iron_tile_mma(const iron_tile_a_" + sfx + "& a, const iron_tile_b_" +
            sfx + "& b, const iron_tile_acc& c) {\n  iron_tile_acc d;\n";
@@ -215,6 +278,42 @@ std::string cuda_mma(bool f16, bool bf16) {
              "]), \"r\"(b.x[" + n(2 * h + 1) + "]),\n"
              "                 \"f\"(c.x[" + n(4 * h) + "]), \"f\"(c.x[" + n(4 * h + 1) + "]), \"f\"(c.x[" +
              n(4 * h + 2) + "]), \"f\"(c.x[" + n(4 * h + 3) + "]));\n";
+    }
+    out += "  return d;\n}\n";
+  }
+  if (fp8) {
+    // mma.m16n8k32 with e4m3 A and B (sm_89+), two per 16x16x32 product; g = lane / 4, t = lane % 4:
+    //   A (16x32, row): byte i of 16 (register i / 4) is (g + 8 * ((i >> 2) & 1), 4t + (i & 3) + 16 * (i >> 3))
+    //   B (32x16, col): byte j of 8 in half h (registers 2h, 2h + 1) is (4t + (j & 3) + 16 * (j >> 2), g + 8h);
+    //                   element i of 16 is half i >> 3, byte i & 7
+    // The accumulator layout is m16n8k16's.
+    out += "#define IRON_TILE_LD8_FIRST 0u\n#define IRON_TILE_LD8_END 16u\n#define IRON_TILE_LD8_STEP 1u\n"
+           "__device__ __forceinline__ void iron_tile_coord_a8(unsigned i, unsigned& r, unsigned& c) {\n"
+           "  const unsigned l = iron_flat_local_id() & 31u;\n"
+           "  r = (l >> 2) + 8u * ((i >> 2) & 1u);\n  c = 4u * (l & 3u) + (i & 3u) + 16u * (i >> 3);\n}\n"
+           "__device__ __forceinline__ void iron_tile_coord_b8(unsigned i, unsigned& r, unsigned& c) {\n"
+           "  const unsigned l = iron_flat_local_id() & 31u, j = i & 7u;\n"
+           "  r = 4u * (l & 3u) + (j & 3u) + 16u * (j >> 2);\n  c = (l >> 2) + 8u * (i >> 3);\n}\n";
+    for (const char* r : {"a", "b"}) {
+      const std::string name = "iron_tile_" + std::string(r) + "_e4m3";
+      out += "struct " + name + " { unsigned x[4]; };\n"
+             "__device__ __forceinline__ void iron_tile_set(" + name + "& f, unsigned i, float v) {\n"
+             "  const unsigned b = (unsigned)iron_f32_to_e4m3(v), sh = 8u * (i & 3u);\n"
+             "  f.x[i >> 2] = (f.x[i >> 2] & ~(0xffu << sh)) | (b << sh);\n}\n"
+             "__device__ __forceinline__ void iron_tile_finish(" + name + "&) {}\n";
+    }
+    out += "__device__ __forceinline__ iron_tile_acc iron_tile_mma(const iron_tile_a_e4m3& a, const iron_tile_b_e4m3& b, "
+           "const iron_tile_acc& c) {\n  iron_tile_acc d;\n";
+    for (int h = 0; h < 2; ++h) {
+      auto n = [](int i) { return std::to_string(i); };
+      out += "  asm volatile(\"mma.sync.aligned.m16n8k32.row.col.f32.e4m3.e4m3.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
+             "{%10, %11, %12, %13};\"\n"
+             "               : \"=f\"(d.x[" + n(4 * h) + "]), \"=f\"(d.x[" + n(4 * h + 1) + "]), \"=f\"(d.x[" + n(4 * h + 2) +
+             "]), \"=f\"(d.x[" + n(4 * h + 3) + "])\n"
+             "               : \"r\"(a.x[0]), \"r\"(a.x[1]), \"r\"(a.x[2]), \"r\"(a.x[3]), \"r\"(b.x[" + n(2 * h) +
+             "]), \"r\"(b.x[" + n(2 * h + 1) + "]),\n"
+             "                 \"f\"(c.x[" + n(4 * h) + "]), \"f\"(c.x[" + n(4 * h + 1) + "]), \"f\"(c.x[" + n(4 * h + 2) +
+             "]), \"f\"(c.x[" + n(4 * h + 3) + "]));\n";
     }
     out += "  return d;\n}\n";
   }
@@ -416,10 +515,11 @@ void plan_glsl_tiles(EmitState& s) {
 namespace {
 
 std::string glsl_prelude(const EmitState& s) {
+  // iron_tile_slots counts KiB per lane group (what the runtime checks): one per slot.
   const std::string slots = std::to_string(s.tile_slots);
   return "layout(constant_id = " + std::to_string(kTileGroupsSpec) + ") const uint iron_tile_groups = 1u;\n"
          "layout(constant_id = " + std::to_string(kTileSlotsSpec) + ") const uint iron_tile_slots = " + slots + "u;\n"
-         "shared float iron_tile_mem[iron_tile_slots * 256u * iron_tile_groups];\n"
+         "shared uint iron_tile_mem[iron_tile_slots * 256u * iron_tile_groups];\n"
          "void iron_tile_sync() {\n  subgroupMemoryBarrierShared();\n  subgroupBarrier();\n}\n"
          "uint iron_tile_slot(uint s) { return (gl_SubgroupID * iron_tile_slots + s) * 256u; }\n";
 }
@@ -449,6 +549,8 @@ void lane_loop(const EmitState& s, const ir::Inst& in, bool sync, const std::vec
   if (sync) lines.push_back("iron_tile_sync();");
 }
 
+// Every slot is 256 words (an f8e4m3 A or B fragment packs two elements per word): a copy moves
+// the words as they are.
 void copy_slot(const EmitState& s, const ir::Inst& in, const std::string& to, const std::string& from,
                std::vector<std::string>& lines) {
   lines.push_back("{");
@@ -476,14 +578,21 @@ namespace {
 void glsl_tile_op(EmitState& s, const Dialect& d, ir::Id id, const std::vector<std::string>& a,
                   std::vector<std::string>& lines) {
   const ir::Inst& in = s.k.insts[id];
-  auto mem = [](const std::string& base, const std::string& e) { return "iron_tile_mem[" + base + " + " + e + "]"; };
+  // Slots hold words: an f32 element as its bits; an f8e4m3 A or B fragment (16 x 32, 32 x 16)
+  // two elements per word as f16 halves (every f8e4m3 value is exact in f16), e = 2w low.
+  auto mem = [](const std::string& base, const std::string& e) {
+    return "uintBitsToFloat(iron_tile_mem[" + base + " + " + e + "])";
+  };
+  auto set = [](const std::string& base, const std::string& e, const std::string& v) {
+    return "iron_tile_mem[" + base + " + " + e + "] = floatBitsToUint(" + v + ");";
+  };
   switch (in.op) {
     case ir::Op::TileFill:
       lines.push_back("{");
       lines.push_back("  const uint iron_d = " + slot_of(s, id) + ";");
       {
         std::vector<std::string> inner;
-        lane_loop(s, in, true, {mem("iron_d", "iron_e") + " = " + a[0] + ";"}, inner);
+        lane_loop(s, in, true, {set("iron_d", "iron_e", a[0])}, inner);
         for (const std::string& l : inner) lines.push_back("  " + l);
       }
       lines.push_back("}");
@@ -493,16 +602,24 @@ void glsl_tile_op(EmitState& s, const Dialect& d, ir::Id id, const std::vector<s
       // f64 where the device has it (each product of 16-bit floats is exact there), bit-exact
       // with the interpreter; else in f32 (docs/semantics.md bounds the difference).
       const std::string acc = s.tile_f64 ? "double" : "float";
+      const uint32_t K = s.k.insts[in.operands[0]].type.k();
       std::string sum = acc + "(" + mem("iron_cs", "iron_e") + ")";
-      for (int kk = 0; kk < 16; ++kk)
-        sum = "(" + sum + " + " + acc + "(" + mem("iron_as", "iron_r * 16u + " + std::to_string(kk) + "u") + ") * " +
-              acc + "(" + mem("iron_bs", std::to_string(kk * 16) + "u + iron_c") + "))";
+      for (uint32_t kk = 0; kk < K; ++kk) {
+        std::string av, bv;
+        if (K == 32) {  // packed f8e4m3 values: A (r, kk) in word r * 16 + kk / 2, B (kk, c) in kk * 8 + c / 2
+          av = "unpackHalf2x16(iron_tile_mem[iron_as + iron_r * 16u + " + std::to_string(kk / 2) + "u])." + (kk % 2 ? "y" : "x");
+          bv = "unpackHalf2x16(iron_tile_mem[iron_bs + " + std::to_string(kk * 8) + "u + (iron_c >> 1)])[iron_c & 1u]";
+        } else {
+          av = mem("iron_as", "iron_r * 16u + " + std::to_string(kk) + "u");
+          bv = mem("iron_bs", std::to_string(kk * 16) + "u + iron_c");
+        }
+        sum = "(" + sum + " + " + acc + "(" + av + ") * " + acc + "(" + bv + "))";
+      }
       lines.push_back("{");
       lines.push_back("  const uint iron_d = " + slot_of(s, id) + ", iron_as = " + slot_of(s, in.operands[0]) +
                       ", iron_bs = " + slot_of(s, in.operands[1]) + ", iron_cs = " + slot_of(s, in.operands[2]) + ";");
       std::vector<std::string> inner;
-      lane_loop(s, in, true, {"precise " + acc + " iron_s = " + sum + ";", mem("iron_d", "iron_e") + " = float(iron_s);"},
-                inner);
+      lane_loop(s, in, true, {"precise " + acc + " iron_s = " + sum + ";", set("iron_d", "iron_e", "float(iron_s)")}, inner);
       for (const std::string& l : inner) lines.push_back("  " + l);
       lines.push_back("}");
       return;
@@ -515,23 +632,33 @@ void glsl_tile_op(EmitState& s, const Dialect& d, ir::Id id, const std::vector<s
     case ir::Op::TileLoad: case ir::Op::TileTgLoad: {
       const bool tg = in.op == ir::Op::TileTgLoad;
       const std::string off = a[tg ? 1 : 0], stride = a[tg ? 2 : 1];
-      const std::string at = "(" + off + " + iron_r * " + stride + " + iron_c)";
-      std::string v;
-      if (!tg) {
+      auto value_at = [&](const std::string& r, const std::string& c) {
+        const std::string at = "(" + off + " + " + r + " * " + stride + " + " + c + ")";
         // A buffer of the input type holds exact values of it.
-        v = d.load(s, s.k.params[in.param()], at);
-      } else {
+        if (!tg) return d.load(s, s.k.params[in.param()], at);
         // A threadgroup element reads as a TgLoad does, rounded to the input type as the
-        // interpreter rounds it (a no-op on a 16-bit array, which holds 16-bit values).
+        // interpreter rounds it (a no-op on an array of that type, which holds its values).
         const ir::Inst& alloc = s.k.insts[in.operands[0]];
         const std::string e = d.tg_name(s.k, alloc) + "[" + at + "]";
-        v = s.f32_atomic_allocs.count(in.operands[0]) ? d.tg_word_load(e) : d.tg_load(s, s.concrete(alloc.type), e);
-        v = d.cast(s, in, DType::F32, s.concrete(in.type), v);
+        const std::string v =
+            s.f32_atomic_allocs.count(in.operands[0]) ? d.tg_word_load(e) : d.tg_load(s, s.concrete(alloc.type), e);
+        return d.cast(s, in, DType::F32, s.concrete(in.type), v);
+      };
+      std::vector<std::string> body;
+      if (in.type.k() == 32) {
+        // Word w holds elements 2w and 2w + 1 (one row: A has 32 columns, B 16).
+        const bool a_role = in.type.role() == FragRole::A;
+        body.push_back(std::string("const uint iron_pr = iron_e >> ") + (a_role ? "4" : "3") + ", iron_pc = (iron_e & " +
+                       (a_role ? "15u" : "7u") + ") * 2u;");
+        body.push_back("iron_tile_mem[iron_d + iron_e] = packHalf2x16(vec2(" + value_at("iron_pr", "iron_pc") + ", " +
+                       value_at("iron_pr", "(iron_pc + 1u)") + "));");
+      } else {
+        body.push_back(set("iron_d", "iron_e", value_at("iron_r", "iron_c")));
       }
       lines.push_back("{");
       lines.push_back("  const uint iron_d = " + slot_of(s, id) + ";");
       std::vector<std::string> inner;
-      lane_loop(s, in, true, {mem("iron_d", "iron_e") + " = " + v + ";"}, inner);
+      lane_loop(s, in, true, body, inner);
       for (const std::string& l : inner) lines.push_back("  " + l);
       lines.push_back("}");
       return;
@@ -564,9 +691,134 @@ void glsl_tile_op(EmitState& s, const Dialect& d, ir::Id id, const std::vector<s
   }
 }
 
+// --- GLSL: NV cooperative matrices --------------------------------------------------------
+//
+// With EmitOptions::tile_coopmat (f16 tiles on a device that reports f16 16x16x16 with f32
+// accumulation at subgroup scope), a fragment is a GLSL value of type fcoopmatNV: A and B
+// fcoopmatNV<16, gl_ScopeSubgroup, 16, 16>, the accumulator fcoopmatNV<32, ...>. Fill, mma,
+// var, var_load and var_store are plain value operations. coopMatLoadNV / coopMatStoreNV need
+// every row 16-byte aligned (VK_NV_cooperative_matrix), so a buffer is read or written directly
+// when offset and stride are multiples of 8 (f16) or 4 (f32) elements (a binding starts at the
+// buffer's start), and otherwise, like every threadgroup array (whose addresses the shader cannot
+// see), through the lane group's staging area iron_tile_stage (1 KiB of uvec4, 16-byte aligned by
+// its type): lanes copy elements in or out, between subgroup barriers. A get reads the staged
+// accumulator. The multiply-accumulate is the hardware's (docs/semantics.md bounds it).
+
+const char* const kCoopA = "fcoopmatNV<16, gl_ScopeSubgroup, 16, 16>";
+const char* const kCoopAcc = "fcoopmatNV<32, gl_ScopeSubgroup, 16, 16>";
+
+std::string coopmat_prelude() {
+  return "layout(constant_id = " + std::to_string(kTileGroupsSpec) + ") const uint iron_tile_groups = 1u;\n"
+         "layout(constant_id = " + std::to_string(kTileSlotsSpec) + ") const uint iron_tile_slots = 1u;\n"
+         "shared uvec4 iron_tile_stage[iron_tile_slots * 64u * iron_tile_groups];\n"
+         "void iron_tile_sync() {\n  subgroupMemoryBarrierShared();\n  subgroupBarrier();\n}\n"
+         "uint iron_tile_stage_at() { return gl_SubgroupID * 64u; }\n";
+}
+
+// A loop of this lane over `count` items (iron_p = lane, lane + W, ...), with the loop-limit report.
+void stage_loop(const EmitState& s, const ir::Inst& in, uint32_t count, const std::vector<std::string>& body,
+                std::vector<std::string>& lines) {
+  const std::string n = std::to_string(count) + "u";
+  lines.push_back("{");
+  lines.push_back("  uint iron_p = gl_SubgroupInvocationID;");
+  lines.push_back("  for (; iron_p < " + n + "; iron_p += gl_SubgroupSize) {");
+  for (const std::string& b : body) lines.push_back("    " + b);
+  lines.push_back("  }");
+  if (s.loop_check)
+    lines.push_back("  if (iron_p < " + n + ") iron_loop_cut(" + std::to_string(in.loc.line) + "u, " +
+                    std::to_string(in.loc.file) + "u);");
+  lines.push_back("}");
+}
+
+void glsl_coopmat_op(EmitState& s, const Dialect& d, ir::Id id, const std::vector<std::string>& a,
+                     std::vector<std::string>& lines, std::string& value) {
+  const ir::Inst& in = s.k.insts[id];
+  const std::string reg = "v" + std::to_string(id);
+  // The accumulator `frag` into the staging area (every lane then sees every element).
+  auto stage_acc = [&](const std::string& frag) {
+    lines.push_back("iron_tile_sync();");
+    lines.push_back("coopMatStoreNV(" + frag + ", iron_tile_stage, iron_tile_stage_at(), 4u, false);");
+    lines.push_back("iron_tile_sync();");
+  };
+  auto staged = [](const std::string& e) {
+    return "uintBitsToFloat(iron_tile_stage[iron_tile_stage_at() + (" + e + ") / 4u][(" + e + ") % 4u])";
+  };
+  switch (in.op) {
+    case ir::Op::TileFill: value = std::string(kCoopAcc) + "(" + a[0] + ")"; return;
+    case ir::Op::TileMma: value = "coopMatMulAddNV(" + a[0] + ", " + a[1] + ", " + a[2] + ")"; return;
+    case ir::Op::TileGet: {
+      stage_acc(a[0]);
+      const std::string e = std::to_string(in.attr(ir::Attr::Row) * 16 + in.attr(ir::Attr::Col)) + "u";
+      lines.push_back(d.decl(DType::F32) + reg + " = " + staged(e) + ";");
+      return;
+    }
+    case ir::Op::TileLoad: case ir::Op::TileTgLoad: {
+      const bool tg = in.op == ir::Op::TileTgLoad;
+      const std::string off = a[tg ? 1 : 0], stride = a[tg ? 2 : 1];
+      // The 16-bit pattern of element (r, c): buffers and threadgroup arrays of f16 hold them.
+      auto bits = [&](const std::string& at) {
+        if (!tg) return "uint(" + d.param_name(s.k.params[in.param()]) + ".data[" + at + "])";
+        return "uint(" + d.tg_name(s.k, s.k.insts[in.operands[0]]) + "[" + at + "])";
+      };
+      lines.push_back(std::string(kCoopA) + " " + reg + ";");
+      if (!tg) {
+        lines.push_back("if (((" + off + " | " + stride + ") & 7u) == 0u) {");
+        lines.push_back("  coopMatLoadNV(" + reg + ", " + d.param_name(s.k.params[in.param()]) + ".data, " + off + ", " +
+                        stride + ", false);");
+        lines.push_back("} else {");
+      } else {
+        lines.push_back("{");
+      }
+      // Pair p holds elements 2p and 2p + 1 (one row), packed low then high, as f16 in memory.
+      std::vector<std::string> body = {
+          "const uint iron_r = iron_p >> 3, iron_c = (iron_p & 7u) * 2u;",
+          "const uint iron_at = " + off + " + iron_r * " + stride + " + iron_c;",
+          "iron_tile_stage[iron_tile_stage_at() + iron_p / 4u][iron_p % 4u] = " + bits("iron_at") + " | (" +
+              bits("iron_at + 1u") + " << 16);"};
+      std::vector<std::string> inner = {"iron_tile_sync();"};
+      stage_loop(s, in, 128, body, inner);
+      inner.push_back("iron_tile_sync();");
+      inner.push_back("coopMatLoadNV(" + reg + ", iron_tile_stage, iron_tile_stage_at(), 2u, false);");
+      for (const std::string& l : inner) lines.push_back("  " + l);
+      lines.push_back("}");
+      return;
+    }
+    case ir::Op::TileStore: case ir::Op::TileTgStore: {
+      const bool tg = in.op == ir::Op::TileTgStore;
+      const std::string frag = a[tg ? 1 : 0], off = a[tg ? 2 : 1], stride = a[tg ? 3 : 2];
+      const std::string at = "(" + off + " + iron_r * " + stride + " + iron_c)";
+      const std::string v = staged("iron_p");
+      std::string w;
+      if (!tg) {
+        w = d.store(s, s.k.params[in.param()], at, v);
+        lines.push_back("if (((" + off + " | " + stride + ") & 3u) == 0u) {");
+        lines.push_back("  coopMatStoreNV(" + frag + ", " + d.param_name(s.k.params[in.param()]) + ".data, " + off + ", " +
+                        stride + ", false);");
+        lines.push_back("} else {");
+      } else {
+        const ir::Inst& alloc = s.k.insts[in.operands[0]];
+        const std::string e = d.tg_name(s.k, alloc) + "[" + at + "]";
+        w = s.f32_atomic_allocs.count(in.operands[0]) ? d.tg_word_store(e, v) : d.tg_store(s, s.concrete(alloc.type), e, v);
+        lines.push_back("{");
+      }
+      // Element e = p is written by lane e mod W, as on the software path.
+      std::vector<std::string> inner;
+      inner.push_back("iron_tile_sync();");
+      inner.push_back("coopMatStoreNV(" + frag + ", iron_tile_stage, iron_tile_stage_at(), 4u, false);");
+      inner.push_back("iron_tile_sync();");
+      stage_loop(s, in, 256, {"const uint iron_r = iron_p >> 4, iron_c = iron_p & 15u;", w + ";"}, inner);
+      for (const std::string& l : inner) lines.push_back("  " + l);
+      lines.push_back("}");
+      return;
+    }
+    default: s.unsupported(in, d.name(), std::string("'") + ir::mnemonic(in.op) + "' as a tile op"); return;
+  }
+}
+
 }  // namespace
 
 std::string tile_type(const EmitState& s, Type t) {
+  if (s.tile_coopmat) return t.role() == FragRole::Acc ? kCoopAcc : kCoopA;
   if (t.role() == FragRole::Acc) return "iron_tile_acc";
   return "iron_tile_" + role_name(t.role()) + "_" + elem_suffix(s.concrete(t));
 }
@@ -575,35 +827,38 @@ std::string tile_prelude(const EmitState& s, bool cuda) {
   bool uses = false;
   ir::walk(s.k, [&](ir::Id id) { uses = uses || s.k.insts[id].type.is_fragment(); });
   if (!uses) return {};
-  if (!cuda) return glsl_prelude(s);
-  bool f16 = false, bf16 = false;
-  input_elems(s, f16, bf16);
+  if (!cuda) return s.tile_coopmat ? coopmat_prelude() : glsl_prelude(s);
+  bool f16 = false, bf16 = false, fp8 = false;
+  input_elems(s, f16, bf16, fp8);
   std::string out = "// Cooperative tiles: MmaStrategy " + std::string(cuda_mma_name(s.cuda_mma)) + "\n";
-  // wmma takes f16 from sm_70 and bf16 from sm_80; mma.sync m16n8k16 takes both from sm_80.
-  const std::string wmma_arch = bf16 ? "800" : "700";
+  // wmma takes f16 from sm_70 and bf16 from sm_80, never f8e4m3; mma.sync m16n8k16 takes f16
+  // and bf16 from sm_80, m16n8k32 takes e4m3 from sm_89.
+  const std::string wmma_arch = bf16 ? "800" : "700", mma_arch = fp8 ? "890" : "800";
   switch (s.cuda_mma) {
-    case CudaMma::Software: return out + cuda_software(f16, bf16);
+    case CudaMma::Software: return out + cuda_software(f16, bf16, fp8);
     case CudaMma::Wmma:
+      if (fp8) return out + "#error \"IRON_CUDA_MMA=wmma has no f8e4m3 tiles (wmma takes f16 and bf16 only)\"\n";
       return out + "#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < " + wmma_arch +
              "\n#error \"IRON_CUDA_MMA=wmma needs sm_" + wmma_arch.substr(0, 2) + " or newer for these tiles\"\n#endif\n" +
              cuda_wmma(f16, bf16);
     case CudaMma::MmaSync:
-      return out + "#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 800\n"
-                   "#error \"IRON_CUDA_MMA=mma needs sm_80 or newer\"\n#endif\n" +
-             cuda_mma(f16, bf16);
+      return out + "#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < " + mma_arch + "\n#error \"IRON_CUDA_MMA=mma needs sm_" +
+             mma_arch.substr(0, 2) + " or newer" + (fp8 ? " for f8e4m3 tiles" : "") + "\"\n#endif\n" +
+             cuda_mma(f16, bf16, fp8);
     case CudaMma::Auto: break;
   }
-  // Chosen by the architecture NVRTC compiles for: mma.sync on sm_80+, wmma where it takes the
-  // kernel's input types, the software path below that.
-  return out + "#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800\n" + cuda_mma(f16, bf16) +
-         "#elif defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= " + wmma_arch + "\n" + cuda_wmma(f16, bf16) + "#else\n" +
-         cuda_software(f16, bf16) + "#endif\n";
+  // Chosen by the architecture NVRTC compiles for: mma.sync where it takes every input type of
+  // the kernel, wmma where it does (never with f8e4m3), the software path below that.
+  out += "#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= " + mma_arch + "\n" + cuda_mma(f16, bf16, fp8);
+  if (!fp8) out += "#elif defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= " + wmma_arch + "\n" + cuda_wmma(f16, bf16);
+  return out + "#else\n" + cuda_software(f16, bf16, fp8) + "#endif\n";
 }
 
 void tile_op(EmitState& s, const Dialect& d, ir::Id id, const std::vector<std::string>& a,
              std::vector<std::string>& lines, std::string& value) {
   const ir::Inst& in = s.k.insts[id];
-  if (std::string(d.name()) != "CUDA") return glsl_tile_op(s, d, id, a, lines);
+  if (std::string(d.name()) != "CUDA")
+    return s.tile_coopmat ? glsl_coopmat_op(s, d, id, a, lines, value) : glsl_tile_op(s, d, id, a, lines);
   const std::string U = d.reg_type(DType::U32);
   const std::string reg = "v" + std::to_string(id);
   switch (in.op) {
@@ -633,10 +888,31 @@ void tile_op(EmitState& s, const Dialect& d, ir::Id id, const std::vector<std::s
       // that already are of it: 16-bit threadgroup arrays hold 16-bit values).
       const std::string v = d.cast(s, in, DType::F32, elem, read);
       lines.push_back(tile_type(s, in.type) + " " + reg + " = {};");
-      lines.push_back("for (" + U + " i = IRON_TILE_LD_FIRST; i < IRON_TILE_LD_END; i += IRON_TILE_LD_STEP) {");
-      lines.push_back("  " + U + " r, c;");
-      lines.push_back("  iron_tile_coord_" + role + "(i, r, c);");
-      lines.push_back("  iron_tile_set(" + reg + ", i, " + v + ");");
+      // ldmatrix (the mma strategy) where the array holds the fragment's own 16-bit type and every
+      // row of the tile starts 16-byte aligned: offset and stride multiples of 8 elements and the
+      // array's base address a multiple of 16 (checked at run time; literals fold). Otherwise,
+      // and on the other strategies, the element loop.
+      const bool ldm = tg && !s.f32_atomic_allocs.count(in.operands[0]) &&
+                       s.concrete(s.k.insts[in.operands[0]].type) == elem && (elem == DType::F16 || elem == DType::BF16);
+      if (ldm) {
+        const std::string arr = d.tg_name(s.k, s.k.insts[in.operands[0]]);
+        lines.push_back("#if IRON_TILE_LDMATRIX");
+        lines.push_back("if (((" + off + " | " + stride + ") & 7u) == 0u && (iron_tile_smem(" + arr + ") & 15u) == 0u) {");
+        lines.push_back("  iron_tile_ldmatrix(" + reg + ", &" + arr + "[" + off + " + iron_tile_ldm_row() * " + stride +
+                        " + iron_tile_ldm_col()]);");
+        lines.push_back("} else");
+        lines.push_back("#endif");
+      }
+      // f8e4m3 fragments (16x32 A, 32x16 B) have their own element walk and coordinates.
+      const std::string ld = elem == DType::F8E4M3 ? "IRON_TILE_LD8_" : "IRON_TILE_LD_";
+      const std::string coord = "iron_tile_coord_" + role + (elem == DType::F8E4M3 ? "8" : "");
+      if (elem == DType::F8E4M3) s.helpers.insert("e4m3");  // iron_tile_set packs the bits
+      lines.push_back("{");
+      lines.push_back("  for (" + U + " i = " + ld + "FIRST; i < " + ld + "END; i += " + ld + "STEP) {");
+      lines.push_back("    " + U + " r, c;");
+      lines.push_back("    " + coord + "(i, r, c);");
+      lines.push_back("    iron_tile_set(" + reg + ", i, " + v + ");");
+      lines.push_back("  }");
       lines.push_back("}");
       lines.push_back("iron_tile_finish(" + reg + ");");
       return;

@@ -120,11 +120,17 @@ struct Verifier {
       err(in, std::string(what) + " must be a frag<" + roles[int(role)] + ", ...>, is " + type_name(t));
       return false;
     }
-    if (t.m() != 16 || t.n() != 16 || t.k() != 16) {
+    if (t.m() != 16 || t.n() != 16 || (t.k() != 16 && t.k() != 32)) {
       err(in, std::string(what) + " has tile shape " + std::to_string(t.m()) + "x" + std::to_string(t.n()) + "x" +
-                  std::to_string(t.k()) + "; cooperative tiles are 16x16x16");
+                  std::to_string(t.k()) + "; cooperative tiles are 16x16x16, or 16x16x32 for f8e4m3");
       return false;
     }
+    // 16x16x32 takes f8e4m3 inputs, and f8e4m3 inputs take 16x16x32.
+    if (role != FragRole::Acc && (t.k() == 32) != (t.elem() == DType::F8E4M3)) {
+      err(in, std::string(what) + " is " + type_name(t) + "; f8e4m3 tiles are 16x16x32 and 16x16x32 tiles are f8e4m3");
+      return false;
+    }
+    if (role != FragRole::Acc && t.elem() == DType::F8E4M3) return true;
     if (role == FragRole::Acc) {
       if (t.elem() != DType::F32) {
         err(in, std::string(what) + " accumulates in " + dtype_name(t.elem()) + "; accumulators are f32");
@@ -199,7 +205,9 @@ struct Verifier {
         if (tile_type_ok(in, op_type(0), FragRole::A, "operand 0") &&
             tile_type_ok(in, op_type(1), FragRole::B, "operand 1") && op_type(0).elem() != op_type(1).elem())
           err(in, "multiplies " + type_name(op_type(0)) + " by " + type_name(op_type(1)) + " (one element type)");
-        tile_type_ok(in, op_type(2), FragRole::Acc, "operand 2");
+        if (tile_type_ok(in, op_type(2), FragRole::Acc, "operand 2") && op_type(0).is_fragment() &&
+            (op_type(0).k() != op_type(2).k() || in.type.k() != op_type(2).k()))
+          err(in, "multiplies " + type_name(op_type(0)) + " into a " + type_name(op_type(2)) + " (one tile shape)");
         break;
       case Op::TileStore: case Op::TileTgStore: {
         const bool tg = in.op == Op::TileTgStore;

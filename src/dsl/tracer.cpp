@@ -869,12 +869,15 @@ bool literal_arg(const Operand& o, const char* fn, const char* what, int64_t& ou
 }  // namespace
 
 TileShape coop_tile_setup(uint32_t m, uint32_t n, uint32_t k, DType in, SrcLoc l) {
-  if (m != 16 || n != 16 || k != 16)
+  // 16x16x16 with f16, bf16 or T; 16x16x32 with f8e4m3 (docs/dsl.md "Cooperative tiles").
+  const bool fp8 = in == DType::F8E4M3;
+  if (m != 16 || n != 16 || k != (fp8 ? 32u : 16u))
     error(loc_of(l), "coop_tile_setup: tile shape " + std::to_string(m) + "x" + std::to_string(n) + "x" +
-                         std::to_string(k) + " is not supported (cooperative tiles are 16x16x16)");
-  if (in != DType::F16 && in != DType::BF16 && in != DType::Generic)
+                         std::to_string(k) + " is not supported" +
+                         (fp8 ? " for f8e4m3 (f8e4m3 tiles are 16x16x32)" : " (cooperative tiles are 16x16x16, or 16x16x32 for f8e4m3)"));
+  if (in != DType::F16 && in != DType::BF16 && in != DType::Generic && !fp8)
     error(loc_of(l), std::string("coop_tile_setup: input element type ") + dtype_name(in) +
-                         " is not supported (f16, bf16 or T; accumulation is f32)");
+                         " is not supported (f16, bf16 or T at 16x16x16, f8e4m3 at 16x16x32; accumulation is f32)");
   return TileShape{m, n, k, in};
 }
 

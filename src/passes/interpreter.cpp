@@ -542,6 +542,7 @@ struct Machine {
 
   // Rounds a loaded element to the fragment's input type (values already of that type are kept).
   float to_input(DType elem, float v) const {
+    if (elem == DType::F8E4M3) return num::fp8_to_f32(elem, num::f32_to_fp8(elem, v));
     return elem == DType::BF16 ? num::bf16_to_f32(num::f32_to_bf16(v)) : num::f16_to_f32(num::f32_to_f16(v));
   }
 
@@ -579,8 +580,8 @@ struct Machine {
           const float* b = frag_data(in.operands[1], g);
           const float* c = frag_data(in.operands[2], g);
           float* d = frag_data(id, g);
-          // Each product of two f16/bf16 values is exact in f64; the sum runs in k order in
-          // f64 and is rounded to f32 once.
+          // Each product of two f16/bf16/f8e4m3 values is exact in f64; the sum runs in k order
+          // in f64 and is rounded to f32 once.
           for (uint32_t i = 0; i < M; ++i)
             for (uint32_t j = 0; j < N; ++j) {
               double sum = double(c[i * N + j]);
@@ -632,6 +633,7 @@ struct Machine {
       std::memcpy(&h, p, 2);
       return uint32_t(Scalar::of_f32(v.storage == DType::F16 ? num::f16_to_f32(h) : num::bf16_to_f32(h)).bits);
     }
+    if (v.storage == DType::F8E4M3) return uint32_t(Scalar::of_f32(num::fp8_to_f32(v.storage, *p)).bits);
     uint32_t bits;
     std::memcpy(&bits, p, 4);
     return bits;

@@ -93,6 +93,9 @@ void tiles_over_f32_t() {
   coop_tile_store(coop_tile_run(a, coop_tile_load_b(t, x, 0u, 16u), coop_tile_fill(t, 0.0f)), out, 0u, 16u);
 }
 
+void fp8_at_k16() { (void)coop_tile_setup(16, 16, 16, f8e4m3); }
+void f16_at_k32() { (void)coop_tile_setup(16, 16, 32, f16); }
+
 }  // namespace
 
 TEST(DslTiles, ARowOrColumnThatIsNotALiteralIsALocatedTraceError) {
@@ -107,6 +110,22 @@ TEST(DslTiles, UnsupportedShapesAndModesAreRejected) {
   e = trace_error(&tiles_in_elementwise, Mode::Elementwise);
   EXPECT_TRUE(has(e, "tile_fill, which mode Elementwise does not bind")) << e;
   EXPECT_EQ(trace_error(&tiles_in_elementwise), "");
+  // f8e4m3 tiles are 16x16x32, and 16x16x32 tiles are f8e4m3 (at the call, and in the verifier).
+  e = trace_error(&fp8_at_k16);
+  EXPECT_TRUE(has(e, "tile shape 16x16x16 is not supported for f8e4m3 (f8e4m3 tiles are 16x16x32)")) << e;
+  EXPECT_TRUE(has(e, "tile_test.cpp:")) << e;
+  e = trace_error(&f16_at_k32);
+  EXPECT_TRUE(has(e, "tile shape 16x16x32 is not supported (cooperative tiles are 16x16x16, or 16x16x32 for f8e4m3)")) << e;
+  ir::Kernel k = ir::parse(
+      "kernel bad mode=Reduction {\n"
+      "  param x: in buf<f16> extent=1024\n"
+      "  %0 = const<0> : u32\n"
+      "  %1 = const<32> : u32\n"
+      "  %2 = tile_load<x> %0, %1 : frag<a, f16, 16x16x32>\n"
+      "}\n");
+  ir::Diagnostics d;
+  EXPECT_FALSE(ir::verify(k, d));
+  EXPECT_TRUE(has(d.render(k), "f8e4m3 tiles are 16x16x32 and 16x16x32 tiles are f8e4m3")) << d.render(k);
 }
 
 TEST(VerifierTiles, FragmentRulesAreCheckedAndLocated) {
@@ -254,8 +273,8 @@ TEST(InterpTiles, LaneGroupRulesAndRacesAreLocatedErrors) {
 // --- CUDA lowerings through NVRTC ------------------------------------------------------------
 
 namespace {
-std::string cuda_source(codegen::CudaMma m, DType t) {
-  const KernelDecl* decl = find_kernel_decl("iron_tile_gemm");
+std::string cuda_source(codegen::CudaMma m, DType t, const char* kernel = "iron_tile_gemm") {
+  const KernelDecl* decl = find_kernel_decl(kernel);
   EXPECT_NE(decl, nullptr);
   ir::Kernel k = passes::optimize(trace_kernel(*decl));
   codegen::EmitOptions o;
@@ -291,6 +310,64 @@ TEST(CodegenTiles, EveryMmaStrategyCompilesThroughNvrtcForSm80AndSm90) {
   EXPECT_TRUE(has(bf16, "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32"));
   rt::NvrtcResult r = rt::nvrtc_compile(rt::combine_cuda_sources({f16, bf16}), "tile_gemm_batch", "sm_80");
   EXPECT_TRUE(r.ok) << r.log.substr(0, 3000);
+}
+
+// ldmatrix on the mma strategy: A plain, B transposed, each behind the run-time alignment check
+// (offset and stride multiples of 8 elements, a 16-byte aligned array) with the element loop as
+// the fallback; the other strategies keep the element loop only. Compiled for sm_80 and sm_90.
+TEST(CodegenTiles, ThreadgroupFragmentsLoadThroughLdmatrixWhenRowsAreAligned) {
+  for (DType t : {DType::F16, DType::BF16}) {
+    const std::string src = cuda_source(codegen::CudaMma::MmaSync, t, "iron_tile_tg_product");
+    EXPECT_TRUE(has(src, "#define IRON_TILE_LDMATRIX 1")) << src;
+    EXPECT_TRUE(has(src, "asm volatile(\"ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\"")) << src;
+    EXPECT_TRUE(has(src, "asm volatile(\"ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\"")) << src;
+    // Both loads check offset, stride and the array's address before using it.
+    size_t checks = 0;
+    for (size_t at = src.find(") & 7u) == 0u && (iron_tile_smem(tg_"); at != std::string::npos;
+         at = src.find(") & 7u) == 0u && (iron_tile_smem(tg_", at + 1))
+      ++checks;
+    EXPECT_EQ(checks, 2u) << src;
+    EXPECT_TRUE(has(src, "& 15u) == 0u) {")) << src;
+    for (const char* arch : {"sm_80", "sm_90"}) {
+      rt::NvrtcResult r = rt::nvrtc_compile(src, "tile_tg_product", arch);
+      EXPECT_TRUE(r.ok) << dtype_name(t) << " " << arch << ":\n" << r.log.substr(0, 3000);
+    }
+    for (codegen::CudaMma m : {codegen::CudaMma::Software, codegen::CudaMma::Wmma}) {
+      const std::string other = cuda_source(m, t, "iron_tile_tg_product");
+      EXPECT_FALSE(has(other, "ldmatrix.sync")) << codegen::cuda_mma_name(m);
+      EXPECT_TRUE(has(other, "#define IRON_TILE_LDMATRIX 0")) << codegen::cuda_mma_name(m);
+      rt::NvrtcResult r = rt::nvrtc_compile(other, "tile_tg_product", "sm_90");
+      EXPECT_TRUE(r.ok) << codegen::cuda_mma_name(m) << ":\n" << r.log.substr(0, 3000);
+    }
+  }
+  // Auto holds all three preludes; sm_80 picks the mma one, ldmatrix included.
+  rt::NvrtcResult r = rt::nvrtc_compile(cuda_source(codegen::CudaMma::Auto, DType::F16, "iron_tile_tg_product"),
+                                        "tile_tg_product", "sm_80");
+  EXPECT_TRUE(r.ok) << r.log.substr(0, 3000);
+}
+
+// f8e4m3 tiles (16x16x32): mma.sync m16n8k32 e4m3 on sm_89+ (forced or auto), the software
+// path below (auto on sm_80) and when forced; wmma has no f8e4m3 and says so; mma below sm_89 too.
+TEST(CodegenTiles, Fp8TilesCompileDownMmaAndSoftware) {
+  const std::string mma = cuda_source(codegen::CudaMma::MmaSync, DType::F32, "iron_tile_fp8_gemm");
+  EXPECT_TRUE(has(mma, "mma.sync.aligned.m16n8k32.row.col.f32.e4m3.e4m3.f32")) << mma;
+  for (const char* arch : {"sm_89", "sm_90"}) {
+    rt::NvrtcResult r = rt::nvrtc_compile(mma, "tile_fp8", arch);
+    EXPECT_TRUE(r.ok) << arch << ":\n" << r.log.substr(0, 3000);
+  }
+  rt::NvrtcResult old = rt::nvrtc_compile(mma, "tile_fp8", "sm_80");
+  EXPECT_FALSE(old.ok);
+  EXPECT_TRUE(has(old.log, "IRON_CUDA_MMA=mma needs sm_89 or newer for f8e4m3 tiles")) << old.log.substr(0, 2000);
+  const std::string sw = cuda_source(codegen::CudaMma::Software, DType::F32, "iron_tile_fp8_gemm");
+  EXPECT_TRUE(has(sw, "for (int k = 0; k < 32; ++k) s += (double)a.x[i * 32 + k] * (double)b.x[k * 16 + j];")) << sw;
+  EXPECT_TRUE(rt::nvrtc_compile(sw, "tile_fp8", "sm_80").ok);
+  const std::string autos = cuda_source(codegen::CudaMma::Auto, DType::F32, "iron_tile_fp8_gemm");
+  EXPECT_TRUE(has(autos, "#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 890")) << autos;
+  EXPECT_FALSE(has(autos, "nvcuda::wmma")) << autos;
+  for (const char* arch : {"sm_80", "sm_90"}) EXPECT_TRUE(rt::nvrtc_compile(autos, "tile_fp8", arch).ok) << arch;
+  rt::NvrtcResult w = rt::nvrtc_compile(cuda_source(codegen::CudaMma::Wmma, DType::F32, "iron_tile_fp8_gemm"), "tile_fp8", "sm_90");
+  EXPECT_FALSE(w.ok);
+  EXPECT_TRUE(has(w.log, "IRON_CUDA_MMA=wmma has no f8e4m3 tiles")) << w.log.substr(0, 2000);
 }
 
 TEST(CodegenTiles, AForcedStrategyTheArchitectureCannotRunIsACompileErrorNamingIt) {
@@ -442,9 +519,94 @@ TEST(GlslTiles, SlotsBeyondTheDevicesSharedMemoryAreRejectedNamingTheFigures) {
   }
   const std::string groups = std::to_string(threads / lanes);
   EXPECT_TRUE(has(e, "its cooperative tiles need " + std::to_string(3 * 1024 * (threads / lanes)) + " bytes")) << e;
-  EXPECT_TRUE(has(e, "3 fragment slots of 1024 bytes for each of " + groups + " lane groups")) << e;
+  EXPECT_TRUE(has(e, "3 KiB of fragment slots for each of " + groups + " lane groups")) << e;
   EXPECT_TRUE(has(e, "allows " + std::to_string(limit) + " (maxComputeSharedMemorySize)")) << e;
   // At 64 threads it fits and computes.
   ctx->dispatch_with_grid(k, DType::F32, {{"x", bx}, {"out", bo}}, {}, {1, 1, 1}, {64, 1, 1});
   ctx->synchronize();
+}
+
+// --- GLSL: NV cooperative matrices (compiled and validated here; run on the H200) -----------
+
+namespace {
+codegen::Emitted glsl_source(const char* kernel, DType t, bool coopmat, bool loop_check = false) {
+  const KernelDecl* decl = find_kernel_decl(kernel);
+  EXPECT_NE(decl, nullptr);
+  ir::Kernel k = passes::optimize(trace_kernel(*decl));
+  codegen::EmitOptions o;
+  o.tile_coopmat = coopmat;
+  o.tile_f64 = true;
+  o.loop_limit_check = loop_check;
+  codegen::Emitted e = codegen::emit(k, t, codegen::Target::Glsl, o);
+  EXPECT_TRUE(e.ok()) << e.diags.render(k);
+  return e;
+}
+}  // namespace
+
+// The coopmat lowering of both tile kernels compiles to SPIR-V that spirv-val accepts (Vulkan
+// 1.1), with the direct loads and stores behind their alignment checks and the staged fallbacks;
+// bf16 tiles keep the software path; the strategy names parse.
+TEST(GlslTiles, CooperativeMatrixLoweringCompilesAndValidates) {
+  for (const char* kernel : {"iron_tile_gemm", "iron_tile_tg_product"}) {
+    codegen::Emitted e = glsl_source(kernel, DType::F16, true);
+    EXPECT_TRUE(has(e.source, "#extension GL_NV_cooperative_matrix : require")) << e.source;
+    EXPECT_TRUE(has(e.source, "coopMatMulAddNV(")) << e.source;
+    EXPECT_TRUE(has(e.source, "fcoopmatNV<32, gl_ScopeSubgroup, 16, 16>(")) << e.source;
+    EXPECT_FALSE(has(e.source, "iron_tile_mem")) << e.source;
+    codegen::Spirv spv = codegen::compile_glsl(e.source, kernel);
+    EXPECT_TRUE(spv.ok) << kernel << ":\n" << spv.log << "\n" << e.source;
+    EXPECT_EQ(codegen::glsl_tile_slots(spv.words.data(), spv.words.size()), 1u) << kernel;  // the staging area
+  }
+  codegen::Emitted gemm = glsl_source("iron_tile_gemm", DType::F16, true);
+  // B from a buffer: direct when aligned, else staged; A from threadgroup memory: staged.
+  EXPECT_TRUE(has(gemm.source, ") & 7u) == 0u) {\n")) << gemm.source;
+  EXPECT_TRUE(has(gemm.source, ".data, ")) << gemm.source;
+  EXPECT_TRUE(has(gemm.source, "coopMatLoadNV(")) << gemm.source;
+  EXPECT_TRUE(has(gemm.source, "coopMatLoadNV(v")) << gemm.source;
+  EXPECT_TRUE(has(gemm.source, ", iron_tile_stage, iron_tile_stage_at(), 2u, false);")) << gemm.source;
+  EXPECT_TRUE(has(gemm.source, ") & 3u) == 0u) {\n")) << gemm.source;
+  // Under lavapipe's loop limit the staging loops report a cut like every other loop.
+  codegen::Emitted limited = glsl_source("iron_tile_gemm", DType::F16, true, true);
+  EXPECT_TRUE(has(limited.source, "if (iron_p < 128u) iron_loop_cut(")) << limited.source;
+  EXPECT_TRUE(codegen::compile_glsl(limited.source, "limited").ok);
+  codegen::Emitted bf16 = glsl_source("iron_tile_gemm", DType::BF16, true);
+  EXPECT_FALSE(has(bf16.source, "cooperative_matrix")) << bf16.source;
+  EXPECT_TRUE(has(bf16.source, "iron_tile_mem")) << bf16.source;
+  codegen::VkMma m = codegen::VkMma::Auto;
+  EXPECT_TRUE(codegen::parse_vk_mma("coopmat", m));
+  EXPECT_EQ(m, codegen::VkMma::Coopmat);
+  EXPECT_TRUE(codegen::parse_vk_mma("software", m));
+  EXPECT_EQ(m, codegen::VkMma::Software);
+  EXPECT_FALSE(codegen::parse_vk_mma("khr", m));
+}
+
+// IRON_VK_MMA=coopmat on a device without NV cooperative matrices (lavapipe) is an error naming
+// the device and the configuration; software runs there. A bad value names the choices.
+TEST(GlslTiles, ForcingCooperativeMatricesWhereTheDeviceLacksThemIsAnErrorNamingIt) {
+  std::string why;
+  std::unique_ptr<Context> ctx = vulkan_or_skip(why);
+  if (!ctx) GTEST_SKIP() << "no Vulkan device: " << why;
+  const ir::Kernel k = traced(&many_lane_groups);
+  DeviceBuffer bx = ctx->alloc(DType::F16, 1024);
+  DeviceBuffer bo = ctx->alloc(DType::F32, 256);
+  auto dispatch_with = [&](const char* mma) -> std::string {
+    setenv("IRON_VK_MMA", mma, 1);
+    std::string e;
+    try {
+      ctx->dispatch_with_grid(k, DType::F32, {{"x", bx}, {"out", bo}}, {}, {1, 1, 1}, {32, 1, 1});
+      ctx->synchronize();
+    } catch (const Error& err) {
+      e = err.what();
+    }
+    unsetenv("IRON_VK_MMA");
+    ctx->clear_pipeline_cache();
+    return e;
+  };
+  const std::string bad = dispatch_with("tensor");
+  EXPECT_TRUE(has(bad, "IRON_VK_MMA=tensor names no Vulkan tile strategy (software, coopmat or auto)")) << bad;
+  EXPECT_EQ(dispatch_with("software"), "");
+  const std::string forced = dispatch_with("coopmat");
+  if (forced.empty()) GTEST_SKIP() << ctx->info().name << " runs NV cooperative matrices";
+  EXPECT_TRUE(has(forced, "IRON_VK_MMA=coopmat, but device '" + ctx->info().name +
+                              "' does not report VK_NV_cooperative_matrix with f16 A and B, f32 C and D, 16x16x16")) << forced;
 }

@@ -578,6 +578,9 @@ class CudaDevice final : public Device {
     std::string fp = "cubin " + info_.arch + "; nvrtc " + std::to_string(nv.major) + "." + std::to_string(nv.minor) +
                      "; options:";
     for (const std::string& o : nvrtc_options(nv, info_.arch)) fp += " " + o;
+    // The tile strategy changes the source of every kernel with fragments (a bad value throws:
+    // no disk cache, and compile() reports it).
+    fp += std::string("; mma ") + codegen::cuda_mma_name(codegen::cuda_mma_from_env());
     return fp;
   }
 

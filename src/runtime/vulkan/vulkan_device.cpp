@@ -207,6 +207,8 @@ struct Instance {
   VkInstance handle = VK_NULL_HANDLE;
   uint32_t api_version = VK_API_VERSION_1_1;  // what this instance asked for (1.1 .. 1.3)
   InstanceFns fn;
+  // VK_NV_cooperative_matrix's configuration query; null where the loader has no such function.
+  PFN_vkGetPhysicalDeviceCooperativeMatrixPropertiesNV coopmat_properties = nullptr;
 
   Instance() = default;
   Instance(const Instance&) = delete;
@@ -250,6 +252,8 @@ std::unique_ptr<Instance> create_instance() {
   if (inst->fn.name == nullptr) throw Error("Vulkan: the loader has no " #name);
   IRON_VK_INSTANCE_FUNCTIONS(IRON_VK_LOAD)
 #undef IRON_VK_LOAD
+  inst->coopmat_properties = reinterpret_cast<PFN_vkGetPhysicalDeviceCooperativeMatrixPropertiesNV>(
+      l.get_instance_proc_addr(inst->handle, "vkGetPhysicalDeviceCooperativeMatrixPropertiesNV"));
   return inst;
 }
 
@@ -304,6 +308,9 @@ struct PhysicalDevice {
   // Extensions to enable because the feature is not core at api_version.
   bool need_ext_float16_int8 = false;
   bool need_ext_subgroup_size_control = false;
+  // VK_NV_cooperative_matrix with f16 A and B, f32 C and D, 16x16x16 at subgroup scope (and
+  // shaderFloat16): cooperative tiles may lower to it (codegen::VkMma). The extension is enabled then.
+  bool coopmat_f16 = false;
 };
 
 bool has_extension(const std::vector<VkExtensionProperties>& exts, const char* name) {
@@ -332,6 +339,7 @@ PhysicalDevice describe(const Instance& inst, VkPhysicalDevice handle) {
   bool ext_8bit = has_extension(exts, VK_KHR_8BIT_STORAGE_EXTENSION_NAME);
   bool ext_sgsc = has_extension(exts, VK_EXT_SUBGROUP_SIZE_CONTROL_EXTENSION_NAME);
   bool ext_driver = has_extension(exts, VK_KHR_DRIVER_PROPERTIES_EXTENSION_NAME);
+  bool ext_coopmat = has_extension(exts, VK_NV_COOPERATIVE_MATRIX_EXTENSION_NAME);
 
   // Properties: the chained structs are only legal for a 1.1+ device (or with their extension).
   auto subgroup =
@@ -370,6 +378,8 @@ PhysicalDevice describe(const Instance& inst, VkPhysicalDevice handle) {
       VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_SIZE_CONTROL_FEATURES);
   auto storage8 =
       vk_struct<VkPhysicalDevice8BitStorageFeatures>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_8BIT_STORAGE_FEATURES);
+  auto coopmat = vk_struct<VkPhysicalDeviceCooperativeMatrixFeaturesNV>(
+      VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_NV);
   if (v11) {
     void** tail = &features2.pNext;
     *tail = &storage16;
@@ -386,6 +396,10 @@ PhysicalDevice describe(const Instance& inst, VkPhysicalDevice handle) {
       *tail = &sgsc;
       tail = &sgsc.pNext;
     }
+    if (ext_coopmat) {
+      *tail = &coopmat;
+      tail = &coopmat.pNext;
+    }
     fn.vkGetPhysicalDeviceFeatures2(handle, &features2);
   }
   pd.shader_int16 = features2.features.shaderInt16;
@@ -400,6 +414,21 @@ PhysicalDevice describe(const Instance& inst, VkPhysicalDevice handle) {
   pd.full_subgroups = sgsc.computeFullSubgroups;
   pd.need_ext_float16_int8 = (pd.shader_float16 || pd.shader_int8) && !v12;
   pd.need_ext_subgroup_size_control = pd.full_subgroups && !v13;
+  if (ext_coopmat && coopmat.cooperativeMatrix && pd.shader_float16 && inst.coopmat_properties) {
+    uint32_t n = 0;
+    if (inst.coopmat_properties(handle, &n, nullptr) == VK_SUCCESS && n > 0) {
+      std::vector<VkCooperativeMatrixPropertiesNV> configs(
+          n, vk_struct<VkCooperativeMatrixPropertiesNV>(VK_STRUCTURE_TYPE_COOPERATIVE_MATRIX_PROPERTIES_NV));
+      if (inst.coopmat_properties(handle, &n, configs.data()) == VK_SUCCESS)
+        for (uint32_t i = 0; i < n; ++i) {
+          const VkCooperativeMatrixPropertiesNV& c = configs[i];
+          if (c.MSize == 16 && c.NSize == 16 && c.KSize == 16 && c.AType == VK_COMPONENT_TYPE_FLOAT16_NV &&
+              c.BType == VK_COMPONENT_TYPE_FLOAT16_NV && c.CType == VK_COMPONENT_TYPE_FLOAT32_NV &&
+              c.DType == VK_COMPONENT_TYPE_FLOAT32_NV && c.scope == VK_SCOPE_SUBGROUP_NV)
+            pd.coopmat_f16 = true;
+        }
+    }
+  }
 
   uint32_t family_count = 0;
   fn.vkGetPhysicalDeviceQueueFamilyProperties(handle, &family_count, nullptr);
@@ -545,8 +574,16 @@ std::shared_ptr<Core> create_core(std::unique_ptr<Instance> inst, const Physical
     *tail = &sgsc;
     tail = &sgsc.pNext;
   }
+  auto coopmat = vk_struct<VkPhysicalDeviceCooperativeMatrixFeaturesNV>(
+      VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_NV);
+  coopmat.cooperativeMatrix = pd.coopmat_f16;
+  if (pd.coopmat_f16) {
+    *tail = &coopmat;
+    tail = &coopmat.pNext;
+  }
 
   std::vector<const char*> extensions;
+  if (pd.coopmat_f16) extensions.push_back(VK_NV_COOPERATIVE_MATRIX_EXTENSION_NAME);
   if (pd.need_ext_float16_int8) extensions.push_back(VK_KHR_SHADER_FLOAT16_INT8_EXTENSION_NAME);
   if (pd.need_ext_8bit_storage) extensions.push_back(VK_KHR_8BIT_STORAGE_EXTENSION_NAME);
   if (pd.need_ext_subgroup_size_control) extensions.push_back(VK_EXT_SUBGROUP_SIZE_CONTROL_EXTENSION_NAME);
@@ -830,6 +867,7 @@ class VulkanDevice final : public Device {
     options.preserve_f32_specials = pd_.preserve_f32_specials;
     options.f16_round_to_nearest_even = pd_.f16_rte;
     options.tile_f64 = pd_.shader_float64;
+    options.tile_coopmat = tile_coopmat(k, dtype);
     codegen::Emitted emitted = codegen::emit(k, dtype, codegen::Target::Glsl, options);
     if (!emitted.ok())
       throw Error("kernel '" + k.name + "' (" + instantiation_name(dtype) + ") cannot be emitted as GLSL:\n" +
@@ -867,6 +905,10 @@ class VulkanDevice final : public Device {
     if (pd_.loop_limited) fp += "; loop status binding";  // a different module and layout
     if (pd_.loop_limited && pd_.shader_float64) fp += "; f64 fma";
     if (pd_.shader_float64) fp += "; f64 tiles";
+    // The tile strategy changes the source of kernels with f16 fragments (a bad IRON_VK_MMA
+    // throws: no disk cache, and compile() reports it).
+    const codegen::VkMma mma = codegen::vk_mma_from_env();
+    fp += std::string("; tiles ") + codegen::vk_mma_name(mma) + (pd_.coopmat_f16 ? " (nv coopmat f16)" : "");
     fp += std::string("; float controls ") + (pd_.preserve_f32_specials ? "1" : "0") + (pd_.f16_rte ? "1" : "0");
     return fp;
   }
@@ -943,7 +985,8 @@ class VulkanDevice final : public Device {
     kern->full_subgroups = pd_.full_subgroups && ir::uses_lane_ops(k) && pd_.info.lane_width > 0 &&
                            threadgroup.x % pd_.info.lane_width == 0;
     kern->threadgroup = threadgroup;
-    // Cooperative tiles keep their fragments in shared memory: `slots` KiB per lane group, one
+    // Cooperative tiles keep their fragments in shared memory: `slots` KiB per lane group (the
+    // constant counts KiB: a slot is 1 KiB, or 2 KiB where f8e4m3 fragments live), one
     // lane group per subgroup (its size is the device's subgroupSize: no size control is used).
     if (const uint32_t slots = codegen::glsl_tile_slots(words, num_words)) {
       const uint64_t threads = uint64_t(threadgroup.x) * threadgroup.y * threadgroup.z;
@@ -1139,10 +1182,35 @@ class VulkanDevice final : public Device {
   }
 
  private:
+  // Whether this kernel's tiles lower to NV cooperative matrices (codegen::VkMma): by default
+  // where the device has them and the tiles are f16; IRON_VK_MMA=coopmat insists (an error
+  // where it cannot), software never uses them.
+  bool tile_coopmat(const ir::Kernel& k, Instantiation dtype) const {
+    bool frags = false, f16 = false, other = false;
+    ir::walk(k, [&](ir::Id id) {
+      const Type t = k.insts[id].type;
+      if (!t.is_fragment()) return;
+      frags = true;
+      if (t.role() != FragRole::Acc) (ir::resolve(t.elem(), dtype) == DType::F16 ? f16 : other) = true;
+    });
+    if (!frags) return false;
+    const codegen::VkMma mma = codegen::vk_mma_from_env();
+    if (mma == codegen::VkMma::Software) return false;
+    const bool can = pd_.coopmat_f16 && f16 && !other;
+    if (mma == codegen::VkMma::Coopmat && !can)
+      throw Error("kernel '" + k.name + "' (" + instantiation_name(dtype) + "): IRON_VK_MMA=coopmat, but " +
+                  (!pd_.coopmat_f16 ? "device '" + pd_.info.name +
+                                          "' does not report VK_NV_cooperative_matrix with f16 A and B, f32 C and D, "
+                                          "16x16x16 at subgroup scope"
+                                    : std::string("its tiles are not f16 (NV cooperative matrices take f16 tiles only)")) +
+                  "; IRON_VK_MMA=software or auto runs the software path");
+    return can;
+  }
+
   std::string tile_memory_message(const std::string& kernel, uint64_t tile_bytes, uint32_t groups, uint64_t arrays) const {
     return "kernel " + kernel + ": its cooperative tiles need " + std::to_string(tile_bytes) +
            " bytes of threadgroup memory on Vulkan (" + std::to_string(tile_bytes / 1024 / groups) +
-           " fragment slots of 1024 bytes for each of " + std::to_string(groups) + " lane groups of " +
+           " KiB of fragment slots for each of " + std::to_string(groups) + " lane groups of " +
            std::to_string(pd_.info.lane_width) + " lanes) besides " + std::to_string(arrays) +
            " bytes of threadgroup arrays; device '" + pd_.info.name + "' allows " +
            std::to_string(pd_.info.shared_memory_bytes) +
