@@ -67,6 +67,12 @@ bool cuda_dynamic_shared(const ir::Kernel& k, Instantiation dtype);
 // the scalar parameters (the ids before it are the threadgroup size).
 constexpr uint32_t kTgSpecBase = 3;
 
+// Vulkan push constants: the scalar parameters in declaration order, each at the next multiple
+// of its own size (4 bytes for f32, i32 and u32; 8 for i64 and u64, which need shaderInt64), as
+// the GLSL block declares them with explicit offsets. `offsets` gets one entry per scalar
+// parameter; the result is the block's size in bytes (a multiple of 4).
+uint32_t push_constant_layout(const ir::Kernel& k, std::vector<uint32_t>& offsets);
+
 // Mangled entry-point name: <kernel>_<dtype>, e.g. iron_add_f16.
 std::string entry_name(const ir::Kernel& k, Instantiation dtype);
 

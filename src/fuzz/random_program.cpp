@@ -1442,11 +1442,11 @@ RandomLaunch random_launch(const ir::Kernel& k, uint64_t seed, const RandomProgr
     L.grid = {uint32_t(r.range(1, 2)), 1, 1};
   }
   const uint32_t total = uint32_t(L.grid.product() * L.threadgroup.product());
-  std::vector<uint32_t> by_param(k.params.size(), 0);
+  std::vector<uint64_t> by_param(k.params.size(), 0);
   for (size_t i = 0; i < k.params.size(); ++i) {
     const ir::Param& p = k.params[i];
     if (p.kind != ir::ParamKind::Scalar) continue;
-    uint32_t bits = 0;
+    uint64_t bits = 0;
     if (p.name == "n") bits = total - uint32_t(r.range(0, int(std::min<uint32_t>(total, 12))));
     else if (p.name == "total") bits = total;
     else if (p.name == "m") bits = uint32_t(r.range(0, 4));
