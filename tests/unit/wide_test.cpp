@@ -16,7 +16,10 @@
 
 #include <iron/iron.hpp>
 
+#include "codegen/codegen.hpp"
 #include "core/ir.hpp"
+#include "passes/pass.hpp"
+#include "runtime/device.hpp"
 
 using namespace iron;
 
@@ -332,6 +335,19 @@ TEST(WideScalars, DispatchNamesTheValue) {
       << e;
 }
 
+// thread_id64 is gated like thread_id, and the message names it.
+TEST(WideText, ThreadId64IsGatedByMode) {
+  try {
+    traced("wide_rows64", &index64_body, Mode::Reduction);
+    FAIL() << "a Reduction kernel reading thread_id64 was accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("kernel 'wide_rows64' (mode Reduction) uses thread_id64(0), which mode Reduction "
+                                         "does not bind; declare a mode that does (Elementwise or Grid3D)"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
 // thread_id64 and 64-bit scalar parameters in the text IR: printed, parsed back, verified; a
 // u16 thread index and a threadgroup array sized by a u64 parameter are verifier errors.
 TEST(WideText, RoundTripAndVerifier) {
@@ -363,4 +379,45 @@ TEST(WideText, RoundTripAndVerifier) {
   ir::Diagnostics sd;
   EXPECT_FALSE(ir::verify(sized, sd));
   EXPECT_NE(sd.render(sized).find("which is not a u32 or i32 scalar parameter"), std::string::npos) << sd.render(sized);
+}
+
+// The emitted code: CUDA takes 64-bit parameters as unsigned long long / long long and computes
+// thread_id64 from a 64-bit product; GLSL declares the push constants at 8-byte aligned offsets
+// and calls the helper that widens the group size. Both compile (NVRTC for sm_80 and sm_90a,
+// glslang + spirv-val).
+TEST(WideCodegen, EmittedSourceAndCompilers) {
+  const ir::Kernel k = passes::optimize(traced("wide_params", &params_body));
+  codegen::Emitted cu = codegen::emit(k, DType::F32, codegen::Target::Cuda);
+  ASSERT_TRUE(cu.ok()) << cu.diags.render(k);
+  EXPECT_NE(cu.source.find("unsigned p_a, unsigned long long p_b, float p_c, long long p_d, int p_e"),
+            std::string::npos)
+      << cu.source;
+  const ir::Kernel g = passes::optimize(traced("wide_gather", &index64_body));
+  codegen::Emitted gcu = codegen::emit(g, DType::F32, codegen::Target::Cuda);
+  ASSERT_TRUE(gcu.ok());
+  EXPECT_NE(gcu.source.find("((unsigned long long)blockIdx.x * blockDim.x + threadIdx.x)"), std::string::npos)
+      << gcu.source;
+  for (const codegen::Emitted* e : {&cu, &gcu})
+    for (const char* arch : {"sm_80", "sm_90a"}) {
+      rt::NvrtcResult r = rt::nvrtc_compile(e->source, e->entry, arch);
+      EXPECT_TRUE(r.ok) << arch << ":\n" << r.log.substr(0, 3000) << "\n" << e->source;
+    }
+  codegen::Emitted gl = codegen::emit(k, DType::F32, codegen::Target::Glsl);
+  ASSERT_TRUE(gl.ok());
+  EXPECT_NE(gl.source.find("layout(offset = 0) uint p_a; layout(offset = 8) uint64_t p_b; layout(offset = 16) float p_c; "
+                           "layout(offset = 24) int64_t p_d; layout(offset = 32) int p_e;"),
+            std::string::npos)
+      << gl.source;
+  std::vector<uint32_t> offsets;
+  EXPECT_EQ(codegen::push_constant_layout(k, offsets), 36u);
+  EXPECT_EQ(offsets, (std::vector<uint32_t>{0, 8, 16, 24, 32}));
+  EXPECT_TRUE(codegen::compile_glsl(gl.source, "wide_params").ok);
+  codegen::Emitted ggl = codegen::emit(g, DType::F32, codegen::Target::Glsl);
+  ASSERT_TRUE(ggl.ok());
+  EXPECT_NE(ggl.source.find("iron_thread_id64(gl_WorkGroupID.x, gl_WorkGroupSize.x, gl_LocalInvocationID.x)"),
+            std::string::npos)
+      << ggl.source;
+  EXPECT_NE(ggl.source.find("p_out.data[uint("), std::string::npos) << ggl.source;  // the narrowed u64 index
+  codegen::Spirv sp = codegen::compile_glsl(ggl.source, "wide_gather");
+  EXPECT_TRUE(sp.ok) << sp.log << ggl.source;
 }
