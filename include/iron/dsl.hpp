@@ -161,6 +161,10 @@ Expr bitcast(Operand x) {
 // group_size, num_programs and the lane built-ins; Tile2D the first four in 2-D; SimdGroup2D
 // program_id, num_programs and the lane built-ins.
 Expr thread_id(int axis = 0, SrcLoc loc = SrcLoc::current());
+// thread_id's value as a u64, computed in 64 bits (it never wraps). A kernel that reads it and
+// never the 32-bit thread_id may be dispatched with more than 2^32 - 1 threads (docs/dsl.md,
+// "64-bit indexing"); the modes that bind thread_id bind it.
+Expr thread_id64(int axis = 0, SrcLoc loc = SrcLoc::current());
 Expr program_id(int axis = 0, SrcLoc loc = SrcLoc::current());
 Expr local_id(int axis = 0, SrcLoc loc = SrcLoc::current());
 Expr group_size(int axis = 0, SrcLoc loc = SrcLoc::current());

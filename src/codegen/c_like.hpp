@@ -81,6 +81,8 @@ class Dialect {
   virtual std::string builtin(EmitState& s, const ir::Inst& in) const = 0;
   virtual std::string scalar(EmitState& s, const ir::Param& p) const = 0;
   virtual std::string load(EmitState& s, const ir::Param& p, const std::string& idx) const = 0;
+  // An integer value of dtype `t` used as an element index of a buffer or threadgroup array.
+  virtual std::string array_index(DType /*t*/, const std::string& idx) const { return idx; }
   virtual std::string store(EmitState& s, const ir::Param& p, const std::string& idx, const std::string& v) const = 0;
   // Constants: shared spelling; dialects supply the float suffix and how to write a float by its
   // bits (for infinities and NaN, which have no decimal literal).

@@ -193,7 +193,11 @@ class CudaDialect final : public Dialect {
   std::string builtin(EmitState& s, const ir::Inst& in) const override {
     std::string a = axis_name(in.attr(ir::Attr::Axis));
     switch (in.op) {
-      case ir::Op::ThreadId: return "(blockIdx." + a + " * blockDim." + a + " + threadIdx." + a + ")";
+      case ir::Op::ThreadId:
+        // thread_id64 (a u64 result): the product in 64 bits, so it never wraps.
+        if (in.type.elem() == DType::U64)
+          return "((unsigned long long)blockIdx." + a + " * blockDim." + a + " + threadIdx." + a + ")";
+        return "(blockIdx." + a + " * blockDim." + a + " + threadIdx." + a + ")";
       case ir::Op::ProgramId: return "blockIdx." + a;
       case ir::Op::LocalId: return "threadIdx." + a;
       case ir::Op::GroupSize: return "blockDim." + a;

@@ -153,8 +153,12 @@ class GlslDialect final : public Dialect {
     for (const ir::Param& p : k.params) any_scalar = any_scalar || p.kind == ir::ParamKind::Scalar;
     if (any_scalar) {
       out += "layout(push_constant) uniform IronScalars {";
+      std::vector<uint32_t> offsets;
+      push_constant_layout(k, offsets);
+      size_t si = 0;
       for (const ir::Param& p : k.params)
-        if (p.kind == ir::ParamKind::Scalar) out += " " + reg_type(p.dtype) + " " + param_name(p) + ";";
+        if (p.kind == ir::ParamKind::Scalar)
+          out += " layout(offset = " + std::to_string(offsets[si++]) + ") " + reg_type(p.dtype) + " " + param_name(p) + ";";
       out += " } iron_scalars;\n";
     }
     // Threadgroup arrays at their real width (16-bit floats as uint16_t, like buffers). GLSL has
@@ -232,7 +236,15 @@ class GlslDialect final : public Dialect {
   std::string builtin(EmitState& s, const ir::Inst& in) const override {
     std::string a = axis_name(in.attr(ir::Attr::Axis));
     switch (in.op) {
-      case ir::Op::ThreadId: return "gl_GlobalInvocationID." + a;
+      case ir::Op::ThreadId:
+        // thread_id64 (a u64 result): gl_GlobalInvocationID is 32-bit and would wrap. The
+        // group size is a specialization constant, and widening one is a constant operation
+        // SPIR-V 1.3 lacks, so a helper takes it as an ordinary argument.
+        if (in.type.elem() == DType::U64) {
+          s.helpers.insert("thread_id64");
+          return "iron_thread_id64(gl_WorkGroupID." + a + ", gl_WorkGroupSize." + a + ", gl_LocalInvocationID." + a + ")";
+        }
+        return "gl_GlobalInvocationID." + a;
       case ir::Op::ProgramId: return "gl_WorkGroupID." + a;
       case ir::Op::LocalId: return "gl_LocalInvocationID." + a;
       case ir::Op::GroupSize: return "gl_WorkGroupSize." + a;
@@ -267,6 +279,14 @@ class GlslDialect final : public Dialect {
     }
   }
 
+  // GLSL indexes arrays with 32-bit integers only. A 64-bit index is narrowed: a storage buffer
+  // the device can bind is at most maxStorageBufferRange (< 2^32) bytes, and threadgroup memory
+  // far less, so an index the narrowing changes is out of range already. 8- and 16-bit indices
+  // widen exactly.
+  std::string array_index(DType t, const std::string& idx) const override {
+    if (int_bits(t) == 32 || !is_integer(t)) return idx;
+    return std::string(is_signed_integer(t) ? "int(" : "uint(") + idx + ")";
+  }
   std::string load(EmitState& s, const ir::Param& p, const std::string& idx) const override {
     std::string e = param_name(p) + ".data[" + idx + "]";
     switch (s.concrete(p.dtype)) {
@@ -415,6 +435,9 @@ class GlslDialect final : public Dialect {
   std::string helper(const std::string& name) const override {
     // The driver's own results are only the starting estimates (glsl_exact_math.inc).
     if (name == "f16") return glsl_lines(kGlsl_f16_conversions);
+    if (name == "thread_id64")
+      return "uint64_t iron_thread_id64(uint group, uint size, uint local) {\n"
+             "  return uint64_t(group) * uint64_t(size) + uint64_t(local);\n}\n";
     if (name == "e4m3") return glsl_lines(kFp8_e4m3);
     if (name == "e5m2") return glsl_lines(kFp8_e5m2);
     if (name == "fdiv")
@@ -675,5 +698,18 @@ class GlslDialect final : public Dialect {
 }  // namespace
 
 std::unique_ptr<Dialect> make_glsl_dialect() { return std::make_unique<GlslDialect>(); }
+
+uint32_t push_constant_layout(const ir::Kernel& k, std::vector<uint32_t>& offsets) {
+  offsets.clear();
+  uint32_t at = 0;
+  for (const ir::Param& p : k.params) {
+    if (p.kind != ir::ParamKind::Scalar) continue;
+    const uint32_t size = int_bits(p.dtype) == 64 ? 8 : 4;
+    at = (at + size - 1) / size * size;
+    offsets.push_back(at);
+    at += size;
+  }
+  return at;
+}
 
 }  // namespace iron::codegen

@@ -302,6 +302,8 @@ struct Emitter {
     auto arg = [&](int i) { return v(in.operands[i]); };
     // A fragment value is declared with its tile type (never const: loads fill it in place).
     const std::string decl = in.type.is_fragment() ? tile_type(s, in.type) + " " : d.decl(t);
+    // An operand used as an array index, in the form the target indexes with (GLSL: 32 bits).
+    auto index = [&](ir::Id operand) { return d.array_index(s.concrete(s.k.insts[operand].type), v(operand)); };
     auto def = [&](const std::string& expr) {
       if ((in.flags & ir::kFused) && d.inline_fused()) inline_expr[id] = expr;  // printed at its single use
       else line(depth, decl + reg(id) + " = " + expr + ";");
@@ -345,14 +347,14 @@ struct Emitter {
           std::string array = reg(id) + "_lanes";
           line(depth, d.reg_type(t) + " " + array + "[" + std::to_string(width) + "];");
           std::vector<std::string> lines;
-          d.load_group(s, s.k.params[in.param()], arg(0), int(width), array, lines);
+          d.load_group(s, s.k.params[in.param()], index(in.operands[0]), int(width), array, lines);
           for (const std::string& l : lines) line(depth, l);
           group_leader = id;
           def(array + "[0]");
         } else if (in.has(ir::Attr::Lane)) {
           def(reg(group_leader) + "_lanes[" + std::to_string(in.attr(ir::Attr::Lane)) + "]");
         } else {
-          def(d.load(s, s.k.params[in.param()], arg(0)));
+          def(d.load(s, s.k.params[in.param()], index(in.operands[0])));
         }
         break;
       case Op::Store:
@@ -365,10 +367,10 @@ struct Emitter {
           for (int64_t lane = 0; lane < width; ++lane)
             values.push_back(stored_value(s.k.insts[list[pos + size_t(lane)]].operands[1], bt));
           std::vector<std::string> lines;
-          d.store_group(s, s.k.params[in.param()], arg(0), values, lines);
+          d.store_group(s, s.k.params[in.param()], index(in.operands[0]), values, lines);
           for (const std::string& l : lines) line(depth, l);
         } else if (!in.has(ir::Attr::Lane)) {
-          line(depth, d.store(s, s.k.params[in.param()], arg(0), stored_value(in.operands[1], s.concrete(s.k.params[in.param()].dtype))) + ";");
+          line(depth, d.store(s, s.k.params[in.param()], index(in.operands[0]), stored_value(in.operands[1], s.concrete(s.k.params[in.param()].dtype))) + ";");
         }
         break;
       case Op::Var: case Op::VarLoad: case Op::VarStore: {
@@ -390,14 +392,14 @@ struct Emitter {
       case Op::TgAlloc: break;  // declared by the dialect at function or module scope
       case Op::TgLoad: {
         const ir::Inst& alloc = s.k.insts[in.operands[0]];
-        const std::string elem = d.tg_name(s.k, alloc) + "[" + arg(1) + "]";
+        const std::string elem = d.tg_name(s.k, alloc) + "[" + index(in.operands[1]) + "]";
         // An array f32 atomics act on may be a word array on the target (tg_word_load).
         def(s.f32_atomic_allocs.count(in.operands[0]) ? d.tg_word_load(elem) : d.tg_load(s, s.concrete(alloc.type), elem));
         break;
       }
       case Op::TgStore: {
         const ir::Inst& alloc = s.k.insts[in.operands[0]];
-        const std::string elem = d.tg_name(s.k, alloc) + "[" + arg(1) + "]";
+        const std::string elem = d.tg_name(s.k, alloc) + "[" + index(in.operands[1]) + "]";
         line(depth, (s.f32_atomic_allocs.count(in.operands[0]) ? d.tg_word_store(elem, arg(2))
                                                                : d.tg_store(s, s.concrete(alloc.type), elem, arg(2))) +
                         ";");
@@ -422,7 +424,7 @@ struct Emitter {
       case Op::TgAtomicMax: case Op::TgAtomicAnd: case Op::TgAtomicOr: case Op::TgAtomicExchange:
       case Op::TgAtomicCas: {
         ir::AtomicOperands ao = ir::atomic_operands(in);
-        std::vector<std::string> a{v(ao.index)};
+        std::vector<std::string> a{index(ao.index)};
         if (ao.expected != ir::kNone) a.push_back(v(ao.expected));
         a.push_back(v(ao.value));
         std::vector<std::string> lines;

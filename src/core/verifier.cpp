@@ -320,7 +320,13 @@ struct Verifier {
       case Op::Param:
         if (const Param* p = param_ok(ParamKind::Scalar)) need_result(p->dtype);
         break;
-      case Op::ThreadId: case Op::ProgramId: case Op::LocalId: case Op::GroupSize: case Op::NumPrograms:
+      case Op::ThreadId:
+        // u32, or u64 for the 64-bit thread index (thread_id64) that dispatches of more than
+        // 2^32 - 1 threads need.
+        if (in.attr(Attr::Axis) < 0 || in.attr(Attr::Axis) > 2) err(in, "axis must be 0, 1 or 2");
+        if (rt != DType::U64) need_result(DType::U32);
+        break;
+      case Op::ProgramId: case Op::LocalId: case Op::GroupSize: case Op::NumPrograms:
         if (in.attr(Attr::Axis) < 0 || in.attr(Attr::Axis) > 2) err(in, "axis must be 0, 1 or 2");
         need_result(DType::U32);
         break;
@@ -443,7 +449,7 @@ struct Verifier {
         }
         if (in.has(Attr::CountParam) && uint64_t(in.attr(Attr::CountParam)) < k.params.size()) {
           const Param& p = k.params[size_t(in.attr(Attr::CountParam))];
-          if (p.kind != ParamKind::Scalar || !is_integer(p.dtype))
+          if (p.kind != ParamKind::Scalar || (p.dtype != DType::U32 && p.dtype != DType::I32))
             err(in, "threadgroup allocation is sized by '" + p.name + "', which is not a u32 or i32 scalar parameter");
         }
         break;
@@ -722,8 +728,9 @@ struct Verifier {
       for (size_t j = 0; j < i; ++j)
         if (k.params[j].name == p.name) d.error(p.loc, "duplicate parameter name '" + p.name + "'");
       if (!is_identifier(p.name)) d.error(p.loc, "parameter name '" + p.name + "' is not an identifier");
-      if (p.kind == ParamKind::Scalar && p.dtype != DType::F32 && p.dtype != DType::I32 && p.dtype != DType::U32)
-        d.error(p.loc, "scalar parameter '" + p.name + "' must be f32, i32 or u32");
+      if (p.kind == ParamKind::Scalar && p.dtype != DType::F32 && p.dtype != DType::I32 && p.dtype != DType::U32 &&
+          p.dtype != DType::I64 && p.dtype != DType::U64)
+        d.error(p.loc, "scalar parameter '" + p.name + "' must be f32, i32, u32, i64 or u64");
       if (p.kind == ParamKind::Buffer && !is_float(p.dtype) && !is_integer(p.dtype))
         d.error(p.loc, "buffer parameter '" + p.name + "' must hold a float or integer dtype, T or W, not " +
                            dtype_name(p.dtype));

@@ -66,8 +66,10 @@ void gate(const ir::Kernel& k, ir::Diagnostics& diags) {
       std::string binding = ir::modes_binding(in.op, axis);
       if (binding == "none") return;  // a bad axis, which the tracer reports
       bool one = binding.find(" or ") == std::string::npos;
+      std::string what = ir::builtin_text(in.op, axis);
+      if (in.op == ir::Op::ThreadId && in.type.elem() == DType::U64) what = "thread_id64(" + std::to_string(axis) + ")";
       diags.error(in.loc, std::string("kernel '") + k.name + "' (mode " + mode_name(k.mode) + ") uses " +
-                              ir::builtin_text(in.op, axis) + ", which mode " + mode_name(k.mode) +
+                              what + ", which mode " + mode_name(k.mode) +
                               " does not bind; declare " + (one ? "the mode" : "a mode") + " that does (" + binding +
                               ")");
     }

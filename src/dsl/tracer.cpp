@@ -290,6 +290,11 @@ Expr bitcast_to(Operand x, DType to) {
 // --- Built-ins -----------------------------------------------------------------------------
 
 Expr thread_id(int axis, SrcLoc l) { return builtin(Op::ThreadId, axis, l); }
+Expr thread_id64(int axis, SrcLoc l) {
+  ir::SrcLoc where = loc_of(l);
+  if (axis < 0 || axis > 2) error(where, "thread_id64 axis must be 0, 1 or 2");
+  return value(at(where).builtin(Op::ThreadId, axis, DType::U64));
+}
 Expr program_id(int axis, SrcLoc l) { return builtin(Op::ProgramId, axis, l); }
 Expr local_id(int axis, SrcLoc l) { return builtin(Op::LocalId, axis, l); }
 Expr group_size(int axis, SrcLoc l) { return builtin(Op::GroupSize, axis, l); }

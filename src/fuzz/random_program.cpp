@@ -53,6 +53,8 @@ enum P : uint32_t {
   kInF, kInI, kInU, kInH, kInT,      // in buffers: f32, i32, u32, f16, T (kInputLength elements)
   kOutF, kOutI, kIoU, kOutB, kOutT,  // out f32, out i32, inout u32, out bf16, out T (8 * total)
   kOutI8, kOutU16, kOutI64, kOutQ8,  // out i8, u16, i64, f8e4m3 (8 * total): stmt_width's stores
+  kWide,   // scalar u64, any 64-bit value (after the f32 s: an 8-byte push constant needs padding)
+  kWideS,  // scalar i64, any 64-bit value
   kParamCount
 };
 
@@ -92,6 +94,7 @@ struct Gen {
 
   Id tid = kNone, base = kNone, lid = kNone, gsize = kNone, lane = kNone, simd_group = kNone;
   Id lane_w = kNone, n_simd = kNone, p_n = kNone, p_total = kNone, p_m = kNone, p_k = kNone, p_s = kNone;
+  Id p_wide = kNone, p_swide = kNone, tid64 = kNone;
   std::vector<Id> tg_arrays;
   Id tg_half = kNone;  // the 16-bit threadgroup array (stmt_half_exchange), if any
 
@@ -198,7 +201,10 @@ struct Gen {
 
   Id int_const(DType t, int64_t v) {
     Inst c = make(Op::Const, t);
-    c.set(ir::Attr::Value, t == DType::U32 ? int64_t(uint32_t(v)) : t == DType::I32 ? int64_t(int32_t(v)) : (v != 0));
+    c.set(ir::Attr::Value, t == DType::U32 ? int64_t(uint32_t(v))
+                           : t == DType::I32 ? int64_t(int32_t(v))
+                           : int_bits(t) == 64 ? v
+                                               : (v != 0));
     return emit(c, true);
   }
   Id float_const(DType t, double v) {
@@ -557,6 +563,43 @@ struct Gen {
     }
     store(out, own_index(), x);
     if (rng.chance(0.5)) op(Op::Cast, is_fp8(t) ? DType::F32 : rng.pick({DType::I32, DType::U32, DType::F32}), {x});
+  }
+
+  // 64-bit indexing (docs/semantics.md, "64-bit indexing"): an index made 64-bit (i64 or u64,
+  // sometimes through arithmetic with the 64-bit parameters that cancels out), used to load and
+  // store; the own slot from thread_id64; and the u64 / i64 parameters in 64-bit arithmetic.
+  Id index64(Id index32) {
+    const DType t = rng.chance(0.5) ? DType::U64 : DType::I64;
+    Id x = op(Op::Cast, t, {index32});
+    if (rng.chance(0.5)) {
+      Id w = t == DType::U64 ? p_wide : p_swide;
+      x = op(Op::Sub, t, {op(Op::Add, t, {x, w}), w});  // wraps and comes back: exact in 64 bits
+    }
+    return x;
+  }
+  void stmt_wide() {
+    const uint32_t r = rng.below(4);
+    if (r == 0) {
+      P p = random_input();
+      Id v = load(p, index64(input_index()));
+      if (wc && p == kInF) clamp_wc(v);
+    } else if (r == 1) {
+      P p = random_output();
+      store(p, index64(own_index()), value_for(param_dtype(p)));
+    } else if (r == 2 && tid64 != kNone) {
+      Id c = int_const(DType::U64, rng.below(kSlotsPerThread));
+      Id slot = op(Op::Add, DType::U64, {op(Op::Mul, DType::U64, {tid64, int_const(DType::U64, kSlotsPerThread)}), c});
+      store(kOutI64, slot, op(Op::Cast, DType::I64, {pick(rng.pick({DType::I32, DType::U32}))}));
+    } else {
+      const DType t = rng.chance(0.5) ? DType::U64 : DType::I64;
+      Id w = t == DType::U64 ? p_wide : p_swide;
+      Id y = op(Op::Cast, t, {pick(rng.pick({DType::I32, DType::U32}))});
+      static const Op kOps[] = {Op::Add, Op::Sub, Op::Mul, Op::Div, Op::Rem, Op::Min, Op::Max, Op::Xor, Op::Shr};
+      const Op o = kOps[rng.below(sizeof kOps / sizeof kOps[0])];
+      Id x = rng.chance(0.5) ? op(o, t, {w, y}) : op(o, t, {y, w});
+      store(kOutI64, own_index(), t == DType::I64 ? x : op(Op::Cast, DType::I64, {x}));
+      if (rng.chance(0.5)) op(Op::Cast, rng.pick({DType::I32, DType::U32, DType::F32}), {x});
+    }
   }
 
   void stmt_store() {
@@ -1156,7 +1199,8 @@ struct Gen {
     // the element-width statements.
     uint32_t r = rng.below(tg ? 122 : 104);
     if (r >= 118 || (!tg && r >= 100)) {
-      if (!wc) stmt_width();
+      if (rng.chance(0.35)) stmt_wide();
+      else if (!wc) stmt_width();
       return;
     }
     if (r < 22) value(random_type());
@@ -1240,6 +1284,8 @@ struct Gen {
     buffer("out_u16", DType::U16, ir::Access::Write, true);
     buffer("out_i64", DType::I64, ir::Access::Write, true);
     buffer("out_q8", DType::F8E4M3, ir::Access::Write, true);
+    scalar("wide", DType::U64);
+    scalar("swide", DType::I64);
   }
 
   ir::Kernel build(uint64_t seed) {
@@ -1280,6 +1326,8 @@ struct Gen {
     p_k = param_value(kKs);
     p_s = param_value(kS);
     if (wc) clamp_wc(p_s);
+    p_wide = param_value(kWide);
+    p_swide = param_value(kWideS);
     // The flat thread index `tid` (and, with threadgroups, the flat local index `lid` and the
     // group size), from the built-ins each mode binds; random_launch gives each mode its geometry.
     auto builtin = [&](Op o, int axis, bool uniform) {
@@ -1327,6 +1375,7 @@ struct Gen {
       tid = mul_add(mul_add(z, u32(2), y), width, x);
     } else {
       tid = emit(make(Op::ThreadId, DType::U32));
+      tid64 = emit(make(Op::ThreadId, DType::U64));  // thread_id64: the same index in 64 bits
     }
     uni[tid] = 0;
     base = op(Op::Mul, DType::U32, {tid, u32(kSlotsPerThread)});
@@ -1485,15 +1534,16 @@ RandomLaunch random_launch(const ir::Kernel& k, uint64_t seed, const RandomProgr
     L.grid = {uint32_t(r.range(1, 2)), 1, 1};
   }
   const uint32_t total = uint32_t(L.grid.product() * L.threadgroup.product());
-  std::vector<uint32_t> by_param(k.params.size(), 0);
+  std::vector<uint64_t> by_param(k.params.size(), 0);
   for (size_t i = 0; i < k.params.size(); ++i) {
     const ir::Param& p = k.params[i];
     if (p.kind != ir::ParamKind::Scalar) continue;
-    uint32_t bits = 0;
+    uint64_t bits = 0;
     if (p.name == "n") bits = total - uint32_t(r.range(0, int(std::min<uint32_t>(total, 12))));
     else if (p.name == "total") bits = total;
     else if (p.name == "m") bits = uint32_t(r.range(0, 4));
     else if (p.name == "k") bits = uint32_t(int32_t(r.range(-4, 4)));
+    else if (p.name == "wide" || p.name == "swide") bits = r.next();  // any 64-bit pattern
     else {
       float f = float(opts.well_conditioned ? r.uniform(0.5, 2.0) : r.uniform(-3, 3));
       std::memcpy(&bits, &f, 4);

@@ -102,7 +102,7 @@ struct RandomLaunch {
   DType dtype = DType::F32;  // what T stands for
   Dim3 grid, threadgroup;
   std::vector<std::vector<unsigned char>> buffers;  // one per buffer parameter, storage bytes
-  std::vector<uint32_t> scalars;                    // one per scalar parameter, register bits
+  std::vector<uint64_t> scalars;                    // one per scalar parameter, launch bits (LaunchArgs::scalars)
   std::string describe() const;                     // dtype, geometry and scalars, for reports
 };
 

@@ -83,11 +83,13 @@ std::string dtype_label_problem(const TestDecl& decl, const ir::Kernel& k, Insta
 }
 
 uint64_t dispatch_threadgroup_bytes(const ir::Kernel& k, Instantiation dtype, const Constexprs& scalars) {
-  std::vector<uint32_t> values(k.params.size(), 0);
+  std::vector<uint64_t> values(k.params.size(), 0);
   for (size_t i = 0; i < k.params.size(); ++i) {
     auto it = scalars.find(k.params[i].name);
-    if (k.params[i].kind == ir::ParamKind::Scalar && is_integer(k.params[i].dtype) && it != scalars.end())
-      values[i] = uint32_t(int64_t(it->second));
+    std::string why;
+    if (k.params[i].kind == ir::ParamKind::Scalar && is_integer(k.params[i].dtype) && it != scalars.end() &&
+        !scalar_bits(k.params[i].dtype, it->second, values[i], why))
+      values[i] = 0;  // the dispatch reports the value
   }
   return ir::threadgroup_bytes(k, dtype, values.data());
 }

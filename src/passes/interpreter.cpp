@@ -47,7 +47,7 @@ struct Machine {
   std::vector<DType> types;           // per instruction, T resolved
   std::vector<int> slot;              // per parameter: index into buffers or scalars
   std::vector<BufferArg> buffers;
-  std::vector<uint32_t> scalars;
+  std::vector<uint64_t> scalars;
   std::vector<uint64_t> vals;         // vals[id * T + t]
   std::vector<uint32_t> lx, ly, lz;   // local id per flat index
   std::vector<Mask> masks;            // masks[d]: the active list of the block running at depth d
@@ -100,7 +100,7 @@ struct Machine {
     return bits > uint64_t(INT64_MAX) ? INT64_MAX : int64_t(bits);
   }
 
-  void setup(const std::vector<BufferArg>& bufs, const std::vector<uint32_t>& scals, Dim3 g, Dim3 t) {
+  void setup(const std::vector<BufferArg>& bufs, const std::vector<uint64_t>& scals, Dim3 g, Dim3 t) {
     grid = g;
     tg = t;
     W = opts.lane_width;
@@ -139,7 +139,7 @@ struct Machine {
     // One word per element whatever the element's width (the layout in bytes, which the
     // dispatch check and the backends use, is ir::threadgroup_bytes); arrays sized at dispatch
     // take their count from this dispatch's scalars.
-    std::vector<uint32_t> by_param(k.params.size(), 0);
+    std::vector<uint64_t> by_param(k.params.size(), 0);
     for (size_t i = 0; i < k.params.size(); ++i)
       if (k.params[i].kind == ir::ParamKind::Scalar) by_param[i] = scalars[size_t(slot[i])];
     tg_offset.assign(k.insts.size(), 0);
@@ -157,7 +157,7 @@ struct Machine {
       if (in.op != Op::TgAlloc) return;
       const uint64_t n = ir::tg_count(k, in, by_param.data());
       const ir::Param* size = in.has(ir::Attr::CountParam) ? &k.params[size_t(in.attr(ir::Attr::CountParam))] : nullptr;
-      if (size && size->dtype == DType::I32 && int32_t(by_param[size_t(in.attr(ir::Attr::CountParam))]) < 0)
+      if (size && size->dtype == DType::I32 && int32_t(uint32_t(by_param[size_t(in.attr(ir::Attr::CountParam))])) < 0)
         fail(in, "threadgroup array '" + tg_name(in) + "' is sized by '" + size->name + "', which is negative");
       if (n > kMaxWords || words + n > kMaxWords)
         fail(in, "threadgroup array '" + tg_name(in) + "' of " + std::to_string(n) +
@@ -219,8 +219,13 @@ struct Machine {
       case Op::Const: fill(eval::const_value(in, dtype).bits); return;
       case Op::Param: fill(num::int_wrap(types[id], scalars[size_t(slot[in.param()])])); return;  // i32 sign-extends
       case Op::ThreadId: {
-        uint32_t base = group[axis] * tg_dim[axis];  // u32 arithmetic, wraps like the GPU's
         const std::vector<uint32_t>& l = *local[axis];
+        if (types[id] == DType::U64) {  // thread_id64: computed in 64 bits, never wraps
+          const uint64_t base = uint64_t(group[axis]) * tg_dim[axis];
+          for (uint32_t t : active) out[t] = base + l[t];
+          return;
+        }
+        uint32_t base = group[axis] * tg_dim[axis];  // u32 arithmetic, wraps like the GPU's
         for (uint32_t t : active) out[t] = uint32_t(base + l[t]);
         return;
       }
@@ -991,7 +996,7 @@ struct Machine {
 
 }  // namespace
 
-void run(const ir::Kernel& k, Instantiation dtype, const std::vector<BufferArg>& buffers, const std::vector<uint32_t>& scalars,
+void run(const ir::Kernel& k, Instantiation dtype, const std::vector<BufferArg>& buffers, const std::vector<uint64_t>& scalars,
          Dim3 grid, Dim3 threadgroup, const Options& opts) {
   Machine m(k, dtype, opts);
   m.setup(buffers, scalars, grid, threadgroup);

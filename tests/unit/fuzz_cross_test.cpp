@@ -92,6 +92,33 @@ TEST(FuzzCross, ProgramsHaveEveryLaneOpAndOrderFreeAtomics) {
   EXPECT_EQ(atomic_uses, 0u) << "an atomic's returned value is used";
 }
 
+// 64-bit indexing (docs/semantics.md, "64-bit indexing"): after the pipeline, programs still
+// load and store through i64 and u64 indices, store through an own slot computed from the u64
+// thread_id, and compute with the u64 and i64 scalar parameters.
+TEST(FuzzCross, ProgramsUseSixtyFourBitIndicesAndParameters) {
+  size_t index[2] = {0, 0}, tid64_stores = 0, wide_params = 0;
+  for (uint64_t seed = 0; seed < 600; ++seed) {
+    ir::Kernel k = passes::optimize(fuzz::random_program(seed, fuzz::reduction_seed(seed), cross()));
+    ir::walk(k, [&](ir::Id id) {
+      const ir::Inst& in = k.insts[id];
+      if ((in.op == Op::Load || in.op == Op::Store) && int_bits(k.insts[in.operands[0]].type.elem()) == 64) {
+        ++index[in.op == Op::Store];
+        const ir::Inst& idx = k.insts[in.operands[0]];
+        for (int i = 0; i < idx.num_operands(); ++i) {
+          const ir::Inst& a = k.insts[idx.operands[i]];
+          tid64_stores += in.op == Op::Store && a.op == Op::Mul && k.insts[a.operands[0]].op == Op::ThreadId &&
+                          k.insts[a.operands[0]].type.elem() == DType::U64;
+        }
+      }
+      wide_params += in.op == Op::Param && int_bits(in.type.elem()) == 64;
+    });
+  }
+  EXPECT_GT(index[0], 0u) << "no load through a 64-bit index survives the pipeline";
+  EXPECT_GT(index[1], 0u) << "no store through a 64-bit index survives the pipeline";
+  EXPECT_GT(tid64_stores, 0u) << "no store through a slot computed from thread_id64";
+  EXPECT_GT(wide_params, 0u) << "the 64-bit scalar parameters are never read";
+}
+
 // The exact math ops (docs/semantics.md) are compared bit for bit across backends, so the
 // cross-backend programs contain each of them; every bitcast of an f32 reads a value whose NaN
 // was replaced first (the bits of a NaN are not specified).

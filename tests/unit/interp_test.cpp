@@ -52,7 +52,7 @@ int32_t eval_i32(Op op, std::vector<Scalar> args) {
 }
 
 std::string run_error(const ir::Kernel& k, DType dtype, const std::vector<interp::BufferArg>& buffers,
-                      const std::vector<uint32_t>& scalars, Dim3 grid, Dim3 tg, interp::Options opts = {}) {
+                      const std::vector<uint64_t>& scalars, Dim3 grid, Dim3 tg, interp::Options opts = {}) {
   try {
     interp::run(k, dtype, buffers, scalars, grid, tg, opts);
   } catch (const Error& e) {

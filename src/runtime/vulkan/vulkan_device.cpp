@@ -472,6 +472,7 @@ PhysicalDevice describe(const Instance& inst, VkPhysicalDevice handle) {
                    lim.maxComputeWorkGroupCount[2]};
   info.shared_memory_bytes = lim.maxComputeSharedMemorySize;
   info.memory_bytes = largest_local_heap;
+  info.max_buffer_bytes = lim.maxStorageBufferRange;
   info.f16 = pd.shader_float16 && pd.storage_16bit;
   // bf16 has no Vulkan arithmetic type: it is stored as 16 bits and computed in f32.
   info.bf16 = pd.storage_16bit;
@@ -644,6 +645,12 @@ struct VulkanKernel : CompiledKernel {
   VkDescriptorSet set = VK_NULL_HANDLE;  // null when the kernel has no buffer parameters
   uint32_t num_buffers = 0;
   uint32_t num_scalars = 0;
+  // Push constants (codegen::push_constant_layout): each scalar's byte offset, the block's size,
+  // and whether it is 8 bytes wide; the block is assembled per launch in push_data.
+  std::vector<uint32_t> push_offsets;
+  std::vector<uint8_t> push_wide;
+  uint32_t push_bytes = 0;
+  mutable std::vector<uint8_t> push_data;
   std::string name;
   // Serials of the buffers `set` points at, per binding (0: nothing written yet). A launch that
   // binds the same buffers as the last one skips vkUpdateDescriptorSets.
@@ -939,11 +946,14 @@ class VulkanDevice final : public Device {
       else
         ++kern->num_scalars;
     }
-    if (4 * kern->num_scalars > pd_.max_push_constants)
-      throw Error("kernel '" + k.name + "' has " + std::to_string(kern->num_scalars) +
-                  " scalar parameters; device '" + pd_.info.name + "' allows " +
-                  std::to_string(pd_.max_push_constants / 4) + " (maxPushConstantsSize " +
-                  std::to_string(pd_.max_push_constants) + " bytes)");
+    kern->push_bytes = codegen::push_constant_layout(k, kern->push_offsets);
+    for (const ir::Param& p : k.params)
+      if (p.kind == ir::ParamKind::Scalar) kern->push_wide.push_back(int_bits(p.dtype) == 64);
+    kern->push_data.assign(kern->push_bytes, 0);
+    if (kern->push_bytes > pd_.max_push_constants)
+      throw Error("kernel '" + k.name + "' has " + std::to_string(kern->num_scalars) + " scalar parameters (" +
+                  std::to_string(kern->push_bytes) + " bytes of push constants); device '" + pd_.info.name +
+                  "' allows " + std::to_string(pd_.max_push_constants) + " bytes (maxPushConstantsSize)");
 
     const DeviceFns& f = core_->fn;
     VkDevice dev = core_->device;
@@ -964,7 +974,7 @@ class VulkanDevice final : public Device {
     check_created(f.vkCreateDescriptorSetLayout(dev, &dslci, nullptr, &kern->set_layout), kern->set_layout,
                   "vkCreateDescriptorSetLayout", label);
 
-    VkPushConstantRange push{VK_SHADER_STAGE_COMPUTE_BIT, 0, 4 * kern->num_scalars};
+    VkPushConstantRange push{VK_SHADER_STAGE_COMPUTE_BIT, 0, kern->push_bytes};
     auto plci = vk_struct<VkPipelineLayoutCreateInfo>(VK_STRUCTURE_TYPE_PIPELINE_LAYOUT_CREATE_INFO);
     plci.setLayoutCount = 1;
     plci.pSetLayouts = &kern->set_layout;
@@ -1076,7 +1086,7 @@ class VulkanDevice final : public Device {
   void select_sized_pipeline(VulkanKernel& kern, const LaunchArgs& args) {
     if (kern.size_scalars.empty()) return;
     std::vector<uint32_t> sizes;
-    for (uint32_t si : kern.size_scalars) sizes.push_back(si < args.scalars.size() ? args.scalars[si] : 1u);
+    for (uint32_t si : kern.size_scalars) sizes.push_back(si < args.scalars.size() ? uint32_t(args.scalars[si]) : 1u);
     auto it = kern.sized.find(sizes);
     if (it == kern.sized.end()) {
       VkPipeline p = VK_NULL_HANDLE;
@@ -1265,8 +1275,8 @@ class VulkanDevice final : public Device {
         desc_infos_.resize(kern.num_buffers);
         desc_writes_.resize(kern.num_buffers);
       }
-      // Whole-buffer bindings. lavapipe advertises maxStorageBufferRange = 128 MiB yet binds
-      // larger buffers correctly (checked with 256 MiB); NVIDIA's limit is 4 GiB.
+      // Whole-buffer bindings: Context rejects a buffer beyond maxStorageBufferRange
+      // (DeviceInfo::max_buffer_bytes) before a launch.
       desc_infos_[n] = {b->buffer, 0, VK_WHOLE_SIZE};
       VkWriteDescriptorSet& w = desc_writes_[n];
       w = vk_struct<VkWriteDescriptorSet>(VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET);
@@ -1296,9 +1306,12 @@ class VulkanDevice final : public Device {
     if (kern.set != VK_NULL_HANDLE)
       f.vkCmdBindDescriptorSets(command_buffer_, VK_PIPELINE_BIND_POINT_COMPUTE, kern.pipeline_layout, 0, 1,
                                 &kern.set, 0, nullptr);
-    if (kern.num_scalars > 0)
-      f.vkCmdPushConstants(command_buffer_, kern.pipeline_layout, VK_SHADER_STAGE_COMPUTE_BIT, 0,
-                           4 * kern.num_scalars, args.scalars.data());
+    if (kern.num_scalars > 0) {
+      for (uint32_t i = 0; i < kern.num_scalars; ++i)  // little-endian: the low 4 or all 8 bytes
+        std::memcpy(kern.push_data.data() + kern.push_offsets[i], &args.scalars[i], kern.push_wide[i] ? 8 : 4);
+      f.vkCmdPushConstants(command_buffer_, kern.pipeline_layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, kern.push_bytes,
+                           kern.push_data.data());
+    }
     f.vkCmdDispatch(command_buffer_, grid.x, grid.y, grid.z);
   }
 
