@@ -313,7 +313,8 @@ TEST(MathOps, VerifierRejectsEveryUndefinedOpDtypePair) {
   std::string all = d.render(k);
   EXPECT_NE(all.find("'popcount': is defined on i32 and u32 only, not f32"), std::string::npos) << all;
   EXPECT_NE(all.find("'floor': is defined on floats only, not i32"), std::string::npos) << all;
-  EXPECT_NE(all.find("'bitcast': bitcast converts between f32, i32 and u32 (equal 32-bit widths), not f16 to u32"),
+  EXPECT_NE(all.find("'bitcast': bitcast converts between dtypes of one width (f32, i32, u32; f16, bf16, i16, u16; "
+                     "i64, u64), not f16 to u32"),
             std::string::npos) << all;
   EXPECT_NE(all.find("'mulhi': operand 1 is f32 but the result is i32"), std::string::npos) << all;
   EXPECT_NE(all.find("'pow': operand 1 is i32 but the result is f32"), std::string::npos) << all;
