@@ -415,6 +415,82 @@ TEST(Bitcast, VerifierNamesTheWidths) {
   }
 }
 
+// ---- the DSL and the text form -------------------------------------------------------------
+
+namespace {
+
+using namespace iron::dsl;
+
+// Every DSL call of this slice in one Elementwise body.
+void wide_probe() {
+  Buffer x = input("x", u32, {128});
+  Buffer acc = inout("acc", u64, {4});
+  Buffer grad = inout("grad", bf16, {16});
+  Buffer bits = output("bits", u16, {128});
+  Buffer wide = output("wide", i64, {128});
+  Expr i = thread_id(0);
+  Expr v = cast<u32>(x[i]);
+  atomic_add(acc[0u], cast<u64>(v));
+  atomic_exchange(acc[1u], cast<u64>(v));
+  atomic_cas(acc[2u], cast<u64>(0u), cast<u64>(v));
+  atomic_add_pair(grad[v & 7u], cast<bf16>(cast<f32>(v & 1u)), cast<bf16>(-0.75f));
+  bits[i] = bitcast<u16>(cast<f16>(cast<f32>(v & 255u)));
+  wide[i] = bitcast<i64>(cast<u64>(v) << 40u);
+}
+
+void pair_into_f32() {
+  Buffer a = inout("a", f32, {8});
+  atomic_add_pair(a[0u], 1.0f, 2.0f);
+}
+
+std::string trace_error(KernelBody body) {
+  try {
+    trace_kernel(KernelDecl{"wide_probe", body, Mode::Elementwise, {}, __FILE__, __LINE__});
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+}  // namespace
+
+// The DSL spellings trace into verified IR that runs; a pair add into an f32 buffer is an
+// error at its line; the text form of the new ops prints and parses back to the same text.
+TEST(AtomicsBitcast, DslTracesRunsAndRoundTripsAsText) {
+  EXPECT_EQ(trace_error(&wide_probe), "");
+  ir::Kernel k = trace_kernel(KernelDecl{"wide_probe", &wide_probe, Mode::Elementwise, {}, __FILE__, __LINE__});
+  std::vector<uint32_t> x(kN);
+  for (uint32_t t = 0; t < kN; ++t) x[t] = t * 3 + 1;
+  std::vector<Buf> got = run_interp(k,
+                                    {{"x", DType::U32, false, x},
+                                     {"acc", DType::U64, true, std::vector<uint32_t>(8)},
+                                     {"grad", DType::BF16, true, std::vector<uint32_t>(8)},
+                                     {"bits", DType::U16, true, std::vector<uint32_t>(kN / 2)},
+                                     {"wide", DType::I64, true, std::vector<uint32_t>(2 * kN)}},
+                                    32, {{1, 1, 1}, {kN, 1, 1}, false});
+  uint64_t sum = 0;
+  for (uint32_t t = 0; t < kN; ++t) sum += x[t];
+  EXPECT_EQ(u64_at(find(got, "acc"), 0), sum);
+  // Thread t adds (x & 1, -0.75) into pair x & 7: small sums, exact in bf16.
+  std::vector<float> grad(16, 0.0f);
+  for (uint32_t t = 0; t < kN; ++t) {
+    grad[2 * (x[t] & 7u)] += float(x[t] & 1u);
+    grad[2 * (x[t] & 7u) + 1] -= 0.75f;
+  }
+  for (size_t e = 0; e < 16; ++e) EXPECT_EQ(u16_at(find(got, "grad"), e), num::f32_to_bf16(grad[e])) << e;
+  EXPECT_EQ(u16_at(find(got, "bits"), 5), num::f32_to_f16(float((5 * 3 + 1) & 255)));
+  EXPECT_EQ(u64_at(find(got, "wide"), 5), uint64_t(5 * 3 + 1) << 40);
+  const std::string e = trace_error(&pair_into_f32);
+  EXPECT_NE(e.find("adds a pair into an f16 or bf16 buffer, not f32"), std::string::npos) << e;
+  EXPECT_NE(e.find("atomics_bitcast_test.cpp:"), std::string::npos) << e;
+  for (const std::string& text : {std::string(kU64AtomicIr), pair_ir("f16"), pair_ir("bf16"), std::string(kBitcastIr)}) {
+    ir::Kernel p = parse_verified(text);
+    const std::string printed = ir::print(p);
+    EXPECT_EQ(ir::print(parse_verified(printed)), printed);
+  }
+  EXPECT_NE(ir::print(parse_verified(pair_ir("f16"))).find("  atomic_add_pair<acc> %6, %9, %4"), std::string::npos);
+}
+
 // ---- spellings -----------------------------------------------------------------------------
 
 // The spellings: CUDA's unsigned long long atomics and __half2 / __nv_bfloat162 atomicAdd with
