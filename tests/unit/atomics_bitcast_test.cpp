@@ -538,6 +538,29 @@ TEST(AtomicsBitcast, DialectsSpellTheContractAndCudaCompiles) {
   }
 }
 
+// A Vulkan device without 64-bit atomics (on buffers, or on threadgroup memory) rejects a
+// kernel that needs them, naming the kernel, the memory and the feature; with them, or for a
+// kernel without u64 atomics, nothing.
+TEST(U64Atomics, AVulkanDeviceWithoutTheFeatureRejectsTheKernel) {
+  ir::Kernel k = parse_verified(kU64AtomicIr);
+  DeviceInfo dev;
+  dev.name = "test device";
+  EXPECT_EQ(rt::vulkan_u64_atomics_problem(k, DType::F32, dev), "");
+  dev.int64_atomics_buffer = false;
+  std::string why = rt::vulkan_u64_atomics_problem(k, DType::F32, dev);
+  EXPECT_NE(why.find("kernel 'atom64' uses u64 atomics on a buffer; device 'test device' does not support them "
+                     "(shaderBufferInt64Atomics"),
+            std::string::npos) << why;
+  dev.int64_atomics_buffer = true;
+  dev.int64_atomics_shared = false;
+  why = rt::vulkan_u64_atomics_problem(k, DType::F32, dev);
+  EXPECT_NE(why.find("uses u64 atomics on threadgroup memory; device 'test device' does not support them "
+                     "(shaderSharedInt64Atomics"),
+            std::string::npos) << why;
+  dev.int64_atomics_buffer = dev.int64_atomics_shared = false;
+  EXPECT_EQ(rt::vulkan_u64_atomics_problem(parse_verified(pair_ir("f16")), DType::F32, dev), "");
+}
+
 // ---- every device --------------------------------------------------------------------------
 
 class AtomicsBitcastConformance : public DeviceTest {};

@@ -842,19 +842,7 @@ class VulkanDevice final : public Device {
     if (vote && !pd_.subgroup_vote)
       throw Error("kernel '" + k.name + "' uses lane_any or lane_all; device '" + pd_.info.name +
                   "' does not support subgroup votes in compute shaders (VK_SUBGROUP_FEATURE_VOTE_BIT)");
-    // u64 atomics need GL_EXT_shader_atomic_int64's device features, per memory kind.
-    bool buffer_u64_atomic = false, shared_u64_atomic = false;
-    ir::walk(k, [&](ir::Id id) {
-      const ir::Inst& in = k.insts[id];
-      if (!ir::is_atomic(in.op) || ir::resolve(in.type.elem(), dtype) != DType::U64) return;
-      (ir::is_global_atomic(in.op) ? buffer_u64_atomic : shared_u64_atomic) = true;
-    });
-    if (buffer_u64_atomic && !pd_.buffer_int64_atomics)
-      throw Error("kernel '" + k.name + "' uses u64 atomics on a buffer; device '" + pd_.info.name +
-                  "' does not support them (shaderBufferInt64Atomics, VK_KHR_shader_atomic_int64)");
-    if (shared_u64_atomic && !pd_.shared_int64_atomics)
-      throw Error("kernel '" + k.name + "' uses u64 atomics on threadgroup memory; device '" + pd_.info.name +
-                  "' does not support them (shaderSharedInt64Atomics, VK_KHR_shader_atomic_int64)");
+    if (std::string why = vulkan_u64_atomics_problem(k, dtype, pd_.info); !why.empty()) throw Error(why);
     codegen::EmitOptions options;
     options.loop_limit_check = pd_.loop_limited;
     // lavapipe's fma is a multiply and an add (two roundings): emulated with one.
@@ -1334,6 +1322,22 @@ class VulkanDevice final : public Device {
 };
 
 }  // namespace
+
+std::string vulkan_u64_atomics_problem(const ir::Kernel& k, Instantiation dtype, const DeviceInfo& dev) {
+  bool buffer = false, shared = false;
+  ir::walk(k, [&](ir::Id id) {
+    const ir::Inst& in = k.insts[id];
+    if (!ir::is_atomic(in.op) || ir::resolve(in.type.elem(), dtype) != DType::U64) return;
+    (ir::is_global_atomic(in.op) ? buffer : shared) = true;
+  });
+  if (buffer && !dev.int64_atomics_buffer)
+    return "kernel '" + k.name + "' uses u64 atomics on a buffer; device '" + dev.name +
+           "' does not support them (shaderBufferInt64Atomics, VK_KHR_shader_atomic_int64)";
+  if (shared && !dev.int64_atomics_shared)
+    return "kernel '" + k.name + "' uses u64 atomics on threadgroup memory; device '" + dev.name +
+           "' does not support them (shaderSharedInt64Atomics, VK_KHR_shader_atomic_int64)";
+  return "";
+}
 
 std::unique_ptr<Device> make_vulkan_device(int index) {
   std::unique_ptr<Instance> inst = create_instance();
