@@ -98,6 +98,7 @@ struct Gen {
   Id lane_w = kNone, n_simd = kNone, p_n = kNone, p_total = kNone, p_m = kNone, p_k = kNone, p_s = kNone;
   std::vector<Id> tg_arrays;
   Id tg_half = kNone;  // the 16-bit threadgroup array (stmt_half_exchange), if any
+  Id tg_u64 = kNone;   // the u64 threadgroup array (stmt_tg_atomic_u64), if any
 
   Gen(uint64_t seed, bool reduction, const RandomProgramOptions& o)
       : rng{seed * 0x2545f4914f6cdd1dull + (reduction ? 17 : 5)},
@@ -597,6 +598,18 @@ struct Gen {
     frames.back().values.pop_back();
   }
 
+  // u64 atomic adds on threadgroup memory between barriers (the array was zeroed with the
+  // others), then a read of the slot: the total is order-free. Uniform control flow only.
+  void stmt_tg_atomic_u64() {
+    emit(make(Op::Barrier, DType::Void));
+    Id slot = op(Op::Rem, DType::U32, {lid, u32(uint32_t(rng.range(1, 4)))});
+    emit(make(Op::TgAtomicAdd, DType::U64, {tg_u64, slot, op(Op::Cast, DType::U64, {pick(int_type())})}));
+    frames.back().values.pop_back();
+    emit(make(Op::Barrier, DType::Void));
+    op(Op::Cast, int_type(), {emit(make(Op::TgLoad, DType::U64, {tg_u64, slot}))});
+    emit(make(Op::Barrier, DType::Void));  // before anyone updates the array again
+  }
+
   // atomic_add_pair into `acc_f2` / `acc_b2` (starting at +0), which only these touch. Every add
   // into an even element adds +0 or 1, into an odd one +0 or -0.75: with one nonzero addend per
   // element the final value is the same in every order, roundings included.
@@ -1028,6 +1041,7 @@ struct Gen {
   // order gives is kept: integer add/min/max/and/or totals and f32 min/max; the values the
   // atomics return are dropped from the pool (their order is the hardware's).
   void stmt_tg_atomic() {
+    if (tg_u64 != kNone && aux.chance(0.3)) return stmt_tg_atomic_u64();
     Id arr = tg_arrays[rng.below(tg_arrays.size())];
     DType t = k.insts[arr].type.elem();
     Op a = t == DType::F32 ? rng.pick({Op::TgAtomicMin, Op::TgAtomicMax})
@@ -1076,6 +1090,7 @@ struct Gen {
     }
     if (tg_half != kNone)
       emit_hidden(make(Op::TgStore, DType::Void, {tg_half, lid, hidden_const(k.insts[tg_half].type.elem(), 0, 0.0)}));
+    if (tg_u64 != kNone) emit_hidden(make(Op::TgStore, DType::Void, {tg_u64, lid, hidden_const(DType::U64, 0, 0.0)}));
     if (!tg_arrays.empty()) emit(make(Op::Barrier, DType::Void));
   }
 
@@ -1176,8 +1191,12 @@ struct Gen {
       const uint32_t w = rng.below(10);
       if (w < 6) stmt_width();
       else if (w < 8) stmt_w();
-      else if (w < 9) stmt_atomic_u64();
-      else stmt_atomic_pair();
+      else if (w < 9) {
+        if (tg && tg_u64 != kNone && rng.chance(0.5)) stmt_tg_atomic_u64();
+        else stmt_atomic_u64();
+      } else {
+        stmt_atomic_pair();
+      }
       return;
     }
     if (r < 22) value(random_type());
@@ -1306,6 +1325,13 @@ struct Gen {
         a.set(ir::Attr::Count, kMaxGroupSize);
         if (aux.chance(0.5)) a.set(ir::Attr::Align, 64);
         tg_half = emit_hidden(a);
+      }
+      // A u64 array for threadgroup u64 atomics (stmt_tg_atomic_u64).
+      if (!wc && aux.chance(0.4)) {
+        Inst a = make(Op::TgAlloc, DType::U64);
+        a.set(ir::Attr::Name, k.intern_string("tg_u64"));
+        a.set(ir::Attr::Count, kMaxGroupSize);
+        tg_u64 = emit_hidden(a);
       }
     }
     p_n = param_value(kN);

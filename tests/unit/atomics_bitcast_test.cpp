@@ -590,8 +590,9 @@ TEST_P(AtomicsBitcastConformance, BitcastsAgreeBitForBit) {
   std::vector<Buf> want = run_interp(k, bitcast_buffers(), ctx().info().lane_width, kBitcastLaunch);
   for (const char* name : {"h", "s", "b", "back"})
     for (uint32_t i = 0; i < 65536; ++i)
-      if (!f16_nan(uint16_t(i)) && !(flushes && (i & 0x7f80u) == 0 && (i & 0x7fu) != 0))
+      if (!f16_nan(uint16_t(i)) && !(flushes && (i & 0x7f80u) == 0 && (i & 0x7fu) != 0)) {
         ASSERT_EQ(u16_at(find(got, name), i), u16_at(find(want, name), i)) << name << "[" << i << "]";
+      }
 }
 
 INSTANTIATE_TEST_SUITE_P(Backends, AtomicsBitcastConformance, ::testing::Values(Backend::Vulkan, Backend::Cuda),

@@ -99,7 +99,7 @@ TEST(FuzzCross, ProgramsHaveEveryLaneOpAndOrderFreeAtomics) {
 // accumulators at 0.
 TEST(FuzzCross, ProgramsHaveWTheNewElementTypesAndTheWideAtomics) {
   std::map<std::string, size_t> stores, loads;
-  size_t u64_atomics = 0, pair_adds = 0, bad_addends = 0, bits16 = 0, bits64 = 0, unguarded = 0;
+  size_t u64_atomics = 0, tg_u64_atomics = 0, pair_adds = 0, bad_addends = 0, bits16 = 0, bits64 = 0, unguarded = 0;
   std::map<DType, size_t> ws;
   for (uint64_t seed = 0; seed < 600; ++seed) {
     ir::Kernel k = fuzz::random_program(seed, fuzz::reduction_seed(seed), cross());
@@ -111,6 +111,7 @@ TEST(FuzzCross, ProgramsHaveWTheNewElementTypesAndTheWideAtomics) {
         ++u64_atomics;
         EXPECT_EQ(k.params[in.param()].name, "acc_u64");
       }
+      if (in.op == Op::TgAtomicAdd && in.type == DType::U64) ++tg_u64_atomics;
       if (in.op == Op::AtomicAddPair) {
         ++pair_adds;
         for (int i = 1; i <= 2; ++i) {
@@ -133,7 +134,7 @@ TEST(FuzzCross, ProgramsHaveWTheNewElementTypesAndTheWideAtomics) {
     });
     for (const ir::Inst& in : k.insts)
       for (int i = 0; i < in.num_operands(); ++i)
-        if (k.insts[in.operands[i]].op == Op::AtomicAdd && k.insts[in.operands[i]].type == DType::U64)
+        if (ir::is_atomic(k.insts[in.operands[i]].op) && k.insts[in.operands[i]].type == DType::U64)
           ADD_FAILURE() << "seed " << seed << ": a u64 atomic's returned value is used";
     fuzz::RandomLaunch l = fuzz::random_launch(k, seed, cross());
     ASSERT_TRUE(l.dtype.has_w());
@@ -149,6 +150,7 @@ TEST(FuzzCross, ProgramsHaveWTheNewElementTypesAndTheWideAtomics) {
   for (const char* out : {"out_u8", "out_i16", "out_u64", "out_q5", "out_w"}) EXPECT_GT(stores[out], 10u) << out;
   EXPECT_GT(loads["in_w"], 10u);
   EXPECT_GT(u64_atomics, 10u);
+  EXPECT_GT(tg_u64_atomics, 10u);
   EXPECT_GT(pair_adds, 10u);
   EXPECT_EQ(bad_addends, 0u);
   EXPECT_GT(bits16, 10u);
