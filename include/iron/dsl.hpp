@@ -135,7 +135,9 @@ Expr cast(Operand x) {
 // More math (docs/semantics.md). floor, ceil, rint (round half to even), trunc: exact, on
 // floats. sin, cos, exp2, log2, erf, pow: on floats, within the bounds docs/semantics.md states.
 // mulhi (the high 32 bits of the 64-bit product), popcount, clz (clz(0) = 32): on i32 and u32.
-// bitcast<D>(x): the same 32 bits read as D, between f32, i32 and u32.
+// bitcast<D>(x): the same bits read as D, between dtypes of one width: f32, i32, u32 (32 bits);
+// f16, bf16, i16, u16 (16 bits: a 16-bit float is rounded to its dtype first, as a store would);
+// i64, u64 (64 bits).
 Expr floor(Operand x);
 Expr ceil(Operand x);
 Expr rint(Operand x);
@@ -390,7 +392,7 @@ Expr group_inclusive_sum(Operand x);
 Expr group_exclusive_sum(Operand x);
 
 // Atomics on an element of an `inout` buffer or of threadgroup memory holding f32, i32 or u32
-// (and/or: integers only). Each returns the value the element held before. They never race with
+// (and/or: integers only), or u64 (add, exchange and cas only). Each returns the value the element held before. They never race with
 // each other; a plain access to the same element by another thread needs a barrier between.
 Expr atomic_add(const ElemRef& at, Operand v);
 Expr atomic_min(const ElemRef& at, Operand v);
@@ -407,6 +409,11 @@ Expr atomic_and(const TgRef& at, Operand v);
 Expr atomic_or(const TgRef& at, Operand v);
 Expr atomic_exchange(const TgRef& at, Operand v);
 Expr atomic_cas(const TgRef& at, Operand expected, Operand v);
+// Packed 16-bit add into an `inout` f16 or bf16 buffer: atomic_add_pair(buf[p], lo, hi) adds lo
+// to buf[2p] and hi to buf[2p + 1] as one atomic update of their 32-bit word (the index counts
+// pairs, so a pair is always at an even element). Each element is rounded as a scalar add of
+// the value rounded to the buffer's dtype. Returns nothing (docs/semantics.md).
+void atomic_add_pair(const ElemRef& pair, Operand lo, Operand hi);
 // Memory fences: other threads of the threadgroup (or of the device) observe this thread's
 // memory accesses before the fence before those after it. A fence is not a barrier: it makes
 // no thread wait and does not make a plain access race-free.

@@ -38,9 +38,11 @@ struct EmitState {
   std::map<uint32_t, std::set<int>> vector_chunks;
   // Memory that f32 atomics act on (compare-and-swap loops on the bits): buffer parameter
   // indices and TgAlloc ids. A dialect without float atomics declares these as 32-bit words.
+  // Buffers atomic_add_pair acts on are in f32_atomic_params too: they need the same word view.
   std::set<uint32_t> f32_atomic_params;
   std::set<ir::Id> f32_atomic_allocs;
   bool uses_fence_device = false;
+  bool uses_int64_atomics = false;  // an atomic on u64 memory (GLSL: GL_EXT_shader_atomic_int64)
   // Helper functions the body uses (names without the iron_ prefix, e.g. "div_i32"); the body is
   // emitted before the prelude, so begin() prints exactly these, in name order.
   std::set<std::string> helpers;
@@ -156,6 +158,11 @@ class Dialect {
   // before that expression (a compare-and-swap loop) go to `lines`. `reg` names the result.
   virtual std::string atomic(EmitState& s, const ir::Inst& in, DType t, const std::string& reg,
                              const std::vector<std::string>& a, std::vector<std::string>& lines) const = 0;
+  // atomic_add_pair (docs/semantics.md) on buffer `p` (f16 or bf16) at pair index `pair`: the
+  // statements go to `lines`; `reg` is a fresh name for temporaries.
+  virtual void atomic_add_pair(EmitState& s, const ir::Inst& in, const ir::Param& p, const std::string& reg,
+                               const std::string& pair, const std::string& lo, const std::string& hi,
+                               std::vector<std::string>& lines) const = 0;
   // fence_threadgroup / fence_device as a statement.
   virtual std::string fence(ir::Op op) const = 0;
   // An element of an f32 threadgroup array that f32 atomics act on (EmitState::f32_atomic_allocs)

@@ -108,6 +108,7 @@ class GlslDialect final : public Dialect {
       out += "#extension GL_KHR_memory_scope_semantics : require\n";
       out += "#extension GL_EXT_shader_explicit_arithmetic_types_float16 : require\n";
     }
+    if (s.uses_int64_atomics) out += "#extension GL_EXT_shader_atomic_int64 : require\n";
     if (s.uses_lane_ops) {
       out += "#extension GL_KHR_shader_subgroup_basic : require\n";
       out += "#extension GL_KHR_shader_subgroup_shuffle : require\n";
@@ -393,6 +394,17 @@ class GlslDialect final : public Dialect {
   }
 
   std::string bitcast(EmitState& s, const ir::Inst& in, DType from, DType to, const std::string& x) const override {
+    // 16 bits: a 16-bit float register is rounded to its dtype for its bits (as a store would);
+    // bits become a 16-bit float through its exact widening.
+    if (dtype_size(from) == 2 || dtype_size(to) == 2) {
+      if (from == DType::F16 || to == DType::F16) s.helpers.insert("f16");
+      std::string bits = from == DType::F16    ? "uint16_t(iron_f32_to_f16(" + x + "))"
+                         : from == DType::BF16 ? "iron_f32_to_bf16(" + x + ")"
+                                               : "uint16_t(" + x + ")";
+      if (to == DType::F16) return "iron_f16_to_f32(uint(" + bits + "))";
+      if (to == DType::BF16) return "iron_bf16_to_f32(" + bits + ")";
+      return reg_type(to) + "(" + bits + ")";
+    }
     if (to == DType::F32) {
       // An integer constant's bits would become a float constant to the driver: a zero is spelled
       // opaquely (see float_zero).
@@ -606,6 +618,16 @@ class GlslDialect final : public Dialect {
                         std::to_string(in.loc.file) + "u);");
       return "uintBitsToFloat(" + reg + "_old)";
     }
+    if (t == DType::U64) {
+      // GL_EXT_shader_atomic_int64 (device features shaderBufferInt64Atomics and
+      // shaderSharedInt64Atomics; the dispatch check rejects a device without them).
+      switch (kind) {
+        case Op::AtomicAdd: return "atomicAdd(" + mem + ", " + v + ")";
+        case Op::AtomicExchange: return "atomicExchange(" + mem + ", " + v + ")";
+        case Op::AtomicCas: return "atomicCompSwap(" + mem + ", " + a[1] + ", " + v + ")";
+        default: break;
+      }
+    }
     if (t == DType::I32 || t == DType::U32) {
       switch (kind) {
         case Op::AtomicAdd: return "atomicAdd(" + mem + ", " + v + ")";
@@ -620,6 +642,36 @@ class GlslDialect final : public Dialect {
     }
     s.unsupported(in, name(), std::string(ir::mnemonic(in.op)) + " of " + dtype_name(t));
     return "0";
+  }
+
+  // GLSL has no 16-bit float atomics: a compare-and-swap loop on the pair's 32-bit word (the
+  // `_bits` view), each element one rounding of its exact sum (docs/semantics.md).
+  void atomic_add_pair(EmitState& s, const ir::Inst& in, const ir::Param& p, const std::string& reg,
+                       const std::string& pair, const std::string& lo, const std::string& hi,
+                       std::vector<std::string>& lines) const override {
+    const bool f16 = s.concrete(p.dtype) == DType::F16;
+    if (f16) s.helpers.insert("f16");
+    auto widen = [&](const std::string& bits) {
+      return f16 ? "iron_f16_to_f32(" + bits + ")" : "uintBitsToFloat((" + bits + ") << 16)";
+    };
+    auto narrow = [&](const std::string& x) {
+      return f16 ? "iron_f32_to_f16(" + x + ")" : "uint(iron_f32_to_bf16(" + x + "))";
+    };
+    const std::string word = param_name(p) + "_bits.data[" + pair + "]";
+    lines.push_back("precise float " + reg + "_lo = " + widen(narrow(lo)) + ";");
+    lines.push_back("precise float " + reg + "_hi = " + widen(narrow(hi)) + ";");
+    lines.push_back("uint " + reg + "_old = " + word + ";");
+    lines.push_back("uint " + reg + "_seen;");
+    lines.push_back("do {");
+    lines.push_back("  " + reg + "_seen = " + reg + "_old;");
+    lines.push_back("  precise float " + reg + "_a = " + widen(reg + "_seen & 0xffffu") + " + " + reg + "_lo;");
+    lines.push_back("  precise float " + reg + "_b = " + widen(reg + "_seen >> 16") + " + " + reg + "_hi;");
+    lines.push_back("  " + reg + "_old = atomicCompSwap(" + word + ", " + reg + "_seen, " + narrow(reg + "_a") + " | (" +
+                    narrow(reg + "_b") + " << 16));");
+    lines.push_back("} while (" + reg + "_old != " + reg + "_seen);");
+    if (s.loop_check)
+      lines.push_back("if (" + reg + "_old != " + reg + "_seen) iron_loop_cut(" + std::to_string(in.loc.line) + "u, " +
+                      std::to_string(in.loc.file) + "u);");
   }
 
   std::string fence(ir::Op op) const override {

@@ -433,6 +433,12 @@ struct Emitter {
         line(depth, d.decl(t) + reg(id) + " = " + expr + ";");  // never fused: it has a side effect
         break;
       }
+      case Op::AtomicAddPair: {
+        std::vector<std::string> lines;
+        d.atomic_add_pair(s, in, s.k.params[in.param()], reg(id), arg(0), arg(1), arg(2), lines);
+        for (const std::string& l : lines) line(depth, l);
+        break;
+      }
       case Op::FenceThreadgroup: case Op::FenceDevice: line(depth, d.fence(in.op)); break;
       case Op::Barrier: line(depth, d.barrier()); break;
       case Op::LaneSum: case Op::LaneMax: def(d.lane_reduce(s, in, t, arg(0))); break;
@@ -536,6 +542,8 @@ Emitted emit(const ir::Kernel& k, Instantiation dtype, Target target, const Emit
       if (ir::is_global_atomic(in.op)) s.f32_atomic_params.insert(in.param());
       else s.f32_atomic_allocs.insert(in.operands[0]);
     }
+    if (ir::is_atomic(in.op) && ir::resolve(in.type.elem(), dtype) == DType::U64) s.uses_int64_atomics = true;
+    if (in.op == ir::Op::AtomicAddPair) s.f32_atomic_params.insert(in.param());
     if (in.op == ir::Op::FenceDevice) s.uses_fence_device = true;
     if ((in.op == ir::Op::Load || in.op == ir::Op::Store) && in.attr(ir::Attr::Vec) > 0)
       s.vector_chunks[in.param()].insert(

@@ -143,6 +143,38 @@ uint64_t int_wrap(DType t, uint64_t raw) {
   return v;
 }
 
+int bitcast_width(DType t) {
+  switch (t) {
+    case DType::F32: case DType::I32: case DType::U32: return 4;
+    case DType::F16: case DType::BF16: case DType::I16: case DType::U16: return 2;
+    case DType::I64: case DType::U64: return 8;
+    default: return 0;
+  }
+}
+
+uint64_t bitcast_register(DType from, DType to, uint64_t reg) {
+  auto f32_of = [](uint64_t r) {
+    const uint32_t u = uint32_t(r);
+    float f;
+    std::memcpy(&f, &u, 4);
+    return f;
+  };
+  auto reg_of = [](float f) {
+    uint32_t u;
+    std::memcpy(&u, &f, 4);
+    return uint64_t(u);
+  };
+  uint64_t bits = reg;
+  if (from == DType::F16) bits = f32_to_f16(f32_of(reg));
+  else if (from == DType::BF16) bits = f32_to_bf16(f32_of(reg));
+  const int width = bitcast_width(from);
+  if (width < 8) bits &= (uint64_t(1) << (8 * width)) - 1;
+  if (to == DType::F16) return reg_of(f16_to_f32(uint16_t(bits)));
+  if (to == DType::BF16) return reg_of(bf16_to_f32(uint16_t(bits)));
+  if (to == DType::F32) return bits;  // an f32 register is its 32 bits, zero-extended
+  return int_wrap(to, bits);
+}
+
 uint64_t float_to_int(DType t, double x) {
   if (std::isnan(x)) return 0;
   const double lo = double(int_min(t));

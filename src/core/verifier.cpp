@@ -535,10 +535,17 @@ struct Verifier {
           memory = ty(a.alloc);
         }
         if (memory == DType::Void) break;
-        if (memory != DType::F32 && !word_int(memory))
-          err(in, std::string("atomics act on f32, i32 or u32 memory, not ") + dtype_name(memory));
         Op kind = atomic_kind(in.op);
-        if ((kind == Op::AtomicAnd || kind == Op::AtomicOr) && !word_int(memory))
+        if (memory == DType::U64) {
+          // u64: add, exchange and compare-and-swap (CUDA's unsigned long long atomics, GLSL's
+          // GL_EXT_shader_atomic_int64); the order-dependent rest stays on the 32-bit words.
+          if (kind != Op::AtomicAdd && kind != Op::AtomicExchange && kind != Op::AtomicCas)
+            err(in, "on u64 memory only add, exchange and cas are defined, not " + std::string(mnemonic(kind)));
+        } else if (memory != DType::F32 && !word_int(memory)) {
+          err(in, std::string("atomics act on f32, i32 or u32 memory (u64: add, exchange and cas), not ") +
+                      dtype_name(memory));
+        }
+        if ((kind == Op::AtomicAnd || kind == Op::AtomicOr) && !word_int(memory) && memory != DType::U64)
           err(in, std::string("is defined on i32 and u32 memory only, not ") + dtype_name(memory));
         need_result(memory);
         if (!is_integer(ty(a.index))) err(in, std::string("index must be i32 or u32, is ") + dtype_name(ty(a.index)));
@@ -550,6 +557,22 @@ struct Verifier {
                       dtype_name(memory) + " (insert a cast)");
         break;
       }
+      case Op::AtomicAddPair:
+        if (const Param* p = param_ok(ParamKind::Buffer)) {
+          const DType memory = sub(p->dtype);
+          if (p->access != Access::ReadWrite)
+            err(in, "needs an inout buffer ('" + p->name + "' is " + access_name(p->access) + "): an atomic reads and writes");
+          if (memory != DType::F16 && memory != DType::BF16)
+            err(in, std::string("adds a pair into an f16 or bf16 buffer, not ") + dtype_name(memory));
+          else
+            for (int i = 1; i <= 2; ++i)
+              if (o(i) != memory)
+                err(in, std::string(i == 1 ? "lo" : "hi") + " is " + dtype_name(o(i)) + " but the buffer holds " +
+                            dtype_name(memory) + " (insert a cast)");
+        }
+        integer_operand(0, "pair index");
+        if (rt != DType::Void) err(in, "defines no value");
+        break;
       case Op::FenceThreadgroup: case Op::FenceDevice:
         break;
       case Op::If:
@@ -596,8 +619,8 @@ struct Verifier {
   }
 
   // The math ops of issue 8 (docs/semantics.md): float rounding and transcendentals on float
-  // dtypes, mulhi/popcount/clz on i32/u32 (result in the operand's dtype), bitcast between the
-  // 32-bit dtypes f32, i32 and u32.
+  // dtypes, mulhi/popcount/clz on i32/u32 (result in the operand's dtype), bitcast between
+  // dtypes of one width (num::bitcast_width).
   void math_types(const Inst& in) {
     const DType rt = sub(in.type.elem());
     auto o = [&](int i) { return ty(in.operands[i]); };
@@ -610,10 +633,9 @@ struct Verifier {
         if (rt != DType::I32 && rt != DType::U32) err(in, std::string("is defined on i32 and u32 only, not ") + dtype_name(rt));
         break;
       case Op::Bitcast: {
-        auto word = [](DType t) { return t == DType::F32 || t == DType::I32 || t == DType::U32; };
-        if (!word(rt) || !word(o(0)))
-          err(in, std::string("bitcast converts between f32, i32 and u32 (equal 32-bit widths), not ") +
-                      dtype_name(o(0)) + " to " + dtype_name(rt) + " (16-bit floats live in f32 registers: cast)");
+        if (num::bitcast_width(rt) == 0 || num::bitcast_width(rt) != num::bitcast_width(o(0)))
+          err(in, std::string("bitcast converts between dtypes of one width (f32, i32, u32; f16, bf16, i16, u16; "
+                              "i64, u64), not ") + dtype_name(o(0)) + " to " + dtype_name(rt));
         break;
       }
       default:

@@ -800,6 +800,19 @@ void fence_threadgroup(SrcLoc l) {
   in.loc = loc_of(l);
   emit(in);
 }
+void atomic_add_pair(const ElemRef& pair, Operand lo, Operand hi) {
+  Expr l = materialize(lo, pair.dtype());
+  Expr h = materialize(hi, pair.dtype());
+  Inst in;
+  in.op = Op::AtomicAddPair;
+  in.loc = loc_of(pair.file(), pair.line());
+  in.set(ir::Attr::Param, pair.param());
+  in.operands.push_back(pair.index().id());
+  in.operands.push_back(l.id());
+  in.operands.push_back(h.id());
+  emit(in);
+}
+
 void fence_device(SrcLoc l) {
   Inst in;
   in.op = Op::FenceDevice;

@@ -111,7 +111,7 @@ std::string barrier_orders_nothing(const Kernel& k, Id id) {
         return true;
       default:
         // An atomic reads and writes its element.
-        if (ir::is_global_atomic(in.op)) {
+        if (ir::is_global_atomic(in.op) || in.op == Op::AtomicAddPair) {
           name = "buffer '" + k.params[in.param()].name + "'";
           write = true;
           return true;

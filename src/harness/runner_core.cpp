@@ -231,6 +231,11 @@ json device_json(const DeviceInfo& d) {
           {"memory_bytes", d.memory_bytes},
           {"f16", d.f16},
           {"bf16", d.bf16},
+          {"int8", d.int8},
+          {"int16", d.int16},
+          {"int64", d.int64},
+          {"int64_atomics_buffer", d.int64_atomics_buffer},
+          {"int64_atomics_shared", d.int64_atomics_shared},
           {"f32_denormals", d.f32_denormals_flushed ? "flushed" : "preserved"},
           {"float_controls", d.float_controls}};
 }

@@ -22,8 +22,6 @@ Kind kind_of(DType t) {
   return Kind::Other;
 }
 
-bool is_bitcast_word(DType t) { return t == DType::F32 || t == DType::I32 || t == DType::U32; }
-
 bool fail(std::string& error, std::string msg) {
   error = std::move(msg);
   return false;
@@ -265,11 +263,11 @@ bool eval_pure(ir::Op op, DType result_type, DType operand_type, const Scalar* a
     case Op::Cast:
       return eval_cast(result_type, operand_type, args[0], out, error);
     case Op::Bitcast:
-      // The low 32 bits of an f32, i32 or u32 register, read as the result dtype in its
-      // canonical register (an i32 sign-extended, a u32 or f32 zero-extended).
-      if (!is_bitcast_word(result_type) || !is_bitcast_word(operand_type))
+      // The operand's bits (a 16-bit float rounded to its dtype first), read as the result dtype
+      // in its canonical register: 32, 16 or 64 bits (num::bitcast_register).
+      if (num::bitcast_width(result_type) == 0 || num::bitcast_width(result_type) != num::bitcast_width(operand_type))
         return fail(error, std::string("bitcast of ") + dtype_name(operand_type) + " to " + dtype_name(result_type));
-      out = result_type == DType::I32 ? Scalar::of_i32(args[0].i()) : Scalar::of_u32(args[0].u());
+      out = Scalar{num::bitcast_register(operand_type, result_type, args[0].bits)};
       return true;
     case Op::Eq: case Op::Ne: case Op::Lt: case Op::Le: case Op::Gt: case Op::Ge:
       return eval_compare(op, operand_type, args, out, error);

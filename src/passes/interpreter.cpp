@@ -300,6 +300,7 @@ struct Machine {
       case Op::TgAtomicExchange: case Op::TgAtomicCas:
         tg_access(in, out, active);
         return;
+      case Op::AtomicAddPair: atomic_add_pair(in, active); return;
       // Lock step is sequentially consistent: every access is visible to every thread before
       // the next instruction, so a fence has nothing left to order. Fences are not barriers:
       // the race detector still reports plain accesses a fence does not synchronize.
@@ -825,9 +826,10 @@ struct Machine {
     return a < b ? a : b;
   }
 
-  // The canonical register of a 32-bit memory word of an atomic's dtype (i32, u32 or f32; the
-  // verifier allows no other): i32 sign-extended, u32 and f32 zero-extended.
+  // The canonical register of a memory word of an atomic's dtype (i32, u32 or f32, or u64; the
+  // verifier allows no other): i32 sign-extended, u32 and f32 zero-extended, u64 as it is.
   static uint64_t word_register(DType t, uint64_t word) {
+    if (t == DType::U64) return word;
     return t == DType::I32 ? uint64_t(int64_t(int32_t(uint32_t(word)))) : uint64_t(uint32_t(word));
   }
 
@@ -866,13 +868,43 @@ struct Machine {
     for (uint32_t t : active) {
       int64_t idx = index_of(a.index, t);
       check_index(in, v, idx, t);
-      unsigned char* p = v.data + size_t(idx) * 4;  // a 32-bit word (the verifier's atomic dtypes)
-      uint32_t word;
-      std::memcpy(&word, p, 4);
+      // A 32-bit word, or a 64-bit one for u64 (the verifier's atomic dtypes); little-endian.
+      const size_t size = v.storage == DType::U64 ? 8 : 4;
+      unsigned char* p = v.data + size_t(idx) * size;
+      uint64_t word = 0;
+      std::memcpy(&word, p, size);
       const uint64_t old = word_register(v.storage, word);
-      const uint32_t now = uint32_t(atomic_update(kind, v.storage, old, val[t], expected ? expected[t] : 0));
-      std::memcpy(p, &now, 4);
+      const uint64_t now = atomic_update(kind, v.storage, old, val[t], expected ? expected[t] : 0);
+      std::memcpy(p, &now, size);
       out[t] = old;
+    }
+  }
+
+  // Packed 16-bit add: lo and hi are rounded to the buffer's dtype (as a store rounds), then
+  // element 2p becomes round(element + lo) and element 2p + 1 round(element + hi), each one
+  // rounding of the exact sum (the f32 sum of two 16-bit values rounded again to 16 bits is
+  // that: 24 >= 2 * 11 + 2). Threads run in ascending order, like the other global atomics.
+  void atomic_add_pair(const ir::Inst& in, const Mask& active) {
+    View v = view(in);
+    const uint64_t* lo = row(in.operands[1]);
+    const uint64_t* hi = row(in.operands[2]);
+    auto add = [&](unsigned char* p, uint64_t x) {
+      uint16_t h;
+      std::memcpy(&h, p, 2);
+      const bool f16 = v.storage == DType::F16;
+      const float old = f16 ? num::f16_to_f32(h) : num::bf16_to_f32(h);
+      const float sum = old + num::round_to(v.storage, Scalar{x}.f());
+      h = f16 ? num::f32_to_f16(sum) : num::f32_to_bf16(sum);
+      std::memcpy(p, &h, 2);
+    };
+    for (uint32_t t : active) {
+      const int64_t pair = index_of(in.operands[0], t);
+      if (pair < 0 || uint64_t(pair) >= v.count / 2 || !v.data)
+        fail(in, std::string("atomic_add_pair of buffer '") + k.params[in.param()].name + "' at pair " +
+                     std::to_string(pair) + " (elements " + std::to_string(2 * pair) + " and " + std::to_string(2 * pair + 1) +
+                     ") is out of range: the buffer has " + std::to_string(v.count) + " elements (" + thread_text(t) + ")");
+      add(v.data + size_t(pair) * 4, lo[t]);
+      add(v.data + size_t(pair) * 4 + 2, hi[t]);
     }
   }
 

@@ -301,6 +301,9 @@ struct PhysicalDevice {
   bool shader_int8 = false;      // 8-bit integer arithmetic (i8/u8 registers)
   bool storage_8bit = false;     // 8-bit buffer elements (i8, u8, fp8)
   bool need_ext_8bit_storage = false;
+  bool buffer_int64_atomics = false;  // shaderBufferInt64Atomics (u64 atomics on buffers)
+  bool shared_int64_atomics = false;  // shaderSharedInt64Atomics (u64 atomics on shared memory)
+  bool need_ext_atomic_int64 = false;
   bool full_subgroups = false;  // computeFullSubgroups (subgroup size control)
   // lavapipe: loops end after a fixed iteration budget (codegen::kLoopLimitText), so every
   // emitted loop reports through a status buffer when the driver cut it short.
@@ -338,6 +341,7 @@ PhysicalDevice describe(const Instance& inst, VkPhysicalDevice handle) {
   bool ext_f16 = has_extension(exts, VK_KHR_SHADER_FLOAT16_INT8_EXTENSION_NAME);
   bool ext_8bit = has_extension(exts, VK_KHR_8BIT_STORAGE_EXTENSION_NAME);
   bool ext_sgsc = has_extension(exts, VK_EXT_SUBGROUP_SIZE_CONTROL_EXTENSION_NAME);
+  bool ext_atomic64 = has_extension(exts, VK_KHR_SHADER_ATOMIC_INT64_EXTENSION_NAME);
   bool ext_driver = has_extension(exts, VK_KHR_DRIVER_PROPERTIES_EXTENSION_NAME);
   bool ext_coopmat = has_extension(exts, VK_NV_COOPERATIVE_MATRIX_EXTENSION_NAME);
 
@@ -380,6 +384,8 @@ PhysicalDevice describe(const Instance& inst, VkPhysicalDevice handle) {
       vk_struct<VkPhysicalDevice8BitStorageFeatures>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_8BIT_STORAGE_FEATURES);
   auto coopmat = vk_struct<VkPhysicalDeviceCooperativeMatrixFeaturesNV>(
       VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_NV);
+  auto atomic64 = vk_struct<VkPhysicalDeviceShaderAtomicInt64Features>(
+      VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_ATOMIC_INT64_FEATURES);
   if (v11) {
     void** tail = &features2.pNext;
     *tail = &storage16;
@@ -400,6 +406,10 @@ PhysicalDevice describe(const Instance& inst, VkPhysicalDevice handle) {
       *tail = &coopmat;
       tail = &coopmat.pNext;
     }
+    if (v12 || ext_atomic64) {
+      *tail = &atomic64;
+      tail = &atomic64.pNext;
+    }
     fn.vkGetPhysicalDeviceFeatures2(handle, &features2);
   }
   pd.shader_int16 = features2.features.shaderInt16;
@@ -412,6 +422,9 @@ PhysicalDevice describe(const Instance& inst, VkPhysicalDevice handle) {
   pd.storage_8bit = storage8.storageBuffer8BitAccess;
   pd.need_ext_8bit_storage = pd.storage_8bit && !v12;
   pd.full_subgroups = sgsc.computeFullSubgroups;
+  pd.buffer_int64_atomics = pd.shader_int64 && atomic64.shaderBufferInt64Atomics;
+  pd.shared_int64_atomics = pd.shader_int64 && atomic64.shaderSharedInt64Atomics;
+  pd.need_ext_atomic_int64 = (pd.buffer_int64_atomics || pd.shared_int64_atomics) && !v12;
   pd.need_ext_float16_int8 = (pd.shader_float16 || pd.shader_int8) && !v12;
   pd.need_ext_subgroup_size_control = pd.full_subgroups && !v13;
   if (ext_coopmat && coopmat.cooperativeMatrix && pd.shader_float16 && inst.coopmat_properties) {
@@ -479,6 +492,8 @@ PhysicalDevice describe(const Instance& inst, VkPhysicalDevice handle) {
   info.int8 = pd.shader_int8 && pd.storage_8bit;
   info.int16 = pd.shader_int16 && pd.storage_16bit;
   info.int64 = pd.shader_int64;
+  info.int64_atomics_buffer = pd.buffer_int64_atomics;
+  info.int64_atomics_shared = pd.shared_int64_atomics;
   if (have_floats) {
     auto yn = [](VkBool32 b) { return b ? "yes" : "no"; };
     info.float_controls = std::string("f32 denorm preserve ") + yn(float_controls.shaderDenormPreserveFloat32) +
@@ -559,6 +574,10 @@ std::shared_ptr<Core> create_core(std::unique_ptr<Instance> inst, const Physical
   auto sgsc = vk_struct<VkPhysicalDeviceSubgroupSizeControlFeatures>(
       VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_SIZE_CONTROL_FEATURES);
   sgsc.computeFullSubgroups = pd.full_subgroups;
+  auto atomic64 = vk_struct<VkPhysicalDeviceShaderAtomicInt64Features>(
+      VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_ATOMIC_INT64_FEATURES);
+  atomic64.shaderBufferInt64Atomics = pd.buffer_int64_atomics;
+  atomic64.shaderSharedInt64Atomics = pd.shared_int64_atomics;
 
   void** tail = &features2.pNext;
   *tail = &storage16;
@@ -582,12 +601,17 @@ std::shared_ptr<Core> create_core(std::unique_ptr<Instance> inst, const Physical
     *tail = &coopmat;
     tail = &coopmat.pNext;
   }
+  if (pd.buffer_int64_atomics || pd.shared_int64_atomics) {
+    *tail = &atomic64;
+    tail = &atomic64.pNext;
+  }
 
   std::vector<const char*> extensions;
   if (pd.coopmat_f16) extensions.push_back(VK_NV_COOPERATIVE_MATRIX_EXTENSION_NAME);
   if (pd.need_ext_float16_int8) extensions.push_back(VK_KHR_SHADER_FLOAT16_INT8_EXTENSION_NAME);
   if (pd.need_ext_8bit_storage) extensions.push_back(VK_KHR_8BIT_STORAGE_EXTENSION_NAME);
   if (pd.need_ext_subgroup_size_control) extensions.push_back(VK_EXT_SUBGROUP_SIZE_CONTROL_EXTENSION_NAME);
+  if (pd.need_ext_atomic_int64) extensions.push_back(VK_KHR_SHADER_ATOMIC_INT64_EXTENSION_NAME);
 
   auto dci = vk_struct<VkDeviceCreateInfo>(VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO);
   dci.pNext = &features2;  // pEnabledFeatures must stay null when Features2 is chained
@@ -867,6 +891,7 @@ class VulkanDevice final : public Device {
     if (vote && !pd_.subgroup_vote)
       throw Error("kernel '" + k.name + "' uses lane_any or lane_all; device '" + pd_.info.name +
                   "' does not support subgroup votes in compute shaders (VK_SUBGROUP_FEATURE_VOTE_BIT)");
+    if (std::string why = vulkan_u64_atomics_problem(k, dtype, pd_.info); !why.empty()) throw Error(why);
     codegen::EmitOptions options;
     options.loop_limit_check = pd_.loop_limited;
     // lavapipe's fma is a multiply and an add (two roundings): emulated with one.
@@ -907,7 +932,8 @@ class VulkanDevice final : public Device {
     fp += "; device " + i.name + " (" + i.arch + "); " + i.driver + "; api " + version_text(pd_.api_version) +
           "; subgroup " + std::to_string(i.lane_width) + "; features";
     for (bool b : {pd_.shader_int16, pd_.shader_int64, pd_.storage_16bit, pd_.uniform_storage_16bit,
-                   pd_.shader_float16, pd_.full_subgroups, pd_.shader_int8, pd_.storage_8bit})
+                   pd_.shader_float16, pd_.full_subgroups, pd_.shader_int8, pd_.storage_8bit,
+                   pd_.buffer_int64_atomics, pd_.shared_int64_atomics})
       fp += b ? " 1" : " 0";
     if (pd_.loop_limited) fp += "; loop status binding";  // a different module and layout
     if (pd_.loop_limited && pd_.shader_float64) fp += "; f64 fma";
@@ -1411,6 +1437,22 @@ class VulkanDevice final : public Device {
 };
 
 }  // namespace
+
+std::string vulkan_u64_atomics_problem(const ir::Kernel& k, Instantiation dtype, const DeviceInfo& dev) {
+  bool buffer = false, shared = false;
+  ir::walk(k, [&](ir::Id id) {
+    const ir::Inst& in = k.insts[id];
+    if (!ir::is_atomic(in.op) || ir::resolve(in.type.elem(), dtype) != DType::U64) return;
+    (ir::is_global_atomic(in.op) ? buffer : shared) = true;
+  });
+  if (buffer && !dev.int64_atomics_buffer)
+    return "kernel '" + k.name + "' uses u64 atomics on a buffer; device '" + dev.name +
+           "' does not support them (shaderBufferInt64Atomics, VK_KHR_shader_atomic_int64)";
+  if (shared && !dev.int64_atomics_shared)
+    return "kernel '" + k.name + "' uses u64 atomics on threadgroup memory; device '" + dev.name +
+           "' does not support them (shaderSharedInt64Atomics, VK_KHR_shader_atomic_int64)";
+  return "";
+}
 
 std::unique_ptr<Device> make_vulkan_device(int index) {
   std::unique_ptr<Instance> inst = create_instance();
