@@ -513,7 +513,8 @@ std::shared_ptr<Core> create_core(std::unique_ptr<Instance> inst, const Physical
   auto features2 = vk_struct<VkPhysicalDeviceFeatures2>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2);
   features2.features.shaderInt16 = pd.shader_int16;
   features2.features.shaderInt64 = pd.shader_int64;
-  features2.features.shaderFloat64 = pd.loop_limited && pd.shader_float64;
+  // f64: lavapipe's fma emulation and every device's f16 / bf16 fma (iron_fma_odd).
+  features2.features.shaderFloat64 = pd.shader_float64;
   auto storage16 =
       vk_struct<VkPhysicalDevice16BitStorageFeatures>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_16BIT_STORAGE_FEATURES);
   storage16.storageBuffer16BitAccess = pd.storage_16bit;
@@ -818,6 +819,16 @@ class VulkanDevice final : public Device {
     if (vote && !pd_.subgroup_vote)
       throw Error("kernel '" + k.name + "' uses lane_any or lane_all; device '" + pd_.info.name +
                   "' does not support subgroup votes in compute shaders (VK_SUBGROUP_FEATURE_VOTE_BIT)");
+    // f16 / bf16 fma is one rounding of the exact a * b + c, computed through f64 (iron_fma_odd).
+    bool fma16 = false;
+    ir::walk(k, [&](ir::Id id) {
+      const DType t = ir::resolve(k.insts[id].type.elem(), dtype);
+      fma16 = fma16 || (k.insts[id].op == ir::Op::Fma && (t == DType::F16 || t == DType::BF16));
+    });
+    if (fma16 && !pd_.shader_float64)
+      throw Error("kernel '" + k.name + "' (" + instantiation_name(dtype) + ") uses fma on " +
+                  "f16 or bf16, which Vulkan computes through f64 (one rounding of the exact result); device '" +
+                  pd_.info.name + "' does not support f64 in shaders (shaderFloat64)");
     codegen::EmitOptions options;
     options.loop_limit_check = pd_.loop_limited;
     // lavapipe's fma is a multiply and an add (two roundings): emulated with one.
@@ -856,7 +867,7 @@ class VulkanDevice final : public Device {
     fp += "; device " + i.name + " (" + i.arch + "); " + i.driver + "; api " + version_text(pd_.api_version) +
           "; subgroup " + std::to_string(i.lane_width) + "; features";
     for (bool b : {pd_.shader_int16, pd_.shader_int64, pd_.storage_16bit, pd_.uniform_storage_16bit,
-                   pd_.shader_float16, pd_.full_subgroups, pd_.shader_int8, pd_.storage_8bit})
+                   pd_.shader_float16, pd_.full_subgroups, pd_.shader_int8, pd_.storage_8bit, pd_.shader_float64})
       fp += b ? " 1" : " 0";
     if (pd_.loop_limited) fp += "; loop status binding";  // a different module and layout
     if (pd_.loop_limited && pd_.shader_float64) fp += "; f64 fma";
