@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <map>
+#include <set>
 
 #include "codegen/c_like.hpp"
 #include "core/numeric.hpp"
@@ -225,8 +226,9 @@ struct Emitter {
   std::string out;
 
   std::map<ir::Id, std::string> inline_expr;  // fused values: their expression text
-  // 16-bit ops' f32 expressions before their rounding (rounded()), for a store that rounds anyway.
-  std::map<ir::Id, std::string> unrounded;
+  // 16-bit ops whose one use is a store into a buffer of their dtype: the store's rounding is
+  // the op's own, so rounded() leaves them to it (one rounding in the source, the same value).
+  std::set<ir::Id> rounded_by_store;
 
   // A value reference: the register name, or the whole expression of a fused value.
   std::string v(ir::Id id) const {
@@ -276,10 +278,6 @@ struct Emitter {
   // its register is simply left unused.
   std::string stored_value(ir::Id value, DType buffer_type) const {
     const ir::Inst& c = s.k.insts[value];
-    // A 16-bit op printed inline at this store: the store's own rounding is the op's rounding.
-    if (auto raw = unrounded.find(value); raw != unrounded.end() && s.concrete(c.type) == buffer_type &&
-                                          d.inline_fused() && (c.flags & ir::kFused))
-      return raw->second;
     if (c.op != ir::Op::Cast || s.concrete(c.type) != buffer_type) return v(value);
     if (buffer_type != DType::F16 && buffer_type != DType::BF16 && !is_fp8(buffer_type)) return v(value);
     if (!is_float(s.concrete(s.k.insts[c.operands[0]].type))) return v(value);
@@ -313,7 +311,7 @@ struct Emitter {
       case ir::Op::Add: case ir::Op::Sub: case ir::Op::Mul: case ir::Op::Div: case ir::Op::Fma: case ir::Op::Exp:
       case ir::Op::Log: case ir::Op::Sqrt: case ir::Op::Rsqrt: case ir::Op::Tanh: case ir::Op::Sin: case ir::Op::Cos:
       case ir::Op::Exp2: case ir::Op::Log2: case ir::Op::Erf: case ir::Op::Pow:
-        unrounded[ir::Id(&in - s.k.insts.data())] = expr;
+        if (rounded_by_store.count(ir::Id(&in - s.k.insts.data()))) return expr;
         return d.cast(s, in, DType::F32, t, expr);
       default:
         return expr;
@@ -540,6 +538,21 @@ Emitted emit(const ir::Kernel& k, Instantiation dtype, Target target, const Emit
   std::unique_ptr<Dialect> d = target == Target::Cuda ? make_cuda_dialect() : make_glsl_dialect();
   // The body first: it records the helpers the prelude must define.
   Emitter e{s, *d, {}, {}, {}};
+  {
+    std::vector<uint32_t> uses(k.insts.size(), 0);
+    ir::walk(k, [&](ir::Id id) {
+      for (int i = 0; i < k.insts[id].num_operands(); ++i)
+        if (k.insts[id].operands[i] < uses.size()) ++uses[k.insts[id].operands[i]];
+    });
+    ir::walk(k, [&](ir::Id id) {
+      const ir::Inst& in = k.insts[id];
+      if (in.op != ir::Op::Store) return;
+      const ir::Id v = in.operands[1];
+      const DType bt = s.concrete(k.params[in.param()].dtype);
+      if ((bt == DType::F16 || bt == DType::BF16) && uses[v] == 1 && s.concrete(k.insts[v].type) == bt)
+        e.rounded_by_store.insert(v);
+    });
+  }
   e.block(0, 1);
   d->end(s, e.out);
   std::string prelude;

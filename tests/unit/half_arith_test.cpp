@@ -315,6 +315,9 @@ TEST(HalfArith, DialectsRoundEveryOpAndTheSourceCompiles) {
   codegen::Emitted cst = codegen::emit(sto, DType::F32, codegen::Target::Cuda);
   EXPECT_NE(cst.source.find("= __float2half_rn(("), std::string::npos) << cst.source;
   EXPECT_EQ(cst.source.find("__float2half_rn(__half2float"), std::string::npos) << cst.source;
+  codegen::Emitted gst = codegen::emit(sto, DType::F32, codegen::Target::Glsl);
+  EXPECT_EQ(gst.source.find("iron_f16_to_f32(iron_f32_to_f16("), std::string::npos) << gst.source;
+  EXPECT_NE(gst.source.find("uint16_t(iron_f32_to_f16("), std::string::npos) << gst.source;
 }
 
 // The conformance kernel: every 16-bit op on inputs that include the separating fma triples,
