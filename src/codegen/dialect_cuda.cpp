@@ -276,8 +276,8 @@ class CudaDialect final : public Dialect {
       case ir::Op::Abs: return f ? "fabsf(" + a[0] + ")" : t == DType::U32 ? a[0] : "abs(" + a[0] + ")";
       case ir::Op::Min: return f ? fmin_fmax(s, false, a[0], a[1]) : "min(" + a[0] + ", " + a[1] + ")";
       case ir::Op::Max: return f ? fmin_fmax(s, true, a[0], a[1]) : "max(" + a[0] + ", " + a[1] + ")";
-      // f16 / bf16: one rounding of the exact a * b + c (the emitter rounds the result to the
-      // dtype, which changes nothing after the native op): fma.rn.f16 / fma.rn.bf16.
+      // f16 / bf16: one rounding of the exact a * b + c, a value of the dtype: fma.rn.f16 /
+      // fma.rn.bf16.
       case ir::Op::Fma:
         if (t == DType::F16 || t == DType::BF16) {
           s.helpers.insert(t == DType::F16 ? "fma_f16" : "fma_bf16");

@@ -335,11 +335,11 @@ class GlslDialect final : public Dialect {
       case ir::Op::Min: return is_float(t) ? fmin_fmax(s, false, a[0], a[1]) : "min(" + a[0] + ", " + a[1] + ")";
       case ir::Op::Max: return is_float(t) ? fmin_fmax(s, true, a[0], a[1]) : "max(" + a[0] + ", " + a[1] + ")";
       case ir::Op::Fma:
-        // f16 / bf16: one rounding of the exact a * b + c; the emitter rounds the f32 to odd
-        // this returns to the dtype (docs/semantics.md). Needs shaderFloat64.
+        // f16 / bf16: one rounding of the exact a * b + c, the f32 rounded to odd then to the
+        // dtype (docs/semantics.md). Needs shaderFloat64.
         if (t == DType::F16 || t == DType::BF16) {
           s.helpers.insert("fma_odd");
-          return "iron_fma_odd(" + a[0] + ", " + a[1] + ", " + a[2] + ")";
+          return cast(s, in, DType::F32, t, "iron_fma_odd(" + a[0] + ", " + a[1] + ", " + a[2] + ")");
         }
         if (s.emulate_fma) {
           s.helpers.insert("fma");

@@ -304,11 +304,11 @@ struct Emitter {
   // f16 and bf16 arithmetic rounds to its dtype after every op (docs/semantics.md): the f32
   // result of an op that can leave the dtype's values is rounded by the dialect's narrowing cast.
   // neg, abs, min, max, floor, ceil, rint and trunc of a 16-bit value stay 16-bit values; the
-  // dialects' 16-bit fma returns the value to round (one rounding in all).
+  // dialects' 16-bit fma returns a value of the dtype (one rounding of the exact result).
   std::string rounded(const ir::Inst& in, DType t, const std::string& expr) {
     if (t != DType::F16 && t != DType::BF16) return expr;
     switch (in.op) {
-      case ir::Op::Add: case ir::Op::Sub: case ir::Op::Mul: case ir::Op::Div: case ir::Op::Fma: case ir::Op::Exp:
+      case ir::Op::Add: case ir::Op::Sub: case ir::Op::Mul: case ir::Op::Div: case ir::Op::Exp:
       case ir::Op::Log: case ir::Op::Sqrt: case ir::Op::Rsqrt: case ir::Op::Tanh: case ir::Op::Sin: case ir::Op::Cos:
       case ir::Op::Exp2: case ir::Op::Log2: case ir::Op::Erf: case ir::Op::Pow:
         if (rounded_by_store.count(ir::Id(&in - s.k.insts.data()))) return expr;
