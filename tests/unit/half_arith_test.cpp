@@ -287,7 +287,8 @@ TEST(HalfArith, DialectsRoundEveryOpAndTheSourceCompiles) {
     ASSERT_TRUE(glsl.ok()) << glsl.diags.render(k);
     const std::string gr = t == DType::F16 ? "iron_f16_to_f32(iron_f32_to_f16(" : "iron_bf16_to_f32(iron_f32_to_bf16(";
     EXPECT_NE(glsl.source.find(gr), std::string::npos) << glsl.source;
-    EXPECT_NE(glsl.source.find("iron_fma_odd("), std::string::npos) << glsl.source;
+    EXPECT_NE(glsl.source.find(t == DType::F16 ? "iron_fma_odd_f16(" : "iron_fma_odd("), std::string::npos) << glsl.source;
+    EXPECT_EQ(glsl.source.find("double"), t == DType::F16 ? std::string::npos : glsl.source.find("double")) << glsl.source;
     codegen::Spirv spv = codegen::compile_glsl(glsl.source, "h");
     EXPECT_TRUE(spv.ok) << spv.log << glsl.source;
     // Both arms of the bf16 fma helper: native on sm_80 / sm_90, iron_fma_odd on sm_75 (this

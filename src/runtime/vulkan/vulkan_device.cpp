@@ -513,7 +513,7 @@ std::shared_ptr<Core> create_core(std::unique_ptr<Instance> inst, const Physical
   auto features2 = vk_struct<VkPhysicalDeviceFeatures2>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2);
   features2.features.shaderInt16 = pd.shader_int16;
   features2.features.shaderInt64 = pd.shader_int64;
-  // f64: lavapipe's fma emulation and every device's f16 / bf16 fma (iron_fma_odd).
+  // f64: lavapipe's fma emulation and every device's bf16 fma (iron_fma_odd).
   features2.features.shaderFloat64 = pd.shader_float64;
   auto storage16 =
       vk_struct<VkPhysicalDevice16BitStorageFeatures>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_16BIT_STORAGE_FEATURES);
@@ -819,16 +819,16 @@ class VulkanDevice final : public Device {
     if (vote && !pd_.subgroup_vote)
       throw Error("kernel '" + k.name + "' uses lane_any or lane_all; device '" + pd_.info.name +
                   "' does not support subgroup votes in compute shaders (VK_SUBGROUP_FEATURE_VOTE_BIT)");
-    // f16 / bf16 fma is one rounding of the exact a * b + c, computed through f64 (iron_fma_odd).
-    bool fma16 = false;
+    // bf16 fma is one rounding of the exact a * b + c, computed through f64 (iron_fma_odd; f16's
+    // needs only f32).
+    bool fma_bf16 = false;
     ir::walk(k, [&](ir::Id id) {
-      const DType t = ir::resolve(k.insts[id].type.elem(), dtype);
-      fma16 = fma16 || (k.insts[id].op == ir::Op::Fma && (t == DType::F16 || t == DType::BF16));
+      fma_bf16 = fma_bf16 || (k.insts[id].op == ir::Op::Fma && ir::resolve(k.insts[id].type.elem(), dtype) == DType::BF16);
     });
-    if (fma16 && !pd_.shader_float64)
-      throw Error("kernel '" + k.name + "' (" + instantiation_name(dtype) + ") uses fma on " +
-                  "f16 or bf16, which Vulkan computes through f64 (one rounding of the exact result); device '" +
-                  pd_.info.name + "' does not support f64 in shaders (shaderFloat64)");
+    if (fma_bf16 && !pd_.shader_float64)
+      throw Error("kernel '" + k.name + "' (" + instantiation_name(dtype) + ") uses fma on bf16, which Vulkan " +
+                  "computes through f64 (one rounding of the exact result); device '" + pd_.info.name +
+                  "' does not support f64 in shaders (shaderFloat64)");
     codegen::EmitOptions options;
     options.loop_limit_check = pd_.loop_limited;
     // lavapipe's fma is a multiply and an add (two roundings): emulated with one.
