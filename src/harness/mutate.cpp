@@ -174,11 +174,11 @@ std::string already_a_t_value(const Kernel& k, Id value) {
   if (t_buffer_load(value))
     return "the stored value is loaded from T buffer '" + k.params[in.param()].name +
            "', so it is a T value already and no rounding to T changes it";
-  // Every op on T rounds its result to T (docs/semantics.md, "16-bit float arithmetic"); the
-  // mutant rounds an add, sub, mul or div itself toward zero instead (rounds_itself).
+  // Every op on T gives a T value (docs/semantics.md, "16-bit float arithmetic"); the mutant
+  // rounds an add, sub, mul or div itself toward zero instead (rounds_itself).
   if (in.type == DType::Generic && eval::is_pure_evaluable(in.op) && !rounds_itself(in))
     return std::string("the stored value is the result of '") + ir::mnemonic(in.op) +
-           "' on T, which rounds to T itself, so it is a T value already and no rounding to T changes it";
+           "' on T, which is a T value (an op on T rounds to T), so no rounding to T changes it";
   if (in.op != Op::TgLoad || k.insts[in.operands[0]].type != DType::Generic) return "";
   const Id alloc = in.operands[0];
   bool stored = false, all_loads = true;
