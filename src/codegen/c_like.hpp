@@ -69,7 +69,8 @@ class Dialect {
  public:
   virtual ~Dialect() = default;
   virtual const char* name() const = 0;
-  // Register type. 16-bit floats live in f32 registers on every dialect (docs/dsl.md).
+  // Register type. 16-bit floats live in f32 registers on every dialect, holding values of their
+  // dtype: the emitter rounds each 16-bit op's result through cast() (docs/semantics.md).
   virtual std::string reg_type(DType t) const = 0;
   // Prefix of an SSA value declaration, e.g. "const float ".
   virtual std::string decl(DType t) const = 0;

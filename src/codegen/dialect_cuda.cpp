@@ -281,7 +281,15 @@ class CudaDialect final : public Dialect {
       case ir::Op::Abs: return f ? "fabsf(" + a[0] + ")" : t == DType::U32 ? a[0] : "abs(" + a[0] + ")";
       case ir::Op::Min: return f ? fmin_fmax(s, false, a[0], a[1]) : "min(" + a[0] + ", " + a[1] + ")";
       case ir::Op::Max: return f ? fmin_fmax(s, true, a[0], a[1]) : "max(" + a[0] + ", " + a[1] + ")";
-      case ir::Op::Fma: return "fmaf(" + a[0] + ", " + a[1] + ", " + a[2] + ")";
+      // f16 / bf16: one rounding of the exact a * b + c, a value of the dtype: fma.rn.f16 /
+      // fma.rn.bf16.
+      case ir::Op::Fma:
+        if (t == DType::F16 || t == DType::BF16) {
+          s.helpers.insert(t == DType::F16 ? "fma_f16" : "fma_bf16");
+          s.helpers.insert("fma_odd");
+          return std::string(t == DType::F16 ? "iron_fma_f16(" : "iron_fma_bf16(") + a[0] + ", " + a[1] + ", " + a[2] + ")";
+        }
+        return "fmaf(" + a[0] + ", " + a[1] + ", " + a[2] + ")";
       default: s.unsupported(in, name(), ir::mnemonic(in.op)); return "0";
     }
   }
@@ -329,6 +337,42 @@ class CudaDialect final : public Dialect {
   const char* helper_prefix() const override { return "__device__ __forceinline__ "; }
   std::string helper(const std::string& name) const override {
     if (name == "e4m3") return cuda_text(kFp8_e4m3);
+    // One rounding of the exact a * b + c to f16 / bf16 (docs/semantics.md). The registers hold
+    // values of the dtype, so the conversions to __half / __nv_bfloat16 are exact; where the
+    // arch has no native 16-bit fma, iron_fma_odd (num::fma_round_odd: round to odd at f32)
+    // followed by the dtype's rounding is the same single rounding.
+    if (name == "fma_f16")
+      return "__device__ __forceinline__ float iron_fma_odd(float a, float b, float c);\n"
+             "__device__ __forceinline__ float iron_fma_f16(float a, float b, float c) {\n"
+             "#if __CUDA_ARCH__ >= 530\n"
+             "  return __half2float(__hfma(__float2half_rn(a), __float2half_rn(b), __float2half_rn(c)));\n"
+             "#else\n"
+             "  return __half2float(__float2half_rn(iron_fma_odd(a, b, c)));\n"
+             "#endif\n}\n";
+    if (name == "fma_bf16")
+      return "__device__ __forceinline__ float iron_fma_odd(float a, float b, float c);\n"
+             "__device__ __forceinline__ float iron_fma_bf16(float a, float b, float c) {\n"
+             "#if __CUDA_ARCH__ >= 800\n"
+             "  return __bfloat162float(__hfma(__float2bfloat16_rn(a), __float2bfloat16_rn(b), __float2bfloat16_rn(c)));\n"
+             "#else\n"
+             "  return __bfloat162float(__float2bfloat16_rn(iron_fma_odd(a, b, c)));\n"
+             "#endif\n}\n";
+    if (name == "fma_odd")
+      return "__device__ __forceinline__ float iron_fma_odd(float a, float b, float c) {\n"
+             "  const double p = (double)a * (double)b;\n"
+             "  const double dc = (double)c;\n"
+             "  const double s = __dadd_rn(p, dc);\n"
+             "  if (!isfinite(s)) return (float)s;\n"
+             "  const double v = s - p;\n"
+             "  const double err = (p - (s - v)) + (dc - v);\n"
+             "  if (fabs(s) > 3.4028234663852886e38) return s > 0.0 ? 3.402823466e38f : -3.402823466e38f;\n"
+             "  const float f = __double2float_rn(s);\n"
+             "  const double df = (double)f;\n"
+             "  if (err == 0.0 && df == s) return f;\n"
+             "  unsigned bits = __float_as_uint(f);\n"
+             "  const double over = (df - s) - err;\n"
+             "  if ((over > 0.0) == (s > 0.0)) bits -= 1u;\n"
+             "  return __uint_as_float(bits | 1u);\n}\n";
     if (name == "e5m2") return cuda_text(kFp8_e5m2);
     if (name == "atomic_add_pair_f16" || name == "atomic_add_pair_bf16") {
       const bool f16 = name == "atomic_add_pair_f16";

@@ -362,6 +362,13 @@ class GlslDialect final : public Dialect {
       case ir::Op::Min: return is_float(t) ? fmin_fmax(s, false, a[0], a[1]) : "min(" + a[0] + ", " + a[1] + ")";
       case ir::Op::Max: return is_float(t) ? fmin_fmax(s, true, a[0], a[1]) : "max(" + a[0] + ", " + a[1] + ")";
       case ir::Op::Fma:
+        // f16 / bf16: one rounding of the exact a * b + c, the f32 rounded to odd then to the
+        // dtype (docs/semantics.md). f16 in f32 alone; bf16 needs shaderFloat64.
+        if (t == DType::F16 || t == DType::BF16) {
+          const char* helper = t == DType::F16 ? "fma_odd_f16" : "fma_odd";
+          s.helpers.insert(helper);
+          return cast(s, in, DType::F32, t, std::string("iron_") + helper + "(" + a[0] + ", " + a[1] + ", " + a[2] + ")");
+        }
         if (s.emulate_fma) {
           s.helpers.insert("fma");
           return "iron_fma(" + a[0] + ", " + a[1] + ", " + a[2] + ")";
@@ -475,6 +482,40 @@ class GlslDialect final : public Dialect {
              "  if ((floatBitsToUint(x) & 0x7fffffffu) > 0x7f800000u || x <= 0.0) return 0u;\n"
              "  if (x >= 4294967296.0) return 0xffffffffu;\n"
              "  return uint(x);\n}\n";
+    if (name == "fma_odd_f16")
+      // num::fma_round_odd for f16 operands without f64: their product is exact in f32 (22
+      // significant bits, magnitudes 2^-48 .. 2^32) and every value involved is a multiple of
+      // 2^-48, so the f32 sum's error (TwoSum) is exact and no f32 subnormal occurs. An inexact
+      // sum with an even last bit moves one step toward the exact value: the odd neighbour.
+      return "float iron_fma_odd_f16(float a, float b, float c) {\n"
+             "  precise float p = a * b;\n"
+             "  precise float s = p + c;\n"
+             "  if ((floatBitsToUint(s) & 0x7f800000u) == 0x7f800000u) return s;\n"
+             "  precise float v = s - p;\n"
+             "  precise float err = (p - (s - v)) + (c - v);\n"
+             "  uint bits = floatBitsToUint(s);\n"
+             "  if (err == 0.0 || (bits & 1u) == 1u) return s;\n"
+             "  if ((err > 0.0) == (s > 0.0)) bits += 1u;\n"
+             "  else bits -= 1u;\n"
+             "  return uintBitsToFloat(bits);\n}\n";
+    if (name == "fma_odd")
+      // num::fma_round_odd: a * b + c rounded to odd at f32 (exact, or truncated with the last
+      // bit set), whose rounding to f16 / bf16 is the single rounding of the exact value.
+      return "float iron_fma_odd(float a, float b, float c) {\n"
+             "  precise double p = double(a) * double(b);\n"
+             "  precise double dc = double(c);\n"
+             "  precise double s = p + dc;\n"
+             "  if ((unpackDouble2x32(s).y & 0x7ff00000u) == 0x7ff00000u) return float(s);\n"
+             "  precise double v = s - p;\n"
+             "  precise double err = (p - (s - v)) + (dc - v);\n"
+             "  if (abs(s) > 3.4028234663852886e38lf) return s > 0.0lf ? uintBitsToFloat(0x7f7fffffu) : uintBitsToFloat(0xff7fffffu);\n"
+             "  precise float f = float(s);\n"
+             "  precise double df = double(f);\n"
+             "  if (err == 0.0lf && df == s) return f;\n"
+             "  uint bits = floatBitsToUint(f);\n"
+             "  precise double over = (df - s) - err;\n"
+             "  if ((over > 0.0lf) == (s > 0.0lf)) bits -= 1u;\n"
+             "  return uintBitsToFloat(bits | 1u);\n}\n";
     if (name == "fma")
       // a * b is exact in f64 and p + c is rounded once; TwoSum gives that rounding's error, and
       // an inexact even sum moves to its odd neighbour towards the exact value (round to odd),

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <map>
+#include <set>
 
 #include "codegen/c_like.hpp"
 #include "core/numeric.hpp"
@@ -41,8 +42,9 @@ std::string Dialect::literal(EmitState& s, const ir::Inst& in) const {
     case DType::I32: return value == INT32_MIN ? "(-2147483647 - 1)" : std::to_string(value);
     case DType::U32: return std::to_string(uint32_t(value)) + "u";
     default: {
-      // Constants of every float dtype are f32 register values (16-bit floats compute in f32).
+      // A float constant is a value of its dtype: rounded to f32, and to f16 / bf16 for those.
       float v = float(in.fattr(ir::Attr::Value));
+      if (t == DType::F16 || t == DType::BF16) v = num::round_to(t, v);
       if (std::isnan(v)) return float_from_bits(0x7fc00000u);
       if (std::isinf(v)) return float_from_bits(v > 0 ? 0x7f800000u : 0xff800000u);
       if (v == 0.0f) {
@@ -224,6 +226,9 @@ struct Emitter {
   std::string out;
 
   std::map<ir::Id, std::string> inline_expr;  // fused values: their expression text
+  // 16-bit ops whose one use is a store into a buffer of their dtype: the store's rounding is
+  // the op's own, so rounded() leaves them to it (one rounding in the source, the same value).
+  std::set<ir::Id> rounded_by_store;
 
   // A value reference: the register name, or the whole expression of a fused value.
   std::string v(ir::Id id) const {
@@ -296,6 +301,23 @@ struct Emitter {
     }
   }
 
+  // f16 and bf16 arithmetic rounds to its dtype after every op (docs/semantics.md): the f32
+  // result of an op that can leave the dtype's values is rounded by the dialect's narrowing cast.
+  // neg, abs, min, max, floor, ceil, rint and trunc of a 16-bit value stay 16-bit values; the
+  // dialects' 16-bit fma returns a value of the dtype (one rounding of the exact result).
+  std::string rounded(const ir::Inst& in, DType t, const std::string& expr) {
+    if (t != DType::F16 && t != DType::BF16) return expr;
+    switch (in.op) {
+      case ir::Op::Add: case ir::Op::Sub: case ir::Op::Mul: case ir::Op::Div: case ir::Op::Exp:
+      case ir::Op::Log: case ir::Op::Sqrt: case ir::Op::Rsqrt: case ir::Op::Tanh: case ir::Op::Sin: case ir::Op::Cos:
+      case ir::Op::Exp2: case ir::Op::Log2: case ir::Op::Erf: case ir::Op::Pow:
+        if (rounded_by_store.count(ir::Id(&in - s.k.insts.data()))) return expr;
+        return d.cast(s, in, DType::F32, t, expr);
+      default:
+        return expr;
+    }
+  }
+
   void inst(ir::Id id, int depth) {
     const ir::Inst& in = s.k.insts[id];
     DType t = s.concrete(in.type);
@@ -319,7 +341,7 @@ struct Emitter {
       case Op::Add: case Op::Sub: case Op::Mul: case Op::Div: case Op::Rem: case Op::And: case Op::Or:
       case Op::Xor: case Op::Shl: case Op::Shr: case Op::Eq: case Op::Ne: case Op::Lt: case Op::Le:
       case Op::Gt: case Op::Ge:
-        def(binary(in, arg(0), arg(1)));
+        def(rounded(in, t, binary(in, arg(0), arg(1))));
         break;
       case Op::Neg:
         def(is_integer(t) ? d.int_neg(t, arg(0)) : d.float_neg(arg(0)));
@@ -335,7 +357,7 @@ struct Emitter {
       case Op::Clz: {
         std::vector<std::string> a;
         for (int i = 0; i < in.num_operands(); ++i) a.push_back(arg(i));
-        def(d.math(s, in, t, a));
+        def(rounded(in, t, d.math(s, in, t, a)));
         break;
       }
       case Op::Select: def("(" + arg(0) + " ? " + arg(1) + " : " + arg(2) + ")"); break;
@@ -563,7 +585,22 @@ Emitted emit(const ir::Kernel& k, Instantiation dtype, Target target, const Emit
     if (!s.tile_coopmat) plan_glsl_tiles(s);
   }
   // The body first: it records the helpers the prelude must define.
-  Emitter e{s, *d, {}, {}};
+  Emitter e{s, *d, {}, {}, {}};
+  {
+    std::vector<uint32_t> uses(k.insts.size(), 0);
+    ir::walk(k, [&](ir::Id id) {
+      for (int i = 0; i < k.insts[id].num_operands(); ++i)
+        if (k.insts[id].operands[i] < uses.size()) ++uses[k.insts[id].operands[i]];
+    });
+    ir::walk(k, [&](ir::Id id) {
+      const ir::Inst& in = k.insts[id];
+      if (in.op != ir::Op::Store) return;
+      const ir::Id v = in.operands[1];
+      const DType bt = s.concrete(k.params[in.param()].dtype);
+      if ((bt == DType::F16 || bt == DType::BF16) && uses[v] == 1 && s.concrete(k.insts[v].type) == bt)
+        e.rounded_by_store.insert(v);
+    });
+  }
   e.block(0, 1);
   d->end(s, e.out);
   std::string prelude;

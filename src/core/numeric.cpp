@@ -3,6 +3,7 @@
 #include "core/numeric.hpp"
 
 #include <algorithm>
+#include <cfloat>
 #include <cmath>
 #include <limits>
 #include <cerrno>
@@ -120,6 +121,34 @@ float round_to(DType d, float v) {
   if (d == DType::BF16) return bf16_to_f32(f32_to_bf16(v));
   if (is_fp8(d)) return fp8_to_f32(d, f32_to_fp8(d, v));
   return v;
+}
+
+float fma_round_odd(float a, float b, float c) {
+  // The product of two f32 values is exact in f64 (48 significant bits, exponents in range); the
+  // sum is rounded once to nearest (s) and TwoSum gives its exact error, so s + err is exact.
+  const double p = double(a) * double(b);
+  const double dc = double(c);
+  double s = p + dc;
+  if (!std::isfinite(s)) return float(s);  // an inf or NaN operand (finite p + c stays finite)
+  const double v = s - p;
+  const double err = (p - (s - v)) + (dc - v);
+  // To odd at f32. The exact value x = s + err is an f32 only when err == 0 and s is one. Else
+  // the f32 nearest s is moved one step toward zero when it lies beyond x (x > FLT_MAX: the
+  // largest finite f32), then its last bit is set. s and x have one sign (s == 0 only when x == 0).
+  if (std::fabs(s) > double(FLT_MAX)) return s > 0.0 ? FLT_MAX : -FLT_MAX;
+  const float f = float(s);
+  const double df = double(f);
+  if (err == 0.0 && df == s) return f;
+  uint32_t bits;
+  std::memcpy(&bits, &f, 4);
+  // f - x = (df - s) - err: df - s is exact (Sterbenz) and the subtraction of err rounds the
+  // nonzero difference without changing its sign.
+  const double over = (df - s) - err;
+  if ((over > 0.0) == (s > 0.0)) bits -= 1u;  // |f| > |x|: never f == 0 here
+  bits |= 1u;
+  float r;
+  std::memcpy(&r, &bits, 4);
+  return r;
 }
 
 int64_t int_min(DType t) {

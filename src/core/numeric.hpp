@@ -26,6 +26,14 @@ float fp8_to_f32(DType d, uint8_t b);
 // Rounds an f32 value to the precision of `d` and back (identity for f32 and integers).
 float round_to(DType d, float v);
 
+// a * b + c for f32 register values, rounded once to f32 "to odd": the exact value when it is an
+// f32, else the one of the two f32 values around it whose last significand bit is 1 (its
+// truncation toward zero with that bit set; beyond the f32 range, the largest finite f32).
+// Rounding this to f16 or bf16 (nearest even) is the single rounding of the exact a * b + c,
+// since 24 >= p + 2 (docs/semantics.md, "16-bit float arithmetic"). Inf and NaN results are
+// those of IEEE fma. The dialects' iron_fma_odd helpers compute the same.
+float fma_round_odd(float a, float b, float c);
+
 // Integers of every width as 64-bit register patterns: the value reduced modulo 2^bits(t)
 // (two's complement wrap), then sign-extended for a signed t and zero-extended for an unsigned
 // one. Every integer value eval and the interpreter hold is in this canonical form.

@@ -558,7 +558,8 @@ std::shared_ptr<Core> create_core(std::unique_ptr<Instance> inst, const Physical
   auto features2 = vk_struct<VkPhysicalDeviceFeatures2>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2);
   features2.features.shaderInt16 = pd.shader_int16;
   features2.features.shaderInt64 = pd.shader_int64;
-  // f64: lavapipe's fma emulation, and cooperative-tile sums on every device that has it.
+  // f64: lavapipe's fma emulation, every device's bf16 fma (iron_fma_odd), and cooperative-tile
+  // sums on every device that has it.
   features2.features.shaderFloat64 = pd.shader_float64;
   auto storage16 =
       vk_struct<VkPhysicalDevice16BitStorageFeatures>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_16BIT_STORAGE_FEATURES);
@@ -892,6 +893,16 @@ class VulkanDevice final : public Device {
       throw Error("kernel '" + k.name + "' uses lane_any or lane_all; device '" + pd_.info.name +
                   "' does not support subgroup votes in compute shaders (VK_SUBGROUP_FEATURE_VOTE_BIT)");
     if (std::string why = vulkan_u64_atomics_problem(k, dtype, pd_.info); !why.empty()) throw Error(why);
+    // bf16 fma is one rounding of the exact a * b + c, computed through f64 (iron_fma_odd; f16's
+    // needs only f32).
+    bool fma_bf16 = false;
+    ir::walk(k, [&](ir::Id id) {
+      fma_bf16 = fma_bf16 || (k.insts[id].op == ir::Op::Fma && ir::resolve(k.insts[id].type.elem(), dtype) == DType::BF16);
+    });
+    if (fma_bf16 && !pd_.shader_float64)
+      throw Error("kernel '" + k.name + "' (" + instantiation_name(dtype) + ") uses fma on bf16, which Vulkan " +
+                  "computes through f64 (one rounding of the exact result); device '" + pd_.info.name +
+                  "' does not support f64 in shaders (shaderFloat64)");
     codegen::EmitOptions options;
     options.loop_limit_check = pd_.loop_limited;
     // lavapipe's fma is a multiply and an add (two roundings): emulated with one.
@@ -933,7 +944,7 @@ class VulkanDevice final : public Device {
           "; subgroup " + std::to_string(i.lane_width) + "; features";
     for (bool b : {pd_.shader_int16, pd_.shader_int64, pd_.storage_16bit, pd_.uniform_storage_16bit,
                    pd_.shader_float16, pd_.full_subgroups, pd_.shader_int8, pd_.storage_8bit,
-                   pd_.buffer_int64_atomics, pd_.shared_int64_atomics})
+                   pd_.buffer_int64_atomics, pd_.shared_int64_atomics, pd_.shader_float64})
       fp += b ? " 1" : " 0";
     if (pd_.loop_limited) fp += "; loop status binding";  // a different module and layout
     if (pd_.loop_limited && pd_.shader_float64) fp += "; f64 fma";
