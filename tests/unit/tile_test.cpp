@@ -187,7 +187,7 @@ void one_mma() {
 
 std::vector<uint16_t> halves(size_t n, float v) { return std::vector<uint16_t>(n, num::f32_to_f16(v)); }
 
-void run(const ir::Kernel& k, std::vector<interp::BufferArg> bufs, std::vector<uint32_t> scalars, uint32_t threads,
+void run(const ir::Kernel& k, std::vector<interp::BufferArg> bufs, std::vector<uint64_t> scalars, uint32_t threads,
          uint32_t lane_width) {
   interp::Options o;
   o.lane_width = lane_width;
