@@ -126,6 +126,33 @@ Expr fma(Operand a, Operand b, Operand c);
 // Both sides are evaluated: a select never guards a load (put loads behind if_ instead).
 Expr select(Operand cond, Operand if_true, Operand if_false);
 
+// Packed 16-bit pairs (docs/dsl.md "Packed pairs"): two f16 or bf16 values (or T, when every
+// dtype of T is one of them) computed together, element by element with the scalar rules:
+// CUDA's __half2 / __nv_bfloat162 instructions where the arch has them.
+class Pair {
+ public:
+  Pair() = default;
+  Pair(uint32_t id, DType elem) : id_(id), elem_(elem) {}
+  uint32_t id() const { return id_; }
+  DType elem() const { return elem_; }
+
+ private:
+  uint32_t id_ = UINT32_MAX;
+  DType elem_ = DType::Void;
+};
+// A pair of two values of one dtype (a literal takes the other operand's dtype).
+Pair pair(Operand lo, Operand hi);
+// Element 0 (lo) or 1 (hi) of a pair, as a scalar of its dtype.
+Expr get(Pair p, uint32_t index, SrcLoc loc = SrcLoc::current());
+Pair operator+(Pair a, Pair b);
+Pair operator-(Pair a, Pair b);
+Pair operator*(Pair a, Pair b);
+Pair operator-(Pair a);
+Pair fma(Pair a, Pair b, Pair c);
+Pair min(Pair a, Pair b);
+Pair max(Pair a, Pair b);
+Pair abs(Pair a);
+
 Expr cast_to(Operand x, DType to);
 template <DType D>
 Expr cast(Operand x) {

@@ -309,6 +309,20 @@ struct Machine {
       case Op::For: run_for(id, in, depth); return;
       default: break;
     }
+    // Packed 16-bit pairs: the two 16-bit patterns in the low 32 bits of the register.
+    if (in.op == Op::Pair || in.op == Op::PairGet || in.type.is_vector()) {
+      const DType elem = in.op == Op::PairGet ? types[in.operands[0]] : types[id];
+      const int n = in.num_operands();
+      Scalar args[3], r;
+      std::string error;
+      for (uint32_t t : active) {
+        for (int i = 0; i < n; ++i) args[i].bits = row(in.operands[i])[t];
+        if (!eval::eval_pair(in.op, elem, in.attr(ir::Attr::Index), args, n, r, error))
+          fail(in, std::string("'") + ir::mnemonic(in.op) + "': " + error + " (" + thread_text(t) + ")");
+        out[t] = r.bits;
+      }
+      return;
+    }
     if (!eval::is_pure_evaluable(in.op)) fail(in, std::string("the interpreter cannot execute '") + ir::mnemonic(in.op) + "'");
 
     const int n = in.num_operands();
