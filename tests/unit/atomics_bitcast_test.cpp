@@ -524,6 +524,17 @@ TEST(AtomicsBitcast, DialectsSpellTheContractAndCudaCompiles) {
       EXPECT_TRUE(r.ok) << dt << " " << arch << ":\n" << r.log.substr(0, 4000) << "\n" << pc;
     }
   }
+  // A 64-bit pair index is narrowed for GLSL's 32-bit array indices, as for every access.
+  {
+    std::string text = pair_ir("bf16");
+    const std::string call = "  atomic_add_pair<acc> %6, %9, %4";
+    text.replace(text.find(call), call.size(), "  %w = cast %6 : u64\n  atomic_add_pair<acc> %w, %9, %4");
+    ir::Kernel wide = passes::optimize(parse_verified(text));
+    std::string wg = codegen::emit(wide, DType::F32, codegen::Target::Glsl).source;
+    EXPECT_TRUE(codegen::compile_glsl(wg, "pairs64").ok) << wg;
+    std::string wc = codegen::emit(wide, DType::F32, codegen::Target::Cuda).source;
+    EXPECT_TRUE(rt::nvrtc_compile(wc, "pairs64", "sm_90a").ok) << wc;
+  }
   ir::Kernel b = passes::optimize(parse_verified(kBitcastIr));
   std::string bc = codegen::emit(b, DType::F32, codegen::Target::Cuda).source;
   EXPECT_NE(bc.find("__ushort_as_half("), std::string::npos) << bc;
