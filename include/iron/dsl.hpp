@@ -163,7 +163,7 @@ Expr cast(Operand x) {
 // floats. sin, cos, exp2, log2, erf, pow: on floats, within the bounds docs/semantics.md states.
 // mulhi (the high 32 bits of the 64-bit product), popcount, clz (clz(0) = 32): on i32 and u32.
 // bitcast<D>(x): the same bits read as D, between dtypes of one width: f32, i32, u32 (32 bits);
-// f16, bf16, i16, u16 (16 bits: a 16-bit float is rounded to its dtype first, as a store would);
+// f16, bf16, i16, u16 (16 bits: a 16-bit float gives the bits of its f16 or bf16 value);
 // i64, u64 (64 bits).
 Expr floor(Operand x);
 Expr ceil(Operand x);
@@ -439,7 +439,7 @@ Expr atomic_cas(const TgRef& at, Operand expected, Operand v);
 // Packed 16-bit add into an `inout` f16 or bf16 buffer: atomic_add_pair(buf[p], lo, hi) adds lo
 // to buf[2p] and hi to buf[2p + 1] as one atomic update of their 32-bit word (the index counts
 // pairs, so a pair is always at an even element). Each element is rounded as a scalar add of
-// the value rounded to the buffer's dtype. Returns nothing (docs/semantics.md).
+// the value (of the buffer's dtype). Returns nothing (docs/semantics.md).
 void atomic_add_pair(const ElemRef& pair, Operand lo, Operand hi);
 // Memory fences: other threads of the threadgroup (or of the device) observe this thread's
 // memory accesses before the fence before those after it. A fence is not a barrier: it makes

@@ -314,7 +314,7 @@ class CudaDialect final : public Dialect {
   }
 
   std::string bitcast(EmitState&, const ir::Inst&, DType from, DType to, const std::string& x) const override {
-    // 16 bits: a 16-bit float register is rounded to its dtype for its bits (as a store would);
+    // 16 bits: a 16-bit float register is narrowed to its dtype for its bits (as a store would);
     // bits become a 16-bit float through its exact widening.
     if (dtype_size(from) == 2 || dtype_size(to) == 2) {
       std::string bits = from == DType::F16    ? "__half_as_ushort(__float2half_rn(" + x + "))"

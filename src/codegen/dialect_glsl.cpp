@@ -401,7 +401,7 @@ class GlslDialect final : public Dialect {
   }
 
   std::string bitcast(EmitState& s, const ir::Inst& in, DType from, DType to, const std::string& x) const override {
-    // 16 bits: a 16-bit float register is rounded to its dtype for its bits (as a store would);
+    // 16 bits: a 16-bit float register is narrowed to its dtype for its bits (as a store would);
     // bits become a 16-bit float through its exact widening.
     if (dtype_size(from) == 2 || dtype_size(to) == 2) {
       if (from == DType::F16 || to == DType::F16) s.helpers.insert("f16");

@@ -468,7 +468,7 @@ struct Emitter {
       }
       case Op::AtomicAddPair: {
         std::vector<std::string> lines;
-        d.atomic_add_pair(s, in, s.k.params[in.param()], reg(id), arg(0), arg(1), arg(2), lines);
+        d.atomic_add_pair(s, in, s.k.params[in.param()], reg(id), index(in.operands[0]), arg(1), arg(2), lines);
         for (const std::string& l : lines) line(depth, l);
         break;
       }

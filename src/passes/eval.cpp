@@ -276,7 +276,7 @@ bool eval_pure(ir::Op op, DType result_type, DType operand_type, const Scalar* a
     case Op::Cast:
       return eval_cast(result_type, operand_type, args[0], out, error);
     case Op::Bitcast:
-      // The operand's bits (a 16-bit float rounded to its dtype first), read as the result dtype
+      // The operand's bits (a 16-bit float narrowed to its dtype, as a store does), read as the result dtype
       // in its canonical register: 32, 16 or 64 bits (num::bitcast_register).
       if (num::bitcast_width(result_type) == 0 || num::bitcast_width(result_type) != num::bitcast_width(operand_type))
         return fail(error, std::string("bitcast of ") + dtype_name(operand_type) + " to " + dtype_name(result_type));

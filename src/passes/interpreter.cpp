@@ -894,7 +894,8 @@ struct Machine {
     }
   }
 
-  // Packed 16-bit add: lo and hi are rounded to the buffer's dtype (as a store rounds), then
+  // Packed 16-bit add: lo and hi are narrowed to the buffer's dtype (as a store does; exact for
+  // the values of that dtype a 16-bit register holds), then
   // element 2p becomes round(element + lo) and element 2p + 1 round(element + hi), each one
   // rounding of the exact sum (the f32 sum of two 16-bit values rounded again to 16 bits is
   // that: 24 >= 2 * 11 + 2). Threads run in ascending order, like the other global atomics.
