@@ -340,6 +340,8 @@ TEST(CodegenTiles, ThreadgroupFragmentsLoadThroughLdmatrixWhenRowsAreAligned) {
       EXPECT_TRUE(r.ok) << codegen::cuda_mma_name(m) << ":\n" << r.log.substr(0, 3000);
     }
   }
+  // iron_tile_gemm's A (a 16-byte aligned f16/bf16 array, offset 8, stride 24) takes it too.
+  EXPECT_TRUE(has(cuda_source(codegen::CudaMma::MmaSync, DType::F16), "  iron_tile_ldmatrix(v"));
   // Auto holds all three preludes; sm_80 picks the mma one, ldmatrix included.
   rt::NvrtcResult r = rt::nvrtc_compile(cuda_source(codegen::CudaMma::Auto, DType::F16, "iron_tile_tg_product"),
                                         "tile_tg_product", "sm_80");
