@@ -558,6 +558,16 @@ TEST(GlslTiles, CooperativeMatrixLoweringCompilesAndValidates) {
     codegen::Spirv spv = codegen::compile_glsl(e.source, kernel);
     EXPECT_TRUE(spv.ok) << kernel << ":\n" << spv.log << "\n" << e.source;
     EXPECT_EQ(codegen::glsl_tile_slots(spv.words.data(), spv.words.size()), 1u) << kernel;  // the staging area
+    // glslang puts cooperative-matrix shaders under the Vulkan memory model (OpMemoryModel
+    // Logical Vulkan): the device enables vulkanMemoryModel with the extension.
+    bool vulkan_model = false;
+    for (size_t i = 5; i < spv.words.size() && i + 2 < spv.words.size();) {
+      const uint32_t len = spv.words[i] >> 16, opcode = spv.words[i] & 0xffffu;
+      if (opcode == 14) vulkan_model = spv.words[i + 2] == 3;  // OpMemoryModel: addressing, memory model
+      if (len == 0) break;
+      i += len;
+    }
+    EXPECT_TRUE(vulkan_model) << kernel;
   }
   codegen::Emitted gemm = glsl_source("iron_tile_gemm", DType::F16, true);
   // B from a buffer: direct when aligned, else staged; A from threadgroup memory: staged.
