@@ -43,6 +43,9 @@ struct DeviceInfo {
   // Dispatch validation allows the larger of the two.
   uint64_t shared_memory_optin_bytes = 0;
   uint64_t memory_bytes = 0;
+  // The most bytes one buffer parameter may be bound with (Vulkan: maxStorageBufferRange; CUDA
+  // and the interpreter address any allocation). Dispatch validation rejects a larger buffer.
+  uint64_t max_buffer_bytes = UINT64_MAX;
   bool f16 = false;
   bool bf16 = false;               // bf16 storage (computed through f32 where not native)
   // 8-bit integers (and fp8 storage, held as 8-bit integers), 16-bit integers and 64-bit
@@ -51,6 +54,10 @@ struct DeviceInfo {
   bool int8 = true;
   bool int16 = true;
   bool int64 = true;
+  // 64-bit (u64) atomics on buffers and on threadgroup memory. Vulkan: shaderBufferInt64Atomics
+  // and shaderSharedInt64Atomics (VK_KHR_shader_atomic_int64, core in 1.2); CUDA: always.
+  bool int64_atomics_buffer = true;
+  bool int64_atomics_shared = true;
   // f32 subnormals in shaders: false = preserved (IEEE, docs/semantics.md), true = flushed to
   // zero. Vulkan measures it once per opened device with a probe shader: the float-controls
   // properties say what a shader may request, not what it gets by default (lavapipe reports no
@@ -90,8 +97,39 @@ struct Timing {
   std::vector<double> samples_us;
   std::string compile_report;
 };
+// The value of one scalar ("constexpr") parameter at a dispatch: a float or an integer as the
+// caller wrote it. Integers are kept exactly (a u64 beyond 2^53 has no double), so the dispatch
+// check sees the caller's number: an integer parameter takes a whole value in its range, an f32
+// parameter a finite value in f32's range (an integer there is converted to the nearest f32).
+class ScalarValue {
+ public:
+  enum class Kind : uint8_t { Float, Int, UInt };
+  ScalarValue() = default;
+  ScalarValue(double v) : kind_(Kind::Float), f_(v) {}  // NOLINT: implicit by design
+  ScalarValue(float v) : kind_(Kind::Float), f_(v) {}  // NOLINT
+  ScalarValue(int v) : kind_(Kind::Int), i_(v) {}  // NOLINT
+  ScalarValue(long v) : kind_(Kind::Int), i_(v) {}  // NOLINT
+  ScalarValue(long long v) : kind_(Kind::Int), i_(v) {}  // NOLINT
+  ScalarValue(unsigned v) : kind_(Kind::UInt), u_(v) {}  // NOLINT
+  ScalarValue(unsigned long v) : kind_(Kind::UInt), u_(v) {}  // NOLINT
+  ScalarValue(unsigned long long v) : kind_(Kind::UInt), u_(v) {}  // NOLINT
+  Kind kind() const { return kind_; }
+  double f() const { return f_; }
+  int64_t i() const { return i_; }
+  uint64_t u() const { return u_; }
+  // The value as a double (rounded for an integer beyond 2^53).
+  double as_double() const { return kind_ == Kind::Float ? f_ : kind_ == Kind::Int ? double(i_) : double(u_); }
+  // The value as written: "3", "-2", "18446744073709551615", "0.5", "nan".
+  std::string text() const;
+
+ private:
+  Kind kind_ = Kind::Float;
+  double f_ = 0;
+  int64_t i_ = 0;
+  uint64_t u_ = 0;
+};
 // Scalar ("constexpr") values by parameter name. Integers must be exact and in range.
-using Constexprs = std::map<std::string, double, std::less<>>;
+using Constexprs = std::map<std::string, ScalarValue, std::less<>>;
 
 class Context {
  public:
@@ -160,6 +198,11 @@ class Context {
   std::unique_ptr<rt::Device> device_;
   std::unique_ptr<Cache> cache_;
 };
+
+// The launch bits of scalar value `v` for a parameter of dtype `t` (f32 and 32-bit integers in
+// the low 4 bytes, i64 and u64 whole), as every dispatch converts it; false, with `why` ("is not
+// a u32 (...)"), when the parameter cannot hold the value exactly.
+bool scalar_bits(DType t, const ScalarValue& v, uint64_t& bits, std::string& why);
 
 // Whether the device can run kernels that use dtype d; `why` names the missing feature.
 bool dtype_supported(const DeviceInfo& dev, DType d, std::string& why);

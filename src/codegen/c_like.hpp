@@ -38,9 +38,11 @@ struct EmitState {
   std::map<uint32_t, std::set<int>> vector_chunks;
   // Memory that f32 atomics act on (compare-and-swap loops on the bits): buffer parameter
   // indices and TgAlloc ids. A dialect without float atomics declares these as 32-bit words.
+  // Buffers atomic_add_pair acts on are in f32_atomic_params too: they need the same word view.
   std::set<uint32_t> f32_atomic_params;
   std::set<ir::Id> f32_atomic_allocs;
   bool uses_fence_device = false;
+  bool uses_int64_atomics = false;  // an atomic on u64 memory (GLSL: GL_EXT_shader_atomic_int64)
   // Helper functions the body uses (names without the iron_ prefix, e.g. "div_i32"); the body is
   // emitted before the prelude, so begin() prints exactly these, in name order.
   std::set<std::string> helpers;
@@ -67,7 +69,8 @@ class Dialect {
  public:
   virtual ~Dialect() = default;
   virtual const char* name() const = 0;
-  // Register type. 16-bit floats live in f32 registers on every dialect (docs/dsl.md).
+  // Register type. 16-bit floats live in f32 registers on every dialect, holding values of their
+  // dtype: the emitter rounds each 16-bit op's result through cast() (docs/semantics.md).
   virtual std::string reg_type(DType t) const = 0;
   // Prefix of an SSA value declaration, e.g. "const float ".
   virtual std::string decl(DType t) const = 0;
@@ -81,6 +84,8 @@ class Dialect {
   virtual std::string builtin(EmitState& s, const ir::Inst& in) const = 0;
   virtual std::string scalar(EmitState& s, const ir::Param& p) const = 0;
   virtual std::string load(EmitState& s, const ir::Param& p, const std::string& idx) const = 0;
+  // An integer value of dtype `t` used as an element index of a buffer or threadgroup array.
+  virtual std::string array_index(DType /*t*/, const std::string& idx) const { return idx; }
   virtual std::string store(EmitState& s, const ir::Param& p, const std::string& idx, const std::string& v) const = 0;
   // Constants: shared spelling; dialects supply the float suffix and how to write a float by its
   // bits (for infinities and NaN, which have no decimal literal).
@@ -146,6 +151,11 @@ class Dialect {
   std::string fp8_round(EmitState& s, DType to, const std::string& f32) const;
   // The shared f32 min/max helpers ("fmin", "fmax"), given the target's bit-cast spellings.
   std::string minmax_helper(const std::string& name, const char* to_bits, const char* from_bits) const;
+  // Packed 16-bit pairs (docs/semantics.md "Packed 16-bit pairs"): a pair register is a u32 word
+  // holding the two 16-bit patterns, element 0 in the low half. `elem` is f16 or bf16; `a` the
+  // operand spellings (f32 registers for pair, words otherwise). Returns a word for pair and the
+  // element-wise ops, an f32 register value for pair_get.
+  virtual std::string pair_op(EmitState& s, const ir::Inst& in, DType elem, const std::vector<std::string>& a) const = 0;
   virtual std::string barrier() const = 0;
   // Lane operations other than lane_sum/lane_max: shuffles (a = value, source lane), lane_min/
   // and/or, prefix sums and votes, with the results of docs/semantics.md for any lane width.
@@ -154,6 +164,11 @@ class Dialect {
   // before that expression (a compare-and-swap loop) go to `lines`. `reg` names the result.
   virtual std::string atomic(EmitState& s, const ir::Inst& in, DType t, const std::string& reg,
                              const std::vector<std::string>& a, std::vector<std::string>& lines) const = 0;
+  // atomic_add_pair (docs/semantics.md) on buffer `p` (f16 or bf16) at pair index `pair`: the
+  // statements go to `lines`; `reg` is a fresh name for temporaries.
+  virtual void atomic_add_pair(EmitState& s, const ir::Inst& in, const ir::Param& p, const std::string& reg,
+                               const std::string& pair, const std::string& lo, const std::string& hi,
+                               std::vector<std::string>& lines) const = 0;
   // fence_threadgroup / fence_device as a statement.
   virtual std::string fence(ir::Op op) const = 0;
   // An element of an f32 threadgroup array that f32 atomics act on (EmitState::f32_atomic_allocs)

@@ -193,7 +193,11 @@ class CudaDialect final : public Dialect {
   std::string builtin(EmitState& s, const ir::Inst& in) const override {
     std::string a = axis_name(in.attr(ir::Attr::Axis));
     switch (in.op) {
-      case ir::Op::ThreadId: return "(blockIdx." + a + " * blockDim." + a + " + threadIdx." + a + ")";
+      case ir::Op::ThreadId:
+        // thread_id64 (a u64 result): the product in 64 bits, so it never wraps.
+        if (in.type.elem() == DType::U64)
+          return "((unsigned long long)blockIdx." + a + " * blockDim." + a + " + threadIdx." + a + ")";
+        return "(blockIdx." + a + " * blockDim." + a + " + threadIdx." + a + ")";
       case ir::Op::ProgramId: return "blockIdx." + a;
       case ir::Op::LocalId: return "threadIdx." + a;
       case ir::Op::GroupSize: return "blockDim." + a;
@@ -277,7 +281,15 @@ class CudaDialect final : public Dialect {
       case ir::Op::Abs: return f ? "fabsf(" + a[0] + ")" : t == DType::U32 ? a[0] : "abs(" + a[0] + ")";
       case ir::Op::Min: return f ? fmin_fmax(s, false, a[0], a[1]) : "min(" + a[0] + ", " + a[1] + ")";
       case ir::Op::Max: return f ? fmin_fmax(s, true, a[0], a[1]) : "max(" + a[0] + ", " + a[1] + ")";
-      case ir::Op::Fma: return "fmaf(" + a[0] + ", " + a[1] + ", " + a[2] + ")";
+      // f16 / bf16: one rounding of the exact a * b + c, a value of the dtype: fma.rn.f16 /
+      // fma.rn.bf16.
+      case ir::Op::Fma:
+        if (t == DType::F16 || t == DType::BF16) {
+          s.helpers.insert(t == DType::F16 ? "fma_f16" : "fma_bf16");
+          s.helpers.insert("fma_odd");
+          return std::string(t == DType::F16 ? "iron_fma_f16(" : "iron_fma_bf16(") + a[0] + ", " + a[1] + ", " + a[2] + ")";
+        }
+        return "fmaf(" + a[0] + ", " + a[1] + ", " + a[2] + ")";
       default: s.unsupported(in, name(), ir::mnemonic(in.op)); return "0";
     }
   }
@@ -302,9 +314,32 @@ class CudaDialect final : public Dialect {
   }
 
   std::string bitcast(EmitState&, const ir::Inst&, DType from, DType to, const std::string& x) const override {
+    // 16 bits: a 16-bit float register is narrowed to its dtype for its bits (as a store would);
+    // bits become a 16-bit float through its exact widening.
+    if (dtype_size(from) == 2 || dtype_size(to) == 2) {
+      std::string bits = from == DType::F16    ? "__half_as_ushort(__float2half_rn(" + x + "))"
+                         : from == DType::BF16 ? "__bfloat16_as_ushort(__float2bfloat16_rn(" + x + "))"
+                                               : "(unsigned short)(" + x + ")";
+      if (to == DType::F16) return "__half2float(__ushort_as_half(" + bits + "))";
+      if (to == DType::BF16) return "__bfloat162float(__ushort_as_bfloat16(" + bits + "))";
+      return "(" + reg_type(to) + ")(" + bits + ")";
+    }
     if (to == DType::F32) return (from == DType::I32 ? "__int_as_float(" : "__uint_as_float(") + x + ")";
     if (from == DType::F32) return (to == DType::I32 ? "__float_as_int(" : "__float_as_uint(") + x + ")";
     return "(" + reg_type(to) + ")(" + x + ")";
+  }
+
+  // Pairs: add, sub, mul and fma on __half2 / __nv_bfloat162 (add.rn / sub.rn / mul.rn / fma.rn
+  // .f16x2 and .bf16x2: sm_53+ and sm_80+), min and max per element through iron_fmin /
+  // iron_fmax (the f32 rule, exact on 16-bit values), neg and abs on the sign bits.
+  std::string pair_op(EmitState& s, const ir::Inst& in, DType elem, const std::vector<std::string>& a) const override {
+    const std::string e = elem == DType::F16 ? "f16" : "bf16";
+    for (const char* h : {"fmin", "fmax", "fma_odd"}) s.helpers.insert(h);  // the pair helpers call them
+    s.helpers.insert("pair_" + e);
+    if (in.op == ir::Op::PairGet) return "iron_pair_get_" + e + "(" + a[0] + ", " + std::to_string(in.attr(ir::Attr::Index)) + "u)";
+    std::string args;
+    for (const std::string& x : a) args += (args.empty() ? "" : ", ") + x;
+    return "iron_pair_" + std::string(ir::mnemonic(in.op)) + "_" + e + "(" + args + ")";
   }
 
   // fminf/fmaxf ignore one NaN operand but do not order -0 and +0: an explicit helper.
@@ -315,7 +350,115 @@ class CudaDialect final : public Dialect {
   const char* helper_prefix() const override { return "__device__ __forceinline__ "; }
   std::string helper(const std::string& name) const override {
     if (name == "e4m3") return cuda_text(kFp8_e4m3);
+    // One rounding of the exact a * b + c to f16 / bf16 (docs/semantics.md). The registers hold
+    // values of the dtype, so the conversions to __half / __nv_bfloat16 are exact; where the
+    // arch has no native 16-bit fma, iron_fma_odd (num::fma_round_odd: round to odd at f32)
+    // followed by the dtype's rounding is the same single rounding.
+    if (name == "fma_f16")
+      return "__device__ __forceinline__ float iron_fma_odd(float a, float b, float c);\n"
+             "__device__ __forceinline__ float iron_fma_f16(float a, float b, float c) {\n"
+             "#if __CUDA_ARCH__ >= 530\n"
+             "  return __half2float(__hfma(__float2half_rn(a), __float2half_rn(b), __float2half_rn(c)));\n"
+             "#else\n"
+             "  return __half2float(__float2half_rn(iron_fma_odd(a, b, c)));\n"
+             "#endif\n}\n";
+    if (name == "fma_bf16")
+      return "__device__ __forceinline__ float iron_fma_odd(float a, float b, float c);\n"
+             "__device__ __forceinline__ float iron_fma_bf16(float a, float b, float c) {\n"
+             "#if __CUDA_ARCH__ >= 800\n"
+             "  return __bfloat162float(__hfma(__float2bfloat16_rn(a), __float2bfloat16_rn(b), __float2bfloat16_rn(c)));\n"
+             "#else\n"
+             "  return __bfloat162float(__float2bfloat16_rn(iron_fma_odd(a, b, c)));\n"
+             "#endif\n}\n";
+    if (name == "pair_f16" || name == "pair_bf16") {
+      const bool h = name == "pair_f16";
+      const std::string P = "__device__ __forceinline__ ", sfx = h ? "_f16" : "_bf16";
+      const std::string v2 = h ? "__half2" : "__nv_bfloat162", arch = h ? "530" : "800";
+      const std::string to16 = h ? "__float2half_rn" : "__float2bfloat16_rn";
+      const std::string as_us = h ? "__half_as_ushort" : "__bfloat16_as_ushort";
+      const std::string us_as = h ? "__ushort_as_half" : "__ushort_as_bfloat16";
+      const std::string to32 = h ? "__half2float" : "__bfloat162float";
+      std::string t;
+      // Words <-> native pairs, and the elements as f32 values.
+      t += P + v2 + " iron_pair_native" + sfx + "(unsigned w) {\n  return " + (h ? "__halves2half2" : "__halves2bfloat162") +
+           "(" + us_as + "((unsigned short)(w & 0xffffu)), " + us_as + "((unsigned short)(w >> 16)));\n}\n";
+      t += P + "unsigned iron_pair_word" + sfx + "(" + v2 + " v) {\n  return (unsigned)" + as_us + "(" +
+           (h ? "__low2half" : "__low2bfloat16") + "(v)) | ((unsigned)" + as_us + "(" + (h ? "__high2half" : "__high2bfloat16") +
+           "(v)) << 16);\n}\n";
+      t += P + "float iron_pair_get" + sfx + "(unsigned w, unsigned i) {\n  return " + to32 + "(" + us_as +
+           "((unsigned short)(w >> (16u * i))));\n}\n";
+      t += P + "unsigned iron_pair_pair" + sfx + "(float a, float b) {\n  return (unsigned)" + as_us + "(" + to16 +
+           "(a)) | ((unsigned)" + as_us + "(" + to16 + "(b)) << 16);\n}\n";
+      // Per element in f32, each result rounded once: the arch without the packed instruction.
+      auto each = [&](const std::string& op, const std::string& f) {
+        return P + "unsigned iron_pair_" + op + sfx + "_each(unsigned a, unsigned b, unsigned c) {\n" +
+               "  float x[2];\n  for (unsigned i = 0; i < 2u; ++i) {\n" +
+               "    const float p = iron_pair_get" + sfx + "(a, i), q = iron_pair_get" + sfx + "(b, i), r = iron_pair_get" + sfx + "(c, i);\n" +
+               "    (void)q; (void)r;\n    x[i] = " + f + ";\n  }\n  return iron_pair_pair" + sfx + "(x[0], x[1]);\n}\n";
+      };
+      t += "__device__ __forceinline__ float iron_fma_odd(float a, float b, float c);\n";
+      t += each("add", "__fadd_rn(p, q)") + each("sub", "__fsub_rn(p, q)") + each("mul", "__fmul_rn(p, q)") +
+           each("fma", "iron_fma_odd(p, q, r)");
+      const char* ops[][2] = {{"add", "__hadd2_rn"}, {"sub", "__hsub2_rn"}, {"mul", "__hmul2_rn"}};
+      for (auto& o : ops)
+        t += P + "unsigned iron_pair_" + o[0] + sfx + "(unsigned a, unsigned b) {\n#if __CUDA_ARCH__ >= " + arch +
+             "\n  return iron_pair_word" + sfx + "(" + o[1] + "(iron_pair_native" + sfx + "(a), iron_pair_native" + sfx +
+             "(b)));\n#else\n  return iron_pair_" + o[0] + sfx + "_each(a, b, 0u);\n#endif\n}\n";
+      t += P + "unsigned iron_pair_fma" + sfx + "(unsigned a, unsigned b, unsigned c) {\n#if __CUDA_ARCH__ >= " + arch +
+           "\n  return iron_pair_word" + sfx + "(__hfma2(iron_pair_native" + sfx + "(a), iron_pair_native" + sfx +
+           "(b), iron_pair_native" + sfx + "(c)));\n#else\n  return iron_pair_fma" + sfx + "_each(a, b, c);\n#endif\n}\n";
+      for (const char* mm : {"min", "max"})
+        t += P + "unsigned iron_pair_" + mm + sfx + "(unsigned a, unsigned b) {\n  return iron_pair_pair" + sfx +
+             "(iron_f" + mm + "(iron_pair_get" + sfx + "(a, 0u), iron_pair_get" + sfx + "(b, 0u)), iron_f" + mm +
+             "(iron_pair_get" + sfx + "(a, 1u), iron_pair_get" + sfx + "(b, 1u)));\n}\n";
+      t += P + "unsigned iron_pair_neg" + sfx + "(unsigned a) { return a ^ 0x80008000u; }\n";
+      t += P + "unsigned iron_pair_abs" + sfx + "(unsigned a) { return a & 0x7fff7fffu; }\n";
+      return t;
+    }
+    if (name == "fma_odd")
+      return "__device__ __forceinline__ float iron_fma_odd(float a, float b, float c) {\n"
+             "  const double p = (double)a * (double)b;\n"
+             "  const double dc = (double)c;\n"
+             "  const double s = __dadd_rn(p, dc);\n"
+             "  if (!isfinite(s)) return (float)s;\n"
+             "  const double v = s - p;\n"
+             "  const double err = (p - (s - v)) + (dc - v);\n"
+             "  if (fabs(s) > 3.4028234663852886e38) return s > 0.0 ? 3.402823466e38f : -3.402823466e38f;\n"
+             "  const float f = __double2float_rn(s);\n"
+             "  const double df = (double)f;\n"
+             "  if (err == 0.0 && df == s) return f;\n"
+             "  unsigned bits = __float_as_uint(f);\n"
+             "  const double over = (df - s) - err;\n"
+             "  if ((over > 0.0) == (s > 0.0)) bits -= 1u;\n"
+             "  return __uint_as_float(bits | 1u);\n}\n";
     if (name == "e5m2") return cuda_text(kFp8_e5m2);
+    if (name == "atomic_add_pair_f16" || name == "atomic_add_pair_bf16") {
+      const bool f16 = name == "atomic_add_pair_f16";
+      const std::string e = f16 ? "__half" : "__nv_bfloat16", e2 = f16 ? "__half2" : "__nv_bfloat162";
+      const std::string to_bits = f16 ? "__half_as_ushort" : "__bfloat16_as_ushort";
+      const std::string from_bits = f16 ? "__ushort_as_half" : "__ushort_as_bfloat16";
+      const std::string widen = f16 ? "__half2float" : "__bfloat162float";
+      const std::string narrow = f16 ? "__float2half_rn" : "__float2bfloat16_rn";
+      return "__device__ __forceinline__ void iron_atomic_add_pair_" + std::string(f16 ? "f16" : "bf16") + "(" + e +
+             "* p, float lo, float hi) {\n"
+             "#if __CUDA_ARCH__ >= " + (f16 ? "600" : "800") + "\n"
+             "  atomicAdd(reinterpret_cast<" + e2 + "*>(p), " + (f16 ? "__floats2half2_rn" : "__floats2bfloat162_rn") +
+             "(lo, hi));\n"
+             "#else\n"
+             "  const float l = " + widen + "(" + narrow + "(lo)), h = " + widen + "(" + narrow + "(hi));\n"
+             "  unsigned* q = reinterpret_cast<unsigned*>(p);\n"
+             "  unsigned old = *q, seen;\n"
+             "  do {\n"
+             "    seen = old;\n"
+             "    const unsigned a = " + to_bits + "(" + narrow + "(" + widen + "(" + from_bits +
+             "((unsigned short)(seen & 0xffffu))) + l));\n"
+             "    const unsigned b = " + to_bits + "(" + narrow + "(" + widen + "(" + from_bits +
+             "((unsigned short)(seen >> 16))) + h));\n"
+             "    old = atomicCAS(q, seen, a | (b << 16));\n"
+             "  } while (old != seen);\n"
+             "#endif\n"
+             "}\n";
+    }
     if (name == "atomic_f32_add" || name == "atomic_f32_min" || name == "atomic_f32_max") {
       std::string op = name.substr(11);
       std::string next = op == "add" ? "__uint_as_float(seen) + v" : "iron_f" + op + "(__uint_as_float(seen), v)";
@@ -438,6 +581,15 @@ class CudaDialect final : public Dialect {
                  "), __float_as_uint(" + v + ")))";
         default: break;
       }
+    } else if (t == DType::U64) {
+      // unsigned long long atomics (every architecture Iron targets); the verifier allows add,
+      // exchange and cas on u64.
+      switch (kind) {
+        case Op::AtomicAdd: return "atomicAdd(" + at + ", " + v + ")";
+        case Op::AtomicExchange: return "atomicExch(" + at + ", " + v + ")";
+        case Op::AtomicCas: return "atomicCAS(" + at + ", " + a[1] + ", " + v + ")";
+        default: break;
+      }
     } else if (t == DType::I32 || t == DType::U32) {
       switch (kind) {
         case Op::AtomicAdd: return "atomicAdd(" + at + ", " + v + ")";
@@ -452,6 +604,17 @@ class CudaDialect final : public Dialect {
     }
     s.unsupported(in, name(), std::string(ir::mnemonic(in.op)) + " of " + dtype_name(t));
     return "0";
+  }
+
+  // __half2 atomicAdd (sm_60+) and __nv_bfloat162 atomicAdd (sm_80+): one rounding of each
+  // element's exact sum, as docs/semantics.md defines; below those architectures a
+  // compare-and-swap loop on the 32-bit word computes the same (iron_atomic_add_pair_*).
+  void atomic_add_pair(EmitState& s, const ir::Inst&, const ir::Param& p, const std::string&, const std::string& pair,
+                       const std::string& lo, const std::string& hi, std::vector<std::string>& lines) const override {
+    const bool f16 = s.concrete(p.dtype) == DType::F16;
+    s.helpers.insert(f16 ? "atomic_add_pair_f16" : "atomic_add_pair_bf16");
+    lines.push_back(std::string(f16 ? "iron_atomic_add_pair_f16(" : "iron_atomic_add_pair_bf16(") + param_name(p) +
+                    " + 2ull * (unsigned long long)(" + pair + "), " + lo + ", " + hi + ");");
   }
 
   std::string fence(ir::Op op) const override {

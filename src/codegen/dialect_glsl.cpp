@@ -108,6 +108,7 @@ class GlslDialect final : public Dialect {
       out += "#extension GL_KHR_memory_scope_semantics : require\n";
       out += "#extension GL_EXT_shader_explicit_arithmetic_types_float16 : require\n";
     }
+    if (s.uses_int64_atomics) out += "#extension GL_EXT_shader_atomic_int64 : require\n";
     if (s.uses_lane_ops) {
       out += "#extension GL_KHR_shader_subgroup_basic : require\n";
       out += "#extension GL_KHR_shader_subgroup_shuffle : require\n";
@@ -153,8 +154,12 @@ class GlslDialect final : public Dialect {
     for (const ir::Param& p : k.params) any_scalar = any_scalar || p.kind == ir::ParamKind::Scalar;
     if (any_scalar) {
       out += "layout(push_constant) uniform IronScalars {";
+      std::vector<uint32_t> offsets;
+      push_constant_layout(k, offsets);
+      size_t si = 0;
       for (const ir::Param& p : k.params)
-        if (p.kind == ir::ParamKind::Scalar) out += " " + reg_type(p.dtype) + " " + param_name(p) + ";";
+        if (p.kind == ir::ParamKind::Scalar)
+          out += " layout(offset = " + std::to_string(offsets[si++]) + ") " + reg_type(p.dtype) + " " + param_name(p) + ";";
       out += " } iron_scalars;\n";
     }
     // Threadgroup arrays at their real width (16-bit floats as uint16_t, like buffers). GLSL has
@@ -232,7 +237,15 @@ class GlslDialect final : public Dialect {
   std::string builtin(EmitState& s, const ir::Inst& in) const override {
     std::string a = axis_name(in.attr(ir::Attr::Axis));
     switch (in.op) {
-      case ir::Op::ThreadId: return "gl_GlobalInvocationID." + a;
+      case ir::Op::ThreadId:
+        // thread_id64 (a u64 result): gl_GlobalInvocationID is 32-bit and would wrap. The
+        // group size is a specialization constant, and widening one is a constant operation
+        // SPIR-V 1.3 lacks, so a helper takes it as an ordinary argument.
+        if (in.type.elem() == DType::U64) {
+          s.helpers.insert("thread_id64");
+          return "iron_thread_id64(gl_WorkGroupID." + a + ", gl_WorkGroupSize." + a + ", gl_LocalInvocationID." + a + ")";
+        }
+        return "gl_GlobalInvocationID." + a;
       case ir::Op::ProgramId: return "gl_WorkGroupID." + a;
       case ir::Op::LocalId: return "gl_LocalInvocationID." + a;
       case ir::Op::GroupSize: return "gl_WorkGroupSize." + a;
@@ -267,6 +280,14 @@ class GlslDialect final : public Dialect {
     }
   }
 
+  // GLSL indexes arrays with 32-bit integers only. A 64-bit index is narrowed: a storage buffer
+  // the device can bind is at most maxStorageBufferRange (< 2^32) bytes, and threadgroup memory
+  // far less, so an index the narrowing changes is out of range already. 8- and 16-bit indices
+  // widen exactly.
+  std::string array_index(DType t, const std::string& idx) const override {
+    if (int_bits(t) == 32 || !is_integer(t)) return idx;
+    return std::string(is_signed_integer(t) ? "int(" : "uint(") + idx + ")";
+  }
   std::string load(EmitState& s, const ir::Param& p, const std::string& idx) const override {
     std::string e = param_name(p) + ".data[" + idx + "]";
     switch (s.concrete(p.dtype)) {
@@ -341,6 +362,13 @@ class GlslDialect final : public Dialect {
       case ir::Op::Min: return is_float(t) ? fmin_fmax(s, false, a[0], a[1]) : "min(" + a[0] + ", " + a[1] + ")";
       case ir::Op::Max: return is_float(t) ? fmin_fmax(s, true, a[0], a[1]) : "max(" + a[0] + ", " + a[1] + ")";
       case ir::Op::Fma:
+        // f16 / bf16: one rounding of the exact a * b + c, the f32 rounded to odd then to the
+        // dtype (docs/semantics.md). f16 in f32 alone; bf16 needs shaderFloat64.
+        if (t == DType::F16 || t == DType::BF16) {
+          const char* helper = t == DType::F16 ? "fma_odd_f16" : "fma_odd";
+          s.helpers.insert(helper);
+          return cast(s, in, DType::F32, t, std::string("iron_") + helper + "(" + a[0] + ", " + a[1] + ", " + a[2] + ")");
+        }
         if (s.emulate_fma) {
           s.helpers.insert("fma");
           return "iron_fma(" + a[0] + ", " + a[1] + ", " + a[2] + ")";
@@ -373,6 +401,17 @@ class GlslDialect final : public Dialect {
   }
 
   std::string bitcast(EmitState& s, const ir::Inst& in, DType from, DType to, const std::string& x) const override {
+    // 16 bits: a 16-bit float register is narrowed to its dtype for its bits (as a store would);
+    // bits become a 16-bit float through its exact widening.
+    if (dtype_size(from) == 2 || dtype_size(to) == 2) {
+      if (from == DType::F16 || to == DType::F16) s.helpers.insert("f16");
+      std::string bits = from == DType::F16    ? "uint16_t(iron_f32_to_f16(" + x + "))"
+                         : from == DType::BF16 ? "iron_f32_to_bf16(" + x + ")"
+                                               : "uint16_t(" + x + ")";
+      if (to == DType::F16) return "iron_f16_to_f32(uint(" + bits + "))";
+      if (to == DType::BF16) return "iron_bf16_to_f32(" + bits + ")";
+      return reg_type(to) + "(" + bits + ")";
+    }
     if (to == DType::F32) {
       // An integer constant's bits would become a float constant to the driver: a zero is spelled
       // opaquely (see float_zero).
@@ -415,6 +454,9 @@ class GlslDialect final : public Dialect {
   std::string helper(const std::string& name) const override {
     // The driver's own results are only the starting estimates (glsl_exact_math.inc).
     if (name == "f16") return glsl_lines(kGlsl_f16_conversions);
+    if (name == "thread_id64")
+      return "uint64_t iron_thread_id64(uint group, uint size, uint local) {\n"
+             "  return uint64_t(group) * uint64_t(size) + uint64_t(local);\n}\n";
     if (name == "e4m3") return glsl_lines(kFp8_e4m3);
     if (name == "e5m2") return glsl_lines(kFp8_e5m2);
     if (name == "fdiv")
@@ -440,6 +482,78 @@ class GlslDialect final : public Dialect {
              "  if ((floatBitsToUint(x) & 0x7fffffffu) > 0x7f800000u || x <= 0.0) return 0u;\n"
              "  if (x >= 4294967296.0) return 0xffffffffu;\n"
              "  return uint(x);\n}\n";
+    if (name == "pair_f16" || name == "pair_bf16") {
+      const bool h = name == "pair_f16";
+      const std::string sfx = h ? "_f16" : "_bf16";
+      const std::string get = h ? "iron_f16_to_f32((w >> (16u * i)) & 0xffffu)" : "uintBitsToFloat((w >> (16u * i)) << 16)";
+      const std::string to16 = h ? "(iron_f32_to_f16(x) & 0xffffu)" : "uint(iron_f32_to_bf16(x))";
+      std::string t;
+      t += "float iron_pair_get" + sfx + "(uint w, uint i) { return " + get + "; }\n";
+      t += "uint iron_pair_half" + sfx + "(float x) { return " + to16 + "; }\n";
+      t += "uint iron_pair_pair" + sfx + "(float a, float b) { return iron_pair_half" + sfx + "(a) | (iron_pair_half" + sfx +
+           "(b) << 16); }\n";
+      // `f` spells one element's result from p#, q#, r# (the operands' element #).
+      auto each = [&](const std::string& op, int n, const std::string& f) {
+        std::string params = "uint a";
+        std::string vals = "  precise float p0 = iron_pair_get" + sfx + "(a, 0u), p1 = iron_pair_get" + sfx + "(a, 1u);\n";
+        if (n >= 2) {
+          params += ", uint b";
+          vals += "  precise float q0 = iron_pair_get" + sfx + "(b, 0u), q1 = iron_pair_get" + sfx + "(b, 1u);\n";
+        }
+        if (n >= 3) {
+          params += ", uint c";
+          vals += "  precise float r0 = iron_pair_get" + sfx + "(c, 0u), r1 = iron_pair_get" + sfx + "(c, 1u);\n";
+        }
+        auto at = [&](char lane) {
+          std::string x = f;
+          for (size_t i = 0; i + 1 < x.size(); ++i)
+            if (x[i + 1] == '#' && (x[i] == 'p' || x[i] == 'q' || x[i] == 'r')) x[i + 1] = lane;
+          return x;
+        };
+        return "uint iron_pair_" + op + sfx + "(" + params + ") {\n" + vals + "  precise float x0 = " + at('0') +
+               ";\n  precise float x1 = " + at('1') + ";\n  return iron_pair_pair" + sfx + "(x0, x1);\n}\n";
+      };
+      const std::string fo = h ? "iron_fma_odd_f16" : "iron_fma_odd";
+      t += each("add", 2, "p# + q#") + each("sub", 2, "p# - q#") + each("mul", 2, "p# * q#") +
+           each("fma", 3, fo + "(p#, q#, r#)") + each("min", 2, "iron_fmin(p#, q#)") + each("max", 2, "iron_fmax(p#, q#)");
+      t += "uint iron_pair_neg" + sfx + "(uint a) { return a ^ 0x80008000u; }\n";
+      t += "uint iron_pair_abs" + sfx + "(uint a) { return a & 0x7fff7fffu; }\n";
+      return t;
+    }
+    if (name == "fma_odd_f16")
+      // num::fma_round_odd for f16 operands without f64: their product is exact in f32 (22
+      // significant bits, magnitudes 2^-48 .. 2^32) and every value involved is a multiple of
+      // 2^-48, so the f32 sum's error (TwoSum) is exact and no f32 subnormal occurs. An inexact
+      // sum with an even last bit moves one step toward the exact value: the odd neighbour.
+      return "float iron_fma_odd_f16(float a, float b, float c) {\n"
+             "  precise float p = a * b;\n"
+             "  precise float s = p + c;\n"
+             "  if ((floatBitsToUint(s) & 0x7f800000u) == 0x7f800000u) return s;\n"
+             "  precise float v = s - p;\n"
+             "  precise float err = (p - (s - v)) + (c - v);\n"
+             "  uint bits = floatBitsToUint(s);\n"
+             "  if (err == 0.0 || (bits & 1u) == 1u) return s;\n"
+             "  if ((err > 0.0) == (s > 0.0)) bits += 1u;\n"
+             "  else bits -= 1u;\n"
+             "  return uintBitsToFloat(bits);\n}\n";
+    if (name == "fma_odd")
+      // num::fma_round_odd: a * b + c rounded to odd at f32 (exact, or truncated with the last
+      // bit set), whose rounding to f16 / bf16 is the single rounding of the exact value.
+      return "float iron_fma_odd(float a, float b, float c) {\n"
+             "  precise double p = double(a) * double(b);\n"
+             "  precise double dc = double(c);\n"
+             "  precise double s = p + dc;\n"
+             "  if ((unpackDouble2x32(s).y & 0x7ff00000u) == 0x7ff00000u) return float(s);\n"
+             "  precise double v = s - p;\n"
+             "  precise double err = (p - (s - v)) + (dc - v);\n"
+             "  if (abs(s) > 3.4028234663852886e38lf) return s > 0.0lf ? uintBitsToFloat(0x7f7fffffu) : uintBitsToFloat(0xff7fffffu);\n"
+             "  precise float f = float(s);\n"
+             "  precise double df = double(f);\n"
+             "  if (err == 0.0lf && df == s) return f;\n"
+             "  uint bits = floatBitsToUint(f);\n"
+             "  precise double over = (df - s) - err;\n"
+             "  if ((over > 0.0lf) == (s > 0.0lf)) bits -= 1u;\n"
+             "  return uintBitsToFloat(bits | 1u);\n}\n";
     if (name == "fma")
       // a * b is exact in f64 and p + c is rounded once; TwoSum gives that rounding's error, and
       // an inexact even sum moves to its odd neighbour towards the exact value (round to odd),
@@ -467,6 +581,22 @@ class GlslDialect final : public Dialect {
     std::string text = int_helper(name);
     if (text.empty()) text = f2int_helper(name, "floatBitsToUint");
     return text.empty() ? minmax_helper(name, "floatBitsToUint", "uintBitsToFloat") : text;
+  }
+
+  // Pairs: every element in f32 and rounded once, as the scalar ops (no 16-bit arithmetic types,
+  // so nothing depends on a driver's f16 rounding or denormal mode); fma through
+  // iron_fma_odd_f16 / iron_fma_odd, min and max through iron_fmin / iron_fmax, neg and abs on
+  // the sign bits.
+  std::string pair_op(EmitState& s, const ir::Inst& in, DType elem, const std::vector<std::string>& a) const override {
+    const std::string e = elem == DType::F16 ? "f16" : "bf16";
+    for (const char* h : {"fmin", "fmax"}) s.helpers.insert(h);
+    s.helpers.insert(elem == DType::F16 ? "fma_odd_f16" : "fma_odd");
+    if (elem == DType::F16) s.helpers.insert("f16");
+    s.helpers.insert("pair_" + e);
+    if (in.op == ir::Op::PairGet) return "iron_pair_get_" + e + "(" + a[0] + ", " + std::to_string(in.attr(ir::Attr::Index)) + "u)";
+    std::string args;
+    for (const std::string& x : a) args += (args.empty() ? "" : ", ") + x;
+    return "iron_pair_" + std::string(ir::mnemonic(in.op)) + "_" + e + "(" + args + ")";
   }
 
   std::string barrier() const override { return "memoryBarrierShared(); barrier();"; }
@@ -583,6 +713,16 @@ class GlslDialect final : public Dialect {
                         std::to_string(in.loc.file) + "u);");
       return "uintBitsToFloat(" + reg + "_old)";
     }
+    if (t == DType::U64) {
+      // GL_EXT_shader_atomic_int64 (device features shaderBufferInt64Atomics and
+      // shaderSharedInt64Atomics; the dispatch check rejects a device without them).
+      switch (kind) {
+        case Op::AtomicAdd: return "atomicAdd(" + mem + ", " + v + ")";
+        case Op::AtomicExchange: return "atomicExchange(" + mem + ", " + v + ")";
+        case Op::AtomicCas: return "atomicCompSwap(" + mem + ", " + a[1] + ", " + v + ")";
+        default: break;
+      }
+    }
     if (t == DType::I32 || t == DType::U32) {
       switch (kind) {
         case Op::AtomicAdd: return "atomicAdd(" + mem + ", " + v + ")";
@@ -597,6 +737,36 @@ class GlslDialect final : public Dialect {
     }
     s.unsupported(in, name(), std::string(ir::mnemonic(in.op)) + " of " + dtype_name(t));
     return "0";
+  }
+
+  // GLSL has no 16-bit float atomics: a compare-and-swap loop on the pair's 32-bit word (the
+  // `_bits` view), each element one rounding of its exact sum (docs/semantics.md).
+  void atomic_add_pair(EmitState& s, const ir::Inst& in, const ir::Param& p, const std::string& reg,
+                       const std::string& pair, const std::string& lo, const std::string& hi,
+                       std::vector<std::string>& lines) const override {
+    const bool f16 = s.concrete(p.dtype) == DType::F16;
+    if (f16) s.helpers.insert("f16");
+    auto widen = [&](const std::string& bits) {
+      return f16 ? "iron_f16_to_f32(" + bits + ")" : "uintBitsToFloat((" + bits + ") << 16)";
+    };
+    auto narrow = [&](const std::string& x) {
+      return f16 ? "iron_f32_to_f16(" + x + ")" : "uint(iron_f32_to_bf16(" + x + "))";
+    };
+    const std::string word = param_name(p) + "_bits.data[" + pair + "]";
+    lines.push_back("precise float " + reg + "_lo = " + widen(narrow(lo)) + ";");
+    lines.push_back("precise float " + reg + "_hi = " + widen(narrow(hi)) + ";");
+    lines.push_back("uint " + reg + "_old = " + word + ";");
+    lines.push_back("uint " + reg + "_seen;");
+    lines.push_back("do {");
+    lines.push_back("  " + reg + "_seen = " + reg + "_old;");
+    lines.push_back("  precise float " + reg + "_a = " + widen(reg + "_seen & 0xffffu") + " + " + reg + "_lo;");
+    lines.push_back("  precise float " + reg + "_b = " + widen(reg + "_seen >> 16") + " + " + reg + "_hi;");
+    lines.push_back("  " + reg + "_old = atomicCompSwap(" + word + ", " + reg + "_seen, " + narrow(reg + "_a") + " | (" +
+                    narrow(reg + "_b") + " << 16));");
+    lines.push_back("} while (" + reg + "_old != " + reg + "_seen);");
+    if (s.loop_check)
+      lines.push_back("if (" + reg + "_old != " + reg + "_seen) iron_loop_cut(" + std::to_string(in.loc.line) + "u, " +
+                      std::to_string(in.loc.file) + "u);");
   }
 
   std::string fence(ir::Op op) const override {
@@ -675,5 +845,18 @@ class GlslDialect final : public Dialect {
 }  // namespace
 
 std::unique_ptr<Dialect> make_glsl_dialect() { return std::make_unique<GlslDialect>(); }
+
+uint32_t push_constant_layout(const ir::Kernel& k, std::vector<uint32_t>& offsets) {
+  offsets.clear();
+  uint32_t at = 0;
+  for (const ir::Param& p : k.params) {
+    if (p.kind != ir::ParamKind::Scalar) continue;
+    const uint32_t size = int_bits(p.dtype) == 64 ? 8 : 4;
+    at = (at + size - 1) / size * size;
+    offsets.push_back(at);
+    at += size;
+  }
+  return at;
+}
 
 }  // namespace iron::codegen

@@ -48,10 +48,12 @@ Id Builder::param(uint32_t index, DType type) {
   return emit(std::move(in));
 }
 
-Id Builder::builtin(Op op, int axis) {
+Id Builder::builtin(Op op, int axis) { return builtin(op, axis, DType::U32); }
+
+Id Builder::builtin(Op op, int axis, DType type) {
   Inst in;
   in.op = op;
-  in.type = DType::U32;
+  in.type = type;
   const AttrSchema& schema = attr_schema(op);
   for (uint8_t i = 0; i < schema.count; ++i)
     if (schema.slots[i].attr == Attr::Axis) in.set(Attr::Axis, axis);

@@ -56,6 +56,7 @@ class Builder {
   Id constant(DType type, int64_t i, double f);  // i for integer and bool dtypes, f for floats
   Id param(uint32_t index, DType type);
   Id builtin(Op op, int axis = 0);  // the axis attribute only where the op has one
+  Id builtin(Op op, int axis, DType type);  // the same with a result dtype other than u32 (thread_id64: u64)
 
   // Arithmetic: the result type is the first operand's (bool for comparisons).
   Id unary(Op op, Id a);

@@ -495,16 +495,16 @@ std::vector<Id> threadgroup_layout(const Kernel& k) {
   return fixed;
 }
 
-uint64_t tg_count(const Kernel& k, const Inst& alloc, const uint32_t* param_values) {
+uint64_t tg_count(const Kernel& k, const Inst& alloc, const uint64_t* param_values) {
   const uint64_t count = uint64_t(std::max<int64_t>(alloc.attr(Attr::Count), 0));
   if (!alloc.has(Attr::CountParam)) return count;
   const uint64_t p = uint64_t(alloc.attr(Attr::CountParam));
   if (!param_values || p >= k.params.size()) return UINT64_MAX;
   // A negative i32 size is rejected by the dispatch check; here it reads as huge (never small).
-  return num::saturating_mul(count, uint64_t(param_values[p]));
+  return num::saturating_mul(count, param_values[p]);
 }
 
-uint64_t threadgroup_bytes(const Kernel& k, Instantiation concrete, const uint32_t* param_values) {
+uint64_t threadgroup_bytes(const Kernel& k, Instantiation concrete, const uint64_t* param_values) {
   // Saturating: a count that overflows the total must fail the shared-memory check, not wrap
   // to a small number that passes it.
   uint64_t bytes = 0;

@@ -298,10 +298,10 @@ bool has_dynamic_threadgroup(const Kernel& k);
 // padding included. `param_values` (indexed by parameter, the bit patterns of the scalar
 // parameters) sizes the arrays sized at dispatch; without it they count as 0 bytes.
 // Saturates at UINT64_MAX.
-uint64_t threadgroup_bytes(const Kernel& k, Instantiation concrete, const uint32_t* param_values = nullptr);
+uint64_t threadgroup_bytes(const Kernel& k, Instantiation concrete, const uint64_t* param_values = nullptr);
 // The element count of one allocation (count x the sizing parameter's value, if any);
 // UINT64_MAX when a dispatch-sized array has no values given, or the product overflows.
-uint64_t tg_count(const Kernel& k, const Inst& alloc, const uint32_t* param_values);
+uint64_t tg_count(const Kernel& k, const Inst& alloc, const uint64_t* param_values);
 
 // True when values of dtype t are floats at every dtype the kernel may be emitted for: a float
 // dtype, or T (W) when every dtype T (W) may take is a float (a T over integers is not).

@@ -76,9 +76,63 @@ struct Verifier {
 
   // Every op of today's table computes on scalars: a vector, fragment or token value reaching
   // one is rejected here, before the scalar type rules run.
+  // A packed 16-bit pair op: pair, pair_get, or an element-wise op whose result is a pair.
+  static bool pair_op(Op op) {
+    switch (op) {
+      case Op::Add: case Op::Sub: case Op::Mul: case Op::Fma: case Op::Min: case Op::Max: case Op::Neg: case Op::Abs:
+        return true;
+      default:
+        return false;
+    }
+  }
+  bool is_pair_inst(const Inst& in) const {
+    return in.op == Op::Pair || in.op == Op::PairGet || (pair_op(in.op) && in.type.is_vector());
+  }
+  // The rules of the pair ops: a pair is vec2 of f16 or bf16 (T or W only when every dtype it
+  // takes is one of them); element-wise ops take pairs of the result's type.
+  void pair_types(const Inst& in) {
+    auto pair_ok = [&](Type t, const char* what) {
+      if (!t.is_vector() || t.lanes() != 2) {
+        err(in, std::string(what) + " is " + type_name(t) + ", not a vec2 pair");
+        return false;
+      }
+      const DType e = sub(t.elem());
+      if (e != DType::F16 && e != DType::BF16) {
+        err(in, std::string("pairs hold f16 or bf16, not ") + dtype_name(e) + " (" + type_name(t) + ")");
+        return false;
+      }
+      return true;
+    };
+    if (in.op == Op::Pair) {
+      if (!pair_ok(in.type, "the result")) return;
+      for (int i = 0; i < 2; ++i) {
+        const Type o = k.insts[in.operands[i]].type;
+        if (!o.is_scalar() || o.elem() != in.type.elem())
+          err(in, "operand " + std::to_string(i) + " is " + type_name(o) + ", not the pair's element " +
+                      dtype_name(in.type.elem()));
+      }
+      return;
+    }
+    if (in.op == Op::PairGet) {
+      const Type o = k.insts[in.operands[0]].type;
+      if (!pair_ok(o, "operand 0")) return;
+      if (!in.type.is_scalar() || in.type.elem() != o.elem())
+        err(in, "result must be " + std::string(dtype_name(o.elem())) + ", is " + type_name(in.type));
+      if (in.attr(Attr::Index) != 0 && in.attr(Attr::Index) != 1)
+        err(in, "index " + std::to_string(in.attr(Attr::Index)) + " is not 0 or 1");
+      return;
+    }
+    if (!pair_ok(in.type, "the result")) return;
+    for (int i = 0; i < in.num_operands(); ++i)
+      if (k.insts[in.operands[i]].type != in.type)
+        err(in, "operand " + std::to_string(i) + " is " + type_name(k.insts[in.operands[i]].type) + " but the result is " +
+                    type_name(in.type));
+  }
+
   bool check_kinds(const Inst& in) {
     if (is_tile_op(in.op)) return true;  // tile_types checks every operand's kind itself
     if (in.op == Op::Var || in.op == Op::VarLoad || in.op == Op::VarStore) return check_var_kinds(in);
+    if (is_pair_inst(in)) return true;  // pair_types checks them
     bool ok = true;
     if (!in.type.is_void() && !in.type.is_scalar()) {
       err(in, "produces a " + type_name(in.type) + " value; this op computes on scalars only");
@@ -320,7 +374,13 @@ struct Verifier {
       case Op::Param:
         if (const Param* p = param_ok(ParamKind::Scalar)) need_result(p->dtype);
         break;
-      case Op::ThreadId: case Op::ProgramId: case Op::LocalId: case Op::GroupSize: case Op::NumPrograms:
+      case Op::ThreadId:
+        // u32, or u64 for the 64-bit thread index (thread_id64) that dispatches of more than
+        // 2^32 - 1 threads need.
+        if (in.attr(Attr::Axis) < 0 || in.attr(Attr::Axis) > 2) err(in, "axis must be 0, 1 or 2");
+        if (rt != DType::U64) need_result(DType::U32);
+        break;
+      case Op::ProgramId: case Op::LocalId: case Op::GroupSize: case Op::NumPrograms:
         if (in.attr(Attr::Axis) < 0 || in.attr(Attr::Axis) > 2) err(in, "axis must be 0, 1 or 2");
         need_result(DType::U32);
         break;
@@ -443,7 +503,7 @@ struct Verifier {
         }
         if (in.has(Attr::CountParam) && uint64_t(in.attr(Attr::CountParam)) < k.params.size()) {
           const Param& p = k.params[size_t(in.attr(Attr::CountParam))];
-          if (p.kind != ParamKind::Scalar || !is_integer(p.dtype))
+          if (p.kind != ParamKind::Scalar || (p.dtype != DType::U32 && p.dtype != DType::I32))
             err(in, "threadgroup allocation is sized by '" + p.name + "', which is not a u32 or i32 scalar parameter");
         }
         break;
@@ -529,10 +589,17 @@ struct Verifier {
           memory = ty(a.alloc);
         }
         if (memory == DType::Void) break;
-        if (memory != DType::F32 && !word_int(memory))
-          err(in, std::string("atomics act on f32, i32 or u32 memory, not ") + dtype_name(memory));
         Op kind = atomic_kind(in.op);
-        if ((kind == Op::AtomicAnd || kind == Op::AtomicOr) && !word_int(memory))
+        if (memory == DType::U64) {
+          // u64: add, exchange and compare-and-swap (CUDA's unsigned long long atomics, GLSL's
+          // GL_EXT_shader_atomic_int64); the order-dependent rest stays on the 32-bit words.
+          if (kind != Op::AtomicAdd && kind != Op::AtomicExchange && kind != Op::AtomicCas)
+            err(in, "on u64 memory only add, exchange and cas are defined, not " + std::string(mnemonic(kind)));
+        } else if (memory != DType::F32 && !word_int(memory)) {
+          err(in, std::string("atomics act on f32, i32 or u32 memory (u64: add, exchange and cas), not ") +
+                      dtype_name(memory));
+        }
+        if ((kind == Op::AtomicAnd || kind == Op::AtomicOr) && !word_int(memory) && memory != DType::U64)
           err(in, std::string("is defined on i32 and u32 memory only, not ") + dtype_name(memory));
         need_result(memory);
         if (!is_integer(ty(a.index))) err(in, std::string("index must be i32 or u32, is ") + dtype_name(ty(a.index)));
@@ -544,7 +611,25 @@ struct Verifier {
                       dtype_name(memory) + " (insert a cast)");
         break;
       }
+      case Op::AtomicAddPair:
+        if (const Param* p = param_ok(ParamKind::Buffer)) {
+          const DType memory = sub(p->dtype);
+          if (p->access != Access::ReadWrite)
+            err(in, "needs an inout buffer ('" + p->name + "' is " + access_name(p->access) + "): an atomic reads and writes");
+          if (memory != DType::F16 && memory != DType::BF16)
+            err(in, std::string("adds a pair into an f16 or bf16 buffer, not ") + dtype_name(memory));
+          else
+            for (int i = 1; i <= 2; ++i)
+              if (o(i) != memory)
+                err(in, std::string(i == 1 ? "lo" : "hi") + " is " + dtype_name(o(i)) + " but the buffer holds " +
+                            dtype_name(memory) + " (insert a cast)");
+        }
+        integer_operand(0, "pair index");
+        if (rt != DType::Void) err(in, "defines no value");
+        break;
       case Op::FenceThreadgroup: case Op::FenceDevice:
+        break;
+      case Op::Pair: case Op::PairGet:  // pair_types
         break;
       case Op::If:
         if (o(0) != DType::Bool) err(in, "condition must be bool");
@@ -590,8 +675,8 @@ struct Verifier {
   }
 
   // The math ops of issue 8 (docs/semantics.md): float rounding and transcendentals on float
-  // dtypes, mulhi/popcount/clz on i32/u32 (result in the operand's dtype), bitcast between the
-  // 32-bit dtypes f32, i32 and u32.
+  // dtypes, mulhi/popcount/clz on i32/u32 (result in the operand's dtype), bitcast between
+  // dtypes of one width (num::bitcast_width).
   void math_types(const Inst& in) {
     const DType rt = sub(in.type.elem());
     auto o = [&](int i) { return ty(in.operands[i]); };
@@ -604,10 +689,9 @@ struct Verifier {
         if (rt != DType::I32 && rt != DType::U32) err(in, std::string("is defined on i32 and u32 only, not ") + dtype_name(rt));
         break;
       case Op::Bitcast: {
-        auto word = [](DType t) { return t == DType::F32 || t == DType::I32 || t == DType::U32; };
-        if (!word(rt) || !word(o(0)))
-          err(in, std::string("bitcast converts between f32, i32 and u32 (equal 32-bit widths), not ") +
-                      dtype_name(o(0)) + " to " + dtype_name(rt) + " (16-bit floats live in f32 registers: cast)");
+        if (num::bitcast_width(rt) == 0 || num::bitcast_width(rt) != num::bitcast_width(o(0)))
+          err(in, std::string("bitcast converts between dtypes of one width (f32, i32, u32; f16, bf16, i16, u16; "
+                              "i64, u64), not ") + dtype_name(o(0)) + " to " + dtype_name(rt));
         break;
       }
       default:
@@ -682,12 +766,13 @@ struct Verifier {
       check_attrs(in);
       if (ok_operands(in) && check_kinds(in)) {
         // A generic kernel: the rules for each dtype T may take (T as a float when none).
+        auto rules = [&] { is_pair_inst(in) ? pair_types(in) : types(in); };
         if (k.dtypes.empty()) {
-          types(in);
+          rules();
         } else {
           for (DType t : k.dtypes) {
             subst = t;
-            types(in);
+            rules();
           }
           subst = DType::Void;
         }
@@ -722,8 +807,9 @@ struct Verifier {
       for (size_t j = 0; j < i; ++j)
         if (k.params[j].name == p.name) d.error(p.loc, "duplicate parameter name '" + p.name + "'");
       if (!is_identifier(p.name)) d.error(p.loc, "parameter name '" + p.name + "' is not an identifier");
-      if (p.kind == ParamKind::Scalar && p.dtype != DType::F32 && p.dtype != DType::I32 && p.dtype != DType::U32)
-        d.error(p.loc, "scalar parameter '" + p.name + "' must be f32, i32 or u32");
+      if (p.kind == ParamKind::Scalar && p.dtype != DType::F32 && p.dtype != DType::I32 && p.dtype != DType::U32 &&
+          p.dtype != DType::I64 && p.dtype != DType::U64)
+        d.error(p.loc, "scalar parameter '" + p.name + "' must be f32, i32, u32, i64 or u64");
       if (p.kind == ParamKind::Buffer && !is_float(p.dtype) && !is_integer(p.dtype))
         d.error(p.loc, "buffer parameter '" + p.name + "' must hold a float or integer dtype, T or W, not " +
                            dtype_name(p.dtype));

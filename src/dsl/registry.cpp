@@ -39,7 +39,7 @@ Registry& registry() {
 // them is valid in any kernel of any mode.
 bool function_allows(ir::Op op) {
   using ir::Op;
-  if (ir::has_trait(op, ir::trait::B) || ir::has_trait(op, ir::trait::L) || ir::is_atomic(op)) return false;
+  if (ir::has_trait(op, ir::trait::B) || ir::has_trait(op, ir::trait::L) || ir::is_atomic(op) || op == ir::Op::AtomicAddPair) return false;
   if (op == ir::Op::FenceThreadgroup || op == ir::Op::FenceDevice) return false;
   switch (op) {
     case Op::Load: case Op::Store: case Op::TgAlloc: case Op::TgLoad: case Op::TgStore: case Op::Param:
@@ -66,8 +66,10 @@ void gate(const ir::Kernel& k, ir::Diagnostics& diags) {
       std::string binding = ir::modes_binding(in.op, axis);
       if (binding == "none") return;  // a bad axis, which the tracer reports
       bool one = binding.find(" or ") == std::string::npos;
+      std::string what = ir::builtin_text(in.op, axis);
+      if (in.op == ir::Op::ThreadId && in.type.elem() == DType::U64) what = "thread_id64(" + std::to_string(axis) + ")";
       diags.error(in.loc, std::string("kernel '") + k.name + "' (mode " + mode_name(k.mode) + ") uses " +
-                              ir::builtin_text(in.op, axis) + ", which mode " + mode_name(k.mode) +
+                              what + ", which mode " + mode_name(k.mode) +
                               " does not bind; declare " + (one ? "the mode" : "a mode") + " that does (" + binding +
                               ")");
     }

@@ -140,15 +140,20 @@ Constexprs constexprs_of(const ir::Kernel& k, const RandomLaunch& L) {
   size_t si = 0;
   for (const ir::Param& p : k.params) {
     if (p.kind != ir::ParamKind::Scalar) continue;
-    uint32_t bits = L.scalars[si++];
-    double v;
-    if (p.dtype == DType::I32) v = double(int32_t(bits));
-    else if (p.dtype == DType::F32) {
-      float f;
-      std::memcpy(&f, &bits, 4);
-      v = f;
-    } else v = double(bits);
-    c[p.name] = v;
+    const uint64_t bits = L.scalars[si++];
+    switch (p.dtype) {
+      case DType::I32: c[p.name] = int32_t(uint32_t(bits)); break;
+      case DType::I64: c[p.name] = (long long)(int64_t(bits)); break;
+      case DType::U64: c[p.name] = (unsigned long long)bits; break;
+      case DType::F32: {
+        float f;
+        const uint32_t b = uint32_t(bits);
+        std::memcpy(&f, &b, 4);
+        c[p.name] = f;
+        break;
+      }
+      default: c[p.name] = uint32_t(bits); break;
+    }
   }
   return c;
 }
@@ -270,7 +275,8 @@ Reduction reduce(const Program& p, Runner& ref, Runner& dev, const std::string& 
   ir::walk(p.kernel, [&](ir::Id id) {
     ir::Op o = p.kernel.insts[id].op;
     // Atomics are statements too: their returned values are never used (random_program.cpp).
-    if (o == ir::Op::Store || o == ir::Op::VarStore || o == ir::Op::If || o == ir::Op::For || ir::is_atomic(o))
+    if (o == ir::Op::Store || o == ir::Op::VarStore || o == ir::Op::If || o == ir::Op::For || ir::is_atomic(o) ||
+        o == ir::Op::AtomicAddPair)
       cands.push_back(id);
   });
   std::vector<uint8_t> removed(p.kernel.insts.size(), 0);

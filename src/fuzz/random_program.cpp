@@ -53,6 +53,12 @@ enum P : uint32_t {
   kInF, kInI, kInU, kInH, kInT,      // in buffers: f32, i32, u32, f16, T (kInputLength elements)
   kOutF, kOutI, kIoU, kOutB, kOutT,  // out f32, out i32, inout u32, out bf16, out T (8 * total)
   kOutI8, kOutU16, kOutI64, kOutQ8,  // out i8, u16, i64, f8e4m3 (8 * total): stmt_width's stores
+  kWide,   // scalar u64, any 64-bit value (after the f32 s: an 8-byte push constant needs padding)
+  kWideS,  // scalar i64, any 64-bit value
+  kOutU8, kOutI16, kOutU64, kOutQ5,  // out u8, i16, u64, f8e5m2 (8 * total): stmt_width's stores
+  kInW, kOutW,                       // in W (kInputLength), out W (8 * total): stmt_w
+  kAccU64,                           // inout u64 (8): u64 atomic adds only (stmt_atomic_u64)
+  kAccF2, kAccB2,                    // inout f16, bf16 (8): atomic_add_pair only (stmt_atomic_pair)
   kParamCount
 };
 
@@ -67,6 +73,7 @@ bool float_like(DType t) { return t == DType::F32 || t == DType::F16 || t == DTy
 struct Gen {
   Rng rng;
   Rng aux;  // threadgroup-array and register-array choices (see emit_hidden)
+  Rng fp8r;  // f8e4m3 tile choices: their own stream, so programs without them stay as they were
   bool red;
   Mode mode;
   // Lane built-ins and lane operations exist in the program (Reduction, SimdGroup2D); Tile2D
@@ -92,14 +99,17 @@ struct Gen {
 
   Id tid = kNone, base = kNone, lid = kNone, gsize = kNone, lane = kNone, simd_group = kNone;
   Id lane_w = kNone, n_simd = kNone, p_n = kNone, p_total = kNone, p_m = kNone, p_k = kNone, p_s = kNone;
+  Id p_wide = kNone, p_swide = kNone, tid64 = kNone;
   std::vector<Id> tg_arrays;
   Id tg_half = kNone;  // the 16-bit threadgroup array (stmt_half_exchange), if any
+  Id tg_u64 = kNone;   // the u64 threadgroup array (stmt_tg_atomic_u64), if any
   Id tg_fp8 = kNone;   // the f8e4m3 threadgroup array f8e4m3 tiles load from (stmt_tile), if any
   static constexpr uint32_t kFp8TileElems = 1024;  // > 180 + 31 * 24 + 15, B's largest index
 
   Gen(uint64_t seed, bool reduction, const RandomProgramOptions& o)
       : rng{seed * 0x2545f4914f6cdd1dull + (reduction ? 17 : 5)},
         aux{seed * 0x9e3779b97f4a7c15ull + (reduction ? 0x74676d656d1ull : 0x74676d656d0ull)},
+        fp8r{seed * 0xd1342543de82ef95ull + (reduction ? 0x66703831ull : 0x66703830ull)},
         red(reduction),
         mode(seed_mode(seed, reduction)),
         lanes(mode == Mode::Reduction || mode == Mode::SimdGroup2D),
@@ -117,8 +127,9 @@ struct Gen {
   // ---- emission -------------------------------------------------------------------------
 
   Id emit(Inst in, bool uniform = false) {
-    // Fragments are never guarded (no scalar op takes them); a tile_get's value is.
-    const bool guard = fg && !guarding && !in.type.is_fragment() && float_like(in.type.elem()) &&
+    // Scalars only: fragments reach no scalar op (a tile_get's value is guarded), and a pair is
+    // made of guarded scalars whose elements come back through pair_get, which is guarded.
+    const bool guard = fg && !guarding && in.type.is_scalar() && float_like(in.type.elem()) &&
                        ((ir::has_trait(in.op, ir::trait::P) && in.op != Op::Arg) || in.op == Op::Load ||
                         (ir::has_trait(in.op, ir::trait::L) && !ir::has_trait(in.op, ir::trait::P)));
     if (guard && (in.op == Op::LaneSum || in.op == Op::LaneInclusiveSum || in.op == Op::LaneExclusiveSum))
@@ -200,7 +211,7 @@ struct Gen {
 
   Id int_const(DType t, int64_t v) {
     Inst c = make(Op::Const, t);
-    c.set(ir::Attr::Value, t == DType::U32 ? int64_t(uint32_t(v)) : t == DType::I32 ? int64_t(int32_t(v)) : (v != 0));
+    c.set(ir::Attr::Value, t == DType::Bool ? int64_t(v != 0) : int64_t(num::int_wrap(t, uint64_t(v))));
     return emit(c, true);
   }
   Id float_const(DType t, double v) {
@@ -303,6 +314,37 @@ struct Gen {
     }
   }
 
+  // Packed 16-bit pairs: two pairs of values of t, one to three element-wise pair ops on them,
+  // and one element back as a scalar of t (docs/semantics.md "Packed 16-bit pairs").
+  Id pair_value(DType t) {
+    auto pair_op = [&](Op o, std::initializer_list<Id> operands) {
+      Inst in = make(o, t, operands);
+      in.type = Type::vector(t, 2);
+      substitute(in);
+      bool u = true;
+      for (int i = 0; i < in.num_operands(); ++i) u = u && uni[in.operands[i]];
+      return emit(in, u);
+    };
+    const Id a = pair_op(Op::Pair, {pick(t), pick(t)});
+    const Id b = pair_op(Op::Pair, {pick(t), pick(t)});
+    Id v = rng.chance(0.5) ? a : b;
+    for (uint32_t n = 1 + rng.below(3); n > 0; --n) {
+      switch (rng.below(8)) {
+        case 0: v = pair_op(Op::Add, {v, rng.chance(0.5) ? a : b}); break;
+        case 1: v = pair_op(Op::Sub, {v, rng.chance(0.5) ? a : b}); break;
+        case 2: v = pair_op(Op::Mul, {v, rng.chance(0.5) ? a : b}); break;
+        case 3: v = pair_op(Op::Fma, {v, a, b}); break;
+        case 4: v = pair_op(Op::Min, {v, rng.chance(0.5) ? a : b}); break;
+        case 5: v = pair_op(Op::Max, {v, rng.chance(0.5) ? a : b}); break;
+        case 6: v = pair_op(Op::Neg, {v}); break;
+        default: v = pair_op(Op::Abs, {v}); break;
+      }
+    }
+    Inst g = make(Op::PairGet, t, {v});
+    g.set(ir::Attr::Index, int64_t(rng.below(2)));
+    return emit(g, uni[v]);
+  }
+
   // A new pure value of dtype t. no_fault: nothing that could fault if executed speculatively
   // (no integer division, no variable shift), so if_conversion may flatten the arm it is in.
   Id value(DType t, bool no_fault = false) {
@@ -326,6 +368,9 @@ struct Gen {
         Id c = pick(t);
         return rng.chance(0.5) ? op(Op::Add, t, {m, c}) : op(Op::Add, t, {c, m});
       }
+      // bf16 pairs compute in f32 where subnormals may flush: not in guarded programs, whose
+      // guard sits on scalars only (f16 values are never f32 subnormals).
+      if (r < 67 && (t == DType::F16 || (t == DType::BF16 && !fg))) return pair_value(t);
       if (r < 72) return op(Op::Select, t, {pick(DType::Bool), pick(t), pick(t)});
       if (t == DType::F32 && rng.chance(0.15)) return op(Op::Bitcast, t, {pick(int_type())});
       return op(Op::Cast, t, {pick(random_type())});
@@ -543,10 +588,21 @@ struct Gen {
   // to one of them, for an integer combined in that width with another (wrapping, division and
   // shift rules of the width), stored to its buffer, and sometimes converted back for later
   // statements to use.
+  // The 16-bit integers are sometimes the bits of a 16-bit float (bitcast, NaN replaced first:
+  // its bits are not specified), the 64-bit ones a bitcast of the other signedness; and a 16-bit
+  // integer is sometimes read back as a 16-bit float for later statements.
   void stmt_width() {
-    const P out = rng.pick({kOutI8, kOutU16, kOutI64, kOutQ8});
+    const P out = rng.pick({kOutI8, kOutU16, kOutI64, kOutQ8, kOutU8, kOutI16, kOutU64, kOutQ5});
     const DType t = param_dtype(out);
     Id x = op(Op::Cast, t, {pick(rng.pick({DType::F32, DType::I32, DType::U32}))});
+    if (int_bits(t) == 16 && rng.chance(0.3)) {
+      const DType h = excluded(kF16) ? DType::BF16 : rng.pick({DType::F16, DType::BF16});
+      Id f = op(Op::Cast, h, {pick(DType::F32)});
+      Id is_nan = op(Op::Ne, DType::Bool, {f, f});
+      x = op(Op::Bitcast, t, {op(Op::Select, h, {is_nan, float_const(h, 1.5), f})});
+    }
+    if (int_bits(t) == 64 && rng.chance(0.3))
+      x = op(Op::Bitcast, t, {op(Op::Bitcast, t == DType::I64 ? DType::U64 : DType::I64, {x})});
     if (is_integer(t)) {
       if (rng.chance(0.8)) {
         Id y = op(Op::Cast, t, {pick(rng.pick({DType::I32, DType::U32}))});
@@ -558,7 +614,98 @@ struct Gen {
       if (rng.chance(0.25)) x = op(rng.pick({Op::Neg, Op::Not, Op::Abs}), t, {x});
     }
     store(out, own_index(), x);
+    if (int_bits(t) == 16 && rng.chance(0.3)) {
+      op(Op::Bitcast, excluded(kF16) ? DType::BF16 : rng.pick({DType::F16, DType::BF16}), {x});
+      return;
+    }
     if (rng.chance(0.5)) op(Op::Cast, is_fp8(t) ? DType::F32 : rng.pick({DType::I32, DType::U32, DType::F32}), {x});
+  }
+
+  // 64-bit indexing (docs/semantics.md, "64-bit indexing"): an index made 64-bit (i64 or u64,
+  // sometimes through arithmetic with the 64-bit parameters that cancels out), used to load and
+  // store; the own slot from thread_id64; and the u64 / i64 parameters in 64-bit arithmetic.
+  Id index64(Id index32) {
+    const DType t = rng.chance(0.5) ? DType::U64 : DType::I64;
+    Id x = op(Op::Cast, t, {index32});
+    if (rng.chance(0.5)) {
+      Id w = t == DType::U64 ? p_wide : p_swide;
+      x = op(Op::Sub, t, {op(Op::Add, t, {x, w}), w});  // wraps and comes back: exact in 64 bits
+    }
+    return x;
+  }
+  void stmt_wide() {
+    const uint32_t r = rng.below(4);
+    if (r == 0) {
+      P p = random_input();
+      Id v = load(p, index64(input_index()));
+      if (wc && p == kInF) clamp_wc(v);
+    } else if (r == 1) {
+      P p = random_output();
+      store(p, index64(own_index()), value_for(param_dtype(p)));
+    } else if (r == 2 && tid64 != kNone) {
+      Id c = int_const(DType::U64, rng.below(kSlotsPerThread));
+      Id slot = op(Op::Add, DType::U64, {op(Op::Mul, DType::U64, {tid64, int_const(DType::U64, kSlotsPerThread)}), c});
+      store(kOutI64, slot, op(Op::Cast, DType::I64, {pick(rng.pick({DType::I32, DType::U32}))}));
+    } else {
+      const DType t = rng.chance(0.5) ? DType::U64 : DType::I64;
+      Id w = t == DType::U64 ? p_wide : p_swide;
+      Id y = op(Op::Cast, t, {pick(rng.pick({DType::I32, DType::U32}))});
+      static const Op kOps[] = {Op::Add, Op::Sub, Op::Mul, Op::Div, Op::Rem, Op::Min, Op::Max, Op::Xor, Op::Shr};
+      const Op o = kOps[rng.below(sizeof kOps / sizeof kOps[0])];
+      Id x = rng.chance(0.5) ? op(o, t, {w, y}) : op(o, t, {y, w});
+      store(kOutI64, own_index(), t == DType::I64 ? x : op(Op::Cast, DType::I64, {x}));
+      if (rng.chance(0.5)) op(Op::Cast, rng.pick({DType::I32, DType::U32, DType::F32}), {x});
+    }
+  }
+
+  // The second type parameter W (random_launch picks it): a load of `in_w` converted to f32 (or
+  // i32) for later statements, and a value converted to W stored to `out_w`.
+  void stmt_w() {
+    const DType to = excluded(kFloatToInt) ? DType::F32 : rng.pick({DType::F32, DType::I32});
+    op(Op::Cast, to, {load(kInW, input_index())});
+    // W may be an integer: with float -> int casts kept out, only integers are converted to it.
+    const DType from = excluded(kFloatToInt) ? int_type() : rng.pick({DType::F32, DType::I32, DType::U32});
+    store(kOutW, own_index(), op(Op::Cast, DType::GenericW, {pick(from)}));
+  }
+
+  // u64 atomic adds into `acc_u64`, which only atomics touch: the totals wrap modulo 2^64 and are
+  // the same in every order; the returned values are dropped from the pool.
+  void stmt_atomic_u64() {
+    Id slot = op(Op::And, DType::U32, {pick(DType::U32), u32(7)});
+    Inst a = make(Op::AtomicAdd, DType::U64, {slot, op(Op::Cast, DType::U64, {pick(int_type())})});
+    a.set(ir::Attr::Param, kAccU64);
+    emit(a);
+    frames.back().values.pop_back();
+  }
+
+  // u64 atomic adds on threadgroup memory between barriers (the array was zeroed with the
+  // others), then a read of the slot: the total is order-free. Uniform control flow only.
+  void stmt_tg_atomic_u64() {
+    emit(make(Op::Barrier, DType::Void));
+    Id slot = op(Op::Rem, DType::U32, {lid, u32(uint32_t(rng.range(1, 4)))});
+    emit(make(Op::TgAtomicAdd, DType::U64, {tg_u64, slot, op(Op::Cast, DType::U64, {pick(int_type())})}));
+    frames.back().values.pop_back();
+    emit(make(Op::Barrier, DType::Void));
+    op(Op::Cast, int_type(), {emit(make(Op::TgLoad, DType::U64, {tg_u64, slot}))});
+    emit(make(Op::Barrier, DType::Void));  // before anyone updates the array again
+  }
+
+  // atomic_add_pair into `acc_f2` / `acc_b2` (starting at +0), which only these touch. Every add
+  // into an even element adds +0 or 1, into an odd one +0 or -0.75: with one nonzero addend per
+  // element the final value is the same in every order, roundings included.
+  void stmt_atomic_pair() {
+    // An addend of +0 must stay +0: where float zeros are kept out, the statement is skipped.
+    if (excluded(kFloatZero) || excluded(kZeroCast)) return stmt_width();
+    const P acc = excluded(kF16) || rng.chance(0.5) ? kAccB2 : kAccF2;
+    const DType h = param_dtype(acc);
+    Id pair = op(Op::And, DType::U32, {pick(DType::U32), u32(3)});
+    auto addend = [&](double nonzero) {
+      Id bit = op(Op::Eq, DType::Bool, {op(Op::And, DType::U32, {pick(DType::U32), u32(1)}), u32(1)});
+      return op(Op::Select, h, {bit, float_const(h, nonzero), float_const(h, 0.0)});
+    };
+    Inst a = make(Op::AtomicAddPair, DType::Void, {pair, addend(1.0), addend(-0.75)});
+    a.set(ir::Attr::Param, acc);
+    emit(a);
   }
 
   void stmt_store() {
@@ -974,6 +1121,7 @@ struct Gen {
   // order gives is kept: integer add/min/max/and/or totals and f32 min/max; the values the
   // atomics return are dropped from the pool (their order is the hardware's).
   void stmt_tg_atomic() {
+    if (tg_u64 != kNone && aux.chance(0.3)) return stmt_tg_atomic_u64();
     Id arr = tg_arrays[rng.below(tg_arrays.size())];
     DType t = k.insts[arr].type.elem();
     Op a = t == DType::F32 ? rng.pick({Op::TgAtomicMin, Op::TgAtomicMax})
@@ -1029,9 +1177,9 @@ struct Gen {
       vals.erase(std::remove(vals.begin(), vals.end(), id), vals.end());
       return id;
     };
-    // f8e4m3 tiles (16x16x32) from tg_fp8 where the program has it (chosen from `aux`; the
-    // `rng` draws are the same either way).
-    const bool fp8 = tg_fp8 != kNone && aux.chance(0.5);
+    // f8e4m3 tiles (16x16x32) from tg_fp8 where the program has it (chosen from `fp8r`; the
+    // `rng` and `aux` draws are the same either way).
+    const bool fp8 = tg_fp8 != kNone && fp8r.chance(0.5);
     const uint32_t K = fp8 ? 32 : 16;
     auto load = [&](FragRole role) {
       Id off = rng.chance(0.5) ? u32(uint32_t(rng.range(0, 180))) : op(Op::Mul, DType::U32, {p_m, u32(uint32_t(rng.range(1, 45)))});
@@ -1071,6 +1219,7 @@ struct Gen {
     }
     if (tg_half != kNone)
       emit_hidden(make(Op::TgStore, DType::Void, {tg_half, lid, hidden_const(k.insts[tg_half].type.elem(), 0, 0.0)}));
+    if (tg_u64 != kNone) emit_hidden(make(Op::TgStore, DType::Void, {tg_u64, lid, hidden_const(DType::U64, 0, 0.0)}));
     if (tg_fp8 != kNone) {
       // The threads of the group fill every element: tg_fp8[e] = f8e4m3(in_h[e mod length]).
       Id loop = emit_hidden(make(Op::For, DType::U32, {lid, hidden_const(DType::U32, kFp8TileElems, 0), gsize}));
@@ -1177,7 +1326,20 @@ struct Gen {
     // the element-width statements.
     uint32_t r = rng.below(tg ? 122 : 104);
     if (r >= 118 || (!tg && r >= 100)) {
-      if (!wc) stmt_width();
+      if (rng.chance(0.35)) {
+        stmt_wide();
+        return;
+      }
+      if (wc) return;
+      const uint32_t w = rng.below(10);
+      if (w < 6) stmt_width();
+      else if (w < 8) stmt_w();
+      else if (w < 9) {
+        if (tg && tg_u64 != kNone && rng.chance(0.5)) stmt_tg_atomic_u64();
+        else stmt_atomic_u64();
+      } else {
+        stmt_atomic_pair();
+      }
       return;
     }
     if (r < 22) value(random_type());
@@ -1261,12 +1423,28 @@ struct Gen {
     buffer("out_u16", DType::U16, ir::Access::Write, true);
     buffer("out_i64", DType::I64, ir::Access::Write, true);
     buffer("out_q8", DType::F8E4M3, ir::Access::Write, true);
+    scalar("wide", DType::U64);
+    scalar("swide", DType::I64);
+    buffer("out_u8", DType::U8, ir::Access::Write, true);
+    buffer("out_i16", DType::I16, ir::Access::Write, true);
+    buffer("out_u64", DType::U64, ir::Access::Write, true);
+    buffer("out_q5", DType::F8E5M2, ir::Access::Write, true);
+    buffer("in_w", DType::GenericW, ir::Access::Read, false);
+    buffer("out_w", DType::GenericW, ir::Access::Write, true);
+    auto acc = [&](const char* name, DType t) {
+      buffer(name, t, ir::Access::ReadWrite, false);
+      k.params.back().extent_factor = 8;
+    };
+    acc("acc_u64", DType::U64);
+    acc("acc_f2", DType::F16);
+    acc("acc_b2", DType::BF16);
   }
 
   ir::Kernel build(uint64_t seed) {
     k.name = std::string("fuzz_") + (red ? "r" : "e") + (wc ? "wc_" : "_") + std::to_string(seed);
     k.mode = mode;
     k.dtypes = {DType::F32, DType::F16, DType::BF16};
+    k.wtypes = {DType::F32, DType::F16, DType::BF16, DType::U8, DType::I16, DType::F8E5M2};
     declare_params();
     frames.push_back(Frame{0, true, {}, {}, kNone});
     if (red) {
@@ -1294,8 +1472,15 @@ struct Gen {
         if (aux.chance(0.5)) a.set(ir::Attr::Align, 64);
         tg_half = emit_hidden(a);
       }
+      // A u64 array for threadgroup u64 atomics (stmt_tg_atomic_u64).
+      if (!wc && aux.chance(0.4)) {
+        Inst a = make(Op::TgAlloc, DType::U64);
+        a.set(ir::Attr::Name, k.intern_string("tg_u64"));
+        a.set(ir::Attr::Count, kMaxGroupSize);
+        tg_u64 = emit_hidden(a);
+      }
       // An f8e4m3 array for f8e4m3 tiles (16x16x32), filled from in_h before the first barrier.
-      if (!wc && lanes && !excluded(kTile) && !excluded(kF16) && aux.chance(0.2)) {
+      if (!wc && lanes && !excluded(kTile) && !excluded(kF16) && fp8r.chance(0.2)) {
         Inst a = make(Op::TgAlloc, DType::F8E4M3);
         a.set(ir::Attr::Name, k.intern_string("tg_fp8"));
         a.set(ir::Attr::Count, kFp8TileElems);
@@ -1308,6 +1493,8 @@ struct Gen {
     p_k = param_value(kKs);
     p_s = param_value(kS);
     if (wc) clamp_wc(p_s);
+    p_wide = param_value(kWide);
+    p_swide = param_value(kWideS);
     // The flat thread index `tid` (and, with threadgroups, the flat local index `lid` and the
     // group size), from the built-ins each mode binds; random_launch gives each mode its geometry.
     auto builtin = [&](Op o, int axis, bool uniform) {
@@ -1355,6 +1542,7 @@ struct Gen {
       tid = mul_add(mul_add(z, u32(2), y), width, x);
     } else {
       tid = emit(make(Op::ThreadId, DType::U32));
+      tid64 = emit(make(Op::ThreadId, DType::U64));  // thread_id64: the same index in 64 bits
     }
     uni[tid] = 0;
     base = op(Op::Mul, DType::U32, {tid, u32(kSlotsPerThread)});
@@ -1474,7 +1662,7 @@ std::string op_class_names(uint32_t classes) {
 
 std::string RandomLaunch::describe() const {
   std::ostringstream s;
-  s << "T=" << dtype_name(dtype) << " grid={" << grid.x << "," << grid.y << "," << grid.z << "} threadgroup={"
+  s << "T=" << dtype_name(dtype.t) << (dtype.has_w() ? std::string(" W=") + dtype_name(dtype.w) : "") << " grid={" << grid.x << "," << grid.y << "," << grid.z << "} threadgroup={"
     << threadgroup.x << "," << threadgroup.y << "," << threadgroup.z << "} scalars=[";
   for (size_t i = 0; i < scalars.size(); ++i) s << (i ? "," : "") << "0x" << std::hex << scalars[i] << std::dec;
   s << "]";
@@ -1485,9 +1673,19 @@ RandomLaunch random_launch(const ir::Kernel& k, uint64_t seed, const RandomProgr
                            const std::vector<DType>& dtypes) {
   Rng r{seed ^ 0x5deece66dull};
   RandomLaunch L;
-  L.dtype = r.pick({DType::F32, DType::F16, DType::BF16});
-  if (!dtypes.empty() && std::find(dtypes.begin(), dtypes.end(), L.dtype) == dtypes.end())
-    L.dtype = dtypes[(seed >> 1) % dtypes.size()];
+  DType t = r.pick({DType::F32, DType::F16, DType::BF16});
+  if (!dtypes.empty() && std::find(dtypes.begin(), dtypes.end(), t) == dtypes.end()) t = dtypes[(seed >> 1) % dtypes.size()];
+  L.dtype = t;
+  if (!k.wtypes.empty()) {
+    // W from the launch seed's bits (not `r`: the rest of the launch is what it always was),
+    // never f16 where f16 is kept out, nor a dtype a `dtypes` list (the device's) leaves out.
+    std::vector<DType> ws;
+    for (DType w : k.wtypes)
+      if (!(w == DType::F16 && (opts.exclude & kF16)) &&
+          !(is_float(w) && dtype_size(w) == 2 && !dtypes.empty() && std::find(dtypes.begin(), dtypes.end(), w) == dtypes.end()))
+        ws.push_back(w);
+    L.dtype.w = ws.empty() ? DType::F32 : ws[(seed * 0x9e3779b97f4a7c15ull >> 40) % ws.size()];
+  }
   if (k.mode == Mode::Reduction) {
     L.threadgroup = {r.pick<uint32_t>({32, 64}), 1, 1};
     L.grid = {uint32_t(r.range(1, 2)), 1, 1};
@@ -1513,15 +1711,16 @@ RandomLaunch random_launch(const ir::Kernel& k, uint64_t seed, const RandomProgr
     L.grid = {uint32_t(r.range(1, 2)), 1, 1};
   }
   const uint32_t total = uint32_t(L.grid.product() * L.threadgroup.product());
-  std::vector<uint32_t> by_param(k.params.size(), 0);
+  std::vector<uint64_t> by_param(k.params.size(), 0);
   for (size_t i = 0; i < k.params.size(); ++i) {
     const ir::Param& p = k.params[i];
     if (p.kind != ir::ParamKind::Scalar) continue;
-    uint32_t bits = 0;
+    uint64_t bits = 0;
     if (p.name == "n") bits = total - uint32_t(r.range(0, int(std::min<uint32_t>(total, 12))));
     else if (p.name == "total") bits = total;
     else if (p.name == "m") bits = uint32_t(r.range(0, 4));
     else if (p.name == "k") bits = uint32_t(int32_t(r.range(-4, 4)));
+    else if (p.name == "wide" || p.name == "swide") bits = r.next();  // any 64-bit pattern
     else {
       float f = float(opts.well_conditioned ? r.uniform(0.5, 2.0) : r.uniform(-3, 3));
       std::memcpy(&bits, &f, 4);
@@ -1536,7 +1735,9 @@ RandomLaunch random_launch(const ir::Kernel& k, uint64_t seed, const RandomProgr
     uint64_t count = p.extent_factor;
     for (uint32_t s : p.extent_scalars) count *= by_param[s];
     std::vector<unsigned char> bytes(count * dtype_size(t), 0xff);
-    if (p.access != ir::Access::Write) {
+    if (p.name.rfind("acc_", 0) == 0) {
+      std::fill(bytes.begin(), bytes.end(), 0);  // the atomics' accumulators start at 0 (+0)
+    } else if (p.access != ir::Access::Write) {
       std::vector<double> v(count);
       for (double& x : v) x = is_float(t) ? random_float(r, opts.well_conditioned) : double(random_int(r));
       if (t == DType::U32)
@@ -1572,7 +1773,7 @@ bool same_bits(DType t, const unsigned char* a, const unsigned char* b, bool sig
   return (std::isnan(x) && std::isnan(y)) || (signed_zeros_equal && x == 0 && y == 0);
 }
 
-std::string first_difference(const ir::Kernel& k, DType dtype, const std::vector<std::vector<unsigned char>>& want,
+std::string first_difference(const ir::Kernel& k, Instantiation dtype, const std::vector<std::vector<unsigned char>>& want,
                              const std::vector<std::vector<unsigned char>>& got, double tol, double floor,
                              bool signed_zeros_equal) {
   size_t b = 0;
@@ -1593,7 +1794,7 @@ std::string first_difference(const ir::Kernel& k, DType dtype, const std::vector
       if (same) continue;
       std::ostringstream s;
       s.precision(9);
-      uint32_t wb = 0, gb = 0;
+      uint64_t wb = 0, gb = 0;
       std::memcpy(&wb, want[b].data() + i * es, es);
       std::memcpy(&gb, got[b].data() + i * es, es);
       s << "buffer '" << p.name << "' (" << dtype_name(t) << ")[" << i << "]: want " << w[i] << " (0x" << std::hex

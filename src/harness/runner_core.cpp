@@ -83,11 +83,13 @@ std::string dtype_label_problem(const TestDecl& decl, const ir::Kernel& k, Insta
 }
 
 uint64_t dispatch_threadgroup_bytes(const ir::Kernel& k, Instantiation dtype, const Constexprs& scalars) {
-  std::vector<uint32_t> values(k.params.size(), 0);
+  std::vector<uint64_t> values(k.params.size(), 0);
   for (size_t i = 0; i < k.params.size(); ++i) {
     auto it = scalars.find(k.params[i].name);
-    if (k.params[i].kind == ir::ParamKind::Scalar && is_integer(k.params[i].dtype) && it != scalars.end())
-      values[i] = uint32_t(int64_t(it->second));
+    std::string why;
+    if (k.params[i].kind == ir::ParamKind::Scalar && is_integer(k.params[i].dtype) && it != scalars.end() &&
+        !scalar_bits(k.params[i].dtype, it->second, values[i], why))
+      values[i] = 0;  // the dispatch reports the value
   }
   return ir::threadgroup_bytes(k, dtype, values.data());
 }
@@ -229,6 +231,11 @@ json device_json(const DeviceInfo& d) {
           {"memory_bytes", d.memory_bytes},
           {"f16", d.f16},
           {"bf16", d.bf16},
+          {"int8", d.int8},
+          {"int16", d.int16},
+          {"int64", d.int64},
+          {"int64_atomics_buffer", d.int64_atomics_buffer},
+          {"int64_atomics_shared", d.int64_atomics_shared},
           {"f32_denormals", d.f32_denormals_flushed ? "flushed" : "preserved"},
           {"float_controls", d.float_controls}};
 }

@@ -47,7 +47,7 @@ struct Machine {
   std::vector<DType> types;           // per instruction, T resolved
   std::vector<int> slot;              // per parameter: index into buffers or scalars
   std::vector<BufferArg> buffers;
-  std::vector<uint32_t> scalars;
+  std::vector<uint64_t> scalars;
   std::vector<uint64_t> vals;         // vals[id * T + t]
   std::vector<uint32_t> lx, ly, lz;   // local id per flat index
   std::vector<Mask> masks;            // masks[d]: the active list of the block running at depth d
@@ -100,7 +100,7 @@ struct Machine {
     return bits > uint64_t(INT64_MAX) ? INT64_MAX : int64_t(bits);
   }
 
-  void setup(const std::vector<BufferArg>& bufs, const std::vector<uint32_t>& scals, Dim3 g, Dim3 t) {
+  void setup(const std::vector<BufferArg>& bufs, const std::vector<uint64_t>& scals, Dim3 g, Dim3 t) {
     grid = g;
     tg = t;
     W = opts.lane_width;
@@ -139,7 +139,7 @@ struct Machine {
     // One word per element whatever the element's width (the layout in bytes, which the
     // dispatch check and the backends use, is ir::threadgroup_bytes); arrays sized at dispatch
     // take their count from this dispatch's scalars.
-    std::vector<uint32_t> by_param(k.params.size(), 0);
+    std::vector<uint64_t> by_param(k.params.size(), 0);
     for (size_t i = 0; i < k.params.size(); ++i)
       if (k.params[i].kind == ir::ParamKind::Scalar) by_param[i] = scalars[size_t(slot[i])];
     tg_offset.assign(k.insts.size(), 0);
@@ -157,7 +157,7 @@ struct Machine {
       if (in.op != Op::TgAlloc) return;
       const uint64_t n = ir::tg_count(k, in, by_param.data());
       const ir::Param* size = in.has(ir::Attr::CountParam) ? &k.params[size_t(in.attr(ir::Attr::CountParam))] : nullptr;
-      if (size && size->dtype == DType::I32 && int32_t(by_param[size_t(in.attr(ir::Attr::CountParam))]) < 0)
+      if (size && size->dtype == DType::I32 && int32_t(uint32_t(by_param[size_t(in.attr(ir::Attr::CountParam))])) < 0)
         fail(in, "threadgroup array '" + tg_name(in) + "' is sized by '" + size->name + "', which is negative");
       if (n > kMaxWords || words + n > kMaxWords)
         fail(in, "threadgroup array '" + tg_name(in) + "' of " + std::to_string(n) +
@@ -219,8 +219,13 @@ struct Machine {
       case Op::Const: fill(eval::const_value(in, dtype).bits); return;
       case Op::Param: fill(num::int_wrap(types[id], scalars[size_t(slot[in.param()])])); return;  // i32 sign-extends
       case Op::ThreadId: {
-        uint32_t base = group[axis] * tg_dim[axis];  // u32 arithmetic, wraps like the GPU's
         const std::vector<uint32_t>& l = *local[axis];
+        if (types[id] == DType::U64) {  // thread_id64: computed in 64 bits, never wraps
+          const uint64_t base = uint64_t(group[axis]) * tg_dim[axis];
+          for (uint32_t t : active) out[t] = base + l[t];
+          return;
+        }
+        uint32_t base = group[axis] * tg_dim[axis];  // u32 arithmetic, wraps like the GPU's
         for (uint32_t t : active) out[t] = uint32_t(base + l[t]);
         return;
       }
@@ -295,6 +300,7 @@ struct Machine {
       case Op::TgAtomicExchange: case Op::TgAtomicCas:
         tg_access(in, out, active);
         return;
+      case Op::AtomicAddPair: atomic_add_pair(in, active); return;
       // Lock step is sequentially consistent: every access is visible to every thread before
       // the next instruction, so a fence has nothing left to order. Fences are not barriers:
       // the race detector still reports plain accesses a fence does not synchronize.
@@ -302,6 +308,20 @@ struct Machine {
       case Op::If: run_if(in, depth); return;
       case Op::For: run_for(id, in, depth); return;
       default: break;
+    }
+    // Packed 16-bit pairs: the two 16-bit patterns in the low 32 bits of the register.
+    if (in.op == Op::Pair || in.op == Op::PairGet || in.type.is_vector()) {
+      const DType elem = in.op == Op::PairGet ? types[in.operands[0]] : types[id];
+      const int n = in.num_operands();
+      Scalar args[3], r;
+      std::string error;
+      for (uint32_t t : active) {
+        for (int i = 0; i < n; ++i) args[i].bits = row(in.operands[i])[t];
+        if (!eval::eval_pair(in.op, elem, in.attr(ir::Attr::Index), args, n, r, error))
+          fail(in, std::string("'") + ir::mnemonic(in.op) + "': " + error + " (" + thread_text(t) + ")");
+        out[t] = r.bits;
+      }
+      return;
     }
     if (!eval::is_pure_evaluable(in.op)) fail(in, std::string("the interpreter cannot execute '") + ir::mnemonic(in.op) + "'");
 
@@ -820,9 +840,10 @@ struct Machine {
     return a < b ? a : b;
   }
 
-  // The canonical register of a 32-bit memory word of an atomic's dtype (i32, u32 or f32; the
-  // verifier allows no other): i32 sign-extended, u32 and f32 zero-extended.
+  // The canonical register of a memory word of an atomic's dtype (i32, u32 or f32, or u64; the
+  // verifier allows no other): i32 sign-extended, u32 and f32 zero-extended, u64 as it is.
   static uint64_t word_register(DType t, uint64_t word) {
+    if (t == DType::U64) return word;
     return t == DType::I32 ? uint64_t(int64_t(int32_t(uint32_t(word)))) : uint64_t(uint32_t(word));
   }
 
@@ -861,13 +882,44 @@ struct Machine {
     for (uint32_t t : active) {
       int64_t idx = index_of(a.index, t);
       check_index(in, v, idx, t);
-      unsigned char* p = v.data + size_t(idx) * 4;  // a 32-bit word (the verifier's atomic dtypes)
-      uint32_t word;
-      std::memcpy(&word, p, 4);
+      // A 32-bit word, or a 64-bit one for u64 (the verifier's atomic dtypes); little-endian.
+      const size_t size = v.storage == DType::U64 ? 8 : 4;
+      unsigned char* p = v.data + size_t(idx) * size;
+      uint64_t word = 0;
+      std::memcpy(&word, p, size);
       const uint64_t old = word_register(v.storage, word);
-      const uint32_t now = uint32_t(atomic_update(kind, v.storage, old, val[t], expected ? expected[t] : 0));
-      std::memcpy(p, &now, 4);
+      const uint64_t now = atomic_update(kind, v.storage, old, val[t], expected ? expected[t] : 0);
+      std::memcpy(p, &now, size);
       out[t] = old;
+    }
+  }
+
+  // Packed 16-bit add: lo and hi are narrowed to the buffer's dtype (as a store does; exact for
+  // the values of that dtype a 16-bit register holds), then
+  // element 2p becomes round(element + lo) and element 2p + 1 round(element + hi), each one
+  // rounding of the exact sum (the f32 sum of two 16-bit values rounded again to 16 bits is
+  // that: 24 >= 2 * 11 + 2). Threads run in ascending order, like the other global atomics.
+  void atomic_add_pair(const ir::Inst& in, const Mask& active) {
+    View v = view(in);
+    const uint64_t* lo = row(in.operands[1]);
+    const uint64_t* hi = row(in.operands[2]);
+    auto add = [&](unsigned char* p, uint64_t x) {
+      uint16_t h;
+      std::memcpy(&h, p, 2);
+      const bool f16 = v.storage == DType::F16;
+      const float old = f16 ? num::f16_to_f32(h) : num::bf16_to_f32(h);
+      const float sum = old + num::round_to(v.storage, Scalar{x}.f());
+      h = f16 ? num::f32_to_f16(sum) : num::f32_to_bf16(sum);
+      std::memcpy(p, &h, 2);
+    };
+    for (uint32_t t : active) {
+      const int64_t pair = index_of(in.operands[0], t);
+      if (pair < 0 || uint64_t(pair) >= v.count / 2 || !v.data)
+        fail(in, std::string("atomic_add_pair of buffer '") + k.params[in.param()].name + "' at pair " +
+                     std::to_string(pair) + " (elements " + std::to_string(2 * pair) + " and " + std::to_string(2 * pair + 1) +
+                     ") is out of range: the buffer has " + std::to_string(v.count) + " elements (" + thread_text(t) + ")");
+      add(v.data + size_t(pair) * 4, lo[t]);
+      add(v.data + size_t(pair) * 4 + 2, hi[t]);
     }
   }
 
@@ -991,7 +1043,7 @@ struct Machine {
 
 }  // namespace
 
-void run(const ir::Kernel& k, Instantiation dtype, const std::vector<BufferArg>& buffers, const std::vector<uint32_t>& scalars,
+void run(const ir::Kernel& k, Instantiation dtype, const std::vector<BufferArg>& buffers, const std::vector<uint64_t>& scalars,
          Dim3 grid, Dim3 threadgroup, const Options& opts) {
   Machine m(k, dtype, opts);
   m.setup(buffers, scalars, grid, threadgroup);

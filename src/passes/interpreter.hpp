@@ -27,14 +27,15 @@ struct BufferArg {
 };  // raw storage bytes in the parameter's concrete dtype
 
 // Runs `k` (already verified) with T = `dtype`. buffers: one per buffer parameter in declaration
-// order; scalars: one 32-bit pattern per scalar parameter in declaration order. Throws
+// order; scalars: one bit pattern per scalar parameter in declaration order (LaunchArgs::scalars:
+// f32 and 32-bit integers in the low 4 bytes, i64 and u64 whole). Throws
 // iron::Error naming the op's DSL location on out-of-range accesses, misaligned or
 // non-contiguous vectorize groups, divergent barriers, partially active lane groups, undefined
 // integer ops, runaway loops (opts.max_steps), and threadgroup-memory races: a slot read or
 // written by one thread after another thread wrote it, or written after another thread read it,
 // with no barrier between (the error names the slot, both threads and both ops), and, with
 // opts.uninitialized_tg_reads_are_errors, reads of a threadgroup slot no thread of the group wrote.
-void run(const ir::Kernel& k, Instantiation dtype, const std::vector<BufferArg>& buffers, const std::vector<uint32_t>& scalars,
+void run(const ir::Kernel& k, Instantiation dtype, const std::vector<BufferArg>& buffers, const std::vector<uint64_t>& scalars,
          Dim3 grid, Dim3 threadgroup, const Options& opts);
 
 }  // namespace iron::interp

@@ -43,6 +43,70 @@ bool dtype_supported(const DeviceInfo& dev, DType d, std::string& why) {
   }
 }
 
+// Converts a scalar value for a parameter into its launch bits (LaunchArgs::scalars: f32 and
+// 32-bit integers in the low 4 bytes, zero above; 64-bit integers whole), rejecting a value the
+// parameter cannot hold exactly. `why` is a static reason, set only on failure.
+bool scalar_bits(DType t, const ScalarValue& v, uint64_t& bits, std::string& why) {
+  const bool is_f = v.kind() == ScalarValue::Kind::Float;
+  if (is_f && !std::isfinite(v.f())) {
+    why = "is not finite";
+    return false;
+  }
+  if (t == DType::F32) {
+    const double d = v.as_double();
+    if (std::fabs(d) > 3.4028234663852886e38) {
+      why = "is out of f32 range";
+      return false;
+    }
+    float f = float(d);
+    uint32_t b;
+    std::memcpy(&b, &f, 4);
+    bits = b;
+    return true;
+  }
+  const char* range = nullptr;
+  int64_t lo = 0;
+  uint64_t hi = 0;
+  switch (t) {
+    case DType::U32: range = "is not a u32 (a whole number in [0, 2^32-1])"; hi = UINT32_MAX; break;
+    case DType::I32: range = "is not an i32 (a whole number in [-2^31, 2^31-1])"; lo = INT32_MIN; hi = INT32_MAX; break;
+    case DType::U64: range = "is not a u64 (a whole number in [0, 2^64-1])"; hi = UINT64_MAX; break;
+    case DType::I64: range = "is not an i64 (a whole number in [-2^63, 2^63-1])"; lo = INT64_MIN; hi = INT64_MAX; break;
+    default: why = "has an unsupported scalar dtype"; return false;
+  }
+  why = range;
+  // The value as a sign and a magnitude: a float must be whole, and within 2^64 to convert.
+  bool negative = false;
+  uint64_t mag = 0;
+  switch (v.kind()) {
+    case ScalarValue::Kind::Float: {
+      const double d = v.f();
+      if (d != std::floor(d) || std::fabs(d) >= 18446744073709551616.0) return false;
+      negative = d < 0;
+      mag = uint64_t(std::fabs(d));
+      break;
+    }
+    case ScalarValue::Kind::Int:
+      negative = v.i() < 0;
+      mag = negative ? 0 - uint64_t(v.i()) : uint64_t(v.i());
+      break;
+    case ScalarValue::Kind::UInt: mag = v.u(); break;
+  }
+  if (negative ? mag > 0 - uint64_t(lo) : mag > hi) return false;
+  const uint64_t pattern = negative ? 0 - mag : mag;
+  bits = int_bits(t) == 32 ? uint64_t(uint32_t(pattern)) : pattern;
+  why.clear();
+  return true;
+}
+
+std::string ScalarValue::text() const {
+  if (kind_ == Kind::Int) return std::to_string(i_);
+  if (kind_ == Kind::UInt) return std::to_string(u_);
+  std::ostringstream o;
+  o << f_;
+  return o.str();
+}
+
 const char* backend_name(Backend b) {
   switch (b) {
     case Backend::Cuda: return "cuda";
@@ -85,6 +149,18 @@ bool uses_lane_groups(const ir::Kernel& k) {
   return found;
 }
 
+// The thread indices a kernel reads: bit 0 the 32-bit thread_id, bit 1 thread_id64. A dispatch
+// of more than 2^32 - 1 threads is valid only for a kernel that reads thread_id64 and never
+// thread_id (docs/dsl.md, "64-bit indexing").
+uint8_t thread_index_widths(const ir::Kernel& k) {
+  uint8_t w = 0;
+  ir::walk(k, [&](ir::Id id) {
+    const ir::Inst& in = k.insts[id];
+    if (in.op == ir::Op::ThreadId) w |= in.type.elem() == DType::U64 ? 2 : 1;
+  });
+  return w;
+}
+
 // What validation needs from the IR besides its params: both are whole-IR walks, so they are
 // computed once per kernel (per dtype for the threadgroup bytes) and kept next to its pipelines.
 struct KernelFacts {
@@ -92,6 +168,7 @@ struct KernelFacts {
   bool lane_ops = false;
   uint32_t dtypes_used = 0;  // ir::dtypes_used
   bool dynamic_tg = false;  // has threadgroup arrays sized at dispatch
+  uint8_t index_widths = 0;  // thread_index_widths
   std::array<uint64_t, kNumDTypes> tg_bytes{};
   std::array<bool, kNumDTypes> tg_known{};
 
@@ -101,6 +178,7 @@ struct KernelFacts {
     f.lane_ops = uses_lane_groups(k);
     f.dynamic_tg = ir::has_dynamic_threadgroup(k);
     f.dtypes_used = ir::dtypes_used(k);
+    f.index_widths = thread_index_widths(k);
     return f;
   }
   uint64_t threadgroup_bytes(const ir::Kernel& k, Instantiation d) {
@@ -244,6 +322,7 @@ struct Context::Prepared {
   bool lane_ops = false;
   uint32_t dtypes_used = 0;
   bool dynamic_tg = false;
+  uint8_t index_widths = 0;
   uint64_t shared_bytes = 0;
   bool registered = false;
   rt::CompiledKernel* compiled = nullptr;
@@ -316,43 +395,9 @@ std::string dim_text(Dim3 d) {
   return "{" + std::to_string(d.x) + ", " + std::to_string(d.y) + ", " + std::to_string(d.z) + "}";
 }
 
-// Converts a scalar value for a parameter, rejecting inexact or out-of-range integers.
-bool scalar_bits(DType t, double v, uint32_t& bits, std::string& why) {
-  if (!std::isfinite(v)) {
-    why = "is not finite";
-    return false;
-  }
-  switch (t) {
-    case DType::F32: {
-      if (std::fabs(v) > 3.4028234663852886e38) {
-        why = "is out of f32 range";
-        return false;
-      }
-      float f = float(v);
-      std::memcpy(&bits, &f, 4);
-      return true;
-    }
-    case DType::U32:
-      if (v != std::floor(v) || v < 0 || v > 4294967295.0) {
-        why = "is not a u32 (a whole number in [0, 2^32-1])";
-        return false;
-      }
-      bits = uint32_t(v);
-      return true;
-    case DType::I32:
-      if (v != std::floor(v) || v < -2147483648.0 || v > 2147483647.0) {
-        why = "is not an i32 (a whole number in [-2^31, 2^31-1])";
-        return false;
-      }
-      {
-        int32_t i = int32_t(v);
-        std::memcpy(&bits, &i, 4);
-      }
-      return true;
-    default:
-      why = "has an unsupported scalar dtype";
-      return false;
-  }
+// Whether the scalar of parameter dtype `t` with launch bits `bits` is negative.
+bool scalar_negative(DType t, uint64_t bits) {
+  return (t == DType::I32 && int32_t(uint32_t(bits)) < 0) || (t == DType::I64 && int64_t(bits) < 0);
 }
 
 // Per-parameter working storage of check(): on the stack for kernels of up to 16 parameters
@@ -380,6 +425,7 @@ struct CheckFacts {
   uint32_t dtypes_used = 0;    // bit d: dtype d appears (bit Generic: T does)
   uint64_t shared_bytes = 0;  // of the arrays of a fixed size
   bool dynamic_tg = false;    // arrays sized at dispatch add to it (computed from the scalars)
+  uint8_t index_widths = 0;   // thread_index_widths
 };
 
 // Every dispatch rule. On success fills `out` (when given) with the launch arguments; a valid
@@ -421,10 +467,14 @@ void check(const DeviceInfo& dev, const ir::Kernel& k, const CheckFacts& facts, 
   uint64_t per_group = num::saturating_mul(num::saturating_mul(tg.x, tg.y), tg.z);
   uint64_t groups = num::saturating_mul(num::saturating_mul(grid.x, grid.y), grid.z);
   uint64_t total = num::saturating_mul(groups, per_group);
-  if (total > 0xffffffffull) {
+  // More than 2^32 - 1 threads: only a kernel whose thread index is 64-bit (it reads
+  // thread_id64 and never the u32 thread_id, which would wrap) may have them.
+  if (total > 0xffffffffull && facts.index_widths != 2) {
     std::string count = total == UINT64_MAX ? "more than 2^64" : std::to_string(total);
-    fail("grid " + dim_text(grid) + " x threadgroup " + dim_text(tg) + " = " + count +
-         " threads exceeds 2^32-1 (thread ids are u32; the grid counts threadgroups, not threads)");
+    fail("grid " + dim_text(grid) + " x threadgroup " + dim_text(tg) + " = " + count + " threads exceeds 2^32-1, and kernel " +
+         k.name + (facts.index_widths & 1 ? " reads the 32-bit thread_id" : " reads no 64-bit thread index") +
+         " (the grid counts threadgroups, not threads; a dispatch of more than 2^32-1 threads needs a kernel that "
+         "reads thread_id64 and never thread_id)");
   }
   if (per_group > dev.max_threads_per_group)
     fail("threadgroup " + dim_text(tg) + " has " + std::to_string(per_group) + " threads; the device allows " +
@@ -458,7 +508,7 @@ void check(const DeviceInfo& dev, const ir::Kernel& k, const CheckFacts& facts, 
 
   // Scalars first: buffer extents are computed from them.
   const size_t np = k.params.size();
-  ParamArray<uint32_t> scalar_values(np);
+  ParamArray<uint64_t> scalar_values(np);
   ParamArray<uint8_t> scalar_ok(np);
   for (size_t i = 0; i < np; ++i) {
     const ir::Param& p = k.params[i];
@@ -470,9 +520,7 @@ void check(const DeviceInfo& dev, const ir::Kernel& k, const CheckFacts& facts, 
     }
     std::string why;  // a static reason, set only on failure
     if (!scalar_bits(p.dtype, it->second, scalar_values[i], why)) {
-      std::ostringstream v;
-      v << it->second;
-      fail("constexpr '" + p.name + "' = " + v.str() + " " + why);
+      fail("constexpr '" + p.name + "' = " + it->second.text() + " " + why);
       continue;
     }
     scalar_ok[i] = 1;
@@ -488,7 +536,7 @@ void check(const DeviceInfo& dev, const ir::Kernel& k, const CheckFacts& facts, 
       if (in.op != ir::Op::TgAlloc || !in.has(ir::Attr::CountParam)) return;
       const size_t s = size_t(in.attr(ir::Attr::CountParam));
       if (s >= np || !scalar_ok[s]) shared_known = false;
-      else if (k.params[s].dtype == DType::I32 && int32_t(scalar_values[s]) < 0) {
+      else if (scalar_negative(k.params[s].dtype, scalar_values[s])) {
         fail("constexpr '" + k.params[s].name + "' is negative but sizes threadgroup array '" +
              k.strings[size_t(in.attr(ir::Attr::Name))] + "'");
         shared_known = false;
@@ -533,6 +581,9 @@ void check(const DeviceInfo& dev, const ir::Kernel& k, const CheckFacts& facts, 
       fail("buffer parameter '" + p.name + "' is bound to an empty DeviceBuffer");
       continue;
     }
+    if (b->bytes() > dev.max_buffer_bytes)
+      fail("buffer '" + p.name + "' is " + std::to_string(b->bytes()) + " bytes; " + dev.name + " binds at most " +
+           std::to_string(dev.max_buffer_bytes) + " bytes to one buffer parameter (maxStorageBufferRange)");
     DType want = ir::resolve(p.dtype, dtype);
     if (b->dtype() != want)
       fail(std::string("buffer '") + p.name + "' holds " + dtype_name(b->dtype()) + " but the parameter is buf<" +
@@ -541,8 +592,8 @@ void check(const DeviceInfo& dev, const ir::Kernel& k, const CheckFacts& facts, 
     uint64_t extent = p.extent_factor;
     for (uint32_t s : p.extent_scalars) {
       if (!scalar_ok[s]) known = false;
-      uint32_t v = scalar_values[s];
-      if (k.params[s].dtype == DType::I32 && int32_t(v) < 0) {
+      const uint64_t v = scalar_values[s];
+      if (scalar_negative(k.params[s].dtype, v)) {
         fail("constexpr '" + k.params[s].name + "' is negative but sizes buffer '" + p.name + "'");
         known = false;
       }
@@ -632,6 +683,7 @@ Context::Prepared Context::prepare(const ir::Kernel& kernel, Instantiation dtype
     p.lane_ops = r.facts.lane_ops;
     p.dtypes_used = r.facts.dtypes_used;
     p.dynamic_tg = r.facts.dynamic_tg;
+    p.index_widths = r.facts.index_widths;
     p.shared_bytes = r.facts.threadgroup_bytes(kernel, dtype);
     if (!want_pipeline) return;
     for (const Cache::Fast& f : r.pipelines)
@@ -666,6 +718,7 @@ Context::Prepared Context::prepare(const ir::Kernel& kernel, Instantiation dtype
   p.lane_ops = it->second.lane_ops;
   p.dtypes_used = it->second.dtypes_used;
   p.dynamic_tg = it->second.dynamic_tg;
+  p.index_widths = it->second.index_widths;
   p.shared_bytes = it->second.threadgroup_bytes(kernel, dtype);
   return p;
 }
@@ -673,7 +726,7 @@ Context::Prepared Context::prepare(const ir::Kernel& kernel, Instantiation dtype
 void Context::validate_dispatch(const ir::Kernel& kernel, Instantiation dtype, const Bindings& buffers,
                                 const Constexprs& constexprs, Dim3 grid, Dim3 threadgroup) const {
   Prepared p = prepare(kernel, dtype, threadgroup, false);
-  check(device_->info(), kernel, CheckFacts{p.lane_ops, p.dtypes_used, p.shared_bytes, p.dynamic_tg}, dtype, buffers, constexprs, grid, threadgroup,
+  check(device_->info(), kernel, CheckFacts{p.lane_ops, p.dtypes_used, p.shared_bytes, p.dynamic_tg, p.index_widths}, dtype, buffers, constexprs, grid, threadgroup,
         nullptr);
 }
 
@@ -820,7 +873,7 @@ void Context::dispatch_with_grid(const ir::Kernel& kernel, Instantiation dtype, 
   dtype = normalize(kernel, dtype);
   Prepared p = prepare(kernel, dtype, threadgroup, true);
   rt::LaunchArgs& args = launch_scratch();
-  check(device_->info(), kernel, CheckFacts{p.lane_ops, p.dtypes_used, p.shared_bytes, p.dynamic_tg}, dtype, buffers, constexprs, grid, threadgroup,
+  check(device_->info(), kernel, CheckFacts{p.lane_ops, p.dtypes_used, p.shared_bytes, p.dynamic_tg, p.index_widths}, dtype, buffers, constexprs, grid, threadgroup,
         &args);
   rt::CompiledKernel& compiled = p.compiled ? *p.compiled : pipeline(kernel, dtype, threadgroup, p);
   device_->launch(compiled, args, grid, threadgroup);
@@ -834,7 +887,7 @@ Timing Context::time_dispatch(const ir::Kernel& kernel, Instantiation dtype, con
   dtype = normalize(kernel, dtype);
   Prepared p = prepare(kernel, dtype, threadgroup, true);
   rt::LaunchArgs& args = launch_scratch();
-  check(device_->info(), kernel, CheckFacts{p.lane_ops, p.dtypes_used, p.shared_bytes, p.dynamic_tg}, dtype, buffers, constexprs, grid, threadgroup,
+  check(device_->info(), kernel, CheckFacts{p.lane_ops, p.dtypes_used, p.shared_bytes, p.dynamic_tg, p.index_widths}, dtype, buffers, constexprs, grid, threadgroup,
         &args);
   rt::CompiledKernel& compiled = p.compiled ? *p.compiled : pipeline(kernel, dtype, threadgroup, p);
   Timing t;

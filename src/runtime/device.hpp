@@ -34,7 +34,10 @@ struct CompiledKernel {
 
 struct LaunchArgs {
   std::vector<BufferImpl*> buffers;  // buffer parameters, in declaration order
-  std::vector<uint32_t> scalars;     // scalar parameters' bit patterns, in declaration order
+  // Scalar parameters' bit patterns, in declaration order: f32 and 32-bit integers in the low
+  // 4 bytes (zero above), i64 and u64 whole. Little-endian, so a pointer to an entry is also a
+  // pointer to a 4-byte parameter's value.
+  std::vector<uint64_t> scalars;
   std::vector<uint8_t> is_buffer;    // per kernel parameter, in declaration order
   // Threadgroup memory of this dispatch (ir::threadgroup_bytes with the scalars' values): the
   // CUDA device launches a kernel that keeps its arrays in dynamic shared memory with it.
@@ -85,6 +88,11 @@ class Device {
   // memory lines); empty where the backend reports nothing.
   virtual std::string compile_report(const CompiledKernel& kernel) const { return {}; }
 };
+
+// Vulkan: why `dev` cannot run the u64 atomics of `k` (instantiated as `dtype`), naming the
+// kernel, the memory and the missing feature (shaderBufferInt64Atomics for buffers,
+// shaderSharedInt64Atomics for threadgroup memory); "" when it can or there are none.
+std::string vulkan_u64_atomics_problem(const ir::Kernel& k, Instantiation dtype, const DeviceInfo& dev);
 
 // Factories; each throws iron::Error with a plain reason when the backend is unavailable.
 std::unique_ptr<Device> make_vulkan_device(int index);

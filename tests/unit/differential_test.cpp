@@ -35,33 +35,13 @@ struct Case {
   double tol = 0;
   TestSetup setup{DType::F32};
   std::vector<Bytes> buffers;           // one per buffer parameter
-  std::vector<uint32_t> scalars;        // one per scalar parameter
+  std::vector<uint64_t> scalars;        // one per scalar parameter
   std::vector<std::string> buffer_name; // per buffer parameter
   std::vector<DType> buffer_type;       // concrete storage dtype, per buffer parameter
   std::vector<int> output;              // indices into buffers of the case's outputs
   Tensors rounded;                      // the inputs as the kernel sees them, for the oracle
   std::string label;                    // "kernel/case (dtype)"
 };
-
-// The Context's conversion of a constexpr value (runtime/context.cpp scalar_bits): u32 and i32
-// must be exact integers in range, f32 is the value's f32 bits.
-bool scalar_bits(DType t, double v, uint32_t& bits) {
-  if (t == DType::F32) {
-    float f = float(v);
-    std::memcpy(&bits, &f, 4);
-    return true;
-  }
-  if (!std::isfinite(v) || v != std::floor(v)) return false;
-  if (t == DType::U32 && v >= 0 && v <= 4294967295.0) {
-    bits = uint32_t(v);
-    return true;
-  }
-  if (t == DType::I32 && v >= -2147483648.0 && v <= 2147483647.0) {
-    bits = uint32_t(int32_t(v));
-    return true;
-  }
-  return false;
-}
 
 // Builds the case's launch; returns "" or what is wrong with the case.
 std::string make_case(const TestDecl* decl, const DtypeTolerance& dt, Case& c) {
@@ -75,9 +55,10 @@ std::string make_case(const TestDecl* decl, const DtypeTolerance& dt, Case& c) {
   for (const ir::Param& p : k.params) {
     if (p.kind == ir::ParamKind::Scalar) {
       auto it = c.setup.scalars().find(p.name);
-      uint32_t bits = 0;
+      uint64_t bits = 0;
+      std::string why;
       if (it == c.setup.scalars().end()) return "constexpr '" + p.name + "' is not set";
-      if (!scalar_bits(p.dtype, it->second, bits)) return "constexpr '" + p.name + "' does not convert";
+      if (!scalar_bits(p.dtype, it->second, bits, why)) return "constexpr '" + p.name + "' " + why;
       c.scalars.push_back(bits);
       continue;
     }

@@ -26,7 +26,7 @@ interp::BufferArg arg(std::vector<T>& v) {
 }
 
 std::string run_error(const ir::Kernel& k, const std::vector<interp::BufferArg>& buffers,
-                      const std::vector<uint32_t>& scalars, Dim3 grid, Dim3 tg, uint32_t lane_width = 8) {
+                      const std::vector<uint64_t>& scalars, Dim3 grid, Dim3 tg, uint32_t lane_width = 8) {
   interp::Options opts;
   opts.lane_width = lane_width;
   try {
@@ -166,7 +166,7 @@ TEST(InterpRace, StandardLibraryReductionsAreRaceFree) {
       const uint32_t rows = 2, d = 300, tg = 64;
       std::vector<float> x(rows * d, 0.5f), wts(d, 1.0f), out(rows * d);
       std::vector<interp::BufferArg> bufs = {arg(x)};
-      std::vector<uint32_t> scalars = {rows, d};
+      std::vector<uint64_t> scalars = {rows, d};
       if (std::string(name) == "iron_rmsnorm") {
         bufs.push_back(arg(wts));
         float eps = 1e-6f;

@@ -218,7 +218,7 @@ const char* kLayoutIr =
 TEST(TgLayout, RealWidthAlignmentAndDispatchSize) {
   ir::Kernel k = test::parse_verified(kLayoutIr);
   EXPECT_EQ(ir::threadgroup_bytes(k, DType::F32), 36u);  // without values: the fixed arrays only
-  std::vector<uint32_t> values = {10, 0};
+  std::vector<uint64_t> values = {10, 0};
   EXPECT_EQ(ir::threadgroup_bytes(k, DType::F32, values.data()), 64u + 40u);
   std::vector<ir::Id> order = ir::threadgroup_layout(k);
   ASSERT_EQ(order.size(), 3u);

@@ -772,7 +772,7 @@ class CudaDevice final : public Device {
         ++bi;
       } else {
         if (si >= args.scalars.size()) throw Error("CUDA launch of " + kk.entry + ": too few scalars");
-        params[i] = const_cast<uint32_t*>(&args.scalars[si]);
+        params[i] = const_cast<uint64_t*>(&args.scalars[si]);  // a 4-byte parameter reads the low half
         ++si;
       }
     }

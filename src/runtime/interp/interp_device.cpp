@@ -2,8 +2,11 @@
 // verified copy of the IR, so the whole corpus runs without a GPU and barriers, threadgroup
 // memory and lane reductions are checked exactly. The lane width comes from
 // IRON_INTERP_LANE_WIDTH (4..64, default 32) so kernels can be tested at other subgroup sizes.
+// Its memory (the most one allocation may take) is 1 GiB unless IRON_INTERP_MEMORY_BYTES says
+// otherwise (a buffer beyond 2^32 elements needs more).
 #include <algorithm>
 #include <chrono>
+#include <cerrno>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
@@ -25,6 +28,17 @@ uint32_t lane_width_from_env() {
   throw Error("IRON_INTERP_LANE_WIDTH='" + s + "' is not a supported lane width (use 4, 8, 16, 32 or 64)");
 }
 
+uint64_t memory_from_env() {
+  const char* env = std::getenv("IRON_INTERP_MEMORY_BYTES");
+  if (!env || !*env) return uint64_t(1) << 30;
+  char* end = nullptr;
+  errno = 0;
+  const unsigned long long v = std::strtoull(env, &end, 10);
+  if (errno != 0 || *end != '\0' || v == 0 || env[0] == '-')
+    throw Error("IRON_INTERP_MEMORY_BYTES='" + std::string(env) + "' is not a positive whole number of bytes");
+  return v;
+}
+
 DeviceInfo interp_info() {
   DeviceInfo d;
   d.backend = Backend::Interp;
@@ -39,7 +53,7 @@ DeviceInfo interp_info() {
   // Like a GPU with opt-in threadgroup memory (the H200's limit), so kernels that need more than
   // 48 KiB run here too.
   d.shared_memory_optin_bytes = 232448;
-  d.memory_bytes = 1ull << 30;
+  d.memory_bytes = memory_from_env();
   d.f16 = true;
   d.bf16 = true;
   return d;

@@ -301,6 +301,9 @@ struct PhysicalDevice {
   bool shader_int8 = false;      // 8-bit integer arithmetic (i8/u8 registers)
   bool storage_8bit = false;     // 8-bit buffer elements (i8, u8, fp8)
   bool need_ext_8bit_storage = false;
+  bool buffer_int64_atomics = false;  // shaderBufferInt64Atomics (u64 atomics on buffers)
+  bool shared_int64_atomics = false;  // shaderSharedInt64Atomics (u64 atomics on shared memory)
+  bool need_ext_atomic_int64 = false;
   bool full_subgroups = false;  // computeFullSubgroups (subgroup size control)
   // lavapipe: loops end after a fixed iteration budget (codegen::kLoopLimitText), so every
   // emitted loop reports through a status buffer when the driver cut it short.
@@ -343,6 +346,7 @@ PhysicalDevice describe(const Instance& inst, VkPhysicalDevice handle) {
   bool ext_f16 = has_extension(exts, VK_KHR_SHADER_FLOAT16_INT8_EXTENSION_NAME);
   bool ext_8bit = has_extension(exts, VK_KHR_8BIT_STORAGE_EXTENSION_NAME);
   bool ext_sgsc = has_extension(exts, VK_EXT_SUBGROUP_SIZE_CONTROL_EXTENSION_NAME);
+  bool ext_atomic64 = has_extension(exts, VK_KHR_SHADER_ATOMIC_INT64_EXTENSION_NAME);
   bool ext_driver = has_extension(exts, VK_KHR_DRIVER_PROPERTIES_EXTENSION_NAME);
   bool ext_coopmat = has_extension(exts, VK_NV_COOPERATIVE_MATRIX_EXTENSION_NAME);
   bool ext_memory_model = has_extension(exts, VK_KHR_VULKAN_MEMORY_MODEL_EXTENSION_NAME);
@@ -388,6 +392,8 @@ PhysicalDevice describe(const Instance& inst, VkPhysicalDevice handle) {
       VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_NV);
   auto memory_model = vk_struct<VkPhysicalDeviceVulkanMemoryModelFeatures>(
       VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_MEMORY_MODEL_FEATURES);
+  auto atomic64 = vk_struct<VkPhysicalDeviceShaderAtomicInt64Features>(
+      VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_ATOMIC_INT64_FEATURES);
   if (v11) {
     void** tail = &features2.pNext;
     *tail = &storage16;
@@ -412,6 +418,10 @@ PhysicalDevice describe(const Instance& inst, VkPhysicalDevice handle) {
       *tail = &memory_model;
       tail = &memory_model.pNext;
     }
+    if (v12 || ext_atomic64) {
+      *tail = &atomic64;
+      tail = &atomic64.pNext;
+    }
     fn.vkGetPhysicalDeviceFeatures2(handle, &features2);
   }
   pd.shader_int16 = features2.features.shaderInt16;
@@ -424,6 +434,9 @@ PhysicalDevice describe(const Instance& inst, VkPhysicalDevice handle) {
   pd.storage_8bit = storage8.storageBuffer8BitAccess;
   pd.need_ext_8bit_storage = pd.storage_8bit && !v12;
   pd.full_subgroups = sgsc.computeFullSubgroups;
+  pd.buffer_int64_atomics = pd.shader_int64 && atomic64.shaderBufferInt64Atomics;
+  pd.shared_int64_atomics = pd.shader_int64 && atomic64.shaderSharedInt64Atomics;
+  pd.need_ext_atomic_int64 = (pd.buffer_int64_atomics || pd.shared_int64_atomics) && !v12;
   pd.need_ext_float16_int8 = (pd.shader_float16 || pd.shader_int8) && !v12;
   pd.need_ext_subgroup_size_control = pd.full_subgroups && !v13;
   if (ext_coopmat && coopmat.cooperativeMatrix && pd.shader_float16 && memory_model.vulkanMemoryModel &&
@@ -487,12 +500,15 @@ PhysicalDevice describe(const Instance& inst, VkPhysicalDevice handle) {
                    lim.maxComputeWorkGroupCount[2]};
   info.shared_memory_bytes = lim.maxComputeSharedMemorySize;
   info.memory_bytes = largest_local_heap;
+  info.max_buffer_bytes = lim.maxStorageBufferRange;
   info.f16 = pd.shader_float16 && pd.storage_16bit;
   // bf16 has no Vulkan arithmetic type: it is stored as 16 bits and computed in f32.
   info.bf16 = pd.storage_16bit;
   info.int8 = pd.shader_int8 && pd.storage_8bit;
   info.int16 = pd.shader_int16 && pd.storage_16bit;
   info.int64 = pd.shader_int64;
+  info.int64_atomics_buffer = pd.buffer_int64_atomics;
+  info.int64_atomics_shared = pd.shared_int64_atomics;
   if (have_floats) {
     auto yn = [](VkBool32 b) { return b ? "yes" : "no"; };
     info.float_controls = std::string("f32 denorm preserve ") + yn(float_controls.shaderDenormPreserveFloat32) +
@@ -557,7 +573,8 @@ std::shared_ptr<Core> create_core(std::unique_ptr<Instance> inst, const Physical
   auto features2 = vk_struct<VkPhysicalDeviceFeatures2>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2);
   features2.features.shaderInt16 = pd.shader_int16;
   features2.features.shaderInt64 = pd.shader_int64;
-  // f64: lavapipe's fma emulation, and cooperative-tile sums on every device that has it.
+  // f64: lavapipe's fma emulation, every device's bf16 fma (iron_fma_odd), and cooperative-tile
+  // sums on every device that has it.
   features2.features.shaderFloat64 = pd.shader_float64;
   auto storage16 =
       vk_struct<VkPhysicalDevice16BitStorageFeatures>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_16BIT_STORAGE_FEATURES);
@@ -573,6 +590,10 @@ std::shared_ptr<Core> create_core(std::unique_ptr<Instance> inst, const Physical
   auto sgsc = vk_struct<VkPhysicalDeviceSubgroupSizeControlFeatures>(
       VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_SIZE_CONTROL_FEATURES);
   sgsc.computeFullSubgroups = pd.full_subgroups;
+  auto atomic64 = vk_struct<VkPhysicalDeviceShaderAtomicInt64Features>(
+      VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_ATOMIC_INT64_FEATURES);
+  atomic64.shaderBufferInt64Atomics = pd.buffer_int64_atomics;
+  atomic64.shaderSharedInt64Atomics = pd.shared_int64_atomics;
 
   void** tail = &features2.pNext;
   *tail = &storage16;
@@ -602,6 +623,10 @@ std::shared_ptr<Core> create_core(std::unique_ptr<Instance> inst, const Physical
     *tail = &memory_model;
     tail = &memory_model.pNext;
   }
+  if (pd.buffer_int64_atomics || pd.shared_int64_atomics) {
+    *tail = &atomic64;
+    tail = &atomic64.pNext;
+  }
 
   std::vector<const char*> extensions;
   if (pd.coopmat_f16) extensions.push_back(VK_NV_COOPERATIVE_MATRIX_EXTENSION_NAME);
@@ -609,6 +634,7 @@ std::shared_ptr<Core> create_core(std::unique_ptr<Instance> inst, const Physical
   if (pd.need_ext_float16_int8) extensions.push_back(VK_KHR_SHADER_FLOAT16_INT8_EXTENSION_NAME);
   if (pd.need_ext_8bit_storage) extensions.push_back(VK_KHR_8BIT_STORAGE_EXTENSION_NAME);
   if (pd.need_ext_subgroup_size_control) extensions.push_back(VK_EXT_SUBGROUP_SIZE_CONTROL_EXTENSION_NAME);
+  if (pd.need_ext_atomic_int64) extensions.push_back(VK_KHR_SHADER_ATOMIC_INT64_EXTENSION_NAME);
 
   auto dci = vk_struct<VkDeviceCreateInfo>(VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO);
   dci.pNext = &features2;  // pEnabledFeatures must stay null when Features2 is chained
@@ -666,6 +692,12 @@ struct VulkanKernel : CompiledKernel {
   VkDescriptorSet set = VK_NULL_HANDLE;  // null when the kernel has no buffer parameters
   uint32_t num_buffers = 0;
   uint32_t num_scalars = 0;
+  // Push constants (codegen::push_constant_layout): each scalar's byte offset, the block's size,
+  // and whether it is 8 bytes wide; the block is assembled per launch in push_data.
+  std::vector<uint32_t> push_offsets;
+  std::vector<uint8_t> push_wide;
+  uint32_t push_bytes = 0;
+  mutable std::vector<uint8_t> push_data;
   std::string name;
   // Serials of the buffers `set` points at, per binding (0: nothing written yet). A launch that
   // binds the same buffers as the last one skips vkUpdateDescriptorSets.
@@ -882,6 +914,17 @@ class VulkanDevice final : public Device {
     if (vote && !pd_.subgroup_vote)
       throw Error("kernel '" + k.name + "' uses lane_any or lane_all; device '" + pd_.info.name +
                   "' does not support subgroup votes in compute shaders (VK_SUBGROUP_FEATURE_VOTE_BIT)");
+    if (std::string why = vulkan_u64_atomics_problem(k, dtype, pd_.info); !why.empty()) throw Error(why);
+    // bf16 fma is one rounding of the exact a * b + c, computed through f64 (iron_fma_odd; f16's
+    // needs only f32).
+    bool fma_bf16 = false;
+    ir::walk(k, [&](ir::Id id) {
+      fma_bf16 = fma_bf16 || (k.insts[id].op == ir::Op::Fma && ir::resolve(k.insts[id].type.elem(), dtype) == DType::BF16);
+    });
+    if (fma_bf16 && !pd_.shader_float64)
+      throw Error("kernel '" + k.name + "' (" + instantiation_name(dtype) + ") uses fma on bf16, which Vulkan " +
+                  "computes through f64 (one rounding of the exact result); device '" + pd_.info.name +
+                  "' does not support f64 in shaders (shaderFloat64)");
     codegen::EmitOptions options;
     options.loop_limit_check = pd_.loop_limited;
     // lavapipe's fma is a multiply and an add (two roundings): emulated with one.
@@ -922,7 +965,8 @@ class VulkanDevice final : public Device {
     fp += "; device " + i.name + " (" + i.arch + "); " + i.driver + "; api " + version_text(pd_.api_version) +
           "; subgroup " + std::to_string(i.lane_width) + "; features";
     for (bool b : {pd_.shader_int16, pd_.shader_int64, pd_.storage_16bit, pd_.uniform_storage_16bit,
-                   pd_.shader_float16, pd_.full_subgroups, pd_.shader_int8, pd_.storage_8bit})
+                   pd_.shader_float16, pd_.full_subgroups, pd_.shader_int8, pd_.storage_8bit,
+                   pd_.buffer_int64_atomics, pd_.shared_int64_atomics, pd_.shader_float64})
       fp += b ? " 1" : " 0";
     if (pd_.loop_limited) fp += "; loop status binding";  // a different module and layout
     if (pd_.loop_limited && pd_.shader_float64) fp += "; f64 fma";
@@ -961,11 +1005,14 @@ class VulkanDevice final : public Device {
       else
         ++kern->num_scalars;
     }
-    if (4 * kern->num_scalars > pd_.max_push_constants)
-      throw Error("kernel '" + k.name + "' has " + std::to_string(kern->num_scalars) +
-                  " scalar parameters; device '" + pd_.info.name + "' allows " +
-                  std::to_string(pd_.max_push_constants / 4) + " (maxPushConstantsSize " +
-                  std::to_string(pd_.max_push_constants) + " bytes)");
+    kern->push_bytes = codegen::push_constant_layout(k, kern->push_offsets);
+    for (const ir::Param& p : k.params)
+      if (p.kind == ir::ParamKind::Scalar) kern->push_wide.push_back(int_bits(p.dtype) == 64);
+    kern->push_data.assign(kern->push_bytes, 0);
+    if (kern->push_bytes > pd_.max_push_constants)
+      throw Error("kernel '" + k.name + "' has " + std::to_string(kern->num_scalars) + " scalar parameters (" +
+                  std::to_string(kern->push_bytes) + " bytes of push constants); device '" + pd_.info.name +
+                  "' allows " + std::to_string(pd_.max_push_constants) + " bytes (maxPushConstantsSize)");
 
     const DeviceFns& f = core_->fn;
     VkDevice dev = core_->device;
@@ -986,7 +1033,7 @@ class VulkanDevice final : public Device {
     check_created(f.vkCreateDescriptorSetLayout(dev, &dslci, nullptr, &kern->set_layout), kern->set_layout,
                   "vkCreateDescriptorSetLayout", label);
 
-    VkPushConstantRange push{VK_SHADER_STAGE_COMPUTE_BIT, 0, 4 * kern->num_scalars};
+    VkPushConstantRange push{VK_SHADER_STAGE_COMPUTE_BIT, 0, kern->push_bytes};
     auto plci = vk_struct<VkPipelineLayoutCreateInfo>(VK_STRUCTURE_TYPE_PIPELINE_LAYOUT_CREATE_INFO);
     plci.setLayoutCount = 1;
     plci.pSetLayouts = &kern->set_layout;
@@ -1098,7 +1145,7 @@ class VulkanDevice final : public Device {
   void select_sized_pipeline(VulkanKernel& kern, const LaunchArgs& args) {
     if (kern.size_scalars.empty()) return;
     std::vector<uint32_t> sizes;
-    for (uint32_t si : kern.size_scalars) sizes.push_back(si < args.scalars.size() ? args.scalars[si] : 1u);
+    for (uint32_t si : kern.size_scalars) sizes.push_back(si < args.scalars.size() ? uint32_t(args.scalars[si]) : 1u);
     auto it = kern.sized.find(sizes);
     if (it == kern.sized.end()) {
       VkPipeline p = VK_NULL_HANDLE;
@@ -1287,8 +1334,8 @@ class VulkanDevice final : public Device {
         desc_infos_.resize(kern.num_buffers);
         desc_writes_.resize(kern.num_buffers);
       }
-      // Whole-buffer bindings. lavapipe advertises maxStorageBufferRange = 128 MiB yet binds
-      // larger buffers correctly (checked with 256 MiB); NVIDIA's limit is 4 GiB.
+      // Whole-buffer bindings: Context rejects a buffer beyond maxStorageBufferRange
+      // (DeviceInfo::max_buffer_bytes) before a launch.
       desc_infos_[n] = {b->buffer, 0, VK_WHOLE_SIZE};
       VkWriteDescriptorSet& w = desc_writes_[n];
       w = vk_struct<VkWriteDescriptorSet>(VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET);
@@ -1318,9 +1365,12 @@ class VulkanDevice final : public Device {
     if (kern.set != VK_NULL_HANDLE)
       f.vkCmdBindDescriptorSets(command_buffer_, VK_PIPELINE_BIND_POINT_COMPUTE, kern.pipeline_layout, 0, 1,
                                 &kern.set, 0, nullptr);
-    if (kern.num_scalars > 0)
-      f.vkCmdPushConstants(command_buffer_, kern.pipeline_layout, VK_SHADER_STAGE_COMPUTE_BIT, 0,
-                           4 * kern.num_scalars, args.scalars.data());
+    if (kern.num_scalars > 0) {
+      for (uint32_t i = 0; i < kern.num_scalars; ++i)  // little-endian: the low 4 or all 8 bytes
+        std::memcpy(kern.push_data.data() + kern.push_offsets[i], &args.scalars[i], kern.push_wide[i] ? 8 : 4);
+      f.vkCmdPushConstants(command_buffer_, kern.pipeline_layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, kern.push_bytes,
+                           kern.push_data.data());
+    }
     f.vkCmdDispatch(command_buffer_, grid.x, grid.y, grid.z);
   }
 
@@ -1420,6 +1470,22 @@ class VulkanDevice final : public Device {
 };
 
 }  // namespace
+
+std::string vulkan_u64_atomics_problem(const ir::Kernel& k, Instantiation dtype, const DeviceInfo& dev) {
+  bool buffer = false, shared = false;
+  ir::walk(k, [&](ir::Id id) {
+    const ir::Inst& in = k.insts[id];
+    if (!ir::is_atomic(in.op) || ir::resolve(in.type.elem(), dtype) != DType::U64) return;
+    (ir::is_global_atomic(in.op) ? buffer : shared) = true;
+  });
+  if (buffer && !dev.int64_atomics_buffer)
+    return "kernel '" + k.name + "' uses u64 atomics on a buffer; device '" + dev.name +
+           "' does not support them (shaderBufferInt64Atomics, VK_KHR_shader_atomic_int64)";
+  if (shared && !dev.int64_atomics_shared)
+    return "kernel '" + k.name + "' uses u64 atomics on threadgroup memory; device '" + dev.name +
+           "' does not support them (shaderSharedInt64Atomics, VK_KHR_shader_atomic_int64)";
+  return "";
+}
 
 std::unique_ptr<Device> make_vulkan_device(int index) {
   std::unique_ptr<Instance> inst = create_instance();
