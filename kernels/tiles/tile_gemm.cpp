@@ -3,8 +3,9 @@
 // A is read at a_off with row stride lda, B at b_off with row stride ldb (all run-time values).
 // Each threadgroup computes one 16 x 16 tile of C (tile row program_id(1), tile column
 // program_id(0)). Per 16-wide K step every thread helps stage A's 16 x 16 block into threadgroup
-// memory at offset 8 with row stride 24 (a barrier on each side); each lane group loads its A
-// fragment from there and its B fragment straight from device memory, and accumulates in a
+// memory at offset 8 with row stride 24 (a barrier on each side; 16-byte aligned rows, so CUDA's
+// mma strategy loads the A fragment by ldmatrix); each lane group loads its A fragment from
+// there and its B fragment straight from device memory, and accumulates in a
 // FragVar. Outputs: c (row stride n, one tile_store at a run-time offset, by lane group 0);
 // ct = C transposed, through a tile_store into threadgroup memory at offset 3 with row stride 17
 // (by the last lane group) and a copy by every thread; corner, element (5, 11) of each tile
@@ -33,7 +34,7 @@ static void tile_gemm() {
   Buffer corner = output("corner", f32, {tiles});
 
   TileShape tile = coop_tile_setup(16, 16, 16, T);
-  TgBuffer as = threadgroup_alloc("as", T, 8 + 16 * 24);
+  TgBuffer as = threadgroup_alloc("as", T, 8 + 16 * 24, 16);
   TgBuffer cs = threadgroup_alloc("cs", f32, 3 + 16 * 17);
   Expr tm = program_id(1);
   Expr tn = program_id(0);

@@ -73,6 +73,7 @@ bool float_like(DType t) { return t == DType::F32 || t == DType::F16 || t == DTy
 struct Gen {
   Rng rng;
   Rng aux;  // threadgroup-array and register-array choices (see emit_hidden)
+  Rng fp8r;  // f8e4m3 tile choices: their own stream, so programs without them stay as they were
   bool red;
   Mode mode;
   // Lane built-ins and lane operations exist in the program (Reduction, SimdGroup2D); Tile2D
@@ -102,10 +103,13 @@ struct Gen {
   std::vector<Id> tg_arrays;
   Id tg_half = kNone;  // the 16-bit threadgroup array (stmt_half_exchange), if any
   Id tg_u64 = kNone;   // the u64 threadgroup array (stmt_tg_atomic_u64), if any
+  Id tg_fp8 = kNone;   // the f8e4m3 threadgroup array f8e4m3 tiles load from (stmt_tile), if any
+  static constexpr uint32_t kFp8TileElems = 1024;  // > 180 + 31 * 24 + 15, B's largest index
 
   Gen(uint64_t seed, bool reduction, const RandomProgramOptions& o)
       : rng{seed * 0x2545f4914f6cdd1dull + (reduction ? 17 : 5)},
         aux{seed * 0x9e3779b97f4a7c15ull + (reduction ? 0x74676d656d1ull : 0x74676d656d0ull)},
+        fp8r{seed * 0xd1342543de82ef95ull + (reduction ? 0x66703831ull : 0x66703830ull)},
         red(reduction),
         mode(seed_mode(seed, reduction)),
         lanes(mode == Mode::Reduction || mode == Mode::SimdGroup2D),
@@ -1156,10 +1160,11 @@ struct Gen {
     emit(make(Op::Barrier, DType::Void));
   }
 
-  // Cooperative tiles (uniform control flow): A and B fragments from in_h (f16) at a constant
-  // or uniform run-time offset and a constant row stride, one or two multiply-accumulates onto a
-  // fill of a uniform value, and one accumulator element read back into the value pool. Every
-  // element index stays below kInputLength (offset <= 180, stride <= 48: 180 + 15 * 48 + 15).
+  // Cooperative tiles (uniform control flow): A and B fragments from in_h (f16, 16x16x16) or
+  // from tg_fp8 (f8e4m3, 16x16x32) at a constant or uniform run-time offset and a constant row
+  // stride, one or two multiply-accumulates onto a fill of a uniform value, and one accumulator
+  // element read back into the value pool. Every element index stays below kInputLength for in_h
+  // (offset <= 180, stride <= 48: 180 + 15 * 48 + 15) and below kFp8TileElems for tg_fp8.
   // The fragments themselves never enter the pool: only tile ops take them.
   void stmt_tile() {
     // Cross-backend programs have them too: on Vulkan a fragment is a shared-memory slot per
@@ -1172,16 +1177,24 @@ struct Gen {
       vals.erase(std::remove(vals.begin(), vals.end(), id), vals.end());
       return id;
     };
+    // f8e4m3 tiles (16x16x32) from tg_fp8 where the program has it (chosen from `fp8r`; the
+    // `rng` and `aux` draws are the same either way).
+    const bool fp8 = tg_fp8 != kNone && fp8r.chance(0.5);
+    const uint32_t K = fp8 ? 32 : 16;
     auto load = [&](FragRole role) {
       Id off = rng.chance(0.5) ? u32(uint32_t(rng.range(0, 180))) : op(Op::Mul, DType::U32, {p_m, u32(uint32_t(rng.range(1, 45)))});
-      Inst in = make(Op::TileLoad, DType::Void, {off, u32(uint32_t(rng.range(16, 48)))});
-      in.type = Type::fragment(DType::F16, 16, 16, 16, role);
-      in.set(ir::Attr::Param, kInH);
+      // f8e4m3 strides are 16..24 (rows of A may overlap: loads only read), so the largest index
+      // stays below kFp8TileElems.
+      const uint32_t drawn = uint32_t(rng.range(16, 48));
+      Id stride = u32(fp8 ? 16 + drawn % 9 : drawn);
+      Inst in = fp8 ? make(Op::TileTgLoad, DType::Void, {tg_fp8, off, stride}) : make(Op::TileLoad, DType::Void, {off, stride});
+      in.type = Type::fragment(fp8 ? DType::F8E4M3 : DType::F16, 16, 16, K, role);
+      if (!fp8) in.set(ir::Attr::Param, kInH);
       return hidden(in);
     };
     Id fill_value = rng.chance(0.5) ? p_s : float_const(DType::F32, rng.pick({0.0, 1.5, -2.0}));
     Inst fill = make(Op::TileFill, DType::Void, {fill_value});
-    fill.type = Type::fragment(DType::F32, 16, 16, 16, FragRole::Acc);
+    fill.type = Type::fragment(DType::F32, 16, 16, K, FragRole::Acc);
     Id acc = hidden(fill);
     for (int step = 0, steps = rng.range(1, 2); step < steps; ++step) {
       Id a = load(FragRole::A);
@@ -1207,6 +1220,16 @@ struct Gen {
     if (tg_half != kNone)
       emit_hidden(make(Op::TgStore, DType::Void, {tg_half, lid, hidden_const(k.insts[tg_half].type.elem(), 0, 0.0)}));
     if (tg_u64 != kNone) emit_hidden(make(Op::TgStore, DType::Void, {tg_u64, lid, hidden_const(DType::U64, 0, 0.0)}));
+    if (tg_fp8 != kNone) {
+      // The threads of the group fill every element: tg_fp8[e] = f8e4m3(in_h[e mod length]).
+      Id loop = emit_hidden(make(Op::For, DType::U32, {lid, hidden_const(DType::U32, kFp8TileElems, 0), gsize}));
+      open(loop, 0, false);
+      Inst ld = make(Op::Load, DType::F16, {hidden_op(Op::Rem, DType::U32, {loop, hidden_const(DType::U32, kInputLength, 0)})});
+      ld.set(ir::Attr::Param, kInH);
+      const Id v = emit_hidden(ld);
+      emit_hidden(make(Op::TgStore, DType::Void, {tg_fp8, loop, hidden_op(Op::Cast, DType::F8E4M3, {v})}));
+      close();
+    }
     if (!tg_arrays.empty()) emit(make(Op::Barrier, DType::Void));
   }
 
@@ -1455,6 +1478,13 @@ struct Gen {
         a.set(ir::Attr::Name, k.intern_string("tg_u64"));
         a.set(ir::Attr::Count, kMaxGroupSize);
         tg_u64 = emit_hidden(a);
+      }
+      // An f8e4m3 array for f8e4m3 tiles (16x16x32), filled from in_h before the first barrier.
+      if (!wc && lanes && !excluded(kTile) && !excluded(kF16) && fp8r.chance(0.2)) {
+        Inst a = make(Op::TgAlloc, DType::F8E4M3);
+        a.set(ir::Attr::Name, k.intern_string("tg_fp8"));
+        a.set(ir::Attr::Count, kFp8TileElems);
+        tg_fp8 = emit_hidden(a);
       }
     }
     p_n = param_value(kN);

@@ -341,6 +341,8 @@ TEST(CodegenTiles, ThreadgroupFragmentsLoadThroughLdmatrixWhenRowsAreAligned) {
       EXPECT_TRUE(r.ok) << codegen::cuda_mma_name(m) << ":\n" << r.log.substr(0, 3000);
     }
   }
+  // iron_tile_gemm's A (a 16-byte aligned f16/bf16 array, offset 8, stride 24) takes it too.
+  EXPECT_TRUE(has(cuda_source(codegen::CudaMma::MmaSync, DType::F16), "  iron_tile_ldmatrix(v"));
   // Auto holds all three preludes; sm_80 picks the mma one, ldmatrix included.
   rt::NvrtcResult r = rt::nvrtc_compile(cuda_source(codegen::CudaMma::Auto, DType::F16, "iron_tile_tg_product"),
                                         "tile_tg_product", "sm_80");
@@ -574,6 +576,16 @@ TEST(GlslTiles, CooperativeMatrixLoweringCompilesAndValidates) {
     codegen::Spirv spv = codegen::compile_glsl(e.source, kernel);
     EXPECT_TRUE(spv.ok) << kernel << ":\n" << spv.log << "\n" << e.source;
     EXPECT_EQ(codegen::glsl_tile_slots(spv.words.data(), spv.words.size()), 1u) << kernel;  // the staging area
+    // glslang puts cooperative-matrix shaders under the Vulkan memory model (OpMemoryModel
+    // Logical Vulkan): the device enables vulkanMemoryModel with the extension.
+    bool vulkan_model = false;
+    for (size_t i = 5; i < spv.words.size() && i + 2 < spv.words.size();) {
+      const uint32_t len = spv.words[i] >> 16, opcode = spv.words[i] & 0xffffu;
+      if (opcode == 14) vulkan_model = spv.words[i + 2] == 3;  // OpMemoryModel: addressing, memory model
+      if (len == 0) break;
+      i += len;
+    }
+    EXPECT_TRUE(vulkan_model) << kernel;
   }
   codegen::Emitted gemm = glsl_source("iron_tile_gemm", DType::F16, true);
   // B from a buffer: direct when aligned, else staged; A from threadgroup memory: staged.

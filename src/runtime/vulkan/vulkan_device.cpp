@@ -314,6 +314,11 @@ struct PhysicalDevice {
   // VK_NV_cooperative_matrix with f16 A and B, f32 C and D, 16x16x16 at subgroup scope (and
   // shaderFloat16): cooperative tiles may lower to it (codegen::VkMma). The extension is enabled then.
   bool coopmat_f16 = false;
+  // GL_NV_cooperative_matrix shaders use the Vulkan memory model (glslang emits OpMemoryModel
+  // Vulkan for them), so coopmat_f16 also needs vulkanMemoryModel, enabled with it (device scope
+  // too where supported: fence_device makes buffers coherent).
+  bool memory_model_device_scope = false;
+  bool need_ext_memory_model = false;
 };
 
 bool has_extension(const std::vector<VkExtensionProperties>& exts, const char* name) {
@@ -344,6 +349,7 @@ PhysicalDevice describe(const Instance& inst, VkPhysicalDevice handle) {
   bool ext_atomic64 = has_extension(exts, VK_KHR_SHADER_ATOMIC_INT64_EXTENSION_NAME);
   bool ext_driver = has_extension(exts, VK_KHR_DRIVER_PROPERTIES_EXTENSION_NAME);
   bool ext_coopmat = has_extension(exts, VK_NV_COOPERATIVE_MATRIX_EXTENSION_NAME);
+  bool ext_memory_model = has_extension(exts, VK_KHR_VULKAN_MEMORY_MODEL_EXTENSION_NAME);
 
   // Properties: the chained structs are only legal for a 1.1+ device (or with their extension).
   auto subgroup =
@@ -384,6 +390,8 @@ PhysicalDevice describe(const Instance& inst, VkPhysicalDevice handle) {
       vk_struct<VkPhysicalDevice8BitStorageFeatures>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_8BIT_STORAGE_FEATURES);
   auto coopmat = vk_struct<VkPhysicalDeviceCooperativeMatrixFeaturesNV>(
       VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_NV);
+  auto memory_model = vk_struct<VkPhysicalDeviceVulkanMemoryModelFeatures>(
+      VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_MEMORY_MODEL_FEATURES);
   auto atomic64 = vk_struct<VkPhysicalDeviceShaderAtomicInt64Features>(
       VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_ATOMIC_INT64_FEATURES);
   if (v11) {
@@ -406,6 +414,10 @@ PhysicalDevice describe(const Instance& inst, VkPhysicalDevice handle) {
       *tail = &coopmat;
       tail = &coopmat.pNext;
     }
+    if (v12 || ext_memory_model) {
+      *tail = &memory_model;
+      tail = &memory_model.pNext;
+    }
     if (v12 || ext_atomic64) {
       *tail = &atomic64;
       tail = &atomic64.pNext;
@@ -427,7 +439,8 @@ PhysicalDevice describe(const Instance& inst, VkPhysicalDevice handle) {
   pd.need_ext_atomic_int64 = (pd.buffer_int64_atomics || pd.shared_int64_atomics) && !v12;
   pd.need_ext_float16_int8 = (pd.shader_float16 || pd.shader_int8) && !v12;
   pd.need_ext_subgroup_size_control = pd.full_subgroups && !v13;
-  if (ext_coopmat && coopmat.cooperativeMatrix && pd.shader_float16 && inst.coopmat_properties) {
+  if (ext_coopmat && coopmat.cooperativeMatrix && pd.shader_float16 && memory_model.vulkanMemoryModel &&
+      inst.coopmat_properties) {
     uint32_t n = 0;
     if (inst.coopmat_properties(handle, &n, nullptr) == VK_SUCCESS && n > 0) {
       std::vector<VkCooperativeMatrixPropertiesNV> configs(
@@ -442,6 +455,8 @@ PhysicalDevice describe(const Instance& inst, VkPhysicalDevice handle) {
         }
     }
   }
+  pd.memory_model_device_scope = pd.coopmat_f16 && memory_model.vulkanMemoryModelDeviceScope;
+  pd.need_ext_memory_model = pd.coopmat_f16 && !v12;
 
   uint32_t family_count = 0;
   fn.vkGetPhysicalDeviceQueueFamilyProperties(handle, &family_count, nullptr);
@@ -598,9 +613,15 @@ std::shared_ptr<Core> create_core(std::unique_ptr<Instance> inst, const Physical
   auto coopmat = vk_struct<VkPhysicalDeviceCooperativeMatrixFeaturesNV>(
       VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_NV);
   coopmat.cooperativeMatrix = pd.coopmat_f16;
+  auto memory_model = vk_struct<VkPhysicalDeviceVulkanMemoryModelFeatures>(
+      VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_MEMORY_MODEL_FEATURES);
+  memory_model.vulkanMemoryModel = pd.coopmat_f16;
+  memory_model.vulkanMemoryModelDeviceScope = pd.memory_model_device_scope;
   if (pd.coopmat_f16) {
     *tail = &coopmat;
     tail = &coopmat.pNext;
+    *tail = &memory_model;
+    tail = &memory_model.pNext;
   }
   if (pd.buffer_int64_atomics || pd.shared_int64_atomics) {
     *tail = &atomic64;
@@ -609,6 +630,7 @@ std::shared_ptr<Core> create_core(std::unique_ptr<Instance> inst, const Physical
 
   std::vector<const char*> extensions;
   if (pd.coopmat_f16) extensions.push_back(VK_NV_COOPERATIVE_MATRIX_EXTENSION_NAME);
+  if (pd.need_ext_memory_model) extensions.push_back(VK_KHR_VULKAN_MEMORY_MODEL_EXTENSION_NAME);
   if (pd.need_ext_float16_int8) extensions.push_back(VK_KHR_SHADER_FLOAT16_INT8_EXTENSION_NAME);
   if (pd.need_ext_8bit_storage) extensions.push_back(VK_KHR_8BIT_STORAGE_EXTENSION_NAME);
   if (pd.need_ext_subgroup_size_control) extensions.push_back(VK_EXT_SUBGROUP_SIZE_CONTROL_EXTENSION_NAME);
