@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <limits>
 #include <memory>
 #include <string>
 #include <vector>
@@ -18,6 +19,7 @@
 
 #include "codegen/codegen.hpp"
 #include "core/ir.hpp"
+#include "harness/runner.hpp"
 #include "passes/pass.hpp"
 #include "runtime/device.hpp"
 
@@ -283,6 +285,29 @@ TEST(WideVulkan, BufferBeyondStorageRangeIsRejected) {
   // At the limit exactly it is accepted.
   DeviceBuffer fits = ctx->alloc(DType::U8, range);
   EXPECT_EQ(dispatch_error(*ctx, k64, {{"out", fits}}, {{"n", (unsigned long long)range}}, {1, 1, 1}, {1, 1, 1}), "");
+}
+
+// A test case whose buffer is larger than the device binds is skipped naming both figures,
+// before anything is allocated (like a case needing more threadgroup memory than there is).
+uint64_t g_case_bytes = 0;
+TestSetup oversized_case(DType dt, DType) {
+  return TestSetup(dt)
+      .out("out", size_t(g_case_bytes))
+      .constexprs({{"n", (unsigned long long)g_case_bytes}})
+      .grid({1, 1, 1}, {1, 1, 1})
+      .oracle([](const Tensors&, Tensors&) {});
+}
+
+TEST(WideVulkan, CaseBeyondStorageRangeIsSkipped) {
+  std::unique_ptr<Context> ctx = Context::create(Backend::Vulkan);
+  const uint64_t range = ctx->info().max_buffer_bytes;
+  g_case_bytes = range + 1;
+  const ir::Kernel k = traced("wide_index64", &index64_body);
+  const TestDecl decl{"wide_index64", "oversized", &oversized_case, {{DType::U8}}, __FILE__, __LINE__};
+  const TestOutcome r = run_test_case(*ctx, decl, DType::U8, std::numeric_limits<double>::quiet_NaN(), &k);
+  EXPECT_EQ(r.status, TestOutcome::Status::Skip) << r.message;
+  EXPECT_EQ(r.message, "the case binds " + std::to_string(range + 1) + " bytes to buffer 'out'; device " +
+                           ctx->info().name + " binds at most " + std::to_string(range) + " (maxStorageBufferRange)");
 }
 
 // Every rule of the dispatch-time conversion of a 64-bit scalar: exact integers in range, from
