@@ -92,6 +92,21 @@ void tail_body() {
   if_(i >= skip, [&] { if_(i - skip < n, [&] { out[i - skip] = i; }); });
 }
 
+// 64-bit loops: a grid-stride loop over u64 indices, and an i64 loop from a negative start
+// whose induction variable crosses zero, each writing what it visits.
+void loops_body() {
+  using namespace iron::dsl;
+  Expr n = constexpr_("n", u64);
+  Expr stride = constexpr_("stride", u64);  // the dispatch's thread count
+  Expr lo = constexpr_("lo", i64);
+  Buffer out = output("out", u64, {n});
+  Buffer signed_out = output("signed_out", i64, {16});
+  for_(thread_id64(0), n, stride, [&](Expr j) { out[j] = j * j + 1u; });
+  if_(thread_id64(0) == 0u, [&] {
+    for_(lo, lo + 16, 1, [&](Expr j) { signed_out[j - lo] = j * 3; });
+  });
+}
+
 ir::Kernel traced(const char* name, KernelBody body, Mode mode = Mode::Elementwise) {
   return trace_kernel(KernelDecl{name, body, mode, {}, __FILE__, __LINE__});
 }
@@ -237,6 +252,21 @@ TEST_P(Wide, BufferBeyondTwoTo32Elements) {
     EXPECT_EQ(l[i], 0) << "element " << i << " (a 32-bit index would have wrapped here)";
     EXPECT_EQ(r[i], x[63 - i]) << "element 2^32 + " << 63 - i << ", read backwards";
   }
+}
+
+// 64-bit loops run the same on every backend: every element of the grid-stride loop once, and
+// the i64 loop through negative values and zero.
+TEST_P(Wide, SixtyFourBitLoops) {
+  const ir::Kernel k = traced("wide_loops", &loops_body);
+  const uint64_t n = 1000;
+  DeviceBuffer out = ctx().alloc(DType::U64, n), sout = ctx().alloc(DType::I64, 16);
+  ctx().dispatch_with_grid(k, DType::F32, {{"out", out}, {"signed_out", sout}},
+                           {{"n", (unsigned long long)n}, {"stride", 128u}, {"lo", -7}}, {2, 1, 1}, {64, 1, 1});
+  ctx().synchronize();
+  const std::vector<uint64_t> o = download<uint64_t>(ctx(), out, n);
+  for (uint64_t j = 0; j < n; ++j) ASSERT_EQ(o[j], j * j + 1) << j;
+  const std::vector<int64_t> so = download<int64_t>(ctx(), sout, 16);
+  for (int64_t j = 0; j < 16; ++j) EXPECT_EQ(so[size_t(j)], (j - 7) * 3) << j;
 }
 
 // A real dispatch of 2^32 + 512 threads (2^23 + 1 groups of 512): the 1024 threads from
@@ -395,6 +425,21 @@ TEST(WideText, RoundTripAndVerifier) {
   EXPECT_FALSE(ir::verify(bad, bd));
   EXPECT_NE(bd.render(bad).find("'thread_id': result must be u32, is u16"), std::string::npos) << bd.render(bad);
 
+  // A u64 loop with a constant step of 0 never ends: rejected like a 32-bit one.
+  ir::Kernel zero = ir::parse(
+      "kernel k mode=Elementwise {\n"
+      "  param n: scalar<u64>\n"
+      "  param out: out buf<f32> extent=n\n"
+      "  %0 = const<0> : u64\n"
+      "  %1 = param<n> : u64\n"
+      "  %2 = const<0> : u64\n"
+      "  %3 = for %0, %1, %2 : u64 {\n"
+      "  }\n"
+      "}\n");
+  ir::Diagnostics zd;
+  EXPECT_FALSE(ir::verify(zero, zd));
+  EXPECT_NE(zd.render(zero).find("loop step is 0; it must be positive"), std::string::npos) << zd.render(zero);
+
   ir::Kernel sized = ir::parse(
       "kernel k mode=Reduction {\n"
       "  param n: scalar<u64>\n"
@@ -422,7 +467,12 @@ TEST(WideCodegen, EmittedSourceAndCompilers) {
   ASSERT_TRUE(gcu.ok());
   EXPECT_NE(gcu.source.find("((unsigned long long)blockIdx.x * blockDim.x + threadIdx.x)"), std::string::npos)
       << gcu.source;
-  for (const codegen::Emitted* e : {&cu, &gcu})
+  const ir::Kernel loops = passes::optimize(traced("wide_loops", &loops_body));
+  codegen::Emitted lcu = codegen::emit(loops, DType::F32, codegen::Target::Cuda);
+  ASSERT_TRUE(lcu.ok());
+  // The i64 loop steps on the unsigned type of its width (the step wraps).
+  EXPECT_NE(lcu.source.find("= ((long long)(((unsigned long long)("), std::string::npos) << lcu.source;
+  for (const codegen::Emitted* e : {&cu, &gcu, &lcu})
     for (const char* arch : {"sm_80", "sm_90a"}) {
       rt::NvrtcResult r = rt::nvrtc_compile(e->source, e->entry, arch);
       EXPECT_TRUE(r.ok) << arch << ":\n" << r.log.substr(0, 3000) << "\n" << e->source;
