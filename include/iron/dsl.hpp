@@ -135,7 +135,9 @@ Expr cast(Operand x) {
 // More math (docs/semantics.md). floor, ceil, rint (round half to even), trunc: exact, on
 // floats. sin, cos, exp2, log2, erf, pow: on floats, within the bounds docs/semantics.md states.
 // mulhi (the high 32 bits of the 64-bit product), popcount, clz (clz(0) = 32): on i32 and u32.
-// bitcast<D>(x): the same 32 bits read as D, between f32, i32 and u32.
+// bitcast<D>(x): the same bits read as D, between dtypes of one width: f32, i32, u32 (32 bits);
+// f16, bf16, i16, u16 (16 bits: a 16-bit float is rounded to its dtype first, as a store would);
+// i64, u64 (64 bits).
 Expr floor(Operand x);
 Expr ceil(Operand x);
 Expr rint(Operand x);
@@ -283,6 +285,7 @@ class Buffer {
   Buffer(uint32_t param, DType type) : param_(param), type_(type) {}
   ElemRef operator[](Operand index) const;
   DType dtype() const { return type_; }
+  uint32_t param() const { return param_; }
 
  private:
   uint32_t param_;
@@ -313,6 +316,8 @@ class TgBuffer {
  public:
   TgBuffer(uint32_t alloc, DType type) : alloc_(alloc), type_(type) {}
   TgRef operator[](Operand index) const;
+  DType dtype() const { return type_; }
+  uint32_t alloc() const { return alloc_; }
 
  private:
   uint32_t alloc_;
@@ -387,7 +392,7 @@ Expr group_inclusive_sum(Operand x);
 Expr group_exclusive_sum(Operand x);
 
 // Atomics on an element of an `inout` buffer or of threadgroup memory holding f32, i32 or u32
-// (and/or: integers only). Each returns the value the element held before. They never race with
+// (and/or: integers only), or u64 (add, exchange and cas only). Each returns the value the element held before. They never race with
 // each other; a plain access to the same element by another thread needs a barrier between.
 Expr atomic_add(const ElemRef& at, Operand v);
 Expr atomic_min(const ElemRef& at, Operand v);
@@ -404,10 +409,68 @@ Expr atomic_and(const TgRef& at, Operand v);
 Expr atomic_or(const TgRef& at, Operand v);
 Expr atomic_exchange(const TgRef& at, Operand v);
 Expr atomic_cas(const TgRef& at, Operand expected, Operand v);
+// Packed 16-bit add into an `inout` f16 or bf16 buffer: atomic_add_pair(buf[p], lo, hi) adds lo
+// to buf[2p] and hi to buf[2p + 1] as one atomic update of their 32-bit word (the index counts
+// pairs, so a pair is always at an even element). Each element is rounded as a scalar add of
+// the value rounded to the buffer's dtype. Returns nothing (docs/semantics.md).
+void atomic_add_pair(const ElemRef& pair, Operand lo, Operand hi);
 // Memory fences: other threads of the threadgroup (or of the device) observe this thread's
 // memory accesses before the fence before those after it. A fence is not a barrier: it makes
 // no thread wait and does not make a plain access race-free.
 void fence_threadgroup(SrcLoc loc = SrcLoc::current());
 void fence_device(SrcLoc loc = SrcLoc::current());
+
+// --- Cooperative tiles (docs/dsl.md "Cooperative tiles") ----------------------------------
+// A lane group (warp / subgroup / simdgroup) computes C += A * B on M x N x K tiles: A is M x K
+// and B is K x N, both f16 or bf16 (or T, declared as f16/bf16) or f8e4m3, C is M x N in f32.
+// Fragments are values that belong to the whole lane group: every call must be reached by every lane of it, with
+// the same offset and stride in every lane. Memory is row-major: element (r, c) of a tile loaded
+// at `offset` with row stride `stride` is memory[offset + r * stride + c]; offset and stride are
+// u32 and may be run-time values. Supported shapes: 16 x 16 x 16 (f16, bf16, T) and 16 x 16 x 32
+// (f8e4m3: A is 16 x 32, B 32 x 16).
+struct TileShape {
+  uint32_t m = 16, n = 16, k = 16;
+  DType in = DType::F16;
+};
+TileShape coop_tile_setup(uint32_t m, uint32_t n, uint32_t k, DType in, SrcLoc loc = SrcLoc::current());
+
+// A traced fragment: the IR value and its type (frag<a|b|acc, elem, MxNxK>).
+class Frag {
+ public:
+  Frag() = default;
+  Frag(uint32_t id, Type type) : id_(id), type_(type) {}
+  uint32_t id() const { return id_; }
+  Type type() const { return type_; }
+
+ private:
+  uint32_t id_ = UINT32_MAX;
+  Type type_;
+};
+
+Frag coop_tile_fill(const TileShape& tile, Operand value);  // an accumulator with every element = value
+Frag coop_tile_load_a(const TileShape& tile, const Buffer& src, Operand offset, Operand stride);
+Frag coop_tile_load_a(const TileShape& tile, const TgBuffer& src, Operand offset, Operand stride);
+Frag coop_tile_load_b(const TileShape& tile, const Buffer& src, Operand offset, Operand stride);
+Frag coop_tile_load_b(const TileShape& tile, const TgBuffer& src, Operand offset, Operand stride);
+// acc + a * b (docs/semantics.md: each element's sum is exact, rounded to f32 once per call).
+Frag coop_tile_run(const Frag& a, const Frag& b, const Frag& acc, SrcLoc loc = SrcLoc::current());
+void coop_tile_store(const Frag& acc, const Buffer& dst, Operand offset, Operand stride);
+void coop_tile_store(const Frag& acc, const TgBuffer& dst, Operand offset, Operand stride);
+// Element (row, col) of an accumulator, in every lane. row and col must be integer literals: a
+// traced value is a located trace-time error.
+Expr coop_tile_get(const Frag& acc, Operand row, Operand col);
+
+// A mutable fragment: an accumulator carried across for_ iterations.
+class FragVar {
+ public:
+  explicit FragVar(const Frag& init, SrcLoc loc = SrcLoc::current());
+  FragVar(const FragVar&) = delete;
+  Frag get(SrcLoc loc = SrcLoc::current()) const;
+  void set(const Frag& value, SrcLoc loc = SrcLoc::current());
+
+ private:
+  uint32_t id_;
+  Type type_;
+};
 
 }  // namespace iron::dsl

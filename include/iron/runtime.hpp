@@ -54,6 +54,10 @@ struct DeviceInfo {
   bool int8 = true;
   bool int16 = true;
   bool int64 = true;
+  // 64-bit (u64) atomics on buffers and on threadgroup memory. Vulkan: shaderBufferInt64Atomics
+  // and shaderSharedInt64Atomics (VK_KHR_shader_atomic_int64, core in 1.2); CUDA: always.
+  bool int64_atomics_buffer = true;
+  bool int64_atomics_shared = true;
   // f32 subnormals in shaders: false = preserved (IEEE, docs/semantics.md), true = flushed to
   // zero. Vulkan measures it once per opened device with a probe shader: the float-controls
   // properties say what a shader may request, not what it gets by default (lavapipe reports no

@@ -1,6 +1,6 @@
 // Elementwise binary kernels: out[i] = a[i] (+|*) b[i] over n elements, 8 elements per thread
 // (per_thread.hpp). Dispatch: grid = {groups_for(n, tg), 1, 1} threadgroups of tg threads.
-// Exact in f32; 16-bit dtypes compute in f32 and round once on store.
+// One op in T: exact in f32; at f16 / bf16 the op rounds to T once (docs/semantics.md).
 #include "per_thread.hpp"
 
 namespace iron::kernels {
@@ -24,7 +24,7 @@ static void mul() {
 }
 IRON_KERNEL(iron_mul, mul, Elementwise, f32, f16, bf16);
 
-// Tolerance (derived): one f32 rounding (the add or multiply), then the store's rounding.
+// Tolerance (derived): one f32 rounding (the add or multiply), then at 16 bits its rounding to T.
 static TestSetup binary_setup(DType dt, uint32_t n, bool multiply, std::vector<double> a, std::vector<double> b) {
   return TestSetup(dt)
       .in("a", a)

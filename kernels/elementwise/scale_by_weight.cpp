@@ -2,8 +2,8 @@
 // out in T, the per-column weights w in W (the kernel is generic over both: every T x W pair of
 // {f32, f16, bf16} is an instantiation). One thread per element; dispatch: grid =
 // {ceil(rows * d / tg), 1, 1} threadgroups of tg threads; rows * d must stay below 2^32.
-// The weight is rounded to T once (the cast), the product is computed in f32 and rounded to T
-// once on store.
+// The weight is rounded to T once (the cast), the product is a multiply in T, rounded to T
+// (the store rounds nothing more).
 #include <iron/iron.hpp>
 
 namespace iron::kernels {

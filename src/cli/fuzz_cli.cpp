@@ -1,6 +1,7 @@
 // `iron fuzz`: cross-backend differential fuzzing, run by the runner's fuzz engine
 // (src/fuzz/fuzz_runner.cpp). The CLI passes the options through (the runner validates them)
 // and renders each mismatch and the closing `fuzz: N programs, M mismatches` line.
+#include <cstdlib>
 #include <cstdio>
 #include <iostream>
 #include <string>
@@ -46,6 +47,12 @@ std::string summary_line(const json& m) {
 }
 
 int run_fuzz(const FuzzOpts& o) {
+  // Fuzzing compares bit for bit, and cooperative tiles are bit-exact with the interpreter only
+  // down the software paths (CUDA's tensor-core paths and Vulkan's NV cooperative matrices round
+  // differently, docs/semantics.md): the runner inherits IRON_CUDA_MMA=software and
+  // IRON_VK_MMA=software unless the caller chose a strategy.
+  setenv("IRON_CUDA_MMA", "software", 0);
+  setenv("IRON_VK_MMA", "software", 0);
   std::vector<std::string> args = {"fuzz"};
   auto opt = [&](const char* flag, const std::string& v) {
     if (!v.empty()) {

@@ -231,6 +231,12 @@ int cmd_passthrough(const std::vector<std::string>& args, bool as_json) {
                   << ", memory " << mem
                   << ", f16 " << (m.value("f16", false) ? "yes" : "no") << ", bf16 " << (m.value("bf16", false) ? "yes" : "no")
                   << "\n";
+        if (m.contains("int8")) {
+          auto yn = [&](const char* key) { return m.value(key, false) ? "yes" : "no"; };
+          std::cout << "  int8 " << yn("int8") << ", int16 " << yn("int16") << ", int64 " << yn("int64")
+                    << ", u64 atomics on buffers " << yn("int64_atomics_buffer") << ", on threadgroup memory "
+                    << yn("int64_atomics_shared") << "\n";
+        }
         if (m.contains("f32_denormals") && m["f32_denormals"].is_string()) {
           bool has_fc = m.contains("float_controls") && m["float_controls"].is_string();
           std::string fc = has_fc ? m["float_controls"].get<std::string>() : std::string();

@@ -38,12 +38,24 @@ struct EmitState {
   std::map<uint32_t, std::set<int>> vector_chunks;
   // Memory that f32 atomics act on (compare-and-swap loops on the bits): buffer parameter
   // indices and TgAlloc ids. A dialect without float atomics declares these as 32-bit words.
+  // Buffers atomic_add_pair acts on are in f32_atomic_params too: they need the same word view.
   std::set<uint32_t> f32_atomic_params;
   std::set<ir::Id> f32_atomic_allocs;
   bool uses_fence_device = false;
+  bool uses_int64_atomics = false;  // an atomic on u64 memory (GLSL: GL_EXT_shader_atomic_int64)
   // Helper functions the body uses (names without the iron_ prefix, e.g. "div_i32"); the body is
   // emitted before the prelude, so begin() prints exactly these, in name order.
   std::set<std::string> helpers;
+  CudaMma cuda_mma = CudaMma::Auto;  // EmitOptions::cuda_mma (CUDA)
+  bool tile_f64 = false;             // EmitOptions::tile_f64 (GLSL)
+  // GLSL cooperative tiles (plan_glsl_tiles): the slot of every fragment value and fragment
+  // variable in the lane group's part of the shared slot array, the number of slots per lane
+  // group, and the var / var_load / var_store / tile_mma instructions whose result already is in
+  // the slot it must end in (no copy emitted).
+  bool tile_coopmat = false;  // GLSL: fragments are NV cooperative matrices (EmitOptions)
+  std::map<ir::Id, int> tile_slot;
+  int tile_slots = 0;
+  std::set<ir::Id> tile_in_place;
 
   DType concrete(DType t) const { return ir::resolve(t, dtype); }
   // Emission is scalar: the verifier has rejected vector, fragment and token values.
@@ -57,7 +69,8 @@ class Dialect {
  public:
   virtual ~Dialect() = default;
   virtual const char* name() const = 0;
-  // Register type. 16-bit floats live in f32 registers on every dialect (docs/dsl.md).
+  // Register type. 16-bit floats live in f32 registers on every dialect, holding values of their
+  // dtype: the emitter rounds each 16-bit op's result through cast() (docs/semantics.md).
   virtual std::string reg_type(DType t) const = 0;
   // Prefix of an SSA value declaration, e.g. "const float ".
   virtual std::string decl(DType t) const = 0;
@@ -146,6 +159,11 @@ class Dialect {
   // before that expression (a compare-and-swap loop) go to `lines`. `reg` names the result.
   virtual std::string atomic(EmitState& s, const ir::Inst& in, DType t, const std::string& reg,
                              const std::vector<std::string>& a, std::vector<std::string>& lines) const = 0;
+  // atomic_add_pair (docs/semantics.md) on buffer `p` (f16 or bf16) at pair index `pair`: the
+  // statements go to `lines`; `reg` is a fresh name for temporaries.
+  virtual void atomic_add_pair(EmitState& s, const ir::Inst& in, const ir::Param& p, const std::string& reg,
+                               const std::string& pair, const std::string& lo, const std::string& hi,
+                               std::vector<std::string>& lines) const = 0;
   // fence_threadgroup / fence_device as a statement.
   virtual std::string fence(ir::Op op) const = 0;
   // An element of an f32 threadgroup array that f32 atomics act on (EmitState::f32_atomic_allocs)
@@ -170,6 +188,19 @@ class Dialect {
   virtual std::string tg_name(const ir::Kernel& k, const ir::Inst& alloc) const { return "tg_" + k.strings[size_t(alloc.attr(ir::Attr::Name))]; }
   virtual std::string param_name(const ir::Param& p) const { return "p_" + p.name; }
 };
+
+// Cooperative tiles (tiles.cpp). The C or GLSL type of a fragment value; the fragment types and
+// functions a kernel with tiles needs, printed before its entry point (empty without tiles); the
+// statements of one tile op (`lines`, declaring v<id> for loads) or its value expression (`value`:
+// fill, mma, get), given the spellings of its operands.
+std::string tile_type(const EmitState& s, Type t);
+std::string tile_prelude(const EmitState& s, bool cuda);
+void tile_op(EmitState& s, const Dialect& d, ir::Id id, const std::vector<std::string>& operands,
+             std::vector<std::string>& lines, std::string& value);
+// GLSL: assigns the shared-memory slots of the kernel's fragments (tiles.cpp); called once before
+// the body is emitted. And the statements of a var / var_load / var_store of fragment type.
+void plan_glsl_tiles(EmitState& s);
+void glsl_tile_var_op(EmitState& s, const Dialect& d, ir::Id id, std::vector<std::string>& lines);
 
 std::unique_ptr<Dialect> make_cuda_dialect();
 std::unique_ptr<Dialect> make_glsl_dialect();

@@ -14,6 +14,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/ir.hpp"
@@ -29,6 +30,27 @@ struct Emitted {
   ir::Diagnostics diags;    // ops the dialect cannot express, located; empty on success
   bool ok() const { return diags.empty(); }
 };
+
+// How cooperative tiles lower on CUDA (the MmaStrategy, docs/dsl.md "Cooperative tiles"). Auto
+// lets the architecture NVRTC compiles for choose: mma.sync m16n8k16 on sm_80+, wmma 16x16x16 on
+// sm_70+ (f16 only below sm_80), the software path otherwise. A forced strategy the
+// architecture cannot run is a compile error naming it. IRON_CUDA_MMA=software|wmma|mma sets it.
+enum class CudaMma : uint8_t { Auto, Software, Wmma, MmaSync };
+const char* cuda_mma_name(CudaMma m);           // "auto", "software", "wmma", "mma"
+bool parse_cuda_mma(std::string_view s, CudaMma& out);
+// The strategy IRON_CUDA_MMA names (Auto when unset); throws iron::Error naming a bad value.
+CudaMma cuda_mma_from_env();
+
+// How cooperative tiles lower on Vulkan: the software path (fragments in shared-memory slots,
+// bit-exact with the interpreter) or NV cooperative matrices (GL_NV_cooperative_matrix: f16
+// inputs, 16x16x16, f32 accumulation, where the device reports that configuration; bf16 tiles
+// always take the software path). Auto picks coopmat where the device has it.
+// IRON_VK_MMA=software|coopmat forces one; forcing coopmat where the device or the kernel's
+// element type cannot take it is an error naming why.
+enum class VkMma : uint8_t { Auto, Software, Coopmat };
+const char* vk_mma_name(VkMma m);  // "auto", "software", "coopmat"
+bool parse_vk_mma(std::string_view s, VkMma& out);
+VkMma vk_mma_from_env();  // throws iron::Error naming a bad value
 
 // Target-specific emission choices, from the device that will run the code.
 struct EmitOptions {
@@ -48,6 +70,13 @@ struct EmitOptions {
   // round to nearest even, which Vulkan otherwise leaves to the driver).
   bool preserve_f32_specials = true;
   bool f16_round_to_nearest_even = false;
+  // CUDA only: the cooperative-tile strategy.
+  CudaMma cuda_mma = CudaMma::Auto;
+  // GLSL only: the device enabled shaderFloat64, so cooperative-tile multiply-accumulates sum
+  // in f64 and round once, bit-exact with the interpreter; otherwise they sum in f32.
+  bool tile_f64 = false;
+  // GLSL only: lower f16 cooperative tiles to NV cooperative matrices (VkMma above).
+  bool tile_coopmat = false;
 };
 
 // What lavapipe does to loops, for the error the runtime gives when a loop hit the limit.
@@ -66,6 +95,17 @@ bool cuda_dynamic_shared(const ir::Kernel& k, Instantiation dtype);
 // value of its sizing scalar parameter: constant_id = kTgSpecBase + that parameter's index among
 // the scalar parameters (the ids before it are the threadgroup size).
 constexpr uint32_t kTgSpecBase = 3;
+// Vulkan cooperative tiles: fragments (the GLSL software path) or a staging area (NV cooperative
+// matrices) live in a shared array of `kib` KiB per lane group (subgroup), sized
+// `kib * 256 * groups` floats. constant_id kTileGroupsSpec holds the number of lane groups (set
+// by the runtime to the threadgroup's thread count divided by the subgroup size, rounded up);
+// constant_id kTileSlotsSpec's default value is `kib`, which the runtime reads back from the
+// SPIR-V to check the array against the device's shared-memory limit (glsl_tile_slots).
+constexpr uint32_t kTileGroupsSpec = 1000;
+constexpr uint32_t kTileSlotsSpec = 1001;
+// The default value of constant_id kTileSlotsSpec in a SPIR-V module: the KiB per lane group of
+// its tile array; 0 when the module has no tiles.
+uint32_t glsl_tile_slots(const uint32_t* words, size_t count);
 
 // Vulkan push constants: the scalar parameters in declaration order, each at the next multiple
 // of its own size (4 bytes for f32, i32 and u32; 8 for i64 and u64, which need shaderInt64), as

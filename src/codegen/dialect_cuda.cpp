@@ -106,6 +106,7 @@ class CudaDialect final : public Dialect {
       }
       out += lane_prelude(s);
     }
+    out += tile_prelude(s, true);
     out += "extern \"C\" __global__ void " + entry_name(k, s.dtype) + "(";
     for (size_t i = 0; i < k.params.size(); ++i) {
       const ir::Param& p = k.params[i];
@@ -280,7 +281,15 @@ class CudaDialect final : public Dialect {
       case ir::Op::Abs: return f ? "fabsf(" + a[0] + ")" : t == DType::U32 ? a[0] : "abs(" + a[0] + ")";
       case ir::Op::Min: return f ? fmin_fmax(s, false, a[0], a[1]) : "min(" + a[0] + ", " + a[1] + ")";
       case ir::Op::Max: return f ? fmin_fmax(s, true, a[0], a[1]) : "max(" + a[0] + ", " + a[1] + ")";
-      case ir::Op::Fma: return "fmaf(" + a[0] + ", " + a[1] + ", " + a[2] + ")";
+      // f16 / bf16: one rounding of the exact a * b + c, a value of the dtype: fma.rn.f16 /
+      // fma.rn.bf16.
+      case ir::Op::Fma:
+        if (t == DType::F16 || t == DType::BF16) {
+          s.helpers.insert(t == DType::F16 ? "fma_f16" : "fma_bf16");
+          s.helpers.insert("fma_odd");
+          return std::string(t == DType::F16 ? "iron_fma_f16(" : "iron_fma_bf16(") + a[0] + ", " + a[1] + ", " + a[2] + ")";
+        }
+        return "fmaf(" + a[0] + ", " + a[1] + ", " + a[2] + ")";
       default: s.unsupported(in, name(), ir::mnemonic(in.op)); return "0";
     }
   }
@@ -305,6 +314,16 @@ class CudaDialect final : public Dialect {
   }
 
   std::string bitcast(EmitState&, const ir::Inst&, DType from, DType to, const std::string& x) const override {
+    // 16 bits: a 16-bit float register is rounded to its dtype for its bits (as a store would);
+    // bits become a 16-bit float through its exact widening.
+    if (dtype_size(from) == 2 || dtype_size(to) == 2) {
+      std::string bits = from == DType::F16    ? "__half_as_ushort(__float2half_rn(" + x + "))"
+                         : from == DType::BF16 ? "__bfloat16_as_ushort(__float2bfloat16_rn(" + x + "))"
+                                               : "(unsigned short)(" + x + ")";
+      if (to == DType::F16) return "__half2float(__ushort_as_half(" + bits + "))";
+      if (to == DType::BF16) return "__bfloat162float(__ushort_as_bfloat16(" + bits + "))";
+      return "(" + reg_type(to) + ")(" + bits + ")";
+    }
     if (to == DType::F32) return (from == DType::I32 ? "__int_as_float(" : "__uint_as_float(") + x + ")";
     if (from == DType::F32) return (to == DType::I32 ? "__float_as_int(" : "__float_as_uint(") + x + ")";
     return "(" + reg_type(to) + ")(" + x + ")";
@@ -318,7 +337,70 @@ class CudaDialect final : public Dialect {
   const char* helper_prefix() const override { return "__device__ __forceinline__ "; }
   std::string helper(const std::string& name) const override {
     if (name == "e4m3") return cuda_text(kFp8_e4m3);
+    // One rounding of the exact a * b + c to f16 / bf16 (docs/semantics.md). The registers hold
+    // values of the dtype, so the conversions to __half / __nv_bfloat16 are exact; where the
+    // arch has no native 16-bit fma, iron_fma_odd (num::fma_round_odd: round to odd at f32)
+    // followed by the dtype's rounding is the same single rounding.
+    if (name == "fma_f16")
+      return "__device__ __forceinline__ float iron_fma_odd(float a, float b, float c);\n"
+             "__device__ __forceinline__ float iron_fma_f16(float a, float b, float c) {\n"
+             "#if __CUDA_ARCH__ >= 530\n"
+             "  return __half2float(__hfma(__float2half_rn(a), __float2half_rn(b), __float2half_rn(c)));\n"
+             "#else\n"
+             "  return __half2float(__float2half_rn(iron_fma_odd(a, b, c)));\n"
+             "#endif\n}\n";
+    if (name == "fma_bf16")
+      return "__device__ __forceinline__ float iron_fma_odd(float a, float b, float c);\n"
+             "__device__ __forceinline__ float iron_fma_bf16(float a, float b, float c) {\n"
+             "#if __CUDA_ARCH__ >= 800\n"
+             "  return __bfloat162float(__hfma(__float2bfloat16_rn(a), __float2bfloat16_rn(b), __float2bfloat16_rn(c)));\n"
+             "#else\n"
+             "  return __bfloat162float(__float2bfloat16_rn(iron_fma_odd(a, b, c)));\n"
+             "#endif\n}\n";
+    if (name == "fma_odd")
+      return "__device__ __forceinline__ float iron_fma_odd(float a, float b, float c) {\n"
+             "  const double p = (double)a * (double)b;\n"
+             "  const double dc = (double)c;\n"
+             "  const double s = __dadd_rn(p, dc);\n"
+             "  if (!isfinite(s)) return (float)s;\n"
+             "  const double v = s - p;\n"
+             "  const double err = (p - (s - v)) + (dc - v);\n"
+             "  if (fabs(s) > 3.4028234663852886e38) return s > 0.0 ? 3.402823466e38f : -3.402823466e38f;\n"
+             "  const float f = __double2float_rn(s);\n"
+             "  const double df = (double)f;\n"
+             "  if (err == 0.0 && df == s) return f;\n"
+             "  unsigned bits = __float_as_uint(f);\n"
+             "  const double over = (df - s) - err;\n"
+             "  if ((over > 0.0) == (s > 0.0)) bits -= 1u;\n"
+             "  return __uint_as_float(bits | 1u);\n}\n";
     if (name == "e5m2") return cuda_text(kFp8_e5m2);
+    if (name == "atomic_add_pair_f16" || name == "atomic_add_pair_bf16") {
+      const bool f16 = name == "atomic_add_pair_f16";
+      const std::string e = f16 ? "__half" : "__nv_bfloat16", e2 = f16 ? "__half2" : "__nv_bfloat162";
+      const std::string to_bits = f16 ? "__half_as_ushort" : "__bfloat16_as_ushort";
+      const std::string from_bits = f16 ? "__ushort_as_half" : "__ushort_as_bfloat16";
+      const std::string widen = f16 ? "__half2float" : "__bfloat162float";
+      const std::string narrow = f16 ? "__float2half_rn" : "__float2bfloat16_rn";
+      return "__device__ __forceinline__ void iron_atomic_add_pair_" + std::string(f16 ? "f16" : "bf16") + "(" + e +
+             "* p, float lo, float hi) {\n"
+             "#if __CUDA_ARCH__ >= " + (f16 ? "600" : "800") + "\n"
+             "  atomicAdd(reinterpret_cast<" + e2 + "*>(p), " + (f16 ? "__floats2half2_rn" : "__floats2bfloat162_rn") +
+             "(lo, hi));\n"
+             "#else\n"
+             "  const float l = " + widen + "(" + narrow + "(lo)), h = " + widen + "(" + narrow + "(hi));\n"
+             "  unsigned* q = reinterpret_cast<unsigned*>(p);\n"
+             "  unsigned old = *q, seen;\n"
+             "  do {\n"
+             "    seen = old;\n"
+             "    const unsigned a = " + to_bits + "(" + narrow + "(" + widen + "(" + from_bits +
+             "((unsigned short)(seen & 0xffffu))) + l));\n"
+             "    const unsigned b = " + to_bits + "(" + narrow + "(" + widen + "(" + from_bits +
+             "((unsigned short)(seen >> 16))) + h));\n"
+             "    old = atomicCAS(q, seen, a | (b << 16));\n"
+             "  } while (old != seen);\n"
+             "#endif\n"
+             "}\n";
+    }
     if (name == "atomic_f32_add" || name == "atomic_f32_min" || name == "atomic_f32_max") {
       std::string op = name.substr(11);
       std::string next = op == "add" ? "__uint_as_float(seen) + v" : "iron_f" + op + "(__uint_as_float(seen), v)";
@@ -441,6 +523,15 @@ class CudaDialect final : public Dialect {
                  "), __float_as_uint(" + v + ")))";
         default: break;
       }
+    } else if (t == DType::U64) {
+      // unsigned long long atomics (every architecture Iron targets); the verifier allows add,
+      // exchange and cas on u64.
+      switch (kind) {
+        case Op::AtomicAdd: return "atomicAdd(" + at + ", " + v + ")";
+        case Op::AtomicExchange: return "atomicExch(" + at + ", " + v + ")";
+        case Op::AtomicCas: return "atomicCAS(" + at + ", " + a[1] + ", " + v + ")";
+        default: break;
+      }
     } else if (t == DType::I32 || t == DType::U32) {
       switch (kind) {
         case Op::AtomicAdd: return "atomicAdd(" + at + ", " + v + ")";
@@ -455,6 +546,17 @@ class CudaDialect final : public Dialect {
     }
     s.unsupported(in, name(), std::string(ir::mnemonic(in.op)) + " of " + dtype_name(t));
     return "0";
+  }
+
+  // __half2 atomicAdd (sm_60+) and __nv_bfloat162 atomicAdd (sm_80+): one rounding of each
+  // element's exact sum, as docs/semantics.md defines; below those architectures a
+  // compare-and-swap loop on the 32-bit word computes the same (iron_atomic_add_pair_*).
+  void atomic_add_pair(EmitState& s, const ir::Inst&, const ir::Param& p, const std::string&, const std::string& pair,
+                       const std::string& lo, const std::string& hi, std::vector<std::string>& lines) const override {
+    const bool f16 = s.concrete(p.dtype) == DType::F16;
+    s.helpers.insert(f16 ? "atomic_add_pair_f16" : "atomic_add_pair_bf16");
+    lines.push_back(std::string(f16 ? "iron_atomic_add_pair_f16(" : "iron_atomic_add_pair_bf16(") + param_name(p) +
+                    " + 2ull * (unsigned long long)(" + pair + "), " + lo + ", " + hi + ");");
   }
 
   std::string fence(ir::Op op) const override {

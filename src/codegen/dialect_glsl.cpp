@@ -103,6 +103,12 @@ class GlslDialect final : public Dialect {
     if (s.uses_int8) out += "#extension GL_EXT_shader_explicit_arithmetic_types_int8 : require\n";
     if (s.uses_8bit_storage) out += "#extension GL_EXT_shader_8bit_storage : require\n";
     if (s.uses_int64) out += "#extension GL_EXT_shader_explicit_arithmetic_types_int64 : require\n";
+    if (s.tile_coopmat) {
+      out += "#extension GL_NV_cooperative_matrix : require\n";
+      out += "#extension GL_KHR_memory_scope_semantics : require\n";
+      out += "#extension GL_EXT_shader_explicit_arithmetic_types_float16 : require\n";
+    }
+    if (s.uses_int64_atomics) out += "#extension GL_EXT_shader_atomic_int64 : require\n";
     if (s.uses_lane_ops) {
       out += "#extension GL_KHR_shader_subgroup_basic : require\n";
       out += "#extension GL_KHR_shader_subgroup_shuffle : require\n";
@@ -218,6 +224,7 @@ class GlslDialect final : public Dialect {
       }
     }
     out += lane_prelude(s);
+    out += tile_prelude(s, false);
     out += "void main() {\n";
     if (s.helpers.count("zero"))
       out += "  precise float iron_zero = uintBitsToFloat(uint(gl_NumWorkGroups.x == 0u) << 31);\n";
@@ -355,6 +362,13 @@ class GlslDialect final : public Dialect {
       case ir::Op::Min: return is_float(t) ? fmin_fmax(s, false, a[0], a[1]) : "min(" + a[0] + ", " + a[1] + ")";
       case ir::Op::Max: return is_float(t) ? fmin_fmax(s, true, a[0], a[1]) : "max(" + a[0] + ", " + a[1] + ")";
       case ir::Op::Fma:
+        // f16 / bf16: one rounding of the exact a * b + c, the f32 rounded to odd then to the
+        // dtype (docs/semantics.md). f16 in f32 alone; bf16 needs shaderFloat64.
+        if (t == DType::F16 || t == DType::BF16) {
+          const char* helper = t == DType::F16 ? "fma_odd_f16" : "fma_odd";
+          s.helpers.insert(helper);
+          return cast(s, in, DType::F32, t, std::string("iron_") + helper + "(" + a[0] + ", " + a[1] + ", " + a[2] + ")");
+        }
         if (s.emulate_fma) {
           s.helpers.insert("fma");
           return "iron_fma(" + a[0] + ", " + a[1] + ", " + a[2] + ")";
@@ -387,6 +401,17 @@ class GlslDialect final : public Dialect {
   }
 
   std::string bitcast(EmitState& s, const ir::Inst& in, DType from, DType to, const std::string& x) const override {
+    // 16 bits: a 16-bit float register is rounded to its dtype for its bits (as a store would);
+    // bits become a 16-bit float through its exact widening.
+    if (dtype_size(from) == 2 || dtype_size(to) == 2) {
+      if (from == DType::F16 || to == DType::F16) s.helpers.insert("f16");
+      std::string bits = from == DType::F16    ? "uint16_t(iron_f32_to_f16(" + x + "))"
+                         : from == DType::BF16 ? "iron_f32_to_bf16(" + x + ")"
+                                               : "uint16_t(" + x + ")";
+      if (to == DType::F16) return "iron_f16_to_f32(uint(" + bits + "))";
+      if (to == DType::BF16) return "iron_bf16_to_f32(" + bits + ")";
+      return reg_type(to) + "(" + bits + ")";
+    }
     if (to == DType::F32) {
       // An integer constant's bits would become a float constant to the driver: a zero is spelled
       // opaquely (see float_zero).
@@ -457,6 +482,40 @@ class GlslDialect final : public Dialect {
              "  if ((floatBitsToUint(x) & 0x7fffffffu) > 0x7f800000u || x <= 0.0) return 0u;\n"
              "  if (x >= 4294967296.0) return 0xffffffffu;\n"
              "  return uint(x);\n}\n";
+    if (name == "fma_odd_f16")
+      // num::fma_round_odd for f16 operands without f64: their product is exact in f32 (22
+      // significant bits, magnitudes 2^-48 .. 2^32) and every value involved is a multiple of
+      // 2^-48, so the f32 sum's error (TwoSum) is exact and no f32 subnormal occurs. An inexact
+      // sum with an even last bit moves one step toward the exact value: the odd neighbour.
+      return "float iron_fma_odd_f16(float a, float b, float c) {\n"
+             "  precise float p = a * b;\n"
+             "  precise float s = p + c;\n"
+             "  if ((floatBitsToUint(s) & 0x7f800000u) == 0x7f800000u) return s;\n"
+             "  precise float v = s - p;\n"
+             "  precise float err = (p - (s - v)) + (c - v);\n"
+             "  uint bits = floatBitsToUint(s);\n"
+             "  if (err == 0.0 || (bits & 1u) == 1u) return s;\n"
+             "  if ((err > 0.0) == (s > 0.0)) bits += 1u;\n"
+             "  else bits -= 1u;\n"
+             "  return uintBitsToFloat(bits);\n}\n";
+    if (name == "fma_odd")
+      // num::fma_round_odd: a * b + c rounded to odd at f32 (exact, or truncated with the last
+      // bit set), whose rounding to f16 / bf16 is the single rounding of the exact value.
+      return "float iron_fma_odd(float a, float b, float c) {\n"
+             "  precise double p = double(a) * double(b);\n"
+             "  precise double dc = double(c);\n"
+             "  precise double s = p + dc;\n"
+             "  if ((unpackDouble2x32(s).y & 0x7ff00000u) == 0x7ff00000u) return float(s);\n"
+             "  precise double v = s - p;\n"
+             "  precise double err = (p - (s - v)) + (dc - v);\n"
+             "  if (abs(s) > 3.4028234663852886e38lf) return s > 0.0lf ? uintBitsToFloat(0x7f7fffffu) : uintBitsToFloat(0xff7fffffu);\n"
+             "  precise float f = float(s);\n"
+             "  precise double df = double(f);\n"
+             "  if (err == 0.0lf && df == s) return f;\n"
+             "  uint bits = floatBitsToUint(f);\n"
+             "  precise double over = (df - s) - err;\n"
+             "  if ((over > 0.0lf) == (s > 0.0lf)) bits -= 1u;\n"
+             "  return uintBitsToFloat(bits | 1u);\n}\n";
     if (name == "fma")
       // a * b is exact in f64 and p + c is rounded once; TwoSum gives that rounding's error, and
       // an inexact even sum moves to its odd neighbour towards the exact value (round to odd),
@@ -600,6 +659,16 @@ class GlslDialect final : public Dialect {
                         std::to_string(in.loc.file) + "u);");
       return "uintBitsToFloat(" + reg + "_old)";
     }
+    if (t == DType::U64) {
+      // GL_EXT_shader_atomic_int64 (device features shaderBufferInt64Atomics and
+      // shaderSharedInt64Atomics; the dispatch check rejects a device without them).
+      switch (kind) {
+        case Op::AtomicAdd: return "atomicAdd(" + mem + ", " + v + ")";
+        case Op::AtomicExchange: return "atomicExchange(" + mem + ", " + v + ")";
+        case Op::AtomicCas: return "atomicCompSwap(" + mem + ", " + a[1] + ", " + v + ")";
+        default: break;
+      }
+    }
     if (t == DType::I32 || t == DType::U32) {
       switch (kind) {
         case Op::AtomicAdd: return "atomicAdd(" + mem + ", " + v + ")";
@@ -614,6 +683,36 @@ class GlslDialect final : public Dialect {
     }
     s.unsupported(in, name(), std::string(ir::mnemonic(in.op)) + " of " + dtype_name(t));
     return "0";
+  }
+
+  // GLSL has no 16-bit float atomics: a compare-and-swap loop on the pair's 32-bit word (the
+  // `_bits` view), each element one rounding of its exact sum (docs/semantics.md).
+  void atomic_add_pair(EmitState& s, const ir::Inst& in, const ir::Param& p, const std::string& reg,
+                       const std::string& pair, const std::string& lo, const std::string& hi,
+                       std::vector<std::string>& lines) const override {
+    const bool f16 = s.concrete(p.dtype) == DType::F16;
+    if (f16) s.helpers.insert("f16");
+    auto widen = [&](const std::string& bits) {
+      return f16 ? "iron_f16_to_f32(" + bits + ")" : "uintBitsToFloat((" + bits + ") << 16)";
+    };
+    auto narrow = [&](const std::string& x) {
+      return f16 ? "iron_f32_to_f16(" + x + ")" : "uint(iron_f32_to_bf16(" + x + "))";
+    };
+    const std::string word = param_name(p) + "_bits.data[" + pair + "]";
+    lines.push_back("precise float " + reg + "_lo = " + widen(narrow(lo)) + ";");
+    lines.push_back("precise float " + reg + "_hi = " + widen(narrow(hi)) + ";");
+    lines.push_back("uint " + reg + "_old = " + word + ";");
+    lines.push_back("uint " + reg + "_seen;");
+    lines.push_back("do {");
+    lines.push_back("  " + reg + "_seen = " + reg + "_old;");
+    lines.push_back("  precise float " + reg + "_a = " + widen(reg + "_seen & 0xffffu") + " + " + reg + "_lo;");
+    lines.push_back("  precise float " + reg + "_b = " + widen(reg + "_seen >> 16") + " + " + reg + "_hi;");
+    lines.push_back("  " + reg + "_old = atomicCompSwap(" + word + ", " + reg + "_seen, " + narrow(reg + "_a") + " | (" +
+                    narrow(reg + "_b") + " << 16));");
+    lines.push_back("} while (" + reg + "_old != " + reg + "_seen);");
+    if (s.loop_check)
+      lines.push_back("if (" + reg + "_old != " + reg + "_seen) iron_loop_cut(" + std::to_string(in.loc.line) + "u, " +
+                      std::to_string(in.loc.file) + "u);");
   }
 
   std::string fence(ir::Op op) const override {

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <map>
+#include <set>
 
 #include "codegen/c_like.hpp"
 #include "core/numeric.hpp"
@@ -41,8 +42,9 @@ std::string Dialect::literal(EmitState& s, const ir::Inst& in) const {
     case DType::I32: return value == INT32_MIN ? "(-2147483647 - 1)" : std::to_string(value);
     case DType::U32: return std::to_string(uint32_t(value)) + "u";
     default: {
-      // Constants of every float dtype are f32 register values (16-bit floats compute in f32).
+      // A float constant is a value of its dtype: rounded to f32, and to f16 / bf16 for those.
       float v = float(in.fattr(ir::Attr::Value));
+      if (t == DType::F16 || t == DType::BF16) v = num::round_to(t, v);
       if (std::isnan(v)) return float_from_bits(0x7fc00000u);
       if (std::isinf(v)) return float_from_bits(v > 0 ? 0x7f800000u : 0xff800000u);
       if (v == 0.0f) {
@@ -224,6 +226,9 @@ struct Emitter {
   std::string out;
 
   std::map<ir::Id, std::string> inline_expr;  // fused values: their expression text
+  // 16-bit ops whose one use is a store into a buffer of their dtype: the store's rounding is
+  // the op's own, so rounded() leaves them to it (one rounding in the source, the same value).
+  std::set<ir::Id> rounded_by_store;
 
   // A value reference: the register name, or the whole expression of a fused value.
   std::string v(ir::Id id) const {
@@ -296,15 +301,34 @@ struct Emitter {
     }
   }
 
+  // f16 and bf16 arithmetic rounds to its dtype after every op (docs/semantics.md): the f32
+  // result of an op that can leave the dtype's values is rounded by the dialect's narrowing cast.
+  // neg, abs, min, max, floor, ceil, rint and trunc of a 16-bit value stay 16-bit values; the
+  // dialects' 16-bit fma returns a value of the dtype (one rounding of the exact result).
+  std::string rounded(const ir::Inst& in, DType t, const std::string& expr) {
+    if (t != DType::F16 && t != DType::BF16) return expr;
+    switch (in.op) {
+      case ir::Op::Add: case ir::Op::Sub: case ir::Op::Mul: case ir::Op::Div: case ir::Op::Exp:
+      case ir::Op::Log: case ir::Op::Sqrt: case ir::Op::Rsqrt: case ir::Op::Tanh: case ir::Op::Sin: case ir::Op::Cos:
+      case ir::Op::Exp2: case ir::Op::Log2: case ir::Op::Erf: case ir::Op::Pow:
+        if (rounded_by_store.count(ir::Id(&in - s.k.insts.data()))) return expr;
+        return d.cast(s, in, DType::F32, t, expr);
+      default:
+        return expr;
+    }
+  }
+
   void inst(ir::Id id, int depth) {
     const ir::Inst& in = s.k.insts[id];
     DType t = s.concrete(in.type);
     auto arg = [&](int i) { return v(in.operands[i]); };
+    // A fragment value is declared with its tile type (never const: loads fill it in place).
+    const std::string decl = in.type.is_fragment() ? tile_type(s, in.type) + " " : d.decl(t);
     // An operand used as an array index, in the form the target indexes with (GLSL: 32 bits).
     auto index = [&](ir::Id operand) { return d.array_index(s.concrete(s.k.insts[operand].type), v(operand)); };
     auto def = [&](const std::string& expr) {
       if ((in.flags & ir::kFused) && d.inline_fused()) inline_expr[id] = expr;  // printed at its single use
-      else line(depth, d.decl(t) + reg(id) + " = " + expr + ";");
+      else line(depth, decl + reg(id) + " = " + expr + ";");
     };
     using ir::Op;
     switch (in.op) {
@@ -317,7 +341,7 @@ struct Emitter {
       case Op::Add: case Op::Sub: case Op::Mul: case Op::Div: case Op::Rem: case Op::And: case Op::Or:
       case Op::Xor: case Op::Shl: case Op::Shr: case Op::Eq: case Op::Ne: case Op::Lt: case Op::Le:
       case Op::Gt: case Op::Ge:
-        def(binary(in, arg(0), arg(1)));
+        def(rounded(in, t, binary(in, arg(0), arg(1))));
         break;
       case Op::Neg:
         def(is_integer(t) ? d.int_neg(t, arg(0)) : d.float_neg(arg(0)));
@@ -333,7 +357,7 @@ struct Emitter {
       case Op::Clz: {
         std::vector<std::string> a;
         for (int i = 0; i < in.num_operands(); ++i) a.push_back(arg(i));
-        def(d.math(s, in, t, a));
+        def(rounded(in, t, d.math(s, in, t, a)));
         break;
       }
       case Op::Select: def("(" + arg(0) + " ? " + arg(1) + " : " + arg(2) + ")"); break;
@@ -371,9 +395,22 @@ struct Emitter {
           line(depth, d.store(s, s.k.params[in.param()], index(in.operands[0]), stored_value(in.operands[1], s.concrete(s.k.params[in.param()].dtype))) + ";");
         }
         break;
-      case Op::Var: line(depth, d.var_type(t) + " " + reg(id) + " = " + arg(0) + ";"); break;
-      case Op::VarLoad: def(arg(0)); break;
-      case Op::VarStore: line(depth, arg(0) + " = " + arg(1) + ";"); break;
+      case Op::Var: case Op::VarLoad: case Op::VarStore: {
+        // GLSL keeps fragments in shared-memory slots (tiles.cpp): a copy between slots, or none.
+        const bool frag = in.op == Op::VarStore ? s.k.insts[in.operands[1]].type.is_fragment() : in.type.is_fragment();
+        if (frag && s.tile_slots > 0) {
+          std::vector<std::string> lines;
+          glsl_tile_var_op(s, d, id, lines);
+          for (const std::string& l : lines) line(depth, l);
+        } else if (in.op == Op::Var) {
+          line(depth, (frag ? tile_type(s, in.type) : d.var_type(t)) + " " + reg(id) + " = " + arg(0) + ";");
+        } else if (in.op == Op::VarLoad) {
+          def(arg(0));
+        } else {
+          line(depth, arg(0) + " = " + arg(1) + ";");
+        }
+        break;
+      }
       case Op::TgAlloc: break;  // declared by the dialect at function or module scope
       case Op::TgLoad: {
         const ir::Inst& alloc = s.k.insts[in.operands[0]];
@@ -418,6 +455,12 @@ struct Emitter {
         line(depth, d.decl(t) + reg(id) + " = " + expr + ";");  // never fused: it has a side effect
         break;
       }
+      case Op::AtomicAddPair: {
+        std::vector<std::string> lines;
+        d.atomic_add_pair(s, in, s.k.params[in.param()], reg(id), arg(0), arg(1), arg(2), lines);
+        for (const std::string& l : lines) line(depth, l);
+        break;
+      }
       case Op::FenceThreadgroup: case Op::FenceDevice: line(depth, d.fence(in.op)); break;
       case Op::Barrier: line(depth, d.barrier()); break;
       case Op::LaneSum: case Op::LaneMax: def(d.lane_reduce(s, in, t, arg(0))); break;
@@ -456,6 +499,16 @@ struct Emitter {
                         std::to_string(in.loc.file) + "u);");
         break;
       }
+      case Op::TileFill: case Op::TileLoad: case Op::TileTgLoad: case Op::TileMma: case Op::TileStore:
+      case Op::TileTgStore: case Op::TileGet: {
+        std::vector<std::string> a, lines;
+        for (int i = 0; i < in.num_operands(); ++i) a.push_back(arg(i));
+        std::string value;
+        tile_op(s, d, id, a, lines, value);
+        for (const std::string& l : lines) line(depth, l);
+        if (!value.empty()) def(value);
+        break;
+      }
       case Op::Call:
         s.unsupported(in, d.name(), "a call to '" + s.k.strings[size_t(in.attr(ir::Attr::Callee))] + "' (kernel_inline must inline it first)");
         break;
@@ -483,6 +536,8 @@ Emitted emit(const ir::Kernel& k, Instantiation dtype, Target target, const Emit
   s.f16_round_to_nearest_even = options.f16_round_to_nearest_even;
   s.loop_check = options.loop_limit_check && target == Target::Glsl;
   s.emulate_fma = options.emulate_fma && target == Target::Glsl;
+  s.cuda_mma = options.cuda_mma;
+  s.tile_f64 = options.tile_f64 && target == Target::Glsl;
   int buffers = 0, scalars = 0;
   for (const ir::Param& p : k.params) {
     bool buf = p.kind == ir::ParamKind::Buffer;
@@ -510,6 +565,8 @@ Emitted emit(const ir::Kernel& k, Instantiation dtype, Target target, const Emit
       if (ir::is_global_atomic(in.op)) s.f32_atomic_params.insert(in.param());
       else s.f32_atomic_allocs.insert(in.operands[0]);
     }
+    if (ir::is_atomic(in.op) && ir::resolve(in.type.elem(), dtype) == DType::U64) s.uses_int64_atomics = true;
+    if (in.op == ir::Op::AtomicAddPair) s.f32_atomic_params.insert(in.param());
     if (in.op == ir::Op::FenceDevice) s.uses_fence_device = true;
     if ((in.op == ir::Op::Load || in.op == ir::Op::Store) && in.attr(ir::Attr::Vec) > 0)
       s.vector_chunks[in.param()].insert(
@@ -517,8 +574,34 @@ Emitted emit(const ir::Kernel& k, Instantiation dtype, Target target, const Emit
   });
 
   std::unique_ptr<Dialect> d = target == Target::Cuda ? make_cuda_dialect() : make_glsl_dialect();
+  if (target == Target::Glsl) {
+    // Cooperative matrices take f16 tiles only; any bf16 fragment keeps the software path.
+    bool f16_tiles = false, other = false;
+    ir::walk(k, [&](ir::Id id) {
+      const Type t = k.insts[id].type;
+      if (!t.is_fragment() || t.role() == FragRole::Acc) return;
+      (ir::resolve(t.elem(), dtype) == DType::F16 ? f16_tiles : other) = true;
+    });
+    s.tile_coopmat = options.tile_coopmat && f16_tiles && !other;
+    if (!s.tile_coopmat) plan_glsl_tiles(s);
+  }
   // The body first: it records the helpers the prelude must define.
-  Emitter e{s, *d, {}, {}};
+  Emitter e{s, *d, {}, {}, {}};
+  {
+    std::vector<uint32_t> uses(k.insts.size(), 0);
+    ir::walk(k, [&](ir::Id id) {
+      for (int i = 0; i < k.insts[id].num_operands(); ++i)
+        if (k.insts[id].operands[i] < uses.size()) ++uses[k.insts[id].operands[i]];
+    });
+    ir::walk(k, [&](ir::Id id) {
+      const ir::Inst& in = k.insts[id];
+      if (in.op != ir::Op::Store) return;
+      const ir::Id v = in.operands[1];
+      const DType bt = s.concrete(k.params[in.param()].dtype);
+      if ((bt == DType::F16 || bt == DType::BF16) && uses[v] == 1 && s.concrete(k.insts[v].type) == bt)
+        e.rounded_by_store.insert(v);
+    });
+  }
   e.block(0, 1);
   d->end(s, e.out);
   std::string prelude;

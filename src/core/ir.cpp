@@ -210,6 +210,7 @@ static const AttrInfo kAttrs[] = {
     {"count", AttrKind::Int},   {"value", AttrKind::Number},   {"vec", AttrKind::Int},
     {"lane", AttrKind::Int},    {"callee", AttrKind::String},  {"index", AttrKind::Int},
     {"align", AttrKind::Int},   {"count_param", AttrKind::ParamRef},
+    {"row", AttrKind::Int},     {"col", AttrKind::Int},
 };
 static_assert(sizeof kAttrs / sizeof kAttrs[0] == size_t(Attr::Count_), "one AttrInfo per Attr");
 
@@ -420,6 +421,15 @@ bool is_tg_atomic(Op op) {
   switch (op) {
     case Op::TgAtomicAdd: case Op::TgAtomicMin: case Op::TgAtomicMax: case Op::TgAtomicAnd: case Op::TgAtomicOr:
     case Op::TgAtomicExchange: case Op::TgAtomicCas:
+      return true;
+    default: return false;
+  }
+}
+
+bool is_tile_op(Op op) {
+  switch (op) {
+    case Op::TileFill: case Op::TileLoad: case Op::TileTgLoad: case Op::TileMma: case Op::TileStore:
+    case Op::TileTgStore: case Op::TileGet:
       return true;
     default: return false;
   }

@@ -72,6 +72,8 @@ enum class Attr : uint8_t {
   Align,       // Int: a threadgroup allocation's alignment in bytes (a power of two <= 128)
   CountParam,  // ParamRef: the scalar parameter that sizes a threadgroup allocation at dispatch
                // (its element count is then count x that parameter's value)
+  Row,     // Int: a tile element's row (tile_get)
+  Col,     // Int: a tile element's column (tile_get)
   Count_
 };
 struct AttrInfo {
@@ -311,6 +313,8 @@ bool float_everywhere(const Kernel& k, DType t);
 bool is_global_atomic(Op op);
 bool is_tg_atomic(Op op);
 inline bool is_atomic(Op op) { return is_global_atomic(op) || is_tg_atomic(op); }
+// The cooperative tile ops (tile_fill .. tile_get).
+bool is_tile_op(Op op);
 bool is_atomic_cas(Op op);
 // The global form of an atomic (TgAtomicAdd -> AtomicAdd): what it computes, wherever it acts.
 Op atomic_kind(Op op);

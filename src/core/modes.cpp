@@ -59,6 +59,10 @@ bool mode_binds(Mode m, Op op, int64_t axis) {
   if (axes >= 0) return axis >= 0 && axis < axes;
   // Barriers and threadgroup memory: every mode whose threads know their threadgroup.
   if (is_threadgroup_memory_op(op)) return m == Mode::Reduction || m == Mode::Tile2D || m == Mode::SimdGroup2D;
+  // Cooperative tiles: a fragment belongs to a whole lane group, so the tile ops are bound where
+  // lane groups are (Reduction and SimdGroup2D); Tile2D's threadgroups need not be whole lane
+  // groups and Elementwise and Grid3D bind none.
+  if (is_tile_op(op)) return m == Mode::Reduction || m == Mode::SimdGroup2D;
   // Lane built-ins and lane operations (every other op with the L trait): the modes that bind
   // lane groups. Tile2D does not, so its threadgroups need not be whole lane groups.
   if (has_trait(op, trait::L)) return m == Mode::Reduction || m == Mode::SimdGroup2D;

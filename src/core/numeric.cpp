@@ -3,6 +3,7 @@
 #include "core/numeric.hpp"
 
 #include <algorithm>
+#include <cfloat>
 #include <cmath>
 #include <limits>
 #include <cerrno>
@@ -122,6 +123,34 @@ float round_to(DType d, float v) {
   return v;
 }
 
+float fma_round_odd(float a, float b, float c) {
+  // The product of two f32 values is exact in f64 (48 significant bits, exponents in range); the
+  // sum is rounded once to nearest (s) and TwoSum gives its exact error, so s + err is exact.
+  const double p = double(a) * double(b);
+  const double dc = double(c);
+  double s = p + dc;
+  if (!std::isfinite(s)) return float(s);  // an inf or NaN operand (finite p + c stays finite)
+  const double v = s - p;
+  const double err = (p - (s - v)) + (dc - v);
+  // To odd at f32. The exact value x = s + err is an f32 only when err == 0 and s is one. Else
+  // the f32 nearest s is moved one step toward zero when it lies beyond x (x > FLT_MAX: the
+  // largest finite f32), then its last bit is set. s and x have one sign (s == 0 only when x == 0).
+  if (std::fabs(s) > double(FLT_MAX)) return s > 0.0 ? FLT_MAX : -FLT_MAX;
+  const float f = float(s);
+  const double df = double(f);
+  if (err == 0.0 && df == s) return f;
+  uint32_t bits;
+  std::memcpy(&bits, &f, 4);
+  // f - x = (df - s) - err: df - s is exact (Sterbenz) and the subtraction of err rounds the
+  // nonzero difference without changing its sign.
+  const double over = (df - s) - err;
+  if ((over > 0.0) == (s > 0.0)) bits -= 1u;  // |f| > |x|: never f == 0 here
+  bits |= 1u;
+  float r;
+  std::memcpy(&r, &bits, 4);
+  return r;
+}
+
 int64_t int_min(DType t) {
   unsigned bits = int_bits(t);
   if (!is_signed_integer(t) || bits == 0) return 0;
@@ -141,6 +170,38 @@ uint64_t int_wrap(DType t, uint64_t raw) {
   uint64_t v = raw & mask;
   if (is_signed_integer(t) && (v >> (bits - 1)) != 0) v |= ~mask;  // sign-extend
   return v;
+}
+
+int bitcast_width(DType t) {
+  switch (t) {
+    case DType::F32: case DType::I32: case DType::U32: return 4;
+    case DType::F16: case DType::BF16: case DType::I16: case DType::U16: return 2;
+    case DType::I64: case DType::U64: return 8;
+    default: return 0;
+  }
+}
+
+uint64_t bitcast_register(DType from, DType to, uint64_t reg) {
+  auto f32_of = [](uint64_t r) {
+    const uint32_t u = uint32_t(r);
+    float f;
+    std::memcpy(&f, &u, 4);
+    return f;
+  };
+  auto reg_of = [](float f) {
+    uint32_t u;
+    std::memcpy(&u, &f, 4);
+    return uint64_t(u);
+  };
+  uint64_t bits = reg;
+  if (from == DType::F16) bits = f32_to_f16(f32_of(reg));
+  else if (from == DType::BF16) bits = f32_to_bf16(f32_of(reg));
+  const int width = bitcast_width(from);
+  if (width < 8) bits &= (uint64_t(1) << (8 * width)) - 1;
+  if (to == DType::F16) return reg_of(f16_to_f32(uint16_t(bits)));
+  if (to == DType::BF16) return reg_of(bf16_to_f32(uint16_t(bits)));
+  if (to == DType::F32) return bits;  // an f32 register is its 32 bits, zero-extended
+  return int_wrap(to, bits);
 }
 
 uint64_t float_to_int(DType t, double x) {

@@ -26,10 +26,25 @@ float fp8_to_f32(DType d, uint8_t b);
 // Rounds an f32 value to the precision of `d` and back (identity for f32 and integers).
 float round_to(DType d, float v);
 
+// a * b + c for f32 register values, rounded once to f32 "to odd": the exact value when it is an
+// f32, else the one of the two f32 values around it whose last significand bit is 1 (its
+// truncation toward zero with that bit set; beyond the f32 range, the largest finite f32).
+// Rounding this to f16 or bf16 (nearest even) is the single rounding of the exact a * b + c,
+// since 24 >= p + 2 (docs/semantics.md, "16-bit float arithmetic"). Inf and NaN results are
+// those of IEEE fma. The dialects' iron_fma_odd helpers compute the same.
+float fma_round_odd(float a, float b, float c);
+
 // Integers of every width as 64-bit register patterns: the value reduced modulo 2^bits(t)
 // (two's complement wrap), then sign-extended for a signed t and zero-extended for an unsigned
 // one. Every integer value eval and the interpreter hold is in this canonical form.
 uint64_t int_wrap(DType t, uint64_t raw);
+// bitcast (docs/semantics.md): the dtypes it connects come in three widths, 4 bytes (f32, i32,
+// u32), 2 bytes (f16, bf16, i16, u16) and 8 bytes (i64, u64); bitcast_width is that width, or 0
+// for a dtype bitcast does not take. bitcast_register reads register `reg` of dtype `from` as
+// its bits (a 16-bit float register, which may hold more precision, is first rounded to its
+// dtype, as a store would) and returns those bits as a canonical register of dtype `to`.
+int bitcast_width(DType t);
+uint64_t bitcast_register(DType from, DType to, uint64_t reg);
 // Float -> integer of dtype t: truncate toward zero, saturate to t's range, NaN -> 0; canonical.
 uint64_t float_to_int(DType t, double x);
 // The smallest and largest value of integer dtype t (as int64 / uint64).

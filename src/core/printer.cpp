@@ -257,6 +257,8 @@ struct Parser {
       case Attr::Vec: in.set(a, integer(text, 2, 8, "vector group width")); return;
       case Attr::Lane: in.set(a, integer(text, 1, 7, "vector group lane")); return;
       case Attr::Index: in.set(a, integer(text, 0, 2, "argument index")); return;
+      case Attr::Row: in.set(a, integer(text, 0, 255, "tile row")); return;
+      case Attr::Col: in.set(a, integer(text, 0, 255, "tile column")); return;
       case Attr::Count_: break;
     }
     fail("unknown attribute", text);

@@ -77,6 +77,8 @@ struct Verifier {
   // Every op of today's table computes on scalars: a vector, fragment or token value reaching
   // one is rejected here, before the scalar type rules run.
   bool check_kinds(const Inst& in) {
+    if (is_tile_op(in.op)) return true;  // tile_types checks every operand's kind itself
+    if (in.op == Op::Var || in.op == Op::VarLoad || in.op == Op::VarStore) return check_var_kinds(in);
     bool ok = true;
     if (!in.type.is_void() && !in.type.is_scalar()) {
       err(in, "produces a " + type_name(in.type) + " value; this op computes on scalars only");
@@ -93,6 +95,147 @@ struct Verifier {
   }
 
   bool numeric(DType t) const { return is_float(t) || is_integer(t); }
+
+  // --- Cooperative tiles (docs/semantics.md "Cooperative tiles") ---
+  // A variable may hold a scalar or a fragment (an accumulator carried across a loop).
+  bool check_var_kinds(const Inst& in) {
+    bool ok = true;
+    auto allowed = [](Type t) { return t.is_void() || t.is_scalar() || t.is_fragment(); };
+    if (!allowed(in.type)) {
+      err(in, "produces a " + type_name(in.type) + " value; a variable holds a scalar or a fragment");
+      ok = false;
+    }
+    for (int i = 0; i < in.num_operands(); ++i)
+      if (!allowed(k.insts[in.operands[i]].type)) {
+        err(in, "operand " + std::to_string(i) + " is a " + type_name(k.insts[in.operands[i]].type) +
+                    " value; a variable holds a scalar or a fragment");
+        ok = false;
+      }
+    return ok;
+  }
+  // The fragment shapes and element types every backend lowers (docs/dsl.md "Cooperative tiles").
+  bool tile_type_ok(const Inst& in, Type t, FragRole role, const char* what) {
+    static const char* roles[] = {"a", "b", "acc"};
+    if (!t.is_fragment() || t.role() != role) {
+      err(in, std::string(what) + " must be a frag<" + roles[int(role)] + ", ...>, is " + type_name(t));
+      return false;
+    }
+    if (t.m() != 16 || t.n() != 16 || (t.k() != 16 && t.k() != 32)) {
+      err(in, std::string(what) + " has tile shape " + std::to_string(t.m()) + "x" + std::to_string(t.n()) + "x" +
+                  std::to_string(t.k()) + "; cooperative tiles are 16x16x16, or 16x16x32 for f8e4m3");
+      return false;
+    }
+    // 16x16x32 takes f8e4m3 inputs, and f8e4m3 inputs take 16x16x32.
+    if (role != FragRole::Acc && (t.k() == 32) != (t.elem() == DType::F8E4M3)) {
+      err(in, std::string(what) + " is " + type_name(t) + "; f8e4m3 tiles are 16x16x32 and 16x16x32 tiles are f8e4m3");
+      return false;
+    }
+    if (role != FragRole::Acc && t.elem() == DType::F8E4M3) return true;
+    if (role == FragRole::Acc) {
+      if (t.elem() != DType::F32) {
+        err(in, std::string(what) + " accumulates in " + dtype_name(t.elem()) + "; accumulators are f32");
+        return false;
+      }
+      return true;
+    }
+    if (is_type_param(t.elem())) {
+      const bool w = t.elem() == DType::GenericW;
+      for (DType d : w ? k.wtypes : k.dtypes)
+        if (d != DType::F16 && d != DType::BF16) {
+          err(in, std::string(what) + " has element type " + (w ? "W" : "T") + ", which the kernel declares as " +
+                      dtype_name(d) +
+                      "; tile inputs are f16 or bf16");
+          return false;
+        }
+      return true;
+    }
+    if (t.elem() != DType::F16 && t.elem() != DType::BF16) {
+      err(in, std::string(what) + " has element type " + dtype_name(t.elem()) + "; tile inputs are f16 or bf16");
+      return false;
+    }
+    return true;
+  }
+  void tile_u32(const Inst& in, int i, const char* what) {
+    Type t = k.insts[in.operands[i]].type;
+    if (!t.is_scalar() || t.elem() != DType::U32) err(in, std::string(what) + " must be u32, is " + type_name(t));
+  }
+  const Inst* tile_alloc(const Inst& in, int i) {
+    const Inst& a = k.insts[in.operands[i]];
+    if (a.op != Op::TgAlloc) {
+      err(in, "operand " + std::to_string(i) + " is not a threadgroup allocation");
+      return nullptr;
+    }
+    return &a;
+  }
+  const Param* tile_buffer(const Inst& in) {
+    if (in.param() >= k.params.size() || k.params[in.param()].kind != ParamKind::Buffer) {
+      err(in, "names no buffer parameter");
+      return nullptr;
+    }
+    return &k.params[in.param()];
+  }
+  void tile_types(const Inst& in) {
+    auto op_type = [&](int i) { return k.insts[in.operands[i]].type; };
+    switch (in.op) {
+      case Op::TileFill:
+        tile_type_ok(in, in.type, FragRole::Acc, "the result");
+        if (op_type(0) != Type(DType::F32)) err(in, "the fill value must be f32, is " + type_name(op_type(0)));
+        break;
+      case Op::TileLoad: case Op::TileTgLoad: {
+        const bool tg = in.op == Op::TileTgLoad;
+        const FragRole role = in.type.is_fragment() && in.type.role() == FragRole::B ? FragRole::B : FragRole::A;
+        if (!tile_type_ok(in, in.type, role, "the result")) break;
+        DType src = DType::Void;
+        std::string what;
+        if (tg) {
+          if (const Inst* a = tile_alloc(in, 0)) src = a->type.elem(), what = "threadgroup array";
+        } else if (const Param* p = tile_buffer(in)) {
+          src = p->dtype, what = "buffer '" + p->name + "'";
+          if (p->access == Access::Write) err(in, "reads output-only buffer '" + p->name + "' (declare it inout)");
+        }
+        if (src != DType::Void && src != in.type.elem())
+          err(in, "loads a " + type_name(in.type) + " from a " + dtype_name(src) + " " + what +
+                      " (the memory must hold the fragment's element type)");
+        tile_u32(in, tg ? 1 : 0, "the offset");
+        tile_u32(in, tg ? 2 : 1, "the row stride");
+        break;
+      }
+      case Op::TileMma:
+        tile_type_ok(in, in.type, FragRole::Acc, "the result");
+        if (tile_type_ok(in, op_type(0), FragRole::A, "operand 0") &&
+            tile_type_ok(in, op_type(1), FragRole::B, "operand 1") && op_type(0).elem() != op_type(1).elem())
+          err(in, "multiplies " + type_name(op_type(0)) + " by " + type_name(op_type(1)) + " (one element type)");
+        if (tile_type_ok(in, op_type(2), FragRole::Acc, "operand 2") && op_type(0).is_fragment() &&
+            (op_type(0).k() != op_type(2).k() || in.type.k() != op_type(2).k()))
+          err(in, "multiplies " + type_name(op_type(0)) + " into a " + type_name(op_type(2)) + " (one tile shape)");
+        break;
+      case Op::TileStore: case Op::TileTgStore: {
+        const bool tg = in.op == Op::TileTgStore;
+        if (tg) {
+          if (const Inst* a = tile_alloc(in, 0); a && a->type.elem() != DType::F32)
+            err(in, std::string("stores an f32 accumulator into ") + dtype_name(a->type.elem()) + " threadgroup memory");
+        } else if (const Param* p = tile_buffer(in)) {
+          if (p->access == Access::Read) err(in, "writes input buffer '" + p->name + "' (declare it out or inout)");
+          if (p->dtype != DType::F32)
+            err(in, "stores an f32 accumulator into buf<" + std::string(dtype_name(p->dtype)) + "> '" + p->name + "'");
+        }
+        tile_type_ok(in, op_type(tg ? 1 : 0), FragRole::Acc, "the stored fragment");
+        tile_u32(in, tg ? 2 : 1, "the offset");
+        tile_u32(in, tg ? 3 : 2, "the row stride");
+        break;
+      }
+      case Op::TileGet:
+        if (in.type != Type(DType::F32)) err(in, "result must be f32, is " + type_name(in.type));
+        if (tile_type_ok(in, op_type(0), FragRole::Acc, "operand 0") &&
+            (in.attr(Attr::Row) < 0 || in.attr(Attr::Row) >= op_type(0).m() || in.attr(Attr::Col) < 0 ||
+             in.attr(Attr::Col) >= op_type(0).n()))
+          err(in, "element (" + std::to_string(in.attr(Attr::Row)) + ", " + std::to_string(in.attr(Attr::Col)) +
+                      ") is outside the " + std::to_string(op_type(0).m()) + "x" + std::to_string(op_type(0).n()) +
+                      " tile");
+        break;
+      default: break;
+    }
+  }
 
   // fp8 is a storage format: values of it are loaded, stored, cast, selected and kept in
   // variables, but never computed with (docs/semantics.md). A T that may become fp8 is too.
@@ -263,16 +406,34 @@ struct Verifier {
         break;
       case Op::Var:
         if (rt == DType::Void) err(in, "variable needs a dtype");
-        same_as_result(0);
+        if (in.type.is_fragment() || k.insts[in.operands[0]].type.is_fragment()) {
+          if (in.type != k.insts[in.operands[0]].type)
+            err(in, "initial value is " + type_name(k.insts[in.operands[0]].type) + " but the variable is " +
+                        type_name(in.type));
+        } else {
+          same_as_result(0);
+        }
         break;
       case Op::VarLoad:
         if (k.insts[in.operands[0]].op != Op::Var) err(in, "operand is not a variable");
-        same_as_result(0);
+        else if (in.type.is_fragment() || k.insts[in.operands[0]].type.is_fragment()) {
+          if (in.type != k.insts[in.operands[0]].type)
+            err(in, "reads a " + type_name(k.insts[in.operands[0]].type) + " variable as " + type_name(in.type));
+        } else {
+          same_as_result(0);
+        }
         break;
       case Op::VarStore:
         if (k.insts[in.operands[0]].op != Op::Var) err(in, "operand 0 is not a variable");
-        else if (o(1) != o(0))
-          err(in, std::string("stores ") + dtype_name(o(1)) + " into a " + dtype_name(o(0)) + " variable");
+        else if (k.insts[in.operands[1]].type != k.insts[in.operands[0]].type &&
+                 (o(1) != o(0) || k.insts[in.operands[0]].type.is_fragment() ||
+                  k.insts[in.operands[1]].type.is_fragment()))
+          err(in, "stores " + type_name(k.insts[in.operands[1]].type) + " into a " +
+                      type_name(k.insts[in.operands[0]].type) + " variable");
+        break;
+      case Op::TileFill: case Op::TileLoad: case Op::TileTgLoad: case Op::TileMma: case Op::TileStore:
+      case Op::TileTgStore: case Op::TileGet:
+        tile_types(in);
         break;
       case Op::TgAlloc:
         if (uint64_t(in.attr(Attr::Name)) < k.strings.size() && !is_identifier(k.strings[size_t(in.attr(Attr::Name))]))
@@ -374,10 +535,17 @@ struct Verifier {
           memory = ty(a.alloc);
         }
         if (memory == DType::Void) break;
-        if (memory != DType::F32 && !word_int(memory))
-          err(in, std::string("atomics act on f32, i32 or u32 memory, not ") + dtype_name(memory));
         Op kind = atomic_kind(in.op);
-        if ((kind == Op::AtomicAnd || kind == Op::AtomicOr) && !word_int(memory))
+        if (memory == DType::U64) {
+          // u64: add, exchange and compare-and-swap (CUDA's unsigned long long atomics, GLSL's
+          // GL_EXT_shader_atomic_int64); the order-dependent rest stays on the 32-bit words.
+          if (kind != Op::AtomicAdd && kind != Op::AtomicExchange && kind != Op::AtomicCas)
+            err(in, "on u64 memory only add, exchange and cas are defined, not " + std::string(mnemonic(kind)));
+        } else if (memory != DType::F32 && !word_int(memory)) {
+          err(in, std::string("atomics act on f32, i32 or u32 memory (u64: add, exchange and cas), not ") +
+                      dtype_name(memory));
+        }
+        if ((kind == Op::AtomicAnd || kind == Op::AtomicOr) && !word_int(memory) && memory != DType::U64)
           err(in, std::string("is defined on i32 and u32 memory only, not ") + dtype_name(memory));
         need_result(memory);
         if (!is_integer(ty(a.index))) err(in, std::string("index must be i32 or u32, is ") + dtype_name(ty(a.index)));
@@ -389,6 +557,22 @@ struct Verifier {
                       dtype_name(memory) + " (insert a cast)");
         break;
       }
+      case Op::AtomicAddPair:
+        if (const Param* p = param_ok(ParamKind::Buffer)) {
+          const DType memory = sub(p->dtype);
+          if (p->access != Access::ReadWrite)
+            err(in, "needs an inout buffer ('" + p->name + "' is " + access_name(p->access) + "): an atomic reads and writes");
+          if (memory != DType::F16 && memory != DType::BF16)
+            err(in, std::string("adds a pair into an f16 or bf16 buffer, not ") + dtype_name(memory));
+          else
+            for (int i = 1; i <= 2; ++i)
+              if (o(i) != memory)
+                err(in, std::string(i == 1 ? "lo" : "hi") + " is " + dtype_name(o(i)) + " but the buffer holds " +
+                            dtype_name(memory) + " (insert a cast)");
+        }
+        integer_operand(0, "pair index");
+        if (rt != DType::Void) err(in, "defines no value");
+        break;
       case Op::FenceThreadgroup: case Op::FenceDevice:
         break;
       case Op::If:
@@ -437,8 +621,8 @@ struct Verifier {
   }
 
   // The math ops of issue 8 (docs/semantics.md): float rounding and transcendentals on float
-  // dtypes, mulhi/popcount/clz on i32/u32 (result in the operand's dtype), bitcast between the
-  // 32-bit dtypes f32, i32 and u32.
+  // dtypes, mulhi/popcount/clz on i32/u32 (result in the operand's dtype), bitcast between
+  // dtypes of one width (num::bitcast_width).
   void math_types(const Inst& in) {
     const DType rt = sub(in.type.elem());
     auto o = [&](int i) { return ty(in.operands[i]); };
@@ -451,10 +635,9 @@ struct Verifier {
         if (rt != DType::I32 && rt != DType::U32) err(in, std::string("is defined on i32 and u32 only, not ") + dtype_name(rt));
         break;
       case Op::Bitcast: {
-        auto word = [](DType t) { return t == DType::F32 || t == DType::I32 || t == DType::U32; };
-        if (!word(rt) || !word(o(0)))
-          err(in, std::string("bitcast converts between f32, i32 and u32 (equal 32-bit widths), not ") +
-                      dtype_name(o(0)) + " to " + dtype_name(rt) + " (16-bit floats live in f32 registers: cast)");
+        if (num::bitcast_width(rt) == 0 || num::bitcast_width(rt) != num::bitcast_width(o(0)))
+          err(in, std::string("bitcast converts between dtypes of one width (f32, i32, u32; f16, bf16, i16, u16; "
+                              "i64, u64), not ") + dtype_name(o(0)) + " to " + dtype_name(rt));
         break;
       }
       default:

@@ -39,7 +39,7 @@ Registry& registry() {
 // them is valid in any kernel of any mode.
 bool function_allows(ir::Op op) {
   using ir::Op;
-  if (ir::has_trait(op, ir::trait::B) || ir::has_trait(op, ir::trait::L) || ir::is_atomic(op)) return false;
+  if (ir::has_trait(op, ir::trait::B) || ir::has_trait(op, ir::trait::L) || ir::is_atomic(op) || op == ir::Op::AtomicAddPair) return false;
   if (op == ir::Op::FenceThreadgroup || op == ir::Op::FenceDevice) return false;
   switch (op) {
     case Op::Load: case Op::Store: case Op::TgAlloc: case Op::TgLoad: case Op::TgStore: case Op::Param:

@@ -800,10 +800,198 @@ void fence_threadgroup(SrcLoc l) {
   in.loc = loc_of(l);
   emit(in);
 }
+void atomic_add_pair(const ElemRef& pair, Operand lo, Operand hi) {
+  Expr l = materialize(lo, pair.dtype());
+  Expr h = materialize(hi, pair.dtype());
+  Inst in;
+  in.op = Op::AtomicAddPair;
+  in.loc = loc_of(pair.file(), pair.line());
+  in.set(ir::Attr::Param, pair.param());
+  in.operands.push_back(pair.index().id());
+  in.operands.push_back(l.id());
+  in.operands.push_back(h.id());
+  emit(in);
+}
+
 void fence_device(SrcLoc l) {
   Inst in;
   in.op = Op::FenceDevice;
   in.loc = loc_of(l);
+  emit(in);
+}
+
+}  // namespace iron::dsl
+
+// --- Cooperative tiles ---------------------------------------------------------------------
+
+namespace iron::dsl {
+
+namespace {
+
+Frag emit_frag(Inst in) {
+  Expr e = emit(in);
+  return Frag(e.id(), in.type);
+}
+
+bool frag_ok(const Frag& f, ir::SrcLoc l, const char* what) {
+  if (f.id() == UINT32_MAX || f.id() >= tr().k.insts.size()) {
+    error(l, std::string(what) + ": use of an unset fragment");
+    return false;
+  }
+  return true;
+}
+
+// Offsets and strides are u32 element counts; literals become u32 constants, traced values are
+// taken as they are (the verifier rejects a non-u32 one, located).
+Id tile_index(const Operand& o) { return materialize(o, DType::U32).id(); }
+
+Frag tile_load(const TileShape& tile, FragRole role, bool tg, uint32_t source, DType, const Operand& offset,
+               const Operand& stride) {
+  Inst in;
+  in.op = tg ? Op::TileTgLoad : Op::TileLoad;
+  in.type = Type::fragment(tile.in, tile.m, tile.n, tile.k, role);
+  in.loc = loc_of(offset);
+  if (tg) in.operands.push_back(source);
+  else in.set(ir::Attr::Param, source);
+  in.operands.push_back(tile_index(offset));
+  in.operands.push_back(tile_index(stride));
+  return emit_frag(in);
+}
+
+void tile_store(const Frag& acc, bool tg, uint32_t dest, const Operand& offset, const Operand& stride) {
+  const ir::SrcLoc l = loc_of(offset);
+  if (!frag_ok(acc, l, "coop_tile_store")) return;
+  Inst in;
+  in.op = tg ? Op::TileTgStore : Op::TileStore;
+  in.loc = l;
+  if (tg) in.operands.push_back(dest);
+  else in.set(ir::Attr::Param, dest);
+  in.operands.push_back(acc.id());
+  in.operands.push_back(tile_index(offset));
+  in.operands.push_back(tile_index(stride));
+  emit(in);
+}
+
+// An argument that selects something at compile time must be an integer literal: a traced
+// value is reported here, located, and never lowered to a default.
+bool literal_arg(const Operand& o, const char* fn, const char* what, int64_t& out) {
+  if (o.kind == Operand::Kind::IntLit) {
+    out = o.i;
+    return true;
+  }
+  error(loc_of(o), std::string(fn) + ": " + what + " must be an integer literal (it selects a register at " +
+                       "compile time), not a " + (o.kind == Operand::Kind::FloatLit ? "float literal" : "traced value"));
+  return false;
+}
+
+}  // namespace
+
+TileShape coop_tile_setup(uint32_t m, uint32_t n, uint32_t k, DType in, SrcLoc l) {
+  // 16x16x16 with f16, bf16 or T; 16x16x32 with f8e4m3 (docs/dsl.md "Cooperative tiles").
+  const bool fp8 = in == DType::F8E4M3;
+  if (m != 16 || n != 16 || k != (fp8 ? 32u : 16u))
+    error(loc_of(l), "coop_tile_setup: tile shape " + std::to_string(m) + "x" + std::to_string(n) + "x" +
+                         std::to_string(k) + " is not supported" +
+                         (fp8 ? " for f8e4m3 (f8e4m3 tiles are 16x16x32)" : " (cooperative tiles are 16x16x16, or 16x16x32 for f8e4m3)"));
+  if (in != DType::F16 && in != DType::BF16 && in != DType::Generic && !fp8)
+    error(loc_of(l), std::string("coop_tile_setup: input element type ") + dtype_name(in) +
+                         " is not supported (f16, bf16 or T at 16x16x16, f8e4m3 at 16x16x32; accumulation is f32)");
+  return TileShape{m, n, k, in};
+}
+
+Frag coop_tile_fill(const TileShape& tile, Operand value) {
+  Expr v = materialize(value, DType::F32);
+  Inst in;
+  in.op = Op::TileFill;
+  in.type = Type::fragment(DType::F32, tile.m, tile.n, tile.k, FragRole::Acc);
+  in.operands.push_back(v.id());
+  in.loc = loc_of(value);
+  return emit_frag(in);
+}
+
+Frag coop_tile_load_a(const TileShape& t, const Buffer& src, Operand offset, Operand stride) {
+  return tile_load(t, FragRole::A, false, src.param(), src.dtype(), offset, stride);
+}
+Frag coop_tile_load_a(const TileShape& t, const TgBuffer& src, Operand offset, Operand stride) {
+  return tile_load(t, FragRole::A, true, src.alloc(), src.dtype(), offset, stride);
+}
+Frag coop_tile_load_b(const TileShape& t, const Buffer& src, Operand offset, Operand stride) {
+  return tile_load(t, FragRole::B, false, src.param(), src.dtype(), offset, stride);
+}
+Frag coop_tile_load_b(const TileShape& t, const TgBuffer& src, Operand offset, Operand stride) {
+  return tile_load(t, FragRole::B, true, src.alloc(), src.dtype(), offset, stride);
+}
+
+Frag coop_tile_run(const Frag& a, const Frag& b, const Frag& acc, SrcLoc loc) {
+  const ir::SrcLoc l = loc_of(loc);
+  Inst in;
+  in.op = Op::TileMma;
+  in.loc = l;
+  if (!frag_ok(a, l, "coop_tile_run") || !frag_ok(b, l, "coop_tile_run") || !frag_ok(acc, l, "coop_tile_run"))
+    return acc;
+  in.type = acc.type();
+  in.operands.push_back(a.id());
+  in.operands.push_back(b.id());
+  in.operands.push_back(acc.id());
+  return emit_frag(in);
+}
+
+void coop_tile_store(const Frag& acc, const Buffer& dst, Operand offset, Operand stride) {
+  tile_store(acc, false, dst.param(), offset, stride);
+}
+void coop_tile_store(const Frag& acc, const TgBuffer& dst, Operand offset, Operand stride) {
+  tile_store(acc, true, dst.alloc(), offset, stride);
+}
+
+Expr coop_tile_get(const Frag& acc, Operand row, Operand col) {
+  const ir::SrcLoc l = loc_of(row);
+  int64_t r = 0, c = 0;
+  const bool ok_r = literal_arg(row, "coop_tile_get", "the row", r);
+  const bool ok_c = literal_arg(col, "coop_tile_get", "the column", c);
+  if (!ok_r || !ok_c || !frag_ok(acc, l, "coop_tile_get")) return constant(DType::F32, 0, 0, l);
+  Inst in;
+  in.op = Op::TileGet;
+  in.type = DType::F32;
+  in.operands.push_back(acc.id());
+  in.set(ir::Attr::Row, r);
+  in.set(ir::Attr::Col, c);
+  in.loc = l;
+  return emit(in);
+}
+
+FragVar::FragVar(const Frag& init, SrcLoc loc) : id_(UINT32_MAX), type_(init.type()) {
+  const ir::SrcLoc l = loc_of(loc);
+  if (!frag_ok(init, l, "FragVar")) return;
+  Inst in;
+  in.op = Op::Var;
+  in.type = init.type();
+  in.operands.push_back(init.id());
+  in.loc = l;
+  id_ = emit(in).id();
+}
+
+Frag FragVar::get(SrcLoc loc) const {
+  const ir::SrcLoc l = loc_of(loc);
+  if (id_ == UINT32_MAX) {
+    error(l, "FragVar: read of a variable that was never initialized");
+    return Frag();
+  }
+  Inst in;
+  in.op = Op::VarLoad;
+  in.type = type_;
+  in.operands.push_back(id_);
+  in.loc = l;
+  return emit_frag(in);
+}
+
+void FragVar::set(const Frag& value, SrcLoc loc) {
+  const ir::SrcLoc l = loc_of(loc);
+  if (id_ == UINT32_MAX || !frag_ok(value, l, "FragVar::set")) return;
+  Inst in;
+  in.op = Op::VarStore;
+  in.operands.push_back(id_);
+  in.operands.push_back(value.id());
+  in.loc = l;
   emit(in);
 }
 

@@ -275,7 +275,8 @@ Reduction reduce(const Program& p, Runner& ref, Runner& dev, const std::string& 
   ir::walk(p.kernel, [&](ir::Id id) {
     ir::Op o = p.kernel.insts[id].op;
     // Atomics are statements too: their returned values are never used (random_program.cpp).
-    if (o == ir::Op::Store || o == ir::Op::VarStore || o == ir::Op::If || o == ir::Op::For || ir::is_atomic(o))
+    if (o == ir::Op::Store || o == ir::Op::VarStore || o == ir::Op::If || o == ir::Op::For || ir::is_atomic(o) ||
+        o == ir::Op::AtomicAddPair)
       cands.push_back(id);
   });
   std::vector<uint8_t> removed(p.kernel.insts.size(), 0);

@@ -55,6 +55,10 @@ enum P : uint32_t {
   kOutI8, kOutU16, kOutI64, kOutQ8,  // out i8, u16, i64, f8e4m3 (8 * total): stmt_width's stores
   kWide,   // scalar u64, any 64-bit value (after the f32 s: an 8-byte push constant needs padding)
   kWideS,  // scalar i64, any 64-bit value
+  kOutU8, kOutI16, kOutU64, kOutQ5,  // out u8, i16, u64, f8e5m2 (8 * total): stmt_width's stores
+  kInW, kOutW,                       // in W (kInputLength), out W (8 * total): stmt_w
+  kAccU64,                           // inout u64 (8): u64 atomic adds only (stmt_atomic_u64)
+  kAccF2, kAccB2,                    // inout f16, bf16 (8): atomic_add_pair only (stmt_atomic_pair)
   kParamCount
 };
 
@@ -97,6 +101,7 @@ struct Gen {
   Id p_wide = kNone, p_swide = kNone, tid64 = kNone;
   std::vector<Id> tg_arrays;
   Id tg_half = kNone;  // the 16-bit threadgroup array (stmt_half_exchange), if any
+  Id tg_u64 = kNone;   // the u64 threadgroup array (stmt_tg_atomic_u64), if any
 
   Gen(uint64_t seed, bool reduction, const RandomProgramOptions& o)
       : rng{seed * 0x2545f4914f6cdd1dull + (reduction ? 17 : 5)},
@@ -118,7 +123,8 @@ struct Gen {
   // ---- emission -------------------------------------------------------------------------
 
   Id emit(Inst in, bool uniform = false) {
-    const bool guard = fg && !guarding && float_like(in.type.elem()) &&
+    // Fragments are never guarded (no scalar op takes them); a tile_get's value is.
+    const bool guard = fg && !guarding && !in.type.is_fragment() && float_like(in.type.elem()) &&
                        ((ir::has_trait(in.op, ir::trait::P) && in.op != Op::Arg) || in.op == Op::Load ||
                         (ir::has_trait(in.op, ir::trait::L) && !ir::has_trait(in.op, ir::trait::P)));
     if (guard && (in.op == Op::LaneSum || in.op == Op::LaneInclusiveSum || in.op == Op::LaneExclusiveSum))
@@ -200,10 +206,7 @@ struct Gen {
 
   Id int_const(DType t, int64_t v) {
     Inst c = make(Op::Const, t);
-    c.set(ir::Attr::Value, t == DType::U32 ? int64_t(uint32_t(v))
-                           : t == DType::I32 ? int64_t(int32_t(v))
-                           : int_bits(t) == 64 ? v
-                                               : (v != 0));
+    c.set(ir::Attr::Value, t == DType::Bool ? int64_t(v != 0) : int64_t(num::int_wrap(t, uint64_t(v))));
     return emit(c, true);
   }
   Id float_const(DType t, double v) {
@@ -546,10 +549,21 @@ struct Gen {
   // to one of them, for an integer combined in that width with another (wrapping, division and
   // shift rules of the width), stored to its buffer, and sometimes converted back for later
   // statements to use.
+  // The 16-bit integers are sometimes the bits of a 16-bit float (bitcast, NaN replaced first:
+  // its bits are not specified), the 64-bit ones a bitcast of the other signedness; and a 16-bit
+  // integer is sometimes read back as a 16-bit float for later statements.
   void stmt_width() {
-    const P out = rng.pick({kOutI8, kOutU16, kOutI64, kOutQ8});
+    const P out = rng.pick({kOutI8, kOutU16, kOutI64, kOutQ8, kOutU8, kOutI16, kOutU64, kOutQ5});
     const DType t = param_dtype(out);
     Id x = op(Op::Cast, t, {pick(rng.pick({DType::F32, DType::I32, DType::U32}))});
+    if (int_bits(t) == 16 && rng.chance(0.3)) {
+      const DType h = excluded(kF16) ? DType::BF16 : rng.pick({DType::F16, DType::BF16});
+      Id f = op(Op::Cast, h, {pick(DType::F32)});
+      Id is_nan = op(Op::Ne, DType::Bool, {f, f});
+      x = op(Op::Bitcast, t, {op(Op::Select, h, {is_nan, float_const(h, 1.5), f})});
+    }
+    if (int_bits(t) == 64 && rng.chance(0.3))
+      x = op(Op::Bitcast, t, {op(Op::Bitcast, t == DType::I64 ? DType::U64 : DType::I64, {x})});
     if (is_integer(t)) {
       if (rng.chance(0.8)) {
         Id y = op(Op::Cast, t, {pick(rng.pick({DType::I32, DType::U32}))});
@@ -561,6 +575,10 @@ struct Gen {
       if (rng.chance(0.25)) x = op(rng.pick({Op::Neg, Op::Not, Op::Abs}), t, {x});
     }
     store(out, own_index(), x);
+    if (int_bits(t) == 16 && rng.chance(0.3)) {
+      op(Op::Bitcast, excluded(kF16) ? DType::BF16 : rng.pick({DType::F16, DType::BF16}), {x});
+      return;
+    }
     if (rng.chance(0.5)) op(Op::Cast, is_fp8(t) ? DType::F32 : rng.pick({DType::I32, DType::U32, DType::F32}), {x});
   }
 
@@ -599,6 +617,56 @@ struct Gen {
       store(kOutI64, own_index(), t == DType::I64 ? x : op(Op::Cast, DType::I64, {x}));
       if (rng.chance(0.5)) op(Op::Cast, rng.pick({DType::I32, DType::U32, DType::F32}), {x});
     }
+  }
+
+  // The second type parameter W (random_launch picks it): a load of `in_w` converted to f32 (or
+  // i32) for later statements, and a value converted to W stored to `out_w`.
+  void stmt_w() {
+    const DType to = excluded(kFloatToInt) ? DType::F32 : rng.pick({DType::F32, DType::I32});
+    op(Op::Cast, to, {load(kInW, input_index())});
+    // W may be an integer: with float -> int casts kept out, only integers are converted to it.
+    const DType from = excluded(kFloatToInt) ? int_type() : rng.pick({DType::F32, DType::I32, DType::U32});
+    store(kOutW, own_index(), op(Op::Cast, DType::GenericW, {pick(from)}));
+  }
+
+  // u64 atomic adds into `acc_u64`, which only atomics touch: the totals wrap modulo 2^64 and are
+  // the same in every order; the returned values are dropped from the pool.
+  void stmt_atomic_u64() {
+    Id slot = op(Op::And, DType::U32, {pick(DType::U32), u32(7)});
+    Inst a = make(Op::AtomicAdd, DType::U64, {slot, op(Op::Cast, DType::U64, {pick(int_type())})});
+    a.set(ir::Attr::Param, kAccU64);
+    emit(a);
+    frames.back().values.pop_back();
+  }
+
+  // u64 atomic adds on threadgroup memory between barriers (the array was zeroed with the
+  // others), then a read of the slot: the total is order-free. Uniform control flow only.
+  void stmt_tg_atomic_u64() {
+    emit(make(Op::Barrier, DType::Void));
+    Id slot = op(Op::Rem, DType::U32, {lid, u32(uint32_t(rng.range(1, 4)))});
+    emit(make(Op::TgAtomicAdd, DType::U64, {tg_u64, slot, op(Op::Cast, DType::U64, {pick(int_type())})}));
+    frames.back().values.pop_back();
+    emit(make(Op::Barrier, DType::Void));
+    op(Op::Cast, int_type(), {emit(make(Op::TgLoad, DType::U64, {tg_u64, slot}))});
+    emit(make(Op::Barrier, DType::Void));  // before anyone updates the array again
+  }
+
+  // atomic_add_pair into `acc_f2` / `acc_b2` (starting at +0), which only these touch. Every add
+  // into an even element adds +0 or 1, into an odd one +0 or -0.75: with one nonzero addend per
+  // element the final value is the same in every order, roundings included.
+  void stmt_atomic_pair() {
+    // An addend of +0 must stay +0: where float zeros are kept out, the statement is skipped.
+    if (excluded(kFloatZero) || excluded(kZeroCast)) return stmt_width();
+    const P acc = excluded(kF16) || rng.chance(0.5) ? kAccB2 : kAccF2;
+    const DType h = param_dtype(acc);
+    Id pair = op(Op::And, DType::U32, {pick(DType::U32), u32(3)});
+    auto addend = [&](double nonzero) {
+      Id bit = op(Op::Eq, DType::Bool, {op(Op::And, DType::U32, {pick(DType::U32), u32(1)}), u32(1)});
+      return op(Op::Select, h, {bit, float_const(h, nonzero), float_const(h, 0.0)});
+    };
+    Inst a = make(Op::AtomicAddPair, DType::Void, {pair, addend(1.0), addend(-0.75)});
+    a.set(ir::Attr::Param, acc);
+    emit(a);
   }
 
   void stmt_store() {
@@ -1021,6 +1089,7 @@ struct Gen {
   // order gives is kept: integer add/min/max/and/or totals and f32 min/max; the values the
   // atomics return are dropped from the pool (their order is the hardware's).
   void stmt_tg_atomic() {
+    if (tg_u64 != kNone && aux.chance(0.3)) return stmt_tg_atomic_u64();
     Id arr = tg_arrays[rng.below(tg_arrays.size())];
     DType t = k.insts[arr].type.elem();
     Op a = t == DType::F32 ? rng.pick({Op::TgAtomicMin, Op::TgAtomicMax})
@@ -1059,6 +1128,46 @@ struct Gen {
     emit(make(Op::Barrier, DType::Void));
   }
 
+  // Cooperative tiles (uniform control flow): A and B fragments from in_h (f16) at a constant
+  // or uniform run-time offset and a constant row stride, one or two multiply-accumulates onto a
+  // fill of a uniform value, and one accumulator element read back into the value pool. Every
+  // element index stays below kInputLength (offset <= 180, stride <= 48: 180 + 15 * 48 + 15).
+  // The fragments themselves never enter the pool: only tile ops take them.
+  void stmt_tile() {
+    // Cross-backend programs have them too: on Vulkan a fragment is a shared-memory slot per
+    // lane group (three live at most here: 3 KiB per lane group, 24 KiB for the 8 lane groups of
+    // a 64-thread group on lavapipe), compiled in a fraction of a second.
+    if (excluded(kTile) || excluded(kF16) || wc) return stmt_group_reduce();
+    std::vector<Id>& vals = frames.back().values;
+    auto hidden = [&](Inst in) {
+      Id id = emit(in, true);
+      vals.erase(std::remove(vals.begin(), vals.end(), id), vals.end());
+      return id;
+    };
+    auto load = [&](FragRole role) {
+      Id off = rng.chance(0.5) ? u32(uint32_t(rng.range(0, 180))) : op(Op::Mul, DType::U32, {p_m, u32(uint32_t(rng.range(1, 45)))});
+      Inst in = make(Op::TileLoad, DType::Void, {off, u32(uint32_t(rng.range(16, 48)))});
+      in.type = Type::fragment(DType::F16, 16, 16, 16, role);
+      in.set(ir::Attr::Param, kInH);
+      return hidden(in);
+    };
+    Id fill_value = rng.chance(0.5) ? p_s : float_const(DType::F32, rng.pick({0.0, 1.5, -2.0}));
+    Inst fill = make(Op::TileFill, DType::Void, {fill_value});
+    fill.type = Type::fragment(DType::F32, 16, 16, 16, FragRole::Acc);
+    Id acc = hidden(fill);
+    for (int step = 0, steps = rng.range(1, 2); step < steps; ++step) {
+      Id a = load(FragRole::A);
+      Id b = load(FragRole::B);
+      Inst mma = make(Op::TileMma, DType::Void, {a, b, acc});
+      mma.type = fill.type;
+      acc = hidden(mma);
+    }
+    Inst get = make(Op::TileGet, DType::F32, {acc});
+    get.set(ir::Attr::Row, rng.range(0, 15));
+    get.set(ir::Attr::Col, rng.range(0, 15));
+    emit(get, true);  // into the value pool (guarded by emit in guarded programs)
+  }
+
   // Every thread writes its slot of every threadgroup array, then a barrier: no later read sees
   // memory nothing wrote (threadgroup memory starts undefined on a GPU). Slots past the group
   // size are never read: partners are taken modulo the group size.
@@ -1069,6 +1178,7 @@ struct Gen {
     }
     if (tg_half != kNone)
       emit_hidden(make(Op::TgStore, DType::Void, {tg_half, lid, hidden_const(k.insts[tg_half].type.elem(), 0, 0.0)}));
+    if (tg_u64 != kNone) emit_hidden(make(Op::TgStore, DType::Void, {tg_u64, lid, hidden_const(DType::U64, 0, 0.0)}));
     if (!tg_arrays.empty()) emit(make(Op::Barrier, DType::Void));
   }
 
@@ -1165,8 +1275,20 @@ struct Gen {
     // the element-width statements.
     uint32_t r = rng.below(tg ? 122 : 104);
     if (r >= 118 || (!tg && r >= 100)) {
-      if (rng.chance(0.35)) stmt_wide();
-      else if (!wc) stmt_width();
+      if (rng.chance(0.35)) {
+        stmt_wide();
+        return;
+      }
+      if (wc) return;
+      const uint32_t w = rng.below(10);
+      if (w < 6) stmt_width();
+      else if (w < 8) stmt_w();
+      else if (w < 9) {
+        if (tg && tg_u64 != kNone && rng.chance(0.5)) stmt_tg_atomic_u64();
+        else stmt_atomic_u64();
+      } else {
+        stmt_atomic_pair();
+      }
       return;
     }
     if (r < 22) value(random_type());
@@ -1195,7 +1317,8 @@ struct Gen {
       else stmt_tg_exchange();
     }
     else if (r < 115) stmt_lane_op();
-    else stmt_group_reduce();
+    else if (r < 117) stmt_group_reduce();
+    else stmt_tile();
   }
 
   void block(int statements) {
@@ -1251,12 +1374,26 @@ struct Gen {
     buffer("out_q8", DType::F8E4M3, ir::Access::Write, true);
     scalar("wide", DType::U64);
     scalar("swide", DType::I64);
+    buffer("out_u8", DType::U8, ir::Access::Write, true);
+    buffer("out_i16", DType::I16, ir::Access::Write, true);
+    buffer("out_u64", DType::U64, ir::Access::Write, true);
+    buffer("out_q5", DType::F8E5M2, ir::Access::Write, true);
+    buffer("in_w", DType::GenericW, ir::Access::Read, false);
+    buffer("out_w", DType::GenericW, ir::Access::Write, true);
+    auto acc = [&](const char* name, DType t) {
+      buffer(name, t, ir::Access::ReadWrite, false);
+      k.params.back().extent_factor = 8;
+    };
+    acc("acc_u64", DType::U64);
+    acc("acc_f2", DType::F16);
+    acc("acc_b2", DType::BF16);
   }
 
   ir::Kernel build(uint64_t seed) {
     k.name = std::string("fuzz_") + (red ? "r" : "e") + (wc ? "wc_" : "_") + std::to_string(seed);
     k.mode = mode;
     k.dtypes = {DType::F32, DType::F16, DType::BF16};
+    k.wtypes = {DType::F32, DType::F16, DType::BF16, DType::U8, DType::I16, DType::F8E5M2};
     declare_params();
     frames.push_back(Frame{0, true, {}, {}, kNone});
     if (red) {
@@ -1283,6 +1420,13 @@ struct Gen {
         a.set(ir::Attr::Count, kMaxGroupSize);
         if (aux.chance(0.5)) a.set(ir::Attr::Align, 64);
         tg_half = emit_hidden(a);
+      }
+      // A u64 array for threadgroup u64 atomics (stmt_tg_atomic_u64).
+      if (!wc && aux.chance(0.4)) {
+        Inst a = make(Op::TgAlloc, DType::U64);
+        a.set(ir::Attr::Name, k.intern_string("tg_u64"));
+        a.set(ir::Attr::Count, kMaxGroupSize);
+        tg_u64 = emit_hidden(a);
       }
     }
     p_n = param_value(kN);
@@ -1394,7 +1538,7 @@ namespace {
 constexpr std::pair<const char*, OpClass> kOpClassNames[] = {
     {"rem", kSignedRem}, {"fcast", kFloatToInt}, {"fminmax", kFloatMinMax}, {"flane", kFloatLane},
     {"fma", kFma},       {"fzero", kFloatZero},  {"fdiv", kFloatDiv},    {"f16", kF16},
-    {"zcast", kZeroCast}, {"nzero", kNegZero}};
+    {"zcast", kZeroCast}, {"nzero", kNegZero}, {"tile", kTile}};
 }
 
 std::string excluded_op_in(const ir::Kernel& k, uint32_t exclude) {
@@ -1409,6 +1553,7 @@ std::string excluded_op_in(const ir::Kernel& k, uint32_t exclude) {
     if (f && ir::has_trait(in.op, ir::trait::L) && !ir::has_trait(in.op, ir::trait::P)) found |= kFloatLane;
     if (f && (in.op == Op::TgAtomicMin || in.op == Op::TgAtomicMax)) found |= kFloatMinMax;
     if (in.op == Op::Fma) found |= kFma;
+    if (in.type.is_fragment()) found |= kTile;
     if (f && in.op == Op::Div) found |= kFloatDiv;
     if (in.type == DType::F16) found |= kF16;
     const bool arith = in.op == Op::Add || in.op == Op::Sub || in.op == Op::Mul || in.op == Op::Div ||
@@ -1459,7 +1604,7 @@ std::string op_class_names(uint32_t classes) {
 
 std::string RandomLaunch::describe() const {
   std::ostringstream s;
-  s << "T=" << dtype_name(dtype) << " grid={" << grid.x << "," << grid.y << "," << grid.z << "} threadgroup={"
+  s << "T=" << dtype_name(dtype.t) << (dtype.has_w() ? std::string(" W=") + dtype_name(dtype.w) : "") << " grid={" << grid.x << "," << grid.y << "," << grid.z << "} threadgroup={"
     << threadgroup.x << "," << threadgroup.y << "," << threadgroup.z << "} scalars=[";
   for (size_t i = 0; i < scalars.size(); ++i) s << (i ? "," : "") << "0x" << std::hex << scalars[i] << std::dec;
   s << "]";
@@ -1470,9 +1615,19 @@ RandomLaunch random_launch(const ir::Kernel& k, uint64_t seed, const RandomProgr
                            const std::vector<DType>& dtypes) {
   Rng r{seed ^ 0x5deece66dull};
   RandomLaunch L;
-  L.dtype = r.pick({DType::F32, DType::F16, DType::BF16});
-  if (!dtypes.empty() && std::find(dtypes.begin(), dtypes.end(), L.dtype) == dtypes.end())
-    L.dtype = dtypes[(seed >> 1) % dtypes.size()];
+  DType t = r.pick({DType::F32, DType::F16, DType::BF16});
+  if (!dtypes.empty() && std::find(dtypes.begin(), dtypes.end(), t) == dtypes.end()) t = dtypes[(seed >> 1) % dtypes.size()];
+  L.dtype = t;
+  if (!k.wtypes.empty()) {
+    // W from the launch seed's bits (not `r`: the rest of the launch is what it always was),
+    // never f16 where f16 is kept out, nor a dtype a `dtypes` list (the device's) leaves out.
+    std::vector<DType> ws;
+    for (DType w : k.wtypes)
+      if (!(w == DType::F16 && (opts.exclude & kF16)) &&
+          !(is_float(w) && dtype_size(w) == 2 && !dtypes.empty() && std::find(dtypes.begin(), dtypes.end(), w) == dtypes.end()))
+        ws.push_back(w);
+    L.dtype.w = ws.empty() ? DType::F32 : ws[(seed * 0x9e3779b97f4a7c15ull >> 40) % ws.size()];
+  }
   if (k.mode == Mode::Reduction) {
     L.threadgroup = {r.pick<uint32_t>({32, 64}), 1, 1};
     L.grid = {uint32_t(r.range(1, 2)), 1, 1};
@@ -1522,7 +1677,9 @@ RandomLaunch random_launch(const ir::Kernel& k, uint64_t seed, const RandomProgr
     uint64_t count = p.extent_factor;
     for (uint32_t s : p.extent_scalars) count *= by_param[s];
     std::vector<unsigned char> bytes(count * dtype_size(t), 0xff);
-    if (p.access != ir::Access::Write) {
+    if (p.name.rfind("acc_", 0) == 0) {
+      std::fill(bytes.begin(), bytes.end(), 0);  // the atomics' accumulators start at 0 (+0)
+    } else if (p.access != ir::Access::Write) {
       std::vector<double> v(count);
       for (double& x : v) x = is_float(t) ? random_float(r, opts.well_conditioned) : double(random_int(r));
       if (t == DType::U32)
@@ -1558,7 +1715,7 @@ bool same_bits(DType t, const unsigned char* a, const unsigned char* b, bool sig
   return (std::isnan(x) && std::isnan(y)) || (signed_zeros_equal && x == 0 && y == 0);
 }
 
-std::string first_difference(const ir::Kernel& k, DType dtype, const std::vector<std::vector<unsigned char>>& want,
+std::string first_difference(const ir::Kernel& k, Instantiation dtype, const std::vector<std::vector<unsigned char>>& want,
                              const std::vector<std::vector<unsigned char>>& got, double tol, double floor,
                              bool signed_zeros_equal) {
   size_t b = 0;
@@ -1579,7 +1736,7 @@ std::string first_difference(const ir::Kernel& k, DType dtype, const std::vector
       if (same) continue;
       std::ostringstream s;
       s.precision(9);
-      uint32_t wb = 0, gb = 0;
+      uint64_t wb = 0, gb = 0;
       std::memcpy(&wb, want[b].data() + i * es, es);
       std::memcpy(&gb, got[b].data() + i * es, es);
       s << "buffer '" << p.name << "' (" << dtype_name(t) << ")[" << i << "]: want " << w[i] << " (0x" << std::hex

@@ -68,6 +68,7 @@ enum OpClass : uint32_t {
   kZeroCast = 1u << 8,     // "zcast":   casts of an integer or bool constant 0 to a float (1 instead);
                            //            part of "fzero" too
   kNegZero = 1u << 9,      // "nzero":   the float constant -0 (+0 instead); part of "fzero" too
+  kTile = 1u << 10,        // "tile":    cooperative tiles (a group reduction instead)
 };
 // The first excluded class (its name) that `k` still contains, "" if none. The generator keeps
 // them out, but the pipeline can bring some back: const_fold can fold a float zero ("fzero",
@@ -93,12 +94,12 @@ inline Mode seed_mode(uint64_t seed, bool reduction) {
   return q == 3 ? Mode::Grid3D : Mode::Elementwise;
 }
 
-// A random kernel, dtypes {f32, f16, bf16}, in the mode seed_mode(seed, reduction_mode). Its parameters are
+// A random kernel, dtypes T {f32, f16, bf16} and W {f32, f16, bf16, u8, i16, f8e5m2}, in the mode seed_mode(seed, reduction_mode). Its parameters are
 // always the same (see random_program.cpp); its body depends only on the seed and the options.
 ir::Kernel random_program(uint64_t seed, bool reduction_mode, const RandomProgramOptions& opts = {});
 
 struct RandomLaunch {
-  DType dtype = DType::F32;  // what T stands for
+  Instantiation dtype = DType::F32;  // what T (and W) stand for
   Dim3 grid, threadgroup;
   std::vector<std::vector<unsigned char>> buffers;  // one per buffer parameter, storage bytes
   std::vector<uint64_t> scalars;                    // one per scalar parameter, launch bits (LaunchArgs::scalars)
@@ -129,7 +130,7 @@ bool same_bits(DType t, const unsigned char* a, const unsigned char* b, bool sig
 // same_bits. tol > 0: |a - b| <= tol * max(floor, |b|)
 // on decoded values (b is `want`), exact for integers. Returns "" when they agree, otherwise
 // the first differing element ("buffer 'out_f'[17]: want ..., got ...").
-std::string first_difference(const ir::Kernel& k, DType dtype, const std::vector<std::vector<unsigned char>>& want,
+std::string first_difference(const ir::Kernel& k, Instantiation dtype, const std::vector<std::vector<unsigned char>>& want,
                              const std::vector<std::vector<unsigned char>>& got, double tol = 0, double floor = 1,
                              bool signed_zeros_equal = false);
 

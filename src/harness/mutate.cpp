@@ -9,6 +9,7 @@
 #include <map>
 
 #include "harness/runner.hpp"
+#include "passes/eval.hpp"
 #include "passes/pass.hpp"
 
 namespace iron::mutate {
@@ -111,7 +112,7 @@ std::string barrier_orders_nothing(const Kernel& k, Id id) {
         return true;
       default:
         // An atomic reads and writes its element.
-        if (ir::is_global_atomic(in.op)) {
+        if (ir::is_global_atomic(in.op) || in.op == Op::AtomicAddPair) {
           name = "buffer '" + k.params[in.param()].name + "'";
           write = true;
           return true;
@@ -155,9 +156,15 @@ std::string barrier_orders_nothing(const Kernel& k, Id id) {
          ") with a write on either side, so it orders nothing";
 }
 
+// An add, sub, mul or div on T: an op whose result the op itself rounds to T.
+bool rounds_itself(const Inst& in) {
+  return in.type == DType::Generic && (in.op == Op::Add || in.op == Op::Sub || in.op == Op::Mul || in.op == Op::Div);
+}
+
 // "" or why a value stored into a T buffer is a T value already, so that rounding it to T, in
-// either direction, returns it unchanged: it was loaded from a T buffer, or read from a T
-// threadgroup array every store of which holds such a load (a copy, as in a transpose).
+// either direction, returns it unchanged: it was loaded from a T buffer, computed by an op on T
+// (which rounds to T), or read from a T threadgroup array every store of which holds such a
+// load (a copy, as in a transpose).
 std::string already_a_t_value(const Kernel& k, Id value) {
   auto t_buffer_load = [&](Id v) {
     const Inst& in = k.insts[v];
@@ -167,6 +174,11 @@ std::string already_a_t_value(const Kernel& k, Id value) {
   if (t_buffer_load(value))
     return "the stored value is loaded from T buffer '" + k.params[in.param()].name +
            "', so it is a T value already and no rounding to T changes it";
+  // Every op on T gives a T value (docs/semantics.md, "16-bit float arithmetic"); the mutant
+  // rounds an add, sub, mul or div itself toward zero instead (rounds_itself).
+  if (in.type == DType::Generic && eval::is_pure_evaluable(in.op) && !rounds_itself(in))
+    return std::string("the stored value is the result of '") + ir::mnemonic(in.op) +
+           "' on T, which is a T value (an op on T rounds to T), so no rounding to T changes it";
   if (in.op != Op::TgLoad || k.insts[in.operands[0]].type != DType::Generic) return "";
   const Id alloc = in.operands[0];
   bool stored = false, all_loads = true;
@@ -308,7 +320,12 @@ std::vector<Mutant> enumerate(const Kernel& k, uint32_t lane_width, uint32_t max
     };
     auto f32c = [&](double v) { return add_const(mk, id, DType::F32, 0, v); };
     const DType T = DType::Generic;
+    // An add, sub, mul or div on T rounds to T itself (docs/semantics.md): the mutant computes it
+    // in f32 and rounds that toward zero instead.
     Id v = k.insts[value].type == DType::F32 ? value : un(Op::Cast, DType::F32, value);
+    if (const Inst& op = k.insts[value]; rounds_itself(op))
+      v = add_binary(mk, id, op.op, DType::F32, un(Op::Cast, DType::F32, op.operands[0]),
+                     un(Op::Cast, DType::F32, op.operands[1]));
     Id r = un(Op::Cast, DType::F32, un(Op::Cast, T, v));
     Id is_bf16 = add_binary(mk, id, Op::Eq, DType::Bool, un(Op::Cast, DType::F32, un(Op::Cast, T, f32c(1.0 + 0x1p-10))), f32c(1.0));
     Id is_f32 = add_binary(mk, id, Op::Ne, DType::Bool, un(Op::Cast, DType::F32, un(Op::Cast, T, f32c(1.0 + 0x1p-20))), f32c(1.0));

@@ -247,6 +247,11 @@ json device_json(const DeviceInfo& d) {
           {"memory_bytes", d.memory_bytes},
           {"f16", d.f16},
           {"bf16", d.bf16},
+          {"int8", d.int8},
+          {"int16", d.int16},
+          {"int64", d.int64},
+          {"int64_atomics_buffer", d.int64_atomics_buffer},
+          {"int64_atomics_shared", d.int64_atomics_shared},
           {"f32_denormals", d.f32_denormals_flushed ? "flushed" : "preserved"},
           {"float_controls", d.float_controls}};
 }
@@ -283,7 +288,18 @@ int cmd_list() {
       // A derived tolerance is part of the case's identity too: report it in ulps of the case's
       // dtype, computed from the accumulation and math ops the case declares.
       if (std::isnan(dt.tol)) {
-        Tolerance rule = case_tolerance(t->body(dt.dtype.t, dt.dtype.w), dt.tol, dt.dtype.t);
+        // In ulps of the first output's dtype, as run_test_case measures it (an f32 output of a
+        // kernel run at T = f16 is measured in f32 ulps).
+        TestSetup setup = t->body(dt.dtype.t, dt.dtype.w);
+        DType out = dt.dtype.t;
+        try {
+          const ir::Kernel& k = kernel_ir(t->kernel);
+          const int idx = setup.outputs().empty() ? -1 : k.find_param(setup.outputs().front().first);
+          if (idx >= 0) out = ir::resolve(k.params[size_t(idx)].dtype, dt.dtype);
+        } catch (const Error&) {
+          // A kernel that does not trace is reported when it runs; list it at its dtype.
+        }
+        Tolerance rule = case_tolerance(setup, dt.tol, out);
         dtypes.push_back({{"dtype", instantiation_name(dt.dtype)}, {"tolerance", rule.value}, {"tolerance_unit", "ulp"}});
       } else {
         dtypes.push_back({{"dtype", instantiation_name(dt.dtype)}, {"tolerance", dt.tol}, {"tolerance_unit", "relative"}});
@@ -584,7 +600,9 @@ int cmd_build(const Args& a) {
       std::string dn = instantiation_name(d);
       std::string stem = codegen::entry_name(*k, d);
       if (cuda) {
-        codegen::Emitted e = codegen::emit(optimized, d, codegen::Target::Cuda);
+        codegen::EmitOptions cuda_options;
+        cuda_options.cuda_mma = codegen::cuda_mma_from_env();
+        codegen::Emitted e = codegen::emit(optimized, d, codegen::Target::Cuda, cuda_options);
         std::filesystem::path p = out / "cuda" / (stem + ".cu");
         if (!e.ok()) {
           artifact(k->name, dn, "cuda", p, false, e.diags.render(optimized));

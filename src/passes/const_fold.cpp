@@ -6,7 +6,8 @@
 // Every pure op has a defined result (docs/semantics.md), so division by zero or a shift by 32
 // folds to the value every backend computes. Does not handle: casts to the generic T (the
 // rounding depends on the dtype chosen at emission) except of an integer or bool constant 0,
-// which is 0 (+0.0) in every dtype, ops on T when T may be an integer dtype, transcendentals
+// which is 0 (+0.0) in every dtype, ops on T (or W) when it may be a dtype other than f32 (an
+// integer, or a 16-bit float whose ops round to it), transcendentals
 // (exp, log, tanh, rsqrt, sin, cos, exp2, log2, erf, pow:
 // their results are bounded, not bit-exact, across backends, so a fold would change a value
 // with the optimization level), loops (unroll does those).
@@ -46,8 +47,14 @@ bool fold_value(ir::Kernel& k, Id id, PassContext& ctx) {
   if (fold_zero_to_generic(k, id, ctx)) return true;
   if (!is_pure_value(in) || in.op == Op::Const || !eval::is_pure_evaluable(in.op)) return false;
   if (eval::is_bounded_math(in.op)) return false;
-  // T and W fold as f32, which is only their meaning when every dtype they may take is a float.
-  auto param_not_float = [&](DType d) { return is_type_param(d) && !ir::float_everywhere(k, d); };
+  // T and W fold as f32, which is only their meaning when every dtype they may take is f32:
+  // at f16 or bf16 every op rounds to that dtype (an integer dtype is another meaning again).
+  auto param_not_float = [&](DType d) {
+    if (!is_type_param(d)) return false;
+    for (DType c : d == DType::Generic ? k.dtypes : k.wtypes)
+      if (c != DType::F32) return true;
+    return false;
+  };
   if (param_not_float(in.type.elem())) return false;
   for (int i = 0; i < in.num_operands(); ++i)
     if (param_not_float(k.insts[in.operands[i]].type.elem())) return false;

@@ -23,7 +23,9 @@ bool run_dead_store_elim(ir::Kernel& k, PassContext& ctx) {
     ir::walk(k, [&](Id id) {
       const ir::Inst& in = k.insts[id];
       if (in.op == Op::VarLoad) var_read[in.operands[0]] = 1;
-      if (in.op == Op::TgLoad || in.op == Op::LocalLoad || ir::is_tg_atomic(in.op)) tg_read[in.operands[0]] = 1;
+      // A tile load from threadgroup memory reads its allocation as a scalar load does.
+      if (in.op == Op::TgLoad || in.op == Op::TileTgLoad || in.op == Op::LocalLoad || ir::is_tg_atomic(in.op))
+        tg_read[in.operands[0]] = 1;
     });
     std::vector<uint8_t> drop(k.insts.size(), 0);
     size_t found = 0;

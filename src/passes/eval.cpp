@@ -1,8 +1,9 @@
 // Scalar semantics of the pure IR ops as docs/semantics.md defines them, which the CUDA and GLSL
 // dialects emit exactly: f32 registers for every float dtype, integers of every width wrapping
 // in their own width (computed on uint64_t: no C++ overflow UB), defined results for division
-// by zero and shifts by the width or more, saturating float->int casts (PTX cvt.rzi), and
-// round-to-nearest-even only where a Cast narrows to f16/bf16/fp8 (fp8 saturating).
+// by zero and shifts by the width or more, saturating float->int casts (PTX cvt.rzi),
+// round-to-nearest-even where a Cast narrows to f16/bf16/fp8 (fp8 saturating), and f16/bf16
+// arithmetic rounded to its dtype after every op (fma: one rounding of the exact result).
 #include "passes/eval.hpp"
 
 #include <climits>
@@ -22,7 +23,7 @@ Kind kind_of(DType t) {
   return Kind::Other;
 }
 
-bool is_bitcast_word(DType t) { return t == DType::F32 || t == DType::I32 || t == DType::U32; }
+bool is_16bit_float(DType t) { return t == DType::F16 || t == DType::BF16; }
 
 bool fail(std::string& error, std::string msg) {
   error = std::move(msg);
@@ -91,7 +92,9 @@ bool eval_float(ir::Op op, DType t, const Scalar* a, Scalar& out, std::string& e
     case Op::Max: r = fmax_ordered(x, y); break;
     case Op::Neg: r = -x; break;
     case Op::Abs: r = std::fabs(x); break;
-    case Op::Fma: r = std::fma(x, y, a[2].f()); break;
+    // On f16 and bf16 one rounding of the exact a * b + c (as native 16-bit fma does): to odd at
+    // f32, then to the dtype below; f32 rounding to nearest here would round twice.
+    case Op::Fma: r = is_16bit_float(t) ? num::fma_round_odd(x, y, a[2].f()) : std::fma(x, y, a[2].f()); break;
     case Op::Exp: r = std::exp(x); break;
     case Op::Log: r = std::log(x); break;
     case Op::Sqrt: r = std::sqrt(x); break;
@@ -112,6 +115,11 @@ bool eval_float(ir::Op op, DType t, const Scalar* a, Scalar& out, std::string& e
     case Op::Pow: r = std::pow(x, y); break;
     default: return bad_type(error, op, t);
   }
+  // f16 and bf16 arithmetic rounds to the dtype after every op (docs/semantics.md): the f32
+  // result, correctly rounded, rounded once more to nearest even, which for + - * / sqrt equals
+  // the 16-bit operation itself (24 >= 2p + 2). neg, abs, min, max, floor, ceil, rint and trunc
+  // of a 16-bit value are 16-bit values already: the rounding changes nothing there.
+  if (is_16bit_float(t)) r = num::round_to(t, r);
   out = Scalar::of_f32(r);
   return true;
 }
@@ -232,7 +240,10 @@ Scalar const_value(const ir::Inst& in, Instantiation concrete) {
   // Integers: the canonical register of the written width (u64 keeps its bits in Value).
   if (is_integer(t)) return Scalar{num::int_wrap(t, uint64_t(in.attr(ir::Attr::Value)))};
   if (t == DType::Bool) return Scalar::of_bool(in.attr(ir::Attr::Value) != 0);
-  return Scalar::of_f32(float(in.fattr(ir::Attr::Value)));
+  // A float constant is a value of its dtype: the attribute rounded to f32, then (f16, bf16)
+  // to the dtype, both to nearest even (docs/semantics.md).
+  const float f = float(in.fattr(ir::Attr::Value));
+  return Scalar::of_f32(is_16bit_float(t) ? num::round_to(t, f) : f);
 }
 
 bool is_pure_evaluable(ir::Op op) {
@@ -265,11 +276,11 @@ bool eval_pure(ir::Op op, DType result_type, DType operand_type, const Scalar* a
     case Op::Cast:
       return eval_cast(result_type, operand_type, args[0], out, error);
     case Op::Bitcast:
-      // The low 32 bits of an f32, i32 or u32 register, read as the result dtype in its
-      // canonical register (an i32 sign-extended, a u32 or f32 zero-extended).
-      if (!is_bitcast_word(result_type) || !is_bitcast_word(operand_type))
+      // The operand's bits (a 16-bit float rounded to its dtype first), read as the result dtype
+      // in its canonical register: 32, 16 or 64 bits (num::bitcast_register).
+      if (num::bitcast_width(result_type) == 0 || num::bitcast_width(result_type) != num::bitcast_width(operand_type))
         return fail(error, std::string("bitcast of ") + dtype_name(operand_type) + " to " + dtype_name(result_type));
-      out = result_type == DType::I32 ? Scalar::of_i32(args[0].i()) : Scalar::of_u32(args[0].u());
+      out = Scalar{num::bitcast_register(operand_type, result_type, args[0].bits)};
       return true;
     case Op::Eq: case Op::Ne: case Op::Lt: case Op::Le: case Op::Gt: case Op::Ge:
       return eval_compare(op, operand_type, args, out, error);

@@ -1,7 +1,8 @@
 // The scalar semantics of every pure IR op, shared by the SIMT interpreter and the constant
 // folder so that folding and interpretation agree bit for bit. A value is a 64-bit register
 // pattern read through its dtype: every float dtype (f32, f16, bf16, the fp8 formats) is an
-// IEEE f32 register in the low 32 bits; an integer of any width is its value in two's
+// IEEE f32 register in the low 32 bits (an f16 or bf16 register always holds a value of its
+// dtype: arithmetic on them rounds after every op); an integer of any width is its value in two's
 // complement, sign-extended (signed dtypes) or zero-extended (unsigned) to 64 bits
 // (num::int_wrap); bool is 0 or 1.
 #pragma once
@@ -41,8 +42,8 @@ struct Scalar {
   bool b() const { return bits != 0; }
 };
 
-// The register value of a Const instruction. `concrete` substitutes T. Float constants of every
-// float dtype are f32 values, never rounded to 16 bits (the emitters print float(fimm) as well).
+// The register value of a Const instruction. `concrete` substitutes T. A float constant is a
+// value of its dtype: rounded to f32, then to f16 / bf16 for those (the emitters print the same).
 Scalar const_value(const ir::Inst& in, Instantiation concrete);
 
 // True for the ops eval_pure computes (arithmetic, math, logic, comparison, select, cast).

@@ -34,8 +34,10 @@ struct IfConversion {
     for (Id id : insts) {
       const ir::Inst& in = k.insts[id];
       if (in.op == Op::VarStore) {
-        // The variable must be declared outside this if.
+        // A select chooses between scalars only: a fragment variable keeps its if.
         Id var = in.operands[0];
+        if (!k.insts[var].type.is_scalar()) return false;
+        // The variable must be declared outside this if.
         bool inside = false;
         ir::walk(k, k.insts[owner_block_if].blocks[0], [&](Id x) { inside = inside || x == var; });
         if (k.insts[owner_block_if].blocks[1] != ir::kNone)

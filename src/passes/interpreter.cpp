@@ -249,17 +249,25 @@ struct Machine {
         if (in.attr(ir::Attr::Vec) >= 2 || in.has(ir::Attr::Lane)) check_vector(id, in, active);
         store(in, active);
         return;
-      case Op::Var: {
+      case Op::TileFill: case Op::TileLoad: case Op::TileTgLoad: case Op::TileMma: case Op::TileStore:
+      case Op::TileTgStore: case Op::TileGet:
+        tile(id, in, out, active);
+        return;
+      case Op::Var:
+        if (in.type.is_fragment()) return frag_copy(in, id, in.operands[0], active);
+        {
         const uint64_t* init = row(in.operands[0]);
         for (uint32_t t : active) out[t] = init[t];
         return;
-      }
+        }
       case Op::VarLoad: {
+        if (in.type.is_fragment()) return frag_copy(in, id, in.operands[0], active);
         const uint64_t* var = row(in.operands[0]);
         for (uint32_t t : active) out[t] = var[t];
         return;
       }
       case Op::VarStore: {
+        if (k.insts[in.operands[0]].type.is_fragment()) return frag_copy(in, in.operands[0], in.operands[1], active);
         uint64_t* var = row(in.operands[0]);
         const uint64_t* v = row(in.operands[1]);
         for (uint32_t t : active) var[t] = v[t];
@@ -292,6 +300,7 @@ struct Machine {
       case Op::TgAtomicExchange: case Op::TgAtomicCas:
         tg_access(in, out, active);
         return;
+      case Op::AtomicAddPair: atomic_add_pair(in, active); return;
       // Lock step is sequentially consistent: every access is visible to every thread before
       // the next instruction, so a fence has nothing left to order. Fences are not barriers:
       // the race detector still reports plain accesses a fence does not synchronize.
@@ -483,6 +492,185 @@ struct Machine {
     }
   }
 
+  // --- Cooperative tiles (docs/semantics.md "Cooperative tiles") ---------------------------
+  // A fragment belongs to a lane group, so its elements live in a side table keyed by value id
+  // and lane group: frags[id][group * elements + e], row-major (A: M x K, B: K x N, acc: M x N).
+  // A and B elements are held as the f32 values of their f16/bf16 inputs (exact).
+  std::vector<std::vector<float>> frags;
+
+  static uint32_t frag_elements(Type t) {
+    switch (t.role()) {
+      case FragRole::A: return t.m() * t.k();
+      case FragRole::B: return t.k() * t.n();
+      case FragRole::Acc: return t.m() * t.n();
+    }
+    return 0;
+  }
+  float* frag_data(Id id, uint32_t g) {
+    if (frags.size() < k.insts.size()) frags.resize(k.insts.size());
+    const uint32_t e = frag_elements(k.insts[id].type);
+    std::vector<float>& f = frags[id];
+    if (f.empty()) f.assign(size_t((T + W - 1) / W) * e, 0.0f);
+    return f.data() + size_t(g) * e;
+  }
+
+  // Calls fn(group) for every lane group of `active`; each must be complete (a tile op is a
+  // lane-group operation, like a lane reduction).
+  template <class Fn>
+  void each_group(const ir::Inst& in, const Mask& active, Fn&& fn) {
+    size_t i = 0;
+    while (i < active.size()) {
+      const uint32_t g = active[i] / W;
+      size_t j = i;
+      while (j < active.size() && active[j] / W == g) ++j;
+      if (j - i != W)
+        fail(in, std::string(ir::mnemonic(in.op)) + " with a partially active lane group (" + std::to_string(j - i) +
+                     " of " + std::to_string(W) + " lanes of lane group " + std::to_string(g) + ")");
+      fn(g);
+      i = j;
+    }
+  }
+  // The value of a scalar operand that every lane of group g must agree on.
+  uint32_t uniform(const ir::Inst& in, int operand, uint32_t g, const char* what) {
+    const uint64_t* v = row(in.operands[operand]);
+    for (uint32_t l = 1; l < W; ++l)
+      if (v[g * W + l] != v[g * W])
+        fail(in, std::string(ir::mnemonic(in.op)) + ": " + what + " differs across lane group " + std::to_string(g) +
+                     " (lane 0: " + std::to_string(v[g * W]) + ", lane " + std::to_string(l) + ": " +
+                     std::to_string(v[g * W + l]) + "); a tile operand must be the same in every lane");
+    return uint32_t(v[g * W]);
+  }
+
+  void frag_copy(const ir::Inst& in, Id to, Id from, const Mask& active) {
+    const uint32_t e = frag_elements(k.insts[to].type);
+    each_group(in, active, [&](uint32_t g) { std::copy_n(frag_data(from, g), e, frag_data(to, g)); });
+  }
+
+  // Rounds a loaded element to the fragment's input type (values already of that type are kept).
+  float to_input(DType elem, float v) const {
+    if (elem == DType::F8E4M3) return num::fp8_to_f32(elem, num::f32_to_fp8(elem, v));
+    return elem == DType::BF16 ? num::bf16_to_f32(num::f32_to_bf16(v)) : num::f16_to_f32(num::f32_to_f16(v));
+  }
+
+  void tile(Id id, const ir::Inst& in, uint64_t* out, const Mask& active) {
+    switch (in.op) {
+      case Op::TileFill:
+        each_group(in, active, [&](uint32_t g) {
+          const float v = Scalar{uniform(in, 0, g, "the fill value")}.f();
+          std::fill_n(frag_data(id, g), frag_elements(in.type), v);
+        });
+        return;
+      case Op::TileLoad: case Op::TileTgLoad: {
+        const bool tg = in.op == Op::TileTgLoad;
+        const Type ft = in.type;
+        const DType elem = types[id];
+        const uint32_t rows = ft.role() == FragRole::A ? ft.m() : ft.k();
+        const uint32_t cols = ft.role() == FragRole::A ? ft.k() : ft.n();
+        each_group(in, active, [&](uint32_t g) {
+          const uint32_t off = uniform(in, tg ? 1 : 0, g, "the offset");
+          const uint32_t stride = uniform(in, tg ? 2 : 1, g, "the row stride");
+          float* f = frag_data(id, g);
+          for (uint32_t r = 0; r < rows; ++r)
+            for (uint32_t c = 0; c < cols; ++c) {
+              const uint32_t idx = off + r * stride + c;  // u32 arithmetic, as every backend computes it
+              f[r * cols + c] = to_input(elem, Scalar{tg ? tile_tg_read(in, idx, g) : tile_read(in, idx, g)}.f());
+            }
+        });
+        return;
+      }
+      case Op::TileMma: {
+        const Type at = k.insts[in.operands[0]].type;
+        const uint32_t M = at.m(), N = at.n(), K = at.k();
+        each_group(in, active, [&](uint32_t g) {
+          const float* a = frag_data(in.operands[0], g);
+          const float* b = frag_data(in.operands[1], g);
+          const float* c = frag_data(in.operands[2], g);
+          float* d = frag_data(id, g);
+          // Each product of two f16/bf16/f8e4m3 values is exact in f64; the sum runs in k order
+          // in f64 and is rounded to f32 once.
+          for (uint32_t i = 0; i < M; ++i)
+            for (uint32_t j = 0; j < N; ++j) {
+              double sum = double(c[i * N + j]);
+              for (uint32_t kk = 0; kk < K; ++kk) sum += double(a[i * K + kk]) * double(b[kk * N + j]);
+              d[i * N + j] = float(sum);
+            }
+        });
+        return;
+      }
+      case Op::TileStore: case Op::TileTgStore: {
+        const bool tg = in.op == Op::TileTgStore;
+        const Id src = in.operands[tg ? 1 : 0];
+        const Type ft = k.insts[src].type;
+        each_group(in, active, [&](uint32_t g) {
+          const uint32_t off = uniform(in, tg ? 2 : 1, g, "the offset");
+          const uint32_t stride = uniform(in, tg ? 3 : 2, g, "the row stride");
+          const float* f = frag_data(src, g);
+          for (uint32_t r = 0; r < ft.m(); ++r)
+            for (uint32_t c = 0; c < ft.n(); ++c) {
+              const uint32_t e = r * ft.n() + c;
+              const uint32_t idx = off + r * stride + c;
+              const uint32_t bits = uint32_t(Scalar::of_f32(f[e]).bits);
+              // Element e counts as written by lane e mod W (the race detector's view).
+              if (tg) tile_tg_write(in, idx, bits, g * W + e % W);
+              else tile_write(in, idx, bits, g * W + e % W);
+            }
+        });
+        return;
+      }
+      case Op::TileGet: {
+        const Type ft = k.insts[in.operands[0]].type;
+        const uint32_t e = uint32_t(in.attr(ir::Attr::Row)) * ft.n() + uint32_t(in.attr(ir::Attr::Col));
+        each_group(in, active, [&](uint32_t g) {
+          const uint64_t bits = Scalar::of_f32(frag_data(in.operands[0], g)[e]).bits;
+          for (uint32_t l = 0; l < W; ++l) out[g * W + l] = bits;
+        });
+        return;
+      }
+      default: return;
+    }
+  }
+
+  uint32_t tile_read(const ir::Inst& in, uint32_t idx, uint32_t g) {
+    View v = view(in);
+    check_index(in, v, idx, g * W);
+    const unsigned char* p = v.data + size_t(idx) * dtype_size(v.storage);
+    if (v.storage == DType::F16 || v.storage == DType::BF16) {
+      uint16_t h;
+      std::memcpy(&h, p, 2);
+      return uint32_t(Scalar::of_f32(v.storage == DType::F16 ? num::f16_to_f32(h) : num::bf16_to_f32(h)).bits);
+    }
+    if (v.storage == DType::F8E4M3) return uint32_t(Scalar::of_f32(num::fp8_to_f32(v.storage, *p)).bits);
+    uint32_t bits;
+    std::memcpy(&bits, p, 4);
+    return bits;
+  }
+  void tile_write(const ir::Inst& in, uint32_t idx, uint32_t bits, uint32_t t) {
+    View v = view(in);
+    check_index(in, v, idx, t);
+    std::memcpy(v.data + size_t(idx) * 4, &bits, 4);
+  }
+  void tile_tg_check(const ir::Inst& in, uint32_t idx, uint32_t t) const {
+    const ir::Inst& a = k.insts[in.operands[0]];
+    const uint64_t count = tg_elems[in.operands[0]];  // sized at dispatch
+    if (idx >= count)
+      fail(in, std::string(ir::mnemonic(in.op)) + " of threadgroup array '" + tg_name(a) + "' at index " +
+                   std::to_string(idx) + " is out of range: the array has " + std::to_string(count) + " elements (" +
+                   thread_text(t) + ")");
+  }
+  // A tile read counts as a read by every lane of the group (the race detector's view).
+  uint32_t tile_tg_read(const ir::Inst& in, uint32_t idx, uint32_t g) {
+    tile_tg_check(in, idx, g * W);
+    const uint32_t word = tg_offset[in.operands[0]] + idx;
+    for (uint32_t l = 0; l < W; ++l) check_race(in, word, false, g * W + l);
+    return uint32_t(tg_mem[word]);  // a float slot holds its f32 bits
+  }
+  void tile_tg_write(const ir::Inst& in, uint32_t idx, uint32_t bits, uint32_t t) {
+    tile_tg_check(in, idx, t);
+    const uint32_t word = tg_offset[in.operands[0]] + idx;
+    check_race(in, word, true, t);
+    tg_mem[word] = bits;
+  }
+
   void next_epoch() {
     if (++epoch == 0) {  // wrapped: old records could look current again
       std::fill(tg_access_log.begin(), tg_access_log.end(), SlotAccess{});
@@ -638,9 +826,10 @@ struct Machine {
     return a < b ? a : b;
   }
 
-  // The canonical register of a 32-bit memory word of an atomic's dtype (i32, u32 or f32; the
-  // verifier allows no other): i32 sign-extended, u32 and f32 zero-extended.
+  // The canonical register of a memory word of an atomic's dtype (i32, u32 or f32, or u64; the
+  // verifier allows no other): i32 sign-extended, u32 and f32 zero-extended, u64 as it is.
   static uint64_t word_register(DType t, uint64_t word) {
+    if (t == DType::U64) return word;
     return t == DType::I32 ? uint64_t(int64_t(int32_t(uint32_t(word)))) : uint64_t(uint32_t(word));
   }
 
@@ -679,13 +868,43 @@ struct Machine {
     for (uint32_t t : active) {
       int64_t idx = index_of(a.index, t);
       check_index(in, v, idx, t);
-      unsigned char* p = v.data + size_t(idx) * 4;  // a 32-bit word (the verifier's atomic dtypes)
-      uint32_t word;
-      std::memcpy(&word, p, 4);
+      // A 32-bit word, or a 64-bit one for u64 (the verifier's atomic dtypes); little-endian.
+      const size_t size = v.storage == DType::U64 ? 8 : 4;
+      unsigned char* p = v.data + size_t(idx) * size;
+      uint64_t word = 0;
+      std::memcpy(&word, p, size);
       const uint64_t old = word_register(v.storage, word);
-      const uint32_t now = uint32_t(atomic_update(kind, v.storage, old, val[t], expected ? expected[t] : 0));
-      std::memcpy(p, &now, 4);
+      const uint64_t now = atomic_update(kind, v.storage, old, val[t], expected ? expected[t] : 0);
+      std::memcpy(p, &now, size);
       out[t] = old;
+    }
+  }
+
+  // Packed 16-bit add: lo and hi are rounded to the buffer's dtype (as a store rounds), then
+  // element 2p becomes round(element + lo) and element 2p + 1 round(element + hi), each one
+  // rounding of the exact sum (the f32 sum of two 16-bit values rounded again to 16 bits is
+  // that: 24 >= 2 * 11 + 2). Threads run in ascending order, like the other global atomics.
+  void atomic_add_pair(const ir::Inst& in, const Mask& active) {
+    View v = view(in);
+    const uint64_t* lo = row(in.operands[1]);
+    const uint64_t* hi = row(in.operands[2]);
+    auto add = [&](unsigned char* p, uint64_t x) {
+      uint16_t h;
+      std::memcpy(&h, p, 2);
+      const bool f16 = v.storage == DType::F16;
+      const float old = f16 ? num::f16_to_f32(h) : num::bf16_to_f32(h);
+      const float sum = old + num::round_to(v.storage, Scalar{x}.f());
+      h = f16 ? num::f32_to_f16(sum) : num::f32_to_bf16(sum);
+      std::memcpy(p, &h, 2);
+    };
+    for (uint32_t t : active) {
+      const int64_t pair = index_of(in.operands[0], t);
+      if (pair < 0 || uint64_t(pair) >= v.count / 2 || !v.data)
+        fail(in, std::string("atomic_add_pair of buffer '") + k.params[in.param()].name + "' at pair " +
+                     std::to_string(pair) + " (elements " + std::to_string(2 * pair) + " and " + std::to_string(2 * pair + 1) +
+                     ") is out of range: the buffer has " + std::to_string(v.count) + " elements (" + thread_text(t) + ")");
+      add(v.data + size_t(pair) * 4, lo[t]);
+      add(v.data + size_t(pair) * 4 + 2, hi[t]);
     }
   }
 

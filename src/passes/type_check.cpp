@@ -27,6 +27,7 @@ DType infer(const ir::Kernel& k, const ir::Inst& in) {
     case Op::Eq: case Op::Ne: case Op::Lt: case Op::Le: case Op::Gt: case Op::Ge: return DType::Bool;
     case Op::Select: return operand(1) != DType::Void ? operand(1) : operand(2);
     case Op::Const: case Op::Cast: case Op::Bitcast: case Op::TgAlloc: case Op::LocalAlloc: case Op::Call: return DType::Void;
+    case Op::AtomicAddPair: return DType::Void;  // defines no value
     case Op::Add: case Op::Sub: case Op::Mul: case Op::Div: case Op::Min: case Op::Max: case Op::Fma:
     case Op::And: case Op::Or: case Op::Xor: case Op::Pow: case Op::MulHi:
       for (int i = 0; i < in.num_operands(); ++i)

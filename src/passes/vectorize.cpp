@@ -115,7 +115,10 @@ struct Vectorizer {
     const ir::Inst& in = k.insts[inst];
     auto check = [&](Id x) {
       const ir::Inst& y = k.insts[x];
-      if ((y.op == Op::Load || y.op == Op::Store || ir::is_global_atomic(y.op)) && y.param() == param) hit = true;
+      if ((y.op == Op::Load || y.op == Op::Store || y.op == Op::TileLoad || y.op == Op::TileStore ||
+           ir::is_global_atomic(y.op) || y.op == Op::AtomicAddPair) &&
+          y.param() == param)
+        hit = true;
       if (y.op == Op::Barrier || y.op == Op::Call || y.op == Op::FenceThreadgroup || y.op == Op::FenceDevice) hit = true;
     };
     check(inst);

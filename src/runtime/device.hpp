@@ -89,6 +89,11 @@ class Device {
   virtual std::string compile_report(const CompiledKernel& kernel) const { return {}; }
 };
 
+// Vulkan: why `dev` cannot run the u64 atomics of `k` (instantiated as `dtype`), naming the
+// kernel, the memory and the missing feature (shaderBufferInt64Atomics for buffers,
+// shaderSharedInt64Atomics for threadgroup memory); "" when it can or there are none.
+std::string vulkan_u64_atomics_problem(const ir::Kernel& k, Instantiation dtype, const DeviceInfo& dev);
+
 // Factories; each throws iron::Error with a plain reason when the backend is unavailable.
 std::unique_ptr<Device> make_vulkan_device(int index);
 std::unique_ptr<Device> make_cuda_device(int index);

@@ -65,7 +65,8 @@ TEST(FuzzCross, ProgramsHaveThreadgroupOpsAndNoTranscendentals) {
 }
 
 // The lane slice's ops reach the compared programs: every shuffle, reduction, prefix sum and
-// vote, and threadgroup atomics, in the generated and in the optimized programs; the value an
+// vote, threadgroup atomics and the cooperative tile ops the generator makes (fill, load from a
+// buffer, multiply-accumulate, get), in the generated and in the optimized programs; the value an
 // atomic returns (whose order is the hardware's) is never used.
 TEST(FuzzCross, ProgramsHaveEveryLaneOpAndOrderFreeAtomics) {
   std::map<Op, size_t> generated, optimized;
@@ -84,7 +85,7 @@ TEST(FuzzCross, ProgramsHaveEveryLaneOpAndOrderFreeAtomics) {
   for (Op op : {Op::LaneShuffle, Op::LaneShuffleXor, Op::LaneShuffleUp, Op::LaneShuffleDown, Op::LaneBroadcast,
                 Op::LaneMin, Op::LaneAnd, Op::LaneOr, Op::LaneInclusiveSum, Op::LaneExclusiveSum, Op::LaneBallot,
                 Op::LaneAny, Op::LaneAll, Op::TgAtomicAdd, Op::TgAtomicMin, Op::TgAtomicMax, Op::TgAtomicAnd,
-                Op::TgAtomicOr}) {
+                Op::TgAtomicOr, Op::TileFill, Op::TileLoad, Op::TileMma, Op::TileGet}) {
     EXPECT_GT(generated[op], 0u) << ir::mnemonic(op) << " is never generated";
     EXPECT_GT(optimized[op], 0u) << ir::mnemonic(op) << " never survives the pipeline";
   }
@@ -118,6 +119,75 @@ TEST(FuzzCross, ProgramsUseSixtyFourBitIndicesAndParameters) {
   EXPECT_GT(tid64_stores, 0u) << "no store through a slot computed from thread_id64";
   EXPECT_GT(wide_params, 0u) << "the 64-bit scalar parameters are never read";
   EXPECT_GT(wide_loops, 0u) << "no 64-bit loop survives the pipeline";
+}
+
+// The second type parameter W, the element types u8, i16, u64 and f8e5m2, the 16- and 64-bit
+// bitcasts and the u64 and packed 16-bit atomics are in the cross-backend programs, in forms
+// whose results do not depend on the order of the atomics: u64 adds only into acc_u64, pair adds
+// into acc_f2 / acc_b2 of +0 or one fixed value per element (1 even, -0.75 odd); every bitcast of
+// a 16-bit float reads a value whose NaN was replaced. Launches take every W and start the
+// accumulators at 0.
+TEST(FuzzCross, ProgramsHaveWTheNewElementTypesAndTheWideAtomics) {
+  std::map<std::string, size_t> stores, loads;
+  size_t u64_atomics = 0, tg_u64_atomics = 0, pair_adds = 0, bad_addends = 0, bits16 = 0, bits64 = 0, unguarded = 0;
+  std::map<DType, size_t> ws;
+  for (uint64_t seed = 0; seed < 600; ++seed) {
+    ir::Kernel k = fuzz::random_program(seed, fuzz::reduction_seed(seed), cross());
+    ir::walk(k, [&](ir::Id id) {
+      const ir::Inst& in = k.insts[id];
+      if (in.op == Op::Store) ++stores[k.params[in.param()].name];
+      if (in.op == Op::Load) ++loads[k.params[in.param()].name];
+      if (in.op == Op::AtomicAdd && in.type == DType::U64) {
+        ++u64_atomics;
+        EXPECT_EQ(k.params[in.param()].name, "acc_u64");
+      }
+      if (in.op == Op::TgAtomicAdd && in.type == DType::U64) ++tg_u64_atomics;
+      if (in.op == Op::AtomicAddPair) {
+        ++pair_adds;
+        for (int i = 1; i <= 2; ++i) {
+          const ir::Inst& sel = k.insts[in.operands[i]];
+          const double nonzero = i == 1 ? 1.0 : -0.75;
+          if (sel.op != Op::Select || k.insts[sel.operands[1]].fattr(ir::Attr::Value) != nonzero ||
+              k.insts[sel.operands[2]].fattr(ir::Attr::Value) != 0.0 ||
+              std::signbit(k.insts[sel.operands[2]].fattr(ir::Attr::Value)))
+            ++bad_addends;
+        }
+      }
+      if (in.op == Op::Bitcast) {
+        const DType from = k.insts[in.operands[0]].type.elem();
+        if (dtype_size(from) == 2 && dtype_size(in.type.elem()) == 2) {
+          ++bits16;
+          if (is_float(from) && k.insts[in.operands[0]].op != Op::Select) ++unguarded;
+        }
+        if (dtype_size(from) == 8) ++bits64;
+      }
+    });
+    for (const ir::Inst& in : k.insts)
+      for (int i = 0; i < in.num_operands(); ++i)
+        if (ir::is_atomic(k.insts[in.operands[i]].op) && k.insts[in.operands[i]].type == DType::U64)
+          ADD_FAILURE() << "seed " << seed << ": a u64 atomic's returned value is used";
+    fuzz::RandomLaunch l = fuzz::random_launch(k, seed, cross());
+    ASSERT_TRUE(l.dtype.has_w());
+    ++ws[l.dtype.w];
+    size_t b = 0;
+    for (const ir::Param& p : k.params) {
+      if (p.kind != ir::ParamKind::Buffer) continue;
+      if (p.name.rfind("acc_", 0) == 0)
+        for (unsigned char c : l.buffers[b]) ASSERT_EQ(c, 0) << p.name;
+      ++b;
+    }
+  }
+  for (const char* out : {"out_u8", "out_i16", "out_u64", "out_q5", "out_w"}) EXPECT_GT(stores[out], 10u) << out;
+  EXPECT_GT(loads["in_w"], 10u);
+  EXPECT_GT(u64_atomics, 10u);
+  EXPECT_GT(tg_u64_atomics, 10u);
+  EXPECT_GT(pair_adds, 10u);
+  EXPECT_EQ(bad_addends, 0u);
+  EXPECT_GT(bits16, 10u);
+  EXPECT_GT(bits64, 10u);
+  EXPECT_EQ(unguarded, 0u);
+  for (DType w : {DType::F32, DType::F16, DType::BF16, DType::U8, DType::I16, DType::F8E5M2})
+    EXPECT_GT(ws[w], 20u) << dtype_name(w);
 }
 
 // The exact math ops (docs/semantics.md) are compared bit for bit across backends, so the
@@ -224,7 +294,8 @@ TEST(FuzzCross, CudaBatchOfRandomProgramsCompilesAsOneModule) {
   for (uint64_t seed = 1; seed <= 48; ++seed) {
     ir::Kernel k = passes::optimize(fuzz::random_program(seed, fuzz::reduction_seed(seed), cross()));
     DType t = seed % 3 == 0 ? DType::F32 : seed % 3 == 1 ? DType::F16 : DType::BF16;
-    codegen::Emitted e = codegen::emit(k, t, codegen::Target::Cuda);
+    const Instantiation tw{t, k.wtypes[seed % k.wtypes.size()]};  // every W the generator takes
+    codegen::Emitted e = codegen::emit(k, tw, codegen::Target::Cuda);
     ASSERT_TRUE(e.ok()) << "seed " << seed << ":\n" << e.diags.render(k);
     sources.push_back(e.source);
     entries.push_back(e.entry);

@@ -14,21 +14,11 @@
 #include <vector>
 
 #include "core/numeric.hpp"
+#include "glsl_cpu.hpp"
 
 namespace exact_cpu {
 
-using uint = uint32_t;
-inline uint floatBitsToUint(float f) {
-  uint u;
-  std::memcpy(&u, &f, 4);
-  return u;
-}
-inline float uintBitsToFloat(uint u) {
-  float f;
-  std::memcpy(&f, &u, 4);
-  return f;
-}
-inline int findMSB(uint v) { return v == 0 ? -1 : 31 - __builtin_clz(v); }
+using namespace iron::test::glsl_cpu;
 
 // The estimate hooks: the correctly rounded result moved by `g_ulps` ulps (operands are
 // positive and normal here, so moving the bits moves the value).

@@ -163,8 +163,9 @@ TEST(Eval, CastTo16BitFloatsRoundsToNearestEven) {
   EXPECT_EQ(ev(Op::Cast, DType::F16, DType::I32, {I(2049)}).value.f(), 2048.0f);
   // A cast to the generic T depends on the dtype: not evaluable.
   EXPECT_FALSE(ev(Op::Cast, DType::Generic, DType::F32, {F(1.0f)}).ok);
-  // Other float ops never round to 16 bits.
-  EXPECT_EQ(ev(Op::Add, DType::F16, DType::F16, {F(1.0f), F(0x1p-20f)}).value.f(), 1.0f + 0x1p-20f);
+  // Every f16 / bf16 op rounds to its dtype (docs/semantics.md); f32 ops do not.
+  EXPECT_EQ(ev(Op::Add, DType::F16, DType::F16, {F(1.0f), F(0x1p-20f)}).value.f(), 1.0f);
+  EXPECT_EQ(ev(Op::Add, DType::F32, DType::F32, {F(1.0f), F(0x1p-20f)}).value.f(), 1.0f + 0x1p-20f);
 }
 
 TEST(Eval, BoolLogicComparisonsAndNan) {
@@ -197,12 +198,13 @@ TEST(Eval, BoolLogicComparisonsAndNan) {
   EXPECT_FALSE(ev(Op::Exp, DType::I32, DType::I32, {I(1)}).ok);
 }
 
-TEST(Eval, ConstValuesAreF32Registers) {
+TEST(Eval, ConstValuesAreValuesOfTheirDtype) {
   ir::Inst c;
   c.op = Op::Const;
   c.type = DType::Generic;
   c.set_float(ir::Attr::Value, 0.1);
-  EXPECT_EQ(eval::const_value(c, DType::F16).f(), 0.1f);  // not rounded to f16
+  EXPECT_EQ(eval::const_value(c, DType::F16).f(), 0.0999755859375f);  // the f16 nearest 0.1f
+  EXPECT_EQ(eval::const_value(c, DType::F32).f(), 0.1f);
   c.type = DType::I32;
   c.set(ir::Attr::Value, -3);
   EXPECT_EQ(eval::const_value(c, DType::F32).i(), -3);

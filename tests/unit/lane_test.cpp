@@ -22,75 +22,27 @@
 #include "passes/interpreter.hpp"
 #include "passes/pass.hpp"
 #include "runtime/device.hpp"
+#include "device_run.hpp"
 #include "ir_text.hpp"
 
 using namespace iron;
+using iron::test::Buf;
+using iron::test::bits_of;
+using iron::test::expect_same;
+using iron::test::find;
+using iron::test::float_of;
 using iron::test::parse_verified;
 
 namespace {
 
 constexpr uint32_t kN = 128;  // one threadgroup: 4 lane groups of 32, 16 of 8
 
-struct Buf {
-  std::string name;
-  DType dtype;
-  bool output;
-  std::vector<uint32_t> words;
-};
-
-uint32_t bits_of(float f) {
-  uint32_t u;
-  std::memcpy(&u, &f, 4);
-  return u;
-}
-float float_of(uint32_t u) {
-  float f;
-  std::memcpy(&f, &u, 4);
-  return f;
-}
-
+// One threadgroup of kN threads (or `groups` of them); an unwritten threadgroup slot read is an error.
 std::vector<Buf> run_interp(const ir::Kernel& k, std::vector<Buf> bufs, uint32_t lane_width, uint32_t groups = 1) {
-  std::vector<interp::BufferArg> args;
-  for (Buf& b : bufs) args.push_back({b.words.data(), b.words.size() * 4});
-  interp::Options opts;
-  opts.lane_width = lane_width;
-  opts.uninitialized_tg_reads_are_errors = true;
-  interp::run(k, DType::F32, args, {}, {groups, 1, 1}, {kN, 1, 1}, opts);
-  return bufs;
+  return test::run_interp(k, std::move(bufs), lane_width, {{groups, 1, 1}, {kN, 1, 1}, true});
 }
-
 std::vector<Buf> run_device(Context& ctx, const ir::Kernel& k, std::vector<Buf> bufs, uint32_t groups = 1) {
-  Bindings bindings;
-  for (const Buf& b : bufs) {
-    DeviceBuffer d = ctx.alloc(b.dtype, b.words.size());
-    ctx.upload(d, b.words.data(), b.words.size() * 4);
-    bindings.push_back({b.name, d});
-  }
-  ctx.dispatch_with_grid(k, DType::F32, bindings, {}, {groups, 1, 1}, {kN, 1, 1});
-  ctx.synchronize();
-  for (size_t i = 0; i < bufs.size(); ++i) ctx.download(bindings[i].second, bufs[i].words.data(), bufs[i].words.size() * 4);
-  return bufs;
-}
-
-// Equal words; in f32 buffers two NaNs also count as equal (a NaN result's sign and payload are
-// not specified, docs/semantics.md).
-void expect_same(const std::vector<Buf>& want, const std::vector<Buf>& got, const std::string& what) {
-  ASSERT_EQ(want.size(), got.size());
-  auto nan = [](uint32_t u) { return (u & 0x7fffffffu) > 0x7f800000u; };
-  for (size_t b = 0; b < want.size(); ++b) {
-    if (!want[b].output) continue;
-    for (size_t i = 0; i < want[b].words.size(); ++i) {
-      uint32_t w = want[b].words[i], g = got[b].words[i];
-      bool same = w == g || (want[b].dtype == DType::F32 && nan(w) && nan(g));
-      EXPECT_TRUE(same) << what << ": " << want[b].name << "[" << i << "] is 0x" << std::hex << g << ", want 0x" << w;
-    }
-  }
-}
-
-const Buf& find(const std::vector<Buf>& bufs, const std::string& name) {
-  for (const Buf& b : bufs)
-    if (b.name == name) return b;
-  throw Error("no buffer " + name);
+  return test::run_device(ctx, k, std::move(bufs), {{groups, 1, 1}, {kN, 1, 1}, true});
 }
 
 // Deterministic words: lane-distinct values so a wrong source lane always shows.
@@ -213,24 +165,8 @@ std::vector<Buf> reduce_buffers() {
   return b;
 }
 
-class LaneConformance : public ::testing::TestWithParam<Backend> {
+class LaneConformance : public test::DeviceTest {
  protected:
-  static void TearDownTestSuite() {
-    for (auto& c : ctx_) c.reset();
-  }
-  void SetUp() override {
-    const size_t b = size_t(GetParam());
-    if (!ctx_[b] && error_[b].empty()) {
-      try {
-        ctx_[b] = Context::create(GetParam());
-      } catch (const Error& e) {
-        error_[b] = e.what();
-      }
-    }
-    if (!ctx_[b] && GetParam() == Backend::Cuda) GTEST_SKIP() << "no CUDA context: " << error_[b];
-    ASSERT_TRUE(ctx_[b]) << "no Vulkan context: " << error_[b];
-  }
-  static Context& ctx() { return *ctx_[size_t(GetParam())]; }
   // The interpreter (raw and optimized) at the device's lane width against the device.
   static void check_device(const ir::Kernel& k, const std::vector<Buf>& bufs, const std::string& what) {
     uint32_t lanes = ctx().info().lane_width;
@@ -238,11 +174,7 @@ class LaneConformance : public ::testing::TestWithParam<Backend> {
     expect_same(want, run_interp(passes::optimize(k), bufs, lanes), what + " (interpreter, optimized)");
     expect_same(want, run_device(ctx(), k, bufs), what + " (" + ctx().info().name + ")");
   }
-  static std::unique_ptr<Context> ctx_[8];
-  static std::string error_[8];
 };
-std::unique_ptr<Context> LaneConformance::ctx_[8];
-std::string LaneConformance::error_[8];
 
 }  // namespace
 

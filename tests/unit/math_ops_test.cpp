@@ -23,6 +23,8 @@
 #include "codegen/codegen.hpp"
 #include "harness/mutate.hpp"
 #include "core/ir.hpp"
+#include "device_run.hpp"
+#include "glsl_cpu.hpp"
 #include "ir_text.hpp"
 #include "passes/eval.hpp"
 #include "passes/interpreter.hpp"
@@ -31,18 +33,7 @@
 
 namespace glsl_math_cpu {
 
-using uint = uint32_t;
-inline uint floatBitsToUint(float f) {
-  uint u;
-  std::memcpy(&u, &f, 4);
-  return u;
-}
-inline float uintBitsToFloat(uint u) {
-  float f;
-  std::memcpy(&f, &u, 4);
-  return f;
-}
-inline int findMSB(uint v) { return v == 0 ? -1 : 31 - __builtin_clz(v); }
+using namespace iron::test::glsl_cpu;
 // The driver functions the helpers start from: the host's (glibc's f32 libm).
 inline float exp2(float x) { return std::exp2(x); }
 inline float log2(float x) { return std::log2(x); }
@@ -63,7 +54,12 @@ inline void umulExtended(uint a, uint b, uint& hi, uint& lo) {
 }  // namespace glsl_math_cpu
 
 using namespace iron;
+using iron::test::Buf;
+using iron::test::bits_of;
+using iron::test::is_nan_bits;
+using iron::test::is_subnormal_bits;
 using iron::test::parse_verified;
+using iron::test::same_float;
 
 namespace {
 
@@ -71,19 +67,7 @@ const float kNan = std::numeric_limits<float>::quiet_NaN();
 const float kInf = std::numeric_limits<float>::infinity();
 constexpr uint32_t kN = 128;
 
-uint32_t bits_of(float f) {
-  uint32_t u;
-  std::memcpy(&u, &f, 4);
-  return u;
-}
-float from_bits(uint32_t u) {
-  float f;
-  std::memcpy(&f, &u, 4);
-  return f;
-}
-bool is_nan_bits(uint32_t u) { return (u & 0x7fffffffu) > 0x7f800000u; }
-bool is_subnormal_bits(uint32_t u) { return (u & 0x7f800000u) == 0 && (u & 0x007fffffu) != 0; }
-bool same_float(uint32_t a, uint32_t b) { return a == b || (is_nan_bits(a) && is_nan_bits(b)); }
+float from_bits(uint32_t u) { return test::float_of(u); }
 
 // ---- scalar rules (eval: the interpreter and const_fold) --------------------------------------
 
@@ -313,7 +297,8 @@ TEST(MathOps, VerifierRejectsEveryUndefinedOpDtypePair) {
   std::string all = d.render(k);
   EXPECT_NE(all.find("'popcount': is defined on i32 and u32 only, not f32"), std::string::npos) << all;
   EXPECT_NE(all.find("'floor': is defined on floats only, not i32"), std::string::npos) << all;
-  EXPECT_NE(all.find("'bitcast': bitcast converts between f32, i32 and u32 (equal 32-bit widths), not f16 to u32"),
+  EXPECT_NE(all.find("'bitcast': bitcast converts between dtypes of one width (f32, i32, u32; f16, bf16, i16, u16; "
+                     "i64, u64), not f16 to u32"),
             std::string::npos) << all;
   EXPECT_NE(all.find("'mulhi': operand 1 is f32 but the result is i32"), std::string::npos) << all;
   EXPECT_NE(all.find("'pow': operand 1 is i32 but the result is f32"), std::string::npos) << all;
@@ -497,35 +482,17 @@ TEST(MathOps, MutationTestingSwapsTheOperandsOfPow) {
 
 // ---- conformance kernels on every backend --------------------------------------------------
 
-struct Buf {
-  std::string name;
-  DType dtype;
-  bool output;
-  std::vector<uint32_t> words;
-};
-
-std::vector<Buf> run_interp(const ir::Kernel& k, std::vector<Buf> bufs, uint32_t lane_width) {
-  std::vector<interp::BufferArg> args;
-  for (Buf& b : bufs) args.push_back({b.words.data(), b.words.size() * 4});
-  interp::Options opts;
-  opts.lane_width = lane_width;
-  const uint32_t n = uint32_t(bufs[0].words.size());
-  interp::run(k, DType::F32, args, {}, {n / 64, 1, 1}, {64, 1, 1}, opts);
-  return bufs;
+// n threads (the first buffer's word count) in threadgroups of 64.
+test::Launch groups_of_64(const std::vector<Buf>& bufs) {
+  return {{uint32_t(bufs[0].words.size()) / 64, 1, 1}, {64, 1, 1}, false};
 }
-
+std::vector<Buf> run_interp(const ir::Kernel& k, std::vector<Buf> bufs, uint32_t lane_width) {
+  const test::Launch l = groups_of_64(bufs);
+  return test::run_interp(k, std::move(bufs), lane_width, l);
+}
 std::vector<Buf> run_device(Context& ctx, const ir::Kernel& k, std::vector<Buf> bufs) {
-  Bindings bindings;
-  for (const Buf& b : bufs) {
-    DeviceBuffer d = ctx.alloc(b.dtype, b.words.size());
-    ctx.upload(d, b.words.data(), b.words.size() * 4);
-    bindings.push_back({b.name, d});
-  }
-  const uint32_t n = uint32_t(bufs[0].words.size());
-  ctx.dispatch_with_grid(k, DType::F32, bindings, {}, {n / 64, 1, 1}, {64, 1, 1});
-  ctx.synchronize();
-  for (size_t i = 0; i < bufs.size(); ++i) ctx.download(bindings[i].second, bufs[i].words.data(), bufs[i].words.size() * 4);
-  return bufs;
+  const test::Launch l = groups_of_64(bufs);
+  return test::run_device(ctx, k, std::move(bufs), l);
 }
 
 // Inputs: the special values first, then `fill(i)` for the rest, n a multiple of 64.
@@ -551,62 +518,21 @@ const std::vector<float> kFloatSpecials = {0.0f, -0.0f, kInf, -kInf, kNan, -kNan
                                            8388607.5f, -8388607.5f, 8388608.0f, 16777215.0f, 3.4028235e38f,
                                            -3.4028235e38f, 1.0f, -1.0f, 0.49999997f, 4194303.5f, 1e-8f};
 
-class MathConformance : public ::testing::TestWithParam<Backend> {
+class MathConformance : public test::DeviceTest {
  protected:
-  static void TearDownTestSuite() {
-    for (auto& c : ctx_) c.reset();
-  }
-  void SetUp() override {
-    const size_t b = size_t(GetParam());
-    if (!ctx_[b] && error_[b].empty()) {
-      try {
-        ctx_[b] = Context::create(GetParam());
-      } catch (const Error& e) {
-        error_[b] = e.what();
-      }
-    }
-    if (!ctx_[b] && GetParam() == Backend::Cuda) GTEST_SKIP() << "no CUDA context: " << error_[b];
-    ASSERT_TRUE(ctx_[b]) << "no Vulkan context: " << error_[b];
-  }
-  static Context& ctx() { return *ctx_[size_t(GetParam())]; }
-
   // The interpreter at lane widths 8 and 32, unoptimized and optimized, and the device: every
   // output word equal (two NaNs count as equal). On a device that flushes f32 subnormals,
   // elements with a subnormal f32 input or expected output are left out (docs/semantics.md).
+  // At most 8 mismatches per buffer and run are reported.
   static std::vector<Buf> check_exact(const ir::Kernel& k, const std::vector<Buf>& bufs, const std::string& what) {
     std::vector<Buf> want = run_interp(k, bufs, 32);
-    std::vector<std::pair<std::string, std::vector<Buf>>> runs = {
-        {"interpreter, lane width 8", run_interp(k, bufs, 8)},
-        {"interpreter, optimized", run_interp(passes::optimize(k), bufs, 32)},
-        {ctx().info().name, run_device(ctx(), k, bufs)}};
-    const bool flushes = ctx().info().f32_denormals_flushed;
-    for (const auto& [where, got] : runs)
-      for (size_t b = 0; b < want.size(); ++b) {
-        if (!want[b].output) continue;
-        int failures = 0;
-        for (size_t i = 0; i < want[b].words.size() && failures < 8; ++i) {
-          uint32_t w = want[b].words[i], g = got[b].words[i];
-          if (flushes && where == ctx().info().name) {
-            bool sub = want[b].dtype == DType::F32 && is_subnormal_bits(w);
-            for (const Buf& in : bufs) sub = sub || (!in.output && in.dtype == DType::F32 && is_subnormal_bits(in.words[i]));
-            if (sub) continue;
-          }
-          bool same = want[b].dtype == DType::F32 ? same_float(w, g) : w == g;
-          if (!same) {
-            ++failures;
-            ADD_FAILURE() << what << " on " << where << ": " << want[b].name << "[" << i << "] is 0x" << std::hex << g
-                          << ", want 0x" << w << std::dec;
-          }
-        }
-      }
+    test::expect_same(want, run_interp(k, bufs, 8), what + " on interpreter, lane width 8", false, 8);
+    test::expect_same(want, run_interp(passes::optimize(k), bufs, 32), what + " on interpreter, optimized", false, 8);
+    test::expect_same(want, run_device(ctx(), k, bufs), what + " on " + ctx().info().name,
+                      ctx().info().f32_denormals_flushed, 8);
     return want;
   }
-
-  static std::unique_ptr<Context> ctx_[8];
-  static std::string error_[8];
 };
-std::unique_ptr<Context> MathConformance::ctx_[8];
-std::string MathConformance::error_[8];
 
 uint32_t random_float_bits(uint32_t i) {
   // Magnitudes around the integers (where rounding decides) and spread over the whole range.

@@ -18,20 +18,12 @@
 #include "core/numeric.hpp"
 #include "passes/eval.hpp"
 #include "passes/pass.hpp"
+#include "device_run.hpp"
+#include "glsl_cpu.hpp"
 
 // The emitted fp8 helpers (src/codegen/fp8_math.inc), compiled here as C++ from the same text.
 namespace fp8_cpu {
-using uint = uint32_t;
-inline uint floatBitsToUint(float f) {
-  uint u;
-  std::memcpy(&u, &f, 4);
-  return u;
-}
-inline float uintBitsToFloat(uint u) {
-  float f;
-  std::memcpy(&f, &u, 4);
-  return f;
-}
+using namespace iron::test::glsl_cpu;
 #define IRON_FP8_HELPER(name, ...) __VA_ARGS__
 #include "codegen/fp8_math.inc"
 #undef IRON_FP8_HELPER
@@ -43,16 +35,8 @@ using ir::Op;
 
 namespace {
 
-float from_bits(uint32_t u) {
-  float f;
-  std::memcpy(&f, &u, 4);
-  return f;
-}
-uint32_t to_bits(float f) {
-  uint32_t u;
-  std::memcpy(&u, &f, 4);
-  return u;
-}
+float from_bits(uint32_t u) { return test::float_of(u); }
+uint32_t to_bits(float f) { return test::bits_of(f); }
 
 // Reference fp8 decoding from the format's definition: sign, exponent field e, mantissa m.
 double ref_fp8_value(DType d, uint8_t c) {

@@ -20,9 +20,15 @@
 #include "core/ir.hpp"
 #include "passes/interpreter.hpp"
 #include "passes/pass.hpp"
+#include "device_run.hpp"
 #include "ir_text.hpp"
 
 using namespace iron;
+using iron::test::Buf;
+using iron::test::bits_of;
+using iron::test::expect_same;
+using iron::test::is_nan_bits;
+using iron::test::is_subnormal_bits;
 using iron::test::parse_verified;
 
 namespace {
@@ -32,65 +38,13 @@ constexpr uint32_t kN = 128;  // threads (and elements per buffer): 4 lane group
 const float kNan = std::numeric_limits<float>::quiet_NaN();
 const float kInf = std::numeric_limits<float>::infinity();
 
-uint32_t bits_of(float f) {
-  uint32_t u;
-  std::memcpy(&u, &f, 4);
-  return u;
-}
-bool is_nan_bits(uint32_t u) { return (u & 0x7fffffffu) > 0x7f800000u; }
-bool is_subnormal_bits(uint32_t u) { return (u & 0x7f800000u) == 0 && (u & 0x007fffffu) != 0; }
-
-// Per buffer parameter: its name, dtype, whether the kernel writes it, and its input words.
-struct Buf {
-  std::string name;
-  DType dtype;
-  bool output;
-  std::vector<uint32_t> words;
-};
-
-// Runs `k` on the interpreter at `lane_width`, over kN threads in one threadgroup.
+// One threadgroup of kN threads.
+const test::Launch kOneGroup{{1, 1, 1}, {kN, 1, 1}, false};
 std::vector<Buf> run_interp(const ir::Kernel& k, std::vector<Buf> bufs, uint32_t lane_width) {
-  std::vector<interp::BufferArg> args;
-  for (Buf& b : bufs) args.push_back({b.words.data(), b.words.size() * 4});
-  interp::Options opts;
-  opts.lane_width = lane_width;
-  interp::run(k, DType::F32, args, {}, {1, 1, 1}, {kN, 1, 1}, opts);
-  return bufs;
+  return test::run_interp(k, std::move(bufs), lane_width, kOneGroup);
 }
-
 std::vector<Buf> run_device(Context& ctx, const ir::Kernel& k, std::vector<Buf> bufs) {
-  Bindings bindings;
-  for (const Buf& b : bufs) {
-    DeviceBuffer d = ctx.alloc(b.dtype, b.words.size() * 4 / dtype_size(b.dtype));  // 16-bit: two per word
-    ctx.upload(d, b.words.data(), b.words.size() * 4);
-    bindings.push_back({b.name, d});
-  }
-  ctx.dispatch_with_grid(k, DType::F32, bindings, {}, {1, 1, 1}, {kN, 1, 1});
-  ctx.synchronize();
-  for (size_t i = 0; i < bufs.size(); ++i) ctx.download(bindings[i].second, bufs[i].words.data(), bufs[i].words.size() * 4);
-  return bufs;
-}
-
-// Every output word of `got` equals `want` (floats: both NaN also counts as equal). On a device
-// that flushes f32 subnormals (docs/semantics.md#vulkan-drivers), element i is left out where an
-// f32 input word i or the expected f32 word is subnormal: there the device computes with 0.
-void expect_same(const std::vector<Buf>& want, const std::vector<Buf>& got, const std::string& what,
-                 bool flushes_subnormals = false) {
-  ASSERT_EQ(want.size(), got.size());
-  auto subnormal_input = [&](size_t i) {
-    for (const Buf& b : want)
-      if (!b.output && b.dtype == DType::F32 && i < b.words.size() && is_subnormal_bits(b.words[i])) return true;
-    return false;
-  };
-  for (size_t b = 0; b < want.size(); ++b) {
-    if (!want[b].output) continue;
-    for (size_t i = 0; i < want[b].words.size(); ++i) {
-      uint32_t w = want[b].words[i], g = got[b].words[i];
-      if (flushes_subnormals && (subnormal_input(i) || (want[b].dtype == DType::F32 && is_subnormal_bits(w)))) continue;
-      bool same = w == g || (want[b].dtype == DType::F32 && is_nan_bits(w) && is_nan_bits(g));
-      EXPECT_TRUE(same) << what << ": " << want[b].name << "[" << i << "] is 0x" << std::hex << g << ", want 0x" << w;
-    }
-  }
+  return test::run_device(ctx, k, std::move(bufs), kOneGroup);
 }
 
 std::vector<uint32_t> f32_words(const std::vector<float>& v) {
@@ -108,25 +62,8 @@ std::vector<uint32_t> i32_words(const std::vector<int32_t>& v, int32_t fill) {
 
 // Every test runs on Vulkan (lavapipe in CI: a missing device fails) and on CUDA (skipped with
 // the reason where there is no NVIDIA driver; run it on the GPU machine).
-class Semantics : public ::testing::TestWithParam<Backend> {
+class Semantics : public test::DeviceTest {
  protected:
-  static void TearDownTestSuite() {
-    for (auto& c : ctx_) c.reset();
-  }
-  void SetUp() override {
-    const size_t b = size_t(GetParam());
-    if (!ctx_[b] && error_[b].empty()) {
-      try {
-        ctx_[b] = Context::create(GetParam());
-      } catch (const Error& e) {
-        error_[b] = e.what();
-      }
-    }
-    if (!ctx_[b] && GetParam() == Backend::Cuda) GTEST_SKIP() << "no CUDA context: " << error_[b];
-    ASSERT_TRUE(ctx_[b]) << "no Vulkan context: " << error_[b];
-  }
-  static Context& ctx() { return *ctx_[size_t(GetParam())]; }
-
   // Interpreter (raw and optimized) against the device, at the device's lane width.
   static void check_all_backends(const ir::Kernel& k, const std::vector<Buf>& bufs, const std::string& what) {
     uint32_t lanes = ctx().info().lane_width;
@@ -135,12 +72,7 @@ class Semantics : public ::testing::TestWithParam<Backend> {
     expect_same(want, run_device(ctx(), k, bufs), what + " (" + ctx().info().name + ")",
                 ctx().info().f32_denormals_flushed);
   }
-
-  static std::unique_ptr<Context> ctx_[8];
-  static std::string error_[8];
 };
-std::unique_ptr<Context> Semantics::ctx_[8];
-std::string Semantics::error_[8];
 
 }  // namespace
 

@@ -479,7 +479,9 @@ class CudaDevice final : public Device {
   }
 
   std::unique_ptr<CompiledKernel> compile(const ir::Kernel& k, Instantiation dtype, Dim3 /*threadgroup*/) override {
-    codegen::Emitted emitted = codegen::emit(k, dtype, codegen::Target::Cuda);
+    codegen::EmitOptions options;
+    options.cuda_mma = codegen::cuda_mma_from_env();
+    codegen::Emitted emitted = codegen::emit(k, dtype, codegen::Target::Cuda, options);
     if (!emitted.ok()) throw Error(emitted.diags.render(k));
     NvrtcResult nv = nvrtc_compile(emitted.source, emitted.entry, info_.arch);
     if (!nv.ok)
@@ -507,7 +509,9 @@ class CudaDevice final : public Device {
     const size_t n = ks.size();
     std::vector<std::unique_ptr<CompiledKernel>> out(n);
     std::vector<codegen::Emitted> emitted;
-    for (size_t i = 0; i < n; ++i) emitted.push_back(codegen::emit(*ks[i], dtypes[i], codegen::Target::Cuda));
+    codegen::EmitOptions options;
+    options.cuda_mma = codegen::cuda_mma_from_env();
+    for (size_t i = 0; i < n; ++i) emitted.push_back(codegen::emit(*ks[i], dtypes[i], codegen::Target::Cuda, options));
     const size_t threads = compile_threads();
     const size_t groups = std::max<size_t>(1, std::min(threads, n / 4));
     std::vector<size_t> begin(groups + 1);
@@ -574,6 +578,9 @@ class CudaDevice final : public Device {
     std::string fp = "cubin " + info_.arch + "; nvrtc " + std::to_string(nv.major) + "." + std::to_string(nv.minor) +
                      "; options:";
     for (const std::string& o : nvrtc_options(nv, info_.arch)) fp += " " + o;
+    // The tile strategy changes the source of every kernel with fragments (a bad value throws:
+    // no disk cache, and compile() reports it).
+    fp += std::string("; mma ") + codegen::cuda_mma_name(codegen::cuda_mma_from_env());
     return fp;
   }
 

@@ -207,6 +207,8 @@ struct Instance {
   VkInstance handle = VK_NULL_HANDLE;
   uint32_t api_version = VK_API_VERSION_1_1;  // what this instance asked for (1.1 .. 1.3)
   InstanceFns fn;
+  // VK_NV_cooperative_matrix's configuration query; null where the loader has no such function.
+  PFN_vkGetPhysicalDeviceCooperativeMatrixPropertiesNV coopmat_properties = nullptr;
 
   Instance() = default;
   Instance(const Instance&) = delete;
@@ -250,6 +252,8 @@ std::unique_ptr<Instance> create_instance() {
   if (inst->fn.name == nullptr) throw Error("Vulkan: the loader has no " #name);
   IRON_VK_INSTANCE_FUNCTIONS(IRON_VK_LOAD)
 #undef IRON_VK_LOAD
+  inst->coopmat_properties = reinterpret_cast<PFN_vkGetPhysicalDeviceCooperativeMatrixPropertiesNV>(
+      l.get_instance_proc_addr(inst->handle, "vkGetPhysicalDeviceCooperativeMatrixPropertiesNV"));
   return inst;
 }
 
@@ -282,7 +286,7 @@ struct PhysicalDevice {
   // Supported (queried) features among those Iron wants; each is enabled when true.
   bool shader_int16 = false;
   bool shader_int64 = false;
-  bool shader_float64 = false;  // enabled on lavapipe only, for its fma emulation
+  bool shader_float64 = false;  // enabled where supported: lavapipe's fma emulation, tile sums
   // Float controls (Vulkan 1.2): SignedZeroInfNanPreserve for f32, RoundingModeRTE for f16.
   bool preserve_f32_specials = false;
   bool f16_rte = false;
@@ -297,6 +301,9 @@ struct PhysicalDevice {
   bool shader_int8 = false;      // 8-bit integer arithmetic (i8/u8 registers)
   bool storage_8bit = false;     // 8-bit buffer elements (i8, u8, fp8)
   bool need_ext_8bit_storage = false;
+  bool buffer_int64_atomics = false;  // shaderBufferInt64Atomics (u64 atomics on buffers)
+  bool shared_int64_atomics = false;  // shaderSharedInt64Atomics (u64 atomics on shared memory)
+  bool need_ext_atomic_int64 = false;
   bool full_subgroups = false;  // computeFullSubgroups (subgroup size control)
   // lavapipe: loops end after a fixed iteration budget (codegen::kLoopLimitText), so every
   // emitted loop reports through a status buffer when the driver cut it short.
@@ -304,6 +311,9 @@ struct PhysicalDevice {
   // Extensions to enable because the feature is not core at api_version.
   bool need_ext_float16_int8 = false;
   bool need_ext_subgroup_size_control = false;
+  // VK_NV_cooperative_matrix with f16 A and B, f32 C and D, 16x16x16 at subgroup scope (and
+  // shaderFloat16): cooperative tiles may lower to it (codegen::VkMma). The extension is enabled then.
+  bool coopmat_f16 = false;
 };
 
 bool has_extension(const std::vector<VkExtensionProperties>& exts, const char* name) {
@@ -331,7 +341,9 @@ PhysicalDevice describe(const Instance& inst, VkPhysicalDevice handle) {
   bool ext_f16 = has_extension(exts, VK_KHR_SHADER_FLOAT16_INT8_EXTENSION_NAME);
   bool ext_8bit = has_extension(exts, VK_KHR_8BIT_STORAGE_EXTENSION_NAME);
   bool ext_sgsc = has_extension(exts, VK_EXT_SUBGROUP_SIZE_CONTROL_EXTENSION_NAME);
+  bool ext_atomic64 = has_extension(exts, VK_KHR_SHADER_ATOMIC_INT64_EXTENSION_NAME);
   bool ext_driver = has_extension(exts, VK_KHR_DRIVER_PROPERTIES_EXTENSION_NAME);
+  bool ext_coopmat = has_extension(exts, VK_NV_COOPERATIVE_MATRIX_EXTENSION_NAME);
 
   // Properties: the chained structs are only legal for a 1.1+ device (or with their extension).
   auto subgroup =
@@ -370,6 +382,10 @@ PhysicalDevice describe(const Instance& inst, VkPhysicalDevice handle) {
       VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_SIZE_CONTROL_FEATURES);
   auto storage8 =
       vk_struct<VkPhysicalDevice8BitStorageFeatures>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_8BIT_STORAGE_FEATURES);
+  auto coopmat = vk_struct<VkPhysicalDeviceCooperativeMatrixFeaturesNV>(
+      VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_NV);
+  auto atomic64 = vk_struct<VkPhysicalDeviceShaderAtomicInt64Features>(
+      VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_ATOMIC_INT64_FEATURES);
   if (v11) {
     void** tail = &features2.pNext;
     *tail = &storage16;
@@ -386,6 +402,14 @@ PhysicalDevice describe(const Instance& inst, VkPhysicalDevice handle) {
       *tail = &sgsc;
       tail = &sgsc.pNext;
     }
+    if (ext_coopmat) {
+      *tail = &coopmat;
+      tail = &coopmat.pNext;
+    }
+    if (v12 || ext_atomic64) {
+      *tail = &atomic64;
+      tail = &atomic64.pNext;
+    }
     fn.vkGetPhysicalDeviceFeatures2(handle, &features2);
   }
   pd.shader_int16 = features2.features.shaderInt16;
@@ -398,8 +422,26 @@ PhysicalDevice describe(const Instance& inst, VkPhysicalDevice handle) {
   pd.storage_8bit = storage8.storageBuffer8BitAccess;
   pd.need_ext_8bit_storage = pd.storage_8bit && !v12;
   pd.full_subgroups = sgsc.computeFullSubgroups;
+  pd.buffer_int64_atomics = pd.shader_int64 && atomic64.shaderBufferInt64Atomics;
+  pd.shared_int64_atomics = pd.shader_int64 && atomic64.shaderSharedInt64Atomics;
+  pd.need_ext_atomic_int64 = (pd.buffer_int64_atomics || pd.shared_int64_atomics) && !v12;
   pd.need_ext_float16_int8 = (pd.shader_float16 || pd.shader_int8) && !v12;
   pd.need_ext_subgroup_size_control = pd.full_subgroups && !v13;
+  if (ext_coopmat && coopmat.cooperativeMatrix && pd.shader_float16 && inst.coopmat_properties) {
+    uint32_t n = 0;
+    if (inst.coopmat_properties(handle, &n, nullptr) == VK_SUCCESS && n > 0) {
+      std::vector<VkCooperativeMatrixPropertiesNV> configs(
+          n, vk_struct<VkCooperativeMatrixPropertiesNV>(VK_STRUCTURE_TYPE_COOPERATIVE_MATRIX_PROPERTIES_NV));
+      if (inst.coopmat_properties(handle, &n, configs.data()) == VK_SUCCESS)
+        for (uint32_t i = 0; i < n; ++i) {
+          const VkCooperativeMatrixPropertiesNV& c = configs[i];
+          if (c.MSize == 16 && c.NSize == 16 && c.KSize == 16 && c.AType == VK_COMPONENT_TYPE_FLOAT16_NV &&
+              c.BType == VK_COMPONENT_TYPE_FLOAT16_NV && c.CType == VK_COMPONENT_TYPE_FLOAT32_NV &&
+              c.DType == VK_COMPONENT_TYPE_FLOAT32_NV && c.scope == VK_SCOPE_SUBGROUP_NV)
+            pd.coopmat_f16 = true;
+        }
+    }
+  }
 
   uint32_t family_count = 0;
   fn.vkGetPhysicalDeviceQueueFamilyProperties(handle, &family_count, nullptr);
@@ -450,6 +492,8 @@ PhysicalDevice describe(const Instance& inst, VkPhysicalDevice handle) {
   info.int8 = pd.shader_int8 && pd.storage_8bit;
   info.int16 = pd.shader_int16 && pd.storage_16bit;
   info.int64 = pd.shader_int64;
+  info.int64_atomics_buffer = pd.buffer_int64_atomics;
+  info.int64_atomics_shared = pd.shared_int64_atomics;
   if (have_floats) {
     auto yn = [](VkBool32 b) { return b ? "yes" : "no"; };
     info.float_controls = std::string("f32 denorm preserve ") + yn(float_controls.shaderDenormPreserveFloat32) +
@@ -514,7 +558,9 @@ std::shared_ptr<Core> create_core(std::unique_ptr<Instance> inst, const Physical
   auto features2 = vk_struct<VkPhysicalDeviceFeatures2>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2);
   features2.features.shaderInt16 = pd.shader_int16;
   features2.features.shaderInt64 = pd.shader_int64;
-  features2.features.shaderFloat64 = pd.loop_limited && pd.shader_float64;
+  // f64: lavapipe's fma emulation, every device's bf16 fma (iron_fma_odd), and cooperative-tile
+  // sums on every device that has it.
+  features2.features.shaderFloat64 = pd.shader_float64;
   auto storage16 =
       vk_struct<VkPhysicalDevice16BitStorageFeatures>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_16BIT_STORAGE_FEATURES);
   storage16.storageBuffer16BitAccess = pd.storage_16bit;
@@ -529,6 +575,10 @@ std::shared_ptr<Core> create_core(std::unique_ptr<Instance> inst, const Physical
   auto sgsc = vk_struct<VkPhysicalDeviceSubgroupSizeControlFeatures>(
       VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_SIZE_CONTROL_FEATURES);
   sgsc.computeFullSubgroups = pd.full_subgroups;
+  auto atomic64 = vk_struct<VkPhysicalDeviceShaderAtomicInt64Features>(
+      VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_ATOMIC_INT64_FEATURES);
+  atomic64.shaderBufferInt64Atomics = pd.buffer_int64_atomics;
+  atomic64.shaderSharedInt64Atomics = pd.shared_int64_atomics;
 
   void** tail = &features2.pNext;
   *tail = &storage16;
@@ -545,11 +595,24 @@ std::shared_ptr<Core> create_core(std::unique_ptr<Instance> inst, const Physical
     *tail = &sgsc;
     tail = &sgsc.pNext;
   }
+  auto coopmat = vk_struct<VkPhysicalDeviceCooperativeMatrixFeaturesNV>(
+      VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_NV);
+  coopmat.cooperativeMatrix = pd.coopmat_f16;
+  if (pd.coopmat_f16) {
+    *tail = &coopmat;
+    tail = &coopmat.pNext;
+  }
+  if (pd.buffer_int64_atomics || pd.shared_int64_atomics) {
+    *tail = &atomic64;
+    tail = &atomic64.pNext;
+  }
 
   std::vector<const char*> extensions;
+  if (pd.coopmat_f16) extensions.push_back(VK_NV_COOPERATIVE_MATRIX_EXTENSION_NAME);
   if (pd.need_ext_float16_int8) extensions.push_back(VK_KHR_SHADER_FLOAT16_INT8_EXTENSION_NAME);
   if (pd.need_ext_8bit_storage) extensions.push_back(VK_KHR_8BIT_STORAGE_EXTENSION_NAME);
   if (pd.need_ext_subgroup_size_control) extensions.push_back(VK_EXT_SUBGROUP_SIZE_CONTROL_EXTENSION_NAME);
+  if (pd.need_ext_atomic_int64) extensions.push_back(VK_KHR_SHADER_ATOMIC_INT64_EXTENSION_NAME);
 
   auto dci = vk_struct<VkDeviceCreateInfo>(VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO);
   dci.pNext = &features2;  // pEnabledFeatures must stay null when Features2 is chained
@@ -630,6 +693,10 @@ struct VulkanKernel : CompiledKernel {
   Dim3 threadgroup;
   bool full_subgroups = false;
   std::map<std::vector<uint32_t>, VkPipeline> sized;
+  // Cooperative tiles (codegen::kTileGroupsSpec): the lane groups of a threadgroup and the bytes
+  // of their fragment slots, which every dispatch adds to its threadgroup arrays' bytes.
+  uint32_t tile_groups = 0;
+  uint64_t tile_bytes = 0;
 
   ~VulkanKernel() override {
     const DeviceFns& f = core->fn;
@@ -825,12 +892,25 @@ class VulkanDevice final : public Device {
     if (vote && !pd_.subgroup_vote)
       throw Error("kernel '" + k.name + "' uses lane_any or lane_all; device '" + pd_.info.name +
                   "' does not support subgroup votes in compute shaders (VK_SUBGROUP_FEATURE_VOTE_BIT)");
+    if (std::string why = vulkan_u64_atomics_problem(k, dtype, pd_.info); !why.empty()) throw Error(why);
+    // bf16 fma is one rounding of the exact a * b + c, computed through f64 (iron_fma_odd; f16's
+    // needs only f32).
+    bool fma_bf16 = false;
+    ir::walk(k, [&](ir::Id id) {
+      fma_bf16 = fma_bf16 || (k.insts[id].op == ir::Op::Fma && ir::resolve(k.insts[id].type.elem(), dtype) == DType::BF16);
+    });
+    if (fma_bf16 && !pd_.shader_float64)
+      throw Error("kernel '" + k.name + "' (" + instantiation_name(dtype) + ") uses fma on bf16, which Vulkan " +
+                  "computes through f64 (one rounding of the exact result); device '" + pd_.info.name +
+                  "' does not support f64 in shaders (shaderFloat64)");
     codegen::EmitOptions options;
     options.loop_limit_check = pd_.loop_limited;
     // lavapipe's fma is a multiply and an add (two roundings): emulated with one.
     options.emulate_fma = pd_.loop_limited && pd_.shader_float64;
     options.preserve_f32_specials = pd_.preserve_f32_specials;
     options.f16_round_to_nearest_even = pd_.f16_rte;
+    options.tile_f64 = pd_.shader_float64;
+    options.tile_coopmat = tile_coopmat(k, dtype);
     codegen::Emitted emitted = codegen::emit(k, dtype, codegen::Target::Glsl, options);
     if (!emitted.ok())
       throw Error("kernel '" + k.name + "' (" + instantiation_name(dtype) + ") cannot be emitted as GLSL:\n" +
@@ -863,10 +943,16 @@ class VulkanDevice final : public Device {
     fp += "; device " + i.name + " (" + i.arch + "); " + i.driver + "; api " + version_text(pd_.api_version) +
           "; subgroup " + std::to_string(i.lane_width) + "; features";
     for (bool b : {pd_.shader_int16, pd_.shader_int64, pd_.storage_16bit, pd_.uniform_storage_16bit,
-                   pd_.shader_float16, pd_.full_subgroups, pd_.shader_int8, pd_.storage_8bit})
+                   pd_.shader_float16, pd_.full_subgroups, pd_.shader_int8, pd_.storage_8bit,
+                   pd_.buffer_int64_atomics, pd_.shared_int64_atomics, pd_.shader_float64})
       fp += b ? " 1" : " 0";
     if (pd_.loop_limited) fp += "; loop status binding";  // a different module and layout
     if (pd_.loop_limited && pd_.shader_float64) fp += "; f64 fma";
+    if (pd_.shader_float64) fp += "; f64 tiles";
+    // The tile strategy changes the source of kernels with f16 fragments (a bad IRON_VK_MMA
+    // throws: no disk cache, and compile() reports it).
+    const codegen::VkMma mma = codegen::vk_mma_from_env();
+    fp += std::string("; tiles ") + codegen::vk_mma_name(mma) + (pd_.coopmat_f16 ? " (nv coopmat f16)" : "");
     fp += std::string("; float controls ") + (pd_.preserve_f32_specials ? "1" : "0") + (pd_.f16_rte ? "1" : "0");
     return fp;
   }
@@ -946,6 +1032,18 @@ class VulkanDevice final : public Device {
     kern->full_subgroups = pd_.full_subgroups && ir::uses_lane_ops(k) && pd_.info.lane_width > 0 &&
                            threadgroup.x % pd_.info.lane_width == 0;
     kern->threadgroup = threadgroup;
+    // Cooperative tiles keep their fragments in shared memory: `slots` KiB per lane group (the
+    // constant counts KiB: a slot is 1 KiB, or 2 KiB where f8e4m3 fragments live), one
+    // lane group per subgroup (its size is the device's subgroupSize: no size control is used).
+    if (const uint32_t slots = codegen::glsl_tile_slots(words, num_words)) {
+      const uint64_t threads = uint64_t(threadgroup.x) * threadgroup.y * threadgroup.z;
+      const uint64_t width = std::max<uint32_t>(pd_.info.lane_width, 1);
+      kern->tile_groups = uint32_t(std::max<uint64_t>((threads + width - 1) / width, 1));
+      kern->tile_bytes = uint64_t(slots) * 1024 * kern->tile_groups;
+      const uint64_t arrays = ir::threadgroup_bytes(k, dtype);  // without the arrays sized at dispatch
+      if (arrays + kern->tile_bytes > pd_.info.shared_memory_bytes)
+        throw Error(tile_memory_message(label, kern->tile_bytes, kern->tile_groups, arrays));
+    }
     int scalar = 0;
     std::vector<int> scalar_index(k.params.size(), -1);
     for (size_t i = 0; i < k.params.size(); ++i)
@@ -1001,6 +1099,10 @@ class VulkanDevice final : public Device {
                            VkPipeline& out) {
     std::vector<uint32_t> data = {kern.threadgroup.x, kern.threadgroup.y, kern.threadgroup.z};
     std::vector<VkSpecializationMapEntry> entries = {{0, 0, 4}, {1, 4, 4}, {2, 8, 4}};
+    if (kern.tile_groups) {
+      entries.push_back({codegen::kTileGroupsSpec, uint32_t(4 * data.size()), 4});
+      data.push_back(kern.tile_groups);
+    }
     for (size_t i = 0; i < sizes.size(); ++i) {
       entries.push_back({codegen::kTgSpecBase + kern.size_scalars[i], uint32_t(4 * data.size()), 4});
       data.push_back(sizes[i]);
@@ -1127,12 +1229,49 @@ class VulkanDevice final : public Device {
   }
 
  private:
+  // Whether this kernel's tiles lower to NV cooperative matrices (codegen::VkMma): by default
+  // where the device has them and the tiles are f16; IRON_VK_MMA=coopmat insists (an error
+  // where it cannot), software never uses them.
+  bool tile_coopmat(const ir::Kernel& k, Instantiation dtype) const {
+    bool frags = false, f16 = false, other = false;
+    ir::walk(k, [&](ir::Id id) {
+      const Type t = k.insts[id].type;
+      if (!t.is_fragment()) return;
+      frags = true;
+      if (t.role() != FragRole::Acc) (ir::resolve(t.elem(), dtype) == DType::F16 ? f16 : other) = true;
+    });
+    if (!frags) return false;
+    const codegen::VkMma mma = codegen::vk_mma_from_env();
+    if (mma == codegen::VkMma::Software) return false;
+    const bool can = pd_.coopmat_f16 && f16 && !other;
+    if (mma == codegen::VkMma::Coopmat && !can)
+      throw Error("kernel '" + k.name + "' (" + instantiation_name(dtype) + "): IRON_VK_MMA=coopmat, but " +
+                  (!pd_.coopmat_f16 ? "device '" + pd_.info.name +
+                                          "' does not report VK_NV_cooperative_matrix with f16 A and B, f32 C and D, "
+                                          "16x16x16 at subgroup scope"
+                                    : std::string("its tiles are not f16 (NV cooperative matrices take f16 tiles only)")) +
+                  "; IRON_VK_MMA=software or auto runs the software path");
+    return can;
+  }
+
+  std::string tile_memory_message(const std::string& kernel, uint64_t tile_bytes, uint32_t groups, uint64_t arrays) const {
+    return "kernel " + kernel + ": its cooperative tiles need " + std::to_string(tile_bytes) +
+           " bytes of threadgroup memory on Vulkan (" + std::to_string(tile_bytes / 1024 / groups) +
+           " KiB of fragment slots for each of " + std::to_string(groups) + " lane groups of " +
+           std::to_string(pd_.info.lane_width) + " lanes) besides " + std::to_string(arrays) +
+           " bytes of threadgroup arrays; device '" + pd_.info.name + "' allows " +
+           std::to_string(pd_.info.shared_memory_bytes) +
+           " (maxComputeSharedMemorySize): use a smaller threadgroup or fewer live fragments";
+  }
+
   VulkanKernel& checked(CompiledKernel& kernel, const LaunchArgs& args) const {
     auto& kern = static_cast<VulkanKernel&>(kernel);
     if (args.buffers.size() != kern.num_buffers || args.scalars.size() != kern.num_scalars)
       throw Error("Vulkan launch of " + kern.name + ": expected " + std::to_string(kern.num_buffers) +
                   " buffers and " + std::to_string(kern.num_scalars) + " scalars, got " +
                   std::to_string(args.buffers.size()) + " and " + std::to_string(args.scalars.size()));
+    if (kern.tile_bytes && args.threadgroup_bytes + kern.tile_bytes > pd_.info.shared_memory_bytes)
+      throw Error(tile_memory_message(kern.name, kern.tile_bytes, kern.tile_groups, args.threadgroup_bytes));
     return kern;
   }
 
@@ -1309,6 +1448,22 @@ class VulkanDevice final : public Device {
 };
 
 }  // namespace
+
+std::string vulkan_u64_atomics_problem(const ir::Kernel& k, Instantiation dtype, const DeviceInfo& dev) {
+  bool buffer = false, shared = false;
+  ir::walk(k, [&](ir::Id id) {
+    const ir::Inst& in = k.insts[id];
+    if (!ir::is_atomic(in.op) || ir::resolve(in.type.elem(), dtype) != DType::U64) return;
+    (ir::is_global_atomic(in.op) ? buffer : shared) = true;
+  });
+  if (buffer && !dev.int64_atomics_buffer)
+    return "kernel '" + k.name + "' uses u64 atomics on a buffer; device '" + dev.name +
+           "' does not support them (shaderBufferInt64Atomics, VK_KHR_shader_atomic_int64)";
+  if (shared && !dev.int64_atomics_shared)
+    return "kernel '" + k.name + "' uses u64 atomics on threadgroup memory; device '" + dev.name +
+           "' does not support them (shaderSharedInt64Atomics, VK_KHR_shader_atomic_int64)";
+  return "";
+}
 
 std::unique_ptr<Device> make_vulkan_device(int index) {
   std::unique_ptr<Instance> inst = create_instance();

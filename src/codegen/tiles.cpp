@@ -1,0 +1,965 @@
+// Cooperative tiles on the C-like targets (docs/dsl.md "Cooperative tiles"): the statements of
+// each tile op, and the fragment types and functions the prelude defines, per MmaStrategy.
+//
+// The body is the same for every strategy: a load visits the elements this lane holds
+// (IRON_TILE_LD_FIRST/END/STEP), asks for each one's (row, col) (iron_tile_coord_a/_b) and sets it
+// (iron_tile_set); a store visits the elements this lane writes (IRON_TILE_ST_*, iron_tile_coord_st,
+// iron_tile_store_get). Only the prelude differs, so on CUDA the strategy can be chosen by the
+// compiler's target architecture (__CUDA_ARCH__) when nothing forces one:
+//   software  every lane holds whole fragments (A, B, acc: 256 floats each); the product sums in
+//             f64 exactly as the interpreter does, so it is bit-exact with it on every input.
+//   wmma      nvcuda::wmma 16x16x16 fragments; elements pass through a 1 KB per-warp staging
+//             area in shared memory (any stride, offset and memory space; 32 KB for 32 warps).
+//   mma       inline PTX mma.sync.aligned.m16n8k16 (two per 16x16x16 product), each lane loading
+//             its 8 A, 8 B and 8 accumulator elements of the PTX fragment layout directly, or a
+//             whole A / B fragment from threadgroup memory by ldmatrix.x4 (.trans for B) where
+//             the rows are 16-byte aligned (docs/dsl.md "The ldmatrix rule").
+// GLSL has a software path only, with fragments in shared memory (see "GLSL: fragments in
+// shared memory" below): f64 sums where the device enables shaderFloat64 (EmitOptions::tile_f64),
+// else f32 sums of the exact f32 products.
+#include <algorithm>
+#include <cstdlib>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "codegen/c_like.hpp"
+
+namespace iron::codegen {
+
+const char* cuda_mma_name(CudaMma m) {
+  switch (m) {
+    case CudaMma::Auto: return "auto";
+    case CudaMma::Software: return "software";
+    case CudaMma::Wmma: return "wmma";
+    case CudaMma::MmaSync: return "mma";
+  }
+  return "?";
+}
+
+bool parse_cuda_mma(std::string_view s, CudaMma& out) {
+  for (CudaMma m : {CudaMma::Auto, CudaMma::Software, CudaMma::Wmma, CudaMma::MmaSync})
+    if (s == cuda_mma_name(m)) {
+      out = m;
+      return true;
+    }
+  return false;
+}
+
+CudaMma cuda_mma_from_env() {
+  CudaMma m = CudaMma::Auto;
+  if (const char* v = std::getenv("IRON_CUDA_MMA"); v && *v && !parse_cuda_mma(v, m))
+    throw Error(std::string("IRON_CUDA_MMA=") + v + " names no MMA strategy (software, wmma, mma or auto)");
+  return m;
+}
+
+const char* vk_mma_name(VkMma m) {
+  switch (m) {
+    case VkMma::Auto: return "auto";
+    case VkMma::Software: return "software";
+    case VkMma::Coopmat: return "coopmat";
+  }
+  return "?";
+}
+
+bool parse_vk_mma(std::string_view s, VkMma& out) {
+  for (VkMma m : {VkMma::Auto, VkMma::Software, VkMma::Coopmat})
+    if (s == vk_mma_name(m)) {
+      out = m;
+      return true;
+    }
+  return false;
+}
+
+VkMma vk_mma_from_env() {
+  VkMma m = VkMma::Auto;
+  if (const char* v = std::getenv("IRON_VK_MMA"); v && *v && !parse_vk_mma(v, m))
+    throw Error(std::string("IRON_VK_MMA=") + v + " names no Vulkan tile strategy (software, coopmat or auto)");
+  return m;
+}
+
+namespace {
+
+const char* elem_suffix(DType t) { return t == DType::BF16 ? "bf16" : t == DType::F8E4M3 ? "e4m3" : "f16"; }
+
+std::string role_name(FragRole r) { return r == FragRole::A ? "a" : r == FragRole::B ? "b" : "acc"; }
+
+// The element types the kernel's A and B fragments use (T resolved).
+void input_elems(const EmitState& s, bool& f16, bool& bf16, bool& fp8) {
+  f16 = bf16 = fp8 = false;
+  ir::walk(s.k, [&](ir::Id id) {
+    const Type t = s.k.insts[id].type;
+    if (!t.is_fragment() || t.role() == FragRole::Acc) return;
+    const DType e = s.concrete(t);
+    (e == DType::BF16 ? bf16 : e == DType::F8E4M3 ? fp8 : f16) = true;
+  });
+}
+
+// --- CUDA preludes ---------------------------------------------------------------------------
+
+const char* const kCudaCoordsWhole =
+    "__device__ __forceinline__ void iron_tile_coord_a(unsigned i, unsigned& r, unsigned& c) { r = i >> 4; c = i & 15u; }\n"
+    "__device__ __forceinline__ void iron_tile_coord_b(unsigned i, unsigned& r, unsigned& c) { r = i >> 4; c = i & 15u; }\n"
+    "__device__ __forceinline__ void iron_tile_coord_st(unsigned i, unsigned& r, unsigned& c) { r = i >> 4; c = i & 15u; }\n";
+
+std::string cuda_software(bool f16, bool bf16, bool fp8) {
+  std::string out =
+      "struct iron_tile_acc { float x[256]; };\n"
+      "#define IRON_TILE_LDMATRIX 0\n"
+      "#define IRON_TILE_LD_FIRST 0u\n#define IRON_TILE_LD_END 256u\n#define IRON_TILE_LD_STEP 1u\n"
+      "#define IRON_TILE_ST_FIRST (iron_flat_local_id() & 31u)\n#define IRON_TILE_ST_END 256u\n"
+      "#define IRON_TILE_ST_STEP 32u\n";
+  out += kCudaCoordsWhole;
+  out +=
+      "__device__ __forceinline__ iron_tile_acc iron_tile_fill(float v) {\n"
+      "  iron_tile_acc f;\n  for (int i = 0; i < 256; ++i) f.x[i] = v;\n  return f;\n}\n"
+      "__device__ __forceinline__ void iron_tile_store_begin(const iron_tile_acc&) {}\n"
+      "__device__ __forceinline__ float iron_tile_store_get(const iron_tile_acc& f, unsigned i) { return f.x[i]; }\n"
+      "__device__ __forceinline__ void iron_tile_store_end() {}\n"
+      "__device__ __forceinline__ float iron_tile_get(const iron_tile_acc& f, unsigned r, unsigned c) {\n"
+      "  return f.x[r * 16u + c];\n}\n";
+  for (int e = 0; e < 2; ++e) {
+    if (!(e == 0 ? f16 : bf16)) continue;
+    const std::string sfx = e == 0 ? "f16" : "bf16";
+    for (const char* r : {"a", "b"})
+      out += "struct iron_tile_" + std::string(r) + "_" + sfx + " { float x[256]; };\n"
+             "__device__ __forceinline__ void iron_tile_set(iron_tile_" + r + "_" + sfx +
+             "& f, unsigned i, float v) { f.x[i] = v; }\n"
+             "__device__ __forceinline__ void iron_tile_finish(iron_tile_" + r + "_" + sfx + "&) {}\n";
+    // Each product of two 16-bit floats is exact in f64; the sum runs in k order and is rounded
+    // to f32 once (the interpreter's definition).
+    out += "__device__ __forceinline__ iron_tile_acc iron_tile_mma(const iron_tile_a_" + sfx + "& a, const iron_tile_b_" +
+           sfx + "& b, const iron_tile_acc& c) {\n"
+           "  iron_tile_acc d;\n"
+           "  for (int i = 0; i < 16; ++i)\n"
+           "    for (int j = 0; j < 16; ++j) {\n"
+           "      double s = (double)c.x[i * 16 + j];\n"
+           "      for (int k = 0; k < 16; ++k) s += (double)a.x[i * 16 + k] * (double)b.x[k * 16 + j];\n"
+           "      d.x[i * 16 + j] = (float)s;\n"
+           "    }\n"
+           "  return d;\n}\n";
+  }
+  if (fp8) {
+    // 16x32 A and 32x16 B, row-major; products of two f8e4m3 values are exact in f64 and the
+    // 32-term sums span at most 36 bits of exponent, so the f64 sum is exact too.
+    out += "#define IRON_TILE_LD8_FIRST 0u\n#define IRON_TILE_LD8_END 512u\n#define IRON_TILE_LD8_STEP 1u\n"
+           "__device__ __forceinline__ void iron_tile_coord_a8(unsigned i, unsigned& r, unsigned& c) { r = i >> 5; c = i & 31u; }\n"
+           "__device__ __forceinline__ void iron_tile_coord_b8(unsigned i, unsigned& r, unsigned& c) { r = i >> 4; c = i & 15u; }\n";
+    for (const char* r : {"a", "b"})
+      out += "struct iron_tile_" + std::string(r) + "_e4m3 { float x[512]; };\n"
+             "__device__ __forceinline__ void iron_tile_set(iron_tile_" + r + "_e4m3& f, unsigned i, float v) { f.x[i] = v; }\n"
+             "__device__ __forceinline__ void iron_tile_finish(iron_tile_" + r + "_e4m3&) {}\n";
+    out += "__device__ __forceinline__ iron_tile_acc iron_tile_mma(const iron_tile_a_e4m3& a, const iron_tile_b_e4m3& b, "
+           "const iron_tile_acc& c) {\n"
+           "  iron_tile_acc d;\n"
+           "  for (int i = 0; i < 16; ++i)\n"
+           "    for (int j = 0; j < 16; ++j) {\n"
+           "      double s = (double)c.x[i * 16 + j];\n"
+           "      for (int k = 0; k < 32; ++k) s += (double)a.x[i * 32 + k] * (double)b.x[k * 16 + j];\n"
+           "      d.x[i * 16 + j] = (float)s;\n"
+           "    }\n"
+           "  return d;\n}\n";
+  }
+  return out;
+}
+
+std::string cuda_wmma(bool f16, bool bf16) {
+  std::string out =
+      "#include <mma.h>\n"
+      "__shared__ __align__(32) float iron_tile_scratch[32 * 256];\n"
+      "__device__ __forceinline__ float* iron_tile_warp_scratch() {\n"
+      "  return iron_tile_scratch + (iron_flat_local_id() >> 5) * 256u;\n}\n"
+      "struct iron_tile_acc { nvcuda::wmma::fragment<nvcuda::wmma::accumulator, 16, 16, 16, float> f; };\n"
+      "#define IRON_TILE_LDMATRIX 0\n"
+      "#define IRON_TILE_LD_FIRST (iron_flat_local_id() & 31u)\n#define IRON_TILE_LD_END 256u\n"
+      "#define IRON_TILE_LD_STEP 32u\n"
+      "#define IRON_TILE_ST_FIRST (iron_flat_local_id() & 31u)\n#define IRON_TILE_ST_END 256u\n"
+      "#define IRON_TILE_ST_STEP 32u\n";
+  out += kCudaCoordsWhole;
+  out +=
+      "__device__ __forceinline__ iron_tile_acc iron_tile_fill(float v) {\n"
+      "  iron_tile_acc f;\n  nvcuda::wmma::fill_fragment(f.f, v);\n  return f;\n}\n"
+      "__device__ __forceinline__ void iron_tile_store_begin(const iron_tile_acc& f) {\n"
+      "  nvcuda::wmma::store_matrix_sync(iron_tile_warp_scratch(), f.f, 16, nvcuda::wmma::mem_row_major);\n"
+      "  __syncwarp();\n}\n"
+      "__device__ __forceinline__ float iron_tile_store_get(const iron_tile_acc&, unsigned i) {\n"
+      "  return iron_tile_warp_scratch()[i];\n}\n"
+      "__device__ __forceinline__ void iron_tile_store_end() { __syncwarp(); }\n"
+      "__device__ __forceinline__ float iron_tile_get(const iron_tile_acc& f, unsigned r, unsigned c) {\n"
+      "  iron_tile_store_begin(f);\n  const float v = iron_tile_warp_scratch()[r * 16u + c];\n  __syncwarp();\n"
+      "  return v;\n}\n";
+  for (int e = 0; e < 2; ++e) {
+    if (!(e == 0 ? f16 : bf16)) continue;
+    const std::string sfx = e == 0 ? "f16" : "bf16";
+    const std::string ty = e == 0 ? "__half" : "__nv_bfloat16";
+    const std::string cvt = e == 0 ? "__float2half_rn" : "__float2bfloat16_rn";
+    for (const char* r : {"a", "b"}) {
+      const std::string use = std::string(r) == "a" ? "matrix_a" : "matrix_b";
+      const std::string name = "iron_tile_" + std::string(r) + "_" + sfx;
+      out += "struct " + name + " { nvcuda::wmma::fragment<nvcuda::wmma::" + use + ", 16, 16, 16, " + ty +
+             ", nvcuda::wmma::row_major> f; };\n"
+             "__device__ __forceinline__ void iron_tile_set(" + name + "&, unsigned i, float v) {\n"
+             "  reinterpret_cast<" + ty + "*>(iron_tile_warp_scratch())[i] = " + cvt + "(v);\n}\n"
+             "__device__ __forceinline__ void iron_tile_finish(" + name + "& f) {\n"
+             "  __syncwarp();\n"
+             "  nvcuda::wmma::load_matrix_sync(f.f, reinterpret_cast<const " + ty + "*>(iron_tile_warp_scratch()), 16);\n"
+             "  __syncwarp();\n}\n";
+    }
+    out += "__device__ __forceinline__ iron_tile_acc iron_tile_mma(const iron_tile_a_" + sfx + "& a, const iron_tile_b_" +
+           sfx + "& b, const iron_tile_acc& c) {\n"
+           "  iron_tile_acc d;\n  nvcuda::wmma::mma_sync(d.f, a.f, b.f, c.f);\n  return d;\n}\n";
+  }
+  return out;
+}
+
+// PTX fragment layouts of mma.m16n8k16 (g = lane / 4, t = lane % 4), two n8 halves per 16x16 tile:
+//   A (16x16, row): element i of 8 is (g + 8 * ((i >> 1) & 1), 2t + (i & 1) + 8 * (i >> 2)),
+//                   packed in pairs into 4 registers
+//   B (16x16, col): element i of 8 is (2t + (j & 1) + 8 * (j >> 1), g + 8h), h = i >> 2, j = i & 3;
+//                   registers 2h and 2h + 1 feed half h
+//   C (16x16, f32): element i of 8 is (g + 8 * (j >> 1), 2t + (j & 1) + 8h); floats 4h .. 4h + 3
+//                   are half h's accumulator
+std::string cuda_mma(bool f16, bool bf16, bool fp8) {
+  std::string out =
+      "struct iron_tile_acc { float x[8]; };\n"
+      // ldmatrix: lane l names row (l & 7) + 8 * ((l >> 3) & 1), column 8 * (l >> 4) of the tile,
+      // the first element of the 8 x 8 block (l >> 3) = 0..3 it supplies a row address of.
+      "#define IRON_TILE_LDMATRIX 1\n"
+      "__device__ __forceinline__ unsigned iron_tile_ldm_row() { return (iron_flat_local_id() & 7u) + ((iron_flat_local_id() >> 3) & 1u) * 8u; }\n"
+      "__device__ __forceinline__ unsigned iron_tile_ldm_col() { return ((iron_flat_local_id() >> 4) & 1u) * 8u; }\n"
+      "__device__ __forceinline__ unsigned iron_tile_smem(const void* p) { return (unsigned)__cvta_generic_to_shared(p); }\n"
+      "#define IRON_TILE_LD_FIRST 0u\n#define IRON_TILE_LD_END 8u\n#define IRON_TILE_LD_STEP 1u\n"
+      "#define IRON_TILE_ST_FIRST 0u\n#define IRON_TILE_ST_END 8u\n#define IRON_TILE_ST_STEP 1u\n"
+      "__device__ __forceinline__ void iron_tile_coord_a(unsigned i, unsigned& r, unsigned& c) {\n"
+      "  const unsigned l = iron_flat_local_id() & 31u;\n"
+      "  r = (l >> 2) + 8u * ((i >> 1) & 1u);\n  c = 2u * (l & 3u) + (i & 1u) + 8u * (i >> 2);\n}\n"
+      "__device__ __forceinline__ void iron_tile_coord_b(unsigned i, unsigned& r, unsigned& c) {\n"
+      "  const unsigned l = iron_flat_local_id() & 31u, j = i & 3u;\n"
+      "  r = 2u * (l & 3u) + (j & 1u) + 8u * (j >> 1);\n  c = (l >> 2) + 8u * (i >> 2);\n}\n"
+      "__device__ __forceinline__ void iron_tile_coord_st(unsigned i, unsigned& r, unsigned& c) {\n"
+      "  const unsigned l = iron_flat_local_id() & 31u, j = i & 3u;\n"
+      "  r = (l >> 2) + 8u * (j >> 1);\n  c = 2u * (l & 3u) + (j & 1u) + 8u * (i >> 2);\n}\n"
+      "__device__ __forceinline__ iron_tile_acc iron_tile_fill(float v) {\n"
+      "  iron_tile_acc f;\n  for (int i = 0; i < 8; ++i) f.x[i] = v;\n  return f;\n}\n"
+      "__device__ __forceinline__ void iron_tile_store_begin(const iron_tile_acc&) {}\n"
+      "__device__ __forceinline__ float iron_tile_store_get(const iron_tile_acc& f, unsigned i) { return f.x[i]; }\n"
+      "__device__ __forceinline__ void iron_tile_store_end() {}\n"
+      // Element (r, c) lives in lane 4 * (r % 8) + (c % 8) / 2, float 4 * (c / 8) + 2 * (r / 8) + c % 2.
+      "__device__ __forceinline__ float iron_tile_get(const iron_tile_acc& f, unsigned r, unsigned c) {\n"
+      "  return __shfl_sync(0xffffffffu, f.x[((c >> 3) << 2) | ((r >> 3) << 1) | (c & 1u)],\n"
+      "                     (int)(((r & 7u) << 2) | ((c & 7u) >> 1)));\n}\n";
+  for (int e = 0; e < 2; ++e) {
+    if (!(e == 0 ? f16 : bf16)) continue;
+    const std::string sfx = e == 0 ? "f16" : "bf16";
+    const std::string bits = e == 0 ? "__half_as_ushort(__float2half_rn(v))" : "__bfloat16_as_ushort(__float2bfloat16_rn(v))";
+    for (const char* r : {"a", "b"}) {
+      const std::string name = "iron_tile_" + std::string(r) + "_" + sfx;
+      out += "struct " + name + " { unsigned x[4]; };\n"
+             "__device__ __forceinline__ void iron_tile_set(" + name + "& f, unsigned i, float v) {\n"
+             "  const unsigned b = " + bits + ";\n"
+             "  f.x[i >> 1] = (i & 1u) ? ((f.x[i >> 1] & 0xffffu) | (b << 16)) : ((f.x[i >> 1] & 0xffff0000u) | b);\n}\n"
+             "__device__ __forceinline__ void iron_tile_finish(" + name + "&) {}\n";
+      // The four 8 x 8 blocks in register order (A: rows 0-7 / 8-15 of columns 0-7, then of
+      // columns 8-15; B, transposed as it loads: k 0-7 / 8-15 of columns n 0-7, then n 8-15).
+      out += "__device__ __forceinline__ void iron_tile_ldmatrix(" + name + "& f, const void* row) {\n"
+             "  asm volatile(\"ldmatrix.sync.aligned.m8n8.x4" + std::string(std::string(r) == "b" ? ".trans" : "") +
+             ".shared.b16 {%0, %1, %2, %3}, [%4];\"\n"
+             "               : \"=r\"(f.x[0]), \"=r\"(f.x[1]), \"=r\"(f.x[2]), \"=r\"(f.x[3]) : \"r\"(iron_tile_smem(row)) : \"memory\");\n}\n";
+    }
+    out += "__device__ __forceinline__ iron_tile_acc iron_tile_mma(const iron_tile_a_" + sfx + "& a, const iron_tile_b_" +
+           sfx + "& b, const iron_tile_acc& c) {\n  iron_tile_acc d;\n";
+    for (int h = 0; h < 2; ++h) {
+      auto n = [](int i) { return std::to_string(i); };
+      out += "  asm volatile(\"mma.sync.aligned.m16n8k16.row.col.f32." + sfx + "." + sfx +
+             ".f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%10, %11, %12, %13};\"\n"
+             "               : \"=f\"(d.x[" + n(4 * h) + "]), \"=f\"(d.x[" + n(4 * h + 1) + "]), \"=f\"(d.x[" +
+             n(4 * h + 2) + "]), \"=f\"(d.x[" + n(4 * h + 3) + "])\n"
+             "               : \"r\"(a.x[0]), \"r\"(a.x[1]), \"r\"(a.x[2]), \"r\"(a.x[3]), \"r\"(b.x[" + n(2 * h) +
+             "]), \"r\"(b.x[" + n(2 * h + 1) + "]),\n"
+             "                 \"f\"(c.x[" + n(4 * h) + "]), \"f\"(c.x[" + n(4 * h + 1) + "]), \"f\"(c.x[" +
+             n(4 * h + 2) + "]), \"f\"(c.x[" + n(4 * h + 3) + "]));\n";
+    }
+    out += "  return d;\n}\n";
+  }
+  if (fp8) {
+    // mma.m16n8k32 with e4m3 A and B (sm_89+), two per 16x16x32 product; g = lane / 4, t = lane % 4:
+    //   A (16x32, row): byte i of 16 (register i / 4) is (g + 8 * ((i >> 2) & 1), 4t + (i & 3) + 16 * (i >> 3))
+    //   B (32x16, col): byte j of 8 in half h (registers 2h, 2h + 1) is (4t + (j & 3) + 16 * (j >> 2), g + 8h);
+    //                   element i of 16 is half i >> 3, byte i & 7
+    // The accumulator layout is m16n8k16's.
+    out += "#define IRON_TILE_LD8_FIRST 0u\n#define IRON_TILE_LD8_END 16u\n#define IRON_TILE_LD8_STEP 1u\n"
+           "__device__ __forceinline__ void iron_tile_coord_a8(unsigned i, unsigned& r, unsigned& c) {\n"
+           "  const unsigned l = iron_flat_local_id() & 31u;\n"
+           "  r = (l >> 2) + 8u * ((i >> 2) & 1u);\n  c = 4u * (l & 3u) + (i & 3u) + 16u * (i >> 3);\n}\n"
+           "__device__ __forceinline__ void iron_tile_coord_b8(unsigned i, unsigned& r, unsigned& c) {\n"
+           "  const unsigned l = iron_flat_local_id() & 31u, j = i & 7u;\n"
+           "  r = 4u * (l & 3u) + (j & 3u) + 16u * (j >> 2);\n  c = (l >> 2) + 8u * (i >> 3);\n}\n";
+    for (const char* r : {"a", "b"}) {
+      const std::string name = "iron_tile_" + std::string(r) + "_e4m3";
+      out += "struct " + name + " { unsigned x[4]; };\n"
+             "__device__ __forceinline__ void iron_tile_set(" + name + "& f, unsigned i, float v) {\n"
+             "  const unsigned b = (unsigned)iron_f32_to_e4m3(v), sh = 8u * (i & 3u);\n"
+             "  f.x[i >> 2] = (f.x[i >> 2] & ~(0xffu << sh)) | (b << sh);\n}\n"
+             "__device__ __forceinline__ void iron_tile_finish(" + name + "&) {}\n";
+    }
+    out += "__device__ __forceinline__ iron_tile_acc iron_tile_mma(const iron_tile_a_e4m3& a, const iron_tile_b_e4m3& b, "
+           "const iron_tile_acc& c) {\n  iron_tile_acc d;\n";
+    for (int h = 0; h < 2; ++h) {
+      auto n = [](int i) { return std::to_string(i); };
+      out += "  asm volatile(\"mma.sync.aligned.m16n8k32.row.col.f32.e4m3.e4m3.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
+             "{%10, %11, %12, %13};\"\n"
+             "               : \"=f\"(d.x[" + n(4 * h) + "]), \"=f\"(d.x[" + n(4 * h + 1) + "]), \"=f\"(d.x[" + n(4 * h + 2) +
+             "]), \"=f\"(d.x[" + n(4 * h + 3) + "])\n"
+             "               : \"r\"(a.x[0]), \"r\"(a.x[1]), \"r\"(a.x[2]), \"r\"(a.x[3]), \"r\"(b.x[" + n(2 * h) +
+             "]), \"r\"(b.x[" + n(2 * h + 1) + "]),\n"
+             "                 \"f\"(c.x[" + n(4 * h) + "]), \"f\"(c.x[" + n(4 * h + 1) + "]), \"f\"(c.x[" + n(4 * h + 2) +
+             "]), \"f\"(c.x[" + n(4 * h + 3) + "]));\n";
+    }
+    out += "  return d;\n}\n";
+  }
+  return out;
+}
+
+}  // namespace
+
+// --- GLSL: fragments in shared memory ------------------------------------------------------
+//
+// Every fragment value and fragment variable owns a slot of 256 floats (element e = r * 16 + c)
+// in the lane group's part of one shared array, iron_tile_mem; lane l of the subgroup handles the
+// elements e = l, l + W, l + 2W, ... (W = gl_SubgroupSize) in a loop, so the code per tile op is a
+// few lines whatever the tile size (straight-line code over 256 private elements took lavapipe
+// seconds to compile per shader). A 16-bit A or B element is held as its exact f32 value.
+//
+// Synchronisation: an op that writes a slot starts and ends with a subgroup barrier on shared
+// memory (iron_tile_sync): before, so that no lane still reads what the slot held (another value
+// whose life ended, or the old contents of a variable); after, so that every lane sees the whole
+// fragment (an mma reads rows and columns other lanes wrote, a get reads any element). An op that
+// only reads slots (store, get) needs neither.
+//
+// Slots are assigned like registers (plan_glsl_tiles): each fragment value and variable is live
+// over a closed interval of program positions (pre-order; a use inside a loop that does not hold
+// the definition extends the interval to that loop's end), and two classes share a slot only when
+// no intervals of theirs meet. Copies are elided where the value already is where it must end:
+//   var X = v          v joins X's class when v is a value whose life ends at the var;
+//   v = var_load X     v joins X's class when no var_store X lies in v's interval;
+//   d = mma(a, b, c)   d joins c's class when c is a value whose life ends at the mma (d[e]
+//                      depends on c[e] alone, read before it is written by the same lane), and
+//                      when c = var_load X is used only by the mma and d only by a later
+//                      var_store X in the same block with no other access to X in between and no
+//                      other value of X's class live at the mma (X is updated in place).
+//   var_store X, v     no copy when v is in X's class.
+
+namespace {
+
+struct TileClass {
+  std::vector<std::pair<size_t, size_t>> live;  // closed [first, last] program positions
+  bool has_var = false;
+  int slot = -1;
+};
+
+bool meets(const TileClass& a, const TileClass& b) {
+  for (const auto& x : a.live)
+    for (const auto& y : b.live)
+      if (x.first <= y.second && y.first <= x.second) return true;
+  return false;
+}
+
+}  // namespace
+
+void plan_glsl_tiles(EmitState& s) {
+  const ir::Kernel& k = s.k;
+  const size_t n = k.insts.size();
+  std::vector<size_t> pos(n, 0), last(n, 0);  // pre-order position; end of an If/For's subtree
+  std::vector<ir::Id> block_of(n, 0);
+  size_t next = 0;
+  std::vector<ir::Id> order;
+  // Pre-order positions, and each control instruction's last position (iterative: the nesting
+  // is bounded, but the walk needs the end of each subtree).
+  struct Frame { ir::Id block; size_t i; ir::Id owner; };
+  std::vector<Frame> stack{{0, 0, ir::kNone}};
+  while (!stack.empty()) {
+    Frame& f = stack.back();
+    const std::vector<ir::Id>& insts = k.blocks[f.block].insts;
+    if (f.i == insts.size()) {
+      const ir::Id owner = f.owner;
+      stack.pop_back();
+      if (owner != ir::kNone) last[owner] = next - 1;
+      continue;
+    }
+    const ir::Id id = insts[f.i++];
+    block_of[id] = f.block;
+    pos[id] = last[id] = next++;
+    order.push_back(id);
+    const ir::Inst& in = k.insts[id];
+    // Both child blocks of an If are pushed so that the then block is visited first.
+    if (in.blocks[1] != ir::kNone) stack.push_back({in.blocks[1], 0, id});
+    if (in.blocks[0] != ir::kNone) stack.push_back({in.blocks[0], 0, in.blocks[1] != ir::kNone ? ir::kNone : id});
+  }
+  auto is_frag_var = [&](ir::Id id) { return k.insts[id].op == ir::Op::Var && k.insts[id].type.is_fragment(); };
+  // The position a use at `u` keeps `def` live to: u, or the end of the outermost loop that
+  // holds u but not def.
+  auto reach = [&](ir::Id def, ir::Id u) {
+    size_t p = pos[u];
+    for (ir::Id b = block_of[u]; b != 0;) {
+      const ir::Id owner = k.blocks[b].parent;
+      if (pos[owner] < pos[def] && pos[def] <= last[owner]) break;
+      if (k.insts[owner].op == ir::Op::For) p = std::max(p, last[owner]);
+      b = block_of[owner];
+    }
+    return p;
+  };
+  // Live intervals of fragment values and variables; the uses of each.
+  std::map<ir::Id, std::pair<size_t, size_t>> live;
+  std::map<ir::Id, std::vector<ir::Id>> uses;
+  for (ir::Id id : order) {
+    const ir::Inst& in = k.insts[id];
+    if (in.type.is_fragment()) live[id] = {pos[id], pos[id]};
+    for (ir::Id o : in.operands)
+      if (o < n && k.insts[o].type.is_fragment()) uses[o].push_back(id);
+  }
+  for (auto& [id, range] : live)
+    for (ir::Id u : uses[id]) range.second = std::max(range.second, reach(id, u));
+
+  std::vector<TileClass> classes;
+  std::map<ir::Id, size_t> cls;
+  auto join = [&](ir::Id id, size_t c) {
+    cls[id] = c;
+    classes[c].live.push_back(live[id]);
+  };
+  auto only_values_ending_at = [&](size_t c, size_t p) {
+    if (classes[c].has_var) return false;
+    for (const auto& r : classes[c].live)
+      if (r.second > p) return false;
+    return true;
+  };
+  for (ir::Id id : order) {
+    auto it = live.find(id);
+    if (it == live.end()) continue;
+    const ir::Inst& in = k.insts[id];
+    if (in.op == ir::Op::Var && in.num_operands() == 1 && cls.count(in.operands[0]) &&
+        only_values_ending_at(cls[in.operands[0]], pos[id])) {
+      join(id, cls[in.operands[0]]);
+      classes[cls[id]].has_var = true;
+      s.tile_in_place.insert(id);
+      continue;
+    }
+    if (in.op == ir::Op::VarLoad && cls.count(in.operands[0])) {
+      const ir::Id x = in.operands[0];
+      bool stored = false;
+      for (ir::Id u : uses[x])
+        if (k.insts[u].op == ir::Op::VarStore && pos[u] > it->second.first && pos[u] <= it->second.second) stored = true;
+      if (!stored) {
+        join(id, cls[x]);
+        s.tile_in_place.insert(id);
+        continue;
+      }
+    }
+    if (in.op == ir::Op::TileMma && cls.count(in.operands[2])) {
+      const ir::Id c = in.operands[2];
+      const size_t cc = cls[c];
+      if (only_values_ending_at(cc, pos[id])) {
+        join(id, cc);
+        s.tile_in_place.insert(id);
+        continue;
+      }
+      // c = var_load X (in X's class), used only here; d used only by var_store X, d.
+      const ir::Inst& load = k.insts[c];
+      const std::vector<ir::Id>& du = uses[id];
+      if (load.op == ir::Op::VarLoad && s.tile_in_place.count(c) && uses[c].size() == 1 && du.size() == 1) {
+        const ir::Id x = load.operands[0], st = du[0];
+        const ir::Inst& store = k.insts[st];
+        bool ok = store.op == ir::Op::VarStore && store.operands[0] == x && block_of[st] == block_of[id] &&
+                  block_of[c] == block_of[id] && pos[st] > pos[id];
+        for (ir::Id u : uses[x])
+          if (u != c && u != st && pos[u] >= pos[c] && pos[u] <= pos[st]) ok = false;
+        // No other value held in X's slot may be live at the mma.
+        for (const auto& [other, oc] : cls)
+          if (ok && oc == cc && other != c && other != x && live[other].first <= pos[id] && pos[id] <= live[other].second)
+            ok = false;
+        if (ok) {
+          join(id, cc);
+          s.tile_in_place.insert(id);
+          s.tile_in_place.insert(st);
+          continue;
+        }
+      }
+    }
+    classes.emplace_back();
+    classes.back().has_var = is_frag_var(id);
+    join(id, classes.size() - 1);
+  }
+  // A var_store of a value already in the variable's class copies nothing.
+  for (ir::Id id : order) {
+    const ir::Inst& in = k.insts[id];
+    if (in.op == ir::Op::VarStore && in.num_operands() == 2 && cls.count(in.operands[0]) && cls.count(in.operands[1]) &&
+        cls[in.operands[0]] == cls[in.operands[1]])
+      s.tile_in_place.insert(id);
+  }
+  // Slots: the lowest one no class already in it meets, in order of first position.
+  std::vector<std::vector<size_t>> slots;
+  for (size_t c = 0; c < classes.size(); ++c) {
+    size_t chosen = 0;
+    for (; chosen < slots.size(); ++chosen) {
+      bool free = true;
+      for (size_t other : slots[chosen]) free = free && !meets(classes[c], classes[other]);
+      if (free) break;
+    }
+    if (chosen == slots.size()) slots.emplace_back();
+    slots[chosen].push_back(c);
+    classes[c].slot = int(chosen);
+  }
+  s.tile_slots = int(slots.size());
+  for (const auto& [id, c] : cls) s.tile_slot[id] = classes[c].slot;
+}
+
+namespace {
+
+std::string glsl_prelude(const EmitState& s) {
+  // iron_tile_slots counts KiB per lane group (what the runtime checks): one per slot.
+  const std::string slots = std::to_string(s.tile_slots);
+  return "layout(constant_id = " + std::to_string(kTileGroupsSpec) + ") const uint iron_tile_groups = 1u;\n"
+         "layout(constant_id = " + std::to_string(kTileSlotsSpec) + ") const uint iron_tile_slots = " + slots + "u;\n"
+         "shared uint iron_tile_mem[iron_tile_slots * 256u * iron_tile_groups];\n"
+         "void iron_tile_sync() {\n  subgroupMemoryBarrierShared();\n  subgroupBarrier();\n}\n"
+         "uint iron_tile_slot(uint s) { return (gl_SubgroupID * iron_tile_slots + s) * 256u; }\n";
+}
+
+// The first index of a fragment's slot in iron_tile_mem.
+std::string slot_of(const EmitState& s, ir::Id id) {
+  auto it = s.tile_slot.find(id);
+  return "iron_tile_slot(" + std::to_string(it == s.tile_slot.end() ? 0 : it->second) + "u)";
+}
+
+// `body` for each element e (iron_e) this lane handles, r = e / 16 and c = e % 16 (iron_r,
+// iron_c); with `sync`, between subgroup barriers. Under a loop limit the loop reports a cut
+// (at most 256 / W iterations each; lavapipe counts them against its per-invocation budget).
+void lane_loop(const EmitState& s, const ir::Inst& in, bool sync, const std::vector<std::string>& body,
+               std::vector<std::string>& lines) {
+  if (sync) lines.push_back("iron_tile_sync();");
+  lines.push_back("{");
+  lines.push_back("  uint iron_e = gl_SubgroupInvocationID;");
+  lines.push_back("  for (; iron_e < 256u; iron_e += gl_SubgroupSize) {");
+  lines.push_back("    const uint iron_r = iron_e >> 4, iron_c = iron_e & 15u;");
+  for (const std::string& b : body) lines.push_back("    " + b);
+  lines.push_back("  }");
+  if (s.loop_check)
+    lines.push_back("  if (iron_e < 256u) iron_loop_cut(" + std::to_string(in.loc.line) + "u, " +
+                    std::to_string(in.loc.file) + "u);");
+  lines.push_back("}");
+  if (sync) lines.push_back("iron_tile_sync();");
+}
+
+// Every slot is 256 words (an f8e4m3 A or B fragment packs two elements per word): a copy moves
+// the words as they are.
+void copy_slot(const EmitState& s, const ir::Inst& in, const std::string& to, const std::string& from,
+               std::vector<std::string>& lines) {
+  lines.push_back("{");
+  lines.push_back("  const uint iron_to = " + to + ", iron_from = " + from + ";");
+  std::vector<std::string> inner;
+  lane_loop(s, in, true, {"iron_tile_mem[iron_to + iron_e] = iron_tile_mem[iron_from + iron_e];"}, inner);
+  for (const std::string& l : inner) lines.push_back("  " + l);
+  lines.push_back("}");
+}
+
+}  // namespace
+
+void glsl_tile_var_op(EmitState& s, const Dialect&, ir::Id id, std::vector<std::string>& lines) {
+  const ir::Inst& in = s.k.insts[id];
+  if (s.tile_in_place.count(id)) return;
+  switch (in.op) {
+    case ir::Op::Var: case ir::Op::VarLoad: copy_slot(s, in, slot_of(s, id), slot_of(s, in.operands[0]), lines); return;
+    case ir::Op::VarStore: copy_slot(s, in, slot_of(s, in.operands[0]), slot_of(s, in.operands[1]), lines); return;
+    default: s.unsupported(in, "GLSL", std::string("'") + ir::mnemonic(in.op) + "' on a fragment"); return;
+  }
+}
+
+namespace {
+// The statements of one tile op on GLSL (see "GLSL: fragments in shared memory" above).
+void glsl_tile_op(EmitState& s, const Dialect& d, ir::Id id, const std::vector<std::string>& a,
+                  std::vector<std::string>& lines) {
+  const ir::Inst& in = s.k.insts[id];
+  // Slots hold words: an f32 element as its bits; an f8e4m3 A or B fragment (16 x 32, 32 x 16)
+  // two elements per word as f16 halves (every f8e4m3 value is exact in f16), e = 2w low.
+  auto mem = [](const std::string& base, const std::string& e) {
+    return "uintBitsToFloat(iron_tile_mem[" + base + " + " + e + "])";
+  };
+  auto set = [](const std::string& base, const std::string& e, const std::string& v) {
+    return "iron_tile_mem[" + base + " + " + e + "] = floatBitsToUint(" + v + ");";
+  };
+  switch (in.op) {
+    case ir::Op::TileFill:
+      lines.push_back("{");
+      lines.push_back("  const uint iron_d = " + slot_of(s, id) + ";");
+      {
+        std::vector<std::string> inner;
+        lane_loop(s, in, true, {set("iron_d", "iron_e", a[0])}, inner);
+        for (const std::string& l : inner) lines.push_back("  " + l);
+      }
+      lines.push_back("}");
+      return;
+    case ir::Op::TileMma: {
+      // d[e] = c[e] + sum_k a[r][k] * b[k][c], summed in k order from c[e] and rounded once: in
+      // f64 where the device has it (each product of 16-bit floats is exact there), bit-exact
+      // with the interpreter; else in f32 (docs/semantics.md bounds the difference).
+      const std::string acc = s.tile_f64 ? "double" : "float";
+      const uint32_t K = s.k.insts[in.operands[0]].type.k();
+      std::string sum = acc + "(" + mem("iron_cs", "iron_e") + ")";
+      for (uint32_t kk = 0; kk < K; ++kk) {
+        std::string av, bv;
+        if (K == 32) {  // packed f8e4m3 values: A (r, kk) in word r * 16 + kk / 2, B (kk, c) in kk * 8 + c / 2
+          av = "unpackHalf2x16(iron_tile_mem[iron_as + iron_r * 16u + " + std::to_string(kk / 2) + "u])." + (kk % 2 ? "y" : "x");
+          bv = "unpackHalf2x16(iron_tile_mem[iron_bs + " + std::to_string(kk * 8) + "u + (iron_c >> 1)])[iron_c & 1u]";
+        } else {
+          av = mem("iron_as", "iron_r * 16u + " + std::to_string(kk) + "u");
+          bv = mem("iron_bs", std::to_string(kk * 16) + "u + iron_c");
+        }
+        sum = "(" + sum + " + " + acc + "(" + av + ") * " + acc + "(" + bv + "))";
+      }
+      lines.push_back("{");
+      lines.push_back("  const uint iron_d = " + slot_of(s, id) + ", iron_as = " + slot_of(s, in.operands[0]) +
+                      ", iron_bs = " + slot_of(s, in.operands[1]) + ", iron_cs = " + slot_of(s, in.operands[2]) + ";");
+      std::vector<std::string> inner;
+      lane_loop(s, in, true, {"precise " + acc + " iron_s = " + sum + ";", set("iron_d", "iron_e", "float(iron_s)")}, inner);
+      for (const std::string& l : inner) lines.push_back("  " + l);
+      lines.push_back("}");
+      return;
+    }
+    case ir::Op::TileGet:
+      lines.push_back(d.decl(DType::F32) + "v" + std::to_string(id) + " = " +
+                      mem(slot_of(s, in.operands[0]), std::to_string(in.attr(ir::Attr::Row) * 16 + in.attr(ir::Attr::Col)) + "u") +
+                      ";");
+      return;
+    case ir::Op::TileLoad: case ir::Op::TileTgLoad: {
+      const bool tg = in.op == ir::Op::TileTgLoad;
+      const std::string off = a[tg ? 1 : 0], stride = a[tg ? 2 : 1];
+      auto value_at = [&](const std::string& r, const std::string& c) {
+        const std::string at = "(" + off + " + " + r + " * " + stride + " + " + c + ")";
+        // A buffer of the input type holds exact values of it.
+        if (!tg) return d.load(s, s.k.params[in.param()], at);
+        // A threadgroup element reads as a TgLoad does, rounded to the input type as the
+        // interpreter rounds it (a no-op on an array of that type, which holds its values).
+        const ir::Inst& alloc = s.k.insts[in.operands[0]];
+        const std::string e = d.tg_name(s.k, alloc) + "[" + at + "]";
+        const std::string v =
+            s.f32_atomic_allocs.count(in.operands[0]) ? d.tg_word_load(e) : d.tg_load(s, s.concrete(alloc.type), e);
+        return d.cast(s, in, DType::F32, s.concrete(in.type), v);
+      };
+      std::vector<std::string> body;
+      if (in.type.k() == 32) {
+        // Word w holds elements 2w and 2w + 1 (one row: A has 32 columns, B 16).
+        const bool a_role = in.type.role() == FragRole::A;
+        body.push_back(std::string("const uint iron_pr = iron_e >> ") + (a_role ? "4" : "3") + ", iron_pc = (iron_e & " +
+                       (a_role ? "15u" : "7u") + ") * 2u;");
+        body.push_back("iron_tile_mem[iron_d + iron_e] = packHalf2x16(vec2(" + value_at("iron_pr", "iron_pc") + ", " +
+                       value_at("iron_pr", "(iron_pc + 1u)") + "));");
+      } else {
+        body.push_back(set("iron_d", "iron_e", value_at("iron_r", "iron_c")));
+      }
+      lines.push_back("{");
+      lines.push_back("  const uint iron_d = " + slot_of(s, id) + ";");
+      std::vector<std::string> inner;
+      lane_loop(s, in, true, body, inner);
+      for (const std::string& l : inner) lines.push_back("  " + l);
+      lines.push_back("}");
+      return;
+    }
+    case ir::Op::TileStore: case ir::Op::TileTgStore: {
+      // Element e is written by lane e mod W (docs/semantics.md "Race rules"); it reads only its
+      // own elements of the slot, which it wrote itself or saw after a barrier.
+      const bool tg = in.op == ir::Op::TileTgStore;
+      const ir::Id frag = in.operands[tg ? 1 : 0];
+      const std::string off = a[tg ? 2 : 1], stride = a[tg ? 3 : 2];
+      const std::string at = "(" + off + " + iron_r * " + stride + " + iron_c)";
+      const std::string v = mem("iron_f", "iron_e");
+      std::string w;
+      if (!tg) {
+        w = d.store(s, s.k.params[in.param()], at, v);
+      } else {
+        const ir::Inst& alloc = s.k.insts[in.operands[0]];
+        const std::string e = d.tg_name(s.k, alloc) + "[" + at + "]";
+        w = s.f32_atomic_allocs.count(in.operands[0]) ? d.tg_word_store(e, v) : d.tg_store(s, s.concrete(alloc.type), e, v);
+      }
+      lines.push_back("{");
+      lines.push_back("  const uint iron_f = " + slot_of(s, frag) + ";");
+      std::vector<std::string> inner;
+      lane_loop(s, in, false, {w + ";"}, inner);
+      for (const std::string& l : inner) lines.push_back("  " + l);
+      lines.push_back("}");
+      return;
+    }
+    default: s.unsupported(in, d.name(), std::string("'") + ir::mnemonic(in.op) + "' as a tile op"); return;
+  }
+}
+
+// --- GLSL: NV cooperative matrices --------------------------------------------------------
+//
+// With EmitOptions::tile_coopmat (f16 tiles on a device that reports f16 16x16x16 with f32
+// accumulation at subgroup scope), a fragment is a GLSL value of type fcoopmatNV: A and B
+// fcoopmatNV<16, gl_ScopeSubgroup, 16, 16>, the accumulator fcoopmatNV<32, ...>. Fill, mma,
+// var, var_load and var_store are plain value operations. coopMatLoadNV / coopMatStoreNV need
+// every row 16-byte aligned (VK_NV_cooperative_matrix), so a buffer is read or written directly
+// when offset and stride are multiples of 8 (f16) or 4 (f32) elements (a binding starts at the
+// buffer's start), and otherwise, like every threadgroup array (whose addresses the shader cannot
+// see), through the lane group's staging area iron_tile_stage (1 KiB of uvec4, 16-byte aligned by
+// its type): lanes copy elements in or out, between subgroup barriers. A get reads the staged
+// accumulator. The multiply-accumulate is the hardware's (docs/semantics.md bounds it).
+
+const char* const kCoopA = "fcoopmatNV<16, gl_ScopeSubgroup, 16, 16>";
+const char* const kCoopAcc = "fcoopmatNV<32, gl_ScopeSubgroup, 16, 16>";
+
+std::string coopmat_prelude() {
+  return "layout(constant_id = " + std::to_string(kTileGroupsSpec) + ") const uint iron_tile_groups = 1u;\n"
+         "layout(constant_id = " + std::to_string(kTileSlotsSpec) + ") const uint iron_tile_slots = 1u;\n"
+         "shared uvec4 iron_tile_stage[iron_tile_slots * 64u * iron_tile_groups];\n"
+         "void iron_tile_sync() {\n  subgroupMemoryBarrierShared();\n  subgroupBarrier();\n}\n"
+         "uint iron_tile_stage_at() { return gl_SubgroupID * 64u; }\n";
+}
+
+// A loop of this lane over `count` items (iron_p = lane, lane + W, ...), with the loop-limit report.
+void stage_loop(const EmitState& s, const ir::Inst& in, uint32_t count, const std::vector<std::string>& body,
+                std::vector<std::string>& lines) {
+  const std::string n = std::to_string(count) + "u";
+  lines.push_back("{");
+  lines.push_back("  uint iron_p = gl_SubgroupInvocationID;");
+  lines.push_back("  for (; iron_p < " + n + "; iron_p += gl_SubgroupSize) {");
+  for (const std::string& b : body) lines.push_back("    " + b);
+  lines.push_back("  }");
+  if (s.loop_check)
+    lines.push_back("  if (iron_p < " + n + ") iron_loop_cut(" + std::to_string(in.loc.line) + "u, " +
+                    std::to_string(in.loc.file) + "u);");
+  lines.push_back("}");
+}
+
+void glsl_coopmat_op(EmitState& s, const Dialect& d, ir::Id id, const std::vector<std::string>& a,
+                     std::vector<std::string>& lines, std::string& value) {
+  const ir::Inst& in = s.k.insts[id];
+  const std::string reg = "v" + std::to_string(id);
+  // The accumulator `frag` into the staging area (every lane then sees every element).
+  auto stage_acc = [&](const std::string& frag) {
+    lines.push_back("iron_tile_sync();");
+    lines.push_back("coopMatStoreNV(" + frag + ", iron_tile_stage, iron_tile_stage_at(), 4u, false);");
+    lines.push_back("iron_tile_sync();");
+  };
+  auto staged = [](const std::string& e) {
+    return "uintBitsToFloat(iron_tile_stage[iron_tile_stage_at() + (" + e + ") / 4u][(" + e + ") % 4u])";
+  };
+  switch (in.op) {
+    case ir::Op::TileFill: value = std::string(kCoopAcc) + "(" + a[0] + ")"; return;
+    case ir::Op::TileMma: value = "coopMatMulAddNV(" + a[0] + ", " + a[1] + ", " + a[2] + ")"; return;
+    case ir::Op::TileGet: {
+      stage_acc(a[0]);
+      const std::string e = std::to_string(in.attr(ir::Attr::Row) * 16 + in.attr(ir::Attr::Col)) + "u";
+      lines.push_back(d.decl(DType::F32) + reg + " = " + staged(e) + ";");
+      return;
+    }
+    case ir::Op::TileLoad: case ir::Op::TileTgLoad: {
+      const bool tg = in.op == ir::Op::TileTgLoad;
+      const std::string off = a[tg ? 1 : 0], stride = a[tg ? 2 : 1];
+      // The 16-bit pattern of element (r, c): buffers and threadgroup arrays of f16 hold them.
+      auto bits = [&](const std::string& at) {
+        if (!tg) return "uint(" + d.param_name(s.k.params[in.param()]) + ".data[" + at + "])";
+        return "uint(" + d.tg_name(s.k, s.k.insts[in.operands[0]]) + "[" + at + "])";
+      };
+      lines.push_back(std::string(kCoopA) + " " + reg + ";");
+      if (!tg) {
+        lines.push_back("if (((" + off + " | " + stride + ") & 7u) == 0u) {");
+        lines.push_back("  coopMatLoadNV(" + reg + ", " + d.param_name(s.k.params[in.param()]) + ".data, " + off + ", " +
+                        stride + ", false);");
+        lines.push_back("} else {");
+      } else {
+        lines.push_back("{");
+      }
+      // Pair p holds elements 2p and 2p + 1 (one row), packed low then high, as f16 in memory.
+      std::vector<std::string> body = {
+          "const uint iron_r = iron_p >> 3, iron_c = (iron_p & 7u) * 2u;",
+          "const uint iron_at = " + off + " + iron_r * " + stride + " + iron_c;",
+          "iron_tile_stage[iron_tile_stage_at() + iron_p / 4u][iron_p % 4u] = " + bits("iron_at") + " | (" +
+              bits("iron_at + 1u") + " << 16);"};
+      std::vector<std::string> inner = {"iron_tile_sync();"};
+      stage_loop(s, in, 128, body, inner);
+      inner.push_back("iron_tile_sync();");
+      inner.push_back("coopMatLoadNV(" + reg + ", iron_tile_stage, iron_tile_stage_at(), 2u, false);");
+      for (const std::string& l : inner) lines.push_back("  " + l);
+      lines.push_back("}");
+      return;
+    }
+    case ir::Op::TileStore: case ir::Op::TileTgStore: {
+      const bool tg = in.op == ir::Op::TileTgStore;
+      const std::string frag = a[tg ? 1 : 0], off = a[tg ? 2 : 1], stride = a[tg ? 3 : 2];
+      const std::string at = "(" + off + " + iron_r * " + stride + " + iron_c)";
+      const std::string v = staged("iron_p");
+      std::string w;
+      if (!tg) {
+        w = d.store(s, s.k.params[in.param()], at, v);
+        lines.push_back("if (((" + off + " | " + stride + ") & 3u) == 0u) {");
+        lines.push_back("  coopMatStoreNV(" + frag + ", " + d.param_name(s.k.params[in.param()]) + ".data, " + off + ", " +
+                        stride + ", false);");
+        lines.push_back("} else {");
+      } else {
+        const ir::Inst& alloc = s.k.insts[in.operands[0]];
+        const std::string e = d.tg_name(s.k, alloc) + "[" + at + "]";
+        w = s.f32_atomic_allocs.count(in.operands[0]) ? d.tg_word_store(e, v) : d.tg_store(s, s.concrete(alloc.type), e, v);
+        lines.push_back("{");
+      }
+      // Element e = p is written by lane e mod W, as on the software path.
+      std::vector<std::string> inner;
+      inner.push_back("iron_tile_sync();");
+      inner.push_back("coopMatStoreNV(" + frag + ", iron_tile_stage, iron_tile_stage_at(), 4u, false);");
+      inner.push_back("iron_tile_sync();");
+      stage_loop(s, in, 256, {"const uint iron_r = iron_p >> 4, iron_c = iron_p & 15u;", w + ";"}, inner);
+      for (const std::string& l : inner) lines.push_back("  " + l);
+      lines.push_back("}");
+      return;
+    }
+    default: s.unsupported(in, d.name(), std::string("'") + ir::mnemonic(in.op) + "' as a tile op"); return;
+  }
+}
+
+}  // namespace
+
+std::string tile_type(const EmitState& s, Type t) {
+  if (s.tile_coopmat) return t.role() == FragRole::Acc ? kCoopAcc : kCoopA;
+  if (t.role() == FragRole::Acc) return "iron_tile_acc";
+  return "iron_tile_" + role_name(t.role()) + "_" + elem_suffix(s.concrete(t));
+}
+
+std::string tile_prelude(const EmitState& s, bool cuda) {
+  bool uses = false;
+  ir::walk(s.k, [&](ir::Id id) { uses = uses || s.k.insts[id].type.is_fragment(); });
+  if (!uses) return {};
+  if (!cuda) return s.tile_coopmat ? coopmat_prelude() : glsl_prelude(s);
+  bool f16 = false, bf16 = false, fp8 = false;
+  input_elems(s, f16, bf16, fp8);
+  std::string out = "// Cooperative tiles: MmaStrategy " + std::string(cuda_mma_name(s.cuda_mma)) + "\n";
+  // wmma takes f16 from sm_70 and bf16 from sm_80, never f8e4m3; mma.sync m16n8k16 takes f16
+  // and bf16 from sm_80, m16n8k32 takes e4m3 from sm_89.
+  const std::string wmma_arch = bf16 ? "800" : "700", mma_arch = fp8 ? "890" : "800";
+  switch (s.cuda_mma) {
+    case CudaMma::Software: return out + cuda_software(f16, bf16, fp8);
+    case CudaMma::Wmma:
+      if (fp8) return out + "#error \"IRON_CUDA_MMA=wmma has no f8e4m3 tiles (wmma takes f16 and bf16 only)\"\n";
+      return out + "#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < " + wmma_arch +
+             "\n#error \"IRON_CUDA_MMA=wmma needs sm_" + wmma_arch.substr(0, 2) + " or newer for these tiles\"\n#endif\n" +
+             cuda_wmma(f16, bf16);
+    case CudaMma::MmaSync:
+      return out + "#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < " + mma_arch + "\n#error \"IRON_CUDA_MMA=mma needs sm_" +
+             mma_arch.substr(0, 2) + " or newer" + (fp8 ? " for f8e4m3 tiles" : "") + "\"\n#endif\n" +
+             cuda_mma(f16, bf16, fp8);
+    case CudaMma::Auto: break;
+  }
+  // Chosen by the architecture NVRTC compiles for: mma.sync where it takes every input type of
+  // the kernel, wmma where it does (never with f8e4m3), the software path below that.
+  out += "#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= " + mma_arch + "\n" + cuda_mma(f16, bf16, fp8);
+  if (!fp8) out += "#elif defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= " + wmma_arch + "\n" + cuda_wmma(f16, bf16);
+  return out + "#else\n" + cuda_software(f16, bf16, fp8) + "#endif\n";
+}
+
+void tile_op(EmitState& s, const Dialect& d, ir::Id id, const std::vector<std::string>& a,
+             std::vector<std::string>& lines, std::string& value) {
+  const ir::Inst& in = s.k.insts[id];
+  if (std::string(d.name()) != "CUDA")
+    return s.tile_coopmat ? glsl_coopmat_op(s, d, id, a, lines, value) : glsl_tile_op(s, d, id, a, lines);
+  const std::string U = d.reg_type(DType::U32);
+  const std::string reg = "v" + std::to_string(id);
+  switch (in.op) {
+    case ir::Op::TileFill: value = "iron_tile_fill(" + a[0] + ")"; return;
+    case ir::Op::TileMma: value = "iron_tile_mma(" + a[0] + ", " + a[1] + ", " + a[2] + ")"; return;
+    case ir::Op::TileGet:
+      value = "iron_tile_get(" + a[0] + ", " + std::to_string(in.attr(ir::Attr::Row)) + "u, " +
+              std::to_string(in.attr(ir::Attr::Col)) + "u)";
+      return;
+    case ir::Op::TileLoad: case ir::Op::TileTgLoad: {
+      const bool tg = in.op == ir::Op::TileTgLoad;
+      const std::string off = a[tg ? 1 : 0], stride = a[tg ? 2 : 1];
+      const DType elem = s.concrete(in.type);
+      // A threadgroup element reads as a TgLoad does: a 16-bit array holds 16-bit values (widened
+      // exactly), an array f32 atomics act on holds words.
+      const std::string idx = "(" + off + " + r * " + stride + " + c)";
+      std::string read;
+      if (!tg) {
+        read = d.load(s, s.k.params[in.param()], idx);
+      } else {
+        const ir::Inst& alloc = s.k.insts[in.operands[0]];
+        const std::string at = d.tg_name(s.k, alloc) + "[" + idx + "]";
+        read = s.f32_atomic_allocs.count(in.operands[0]) ? d.tg_word_load(at) : d.tg_load(s, s.concrete(alloc.type), at);
+      }
+      const std::string role = in.type.role() == FragRole::A ? "a" : "b";
+      // Every element is rounded to the input type, as the interpreter rounds it (a no-op on values
+      // that already are of it: 16-bit threadgroup arrays hold 16-bit values).
+      const std::string v = d.cast(s, in, DType::F32, elem, read);
+      lines.push_back(tile_type(s, in.type) + " " + reg + " = {};");
+      // ldmatrix (the mma strategy) where the array holds the fragment's own 16-bit type and every
+      // row of the tile starts 16-byte aligned: offset and stride multiples of 8 elements and the
+      // array's base address a multiple of 16 (checked at run time; literals fold). Otherwise,
+      // and on the other strategies, the element loop.
+      const bool ldm = tg && !s.f32_atomic_allocs.count(in.operands[0]) &&
+                       s.concrete(s.k.insts[in.operands[0]].type) == elem && (elem == DType::F16 || elem == DType::BF16);
+      if (ldm) {
+        const std::string arr = d.tg_name(s.k, s.k.insts[in.operands[0]]);
+        lines.push_back("#if IRON_TILE_LDMATRIX");
+        lines.push_back("if (((" + off + " | " + stride + ") & 7u) == 0u && (iron_tile_smem(" + arr + ") & 15u) == 0u) {");
+        lines.push_back("  iron_tile_ldmatrix(" + reg + ", &" + arr + "[" + off + " + iron_tile_ldm_row() * " + stride +
+                        " + iron_tile_ldm_col()]);");
+        lines.push_back("} else");
+        lines.push_back("#endif");
+      }
+      // f8e4m3 fragments (16x32 A, 32x16 B) have their own element walk and coordinates.
+      const std::string ld = elem == DType::F8E4M3 ? "IRON_TILE_LD8_" : "IRON_TILE_LD_";
+      const std::string coord = "iron_tile_coord_" + role + (elem == DType::F8E4M3 ? "8" : "");
+      if (elem == DType::F8E4M3) s.helpers.insert("e4m3");  // iron_tile_set packs the bits
+      lines.push_back("{");
+      lines.push_back("  for (" + U + " i = " + ld + "FIRST; i < " + ld + "END; i += " + ld + "STEP) {");
+      lines.push_back("    " + U + " r, c;");
+      lines.push_back("    " + coord + "(i, r, c);");
+      lines.push_back("    iron_tile_set(" + reg + ", i, " + v + ");");
+      lines.push_back("  }");
+      lines.push_back("}");
+      lines.push_back("iron_tile_finish(" + reg + ");");
+      return;
+    }
+    case ir::Op::TileStore: case ir::Op::TileTgStore: {
+      const bool tg = in.op == ir::Op::TileTgStore;
+      const std::string frag = a[tg ? 1 : 0], off = a[tg ? 2 : 1], stride = a[tg ? 3 : 2];
+      const std::string idx = "(" + off + " + r * " + stride + " + c)";
+      const std::string v = "iron_tile_store_get(" + frag + ", i)";
+      std::string write;
+      if (!tg) {
+        write = d.store(s, s.k.params[in.param()], idx, v);
+      } else {
+        const ir::Inst& alloc = s.k.insts[in.operands[0]];
+        const std::string elem = d.tg_name(s.k, alloc) + "[" + idx + "]";
+        write = s.f32_atomic_allocs.count(in.operands[0]) ? d.tg_word_store(elem, v)
+                                                           : d.tg_store(s, s.concrete(alloc.type), elem, v);
+      }
+      lines.push_back("iron_tile_store_begin(" + frag + ");");
+      lines.push_back("for (" + U + " i = IRON_TILE_ST_FIRST; i < IRON_TILE_ST_END; i += IRON_TILE_ST_STEP) {");
+      lines.push_back("  " + U + " r, c;");
+      lines.push_back("  iron_tile_coord_st(i, r, c);");
+      lines.push_back("  " + write + ";");
+      lines.push_back("}");
+      lines.push_back("iron_tile_store_end();");
+      return;
+    }
+    default: s.unsupported(in, d.name(), std::string("'") + ir::mnemonic(in.op) + "' as a tile op"); return;
+  }
+}
+
+// glsl_tile_slots: the default of the OpSpecConstant decorated SpecId kTileSlotsSpec.
+uint32_t glsl_tile_slots(const uint32_t* words, size_t count) {
+  constexpr uint32_t kOpDecorate = 71, kDecorationSpecId = 1, kOpSpecConstant = 50;
+  uint32_t target = 0;
+  bool found = false;
+  for (size_t i = 5; i < count;) {
+    const uint32_t len = words[i] >> 16, op = words[i] & 0xffffu;
+    if (len == 0 || i + len > count) return 0;
+    if (op == kOpDecorate && len >= 4 && words[i + 2] == kDecorationSpecId && words[i + 3] == kTileSlotsSpec) {
+      target = words[i + 1];
+      found = true;
+    }
+    if (op == kOpSpecConstant && len >= 4 && found && words[i + 2] == target) return words[i + 3];
+    i += len;
+  }
+  return 0;
+}
+
+}  // namespace iron::codegen
