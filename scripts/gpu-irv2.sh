@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The IR v2 run on the GPU machine (docs/gpu-machine.md). PART=A: the devices, the corpus on
 # CUDA, Vulkan and the interpreter, the corpus on CUDA once per cooperative-tile path
-# (IRON_CUDA_MMA=software|wmma|mma; TILE_FILTER narrows it to the tile kernels), the GPU unit
+# (IRON_CUDA_MMA=software|wmma|mma) and on Vulkan once per path (IRON_VK_MMA=software|coopmat;
+# TILE_FILTER narrows both to the tile kernels), the GPU unit
 # tests (semantics and conformance on both drivers), mutation testing and the cross-backend
 # fuzzer on CUDA and Vulkan. PART=B: a three-process snapshot of every bench on CUDA and its
 # diff against the snapshot taken before IR v2 (BEFORE, default
@@ -36,6 +37,11 @@ if [ "$part" = A ]; then
     step "test cuda with IRON_CUDA_MMA=$path ${TILE_FILTER:-}"
     IRON_CUDA_MMA=$path ./iron test --backend cuda "${filter[@]}" > "$out/test-cuda-$path.txt" 2>&1
     echo "rc=$?" >> "$out/test-cuda-$path.txt"; last "$out/test-cuda-$path.txt" 2
+  done
+  for path in software coopmat; do
+    step "test vulkan with IRON_VK_MMA=$path ${TILE_FILTER:-}"
+    IRON_VK_MMA=$path ./iron test --backend vulkan "${filter[@]}" > "$out/test-vulkan-$path.txt" 2>&1
+    echo "rc=$?" >> "$out/test-vulkan-$path.txt"; last "$out/test-vulkan-$path.txt" 2
   done
   if [ -x ./iron_unit_tests ]; then
     step "GPU unit tests (semantics, conformance, tiles) on cuda and vulkan"

@@ -126,6 +126,33 @@ Expr fma(Operand a, Operand b, Operand c);
 // Both sides are evaluated: a select never guards a load (put loads behind if_ instead).
 Expr select(Operand cond, Operand if_true, Operand if_false);
 
+// Packed 16-bit pairs (docs/dsl.md "Packed pairs"): two f16 or bf16 values (or T, when every
+// dtype of T is one of them) computed together, element by element with the scalar rules:
+// CUDA's __half2 / __nv_bfloat162 instructions where the arch has them.
+class Pair {
+ public:
+  Pair() = default;
+  Pair(uint32_t id, DType elem) : id_(id), elem_(elem) {}
+  uint32_t id() const { return id_; }
+  DType elem() const { return elem_; }
+
+ private:
+  uint32_t id_ = UINT32_MAX;
+  DType elem_ = DType::Void;
+};
+// A pair of two values of one dtype (a literal takes the other operand's dtype).
+Pair pair(Operand lo, Operand hi);
+// Element 0 (lo) or 1 (hi) of a pair, as a scalar of its dtype.
+Expr get(Pair p, uint32_t index, SrcLoc loc = SrcLoc::current());
+Pair operator+(Pair a, Pair b);
+Pair operator-(Pair a, Pair b);
+Pair operator*(Pair a, Pair b);
+Pair operator-(Pair a);
+Pair fma(Pair a, Pair b, Pair c);
+Pair min(Pair a, Pair b);
+Pair max(Pair a, Pair b);
+Pair abs(Pair a);
+
 Expr cast_to(Operand x, DType to);
 template <DType D>
 Expr cast(Operand x) {
@@ -136,7 +163,7 @@ Expr cast(Operand x) {
 // floats. sin, cos, exp2, log2, erf, pow: on floats, within the bounds docs/semantics.md states.
 // mulhi (the high 32 bits of the 64-bit product), popcount, clz (clz(0) = 32): on i32 and u32.
 // bitcast<D>(x): the same bits read as D, between dtypes of one width: f32, i32, u32 (32 bits);
-// f16, bf16, i16, u16 (16 bits: a 16-bit float is rounded to its dtype first, as a store would);
+// f16, bf16, i16, u16 (16 bits: a 16-bit float gives the bits of its f16 or bf16 value);
 // i64, u64 (64 bits).
 Expr floor(Operand x);
 Expr ceil(Operand x);
@@ -412,7 +439,7 @@ Expr atomic_cas(const TgRef& at, Operand expected, Operand v);
 // Packed 16-bit add into an `inout` f16 or bf16 buffer: atomic_add_pair(buf[p], lo, hi) adds lo
 // to buf[2p] and hi to buf[2p + 1] as one atomic update of their 32-bit word (the index counts
 // pairs, so a pair is always at an even element). Each element is rounded as a scalar add of
-// the value rounded to the buffer's dtype. Returns nothing (docs/semantics.md).
+// the value (of the buffer's dtype). Returns nothing (docs/semantics.md).
 void atomic_add_pair(const ElemRef& pair, Operand lo, Operand hi);
 // Memory fences: other threads of the threadgroup (or of the device) observe this thread's
 // memory accesses before the fence before those after it. A fence is not a barrier: it makes

@@ -151,6 +151,11 @@ class Dialect {
   std::string fp8_round(EmitState& s, DType to, const std::string& f32) const;
   // The shared f32 min/max helpers ("fmin", "fmax"), given the target's bit-cast spellings.
   std::string minmax_helper(const std::string& name, const char* to_bits, const char* from_bits) const;
+  // Packed 16-bit pairs (docs/semantics.md "Packed 16-bit pairs"): a pair register is a u32 word
+  // holding the two 16-bit patterns, element 0 in the low half. `elem` is f16 or bf16; `a` the
+  // operand spellings (f32 registers for pair, words otherwise). Returns a word for pair and the
+  // element-wise ops, an f32 register value for pair_get.
+  virtual std::string pair_op(EmitState& s, const ir::Inst& in, DType elem, const std::vector<std::string>& a) const = 0;
   virtual std::string barrier() const = 0;
   // Lane operations other than lane_sum/lane_max: shuffles (a = value, source lane), lane_min/
   // and/or, prefix sums and votes, with the results of docs/semantics.md for any lane width.

@@ -314,7 +314,7 @@ class CudaDialect final : public Dialect {
   }
 
   std::string bitcast(EmitState&, const ir::Inst&, DType from, DType to, const std::string& x) const override {
-    // 16 bits: a 16-bit float register is rounded to its dtype for its bits (as a store would);
+    // 16 bits: a 16-bit float register is narrowed to its dtype for its bits (as a store would);
     // bits become a 16-bit float through its exact widening.
     if (dtype_size(from) == 2 || dtype_size(to) == 2) {
       std::string bits = from == DType::F16    ? "__half_as_ushort(__float2half_rn(" + x + "))"
@@ -327,6 +327,19 @@ class CudaDialect final : public Dialect {
     if (to == DType::F32) return (from == DType::I32 ? "__int_as_float(" : "__uint_as_float(") + x + ")";
     if (from == DType::F32) return (to == DType::I32 ? "__float_as_int(" : "__float_as_uint(") + x + ")";
     return "(" + reg_type(to) + ")(" + x + ")";
+  }
+
+  // Pairs: add, sub, mul and fma on __half2 / __nv_bfloat162 (add.rn / sub.rn / mul.rn / fma.rn
+  // .f16x2 and .bf16x2: sm_53+ and sm_80+), min and max per element through iron_fmin /
+  // iron_fmax (the f32 rule, exact on 16-bit values), neg and abs on the sign bits.
+  std::string pair_op(EmitState& s, const ir::Inst& in, DType elem, const std::vector<std::string>& a) const override {
+    const std::string e = elem == DType::F16 ? "f16" : "bf16";
+    for (const char* h : {"fmin", "fmax", "fma_odd"}) s.helpers.insert(h);  // the pair helpers call them
+    s.helpers.insert("pair_" + e);
+    if (in.op == ir::Op::PairGet) return "iron_pair_get_" + e + "(" + a[0] + ", " + std::to_string(in.attr(ir::Attr::Index)) + "u)";
+    std::string args;
+    for (const std::string& x : a) args += (args.empty() ? "" : ", ") + x;
+    return "iron_pair_" + std::string(ir::mnemonic(in.op)) + "_" + e + "(" + args + ")";
   }
 
   // fminf/fmaxf ignore one NaN operand but do not order -0 and +0: an explicit helper.
@@ -357,6 +370,51 @@ class CudaDialect final : public Dialect {
              "#else\n"
              "  return __bfloat162float(__float2bfloat16_rn(iron_fma_odd(a, b, c)));\n"
              "#endif\n}\n";
+    if (name == "pair_f16" || name == "pair_bf16") {
+      const bool h = name == "pair_f16";
+      const std::string P = "__device__ __forceinline__ ", sfx = h ? "_f16" : "_bf16";
+      const std::string v2 = h ? "__half2" : "__nv_bfloat162", arch = h ? "530" : "800";
+      const std::string to16 = h ? "__float2half_rn" : "__float2bfloat16_rn";
+      const std::string as_us = h ? "__half_as_ushort" : "__bfloat16_as_ushort";
+      const std::string us_as = h ? "__ushort_as_half" : "__ushort_as_bfloat16";
+      const std::string to32 = h ? "__half2float" : "__bfloat162float";
+      std::string t;
+      // Words <-> native pairs, and the elements as f32 values.
+      t += P + v2 + " iron_pair_native" + sfx + "(unsigned w) {\n  return " + (h ? "__halves2half2" : "__halves2bfloat162") +
+           "(" + us_as + "((unsigned short)(w & 0xffffu)), " + us_as + "((unsigned short)(w >> 16)));\n}\n";
+      t += P + "unsigned iron_pair_word" + sfx + "(" + v2 + " v) {\n  return (unsigned)" + as_us + "(" +
+           (h ? "__low2half" : "__low2bfloat16") + "(v)) | ((unsigned)" + as_us + "(" + (h ? "__high2half" : "__high2bfloat16") +
+           "(v)) << 16);\n}\n";
+      t += P + "float iron_pair_get" + sfx + "(unsigned w, unsigned i) {\n  return " + to32 + "(" + us_as +
+           "((unsigned short)(w >> (16u * i))));\n}\n";
+      t += P + "unsigned iron_pair_pair" + sfx + "(float a, float b) {\n  return (unsigned)" + as_us + "(" + to16 +
+           "(a)) | ((unsigned)" + as_us + "(" + to16 + "(b)) << 16);\n}\n";
+      // Per element in f32, each result rounded once: the arch without the packed instruction.
+      auto each = [&](const std::string& op, const std::string& f) {
+        return P + "unsigned iron_pair_" + op + sfx + "_each(unsigned a, unsigned b, unsigned c) {\n" +
+               "  float x[2];\n  for (unsigned i = 0; i < 2u; ++i) {\n" +
+               "    const float p = iron_pair_get" + sfx + "(a, i), q = iron_pair_get" + sfx + "(b, i), r = iron_pair_get" + sfx + "(c, i);\n" +
+               "    (void)q; (void)r;\n    x[i] = " + f + ";\n  }\n  return iron_pair_pair" + sfx + "(x[0], x[1]);\n}\n";
+      };
+      t += "__device__ __forceinline__ float iron_fma_odd(float a, float b, float c);\n";
+      t += each("add", "__fadd_rn(p, q)") + each("sub", "__fsub_rn(p, q)") + each("mul", "__fmul_rn(p, q)") +
+           each("fma", "iron_fma_odd(p, q, r)");
+      const char* ops[][2] = {{"add", "__hadd2_rn"}, {"sub", "__hsub2_rn"}, {"mul", "__hmul2_rn"}};
+      for (auto& o : ops)
+        t += P + "unsigned iron_pair_" + o[0] + sfx + "(unsigned a, unsigned b) {\n#if __CUDA_ARCH__ >= " + arch +
+             "\n  return iron_pair_word" + sfx + "(" + o[1] + "(iron_pair_native" + sfx + "(a), iron_pair_native" + sfx +
+             "(b)));\n#else\n  return iron_pair_" + o[0] + sfx + "_each(a, b, 0u);\n#endif\n}\n";
+      t += P + "unsigned iron_pair_fma" + sfx + "(unsigned a, unsigned b, unsigned c) {\n#if __CUDA_ARCH__ >= " + arch +
+           "\n  return iron_pair_word" + sfx + "(__hfma2(iron_pair_native" + sfx + "(a), iron_pair_native" + sfx +
+           "(b), iron_pair_native" + sfx + "(c)));\n#else\n  return iron_pair_fma" + sfx + "_each(a, b, c);\n#endif\n}\n";
+      for (const char* mm : {"min", "max"})
+        t += P + "unsigned iron_pair_" + mm + sfx + "(unsigned a, unsigned b) {\n  return iron_pair_pair" + sfx +
+             "(iron_f" + mm + "(iron_pair_get" + sfx + "(a, 0u), iron_pair_get" + sfx + "(b, 0u)), iron_f" + mm +
+             "(iron_pair_get" + sfx + "(a, 1u), iron_pair_get" + sfx + "(b, 1u)));\n}\n";
+      t += P + "unsigned iron_pair_neg" + sfx + "(unsigned a) { return a ^ 0x80008000u; }\n";
+      t += P + "unsigned iron_pair_abs" + sfx + "(unsigned a) { return a & 0x7fff7fffu; }\n";
+      return t;
+    }
     if (name == "fma_odd")
       return "__device__ __forceinline__ float iron_fma_odd(float a, float b, float c) {\n"
              "  const double p = (double)a * (double)b;\n"

@@ -401,7 +401,7 @@ class GlslDialect final : public Dialect {
   }
 
   std::string bitcast(EmitState& s, const ir::Inst& in, DType from, DType to, const std::string& x) const override {
-    // 16 bits: a 16-bit float register is rounded to its dtype for its bits (as a store would);
+    // 16 bits: a 16-bit float register is narrowed to its dtype for its bits (as a store would);
     // bits become a 16-bit float through its exact widening.
     if (dtype_size(from) == 2 || dtype_size(to) == 2) {
       if (from == DType::F16 || to == DType::F16) s.helpers.insert("f16");
@@ -482,6 +482,44 @@ class GlslDialect final : public Dialect {
              "  if ((floatBitsToUint(x) & 0x7fffffffu) > 0x7f800000u || x <= 0.0) return 0u;\n"
              "  if (x >= 4294967296.0) return 0xffffffffu;\n"
              "  return uint(x);\n}\n";
+    if (name == "pair_f16" || name == "pair_bf16") {
+      const bool h = name == "pair_f16";
+      const std::string sfx = h ? "_f16" : "_bf16";
+      const std::string get = h ? "iron_f16_to_f32((w >> (16u * i)) & 0xffffu)" : "uintBitsToFloat((w >> (16u * i)) << 16)";
+      const std::string to16 = h ? "(iron_f32_to_f16(x) & 0xffffu)" : "uint(iron_f32_to_bf16(x))";
+      std::string t;
+      t += "float iron_pair_get" + sfx + "(uint w, uint i) { return " + get + "; }\n";
+      t += "uint iron_pair_half" + sfx + "(float x) { return " + to16 + "; }\n";
+      t += "uint iron_pair_pair" + sfx + "(float a, float b) { return iron_pair_half" + sfx + "(a) | (iron_pair_half" + sfx +
+           "(b) << 16); }\n";
+      // `f` spells one element's result from p#, q#, r# (the operands' element #).
+      auto each = [&](const std::string& op, int n, const std::string& f) {
+        std::string params = "uint a";
+        std::string vals = "  precise float p0 = iron_pair_get" + sfx + "(a, 0u), p1 = iron_pair_get" + sfx + "(a, 1u);\n";
+        if (n >= 2) {
+          params += ", uint b";
+          vals += "  precise float q0 = iron_pair_get" + sfx + "(b, 0u), q1 = iron_pair_get" + sfx + "(b, 1u);\n";
+        }
+        if (n >= 3) {
+          params += ", uint c";
+          vals += "  precise float r0 = iron_pair_get" + sfx + "(c, 0u), r1 = iron_pair_get" + sfx + "(c, 1u);\n";
+        }
+        auto at = [&](char lane) {
+          std::string x = f;
+          for (size_t i = 0; i + 1 < x.size(); ++i)
+            if (x[i + 1] == '#' && (x[i] == 'p' || x[i] == 'q' || x[i] == 'r')) x[i + 1] = lane;
+          return x;
+        };
+        return "uint iron_pair_" + op + sfx + "(" + params + ") {\n" + vals + "  precise float x0 = " + at('0') +
+               ";\n  precise float x1 = " + at('1') + ";\n  return iron_pair_pair" + sfx + "(x0, x1);\n}\n";
+      };
+      const std::string fo = h ? "iron_fma_odd_f16" : "iron_fma_odd";
+      t += each("add", 2, "p# + q#") + each("sub", 2, "p# - q#") + each("mul", 2, "p# * q#") +
+           each("fma", 3, fo + "(p#, q#, r#)") + each("min", 2, "iron_fmin(p#, q#)") + each("max", 2, "iron_fmax(p#, q#)");
+      t += "uint iron_pair_neg" + sfx + "(uint a) { return a ^ 0x80008000u; }\n";
+      t += "uint iron_pair_abs" + sfx + "(uint a) { return a & 0x7fff7fffu; }\n";
+      return t;
+    }
     if (name == "fma_odd_f16")
       // num::fma_round_odd for f16 operands without f64: their product is exact in f32 (22
       // significant bits, magnitudes 2^-48 .. 2^32) and every value involved is a multiple of
@@ -543,6 +581,22 @@ class GlslDialect final : public Dialect {
     std::string text = int_helper(name);
     if (text.empty()) text = f2int_helper(name, "floatBitsToUint");
     return text.empty() ? minmax_helper(name, "floatBitsToUint", "uintBitsToFloat") : text;
+  }
+
+  // Pairs: every element in f32 and rounded once, as the scalar ops (no 16-bit arithmetic types,
+  // so nothing depends on a driver's f16 rounding or denormal mode); fma through
+  // iron_fma_odd_f16 / iron_fma_odd, min and max through iron_fmin / iron_fmax, neg and abs on
+  // the sign bits.
+  std::string pair_op(EmitState& s, const ir::Inst& in, DType elem, const std::vector<std::string>& a) const override {
+    const std::string e = elem == DType::F16 ? "f16" : "bf16";
+    for (const char* h : {"fmin", "fmax"}) s.helpers.insert(h);
+    s.helpers.insert(elem == DType::F16 ? "fma_odd_f16" : "fma_odd");
+    if (elem == DType::F16) s.helpers.insert("f16");
+    s.helpers.insert("pair_" + e);
+    if (in.op == ir::Op::PairGet) return "iron_pair_get_" + e + "(" + a[0] + ", " + std::to_string(in.attr(ir::Attr::Index)) + "u)";
+    std::string args;
+    for (const std::string& x : a) args += (args.empty() ? "" : ", ") + x;
+    return "iron_pair_" + std::string(ir::mnemonic(in.op)) + "_" + e + "(" + args + ")";
   }
 
   std::string barrier() const override { return "memoryBarrierShared(); barrier();"; }

@@ -331,6 +331,17 @@ struct Emitter {
       else line(depth, decl + reg(id) + " = " + expr + ";");
     };
     using ir::Op;
+    if (in.op == Op::Pair || in.op == Op::PairGet || in.type.is_vector()) {
+      // A pair is a u32 word on every dialect; pair_get gives the element's f32 register.
+      std::vector<std::string> a;
+      for (int i = 0; i < in.num_operands(); ++i) a.push_back(arg(i));
+      const DType elem = s.concrete(in.op == Op::PairGet ? s.k.insts[in.operands[0]].type : in.type);
+      const std::string expr = d.pair_op(s, in, elem, a);
+      const DType reg_dtype = in.op == Op::PairGet ? elem : DType::U32;
+      if ((in.flags & ir::kFused) && d.inline_fused()) inline_expr[id] = expr;
+      else line(depth, d.decl(reg_dtype) + reg(id) + " = " + expr + ";");
+      return;
+    }
     switch (in.op) {
       case Op::Const: def(d.literal(s, in)); break;
       case Op::Param: def(d.scalar(s, s.k.params[in.param()])); break;
@@ -457,7 +468,7 @@ struct Emitter {
       }
       case Op::AtomicAddPair: {
         std::vector<std::string> lines;
-        d.atomic_add_pair(s, in, s.k.params[in.param()], reg(id), arg(0), arg(1), arg(2), lines);
+        d.atomic_add_pair(s, in, s.k.params[in.param()], reg(id), index(in.operands[0]), arg(1), arg(2), lines);
         for (const std::string& l : lines) line(depth, l);
         break;
       }
@@ -515,6 +526,7 @@ struct Emitter {
       case Op::Arg: case Op::Return:
         s.unsupported(in, d.name(), std::string(ir::mnemonic(in.op)) + " outside a device function");
         break;
+      case Op::Pair: case Op::PairGet: break;  // handled above
       case Op::Count_:
         s.unsupported(in, d.name(), "an invalid op");
         break;

@@ -41,8 +41,8 @@ uint64_t int_wrap(DType t, uint64_t raw);
 // bitcast (docs/semantics.md): the dtypes it connects come in three widths, 4 bytes (f32, i32,
 // u32), 2 bytes (f16, bf16, i16, u16) and 8 bytes (i64, u64); bitcast_width is that width, or 0
 // for a dtype bitcast does not take. bitcast_register reads register `reg` of dtype `from` as
-// its bits (a 16-bit float register, which may hold more precision, is first rounded to its
-// dtype, as a store would) and returns those bits as a canonical register of dtype `to`.
+// its bits (a 16-bit float register narrowed to its dtype as a store does: exact for what it
+// holds) and returns those bits as a canonical register of dtype `to`.
 int bitcast_width(DType t);
 uint64_t bitcast_register(DType from, DType to, uint64_t reg);
 // Float -> integer of dtype t: truncate toward zero, saturate to t's range, NaN -> 0; canonical.

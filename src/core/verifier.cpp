@@ -76,9 +76,63 @@ struct Verifier {
 
   // Every op of today's table computes on scalars: a vector, fragment or token value reaching
   // one is rejected here, before the scalar type rules run.
+  // A packed 16-bit pair op: pair, pair_get, or an element-wise op whose result is a pair.
+  static bool pair_op(Op op) {
+    switch (op) {
+      case Op::Add: case Op::Sub: case Op::Mul: case Op::Fma: case Op::Min: case Op::Max: case Op::Neg: case Op::Abs:
+        return true;
+      default:
+        return false;
+    }
+  }
+  bool is_pair_inst(const Inst& in) const {
+    return in.op == Op::Pair || in.op == Op::PairGet || (pair_op(in.op) && in.type.is_vector());
+  }
+  // The rules of the pair ops: a pair is vec2 of f16 or bf16 (T or W only when every dtype it
+  // takes is one of them); element-wise ops take pairs of the result's type.
+  void pair_types(const Inst& in) {
+    auto pair_ok = [&](Type t, const char* what) {
+      if (!t.is_vector() || t.lanes() != 2) {
+        err(in, std::string(what) + " is " + type_name(t) + ", not a vec2 pair");
+        return false;
+      }
+      const DType e = sub(t.elem());
+      if (e != DType::F16 && e != DType::BF16) {
+        err(in, std::string("pairs hold f16 or bf16, not ") + dtype_name(e) + " (" + type_name(t) + ")");
+        return false;
+      }
+      return true;
+    };
+    if (in.op == Op::Pair) {
+      if (!pair_ok(in.type, "the result")) return;
+      for (int i = 0; i < 2; ++i) {
+        const Type o = k.insts[in.operands[i]].type;
+        if (!o.is_scalar() || o.elem() != in.type.elem())
+          err(in, "operand " + std::to_string(i) + " is " + type_name(o) + ", not the pair's element " +
+                      dtype_name(in.type.elem()));
+      }
+      return;
+    }
+    if (in.op == Op::PairGet) {
+      const Type o = k.insts[in.operands[0]].type;
+      if (!pair_ok(o, "operand 0")) return;
+      if (!in.type.is_scalar() || in.type.elem() != o.elem())
+        err(in, "result must be " + std::string(dtype_name(o.elem())) + ", is " + type_name(in.type));
+      if (in.attr(Attr::Index) != 0 && in.attr(Attr::Index) != 1)
+        err(in, "index " + std::to_string(in.attr(Attr::Index)) + " is not 0 or 1");
+      return;
+    }
+    if (!pair_ok(in.type, "the result")) return;
+    for (int i = 0; i < in.num_operands(); ++i)
+      if (k.insts[in.operands[i]].type != in.type)
+        err(in, "operand " + std::to_string(i) + " is " + type_name(k.insts[in.operands[i]].type) + " but the result is " +
+                    type_name(in.type));
+  }
+
   bool check_kinds(const Inst& in) {
     if (is_tile_op(in.op)) return true;  // tile_types checks every operand's kind itself
     if (in.op == Op::Var || in.op == Op::VarLoad || in.op == Op::VarStore) return check_var_kinds(in);
+    if (is_pair_inst(in)) return true;  // pair_types checks them
     bool ok = true;
     if (!in.type.is_void() && !in.type.is_scalar()) {
       err(in, "produces a " + type_name(in.type) + " value; this op computes on scalars only");
@@ -575,6 +629,8 @@ struct Verifier {
         break;
       case Op::FenceThreadgroup: case Op::FenceDevice:
         break;
+      case Op::Pair: case Op::PairGet:  // pair_types
+        break;
       case Op::If:
         if (o(0) != DType::Bool) err(in, "condition must be bool");
         break;
@@ -712,12 +768,13 @@ struct Verifier {
       check_attrs(in);
       if (ok_operands(in) && check_kinds(in)) {
         // A generic kernel: the rules for each dtype T may take (T as a float when none).
+        auto rules = [&] { is_pair_inst(in) ? pair_types(in) : types(in); };
         if (k.dtypes.empty()) {
-          types(in);
+          rules();
         } else {
           for (DType t : k.dtypes) {
             subst = t;
-            types(in);
+            rules();
           }
           subst = DType::Void;
         }

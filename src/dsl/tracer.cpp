@@ -245,6 +245,61 @@ Expr abs(Operand x) { return unary(Op::Abs, x); }
 Expr min(Operand a, Operand b) { return binary(Op::Min, a, b); }
 Expr max(Operand a, Operand b) { return binary(Op::Max, a, b); }
 
+namespace {
+ir::SrcLoc loc_of_id(uint32_t id) {
+  auto& insts = tr().k.insts;
+  return id < insts.size() ? insts[id].loc : ir::SrcLoc{};
+}
+Pair pair_value(Id id) { return Pair(id, tr().k.insts[id].type.elem()); }
+Pair pair_op(Op op, std::initializer_list<Pair> in) {
+  const Pair& a = *in.begin();
+  std::vector<Id> ids;
+  for (const Pair& p : in) {
+    if (p.id() == UINT32_MAX) error(loc_of_id(a.id()), "use of an unset Pair");
+    ids.push_back(p.id());
+  }
+  ir::Inst i;
+  i.op = op;
+  i.type = Type::vector(a.elem(), 2);
+  i.loc = loc_of_id(a.id());
+  i.operands.resize(int(ids.size()));
+  for (size_t k = 0; k < ids.size(); ++k) i.operands[int(k)] = ids[k];
+  return pair_value(tr().b.emit(std::move(i)));
+}
+}  // namespace
+
+Pair pair(Operand lo, Operand hi) {
+  const DType hint = value_type(lo, hi);
+  if (hint == DType::Void) error(loc_of(lo), "a pair of two literals has no dtype: make one operand a value");
+  Expr x = materialize(lo, hint), y = materialize(hi, hint);
+  ir::Inst i;
+  i.op = Op::Pair;
+  i.type = Type::vector(x.dtype(), 2);
+  i.loc = loc_of(lo);
+  i.operands.resize(2);
+  i.operands[0] = x.id();
+  i.operands[1] = y.id();
+  return pair_value(tr().b.emit(std::move(i)));
+}
+Expr get(Pair p, uint32_t index, SrcLoc loc) {
+  ir::Inst i;
+  i.op = Op::PairGet;
+  i.type = p.elem();
+  i.loc = loc_of(loc);
+  i.operands.resize(1);
+  i.operands[0] = p.id();
+  i.set(ir::Attr::Index, int64_t(index));
+  return value(tr().b.emit(std::move(i)));
+}
+Pair operator+(Pair a, Pair b) { return pair_op(Op::Add, {a, b}); }
+Pair operator-(Pair a, Pair b) { return pair_op(Op::Sub, {a, b}); }
+Pair operator*(Pair a, Pair b) { return pair_op(Op::Mul, {a, b}); }
+Pair operator-(Pair a) { return pair_op(Op::Neg, {a}); }
+Pair fma(Pair a, Pair b, Pair c) { return pair_op(Op::Fma, {a, b, c}); }
+Pair min(Pair a, Pair b) { return pair_op(Op::Min, {a, b}); }
+Pair max(Pair a, Pair b) { return pair_op(Op::Max, {a, b}); }
+Pair abs(Pair a) { return pair_op(Op::Abs, {a}); }
+
 Expr fma(Operand a, Operand b, Operand c) {
   DType hint = value_type(a, b);
   if (hint == DType::Void && c.kind == Operand::Kind::Value) hint = c.value.dtype();

@@ -123,8 +123,9 @@ struct Gen {
   // ---- emission -------------------------------------------------------------------------
 
   Id emit(Inst in, bool uniform = false) {
-    // Fragments are never guarded (no scalar op takes them); a tile_get's value is.
-    const bool guard = fg && !guarding && !in.type.is_fragment() && float_like(in.type.elem()) &&
+    // Scalars only: fragments reach no scalar op (a tile_get's value is guarded), and a pair is
+    // made of guarded scalars whose elements come back through pair_get, which is guarded.
+    const bool guard = fg && !guarding && in.type.is_scalar() && float_like(in.type.elem()) &&
                        ((ir::has_trait(in.op, ir::trait::P) && in.op != Op::Arg) || in.op == Op::Load ||
                         (ir::has_trait(in.op, ir::trait::L) && !ir::has_trait(in.op, ir::trait::P)));
     if (guard && (in.op == Op::LaneSum || in.op == Op::LaneInclusiveSum || in.op == Op::LaneExclusiveSum))
@@ -309,6 +310,37 @@ struct Gen {
     }
   }
 
+  // Packed 16-bit pairs: two pairs of values of t, one to three element-wise pair ops on them,
+  // and one element back as a scalar of t (docs/semantics.md "Packed 16-bit pairs").
+  Id pair_value(DType t) {
+    auto pair_op = [&](Op o, std::initializer_list<Id> operands) {
+      Inst in = make(o, t, operands);
+      in.type = Type::vector(t, 2);
+      substitute(in);
+      bool u = true;
+      for (int i = 0; i < in.num_operands(); ++i) u = u && uni[in.operands[i]];
+      return emit(in, u);
+    };
+    const Id a = pair_op(Op::Pair, {pick(t), pick(t)});
+    const Id b = pair_op(Op::Pair, {pick(t), pick(t)});
+    Id v = rng.chance(0.5) ? a : b;
+    for (uint32_t n = 1 + rng.below(3); n > 0; --n) {
+      switch (rng.below(8)) {
+        case 0: v = pair_op(Op::Add, {v, rng.chance(0.5) ? a : b}); break;
+        case 1: v = pair_op(Op::Sub, {v, rng.chance(0.5) ? a : b}); break;
+        case 2: v = pair_op(Op::Mul, {v, rng.chance(0.5) ? a : b}); break;
+        case 3: v = pair_op(Op::Fma, {v, a, b}); break;
+        case 4: v = pair_op(Op::Min, {v, rng.chance(0.5) ? a : b}); break;
+        case 5: v = pair_op(Op::Max, {v, rng.chance(0.5) ? a : b}); break;
+        case 6: v = pair_op(Op::Neg, {v}); break;
+        default: v = pair_op(Op::Abs, {v}); break;
+      }
+    }
+    Inst g = make(Op::PairGet, t, {v});
+    g.set(ir::Attr::Index, int64_t(rng.below(2)));
+    return emit(g, uni[v]);
+  }
+
   // A new pure value of dtype t. no_fault: nothing that could fault if executed speculatively
   // (no integer division, no variable shift), so if_conversion may flatten the arm it is in.
   Id value(DType t, bool no_fault = false) {
@@ -332,6 +364,9 @@ struct Gen {
         Id c = pick(t);
         return rng.chance(0.5) ? op(Op::Add, t, {m, c}) : op(Op::Add, t, {c, m});
       }
+      // bf16 pairs compute in f32 where subnormals may flush: not in guarded programs, whose
+      // guard sits on scalars only (f16 values are never f32 subnormals).
+      if (r < 67 && (t == DType::F16 || (t == DType::BF16 && !fg))) return pair_value(t);
       if (r < 72) return op(Op::Select, t, {pick(DType::Bool), pick(t), pick(t)});
       if (t == DType::F32 && rng.chance(0.15)) return op(Op::Bitcast, t, {pick(int_type())});
       return op(Op::Cast, t, {pick(random_type())});

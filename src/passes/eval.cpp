@@ -276,7 +276,7 @@ bool eval_pure(ir::Op op, DType result_type, DType operand_type, const Scalar* a
     case Op::Cast:
       return eval_cast(result_type, operand_type, args[0], out, error);
     case Op::Bitcast:
-      // The operand's bits (a 16-bit float rounded to its dtype first), read as the result dtype
+      // The operand's bits (a 16-bit float narrowed to its dtype, as a store does), read as the result dtype
       // in its canonical register: 32, 16 or 64 bits (num::bitcast_register).
       if (num::bitcast_width(result_type) == 0 || num::bitcast_width(result_type) != num::bitcast_width(operand_type))
         return fail(error, std::string("bitcast of ") + dtype_name(operand_type) + " to " + dtype_name(result_type));
@@ -298,6 +298,41 @@ bool eval_pure(ir::Op op, DType result_type, DType operand_type, const Scalar* a
   }
 }
 
+bool eval_pair(ir::Op op, DType elem, int64_t index, const Scalar* args, int n, Scalar& out, std::string& error) {
+  using ir::Op;
+  if (elem != DType::F16 && elem != DType::BF16) return bad_type(error, op, elem);
+  auto widen = [&](uint32_t h) {
+    return elem == DType::F16 ? num::f16_to_f32(uint16_t(h)) : num::bf16_to_f32(uint16_t(h));
+  };
+  auto narrow = [&](float f) -> uint32_t { return elem == DType::F16 ? num::f32_to_f16(f) : num::f32_to_bf16(f); };
+  if (op == Op::Pair) {
+    if (n != 2) return fail(error, "pair takes 2 operands");
+    out.bits = narrow(args[0].f()) | uint64_t(narrow(args[1].f())) << 16;
+    return true;
+  }
+  if (op == Op::PairGet) {
+    if (n != 1 || (index != 0 && index != 1)) return fail(error, "pair_get takes a pair and index 0 or 1");
+    out = Scalar::of_f32(widen(uint32_t(args[0].bits >> (16 * index)) & 0xffffu));
+    return true;
+  }
+  switch (op) {
+    case Op::Add: case Op::Sub: case Op::Mul: case Op::Fma: case Op::Min: case Op::Max: case Op::Neg: case Op::Abs:
+      break;
+    default:
+      return bad_type(error, op, elem);
+  }
+  if (n != ir::op_info(op).arity) return fail(error, std::string(ir::mnemonic(op)) + ": wrong operand count");
+  uint64_t r = 0;
+  for (int lane = 0; lane < 2; ++lane) {
+    Scalar e[3], v;
+    for (int i = 0; i < n; ++i) e[i] = Scalar::of_f32(widen(uint32_t(args[i].bits >> (16 * lane)) & 0xffffu));
+    if (!eval_float(op, elem, e, v, error)) return false;
+    r |= uint64_t(narrow(v.f())) << (16 * lane);
+  }
+  out.bits = r;
+  return true;
+}
+
 bool is_bounded_math(ir::Op op) {
   using ir::Op;
   switch (op) {
@@ -309,14 +344,20 @@ bool is_bounded_math(ir::Op op) {
   }
 }
 
+// NaN is tested explicitly: glibc's fmin / fmax return a NaN when the NaN operand is a
+// signaling one (a loaded sNaN pattern), where the rule returns the other operand.
 float fmin_ordered(float x, float y) {
+  if (std::isnan(x)) return y;
+  if (std::isnan(y)) return x;
   if (x == 0 && y == 0) return std::signbit(x) ? x : y;
-  return std::fmin(x, y);
+  return x < y ? x : y;
 }
 
 float fmax_ordered(float x, float y) {
+  if (std::isnan(x)) return y;
+  if (std::isnan(y)) return x;
   if (x == 0 && y == 0) return std::signbit(x) ? y : x;
-  return std::fmax(x, y);
+  return x > y ? x : y;
 }
 
 }  // namespace iron::eval

@@ -62,6 +62,13 @@ bool is_bounded_math(ir::Op op);
 bool eval_pure(ir::Op op, DType result_type, DType operand_type, const Scalar* args, int n, Scalar& out,
                std::string& error);
 
+// Packed 16-bit pairs (vec2<f16>, vec2<bf16>): a register holds the two elements' 16-bit
+// patterns in its low 32 bits, element 0 in bits 0..15 (docs/semantics.md "Packed 16-bit
+// pairs"). eval_pair computes pair (two f32 registers holding values of `elem`), pair_get
+// (operand: a pair; `index` 0 or 1) and the element-wise add, sub, mul, fma, min, max, neg and
+// abs, each element exactly as the scalar op on `elem`.
+bool eval_pair(ir::Op op, DType elem, int64_t index, const Scalar* args, int n, Scalar& out, std::string& error);
+
 // f32 min and max with an order on signed zeros (-0 < +0) and NaN ignored when the other
 // operand is a number: the result does not depend on operand order (cse relies on min and max
 // being commutative). Both NaN gives NaN. The dialects emit the same rule explicitly.

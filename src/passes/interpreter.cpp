@@ -309,6 +309,20 @@ struct Machine {
       case Op::For: run_for(id, in, depth); return;
       default: break;
     }
+    // Packed 16-bit pairs: the two 16-bit patterns in the low 32 bits of the register.
+    if (in.op == Op::Pair || in.op == Op::PairGet || in.type.is_vector()) {
+      const DType elem = in.op == Op::PairGet ? types[in.operands[0]] : types[id];
+      const int n = in.num_operands();
+      Scalar args[3], r;
+      std::string error;
+      for (uint32_t t : active) {
+        for (int i = 0; i < n; ++i) args[i].bits = row(in.operands[i])[t];
+        if (!eval::eval_pair(in.op, elem, in.attr(ir::Attr::Index), args, n, r, error))
+          fail(in, std::string("'") + ir::mnemonic(in.op) + "': " + error + " (" + thread_text(t) + ")");
+        out[t] = r.bits;
+      }
+      return;
+    }
     if (!eval::is_pure_evaluable(in.op)) fail(in, std::string("the interpreter cannot execute '") + ir::mnemonic(in.op) + "'");
 
     const int n = in.num_operands();
@@ -880,7 +894,8 @@ struct Machine {
     }
   }
 
-  // Packed 16-bit add: lo and hi are rounded to the buffer's dtype (as a store rounds), then
+  // Packed 16-bit add: lo and hi are narrowed to the buffer's dtype (as a store does; exact for
+  // the values of that dtype a 16-bit register holds), then
   // element 2p becomes round(element + lo) and element 2p + 1 round(element + hi), each one
   // rounding of the exact sum (the f32 sum of two 16-bit values rounded again to 16 bits is
   // that: 24 >= 2 * 11 + 2). Threads run in ascending order, like the other global atomics.

@@ -211,6 +211,26 @@ TEST(FuzzCross, ProgramsHaveTheExactMathOps) {
   EXPECT_EQ(unguarded, 0u);
 }
 
+// Packed 16-bit pairs join the programs: pair, pair_get and every element-wise pair op, on f16
+// and on bf16.
+TEST(FuzzCross, ProgramsHavePackedPairs) {
+  std::map<Op, size_t> seen;
+  std::map<DType, size_t> elems;
+  for (uint64_t seed = 0; seed < 300; ++seed) {
+    ir::Kernel k = fuzz::random_program(seed, fuzz::reduction_seed(seed), cross());
+    ir::walk(k, [&](ir::Id id) {
+      const ir::Inst& in = k.insts[id];
+      if (!in.type.is_vector() && in.op != Op::PairGet) return;
+      ++seen[in.op];
+      ++elems[in.type.elem()];
+    });
+  }
+  for (Op op : {Op::Pair, Op::PairGet, Op::Add, Op::Sub, Op::Mul, Op::Fma, Op::Min, Op::Max, Op::Neg, Op::Abs})
+    EXPECT_GT(seen[op], 5u) << ir::mnemonic(op);
+  EXPECT_GT(elems[DType::F16], 5u);
+  EXPECT_GT(elems[DType::BF16], 5u);
+}
+
 // Threadgroup memory starts undefined on a GPU: every array is written by every thread, then a
 // barrier, before anything can read it (the entry block's first threadgroup op on each array is
 // that store, and a barrier precedes the first load).

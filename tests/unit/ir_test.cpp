@@ -157,13 +157,13 @@ TEST(IrTypes, NonScalarValuesRoundTripAndTheVerifierLocatesWhatNoOpTakes) {
       "kernel k mode=Elementwise {\n"
       "  param out: out buf<f32> extent=4\n"
       "  %0 = const<1> : f32\n"
-      "  %1 = add %0, %0 : vec2<f16> @\"k.cpp\":7\n"
+      "  %1 = div %0, %0 : vec2<f16> @\"k.cpp\":7\n"
       "  %2 = mul %0, %0 : frag<acc, f32, 16x8x16> @\"k.cpp\":8\n"
       "}\n";
   ir::Kernel k = ir::parse(text);
   EXPECT_EQ(ir::print(k, {true}), text);
   std::string v = verify_error(text);
-  EXPECT_NE(v.find("k.cpp:7: error: 'add': produces a vec2<f16> value; this op computes on scalars only"), std::string::npos) << v;
+  EXPECT_NE(v.find("k.cpp:7: error: 'div': produces a vec2<f16> value; this op computes on scalars only"), std::string::npos) << v;
   EXPECT_NE(v.find("k.cpp:8: error: 'mul': produces a frag<acc, f32, 16x8x16> value"), std::string::npos) << v;
   // Both problems are reported: diagnostics are collected, not thrown one at a time.
   EXPECT_EQ(std::count(v.begin(), v.end(), '\n'), 2) << v;

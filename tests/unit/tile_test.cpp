@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <string>
@@ -440,6 +441,21 @@ void many_lane_groups() {
   if_(simd_group_id() == 0u, [&] { coop_tile_store(acc, out, 0u, 16u); });
 }
 
+// These tests check the software path's slot plan against the interpreter bit for bit; a device
+// with cooperative matrices (NVIDIA) would take them under IRON_VK_MMA=auto.
+struct SoftwareVulkanTiles {
+  SoftwareVulkanTiles() {
+    if (const char* v = std::getenv("IRON_VK_MMA")) saved = v, had = true;
+    ::setenv("IRON_VK_MMA", "software", 1);
+  }
+  ~SoftwareVulkanTiles() {
+    if (had) ::setenv("IRON_VK_MMA", saved.c_str(), 1);
+    else ::unsetenv("IRON_VK_MMA");
+  }
+  std::string saved;
+  bool had = false;
+};
+
 std::unique_ptr<Context> vulkan_or_skip(std::string& why) {
   try {
     return Context::create(Backend::Vulkan);
@@ -452,6 +468,7 @@ std::unique_ptr<Context> vulkan_or_skip(std::string& why) {
 }  // namespace
 
 TEST(GlslTiles, SlotsAreSharedOnlyByFragmentsThatAreNeverLiveTogether) {
+  SoftwareVulkanTiles software;
   std::string why;
   std::unique_ptr<Context> ctx = vulkan_or_skip(why);
   if (!ctx) GTEST_SKIP() << "no Vulkan device: " << why;
@@ -499,6 +516,7 @@ TEST(GlslTiles, SlotsAreSharedOnlyByFragmentsThatAreNeverLiveTogether) {
 }
 
 TEST(GlslTiles, SlotsBeyondTheDevicesSharedMemoryAreRejectedNamingTheFigures) {
+  SoftwareVulkanTiles software;
   std::string why;
   std::unique_ptr<Context> ctx = vulkan_or_skip(why);
   if (!ctx) GTEST_SKIP() << "no Vulkan device: " << why;
