@@ -216,7 +216,7 @@ TEST(FuzzCross, ProgramsHaveTheExactMathOps) {
 TEST(FuzzCross, ProgramsHavePackedPairs) {
   std::map<Op, size_t> seen;
   std::map<DType, size_t> elems;
-  for (uint64_t seed = 0; seed < 300; ++seed) {
+  for (uint64_t seed = 0; seed < 600; ++seed) {
     ir::Kernel k = fuzz::random_program(seed, fuzz::reduction_seed(seed), cross());
     ir::walk(k, [&](ir::Id id) {
       const ir::Inst& in = k.insts[id];
