@@ -485,11 +485,12 @@ struct Emitter {
         line(depth, "}");
         break;
       case Op::For: {
-        // The step wraps (docs/semantics.md), so an i32 induction variable steps on u32.
-        std::string u32 = d.reg_type(DType::U32);
-        std::string step = t == DType::I32 ? reg(id) + " = " + d.reg_type(t) + "(" + u32 + "(" + reg(id) + ") + " + u32 +
-                                                 "(" + arg(2) + "))"
-                                           : reg(id) + " += " + arg(2);
+        // The step wraps (docs/semantics.md), so a signed induction variable steps on the
+        // unsigned type of its width.
+        const DType ut = int_bits(t) == 64 ? DType::U64 : DType::U32;
+        std::string step = is_signed_integer(t)
+                               ? reg(id) + " = " + d.convert(t, d.convert(ut, reg(id)) + " + " + d.convert(ut, arg(2)))
+                               : reg(id) + " += " + arg(2);
         if (!s.loop_check) {
           line(depth, "for (" + d.reg_type(t) + " " + reg(id) + " = " + arg(0) + "; " + reg(id) + " < " + arg(1) + "; " +
                           step + ") {");

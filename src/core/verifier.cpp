@@ -645,14 +645,16 @@ struct Verifier {
         if (!k.is_function) err(in, "ret outside a device function");
         break;
       case Op::For: {
-        if (rt != DType::I32 && rt != DType::U32) err(in, "induction variable must be i32 or u32");
+        if (rt != DType::I32 && rt != DType::U32 && rt != DType::I64 && rt != DType::U64)
+          err(in, "induction variable must be i32, u32, i64 or u64");
         same_as_result(0); same_as_result(1); same_as_result(2);
         const Inst& step = k.insts[in.operands[2]];
-        // The step is read as the loop's 32-bit type, as every backend does: a constant whose
-        // 64-bit immediate is nonzero but whose low 32 bits are zero is a zero step.
+        // The step is read as the loop's type, as every backend does: a constant whose 64-bit
+        // immediate is nonzero but whose low 32 bits are zero is a zero step of a 32-bit loop.
         if (step.op == Op::Const) {
           const int64_t imm = step.attr(Attr::Value);
-          int64_t read = rt == DType::U32 ? int64_t(uint32_t(imm)) : int64_t(int32_t(imm));
+          int64_t read = rt == DType::U32 ? int64_t(uint32_t(imm)) : rt == DType::I32 ? int64_t(int32_t(imm)) : imm;
+          if (rt == DType::U64 && imm != 0) read = 1;  // any nonzero u64 step is positive
           if (read <= 0)
             err(in, "loop step is " + std::to_string(read) +
                         (read != imm ? " (constant " + std::to_string(imm) + " read as " + dtype_name(rt) + ")" : "") +

@@ -533,7 +533,7 @@ struct Gen {
   // An own slot chosen by a run-time value: base + (x & 7).
   Id own_slot_dynamic() {
     Id x = frames.back().induction != kNone && rng.chance(0.6) ? frames.back().induction : pick(int_type());
-    if (k.insts[x].type == DType::I32) x = op(Op::Cast, DType::U32, {x});
+    if (k.insts[x].type != DType::U32) x = op(Op::Cast, DType::U32, {x});
     return op(Op::Add, DType::U32, {base, op(Op::And, DType::U32, {x, u32(kSlotsPerThread - 1)})});
   }
   Id own_index() { return rng.chance(0.6) ? own_slot(rng.below(kSlotsPerThread)) : own_slot_dynamic(); }
@@ -1014,6 +1014,13 @@ struct Gen {
     }
     if (trips < 1) trips = 1;
     if (trip_product * trips > kMaxTripProduct) return;
+    // A 64-bit loop (docs/semantics.md, "64-bit indexing"): the same bounds widened.
+    if (rng.chance(0.2)) {
+      t = t == DType::I32 ? DType::I64 : DType::U64;
+      b = op(Op::Cast, t, {b});
+      e = op(Op::Cast, t, {e});
+      s = op(Op::Cast, t, {s});
+    }
     Inst f = make(Op::For, t, {b, e, s});
     Id id = emit(f);
     bool u = uniform_here() && uniform_trips && uni[b] && uni[e] && uni[s];

@@ -133,6 +133,22 @@ TestOutcome run_test_case(Context& ctx, const TestDecl& decl, Instantiation dtyp
         return r;
       }
     }
+    // Likewise a buffer larger than the device binds (Vulkan: maxStorageBufferRange).
+    for (const ir::Param& p : k.params) {
+      if (p.kind != ir::ParamKind::Buffer) continue;
+      uint64_t count = 0;
+      if (auto in = setup.inputs().find(p.name); in != setup.inputs().end()) count = in->second.size();
+      for (const auto& [name, n] : setup.outputs())
+        if (name == p.name) count = n;
+      const uint64_t bytes = num::saturating_mul(count, uint64_t(dtype_size(ir::resolve(p.dtype, dtype))));
+      if (bytes > ctx.info().max_buffer_bytes) {
+        r.status = TestOutcome::Status::Skip;
+        r.message = "the case binds " + std::to_string(bytes) + " bytes to buffer '" + p.name + "'; device " +
+                    ctx.info().name + " binds at most " + std::to_string(ctx.info().max_buffer_bytes) +
+                    " (maxStorageBufferRange)";
+        return r;
+      }
+    }
     stage = "preparing the buffers";
     Resident res = make_resident(ctx, k, setup, dtype);
     stage = "dispatching";

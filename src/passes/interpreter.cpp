@@ -1018,7 +1018,7 @@ struct Machine {
     const uint64_t* end = row(in.operands[1]);
     const uint64_t* step = row(in.operands[2]);
     const DType type = types[id];
-    const bool is_signed = type == DType::I32;
+    const bool is_signed = is_signed_integer(type);
     body.clear();
     for (uint32_t t : active) {
       iv[t] = begin[t];
@@ -1036,7 +1036,7 @@ struct Machine {
       if (steps > opts.max_steps)
         fail(in, "kernel exceeded " + std::to_string(opts.max_steps) + " steps (infinite loop?)");
       block(in.blocks[0], depth + 1);
-      for (uint32_t t : body) iv[t] = num::int_wrap(type, iv[t] + step[t]);  // the step wraps at 32 bits
+      for (uint32_t t : body) iv[t] = num::int_wrap(type, iv[t] + step[t]);  // the step wraps at the type's width
     }
   }
 };

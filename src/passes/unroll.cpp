@@ -48,7 +48,8 @@ bool run_unroll(ir::Kernel& k, PassContext& ctx) {
       todo.pop_back();
       const ir::Inst lp = k.insts[loop];
       int64_t begin, end, step, trip = -1;
-      if (budget_left && lp.op == Op::For && constant_int(k, lp.operands[0], begin) &&
+      // 64-bit loops stay loops (their bounds are not read as 32-bit constants here).
+      if (budget_left && lp.op == Op::For && int_bits(lp.type.elem()) == 32 && constant_int(k, lp.operands[0], begin) &&
           constant_int(k, lp.operands[1], end) && constant_int(k, lp.operands[2], step) && step > 0) {
         trip = end > begin ? (end - begin + step - 1) / step : 0;
         // The induction variable is 32-bit and wraps: if it would pass the type's maximum

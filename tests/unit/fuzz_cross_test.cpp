@@ -95,9 +95,9 @@ TEST(FuzzCross, ProgramsHaveEveryLaneOpAndOrderFreeAtomics) {
 
 // 64-bit indexing (docs/semantics.md, "64-bit indexing"): after the pipeline, programs still
 // load and store through i64 and u64 indices, store through an own slot computed from the u64
-// thread_id, and compute with the u64 and i64 scalar parameters.
+// thread_id, compute with the u64 and i64 scalar parameters, and count some loops in 64 bits.
 TEST(FuzzCross, ProgramsUseSixtyFourBitIndicesAndParameters) {
-  size_t index[2] = {0, 0}, tid64_stores = 0, wide_params = 0;
+  size_t index[2] = {0, 0}, tid64_stores = 0, wide_params = 0, wide_loops = 0;
   for (uint64_t seed = 0; seed < 600; ++seed) {
     ir::Kernel k = passes::optimize(fuzz::random_program(seed, fuzz::reduction_seed(seed), cross()));
     ir::walk(k, [&](ir::Id id) {
@@ -112,12 +112,14 @@ TEST(FuzzCross, ProgramsUseSixtyFourBitIndicesAndParameters) {
         }
       }
       wide_params += in.op == Op::Param && int_bits(in.type.elem()) == 64;
+      wide_loops += in.op == Op::For && int_bits(in.type.elem()) == 64;
     });
   }
   EXPECT_GT(index[0], 0u) << "no load through a 64-bit index survives the pipeline";
   EXPECT_GT(index[1], 0u) << "no store through a 64-bit index survives the pipeline";
   EXPECT_GT(tid64_stores, 0u) << "no store through a slot computed from thread_id64";
   EXPECT_GT(wide_params, 0u) << "the 64-bit scalar parameters are never read";
+  EXPECT_GT(wide_loops, 0u) << "no 64-bit loop survives the pipeline";
 }
 
 // The second type parameter W, the element types u8, i16, u64 and f8e5m2, the 16- and 64-bit

@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <limits>
 #include <memory>
 #include <string>
 #include <vector>
@@ -18,6 +19,7 @@
 
 #include "codegen/codegen.hpp"
 #include "core/ir.hpp"
+#include "harness/runner.hpp"
 #include "passes/pass.hpp"
 #include "runtime/device.hpp"
 
@@ -88,6 +90,21 @@ void tail_body() {
   Buffer out = output("out", u64, {n});
   Expr i = thread_id64(0);
   if_(i >= skip, [&] { if_(i - skip < n, [&] { out[i - skip] = i; }); });
+}
+
+// 64-bit loops: a grid-stride loop over u64 indices, and an i64 loop from a negative start
+// whose induction variable crosses zero, each writing what it visits.
+void loops_body() {
+  using namespace iron::dsl;
+  Expr n = constexpr_("n", u64);
+  Expr stride = constexpr_("stride", u64);  // the dispatch's thread count
+  Expr lo = constexpr_("lo", i64);
+  Buffer out = output("out", u64, {n});
+  Buffer signed_out = output("signed_out", i64, {16});
+  for_(thread_id64(0), n, stride, [&](Expr j) { out[j] = j * j + 1u; });
+  if_(thread_id64(0) == 0u, [&] {
+    for_(lo, lo + 16, 1, [&](Expr j) { signed_out[j - lo] = j * 3; });
+  });
 }
 
 ir::Kernel traced(const char* name, KernelBody body, Mode mode = Mode::Elementwise) {
@@ -237,6 +254,21 @@ TEST_P(Wide, BufferBeyondTwoTo32Elements) {
   }
 }
 
+// 64-bit loops run the same on every backend: every element of the grid-stride loop once, and
+// the i64 loop through negative values and zero.
+TEST_P(Wide, SixtyFourBitLoops) {
+  const ir::Kernel k = traced("wide_loops", &loops_body);
+  const uint64_t n = 1000;
+  DeviceBuffer out = ctx().alloc(DType::U64, n), sout = ctx().alloc(DType::I64, 16);
+  ctx().dispatch_with_grid(k, DType::F32, {{"out", out}, {"signed_out", sout}},
+                           {{"n", (unsigned long long)n}, {"stride", 128u}, {"lo", -7}}, {2, 1, 1}, {64, 1, 1});
+  ctx().synchronize();
+  const std::vector<uint64_t> o = download<uint64_t>(ctx(), out, n);
+  for (uint64_t j = 0; j < n; ++j) ASSERT_EQ(o[j], j * j + 1) << j;
+  const std::vector<int64_t> so = download<int64_t>(ctx(), sout, 16);
+  for (int64_t j = 0; j < 16; ++j) EXPECT_EQ(so[size_t(j)], (j - 7) * 3) << j;
+}
+
 // A real dispatch of 2^32 + 512 threads (2^23 + 1 groups of 512): the 1024 threads from
 // 2^32 - 512 on write their thread_id64, which must be exact on both sides of 2^32. A GPU runs
 // it in milliseconds; the interpreter and a CPU Vulkan driver (lavapipe, whose grid.x stops at
@@ -283,6 +315,29 @@ TEST(WideVulkan, BufferBeyondStorageRangeIsRejected) {
   // At the limit exactly it is accepted.
   DeviceBuffer fits = ctx->alloc(DType::U8, range);
   EXPECT_EQ(dispatch_error(*ctx, k64, {{"out", fits}}, {{"n", (unsigned long long)range}}, {1, 1, 1}, {1, 1, 1}), "");
+}
+
+// A test case whose buffer is larger than the device binds is skipped naming both figures,
+// before anything is allocated (like a case needing more threadgroup memory than there is).
+uint64_t g_case_bytes = 0;
+TestSetup oversized_case(DType dt, DType) {
+  return TestSetup(dt)
+      .out("out", size_t(g_case_bytes))
+      .constexprs({{"n", (unsigned long long)g_case_bytes}})
+      .grid({1, 1, 1}, {1, 1, 1})
+      .oracle([](const Tensors&, Tensors&) {});
+}
+
+TEST(WideVulkan, CaseBeyondStorageRangeIsSkipped) {
+  std::unique_ptr<Context> ctx = Context::create(Backend::Vulkan);
+  const uint64_t range = ctx->info().max_buffer_bytes;
+  g_case_bytes = range + 1;
+  const ir::Kernel k = traced("wide_index64", &index64_body);
+  const TestDecl decl{"wide_index64", "oversized", &oversized_case, {{DType::U8}}, __FILE__, __LINE__};
+  const TestOutcome r = run_test_case(*ctx, decl, DType::U8, std::numeric_limits<double>::quiet_NaN(), &k);
+  EXPECT_EQ(r.status, TestOutcome::Status::Skip) << r.message;
+  EXPECT_EQ(r.message, "the case binds " + std::to_string(range + 1) + " bytes to buffer 'out'; device " +
+                           ctx->info().name + " binds at most " + std::to_string(range) + " (maxStorageBufferRange)");
 }
 
 // Every rule of the dispatch-time conversion of a 64-bit scalar: exact integers in range, from
@@ -370,6 +425,21 @@ TEST(WideText, RoundTripAndVerifier) {
   EXPECT_FALSE(ir::verify(bad, bd));
   EXPECT_NE(bd.render(bad).find("'thread_id': result must be u32, is u16"), std::string::npos) << bd.render(bad);
 
+  // A u64 loop with a constant step of 0 never ends: rejected like a 32-bit one.
+  ir::Kernel zero = ir::parse(
+      "kernel k mode=Elementwise {\n"
+      "  param n: scalar<u64>\n"
+      "  param out: out buf<f32> extent=n\n"
+      "  %0 = const<0> : u64\n"
+      "  %1 = param<n> : u64\n"
+      "  %2 = const<0> : u64\n"
+      "  %3 = for %0, %1, %2 : u64 {\n"
+      "  }\n"
+      "}\n");
+  ir::Diagnostics zd;
+  EXPECT_FALSE(ir::verify(zero, zd));
+  EXPECT_NE(zd.render(zero).find("loop step is 0; it must be positive"), std::string::npos) << zd.render(zero);
+
   ir::Kernel sized = ir::parse(
       "kernel k mode=Reduction {\n"
       "  param n: scalar<u64>\n"
@@ -397,7 +467,12 @@ TEST(WideCodegen, EmittedSourceAndCompilers) {
   ASSERT_TRUE(gcu.ok());
   EXPECT_NE(gcu.source.find("((unsigned long long)blockIdx.x * blockDim.x + threadIdx.x)"), std::string::npos)
       << gcu.source;
-  for (const codegen::Emitted* e : {&cu, &gcu})
+  const ir::Kernel loops = passes::optimize(traced("wide_loops", &loops_body));
+  codegen::Emitted lcu = codegen::emit(loops, DType::F32, codegen::Target::Cuda);
+  ASSERT_TRUE(lcu.ok());
+  // The i64 loop steps on the unsigned type of its width (the step wraps).
+  EXPECT_NE(lcu.source.find("= ((long long)(((unsigned long long)("), std::string::npos) << lcu.source;
+  for (const codegen::Emitted* e : {&cu, &gcu, &lcu})
     for (const char* arch : {"sm_80", "sm_90a"}) {
       rt::NvrtcResult r = rt::nvrtc_compile(e->source, e->entry, arch);
       EXPECT_TRUE(r.ok) << arch << ":\n" << r.log.substr(0, 3000) << "\n" << e->source;
