@@ -16,6 +16,7 @@
 namespace iron::codegen {
 
 struct EmitState {
+  EmitState(const ir::Kernel& kernel, Instantiation inst) : k(kernel), dtype(inst) {}
   const ir::Kernel& k;
   Instantiation dtype;             // what T (and W) become
   ir::Diagnostics diags;

@@ -543,7 +543,7 @@ Emitted emit(const ir::Kernel& k, Instantiation dtype, Target target, const Emit
     result.diags.error({}, why);
     return result;
   }
-  EmitState s{k, dtype, {}, {}, {}};  // every other member starts at its default
+  EmitState s(k, dtype);  // every other member starts at its default
   s.preserve_f32_specials = options.preserve_f32_specials;
   s.f16_round_to_nearest_even = options.f16_round_to_nearest_even;
   s.loop_check = options.loop_limit_check && target == Target::Glsl;

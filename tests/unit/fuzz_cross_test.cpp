@@ -173,8 +173,9 @@ TEST(FuzzCross, ProgramsHaveWTheNewElementTypesAndTheWideAtomics) {
     size_t b = 0;
     for (const ir::Param& p : k.params) {
       if (p.kind != ir::ParamKind::Buffer) continue;
-      if (p.name.rfind("acc_", 0) == 0)
+      if (p.name.rfind("acc_", 0) == 0) {
         for (unsigned char c : l.buffers[b]) ASSERT_EQ(c, 0) << p.name;
+      }
       ++b;
     }
   }

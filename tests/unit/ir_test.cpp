@@ -257,8 +257,14 @@ TEST(IrBuilder, BuildsStructuredControlFlowThatVerifiesAndPrints) {
   ir::Kernel k;
   k.name = "built";
   k.mode = Mode::Reduction;
-  ir::Param n{"n", ir::ParamKind::Scalar, DType::U32};
-  ir::Param out{"out", ir::ParamKind::Buffer, DType::F32, ir::Access::Write, {0}};
+  ir::Param n;
+  n.name = "n";
+  n.kind = ir::ParamKind::Scalar;
+  n.dtype = DType::U32;
+  ir::Param out;
+  out.name = "out";
+  out.access = ir::Access::Write;
+  out.extent_scalars = {0};
   k.params = {n, out};
   ir::Builder b(k);
   b.set_loc({k.intern_file("b.cpp"), 3});

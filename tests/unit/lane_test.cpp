@@ -413,7 +413,9 @@ void check_atomic_totals(const std::vector<Buf>& got, const std::string& what) {
   ASSERT_LT(acc[5], kN) << what;
   EXPECT_EQ(int32_t(old[acc[5]]), -1) << what << ": the winner is the thread whose id was stored";
   for (uint32_t t = 0; t < kN; ++t)
-    if (int32_t(old[t]) != -1) EXPECT_EQ(old[t], acc[5]) << what << ": thread " << t;
+    if (int32_t(old[t]) != -1) {
+      EXPECT_EQ(old[t], acc[5]) << what << ": thread " << t;
+    }
   const std::vector<uint32_t>& tg = find(got, "tg_out").words;
   EXPECT_EQ(tg[0], sum) << what;
   EXPECT_EQ(int32_t(tg[1]), mn) << what;

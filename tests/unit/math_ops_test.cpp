@@ -619,7 +619,9 @@ TEST_P(MathConformance, BitcastsMoveTheBitsUnchanged) {
   EXPECT_EQ(want[2].words[1], 0x80000000u);  // -0 keeps its sign bit
   EXPECT_EQ(want[4].words[1], 0x80000000u);
   for (uint32_t i = 0; i < n; ++i) {
-    if (!is_nan_bits(bufs[0].words[i])) ASSERT_EQ(want[2].words[i], bufs[0].words[i]) << i;
+    if (!is_nan_bits(bufs[0].words[i])) {
+      ASSERT_EQ(want[2].words[i], bufs[0].words[i]) << i;
+    }
   }
 }
 

@@ -205,7 +205,9 @@ TEST_P(Wide, ThreadCountRule) {
 // < 2^16; Vulkan: maxComputeWorkGroupCount), whatever the index width.
 TEST_P(Wide, GridLimits) {
   const Dim3 max = ctx().info().max_grid;
-  if (GetParam() == Backend::Cuda) EXPECT_EQ(max.x, 2147483647u);
+  if (GetParam() == Backend::Cuda) {
+    EXPECT_EQ(max.x, 2147483647u);
+  }
   DeviceBuffer out = ctx().alloc(DType::U8, 1);
   const ir::Kernel k64 = traced("wide_index64", &index64_body);
   EXPECT_EQ(dispatch_error(ctx(), k64, {{"out", out}}, {{"n", 1u}}, {max.x, 1, 1}, {1, 1, 1}), "");
