@@ -6,13 +6,18 @@
 
 #include <cmath>
 #include <cstdint>
+#include <iostream>
+#include <sstream>
 #include <string>
 #include <vector>
+
+#include <nlohmann/json.hpp>
 
 #include <iron/iron.hpp>
 
 #include "core/ir.hpp"
 #include "device_run.hpp"
+#include "harness/runner.hpp"
 
 namespace iron {
 namespace {
@@ -21,6 +26,21 @@ using namespace iron::dsl;
 
 void expect_contains(const std::string& text, const std::string& want) {
   EXPECT_NE(text.find(want), std::string::npos) << "missing \"" << want << "\" in:\n" << text;
+  // Also on stderr: in a child process (in_child) that is what the parent shows.
+  if (text.find(want) == std::string::npos) std::cerr << "missing \"" << want << "\" in:\n" << text << "\n";
+}
+
+// Runs `body` in a child process (a death test in the threadsafe style, which re-runs this test
+// alone) so the declarations it makes the registry refuse never reach this process's registry,
+// where the tests that run after it would see them. The child exits 0 when `body` failed nothing.
+void in_child(void (*body)()) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_EXIT(
+      {
+        body();
+        std::_Exit(::testing::Test::HasFailure() ? 1 : 0);
+      },
+      ::testing::ExitedWithCode(0), "");
 }
 
 // The error expand_variants throws for `decl` (empty when it expands).
@@ -178,9 +198,7 @@ TEST(Variants, ReadingAnUndeclaredAxisIsAnErrorAtTheRegistration) {
   }
 }
 
-// Each test runs in its own process (gtest_discover_tests), so the refused declarations below
-// stay out of every other test's registry.
-TEST(Variants, ANameClashWithARegisteredKernelIsRefusedAndReported) {
+void name_clash() {
   ASSERT_NE(find_kernel_decl("iron_gemv_warp_rows"), nullptr);
   const int line = __LINE__;
   // Family iron_gemv_warp with the literal suffix "rows": its one kernel is iron_gemv_warp_rows.
@@ -207,6 +225,61 @@ TEST(Variants, ANameClashWithARegisteredKernelIsRefusedAndReported) {
     expect_contains(e.what(), "variant family 'iron_gemv_warp'");
   }
 }
+TEST(VariantsDeathTest, ANameClashWithARegisteredKernelIsRefusedAndReported) { in_child(&name_clash); }
+
+// Runs the runner in process with `args` (stdout captured); returns the exit code and messages.
+int run_runner(std::vector<std::string> args, std::vector<nlohmann::json>& out) {
+  args.insert(args.begin(), "iron-runner");
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  std::ostringstream captured;
+  std::streambuf* old = std::cout.rdbuf(captured.rdbuf());
+  int rc = runner_main(int(args.size()), argv.data());
+  std::cout.rdbuf(old);
+  std::istringstream lines(captured.str());
+  for (std::string line; std::getline(lines, line);) out.push_back(nlohmann::json::parse(line));
+  return rc;
+}
+
+// `list` sends each family with its axes and expansion, and the family and values of each of its
+// kernels; once a declaration is refused, list, test and bench report it and exit 2.
+void runner_refuses() {
+  std::vector<nlohmann::json> msgs;
+  ASSERT_EQ(run_runner({"list"}, msgs), 0);
+  bool family = false, kernel = false;
+  for (const auto& m : msgs) {
+    if (m["type"] == "family" && m["name"] == "iron_gemv_rows") {
+      family = true;
+      EXPECT_EQ(m["suffix"], "x{VEC}");
+      EXPECT_EQ(m["axes"].dump(), R"([{"name":"VEC","values":[1,4,8]}])");
+      EXPECT_EQ(m["kernels"].size(), 3u);
+      EXPECT_EQ(m["kernels"][1]["name"], "iron_gemv_rows_x4");
+    }
+    if (m["type"] == "kernel" && m["name"] == "iron_gemv_rows_x8") {
+      kernel = true;
+      EXPECT_EQ(m["family"], "iron_gemv_rows");
+      EXPECT_EQ(m["variant"], "VEC=8");
+    }
+  }
+  EXPECT_TRUE(family && kernel);
+  VariantFamilyDecl bad{"iron_bad", &scale_body, Mode::Elementwise, {}, "{TG}x{VEC}", {int_axis("TG", {64})}, "bad.cpp", 9};
+  EXPECT_EQ(register_variant_family(bad), -1);
+  for (std::vector<std::string> args : {std::vector<std::string>{"list"}, {"test", "--backend", "interp", "-f", "iron_add"},
+                                        {"bench", "--backend", "interp", "-f", "iron_add"}}) {
+    msgs.clear();
+    EXPECT_EQ(run_runner(args, msgs), 2) << args[0];
+    bool reported = false;
+    for (const auto& m : msgs)
+      if (m["type"] == "error") {
+        reported = true;
+        expect_contains(m["message"].get<std::string>(), "bad.cpp:9: variant family 'iron_bad': the suffix template");
+      }
+    EXPECT_TRUE(reported) << args[0];
+    if (!reported) std::cerr << args[0] << ": no error message\n";
+  }
+}
+TEST(VariantsDeathTest, TheRunnerListsFamiliesAndRefusesToRunAfterABadDeclaration) { in_child(&runner_refuses); }
 
 class VariantRun : public test::DeviceTest {};
 
