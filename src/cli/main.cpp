@@ -252,9 +252,18 @@ int cmd_passthrough(const std::vector<std::string>& args, bool as_json) {
       std::cout << (ok ? st.green("ok  ") : st.red("FAIL")) << " " << m["target"].get<std::string>() << " "
                 << m["path"].get<std::string>() << "\n";
       if (!ok) std::cout << "    " << m.value("message", std::string()) << "\n";
-    } else if (type == "kernel") {
-      std::cout << m["name"].get<std::string>() << "  " << m["mode"].get<std::string>() << "  " << m["dtypes"].dump()
+    } else if (type == "family") {
+      // A variant family and its expansion: the axes, then one line per concrete kernel.
+      std::string axes;
+      for (const json& axis : m["axes"]) axes += (axes.empty() ? "" : " ") + axis["name"].get<std::string>() + "=" + axis["values"].dump();
+      std::cout << "family " << m["name"].get<std::string>() << "_" << m["suffix"].get<std::string>() << "  " << axes
                 << "  " << st.dim(m["file"].get<std::string>() + ":" + std::to_string(m["line"].get<int>())) << "\n";
+      for (const json& k : m["kernels"])
+        std::cout << "  variant " << k["name"].get<std::string>() << "  " << k["values"].get<std::string>() << "\n";
+    } else if (type == "kernel") {
+      std::cout << m["name"].get<std::string>() << "  " << m["mode"].get<std::string>() << "  " << m["dtypes"].dump();
+      if (m.contains("family")) std::cout << "  (" << m["family"].get<std::string>() << ": " << m["variant"].get<std::string>() << ")";
+      std::cout << "  " << st.dim(m["file"].get<std::string>() + ":" + std::to_string(m["line"].get<int>())) << "\n";
     } else if (type == "test_case") {
       std::cout << "  test " << m["kernel"].get<std::string>() << "/" << m["case"].get<std::string>() << "\n";
     } else if (type == "summary") {

@@ -351,6 +351,10 @@ int cmd_bench(int argc, char** argv) {
 int bench_main(int argc, char** argv) {
   send({{"type", "hello"}, {"runner_version", "0.1.0"}});
   if (argc > 1 && std::string(argv[1]) == "calibrate") return calibrate_main(argc, argv);
+  // As for every command on kernels (runner_main): a refused declaration stops the run.
+  std::vector<std::string> refused = registry_errors();
+  for (const std::string& e : refused) send({{"type", "error"}, {"message", e}});
+  if (!refused.empty()) return 2;
   return cmd_bench(argc, argv);
 }
 

@@ -268,6 +268,23 @@ int cmd_device() {
 }
 
 int cmd_list() {
+  // KernelVariant families first: each with its axes, suffix template and the kernels it expands to.
+  for (const VariantFamilyInfo& f : registered_variant_families()) {
+    json axes = json::array();
+    for (const VariantAxis& axis : f.decl->axes) {
+      json values = json::array();
+      for (const VariantValue& v : axis.values) {
+        if (v.kind == VariantValue::Kind::Int) values.push_back(v.i);
+        else if (v.kind == VariantValue::Kind::Float) values.push_back(v.f);
+        else values.push_back(dtype_name(v.t));
+      }
+      axes.push_back({{"name", axis.name}, {"values", values}});
+    }
+    json kernels = json::array();
+    for (const KernelVariant* v : f.variants) kernels.push_back({{"name", v->name}, {"values", v->describe()}});
+    send({{"type", "family"}, {"name", f.decl->family}, {"suffix", f.decl->suffix}, {"axes", axes},
+          {"kernels", kernels}, {"file", source_path(f.decl->file)}, {"line", f.decl->line}});
+  }
   for (const KernelDecl* d : registered_kernels()) {
     // A kernel with W lists its T,W pairs ("f16,bf16"), one without W its dtypes as before.
     json dtypes = json::array();
@@ -279,8 +296,13 @@ int cmd_list() {
       declared.wtypes = d->wtypes;
       for (Instantiation in : ir::instantiations(declared)) dtypes.push_back(instantiation_name(in));
     }
-    send({{"type", "kernel"}, {"name", d->name}, {"mode", mode_name(d->mode)}, {"dtypes", dtypes},
-          {"file", source_path(d->file)}, {"line", d->line}});
+    json kernel = {{"type", "kernel"}, {"name", d->name}, {"mode", mode_name(d->mode)}, {"dtypes", dtypes},
+                   {"file", source_path(d->file)}, {"line", d->line}};
+    if (d->variant) {
+      kernel["family"] = d->variant->family;
+      kernel["variant"] = d->variant->describe();
+    }
+    send(kernel);
   }
   for (const TestDecl* t : registered_tests()) {
     json dtypes = json::array();
@@ -650,6 +672,13 @@ int runner_main(int argc, char** argv) {
       return bench_main(argc, argv);
     Args a = parse_args(argc, argv);
     send({{"type", "hello"}, {"runner_version", "0.1.0"}});
+    // A refused declaration (a bad variant family, a kernel name registered twice) stops every
+    // command that works on kernels: running the rest would hide it.
+    if (a.command != "device" && a.command != "opt") {
+      std::vector<std::string> refused = registry_errors();
+      for (const std::string& e : refused) send({{"type", "error"}, {"message", e}});
+      if (!refused.empty()) return 2;
+    }
     if (a.command == "test") return a.mutate ? cmd_mutate(a) : cmd_test(a);
     if (a.command == "inspect") return cmd_inspect(a);
     if (a.command == "build") return cmd_build(a);

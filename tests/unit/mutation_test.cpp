@@ -1,4 +1,4 @@
-// Mutation testing of the kernel corpus: known-bad variants of the six kernels, traced under the
+// Mutation testing of the kernel corpus: known-bad variants of the seven kernels, traced under the
 // real kernel's name and parameters, must fail the real registered test cases on Vulkan while the
 // real kernels pass them.
 #include <gtest/gtest.h>
@@ -165,7 +165,41 @@ Expr silu_without_one_plus(Expr v) { return v / exp(-v); }
 Expr sigmoid_only(Expr v) { return 1.0f / (1.0f + exp(-v)); }
 
 // Resets every switch: the next trace is the control unless `configure` sets one.
+// kernels/gemv/gemv_rows.cpp, the variant family over VEC: the skeleton reads VEC from g_gemv.
+struct GemvRowsBug {
+  uint32_t vec = 4;
+  bool no_tail = false;           // the k % VEC elements after the last whole chunk are dropped
+  bool chunk_short = false;       // each chunk reads VEC - 1 of its elements
+  bool chunk_unscaled = false;    // chunk c starts at c, not c * VEC: chunks overlap
+};
+GemvRowsBug g_gemv;
+
+void gemv_rows_mutant() {
+  const uint32_t vec = g_gemv.vec;
+  Expr m = constexpr_("m", u32);
+  Expr k = constexpr_("k", u32);
+  Buffer a = input("a", T, {m, k});
+  Buffer x = input("x", T, {k});
+  Buffer y = output("y", T, {m});
+  Expr chunks = k / vec;
+  Expr row = program_id(0);
+  Expr base = row * k;
+  Var<f32> acc = 0.0f;
+  for_(local_id(0), chunks, group_size(0), [&](Expr c) {
+    Expr j = g_gemv.chunk_unscaled ? c : c * vec;
+    for (uint32_t e = 0; e < vec - (g_gemv.chunk_short ? 1 : 0); ++e) acc += cast<f32>(a[base + j + e]) * cast<f32>(x[j + e]);
+  });
+  if (vec > 1 && !g_gemv.no_tail)
+    if_(local_id(0) == 0u, [&] {
+      Expr whole = chunks * vec;
+      for_(0u, k % vec, 1u, [&](Expr e) { acc += cast<f32>(a[base + whole + e]) * cast<f32>(x[whole + e]); });
+    });
+  Expr total = group_sum(acc);
+  if_(local_id(0) == 0u, [&] { y[row] = cast<T>(total); });
+}
+
 void reset() {
+  g_gemv = {};
   g_tail = {};
   g_rms = {};
   g_softmax = {};
@@ -244,6 +278,9 @@ Mutant binary(std::string what, mutants::BinaryFn f, bool tail_first_only = fals
 }
 Mutant unary(std::string what, mutants::UnaryFn f) {
   return {std::move(what), &mutants::unary_mutant, [=] { mutants::g_unary = f; }};
+}
+Mutant gemv_rows(std::string what, mutants::GemvRowsBug bug) {
+  return {std::move(what), &mutants::gemv_rows_mutant, [=] { mutants::g_gemv = bug; }};
 }
 Mutant rmsnorm(std::string what, mutants::RmsBug bug) {
   return {std::move(what), &mutants::rmsnorm_mutant, [=] { mutants::g_rms = bug; }};
@@ -363,6 +400,17 @@ TEST_F(Mutation, Rmsnorm) {
                      rmsnorm("first loop from 0 (threads sum the same elements)", {.loop_from_zero = true}),
                      rmsnorm("lane_sum instead of group_sum", {.lane_only = true}),
                      rmsnorm("eps dropped", {.no_eps = true})});
+}
+
+// A variant family's kernels are ordinary registered kernels: each is mutated under its own name.
+TEST_F(Mutation, GemvRowsVariants) {
+  expect_all_caught("iron_gemv_rows_x4", gemv_rows("control", {.vec = 4}),
+                    {gemv_rows("tail dropped", {.vec = 4, .no_tail = true}),
+                     gemv_rows("chunk reads VEC - 1 elements", {.vec = 4, .chunk_short = true}),
+                     gemv_rows("chunks overlap (start not scaled by VEC)", {.vec = 4, .chunk_unscaled = true})});
+  expect_all_caught("iron_gemv_rows_x8", gemv_rows("control", {.vec = 8}),
+                    {gemv_rows("tail dropped", {.vec = 8, .no_tail = true}),
+                     gemv_rows("chunk reads VEC - 1 elements", {.vec = 8, .chunk_short = true})});
 }
 
 TEST_F(Mutation, Softmax) {
