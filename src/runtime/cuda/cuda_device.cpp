@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <memory>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -535,18 +536,34 @@ class CudaDevice final : public Device {
     std::vector<codegen::Emitted> emitted;
     for (size_t i = 0; i < n; ++i)
       emitted.push_back(codegen::emit(*ks[i], dtypes[i], codegen::Target::Cuda, emit_options(threadgroups[i])));
+    // One module cannot hold two entries of one name: a kernel and dtype asked for at several
+    // threadgroup shapes (code is built per shape) batches once, and its other shapes compile
+    // on their own.
+    std::vector<size_t> batched, alone;
+    {
+      std::set<std::string> entries;
+      for (size_t i = 0; i < n; ++i) (entries.insert(emitted[i].entry).second ? batched : alone).push_back(i);
+    }
+    auto compile_alone = [&](size_t i) {
+      try {
+        out[i] = compile(*ks[i], dtypes[i], threadgroups[i]);
+      } catch (const std::exception&) {
+        // left out: the dispatch compiles it again and reports why
+      }
+    };
+    const size_t nb = batched.size();
     const size_t threads = compile_threads();
-    const size_t groups = std::max<size_t>(1, std::min(threads, n / 4));
+    const size_t groups = std::max<size_t>(1, std::min(threads, nb / 4));
     std::vector<size_t> begin(groups + 1);
-    for (size_t g = 0; g <= groups; ++g) begin[g] = n * g / groups;
+    for (size_t g = 0; g <= groups; ++g) begin[g] = nb * g / groups;
     std::vector<NvrtcResult> results(groups);
     std::vector<std::thread> workers;
     for (size_t g = 0; g < groups; ++g) {
       bool all_ok = begin[g + 1] - begin[g] > 1;
       std::vector<std::string> sources;
-      for (size_t i = begin[g]; i < begin[g + 1]; ++i) {
-        all_ok = all_ok && emitted[i].ok();
-        sources.push_back(emitted[i].source);
+      for (size_t j = begin[g]; j < begin[g + 1]; ++j) {
+        all_ok = all_ok && emitted[batched[j]].ok();
+        sources.push_back(emitted[batched[j]].source);
       }
       if (!all_ok) continue;
       workers.emplace_back([this, &results, g, src = combine_cuda_sources(sources)] {
@@ -561,13 +578,7 @@ class CudaDevice final : public Device {
     for (std::thread& t : workers) t.join();
     for (size_t g = 0; g < groups; ++g) {
       if (!results[g].ok) {
-        for (size_t i = begin[g]; i < begin[g + 1]; ++i) {
-          try {
-            out[i] = compile(*ks[i], dtypes[i], threadgroups[i]);
-          } catch (const std::exception&) {
-            // left out: the dispatch compiles it again and reports why
-          }
-        }
+        for (size_t j = begin[g]; j < begin[g + 1]; ++j) compile_alone(batched[j]);
         continue;
       }
       ctx_->make_current();
@@ -578,7 +589,8 @@ class CudaDevice final : public Device {
       std::shared_ptr<CUmod_st> shared(module, [ctx](CUmodule m) {
         if (ctx->set_current_quietly()) ctx->drv->cuModuleUnload(m);
       });
-      for (size_t i = begin[g]; i < begin[g + 1]; ++i) {
+      for (size_t j = begin[g]; j < begin[g + 1]; ++j) {
+        const size_t i = batched[j];
         auto k = std::make_unique<CudaKernel>();
         k->ctx = ctx_;
         k->module = module;
@@ -592,6 +604,7 @@ class CudaDevice final : public Device {
         out[i] = std::move(k);
       }
     }
+    for (size_t i : alone) compile_alone(i);
     return out;
   }
 
