@@ -336,6 +336,10 @@ int run_main(int argc, char** argv) {
   inspect->add_option("--stop-after", stop_after, "Run the pipeline up to this pass");
   inspect->add_option("--print-after", print_after, "Print the IR after this pass (repeatable)");
   inspect->add_flag("--no-opt", no_opt, "Emit without running the pipeline");
+  std::string threadgroup;
+  inspect->add_option("--threadgroup", threadgroup,
+                      "Build for this threadgroup shape (X, XxY or XxYxZ): group_size folds, CUDA gets "
+                      "__launch_bounds__ (default: none, code for any shape)");
   inspect->add_flag("--json", as_json, "Print protocol messages as JSON lines");
 
   auto* device = app.add_subcommand("device", "Show the Vulkan, CUDA and interpreter devices");
@@ -351,6 +355,9 @@ int run_main(int argc, char** argv) {
   build->add_option("--arch", arch, "CUDA architecture for NVRTC (default sm_90a)");
   build->add_option("-f,--filter", filter, "Only kernels whose name contains this text");
   build->add_flag("--no-compile", no_compile, "Write sources only; skip NVRTC");
+  build->add_option("--threadgroup", threadgroup,
+                    "Build every kernel for this threadgroup shape (X, XxY or XxYxZ; default: none, code for any "
+                    "shape)");
   build->add_flag("--json", as_json, "Print protocol messages as JSON lines");
 
   std::string ir_file, only, mutation;
@@ -427,6 +434,7 @@ int run_main(int argc, char** argv) {
     if (verify_each) args.push_back("--verify-each");
     if (time_passes) args.push_back("--time-passes");
     if (no_opt) args.push_back("--no-opt");
+    opt("--threadgroup", threadgroup);
   } else if (*device) {
     if (calibrate) return iron::cli::run_calibrate(backend, as_json);
     args = {"device"};
@@ -437,6 +445,7 @@ int run_main(int argc, char** argv) {
     opt("--arch", arch);
     opt("-f", filter);
     if (no_compile) args.push_back("--no-compile");
+    opt("--threadgroup", threadgroup);
   } else if (*optc) {
     if (!mutation.empty()) {
       // The pass mutations are a closed list: an unknown name would otherwise run the

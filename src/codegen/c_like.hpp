@@ -48,6 +48,7 @@ struct EmitState {
   // emitted before the prelude, so begin() prints exactly these, in name order.
   std::set<std::string> helpers;
   CudaMma cuda_mma = CudaMma::Auto;  // EmitOptions::cuda_mma (CUDA)
+  uint32_t threadgroup[3] = {0, 0, 0};  // EmitOptions::threadgroup (CUDA; 0: any shape)
   bool tile_f64 = false;             // EmitOptions::tile_f64 (GLSL)
   // GLSL cooperative tiles (plan_glsl_tiles): the slot of every fragment value and fragment
   // variable in the lane group's part of the shared slot array, the number of slots per lane

@@ -72,6 +72,11 @@ struct EmitOptions {
   bool f16_round_to_nearest_even = false;
   // CUDA only: the cooperative-tile strategy.
   CudaMma cuda_mma = CudaMma::Auto;
+  // CUDA only: the threadgroup shape the code is built for (x, y, z; all 0: any shape). When
+  // set, the entry carries __launch_bounds__(x*y*z) and group_size (and the built-ins derived
+  // from it) are constants; the code may then only be launched with that shape (the CUDA
+  // device checks). Vulkan takes the shape as specialization constants instead.
+  uint32_t threadgroup[3] = {0, 0, 0};
   // GLSL only: the device enabled shaderFloat64, so cooperative-tile multiply-accumulates sum
   // in f64 and round once, bit-exact with the interpreter; otherwise they sum in f32.
   bool tile_f64 = false;

@@ -89,10 +89,13 @@ class CudaDialect final : public Dialect {
     for (const std::string& h : s.helpers)
       if (h.rfind("atomic_", 0) == 0) out += helper(h);
     if (s.uses_lane_ops) {
-      out +=
-          "__device__ __forceinline__ unsigned iron_flat_local_id() {\n"
-          "  return threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z);\n"
-          "}\n";
+      // Built for one threadgroup shape: its sizes are constants here too.
+      const bool fixed = s.threadgroup[0] != 0;
+      const std::string bx = fixed ? std::to_string(s.threadgroup[0]) + "u" : "blockDim.x";
+      const std::string by = fixed ? std::to_string(s.threadgroup[1]) + "u" : "blockDim.y";
+      out += "__device__ __forceinline__ unsigned iron_flat_local_id() {\n"
+             "  return threadIdx.x + " + bx + " * (threadIdx.y + " + by + " * threadIdx.z);\n"
+             "}\n";
       // Butterflies in the interpreter's order: offsets 16 .. 1, v[l] op v[l ^ offset].
       const char* types[] = {"float", "int", "unsigned"};
       for (const char* t : types) {
@@ -107,7 +110,12 @@ class CudaDialect final : public Dialect {
       out += lane_prelude(s);
     }
     out += tile_prelude(s, true);
-    out += "extern \"C\" __global__ void " + entry_name(k, s.dtype) + "(";
+    // Built for one threadgroup shape: the compiler may budget registers for exactly that many
+    // threads (and group_size is a constant, see builtin()).
+    const uint64_t tg_threads = uint64_t(s.threadgroup[0]) * s.threadgroup[1] * s.threadgroup[2];
+    out += "extern \"C\" __global__ void ";
+    if (s.threadgroup[0] != 0) out += "__launch_bounds__(" + std::to_string(tg_threads) + ") ";
+    out += entry_name(k, s.dtype) + "(";
     for (size_t i = 0; i < k.params.size(); ++i) {
       const ir::Param& p = k.params[i];
       DType c = s.concrete(p.dtype);
@@ -192,6 +200,21 @@ class CudaDialect final : public Dialect {
 
   std::string builtin(EmitState& s, const ir::Inst& in) const override {
     std::string a = axis_name(in.attr(ir::Attr::Axis));
+    // Code built for one threadgroup shape: its sizes are constants (what const_fold folds
+    // group_size to with the same launch facts; these cover what the pipeline left).
+    const bool fixed = s.threadgroup[0] != 0;
+    const int64_t ax = in.attr(ir::Attr::Axis);
+    const std::string dim = fixed && ax >= 0 && ax <= 2 ? std::to_string(s.threadgroup[ax]) + "u" : "blockDim." + a;
+    if (fixed) {
+      const uint64_t n = uint64_t(s.threadgroup[0]) * s.threadgroup[1] * s.threadgroup[2];
+      if (in.op == ir::Op::NumSimdGroups) return std::to_string((n + 31) / 32) + "u";
+      if (in.op == ir::Op::GroupSize) return dim;
+      if (in.op == ir::Op::ThreadId) {
+        if (in.type.elem() == DType::U64)
+          return "((unsigned long long)blockIdx." + a + " * " + dim + " + threadIdx." + a + ")";
+        return "(blockIdx." + a + " * " + dim + " + threadIdx." + a + ")";
+      }
+    }
     switch (in.op) {
       case ir::Op::ThreadId:
         // thread_id64 (a u64 result): the product in 64 bits, so it never wraps.

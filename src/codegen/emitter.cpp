@@ -549,6 +549,8 @@ Emitted emit(const ir::Kernel& k, Instantiation dtype, Target target, const Emit
   s.loop_check = options.loop_limit_check && target == Target::Glsl;
   s.emulate_fma = options.emulate_fma && target == Target::Glsl;
   s.cuda_mma = options.cuda_mma;
+  if (target == Target::Cuda && options.threadgroup[0] != 0)
+    for (int a = 0; a < 3; ++a) s.threadgroup[a] = options.threadgroup[a] ? options.threadgroup[a] : 1;
   s.tile_f64 = options.tile_f64 && target == Target::Glsl;
   int buffers = 0, scalars = 0;
   for (const ir::Param& p : k.params) {

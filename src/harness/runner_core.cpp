@@ -185,7 +185,51 @@ struct Args {
   bool stats = false, verify_each = false, time_passes = false, no_opt = false;
   std::string only, mutation;
   std::string skip_through;  // test: resume after this "kernel/case/dtype" (the CLI's crash recovery)
+  // inspect / build: the threadgroup shape the code is built for (--threadgroup X[xY[xZ]]), as a
+  // launch fact for the pipeline and, on CUDA, __launch_bounds__; all 0 (the default): any shape.
+  uint32_t threadgroup[3] = {0, 0, 0};
 };
+
+// --threadgroup: "256", "16x16" or "8x8x4" (commas also separate); each size 1..1024 and at most
+// 1024 threads in all (every backend's limit), so a typo is an error rather than code for a
+// shape no device runs.
+void parse_threadgroup(const std::string& text, uint32_t out[3]) {
+  std::string t = text;
+  for (char& c : t)
+    if (c == ',' || c == 'X') c = 'x';
+  uint32_t dims[3] = {1, 1, 1};
+  size_t axis = 0, pos = 0;
+  auto bad = [&](const std::string& why) {
+    return Error("--threadgroup '" + text + "': " + why + " (write X, XxY or XxYxZ, e.g. 256 or 16x16)");
+  };
+  while (true) {
+    if (axis == 3) throw bad("at most three sizes");
+    size_t end = t.find('x', pos);
+    std::string part = t.substr(pos, end == std::string::npos ? std::string::npos : end - pos);
+    if (part.empty() || part.size() > 5 || part.find_first_not_of("0123456789") != std::string::npos)
+      throw bad("'" + part + "' is not a size");
+    unsigned long v = std::stoul(part);
+    if (v < 1 || v > 1024) throw bad("each size must be 1..1024, not " + part);
+    dims[axis++] = uint32_t(v);
+    if (end == std::string::npos) break;
+    pos = end + 1;
+  }
+  if (uint64_t(dims[0]) * dims[1] * dims[2] > 1024) throw bad("more than 1024 threads");
+  for (int i = 0; i < 3; ++i) out[i] = dims[i];
+}
+
+passes::LaunchFacts launch_facts(const Args& a) {
+  passes::LaunchFacts f;
+  for (int i = 0; i < 3; ++i) f.threadgroup[i] = a.threadgroup[i];
+  return f;
+}
+
+codegen::EmitOptions cuda_emit_options(const Args& a) {
+  codegen::EmitOptions o;
+  o.cuda_mma = codegen::cuda_mma_from_env();
+  for (int i = 0; i < 3; ++i) o.threadgroup[i] = a.threadgroup[i];
+  return o;
+}
 
 Args parse_args(int argc, char** argv) {
   Args a;
@@ -202,6 +246,7 @@ Args parse_args(int argc, char** argv) {
     else if (s == "--emit") a.emit = value();
     else if (s == "-o" || s == "--out") a.out_dir = value();
     else if (s == "--arch") a.arch = value();
+    else if (s == "--threadgroup") parse_threadgroup(value(), a.threadgroup);
     else if (s == "--ir") a.ir = true;
     else if (s == "--locations") a.locations = true;
     else if (s == "--no-compile") a.no_compile = true;
@@ -503,6 +548,7 @@ int cmd_inspect(const Args& a) {
   opts.stop_after = a.stop_after;
   opts.print_after = a.print_after;
   if (!a.pass.empty()) opts.print_after.insert(a.pass);
+  opts.launch = launch_facts(a);
   passes::PipelineResult r;
   if (!a.no_opt) r = passes::run_pipeline(k, opts);
   for (const passes::PassRecord& rec : r.passes) {
@@ -533,7 +579,7 @@ int cmd_inspect(const Args& a) {
     if (a.backend != "vulkan") throw Error("unknown backend '" + a.backend + "' (use vulkan or cuda)");
     target = codegen::Target::Glsl;
   }
-  codegen::Emitted e = codegen::emit(k, d, target);
+  codegen::Emitted e = codegen::emit(k, d, target, target == codegen::Target::Cuda ? cuda_emit_options(a) : codegen::EmitOptions{});
   if (!e.ok()) throw Error(e.diags.render(k));
   send({{"type", "text"}, {"text", e.source}});
   return 0;
@@ -605,7 +651,7 @@ int cmd_build(const Args& a) {
     ir::Kernel optimized;
     try {
       auto start = std::chrono::steady_clock::now();
-      optimized = passes::optimize(*k);
+      optimized = passes::optimize(*k, launch_facts(a));
       pipeline_ms += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
       ++kernels;
     } catch (const Error& e) {
@@ -622,9 +668,7 @@ int cmd_build(const Args& a) {
       std::string dn = instantiation_name(d);
       std::string stem = codegen::entry_name(*k, d);
       if (cuda) {
-        codegen::EmitOptions cuda_options;
-        cuda_options.cuda_mma = codegen::cuda_mma_from_env();
-        codegen::Emitted e = codegen::emit(optimized, d, codegen::Target::Cuda, cuda_options);
+        codegen::Emitted e = codegen::emit(optimized, d, codegen::Target::Cuda, cuda_emit_options(a));
         std::filesystem::path p = out / "cuda" / (stem + ".cu");
         if (!e.ok()) {
           artifact(k->name, dn, "cuda", p, false, e.diags.render(optimized));

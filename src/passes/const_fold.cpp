@@ -11,7 +11,10 @@
 // (exp, log, tanh, rsqrt, sin, cos, exp2, log2, erf, pow:
 // their results are bounded, not bit-exact, across backends, so a fold would change a value
 // with the optimization level), loops (unroll does those).
-// Mutation for tests: const_fold.sub_reversed folds a - b as b - a.
+// Launch facts: with the threadgroup size known (PassContext::launch), group_size(axis) folds
+// to that axis's size, so loops strided by it get constant trip counts for unroll.
+// Mutations for tests: const_fold.sub_reversed folds a - b as b - a; const_fold.group_size_x
+// folds group_size of every axis to the x size.
 #include "passes/eval.hpp"
 #include "passes/pass.hpp"
 
@@ -42,8 +45,31 @@ bool fold_zero_to_generic(ir::Kernel& k, Id id, PassContext& ctx) {
   return true;
 }
 
+// group_size(axis) -> the launch's threadgroup size along that axis, where it is known.
+bool fold_group_size(ir::Kernel& k, Id id, PassContext& ctx) {
+  ir::Inst& in = k.insts[id];
+  if (in.op != Op::GroupSize || !ctx.launch.known()) return false;
+  int64_t axis = in.attr(ir::Attr::Axis);
+  if (axis < 0 || axis > 2) return false;
+  if (ctx.mutant("const_fold.group_size_x")) axis = 0;
+  const uint32_t size = ctx.launch.threadgroup[axis];
+  if (size == 0 || !ctx.allow_rewrite()) return false;
+  const auto t = in.type;
+  ir::SrcLoc loc = in.loc;
+  uint8_t flags = in.flags;
+  in = ir::Inst{};
+  in.op = Op::Const;
+  in.type = t;
+  in.loc = loc;
+  in.flags = flags;
+  in.set(ir::Attr::Value, int64_t(size));
+  ctx.stat("const_fold.group_size");
+  return true;
+}
+
 bool fold_value(ir::Kernel& k, Id id, PassContext& ctx) {
   ir::Inst& in = k.insts[id];
+  if (fold_group_size(k, id, ctx)) return true;
   if (fold_zero_to_generic(k, id, ctx)) return true;
   if (!is_pure_value(in) || in.op == Op::Const || !eval::is_pure_evaluable(in.op)) return false;
   if (eval::is_bounded_math(in.op)) return false;

@@ -14,7 +14,19 @@
 
 namespace iron::passes {
 
+// Launch facts: what the pipeline may assume about the launch the code is built for. They
+// enter through PipelineOptions::launch (from Context, which builds one pipeline per
+// threadgroup shape where the device bakes the shape in: CUDA and Vulkan) and reach the passes
+// through PassContext::launch. threadgroup[axis] is the threadgroup size along that axis, 0
+// when unknown (the interpreter, `iron opt` without --threadgroup): const_fold then leaves
+// group_size alone.
+struct LaunchFacts {
+  uint32_t threadgroup[3] = {0, 0, 0};
+  bool known() const { return threadgroup[0] != 0; }
+};
+
 struct PassContext {
+  LaunchFacts launch;  // see LaunchFacts
   std::map<std::string, int64_t> stats;  // "cse.unified" -> count, for --stats
   ir::Diagnostics diags;                 // errors a pass found (type_check, kernel_inline)
   // Bisection: the number of rewrites still allowed (-1: unlimited). IRON_OPT_BISECT=N stops
@@ -48,6 +60,7 @@ struct PipelineOptions {
   bool time_passes = false;
   int64_t rewrite_budget = -1;
   std::string mutation;  // see PassContext::mutation
+  LaunchFacts launch;    // see LaunchFacts
 };
 
 struct PassRecord {
@@ -69,7 +82,7 @@ struct PipelineResult {
 // Runs the pipeline in place. Never throws for a malformed kernel: problems land in diags.
 PipelineResult run_pipeline(ir::Kernel& k, const PipelineOptions& opts = {});
 // The default pipeline on a copy; throws iron::Error with the diagnostics on failure.
-ir::Kernel optimize(const ir::Kernel& k);
+ir::Kernel optimize(const ir::Kernel& k, const LaunchFacts& launch = {});
 
 // kernel_inline's view of the device-function registry (which lives above this layer).
 using FunctionResolver = const ir::Kernel* (*)(std::string_view name);

@@ -33,6 +33,7 @@ PipelineResult run_pipeline(ir::Kernel& k, const PipelineOptions& opts) {
   PassContext ctx;
   ctx.rewrite_budget = opts.rewrite_budget;
   ctx.mutation = opts.mutation;
+  ctx.launch = opts.launch;
   if (ctx.mutation.empty())
     if (const char* env = std::getenv("IRON_PASS_MUTATION")) ctx.mutation = env;
   if (ctx.rewrite_budget < 0)
@@ -83,9 +84,11 @@ PipelineResult run_pipeline(ir::Kernel& k, const PipelineOptions& opts) {
   return result;
 }
 
-ir::Kernel optimize(const ir::Kernel& k) {
+ir::Kernel optimize(const ir::Kernel& k, const LaunchFacts& launch) {
   ir::Kernel out = k;
-  PipelineResult r = run_pipeline(out);
+  PipelineOptions opts;
+  opts.launch = launch;
+  PipelineResult r = run_pipeline(out, opts);
   if (!r.ok()) throw Error("optimization pipeline failed for kernel '" + k.name + "':\n" + r.diags.render(out));
   // A pass bug must stop here, not reach an emitter: the output is verified once, always.
   ir::Diagnostics v;

@@ -649,6 +649,17 @@ rt::LaunchArgs& launch_scratch() {
   return args;
 }
 
+// The launch facts the pipeline of a dispatch with this threadgroup may assume: the shape where
+// the device bakes it into the code (and so keys its caches by it), none otherwise.
+passes::LaunchFacts launch_facts(const rt::Device& device, Dim3 threadgroup) {
+  passes::LaunchFacts f;
+  if (!device.pipeline_depends_on_threadgroup()) return f;
+  f.threadgroup[0] = threadgroup.x;
+  f.threadgroup[1] = threadgroup.y;
+  f.threadgroup[2] = threadgroup.z;
+  return f;
+}
+
 Instantiation normalize(const ir::Kernel& kernel, Instantiation dtype) {
   // A kernel without T is the same program at every T: one pipeline, keyed as f32 (W, which
   // the kernel may still take, is kept).
@@ -777,14 +788,15 @@ std::unique_ptr<rt::CompiledKernel> Context::build(const ir::Kernel& kernel, Ins
   if (disk) {
     // Everything the binary depends on. Constexprs are deliberately absent: scalar parameters
     // are runtime arguments (CUDA kernel parameters, Vulkan push constants), never baked into
-    // the binary. The threadgroup shape is part of it only where the device bakes it in
-    // (Vulkan specialization constants); CUDA reads blockDim at run time.
+    // the binary. The threadgroup shape is part of it wherever the device bakes it in: Vulkan
+    // (specialization constants) and CUDA (__launch_bounds__ and group_size as constants);
+    // both also optimize with it as a launch fact.
     const bool by_shape = device_->pipeline_depends_on_threadgroup();
     const std::string shape = by_shape ? std::to_string(threadgroup.x) + "x" + std::to_string(threadgroup.y) + "x" +
                                              std::to_string(threadgroup.z)
                                        : "any";
     const std::string ir_hash = hex64(hash);
-    key = rt::cache_key({"iron-pipeline-1", backend_name(device_->info().backend), *c.fingerprint, ir_hash,
+    key = rt::cache_key({"iron-pipeline-2", backend_name(device_->info().backend), *c.fingerprint, ir_hash,
                          kernel.name, instantiation_name(dtype), shape, iron_build_id()});
     const uint64_t corrupt_before = disk->stats().corrupt;
     std::optional<std::vector<char>> bytes = disk->load(key);
@@ -805,8 +817,9 @@ std::unique_ptr<rt::CompiledKernel> Context::build(const ir::Kernel& kernel, Ins
     ++c.stats.disk_misses;
   }
 
-  // Every backend runs the same optimized IR: the pipeline is backend-neutral.
-  ir::Kernel optimized = passes::optimize(kernel);
+  // Every backend runs the same passes (the pipeline is backend-neutral); where the device
+  // builds one pipeline per threadgroup shape (CUDA, Vulkan) the shape enters as a launch fact.
+  ir::Kernel optimized = passes::optimize(kernel, launch_facts(*device_, threadgroup));
   std::unique_ptr<rt::CompiledKernel> compiled = device_->compile(optimized, dtype, threadgroup);
   if (disk && !compiled->binary.empty()) {
     const uint64_t writes_before = disk->stats().writes;
@@ -851,7 +864,7 @@ void Context::precompile(const std::vector<const ir::Kernel*>& kernels, const st
     }
     if (std::find(keys.begin(), keys.end(), key) != keys.end()) continue;
     try {
-      optimized.push_back(passes::optimize(k));
+      optimized.push_back(passes::optimize(k, launch_facts(*device_, threadgroups[i])));
     } catch (const std::exception&) {
       continue;  // the dispatch reports it
     }

@@ -51,8 +51,10 @@ class Device {
   virtual std::unique_ptr<BufferImpl> alloc(size_t bytes) = 0;
   virtual void upload(BufferImpl& buf, const void* data, size_t bytes) = 0;
   virtual void download(BufferImpl& buf, void* data, size_t bytes) = 0;
-  // Emits and compiles `k` for `dtype`. Vulkan bakes the threadgroup shape into the pipeline
-  // (specialization constants); CUDA ignores it. Throws iron::Error with the compiler log.
+  // Emits and compiles `k` for `dtype` and one threadgroup shape. Vulkan bakes the shape into
+  // the pipeline (specialization constants), CUDA into the source (__launch_bounds__, group_size
+  // constants); both then refuse a launch with another shape. The interpreter ignores it
+  // (pipeline_depends_on_threadgroup() false). Throws iron::Error with the compiler log.
   virtual std::unique_ptr<CompiledKernel> compile(const ir::Kernel& k, Instantiation dtype, Dim3 threadgroup) = 0;
   virtual bool pipeline_depends_on_threadgroup() const = 0;
   // compile() for several kernels (Context::precompile); entry i is null where kernel i failed.

@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <memory>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -362,6 +363,9 @@ struct CudaKernel final : CompiledKernel {
   // (CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES), done once per larger size.
   bool dynamic_shared = false;
   mutable uint64_t opted_in_bytes = 0;
+  // The threadgroup shape the code was built for (__launch_bounds__, group_size constants):
+  // launching it with another shape is an error (check_shape).
+  Dim3 built_for{0, 0, 0};
   ~CudaKernel() override {
     if (module && !shared_module && ctx->set_current_quietly()) ctx->drv->cuModuleUnload(module);
   }
@@ -478,9 +482,29 @@ class CudaDevice final : public Device {
     drv().check(drv().cuMemcpyDtoH_v2(data, b.ptr, bytes), "cuMemcpyDtoH_v2");
   }
 
-  std::unique_ptr<CompiledKernel> compile(const ir::Kernel& k, Instantiation dtype, Dim3 /*threadgroup*/) override {
+  // The emission options for code built for `tg` (EmitOptions::threadgroup).
+  static codegen::EmitOptions emit_options(Dim3 tg) {
     codegen::EmitOptions options;
     options.cuda_mma = codegen::cuda_mma_from_env();
+    options.threadgroup[0] = tg.x;
+    options.threadgroup[1] = tg.y;
+    options.threadgroup[2] = tg.z;
+    return options;
+  }
+
+  // Code is built for one threadgroup shape; Context keys its caches by the shape, so a
+  // mismatch here is a caller that bypassed them.
+  static void check_shape(const CudaKernel& kk, Dim3 tg) {
+    const Dim3 b = kk.built_for;
+    if (b.x == tg.x && b.y == tg.y && b.z == tg.z) return;
+    throw Error("CUDA kernel " + kk.entry + " was built for threadgroup " + std::to_string(b.x) + "x" +
+                std::to_string(b.y) + "x" + std::to_string(b.z) + " (its __launch_bounds__ and group_size) and cannot be "
+                "launched with threadgroup " + std::to_string(tg.x) + "x" + std::to_string(tg.y) + "x" +
+                std::to_string(tg.z) + "; build it for that shape");
+  }
+
+  std::unique_ptr<CompiledKernel> compile(const ir::Kernel& k, Instantiation dtype, Dim3 threadgroup) override {
+    codegen::EmitOptions options = emit_options(threadgroup);
     codegen::Emitted emitted = codegen::emit(k, dtype, codegen::Target::Cuda, options);
     if (!emitted.ok()) throw Error(emitted.diags.render(k));
     NvrtcResult nv = nvrtc_compile(emitted.source, emitted.entry, info_.arch);
@@ -495,6 +519,7 @@ class CudaDevice final : public Device {
     out->binary = pack_binary(nv.log, nv.cubin);
     out->ptxas_log = std::move(nv.log);
     out->dynamic_shared = codegen::cuda_dynamic_shared(k, dtype);
+    out->built_for = threadgroup;
     load_module(*out, nv.cubin.data());
     return out;
   }
@@ -509,21 +534,36 @@ class CudaDevice final : public Device {
     const size_t n = ks.size();
     std::vector<std::unique_ptr<CompiledKernel>> out(n);
     std::vector<codegen::Emitted> emitted;
-    codegen::EmitOptions options;
-    options.cuda_mma = codegen::cuda_mma_from_env();
-    for (size_t i = 0; i < n; ++i) emitted.push_back(codegen::emit(*ks[i], dtypes[i], codegen::Target::Cuda, options));
+    for (size_t i = 0; i < n; ++i)
+      emitted.push_back(codegen::emit(*ks[i], dtypes[i], codegen::Target::Cuda, emit_options(threadgroups[i])));
+    // One module cannot hold two entries of one name: a kernel and dtype asked for at several
+    // threadgroup shapes (code is built per shape) batches once, and its other shapes compile
+    // on their own.
+    std::vector<size_t> batched, alone;
+    {
+      std::set<std::string> entries;
+      for (size_t i = 0; i < n; ++i) (entries.insert(emitted[i].entry).second ? batched : alone).push_back(i);
+    }
+    auto compile_alone = [&](size_t i) {
+      try {
+        out[i] = compile(*ks[i], dtypes[i], threadgroups[i]);
+      } catch (const std::exception&) {
+        // left out: the dispatch compiles it again and reports why
+      }
+    };
+    const size_t nb = batched.size();
     const size_t threads = compile_threads();
-    const size_t groups = std::max<size_t>(1, std::min(threads, n / 4));
+    const size_t groups = std::max<size_t>(1, std::min(threads, nb / 4));
     std::vector<size_t> begin(groups + 1);
-    for (size_t g = 0; g <= groups; ++g) begin[g] = n * g / groups;
+    for (size_t g = 0; g <= groups; ++g) begin[g] = nb * g / groups;
     std::vector<NvrtcResult> results(groups);
     std::vector<std::thread> workers;
     for (size_t g = 0; g < groups; ++g) {
       bool all_ok = begin[g + 1] - begin[g] > 1;
       std::vector<std::string> sources;
-      for (size_t i = begin[g]; i < begin[g + 1]; ++i) {
-        all_ok = all_ok && emitted[i].ok();
-        sources.push_back(emitted[i].source);
+      for (size_t j = begin[g]; j < begin[g + 1]; ++j) {
+        all_ok = all_ok && emitted[batched[j]].ok();
+        sources.push_back(emitted[batched[j]].source);
       }
       if (!all_ok) continue;
       workers.emplace_back([this, &results, g, src = combine_cuda_sources(sources)] {
@@ -538,13 +578,7 @@ class CudaDevice final : public Device {
     for (std::thread& t : workers) t.join();
     for (size_t g = 0; g < groups; ++g) {
       if (!results[g].ok) {
-        for (size_t i = begin[g]; i < begin[g + 1]; ++i) {
-          try {
-            out[i] = compile(*ks[i], dtypes[i], threadgroups[i]);
-          } catch (const std::exception&) {
-            // left out: the dispatch compiles it again and reports why
-          }
-        }
+        for (size_t j = begin[g]; j < begin[g + 1]; ++j) compile_alone(batched[j]);
         continue;
       }
       ctx_->make_current();
@@ -555,7 +589,8 @@ class CudaDevice final : public Device {
       std::shared_ptr<CUmod_st> shared(module, [ctx](CUmodule m) {
         if (ctx->set_current_quietly()) ctx->drv->cuModuleUnload(m);
       });
-      for (size_t i = begin[g]; i < begin[g + 1]; ++i) {
+      for (size_t j = begin[g]; j < begin[g + 1]; ++j) {
+        const size_t i = batched[j];
         auto k = std::make_unique<CudaKernel>();
         k->ctx = ctx_;
         k->module = module;
@@ -564,10 +599,12 @@ class CudaDevice final : public Device {
         k->source = std::move(emitted[i].source);
         k->ptxas_log = results[g].log;
         k->dynamic_shared = codegen::cuda_dynamic_shared(*ks[i], dtypes[i]);
+        k->built_for = threadgroups[i];
         if (drv().cuModuleGetFunction(&k->fn, module, k->entry.c_str()) != CUDA_SUCCESS) continue;
         out[i] = std::move(k);
       }
     }
+    for (size_t i : alone) compile_alone(i);
     return out;
   }
 
@@ -584,7 +621,7 @@ class CudaDevice final : public Device {
     return fp;
   }
 
-  std::unique_ptr<CompiledKernel> load(const ir::Kernel& k, Instantiation dtype, Dim3 /*threadgroup*/,
+  std::unique_ptr<CompiledKernel> load(const ir::Kernel& k, Instantiation dtype, Dim3 threadgroup,
                                        const std::vector<char>& binary) override {
     std::string log;
     const char* cubin = nullptr;
@@ -599,14 +636,17 @@ class CudaDevice final : public Device {
     // kept static arrays this may still say dynamic, and the launch then reserves dynamic bytes
     // the kernel does not use (harmless; never too few).
     out->dynamic_shared = codegen::cuda_dynamic_shared(k, dtype);
+    out->built_for = threadgroup;  // the disk cache keys by the shape: the binary was built for it
     load_module(*out, cubin);
     return out;
   }
 
-  bool pipeline_depends_on_threadgroup() const override { return false; }
+  // The code is emitted for one threadgroup shape (__launch_bounds__, group_size constants).
+  bool pipeline_depends_on_threadgroup() const override { return true; }
 
   void launch(CompiledKernel& kernel, const LaunchArgs& args, Dim3 grid, Dim3 tg) override {
     CudaKernel& kk = own_kernel(kernel, "launch");
+    check_shape(kk, tg);
     marshal(kk, args);
     const bool assumed = ctx_->likely_current();
     if (!assumed) ctx_->make_current();
@@ -628,6 +668,7 @@ class CudaDevice final : public Device {
   std::vector<double> time_launches(CompiledKernel& kernel, const LaunchArgs& args, Dim3 grid, Dim3 tg,
                                     const TimingOptions& opts) override {
     CudaKernel& kk = own_kernel(kernel, "timing");
+    check_shape(kk, tg);
     const CudaDriver& d = drv();
     // _v2 where the driver has it (CUDA 12.8+; what cuda.h maps cuEventElapsedTime to).
     auto* elapsed_time = d.cuEventElapsedTime_v2 ? d.cuEventElapsedTime_v2 : d.cuEventElapsedTime;

@@ -1158,8 +1158,21 @@ class VulkanDevice final : public Device {
 
   bool pipeline_depends_on_threadgroup() const override { return true; }
 
-  void launch(CompiledKernel& kernel, const LaunchArgs& args, Dim3 grid, Dim3 /*threadgroup*/) override {
+  // The pipeline is built for one threadgroup shape (specialization constants, and the
+  // pipeline's launch facts); Context keys its caches by it, so a mismatch is a caller that
+  // bypassed them.
+  static void check_shape(const VulkanKernel& kern, Dim3 tg) {
+    const Dim3 b = kern.threadgroup;
+    if (b.x == tg.x && b.y == tg.y && b.z == tg.z) return;
+    throw Error("Vulkan pipeline of kernel '" + kern.name + "' was built for threadgroup " + std::to_string(b.x) + "x" +
+                std::to_string(b.y) + "x" + std::to_string(b.z) + " and cannot be dispatched with threadgroup " +
+                std::to_string(tg.x) + "x" + std::to_string(tg.y) + "x" + std::to_string(tg.z) +
+                "; build it for that shape");
+  }
+
+  void launch(CompiledKernel& kernel, const LaunchArgs& args, Dim3 grid, Dim3 threadgroup) override {
     VulkanKernel& kern = checked(kernel, args);
+    check_shape(kern, threadgroup);
     // One command buffer, one fence and per-kernel descriptor sets: launches must not overlap.
     std::lock_guard<std::mutex> lock(mutex_);
     select_sized_pipeline(kern, args);
@@ -1179,9 +1192,10 @@ class VulkanDevice final : public Device {
   // writes, recording, submission and the fence wait are host work outside it. Buffers stay
   // resident (nothing is uploaded), and descriptors are written once since every launch binds
   // the same buffers.
-  std::vector<double> time_launches(CompiledKernel& kernel, const LaunchArgs& args, Dim3 grid, Dim3 /*threadgroup*/,
+  std::vector<double> time_launches(CompiledKernel& kernel, const LaunchArgs& args, Dim3 grid, Dim3 threadgroup,
                                     const TimingOptions& opts) override {
     VulkanKernel& kern = checked(kernel, args);
+    check_shape(kern, threadgroup);
     // timestampValidBits of our queue family is the authority: timestampComputeAndGraphics only
     // promises timestamps on *every* compute/graphics family, and is reported for context.
     if (pd_.timestamp_valid_bits == 0 || !(pd_.timestamp_period > 0.0f))
