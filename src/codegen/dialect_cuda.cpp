@@ -604,16 +604,9 @@ class CudaDialect final : public Dialect {
                  "), __float_as_uint(" + v + ")))";
         default: break;
       }
-    } else if (t == DType::U64) {
-      // unsigned long long atomics (every architecture Iron targets); the verifier allows add,
-      // exchange and cas on u64.
-      switch (kind) {
-        case Op::AtomicAdd: return "atomicAdd(" + at + ", " + v + ")";
-        case Op::AtomicExchange: return "atomicExch(" + at + ", " + v + ")";
-        case Op::AtomicCas: return "atomicCAS(" + at + ", " + a[1] + ", " + v + ")";
-        default: break;
-      }
-    } else if (t == DType::I32 || t == DType::U32) {
+    } else if (t == DType::I32 || t == DType::U32 || t == DType::U64) {
+      // u64 is unsigned long long (every architecture Iron targets); the verifier allows only
+      // add, exchange and cas on it.
       switch (kind) {
         case Op::AtomicAdd: return "atomicAdd(" + at + ", " + v + ")";
         case Op::AtomicMin: return "atomicMin(" + at + ", " + v + ")";

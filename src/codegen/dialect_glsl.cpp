@@ -713,17 +713,10 @@ class GlslDialect final : public Dialect {
                         std::to_string(in.loc.file) + "u);");
       return "uintBitsToFloat(" + reg + "_old)";
     }
-    if (t == DType::U64) {
-      // GL_EXT_shader_atomic_int64 (device features shaderBufferInt64Atomics and
-      // shaderSharedInt64Atomics; the dispatch check rejects a device without them).
-      switch (kind) {
-        case Op::AtomicAdd: return "atomicAdd(" + mem + ", " + v + ")";
-        case Op::AtomicExchange: return "atomicExchange(" + mem + ", " + v + ")";
-        case Op::AtomicCas: return "atomicCompSwap(" + mem + ", " + a[1] + ", " + v + ")";
-        default: break;
-      }
-    }
-    if (t == DType::I32 || t == DType::U32) {
+    if (t == DType::I32 || t == DType::U32 || t == DType::U64) {
+      // u64 through GL_EXT_shader_atomic_int64 (device features shaderBufferInt64Atomics and
+      // shaderSharedInt64Atomics; the dispatch check rejects a device without them); the
+      // verifier allows only add, exchange and cas on it.
       switch (kind) {
         case Op::AtomicAdd: return "atomicAdd(" + mem + ", " + v + ")";
         case Op::AtomicMin: return "atomicMin(" + mem + ", " + v + ")";

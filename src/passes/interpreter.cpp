@@ -532,17 +532,7 @@ struct Machine {
   // lane-group operation, like a lane reduction).
   template <class Fn>
   void each_group(const ir::Inst& in, const Mask& active, Fn&& fn) {
-    size_t i = 0;
-    while (i < active.size()) {
-      const uint32_t g = active[i] / W;
-      size_t j = i;
-      while (j < active.size() && active[j] / W == g) ++j;
-      if (j - i != W)
-        fail(in, std::string(ir::mnemonic(in.op)) + " with a partially active lane group (" + std::to_string(j - i) +
-                     " of " + std::to_string(W) + " lanes of lane group " + std::to_string(g) + ")");
-      fn(g);
-      i = j;
-    }
+    for_each_lane_group(in, active, [&](uint32_t base) { fn(base / W); });
   }
   // The value of a scalar operand that every lane of group g must agree on.
   uint32_t uniform(const ir::Inst& in, int operand, uint32_t g, const char* what) {
