@@ -130,7 +130,7 @@ class DeviceTest : public ::testing::TestWithParam<Backend> {
       }
     }
     if (!contexts()[b] && GetParam() == Backend::Cuda) GTEST_SKIP() << "no CUDA context: " << errors()[b];
-    ASSERT_TRUE(contexts()[b]) << "no Vulkan context: " << errors()[b];
+    ASSERT_TRUE(contexts()[b]) << "no " << backend_name(GetParam()) << " context: " << errors()[b];
   }
   static Context& ctx() { return *contexts()[size_t(GetParam())]; }
 

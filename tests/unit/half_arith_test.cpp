@@ -25,6 +25,7 @@
 #include "passes/interpreter.hpp"
 #include "passes/pass.hpp"
 #include "runtime/device.hpp"
+#include "device_run.hpp"
 
 namespace iron {
 namespace {
@@ -323,28 +324,7 @@ TEST(HalfArith, DialectsRoundEveryOpAndTheSourceCompiles) {
 
 // The conformance kernel: every 16-bit op on inputs that include the separating fma triples,
 // subnormals, ties, overflow and the special values, on every backend, bit for bit.
-class HalfConformance : public ::testing::TestWithParam<Backend> {
- protected:
-  static void TearDownTestSuite() {
-    for (auto& c : ctx_) c.reset();
-  }
-  void SetUp() override {
-    const size_t b = size_t(GetParam());
-    if (!ctx_[b] && error_[b].empty()) {
-      try {
-        ctx_[b] = Context::create(GetParam());
-      } catch (const Error& e) {
-        error_[b] = e.what();
-      }
-    }
-    if (!ctx_[b] && GetParam() == Backend::Cuda) GTEST_SKIP() << "no CUDA context: " << error_[b];
-    ASSERT_TRUE(ctx_[b]) << "no Vulkan context: " << error_[b];
-  }
-  static std::unique_ptr<Context> ctx_[8];
-  static std::string error_[8];
-};
-std::unique_ptr<Context> HalfConformance::ctx_[8];
-std::string HalfConformance::error_[8];
+class HalfConformance : public test::DeviceTest {};
 
 const char* const kHalfOpsIr =
     "kernel half_ops mode=Elementwise dtypes=f16,bf16 {\n"
@@ -362,7 +342,7 @@ const char* const kHalfOpsIr =
 
 TEST_P(HalfConformance, EveryOpRoundsToItsDtypeOnEveryBackend) {
   ir::Kernel k = parse_verified(kHalfOpsIr);
-  Context& ctx = *ctx_[size_t(GetParam())];
+  Context& ctx = this->ctx();
   const uint32_t n = 2048;
   for (const Format& f : {kF16, kBf16}) {
     std::vector<Triple> in = separating_triples(f, 256);

@@ -23,6 +23,7 @@
 #include "passes/interpreter.hpp"
 #include "passes/pass.hpp"
 #include "runtime/device.hpp"
+#include "device_run.hpp"
 
 namespace iron {
 namespace {
@@ -238,35 +239,14 @@ TEST(Pair, DslTracesPairsAndLocatesAMisuse) {
   EXPECT_NE(error.find("pairs hold f16 or bf16, not f32"), std::string::npos) << error;
 }
 
-class PairConformance : public ::testing::TestWithParam<Backend> {
- protected:
-  static void TearDownTestSuite() {
-    for (auto& c : ctx_) c.reset();
-  }
-  void SetUp() override {
-    const size_t b = size_t(GetParam());
-    if (!ctx_[b] && error_[b].empty()) {
-      try {
-        ctx_[b] = Context::create(GetParam());
-      } catch (const Error& e) {
-        error_[b] = e.what();
-      }
-    }
-    if (!ctx_[b] && GetParam() == Backend::Cuda) GTEST_SKIP() << "no CUDA context: " << error_[b];
-    ASSERT_TRUE(ctx_[b]) << "no Vulkan context: " << error_[b];
-  }
-  static std::unique_ptr<Context> ctx_[8];
-  static std::string error_[8];
-};
-std::unique_ptr<Context> PairConformance::ctx_[8];
-std::string PairConformance::error_[8];
+class PairConformance : public test::DeviceTest {};
 
 // The packed ops agree with the scalar ops bit for bit (NaNs as NaNs), on the interpreter
 // (lane widths 8 and 32, unoptimized and optimized) and the device, over random 16-bit patterns
 // (every class: subnormals, infinities, NaNs, signed zeros).
 TEST_P(PairConformance, PackedOpsEqualTheScalarOpsOnEveryBackend) {
   ir::Kernel k = parse_verified(pair_ir());
-  Context& ctx = *ctx_[size_t(GetParam())];
+  Context& ctx = this->ctx();
   const uint32_t n = 2048, threads = n / 2, outs = threads * 16;
   for (DType d : {DType::F16, DType::BF16}) {
     std::mt19937 rng(d == DType::F16 ? 3 : 4);

@@ -22,6 +22,7 @@
 #include "harness/runner.hpp"
 #include "passes/pass.hpp"
 #include "runtime/device.hpp"
+#include "device_run.hpp"
 
 using namespace iron;
 
@@ -122,29 +123,7 @@ std::string dispatch_error(Context& ctx, const ir::Kernel& k, const Bindings& b,
 
 // One Context per backend for the whole file; CUDA is skipped with the reason where there is no
 // NVIDIA driver, the interpreter and Vulkan (lavapipe in CI) must exist.
-class Wide : public ::testing::TestWithParam<Backend> {
- protected:
-  static void TearDownTestSuite() {
-    for (auto& c : ctx_) c.reset();
-  }
-  void SetUp() override {
-    const size_t b = size_t(GetParam());
-    if (!ctx_[b] && error_[b].empty()) {
-      try {
-        ctx_[b] = Context::create(GetParam());
-      } catch (const Error& e) {
-        error_[b] = e.what();
-      }
-    }
-    if (!ctx_[b] && GetParam() == Backend::Cuda) GTEST_SKIP() << "no CUDA context: " << error_[b];
-    ASSERT_TRUE(ctx_[b]) << "no " << backend_name(GetParam()) << " context: " << error_[b];
-  }
-  static Context& ctx() { return *ctx_[size_t(GetParam())]; }
-  static std::unique_ptr<Context> ctx_[3];
-  static std::string error_[3];
-};
-std::unique_ptr<Context> Wide::ctx_[3];
-std::string Wide::error_[3];
+class Wide : public test::DeviceTest {};
 
 template <class T>
 std::vector<T> download(Context& ctx, const DeviceBuffer& b, size_t count) {
