@@ -563,7 +563,7 @@ def main(argv=None):
     ap.add_argument("--name", default="torch-peers", help="snapshot name recorded in the file")
     ap.add_argument("--samples", type=int, default=100, help="timed samples per case and source (default 100)")
     ap.add_argument("--warmup", type=int, default=20, help="warm-up calls before timing (at least 20)")
-    ap.add_argument("--filter", default="", help="only cases whose kernel/bench name contains this text")
+    ap.add_argument("--filter", default="", help="only cases whose kernel/bench name contains this text (or one of several, comma-separated)")
     ap.add_argument("--dtype", choices=sorted(DTYPE_SIZE), help="only this dtype")
     ap.add_argument("--sources", default="", help="comma-separated subset: torch-eager,torch-compile,torch-rms_norm,"
                     "torch-layer_norm,cublas,torch-mv,torch-sdpa,triton")
@@ -610,7 +610,7 @@ def main(argv=None):
 
     results, started = [], time.time()
     for case in iron_cases(args.quick):
-        if args.filter and args.filter not in case.name:
+        if args.filter and not any(f and f in case.name for f in args.filter.split(",")):
             continue
         for dtype in sorted(case.tol, key=["f32", "f16", "bf16"].index):
             if args.dtype and dtype != args.dtype:
