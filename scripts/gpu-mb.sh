@@ -22,8 +22,9 @@ iron_bench() {  # $1: output tag
   IFS=',' read -ra filters <<< "$BENCH_FILTER"
   for f in "${filters[@]}"; do
     log "iron bench -f $f ($1)"
-    "$bin/iron" bench --backend cuda -f "$f" --samples "$samples" --flush-l2 --json > "$work/bench-$1-$f.jsonl" 2> "$work/bench-$1-$f.err"
-    tail -2 "$work/bench-$1-$f.err" | tee -a "$final/log.txt"
+    tag=${f//\//_}
+    "$bin/iron" bench --backend cuda -f "$f" --samples "$samples" --flush-l2 --json > "$work/bench-$1-$tag.jsonl" 2> "$work/bench-$1-$tag.err"
+    grep -h '"type":"summary"' "$work/bench-$1-$tag.jsonl" | tee -a "$final/log.txt"
   done
   cat "$work"/bench-"$1"-*.jsonl > "$final/iron-$1.jsonl" 2>/dev/null
 }
