@@ -117,8 +117,11 @@ void warn_lock_wait(const std::string& path) {
 }
 
 // The launch floor: an empty dispatch (iron_calib_copy with n = 0, one thread) timed on the
-// same context, so "latency-bound" is judged against this device's own per-launch cost.
-double measure_launch_floor(Context& ctx, Backend backend) {
+// same context, so "latency-bound" is judged against this device's own per-launch cost. It is
+// timed the way the benches are (flush_l2 as they have it): with the flush, each sample's
+// launch is queued behind the flush, so the figure is the device's time for an empty kernel and
+// not the host's submission latency, which a bench with the flush does not see either.
+double measure_launch_floor(Context& ctx, Backend backend, bool flush_l2) {
   const ir::Kernel& k = kernel_ir("iron_calib_copy");
   Bindings b{{"x", ctx.alloc(DType::F32, 1)}, {"out", ctx.alloc(DType::F32, 1)}};
   Constexprs n0{{"n", 0}};
@@ -128,6 +131,7 @@ double measure_launch_floor(Context& ctx, Backend backend) {
   TimingOptions o;
   o.warmup = 10;
   o.samples = 50;
+  o.flush_l2 = flush_l2;
   Timing t;
   {
     DeviceLock lock(backend, &warn_lock_wait);
@@ -208,7 +212,7 @@ int cmd_bench(int argc, char** argv) {
   const bool guard_measured = backend != Backend::Interp && info.arch != "cpu";
   double floor_us = 0;
   try {
-    floor_us = measure_launch_floor(c, backend);
+    floor_us = measure_launch_floor(c, backend, a.flush_l2);
   } catch (const std::exception& e) {
     send({{"type", "warning"}, {"message", std::string("could not measure the launch floor (no latency verdicts): ") + e.what()}});
   }
