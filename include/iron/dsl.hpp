@@ -374,6 +374,17 @@ using Extent = std::initializer_list<Operand>;
 Buffer input(const char* name, DType type, Extent extent, SrcLoc loc = SrcLoc::current());
 Buffer output(const char* name, DType type, Extent extent, SrcLoc loc = SrcLoc::current());
 Buffer inout(const char* name, DType type, Extent extent, SrcLoc loc = SrcLoc::current());
+// Declared facts (docs/dsl.md#specialization). A buffer may declare the byte alignment of its
+// bound element 0, `input("x", T, {n}, aligned(16))`: a power of two from one element to 256;
+// every dispatch checks it, and vectorize forms accesses no wider than it (undeclared: 16, the
+// alignment of every allocation).
+struct BufferFacts {
+  uint32_t align = 0;
+};
+BufferFacts aligned(uint32_t bytes);
+Buffer input(const char* name, DType type, Extent extent, BufferFacts facts, SrcLoc loc = SrcLoc::current());
+Buffer output(const char* name, DType type, Extent extent, BufferFacts facts, SrcLoc loc = SrcLoc::current());
+Buffer inout(const char* name, DType type, Extent extent, BufferFacts facts, SrcLoc loc = SrcLoc::current());
 // Declares that buffer parameters `a` and `b` (both declared already) may be bound to the same
 // buffer. Without it a dispatch binding one buffer to two parameters, either of them written,
 // is rejected; with it the CUDA parameters lose __restrict__ and passes stop treating an `input`
@@ -381,6 +392,20 @@ Buffer inout(const char* name, DType type, Extent extent, SrcLoc loc = SrcLoc::c
 void aliases(const char* a, const char* b, SrcLoc loc = SrcLoc::current());
 // A scalar set per dispatch (a "constexpr" of the dispatch call).
 Expr constexpr_(const char* name, DType type, SrcLoc loc = SrcLoc::current());
+// The same with declared facts, combined with |: `constexpr_("d", u32, specialize() |
+// multiple_of(8))`. specialize(): each dispatch's value is baked into the code compiled for it
+// (loops bounded by it fold and unroll; one pipeline per value, a bounded number kept per
+// kernel). multiple_of(k): every dispatch value is a multiple of k (a power of two, integer
+// scalars), which the passes use and every dispatch checks (a breaking one is rejected naming
+// this declaration).
+struct ScalarFacts {
+  bool specialize = false;
+  uint64_t multiple_of = 0;
+};
+ScalarFacts specialize();
+ScalarFacts multiple_of(uint64_t k);
+ScalarFacts operator|(ScalarFacts a, ScalarFacts b);
+Expr constexpr_(const char* name, DType type, ScalarFacts facts, SrcLoc loc = SrcLoc::current());
 
 // Device functions: reusable bodies registered with IRON_DEVICE_FN and inlined into the kernels
 // that call them by the kernel_inline pass. Inside a function, arg(i, dtype) reads argument i

@@ -185,6 +185,9 @@ class Context {
   struct CacheStats {
     uint64_t memory_hits = 0, memory_misses = 0;
     uint64_t disk_hits = 0, disk_misses = 0, disk_corrupt = 0, disk_rejected = 0, disk_writes = 0;
+    // Pipelines dropped because their kernel had more specialized values than the limit (an LRU
+    // of IRON_SPECIALIZE_LIMIT values per kernel, default 16; docs/dsl.md#specialization).
+    uint64_t specialized_evictions = 0;
   };
   CacheStats cache_stats() const;
   // Uses a private on-disk cache in `dir` instead of the process-wide one ($IRON_CACHE_DIR, else
@@ -205,9 +208,13 @@ class Context {
  private:
   explicit Context(std::unique_ptr<rt::Device> device);
   struct Prepared;
+  // Specialized values of a dispatch: (parameter index, launch bits), in parameter order.
+  using SpecValues = std::vector<std::pair<uint32_t, uint64_t>>;
   Prepared prepare(const ir::Kernel& kernel, Instantiation dtype, Dim3 threadgroup, bool want_pipeline) const;
-  rt::CompiledKernel& pipeline(const ir::Kernel& kernel, Instantiation dtype, Dim3 threadgroup, const Prepared& p);
-  std::unique_ptr<rt::CompiledKernel> build(const ir::Kernel& kernel, Instantiation dtype, Dim3 threadgroup, uint64_t hash);
+  std::shared_ptr<rt::CompiledKernel> pipeline(const ir::Kernel& kernel, Instantiation dtype, Dim3 threadgroup,
+                                               const Prepared& p, const SpecValues& spec);
+  std::unique_ptr<rt::CompiledKernel> build(const ir::Kernel& kernel, Instantiation dtype, Dim3 threadgroup, uint64_t hash,
+                                            const SpecValues& spec);
   struct Cache;
   std::unique_ptr<rt::Device> device_;
   std::unique_ptr<Cache> cache_;

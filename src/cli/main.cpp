@@ -363,6 +363,10 @@ int run_main(int argc, char** argv) {
   inspect->add_option("--threadgroup", threadgroup,
                       "Build for this threadgroup shape (X, XxY or XxYxZ): group_size folds, CUDA gets "
                       "__launch_bounds__ (default: none, code for any shape)");
+  std::vector<std::string> specialize;
+  inspect->add_option("--specialize", specialize,
+                      "Bake NAME=VALUE into the code, as a dispatch of the scalar declared specialize() does "
+                      "(repeatable; default: code for any value)");
   inspect->add_flag("--json", as_json, "Print protocol messages as JSON lines");
 
   auto* device = app.add_subcommand("device", "Show the Vulkan, CUDA and interpreter devices");
@@ -381,6 +385,8 @@ int run_main(int argc, char** argv) {
   build->add_option("--threadgroup", threadgroup,
                     "Build every kernel for this threadgroup shape (X, XxY or XxYxZ; default: none, code for any "
                     "shape)");
+  build->add_option("--specialize", specialize,
+                    "Bake NAME=VALUE into every kernel that declares NAME specialize() (repeatable)");
   build->add_flag("--json", as_json, "Print protocol messages as JSON lines");
 
   std::string ir_file, only, mutation;
@@ -468,6 +474,7 @@ int run_main(int argc, char** argv) {
     if (time_passes) args.push_back("--time-passes");
     if (no_opt) args.push_back("--no-opt");
     opt("--threadgroup", threadgroup);
+    for (const std::string& s : specialize) opt("--specialize", s);
   } else if (*device) {
     if (calibrate) return iron::cli::run_calibrate(backend, as_json);
     args = {"device"};
@@ -479,6 +486,7 @@ int run_main(int argc, char** argv) {
     opt("-f", filter);
     if (no_compile) args.push_back("--no-compile");
     opt("--threadgroup", threadgroup);
+    for (const std::string& s : specialize) opt("--specialize", s);
   } else if (*optc) {
     if (!mutation.empty()) {
       // The pass mutations are a closed list: an unknown name would otherwise run the

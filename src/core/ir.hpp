@@ -188,8 +188,25 @@ struct Param {
   // aliases(a, b), the text form's `aliases=a,b`). Undeclared, two parameters bound to one
   // buffer are rejected at dispatch when either is written (CUDA declares them __restrict__).
   std::vector<uint32_t> aliases;
+  // Declared facts (docs/semantics.md, "Declared facts"); the dispatch validator checks every
+  // one and the pipeline may rely on them. Scalars: `specialize` bakes the dispatch's value into
+  // the compiled code (one pipeline per value, text `specialize`); `multiple_of` (a power of
+  // two >= 2 on an integer scalar, 0: none; text `multiple_of=8`) says every dispatch value is
+  // a multiple of it. Buffers: `align` (a power of two from the element size to
+  // kMaxDeclaredAlign, 0: none; text `aligned=16`) is the byte alignment of the bound element 0.
+  // Undeclared, a buffer is still kAllocationAlign-aligned: every allocation is.
+  bool specialize = false;
+  uint64_t multiple_of = 0;
+  uint32_t align = 0;
   SrcLoc loc;
 };
+// Every backend's allocations start at a multiple of 16 bytes (CUDA: 256), and a buffer is
+// bound from its start, so 16 is the alignment a buffer parameter may always assume.
+constexpr uint32_t kAllocationAlign = 16;
+constexpr uint32_t kMaxDeclaredAlign = 256;
+// The alignment of buffer parameter p the passes may assume: its declared align, else
+// kAllocationAlign.
+inline uint32_t assumed_align(const Param& p) { return p.align ? p.align : kAllocationAlign; }
 
 struct Kernel {
   std::string name;

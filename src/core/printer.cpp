@@ -164,12 +164,17 @@ std::string print(const Kernel& k, const PrintOptions& opts) {
     if (prm.kind == ParamKind::Buffer)
     {
       p.out << access_name(prm.access) << " buf<" << dtype_name(prm.dtype) << "> extent=" << extent_text(k, prm);
+      if (prm.align) p.out << " aligned=" << prm.align;
       for (size_t i = 0; i < prm.aliases.size(); ++i)
         p.out << (i ? "," : " aliases=") << (prm.aliases[i] < k.params.size() ? k.params[prm.aliases[i]].name : "?");
       p.out << "\n";
     }
-    else
-      p.out << "scalar<" << dtype_name(prm.dtype) << ">\n";
+    else {
+      p.out << "scalar<" << dtype_name(prm.dtype) << ">";
+      if (prm.specialize) p.out << " specialize";
+      if (prm.multiple_of) p.out << " multiple_of=" << prm.multiple_of;
+      p.out << "\n";
+    }
   }
   p.block(0, 1);
   p.out << "}\n";
@@ -362,7 +367,8 @@ struct Parser {
   }
 
   void param(const std::string& line) {
-    // param NAME: in buf<T> extent=4*n   |   param NAME: scalar<u32>
+    // param NAME: in buf<T> extent=4*n [aligned=16] [aliases=a,b]
+    // param NAME: scalar<u32> [specialize] [multiple_of=8]
     if (stack.size() != 1) fail("'param' inside an if or for block (parameters belong to the kernel)", "param");
     if (!k.blocks[0].insts.empty()) fail("'param' after the first instruction (declare parameters first)", "param");
     size_t colon = line.find(':');
@@ -371,29 +377,54 @@ struct Parser {
     p.name = trim(line.substr(6, colon - 6));
     if (!is_identifier_text(p.name)) fail("parameter name '" + p.name + "' is not an identifier", p.name);
     std::istringstream is(line.substr(colon + 1));
-    std::string a, b, c, extra;
-    is >> a >> b >> c >> extra;
+    std::string a;
+    is >> a;
+    std::vector<std::string> rest;
+    for (std::string t; is >> t;) rest.push_back(t);
     auto inner = [&](const std::string& s, const std::string& pre) {
       if (s.rfind(pre + "<", 0) != 0 || s.back() != '>') fail("expected " + pre + "<dtype>", s);
       return s.substr(pre.size() + 1, s.size() - pre.size() - 2);
     };
+    // Each optional fact at most once.
+    auto once = [&](bool& seen, const std::string& t) {
+      if (seen) fail("'" + t.substr(0, t.find('=')) + "' given twice", t);
+      seen = true;
+    };
     if (a.rfind("scalar<", 0) == 0) {
       p.kind = ParamKind::Scalar;
       p.dtype = dtype(inner(a, "scalar"));
-      if (!b.empty()) fail("unexpected '" + b + "' after a scalar parameter", b);
+      bool spec = false, mult = false;
+      for (const std::string& t : rest) {
+        if (t == "specialize") {
+          once(spec, t);
+          p.specialize = true;
+        } else if (t.rfind("multiple_of=", 0) == 0) {
+          once(mult, t);
+          p.multiple_of = uint64_t(integer(t.substr(12), 1, INT64_MAX, "multiple_of"));
+        } else {
+          fail("unexpected '" + t + "' after a scalar parameter (expected specialize or multiple_of=K)", t);
+        }
+      }
     } else {
       p.kind = ParamKind::Buffer;
       if (a == "in") p.access = Access::Read;
       else if (a == "out") p.access = Access::Write;
       else if (a == "inout") p.access = Access::ReadWrite;
       else fail("expected in|out|inout, got '" + a + "'", a);
-      if (b.empty()) fail("expected buf<dtype> after '" + a + "'", a);
-      p.dtype = dtype(inner(b, "buf"));
-      if (c.rfind("extent=", 0) != 0) fail("buffer parameter needs extent=", c);
-      std::string more;
-      if (is >> more) fail("unexpected '" + more + "' after the parameter", more);
-      if (!extra.empty() && extra.rfind("aliases=", 0) != 0) fail("unexpected '" + extra + "' after the extent", extra);
-      if (!extra.empty()) {
+      if (rest.empty()) fail("expected buf<dtype> after '" + a + "'", a);
+      p.dtype = dtype(inner(rest[0], "buf"));
+      if (rest.size() < 2 || rest[1].rfind("extent=", 0) != 0) fail("buffer parameter needs extent=", rest.size() < 2 ? a : rest[1]);
+      const std::string c = rest[1];
+      bool al = false, ali = false;
+      for (size_t r = 2; r < rest.size(); ++r) {
+        const std::string& extra = rest[r];
+        if (extra.rfind("aligned=", 0) == 0) {
+          once(al, extra);
+          p.align = uint32_t(integer(extra.substr(8), 1, UINT32_MAX, "aligned"));
+          continue;
+        }
+        if (extra.rfind("aliases=", 0) != 0) fail("unexpected '" + extra + "' after the extent", extra);
+        once(ali, extra);
         std::string list = extra.substr(8);
         size_t pos = 0;
         while (true) {

@@ -797,6 +797,45 @@ struct Verifier {
     for (Id v : defined) visible[v] = 0;  // values do not escape their block
   }
 
+  // Declared facts (Param::specialize, multiple_of, align): each on the kind of parameter it
+  // describes, with a value it can mean.
+  void facts(const Param& p) {
+    auto pow2 = [](uint64_t v) { return v != 0 && (v & (v - 1)) == 0; };
+    if (p.kind == ParamKind::Buffer && (p.specialize || p.multiple_of))
+      d.error(p.loc, "buffer parameter '" + p.name + "' cannot be " +
+                         (p.specialize ? std::string("specialized") : std::string("multiple_of")) +
+                         " (scalar facts; a buffer declares aligned(bytes))");
+    if (p.kind == ParamKind::Scalar && p.align)
+      d.error(p.loc, "scalar parameter '" + p.name + "' cannot be aligned (a buffer fact)");
+    if (p.multiple_of && p.kind == ParamKind::Scalar) {
+      const uint64_t limit = int_bits(p.dtype) == 64 ? uint64_t(1) << 63 : uint64_t(1) << 31;
+      if (!is_integer(p.dtype))
+        d.error(p.loc, "multiple_of(" + std::to_string(p.multiple_of) + ") on '" + p.name + "', a " +
+                           dtype_name(p.dtype) + " scalar (only integer scalars have divisibility facts)");
+      else if (!pow2(p.multiple_of) || p.multiple_of < 2 || p.multiple_of > limit)
+        d.error(p.loc, "multiple_of(" + std::to_string(p.multiple_of) + ") on '" + p.name +
+                           "' must be a power of two from 2 to " + std::to_string(limit));
+    }
+    if (p.align && p.kind == ParamKind::Buffer) {
+      if (!pow2(p.align) || p.align > kMaxDeclaredAlign) {
+        d.error(p.loc, "aligned(" + std::to_string(p.align) + ") on '" + p.name + "' must be a power of two up to " +
+                           std::to_string(kMaxDeclaredAlign) + " bytes");
+        return;
+      }
+      // At least one element: a narrower fact would say the elements themselves are misaligned.
+      std::vector<DType> concrete;
+      if (p.dtype == DType::Generic) concrete = k.dtypes;
+      else if (p.dtype == DType::GenericW) concrete = k.wtypes;
+      else concrete.push_back(p.dtype);
+      for (DType t : concrete)
+        if (!is_type_param(t) && t != DType::Void && p.align < dtype_size(t)) {
+          d.error(p.loc, "aligned(" + std::to_string(p.align) + ") on '" + p.name + "' is less than one " +
+                             dtype_name(t) + " element (" + std::to_string(dtype_size(t)) + " bytes)");
+          break;
+        }
+    }
+  }
+
   void run() {
     if (k.blocks.empty()) {
       d.error({}, "kernel has no entry block");
@@ -823,6 +862,7 @@ struct Verifier {
       for (uint32_t s : p.extent_scalars)
         if (s >= k.params.size() || k.params[s].kind != ParamKind::Scalar || !is_integer(k.params[s].dtype))
           d.error(p.loc, "extent of '" + p.name + "' must name integer scalar parameters");
+      facts(p);
     }
     bool generic = false, uses_w = false;
     SrcLoc w_at{};

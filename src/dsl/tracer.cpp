@@ -618,13 +618,15 @@ TgBuffer local_array(const char* name, DType type, uint32_t count, SrcLoc l) {
 
 // --- Parameters ----------------------------------------------------------------------------
 
-static Buffer buffer_param(const char* name, DType type, Extent extent, ir::Access access, const SrcLoc& l) {
+static Buffer buffer_param(const char* name, DType type, Extent extent, ir::Access access, const SrcLoc& l,
+                           BufferFacts facts = {}) {
   detail::Trace& t = tr();
   ir::Param p;
   p.name = name;
   p.kind = ir::ParamKind::Buffer;
   p.dtype = type;
   p.access = access;
+  p.align = facts.align;
   p.loc = loc_of(l);
   if (t.k.find_param(name) >= 0) error(p.loc, std::string("parameter '") + name + "' declared twice");
   for (const Operand& o : extent) {
@@ -654,6 +656,30 @@ Buffer inout(const char* name, DType type, Extent extent, SrcLoc l) {
   return buffer_param(name, type, extent, ir::Access::ReadWrite, l);
 }
 
+// The facts' values are checked by the verifier (a power of two, in range, on the right kind
+// of parameter), located at the declaration like every parameter rule.
+BufferFacts aligned(uint32_t bytes) { return BufferFacts{bytes}; }
+Buffer input(const char* name, DType type, Extent extent, BufferFacts facts, SrcLoc l) {
+  return buffer_param(name, type, extent, ir::Access::Read, l, facts);
+}
+Buffer output(const char* name, DType type, Extent extent, BufferFacts facts, SrcLoc l) {
+  return buffer_param(name, type, extent, ir::Access::Write, l, facts);
+}
+Buffer inout(const char* name, DType type, Extent extent, BufferFacts facts, SrcLoc l) {
+  return buffer_param(name, type, extent, ir::Access::ReadWrite, l, facts);
+}
+
+ScalarFacts specialize() { return ScalarFacts{true, 0}; }
+ScalarFacts multiple_of(uint64_t k) { return ScalarFacts{false, k}; }
+ScalarFacts operator|(ScalarFacts a, ScalarFacts b) {
+  // Two divisibility facts: both hold, so the larger power of two does. One that is not a power
+  // of two is kept instead, so that the verifier reports it.
+  auto bad = [](uint64_t m) { return m != 0 && (m & (m - 1)) != 0; };
+  const uint64_t m = bad(a.multiple_of) ? a.multiple_of : bad(b.multiple_of) ? b.multiple_of
+                                                                              : std::max(a.multiple_of, b.multiple_of);
+  return ScalarFacts{a.specialize || b.specialize, m};
+}
+
 void aliases(const char* a, const char* b, SrcLoc l) {
   detail::Trace& t = tr();
   int ia = t.k.find_param(a), ib = t.k.find_param(b);
@@ -672,12 +698,16 @@ void aliases(const char* a, const char* b, SrcLoc l) {
   if (std::find(list.begin(), list.end(), earlier) == list.end()) list.push_back(earlier);
 }
 
-Expr constexpr_(const char* name, DType type, SrcLoc l) {
+Expr constexpr_(const char* name, DType type, SrcLoc l) { return constexpr_(name, type, ScalarFacts{}, l); }
+
+Expr constexpr_(const char* name, DType type, ScalarFacts facts, SrcLoc l) {
   detail::Trace& t = tr();
   ir::Param p;
   p.name = name;
   p.kind = ir::ParamKind::Scalar;
   p.dtype = type;
+  p.specialize = facts.specialize;
+  p.multiple_of = facts.multiple_of;
   p.loc = loc_of(l);
   if (t.k.find_param(name) >= 0) error(p.loc, std::string("parameter '") + name + "' declared twice");
   ir::SrcLoc where = p.loc;

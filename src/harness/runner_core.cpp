@@ -322,7 +322,81 @@ struct Args {
   uint32_t threadgroup[3] = {0, 0, 0};
   std::vector<std::string> call_args;  // run: --arg NAME=VALUE
   int samples = 0;                      // run: --samples N times the plan N times after warm-up
+  // inspect / build: --specialize NAME=VALUE (repeatable, or comma-separated), the values a
+  // dispatch bakes into a kernel's code for its scalars declared specialize().
+  std::vector<std::pair<std::string, std::string>> specialize;
 };
+
+// --specialize "d=4096" or "d=4096,eps=1e-6": each a name and its value as written.
+void parse_specialize(const std::string& text, std::vector<std::pair<std::string, std::string>>& out) {
+  size_t pos = 0;
+  while (pos <= text.size()) {
+    size_t end = text.find(',', pos);
+    const std::string item = text.substr(pos, end == std::string::npos ? std::string::npos : end - pos);
+    const size_t eq = item.find('=');
+    if (eq == std::string::npos || eq == 0 || eq + 1 == item.size())
+      throw Error("--specialize '" + item + "': write NAME=VALUE (e.g. d=4096)");
+    out.emplace_back(item.substr(0, eq), item.substr(eq + 1));
+    if (end == std::string::npos) break;
+    pos = end + 1;
+  }
+}
+
+// A value as the command line wrote it: an integer when it is one, else a float.
+// `option` names the command-line option in the error ("--specialize", "--arg").
+ScalarValue scalar_from_text(const char* option, const std::string& name, const std::string& text) {
+  errno = 0;
+  char* end = nullptr;
+  if (text.find_first_of(".eEnNiI") == std::string::npos) {
+    if (text[0] == '-') {
+      const long long v = std::strtoll(text.c_str(), &end, 10);
+      if (!*end && !errno) return ScalarValue(v);
+    } else {
+      const unsigned long long v = std::strtoull(text.c_str(), &end, 10);
+      if (!*end && !errno && text[0] != '+') return ScalarValue(v);
+    }
+  } else {
+    const double v = std::strtod(text.c_str(), &end);
+    if (!*end && !errno) return ScalarValue(v);
+  }
+  throw Error(std::string(option) + " " + name + "=" + text + ": '" + text + "' is not a number");
+}
+
+// The specialization of `k` the --specialize values give, checked as a dispatch checks them
+// (the parameter's range, its declared facts). `strict` (inspect): every name must be a scalar
+// of k declared specialize(). Otherwise (build) names k does not declare so are left out, and
+// `used` collects the ones applied.
+passes::Specialization specialization_for(const ir::Kernel& k, const std::vector<std::pair<std::string, std::string>>& values,
+                                          bool strict, std::set<std::string>* used) {
+  passes::Specialization spec;
+  for (const auto& [name, text] : values) {
+    const int idx = k.find_param(name);
+    const bool ok = idx >= 0 && k.params[size_t(idx)].kind == ir::ParamKind::Scalar && k.params[size_t(idx)].specialize;
+    if (!ok) {
+      if (!strict) continue;
+      std::string list;
+      for (const ir::Param& p : k.params)
+        if (p.kind == ir::ParamKind::Scalar && p.specialize) list += (list.empty() ? "" : ", ") + p.name;
+      throw Error("--specialize " + name + "=" + text + ": kernel " + k.name +
+                  (idx < 0 ? " has no parameter '" + name + "'" : "'s parameter '" + name + "' is not declared specialize()") +
+                  " (its specializable scalars: " + (list.empty() ? "none" : list) + ")");
+    }
+    const ir::Param& p = k.params[size_t(idx)];
+    const ScalarValue v = scalar_from_text("--specialize", name, text);
+    uint64_t bits = 0;
+    std::string why;
+    if (!scalar_bits(p.dtype, v, bits, why)) throw Error("--specialize " + name + "=" + text + ": the value " + why);
+    const std::string problem = rt::scalar_fact_problem(k, uint32_t(idx), bits, text);
+    if (!problem.empty()) throw Error("--specialize " + name + "=" + text + ": " + problem);
+    bool seen = false;
+    for (auto& [param, b] : spec.values)
+      if (param == uint32_t(idx)) b = bits, seen = true;  // the last value given wins
+    if (!seen) spec.values.emplace_back(uint32_t(idx), bits);
+    if (used) used->insert(name);
+  }
+  std::sort(spec.values.begin(), spec.values.end());
+  return spec;
+}
 
 // --threadgroup: "256", "16x16" or "8x8x4" (commas also separate); each size 1..1024 and at most
 // 1024 threads in all (every backend's limit), so a typo is an error rather than code for a
@@ -381,6 +455,7 @@ Args parse_args(int argc, char** argv) {
     else if (s == "-o" || s == "--out") a.out_dir = value();
     else if (s == "--arch") a.arch = value();
     else if (s == "--threadgroup") parse_threadgroup(value(), a.threadgroup);
+    else if (s == "--specialize") parse_specialize(value(), a.specialize);
     else if (s == "--ir") a.ir = true;
     else if (s == "--locations") a.locations = true;
     else if (s == "--no-compile") a.no_compile = true;
@@ -454,26 +529,6 @@ int cmd_device() {
   return 0;
 }
 
-// A --arg value: an integer when it reads as one ("4096", "-3"), else a float ("1e-6").
-ScalarValue parse_call_value(const std::string& name, const std::string& text) {
-  if (text.empty()) throw Error("--arg " + name + "= has no value");
-  char* end = nullptr;
-  errno = 0;
-  if (text.find_first_of(".eEnN") == std::string::npos) {
-    if (text[0] == '-') {
-      long long v = std::strtoll(text.c_str(), &end, 10);
-      if (*end == 0 && errno == 0) return ScalarValue(v);
-    } else {
-      unsigned long long v = std::strtoull(text.c_str(), &end, 10);
-      if (*end == 0 && errno == 0) return ScalarValue(v);
-    }
-  }
-  errno = 0;
-  double d = std::strtod(text.c_str(), &end);
-  if (*end != 0 || errno != 0) throw Error("--arg " + name + "=" + text + ": not a number");
-  return ScalarValue(d);
-}
-
 // `iron run FAMILY --dtype D --arg NAME=VALUE ...`: a family driven by its logical call, as an
 // engine drives it. The selector plans the call on the device; every call buffer is allocated
 // at the size the plan's kernels declare (their extents at the step's scalars), inputs filled
@@ -488,8 +543,8 @@ int cmd_run(const Args& a) {
   Call call{dtype, {}};
   for (const std::string& kv : a.call_args) {
     const size_t eq = kv.find('=');
-    if (eq == std::string::npos || eq == 0) throw Error("--arg takes NAME=VALUE, not '" + kv + "'");
-    call.args[kv.substr(0, eq)] = parse_call_value(kv.substr(0, eq), kv.substr(eq + 1));
+    if (eq == std::string::npos || eq == 0 || eq + 1 == kv.size()) throw Error("--arg takes NAME=VALUE, not '" + kv + "'");
+    call.args[kv.substr(0, eq)] = scalar_from_text("--arg", kv.substr(0, eq), kv.substr(eq + 1));
   }
   Backend backend = Backend::Interp;
   if (!a.backend.empty() && !parse_backend(a.backend, backend))
@@ -833,6 +888,7 @@ int cmd_inspect(const Args& a) {
   opts.print_after = a.print_after;
   if (!a.pass.empty()) opts.print_after.insert(a.pass);
   opts.launch = launch_facts(a);
+  opts.specialize = specialization_for(original, a.specialize, true, nullptr);
   passes::PipelineResult r;
   if (!a.no_opt) r = passes::run_pipeline(k, opts);
   for (const passes::PassRecord& rec : r.passes) {
@@ -917,6 +973,7 @@ int cmd_build(const Args& a) {
   std::filesystem::path out(a.out_dir);
   int failures = 0, written = 0, kernels = 0;
   double pipeline_ms = 0;
+  std::set<std::string> specialized;  // the --specialize names some kernel declares
   auto artifact = [&](const std::string& kernel, const std::string& dtype, const std::string& target,
                       const std::filesystem::path& path, bool ok, const std::string& message) {
     send({{"type", "artifact"}, {"kernel", kernel}, {"dtype", dtype}, {"target", target}, {"path", path.string()},
@@ -935,7 +992,7 @@ int cmd_build(const Args& a) {
     ir::Kernel optimized;
     try {
       auto start = std::chrono::steady_clock::now();
-      optimized = passes::optimize(*k, launch_facts(a));
+      optimized = passes::optimize(*k, launch_facts(a), specialization_for(*k, a.specialize, false, &specialized));
       pipeline_ms += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
       ++kernels;
     } catch (const Error& e) {
@@ -987,6 +1044,11 @@ int cmd_build(const Args& a) {
       }
     }
   }
+  // A name no kernel declares specialize() is a typo, not a request to build generic code.
+  for (const auto& [name, text] : a.specialize)
+    if (!specialized.count(name))
+      throw Error("--specialize " + name + "=" + text + ": no kernel built here declares a scalar '" + name +
+                  "' specialize()");
   send({{"type", "summary"}, {"passed", written}, {"failed", failures}, {"skipped", 0}, {"kernels", kernels},
         {"pipeline_ms", pipeline_ms}});
   return failures == 0 ? 0 : 1;

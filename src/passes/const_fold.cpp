@@ -13,8 +13,14 @@
 // with the optimization level), loops (unroll does those).
 // Launch facts: with the threadgroup size known (PassContext::launch), group_size(axis) folds
 // to that axis's size, so loops strided by it get constant trip counts for unroll.
+// Specialization: a scalar parameter with a value in PassContext::specialize folds to that
+// constant (statistic const_fold.specialized) before its uses are visited, so everything
+// computed from it folds in the same walk.
 // Mutations for tests: const_fold.sub_reversed folds a - b as b - a; const_fold.group_size_x
 // folds group_size of every axis to the x size.
+#include <cstring>
+
+#include "core/numeric.hpp"
 #include "passes/eval.hpp"
 #include "passes/pass.hpp"
 
@@ -67,8 +73,37 @@ bool fold_group_size(ir::Kernel& k, Id id, PassContext& ctx) {
   return true;
 }
 
+// param<p> -> its specialized value (PassContext::specialize), from the launch bits: an f32
+// from the low 4 bytes, an integer as its dtype's canonical register (i32 sign-extends).
+bool fold_specialized(ir::Kernel& k, Id id, PassContext& ctx) {
+  ir::Inst& in = k.insts[id];
+  uint64_t bits = 0;
+  if (in.op != Op::Param || ctx.specialize.empty() || !ctx.specialize.find(in.param(), bits)) return false;
+  const DType t = in.type.elem();
+  if (t != DType::F32 && !is_integer(t)) return false;
+  if (!ctx.allow_rewrite()) return false;
+  ir::SrcLoc loc = in.loc;
+  uint8_t flags = in.flags;
+  in = ir::Inst{};
+  in.op = Op::Const;
+  in.type = t;
+  in.loc = loc;
+  in.flags = flags;
+  if (t == DType::F32) {
+    float f;
+    const uint32_t lo = uint32_t(bits);
+    std::memcpy(&f, &lo, 4);
+    in.set_float(ir::Attr::Value, f);
+  } else {
+    in.set(ir::Attr::Value, int64_t(num::int_wrap(t, bits)));
+  }
+  ctx.stat("const_fold.specialized");
+  return true;
+}
+
 bool fold_value(ir::Kernel& k, Id id, PassContext& ctx) {
   ir::Inst& in = k.insts[id];
+  if (fold_specialized(k, id, ctx)) return true;
   if (fold_group_size(k, id, ctx)) return true;
   if (fold_zero_to_generic(k, id, ctx)) return true;
   if (!is_pure_value(in) || in.op == Op::Const || !eval::is_pure_evaluable(in.op)) return false;

@@ -25,8 +25,26 @@ struct LaunchFacts {
   bool known() const { return threadgroup[0] != 0; }
 };
 
+// Specialization: scalar parameters whose dispatch value is baked into the code (Param::
+// specialize; Context passes the values of a dispatch, `iron inspect --specialize d=4096` its
+// own). Each entry is a parameter index and its launch bits (f32 and 32-bit integers in the low
+// 4 bytes, as rt::LaunchArgs::scalars). const_fold rewrites every read of such a parameter into
+// the constant first, so loops bounded by it get constant trip counts. The parameter stays in
+// the kernel's signature: the launch still passes it, the code no longer reads it.
+struct Specialization {
+  std::vector<std::pair<uint32_t, uint64_t>> values;
+  bool empty() const { return values.empty(); }
+  // The bits of parameter p; false when p is not specialized.
+  bool find(uint32_t p, uint64_t& bits) const {
+    for (const auto& [param, b] : values)
+      if (param == p) return bits = b, true;
+    return false;
+  }
+};
+
 struct PassContext {
   LaunchFacts launch;  // see LaunchFacts
+  Specialization specialize;  // see Specialization
   std::map<std::string, int64_t> stats;  // "cse.unified" -> count, for --stats
   ir::Diagnostics diags;                 // errors a pass found (type_check, kernel_inline)
   // Bisection: the number of rewrites still allowed (-1: unlimited). IRON_OPT_BISECT=N stops
@@ -61,6 +79,7 @@ struct PipelineOptions {
   int64_t rewrite_budget = -1;
   std::string mutation;  // see PassContext::mutation
   LaunchFacts launch;    // see LaunchFacts
+  Specialization specialize;  // see Specialization
 };
 
 struct PassRecord {
@@ -82,7 +101,7 @@ struct PipelineResult {
 // Runs the pipeline in place. Never throws for a malformed kernel: problems land in diags.
 PipelineResult run_pipeline(ir::Kernel& k, const PipelineOptions& opts = {});
 // The default pipeline on a copy; throws iron::Error with the diagnostics on failure.
-ir::Kernel optimize(const ir::Kernel& k, const LaunchFacts& launch = {});
+ir::Kernel optimize(const ir::Kernel& k, const LaunchFacts& launch = {}, const Specialization& spec = {});
 
 // kernel_inline's view of the device-function registry (which lives above this layer).
 using FunctionResolver = const ir::Kernel* (*)(std::string_view name);
@@ -122,6 +141,10 @@ size_t remove_insts(ir::Kernel& k, const std::vector<uint8_t>& drop);
 // Deep-copies block `b` (and its children) into new blocks owned by `new_parent`, remapping
 // operands through `map` (value ids defined inside the copy are added to it). Returns the new block.
 ir::Id clone_block(ir::Kernel& k, ir::Id b, ir::Id new_parent, std::map<ir::Id, ir::Id>& map);
+// True when value v is provably a multiple of m (a power of two) in its integer type's
+// arithmetic: constants, products, sums and shifts of such values, x & ~(m-1), and scalar
+// parameters that declare multiple_of(m') with m' a multiple of m (their dispatches are checked).
+bool known_multiple_of(const ir::Kernel& k, ir::Id v, int64_t m);
 // Builds a constant instruction (not placed in any block).
 ir::Id make_const(ir::Kernel& k, DType type, int64_t i, double f, ir::SrcLoc loc);
 

@@ -34,6 +34,7 @@ PipelineResult run_pipeline(ir::Kernel& k, const PipelineOptions& opts) {
   ctx.rewrite_budget = opts.rewrite_budget;
   ctx.mutation = opts.mutation;
   ctx.launch = opts.launch;
+  ctx.specialize = opts.specialize;
   if (ctx.mutation.empty())
     if (const char* env = std::getenv("IRON_PASS_MUTATION")) ctx.mutation = env;
   if (ctx.rewrite_budget < 0)
@@ -84,10 +85,11 @@ PipelineResult run_pipeline(ir::Kernel& k, const PipelineOptions& opts) {
   return result;
 }
 
-ir::Kernel optimize(const ir::Kernel& k, const LaunchFacts& launch) {
+ir::Kernel optimize(const ir::Kernel& k, const LaunchFacts& launch, const Specialization& spec) {
   ir::Kernel out = k;
   PipelineOptions opts;
   opts.launch = launch;
+  opts.specialize = spec;
   PipelineResult r = run_pipeline(out, opts);
   if (!r.ok()) throw Error("optimization pipeline failed for kernel '" + k.name + "':\n" + r.diags.render(out));
   // A pass bug must stop here, not reach an emitter: the output is verified once, always.

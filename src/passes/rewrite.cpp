@@ -134,3 +134,46 @@ Id make_const(ir::Kernel& k, DType type, int64_t i, double f, ir::SrcLoc loc) {
 }
 
 }  // namespace iron::passes
+
+namespace iron::passes {
+
+namespace {
+bool multiple_at(const ir::Kernel& k, Id v, uint64_t m, int depth) {
+  if (depth > 8 || v >= k.insts.size()) return false;
+  const ir::Inst& in = k.insts[v];
+  if (!is_integer(in.type)) return false;
+  switch (in.op) {
+    case ir::Op::Const: return (uint64_t(in.attr(ir::Attr::Value)) & (m - 1)) == 0;
+    case ir::Op::Param: {
+      // A declared fact: every dispatch value is a multiple of it (Context checks each one).
+      const uint32_t p = in.param();
+      return p < k.params.size() && k.params[p].multiple_of != 0 && k.params[p].multiple_of % m == 0;
+    }
+    case ir::Op::Mul:
+      return multiple_at(k, in.operands[0], m, depth + 1) || multiple_at(k, in.operands[1], m, depth + 1);
+    case ir::Op::Shl: {
+      const ir::Inst& c = k.insts[in.operands[1]];
+      if (c.op != ir::Op::Const) return false;
+      const uint64_t s = uint64_t(c.attr(ir::Attr::Value));
+      if (s >= int_bits(in.type.elem()) - 1) return false;
+      return (s < 63 && ((uint64_t(1) << s) % m) == 0) || multiple_at(k, in.operands[0], m, depth + 1);
+    }
+    case ir::Op::Add: case ir::Op::Sub: case ir::Op::Min: case ir::Op::Max:
+      return multiple_at(k, in.operands[0], m, depth + 1) && multiple_at(k, in.operands[1], m, depth + 1);
+    case ir::Op::Select:
+      return multiple_at(k, in.operands[1], m, depth + 1) && multiple_at(k, in.operands[2], m, depth + 1);
+    case ir::Op::And:  // x & ~(m-1): either side with its low bits clear clears them
+      return multiple_at(k, in.operands[0], m, depth + 1) || multiple_at(k, in.operands[1], m, depth + 1);
+    case ir::Op::Cast:  // integer to integer keeps the low bits (a narrowed multiple is still one)
+      return is_integer(k.insts[in.operands[0]].type) && multiple_at(k, in.operands[0], m, depth + 1);
+    default: return false;
+  }
+}
+}  // namespace
+
+bool known_multiple_of(const ir::Kernel& k, Id v, int64_t m) {
+  if (m <= 0 || (m & (m - 1)) != 0) return false;
+  return m == 1 || multiple_at(k, v, uint64_t(m), 0);
+}
+
+}  // namespace iron::passes

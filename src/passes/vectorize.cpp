@@ -7,7 +7,10 @@
 // Loads are gathered only from read-only buffers (moving them is then always safe); stores are
 // gathered at the last store of the group when nothing between the first and the last touches
 // the buffer, synchronizes, or branches into code that might. Allocations are at least 16-byte
-// aligned on every backend, so an element offset that is a multiple of W is W-aligned.
+// aligned on every backend, so an element offset that is a multiple of W is W-aligned; a buffer
+// that declares a smaller alignment (aligned(bytes), checked at dispatch) gets no wider
+// accesses than it allows. A base is a multiple of W through constants and arithmetic, and
+// through scalar parameters declared multiple_of(k) (also checked at dispatch).
 // Does not handle: loads from writable buffers, accesses split across blocks (a tail guarded
 // per element stays scalar, which is exactly the tail path), strided or reversed runs, runs
 // whose base is not provably aligned, buffers of 8-bit, 64-bit or fp8 elements, 64-bit indices.
@@ -51,23 +54,21 @@ struct Vectorizer {
     return element && generic_ok && (index == DType::I32 || index == DType::U32);
   }
 
-  // True when value v is provably a multiple of m (m a power of two).
-  bool multiple_of(Id v, int64_t m, int depth = 0) const {
-    if (depth > 8) return false;
-    const ir::Inst& in = k.insts[v];
-    int64_t c;
-    if (const_u(v, c)) return c % m == 0;
-    switch (in.op) {
-      case Op::Mul:
-        return multiple_of(in.operands[0], m, depth + 1) || multiple_of(in.operands[1], m, depth + 1);
-      case Op::Shl:
-        return const_u(in.operands[1], c) && c < 31 && ((int64_t(1) << c) % m == 0 || multiple_of(in.operands[0], m, depth + 1));
-      case Op::Add: case Op::Sub:
-        return multiple_of(in.operands[0], m, depth + 1) && multiple_of(in.operands[1], m, depth + 1);
-      case Op::And:  // x & ~(m-1)
-        return (const_u(in.operands[1], c) && (c & (m - 1)) == 0) || (const_u(in.operands[0], c) && (c & (m - 1)) == 0);
-      default: return false;
-    }
+  // True when value v is provably a multiple of m (m a power of two), declared facts included.
+  bool multiple_of(Id v, int64_t m) const { return known_multiple_of(k, v, m); }
+
+  // Whether buffer p's alignment (declared, else the 16 bytes of every allocation) covers a
+  // group of w elements: the emitters split a group into accesses of at most 16 bytes, each at
+  // a multiple of its own size from a w-aligned element, so min(w x element, 16) bytes must be.
+  bool align_allows(uint32_t p, int64_t w) const {
+    const ir::Param& prm = k.params[p];
+    const uint64_t align = ir::assumed_align(prm);
+    std::vector<DType> concrete;
+    if (prm.dtype == DType::Generic) concrete = k.dtypes;
+    else concrete.push_back(prm.dtype);
+    for (DType t : concrete)
+      if (std::min<uint64_t>(uint64_t(w) * dtype_size(t), 16) > align) return false;
+    return true;
   }
 
   // Splits an index into base + constant offset.
@@ -175,6 +176,7 @@ struct Vectorizer {
     for (auto& [key, accesses] : runs) {
       for (int64_t w : {8, 4, 2}) {
         if (int64_t(accesses.size()) < w) continue;
+        if (!align_allows(key.first, w)) continue;
         bool aligned = multiple_of(key.second, w) || ctx.mutant("vectorize.assume_aligned");
         if (!aligned) continue;
         std::map<int64_t, std::vector<Id>> by_off;  // offset -> unused accesses in program order

@@ -9,10 +9,12 @@
 #include <algorithm>
 #include <chrono>
 #include <array>
+#include <cerrno>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <list>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -170,6 +172,7 @@ struct KernelFacts {
   uint32_t dtypes_used = 0;  // ir::dtypes_used
   bool dynamic_tg = false;  // has threadgroup arrays sized at dispatch
   uint8_t index_widths = 0;  // thread_index_widths
+  std::vector<uint32_t> spec_params;  // the scalar parameters declared specialize(), in order
   std::array<uint64_t, kNumDTypes> tg_bytes{};
   std::array<bool, kNumDTypes> tg_known{};
 
@@ -180,6 +183,8 @@ struct KernelFacts {
     f.dynamic_tg = ir::has_dynamic_threadgroup(k);
     f.dtypes_used = ir::dtypes_used(k);
     f.index_widths = thread_index_widths(k);
+    for (uint32_t i = 0; i < k.params.size(); ++i)
+      if (k.params[i].kind == ir::ParamKind::Scalar && k.params[i].specialize) f.spec_params.push_back(i);
     return f;
   }
   uint64_t threadgroup_bytes(const ir::Kernel& k, Instantiation d) {
@@ -282,14 +287,45 @@ bool optimizer_switches_set() {
   return false;
 }
 
+// Mutation testing of the validator: IRON_PASS_MUTATION=dispatch.skip_facts drops the checks of
+// declared facts (multiple_of, aligned), so a test can show what the check prevents (a
+// specialized or vectorized kernel run with a value its code was not built for). Read when a
+// Context is created.
+bool skip_facts_mutation() {
+  const char* v = std::getenv("IRON_PASS_MUTATION");
+  return v && std::string_view(v) == "dispatch.skip_facts";
+}
+
+// IRON_SPECIALIZE_LIMIT: how many specialized values a Context keeps compiled per kernel (an
+// LRU; default 16). Anything but a count from 1 to 65536 is an error naming the variable.
+size_t specialize_limit() {
+  const char* v = std::getenv("IRON_SPECIALIZE_LIMIT");
+  if (!v || !*v) return 16;
+  char* end = nullptr;
+  errno = 0;
+  const unsigned long long n = std::strtoull(v, &end, 10);
+  if (*end || errno || n < 1 || n > 65536 || v[0] == '-' || v[0] == '+' || v[0] == ' ')
+    throw Error(std::string("IRON_SPECIALIZE_LIMIT='") + v +
+                "' is not a count from 1 to 65536 (the specialized pipelines kept per kernel; default 16)");
+  return size_t(n);
+}
+
 }  // namespace
 
 struct Context::Cache {
-  using Key = std::tuple<uint64_t, std::string, Instantiation, uint32_t, uint32_t, uint32_t>;
+  // Content hash, name, dtype, (where the device bakes it in) shape, and the launch bits of the
+  // specialized scalars in parameter order (empty for a kernel without any).
+  using Key = std::tuple<uint64_t, std::string, Instantiation, uint32_t, uint32_t, uint32_t, std::vector<uint64_t>>;
   // Guards everything below. Dispatches of one Context may come from several threads.
   mutable std::mutex mu;
-  // Owns every pipeline, by content hash, name, dtype and (where the device bakes it in) shape.
-  std::map<Key, std::unique_ptr<rt::CompiledKernel>> pipelines;
+  // Owns every pipeline, by Key. Shared so that a dispatch holds the pipeline it launches even
+  // if another thread evicts its specialized value meanwhile.
+  std::map<Key, std::shared_ptr<rt::CompiledKernel>> pipelines;
+  // Specialized values per kernel (content hash, name), most recently used first; at most
+  // spec_limit each: the least recently used value's pipelines (every dtype and shape) go.
+  std::map<std::pair<uint64_t, std::string>, std::list<std::vector<uint64_t>>> spec_lru;
+  size_t spec_limit = specialize_limit();
+  bool skip_facts = skip_facts_mutation();
 
   // Registry kernels by object: they never change or move for the life of the process, so the
   // object's address stands for its content. A dispatch of one finds its facts and pipeline
@@ -326,6 +362,8 @@ struct Context::Prepared {
   uint8_t index_widths = 0;
   uint64_t shared_bytes = 0;
   bool registered = false;
+  bool specialized = false;  // the kernel declares specialize() scalars: its pipeline depends on values
+  bool skip_facts = false;   // the dispatch.skip_facts mutation
   rt::CompiledKernel* compiled = nullptr;
 };
 
@@ -427,6 +465,7 @@ struct CheckFacts {
   uint64_t shared_bytes = 0;  // of the arrays of a fixed size
   bool dynamic_tg = false;    // arrays sized at dispatch add to it (computed from the scalars)
   uint8_t index_widths = 0;   // thread_index_widths
+  bool skip_facts = false;    // the dispatch.skip_facts mutation: declared facts go unchecked
 };
 
 // Every dispatch rule. On success fills `out` (when given) with the launch arguments; a valid
@@ -525,6 +564,10 @@ void check(const DeviceInfo& dev, const ir::Kernel& k, const CheckFacts& facts, 
       continue;
     }
     scalar_ok[i] = 1;
+    // Declared facts (multiple_of): a value the code was not built for is rejected, never run.
+    // (The message is built only for a breaking value: a valid dispatch allocates nothing.)
+    if (p.multiple_of > 1 && (scalar_values[i] & (p.multiple_of - 1)) != 0 && !facts.skip_facts)
+      fail(rt::scalar_fact_problem(k, uint32_t(i), scalar_values[i], it->second.text()));
   }
   // Threadgroup memory: the fixed arrays' bytes, plus the arrays sized by scalars at dispatch.
   // The limit is the device's opt-in maximum where it has one (CUDA: dynamic shared memory with
@@ -585,6 +628,8 @@ void check(const DeviceInfo& dev, const ir::Kernel& k, const CheckFacts& facts, 
     if (b->bytes() > dev.max_buffer_bytes)
       fail("buffer '" + p.name + "' is " + std::to_string(b->bytes()) + " bytes; " + dev.name + " binds at most " +
            std::to_string(dev.max_buffer_bytes) + " bytes to one buffer parameter (maxStorageBufferRange)");
+    if (b->impl()->align % ir::assumed_align(p) != 0 && !facts.skip_facts)
+      fail(rt::buffer_fact_problem(k, uint32_t(i), b->impl()->align));
     DType want = ir::resolve(p.dtype, dtype);
     if (b->dtype() != want)
       fail(std::string("buffer '") + p.name + "' holds " + dtype_name(b->dtype()) + " but the parameter is buf<" +
@@ -643,6 +688,31 @@ void check(const DeviceInfo& dev, const ir::Kernel& k, const CheckFacts& facts, 
   }
 }
 
+}  // namespace
+
+std::string rt::scalar_fact_problem(const ir::Kernel& k, uint32_t param, uint64_t bits, const std::string& value) {
+  const ir::Param& p = k.params[param];
+  if (p.kind != ir::ParamKind::Scalar || p.multiple_of < 2 || (bits & (p.multiple_of - 1)) == 0) return {};
+  return "constexpr '" + p.name + "' = " + value + " breaks the fact multiple_of(" + std::to_string(p.multiple_of) +
+         ") that kernel " + k.name + " declares at " + k.where(p.loc) +
+         " (its code is built on it; pass a multiple of " + std::to_string(p.multiple_of) + " or use a kernel without the fact)";
+}
+
+std::string rt::buffer_fact_problem(const ir::Kernel& k, uint32_t param, uint64_t bound_align) {
+  const ir::Param& p = k.params[param];
+  if (p.kind != ir::ParamKind::Buffer) return {};
+  const uint64_t want = ir::assumed_align(p);
+  if (bound_align != 0 && bound_align % want == 0) return {};
+  const std::string fact = p.align ? "the fact aligned(" + std::to_string(p.align) + ") that kernel " + k.name +
+                                         " declares at " + k.where(p.loc)
+                                   : "the " + std::to_string(want) + "-byte alignment kernel " + k.name +
+                                         " assumes of every buffer (declared at " + k.where(p.loc) + ")";
+  return "buffer '" + p.name + "' is bound at an address aligned to " + std::to_string(bound_align) +
+         " bytes, which breaks " + fact;
+}
+
+namespace {
+
 // The launch arguments of this thread's current dispatch, reused so a dispatch allocates
 // nothing once the vectors have grown. Devices only read them during launch()/time_launches().
 rt::LaunchArgs& launch_scratch() {
@@ -659,6 +729,19 @@ passes::LaunchFacts launch_facts(const rt::Device& device, Dim3 threadgroup) {
   f.threadgroup[1] = threadgroup.y;
   f.threadgroup[2] = threadgroup.z;
   return f;
+}
+
+// The specialized scalars of a dispatch (Param::specialize), from its checked launch arguments:
+// (parameter index, launch bits) in parameter order. Empty for a kernel without any.
+std::vector<std::pair<uint32_t, uint64_t>> spec_values(const ir::Kernel& k, const rt::LaunchArgs& args) {
+  std::vector<std::pair<uint32_t, uint64_t>> out;
+  size_t scalar = 0;
+  for (uint32_t i = 0; i < k.params.size(); ++i) {
+    if (k.params[i].kind != ir::ParamKind::Scalar) continue;
+    if (k.params[i].specialize && scalar < args.scalars.size()) out.emplace_back(i, args.scalars[scalar]);
+    ++scalar;
+  }
+  return out;
 }
 
 Instantiation normalize(const ir::Kernel& kernel, Instantiation dtype) {
@@ -697,7 +780,9 @@ Context::Prepared Context::prepare(const ir::Kernel& kernel, Instantiation dtype
     p.dynamic_tg = r.facts.dynamic_tg;
     p.index_widths = r.facts.index_widths;
     p.shared_bytes = r.facts.threadgroup_bytes(kernel, dtype);
-    if (!want_pipeline) return;
+    p.specialized = !r.facts.spec_params.empty();
+    p.skip_facts = c.skip_facts;
+    if (!want_pipeline || p.specialized) return;  // a specialized pipeline is found by its values
     for (const Cache::Fast& f : r.pipelines)
       if (f.dtype == dtype && f.shape.x == shape.x && f.shape.y == shape.y && f.shape.z == shape.z) {
         p.compiled = f.compiled;
@@ -732,13 +817,15 @@ Context::Prepared Context::prepare(const ir::Kernel& kernel, Instantiation dtype
   p.dynamic_tg = it->second.dynamic_tg;
   p.index_widths = it->second.index_widths;
   p.shared_bytes = it->second.threadgroup_bytes(kernel, dtype);
+  p.specialized = !it->second.spec_params.empty();
+  p.skip_facts = c.skip_facts;
   return p;
 }
 
 void Context::validate_dispatch(const ir::Kernel& kernel, Instantiation dtype, const Bindings& buffers,
                                 const Constexprs& constexprs, Dim3 grid, Dim3 threadgroup) const {
   Prepared p = prepare(kernel, dtype, threadgroup, false);
-  check(device_->info(), kernel, CheckFacts{p.lane_ops, p.dtypes_used, p.shared_bytes, p.dynamic_tg, p.index_widths}, dtype, buffers, constexprs, grid, threadgroup,
+  check(device_->info(), kernel, CheckFacts{p.lane_ops, p.dtypes_used, p.shared_bytes, p.dynamic_tg, p.index_widths, p.skip_facts}, dtype, buffers, constexprs, grid, threadgroup,
         nullptr);
 }
 
@@ -748,29 +835,55 @@ void Context::dispatch_with_grid(std::string_view kernel, Instantiation dtype, c
 }
 
 // A pipeline not found by prepare(): from the memory cache (a kernel prepare() could not look up
-// by address), else the disk cache, else compiled. Registry kernels get a fast-path entry.
-rt::CompiledKernel& Context::pipeline(const ir::Kernel& kernel, Instantiation dtype, Dim3 threadgroup, const Prepared& p) {
-  std::lock_guard lock(cache_->mu);
+// by address, or a specialized one), else the disk cache, else compiled. Registry kernels without
+// specialized scalars get a fast-path entry; a specialized kernel keeps its spec_limit most
+// recently used values (each value's pipelines at every dtype and shape).
+std::shared_ptr<rt::CompiledKernel> Context::pipeline(const ir::Kernel& kernel, Instantiation dtype, Dim3 threadgroup,
+                                                      const Prepared& p, const SpecValues& spec) {
+  Cache& c = *cache_;
+  std::lock_guard lock(c.mu);
   Dim3 shape = device_->pipeline_depends_on_threadgroup() ? threadgroup : Dim3{0, 0, 0};
-  Cache::Key key{p.hash, kernel.name, dtype, shape.x, shape.y, shape.z};
-  auto it = cache_->pipelines.find(key);
-  if (it == cache_->pipelines.end()) {
-    ++cache_->stats.memory_misses;
-    it = cache_->pipelines.emplace(key, build(kernel, dtype, threadgroup, p.hash)).first;
+  std::vector<uint64_t> values;
+  for (const auto& [param, bits] : spec) values.push_back(bits);
+  Cache::Key key{p.hash, kernel.name, dtype, shape.x, shape.y, shape.z, values};
+  auto it = c.pipelines.find(key);
+  if (it == c.pipelines.end()) {
+    ++c.stats.memory_misses;
+    it = c.pipelines.emplace(key, std::shared_ptr<rt::CompiledKernel>(build(kernel, dtype, threadgroup, p.hash, spec))).first;
   } else {
-    ++cache_->stats.memory_hits;
+    ++c.stats.memory_hits;
   }
-  if (p.registered) {
-    auto r = cache_->registered.find(&kernel);
-    if (r != cache_->registered.end()) r->second.pipelines.push_back({dtype, shape, it->second.get()});
+  std::shared_ptr<rt::CompiledKernel> out = it->second;
+  if (p.specialized) {
+    auto& lru = c.spec_lru[{p.hash, kernel.name}];
+    auto at = std::find(lru.begin(), lru.end(), values);
+    if (at != lru.end()) lru.splice(lru.begin(), lru, at);
+    else lru.push_front(values);
+    while (lru.size() > c.spec_limit) {
+      // Nothing in flight may still run an evicted pipeline (a caller holding one keeps it).
+      device_->synchronize();
+      const std::vector<uint64_t>& old = lru.back();
+      for (auto e = c.pipelines.begin(); e != c.pipelines.end();) {
+        if (std::get<0>(e->first) == p.hash && std::get<1>(e->first) == kernel.name && std::get<6>(e->first) == old) {
+          e = c.pipelines.erase(e);
+          ++c.stats.specialized_evictions;
+        } else {
+          ++e;
+        }
+      }
+      lru.pop_back();
+    }
+  } else if (p.registered) {
+    auto r = c.registered.find(&kernel);
+    if (r != c.registered.end()) r->second.pipelines.push_back({dtype, shape, out.get()});
   }
-  return *it->second;
+  return out;
 }
 
 // Builds a pipeline; cache_->mu is held. Disk first: a hit skips passes::optimize, emission and
 // the compiler, and only asks the device to load the stored binary.
 std::unique_ptr<rt::CompiledKernel> Context::build(const ir::Kernel& kernel, Instantiation dtype, Dim3 threadgroup,
-                                                   uint64_t hash) {
+                                                   uint64_t hash, const SpecValues& spec) {
   Cache& c = *cache_;
   rt::DiskCache* disk = nullptr;
   if (!c.disk_off_by_env && !optimizer_switches_set()) {
@@ -787,9 +900,10 @@ std::unique_ptr<rt::CompiledKernel> Context::build(const ir::Kernel& kernel, Ins
 
   std::string key;
   if (disk) {
-    // Everything the binary depends on. Constexprs are deliberately absent: scalar parameters
-    // are runtime arguments (CUDA kernel parameters, Vulkan push constants), never baked into
-    // the binary. The threadgroup shape is part of it wherever the device bakes it in: Vulkan
+    // Everything the binary depends on. Constexprs are absent except the specialized ones:
+    // other scalar parameters are runtime arguments (CUDA kernel parameters, Vulkan push
+    // constants), never baked into the binary; a specialized one's value is (name=bits, in
+    // parameter order; version 3 added them). The threadgroup shape is part of it wherever the device bakes it in: Vulkan
     // (specialization constants) and CUDA (__launch_bounds__ and group_size as constants);
     // both also optimize with it as a launch fact.
     const bool by_shape = device_->pipeline_depends_on_threadgroup();
@@ -797,8 +911,13 @@ std::unique_ptr<rt::CompiledKernel> Context::build(const ir::Kernel& kernel, Ins
                                              std::to_string(threadgroup.z)
                                        : "any";
     const std::string ir_hash = hex64(hash);
-    key = rt::cache_key({"iron-pipeline-2", backend_name(device_->info().backend), *c.fingerprint, ir_hash,
-                         kernel.name, instantiation_name(dtype), shape, iron_build_id()});
+    std::string baked = "none";
+    if (!spec.empty()) {
+      baked.clear();
+      for (const auto& [param, bits] : spec) baked += (baked.empty() ? "" : ",") + kernel.params[param].name + "=" + hex64(bits);
+    }
+    key = rt::cache_key({"iron-pipeline-3", backend_name(device_->info().backend), *c.fingerprint, ir_hash,
+                         kernel.name, instantiation_name(dtype), shape, baked, iron_build_id()});
     const uint64_t corrupt_before = disk->stats().corrupt;
     std::optional<std::vector<char>> bytes = disk->load(key);
     c.stats.disk_corrupt += disk->stats().corrupt - corrupt_before;
@@ -820,7 +939,10 @@ std::unique_ptr<rt::CompiledKernel> Context::build(const ir::Kernel& kernel, Ins
 
   // Every backend runs the same passes (the pipeline is backend-neutral); where the device
   // builds one pipeline per threadgroup shape (CUDA, Vulkan) the shape enters as a launch fact.
-  ir::Kernel optimized = passes::optimize(kernel, launch_facts(*device_, threadgroup));
+  // Specialized scalars enter on every backend, the interpreter included.
+  passes::Specialization specialization;
+  specialization.values = spec;
+  ir::Kernel optimized = passes::optimize(kernel, launch_facts(*device_, threadgroup), specialization);
   std::unique_ptr<rt::CompiledKernel> compiled = device_->compile(optimized, dtype, threadgroup);
   if (disk && !compiled->binary.empty()) {
     const uint64_t writes_before = disk->stats().writes;
@@ -873,9 +995,11 @@ void Context::precompile(const std::vector<const ir::Kernel*>& kernels, const st
   std::vector<Dim3> tgs;
   for (size_t i = 0; i < kernels.size(); ++i) {
     const ir::Kernel& k = *kernels[i];
+    // A kernel with specialized scalars is built per value: its dispatches compile it.
+    if (std::any_of(k.params.begin(), k.params.end(), [](const ir::Param& prm) { return prm.specialize; })) continue;
     const Instantiation d = normalize(k, dtypes[i]);
     const Dim3 shape = by_shape ? threadgroups[i] : Dim3{0, 0, 0};
-    Cache::Key key{ir::content_hash(k), k.name, d, shape.x, shape.y, shape.z};
+    Cache::Key key{ir::content_hash(k), k.name, d, shape.x, shape.y, shape.z, {}};
     {
       std::lock_guard lock(cache_->mu);
       if (cache_->pipelines.count(key)) continue;
@@ -896,7 +1020,7 @@ void Context::precompile(const std::vector<const ir::Kernel*>& kernels, const st
   std::vector<std::unique_ptr<rt::CompiledKernel>> built = device_->compile_many(ptrs, ds, tgs);
   std::lock_guard lock(cache_->mu);
   for (size_t i = 0; i < keys.size() && i < built.size(); ++i)
-    if (built[i]) cache_->pipelines.emplace(keys[i], std::move(built[i]));
+    if (built[i]) cache_->pipelines.emplace(keys[i], std::shared_ptr<rt::CompiledKernel>(std::move(built[i])));
 }
 
 void Context::dispatch_with_grid(const ir::Kernel& kernel, Instantiation dtype, const Bindings& buffers,
@@ -904,9 +1028,10 @@ void Context::dispatch_with_grid(const ir::Kernel& kernel, Instantiation dtype, 
   dtype = normalize(kernel, dtype);
   Prepared p = prepare(kernel, dtype, threadgroup, true);
   rt::LaunchArgs& args = launch_scratch();
-  check(device_->info(), kernel, CheckFacts{p.lane_ops, p.dtypes_used, p.shared_bytes, p.dynamic_tg, p.index_widths}, dtype, buffers, constexprs, grid, threadgroup,
+  check(device_->info(), kernel, CheckFacts{p.lane_ops, p.dtypes_used, p.shared_bytes, p.dynamic_tg, p.index_widths, p.skip_facts}, dtype, buffers, constexprs, grid, threadgroup,
         &args);
-  rt::CompiledKernel& compiled = p.compiled ? *p.compiled : pipeline(kernel, dtype, threadgroup, p);
+  std::shared_ptr<rt::CompiledKernel> held;
+  rt::CompiledKernel& compiled = p.compiled ? *p.compiled : *(held = pipeline(kernel, dtype, threadgroup, p, spec_values(kernel, args)));
   device_->launch(compiled, args, grid, threadgroup);
 }
 
@@ -918,15 +1043,18 @@ Timing Context::time_sequence(const std::vector<SequenceLaunch>& seq, const Timi
   // Every launch is validated (and its pipeline built) before the first one is timed.
   std::vector<rt::LaunchArgs> args(seq.size());
   std::vector<rt::Device::TimedLaunch> timed;
+  std::vector<std::shared_ptr<rt::CompiledKernel>> held;  // keeps every pipeline alive while timing
   std::string report;
   for (size_t i = 0; i < seq.size(); ++i) {
     const SequenceLaunch& l = seq[i];
     if (!l.kernel) throw Error("timing: launch " + std::to_string(i + 1) + " of the sequence names no kernel");
     const Instantiation dtype = normalize(*l.kernel, l.dtype);
     Prepared p = prepare(*l.kernel, dtype, l.threadgroup, true);
-    check(device_->info(), *l.kernel, CheckFacts{p.lane_ops, p.dtypes_used, p.shared_bytes, p.dynamic_tg, p.index_widths},
-          dtype, l.buffers, l.constexprs, l.grid, l.threadgroup, &args[i]);
-    rt::CompiledKernel& compiled = p.compiled ? *p.compiled : pipeline(*l.kernel, dtype, l.threadgroup, p);
+    check(device_->info(), *l.kernel,
+          CheckFacts{p.lane_ops, p.dtypes_used, p.shared_bytes, p.dynamic_tg, p.index_widths, p.skip_facts}, dtype,
+          l.buffers, l.constexprs, l.grid, l.threadgroup, &args[i]);
+    if (!p.compiled) held.push_back(pipeline(*l.kernel, dtype, l.threadgroup, p, spec_values(*l.kernel, args[i])));
+    rt::CompiledKernel& compiled = p.compiled ? *p.compiled : *held.back();
     timed.push_back({&compiled, &args[i], l.grid, l.threadgroup});
     std::string r = device_->compile_report(compiled);
     if (!r.empty()) report += (report.empty() ? "" : "\n") + r;
@@ -945,9 +1073,10 @@ Timing Context::time_dispatch(const ir::Kernel& kernel, Instantiation dtype, con
   dtype = normalize(kernel, dtype);
   Prepared p = prepare(kernel, dtype, threadgroup, true);
   rt::LaunchArgs& args = launch_scratch();
-  check(device_->info(), kernel, CheckFacts{p.lane_ops, p.dtypes_used, p.shared_bytes, p.dynamic_tg, p.index_widths}, dtype, buffers, constexprs, grid, threadgroup,
+  check(device_->info(), kernel, CheckFacts{p.lane_ops, p.dtypes_used, p.shared_bytes, p.dynamic_tg, p.index_widths, p.skip_facts}, dtype, buffers, constexprs, grid, threadgroup,
         &args);
-  rt::CompiledKernel& compiled = p.compiled ? *p.compiled : pipeline(kernel, dtype, threadgroup, p);
+  std::shared_ptr<rt::CompiledKernel> held;
+  rt::CompiledKernel& compiled = p.compiled ? *p.compiled : *(held = pipeline(kernel, dtype, threadgroup, p, spec_values(kernel, args)));
   Timing t;
   t.samples_us = device_->time_launches(compiled, args, grid, threadgroup, opts);
   t.compile_report = device_->compile_report(compiled);

@@ -19,7 +19,20 @@ struct BufferImpl {
   // (CUDA: its context, Vulkan: its VkDevice core), so launch() can reject a foreign buffer with
   // one pointer compare instead of a dynamic_cast.
   const void* owner = nullptr;
+  // The byte alignment of element 0 as a kernel sees it (a power of two): every device
+  // allocates at least ir::kAllocationAlign-aligned memory (CUDA: 256) and binds a buffer from
+  // its start. A view into a buffer (not built yet) would bind at an offset and carry the
+  // alignment of that address. Dispatch validation checks it against every buffer's declared
+  // (or assumed) alignment.
+  uint64_t align = ir::kAllocationAlign;
 };
+
+// The declared-fact rules of dispatch validation (Context), one parameter at a time: an empty
+// string when the dispatch keeps the fact, else the problem naming the parameter, the value, the
+// fact and the file:line of its declaration. Scalars: `bits` are the launch bits of `value`.
+std::string scalar_fact_problem(const ir::Kernel& k, uint32_t param, uint64_t bits, const std::string& value);
+// Buffers: `bound_align` is the alignment of the bound address (BufferImpl::align).
+std::string buffer_fact_problem(const ir::Kernel& k, uint32_t param, uint64_t bound_align);
 
 struct CompiledKernel {
   virtual ~CompiledKernel() = default;

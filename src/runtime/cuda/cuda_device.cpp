@@ -454,6 +454,7 @@ class CudaDevice final : public Device {
     buf->ctx = ctx_;
     buf->owner = ctx_.get();  // kept alive by buf->ctx, so no other live object has this address
     buf->bytes = bytes;
+    buf->align = 256;  // cuMemAlloc's guarantee
     // Never a zero-byte allocation: cuMemAlloc rejects it, and an empty buffer still binds.
     const size_t n = bytes < 4 ? 4 : bytes;
     drv().check(drv().cuMemAlloc_v2(&buf->ptr, n), "cuMemAlloc_v2(" + std::to_string(n) + " bytes)");
