@@ -114,4 +114,7 @@ IRON_BENCH(iron_add, n4m, {f32, 1e-6}, {f16, 1e-3}, {bf16, 8e-3}) { return binar
 IRON_BENCH(iron_add, n16m, {f32, 1e-6}, {f16, 1e-3}, {bf16, 8e-3}) { return binary_bench(dt, 1u << 24, false); }
 IRON_BENCH(iron_add, n64m, {f32, 1e-6}, {f16, 1e-3}, {bf16, 8e-3}) { return binary_bench(dt, 1u << 26, false); }
 IRON_BENCH(iron_mul, n16m, {f32, 1e-6}, {f16, 1e-3}, {bf16, 8e-3}) { return binary_bench(dt, 1u << 24, true); }
+// 1 Gi elements (2^30, issue 9's streaming size): 6 GiB move at bf16.
+IRON_BENCH(iron_add, n1g, {bf16, 8e-3}) { return binary_bench(dt, 1u << 30, false); }
+IRON_BENCH(iron_mul, n1g, {bf16, 8e-3}) { return binary_bench(dt, 1u << 30, true); }
 }  // namespace iron::kernels

@@ -123,4 +123,7 @@ static BenchSetup unary_bench(DType dt, uint32_t n, bool is_silu) {
 IRON_BENCH(iron_exp, t4096_h11008, {f32, 1e-5}, {f16, 1.5e-3}, {bf16, 8e-3}) { return unary_bench(dt, 4096u * 11008u, false); }
 IRON_BENCH(iron_silu, t1_h11008, {f32, 1e-5}, {f16, 1.5e-3}, {bf16, 8e-3}) { return unary_bench(dt, 11008u, true); }
 IRON_BENCH(iron_silu, t4096_h11008, {f32, 1e-5}, {f16, 1.5e-3}, {bf16, 8e-3}) { return unary_bench(dt, 4096u * 11008u, true); }
+// 1 Gi elements (2^30, issue 9's streaming size): 4 GiB move at bf16.
+IRON_BENCH(iron_exp, n1g, {bf16, 8e-3}) { return unary_bench(dt, 1u << 30, false); }
+IRON_BENCH(iron_silu, n1g, {bf16, 8e-3}) { return unary_bench(dt, 1u << 30, true); }
 }  // namespace iron::kernels
