@@ -219,6 +219,40 @@ IRON_TEST_KERNEL(iron_swiglu, tail5_n69, {f32}, {f16}, {bf16}) { return swiglu_t
 IRON_TEST_KERNEL(iron_swiglu, tail6_n70, {f32}, {f16}, {bf16}) { return swiglu_tail_case(dt, 6); }
 IRON_TEST_KERNEL(iron_swiglu, tail7_n71, {f32}, {f16}, {bf16}) { return swiglu_tail_case(dt, 7); }
 
+// Selectors: the logical call {n} (per_thread.hpp: 8 elements per thread).
+static LaunchPlan gelu_tanh_for(const Call& call, const DeviceInfo& dev) {
+  return per_thread_plan("iron_gelu_tanh", "iron_gelu_tanh", call, dev);
+}
+static LaunchPlan gelu_erf_for(const Call& call, const DeviceInfo& dev) {
+  return per_thread_plan("iron_gelu_erf", "iron_gelu_erf", call, dev);
+}
+static LaunchPlan swiglu_for(const Call& call, const DeviceInfo& dev) { return per_thread_plan("iron_swiglu", "iron_swiglu", call, dev); }
+IRON_SELECTOR(iron_gelu_tanh, gelu_tanh_for);
+IRON_SELECTOR(iron_gelu_erf, gelu_erf_for);
+IRON_SELECTOR(iron_swiglu, swiglu_for);
+
+namespace {
+// The grid case `t` as a case through the selector: its inputs, tolerance and oracle.
+TestSetup as_call(DType dt, const TestSetup& t, uint32_t n) {
+  TestSetup c(dt);
+  for (const auto& [name, values] : t.inputs()) c.in(name, values);
+  return c.out("out", n)
+      .call({{"n", n}})
+      .accumulation(t.accumulation_roundings())
+      .math_ops(t.math_op_count())
+      .error_floor(t.floor())
+      .oracle(t.oracle_fn());
+}
+}  // namespace
+// guards: each family's launch by its selector, at a call with a tail of 3 (n = 8 * 62 + 3)
+IRON_TEST_KERNEL(iron_gelu_tanh, call_n499, {f32}, {f16}, {bf16}) {
+  return as_call(dt, gelu_case(dt, Act::GeluTanh, 499, -6.0, 6.0, 68), 499);
+}
+IRON_TEST_KERNEL(iron_gelu_erf, call_n499, {f32}, {f16}, {bf16}) {
+  return as_call(dt, gelu_case(dt, Act::GeluErf, 499, -4.0, 4.0, 68), 499);
+}
+IRON_TEST_KERNEL(iron_swiglu, call_n499, {f32}, {f16}, {bf16}) { return as_call(dt, swiglu_case(dt, 499), 499); }
+
 }  // namespace iron::kernels
 
 // Benchmarks. GELU: 2 n elements move (one read, one write); SwiGLU: 3 n (two reads, one
@@ -226,25 +260,27 @@ IRON_TEST_KERNEL(iron_swiglu, tail7_n71, {f32}, {f16}, {bf16}) { return swiglu_t
 // to one of 32768. n = 2^30 (1 Gi elements) is the streaming case of issue 9.
 namespace iron::kernels {
 namespace {
-BenchSetup gelu_bench(DType dt, Act act, uint32_t n) {
+// `call`: launched by the family's selector (the issue-9 shapes) rather than a fixed grid.
+BenchSetup gelu_bench(DType dt, Act act, uint32_t n, bool call = false) {
   TestSetup t = gelu_case(dt, act, n, -4.0, 4.0, 70);
   BenchSetup b(dt);
-  b.in("x", t.inputs().at("x")).out("out", n).constexprs(t.scalars()).grid(t.grid_size(), t.threadgroup());
-  b.oracle(t.oracle_fn()).error_floor(t.floor());
+  b.in("x", t.inputs().at("x")).out("out", n).oracle(t.oracle_fn()).error_floor(t.floor());
+  if (call) b.call({{"n", n}});
+  else b.constexprs(t.scalars()).grid(t.grid_size(), t.threadgroup());
   return b.bytes(2.0 * n * dtype_size(dt)).flops(8.0 * n);
 }
 BenchSetup swiglu_bench(DType dt, uint32_t n) {
   TestSetup t = swiglu_case(dt, n);
   BenchSetup b(dt);
-  b.in("a", t.inputs().at("a")).in("b", t.inputs().at("b")).out("out", n).constexprs(t.scalars());
-  b.grid(t.grid_size(), t.threadgroup()).oracle(t.oracle_fn()).error_floor(t.floor());
+  b.in("a", t.inputs().at("a")).in("b", t.inputs().at("b")).out("out", n).call({{"n", n}});
+  b.oracle(t.oracle_fn()).error_floor(t.floor());
   return b.bytes(3.0 * n * dtype_size(dt)).flops(5.0 * n).sweep("iron_swiglu_h14336", n / 14336);
 }
 }  // namespace
 IRON_BENCH(iron_gelu_tanh, t4096_h11008, {f32, 1e-5}, {f16, 1.5e-3}, {bf16, 8e-3}) { return gelu_bench(dt, Act::GeluTanh, 4096u * 11008u); }
 IRON_BENCH(iron_gelu_erf, t4096_h11008, {f32, 1e-5}, {f16, 1.5e-3}, {bf16, 8e-3}) { return gelu_bench(dt, Act::GeluErf, 4096u * 11008u); }
-IRON_BENCH(iron_gelu_tanh, n1g, {bf16, 8e-3}) { return gelu_bench(dt, Act::GeluTanh, 1u << 30); }
-IRON_BENCH(iron_gelu_erf, n1g, {bf16, 8e-3}) { return gelu_bench(dt, Act::GeluErf, 1u << 30); }
+IRON_BENCH(iron_gelu_tanh, n1g, {bf16, 8e-3}) { return gelu_bench(dt, Act::GeluTanh, 1u << 30, true); }
+IRON_BENCH(iron_gelu_erf, n1g, {bf16, 8e-3}) { return gelu_bench(dt, Act::GeluErf, 1u << 30, true); }
 IRON_BENCH(iron_swiglu, t1_h14336, {f32, 1e-5}, {f16, 1.5e-3}, {bf16, 8e-3}) { return swiglu_bench(dt, 14336u); }
 IRON_BENCH(iron_swiglu, t4096_h14336, {f32, 1e-5}, {f16, 1.5e-3}, {bf16, 8e-3}) { return swiglu_bench(dt, 4096u * 14336u); }
 IRON_BENCH(iron_swiglu, t32768_h14336, {bf16, 8e-3}) { return swiglu_bench(dt, 32768u * 14336u); }

@@ -185,14 +185,44 @@ IRON_TEST_KERNEL(iron_cast_from_fp8, tail5_n69, {bf16}) { return cast_tail_case(
 IRON_TEST_KERNEL(iron_cast_from_fp8, tail6_n70, {bf16}) { return cast_tail_case(DType::F8E4M3, dt, 6); }
 IRON_TEST_KERNEL(iron_cast_from_fp8, tail7_n71, {bf16}) { return cast_tail_case(DType::F8E4M3, dt, 7); }
 
+// Selectors: the logical call {n} at the pair's instantiation (per_thread.hpp: 8 elements per
+// thread); a device without f16, bf16 or 8-bit buffers refuses a pair that needs them.
+static LaunchPlan cast_for(const Call& call, const DeviceInfo& dev) { return per_thread_plan("iron_cast", "iron_cast", call, dev); }
+static LaunchPlan cast_to_fp8_for(const Call& call, const DeviceInfo& dev) {
+  Call c = call;
+  c.dtype.w = DType::F8E4M3;  // the output's dtype, for the device check
+  return per_thread_plan("iron_cast_to_fp8", "iron_cast_to_fp8", c, dev);
+}
+static LaunchPlan cast_from_fp8_for(const Call& call, const DeviceInfo& dev) {
+  Call c = call;
+  c.dtype.w = DType::F8E4M3;  // the input's dtype, for the device check
+  return per_thread_plan("iron_cast_from_fp8", "iron_cast_from_fp8", c, dev);
+}
+IRON_SELECTOR(iron_cast, cast_for);
+IRON_SELECTOR(iron_cast_to_fp8, cast_to_fp8_for);
+IRON_SELECTOR(iron_cast_from_fp8, cast_from_fp8_for);
+
+namespace {
+TestSetup cast_call_case(DType t, DType w, uint32_t n) {
+  TestSetup g = cast_case(t, w, n);
+  return TestSetup(g.instantiation()).in("x", g.inputs().at("x")).out("out", n).call({{"n", n}}).error_floor(g.floor()).oracle(g.oracle_fn());
+}
+}  // namespace
+// guards: each family's launch by its selector, at a call with a tail of 5 (n = 8 * 62 + 5)
+IRON_TEST_KERNEL(iron_cast, call_n501, {{f32, bf16}}, {{bf16, f16}}, {{f16, f32}}) { return cast_call_case(dt, wt, 501); }
+IRON_TEST_KERNEL(iron_cast_to_fp8, call_n501, {f32}, {bf16}) { return cast_call_case(dt, DType::F8E4M3, 501); }
+IRON_TEST_KERNEL(iron_cast_from_fp8, call_n501, {f16}, {bf16}) { return cast_call_case(DType::F8E4M3, dt, 501); }
+
 // Benchmarks: converting a [4096, 11008] activation and a 1 Gi element tensor. Bytes: n of the
 // source dtype read and n of the target written.
 namespace {
-BenchSetup cast_bench(DType t, DType w, uint32_t n) {
+// `call`: launched by the family's selector rather than a fixed grid.
+BenchSetup cast_bench(DType t, DType w, uint32_t n, bool call = false) {
   TestSetup s = cast_case(t, w, n);
   BenchSetup b(s.instantiation());
-  b.in("x", s.inputs().at("x")).out("out", n).constexprs(s.scalars()).grid(s.grid_size(), s.threadgroup());
-  b.oracle(s.oracle_fn()).error_floor(s.floor());
+  b.in("x", s.inputs().at("x")).out("out", n).oracle(s.oracle_fn()).error_floor(s.floor());
+  if (call) b.call({{"n", n}});
+  else b.constexprs(s.scalars()).grid(s.grid_size(), s.threadgroup());
   return b.bytes(double(n) * (dtype_size(t) + dtype_size(w))).flops(0);
 }
 }  // namespace
@@ -200,9 +230,14 @@ BenchSetup cast_bench(DType t, DType w, uint32_t n) {
 IRON_BENCH(iron_cast, t4096_h11008, {{f32, bf16}, 0.0}, {{bf16, f32}, 0.0}, {{f16, bf16}, 0.0}) {
   return cast_bench(dt, wt, 4096u * 11008u);
 }
-IRON_BENCH(iron_cast_to_fp8, t4096_h11008, {bf16, 0.0}) { return cast_bench(dt, DType::F8E4M3, 4096u * 11008u); }
-IRON_BENCH(iron_cast_from_fp8, t4096_h11008, {bf16, 0.0}) { return cast_bench(DType::F8E4M3, dt, 4096u * 11008u); }
-IRON_BENCH(iron_cast_to_fp8, n1g, {bf16, 0.0}) { return cast_bench(dt, DType::F8E4M3, 1u << 30); }
-IRON_BENCH(iron_cast_from_fp8, n1g, {bf16, 0.0}) { return cast_bench(DType::F8E4M3, dt, 1u << 30); }
+// 64 Mi elements (2^26) per pair, by the selector.
+IRON_BENCH(iron_cast, n64m, {{f32, f16}, 0.0}, {{f32, bf16}, 0.0}, {{f16, f32}, 0.0}, {{f16, bf16}, 0.0}, {{bf16, f32}, 0.0},
+           {{bf16, f16}, 0.0}) {
+  return cast_bench(dt, wt, 1u << 26, true);
+}
+IRON_BENCH(iron_cast_to_fp8, n64m, {f32, 0.0}, {f16, 0.0}, {bf16, 0.0}) { return cast_bench(dt, DType::F8E4M3, 1u << 26, true); }
+IRON_BENCH(iron_cast_from_fp8, n64m, {f32, 0.0}, {f16, 0.0}, {bf16, 0.0}) { return cast_bench(DType::F8E4M3, dt, 1u << 26, true); }
+IRON_BENCH(iron_cast_to_fp8, n1g, {bf16, 0.0}) { return cast_bench(dt, DType::F8E4M3, 1u << 30, true); }
+IRON_BENCH(iron_cast_from_fp8, n1g, {bf16, 0.0}) { return cast_bench(DType::F8E4M3, dt, 1u << 30, true); }
 
 }  // namespace iron::kernels

@@ -29,6 +29,12 @@ inline void for_each_owned_element(dsl::Expr n, dsl::FnRef<void(dsl::Expr)> body
   });
 }
 
+// The launch of the elementwise kernel `kernel` for a logical call {n}: ceil(n / 8) threads in
+// threadgroups of 256 (or the device's limit). Refuses, naming the family and the value, n = 0
+// or n >= 2^32 (the 32-bit index), a grid wider than the device's, and a 16-bit or fp8 dtype of
+// the call (T, or W) that the device does not store. `family` is the selector's name.
+LaunchPlan per_thread_plan(const char* family, const char* kernel, const Call& call, const DeviceInfo& dev);
+
 // Threadgroups for n elements at `tg` threads each.
 inline uint32_t groups_for(uint32_t n, uint32_t tg) {
   uint32_t threads = (n + kElementsPerThread - 1) / kElementsPerThread;

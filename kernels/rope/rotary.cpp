@@ -22,8 +22,10 @@
 // tokens * heads * HD must be below 2^32, and for the tables pos_offset + tokens <= max_pos (a
 // row past the table would be read out of range). f32 arithmetic, one rounding to T per output;
 // no reduction, bit-exact run to run.
+#include <algorithm>
 #include <cmath>
 #include <optional>
+#include <string>
 
 #include <iron/iron.hpp>
 
@@ -113,6 +115,71 @@ IRON_KERNEL_VARIANTS(iron_rope_neox_theta, rope_neox_theta, Reduction, (f32, f16
                      ::iron::int_axis("HD", {64, 128}));
 IRON_KERNEL_VARIANTS(iron_rope_gptj_theta, rope_gptj_theta, Reduction, (f32, f16, bf16), "d{HD}",
                      ::iron::int_axis("HD", {64, 128}));
+
+// Selectors: the logical call {tokens, heads, head_dim, pos_offset (default 0)} and max_pos (the
+// tables' rows) or theta. head_dim picks the variant (64 or 128; anything else is refused, naming
+// the ones built). x covers tokens * (head_dim / 16) threads in threadgroups of 256 (fewer for a
+// small call: a whole number of lane groups); y is ceil(heads / 4), four heads per thread, or
+// heads for a call with under 2^14 threads that way (decode: one head per thread, more threads).
+namespace {
+Dim3 rope_grid(uint32_t tokens, uint32_t heads, uint32_t hd, uint32_t tg);
+
+LaunchPlan rope_plan(const char* family, RopeAngles angles, const Call& call, const DeviceInfo& dev) {
+  const int64_t tokens = call.size("tokens"), heads = call.size("heads"), hd = call.size("head_dim");
+  const int64_t offset = call.size_or("pos_offset", 0);
+  const std::string who = std::string(family) + ": ";
+  if (hd != 64 && hd != 128)
+    throw Error(who + "head_dim = " + std::to_string(hd) + " has no kernel (built: 64 and 128)");
+  if (tokens == 0 || heads == 0) throw Error(who + "tokens and heads must be at least 1");
+  if (uint64_t(tokens) * uint64_t(heads) * uint64_t(hd) > UINT32_MAX || offset > int64_t(UINT32_MAX))
+    throw Error(who + "tokens * heads * head_dim = " + std::to_string(tokens) + " * " + std::to_string(heads) + " * " +
+                std::to_string(hd) + " needs a 64-bit index (the kernels index with 32 bits)");
+  for (DType t : {DType::F16, DType::BF16})
+    if (call.dtype.t == t && !(t == DType::F16 ? dev.f16 : dev.bf16))
+      throw Error(who + "the device " + dev.name + " has no " + dtype_name(t) + " buffers");
+  Constexprs scalars = {{"tokens", uint32_t(tokens)}, {"heads", uint32_t(heads)}, {"pos_offset", uint32_t(offset)}};
+  if (angles == RopeAngles::Table) {
+    const int64_t max_pos = call.size("max_pos");
+    if (offset + tokens > max_pos)
+      throw Error(who + "pos_offset + tokens = " + std::to_string(offset + tokens) + " exceeds max_pos = " +
+                  std::to_string(max_pos) + " (the cos/sin tables have max_pos rows)");
+    scalars["max_pos"] = uint32_t(max_pos);
+  } else {
+    const double theta = call.scalar("theta");
+    if (!(theta > 1.0) || !std::isfinite(theta))
+      throw Error(who + "theta = " + std::to_string(theta) + ": the frequency base must be a finite value above 1");
+    scalars["theta"] = theta;
+  }
+  const uint64_t x_threads = uint64_t(tokens) * uint64_t(hd / 16);
+  const uint32_t lanes = std::max<uint32_t>(dev.lane_width, 1);
+  uint32_t tg = x_threads >= 256 ? 256u : uint32_t((x_threads + lanes - 1) / lanes * lanes);
+  tg = std::min(tg, dev.max_threads_per_group);
+  Dim3 grid = rope_grid(uint32_t(tokens), uint32_t(heads), uint32_t(hd), tg);
+  const bool small = uint64_t(grid.x) * tg * grid.y < (1u << 14);
+  if (small) grid.y = uint32_t(heads);
+  if (grid.x > dev.max_grid.x || grid.y > dev.max_grid.y)
+    throw Error(who + "grid " + std::to_string(grid.x) + " x " + std::to_string(grid.y) + " exceeds the device's " +
+                std::to_string(dev.max_grid.x) + " x " + std::to_string(dev.max_grid.y));
+  LaunchPlan plan;
+  plan.steps.push_back({std::string(family) + "_d" + std::to_string(hd), grid, {tg, 1, 1}, scalars, {}});
+  plan.reason = "head_dim " + std::to_string(hd) + ", 8 pairs per thread, " +
+                (small ? std::string("one head per thread (a small call)") : std::string("up to 4 heads per thread"));
+  return plan;
+}
+}  // namespace
+
+static LaunchPlan rope_neox_for(const Call& c, const DeviceInfo& d) { return rope_plan("iron_rope_neox", RopeAngles::Table, c, d); }
+static LaunchPlan rope_gptj_for(const Call& c, const DeviceInfo& d) { return rope_plan("iron_rope_gptj", RopeAngles::Table, c, d); }
+static LaunchPlan rope_neox_theta_for(const Call& c, const DeviceInfo& d) {
+  return rope_plan("iron_rope_neox_theta", RopeAngles::Theta, c, d);
+}
+static LaunchPlan rope_gptj_theta_for(const Call& c, const DeviceInfo& d) {
+  return rope_plan("iron_rope_gptj_theta", RopeAngles::Theta, c, d);
+}
+IRON_SELECTOR(iron_rope_neox, rope_neox_for);
+IRON_SELECTOR(iron_rope_gptj, rope_gptj_for);
+IRON_SELECTOR(iron_rope_neox_theta, rope_neox_theta_for);
+IRON_SELECTOR(iron_rope_gptj_theta, rope_gptj_theta_for);
 
 namespace {
 
@@ -254,29 +321,67 @@ IRON_TEST_KERNEL(iron_rope_gptj_theta_d128, t4_h5_off2_positive, {f32}, {f16}, {
   return rope_positive_case(dt, {RopeStyle::GptJ, RopeAngles::Theta, 4, 5, 128, 2});
 }
 
-// Benchmarks: NeoX [T, 32, 128] at T = 4096 and 32768 (issue 9), decode (T = 1). Bytes: x read
-// and out written once; the tables' rows read once per token (2 * h f32), nothing for theta.
+namespace {
+// The grid case for `r` as a call through the family's selector.
+TestSetup rope_call_case(DType dt, const RopeShape& r) {
+  TestSetup g = rope_case(dt, r);
+  TestSetup c(dt);
+  for (const auto& [name, values] : g.inputs()) c.in(name, values);
+  Constexprs args = {{"tokens", r.tokens}, {"heads", r.heads}, {"head_dim", r.hd}, {"pos_offset", r.offset}};
+  if (r.angles == RopeAngles::Table) args["max_pos"] = g.scalars().at("max_pos");
+  else args["theta"] = r.theta;
+  return c.out("out", size_t(r.tokens) * r.heads * r.hd)
+      .call(args)
+      .accumulation(g.accumulation_roundings())
+      .math_ops(g.math_op_count())
+      .oracle(g.oracle_fn());
+}
+}  // namespace
+// guards: each family's selector routes head_dim 64 and 128 to their kernels, with an offset, a head count no group size divides and one head per thread (a small call)
+IRON_TEST_KERNEL(iron_rope_neox, call_t7_h5_d64_off3, {f32}, {f16}, {bf16}) {
+  return rope_call_case(dt, {RopeStyle::NeoX, RopeAngles::Table, 7, 5, 64, 3});
+}
+IRON_TEST_KERNEL(iron_rope_neox, call_t3_h9_d128, {f32}, {bf16}) { return rope_call_case(dt, {RopeStyle::NeoX, RopeAngles::Table, 3, 9, 128, 0}); }
+IRON_TEST_KERNEL(iron_rope_gptj, call_t7_h5_d64_off3, {f32}, {f16}, {bf16}) {
+  return rope_call_case(dt, {RopeStyle::GptJ, RopeAngles::Table, 7, 5, 64, 3});
+}
+IRON_TEST_KERNEL(iron_rope_gptj, call_t3_h9_d128, {f32}, {bf16}) { return rope_call_case(dt, {RopeStyle::GptJ, RopeAngles::Table, 3, 9, 128, 0}); }
+IRON_TEST_KERNEL(iron_rope_neox_theta, call_t7_h5_d64_off3, {f32}, {f16}, {bf16}) {
+  return rope_call_case(dt, {RopeStyle::NeoX, RopeAngles::Theta, 7, 5, 64, 3});
+}
+IRON_TEST_KERNEL(iron_rope_neox_theta, call_t3_h9_d128, {f32}, {bf16}) {
+  return rope_call_case(dt, {RopeStyle::NeoX, RopeAngles::Theta, 3, 9, 128, 0});
+}
+IRON_TEST_KERNEL(iron_rope_gptj_theta, call_t7_h5_d64_off3, {f32}, {f16}, {bf16}) {
+  return rope_call_case(dt, {RopeStyle::GptJ, RopeAngles::Theta, 7, 5, 64, 3});
+}
+IRON_TEST_KERNEL(iron_rope_gptj_theta, call_t3_h9_d128, {f32}, {bf16}) {
+  return rope_call_case(dt, {RopeStyle::GptJ, RopeAngles::Theta, 3, 9, 128, 0});
+}
+
+// Benchmarks, by the families' selectors: NeoX [T, 32, 128] at T = 4096 and 32768 (issue 9),
+// decode (T = 1). Bytes: x read and out written once, and the tables' rows read once per token
+// (2 * 64 f32; the tables have T + 2 rows, the last two unread); nothing more for theta.
 namespace {
 BenchSetup rope_bench(DType dt, RopeStyle style, RopeAngles angles, uint32_t tokens) {
   const RopeShape r{style, angles, tokens, 32, 128, 0};
-  TestSetup t = rope_case(dt, r);
+  TestSetup t = rope_call_case(dt, r);
   BenchSetup b(dt);
   for (const auto& [name, values] : t.inputs()) b.in(name, values);
   const size_t n = size_t(tokens) * 32 * 128;
-  b.out("out", n).constexprs(t.scalars()).oracle(t.oracle_fn());
-  b.grid(rope_grid(tokens, 32, 128, 256), {256, 1, 1});
+  b.out("out", n).call(t.call_args()).oracle(t.oracle_fn());
   const double table = angles == RopeAngles::Table ? 2.0 * tokens * 64 * 4 : 0.0;
-  return b.bytes(2.0 * n * dtype_size(dt) + table).flops(3.0 * n).sweep("iron_rope_h32_d128", tokens);
+  return b.bytes(2.0 * n * dtype_size(dt) + table).flops(3.0 * n);
 }
 }  // namespace
-IRON_BENCH(iron_rope_neox_d128, t1_h32, {f32, 1e-5}, {f16, 2e-3}, {bf16, 1e-2}) { return rope_bench(dt, RopeStyle::NeoX, RopeAngles::Table, 1); }
-IRON_BENCH(iron_rope_neox_d128, t4096_h32, {f32, 1e-5}, {f16, 2e-3}, {bf16, 1e-2}) { return rope_bench(dt, RopeStyle::NeoX, RopeAngles::Table, 4096); }
-IRON_BENCH(iron_rope_neox_d128, t32768_h32, {bf16, 1e-2}) { return rope_bench(dt, RopeStyle::NeoX, RopeAngles::Table, 32768); }
-IRON_BENCH(iron_rope_gptj_d128, t4096_h32, {bf16, 1e-2}) { return rope_bench(dt, RopeStyle::GptJ, RopeAngles::Table, 4096); }
+IRON_BENCH(iron_rope_neox, t1_h32_d128, {f32, 1e-5}, {f16, 2e-3}, {bf16, 1e-2}) { return rope_bench(dt, RopeStyle::NeoX, RopeAngles::Table, 1); }
+IRON_BENCH(iron_rope_neox, t4096_h32_d128, {f32, 1e-5}, {f16, 2e-3}, {bf16, 1e-2}) { return rope_bench(dt, RopeStyle::NeoX, RopeAngles::Table, 4096); }
+IRON_BENCH(iron_rope_neox, t32768_h32_d128, {bf16, 1e-2}) { return rope_bench(dt, RopeStyle::NeoX, RopeAngles::Table, 32768); }
+IRON_BENCH(iron_rope_gptj, t4096_h32_d128, {bf16, 1e-2}) { return rope_bench(dt, RopeStyle::GptJ, RopeAngles::Table, 4096); }
 // The angles computed on the fly carry an f32 error that grows with the position (the
 // derivation above: (|a| + |b|) (19 + 184 pmax) u absolutely, 0.36 of the floor at pmax = 4095
 // with |x| <= 4, plus bf16's rounding), so this check only catches gross errors; at 32768 tokens
 // the bound exceeds the outputs themselves and no check would mean anything: not benched there.
-IRON_BENCH(iron_rope_neox_theta_d128, t4096_h32, {bf16, 0.37}) { return rope_bench(dt, RopeStyle::NeoX, RopeAngles::Theta, 4096); }
+IRON_BENCH(iron_rope_neox_theta, t4096_h32_d128, {bf16, 0.37}) { return rope_bench(dt, RopeStyle::NeoX, RopeAngles::Theta, 4096); }
 
 }  // namespace iron::kernels
