@@ -238,6 +238,9 @@ TestSetup rope_setup(DType dt, const RopeShape& r, std::vector<double> x) {
         const auto& xv = in.at("x");
         auto& o = out.at("out");
         const uint32_t h = r.hd / 2;
+        const bool table = r.angles == RopeAngles::Table;
+        const std::vector<double>* cos_t = table ? &in.at("cos") : nullptr;
+        const std::vector<double>* sin_t = table ? &in.at("sin") : nullptr;
         for (uint32_t tk = 0; tk < r.tokens; ++tk)
           for (uint32_t hh = 0; hh < r.heads; ++hh)
             for (uint32_t i = 0; i < h; ++i) {
@@ -246,8 +249,8 @@ TestSetup rope_setup(DType dt, const RopeShape& r, std::vector<double> x) {
               const size_t hi = r.style == RopeStyle::NeoX ? row + i + h : row + 2 * i + 1;
               const uint32_t p = r.offset + tk;
               double c, s;
-              if (r.angles == RopeAngles::Table) {
-                c = in.at("cos")[size_t(p) * h + i], s = in.at("sin")[size_t(p) * h + i];
+              if (table) {
+                c = (*cos_t)[size_t(p) * h + i], s = (*sin_t)[size_t(p) * h + i];
               } else {
                 c = std::cos(exact_angle(r, p, i)), s = std::sin(exact_angle(r, p, i));
               }
