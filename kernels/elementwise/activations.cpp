@@ -93,7 +93,9 @@ TestSetup gelu_setup(DType dt, Act act, std::vector<double> x) {
                     .oracle([n, act](const Tensors& in, Tensors& out) {
                       const auto& v = in.at("x");
                       auto& o = out.at("out");
-                      for (uint32_t i = 0; i < n; ++i) o[i] = gelu_exact(act, v[i]);
+                      host_ranges(n, [&](size_t b, size_t e) {
+                        for (size_t i = b; i < e; ++i) o[i] = gelu_exact(act, v[i]);
+                      });
                     });
   if (act == Act::GeluTanh) return t.accumulation(2 + 6 * 12).error_floor(1e-4);
   return t.accumulation(5).error_floor(2.0);
@@ -148,7 +150,9 @@ TestSetup swiglu_setup(DType dt, std::vector<double> a, std::vector<double> b) {
         const auto& g = in.at("a");
         const auto& u = in.at("b");
         auto& o = out.at("out");
-        for (uint32_t i = 0; i < n; ++i) o[i] = g[i] / (1.0 + std::exp(-g[i])) * u[i];
+        host_ranges(n, [&](size_t b, size_t e) {
+          for (size_t i = b; i < e; ++i) o[i] = g[i] / (1.0 + std::exp(-g[i])) * u[i];
+        });
       });
 }
 TestSetup swiglu_case(DType dt, uint32_t n) {

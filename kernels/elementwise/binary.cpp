@@ -40,7 +40,9 @@ static TestSetup binary_setup(DType dt, uint32_t n, bool multiply, std::vector<d
         const auto& x = in.at("a");
         const auto& y = in.at("b");
         auto& o = out.at("out");
-        for (uint32_t i = 0; i < n; ++i) o[i] = multiply ? x[i] * y[i] : x[i] + y[i];
+        host_ranges(n, [&](size_t b, size_t e) {
+          for (size_t i = b; i < e; ++i) o[i] = multiply ? x[i] * y[i] : x[i] + y[i];
+        });
       });
 }
 static TestSetup binary_case(DType dt, uint32_t n, bool multiply) {

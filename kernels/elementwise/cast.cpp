@@ -101,10 +101,9 @@ std::vector<double> cast_inputs(DType t, DType w, uint32_t n, uint64_t seed) {
   for (size_t k = 0; k < edges.size() && k < n; ++k) v[n / 2 + k] = edges[k];
   // What T holds: the harness rounds each input to T once, so the kernel reads these values;
   // values T cannot reach are clamped to its range and tiny ones below its subnormals vanish.
-  for (double& x : v) {
-    if (std::fabs(x) > ft.max) x = std::copysign(ft.max, x);
-    x = round_to_format(t, x);
-  }
+  host_ranges(v.size(), [&](size_t b, size_t e) {
+    for (size_t i = b; i < e; ++i) v[i] = round_to_format(t, std::fabs(v[i]) > ft.max ? std::copysign(ft.max, v[i]) : v[i]);
+  });
   return v;
 }
 
@@ -128,7 +127,9 @@ TestSetup cast_setup(DType t, DType w, std::vector<double> x) {
       .oracle([n, w](const Tensors& in, Tensors& out) {
         const auto& v = in.at("x");
         auto& o = out.at("out");
-        for (uint32_t i = 0; i < n; ++i) o[i] = round_to_format(w, v[i]);
+        host_ranges(n, [&](size_t b, size_t e) {
+          for (size_t i = b; i < e; ++i) o[i] = round_to_format(w, v[i]);
+        });
       });
 }
 TestSetup cast_case(DType t, DType w, uint32_t n) { return cast_setup(t, w, cast_inputs(t, w, n, 91)); }

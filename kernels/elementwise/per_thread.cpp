@@ -3,6 +3,8 @@
 
 #include <algorithm>
 #include <string>
+#include <thread>
+#include <vector>
 
 namespace iron::kernels {
 
@@ -33,6 +35,15 @@ LaunchPlan per_thread_plan(const char* family, const char* kernel, const Call& c
   plan.steps.push_back({kernel, {groups, 1, 1}, {tg, 1, 1}, {{"n", uint32_t(n)}}, {}});
   plan.reason = "8 elements per thread (16-byte accesses), " + std::to_string(tg) + " threads per threadgroup";
   return plan;
+}
+
+void host_ranges(size_t n, const std::function<void(size_t, size_t)>& range) {
+  const size_t workers = std::min<size_t>(16, std::max(1u, std::thread::hardware_concurrency()));
+  if (n < (size_t(1) << 22) || workers == 1) return range(0, n);
+  const size_t chunk = (n + workers - 1) / workers;
+  std::vector<std::thread> pool;
+  for (size_t begin = 0; begin < n; begin += chunk) pool.emplace_back(range, begin, std::min(n, begin + chunk));
+  for (std::thread& t : pool) t.join();
 }
 
 }  // namespace iron::kernels

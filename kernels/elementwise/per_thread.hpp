@@ -4,6 +4,8 @@
 // scalar loop to n. Dispatch: threads = ceil(n / 8).
 #pragma once
 
+#include <functional>
+
 #include <iron/iron.hpp>
 
 namespace iron::kernels {
@@ -34,6 +36,11 @@ inline void for_each_owned_element(dsl::Expr n, dsl::FnRef<void(dsl::Expr)> body
 // or n >= 2^32 (the 32-bit index), a grid wider than the device's, and a 16-bit or fp8 dtype of
 // the call (T, or W) that the device does not store. `family` is the selector's name.
 LaunchPlan per_thread_plan(const char* family, const char* kernel, const Call& call, const DeviceInfo& dev);
+
+// Host side, for the oracles of the 1 Gi element benches: calls range(begin, end) over [0, n) in
+// chunks on up to 16 threads when n is large (2^22 and up), else once on this thread. Every
+// output element is computed by one call, so the result does not depend on the split.
+void host_ranges(size_t n, const std::function<void(size_t begin, size_t end)>& range);
 
 // Threadgroups for n elements at `tg` threads each.
 inline uint32_t groups_for(uint32_t n, uint32_t tg) {

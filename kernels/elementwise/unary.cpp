@@ -48,7 +48,9 @@ static TestSetup unary_setup(DType dt, std::vector<double> x, bool is_silu) {
       .oracle([n, is_silu](const Tensors& in, Tensors& out) {
         const auto& x = in.at("x");
         auto& o = out.at("out");
-        for (uint32_t i = 0; i < n; ++i) o[i] = is_silu ? x[i] / (1.0 + std::exp(-x[i])) : std::exp(x[i]);
+        host_ranges(n, [&](size_t b, size_t e) {
+          for (size_t i = b; i < e; ++i) o[i] = is_silu ? x[i] / (1.0 + std::exp(-x[i])) : std::exp(x[i]);
+        });
       });
 }
 static TestSetup unary_case(DType dt, uint32_t n, double lo, double hi, bool is_silu) {
