@@ -10,15 +10,15 @@
 //                                      then sin and cos, all in f32 (error in the tests' derivation)
 // HD (64 or 128) is a variant axis: the row length and the pair layout are compile-time facts.
 // Thread mapping (mode Reduction, for its grid built-ins; no lane operations): x counts
-// (token, chunk of 8 pairs j .. j + 7, j a multiple of 8), y the head groups: a thread owns
-// its 8 pairs for the heads y, y + Y, ... below heads (Y = the grid's height; dispatched with
-// Y = ceil(heads / 4), at most 4 heads each): it gets the 8 angles' c and s once (8 + 8 table
-// loads, or 8 exp2, sin and cos) and applies them to each of its heads, so each head costs the
-// 16 elements it moves: NeoX reads x[j .. j + 7] and x[h + j .. h + j + 7], GPT-J
-// x[2j .. 2j + 15], all loads before any store, and writes them back in the same groups: 16-byte
-// accesses at 16 bits. The loop over heads ends at `heads`; there is no other tail (HD is a
-// multiple of 16). Any grid height is correct (1: one thread walks every head).
-// Dispatch: grid = {ceil(tokens * (h / 8) / tg), ceil(heads / 4), 1} threadgroups of {tg, 1, 1}.
+// (token, chunk of 8 pairs j .. j + 7, j a multiple of 8), y the head groups: a thread owns its 8
+// pairs for the heads y, y + Y, ... below heads (Y = the grid's height: ceil(heads / 4), at most
+// 4 heads each, or heads for a small call; see the selectors). It gets the 8 angles' c and s
+// once (8 + 8 table loads, or 8 exp2, sin and cos) and applies them to each of its heads, so
+// each head costs the 16 elements it moves: NeoX reads x[j .. j + 7] and x[h + j .. h + j + 7],
+// GPT-J x[2j .. 2j + 15], all loads before any store, and writes them back in the same groups:
+// 16-byte accesses at 16 bits. The loop over heads ends at `heads`; there is no other tail (HD
+// is a multiple of 16). Any grid height is correct (1: one thread walks every head).
+// Dispatch: grid = {ceil(tokens * (h / 8) / tg), Y, 1} threadgroups of {tg, 1, 1}.
 // tokens * heads * HD must be below 2^32, and for the tables pos_offset + tokens <= max_pos (a
 // row past the table would be read out of range). f32 arithmetic, one rounding to T per output;
 // no reduction, bit-exact run to run.
