@@ -200,6 +200,7 @@ TEST(Variants, ReadingAnUndeclaredAxisIsAnErrorAtTheRegistration) {
 
 void name_clash() {
   ASSERT_NE(find_kernel_decl("iron_gemv_warp_rows"), nullptr);
+  const size_t families = registered_variant_families().size();
   const int line = __LINE__;
   // Family iron_gemv_warp with the literal suffix "rows": its one kernel is iron_gemv_warp_rows.
   VariantFamilyDecl same{"iron_gemv_warp", &scale_body, Mode::Elementwise, {}, "rows", {int_axis("X", {1})}, __FILE__, line};
@@ -211,6 +212,7 @@ void name_clash() {
   expect_contains(errors[0], "kernels/gemv/gemv.cpp:");
   for (const VariantFamilyInfo& f : registered_variant_families())  // nothing of the refused family
     EXPECT_NE(std::string(f.decl->family), "iron_gemv_warp");
+  EXPECT_EQ(registered_variant_families().size(), families);
   // A plain kernel whose name a family's kernel has is refused too, naming the family.
   EXPECT_EQ(register_kernel(KernelDecl{"iron_gemv_rows_x4", nullptr, Mode::Reduction, {}, "k.cpp", 3}), -1);
   errors = registry_errors();
