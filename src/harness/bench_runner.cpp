@@ -19,6 +19,7 @@
 #include "core/protocol.hpp"
 #include "harness/device_specs.hpp"
 #include "harness/runner.hpp"
+#include "iron/launch.hpp"
 #include "harness/stats.hpp"
 #include "iron/bench.hpp"
 #include "iron/registry.hpp"
@@ -251,6 +252,7 @@ int cmd_bench(int argc, char** argv) {
     //    that goes wrong before a PASS is a "fail": the bench is never timed.
     std::optional<BenchSetup> setup;
     const ir::Kernel* kernel = nullptr;
+    std::optional<LaunchPlan> plan;  // a family's bench: the selector's plan on this device
     Resident res;
     try {
       setup.emplace(decl.body(dtype.t, dtype.w));
@@ -262,13 +264,24 @@ int cmd_bench(int argc, char** argv) {
       if (t.instantiation() != dtype)
         throw Error("the bench body built a setup for dtype " + instantiation_name(t.instantiation()));
       if (!t.oracle_fn()) throw Error("the bench has no oracle: it cannot be timed without a PASS");
-      kernel = &kernel_ir(decl.kernel);
-      if (override_kernel) {
-        check_override_params(*kernel, *override_kernel);
-        kernel = override_kernel;
+      if (t.has_call()) {
+        // A family's bench: the logical call, planned by the family's selector on this device.
+        if (override_kernel) throw Error("--kernel replaces one kernel; " + std::string(decl.kernel) + "/" + decl.name +
+                                         " runs a family's plan");
+        plan = plan_launch(decl.kernel, Call{dtype, t.call_args()}, info);
+        kernel = &kernel_ir(plan->steps.front().kernel);
+        rec["plan"] = plan->describe();
+        res = make_resident(c, plan_buffer_types(*plan, dtype), t);
+        run_plan(c, *plan, dtype, res.bindings);
+      } else {
+        kernel = &kernel_ir(decl.kernel);
+        if (override_kernel) {
+          check_override_params(*kernel, *override_kernel);
+          kernel = override_kernel;
+        }
+        res = make_resident(c, *kernel, t, dtype);
+        c.dispatch_with_grid(*kernel, dtype, res.bindings, t.scalars(), t.grid_size(), t.threadgroup());
       }
-      res = make_resident(c, *kernel, t, dtype);
-      c.dispatch_with_grid(*kernel, dtype, res.bindings, t.scalars(), t.grid_size(), t.threadgroup());
       c.synchronize();
       Correctness ok = check_outputs(c, res, t.floor(), tol);
       res.expected.clear();  // the oracle's copy is not needed while timing
@@ -295,8 +308,15 @@ int cmd_bench(int argc, char** argv) {
     Timing timing;
     try {
       const TestSetup& t = setup->test();
-      DeviceLock lock(backend, &warn_lock_wait);
-      timing = c.time_dispatch(*kernel, dtype, res.bindings, t.scalars(), t.grid_size(), t.threadgroup(), topts);
+      if (plan) {
+        // The plan's launches are bound (scratch allocated) before the lock: only timing inside.
+        std::vector<SequenceLaunch> seq = plan_launches(c, *plan, dtype, res.bindings);
+        DeviceLock lock(backend, &warn_lock_wait);
+        timing = c.time_sequence(seq, topts);
+      } else {
+        DeviceLock lock(backend, &warn_lock_wait);
+        timing = c.time_dispatch(*kernel, dtype, res.bindings, t.scalars(), t.grid_size(), t.threadgroup(), topts);
+      }
     } catch (const std::exception& e) {
       rec["status"] = "error";
       rec["message"] = std::string("timing failed: ") + e.what();
@@ -327,7 +347,8 @@ int cmd_bench(int argc, char** argv) {
       // ptxas counts static shared memory only: a kernel keeping its arrays in dynamic shared
       // memory (sized at dispatch, or over 48 KiB) reports what this dispatch allocated.
       if (resources.shared_bytes && codegen::cuda_dynamic_shared(*kernel, dtype))
-        resources.shared_bytes = long(dispatch_threadgroup_bytes(*kernel, dtype, setup->test().scalars()));
+        resources.shared_bytes = long(dispatch_threadgroup_bytes(
+            *kernel, dtype, plan ? plan->steps.front().constexprs : setup->test().scalars()));
       rec["resources"] = resources_json(resources);
       ++passed;
       send(rec);
@@ -403,13 +424,32 @@ void check_integer_input(const std::string& name, DType t, const std::vector<dou
 // oracle see the same values); outputs start as all-ones bytes (NaN), so an unwritten element
 // fails; every buffer carries a guard band after its declared elements.
 Resident make_resident(Context& ctx, const ir::Kernel& k, const TestSetup& setup, Instantiation dtype) {
-  Resident r;
-  auto param_dtype = [&](const std::string& name, const char* role) {
+  for (const auto& [name, count] : setup.outputs()) {
+    const int idx = k.find_param(name);
+    if (setup.inputs().count(name) && idx >= 0 && k.params[idx].access != ir::Access::ReadWrite)
+      throw Error("'" + name + "' is given as an input and an output, but " + k.name + " does not declare it inout");
+  }
+  return make_resident(ctx, [&](const std::string& name, const char* role) {
     int idx = k.find_param(name);
     if (idx < 0 || k.params[idx].kind != ir::ParamKind::Buffer)
       throw Error(std::string(role) + " '" + name + "' names no buffer parameter of " + k.name);
     return ir::resolve(k.params[idx].dtype, dtype);
+  }, setup);
+}
+
+BufferTypes plan_buffer_types(const LaunchPlan& plan, Instantiation dtype) {
+  return [plan, dtype](const std::string& name, const char* role) {
+    for (const LaunchStep& s : plan.steps) {
+      const ir::Kernel& k = kernel_ir(s.kernel);
+      for (const ir::Param& p : k.params)
+        if (p.kind == ir::ParamKind::Buffer && step_buffer(s, p.name) == name) return ir::resolve(p.dtype, dtype);
+    }
+    throw Error(std::string(role) + " '" + name + "' is bound by no step of the plan (" + plan.describe() + ")");
   };
+}
+
+Resident make_resident(Context& ctx, const BufferTypes& param_dtype, const TestSetup& setup) {
+  Resident r;
   // A name given both as an input and as an output is an inout buffer: it starts with the input's
   // values, is checked against the oracle as an output and carries the output guard pattern.
   auto is_output = [&](const std::string& name) {
@@ -429,9 +469,6 @@ Resident make_resident(Context& ctx, const ir::Kernel& k, const TestSetup& setup
       if (!std::isfinite(v))
         throw Error("input '" + name + "' is not finite after rounding to " + dtype_name(t) + " (fixture out of range)");
     const bool inout = is_output(name);
-    if (inout && k.params[k.find_param(name)].access != ir::Access::ReadWrite)
-      throw Error("'" + name + "' is given as an input and an output, but " + k.name +
-                  " does not declare it inout");
     fill_guard(t, bytes, values.size(), inout);
     DeviceBuffer buf = ctx.alloc(t, values.size() + kGuardElements);
     ctx.upload(buf, bytes.data(), bytes.size());
