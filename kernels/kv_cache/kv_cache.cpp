@@ -382,6 +382,91 @@ IRON_TEST_KERNEL(iron_kv_gather_paged, s7_h1_d5, {f32}) { return gather_case(dt,
 
 }  // namespace
 
+// ---- Kernel-owned launch: each kernel is its own family, called by its logical sizes; 256
+// threads per threadgroup (fewer where the device allows fewer), one thread per 8 elements.
+namespace {
+uint32_t copy_threads(const DeviceInfo& dev) {
+  const uint32_t lanes = std::max(1u, dev.lane_width);
+  return std::max(lanes, std::min(256u, dev.max_threads_per_group) / lanes * lanes);
+}
+// The grid for `rows` rows of `row` elements, checked against u32 indexing and the grid limit.
+Dim3 copy_grid(const DeviceInfo& dev, uint64_t rows, uint64_t row, uint64_t cache_rows, uint32_t tg) {
+  if (rows < 1 || row < 1 || rows * row > UINT32_MAX || cache_rows * row > UINT32_MAX)
+    throw Error("the copied rows (" + std::to_string(rows) + " x " + std::to_string(row) + ") and the cache (" +
+                std::to_string(cache_rows) + " rows) must be non-empty and index in u32");
+  const uint64_t groups = ((rows * row + kVec - 1) / kVec + tg - 1) / tg;
+  if (groups > dev.max_grid.x)
+    throw Error(std::to_string(groups) + " threadgroups exceed the device's grid limit " + std::to_string(dev.max_grid.x));
+  return {uint32_t(groups), 1, 1};
+}
+Constexprs u32_args(const Call& call, std::initializer_list<const char*> names) {
+  Constexprs out;
+  for (const char* n : names) {
+    const int64_t v = call.size(n);
+    if (v > int64_t(UINT32_MAX)) throw Error(std::string(n) + " = " + std::to_string(v) + " does not fit u32");
+    out[n] = uint32_t(v);
+  }
+  return out;
+}
+}  // namespace
+
+static LaunchPlan kv_append_for(const Call& call, const DeviceInfo& dev) {
+  Constexprs args = u32_args(call, {"tokens", "max_seq", "kv_heads", "head_dim"});
+  const uint64_t row = call.size("kv_heads") * call.size("head_dim");
+  const uint32_t tg = copy_threads(dev);
+  LaunchPlan plan;
+  plan.steps.push_back({"iron_kv_append", copy_grid(dev, call.size("tokens"), row, call.size("max_seq"), tg), {tg, 1, 1}, args, {}});
+  plan.reason = row % kVec == 0 ? "rows of a multiple of 8 elements: 16-byte copies" : "element-by-element copies";
+  return plan;
+}
+IRON_SELECTOR(iron_kv_append, kv_append_for);
+
+static LaunchPlan kv_append_paged_for(const Call& call, const DeviceInfo& dev) {
+  Constexprs args =
+      u32_args(call, {"tokens", "seqs", "blocks_per_seq", "num_blocks", "block_size", "kv_heads", "head_dim"});
+  const uint64_t row = call.size("kv_heads") * call.size("head_dim");
+  const uint32_t tg = copy_threads(dev);
+  LaunchPlan plan;
+  plan.steps.push_back({"iron_kv_append_paged",
+                        copy_grid(dev, call.size("tokens"), row, call.size("num_blocks") * call.size("block_size"), tg),
+                        {tg, 1, 1}, args, {}});
+  plan.reason = row % kVec == 0 ? "rows of a multiple of 8 elements: 16-byte copies" : "element-by-element copies";
+  return plan;
+}
+IRON_SELECTOR(iron_kv_append_paged, kv_append_paged_for);
+
+static LaunchPlan kv_gather_paged_for(const Call& call, const DeviceInfo& dev) {
+  Constexprs args = u32_args(call, {"seq_len", "blocks_per_seq", "num_blocks", "block_size", "kv_heads", "head_dim"});
+  const uint64_t row = call.size("kv_heads") * call.size("head_dim");
+  const uint32_t tg = copy_threads(dev);
+  LaunchPlan plan;
+  plan.steps.push_back({"iron_kv_gather_paged",
+                        copy_grid(dev, call.size("seq_len"), row, call.size("num_blocks") * call.size("block_size"), tg),
+                        {tg, 1, 1}, args, {}});
+  plan.reason = row % kVec == 0 ? "rows of a multiple of 8 elements: 16-byte copies" : "element-by-element copies";
+  return plan;
+}
+IRON_SELECTOR(iron_kv_gather_paged, kv_gather_paged_for);
+
+namespace {
+// A case's setup run through the family's selector instead of its own grid.
+TestSetup through_selector(const TestSetup& t) {
+  TestSetup c(t.dtype());
+  for (const auto& [name, values] : t.inputs()) c.in(name, values);
+  for (const auto& [name, count] : t.outputs()) c.out(name, count);
+  return c.call(t.scalars()).oracle(t.oracle_fn());
+}
+}  // namespace
+IRON_TEST_KERNEL(iron_kv_append, call_t5_h2_d128, {f32}, {f16}, {bf16}) {
+  return through_selector(append_case(dt, 9, 2, 128, {7, 0, 9, 3, 1000, 5}, 64));
+}
+IRON_TEST_KERNEL(iron_kv_append_paged, call_two_seqs_h3_d10, {f32}, {bf16}) {
+  return through_selector(paged_append_case(dt, two_sequences(3, 10), 32));
+}
+IRON_TEST_KERNEL(iron_kv_gather_paged, call_s14_h2_d64, {f32}, {bf16}) {
+  return through_selector(gather_case(dt, 14, 6, 4, 2, 64, {4, 6, 5, 1}, 64));
+}
+
 // Benchmarks: a decode step of a Llama-3-8B layer (32 sequences append one token each, 8 KV
 // heads of 128, bf16) into paged caches, and a prefill of 4096 tokens into a contiguous cache;
 // the gather reads a 4096-token sequence back. Bytes: each K/V row read once and written once
@@ -400,10 +485,19 @@ std::vector<double> iota(uint32_t n, uint32_t start = 0) {
   return v;
 }
 }  // namespace
-IRON_BENCH(iron_kv_append, t4096_h8_d128, {f32, 0}, {f16, 0}, {bf16, 0}) {
-  const uint32_t tokens = 4096, row = 8 * 128;
-  return from_test(append_case(dt, 4097, 8, 128, iota(tokens + 1), 256), 4.0 * tokens * row * dtype_size(dt));
+// Through the selector (BENCH-NAMES): 1 and 512 tokens of 8 KV heads of 128 into a cache of
+// 4096 positions.
+static BenchSetup kv_append_call_bench(DType dt, uint32_t tokens) {
+  std::vector<double> positions = iota(tokens + 1, 3000);
+  TestSetup t = through_selector(append_case(dt, 4096, 8, 128, std::move(positions), 256));
+  BenchSetup b(dt);
+  for (const auto& [name, values] : t.inputs()) b.in(name, values);
+  for (const auto& [name, count] : t.outputs()) b.out(name, count);
+  b.call(t.scalars()).oracle(t.oracle_fn());
+  return b.bytes(4.0 * tokens * 8 * 128 * dtype_size(dt) + 4.0 * tokens);
 }
+IRON_BENCH(iron_kv_append, t1_h8_d128_seq4096, {f32, 0}, {f16, 0}, {bf16, 0}) { return kv_append_call_bench(dt, 1); }
+IRON_BENCH(iron_kv_append, t512_h8_d128_seq4096, {f32, 0}, {f16, 0}, {bf16, 0}) { return kv_append_call_bench(dt, 512); }
 IRON_BENCH(iron_kv_append_paged, decode_s32_h8_d128, {f32, 0}, {f16, 0}, {bf16, 0}) {
   // 32 sequences of up to 8 blocks of 16 tokens; each appends its token at position 100 + s.
   PagedAppend c{32, 8, 32 * 8, 16, 8, 128, iota(33 * 8), {}, {}};

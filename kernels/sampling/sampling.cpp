@@ -25,21 +25,15 @@
 
 #include <iron/iron.hpp>
 
+#include "sampling.hpp"
+
 namespace iron::kernels {
 using namespace iron::dsl;
 
 namespace {
 
 constexpr uint32_t kVec = 8;
-constexpr uint32_t kNone = 0xFFFFFFFFu;  // "no element": an index past any vocabulary
 
-// A u32 that orders like the logit: the sign bit flipped for a positive value, every bit for a
-// negative one; -0 counts as +0 and every NaN as 0xFFFFFFFF (above +inf, 0xFF800000).
-Expr order_key(Expr v) {
-  Expr bits = bitcast<u32>(select(v == 0.0f, 0.0f, v));
-  Expr key = select(bits >= 0x80000000u, ~bits, bits | 0x80000000u);
-  return select(v != v, 0xFFFFFFFFu, key);
-}
 
 // visit(j, value) for each logit of row `row` this thread owns, in increasing index order.
 void for_each_owned(Buffer logits, Expr row, Expr vocab, const std::function<void(Expr, Expr)>& visit) {
@@ -65,34 +59,11 @@ void for_each_owned(Buffer logits, Expr row, Expr vocab, const std::function<voi
   });
 }
 
-// visit(j, value) for the logits j = local_id, local_id + tg, ... of row `row`: one load per
-// logit, coalesced across the threadgroup (top-k's passes, where one traced copy of the visit
-// keeps the kernel and its test surface small).
-void for_each_strided(Buffer logits, Expr row, Expr vocab, const std::function<void(Expr, Expr)>& visit) {
-  Expr base = row * vocab;
-  for_(local_id(0), vocab, group_size(0), [&](Expr j) { visit(j, cast<f32>(logits[base + j])); });
-}
 
 // The logit a thread starts from: its first own element (index 8 t), or the row's last when it
 // owns none (a repeat of an element some thread owns, harmless for a maximum).
 Expr start_index(Expr vocab) { return min(local_id(0) * kVec, vocab - 1u); }
 
-// The threadgroup's largest u32, as group_max computes it (lane_max per lane group, the partials
-// through threadgroup memory, a fold, lane_max) but with no identity value: the fold starts from
-// lane group 0's partial, which always exists. Every thread must reach it; `scratch` names its
-// threadgroup array (unique per call site), and a repeated call must cross a barrier before it
-// runs again.
-Expr group_max_u32(Operand x, const char* scratch) {
-  TgBuffer partials = threadgroup_alloc(scratch, u32, 256);  // up to 1024 threads / 4 lanes
-  Expr mine = lane_max(x);
-  if_(lane_id() == 0u, [&] { partials[simd_group_id()] = mine; });
-  barrier();
-  Var<u32> best = cast<u32>(partials[0u]);
-  for_(lane_id(), num_simd_groups(), lane_width(), [&](Expr g) { best = max(best, partials[g]); });
-  // No closing barrier: a call site that runs again (top-k's rounds) passes other barriers
-  // before it rewrites the partials.
-  return lane_max(best);
-}
 
 }  // namespace
 
@@ -132,8 +103,8 @@ IRON_KERNEL(iron_argmax, argmax, Reduction, f32, f16, bf16);
 //    `cap` reach tau (many equal logits), the exact fallback runs instead: k rounds, each a pass
 //    over the row for the first logit after the previous pick in the order.
 // A k larger than the row: positions past the vocabulary get index 0xFFFFFFFF and value 0.
-// Threadgroup memory: 4 KiB of thread maxima, 8 * cap bytes of candidates, 16 bytes, and 1 KiB
-// per group maximum (four call sites).
+// Threadgroup memory: 4 KiB of thread maxima, 8 * cap bytes of candidates, 24 bytes, and 1 KiB
+// for the fallback's group maximum.
 static void topk() {
   Expr rows = constexpr_("rows", u32);
   Expr vocab = constexpr_("vocab", u32);
@@ -144,7 +115,8 @@ static void topk() {
   Buffer indices = output("indices", u32, {rows, k});
   Buffer found_out = output("found", u32, {rows});
   TgBuffer maxima = threadgroup_alloc("maxima", u32, 1024);
-  TgBuffer state = threadgroup_alloc("state", u32, 4);  // [0] tau, [1] candidates, [2..3] last pick
+  // [0] tau, [1] candidates, [2..3] the fallback's last pick, [4..5] its index slots (by round parity)
+  TgBuffer state = threadgroup_alloc("state", u32, 6);
   TgBuffer cand_key = threadgroup_alloc_dynamic("cand_key", u32, cap);
   TgBuffer cand_at = threadgroup_alloc_dynamic("cand_at", u32, cap);
 
@@ -172,6 +144,8 @@ static void topk() {
     state[1u] = 0u;
     state[2u] = 0u;
     state[3u] = 0u;
+    state[4u] = 0xFFFFFFFFu;
+    state[5u] = 0xFFFFFFFFu;
   });
   barrier();
   // tau: the smallest maximum with fewer than k maxima above it, which is the k-th largest.
@@ -185,7 +159,7 @@ static void topk() {
     Expr key = order_key(v);
     if_(key >= tau, [&] {
       Expr slot = atomic_add(state[1u], 1u);
-      if_(slot < cap, [&] {
+      if_(cap > slot, [&] {  // beyond cap: counted (the fallback runs), not stored
         cand_key[slot] = key;
         cand_at[slot] = j;
       });
@@ -221,12 +195,18 @@ static void topk() {
         best_at = select(better, j, best_at);
         least = select(better, ~key, least);
       });
+      // The round's largest key, then the lowest index holding it: an atomic minimum into this
+      // round's slot (the other slot, read last round, is reset for the next one).
       Expr top = group_max_u32(~least, "round_key");
-      Expr at = ~group_max_u32(select(~least == top, ~best_at, 0u), "round_at");
-      if_(t == 0u, [&] {
-        if_(at < vocab, [&] { emit(pos, at); }).else_([&] { emit_none(pos); });
+      Expr slot = 4u + (pos & 1u);
+      if_(~least == top, [&] { atomic_min(state[slot], best_at); });
+      barrier();
+      Expr at = cast<u32>(state[slot]);
+      if_(t == 0u, [&] { if_(at < vocab, [&] { emit(pos, at); }).else_([&] { emit_none(pos); }); });
+      if_(t == tg - 1u, [&] {  // the last thread: the others must wait for it (barrier below)
         state[2u] = top;
         state[3u] = at;
+        state[slot ^ 1u] = 0xFFFFFFFFu;  // the other parity's slot
       });
       barrier();
     });
@@ -238,32 +218,6 @@ IRON_KERNEL(iron_topk, topk, Reduction, f32, f16, bf16);
 // ---- Tests. Oracles sort in f64 by (value descending, index ascending); indices are exact.
 
 namespace {
-
-std::vector<uint32_t> sorted_row(const std::vector<double>& x, size_t row, uint32_t vocab) {
-  std::vector<uint32_t> order(vocab);
-  std::iota(order.begin(), order.end(), 0u);
-  const double* r = x.data() + row * vocab;
-  std::stable_sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) { return r[a] > r[b]; });
-  return order;
-}
-
-// Logits with deliberate ties: row r repeats its maximum at several indices (the lowest must
-// win), has -0 and +0 side by side when its maximum is 0, and runs of equal values.
-std::vector<double> tied_logits(uint32_t rows, uint32_t vocab, uint64_t seed) {
-  std::vector<double> x = fixture::uniform(size_t(rows) * vocab, -8.0, 8.0, seed);
-  for (double& v : x) v = std::round(v * 4) / 4;  // a coarse grid: many equal values
-  for (uint32_t r = 0; r < rows; ++r) {
-    double* row = x.data() + size_t(r) * vocab;
-    const uint32_t a = (r * 37 + 11) % vocab, b = (r * 53 + 5) % vocab;
-    row[a] = row[b] = 9.5;  // the maximum twice: the lower of a and b wins
-    if (r % 3 == 2) {        // a row whose maximum is zero, as -0 and +0
-      for (uint32_t j = 0; j < vocab; ++j) row[j] = -std::fabs(row[j]) - 1;
-      row[a] = -0.0;
-      row[b] = 0.0;
-    }
-  }
-  return x;
-}
 
 TestSetup argmax_case(DType dt, uint32_t rows, uint32_t vocab, uint32_t tg, std::vector<double> x) {
   return TestSetup(dt)
@@ -436,31 +390,113 @@ IRON_TEST_KERNEL(iron_topk, rows2_v300_k40_tg32, {f32}, {bf16}) {
   return topk_case(dt, 2, 300, 40, 512, 32, fixture::uniform(2 * 300, -3.0, 3.0, 314));
 }
 
-// Benchmarks: a Llama-3 vocabulary (128256 f32 logits) for 1 and 64 rows. Bytes: the logits once.
+// ---- Kernel-owned launch. The families share their kernels' names (iron_argmax, iron_topk).
 namespace {
-BenchSetup sampling_bench(const TestSetup& t, double bytes) {
-  BenchSetup b(t.dtype());
-  for (const auto& [name, values] : t.inputs()) b.in(name, values);
-  for (const auto& [name, count] : t.outputs()) b.out(name, count);
-  b.constexprs(t.scalars()).grid(t.grid_size(), t.threadgroup()).oracle(t.oracle_fn()).error_floor(t.floor());
-  return b.bytes(bytes);
+uint32_t round_up(uint64_t v, uint32_t to) { return uint32_t((v + to - 1) / to * to); }
+// Threads for a row that gives each `per` logits per step: enough to cover the row once, a
+// multiple of the lane width, at most 1024 and the device's limit.
+uint32_t row_threads(const DeviceInfo& dev, uint64_t need) {
+  const uint32_t lanes = std::max(1u, dev.lane_width);
+  const uint32_t most = std::max(lanes, std::min(1024u, dev.max_threads_per_group) / lanes * lanes);
+  return std::clamp(round_up(std::max<uint64_t>(need, 1), lanes), lanes, most);
+}
+void check_rows(const DeviceInfo& dev, DType t, int64_t rows, int64_t vocab) {
+  if (rows < 1 || vocab < 1 || rows > int64_t(dev.max_grid.x) || uint64_t(rows) * uint64_t(vocab) > UINT32_MAX)
+    throw Error("rows = " + std::to_string(rows) + ", vocab = " + std::to_string(vocab) +
+                ": each must be at least 1, rows at most the device's grid (" + std::to_string(dev.max_grid.x) +
+                ") and rows * vocab below 2^32");
+  if ((t == DType::F16 && !dev.f16) || (t == DType::BF16 && !dev.bf16))
+    throw Error("device " + dev.name + " has no " + dtype_name(t) + " support");
 }
 }  // namespace
-IRON_BENCH(iron_argmax, rows1_v128256, {f32, 0}, {bf16, 0}) {
-  return sampling_bench(argmax_case(dt, 1, 128256, 1024, fixture::uniform(128256, -20.0, 20.0, 331)),
-                        128256.0 * dtype_size(dt));
+
+// argmax_for {rows, vocab}: one threadgroup per row, enough threads for one chunk of 8 logits
+// each (up to 1024).
+static LaunchPlan argmax_for(const Call& call, const DeviceInfo& dev) {
+  const int64_t rows = call.size("rows"), vocab = call.size("vocab");
+  check_rows(dev, call.dtype.t, rows, vocab);
+  const uint32_t tg = row_threads(dev, (uint64_t(vocab) + kVec - 1) / kVec);
+  LaunchPlan plan;
+  plan.steps.push_back({"iron_argmax", {uint32_t(rows), 1, 1}, {tg, 1, 1},
+                        {{"rows", uint32_t(rows)}, {"vocab", uint32_t(vocab)}}, {}});
+  plan.reason = "one threadgroup of " + std::to_string(tg) + " per row";
+  return plan;
 }
-IRON_BENCH(iron_argmax, rows64_v128256, {f32, 0}, {bf16, 0}) {
-  return sampling_bench(argmax_case(dt, 64, 128256, 1024, fixture::uniform(64 * 128256, -20.0, 20.0, 332)),
-                        64 * 128256.0 * dtype_size(dt));
+IRON_SELECTOR(iron_argmax, argmax_for);
+
+// topk_for {rows, vocab, k}: one threadgroup per row with a thread per logit up to 1024 (and at
+// least k, rounded to the lane width, so tau comes from k thread maxima); the candidate
+// capacity is 2048, or what the device's threadgroup memory leaves beside the kernel's fixed
+// 4 KiB + 24 bytes + 1 KiB.
+static LaunchPlan topk_for(const Call& call, const DeviceInfo& dev) {
+  const int64_t rows = call.size("rows"), vocab = call.size("vocab"), k = call.size("k");
+  check_rows(dev, call.dtype.t, rows, vocab);
+  if (k < 1 || k > 1024) throw Error("k = " + std::to_string(k) + ": top-k takes k in 1..1024");
+  const uint32_t tg = row_threads(dev, std::max<uint64_t>(uint64_t(vocab), uint64_t(k)));
+  const uint64_t memory = std::max(dev.shared_memory_bytes, dev.shared_memory_optin_bytes);
+  const uint64_t fixed = 4096 + 24 + 1024;
+  if (memory < fixed + 8 * 64)
+    throw Error("device " + dev.name + " has " + std::to_string(memory) + " bytes of threadgroup memory; top-k needs " +
+                std::to_string(fixed + 8 * 64));
+  const uint32_t cap = uint32_t(std::min<uint64_t>(2048, (memory - fixed) / 8));
+  LaunchPlan plan;
+  plan.steps.push_back({"iron_topk", {uint32_t(rows), 1, 1}, {tg, 1, 1},
+                        {{"rows", uint32_t(rows)}, {"vocab", uint32_t(vocab)}, {"k", uint32_t(k)}, {"cap", cap}}, {}});
+  plan.reason = "one threadgroup of " + std::to_string(tg) + " per row, " + std::to_string(cap) + " candidates";
+  return plan;
 }
-IRON_BENCH(iron_topk, rows1_v128256_k50, {f32, 0}, {bf16, 0}) {
-  return sampling_bench(topk_case(dt, 1, 128256, 50, 2048, 1024, fixture::uniform(128256, -20.0, 20.0, 333)),
-                        128256.0 * dtype_size(dt));
+IRON_SELECTOR(iron_topk, topk_for);
+
+// Through the selectors: a row of 1000 with ties, and 3 rows of 5000 (more logits than threads).
+IRON_TEST_KERNEL(iron_argmax, call_rows6_v1000_ties, {f32}, {f16}, {bf16}) {
+  TestSetup t = argmax_case(dt, 6, 1000, 64, tied_logits(6, 1000, 341));
+  return TestSetup(dt).in("logits", t.inputs().at("logits")).out("index", 6).call({{"rows", 6}, {"vocab", 1000}}).oracle(t.oracle_fn());
 }
-IRON_BENCH(iron_topk, rows64_v128256_k50, {f32, 0}, {bf16, 0}) {
-  return sampling_bench(topk_case(dt, 64, 128256, 50, 2048, 1024, fixture::uniform(64 * 128256, -20.0, 20.0, 334)),
-                        64 * 128256.0 * dtype_size(dt));
+IRON_TEST_KERNEL(iron_argmax, call_rows3_v5000, {f32}, {bf16}) {
+  TestSetup t = argmax_case(dt, 3, 5000, 64, fixture::uniform(3 * 5000, -10.0, 10.0, 342));
+  return TestSetup(dt).in("logits", t.inputs().at("logits")).out("index", 3).call({{"rows", 3}, {"vocab", 5000}}).oracle(t.oracle_fn());
 }
+// Top-k through the selector: k = 50 over 3 rows of 320 and k = 7 over tied rows of 256 (rows of
+// a multiple of 64 logits, so the selector takes a thread per logit at every lane width, which
+// the expected found count assumes).
+static TestSetup topk_call_case(DType dt, uint32_t rows, uint32_t vocab, uint32_t k, std::vector<double> x,
+                                uint32_t tg_of_selector) {
+  TestSetup t = topk_case(dt, rows, vocab, k, 2048, tg_of_selector, std::move(x));
+  return TestSetup(dt)
+      .in("logits", t.inputs().at("logits"))
+      .out("values", size_t(rows) * k)
+      .out("indices", size_t(rows) * k)
+      .out("found", rows)
+      .call({{"rows", rows}, {"vocab", vocab}, {"k", k}})
+      .error_floor(t.floor())
+      .oracle(t.oracle_fn());
+}
+IRON_TEST_KERNEL(iron_topk, call_rows3_v320_k50, {f32}, {f16}, {bf16}) {
+  return topk_call_case(dt, 3, 320, 50, fixture::uniform(3 * 320, -10.0, 10.0, 343), 320);
+}
+IRON_TEST_KERNEL(iron_topk, call_rows4_v256_k7_ties, {f32}, {bf16}) {
+  return topk_call_case(dt, 4, 256, 7, tied_logits(4, 256, 344), 256);
+}
+
+// Through the selectors (BENCH-NAMES): argmax rows1_v128256, rows64_v128256; top-k k = 50
+// rows1_v128256_k50, rows64_v128256_k50 (f32 logits; bf16 too). Bytes: the logits once.
+static BenchSetup sampling_call_bench(DType dt, uint32_t rows, uint32_t k, uint64_t seed) {
+  const uint32_t vocab = 128256;
+  BenchSetup b(dt);
+  b.in("logits", fixture::uniform(size_t(rows) * vocab, -20.0, 20.0, seed));
+  if (k == 0) {
+    b.out("index", rows).call({{"rows", rows}, {"vocab", vocab}});
+    b.oracle(argmax_case(dt, rows, vocab, 1024, {}).oracle_fn());
+  } else {
+    b.out("values", size_t(rows) * k).out("indices", size_t(rows) * k).out("found", rows);
+    b.call({{"rows", rows}, {"vocab", vocab}, {"k", k}});
+    b.oracle(topk_case(dt, rows, vocab, k, 2048, 1024, {}).oracle_fn()).error_floor(0x1p-126);
+  }
+  return b.bytes(double(rows) * vocab * dtype_size(dt));
+}
+IRON_BENCH(iron_argmax, rows1_v128256, {f32, 0}, {bf16, 0}) { return sampling_call_bench(dt, 1, 0, 331); }
+IRON_BENCH(iron_argmax, rows64_v128256, {f32, 0}, {bf16, 0}) { return sampling_call_bench(dt, 64, 0, 332); }
+IRON_BENCH(iron_topk, rows1_v128256_k50, {f32, 0}, {bf16, 0}) { return sampling_call_bench(dt, 1, 50, 333); }
+IRON_BENCH(iron_topk, rows64_v128256_k50, {f32, 0}, {bf16, 0}) { return sampling_call_bench(dt, 64, 50, 334); }
 
 }  // namespace iron::kernels

@@ -189,10 +189,11 @@ TEST(HarnessLabels, ADtypeTheKernelNeverUsesIsRejected) {
   EXPECT_NE(o.message.find("labelled i32, a dtype kernel iron_add is not declared for (it takes T = f32, f16, bf16)"),
             std::string::npos)
       << o.message;
-  // Every registered label is one its kernel uses.
+  // Every registered label is one its kernel uses (a case of a family with no kernel of its name
+  // goes through the selector, whose plan_launch checks the dtype).
   for (const TestDecl* t : registered_tests())
     for (const DtypeTolerance& d : t->dtypes)
-      EXPECT_EQ(dtype_label_problem(*t, kernel_ir(t->kernel), d.dtype), "");
+      if (find_kernel_decl(t->kernel)) EXPECT_EQ(dtype_label_problem(*t, kernel_ir(t->kernel), d.dtype), "");
 }
 
 TEST(HarnessInputs, AFractionForAnIntegerBufferIsRejected) {
