@@ -119,8 +119,9 @@ TEST(Variants, TheStdlibFamilyIsRegisteredAndListed) {
   }
 }
 
-// VEC is a C++ value while the body is traced: x8's chunk loop holds 8 loads of a and 8 of x,
-// x1's one each; the tail loop adds one of each, except to x1, which has no tail code.
+// VEC is a C++ value while the body is traced: x8's chunk loops (one for a k that is a multiple
+// of VEC, one for any other) hold 8 loads of a and 8 of x each, x1's one loop one each; the tail
+// loop adds one of each, except to x1, which has no tail code.
 TEST(Variants, ValuesAreCompileTimeConstantsOfTheTracedBody) {
   auto loads = [](const char* name) {
     const ir::Kernel& k = kernel_ir(name);
@@ -129,8 +130,8 @@ TEST(Variants, ValuesAreCompileTimeConstantsOfTheTracedBody) {
     return n;
   };
   EXPECT_EQ(loads("iron_gemv_rows_x1"), 2);
-  EXPECT_EQ(loads("iron_gemv_rows_x4"), 8 + 2);
-  EXPECT_EQ(loads("iron_gemv_rows_x8"), 16 + 2);
+  EXPECT_EQ(loads("iron_gemv_rows_x4"), 2 * 8 + 2);
+  EXPECT_EQ(loads("iron_gemv_rows_x8"), 2 * 16 + 2);
   // N sizes the buffers and bounds the guard: the kernel has no scalar parameter at all.
   std::vector<KernelVariant> vs = expand_variants(scale_family());
   KernelDecl d{vs[1].name.c_str(), nullptr, Mode::Elementwise, {}, __FILE__, __LINE__};
