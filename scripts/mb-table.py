@@ -3,7 +3,7 @@
 records (`iron bench --json` lines) beside the peers' (bench/peers/torch_peers.py snapshot), row
 by row on kernel/bench/dtype, with the issue's target for each row and whether it was met.
 
-  scripts/mb-table.py --iron iron-first.jsonl [--iron iron-second.jsonl] --peers peers.json > table.md
+  scripts/mb-table.py --iron iron-first.jsonl [--iron iron-second.jsonl] --peers peers.json [--peers ...] > table.md
 
 Several Iron files (the two orders of seeds §6): each figure is the best median over them, and the
 spread between them is shown. Rows without an Iron record say so; nothing is filled in by hand.
@@ -90,11 +90,13 @@ def figure(r):
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--iron", action="append", required=True, help="iron bench --json output (repeatable)")
-    ap.add_argument("--peers", required=True, help="torch_peers.py snapshot")
+    ap.add_argument("--peers", action="append", required=True, help="torch_peers.py snapshot (repeatable)")
     args = ap.parse_args(argv)
     iron = load_iron(args.iron)
-    with open(args.peers) as f:
-        peers = json.load(f)["results"]
+    peers = []
+    for path in args.peers:
+        with open(path) as f:
+            peers += json.load(f)["results"]
     kind_of = {v: k for k, v in FAMILIES.items()}
     by_case = {}
     for p in peers:

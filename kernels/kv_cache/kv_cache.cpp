@@ -493,7 +493,7 @@ static BenchSetup kv_append_call_bench(DType dt, uint32_t tokens) {
   BenchSetup b(dt);
   for (const auto& [name, values] : t.inputs()) b.in(name, values);
   for (const auto& [name, count] : t.outputs()) b.out(name, count);
-  b.call(t.scalars()).oracle(t.oracle_fn());
+  b.call(t.call_args()).oracle(t.oracle_fn());
   return b.bytes(4.0 * tokens * 8 * 128 * dtype_size(dt) + 4.0 * tokens);
 }
 IRON_BENCH(iron_kv_append, t1_h8_d128_seq4096, {f32, 0}, {f16, 0}, {bf16, 0}) { return kv_append_call_bench(dt, 1); }
