@@ -41,14 +41,10 @@ static void layer_norm_body(const KernelVariant& v, Split split) {
   if_(walk.live(), [&] {
     Expr width = cast<f32>(dv * vec);
     Var<f32> sum = 0.0f;
-    walk.held_chunks([&](Expr j, Expr slot) {
-      Expr at = walk.base() + j;
-      each_element(vec, [&](Expr e) {
-        Expr xv = cast<f32>(x[at + e]);
-        held[slot + e] = xv;
-        sum += xv;
-      });
-    });
+    // Loads alone first (every slot's 16-byte load issued before any is used; empty slots hold
+    // 0), then the sum.
+    walk.load_held(held, [&](Expr i) { return cast<f32>(x[i]); }, 0.0f);
+    walk.all_slots([&](Expr slot) { each_element(vec, [&](Expr e) { sum += held[slot + e]; }); });
     walk.rest_chunks([&](Expr j) {
       Expr at = walk.base() + j;
       each_element(vec, [&](Expr e) { sum += cast<f32>(x[at + e]); });

@@ -57,11 +57,12 @@ static void rms_norm_body(const KernelVariant& v, Split split, bool residual) {
   };
   if_(walk.live(), [&] {
     Var<f32> sumsq = 0.0f;
-    walk.held_chunks([&](Expr j, Expr slot) {
-      Expr at = walk.base() + j;
+    // The held chunks are loaded first, in a loop of loads alone (every slot's 16-byte load is
+    // issued before any is used; empty slots hold 0), then summed from the registers.
+    walk.load_held(held, [&](Expr i) { return value(i, true); }, 0.0f);
+    walk.all_slots([&](Expr slot) {
       each_element(vec, [&](Expr e) {
-        Expr v = value(at + e, true);
-        held[slot + e] = v;
+        Expr v = cast<f32>(held[slot + e]);  // the load of the register, bound once
         sumsq += v * v;
       });
     });

@@ -90,6 +90,24 @@ class RowWalk {
       if_(c < dv_, [&] { body(c * vec_, k * vec_); });
     });
   }
+  // Loads the held chunks: slot k gets load(j + e) for e < VEC when its chunk is below dv, and
+  // `neutral` otherwise (a loop of loads alone, so every slot's load is issued before any is
+  // used). A pass over the registers may then run over every slot unguarded (all_slots) when
+  // `neutral` leaves its result unchanged.
+  void load_held(TgBuffer regs, const std::function<Expr(Expr i)>& load, float neutral) const {
+    for_(0u, held_, [&](Expr k) {
+      Expr c = first_ + stride_ * k;
+      Expr slot = k * vec_;
+      if_(c < dv_, [&] {
+        Expr at = base_ + c * vec_;
+        for_(0u, vec_, [&](Expr e) { regs[slot + e] = load(at + e); });
+      }).else_([&] { for_(0u, vec_, [&](Expr e) { regs[slot + e] = neutral; }); });
+    });
+  }
+  // Calls body(slot) for every held slot, valid or not (after load_held).
+  void all_slots(const std::function<void(Expr slot)>& body) const {
+    for_(0u, held_, [&](Expr k) { body(k * vec_); });
+  }
   // Calls body(j) for this thread's chunks past the register capacity (a strided device loop).
   void rest_chunks(const std::function<void(Expr j)>& body) const {
     for_(first_ + stride_ * held_, dv_, stride_, [&](Expr c) { body(c * vec_); });
