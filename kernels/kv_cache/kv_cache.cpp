@@ -287,11 +287,12 @@ TestSetup paged_append_case(DType dt, PagedAppend c, uint32_t tg) {
 // row, for sequence 2, holds valid blocks the kernel must not use). Tokens: a prefill of
 // sequence 0 across a block boundary, decode steps of sequence 1, and four bad ones (each
 // skipped): sequence id 2 (= seqs), position 12 of sequence 1 (logical block 3 = blocks_per_seq),
-// a table entry of 7 (= num_blocks), and a table entry far out of range.
+// a table entry of 7 (= num_blocks; its first row would start at the cache's end, in the guard
+// band), and a table entry far out of range.
 PagedAppend two_sequences(uint32_t heads, uint32_t dim) {
   PagedAppend c{2, 3, 7, 4, heads, dim, {}, {}, {}};
   c.table = {5, 2, 6, 100000, 7, 1, 3, 4, 0};
-  c.positions = {2, 3, 4, 5, 8, 9, 3, 12, 5, 0, 6};
+  c.positions = {2, 3, 4, 5, 8, 9, 3, 12, 4, 0, 6};
   c.seq_ids = {0, 0, 0, 0, 1, 1, 2, 1, 1, 1, 0};
   return c;
 }
