@@ -32,6 +32,7 @@ struct EmitState {
   bool uses_int64 = false;         // i64/u64 values or buffers
   bool loop_check = false;         // EmitOptions::loop_limit_check (GLSL)
   bool emulate_fma = false;        // EmitOptions::emulate_fma (GLSL)
+  bool poison_locals = false;      // EmitOptions::poison_register_arrays (GLSL)
   bool preserve_f32_specials = false;       // EmitOptions (GLSL)
   bool f16_round_to_nearest_even = false;   // EmitOptions (GLSL)
   // Vector groups (vectorize): per buffer parameter, the access widths in elements (each at

@@ -64,6 +64,12 @@ struct EmitOptions {
   // emulated with one rounding through f64 (needs shaderFloat64): the exact product plus the
   // addend, rounded to odd in f64, then to f32.
   bool emulate_fma = false;
+  // GLSL only: every register array is filled with a poison pattern where it is declared (floats
+  // a NaN, integers 0xA5A5A5A5), so a read of a slot nobody wrote shows in the result. lavapipe
+  // keeps register arrays on its CPU stack and reuses the stack between invocations, so such a
+  // read would otherwise often see the value an earlier run of the same shader left there (the
+  // interpreter reports the read itself). Set for lavapipe; real GPUs leave it off (no cost).
+  bool poison_register_arrays = false;
   // GLSL only: SPIR-V float-controls execution modes (SPV_KHR_float_controls), each for a device
   // that reports support (VkPhysicalDeviceFloatControlsProperties): SignedZeroInfNanPreserve for
   // f32 (no fast-math on NaN, Inf, -0) and RoundingModeRTE for f16 (f32 -> f16 conversions

@@ -439,9 +439,20 @@ struct Emitter {
         break;
       }
       // Register arrays: an array of register values, every index a constant (register_arrays).
-      case Op::LocalAlloc:
-        line(depth, d.var_type(t) + " " + local_name(in) + "[" + std::to_string(in.attr(ir::Attr::Count)) + "];");
+      case Op::LocalAlloc: {
+        const std::string name = local_name(in), count = std::to_string(in.attr(ir::Attr::Count));
+        line(depth, d.var_type(t) + " " + name + "[" + count + "];");
+        if (s.poison_locals) {  // EmitOptions::poison_register_arrays
+          // Straight-line stores, no loop: lavapipe's loop budget is shared by all loops of a
+          // shader (kLoopLimitText), and these must not spend it.
+          std::string type = d.var_type(t);  // the constructor's type, without a qualifier
+          if (type.rfind("precise ", 0) == 0) type = type.substr(8);
+          const std::string poison = type + "(" + (is_float(t) ? "uintBitsToFloat(0x7fa5a5a5u)" : "0xa5a5a5a5u") + ")";
+          for (uint64_t i = 0; i < uint64_t(in.attr(ir::Attr::Count)); ++i)
+            line(depth, name + "[" + std::to_string(i) + "] = " + poison + ";");
+        }
         break;
+      }
       case Op::LocalLoad: def(local_name(s.k.insts[in.operands[0]]) + "[" + arg(1) + "]"); break;
       case Op::LocalStore: line(depth, local_name(s.k.insts[in.operands[0]]) + "[" + arg(1) + "] = " + arg(2) + ";"); break;
       case Op::LaneShuffle: case Op::LaneShuffleXor: case Op::LaneShuffleUp: case Op::LaneShuffleDown:
@@ -548,6 +559,7 @@ Emitted emit(const ir::Kernel& k, Instantiation dtype, Target target, const Emit
   s.f16_round_to_nearest_even = options.f16_round_to_nearest_even;
   s.loop_check = options.loop_limit_check && target == Target::Glsl;
   s.emulate_fma = options.emulate_fma && target == Target::Glsl;
+  s.poison_locals = options.poison_register_arrays && target == Target::Glsl;
   s.cuda_mma = options.cuda_mma;
   if (target == Target::Cuda && options.threadgroup[0] != 0)
     for (int a = 0; a < 3; ++a) s.threadgroup[a] = options.threadgroup[a] ? options.threadgroup[a] : 1;

@@ -283,6 +283,26 @@ TEST(TgDsl, RegisterArrayIndicesBecomeConstants) {
   EXPECT_EQ(accesses, 8);
 }
 
+// On lavapipe register arrays start as a poison pattern (EmitOptions::poison_register_arrays): a
+// read of a slot nobody wrote gives NaN instead of what an earlier invocation left on the CPU
+// stack (which let a mutant that skips every other register store survive on lavapipe).
+TEST(TgDsl, RegisterArraysArePoisonedWhereAsked) {
+  ir::Kernel k = passes::optimize(trace("tgmem_register", &register_body, Mode::Elementwise));
+  codegen::EmitOptions poisoned;
+  poisoned.poison_register_arrays = true;
+  const std::string g = codegen::emit(k, DType::F32, codegen::Target::Glsl, poisoned).source;
+  size_t stores = 0;
+  for (size_t at = g.find("= float(uintBitsToFloat(0x7fa5a5a5u));"); at != std::string::npos;
+       at = g.find("= float(uintBitsToFloat(0x7fa5a5a5u));", at + 1))
+    ++stores;
+  EXPECT_EQ(stores, 4u) << g;  // one per slot of the 4-slot array
+  EXPECT_TRUE(codegen::compile_glsl(g, "tgmem_register").ok) << g;
+  const std::string plain = codegen::emit(k, DType::F32, codegen::Target::Glsl).source;
+  EXPECT_EQ(plain.find("0x7fa5a5a5u"), std::string::npos);
+  const std::string cuda = codegen::emit(k, DType::F32, codegen::Target::Cuda, poisoned).source;
+  EXPECT_EQ(cuda.find("0x7fa5a5a5u"), std::string::npos);  // GLSL only
+}
+
 TEST(TgDsl, RegisterArrayIndexNotConstantAfterUnrollingIsALocatedError) {
   ir::Kernel k = trace("tgmem_register_bad", &register_dynamic_index_body, Mode::Elementwise);
   try {

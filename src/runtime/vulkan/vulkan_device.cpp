@@ -929,6 +929,7 @@ class VulkanDevice final : public Device {
     options.loop_limit_check = pd_.loop_limited;
     // lavapipe's fma is a multiply and an add (two roundings): emulated with one.
     options.emulate_fma = pd_.loop_limited && pd_.shader_float64;
+    options.poison_register_arrays = pd_.loop_limited;  // lavapipe: see EmitOptions
     options.preserve_f32_specials = pd_.preserve_f32_specials;
     options.f16_round_to_nearest_even = pd_.f16_rte;
     options.tile_f64 = pd_.shader_float64;
@@ -968,7 +969,7 @@ class VulkanDevice final : public Device {
                    pd_.shader_float16, pd_.full_subgroups, pd_.shader_int8, pd_.storage_8bit,
                    pd_.buffer_int64_atomics, pd_.shared_int64_atomics, pd_.shader_float64})
       fp += b ? " 1" : " 0";
-    if (pd_.loop_limited) fp += "; loop status binding";  // a different module and layout
+    if (pd_.loop_limited) fp += "; loop status binding; poisoned register arrays";  // a different module and layout
     if (pd_.loop_limited && pd_.shader_float64) fp += "; f64 fma";
     if (pd_.shader_float64) fp += "; f64 tiles";
     // The tile strategy changes the source of kernels with f16 fragments (a bad IRON_VK_MMA
