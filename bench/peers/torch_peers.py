@@ -159,6 +159,7 @@ def iron_cases(quick=False):
         cases.append(Case("iron_softmax", "rows%d_d%d" % (rows, d), "softmax", {"rows": r2, "d": d2},
                           lambda s, r=r2, d=d2: 2.0 * r * d * s, 5.0 * r2 * d2, "iron_softmax_d%d" % d, r2, SOFTMAX_TOL,
                           1e-4))
+    cases += memory_bound_cases(cap)
     # cuBLAS through F.linear: no Iron counterpart yet. Normwise error (floor = max |reference|).
     for m in (4096, 8192):
         m2 = cap(m, 256)
@@ -178,6 +179,70 @@ def iron_cases(quick=False):
                           4.0 * dims["b"] * dims["h"] * sq2 * skv2 * 128, "sdpa", skv2, {"bf16": 1e-2, "f16": 1e-2},
                           floor=None, peer_only=True))
     return cases
+
+
+# The memory-bound library's benchmarks (issue 9), by the Iron family each kind is registered
+# under and the bench names of its IRON_BENCH declarations.
+FAMILIES = {
+    "add": "iron_add", "mul": "iron_mul", "silu": "iron_silu", "gelu_tanh": "iron_gelu_tanh", "gelu_erf": "iron_gelu_erf",
+    "swiglu": "iron_swiglu", "rmsnorm": "iron_rms_norm", "add_rmsnorm": "iron_add_rms_norm", "layernorm": "iron_layer_norm",
+    "softmax": "iron_softmax_rows", "rope_neox": "iron_rope_neox", "argmax": "iron_argmax", "topk": "iron_topk",
+    "gemv": "iron_gemv",
+}
+LAYERNORM_TOL = {"f32": 1e-5, "f16": 2e-3, "bf16": 1e-2}
+ROPE_TOL = {"f32": 1e-5, "f16": 2e-3, "bf16": 1e-2}
+GEMV_TOL = {"f32": 1e-5, "f16": 2e-3, "bf16": 1e-2}
+EXACT_F32 = {"f32": 0.0}
+
+
+def memory_bound_cases(cap):
+    """The issue-9 shapes: element-wise at 2^30 elements, the norms and softmax at their row
+    shapes, RoPE NeoX, argmax / top-50 over a 128256 vocabulary, and decode GEMV."""
+    f = FAMILIES
+    out = []
+    n = cap(1 << 30, 1 << 16)
+    for kind, fpe, tol in [("add", 1.0, BINARY_TOL), ("mul", 1.0, BINARY_TOL)]:
+        out.append(Case(f[kind], "n1g", kind, {"n": n}, lambda s, n=n: 3.0 * n * s, fpe * n, f[kind] + "_n", n,
+                        {"bf16": tol["bf16"]}))
+    for kind, fpe in [("silu", 4.0), ("gelu_tanh", 8.0), ("gelu_erf", 8.0)]:
+        out.append(Case(f[kind], "n1g", kind, {"n": n}, lambda s, n=n: 2.0 * n * s, fpe * n, f[kind] + "_n", n,
+                        {"bf16": UNARY_TOL["bf16"]}, 1e-4))
+    for t, h in [(4096, 14336), (32768, 14336)]:
+        t2, h2 = cap(t, 8), cap(h, 1024)
+        out.append(Case(f["swiglu"], "t%d_h%d" % (t, h), "swiglu", {"rows": t2, "d": h2},
+                        lambda s, r=t2, d=h2: 3.0 * r * d * s, 5.0 * t2 * h2, f["swiglu"] + "_h%d" % h, t2, UNARY_TOL, 1e-4))
+    for rows, d in [(1, 4096), (32, 4096), (4096, 4096), (32768, 4096), (16384, 8192)]:
+        r2, d2 = cap(rows, 8), cap(d, 4096)
+        out.append(Case(f["rmsnorm"], "rows%d_d%d" % (rows, d), "rmsnorm", {"rows": r2, "d": d2},
+                        lambda s, r=r2, d=d2: (2.0 * r * d + d) * s, 4.0 * r2 * d2, f["rmsnorm"] + "_d%d" % d, r2,
+                        RMSNORM_TOL))
+    for rows, d in [(4096, 4096), (32768, 4096)]:
+        r2, d2 = cap(rows, 8), cap(d, 4096)
+        out.append(Case(f["add_rmsnorm"], "rows%d_d%d" % (rows, d), "add_rmsnorm", {"rows": r2, "d": d2},
+                        lambda s, r=r2, d=d2: (4.0 * r * d + d) * s, 5.0 * r2 * d2, f["add_rmsnorm"] + "_d%d" % d, r2,
+                        RMSNORM_TOL))
+        out.append(Case(f["layernorm"], "rows%d_d%d" % (rows, d), "layernorm", {"rows": r2, "d": d2},
+                        lambda s, r=r2, d=d2: (2.0 * r * d + 2.0 * d) * s, 7.0 * r2 * d2, f["layernorm"] + "_d%d" % d, r2,
+                        LAYERNORM_TOL))
+    for rows, d in [(4096, 4096), (32768, 4096), (64, 128256)]:
+        r2, d2 = cap(rows, 8), cap(d, 4096)
+        out.append(Case(f["softmax"], "rows%d_d%d" % (rows, d), "softmax", {"rows": r2, "d": d2},
+                        lambda s, r=r2, d=d2: 2.0 * r * d * s, 5.0 * r2 * d2, f["softmax"] + "_d%d" % d, r2, SOFTMAX_TOL, 1e-4))
+    for t in (4096, 32768):
+        t2 = cap(t, 8)
+        out.append(Case(f["rope_neox"], "t%d_h32_d128" % t, "rope_neox", {"tokens": t2, "heads": 32, "dim": 128},
+                        lambda s, t=t2: 2.0 * t * 32 * 128 * s + 2.0 * t * 64 * 4, 6.0 * t2 * 32 * 64, f["rope_neox"], t2,
+                        ROPE_TOL))
+    for rows in (1, 64):
+        out.append(Case(f["argmax"], "rows%d_v128256" % rows, "argmax", {"rows": rows, "d": cap(128256, 4096)},
+                        lambda s, r=rows: r * 128256 * 4.0 + r * 8.0, float(rows * 128256), f["argmax"], rows, EXACT_F32))
+        out.append(Case(f["topk"], "rows%d_v128256_k50" % rows, "topk", {"rows": rows, "d": cap(128256, 4096), "k": 50},
+                        lambda s, r=rows: r * 128256 * 4.0 + r * 50 * 12.0, float(rows * 128256), f["topk"], rows, EXACT_F32))
+    for nn, k in [(14336, 4096), (4096, 14336), (10240, 320)]:
+        n2, k2 = cap(nn, 512), cap(k, 512)
+        out.append(Case(f["gemv"], "n%d_k%d" % (nn, k), "gemv", {"n": n2, "k": k2},
+                        lambda s, n=n2, k=k2: (n * k + n + k) * s, 2.0 * n2 * k2, f["gemv"], n2, GEMV_TOL, floor=None))
+    return out
 
 
 def self_test():
@@ -216,7 +281,11 @@ def self_test():
     assert abs(g["pct_peak_compute"] - 100 * g["gflops"] / 989500) < 1e-9 and g["bottleneck"] == "compute", g
     cases = iron_cases()
     names = [c.name for c in cases]
-    assert len(names) == len(set(names)) == 18, names
+    assert len(names) == len(set(names)) == 18 + 28, names
+    rope = next(c for c in cases if c.name == FAMILIES["rope_neox"] + "/t4096_h32_d128")
+    assert rope.bytes_fn(2) == 2.0 * 4096 * 32 * 128 * 2 + 2.0 * 4096 * 64 * 4, rope.bytes_fn(2)
+    gemv = next(c for c in cases if c.name == FAMILIES["gemv"] + "/n14336_k4096")
+    assert gemv.bytes_fn(2) == (14336 * 4096 + 14336 + 4096) * 2 and gemv.floor is None
     sd = next(c for c in cases if c.name == "sdpa/prefill_b1_h32_s4096_d128")
     assert sd.peer_only and sd.flops == 4.0 * 32 * 4096 * 4096 * 128 and sd.bytes_fn(2) == 4.0 * 32 * 4096 * 128 * 2
     add = next(c for c in cases if c.name == "iron_add/n16m")
@@ -264,6 +333,46 @@ def peers_for(case, torch, F, sources):
     elif case.kind == "softmax":
         peers = [("torch-eager", lambda x, out: torch.softmax(x, dim=-1), "torch.softmax"),
                  ("torch-compile", lambda x: torch.softmax(x, dim=-1), "torch.compile")]
+    elif case.kind in ("gelu_tanh", "gelu_erf"):
+        approx = "tanh" if case.kind == "gelu_tanh" else "none"
+        peers = [("torch-eager", lambda x, out: F.gelu(x, approximate=approx), "F.gelu(approximate=%r)" % approx),
+                 ("torch-compile", lambda x: F.gelu(x, approximate=approx), "torch.compile")]
+    elif case.kind == "swiglu":
+        peers = [("torch-eager", lambda a, b, out: F.silu(a) * b, "F.silu(a) * b"),
+                 ("torch-compile", lambda a, b: F.silu(a) * b, "torch.compile")]
+    elif case.kind == "add_rmsnorm":
+        d = case.dims["d"]
+
+        def fused(x, r, w):
+            h = x + r
+            return h, F.rms_norm(h, (d,), w, eps)
+
+        peers = [("torch-rms_norm", lambda x, r, w, out: fused(x, r, w), "x + r, then F.rms_norm"),
+                 ("torch-compile", fused, "torch.compile")]
+    elif case.kind == "layernorm":
+        d = case.dims["d"]
+        peers = [("torch-layer_norm", lambda x, w, b, out: F.layer_norm(x, (d,), w, b, 1e-5), "F.layer_norm"),
+                 ("torch-compile", lambda x, w, b: F.layer_norm(x, (d,), w, b, 1e-5), "torch.compile")]
+    elif case.kind == "rope_neox":
+        def rope(x, c, s):
+            half = x.shape[-1] // 2
+            xf = x.float()
+            x1, x2 = xf[..., :half], xf[..., half:]
+            c, s = c[:, None, :], s[:, None, :]
+            return torch.cat((x1 * c - x2 * s, x2 * c + x1 * s), dim=-1).to(x.dtype)
+
+        peers = [("torch-eager", lambda x, c, s, out: rope(x, c, s), "f32 formula, eager"),
+                 ("torch-compile", rope, "torch.compile")]
+    elif case.kind == "argmax":
+        peers = [("torch-eager", lambda x, out: torch.argmax(x, dim=-1), "torch.argmax"),
+                 ("torch-compile", lambda x: torch.argmax(x, dim=-1), "torch.compile")]
+    elif case.kind == "topk":
+        k = case.dims["k"]
+        peers = [("torch-eager", lambda x, out: torch.topk(x, k, dim=-1).values, "torch.topk (values compared)"),
+                 ("torch-compile", lambda x: torch.topk(x, k, dim=-1).values, "torch.compile")]
+    elif case.kind == "gemv":
+        peers = [("cublas", lambda w, x, out: F.linear(x[None, :], w)[0], "F.linear (cuBLAS)"),
+                 ("torch-mv", lambda w, x, out: torch.mv(w, x), "torch.mv")]
     elif case.kind == "gemm":
         peers = [("cublas", lambda a, w, out: F.linear(a, w), "F.linear (cuBLAS); peer only: no Iron kernel yet")]
     elif case.kind == "sdpa":
@@ -271,7 +380,32 @@ def peers_for(case, torch, F, sources):
                   "F.scaled_dot_product_attention; peer only: no Iron kernel yet")]
     else:
         raise ValueError(case.kind)
+    peers += triton_peers(case, eps)
     return [p for p in peers if not sources or p[0] in sources]
+
+
+def triton_peers(case, eps):
+    """The Triton kernels of triton_kernels.py for a case (imported on first use)."""
+    try:
+        import triton_kernels as tk
+    except ImportError:
+        return []
+    k = case.kind
+    how = "Triton (bench/peers/triton_kernels.py)"
+    table = {
+        "add": lambda a, b, out: tk.binary(a, b, "add"), "mul": lambda a, b, out: tk.binary(a, b, "mul"),
+        "swiglu": lambda a, b, out: tk.binary(a, b, "swiglu"),
+        "exp": lambda x, out: tk.unary(x, "exp"), "silu": lambda x, out: tk.unary(x, "silu"),
+        "gelu_tanh": lambda x, out: tk.unary(x, "gelu_tanh"), "gelu_erf": lambda x, out: tk.unary(x, "gelu_erf"),
+        "rmsnorm": lambda x, w, out: tk.rmsnorm(x, w, eps),
+        "add_rmsnorm": lambda x, r, w, out: tk.rmsnorm(x, w, eps, residual=r),
+        "layernorm": lambda x, w, b, out: tk.layernorm(x, w, b, 1e-5),
+        "softmax": lambda x, out: tk.softmax(x),
+        "rope_neox": lambda x, c, s, out: tk.rope_neox(x, c, s),
+        "argmax": lambda x, out: tk.argmax(x),
+        "gemv": lambda w, x, out: tk.gemv(w, x),
+    }
+    return [("triton", table[k], how)] if k in table else []
 
 
 def make_inputs(case, dtype, torch, device):
@@ -295,6 +429,31 @@ def make_inputs(case, dtype, torch, device):
         out_shape = (dims["rows"], dims["d"])
     elif k == "softmax":
         ins, out_shape = [uniform((dims["rows"], dims["d"]), -4, 4)], (dims["rows"], dims["d"])
+    elif k in ("gelu_tanh", "gelu_erf"):
+        ins, out_shape = [uniform((dims["n"],), -8, 8)], (dims["n"],)
+    elif k == "swiglu":
+        ins = [uniform((dims["rows"], dims["d"]), -8, 8), uniform((dims["rows"], dims["d"]), -4, 4)]
+        out_shape = (dims["rows"], dims["d"])
+    elif k == "add_rmsnorm":
+        ins = [uniform((dims["rows"], dims["d"]), -2, 2), uniform((dims["rows"], dims["d"]), -2, 2),
+               uniform((dims["d"],), 0.5, 1.5)]
+        out_shape = (dims["rows"], dims["d"])
+    elif k == "layernorm":
+        ins = [uniform((dims["rows"], dims["d"]), -2, 2), uniform((dims["d"],), 0.5, 1.5), uniform((dims["d"],), -0.5, 0.5)]
+        out_shape = (dims["rows"], dims["d"])
+    elif k == "rope_neox":
+        t, h, d = dims["tokens"], dims["heads"], dims["dim"]
+        pos = torch.arange(t, device=device, dtype=torch.float64)[:, None]
+        inv = 10000.0 ** (-torch.arange(0, d // 2, device=device, dtype=torch.float64) * 2.0 / d)
+        ang = pos * inv[None, :]
+        ins = [uniform((t, h, d), -2, 2), torch.cos(ang).float(), torch.sin(ang).float()]
+        out_shape = (t, h, d)
+    elif k in ("argmax", "topk"):
+        x = torch.rand((dims["rows"], dims["d"]), generator=g, device=device, dtype=torch.float32) * 32 - 16
+        ins, out_shape = [x], (dims["rows"],)
+    elif k == "gemv":
+        ins = [uniform((dims["n"], dims["k"]), -1, 1), uniform((dims["k"],), -1, 1)]
+        out_shape = (dims["n"],)
     elif k == "sdpa":
         qs, ks = (dims["b"], dims["h"], dims["sq"], dims["d"]), (dims["b"], dims["h"], dims["skv"], dims["d"])
         ins = [uniform(qs, -1, 1), uniform(ks, -1, 1), uniform(ks, -1, 1)]
@@ -321,6 +480,31 @@ def reference(case, ins, torch):
         return x[0] / torch.sqrt(x[0].pow(2).mean(-1, keepdim=True) + eps) * x[1]
     if k == "softmax":
         return torch.softmax(x[0], dim=-1)
+    if k == "gelu_tanh":
+        return 0.5 * x[0] * (1 + torch.tanh(math.sqrt(2 / math.pi) * (x[0] + 0.044715 * x[0] ** 3)))
+    if k == "gelu_erf":
+        return 0.5 * x[0] * (1 + torch.erf(x[0] / math.sqrt(2)))
+    if k == "swiglu":
+        return x[0] / (1 + torch.exp(-x[0])) * x[1]
+    if k == "add_rmsnorm":
+        eps = float(torch.tensor(1e-6, dtype=torch.float32))
+        h = (ins[0].float() + ins[1].float()).to(ins[0].dtype).double()  # h is stored in the dtype
+        return (h, h / torch.sqrt(h.pow(2).mean(-1, keepdim=True) + eps) * x[2])
+    if k == "layernorm":
+        mean = x[0].mean(-1, keepdim=True)
+        var = (x[0] - mean).pow(2).mean(-1, keepdim=True)
+        return (x[0] - mean) / torch.sqrt(var + 1e-5) * x[1] + x[2]
+    if k == "rope_neox":
+        half = x[0].shape[-1] // 2
+        x1, x2 = x[0][..., :half], x[0][..., half:]
+        c, s = x[1][:, None, :], x[2][:, None, :]
+        return torch.cat((x1 * c - x2 * s, x2 * c + x1 * s), dim=-1)
+    if k == "argmax":
+        return torch.argmax(x[0], dim=-1).double()
+    if k == "topk":
+        return torch.topk(x[0], case.dims["k"], dim=-1).values
+    if k == "gemv":
+        return x[0] @ x[1]
     if k == "sdpa":
         scores = x[0] @ x[1].transpose(-1, -2) / (x[0].shape[-1] ** 0.5)
         return torch.softmax(scores, dim=-1) @ x[2]
@@ -328,7 +512,10 @@ def reference(case, ins, torch):
 
 
 def max_error(out, ref, floor, torch):
-    """Iron's metric: max |out - ref| / max(floor, |ref|); floor None: normwise (max |ref|)."""
+    """Iron's metric: max |out - ref| / max(floor, |ref|); floor None: normwise (max |ref|).
+    Several outputs (a fused residual + norm): the largest error over them."""
+    if isinstance(ref, tuple):
+        return max(max_error(o, r, floor, torch) for o, r in zip(out, ref))
     o = out.double()
     if floor is None:
         floor = float(ref.abs().max())
@@ -376,9 +563,10 @@ def main(argv=None):
     ap.add_argument("--name", default="torch-peers", help="snapshot name recorded in the file")
     ap.add_argument("--samples", type=int, default=100, help="timed samples per case and source (default 100)")
     ap.add_argument("--warmup", type=int, default=20, help="warm-up calls before timing (at least 20)")
-    ap.add_argument("--filter", default="", help="only cases whose kernel/bench name contains this text")
+    ap.add_argument("--filter", default="", help="only cases whose kernel/bench name contains this text (or one of several, comma-separated)")
     ap.add_argument("--dtype", choices=sorted(DTYPE_SIZE), help="only this dtype")
-    ap.add_argument("--sources", default="", help="comma-separated subset: torch-eager,torch-compile,torch-rms_norm,cublas,torch-sdpa")
+    ap.add_argument("--sources", default="", help="comma-separated subset: torch-eager,torch-compile,torch-rms_norm,"
+                    "torch-layer_norm,cublas,torch-mv,torch-sdpa,triton")
     ap.add_argument("--flush-l2", action="store_true", help="write a 256 MiB buffer before every sample")
     ap.add_argument("--device", default="cuda", help="cuda (default) or cpu (smoke check)")
     ap.add_argument("--quick", action="store_true", help="small shapes, 10 samples: a smoke check, not a measurement")
@@ -398,6 +586,7 @@ def main(argv=None):
     try:  # only here: the helpers above run without torch
         import torch
         import torch.nn.functional as F
+        sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # triton_kernels.py, beside this file
     except ImportError as e:
         print("torch_peers: PyTorch is not importable here (%s); --self-test runs without it" % e, file=sys.stderr)
         return 2
@@ -421,7 +610,7 @@ def main(argv=None):
 
     results, started = [], time.time()
     for case in iron_cases(args.quick):
-        if args.filter and args.filter not in case.name:
+        if args.filter and not any(f and f in case.name for f in args.filter.split(",")):
             continue
         for dtype in sorted(case.tol, key=["f32", "f16", "bf16"].index):
             if args.dtype and dtype != args.dtype:

@@ -17,6 +17,7 @@ class BenchSetup {
   BenchSetup& out(const std::string& name, size_t count) { return setup_.out(name, count), *this; }
   BenchSetup& constexprs(const Constexprs& values) { return setup_.constexprs(values), *this; }
   BenchSetup& grid(Dim3 grid, Dim3 threadgroup) { return setup_.grid(grid, threadgroup), *this; }
+  BenchSetup& call(const Constexprs& args) { return setup_.call(args), *this; }  // a family's logical call
   BenchSetup& oracle(std::function<void(const Tensors&, Tensors&)> fn) { return setup_.oracle(std::move(fn)), *this; }
   BenchSetup& error_floor(double floor) { return setup_.error_floor(floor), *this; }
   // Bytes the kernel must move to and from memory, and the floating-point operations it does.

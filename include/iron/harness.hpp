@@ -51,6 +51,10 @@ class TestSetup {
   TestSetup& out(const std::string& name, size_t count);
   TestSetup& constexprs(const Constexprs& values);
   TestSetup& grid(Dim3 grid, Dim3 threadgroup);
+  // A case of a kernel family (registered against the family's name) gives the logical call
+  // instead of a grid: sizes and scalars by name. The harness asks the family's selector
+  // (launch.hpp) for the kernels, grids and threadgroups on the device it runs on.
+  TestSetup& call(const Constexprs& args);
   TestSetup& oracle(std::function<void(const Tensors& inputs, Tensors& outputs)> fn);
   TestSetup& error_floor(double floor);
   // The f32 roundings on the longest path into one output element: a serial sum of n terms
@@ -66,6 +70,8 @@ class TestSetup {
   const Tensors& inputs() const { return inputs_; }
   const std::vector<std::pair<std::string, size_t>>& outputs() const { return outputs_; }
   const Constexprs& scalars() const { return scalars_; }
+  bool has_call() const { return has_call_; }
+  const Constexprs& call_args() const { return call_; }
   Dim3 grid_size() const { return grid_; }
   Dim3 threadgroup() const { return tg_; }
   double floor() const { return floor_; }
@@ -78,6 +84,8 @@ class TestSetup {
   Tensors inputs_;
   std::vector<std::pair<std::string, size_t>> outputs_;
   Constexprs scalars_;
+  Constexprs call_;
+  bool has_call_ = false;
   Dim3 grid_{0, 0, 0};
   Dim3 tg_{0, 0, 0};
   double floor_ = 1.0;

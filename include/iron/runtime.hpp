@@ -131,6 +131,15 @@ class ScalarValue {
 // Scalar ("constexpr") values by parameter name. Integers must be exact and in range.
 using Constexprs = std::map<std::string, ScalarValue, std::less<>>;
 
+// One launch of a timed sequence (Context::time_sequence).
+struct SequenceLaunch {
+  const ir::Kernel* kernel = nullptr;
+  Instantiation dtype;
+  Bindings buffers;
+  Constexprs constexprs;
+  Dim3 grid, threadgroup;
+};
+
 class Context {
  public:
   // Opens device `index` of the backend; throws iron::Error ("no CUDA driver", "no Vulkan
@@ -190,6 +199,11 @@ class Context {
   // with the device's clock. The inputs stay resident: nothing is uploaded inside the timing.
   Timing time_dispatch(const ir::Kernel& kernel, Instantiation dtype, const Bindings& buffers, const Constexprs& constexprs,
                        Dim3 grid, Dim3 threadgroup, const TimingOptions& opts);
+  // Times a sequence of launches as one sample (a multi-step plan), each launch validated and
+  // compiled first like dispatch_with_grid. CUDA: events around the whole sequence; Vulkan and
+  // the interpreter: the host clock around launching all and waiting. compile_report joins the
+  // launches' reports.
+  Timing time_sequence(const std::vector<SequenceLaunch>& seq, const TimingOptions& opts);
 
  private:
   explicit Context(std::unique_ptr<rt::Device> device);

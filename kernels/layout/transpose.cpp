@@ -79,6 +79,34 @@ IRON_TEST_KERNEL(iron_transpose, rows70_cols33_tg16x16, {f32}, {f16}, {bf16}) {
 // Degenerate shapes: one row (a column vector out) and one column, with a thin 8 x 4 group.
 IRON_TEST_KERNEL(iron_transpose, rows1_cols100, {f32}, {f16}, {bf16}) { return transpose_case(dt, 1, 100, {8, 4, 1}); }
 IRON_TEST_KERNEL(iron_transpose, rows67_cols1, {f32}, {f16}, {bf16}) { return transpose_case(dt, 67, 1, {32, 8, 1}); }
+// Selector: the logical call {rows, cols}. One 32 x 32 tile per threadgroup; a {32, 8, 1}
+// threadgroup (each thread moves four elements per phase) where the device allows 256 threads
+// in a group, else the largest {32, y, 1} it allows. Rows and columns must fit in u32.
+static LaunchPlan transpose_for(const Call& call, const DeviceInfo& dev) {
+  const int64_t rows = call.size("rows"), cols = call.size("cols");
+  if (rows == 0 || cols == 0 || rows > int64_t(UINT32_MAX) || cols > int64_t(UINT32_MAX))
+    throw Error("rows = " + std::to_string(rows) + ", cols = " + std::to_string(cols) + ": each must be in 1..2^32-1");
+  uint32_t y = 8;
+  while (y > 1 && kTile * y > dev.max_threads_per_group) y /= 2;
+  LaunchPlan plan;
+  plan.steps.push_back({"iron_transpose", transpose_grid(uint32_t(rows), uint32_t(cols)), {kTile, y, 1},
+                        {{"rows", uint32_t(rows)}, {"cols", uint32_t(cols)}}, {}});
+  plan.reason = "one 32x32 tile per threadgroup, 32x" + std::to_string(y) + " threads";
+  return plan;
+}
+IRON_SELECTOR(iron_transpose, transpose_for);
+
+// Through the selector: partial tiles both ways (33 x 65).
+IRON_TEST_KERNEL(iron_transpose, call_rows33_cols65, {f32}, {f16}, {bf16}) {
+  TestSetup t = transpose_setup(dt, 33, 65, {1, 1, 1}, fixture::uniform(33 * 65, -8.0, 8.0, 53));
+  return TestSetup(dt)
+      .in("x", t.inputs().at("x"))
+      .out("out", 33 * 65)
+      .call({{"rows", 33}, {"cols", 65}})
+      .accumulation(0)
+      .oracle(t.oracle_fn());
+}
+
 // Exact tiles (64 x 96) with magnitudes over the dtype's range: a copy keeps every bit.
 IRON_TEST_KERNEL(iron_transpose, rows64_cols96_extreme, {f32}, {f16}, {bf16}) {
   const int e = dt == DType::F16 ? 14 : 100;
@@ -93,8 +121,8 @@ namespace iron::kernels {
 static BenchSetup transpose_bench(DType dt, uint32_t rows, uint32_t cols) {
   TestSetup t = transpose_case(dt, rows, cols, {32, 8, 1});
   BenchSetup b(dt);
-  b.in("x", t.inputs().at("x")).out("out", size_t(rows) * cols).constexprs(t.scalars());
-  b.grid(t.grid_size(), t.threadgroup()).oracle(t.oracle_fn());
+  b.in("x", t.inputs().at("x")).out("out", size_t(rows) * cols).call({{"rows", rows}, {"cols", cols}});
+  b.oracle(t.oracle_fn());
   return b.bytes(2.0 * rows * cols * dtype_size(dt)).flops(0).sweep("iron_transpose", double(rows) * cols);
 }
 IRON_BENCH(iron_transpose, r4096_c4096, {f32, 0}, {f16, 0}, {bf16, 0}) { return transpose_bench(dt, 4096, 4096); }

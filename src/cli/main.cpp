@@ -260,6 +260,29 @@ int cmd_passthrough(const std::vector<std::string>& args, bool as_json) {
                 << "  " << st.dim(m["file"].get<std::string>() + ":" + std::to_string(m["line"].get<int>())) << "\n";
       for (const json& k : m["kernels"])
         std::cout << "  variant " << k["name"].get<std::string>() << "  " << k["values"].get<std::string>() << "\n";
+    } else if (type == "selector") {
+      std::cout << "selector " << m["name"].get<std::string>() << "_for  "
+                << st.dim(m["file"].get<std::string>() + ":" + std::to_string(m["line"].get<int>())) << "\n";
+    } else if (type == "plan") {
+      std::cout << "plan " << m["family"].get<std::string>() << " [" << m["dtype"].get<std::string>() << "]: "
+                << m["reason"].get<std::string>() << "\n";
+      for (const json& step : m["steps"]) {
+        std::string sc;
+        for (auto it = step["constexprs"].begin(); it != step["constexprs"].end(); ++it)
+          sc += (sc.empty() ? "" : " ") + it.key() + "=" + it.value().get<std::string>();
+        auto dim = [](const json& d) { return std::to_string(d[0].get<uint32_t>()) + "x" + std::to_string(d[1].get<uint32_t>()) + "x" + std::to_string(d[2].get<uint32_t>()); };
+        std::cout << "  " << step["kernel"].get<std::string>() << "  grid " << dim(step["grid"]) << "  threadgroup "
+                  << dim(step["threadgroup"]) << "  " << sc << "\n";
+      }
+    } else if (type == "run_output") {
+      auto num = [](const json& v) { return v.is_null() ? std::string("-") : v.dump(); };
+      std::cout << "output " << m["name"].get<std::string>() << " [" << m["dtype"].get<std::string>() << " x "
+                << m["count"] << "]: sum " << num(m["sum"]) << ", min " << num(m["min"]) << ", max " << num(m["max"])
+                << ", non-finite " << m["nonfinite"] << "\n";
+    } else if (type == "run_timing") {
+      char t[96];
+      std::snprintf(t, sizeof t, "min %.2f us, median %.2f us", m["min_us"].get<double>(), m["median_us"].get<double>());
+      std::cout << "timing over " << m["samples"] << " runs: " << t << "\n";
     } else if (type == "kernel") {
       std::cout << m["name"].get<std::string>() << "  " << m["mode"].get<std::string>() << "  " << m["dtypes"].dump();
       if (m.contains("family")) std::cout << "  (" << m["family"].get<std::string>() << ": " << m["variant"].get<std::string>() << ")";
@@ -381,6 +404,16 @@ int run_main(int argc, char** argv) {
   bool case_set = false;
   list->add_flag("--case-set", case_set, "Print the count and digest of the registered case set (kernel/case/dtype, tolerance)");
 
+  auto* runc = app.add_subcommand("run", "Run a kernel family by its logical call, through its selector");
+  std::string family, samples;
+  std::vector<std::string> call_args;
+  runc->add_option("family", family, "Kernel family (iron list shows the selectors)")->required();
+  runc->add_option("--dtype", dtype, "The call's dtype (T, or T,W)")->required();
+  runc->add_option("--arg", call_args, "A logical size or scalar, NAME=VALUE (repeatable): --arg rows=7 --arg d=4096");
+  runc->add_option("--backend", backend, "interp (default), vulkan or cuda")->check(CLI::IsMember({"vulkan", "cuda", "interp"}));
+  runc->add_option("--samples", samples, "Also time the plan this many times (after warm-up)");
+  runc->add_flag("--json", as_json, "Print protocol messages as JSON lines");
+
   iron::cli::Commands extra;
   iron::cli::add_bench_commands(app, extra);
   iron::cli::add_compare_commands(app, extra);
@@ -484,6 +517,12 @@ int run_main(int argc, char** argv) {
   } else if (*list) {
     if (case_set) return cmd_case_set();
     args = {"list"};
+  } else if (*runc) {
+    args = {"run", family};
+    opt("--dtype", dtype);
+    opt("--backend", backend);
+    opt("--samples", samples);
+    for (const std::string& a : call_args) opt("--arg", a);
   }
   return cmd_passthrough(args, as_json);
 }

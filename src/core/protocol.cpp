@@ -39,6 +39,14 @@ const std::vector<MessageSpec>& schema() {
        {{"name", K::String, R}, {"suffix", K::String, R}, {"axes", K::Array, R}, {"kernels", K::Array, R},
         {"file", K::String, R}, {"line", K::Integer, R}},
        {}},
+      {"selector", {{"name", K::String, R}, {"file", K::String, R}, {"line", K::Integer, R}}, {}},
+      {"plan",
+       {{"family", K::String, R}, {"dtype", K::String, R}, {"reason", K::String, R}, {"steps", K::Array, R}}, {}},
+      {"run_output",
+       {{"name", K::String, R}, {"dtype", K::String, R}, {"count", K::Integer, R}, {"sum", K::Number, R},
+        {"min", K::NumberOrNull, R}, {"max", K::NumberOrNull, R}, {"nonfinite", K::Integer, R}},
+       {}},
+      {"run_timing", {{"samples", K::Integer, R}, {"min_us", K::Number, R}, {"median_us", K::Number, R}}, {}},
       {"test_case", {{"kernel", K::String, R}, {"case", K::String, R}, {"dtypes", K::Array, O}}, {}},
       {"summary",
        {{"passed", K::Integer, R}, {"failed", K::Integer, R}, {"skipped", K::Integer, O}, {"kernels", K::Integer, O},
@@ -69,7 +77,7 @@ const std::vector<MessageSpec>& schema() {
       {"bench",
        {{"kernel", K::String, R}, {"bench", K::String, R}, {"dtype", K::String, R}, {"backend", K::String, R},
         {"status", K::String, R}, {"message", K::String, O}, {"device", K::String, O}, {"source", K::String, O},
-        {"kernel_override", K::StringOrNull, O}, {"samples_us", K::NumberArray, O}, {"stats", K::ObjectOrNull, O},
+        {"kernel_override", K::StringOrNull, O}, {"plan", K::String, O}, {"samples_us", K::NumberArray, O}, {"stats", K::ObjectOrNull, O},
         {"metrics", K::ObjectOrNull, O}, {"resources", K::ObjectOrNull, O}, {"correctness", K::ObjectOrNull, O}},
        {"ok", "fail", "error"}},
       {"calibration",
@@ -95,6 +103,7 @@ bool kind_matches(const json& v, Kind k) {
     case Kind::Object: return v.is_object();
     case Kind::ObjectOrNull: return v.is_object() || v.is_null();
     case Kind::StringOrNull: return v.is_string() || v.is_null();
+    case Kind::NumberOrNull: return v.is_number() || v.is_null();
     case Kind::NumberOrInf: return v.is_number() || (v.is_string() && v.get_ref<const std::string&>() == "inf");
   }
   return false;
@@ -112,6 +121,7 @@ const char* kind_name(Kind k) {
     case Kind::Object: return "an object";
     case Kind::ObjectOrNull: return "an object or null";
     case Kind::StringOrNull: return "a string or null";
+    case Kind::NumberOrNull: return "a number or null";
     case Kind::NumberOrInf: return "a number or \"inf\"";
   }
   return "?";

@@ -61,7 +61,7 @@ bool check_message(const nlohmann::json& msg, std::string& why);
 
 // The schema table, exposed for the decoder's fuzz test.
 enum class Kind { String, Number, Integer, Bool, Array, StringArray, NumberArray, Object, ObjectOrNull,
-                  StringOrNull, NumberOrInf };
+                  StringOrNull, NumberOrNull, NumberOrInf };
 enum class Need { Optional, Required, IfAvailable };  // IfAvailable: required when "available" is true
 struct FieldSpec {
   const char* name;

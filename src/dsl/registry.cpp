@@ -1,6 +1,7 @@
 // The kernel registry and its gate. Declarations arrive from static initializers; tracing is
 // lazy (first use) so a malformed kernel becomes a clear error at the point it is asked for,
 // never a crash during static initialization.
+#include "iron/launch.hpp"
 #include "iron/registry.hpp"
 
 #include <algorithm>
@@ -33,6 +34,7 @@ struct Registry {
   std::deque<VariantFamilyDecl> families;
   std::deque<KernelVariant> variants;  // owned values of every expanded kernel (KernelDecl::variant)
   std::vector<std::string> errors;
+  std::deque<SelectorDecl> selectors;
 };
 
 Registry& registry() {
@@ -328,6 +330,40 @@ std::vector<std::string> registry_errors() {
   Registry& r = registry();
   std::lock_guard lock(r.mu);
   return r.errors;
+}
+
+int register_selector(const SelectorDecl& decl) {
+  Registry& r = registry();
+  std::lock_guard lock(r.mu);
+  for (const SelectorDecl& s : r.selectors)
+    if (std::string_view(s.family) == decl.family) {
+      r.errors.push_back(where(decl.file, decl.line) + ": selector '" + decl.family + "' is already registered at " +
+                         where(s.file, s.line));
+      return -1;
+    }
+  if (!decl.fn) {
+    r.errors.push_back(where(decl.file, decl.line) + ": selector '" + decl.family + "' has no function");
+    return -1;
+  }
+  r.selectors.push_back(decl);
+  return int(r.selectors.size() - 1);
+}
+
+std::vector<const SelectorDecl*> registered_selectors() {
+  Registry& r = registry();
+  std::lock_guard lock(r.mu);
+  std::vector<const SelectorDecl*> out;
+  for (const SelectorDecl& s : r.selectors) out.push_back(&s);
+  std::sort(out.begin(), out.end(), [](auto* a, auto* b) { return std::string_view(a->family) < b->family; });
+  return out;
+}
+
+const SelectorDecl* find_selector(std::string_view family) {
+  Registry& r = registry();
+  std::lock_guard lock(r.mu);
+  for (const SelectorDecl& s : r.selectors)
+    if (family == s.family) return &s;
+  return nullptr;
 }
 
 std::vector<const KernelDecl*> registered_kernels() {

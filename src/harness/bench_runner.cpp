@@ -19,6 +19,7 @@
 #include "core/protocol.hpp"
 #include "harness/device_specs.hpp"
 #include "harness/runner.hpp"
+#include "iron/launch.hpp"
 #include "harness/stats.hpp"
 #include "iron/bench.hpp"
 #include "iron/registry.hpp"
@@ -116,8 +117,11 @@ void warn_lock_wait(const std::string& path) {
 }
 
 // The launch floor: an empty dispatch (iron_calib_copy with n = 0, one thread) timed on the
-// same context, so "latency-bound" is judged against this device's own per-launch cost.
-double measure_launch_floor(Context& ctx, Backend backend) {
+// same context, so "latency-bound" is judged against this device's own per-launch cost. It is
+// timed the way the benches are (flush_l2 as they have it): with the flush, each sample's
+// launch is queued behind the flush, so the figure is the device's time for an empty kernel and
+// not the host's submission latency, which a bench with the flush does not see either.
+double measure_launch_floor(Context& ctx, Backend backend, bool flush_l2) {
   const ir::Kernel& k = kernel_ir("iron_calib_copy");
   Bindings b{{"x", ctx.alloc(DType::F32, 1)}, {"out", ctx.alloc(DType::F32, 1)}};
   Constexprs n0{{"n", 0}};
@@ -127,6 +131,7 @@ double measure_launch_floor(Context& ctx, Backend backend) {
   TimingOptions o;
   o.warmup = 10;
   o.samples = 50;
+  o.flush_l2 = flush_l2;
   Timing t;
   {
     DeviceLock lock(backend, &warn_lock_wait);
@@ -207,7 +212,7 @@ int cmd_bench(int argc, char** argv) {
   const bool guard_measured = backend != Backend::Interp && info.arch != "cpu";
   double floor_us = 0;
   try {
-    floor_us = measure_launch_floor(c, backend);
+    floor_us = measure_launch_floor(c, backend, a.flush_l2);
   } catch (const std::exception& e) {
     send({{"type", "warning"}, {"message", std::string("could not measure the launch floor (no latency verdicts): ") + e.what()}});
   }
@@ -251,6 +256,7 @@ int cmd_bench(int argc, char** argv) {
     //    that goes wrong before a PASS is a "fail": the bench is never timed.
     std::optional<BenchSetup> setup;
     const ir::Kernel* kernel = nullptr;
+    std::optional<LaunchPlan> plan;  // a family's bench: the selector's plan on this device
     Resident res;
     try {
       setup.emplace(decl.body(dtype.t, dtype.w));
@@ -262,13 +268,24 @@ int cmd_bench(int argc, char** argv) {
       if (t.instantiation() != dtype)
         throw Error("the bench body built a setup for dtype " + instantiation_name(t.instantiation()));
       if (!t.oracle_fn()) throw Error("the bench has no oracle: it cannot be timed without a PASS");
-      kernel = &kernel_ir(decl.kernel);
-      if (override_kernel) {
-        check_override_params(*kernel, *override_kernel);
-        kernel = override_kernel;
+      if (t.has_call()) {
+        // A family's bench: the logical call, planned by the family's selector on this device.
+        if (override_kernel) throw Error("--kernel replaces one kernel; " + std::string(decl.kernel) + "/" + decl.name +
+                                         " runs a family's plan");
+        plan = plan_launch(decl.kernel, Call{dtype, t.call_args()}, info);
+        kernel = &kernel_ir(plan->steps.front().kernel);
+        rec["plan"] = plan->describe();
+        res = make_resident(c, plan_buffer_types(*plan, dtype), t);
+        run_plan(c, *plan, dtype, res.bindings);
+      } else {
+        kernel = &kernel_ir(decl.kernel);
+        if (override_kernel) {
+          check_override_params(*kernel, *override_kernel);
+          kernel = override_kernel;
+        }
+        res = make_resident(c, *kernel, t, dtype);
+        c.dispatch_with_grid(*kernel, dtype, res.bindings, t.scalars(), t.grid_size(), t.threadgroup());
       }
-      res = make_resident(c, *kernel, t, dtype);
-      c.dispatch_with_grid(*kernel, dtype, res.bindings, t.scalars(), t.grid_size(), t.threadgroup());
       c.synchronize();
       Correctness ok = check_outputs(c, res, t.floor(), tol);
       res.expected.clear();  // the oracle's copy is not needed while timing
@@ -295,8 +312,15 @@ int cmd_bench(int argc, char** argv) {
     Timing timing;
     try {
       const TestSetup& t = setup->test();
-      DeviceLock lock(backend, &warn_lock_wait);
-      timing = c.time_dispatch(*kernel, dtype, res.bindings, t.scalars(), t.grid_size(), t.threadgroup(), topts);
+      if (plan) {
+        // The plan's launches are bound (scratch allocated) before the lock: only timing inside.
+        std::vector<SequenceLaunch> seq = plan_launches(c, *plan, dtype, res.bindings);
+        DeviceLock lock(backend, &warn_lock_wait);
+        timing = c.time_sequence(seq, topts);
+      } else {
+        DeviceLock lock(backend, &warn_lock_wait);
+        timing = c.time_dispatch(*kernel, dtype, res.bindings, t.scalars(), t.grid_size(), t.threadgroup(), topts);
+      }
     } catch (const std::exception& e) {
       rec["status"] = "error";
       rec["message"] = std::string("timing failed: ") + e.what();
@@ -327,7 +351,8 @@ int cmd_bench(int argc, char** argv) {
       // ptxas counts static shared memory only: a kernel keeping its arrays in dynamic shared
       // memory (sized at dispatch, or over 48 KiB) reports what this dispatch allocated.
       if (resources.shared_bytes && codegen::cuda_dynamic_shared(*kernel, dtype))
-        resources.shared_bytes = long(dispatch_threadgroup_bytes(*kernel, dtype, setup->test().scalars()));
+        resources.shared_bytes = long(dispatch_threadgroup_bytes(
+            *kernel, dtype, plan ? plan->steps.front().constexprs : setup->test().scalars()));
       rec["resources"] = resources_json(resources);
       ++passed;
       send(rec);
@@ -403,13 +428,27 @@ void check_integer_input(const std::string& name, DType t, const std::vector<dou
 // oracle see the same values); outputs start as all-ones bytes (NaN), so an unwritten element
 // fails; every buffer carries a guard band after its declared elements.
 Resident make_resident(Context& ctx, const ir::Kernel& k, const TestSetup& setup, Instantiation dtype) {
-  Resident r;
-  auto param_dtype = [&](const std::string& name, const char* role) {
+  return make_resident(ctx, [&](const std::string& name, const char* role) {
     int idx = k.find_param(name);
     if (idx < 0 || k.params[idx].kind != ir::ParamKind::Buffer)
       throw Error(std::string(role) + " '" + name + "' names no buffer parameter of " + k.name);
     return ir::resolve(k.params[idx].dtype, dtype);
+  }, setup);
+}
+
+BufferTypes plan_buffer_types(const LaunchPlan& plan, Instantiation dtype) {
+  return [plan, dtype](const std::string& name, const char* role) {
+    for (const LaunchStep& s : plan.steps) {
+      const ir::Kernel& k = kernel_ir(s.kernel);
+      for (const ir::Param& p : k.params)
+        if (p.kind == ir::ParamKind::Buffer && step_buffer(s, p.name) == name) return ir::resolve(p.dtype, dtype);
+    }
+    throw Error(std::string(role) + " '" + name + "' is bound by no step of the plan (" + plan.describe() + ")");
   };
+}
+
+Resident make_resident(Context& ctx, const BufferTypes& param_dtype, const TestSetup& setup) {
+  Resident r;
   Tensors rounded;
   for (const auto& [name, values] : setup.inputs()) {
     DType t = param_dtype(name, "input");

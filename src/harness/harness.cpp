@@ -73,6 +73,11 @@ TestSetup& TestSetup::grid(Dim3 grid, Dim3 threadgroup) {
   tg_ = threadgroup;
   return *this;
 }
+TestSetup& TestSetup::call(const Constexprs& args) {
+  call_ = args;
+  has_call_ = true;
+  return *this;
+}
 TestSetup& TestSetup::error_floor(double floor) {
   floor_ = floor > 0 ? floor : 1.0;
   return *this;

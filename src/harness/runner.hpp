@@ -2,10 +2,12 @@
 // streams protocol messages (core/protocol.hpp) to stdout.
 #pragma once
 
+#include <functional>
 #include <optional>
 #include <string>
 
 #include "iron/harness.hpp"
+#include "iron/launch.hpp"
 #include "iron/runtime.hpp"
 
 namespace iron {
@@ -58,6 +60,12 @@ struct Resident {
 uint64_t dispatch_threadgroup_bytes(const ir::Kernel& k, Instantiation dtype, const Constexprs& scalars);
 // Throws iron::Error naming a setup that does not match the kernel's parameters.
 Resident make_resident(Context& ctx, const ir::Kernel& k, const TestSetup& setup, Instantiation dtype);
+// The same for buffers whose dtypes come from elsewhere (a family's plan): `types(name, role)`
+// returns the dtype of the named input or output ("input"/"output") or throws naming it.
+using BufferTypes = std::function<DType(const std::string& name, const char* role)>;
+Resident make_resident(Context& ctx, const BufferTypes& types, const TestSetup& setup);
+// The buffer dtypes of a plan: a buffer's dtype is that of the first step parameter bound to it.
+BufferTypes plan_buffer_types(const LaunchPlan& plan, Instantiation dtype);
 
 struct Correctness {
   bool pass = false;
@@ -87,6 +95,10 @@ std::string unsupported_dtype(const DeviceInfo& dev, Instantiation in);
 // kernel of that name (mutation tests, A/B runs); it must have the same parameters.
 TestOutcome run_test_case(Context& ctx, const TestDecl& decl, Instantiation dtype, double tol,
                           const ir::Kernel* kernel = nullptr);
+
+// Whether running `decl` at `dtype` on `ctx` dispatches kernel `name`: its own kernel for a
+// direct case, a step of the plan for a case of a family. False when the case cannot be planned.
+bool case_runs_kernel(Context& ctx, const TestDecl& decl, Instantiation dtype, std::string_view name);
 
 int runner_main(int argc, char** argv);
 

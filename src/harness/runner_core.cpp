@@ -10,6 +10,7 @@
 #include <fstream>
 #include <iostream>
 #include <iterator>
+#include <map>
 #include <optional>
 #include <set>
 
@@ -20,6 +21,7 @@
 #include "harness/mutate.hpp"
 #include "harness/runner.hpp"
 #include "passes/pass.hpp"
+#include "iron/launch.hpp"
 #include "iron/registry.hpp"
 #include "runtime/device.hpp"
 
@@ -95,7 +97,150 @@ uint64_t dispatch_threadgroup_bytes(const ir::Kernel& k, Instantiation dtype, co
   return ir::threadgroup_bytes(k, dtype, values.data());
 }
 
+namespace {
+
+// A case that sets neither a grid nor a call, or a family case that sets a grid, is a mistake
+// in the case: named, nothing dispatched.
+std::string setup_problem(const TestDecl& decl, const TestSetup& setup, bool family) {
+  const std::string name = std::string(decl.kernel) + "/" + decl.name;
+  const bool has_grid = setup.grid_size().x != 0 || setup.threadgroup().x != 0;
+  if (family && !setup.has_call())
+    return "case " + name + " is registered against the family " + decl.kernel +
+           " but gives no .call(...): a family's case dispatches through its selector";
+  if (family && has_grid)
+    return "case " + name + " sets a grid, but " + decl.kernel + " is a family: its selector chooses the grid";
+  if (!family && setup.has_call())
+    return "case " + name + " gives a .call(...), but no selector is registered as " + decl.kernel + " (IRON_SELECTOR)";
+  return "";
+}
+
+// Skips a step whose threadgroup memory or buffers this device cannot hold; "" when it can.
+std::string device_limit_skip(const Context& ctx, const ir::Kernel& k, Instantiation dtype, const Constexprs& scalars,
+                              const std::function<uint64_t(const std::string&)>& count_of) {
+  if (ir::has_dynamic_threadgroup(k)) {
+    const uint64_t need = dispatch_threadgroup_bytes(k, dtype, scalars);
+    const uint64_t limit = std::max(ctx.info().shared_memory_bytes, ctx.info().shared_memory_optin_bytes);
+    if (need > limit)
+      return "the case needs " + std::to_string(need) + " bytes of threadgroup memory in " + k.name + "; device " +
+             ctx.info().name + " allows " + std::to_string(limit);
+  }
+  for (const ir::Param& p : k.params) {
+    if (p.kind != ir::ParamKind::Buffer) continue;
+    const uint64_t bytes = num::saturating_mul(count_of(p.name), uint64_t(dtype_size(ir::resolve(p.dtype, dtype))));
+    if (bytes > ctx.info().max_buffer_bytes)
+      return "the case binds " + std::to_string(bytes) + " bytes to buffer '" + p.name + "' of " + k.name +
+             "; device " + ctx.info().name + " binds at most " + std::to_string(ctx.info().max_buffer_bytes) +
+             " (maxStorageBufferRange)";
+  }
+  return "";
+}
+
+size_t setup_count(const TestSetup& setup, const std::string& name) {
+  if (auto in = setup.inputs().find(name); in != setup.inputs().end()) return in->second.size();
+  for (const auto& [n, count] : setup.outputs())
+    if (n == name) return count;
+  return 0;
+}
+
+// A case of a family: the selector plans the call on this device, then every step runs in order.
+// `kernel`, when given, replaces the plan's kernel of the same name (mutation testing).
+TestOutcome run_family_case(Context& ctx, const TestDecl& decl, Instantiation dtype, double tol, const ir::Kernel* kernel) {
+  TestOutcome r;
+  r.ulps = std::isnan(tol);
+  r.tolerance = r.ulps ? 0.5 : tol;
+  const char* stage = "building the case";
+  try {
+    TestSetup setup = decl.body(dtype.t, dtype.w);
+    if (setup.instantiation() != dtype) {
+      r.message = "the test body built a setup for dtype " + instantiation_name(setup.instantiation()) +
+                  " when asked for " + instantiation_name(dtype) + "; nothing was compared";
+      return r;
+    }
+    if (!setup.oracle_fn()) {
+      r.message = "the test has no oracle; nothing was compared";
+      return r;
+    }
+    if (std::string bad = setup_problem(decl, setup, true); !bad.empty()) {
+      r.message = bad + "; nothing was compared";
+      return r;
+    }
+    stage = "planning the call";
+    const LaunchPlan plan = plan_launch(decl.kernel, Call{dtype, setup.call_args()}, ctx.info());
+    const BufferTypes types = plan_buffer_types(plan, dtype);
+    if (!setup.outputs().empty()) r.tolerance = case_tolerance(setup, tol, types(setup.outputs().front().first, "output")).value;
+    for (const ScratchBuffer& b : plan.scratch)
+      if (setup.inputs().count(b.name) || setup_count(setup, b.name))
+        throw Error("the case names buffer '" + b.name + "', which the plan allocates as scratch");
+    for (const LaunchStep& s : plan.steps) {
+      const ir::Kernel& k = kernel && kernel->name == s.kernel ? *kernel : kernel_ir(s.kernel);
+      std::string skip = device_limit_skip(ctx, k, dtype, s.constexprs, [&](const std::string& param) -> uint64_t {
+        const std::string& buf = step_buffer(s, param);
+        for (const ScratchBuffer& b : plan.scratch)
+          if (b.name == buf) return b.count;
+        return setup_count(setup, buf);
+      });
+      if (!skip.empty()) {
+        r.status = TestOutcome::Status::Skip;
+        r.message = skip;
+        return r;
+      }
+    }
+    stage = "preparing the buffers";
+    Resident res = make_resident(ctx, types, setup);
+    stage = "dispatching";
+    std::vector<SequenceLaunch> seq = plan_launches(ctx, plan, dtype, res.bindings);
+    for (size_t i = 0; i < seq.size(); ++i) {
+      const SequenceLaunch& l = seq[i];
+      const ir::Kernel& k = kernel && kernel->name == l.kernel->name ? *kernel : *l.kernel;
+      ctx.dispatch_with_grid(k, dtype, l.buffers, l.constexprs, l.grid, l.threadgroup);
+    }
+    ctx.synchronize();
+    stage = "checking the outputs";
+    Correctness c = check_outputs(ctx, res, setup, tol);
+    r.max_error = c.max_error;
+    r.tolerance = c.rule.value;
+    r.ulps = c.rule.ulps;
+    r.compared = c.compared;
+    r.message = c.message;
+    if (!r.message.empty()) r.message += " [plan: " + plan.describe() + "]";
+    r.status = r.message.empty() ? TestOutcome::Status::Pass : TestOutcome::Status::Fail;
+  } catch (const std::exception& e) {
+    r.status = TestOutcome::Status::Fail;
+    r.message = e.what();
+    if (r.compared == 0) r.message += std::string(" (while ") + stage + "; nothing was compared)";
+  }
+  return r;
+}
+
+}  // namespace
+
+bool case_runs_kernel(Context& ctx, const TestDecl& decl, Instantiation dtype, std::string_view name) {
+  if (!find_selector(decl.kernel)) return name == decl.kernel;
+  try {
+    TestSetup setup = decl.body(dtype.t, dtype.w);
+    if (!setup.has_call()) return name == decl.kernel;
+    const LaunchPlan plan = plan_launch(decl.kernel, Call{dtype, setup.call_args()}, ctx.info());
+    for (const LaunchStep& s : plan.steps)
+      if (s.kernel == name) return true;
+  } catch (const std::exception&) {
+  }
+  return false;
+}
+
 TestOutcome run_test_case(Context& ctx, const TestDecl& decl, Instantiation dtype, double tol, const ir::Kernel* kernel) {
+  // A family's case gives a call; a family may share its name with a kernel, whose own cases
+  // give a grid. A name with a selector and no kernel is a family whatever the case says.
+  if (find_selector(decl.kernel)) {
+    bool family = !find_kernel_decl(decl.kernel);
+    if (!family) {
+      try {
+        family = decl.body(dtype.t, dtype.w).has_call();
+      } catch (const std::exception&) {
+        // The direct path below reports it.
+      }
+    }
+    if (family) return run_family_case(ctx, decl, dtype, tol, kernel);
+  }
   TestOutcome r;
   r.ulps = std::isnan(tol);
   r.tolerance = r.ulps ? 0.5 : tol;
@@ -118,37 +263,23 @@ TestOutcome run_test_case(Context& ctx, const TestDecl& decl, Instantiation dtyp
       r.message = "the test has no oracle; nothing was compared";
       return r;
     }
+    if (std::string bad = setup_problem(decl, setup, false); !bad.empty()) {
+      r.message = bad + "; nothing was compared";
+      return r;
+    }
     if (!setup.outputs().empty()) {
       int idx = k.find_param(setup.outputs().front().first);
       if (idx >= 0) r.tolerance = case_tolerance(setup, tol, ir::resolve(k.params[idx].dtype, dtype)).value;
     }
     // A case may size threadgroup arrays beyond what this device offers (arrays sized at
-    // dispatch): skipped, naming both figures, like a dtype the device lacks.
-    if (ir::has_dynamic_threadgroup(k)) {
-      const uint64_t need = dispatch_threadgroup_bytes(k, dtype, setup.scalars());
-      const uint64_t limit = std::max(ctx.info().shared_memory_bytes, ctx.info().shared_memory_optin_bytes);
-      if (need > limit) {
-        r.status = TestOutcome::Status::Skip;
-        r.message = "the case needs " + std::to_string(need) + " bytes of threadgroup memory; device " +
-                    ctx.info().name + " allows " + std::to_string(limit);
-        return r;
-      }
-    }
-    // Likewise a buffer larger than the device binds (Vulkan: maxStorageBufferRange).
-    for (const ir::Param& p : k.params) {
-      if (p.kind != ir::ParamKind::Buffer) continue;
-      uint64_t count = 0;
-      if (auto in = setup.inputs().find(p.name); in != setup.inputs().end()) count = in->second.size();
-      for (const auto& [name, n] : setup.outputs())
-        if (name == p.name) count = n;
-      const uint64_t bytes = num::saturating_mul(count, uint64_t(dtype_size(ir::resolve(p.dtype, dtype))));
-      if (bytes > ctx.info().max_buffer_bytes) {
-        r.status = TestOutcome::Status::Skip;
-        r.message = "the case binds " + std::to_string(bytes) + " bytes to buffer '" + p.name + "'; device " +
-                    ctx.info().name + " binds at most " + std::to_string(ctx.info().max_buffer_bytes) +
-                    " (maxStorageBufferRange)";
-        return r;
-      }
+    // dispatch) or bind a buffer larger than the device binds (Vulkan: maxStorageBufferRange):
+    // skipped, naming both figures, like a dtype the device lacks.
+    if (std::string skip = device_limit_skip(ctx, k, dtype, setup.scalars(),
+                                             [&](const std::string& p) -> uint64_t { return setup_count(setup, p); });
+        !skip.empty()) {
+      r.status = TestOutcome::Status::Skip;
+      r.message = skip;
+      return r;
     }
     stage = "preparing the buffers";
     Resident res = make_resident(ctx, k, setup, dtype);
@@ -192,6 +323,8 @@ struct Args {
   // inspect / build: --specialize NAME=VALUE (repeatable, or comma-separated), the values a
   // dispatch bakes into a kernel's code for its scalars declared specialize().
   std::vector<std::pair<std::string, std::string>> specialize;
+  std::vector<std::string> call_args;  // run: --arg NAME=VALUE
+  int samples = 0;                      // run: --samples N times the plan N times after warm-up
 };
 
 // --specialize "d=4096" or "d=4096,eps=1e-6": each a name and its value as written.
@@ -336,6 +469,14 @@ Args parse_args(int argc, char** argv) {
     else if (s == "--skip-through") a.skip_through = value();
     else if (s == "--mutation") a.mutation = value();
     else if (s == "--mutate") a.mutate = true;
+    else if (s == "--arg") a.call_args.push_back(value());
+    else if (s == "--samples") {
+      std::string v = value();
+      char* end = nullptr;
+      unsigned long n = std::strtoul(v.c_str(), &end, 10);
+      if (v.empty() || *end || n > 100000) throw Error("--samples takes a count from 0 to 100000, not '" + v + "'");
+      a.samples = int(n);
+    }
     else if (s == "--mutate-every") {
       std::string v = value();
       char* end = nullptr;
@@ -387,6 +528,137 @@ int cmd_device() {
   return 0;
 }
 
+// A --arg value: an integer when it reads as one ("4096", "-3"), else a float ("1e-6").
+ScalarValue parse_call_value(const std::string& name, const std::string& text) {
+  if (text.empty()) throw Error("--arg " + name + "= has no value");
+  char* end = nullptr;
+  errno = 0;
+  if (text.find_first_of(".eEnN") == std::string::npos) {
+    if (text[0] == '-') {
+      long long v = std::strtoll(text.c_str(), &end, 10);
+      if (*end == 0 && errno == 0) return ScalarValue(v);
+    } else {
+      unsigned long long v = std::strtoull(text.c_str(), &end, 10);
+      if (*end == 0 && errno == 0) return ScalarValue(v);
+    }
+  }
+  errno = 0;
+  double d = std::strtod(text.c_str(), &end);
+  if (*end != 0 || errno != 0) throw Error("--arg " + name + "=" + text + ": not a number");
+  return ScalarValue(d);
+}
+
+// `iron run FAMILY --dtype D --arg NAME=VALUE ...`: a family driven by its logical call, as an
+// engine drives it. The selector plans the call on the device; every call buffer is allocated
+// at the size the plan's kernels declare (their extents at the step's scalars), inputs filled
+// with a deterministic pattern (floats in [-1, 1], integers 0, so index buffers stay in range),
+// the plan runs, and each output is summarized. --samples N also times the plan.
+int cmd_run(const Args& a) {
+  if (a.positional.empty()) throw Error("run needs a kernel family (iron list shows the families with selectors)");
+  const std::string family = a.positional[0];
+  Instantiation dtype;
+  if (a.dtype.empty()) throw Error("run needs --dtype");
+  if (!parse_instantiation(a.dtype, dtype)) throw Error("unknown dtype '" + a.dtype + "'");
+  Call call{dtype, {}};
+  for (const std::string& kv : a.call_args) {
+    const size_t eq = kv.find('=');
+    if (eq == std::string::npos || eq == 0) throw Error("--arg takes NAME=VALUE, not '" + kv + "'");
+    call.args[kv.substr(0, eq)] = parse_call_value(kv.substr(0, eq), kv.substr(eq + 1));
+  }
+  Backend backend = Backend::Interp;
+  if (!a.backend.empty() && !parse_backend(a.backend, backend))
+    throw Error("unknown backend '" + a.backend + "' (use vulkan, cuda or interp)");
+  std::unique_ptr<Context> ctx = Context::create(a.backend.empty() ? Backend::Interp : backend);
+  send(device_json(ctx->info()));
+  const LaunchPlan plan = plan_launch(family, call, ctx->info());
+  json steps = json::array();
+  for (const LaunchStep& st : plan.steps) {
+    json sc = json::object();
+    for (const auto& [n, v] : st.constexprs) sc[n] = v.text();
+    steps.push_back({{"kernel", st.kernel},
+                     {"grid", {st.grid.x, st.grid.y, st.grid.z}},
+                     {"threadgroup", {st.threadgroup.x, st.threadgroup.y, st.threadgroup.z}},
+                     {"constexprs", sc}});
+  }
+  send({{"type", "plan"}, {"family", family}, {"dtype", instantiation_name(dtype)}, {"reason", plan.reason}, {"steps", steps}});
+
+  // Call buffers: the largest extent any step declares for them; written by a step = output.
+  struct CallBuffer {
+    DType dtype;
+    uint64_t count = 0;
+    bool written = false, read = false;
+  };
+  std::map<std::string, CallBuffer> buffers;
+  for (const LaunchStep& st : plan.steps) {
+    const ir::Kernel& k = kernel_ir(st.kernel);
+    std::vector<uint64_t> values(k.params.size(), 0);
+    for (size_t i = 0; i < k.params.size(); ++i)
+      if (auto it = st.constexprs.find(k.params[i].name); it != st.constexprs.end() && k.params[i].kind == ir::ParamKind::Scalar) {
+        std::string why;
+        if (is_integer(k.params[i].dtype) && !scalar_bits(k.params[i].dtype, it->second, values[i], why))
+          throw Error("step " + st.kernel + ": scalar '" + k.params[i].name + "' " + why);
+      }
+    for (size_t i = 0; i < k.params.size(); ++i) {
+      const ir::Param& p = k.params[i];
+      if (p.kind != ir::ParamKind::Buffer) continue;
+      const std::string& name = step_buffer(st, p.name);
+      bool scratch = false;
+      for (const ScratchBuffer& b : plan.scratch) scratch = scratch || b.name == name;
+      if (scratch) continue;
+      uint64_t extent = p.extent_factor;
+      for (uint32_t si : p.extent_scalars) extent = num::saturating_mul(extent, values[si]);
+      CallBuffer& cb = buffers[name];
+      cb.dtype = ir::resolve(p.dtype, dtype);
+      cb.count = std::max(cb.count, std::max<uint64_t>(extent, 1));
+      cb.written = cb.written || p.access != ir::Access::Read;
+      cb.read = cb.read || p.access != ir::Access::Write;
+    }
+  }
+  Bindings bindings;
+  uint64_t seed = 1;
+  for (const auto& [name, cb] : buffers) {
+    DeviceBuffer buf = ctx->alloc(cb.dtype, cb.count);
+    std::vector<double> values(cb.count, 0.0);
+    if (cb.read && !is_integer(cb.dtype)) values = fixture::uniform(cb.count, -1.0, 1.0, seed++);
+    std::vector<unsigned char> bytes(cb.count * dtype_size(cb.dtype));
+    num::encode(cb.dtype, values.data(), bytes.data(), cb.count);
+    ctx->upload(buf, bytes.data(), bytes.size());
+    bindings.emplace_back(name, buf);
+  }
+  run_plan(*ctx, plan, dtype, bindings);
+  ctx->synchronize();
+  for (const auto& [name, buf] : bindings) {
+    const CallBuffer& cb = buffers.at(name);
+    if (!cb.written) continue;
+    std::vector<unsigned char> bytes(buf.bytes());
+    ctx->download(buf, bytes.data(), bytes.size());
+    std::vector<double> v(buf.count());
+    num::decode(buf.dtype(), bytes.data(), v.data(), v.size());
+    double sum = 0, lo = INFINITY, hi = -INFINITY;
+    size_t nonfinite = 0;
+    for (double x : v) {
+      if (!std::isfinite(x)) {
+        ++nonfinite;
+        continue;
+      }
+      sum += x, lo = std::min(lo, x), hi = std::max(hi, x);
+    }
+    send({{"type", "run_output"}, {"name", name}, {"dtype", dtype_name(buf.dtype())}, {"count", v.size()},
+          {"sum", sum}, {"min", std::isfinite(lo) ? json(lo) : json(nullptr)},
+          {"max", std::isfinite(hi) ? json(hi) : json(nullptr)}, {"nonfinite", nonfinite}});
+  }
+  if (a.samples > 0) {
+    TimingOptions o;
+    o.warmup = std::min(20, a.samples);
+    o.samples = a.samples;
+    Timing t = time_plan(*ctx, plan, dtype, bindings, o);
+    std::vector<double> s = t.samples_us;
+    std::sort(s.begin(), s.end());
+    send({{"type", "run_timing"}, {"samples", s.size()}, {"min_us", s.front()}, {"median_us", s[s.size() / 2]}});
+  }
+  return 0;
+}
+
 int cmd_list() {
   // KernelVariant families first: each with its axes, suffix template and the kernels it expands to.
   for (const VariantFamilyInfo& f : registered_variant_families()) {
@@ -405,6 +677,8 @@ int cmd_list() {
     send({{"type", "family"}, {"name", f.decl->family}, {"suffix", f.decl->suffix}, {"axes", axes},
           {"kernels", kernels}, {"file", source_path(f.decl->file)}, {"line", f.decl->line}});
   }
+  for (const SelectorDecl* sel : registered_selectors())
+    send({{"type", "selector"}, {"name", sel->family}, {"file", source_path(sel->file)}, {"line", sel->line}});
   for (const KernelDecl* d : registered_kernels()) {
     // A kernel with W lists its T,W pairs ("f16,bf16"), one without W its dtypes as before.
     json dtypes = json::array();
@@ -547,7 +821,16 @@ int cmd_mutate(const Args& a) {
   for (const KernelDecl* kd : registered_kernels()) {
     std::vector<const TestDecl*> cases;
     for (const TestDecl* t : registered_tests())
-      if (std::string_view(t->kernel) == kd->name) cases.push_back(t);
+      if (std::string_view(t->kernel) == kd->name) {
+        cases.push_back(t);
+      } else if (find_selector(t->kernel)) {
+        // A family's case counts for the kernels its plan dispatches on this device.
+        for (const DtypeTolerance& dt : t->dtypes)
+          if (dtype_filter_matches(only, dt.dtype) && case_runs_kernel(*ctx, *t, dt.dtype, kd->name)) {
+            cases.push_back(t);
+            break;
+          }
+      }
     if (cases.empty() || !matches(a.filter, kd->name, "")) continue;
     const ir::Kernel& original = kernel_ir(kd->name);
     // The kernel itself must pass, or no mutant result means anything.
@@ -810,6 +1093,7 @@ int runner_main(int argc, char** argv) {
     if (a.command == "build") return cmd_build(a);
     if (a.command == "device") return cmd_device();
     if (a.command == "list") return cmd_list();
+    if (a.command == "run") return cmd_run(a);
     if (a.command == "opt") return cmd_opt(a);
     throw Error("unknown runner command '" + a.command + "' (test, inspect, build, opt, device, list, bench, calibrate)");
   } catch (const std::exception& e) {

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <array>
 #include <cerrno>
 #include <cmath>
@@ -951,6 +952,23 @@ std::unique_ptr<rt::CompiledKernel> Context::build(const ir::Kernel& kernel, Ins
   return compiled;
 }
 
+std::vector<double> rt::Device::time_sequence(const std::vector<TimedLaunch>& seq, const TimingOptions& opts) {
+  if (seq.empty()) throw Error("timing of an empty launch sequence");
+  if (seq.size() == 1) return time_launches(*seq[0].kernel, *seq[0].args, seq[0].grid, seq[0].threadgroup, opts);
+  auto all = [&] {
+    for (const TimedLaunch& l : seq) launch(*l.kernel, *l.args, l.grid, l.threadgroup);
+    synchronize();
+  };
+  for (int i = 0; i < opts.warmup; ++i) all();
+  std::vector<double> us;
+  for (int i = 0; i < opts.samples; ++i) {
+    const auto t0 = std::chrono::steady_clock::now();
+    all();
+    us.push_back(std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count());
+  }
+  return us;
+}
+
 std::vector<std::unique_ptr<rt::CompiledKernel>> rt::Device::compile_many(const std::vector<const ir::Kernel*>& ks,
                                                                         const std::vector<Instantiation>& dtypes,
                                                                         const std::vector<Dim3>& threadgroups) {
@@ -1015,6 +1033,36 @@ void Context::dispatch_with_grid(const ir::Kernel& kernel, Instantiation dtype, 
   std::shared_ptr<rt::CompiledKernel> held;
   rt::CompiledKernel& compiled = p.compiled ? *p.compiled : *(held = pipeline(kernel, dtype, threadgroup, p, spec_values(kernel, args)));
   device_->launch(compiled, args, grid, threadgroup);
+}
+
+Timing Context::time_sequence(const std::vector<SequenceLaunch>& seq, const TimingOptions& opts) {
+  if (opts.warmup < 0 || opts.samples <= 0)
+    throw Error("timing needs warmup >= 0 and samples > 0 (got " + std::to_string(opts.warmup) + ", " +
+                std::to_string(opts.samples) + ")");
+  if (seq.empty()) throw Error("timing of an empty launch sequence");
+  // Every launch is validated (and its pipeline built) before the first one is timed.
+  std::vector<rt::LaunchArgs> args(seq.size());
+  std::vector<rt::Device::TimedLaunch> timed;
+  std::vector<std::shared_ptr<rt::CompiledKernel>> held;  // the pipelines built or looked up here, kept to the end
+  std::string report;
+  for (size_t i = 0; i < seq.size(); ++i) {
+    const SequenceLaunch& l = seq[i];
+    if (!l.kernel) throw Error("timing: launch " + std::to_string(i + 1) + " of the sequence names no kernel");
+    const Instantiation dtype = normalize(*l.kernel, l.dtype);
+    Prepared p = prepare(*l.kernel, dtype, l.threadgroup, true);
+    check(device_->info(), *l.kernel,
+          CheckFacts{p.lane_ops, p.dtypes_used, p.shared_bytes, p.dynamic_tg, p.index_widths, p.skip_facts}, dtype,
+          l.buffers, l.constexprs, l.grid, l.threadgroup, &args[i]);
+    if (!p.compiled) held.push_back(pipeline(*l.kernel, dtype, l.threadgroup, p, spec_values(*l.kernel, args[i])));
+    rt::CompiledKernel& compiled = p.compiled ? *p.compiled : *held.back();
+    timed.push_back({&compiled, &args[i], l.grid, l.threadgroup});
+    std::string r = device_->compile_report(compiled);
+    if (!r.empty()) report += (report.empty() ? "" : "\n") + r;
+  }
+  Timing t;
+  t.samples_us = device_->time_sequence(timed, opts);
+  t.compile_report = report;
+  return t;
 }
 
 Timing Context::time_dispatch(const ir::Kernel& kernel, Instantiation dtype, const Bindings& buffers,

@@ -99,6 +99,17 @@ class Device {
   // buffer larger than the last-level cache runs (untimed) before every sample.
   virtual std::vector<double> time_launches(CompiledKernel& kernel, const LaunchArgs& args, Dim3 grid, Dim3 threadgroup,
                                             const TimingOptions& opts) = 0;
+  // Benchmark timing of a sequence of launches (a multi-step plan): each sample is the whole
+  // sequence, launched back to back in order. The default times one launch with
+  // time_launches() and a longer sequence on the host clock around launch() of every step and
+  // synchronize() (Vulkan and the interpreter wait per launch anyway); CUDA brackets the
+  // sequence with events on its stream.
+  struct TimedLaunch {
+    CompiledKernel* kernel;
+    const LaunchArgs* args;
+    Dim3 grid, threadgroup;
+  };
+  virtual std::vector<double> time_sequence(const std::vector<TimedLaunch>& seq, const TimingOptions& opts);
   // What the compiler reported for this kernel (CUDA: ptxas -v registers / spills / shared
   // memory lines); empty where the backend reports nothing.
   virtual std::string compile_report(const CompiledKernel& kernel) const { return {}; }

@@ -317,7 +317,7 @@ TEST(WideVulkan, CaseBeyondStorageRangeIsSkipped) {
   const TestDecl decl{"wide_index64", "oversized", &oversized_case, {{DType::U8}}, __FILE__, __LINE__};
   const TestOutcome r = run_test_case(*ctx, decl, DType::U8, std::numeric_limits<double>::quiet_NaN(), &k);
   EXPECT_EQ(r.status, TestOutcome::Status::Skip) << r.message;
-  EXPECT_EQ(r.message, "the case binds " + std::to_string(range + 1) + " bytes to buffer 'out'; device " +
+  EXPECT_EQ(r.message, "the case binds " + std::to_string(range + 1) + " bytes to buffer 'out' of wide_index64; device " +
                            ctx->info().name + " binds at most " + std::to_string(range) + " (maxStorageBufferRange)");
 }
 

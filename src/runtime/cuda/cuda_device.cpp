@@ -668,8 +668,19 @@ class CudaDevice final : public Device {
   // only for the tiniest kernels).
   std::vector<double> time_launches(CompiledKernel& kernel, const LaunchArgs& args, Dim3 grid, Dim3 tg,
                                     const TimingOptions& opts) override {
-    CudaKernel& kk = own_kernel(kernel, "timing");
-    check_shape(kk, tg);
+    return time_sequence({TimedLaunch{&kernel, &args, grid, tg}}, opts);
+  }
+
+  // One sample = every launch of `seq` in order between two events on the null stream. A single
+  // launch has its parameters marshalled once; a sequence marshals each launch as it is issued
+  // (the host cost an engine without graphs also pays between kernels).
+  std::vector<double> time_sequence(const std::vector<TimedLaunch>& seq, const TimingOptions& opts) override {
+    if (seq.empty()) throw Error("CUDA timing of an empty launch sequence");
+    std::vector<CudaKernel*> kks;
+    for (const TimedLaunch& l : seq) {
+      kks.push_back(&own_kernel(*l.kernel, "timing"));
+      check_shape(*kks.back(), l.threadgroup);
+    }
     const CudaDriver& d = drv();
     // _v2 where the driver has it (CUDA 12.8+; what cuda.h maps cuEventElapsedTime to).
     auto* elapsed_time = d.cuEventElapsedTime_v2 ? d.cuEventElapsedTime_v2 : d.cuEventElapsedTime;
@@ -691,9 +702,15 @@ class CudaDevice final : public Device {
     d.check(d.cuEventCreate(&ev.start, CU_EVENT_DEFAULT), "cuEventCreate");
     d.check(d.cuEventCreate(&ev.stop, CU_EVENT_DEFAULT), "cuEventCreate");
 
-    // Parameters are marshalled once: every launch below passes the same values.
-    marshal(kk, args);
-    for (int i = 0; i < opts.warmup; ++i) enqueue(kk, grid, tg);
+    const bool single = seq.size() == 1;
+    if (single) marshal(*kks[0], *seq[0].args);  // every launch below passes the same values
+    auto issue_all = [&] {
+      for (size_t j = 0; j < seq.size(); ++j) {
+        if (!single) marshal(*kks[j], *seq[j].args);
+        enqueue(*kks[j], seq[j].grid, seq[j].threadgroup);
+      }
+    };
+    for (int i = 0; i < opts.warmup; ++i) issue_all();
 
     std::vector<double> us;
     us.reserve(size_t(opts.samples));
@@ -702,7 +719,7 @@ class CudaDevice final : public Device {
         d.check(d.cuMemsetD32Async(flush->ptr, unsigned(i), flush->bytes / 4, nullptr),
                 "cuMemsetD32Async(L2 flush, " + std::to_string(flush->bytes) + " bytes)");
       d.check(d.cuEventRecord(ev.start, nullptr), "cuEventRecord(start)");
-      enqueue(kk, grid, tg);
+      issue_all();
       d.check(d.cuEventRecord(ev.stop, nullptr), "cuEventRecord(stop)");
       // A kernel fault surfaces here; report it like synchronize() does, with the launch.
       if (CUresult r = d.cuEventSynchronize(ev.stop); r != CUDA_SUCCESS) {
