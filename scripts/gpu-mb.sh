@@ -4,7 +4,8 @@
 # sides are measured on the same device in the same session. Binaries come from $BIN (default
 # .gpu-mb); results land under $OUT (log.txt, iron-*.json, peers-*.json, mb.tgz).
 #   TEST_FILTER   iron test -f on CUDA (and Vulkan with VULKAN=1); empty: the whole corpus
-#   BENCH_FILTER  iron bench -f (comma-separated list runs each); empty: no Iron bench
+#   BENCH_FILTER  iron bench -f (comma-separated list runs each; FILTER@DTYPE picks the dtype, bf16
+#                 by default); empty: no Iron bench
 #   PEER_FILTER   torch_peers.py --filter; PEER_SOURCES --sources; PEER_DTYPE --dtype (default bf16)
 #   ORDERS        "iron-first" or "both" (Iron, peers, Iron again: the second order of seeds §6)
 set -u
@@ -20,10 +21,13 @@ log() { echo "== $*" | tee -a "$final/log.txt"; }
 iron_bench() {  # $1: output tag
   [ -z "${BENCH_FILTER:-}" ] && return
   IFS=',' read -ra filters <<< "$BENCH_FILTER"
-  for f in "${filters[@]}"; do
-    log "iron bench -f $f ($1)"
+  for entry in "${filters[@]}"; do
+    f=${entry%@*}
+    dt=bf16
+    [ "$entry" != "$f" ] && dt=${entry#*@}
+    log "iron bench -f $f --dtype $dt ($1)"
     tag=${f//\//_}
-    "$bin/iron" bench --backend cuda -f "$f" --samples "$samples" --flush-l2 --json > "$work/bench-$1-$tag.jsonl" 2> "$work/bench-$1-$tag.err"
+    "$bin/iron" bench --backend cuda -f "$f" --dtype "$dt" --samples "$samples" --flush-l2 --json > "$work/bench-$1-$tag.jsonl" 2> "$work/bench-$1-$tag.err"
     grep -h '"type":"summary"' "$work/bench-$1-$tag.jsonl" | tee -a "$final/log.txt"
   done
   cat "$work"/bench-"$1"-*.jsonl > "$final/iron-$1.jsonl" 2>/dev/null

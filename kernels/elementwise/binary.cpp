@@ -40,7 +40,9 @@ static TestSetup binary_setup(DType dt, uint32_t n, bool multiply, std::vector<d
         const auto& x = in.at("a");
         const auto& y = in.at("b");
         auto& o = out.at("out");
-        for (uint32_t i = 0; i < n; ++i) o[i] = multiply ? x[i] * y[i] : x[i] + y[i];
+        host_ranges(n, [&](size_t b, size_t e) {
+          for (size_t i = b; i < e; ++i) o[i] = multiply ? x[i] * y[i] : x[i] + y[i];
+        });
       });
 }
 static TestSetup binary_case(DType dt, uint32_t n, bool multiply) {
@@ -96,6 +98,29 @@ IRON_TEST_KERNEL(iron_mul, tail7_n71, {f32}, {f16}, {bf16}) { return binary_tail
 IRON_TEST_KERNEL(iron_add, n1001_extreme, {f32}, {f16}, {bf16}) { return binary_extreme_case(dt, 1001, false); }
 IRON_TEST_KERNEL(iron_mul, n1001_extreme, {f32}, {f16}, {bf16}) { return binary_extreme_case(dt, 1001, true); }
 
+// Selectors: the logical call {n} (per_thread.hpp: 8 elements per thread).
+static LaunchPlan add_for(const Call& call, const DeviceInfo& dev) { return per_thread_plan("iron_add", "iron_add", call, dev); }
+static LaunchPlan mul_for(const Call& call, const DeviceInfo& dev) { return per_thread_plan("iron_mul", "iron_mul", call, dev); }
+IRON_SELECTOR(iron_add, add_for);
+IRON_SELECTOR(iron_mul, mul_for);
+
+// A case through the selector, from the grid case's inputs and oracle.
+static TestSetup binary_call_case(DType dt, uint32_t n, bool multiply) {
+  TestSetup t = binary_case(dt, n, multiply);
+  return TestSetup(dt)
+      .in("a", t.inputs().at("a"))
+      .in("b", t.inputs().at("b"))
+      .out("out", n)
+      .call({{"n", n}})
+      .accumulation(1)
+      .error_floor(t.floor())
+      .oracle(t.oracle_fn());
+}
+// guards: the selector's launch of a call with a tail of 5 (n = 8 * 125 + 5) over several threadgroups
+IRON_TEST_KERNEL(iron_add, call_n1005, {f32}, {f16}, {bf16}) { return binary_call_case(dt, 1005, false); }
+// guards: the selector's launch of a call with a tail of 3 (n = 8 * 125 + 3)
+IRON_TEST_KERNEL(iron_mul, call_n1003, {f32}, {f16}, {bf16}) { return binary_call_case(dt, 1003, true); }
+
 }  // namespace iron::kernels
 
 // Benchmarks: residual-add shapes (tokens x hidden) from decode to long prefill. Memory bound:
@@ -114,4 +139,14 @@ IRON_BENCH(iron_add, n4m, {f32, 1e-6}, {f16, 1e-3}, {bf16, 8e-3}) { return binar
 IRON_BENCH(iron_add, n16m, {f32, 1e-6}, {f16, 1e-3}, {bf16, 8e-3}) { return binary_bench(dt, 1u << 24, false); }
 IRON_BENCH(iron_add, n64m, {f32, 1e-6}, {f16, 1e-3}, {bf16, 8e-3}) { return binary_bench(dt, 1u << 26, false); }
 IRON_BENCH(iron_mul, n16m, {f32, 1e-6}, {f16, 1e-3}, {bf16, 8e-3}) { return binary_bench(dt, 1u << 24, true); }
+// 1 Gi elements (2^30, issue 9's streaming size), launched by the family's selector: 6 GiB
+// move at bf16.
+static BenchSetup binary_call_bench(DType dt, uint32_t n, bool multiply) {
+  TestSetup t = binary_case(dt, n, multiply);
+  BenchSetup b(dt);
+  b.in("a", t.inputs().at("a")).in("b", t.inputs().at("b")).out("out", n).call({{"n", n}}).oracle(t.oracle_fn());
+  return b.bytes(3.0 * n * dtype_size(dt)).flops(n);
+}
+IRON_BENCH(iron_add, n1g, {bf16, 8e-3}) { return binary_call_bench(dt, 1u << 30, false); }
+IRON_BENCH(iron_mul, n1g, {bf16, 8e-3}) { return binary_call_bench(dt, 1u << 30, true); }
 }  // namespace iron::kernels

@@ -48,7 +48,9 @@ static TestSetup unary_setup(DType dt, std::vector<double> x, bool is_silu) {
       .oracle([n, is_silu](const Tensors& in, Tensors& out) {
         const auto& x = in.at("x");
         auto& o = out.at("out");
-        for (uint32_t i = 0; i < n; ++i) o[i] = is_silu ? x[i] / (1.0 + std::exp(-x[i])) : std::exp(x[i]);
+        host_ranges(n, [&](size_t b, size_t e) {
+          for (size_t i = b; i < e; ++i) o[i] = is_silu ? x[i] / (1.0 + std::exp(-x[i])) : std::exp(x[i]);
+        });
       });
 }
 static TestSetup unary_case(DType dt, uint32_t n, double lo, double hi, bool is_silu) {
@@ -108,6 +110,29 @@ IRON_TEST_KERNEL(iron_silu, tail6_n70, {f32}, {f16}, {bf16}) { return unary_tail
 IRON_TEST_KERNEL(iron_silu, tail7_n71, {f32}, {f16}, {bf16}) { return unary_tail_case(dt, 7, true); }
 IRON_TEST_KERNEL(iron_silu, n1001_extreme, {f32}, {f16}, {bf16}) { return silu_extreme_case(dt, 1001); }
 
+// Selectors: the logical call {n} (per_thread.hpp: 8 elements per thread).
+static LaunchPlan exp_for(const Call& call, const DeviceInfo& dev) { return per_thread_plan("iron_exp", "iron_exp", call, dev); }
+static LaunchPlan silu_for(const Call& call, const DeviceInfo& dev) { return per_thread_plan("iron_silu", "iron_silu", call, dev); }
+IRON_SELECTOR(iron_exp, exp_for);
+IRON_SELECTOR(iron_silu, silu_for);
+
+// A case through the selector, from the grid case's inputs, tolerance and oracle.
+static TestSetup unary_call_case(DType dt, uint32_t n, bool is_silu) {
+  TestSetup t = unary_case(dt, n, -8.0, 8.0, is_silu);
+  return TestSetup(dt)
+      .in("x", t.inputs().at("x"))
+      .out("out", n)
+      .call({{"n", n}})
+      .accumulation(t.accumulation_roundings())
+      .math_ops(t.math_op_count())
+      .error_floor(t.floor())
+      .oracle(t.oracle_fn());
+}
+// guards: the selector's launch of a call with a tail of 6 (n = 8 * 74 + 6)
+IRON_TEST_KERNEL(iron_exp, call_n598, {f32}, {f16}, {bf16}) { return unary_call_case(dt, 598, false); }
+// guards: the selector's launch of a call with a tail of 7 (n = 8 * 74 + 7)
+IRON_TEST_KERNEL(iron_silu, call_n599, {f32}, {f16}, {bf16}) { return unary_call_case(dt, 599, true); }
+
 }  // namespace iron::kernels
 
 // Benchmarks: SwiGLU-sized activations (4096 tokens x 11008). 2 n elements move; exp counts as
@@ -123,4 +148,14 @@ static BenchSetup unary_bench(DType dt, uint32_t n, bool is_silu) {
 IRON_BENCH(iron_exp, t4096_h11008, {f32, 1e-5}, {f16, 1.5e-3}, {bf16, 8e-3}) { return unary_bench(dt, 4096u * 11008u, false); }
 IRON_BENCH(iron_silu, t1_h11008, {f32, 1e-5}, {f16, 1.5e-3}, {bf16, 8e-3}) { return unary_bench(dt, 11008u, true); }
 IRON_BENCH(iron_silu, t4096_h11008, {f32, 1e-5}, {f16, 1.5e-3}, {bf16, 8e-3}) { return unary_bench(dt, 4096u * 11008u, true); }
+// 1 Gi elements (2^30, issue 9's streaming size), launched by the family's selector: 4 GiB move
+// at bf16.
+static BenchSetup unary_call_bench(DType dt, uint32_t n, bool is_silu) {
+  TestSetup t = unary_case(dt, n, -8.0, 8.0, is_silu);
+  BenchSetup b(dt);
+  b.in("x", t.inputs().at("x")).out("out", n).call({{"n", n}}).oracle(t.oracle_fn()).error_floor(t.floor());
+  return b.bytes(2.0 * n * dtype_size(dt)).flops((is_silu ? 4.0 : 1.0) * n);
+}
+IRON_BENCH(iron_exp, n1g, {bf16, 8e-3}) { return unary_call_bench(dt, 1u << 30, false); }
+IRON_BENCH(iron_silu, n1g, {bf16, 8e-3}) { return unary_call_bench(dt, 1u << 30, true); }
 }  // namespace iron::kernels

@@ -6,13 +6,18 @@
 //   iron_gemv_rows_x1, iron_gemv_rows_x4, iron_gemv_rows_x8
 // Each thread accumulates in f32 the whole chunks of VEC elements local_id, local_id +
 // group_size, ...; thread 0 adds the k % VEC tail elements; group_sum combines the threads and
-// thread 0 stores. Fixed-order reductions: bit-exact run to run on one device; the summation
-// order depends on VEC, so the variants may differ in the last bits.
+// thread 0 stores. When k is a multiple of VEC, every chunk of A starts at a provably aligned
+// element, so VEC 8 reads A and x with 16-byte loads (one per chunk at 16 bits, two float4s
+// for f32); any other k takes an element-by-element loop over the same chunks (dot_chunks.hpp).
+// Fixed-order reductions: bit-exact run to run on one device; the summation order depends on
+// VEC, so the variants may differ in the last bits.
 // Dispatch: grid = {m, 1, 1} (threadgroup r computes row r), threadgroup = {multiple of the lane
 // width, 1, 1}.
 #include <algorithm>
 
 #include <iron/iron.hpp>
+
+#include "dot_chunks.hpp"
 
 namespace iron::kernels {
 using namespace iron::dsl;
@@ -25,21 +30,12 @@ static void gemv_rows(const KernelVariant& v) {
   Buffer x = input("x", T, {k});
   Buffer y = output("y", T, {m});
 
-  Expr chunks = k / vec;  // whole chunks of VEC elements per row
   Expr row = program_id(0);
-  Expr base = row * k;
   Var<f32> acc = 0.0f;
-  for_(local_id(0), chunks, group_size(0), [&](Expr c) {
-    Expr j = c * vec;  // a multiple of VEC
-    for (uint32_t e = 0; e < vec; ++e) acc += cast<f32>(a[base + j + e]) * cast<f32>(x[j + e]);
-  });
+  dot_chunks(a, x, row, k, vec, local_id(0), k / vec, group_size(0), acc);
   // The k % VEC elements after the last whole chunk (fewer than VEC): thread 0 adds them. A
   // VEC of 1 leaves none, so its kernel has no tail code at all.
-  if (vec > 1)
-    if_(local_id(0) == 0u, [&] {
-      Expr whole = chunks * vec;
-      for_(0u, k % vec, 1u, [&](Expr e) { acc += cast<f32>(a[base + whole + e]) * cast<f32>(x[whole + e]); });
-    });
+  if (vec > 1) if_(local_id(0) == 0u, [&] { add_tail(a, x, row, k, vec, acc); });
   Expr total = group_sum(acc);
   if_(local_id(0) == 0u, [&] { y[row] = cast<T>(total); });
 }
@@ -93,5 +89,8 @@ static BenchSetup gemv_rows_bench(DType dt, uint32_t vec, uint32_t m, uint32_t k
 }
 IRON_BENCH(iron_gemv_rows_x1, m4096_k4096, {f32, 1e-5}, {f16, 2e-3}, {bf16, 1e-2}) { return gemv_rows_bench(dt, 1, 4096, 4096); }
 IRON_BENCH(iron_gemv_rows_x8, m4096_k4096, {f32, 1e-5}, {f16, 2e-3}, {bf16, 1e-2}) { return gemv_rows_bench(dt, 8, 4096, 4096); }
+// The decode shapes (M = 1: y[N] = W[N, K] x): N = 14336, K = 4096 and N = 4096, K = 14336.
+IRON_BENCH(iron_gemv_rows_x8, m14336_k4096, {f32, 1e-5}, {f16, 2e-3}, {bf16, 1e-2}) { return gemv_rows_bench(dt, 8, 14336, 4096); }
+IRON_BENCH(iron_gemv_rows_x8, m4096_k14336, {f32, 1e-5}, {f16, 2e-3}, {bf16, 1e-2}) { return gemv_rows_bench(dt, 8, 4096, 14336); }
 
 }  // namespace iron::kernels

@@ -96,7 +96,9 @@ IRON_TEST_KERNEL(iron_softmax, rows8_d777_extreme, {f32}, {f16}, {bf16}) {
 
 }  // namespace iron::kernels
 
-// Benchmarks: attention-score rows (4096 x 4096) and a vocabulary-sized row batch (64 x 128256).
+// Benchmarks of this kernel (generic_*): attention-score rows (4096 x 4096) and a
+// vocabulary-sized row batch (64 x 128256). The family iron_softmax (softmax_rows.cpp) benches
+// the same shapes through its selector under the plain names.
 // Unique bytes: x in, out once (the kernel re-reads x from cache); about 5 FLOPs per element.
 namespace iron::kernels {
 static BenchSetup softmax_bench(DType dt, uint32_t rows, uint32_t d) {
@@ -106,6 +108,6 @@ static BenchSetup softmax_bench(DType dt, uint32_t rows, uint32_t d) {
   b.grid(t.grid_size(), t.threadgroup()).oracle(t.oracle_fn()).error_floor(t.floor());
   return b.bytes(2.0 * rows * d * dtype_size(dt)).flops(5.0 * rows * d).sweep("iron_softmax_d" + std::to_string(d), rows);
 }
-IRON_BENCH(iron_softmax, rows4096_d4096, {f32, 1e-5}, {f16, 1.5e-3}, {bf16, 8e-3}) { return softmax_bench(dt, 4096, 4096); }
-IRON_BENCH(iron_softmax, rows64_d128256, {f32, 1e-5}, {f16, 1.5e-3}, {bf16, 8e-3}) { return softmax_bench(dt, 64, 128256); }
+IRON_BENCH(iron_softmax, generic_rows4096_d4096, {f32, 1e-5}, {f16, 1.5e-3}, {bf16, 8e-3}) { return softmax_bench(dt, 4096, 4096); }
+IRON_BENCH(iron_softmax, generic_rows64_d128256, {f32, 1e-5}, {f16, 1.5e-3}, {bf16, 8e-3}) { return softmax_bench(dt, 64, 128256); }
 }  // namespace iron::kernels

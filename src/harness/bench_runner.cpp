@@ -428,6 +428,11 @@ void check_integer_input(const std::string& name, DType t, const std::vector<dou
 // oracle see the same values); outputs start as all-ones bytes (NaN), so an unwritten element
 // fails; every buffer carries a guard band after its declared elements.
 Resident make_resident(Context& ctx, const ir::Kernel& k, const TestSetup& setup, Instantiation dtype) {
+  for (const auto& [name, count] : setup.outputs()) {
+    const int idx = k.find_param(name);
+    if (setup.inputs().count(name) && idx >= 0 && k.params[idx].access != ir::Access::ReadWrite)
+      throw Error("'" + name + "' is given as an input and an output, but " + k.name + " does not declare it inout");
+  }
   return make_resident(ctx, [&](const std::string& name, const char* role) {
     int idx = k.find_param(name);
     if (idx < 0 || k.params[idx].kind != ir::ParamKind::Buffer)
@@ -449,6 +454,13 @@ BufferTypes plan_buffer_types(const LaunchPlan& plan, Instantiation dtype) {
 
 Resident make_resident(Context& ctx, const BufferTypes& param_dtype, const TestSetup& setup) {
   Resident r;
+  // A name given both as an input and as an output is an inout buffer: it starts with the input's
+  // values, is checked against the oracle as an output and carries the output guard pattern.
+  auto is_output = [&](const std::string& name) {
+    for (const auto& o : setup.outputs())
+      if (o.first == name) return true;
+    return false;
+  };
   Tensors rounded;
   for (const auto& [name, values] : setup.inputs()) {
     DType t = param_dtype(name, "input");
@@ -460,14 +472,22 @@ Resident make_resident(Context& ctx, const BufferTypes& param_dtype, const TestS
     for (double v : back)
       if (!std::isfinite(v))
         throw Error("input '" + name + "' is not finite after rounding to " + dtype_name(t) + " (fixture out of range)");
-    fill_guard(t, bytes, values.size(), false);
+    const bool inout = is_output(name);
+    fill_guard(t, bytes, values.size(), inout);
     DeviceBuffer buf = ctx.alloc(t, values.size() + kGuardElements);
     ctx.upload(buf, bytes.data(), bytes.size());
     r.bindings.emplace_back(name, buf);
-    r.inputs.push_back({name, buf, values.size(), false});
+    (inout ? r.outputs : r.inputs).push_back({name, buf, values.size(), inout});
     rounded[name] = std::move(back);
   }
   for (const auto& [name, count] : setup.outputs()) {
+    if (auto in = rounded.find(name); in != rounded.end()) {  // inout: bound above
+      if (in->second.size() != count)
+        throw Error("inout buffer '" + name + "' is given " + std::to_string(in->second.size()) +
+                    " input values but " + std::to_string(count) + " output elements");
+      r.expected[name].assign(count, 0.0);
+      continue;
+    }
     DType t = param_dtype(name, "output");
     std::vector<unsigned char> fill(count * dtype_size(t), 0xff);
     fill_guard(t, fill, count, true);

@@ -5,9 +5,11 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <functional>
 #include <map>
 
+#include "core/numeric.hpp"
 #include "harness/runner.hpp"
 #include "passes/eval.hpp"
 #include "passes/pass.hpp"
@@ -162,8 +164,8 @@ bool rounds_itself(const Inst& in) {
 }
 
 // "" or why a value stored into a T buffer is a T value already, so that rounding it to T, in
-// either direction, returns it unchanged: it was loaded from a T buffer, computed by an op on T
-// (which rounds to T), or read from a T threadgroup array every store of which holds such a
+// either direction, returns it unchanged: it is a constant every T holds exactly, was loaded from
+// a T buffer, computed by an op on T (which rounds to T), or read from a T threadgroup array every store of which holds such a
 // load (a copy, as in a transpose).
 std::string already_a_t_value(const Kernel& k, Id value) {
   auto t_buffer_load = [&](Id v) {
@@ -171,6 +173,18 @@ std::string already_a_t_value(const Kernel& k, Id value) {
     return in.op == Op::Load && in.param() < k.params.size() && k.params[in.param()].dtype == DType::Generic;
   };
   const Inst& in = k.insts[value];
+  // A constant every dtype T may take holds exactly (0 in a zero fill): no rounding changes it.
+  if (in.op == Op::Const && !k.dtypes.empty()) {
+    const double v = is_float(in.type.elem()) ? in.fattr(ir::Attr::Value) : double(in.attr(ir::Attr::Value));
+    bool exact = true;
+    for (DType t : k.dtypes) exact = exact && fixture::round_to(t, v) == v;
+    if (exact) {
+      char text[32];
+      std::snprintf(text, sizeof text, "%g", v);
+      return std::string("the stored value is the constant ") + text +
+             ", which every dtype T takes holds exactly, so no rounding to T changes it";
+    }
+  }
   if (t_buffer_load(value))
     return "the stored value is loaded from T buffer '" + k.params[in.param()].name +
            "', so it is a T value already and no rounding to T changes it";
@@ -283,8 +297,12 @@ std::vector<Mutant> enumerate(const Kernel& k, uint32_t lane_width, uint32_t max
       what = "init " + std::to_string(f) + " -> " + std::to_string(to);
       f = to;
     } else {
-      what = "init " + std::to_string(i) + " -> " + std::to_string(i + 1);
-      i += 1;
+      // + 1 in the variable's own width: the largest value wraps to the smallest, as integer
+      // arithmetic does (an accumulator of a minimum starts at 0xFFFFFFFF).
+      const DType t = init.type.elem();
+      const int64_t next = uint64_t(i) >= num::int_max(t) && i >= 0 ? num::int_min(t) : i + 1;
+      what = "init " + std::to_string(i) + " -> " + std::to_string(next);
+      i = next;
     }
     Mutant& m = b.add("reduction_init", id, what);
     Id c = add_const(m.kernel, id, init.type.elem(), i, f);

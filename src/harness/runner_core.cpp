@@ -320,11 +320,11 @@ struct Args {
   // inspect / build: the threadgroup shape the code is built for (--threadgroup X[xY[xZ]]), as a
   // launch fact for the pipeline and, on CUDA, __launch_bounds__; all 0 (the default): any shape.
   uint32_t threadgroup[3] = {0, 0, 0};
+  std::vector<std::string> call_args;  // run: --arg NAME=VALUE
+  int samples = 0;                      // run: --samples N times the plan N times after warm-up
   // inspect / build: --specialize NAME=VALUE (repeatable, or comma-separated), the values a
   // dispatch bakes into a kernel's code for its scalars declared specialize().
   std::vector<std::pair<std::string, std::string>> specialize;
-  std::vector<std::string> call_args;  // run: --arg NAME=VALUE
-  int samples = 0;                      // run: --samples N times the plan N times after warm-up
 };
 
 // --specialize "d=4096" or "d=4096,eps=1e-6": each a name and its value as written.
@@ -343,7 +343,8 @@ void parse_specialize(const std::string& text, std::vector<std::pair<std::string
 }
 
 // A value as the command line wrote it: an integer when it is one, else a float.
-ScalarValue scalar_from_text(const std::string& name, const std::string& text) {
+// `option` names the command-line option in the error ("--specialize", "--arg").
+ScalarValue scalar_from_text(const char* option, const std::string& name, const std::string& text) {
   errno = 0;
   char* end = nullptr;
   if (text.find_first_of(".eEnNiI") == std::string::npos) {
@@ -358,7 +359,7 @@ ScalarValue scalar_from_text(const std::string& name, const std::string& text) {
     const double v = std::strtod(text.c_str(), &end);
     if (!*end && !errno) return ScalarValue(v);
   }
-  throw Error("--specialize " + name + "=" + text + ": '" + text + "' is not a number");
+  throw Error(std::string(option) + " " + name + "=" + text + ": '" + text + "' is not a number");
 }
 
 // The specialization of `k` the --specialize values give, checked as a dispatch checks them
@@ -381,7 +382,7 @@ passes::Specialization specialization_for(const ir::Kernel& k, const std::vector
                   " (its specializable scalars: " + (list.empty() ? "none" : list) + ")");
     }
     const ir::Param& p = k.params[size_t(idx)];
-    const ScalarValue v = scalar_from_text(name, text);
+    const ScalarValue v = scalar_from_text("--specialize", name, text);
     uint64_t bits = 0;
     std::string why;
     if (!scalar_bits(p.dtype, v, bits, why)) throw Error("--specialize " + name + "=" + text + ": the value " + why);
@@ -528,26 +529,6 @@ int cmd_device() {
   return 0;
 }
 
-// A --arg value: an integer when it reads as one ("4096", "-3"), else a float ("1e-6").
-ScalarValue parse_call_value(const std::string& name, const std::string& text) {
-  if (text.empty()) throw Error("--arg " + name + "= has no value");
-  char* end = nullptr;
-  errno = 0;
-  if (text.find_first_of(".eEnN") == std::string::npos) {
-    if (text[0] == '-') {
-      long long v = std::strtoll(text.c_str(), &end, 10);
-      if (*end == 0 && errno == 0) return ScalarValue(v);
-    } else {
-      unsigned long long v = std::strtoull(text.c_str(), &end, 10);
-      if (*end == 0 && errno == 0) return ScalarValue(v);
-    }
-  }
-  errno = 0;
-  double d = std::strtod(text.c_str(), &end);
-  if (*end != 0 || errno != 0) throw Error("--arg " + name + "=" + text + ": not a number");
-  return ScalarValue(d);
-}
-
 // `iron run FAMILY --dtype D --arg NAME=VALUE ...`: a family driven by its logical call, as an
 // engine drives it. The selector plans the call on the device; every call buffer is allocated
 // at the size the plan's kernels declare (their extents at the step's scalars), inputs filled
@@ -562,8 +543,8 @@ int cmd_run(const Args& a) {
   Call call{dtype, {}};
   for (const std::string& kv : a.call_args) {
     const size_t eq = kv.find('=');
-    if (eq == std::string::npos || eq == 0) throw Error("--arg takes NAME=VALUE, not '" + kv + "'");
-    call.args[kv.substr(0, eq)] = parse_call_value(kv.substr(0, eq), kv.substr(eq + 1));
+    if (eq == std::string::npos || eq == 0 || eq + 1 == kv.size()) throw Error("--arg takes NAME=VALUE, not '" + kv + "'");
+    call.args[kv.substr(0, eq)] = scalar_from_text("--arg", kv.substr(0, eq), kv.substr(eq + 1));
   }
   Backend backend = Backend::Interp;
   if (!a.backend.empty() && !parse_backend(a.backend, backend))

@@ -120,7 +120,10 @@ struct IfConversion {
     out.reserve(list.size());
     bool rebuilt = false;
     for (Id id : list) {
-      for (Id child : k.insts[id].blocks)
+      // A copy: converting an if inside a child adds instructions, which may move k.insts (and
+      // the child list of this one with it) while the loop runs.
+      const Id children[2] = {k.insts[id].blocks[0], k.insts[id].blocks[1]};
+      for (Id child : children)
         if (child != ir::kNone) block(child);
       const ir::Inst& in = k.insts[id];
       if (in.op != Op::If || !convertible_arm(in.blocks[0], id) || !convertible_arm(in.blocks[1], id) ||

@@ -7,7 +7,9 @@
 // chain is left for dead_store_elim.
 // Does not handle: transcendental ops, casts to the generic T and values of T (an index that
 // needs them is reported as not constant).
-// Mutation for tests: register_arrays.keep_dynamic accepts a non-constant index silently.
+// A constant index outside the array is a located error too.
+// Mutations for tests: register_arrays.keep_dynamic accepts a non-constant index silently;
+// register_arrays.skip_bounds accepts an index outside the array.
 #include <algorithm>
 #include <unordered_map>
 
@@ -67,10 +69,25 @@ bool run_register_arrays(ir::Kernel& k, PassContext& ctx) {
       for (Id b : in.blocks)
         if (b != ir::kNone) work.push_back(b);
     }
+  // A constant index must lie in the array: an access past its end (a loop one iteration too
+  // long) is a located error, never an out-of-bounds register access for the target to drop.
+  auto in_bounds = [&](Id id, const ir::Inst& alloc, int64_t value) {
+    const int64_t count = alloc.attr(ir::Attr::Count);
+    if ((value >= 0 && value < count) || ctx.mutant("register_arrays.skip_bounds")) return true;
+    ctx.diags.error(k.insts[id].loc, std::string("register array '") + k.strings[size_t(alloc.attr(ir::Attr::Name))] +
+                                         "' of " + std::to_string(count) + " elements is indexed by " +
+                                         std::to_string(value) + ", outside it");
+    return false;
+  };
   for (auto [id, b] : accesses) {
     const Id index = k.insts[id].operands[1];
     const ir::Inst& alloc = k.insts[k.insts[id].operands[0]];
-    if (k.insts[index].op == Op::Const) continue;
+    const DType t = k.insts[index].type.elem();
+    if (k.insts[index].op == Op::Const) {
+      const int64_t raw = k.insts[index].attr(ir::Attr::Value);
+      in_bounds(id, alloc, t == DType::I32 ? int64_t(int32_t(raw)) : int64_t(uint32_t(raw)));
+      continue;
+    }
     eval::Scalar v;
     if (!folder.value(index, v, 0)) {
       if (ctx.mutant("register_arrays.keep_dynamic")) continue;
@@ -80,9 +97,9 @@ bool run_register_arrays(ir::Kernel& k, PassContext& ctx) {
                                            "cannot be indexed at run time");
       continue;
     }
-    if (!ctx.allow_rewrite()) continue;
-    const DType t = k.insts[index].type.elem();
-    const Id c = make_const(k, t, t == DType::I32 ? int64_t(v.i()) : int64_t(v.u()), 0.0, k.insts[index].loc);
+    const int64_t value = t == DType::I32 ? int64_t(v.i()) : int64_t(v.u());
+    if (!in_bounds(id, alloc, value) || !ctx.allow_rewrite()) continue;
+    const Id c = make_const(k, t, value, 0.0, k.insts[index].loc);
     k.insts[c].flags = ir::kFused;
     auto& list = k.blocks[b].insts;
     list.insert(std::find(list.begin(), list.end(), id), c);

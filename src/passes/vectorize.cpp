@@ -39,19 +39,22 @@ struct Vectorizer {
     return true;
   }
 
-  // Groups are formed over buffers of f32, f16, bf16, i32 and u32 (and T) indexed by i32 or u32
-  // values, the element and index types the dialects' wide accesses spell; 8-bit, 64-bit and
-  // fp8 buffers and 64-bit indices stay scalar.
+  // Groups are formed over buffers of f32, f16, bf16, i32 and u32 (and T or W when every dtype
+  // it may take is one of them) indexed by i32 or u32 values, the element and index types the
+  // dialects' wide accesses spell; 8-bit, 64-bit and fp8 buffers and 64-bit indices stay scalar.
+  static bool wide_element(DType t) {
+    return t == DType::F32 || t == DType::F16 || t == DType::BF16 || t == DType::I32 || t == DType::U32;
+  }
   bool groupable(const ir::Inst& in) const {
     DType d = k.params[in.param()].dtype;
-    bool element = d == DType::Generic || d == DType::F32 || d == DType::F16 || d == DType::BF16 ||
-                   d == DType::I32 || d == DType::U32;
+    bool element = wide_element(d);
+    if (d == DType::Generic || d == DType::GenericW) {
+      const std::vector<DType>& takes = d == DType::Generic ? k.dtypes : k.wtypes;
+      element = true;
+      for (DType t : takes) element = element && wide_element(t);
+    }
     DType index = k.insts[in.operands[0]].type.elem();
-    bool generic_ok = true;
-    if (d == DType::Generic)
-      for (DType t : k.dtypes) generic_ok = generic_ok && (t == DType::F32 || t == DType::F16 || t == DType::BF16 ||
-                                                           t == DType::I32 || t == DType::U32);
-    return element && generic_ok && (index == DType::I32 || index == DType::U32);
+    return element && (index == DType::I32 || index == DType::U32);
   }
 
   // True when value v is provably a multiple of m (m a power of two), declared facts included.

@@ -1044,7 +1044,7 @@ Timing Context::time_sequence(const std::vector<SequenceLaunch>& seq, const Timi
   // Every launch is validated (and its pipeline built) before the first one is timed.
   std::vector<rt::LaunchArgs> args(seq.size());
   std::vector<rt::Device::TimedLaunch> timed;
-  std::vector<std::shared_ptr<rt::CompiledKernel>> held;  // the pipelines built or looked up here, kept to the end
+  std::vector<std::shared_ptr<rt::CompiledKernel>> held;  // keeps every pipeline alive while timing
   std::string report;
   for (size_t i = 0; i < seq.size(); ++i) {
     const SequenceLaunch& l = seq[i];

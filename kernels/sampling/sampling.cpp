@@ -1,0 +1,502 @@
+// Sampling from logits [rows, vocab] (T = f32, f16 or bf16), one threadgroup per row (mode
+// Reduction; grid = {rows, 1, 1}, threadgroup = {tg, 1, 1} with tg a multiple of the lane width,
+// at most 1024):
+//   iron_argmax   index[r] = the index of the largest logit of row r;
+//   iron_topk     the k largest logits of each row, sorted: values[r, i] (T) and indices[r, i]
+//                 (u32) for i < k, largest first (and found[r], below).
+// The order. Logits are compared through an order-preserving u32 key (order_key): -0 and +0 are
+// equal, -inf is the smallest value and a NaN is larger than every number (as torch.argmax and
+// torch.topk treat it; every NaN is equal). Equal logits are ordered by index, lowest first: that
+// is the tie rule of both kernels (argmax returns the lowest index of the maximum; top-k lists
+// equal values by increasing index and cuts a run of equal values at the k-th by index).
+// Reading: argmax's thread t takes the chunks of 8 logits t, t + tg, ... (16-byte loads when
+// vocab is a multiple of 8; otherwise element by element, and thread 0 also takes the last
+// vocab % 8); top-k's thread t takes the logits t, t + tg, ... (coalesced 4-byte loads). Either
+// way each thread sees its logits in increasing index order.
+// Determinism: keys and indices are integers and reduce exactly; the candidate slots of top-k
+// depend on the order of atomic increments, but its output does not (each candidate's rank is
+// counted). Results are the same on every backend and run.
+#include <algorithm>
+#include <cmath>
+#include <functional>
+#include <limits>
+#include <numeric>
+#include <vector>
+
+#include <iron/iron.hpp>
+
+#include "sampling.hpp"
+
+namespace iron::kernels {
+using namespace iron::dsl;
+
+namespace {
+
+constexpr uint32_t kVec = 8;
+
+
+// visit(j, value) for each logit of row `row` this thread owns, in increasing index order.
+void for_each_owned(Buffer logits, Expr row, Expr vocab, const std::function<void(Expr, Expr)>& visit) {
+  Expr t = local_id(0);
+  Expr tg = group_size(0);
+  Expr chunks = vocab / kVec;
+  if_((vocab & (kVec - 1)) == 0u, [&] {
+    Expr row_chunks = row * chunks;
+    for_(t, chunks, tg, [&](Expr c) {
+      Expr at = (row_chunks + c) * kVec;  // a multiple of 8: one 16-byte load at 16 bits
+      Expr v[kVec];
+      for (uint32_t e = 0; e < kVec; ++e) v[e] = cast<f32>(logits[at + e]);
+      for (uint32_t e = 0; e < kVec; ++e) visit(c * kVec + e, v[e]);
+    });
+  }).else_([&] {
+    Expr base = row * vocab;
+    for_(t, chunks, tg, [&](Expr c) {
+      for (uint32_t e = 0; e < kVec; ++e) visit(c * kVec + e, cast<f32>(logits[base + c * kVec + e]));
+    });
+    if_(t == 0u, [&] {
+      for_(chunks * kVec, vocab, 1u, [&](Expr j) { visit(j, cast<f32>(logits[base + j])); });
+    });
+  });
+}
+
+
+// The logit a thread starts from: its first own element (index 8 t), or the row's last when it
+// owns none (a repeat of an element some thread owns, harmless for a maximum).
+Expr start_index(Expr vocab) { return min(local_id(0) * kVec, vocab - 1u); }
+
+
+}  // namespace
+
+// ---- argmax: each thread keeps its largest key and the first index holding it (a later equal
+// key does not replace it); group_max finds the largest key, then the lowest index holding it
+// (the largest complement ~index). Dispatch: grid = {rows, 1, 1}.
+static void argmax() {
+  Expr rows = constexpr_("rows", u32);
+  Expr vocab = constexpr_("vocab", u32);
+  Buffer logits = input("logits", T, {rows, vocab});
+  Buffer index = output("index", u32, {rows});
+
+  Expr row = program_id(0);
+  Expr first = start_index(vocab);
+  Var<u32> best = order_key(cast<f32>(logits[row * vocab + first]));
+  Var<u32> best_at = first;
+  for_each_owned(logits, row, vocab, [&](Expr j, Expr v) {
+    Expr key = order_key(v);
+    Expr better = key > best;
+    best_at = select(better, j, best_at);
+    best = select(better, key, best);
+  });
+  Expr top = group_max_u32(best, "top_key");
+  Expr lowest = ~group_max_u32(select(best == top, ~best_at, 0u), "top_at");
+  if_(local_id(0) == 0u, [&] { index[row] = lowest; });
+}
+IRON_KERNEL(iron_argmax, argmax, Reduction, f32, f16, bf16);
+
+// ---- top-k: exact, in two phases. Thread t takes the logits t, t + tg, ... of its row.
+// 1. A threshold: each thread's largest key is stored (0 for a thread that owns nothing), and the
+//    k-th largest of them, tau, is found by counting (tau = 0 when k > tg): k
+//    threads own a logit with a key >= tau, so at least k logits reach it, and usually few more.
+// 2. Candidates: every logit with key >= tau is appended (an atomic slot counter) to threadgroup
+//    arrays of `cap` entries; found[r] reports how many reached tau. When they fit, each
+//    candidate's rank in the order (key descending, index ascending; unique) is counted against
+//    all candidates and ranks < k are written: the slot order does not matter. When more than
+//    `cap` reach tau (many equal logits), the exact fallback runs instead: k rounds, each a pass
+//    over the row for the first logit after the previous pick in the order.
+// A k larger than the row: positions past the vocabulary get index 0xFFFFFFFF and value 0.
+// Threadgroup memory: 4 KiB of thread maxima, 8 * cap bytes of candidates, 24 bytes, and 1 KiB
+// for the fallback's group maximum.
+static void topk() {
+  Expr rows = constexpr_("rows", u32);
+  Expr vocab = constexpr_("vocab", u32);
+  Expr k = constexpr_("k", u32);
+  Expr cap = constexpr_("cap", u32);
+  Buffer logits = input("logits", T, {rows, vocab});
+  Buffer values = output("values", T, {rows, k});
+  Buffer indices = output("indices", u32, {rows, k});
+  Buffer found_out = output("found", u32, {rows});
+  TgBuffer maxima = threadgroup_alloc("maxima", u32, 1024);
+  // [0] tau, [1] candidates, [2..3] the fallback's last pick, [4..5] its index slots (by round parity)
+  TgBuffer state = threadgroup_alloc("state", u32, 6);
+  TgBuffer cand_key = threadgroup_alloc_dynamic("cand_key", u32, cap);
+  TgBuffer cand_at = threadgroup_alloc_dynamic("cand_at", u32, cap);
+
+  Expr row = program_id(0);
+  Expr base = row * vocab;
+  Expr t = local_id(0);
+  Expr tg = group_size(0);
+  auto emit = [&](Expr pos, Expr at) {  // output `pos` of the row: logit `at`
+    indices[row * k + pos] = at;
+    values[row * k + pos] = logits[base + at];
+  };
+  auto emit_none = [&](Expr pos) {
+    indices[row * k + pos] = kNone;
+    values[row * k + pos] = 0;
+  };
+
+  // Thread t starts its maximum from its own logit t; a thread past the row reads logit 0 and
+  // then reports 0 (it owns nothing).
+  Expr owns = t < vocab;
+  Var<u32> most = order_key(cast<f32>(logits[base + select(owns, t, 0u)]));
+  for_each_strided(logits, row, vocab, [&](Expr, Expr v) { most = max(most, order_key(v)); });
+  maxima[t] = select(owns, most, 0u);
+  if_(t == 0u, [&] {
+    state[0u] = 0xFFFFFFFFu;  // atomic_min below
+    state[1u] = 0u;
+    state[2u] = 0u;
+    state[3u] = 0u;
+    state[4u] = 0xFFFFFFFFu;
+    state[5u] = 0xFFFFFFFFu;
+  });
+  barrier();
+  // tau: the smallest maximum with fewer than k maxima above it, which is the k-th largest.
+  Expr mine = cast<u32>(maxima[t]);
+  Var<u32> above = 0u;
+  for_(0u, tg, 1u, [&](Expr j) { above += cast<u32>(cast<u32>(maxima[j]) > mine); });
+  if_(above < k, [&] { atomic_min(state[0u], mine); });
+  barrier();
+  Expr tau = select(k > tg, 0u, cast<u32>(state[0u]));  // k > tg: every logit is a candidate
+  for_each_strided(logits, row, vocab, [&](Expr j, Expr v) {
+    Expr key = order_key(v);
+    if_(key >= tau, [&] {
+      Expr slot = atomic_add(state[1u], 1u);
+      if_(cap > slot, [&] {  // beyond cap: counted (the fallback runs), not stored
+        cand_key[slot] = key;
+        cand_at[slot] = j;
+      });
+    });
+  });
+  barrier();
+  Expr found = cast<u32>(state[1u]);
+  if_(t == 0u, [&] { found_out[row] = found; });
+  if_(found <= cap, [&] {
+    for_(t, found, tg, [&](Expr i) {
+      Expr key = cast<u32>(cand_key[i]);
+      Expr at = cast<u32>(cand_at[i]);
+      Var<u32> rank = 0u;
+      for_(0u, found, 1u, [&](Expr j) {
+        Expr other = cast<u32>(cand_key[j]);
+        rank += cast<u32>((other > key) || ((other == key) && (cast<u32>(cand_at[j]) < at)));
+      });
+      if_(rank < k, [&] { emit(cast<u32>(rank), at); });
+    });
+    for_(found + t, k, tg, [&](Expr pos) { emit_none(pos); });  // k > vocab
+  }).else_([&] {
+    for_(0u, k, 1u, [&](Expr pos) {
+      Expr last_key = cast<u32>(state[2u]);
+      Expr last_at = cast<u32>(state[3u]);
+      // The complement of the best key left (0xFFFFFFFF: none, which reads as key 0, below
+      // every logit's key) and its index.
+      Var<u32> least = 0xFFFFFFFFu;
+      Var<u32> best_at = vocab;
+      for_each_strided(logits, row, vocab, [&](Expr j, Expr v) {
+        Expr key = order_key(v);
+        Expr left = (pos == 0u) || (key < last_key) || ((key == last_key) && (j > last_at));
+        Expr better = left && (~key < least);
+        best_at = select(better, j, best_at);
+        least = select(better, ~key, least);
+      });
+      // The round's largest key, then the lowest index holding it: an atomic minimum into this
+      // round's slot (the other slot, read last round, is reset for the next one).
+      Expr top = group_max_u32(~least, "round_key");
+      Expr slot = 4u + (pos & 1u);
+      if_(~least == top, [&] { atomic_min(state[slot], best_at); });
+      barrier();
+      Expr at = cast<u32>(state[slot]);
+      if_(t == 0u, [&] { if_(at < vocab, [&] { emit(pos, at); }).else_([&] { emit_none(pos); }); });
+      if_(t == tg - 1u, [&] {  // the last thread: the others must wait for it (barrier below)
+        state[2u] = top;
+        state[3u] = at;
+        state[slot ^ 1u] = 0xFFFFFFFFu;  // the other parity's slot
+      });
+      barrier();
+    });
+  });
+}
+IRON_KERNEL(iron_topk, topk, Reduction, f32, f16, bf16);
+
+
+// ---- Tests. Oracles sort in f64 by (value descending, index ascending); indices are exact.
+
+namespace {
+
+TestSetup argmax_case(DType dt, uint32_t rows, uint32_t vocab, uint32_t tg, std::vector<double> x) {
+  return TestSetup(dt)
+      .in("logits", std::move(x))
+      .out("index", rows)
+      .constexprs({{"rows", rows}, {"vocab", vocab}})
+      .grid({rows, 1, 1}, {tg, 1, 1})
+      .oracle([rows, vocab](const Tensors& in, Tensors& out) {
+        for (uint32_t r = 0; r < rows; ++r) out.at("index")[r] = sorted_row(in.at("logits"), r, vocab)[0];
+      });
+}
+
+}  // namespace
+
+// vocab 1000 (a multiple of 8: the 16-byte path) and 1003 (element path with a tail of 3); 5 and
+// 3 elements (fewer than one chunk; threads that own nothing); ties everywhere.
+IRON_TEST_KERNEL(iron_argmax, rows6_v1000_ties, {f32}, {f16}, {bf16}) {
+  return argmax_case(dt, 6, 1000, 64, tied_logits(6, 1000, 301));
+}
+IRON_TEST_KERNEL(iron_argmax, rows6_v1003_ties, {f32}, {f16}, {bf16}) {
+  return argmax_case(dt, 6, 1003, 64, tied_logits(6, 1003, 302));
+}
+IRON_TEST_KERNEL(iron_argmax, rows4_v777, {f32}, {f16}, {bf16}) {
+  return argmax_case(dt, 4, 777, 32, fixture::uniform(4 * 777, -30.0, 30.0, 303));
+}
+// The maximum (5, repeated at a later index, which must lose) at chosen places: every position
+// within a chunk of 8, a thread's second chunk, the first and last logits, the first tail logit;
+// the background is a coarse grid in [-4, 4] with ties of its own. No thread is idle (vocab >=
+// 8 tg), so only the owner of a logit can report it.
+static std::vector<double> positioned(uint32_t vocab, const std::vector<uint32_t>& at, uint64_t seed,
+                                      bool tied_background = true) {
+  const uint32_t rows = uint32_t(at.size());
+  std::vector<double> x = fixture::uniform(size_t(rows) * vocab, -4.0, 4.0, seed);
+  if (tied_background)
+    for (double& v : x) v = std::round(v * 2) / 2;
+  for (uint32_t r = 0; r < rows; ++r) {
+    x[size_t(r) * vocab + at[r]] = 5;
+    if (at[r] + 1 < vocab) x[size_t(r) * vocab + at[r] + 1] = 5;
+  }
+  return x;
+}
+static const std::vector<uint32_t> kAlignedAt = {8, 41, 74, 107, 140, 173, 206, 239, 263, 256, 0, 100};
+static const std::vector<uint32_t> kTailAt = {8, 41, 74, 107, 140, 173, 206, 239, 256, 264, 266, 0};
+IRON_TEST_KERNEL(iron_argmax, rows12_v264_positions, {f32}, {bf16}) {
+  return argmax_case(dt, 12, 264, 32, positioned(264, kAlignedAt, 305));
+}
+IRON_TEST_KERNEL(iron_argmax, rows12_v267_positions, {f32}, {bf16}) {
+  return argmax_case(dt, 12, 267, 32, positioned(267, kTailAt, 306));
+}
+// The maximum in the last lane group of a threadgroup of 64 (thread 63 owns logits 504..511) at
+// every lane width.
+IRON_TEST_KERNEL(iron_argmax, rows4_v1000_last_group, {f32}, {bf16}) {
+  return argmax_case(dt, 4, 1000, 64, positioned(1000, {505, 510, 504, 511}, 307));
+}
+IRON_TEST_KERNEL(iron_argmax, rows4_v1003_last_group, {f32}, {bf16}) {
+  return argmax_case(dt, 4, 1003, 64, positioned(1003, {505, 510, 504, 511}, 308));
+}
+// A threadgroup of 128: at lane width 8 its 16 lane groups outnumber the lanes, so the fold over
+// the partials takes two steps; the maximum sits in lane group 8 (logits 512..575, threads 64..71).
+IRON_TEST_KERNEL(iron_argmax, rows3_v1000_tg128, {f32}) {
+  return argmax_case(dt, 3, 1000, 128, positioned(1000, {515, 540, 575}, 309));
+}
+IRON_TEST_KERNEL(iron_argmax, rows3_v5_ties, {f32}, {bf16}) {
+  return argmax_case(dt, 3, 5, 32, {1, 4, 4, -2, 4, -1, -1, -3, -1, -5, 0, 2, 7, 7, 6});
+}
+// The maximum at the last element of each row's tail, and in the first element.
+IRON_TEST_KERNEL(iron_argmax, rows2_v19_edges, {f32}, {bf16}) {
+  std::vector<double> x = fixture::uniform(2 * 19, -4.0, 4.0, 304);
+  x[18] = 5;
+  x[19] = 5;
+  x[20] = 5;
+  return argmax_case(dt, 2, 19, 32, std::move(x));
+}
+
+namespace {
+
+// The number of logits that reach tau (the kernel's `found`): thread t of tg owns the logits
+// t, t + tg, ...; tau is the k-th largest of the threads' maxima (a thread owning nothing counts
+// below every logit; with k > tg tau is that too, and every logit reaches it).
+uint32_t expected_found(const double* r, uint32_t vocab, uint32_t k, uint32_t tg) {
+  const double below = -std::numeric_limits<double>::infinity();
+  std::vector<double> maxima(tg, below);
+  std::vector<bool> owns(tg, false);
+  for (uint32_t j = 0; j < vocab; ++j) {
+    const uint32_t t = j % tg;
+    maxima[t] = owns[t] ? std::max(maxima[t], r[j]) : r[j];
+    owns[t] = true;
+  }
+  if (k == 0 || k > tg) return vocab;
+  std::vector<std::pair<bool, double>> order;  // (owns, max): a thread owning nothing sorts last
+  for (uint32_t t = 0; t < tg; ++t) order.push_back({owns[t], maxima[t]});
+  std::sort(order.begin(), order.end(), [](const auto& a, const auto& b) {
+    return a.first != b.first ? a.first : a.second > b.second;
+  });
+  if (!order[k - 1].first) return vocab;
+  const double tau = order[k - 1].second;
+  uint32_t n = 0;
+  for (uint32_t j = 0; j < vocab; ++j) n += r[j] >= tau;
+  return n;
+}
+
+TestSetup topk_case(DType dt, uint32_t rows, uint32_t vocab, uint32_t k, uint32_t cap, uint32_t tg,
+                    std::vector<double> x) {
+  return TestSetup(dt)
+      .in("logits", std::move(x))
+      .out("values", size_t(rows) * k)
+      .out("indices", size_t(rows) * k)
+      .out("found", rows)
+      .constexprs({{"rows", rows}, {"vocab", vocab}, {"k", k}, {"cap", cap}})
+      .grid({rows, 1, 1}, {tg, 1, 1})
+      .error_floor(0x1p-126)
+      .oracle([rows, vocab, k, tg](const Tensors& in, Tensors& out) {
+        for (uint32_t r = 0; r < rows; ++r) {
+          std::vector<uint32_t> order = sorted_row(in.at("logits"), r, vocab);
+          for (uint32_t i = 0; i < k; ++i) {
+            const bool real = i < vocab;
+            out.at("indices")[size_t(r) * k + i] = real ? order[i] : double(kNone);
+            out.at("values")[size_t(r) * k + i] = real ? in.at("logits")[size_t(r) * vocab + order[i]] : 0.0;
+          }
+          out.at("found")[r] = expected_found(in.at("logits").data() + size_t(r) * vocab, vocab, k, tg);
+        }
+      });
+}
+
+}  // namespace
+
+// The candidate path: random rows (few logits reach tau) at k = 50 and 7, vocab a multiple of 8
+// and not; ties cut at the k-th (the coarse grid of tied_logits; cap 1024 holds them all).
+IRON_TEST_KERNEL(iron_topk, rows3_v1000_k50, {f32}, {f16}, {bf16}) {
+  return topk_case(dt, 3, 1000, 50, 256, 64, fixture::uniform(3 * 1000, -20.0, 20.0, 311));
+}
+IRON_TEST_KERNEL(iron_topk, rows4_v1003_k7_ties, {f32}, {f16}, {bf16}) {
+  return topk_case(dt, 4, 1003, 7, 1024, 64, tied_logits(4, 1003, 312));
+}
+// The fallback: cap 4 is too small for the ties at the threshold.
+IRON_TEST_KERNEL(iron_topk, rows3_v203_k6_fallback, {f32}, {f16}, {bf16}) {
+  return topk_case(dt, 3, 203, 6, 4, 32, tied_logits(3, 203, 313));
+}
+// k larger than the row (positions past it are none), and k larger than the threadgroup.
+IRON_TEST_KERNEL(iron_topk, rows2_v5_k9, {f32}, {bf16}) {
+  return topk_case(dt, 2, 5, 9, 16, 32, {3, -1, 3, 2, 0, -4, 8, 8, -4, 1});
+}
+IRON_TEST_KERNEL(iron_topk, rows2_v5_k40, {f32}, {bf16}) {
+  return topk_case(dt, 2, 5, 40, 16, 32, {3, -1, 3, 2, 0, -4, 8, 8, -4, 1});
+}
+// A threadgroup of 128 (16 lane groups at lane width 8), the maxima owned by threads 64..71; k =
+// 2 in the fallback (cap 1).
+IRON_TEST_KERNEL(iron_topk, rows3_v300_k2_tg128_fallback, {f32}) {
+  return topk_case(dt, 3, 300, 2, 1, 128, positioned(300, {66, 70, 64}, 318, false));
+}
+IRON_TEST_KERNEL(iron_topk, rows2_v5_k9_fallback, {f32}, {bf16}) {
+  return topk_case(dt, 2, 5, 9, 2, 32, {3, -1, 3, 2, 0, -4, 8, 8, -4, 1});
+}
+// The places of argmax's positioned rows (the top two are the maximum and its later repeat, the
+// third the best of a tied background); and the maximum in the first logit of a row's tail
+// (every thread but 0 and 1 idle).
+IRON_TEST_KERNEL(iron_topk, rows12_v264_k3_positions, {f32}, {bf16}) {
+  return topk_case(dt, 12, 264, 3, 256, 32, positioned(264, kAlignedAt, 315, false));
+}
+IRON_TEST_KERNEL(iron_topk, rows12_v267_k3_positions_fallback, {f32}, {bf16}) {
+  return topk_case(dt, 12, 267, 3, 1, 64, positioned(267, kTailAt, 316, false));
+}
+IRON_TEST_KERNEL(iron_topk, rows2_v19_k2_tail, {f32}, {bf16}) {
+  std::vector<double> x = fixture::uniform(2 * 19, -4.0, 4.0, 317);
+  x[16] = 5;
+  x[19 + 18] = 5;
+  return topk_case(dt, 2, 19, 2, 16, 32, std::move(x));
+}
+IRON_TEST_KERNEL(iron_topk, rows2_v300_k40_tg32, {f32}, {bf16}) {
+  return topk_case(dt, 2, 300, 40, 512, 32, fixture::uniform(2 * 300, -3.0, 3.0, 314));
+}
+
+// ---- Kernel-owned launch. The families share their kernels' names (iron_argmax, iron_topk).
+namespace {
+uint32_t round_up(uint64_t v, uint32_t to) { return uint32_t((v + to - 1) / to * to); }
+// Threads for a row that gives each `per` logits per step: enough to cover the row once, a
+// multiple of the lane width, at most 1024 and the device's limit.
+uint32_t row_threads(const DeviceInfo& dev, uint64_t need) {
+  const uint32_t lanes = std::max(1u, dev.lane_width);
+  const uint32_t most = std::max(lanes, std::min(1024u, dev.max_threads_per_group) / lanes * lanes);
+  return std::clamp(round_up(std::max<uint64_t>(need, 1), lanes), lanes, most);
+}
+void check_rows(const DeviceInfo& dev, DType t, int64_t rows, int64_t vocab) {
+  if (rows < 1 || vocab < 1 || rows > int64_t(dev.max_grid.x) || uint64_t(rows) * uint64_t(vocab) > UINT32_MAX)
+    throw Error("rows = " + std::to_string(rows) + ", vocab = " + std::to_string(vocab) +
+                ": each must be at least 1, rows at most the device's grid (" + std::to_string(dev.max_grid.x) +
+                ") and rows * vocab below 2^32");
+  if ((t == DType::F16 && !dev.f16) || (t == DType::BF16 && !dev.bf16))
+    throw Error("device " + dev.name + " has no " + dtype_name(t) + " support");
+}
+}  // namespace
+
+// argmax_for {rows, vocab}: one threadgroup per row, enough threads for one chunk of 8 logits
+// each (up to 1024).
+static LaunchPlan argmax_for(const Call& call, const DeviceInfo& dev) {
+  const int64_t rows = call.size("rows"), vocab = call.size("vocab");
+  check_rows(dev, call.dtype.t, rows, vocab);
+  const uint32_t tg = row_threads(dev, (uint64_t(vocab) + kVec - 1) / kVec);
+  LaunchPlan plan;
+  plan.steps.push_back({"iron_argmax", {uint32_t(rows), 1, 1}, {tg, 1, 1},
+                        {{"rows", uint32_t(rows)}, {"vocab", uint32_t(vocab)}}, {}});
+  plan.reason = "one threadgroup of " + std::to_string(tg) + " per row";
+  return plan;
+}
+IRON_SELECTOR(iron_argmax, argmax_for);
+
+// topk_for {rows, vocab, k}: one threadgroup per row with a thread per logit up to 1024 (and at
+// least k, rounded to the lane width, so tau comes from k thread maxima); the candidate
+// capacity is 2048, or what the device's threadgroup memory leaves beside the kernel's fixed
+// 4 KiB + 24 bytes + 1 KiB.
+static LaunchPlan topk_for(const Call& call, const DeviceInfo& dev) {
+  const int64_t rows = call.size("rows"), vocab = call.size("vocab"), k = call.size("k");
+  check_rows(dev, call.dtype.t, rows, vocab);
+  if (k < 1 || k > 1024) throw Error("k = " + std::to_string(k) + ": top-k takes k in 1..1024");
+  const uint32_t tg = row_threads(dev, std::max<uint64_t>(uint64_t(vocab), uint64_t(k)));
+  const uint64_t memory = std::max(dev.shared_memory_bytes, dev.shared_memory_optin_bytes);
+  const uint64_t fixed = 4096 + 24 + 1024;
+  if (memory < fixed + 8 * 64)
+    throw Error("device " + dev.name + " has " + std::to_string(memory) + " bytes of threadgroup memory; top-k needs " +
+                std::to_string(fixed + 8 * 64));
+  const uint32_t cap = uint32_t(std::min<uint64_t>(2048, (memory - fixed) / 8));
+  LaunchPlan plan;
+  plan.steps.push_back({"iron_topk", {uint32_t(rows), 1, 1}, {tg, 1, 1},
+                        {{"rows", uint32_t(rows)}, {"vocab", uint32_t(vocab)}, {"k", uint32_t(k)}, {"cap", cap}}, {}});
+  plan.reason = "one threadgroup of " + std::to_string(tg) + " per row, " + std::to_string(cap) + " candidates";
+  return plan;
+}
+IRON_SELECTOR(iron_topk, topk_for);
+
+// Through the selectors: a row of 1000 with ties, and 3 rows of 5000 (more logits than threads).
+IRON_TEST_KERNEL(iron_argmax, call_rows6_v1000_ties, {f32}, {f16}, {bf16}) {
+  TestSetup t = argmax_case(dt, 6, 1000, 64, tied_logits(6, 1000, 341));
+  return TestSetup(dt).in("logits", t.inputs().at("logits")).out("index", 6).call({{"rows", 6}, {"vocab", 1000}}).oracle(t.oracle_fn());
+}
+IRON_TEST_KERNEL(iron_argmax, call_rows3_v5000, {f32}, {bf16}) {
+  TestSetup t = argmax_case(dt, 3, 5000, 64, fixture::uniform(3 * 5000, -10.0, 10.0, 342));
+  return TestSetup(dt).in("logits", t.inputs().at("logits")).out("index", 3).call({{"rows", 3}, {"vocab", 5000}}).oracle(t.oracle_fn());
+}
+// Top-k through the selector: k = 50 over 3 rows of 320 and k = 7 over tied rows of 256 (rows of
+// a multiple of 64 logits, so the selector takes a thread per logit at every lane width, which
+// the expected found count assumes).
+static TestSetup topk_call_case(DType dt, uint32_t rows, uint32_t vocab, uint32_t k, std::vector<double> x,
+                                uint32_t tg_of_selector) {
+  TestSetup t = topk_case(dt, rows, vocab, k, 2048, tg_of_selector, std::move(x));
+  return TestSetup(dt)
+      .in("logits", t.inputs().at("logits"))
+      .out("values", size_t(rows) * k)
+      .out("indices", size_t(rows) * k)
+      .out("found", rows)
+      .call({{"rows", rows}, {"vocab", vocab}, {"k", k}})
+      .error_floor(t.floor())
+      .oracle(t.oracle_fn());
+}
+IRON_TEST_KERNEL(iron_topk, call_rows3_v320_k50, {f32}, {f16}, {bf16}) {
+  return topk_call_case(dt, 3, 320, 50, fixture::uniform(3 * 320, -10.0, 10.0, 343), 320);
+}
+IRON_TEST_KERNEL(iron_topk, call_rows4_v256_k7_ties, {f32}, {bf16}) {
+  return topk_call_case(dt, 4, 256, 7, tied_logits(4, 256, 344), 256);
+}
+
+// Through the selectors (BENCH-NAMES): argmax rows1_v128256, rows64_v128256; top-k k = 50
+// rows1_v128256_k50, rows64_v128256_k50 (f32 logits; bf16 too). Bytes: the logits once.
+static BenchSetup sampling_call_bench(DType dt, uint32_t rows, uint32_t k, uint64_t seed) {
+  const uint32_t vocab = 128256;
+  BenchSetup b(dt);
+  b.in("logits", fixture::uniform(size_t(rows) * vocab, -20.0, 20.0, seed));
+  if (k == 0) {
+    b.out("index", rows).call({{"rows", rows}, {"vocab", vocab}});
+    b.oracle(argmax_case(dt, rows, vocab, 1024, {}).oracle_fn());
+  } else {
+    b.out("values", size_t(rows) * k).out("indices", size_t(rows) * k).out("found", rows);
+    b.call({{"rows", rows}, {"vocab", vocab}, {"k", k}});
+    b.oracle(topk_case(dt, rows, vocab, k, 2048, 1024, {}).oracle_fn()).error_floor(0x1p-126);
+  }
+  return b.bytes(double(rows) * vocab * dtype_size(dt));
+}
+IRON_BENCH(iron_argmax, rows1_v128256, {f32, 0}, {bf16, 0}) { return sampling_call_bench(dt, 1, 0, 331); }
+IRON_BENCH(iron_argmax, rows64_v128256, {f32, 0}, {bf16, 0}) { return sampling_call_bench(dt, 64, 0, 332); }
+IRON_BENCH(iron_topk, rows1_v128256_k50, {f32, 0}, {bf16, 0}) { return sampling_call_bench(dt, 1, 50, 333); }
+IRON_BENCH(iron_topk, rows64_v128256_k50, {f32, 0}, {bf16, 0}) { return sampling_call_bench(dt, 64, 50, 334); }
+
+}  // namespace iron::kernels
