@@ -15,7 +15,10 @@
 // be smaller than it); there is no element tail, d being a multiple of 8.
 // Accumulation in f32, combined across the threadgroup by group_sum's fixed tree: bit-exact run
 // to run on one device (no atomics).
-// Dispatch: grid = {rows, 1, 1}, threadgroup = {tg, 1, 1} with tg a multiple of the lane width.
+// Dispatch: grid = {rows, 1, 1}, threadgroup = {tg, 1, 1} with tg a multiple of the lane width;
+// the selector rmsnorm_spec_for (below; `iron run iron_rmsnorm_spec --dtype bf16 --arg rows=7
+// --arg d=4096 --arg eps=1e-6`) picks tg so that the row fits the registers.
+#include <algorithm>
 #include <cmath>
 #include <functional>
 
@@ -144,26 +147,70 @@ IRON_TEST_KERNEL(iron_rmsnorm_spec, rows5_d1000_extreme, {f32}, {f16}, {bf16}) {
   return rmsnorm_spec_setup(dt, rows, d, 128, std::move(x), 1e-6).error_floor(half ? 0x1p-24 : 0x1p-100);
 }
 
+// Selector: the logical call {rows, d, eps}. One threadgroup per row, of tg threads: enough
+// for the row to fit the register steps (tg >= d / 8 / 4), at least 256 (or the row's chunk
+// count rounded up to the lane width, when smaller), at most the device's largest multiple of
+// its lane width. d is passed through as it is: a d that is not a multiple of 8 reaches the
+// dispatch check, which rejects it naming the fact.
+static LaunchPlan rmsnorm_spec_for(const Call& call, const DeviceInfo& dev) {
+  const int64_t rows = call.size("rows"), d = call.size("d");
+  if (rows == 0 || d == 0 || rows > int64_t(UINT32_MAX) || d > int64_t(UINT32_MAX))
+    throw Error("rows = " + std::to_string(rows) + ", d = " + std::to_string(d) + ": each must be in 1..2^32-1");
+  const uint64_t lane = std::max<uint32_t>(dev.lane_width, 1);
+  auto round_up = [&](uint64_t n) { return (n + lane - 1) / lane * lane; };
+  const uint64_t chunks = std::max<uint64_t>(uint64_t(d) / 8, 1);
+  const uint64_t most = std::max<uint64_t>(std::min<uint64_t>(dev.max_threads_per_group, 1024) / lane * lane, lane);
+  uint64_t tg = round_up((chunks + kRegSteps - 1) / kRegSteps);
+  tg = std::max(tg, std::min<uint64_t>(256, round_up(chunks)));
+  tg = std::min(tg, most);
+  LaunchPlan plan;
+  plan.steps.push_back({"iron_rmsnorm_spec", {uint32_t(rows), 1, 1}, {uint32_t(tg), 1, 1},
+                        {{"rows", uint32_t(rows)}, {"d", uint32_t(d)}, {"eps", call.scalar("eps")}}, {}});
+  const bool held = chunks <= kRegSteps * tg;
+  plan.reason = "one row per threadgroup of " + std::to_string(tg) + " threads, " +
+                (held ? "the row in registers" : "the row past " + std::to_string(8 * kRegSteps * tg) + " read twice");
+  return plan;
+}
+IRON_SELECTOR(iron_rmsnorm_spec, rmsnorm_spec_for);
+
+// Through the selector: 7 rows of 4096 (256 threads), 5 rows of 1000 (128 threads). The
+// tolerance is derived for the smallest threadgroup the selector may pick (32 threads): its
+// longer serial sums outweigh the shorter group_sum tree.
+static TestSetup rmsnorm_spec_call(DType dt, uint32_t rows, uint32_t d) {
+  TestSetup t = rmsnorm_spec_case(dt, rows, d, 256);
+  return TestSetup(dt)
+      .in("x", t.inputs().at("x"))
+      .in("w", t.inputs().at("w"))
+      .out("out", size_t(rows) * d)
+      .call({{"rows", rows}, {"d", d}, {"eps", 1e-6}})
+      .accumulation(2 * group_sum_rounding(8ull * ((d / 8 + 31) / 32) * 32, 32) + 4)
+      .math_ops(1)
+      .oracle(t.oracle_fn());
+}
+IRON_TEST_KERNEL(iron_rmsnorm_spec, call_rows7_d4096, {f32}, {bf16}) { return rmsnorm_spec_call(dt, 7, 4096); }
+IRON_TEST_KERNEL(iron_rmsnorm_spec, call_rows5_d1000, {f32}, {bf16}) { return rmsnorm_spec_call(dt, 5, 1000); }
+
 }  // namespace iron::kernels
 
-// Benchmarks: decode (1 row) and prefill (4096 rows) at hidden 4096, and a wide 8192 model, as
-// iron_rmsnorm's, so the two compare shape for shape, on 256 threads: x is read once up to
-// d = 8192, w once, out written once.
+// Benchmarks, through the selector, at the RMSNorm shapes under the names the peers
+// use (docs/benchmarks): decode (1 and 32 rows of 4096), prefill (4096 and 32768 rows) and a
+// wide 8192 model. Bytes: x read once, w once, out written once (x is read once while the row
+// fits the registers, which the selector arranges for every shape here).
 namespace iron::kernels {
 static BenchSetup rmsnorm_spec_bench(DType dt, uint32_t rows, uint32_t d) {
   TestSetup t = rmsnorm_spec_case(dt, rows, d, 256);
   BenchSetup b(dt);
   b.in("x", t.inputs().at("x")).in("w", t.inputs().at("w")).out("out", size_t(rows) * d);
-  b.constexprs(t.scalars()).grid(t.grid_size(), t.threadgroup()).oracle(t.oracle_fn());
+  b.call({{"rows", rows}, {"d", d}, {"eps", 1e-6}}).oracle(t.oracle_fn());
   return b.bytes((2.0 * rows * d + d) * dtype_size(dt))
       .flops(4.0 * rows * d)
       .sweep("iron_rmsnorm_spec_d" + std::to_string(d), rows);
 }
 IRON_BENCH(iron_rmsnorm_spec, rows1_d4096, {f32, 1e-5}, {f16, 2e-3}, {bf16, 1e-2}) { return rmsnorm_spec_bench(dt, 1, 4096); }
+IRON_BENCH(iron_rmsnorm_spec, rows32_d4096, {f32, 1e-5}, {f16, 2e-3}, {bf16, 1e-2}) { return rmsnorm_spec_bench(dt, 32, 4096); }
 IRON_BENCH(iron_rmsnorm_spec, rows4096_d4096, {f32, 1e-5}, {f16, 2e-3}, {bf16, 1e-2}) {
   return rmsnorm_spec_bench(dt, 4096, 4096);
 }
-IRON_BENCH(iron_rmsnorm_spec, rows4096_d8192, {f32, 1e-5}, {f16, 2e-3}, {bf16, 1e-2}) {
-  return rmsnorm_spec_bench(dt, 4096, 8192);
-}
+IRON_BENCH(iron_rmsnorm_spec, rows32768_d4096, {bf16, 1e-2}) { return rmsnorm_spec_bench(dt, 32768, 4096); }
+IRON_BENCH(iron_rmsnorm_spec, rows16384_d8192, {bf16, 1e-2}) { return rmsnorm_spec_bench(dt, 16384, 8192); }
 }  // namespace iron::kernels

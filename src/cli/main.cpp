@@ -397,6 +397,8 @@ int run_main(int argc, char** argv) {
   optc->add_flag("--verify-each", verify_each, "Run the verifier after every pass");
   optc->add_flag("--stats", stats, "Print each pass's op counts and statistics");
   optc->add_flag("--locations", locations, "Print DSL locations");
+  optc->add_option("--specialize", specialize,
+                   "Bake NAME=VALUE in for a scalar the IR declares specialize (repeatable)");
   optc->add_option("--mutation", mutation, "Switch on a pass's known-bad behaviour (mutation testing)");
 
   auto* list = app.add_subcommand("list", "List registered kernels and test cases");
@@ -509,6 +511,7 @@ int run_main(int argc, char** argv) {
     }
     args = {"opt", ir_file};
     opt("--only", only);
+    for (const std::string& s : specialize) opt("--specialize", s);
     opt("--stop-after", stop_after);
     opt("--mutation", mutation);
     if (verify_each) args.push_back("--verify-each");

@@ -939,6 +939,7 @@ int cmd_opt(const Args& a) {
   opts.verify_each = a.verify_each;
   opts.stop_after = a.stop_after;
   opts.mutation = a.mutation;
+  opts.specialize = specialization_for(k, a.specialize, true, nullptr);
   if (!a.only.empty())
     for (const std::string& n : passes::pass_names())
       if (n != a.only) opts.disabled.insert(n);

@@ -426,6 +426,7 @@ void Context::clear_pipeline_cache() {
   std::lock_guard lock(cache_->mu);
   for (auto& [kernel, r] : cache_->registered) r.pipelines.clear();  // they point into `pipelines`
   cache_->pipelines.clear();
+  cache_->spec_lru.clear();
 }
 
 namespace {

@@ -29,6 +29,8 @@ IRON_DEVICE_FN(test_sub_mul, sub_mul_body);
 struct Case {
   std::filesystem::path path;
   std::string pass, mutation, input, expect, expect_error;
+  // "; specialize: NAME=VALUE" lines: scalars baked in (PipelineOptions::specialize), integers.
+  std::vector<std::pair<std::string, int64_t>> specialize;
   bool unchanged = false;
 };
 
@@ -41,6 +43,11 @@ Case load(const std::filesystem::path& path) {
   while (std::getline(f, line)) {
     if (line.rfind("; pass: ", 0) == 0) c.pass = line.substr(8);
     else if (line.rfind("; mutation: ", 0) == 0) c.mutation = line.substr(12);
+    else if (line.rfind("; specialize: ", 0) == 0) {
+      const std::string item = line.substr(14);
+      const size_t eq = item.find('=');
+      c.specialize.emplace_back(item.substr(0, eq), std::stoll(item.substr(eq + 1)));
+    }
     else if (line.rfind("; expect-error: ", 0) == 0) c.expect_error = line.substr(16);
     else if (line == "; expect: unchanged") c.unchanged = true;
     else if (line == "; expect:") state = Expect;
@@ -59,6 +66,12 @@ std::string run_one(const Case& c, const std::string& mutation) {
   for (const std::string& n : passes::pass_names())
     if (n != c.pass) opts.disabled.insert(n);
   opts.mutation = mutation;
+  for (const auto& [name, value] : c.specialize) {
+    const int p = k.find_param(name);
+    if (p < 0) return "error: '; specialize: " + name + "' names no parameter";
+    const uint64_t bits = int_bits(k.params[size_t(p)].dtype) == 64 ? uint64_t(value) : uint64_t(uint32_t(value));
+    opts.specialize.values.emplace_back(uint32_t(p), bits);
+  }
   passes::PipelineResult r = passes::run_pipeline(k, opts);
   if (!r.ok()) return "error: " + r.diags.render(k);
   ir::Diagnostics v;

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include <iron/iron.hpp>
+#include <iron/launch.hpp>
 
 #include "codegen/codegen.hpp"
 #include "core/ir.hpp"
@@ -493,35 +494,44 @@ TEST(Facts, BufferAlignmentIsChecked) {
   }
 }
 
-// ---- Vulkan: the value is baked into the SPIR-V and is part of the disk key ----------------------
+// ---- Vulkan and CUDA: the value is baked into the binary and is part of the disk key ------------
 
-TEST(Specialization, VulkanBakesTheValueAndKeysTheDiskCacheByIt) {
+// Two values stored by one Context are loaded from disk by the next; a third value is compiled.
+// CUDA runs where a driver is (the H200), and is skipped here.
+void disk_keys_by_value(Backend b) {
   ScopedEnv disk("IRON_NO_DISK_CACHE", nullptr);
-  const std::filesystem::path dir =
-      std::filesystem::temp_directory_path() / ("iron_specialize_test_" + std::to_string(::getpid()));
+  std::unique_ptr<Context> first;
+  try {
+    first = Context::create(b);
+  } catch (const Error& e) {
+    if (b == Backend::Cuda) GTEST_SKIP() << "no CUDA: " << e.what();
+    FAIL() << "no " << backend_name(b) << " context: " << e.what();
+  }
+  const std::filesystem::path dir = std::filesystem::temp_directory_path() /
+                                    ("iron_specialize_test_" + std::string(backend_name(b)) + std::to_string(::getpid()));
   std::filesystem::remove_all(dir);
   const ir::Kernel k = row_sum();
-  {
-    auto ctx = context(Backend::Vulkan);
-    ASSERT_TRUE(ctx);
-    ctx->set_disk_cache_dir(dir.string());
-    row_sum_and_check(*ctx, k, 8);
-    row_sum_and_check(*ctx, k, 32);
-    const Context::CacheStats s = ctx->cache_stats();
-    EXPECT_EQ(s.disk_misses, 2u);
-    EXPECT_EQ(s.disk_writes, 2u);
-  }
-  auto ctx = context(Backend::Vulkan);
+  first->set_disk_cache_dir(dir.string());
+  row_sum_and_check(*first, k, 8);
+  row_sum_and_check(*first, k, 32);
+  Context::CacheStats s = first->cache_stats();
+  EXPECT_EQ(s.disk_misses, 2u);
+  EXPECT_EQ(s.disk_writes, 2u);
+  first.reset();
+  auto ctx = context(b);
   ASSERT_TRUE(ctx);
   ctx->set_disk_cache_dir(dir.string());
   row_sum_and_check(*ctx, k, 32);  // from disk
   row_sum_and_check(*ctx, k, 8);   // from disk
   row_sum_and_check(*ctx, k, 16);  // a value never built: compiled
-  const Context::CacheStats s = ctx->cache_stats();
+  s = ctx->cache_stats();
   EXPECT_EQ(s.disk_hits, 2u);
   EXPECT_EQ(s.disk_misses, 1u);
   std::filesystem::remove_all(dir);
 }
+
+TEST(Specialization, VulkanBakesTheValueAndKeysTheDiskCacheByIt) { disk_keys_by_value(Backend::Vulkan); }
+TEST(Specialization, CudaBakesTheValueAndKeysTheDiskCacheByIt) { disk_keys_by_value(Backend::Cuda); }
 
 // ---- iron_rmsnorm_spec: what specialization buys (kernels/norm/rmsnorm_spec.cpp) -----------------
 
@@ -579,8 +589,45 @@ TEST(Specialization, RmsnormSpecRejectsARowLengthThatIsNotAMultipleOf8) {
                               {256, 1, 1});
     });
     expect_contains(e, "constexpr 'd' = 4095 breaks the fact multiple_of(8) that kernel iron_rmsnorm_spec declares at ");
-    expect_contains(e, "kernels/norm/rmsnorm_spec.cpp:33");
+    const ir::Kernel& k = kernel_ir("iron_rmsnorm_spec");
+    expect_contains(k.where(k.params[1].loc), "kernels/norm/rmsnorm_spec.cpp:");
+    expect_contains(e, k.where(k.params[1].loc));  // the line of d's declaration
   }
+}
+
+// The selector (rmsnorm_spec_for): one row per threadgroup, enough threads for the row to fit
+// the register steps, at least 256 (fewer for a row of fewer chunks), within the device.
+TEST(Specialization, RmsnormSpecSelectorRoutes) {
+  auto plan = [](int64_t rows, int64_t d, uint32_t lane, uint32_t max_threads) {
+    DeviceInfo dev;
+    dev.lane_width = lane;
+    dev.max_threads_per_group = max_threads;
+    Call call;
+    call.dtype = DType::BF16;
+    call.args = {{"rows", rows}, {"d", d}, {"eps", 1e-6}};
+    return plan_launch("iron_rmsnorm_spec", call, dev);
+  };
+  auto tg = [&](int64_t rows, int64_t d, uint32_t lane = 32, uint32_t max_threads = 1024) {
+    const LaunchPlan p = plan(rows, d, lane, max_threads);
+    EXPECT_EQ(p.steps.size(), 1u);
+    EXPECT_EQ(p.steps[0].kernel, "iron_rmsnorm_spec");
+    EXPECT_EQ(p.steps[0].grid.x, uint32_t(rows));
+    return p.steps[0].threadgroup.x;
+  };
+  EXPECT_EQ(tg(1, 4096), 256u);      // decode: one row
+  EXPECT_EQ(tg(4096, 4096), 256u);   // two register steps
+  EXPECT_EQ(tg(4096, 8192), 256u);   // four
+  EXPECT_EQ(tg(4096, 16384), 512u);  // more threads, still in registers
+  EXPECT_EQ(tg(7, 1000), 128u);      // 125 chunks: 128 threads
+  EXPECT_EQ(tg(1, 8), 32u);          // one chunk: one lane group
+  EXPECT_EQ(tg(1, 8, 64), 64u);      // lane width 64
+  EXPECT_EQ(tg(3, 4104, 64), 256u);
+  EXPECT_EQ(tg(2, 16384, 32, 256), 256u);  // a device of 256 threads: the row past 8192 is read twice
+  expect_contains(plan(2, 16384, 32, 256).reason, "the row past 8192 read twice");
+  expect_contains(plan(2, 8192, 32, 1024).reason, "the row in registers");
+  expect_contains(error_of([&] { plan(0, 4096, 32, 1024); }), "rows = 0, d = 4096: each must be in 1..2^32-1");
+  // d = 4095 is planned as it is: the dispatch's fact check rejects it (RmsnormSpecRejects... above).
+  EXPECT_EQ(plan(7, 4095, 32, 1024).steps[0].constexprs.at("d").u(), 4095u);
 }
 
 }  // namespace
