@@ -72,6 +72,7 @@ void read_all_fields(const json& msg) {
         case proto::Kind::NumberArray: for (const json& e : v) (void)e.get<double>(); break;
         case proto::Kind::NumberOrInf: if (v.is_string()) EXPECT_EQ(v.get<std::string>(), "inf"); else (void)v.get<double>(); break;
         case proto::Kind::StringOrNull: if (!v.is_null()) (void)v.get<std::string>(); break;
+        case proto::Kind::NumberOrNull: if (!v.is_null()) (void)v.get<double>(); break;
         case proto::Kind::Array: (void)v.get_ref<const json::array_t&>(); break;
         case proto::Kind::Object: (void)v.get_ref<const json::object_t&>(); break;
         case proto::Kind::ObjectOrNull: if (!v.is_null()) (void)v.get_ref<const json::object_t&>(); break;
