@@ -101,7 +101,11 @@ namespace {
 
 // A case that sets neither a grid nor a call, or a family case that sets a grid, is a mistake
 // in the case: named, nothing dispatched.
-std::string setup_problem(const TestDecl& decl, const TestSetup& setup, bool family) {
+std::string setup_problem(const TestDecl& decl, const TestSetup& setup, Instantiation dtype, bool family) {
+  if (setup.instantiation() != dtype)
+    return "the test body built a setup for dtype " + instantiation_name(setup.instantiation()) + " when asked for " +
+           instantiation_name(dtype);
+  if (!setup.oracle_fn()) return "the test has no oracle";
   const std::string name = std::string(decl.kernel) + "/" + decl.name;
   const bool has_grid = setup.grid_size().x != 0 || setup.threadgroup().x != 0;
   if (family && !setup.has_call())
@@ -112,6 +116,16 @@ std::string setup_problem(const TestDecl& decl, const TestSetup& setup, bool fam
   if (!family && setup.has_call())
     return "case " + name + " gives a .call(...), but no selector is registered as " + decl.kernel + " (IRON_SELECTOR)";
   return "";
+}
+
+// The comparison's figures and verdict into the outcome.
+void take_correctness(TestOutcome& r, const Correctness& c) {
+  r.max_error = c.max_error;
+  r.tolerance = c.rule.value;
+  r.ulps = c.rule.ulps;
+  r.compared = c.compared;
+  r.message = c.message;
+  r.status = r.message.empty() ? TestOutcome::Status::Pass : TestOutcome::Status::Fail;
 }
 
 // Skips a step whose threadgroup memory or buffers this device cannot hold; "" when it can.
@@ -144,23 +158,16 @@ size_t setup_count(const TestSetup& setup, const std::string& name) {
 
 // A case of a family: the selector plans the call on this device, then every step runs in order.
 // `kernel`, when given, replaces the plan's kernel of the same name (mutation testing).
-TestOutcome run_family_case(Context& ctx, const TestDecl& decl, Instantiation dtype, double tol, const ir::Kernel* kernel) {
+// `built` is the case's setup when the caller already built it.
+TestOutcome run_family_case(Context& ctx, const TestDecl& decl, Instantiation dtype, double tol, const ir::Kernel* kernel,
+                            std::optional<TestSetup> built) {
   TestOutcome r;
   r.ulps = std::isnan(tol);
   r.tolerance = r.ulps ? 0.5 : tol;
   const char* stage = "building the case";
   try {
-    TestSetup setup = decl.body(dtype.t, dtype.w);
-    if (setup.instantiation() != dtype) {
-      r.message = "the test body built a setup for dtype " + instantiation_name(setup.instantiation()) +
-                  " when asked for " + instantiation_name(dtype) + "; nothing was compared";
-      return r;
-    }
-    if (!setup.oracle_fn()) {
-      r.message = "the test has no oracle; nothing was compared";
-      return r;
-    }
-    if (std::string bad = setup_problem(decl, setup, true); !bad.empty()) {
+    TestSetup setup = built ? std::move(*built) : decl.body(dtype.t, dtype.w);
+    if (std::string bad = setup_problem(decl, setup, dtype, true); !bad.empty()) {
       r.message = bad + "; nothing was compared";
       return r;
     }
@@ -196,14 +203,8 @@ TestOutcome run_family_case(Context& ctx, const TestDecl& decl, Instantiation dt
     }
     ctx.synchronize();
     stage = "checking the outputs";
-    Correctness c = check_outputs(ctx, res, setup, tol);
-    r.max_error = c.max_error;
-    r.tolerance = c.rule.value;
-    r.ulps = c.rule.ulps;
-    r.compared = c.compared;
-    r.message = c.message;
+    take_correctness(r, check_outputs(ctx, res, setup, tol));
     if (!r.message.empty()) r.message += " [plan: " + plan.describe() + "]";
-    r.status = r.message.empty() ? TestOutcome::Status::Pass : TestOutcome::Status::Fail;
   } catch (const std::exception& e) {
     r.status = TestOutcome::Status::Fail;
     r.message = e.what();
@@ -230,16 +231,16 @@ bool case_runs_kernel(Context& ctx, const TestDecl& decl, Instantiation dtype, s
 TestOutcome run_test_case(Context& ctx, const TestDecl& decl, Instantiation dtype, double tol, const ir::Kernel* kernel) {
   // A family's case gives a call; a family may share its name with a kernel, whose own cases
   // give a grid. A name with a selector and no kernel is a family whatever the case says.
+  // The setup is built once here when a selector has the name, and handed on.
+  std::optional<TestSetup> built;
   if (find_selector(decl.kernel)) {
-    bool family = !find_kernel_decl(decl.kernel);
-    if (!family) {
-      try {
-        family = decl.body(dtype.t, dtype.w).has_call();
-      } catch (const std::exception&) {
-        // The direct path below reports it.
-      }
+    if (!find_kernel_decl(decl.kernel)) return run_family_case(ctx, decl, dtype, tol, kernel, std::nullopt);
+    try {
+      built.emplace(decl.body(dtype.t, dtype.w));
+    } catch (const std::exception&) {
+      // The direct path below builds it again and reports it.
     }
-    if (family) return run_family_case(ctx, decl, dtype, tol, kernel);
+    if (built && built->has_call()) return run_family_case(ctx, decl, dtype, tol, kernel, std::move(built));
   }
   TestOutcome r;
   r.ulps = std::isnan(tol);
@@ -253,17 +254,8 @@ TestOutcome run_test_case(Context& ctx, const TestDecl& decl, Instantiation dtyp
       r.message = label + "; nothing was compared";
       return r;
     }
-    TestSetup setup = decl.body(dtype.t, dtype.w);
-    if (setup.instantiation() != dtype) {
-      r.message = "the test body built a setup for dtype " + instantiation_name(setup.instantiation()) +
-                  " when asked for " + instantiation_name(dtype) + "; nothing was compared";
-      return r;
-    }
-    if (!setup.oracle_fn()) {
-      r.message = "the test has no oracle; nothing was compared";
-      return r;
-    }
-    if (std::string bad = setup_problem(decl, setup, false); !bad.empty()) {
+    TestSetup setup = built ? std::move(*built) : decl.body(dtype.t, dtype.w);
+    if (std::string bad = setup_problem(decl, setup, dtype, false); !bad.empty()) {
       r.message = bad + "; nothing was compared";
       return r;
     }
@@ -287,13 +279,7 @@ TestOutcome run_test_case(Context& ctx, const TestDecl& decl, Instantiation dtyp
     ctx.dispatch_with_grid(k, dtype, res.bindings, setup.scalars(), setup.grid_size(), setup.threadgroup());
     ctx.synchronize();
     stage = "checking the outputs";
-    Correctness c = check_outputs(ctx, res, setup, tol);
-    r.max_error = c.max_error;
-    r.tolerance = c.rule.value;
-    r.ulps = c.rule.ulps;
-    r.compared = c.compared;
-    r.message = c.message;
-    r.status = r.message.empty() ? TestOutcome::Status::Pass : TestOutcome::Status::Fail;
+    take_correctness(r, check_outputs(ctx, res, setup, tol));
   } catch (const std::exception& e) {
     r.status = TestOutcome::Status::Fail;
     r.message = e.what();

@@ -432,7 +432,9 @@ void Context::clear_pipeline_cache() {
 namespace {
 
 std::string dim_text(Dim3 d) {
-  return "{" + std::to_string(d.x) + ", " + std::to_string(d.y) + ", " + std::to_string(d.z) + "}";
+  std::string s = "{";  // appended, not "{" + ...: GCC 12 -O3 reports a false -Wrestrict on the latter
+  s += std::to_string(d.x) + ", " + std::to_string(d.y) + ", " + std::to_string(d.z) + "}";
+  return s;
 }
 
 // Whether the scalar of parameter dtype `t` with launch bits `bits` is negative.
@@ -1068,20 +1070,7 @@ Timing Context::time_sequence(const std::vector<SequenceLaunch>& seq, const Timi
 
 Timing Context::time_dispatch(const ir::Kernel& kernel, Instantiation dtype, const Bindings& buffers,
                               const Constexprs& constexprs, Dim3 grid, Dim3 threadgroup, const TimingOptions& opts) {
-  if (opts.warmup < 0 || opts.samples <= 0)
-    throw Error("timing needs warmup >= 0 and samples > 0 (got " + std::to_string(opts.warmup) + ", " +
-                std::to_string(opts.samples) + ")");
-  dtype = normalize(kernel, dtype);
-  Prepared p = prepare(kernel, dtype, threadgroup, true);
-  rt::LaunchArgs& args = launch_scratch();
-  check(device_->info(), kernel, CheckFacts{p.lane_ops, p.dtypes_used, p.shared_bytes, p.dynamic_tg, p.index_widths, p.skip_facts}, dtype, buffers, constexprs, grid, threadgroup,
-        &args);
-  std::shared_ptr<rt::CompiledKernel> held;
-  rt::CompiledKernel& compiled = p.compiled ? *p.compiled : *(held = pipeline(kernel, dtype, threadgroup, p, spec_values(kernel, args)));
-  Timing t;
-  t.samples_us = device_->time_launches(compiled, args, grid, threadgroup, opts);
-  t.compile_report = device_->compile_report(compiled);
-  return t;
+  return time_sequence({SequenceLaunch{&kernel, dtype, buffers, constexprs, grid, threadgroup}}, opts);
 }
 
 }  // namespace iron
