@@ -125,18 +125,11 @@ static TestSetup rms_norm_setup(DType dt, bool residual, const RowLaunch& l, uin
       .math_ops(1)
       .oracle([dt, residual, rows, d, eps](const Tensors& in, Tensors& out) {
         const auto& x = in.at("x");
-        const auto& w = in.at("w");
-        auto& o = out.at("out");
-        std::vector<double> hv(d);
-        for (uint32_t r = 0; r < rows; ++r) {
-          const size_t at = size_t(r) * d;
-          for (uint32_t j = 0; j < d; ++j) hv[j] = residual ? fixture::round_to(dt, x[at + j] + in.at("residual")[at + j]) : x[at + j];
-          if (residual) std::copy(hv.begin(), hv.end(), out.at("h").begin() + at);
-          double ss = 0;
-          for (uint32_t j = 0; j < d; ++j) ss += hv[j] * hv[j];
-          double scale = 1.0 / std::sqrt(ss / d + double(float(eps)));
-          for (uint32_t j = 0; j < d; ++j) o[at + j] = hv[j] * scale * w[j];
-        }
+        if (!residual) return rows::rms_norm_oracle(x, in.at("w"), rows, d, eps, out.at("out"));
+        // h = x + residual rounded to T is an output, and the norm's input.
+        std::vector<double>& h = out.at("h");
+        for (size_t i = 0; i < size_t(rows) * d; ++i) h[i] = fixture::round_to(dt, x[i] + in.at("residual")[i]);
+        rows::rms_norm_oracle(h, in.at("w"), rows, d, eps, out.at("out"));
       });
   return t;
 }

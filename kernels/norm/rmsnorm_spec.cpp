@@ -24,6 +24,8 @@
 
 #include <iron/iron.hpp>
 
+#include "rows.hpp"
+
 namespace iron::kernels {
 using namespace iron::dsl;
 
@@ -89,15 +91,7 @@ static TestSetup rmsnorm_spec_setup(DType dt, uint32_t rows, uint32_t d, uint32_
       .accumulation(2 * group_sum_rounding(per_thread * tg, tg) + 4)
       .math_ops(1)
       .oracle([rows, d, eps](const Tensors& in, Tensors& out) {
-        const auto& x = in.at("x");
-        const auto& w = in.at("w");
-        auto& o = out.at("out");
-        for (uint32_t r = 0; r < rows; ++r) {
-          double ss = 0;
-          for (uint32_t j = 0; j < d; ++j) ss += x[size_t(r) * d + j] * x[size_t(r) * d + j];
-          const double scale = 1.0 / std::sqrt(ss / d + double(float(eps)));
-          for (uint32_t j = 0; j < d; ++j) o[size_t(r) * d + j] = x[size_t(r) * d + j] * scale * w[j];
-        }
+        rows::rms_norm_oracle(in.at("x"), in.at("w"), rows, d, eps, out.at("out"));
       });
 }
 static TestSetup rmsnorm_spec_case(DType dt, uint32_t rows, uint32_t d, uint32_t tg, double amplitude = 2.0,

@@ -3,6 +3,7 @@
 #include "rows.hpp"
 
 #include <algorithm>
+#include <cmath>
 
 namespace iron::kernels::rows {
 
@@ -62,6 +63,17 @@ LaunchPlan row_family_plan(const std::string& family, const Call& call, const De
                 std::to_string(l.vec) + (d % 8 ? " (d is not a multiple of 8)" : "") + ", " + std::to_string(per_thread) +
                 " elements a thread" + (per_thread <= uint64_t(held_chunks_of(l.vec, row_regs(family))) * l.vec ? " (in registers)" : " (past the registers: re-read)");
   return plan;
+}
+
+void rms_norm_oracle(const std::vector<double>& h, const std::vector<double>& w, uint32_t rows, uint32_t d, double eps,
+                     std::vector<double>& out) {
+  for (uint32_t r = 0; r < rows; ++r) {
+    const size_t at = size_t(r) * d;
+    double ss = 0;
+    for (uint32_t j = 0; j < d; ++j) ss += h[at + j] * h[at + j];
+    const double scale = 1.0 / std::sqrt(ss / d + double(float(eps)));
+    for (uint32_t j = 0; j < d; ++j) out[at + j] = h[at + j] * scale * w[j];
+  }
 }
 
 double row_sum_rounding(Split split, uint64_t dv, uint32_t vec, uint32_t tg) {

@@ -161,6 +161,12 @@ void check_row_call(const std::string& family, const Call& call, const DeviceInf
 // for, so the serial part assumes 4 lanes and the tree 6 levels. Block rows: tg threads, at
 // most 3 ceil(log2 tg) tree levels (group_sum).
 double row_sum_rounding(Split split, uint64_t dv, uint32_t vec, uint32_t tg);
+
+// The f64 RMSNorm oracle every RMSNorm case shares: out[r, j] = h[r, j] * w[j] /
+// sqrt(mean_j h[r, j]^2 + eps) over `rows` rows of `d`, with eps rounded to f32 as the kernels
+// take it.
+void rms_norm_oracle(const std::vector<double>& h, const std::vector<double>& w, uint32_t rows, uint32_t d, double eps,
+                     std::vector<double>& out);
 // The most roundings of one reduction in any plan pick_row_launch makes for a row of d on a
 // device of at least 256 threads a threadgroup and any lane width up to 64: a thread's terms
 // are at most its registers' worth or ceil(dv / 256) chunks, plus at most 30 tree levels.
