@@ -1,7 +1,8 @@
 // Sampling from logits [rows, vocab] (T = f32, f16 or bf16), one threadgroup per row (mode
 // Reduction; grid = {rows, 1, 1}, threadgroup = {tg, 1, 1} with tg a multiple of the lane width,
 // at most 1024):
-//   iron_argmax   index[r] = the index of the largest logit of row r;
+//   iron_argmax   index[r] = the index of the largest logit of row r (few long rows: the split
+//                 pair iron_argmax_parts + iron_argmax_combine below, grid {rows, parts, 1});
 //   iron_topk     the k largest logits of each row, sorted: values[r, i] (T) and indices[r, i]
 //                 (u32) for i < k, largest first (and found[r], below).
 // The order. Logits are compared through an order-preserving u32 key (order_key): -0 and +0 are
@@ -18,6 +19,7 @@
 // counted). Results are the same on every backend and run.
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <functional>
 #include <limits>
 #include <numeric>
@@ -35,14 +37,17 @@ namespace {
 constexpr uint32_t kVec = 8;
 
 
-// visit(j, value) for each logit of row `row` this thread owns, in increasing index order.
-void for_each_owned(Buffer logits, Expr row, Expr vocab, const std::function<void(Expr, Expr)>& visit) {
+// visit(j, value) for the logits of row `row` this thread owns, in increasing index order: the
+// chunks of 8 c0 + t, c0 + t + tg, ... below c1 (t = local_id, tg = group_size), and thread 0
+// also the vocab % 8 logits past the row's last chunk where `tail` holds (nullptr: always).
+void for_each_owned(Buffer logits, Expr row, Expr vocab, Operand c0, Expr c1, const Expr* tail,
+                    const std::function<void(Expr, Expr)>& visit) {
   Expr t = local_id(0);
   Expr tg = group_size(0);
   Expr chunks = vocab / kVec;
   if_((vocab & (kVec - 1)) == 0u, [&] {
     Expr row_chunks = row * chunks;
-    for_(t, chunks, tg, [&](Expr c) {
+    for_(t + c0, c1, tg, [&](Expr c) {
       Expr at = (row_chunks + c) * kVec;  // a multiple of 8: one 16-byte load at 16 bits
       Expr v[kVec];
       for (uint32_t e = 0; e < kVec; ++e) v[e] = cast<f32>(logits[at + e]);
@@ -50,26 +55,34 @@ void for_each_owned(Buffer logits, Expr row, Expr vocab, const std::function<voi
     });
   }).else_([&] {
     Expr base = row * vocab;
-    for_(t, chunks, tg, [&](Expr c) {
+    for_(t + c0, c1, tg, [&](Expr c) {
       for (uint32_t e = 0; e < kVec; ++e) visit(c * kVec + e, cast<f32>(logits[base + c * kVec + e]));
     });
-    if_(t == 0u, [&] {
+    if_(tail ? *tail && t == 0u : t == 0u, [&] {
       for_(chunks * kVec, vocab, 1u, [&](Expr j) { visit(j, cast<f32>(logits[base + j])); });
     });
   });
 }
 
-
-// The logit a thread starts from: its first own element (index 8 t), or the row's last when it
-// owns none (a repeat of an element some thread owns, harmless for a maximum).
-Expr start_index(Expr vocab) { return min(local_id(0) * kVec, vocab - 1u); }
-
+// Folds the logits this thread owns (for_each_owned's walk) into its largest key `best` and the
+// first index holding it `best_at` (a later equal key does not replace it). Starting from (0,
+// kNone), a thread that owns nothing keeps them: 0 is below every logit's key (-inf's is
+// 0x007FFFFF).
+void best_owned(Buffer logits, Expr row, Expr vocab, Operand c0, Expr c1, const Expr* tail, Var<u32>& best,
+                Var<u32>& best_at) {
+  for_each_owned(logits, row, vocab, c0, c1, tail, [&](Expr j, Expr v) {
+    Expr key = order_key(v);
+    Expr better = key > best;
+    best_at = select(better, j, best_at);
+    best = select(better, key, best);
+  });
+}
 
 }  // namespace
 
-// ---- argmax: each thread keeps its largest key and the first index holding it (a later equal
-// key does not replace it); group_max finds the largest key, then the lowest index holding it
-// (the largest complement ~index). Dispatch: grid = {rows, 1, 1}.
+// ---- argmax: each thread keeps its largest key and the first index holding it (best_owned);
+// group_max finds the largest key, then the lowest index holding it (the largest complement
+// ~index). Dispatch: grid = {rows, 1, 1}.
 static void argmax() {
   Expr rows = constexpr_("rows", u32);
   Expr vocab = constexpr_("vocab", u32);
@@ -77,20 +90,77 @@ static void argmax() {
   Buffer index = output("index", u32, {rows});
 
   Expr row = program_id(0);
-  Expr first = start_index(vocab);
+  // A thread starts from its first own logit (index 8 t), or the row's last when it owns none (a
+  // repeat of a logit some thread owns, harmless for a maximum).
+  Expr first = min(local_id(0) * kVec, vocab - 1u);
   Var<u32> best = order_key(cast<f32>(logits[row * vocab + first]));
   Var<u32> best_at = first;
-  for_each_owned(logits, row, vocab, [&](Expr j, Expr v) {
-    Expr key = order_key(v);
+  best_owned(logits, row, vocab, 0u, vocab / kVec, nullptr, best, best_at);
+  Expr top = group_max_u32(best, "top_key");
+  Expr lowest = ~group_max_u32(select(best == top, ~best_at, 0u), "top_at");
+  if_(local_id(0) == 0u, [&] { index[row] = lowest; });
+}
+IRON_KERNEL(iron_argmax, argmax, Reduction, f32, f16, bf16);
+
+// ---- split argmax, for few rows of many logits: two kernels run in order.
+//   iron_argmax_parts    grid = {rows, parts, 1}: threadgroup (r, p) takes the chunks of 8
+//                        [p * per, min((p + 1) * per, chunks)) of row r, per = ceil(chunks /
+//                        parts), and the last part also the vocab % 8 tail; it writes best[r, p, 0]
+//                        = its largest key and best[r, p, 1] = the lowest index holding it
+//                        ((0, 0xFFFFFFFF) for a part past the row's end).
+//   iron_argmax_combine  grid = {rows, 1, 1}: thread t takes the parts t, t + tg, ... in order,
+//                        keeping the first largest key as argmax's threads do; the threadgroup
+//                        then picks the largest key and the lowest index holding it. The parts
+//                        hold increasing index ranges, so this is the row's argmax, tie rule
+//                        included.
+static void argmax_parts() {
+  Expr rows = constexpr_("rows", u32);
+  Expr vocab = constexpr_("vocab", u32);
+  Expr parts = constexpr_("parts", u32);
+  Buffer logits = input("logits", T, {rows, vocab});
+  Buffer best_out = output("best", u32, {rows, parts, 2});
+
+  Expr row = program_id(0);
+  Expr part = program_id(1);
+  Expr chunks = vocab / kVec;
+  Expr per = (chunks + parts - 1u) / parts;
+  Expr c0 = min(part * per, chunks);
+  Expr c1 = min(c0 + per, chunks);
+  Var<u32> best = 0u;
+  Var<u32> best_at = kNone;
+  Expr last = part == parts - 1u;
+  best_owned(logits, row, vocab, c0, c1, &last, best, best_at);
+  Expr top = group_max_u32(best, "top_key");
+  Expr lowest = ~group_max_u32(select(best == top, ~best_at, 0u), "top_at");
+  if_(local_id(0) == 0u, [&] {
+    Expr at = (row * parts + part) * 2u;
+    best_out[at] = top;
+    best_out[at + 1u] = lowest;
+  });
+}
+IRON_KERNEL(iron_argmax_parts, argmax_parts, Reduction, f32, f16, bf16);
+
+static void argmax_combine() {
+  Expr rows = constexpr_("rows", u32);
+  Expr parts = constexpr_("parts", u32);
+  Buffer best_in = input("best", u32, {rows, parts, 2});
+  Buffer index = output("index", u32, {rows});
+
+  Expr row = program_id(0);
+  Var<u32> best = 0u;
+  Var<u32> best_at = kNone;
+  for_(local_id(0), parts, group_size(0), [&](Expr p) {
+    Expr at = (row * parts + p) * 2u;
+    Expr key = cast<u32>(best_in[at]);
     Expr better = key > best;
-    best_at = select(better, j, best_at);
+    best_at = select(better, cast<u32>(best_in[at + 1u]), best_at);
     best = select(better, key, best);
   });
   Expr top = group_max_u32(best, "top_key");
   Expr lowest = ~group_max_u32(select(best == top, ~best_at, 0u), "top_at");
   if_(local_id(0) == 0u, [&] { index[row] = lowest; });
 }
-IRON_KERNEL(iron_argmax, argmax, Reduction, f32, f16, bf16);
+IRON_KERNEL(iron_argmax_combine, argmax_combine, Reduction, f32, f16, bf16);
 
 // ---- top-k: exact, in two phases. Thread t takes the logits t, t + tg, ... of its row.
 // 1. A threshold: each thread's largest key is stored (0 for a thread that owns nothing), and the
@@ -390,6 +460,133 @@ IRON_TEST_KERNEL(iron_topk, rows2_v300_k40_tg32, {f32}, {bf16}) {
   return topk_case(dt, 2, 300, 40, 512, 32, fixture::uniform(2 * 300, -3.0, 3.0, 314));
 }
 
+// ---- The split argmax's kernels, directly. The oracle keys a logit as order_key does (on its
+// f32 value: -0 as +0, NaN above everything).
+namespace {
+double host_key(double v) {
+  float f = float(v);
+  if (std::isnan(f)) return double(0xFFFFFFFFu);
+  if (f == 0.0f) f = 0.0f;
+  uint32_t bits;
+  std::memcpy(&bits, &f, 4);
+  return double(bits >= 0x80000000u ? ~bits : bits | 0x80000000u);
+}
+TestSetup argmax_parts_case(DType dt, uint32_t rows, uint32_t vocab, uint32_t parts, uint32_t tg, std::vector<double> x) {
+  return TestSetup(dt)
+      .in("logits", std::move(x))
+      .out("best", size_t(rows) * parts * 2)
+      .constexprs({{"rows", rows}, {"vocab", vocab}, {"parts", parts}})
+      .grid({rows, parts, 1}, {tg, 1, 1})
+      .oracle([rows, vocab, parts](const Tensors& in, Tensors& out) {
+        const uint32_t chunks = vocab / 8, per = (chunks + parts - 1) / parts;
+        for (uint32_t r = 0; r < rows; ++r)
+          for (uint32_t p = 0; p < parts; ++p) {
+            const uint32_t c0 = std::min(p * per, chunks), c1 = std::min(c0 + per, chunks);
+            double best = 0, at = double(kNone);
+            auto visit = [&](uint32_t j) {
+              const double key = host_key(in.at("logits")[size_t(r) * vocab + j]);
+              if (key > best) best = key, at = j;
+            };
+            for (uint32_t j = c0 * 8; j < c1 * 8; ++j) visit(j);
+            if (p == parts - 1)
+              for (uint32_t j = chunks * 8; j < vocab; ++j) visit(j);
+            out.at("best")[(size_t(r) * parts + p) * 2] = best;
+            out.at("best")[(size_t(r) * parts + p) * 2 + 1] = at;
+          }
+      });
+}
+}  // namespace
+// 3 rows of 1000 in 5 parts of 25 chunks; tied rows of 1003 in 4 parts (the tail in the last);
+// 40 logits in 8 parts of one chunk (the last 3 empty), and 43 (the last part empty but for the
+// tail); a threadgroup of 32 walking 25 chunks.
+IRON_TEST_KERNEL(iron_argmax_parts, rows3_v1000_p5, {f32}, {f16}, {bf16}) {
+  return argmax_parts_case(dt, 3, 1000, 5, 64, fixture::uniform(3 * 1000, -30.0, 30.0, 351));
+}
+IRON_TEST_KERNEL(iron_argmax_parts, rows2_v1003_p4_ties, {f32}, {bf16}) {
+  return argmax_parts_case(dt, 2, 1003, 4, 32, tied_logits(2, 1003, 352));
+}
+IRON_TEST_KERNEL(iron_argmax_parts, rows3_v40_p8_empty, {f32}, {bf16}) {
+  return argmax_parts_case(dt, 3, 40, 8, 32, tied_logits(3, 40, 353));
+}
+IRON_TEST_KERNEL(iron_argmax_parts, rows3_v43_p8_tail, {f32}, {bf16}) {
+  std::vector<double> x = fixture::uniform(3 * 43, -4.0, 4.0, 354);
+  x[42] = 9;           // row 0: the maximum in the tail (the last part)
+  x[43 + 40] = 9;      // row 1: the tail's first logit
+  x[86 + 3] = 9;       // row 2: the first part
+  return argmax_parts_case(dt, 3, 43, 8, 32, std::move(x));
+}
+// Parts longer than the threadgroup (500 chunks on 64 threads: every thread walks 8): the
+// maximum at chunk 64 of a part (thread 0's second), in the second lane group (thread 40), and in
+// the tail's middle logit (vocab 8003, the element path).
+IRON_TEST_KERNEL(iron_argmax_parts, rows3_v8000_p2_walk, {f32}, {bf16}) {
+  std::vector<double> x = fixture::uniform(3 * 8000, -4.0, 4.0, 355);
+  x[0 * 8000 + 500 * 8 + 64 * 8 + 3] = 9;   // row 0, part 1: chunk 564
+  x[1 * 8000 + 40 * 8 + 5] = 9;             // row 1, part 0: chunk 40 (thread 40)
+  x[2 * 8000 + 500 * 8 + 104 * 8] = 9;      // row 2, part 1: chunk 604 (thread 40's second)
+  return argmax_parts_case(dt, 3, 8000, 2, 64, std::move(x));
+}
+IRON_TEST_KERNEL(iron_argmax_parts, rows3_v8003_p2_walk_tail, {f32}, {bf16}) {
+  std::vector<double> x = fixture::uniform(3 * 8003, -4.0, 4.0, 356);
+  x[0 * 8003 + 64 * 8 + 1] = 9;             // row 0, part 0: chunk 64
+  x[1 * 8003 + 8001] = 9;                   // row 1: the tail's middle logit
+  x[2 * 8003 + 500 * 8 + 40 * 8 + 7] = 9;   // row 2, part 1: thread 40
+  return argmax_parts_case(dt, 3, 8003, 2, 64, std::move(x));
+}
+static TestSetup argmax_combine_case(DType dt, uint32_t rows, uint32_t parts, uint32_t tg, std::vector<double> best);
+// The combine over given parts: ties of keys across parts (the lower part's index wins), more
+// parts than threads, and an empty part's (0, none).
+IRON_TEST_KERNEL(iron_argmax_combine, rows3_p40_tg32, {f32}) {
+  const uint32_t rows = 3, parts = 40;
+  std::vector<double> best(size_t(rows) * parts * 2);
+  for (uint32_t r = 0; r < rows; ++r)
+    for (uint32_t p = 0; p < parts; ++p) {
+      const uint32_t key = 0x80000000u + ((p * 2654435761u + r * 97u) % 1000u);
+      best[(size_t(r) * parts + p) * 2] = key;
+      best[(size_t(r) * parts + p) * 2 + 1] = p * 100 + r;
+    }
+  for (uint32_t p : {7u, 19u, 33u}) best[(size_t(0) * parts + p) * 2] = 0x80001000u;  // row 0: three tied maxima
+  best[(size_t(1) * parts + 39) * 2] = 0x80001000u;                                   // row 1: the last part
+  best[(size_t(2) * parts + 0) * 2] = 0;                                               // row 2: an empty part first
+  best[(size_t(2) * parts + 0) * 2 + 1] = double(kNone);
+  best[(size_t(2) * parts + 32) * 2] = 0x80001000u;                                   // and the maximum at part 32
+  return argmax_combine_case(dt, rows, parts, 32, std::move(best));
+}
+// Threadgroups of 64 (two lane groups at lane width 32): the maximum in the second (part 45);
+// a row of empty parts but one whose key is 1 (below every logit's key, above an empty part's);
+// a row of empty parts only (none).
+IRON_TEST_KERNEL(iron_argmax_combine, rows3_p50_tg64, {f32}) {
+  const uint32_t rows = 3, parts = 50;
+  std::vector<double> best(size_t(rows) * parts * 2);
+  for (uint32_t p = 0; p < parts; ++p) {
+    best[size_t(p) * 2] = 0x80000000u + p % 7;
+    best[size_t(p) * 2 + 1] = 3 * p;
+    best[(size_t(parts) + p) * 2] = 0;
+    best[(size_t(parts) + p) * 2 + 1] = double(kNone);
+    best[(size_t(2 * parts) + p) * 2] = 0;
+    best[(size_t(2 * parts) + p) * 2 + 1] = double(kNone);
+  }
+  best[size_t(45) * 2] = 0x90000000u;
+  best[(size_t(parts) + 17) * 2] = 1;
+  best[(size_t(parts) + 17) * 2 + 1] = 17;
+  return argmax_combine_case(dt, rows, parts, 64, std::move(best));
+}
+static TestSetup argmax_combine_case(DType dt, uint32_t rows, uint32_t parts, uint32_t tg, std::vector<double> best) {
+  return TestSetup(dt)
+      .in("best", best)
+      .out("index", rows)
+      .constexprs({{"rows", rows}, {"parts", parts}})
+      .grid({rows, 1, 1}, {tg, 1, 1})
+      .oracle([rows, parts](const Tensors& in, Tensors& out) {
+        for (uint32_t r = 0; r < rows; ++r) {
+          double key = 0, at = double(kNone);
+          for (uint32_t p = 0; p < parts; ++p)
+            if (in.at("best")[(size_t(r) * parts + p) * 2] > key)
+              key = in.at("best")[(size_t(r) * parts + p) * 2], at = in.at("best")[(size_t(r) * parts + p) * 2 + 1];
+          out.at("index")[r] = at;
+        }
+      });
+}
+
 // ---- Kernel-owned launch. The families share their kernels' names (iron_argmax, iron_topk).
 namespace {
 uint32_t round_up(uint64_t v, uint32_t to) { return uint32_t((v + to - 1) / to * to); }
@@ -410,13 +607,29 @@ void check_rows(const DeviceInfo& dev, DType t, int64_t rows, int64_t vocab) {
 }
 }  // namespace
 
-// argmax_for {rows, vocab}: one threadgroup per row, enough threads for one chunk of 8 logits
-// each (up to 1024).
+// argmax_for {rows, vocab}: few rows of many logits (rows * parts threadgroups, parts =
+// ceil(1024 / rows), at least 2 and at most one per 128 chunks of 8) take the split argmax:
+// iron_argmax_parts with threadgroups of 128 (rounded to the lane width), then
+// iron_argmax_combine with a thread per part. Otherwise one threadgroup per row, enough threads
+// for one chunk of 8 logits each (up to 1024).
 static LaunchPlan argmax_for(const Call& call, const DeviceInfo& dev) {
   const int64_t rows = call.size("rows"), vocab = call.size("vocab");
   check_rows(dev, call.dtype.t, rows, vocab);
-  const uint32_t tg = row_threads(dev, (uint64_t(vocab) + kVec - 1) / kVec);
+  const uint64_t chunks = uint64_t(vocab) / kVec;
+  const uint64_t parts = std::min<uint64_t>({(1024 + uint64_t(rows) - 1) / uint64_t(rows), chunks / 128, dev.max_grid.y});
   LaunchPlan plan;
+  if (parts >= 2) {
+    const Constexprs scalars{{"rows", uint32_t(rows)}, {"vocab", uint32_t(vocab)}, {"parts", uint32_t(parts)}};
+    const uint32_t tg = row_threads(dev, 128), combine_tg = row_threads(dev, parts);
+    plan.scratch.push_back({"argmax_best", DType::U32, size_t(rows) * parts * 2});
+    plan.steps.push_back({"iron_argmax_parts", {uint32_t(rows), uint32_t(parts), 1}, {tg, 1, 1}, scalars, {{"best", "argmax_best"}}});
+    plan.steps.push_back({"iron_argmax_combine", {uint32_t(rows), 1, 1}, {combine_tg, 1, 1},
+                          {{"rows", uint32_t(rows)}, {"parts", uint32_t(parts)}}, {{"best", "argmax_best"}}});
+    plan.reason = "split: " + std::to_string(parts) + " parts a row in threadgroups of " + std::to_string(tg) +
+                  ", then a combine of " + std::to_string(combine_tg);
+    return plan;
+  }
+  const uint32_t tg = row_threads(dev, (uint64_t(vocab) + kVec - 1) / kVec);
   plan.steps.push_back({"iron_argmax", {uint32_t(rows), 1, 1}, {tg, 1, 1},
                         {{"rows", uint32_t(rows)}, {"vocab", uint32_t(vocab)}}, {}});
   plan.reason = "one threadgroup of " + std::to_string(tg) + " per row";
@@ -451,6 +664,14 @@ IRON_SELECTOR(iron_topk, topk_for);
 IRON_TEST_KERNEL(iron_argmax, call_rows6_v1000_ties, {f32}, {f16}, {bf16}) {
   TestSetup t = argmax_case(dt, 6, 1000, 64, tied_logits(6, 1000, 341));
   return TestSetup(dt).in("logits", t.inputs().at("logits")).out("index", 6).call({{"rows", 6}, {"vocab", 1000}}).oracle(t.oracle_fn());
+}
+// 2 tied rows of 20003 logits: 512 parts of 5 chunks would be too small, so 19 parts of 132
+// chunks (the tail in the last); the maximum repeated at a part boundary.
+IRON_TEST_KERNEL(iron_argmax, call_rows2_v20003_split_ties, {f32}, {bf16}) {
+  std::vector<double> x = tied_logits(2, 20003, 345);
+  x[20003 + 132 * 8 * 3 - 1] = x[20003 + 132 * 8 * 3] = 12;  // row 1: the last logit of part 2 and the first of part 3
+  TestSetup t = argmax_case(dt, 2, 20003, 64, x);
+  return TestSetup(dt).in("logits", x).out("index", 2).call({{"rows", 2}, {"vocab", 20003}}).oracle(t.oracle_fn());
 }
 IRON_TEST_KERNEL(iron_argmax, call_rows3_v5000, {f32}, {bf16}) {
   TestSetup t = argmax_case(dt, 3, 5000, 64, fixture::uniform(3 * 5000, -10.0, 10.0, 342));
