@@ -656,6 +656,20 @@ IRON_TEST_KERNEL(iron_argmax_combine, rows3_p50_tg64, {f32}) {
   best[(size_t(parts) + 17) * 2 + 1] = 17;
   return argmax_combine_case(dt, rows, parts, 64, std::move(best));
 }
+// Threadgroups of 128 (16 lane groups at lane width 8, more than its lanes: the fold over the
+// partials takes two steps): the maximum in lane group 8 (part 67) and in the last (part 127).
+IRON_TEST_KERNEL(iron_argmax_combine, rows2_p130_tg128, {f32}) {
+  const uint32_t rows = 2, parts = 130;
+  std::vector<double> best(size_t(rows) * parts * 2);
+  for (uint32_t r = 0; r < rows; ++r)
+    for (uint32_t p = 0; p < parts; ++p) {
+      best[(size_t(r) * parts + p) * 2] = 0x80000000u + (p * 7 + r) % 50;
+      best[(size_t(r) * parts + p) * 2 + 1] = 10 * p;
+    }
+  best[size_t(67) * 2] = 0x80000100u;
+  best[(size_t(parts) + 127) * 2] = 0x80000100u;
+  return argmax_combine_case(dt, rows, parts, 128, std::move(best));
+}
 static TestSetup argmax_combine_case(DType dt, uint32_t rows, uint32_t parts, uint32_t tg, std::vector<double> best) {
   return TestSetup(dt)
       .in("best", best)
