@@ -350,7 +350,8 @@ int run_main(int argc, char** argv) {
   inspect->add_option("kernel", kernel, "Kernel name")->required();
   inspect->add_flag("--ir", ir, "Print the IR instead of source");
   inspect->add_flag("--locations", locations, "With --ir: show each op's DSL file:line");
-  inspect->add_option("--backend", backend, "cuda (CUDA C++) or vulkan (GLSL)")->check(CLI::IsMember({"vulkan", "cuda"}));
+  inspect->add_option("--backend", backend, "cuda (CUDA C++), vulkan (GLSL) or msl (Metal Shading Language)")
+      ->check(CLI::IsMember({"vulkan", "cuda", "msl"}));
   inspect->add_option("--dtype", dtype, "Substitute T with this dtype");
   inspect->add_option("--pass", pass, "Print the IR after this pass, or after each with 'all'");
   inspect->add_flag("--stats", stats, "Print each pass's op-count delta, time and statistics");
@@ -377,7 +378,7 @@ int run_main(int argc, char** argv) {
       ->check(CLI::IsMember({"vulkan", "cuda", "interp"}));
 
   auto* build = app.add_subcommand("build", "Emit (and compile) every kernel");
-  build->add_option("--emit", emit, "cuda, spirv, ir or all")->check(CLI::IsMember({"cuda", "spirv", "ir", "all"}));
+  build->add_option("--emit", emit, "cuda, spirv, msl, ir or all")->check(CLI::IsMember({"cuda", "spirv", "msl", "ir", "all"}));
   build->add_option("-o,--out", out, "Output directory")->required();
   build->add_option("--arch", arch, "CUDA architecture for NVRTC (default sm_90a)");
   build->add_option("-f,--filter", filter, "Only kernels whose name contains this text");

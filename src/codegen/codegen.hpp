@@ -21,12 +21,12 @@
 
 namespace iron::codegen {
 
-enum class Target : uint8_t { Cuda, Glsl };
+enum class Target : uint8_t { Cuda, Glsl, Msl };
 const char* target_name(Target t);
 
 struct Emitted {
   std::string source;
-  std::string entry;        // entry-point name (CUDA) / "main" (GLSL)
+  std::string entry;        // entry-point name (CUDA, MSL) / "main" (GLSL)
   ir::Diagnostics diags;    // ops the dialect cannot express, located; empty on success
   bool ok() const { return diags.empty(); }
 };

@@ -11,7 +11,7 @@
 
 namespace iron::codegen {
 
-const char* target_name(Target t) { return t == Target::Cuda ? "cuda" : "glsl"; }
+const char* target_name(Target t) { return t == Target::Cuda ? "cuda" : t == Target::Msl ? "msl" : "glsl"; }
 
 const char* const kLoopLimitText =
     "lavapipe (Mesa llvmpipe) stops every loop of a shader invocation once its loops have run "
@@ -549,7 +549,7 @@ struct Emitter {
 
 Emitted emit(const ir::Kernel& k, Instantiation dtype, Target target, const EmitOptions& options) {
   Emitted result;
-  result.entry = target == Target::Cuda ? entry_name(k, dtype) : "main";
+  result.entry = target == Target::Glsl ? "main" : entry_name(k, dtype);
   if (std::string why; !ir::declares(k, dtype, &why)) {
     result.diags.error({}, why);
     return result;
@@ -599,7 +599,9 @@ Emitted emit(const ir::Kernel& k, Instantiation dtype, Target target, const Emit
           chunk_elems(ir::resolve(k.params[in.param()].dtype, dtype), int(in.attr(ir::Attr::Vec))));
   });
 
-  std::unique_ptr<Dialect> d = target == Target::Cuda ? make_cuda_dialect() : make_glsl_dialect();
+  std::unique_ptr<Dialect> d = target == Target::Cuda  ? make_cuda_dialect()
+                               : target == Target::Msl ? make_msl_dialect()
+                                                       : make_glsl_dialect();
   if (target == Target::Glsl) {
     // Cooperative matrices take f16 tiles only; any bf16 fragment keeps the software path.
     bool f16_tiles = false, other = false;
