@@ -354,7 +354,7 @@ class GlslDialect final : public Dialect {
       case ir::Op::Popcount: return u32 + "(bitCount(" + a[0] + "))";
       case ir::Op::Clz: return u32 + "(31 - findMSB(uint(" + a[0] + ")))";
       case ir::Op::Exp: return "exp(" + a[0] + ")";
-      case ir::Op::Log: return "log(" + a[0] + ")";
+      case ir::Op::Log: s.helpers.insert("log"); return "iron_log(" + a[0] + ")";
       case ir::Op::Sqrt: s.helpers.insert("fsqrt"); return "iron_sqrt_f32(" + a[0] + ")";
       case ir::Op::Rsqrt: return "inversesqrt(" + a[0] + ")";
       case ir::Op::Tanh: return "tanh(" + a[0] + ")";
@@ -464,6 +464,7 @@ class GlslDialect final : public Dialect {
     if (name == "fsqrt") return "float iron_sqrt_estimate(float x) { return sqrt(x); }\n" + glsl_lines(kGlsl_fsqrt);
     if (name == "erf") return glsl_lines(kGlsl_erf);
     if (name == "pow") return glsl_lines(kGlsl_pow);
+    if (name == "log") return glsl_lines(kGlsl_log);
     if (name == "log2") return glsl_lines(kGlsl_log2);
     if (name == "exp2") return glsl_lines(kGlsl_exp2);
     if (name == "trig") return glsl_lines(kGlsl_trig);

@@ -430,7 +430,7 @@ class MslDialect final : public Dialect {
       case ir::Op::Erf: s.helpers.insert("erf"); return "iron_erf(" + a[0] + ")";
       case ir::Op::Pow: s.helpers.insert("pow"); return "iron_pow(" + a[0] + ", " + a[1] + ")";
       case ir::Op::Exp: return "precise::exp(" + a[0] + ")";
-      case ir::Op::Log: return "precise::log(" + a[0] + ")";
+      case ir::Op::Log: s.helpers.insert("log"); return "iron_log(" + a[0] + ")";
       case ir::Op::Sqrt: s.helpers.insert("fsqrt"); return "iron_sqrt_f32(" + a[0] + ")";
       case ir::Op::Rsqrt: return "precise::rsqrt(" + a[0] + ")";
       case ir::Op::Tanh: return "precise::tanh(" + a[0] + ")";
@@ -517,6 +517,7 @@ class MslDialect final : public Dialect {
     if (name == "fsqrt") return "float iron_sqrt_estimate(float x) { return precise::sqrt(x); }\n" + msl_text(kText_fsqrt);
     if (name == "erf") return msl_text(kText_erf);
     if (name == "pow") return msl_text(kText_pow);
+    if (name == "log") return msl_text(kText_log);
     if (name == "log2") return msl_text(kText_log2);
     if (name == "exp2") return msl_text(kText_exp2);
     if (name == "trig") return msl_text(kText_trig);
