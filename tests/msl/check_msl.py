@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
 """Checks every emitted MSL file (iron build --emit msl) with the host clang.
 
-Usage: check_msl.py CLANG SHIM_DIR FILE_OR_DIR... [--jobs N] [--batch N] [--emit IRON]
+Usage: check_msl.py CLANG SHIM_DIR FILE_OR_DIR... [--jobs N] [--batch N] [--emit IRON | --conformance IRON]
 
-With --emit IRON, first runs `IRON build --emit msl -o DIR` for the one directory argument and
+With --emit IRON, first runs `IRON build --emit msl -o DIR` for the one directory argument (with
+--conformance IRON, `IRON conformance --backend msl -o DIR`: every op conformance case) and
 checks the DIR/msl it writes (a failed emission is a failure).
 
 For each .metal file:
@@ -142,22 +143,23 @@ def main():
         i = args.index("--batch")
         batch_size = int(args[i + 1])
         del args[i:i + 2]
-    iron = None
-    if "--emit" in args:
-        i = args.index("--emit")
-        iron = args[i + 1]
-        del args[i:i + 2]
+    iron, emit_cmd = None, None
+    for flag, cmd in (("--emit", ["build", "--emit", "msl", "-o"]), ("--conformance", ["conformance", "--backend", "msl", "-o"])):
+        if flag in args:
+            i = args.index(flag)
+            iron, emit_cmd = args[i + 1], cmd
+            del args[i:i + 2]
     if len(args) < 3:
         print(__doc__)
         return 2
     clang, shim_dir, inputs = args[0], args[1], args[2:]
     if iron:
-        r = subprocess.run([iron, "build", "--emit", "msl", "-o", inputs[0]], capture_output=True, text=True)
-        summary = [l for l in r.stdout.splitlines() if " written, " in l]
+        r = subprocess.run([iron] + emit_cmd + [inputs[0]], capture_output=True, text=True)
+        summary = [l for l in r.stdout.splitlines() if " written, " in l or l.startswith("conformance: ")]
         print(summary[-1] if summary else r.stdout + r.stderr)
         if r.returncode != 0:
             print(r.stdout + r.stderr)
-            print("FAIL iron build --emit msl")
+            print("FAIL " + " ".join(["iron"] + emit_cmd))
             return 1
         inputs = [os.path.join(inputs[0], "msl")]
     files = []
