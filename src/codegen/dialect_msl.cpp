@@ -37,6 +37,9 @@ namespace {
 #define IRON_FP8_HELPER(name, ...) const char* const kFp8_##name = #__VA_ARGS__;
 #include "codegen/fp8_math.inc"
 #undef IRON_FP8_HELPER
+#define IRON_MSL_HELPER(name, ...) const char* const kMsl_##name = #__VA_ARGS__;
+#include "codegen/msl_math.inc"
+#undef IRON_MSL_HELPER
 
 // The shared GLSL-subset helper text in MSL's words: bit casts are as_type<>, `precise` goes
 // (contraction is off for the whole file), the driver's inexact functions are
@@ -104,80 +107,6 @@ const Builtin kBuiltins[] = {
     {"iron_simd_group", "uint", "simdgroup_index_in_threadgroup"},
     {"iron_num_simd_groups", "uint", "simdgroups_per_threadgroup"},
 };
-
-const char* const kFmaOddF16 =
-    // num::fma_round_odd for f16 operands without f64: the product is exact in f32 (22
-    // significant bits, magnitudes 2^-48 .. 2^32) and every value involved is a multiple of
-    // 2^-48, so the f32 sum's TwoSum error is exact and no f32 subnormal occurs. An inexact sum
-    // with an even last bit moves one step toward the exact value: its odd neighbour.
-    "float iron_fma_odd_f16(float a, float b, float c) {\n"
-    "  const float p = a * b;\n"
-    "  const float s = p + c;\n"
-    "  if ((as_type<uint>(s) & 0x7f800000u) == 0x7f800000u) return s;\n"
-    "  const float v = s - p;\n"
-    "  const float err = (p - (s - v)) + (c - v);\n"
-    "  uint bits = as_type<uint>(s);\n"
-    "  if (err == 0.0f || (bits & 1u) == 1u) return s;\n"
-    "  if ((err > 0.0f) == (s > 0.0f)) bits += 1u;\n"
-    "  else bits -= 1u;\n"
-    "  return as_type<float>(bits);\n}\n";
-
-const char* const kFmaOddBf16 =
-    // num::fma_round_odd for bf16 operands without f64 (Metal has none) and without relying on
-    // f32 subnormal arithmetic: each operand is split from its bits into m * 2^e, m in [1, 2);
-    // the product of the two 8-bit significands is exact in f32, the addend is placed relative to
-    // it (clamped to a sticky 2^-40 or returned alone when the other term cannot reach the bf16
-    // result), TwoSum gives the exact error of the scaled sum, and the result, rounded to odd,
-    // is rebuilt from bits: exponent E + e, a subnormal shifted with the lost bits ORed into the
-    // last one, an overflow the largest finite f32 (whose bf16 rounding is infinity).
-    "float iron_split_f32(float x, thread int& e) {\n"
-    "  const uint u = as_type<uint>(x);\n"
-    "  const uint field = (u >> 23) & 0xffu;\n"
-    "  if (field != 0u) {\n"
-    "    e = int(field) - 127;\n"
-    "    return as_type<float>((u & 0x807fffffu) | 0x3f800000u);\n"
-    "  }\n"
-    "  const uint m = u & 0x7fffffu;\n"
-    "  const int top = iron_find_msb(m);\n"
-    "  e = top - 149;\n"
-    "  return as_type<float>((u & 0x80000000u) | 0x3f800000u | ((m << uint(23 - top)) & 0x7fffffu));\n"
-    "}\n"
-    "float iron_fma_odd_bf16(float a, float b, float c) {\n"
-    "  const uint fa = as_type<uint>(a) & 0x7fffffffu, fb = as_type<uint>(b) & 0x7fffffffu;\n"
-    "  const uint fc = as_type<uint>(c) & 0x7fffffffu;\n"
-    "  if (fa >= 0x7f800000u || fb >= 0x7f800000u || fc >= 0x7f800000u) return a * b + c;\n"
-    "  if (fa == 0u || fb == 0u) return a * b + c;\n"
-    "  int ea, eb, ec = 0;\n"
-    "  const float p = iron_split_f32(a, ea) * iron_split_f32(b, eb);\n"
-    "  const int E = ea + eb;\n"
-    "  float q = 0.0f;\n"
-    "  if (fc != 0u) {\n"
-    "    const float mc = iron_split_f32(c, ec);\n"
-    "    const int d = ec - E;\n"
-    "    if (d > 40) return c;\n"
-    "    if (d < -40) q = as_type<float>((as_type<uint>(c) & 0x80000000u) | 0x2b800000u);\n"
-    "    else q = as_type<float>(uint(int(as_type<uint>(mc)) + d * 8388608));\n"
-    "  }\n"
-    "  const float s = p + q;\n"
-    "  if (s == 0.0f) return 0.0f;\n"
-    "  const float v = s - p;\n"
-    "  const float err = (p - (s - v)) + (q - v);\n"
-    "  uint bits = as_type<uint>(s);\n"
-    "  if (err != 0.0f && (bits & 1u) == 0u) {\n"
-    "    if ((err > 0.0f) == (s > 0.0f)) bits += 1u;\n"
-    "    else bits -= 1u;\n"
-    "  }\n"
-    "  const uint sgn = bits & 0x80000000u;\n"
-    "  const int f = int((bits >> 23) & 0xffu) - 127 + E;\n"
-    "  if (f > 127) return as_type<float>(sgn | 0x7f7fffffu);\n"
-    "  if (f >= -126) return as_type<float>(sgn | (uint(f + 127) << 23) | (bits & 0x7fffffu));\n"
-    "  const uint m = (bits & 0x7fffffu) | 0x800000u;\n"
-    "  const uint shift = uint(-126 - f);\n"
-    "  if (shift > 24u) return as_type<float>(sgn | 1u);\n"
-    "  const uint t = m >> shift;\n"
-    "  const uint rest = m & ((1u << shift) - 1u);\n"
-    "  return as_type<float>(sgn | t | (rest != 0u ? 1u : 0u));\n"
-    "}\n";
 
 class MslDialect final : public Dialect {
  public:
@@ -521,8 +450,8 @@ class MslDialect final : public Dialect {
     if (name == "log2") return msl_text(kText_log2);
     if (name == "exp2") return msl_text(kText_exp2);
     if (name == "trig") return msl_text(kText_trig);
-    if (name == "fma_odd_f16") return kFmaOddF16;
-    if (name == "fma_odd_bf16") return kFmaOddBf16;
+    if (name == "fma_odd_f16") return msl_text(kMsl_fma_odd_f16);
+    if (name == "fma_odd_bf16") return msl_text(kMsl_fma_odd_bf16);
     if (name == "f2i")
       return "int iron_f2i(float x) {\n"
              "  if ((as_type<uint>(x) & 0x7fffffffu) > 0x7f800000u) return 0;\n"
