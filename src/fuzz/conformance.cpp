@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -153,11 +154,16 @@ uint64_t get(const std::vector<unsigned char>& buf, size_t i, DType t) {
 // The kernel: load each operand, apply the op, store the result (bools through u8).
 std::string kernel_text(const std::string& name, ir::Op op, const std::vector<DType>& operands, DType result, size_t n) {
   std::ostringstream s;
-  s << "kernel " << name << " mode=Elementwise {\n";
+  const bool lane = ir::has_trait(op, ir::trait::L);
+  s << "kernel " << name << (lane ? " mode=Reduction {\n" : " mode=Elementwise {\n");
   for (size_t i = 0; i < operands.size(); ++i)
     s << "  param x" << i << ": in buf<" << dtype_name(storage_dtype(operands[i])) << "> extent=" << n << "\n";
   s << "  param r: out buf<" << dtype_name(storage_dtype(result)) << "> extent=" << n << "\n";
-  s << "  %i = thread_id<0> : u32\n";
+  if (lane)  // lane operations need a mode with threadgroups: the index from the group's place
+    s << "  %g = program_id<0> : u32\n  %gs = group_size<0> : u32\n  %l = local_id<0> : u32\n"
+         "  %gb = mul %g, %gs : u32\n  %i = add %gb, %l : u32\n";
+  else
+    s << "  %i = thread_id<0> : u32\n";
   std::string args;
   for (size_t i = 0; i < operands.size(); ++i) {
     const std::string x = "%x" + std::to_string(i);
@@ -270,6 +276,77 @@ bool within_bound(ir::Op op, DType result, float x, float y, float want, float g
   return err <= bound + slack;
 }
 
+// Lane operations and their operand and result dtypes (the verifier decides which dtypes).
+bool lane_op(ir::Op op) {
+  return ir::has_trait(op, ir::trait::L) && !ir::has_trait(op, ir::trait::B) && ir::op_info(op).arity >= 1 &&
+         op != ir::Op::Barrier && !ir::is_atomic(op) && op != ir::Op::TileFill && op != ir::Op::TileLoad &&
+         op != ir::Op::TileTgLoad && op != ir::Op::TileMma && op != ir::Op::TileStore && op != ir::Op::TileTgStore &&
+         op != ir::Op::TileGet;
+}
+std::vector<Signature> lane_signatures(ir::Op op) {
+  std::vector<Signature> out;
+  if (op == ir::Op::LaneBallot) return {{{DType::Bool}, DType::U32}};
+  if (op == ir::Op::LaneAny || op == ir::Op::LaneAll) return {{{DType::Bool}, DType::Bool}};
+  const bool shuffle = op == ir::Op::LaneShuffle || op == ir::Op::LaneShuffleXor || op == ir::Op::LaneShuffleUp ||
+                       op == ir::Op::LaneShuffleDown || op == ir::Op::LaneBroadcast;
+  for (DType t : kAllTypes) out.push_back({shuffle ? std::vector<DType>{t, DType::U32} : std::vector<DType>{t}, t});
+  return out;
+}
+
+// Source lanes of a shuffle: in range, the edges, just past a group of 8, 32 or 64, and huge.
+const uint64_t kSourceLanes[] = {0, 1, 2, 3, 5, 7, 8, 9, 15, 16, 31, 32, 33, 63, 64, 0xffffffffu, 0x80000000u, 6, 4};
+constexpr size_t kLaneElements = 256;  // four groups of 64: lane groups of 8, 32 and 64 all fit
+
+void add_lane_cases(const std::string& filter, std::vector<ConformanceCase>& cases) {
+  for (int o = 0; o < int(ir::Op::Count_); ++o) {
+    const ir::Op op = ir::Op(o);
+    if (!lane_op(op)) continue;
+    for (const Signature& sig : lane_signatures(op)) {
+      const std::string name = std::string("conformance.") + ir::mnemonic(op) + "." + dtype_name(sig.operands[0]);
+      if (!filter.empty() && name.find(filter) == std::string::npos) continue;
+      std::string kname = name;
+      std::replace(kname.begin(), kname.end(), '.', '_');
+      ConformanceCase c;
+      try {
+        c.kernel = ir::parse(kernel_text(kname, op, sig.operands, sig.result, kLaneElements));
+      } catch (const std::exception&) {
+        continue;
+      }
+      if (!verifies(c.kernel)) continue;
+      c.name = name;
+      c.op = op;
+      c.operands = sig.operands;
+      c.result = sig.result;
+      c.lane = true;
+      c.launch.dtype = DType::F32;
+      c.launch.grid = {uint32_t(kLaneElements / kGroup), 1, 1};
+      c.launch.threadgroup = {kGroup, 1, 1};
+      for (DType t : sig.operands) c.launch.buffers.emplace_back(kLaneElements * dtype_size(storage_dtype(t)), 0);
+      c.launch.buffers.emplace_back(kLaneElements * dtype_size(storage_dtype(sig.result)), 0xff);
+      // Each lane its own edge value (a scrambled walk, so groups mix specials with ordinary
+      // values); a shuffle's source lane from kSourceLanes.
+      const std::vector<uint64_t> values = edge_values(sig.operands[0]);
+      for (size_t i = 0; i < kLaneElements; ++i) {
+        std::vector<uint64_t> regs;
+        const uint64_t v = values[(i * 7 + i / 5) % values.size()];
+        put(c.launch.buffers[0], i, sig.operands[0], v);
+        regs.push_back(register_of(sig.operands[0], v));
+        if (sig.operands.size() > 1) {
+          // lane_broadcast's source is uniform over the lane group (one per threadgroup here).
+          const uint64_t broadcast[] = {0, 5, 31, 0xffffffffu};
+          const uint64_t src = op == ir::Op::LaneBroadcast
+                                   ? broadcast[(i / kGroup) % 4]
+                                   : kSourceLanes[(i * 5 + i / 3) % (sizeof kSourceLanes / sizeof kSourceLanes[0])];
+          put(c.launch.buffers[1], i, DType::U32, src);
+          regs.push_back(src);
+        }
+        c.args.push_back(std::move(regs));
+      }
+      cases.push_back(std::move(c));
+    }
+  }
+}
+
 }  // namespace
 
 std::vector<ConformanceCase> conformance_cases(const std::string& filter) {
@@ -342,16 +419,19 @@ std::vector<ConformanceCase> conformance_cases(const std::string& filter) {
       cases.push_back(std::move(c));
     }
   }
+  add_lane_cases(filter, cases);
   return cases;
 }
 
-std::string conformance_difference(const ConformanceCase& c, const std::vector<unsigned char>& got, bool skip_subnormals) {
+std::string conformance_difference(const ConformanceCase& c, const std::vector<unsigned char>& got, bool skip_subnormals,
+                                   const std::vector<unsigned char>* want_override) {
+  const std::vector<unsigned char>& want = want_override ? *want_override : c.want;
   const DType rt = c.result;
   const size_t n = c.args.size();
-  if (got.size() != c.want.size()) return "output has " + std::to_string(got.size()) + " bytes, want " + std::to_string(c.want.size());
+  if (got.size() != want.size()) return "output has " + std::to_string(got.size()) + " bytes, want " + std::to_string(want.size());
   const bool bounded = eval::is_bounded_math(c.op);
   for (size_t i = 0; i < n; ++i) {
-    const uint64_t wb = get(c.want, i, rt), gb = get(got, i, rt);
+    const uint64_t wb = get(want, i, rt), gb = get(got, i, rt);
     const uint64_t wr = register_of(rt, wb), gr = register_of(rt, gb);
     if (skip_subnormals) {
       bool sub = is_float(rt) && is_subnormal_f32(wr);
@@ -370,8 +450,9 @@ std::string conformance_difference(const ConformanceCase& c, const std::vector<u
     if (ok) continue;
     std::string operands;
     for (size_t a = 0; a < c.operands.size(); ++a) operands += (a ? ", " : "") + show(c.operands[a], c.args[i][a]);
-    return "element " + std::to_string(i) + ": " + ir::mnemonic(c.op) + "(" + operands + ") : " + dtype_name(rt) +
-           " want " + show(rt, wr) + ", got " + show(rt, gr);
+    return "element " + std::to_string(i) + (c.lane ? " (lane " + std::to_string(i % kGroup) + " of its threadgroup)" : "") +
+           ": " + ir::mnemonic(c.op) + "(" + operands + ") : " + dtype_name(rt) + " want " + show(rt, wr) + ", got " +
+           show(rt, gr);
   }
   return "";
 }
@@ -404,6 +485,15 @@ int conformance_main(int argc, char** argv) {
   }
   std::unique_ptr<Context> ctx;
   bool flushes = false;
+  // The interpreter's lane width: IRON_INTERP_LANE_WIDTH (as for the corpus), else 32.
+  uint32_t interp_lanes = 32;
+  if (const char* w = std::getenv("IRON_INTERP_LANE_WIDTH"); w && *w) interp_lanes = uint32_t(std::strtoul(w, nullptr, 10));
+  if (interp_lanes == 0 || interp_lanes > kGroup || kGroup % interp_lanes != 0) {
+    send({{"type", "error"}, {"message", std::string("IRON_INTERP_LANE_WIDTH=") + std::getenv("IRON_INTERP_LANE_WIDTH") +
+                                             ": the conformance suite takes a lane width that divides " +
+                                             std::to_string(kGroup)}});
+    return 2;
+  }
   if (backend == "vulkan" || backend == "cuda") {
     Backend b;
     parse_backend(backend, b);
@@ -480,7 +570,7 @@ int conformance_main(int argc, char** argv) {
       } else {
         std::vector<std::vector<unsigned char>> got;
         if (!ctx) {
-          got = run_launch(optimized, c.launch, 32);
+          got = run_launch(optimized, c.launch, interp_lanes);
         } else {
           Bindings bindings;
           size_t bi = 0;
@@ -497,7 +587,14 @@ int conformance_main(int argc, char** argv) {
             ctx->download(b, got.back().data(), b.bytes());
           }
         }
-        why = conformance_difference(c, got.back(), flushes);
+        if (c.lane) {
+          // The interpreter at the device's lane width is the definition of a lane operation.
+          const uint32_t lw = ctx ? ctx->info().lane_width : interp_lanes;
+          const std::vector<unsigned char> want = run_launch(c.kernel, c.launch, lw).back();
+          why = conformance_difference(c, got.back(), flushes, &want);
+        } else {
+          why = conformance_difference(c, got.back(), flushes);
+        }
       }
     } catch (const std::exception& e) {
       why = e.what();

@@ -1,5 +1,6 @@
 // The op conformance suite (`iron conformance`): every computational op of the op table
-// (ops.def: arithmetic, math, bitwise, comparison, select, cast, bitcast), at every dtype (and,
+// (ops.def: arithmetic, math, bitwise, comparison, select, cast, bitcast) and every lane
+// operation (reductions, scans, shuffles, votes), at every dtype (and,
 // for cast and bitcast, every pair of dtypes) the verifier admits, as one generated kernel per
 // op and type. Each kernel applies the op element-wise to the product of its operands'
 // edge values (signed zeros, infinities, NaN, subnormals, rounding ties, MIN / MAX, shift
@@ -27,6 +28,10 @@ struct ConformanceCase {
   RandomLaunch launch;               // inputs (edge-value products), output initially all ones
   std::vector<unsigned char> want;   // the oracle's output buffer (storage bytes)
   std::vector<std::vector<uint64_t>> args;  // per element, the operands' register values (reports)
+  // Lane operations: their result depends on the other lanes of the group and the lane width,
+  // so the oracle is the interpreter (where eval_pure's lane counterparts live) run at the
+  // device's lane width; `want` is empty until then.
+  bool lane = false;
 };
 
 // Every case whose name contains `filter` (empty: all), in op-table order.
@@ -37,8 +42,9 @@ std::vector<ConformanceCase> conformance_cases(const std::string& filter = "");
 // cos, exp2, log2, erf and pow), otherwise the first disagreeing element with its operands.
 // skip_subnormals: leave out elements with an f32-subnormal operand or expected result (a device
 // that flushes f32 subnormals, docs/semantics.md).
+// `want`: the oracle's output when the case's own is computed at run time (lane operations).
 std::string conformance_difference(const ConformanceCase& c, const std::vector<unsigned char>& got,
-                                   bool skip_subnormals);
+                                   bool skip_subnormals, const std::vector<unsigned char>* want = nullptr);
 
 // `iron-runner conformance [--backend interp|vulkan|cuda|msl|nvrtc] [-f FILTER] [-o DIR]`: runs
 // every case (msl: emits it, into DIR/msl when given; nvrtc: emits CUDA and compiles it for
