@@ -98,6 +98,7 @@ struct Builtin {
   const char* attribute;
 };
 const Builtin kBuiltins[] = {
+    {"iron_thread_id", "uint3", "thread_position_in_grid"},
     {"iron_group_id", "uint3", "threadgroup_position_in_grid"},
     {"iron_local_id", "uint3", "thread_position_in_threadgroup"},
     {"iron_group_size", "uint3", "threads_per_threadgroup"},
@@ -266,13 +267,15 @@ class MslDialect final : public Dialect {
     const std::string a = axis_name(in.attr(ir::Attr::Axis));
     switch (in.op) {
       case ir::Op::ThreadId:
-        use(s, "iron_group_id");
-        use(s, "iron_group_size");
-        use(s, "iron_local_id");
         // thread_id64 (a u64 result): the product in 64 bits, so it never wraps.
-        if (in.type.elem() == DType::U64)
+        if (in.type.elem() == DType::U64) {
+          use(s, "iron_group_id");
+          use(s, "iron_group_size");
+          use(s, "iron_local_id");
           return "((ulong)iron_group_id." + a + " * (ulong)iron_group_size." + a + " + (ulong)iron_local_id." + a + ")";
-        return "(iron_group_id." + a + " * iron_group_size." + a + " + iron_local_id." + a + ")";
+        }
+        use(s, "iron_thread_id");  // group * size + local, in 32 bits (the grid is dispatched in threadgroups)
+        return "iron_thread_id." + a;
       case ir::Op::ProgramId: use(s, "iron_group_id"); return "iron_group_id." + a;
       case ir::Op::LocalId: use(s, "iron_local_id"); return "iron_local_id." + a;
       case ir::Op::GroupSize: use(s, "iron_group_size"); return "iron_group_size." + a;

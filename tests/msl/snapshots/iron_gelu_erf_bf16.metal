@@ -73,11 +73,9 @@ kernel void iron_gelu_erf_bf16(
     constant uint& p_n [[buffer(2)]],
     device const bfloat* p_x [[buffer(0)]],
     device bfloat* p_out [[buffer(1)]],
-    uint3 iron_group_id [[threadgroup_position_in_grid]],
-    uint3 iron_local_id [[thread_position_in_threadgroup]],
-    uint3 iron_group_size [[threads_per_threadgroup]]) {
+    uint3 iron_thread_id [[thread_position_in_grid]]) {
   const uint v0 = p_n;
-  const uint v1 = (iron_group_id.x * iron_group_size.x + iron_local_id.x);
+  const uint v1 = iron_thread_id.x;
   const uint v2 = 8u;
   const uint v3 = iron_div_u32(v0, v2);
   const uint v5 = (v1 * v2);

@@ -28,10 +28,8 @@ kernel void iron_int_arith_i64(
     device long* p_rest [[buffer(4)]],
     device long* p_shifts [[buffer(5)]],
     device long* p_widen [[buffer(6)]],
-    uint3 iron_group_id [[threadgroup_position_in_grid]],
-    uint3 iron_local_id [[thread_position_in_threadgroup]],
-    uint3 iron_group_size [[threads_per_threadgroup]]) {
-  const uint v1 = (iron_group_id.x * iron_group_size.x + iron_local_id.x);
+    uint3 iron_thread_id [[thread_position_in_grid]]) {
+  const uint v1 = iron_thread_id.x;
   if ((v1 < p_n)) {
     const long v4 = p_a[v1];
     const long v5 = p_b[v1];

@@ -56,15 +56,13 @@ kernel void iron_kv_append_paged_f16(
     device const uint* p_block_table [[buffer(4)]],
     device half* p_k_cache [[buffer(5)]],
     device half* p_v_cache [[buffer(6)]],
-    uint3 iron_group_id [[threadgroup_position_in_grid]],
-    uint3 iron_local_id [[thread_position_in_threadgroup]],
-    uint3 iron_group_size [[threads_per_threadgroup]]) {
+    uint3 iron_thread_id [[thread_position_in_grid]]) {
   const uint v1 = p_seqs;
   const uint v2 = p_blocks_per_seq;
   const uint v3 = p_num_blocks;
   const uint v4 = p_block_size;
   const uint v7 = (p_kv_heads * p_head_dim);
-  const uint v8 = (iron_group_id.x * iron_group_size.x + iron_local_id.x);
+  const uint v8 = iron_thread_id.x;
   const uint v9 = (p_tokens * v7);
   const uint v10 = 8u;
   const uint v12 = 0u;

@@ -41,14 +41,12 @@ kernel void iron_rope_f16(
     device const float* p_cos [[buffer(1)]],
     device const float* p_sin [[buffer(2)]],
     device half* p_out [[buffer(3)]],
-    uint3 iron_group_id [[threadgroup_position_in_grid]],
-    uint3 iron_local_id [[thread_position_in_threadgroup]],
-    uint3 iron_group_size [[threads_per_threadgroup]]) {
+    uint3 iron_thread_id [[thread_position_in_grid]]) {
   const uint v1 = p_heads;
   const uint v2 = p_half;
-  const uint v3 = (iron_group_id.x * iron_group_size.x + iron_local_id.x);
-  const uint v4 = (iron_group_id.y * iron_group_size.y + iron_local_id.y);
-  const uint v5 = (iron_group_id.z * iron_group_size.z + iron_local_id.z);
+  const uint v3 = iron_thread_id.x;
+  const uint v4 = iron_thread_id.y;
+  const uint v5 = iron_thread_id.z;
   if ((((v3 < v2) && (v4 < v1)) && (v5 < p_tokens))) {
     const uint v17 = ((((v5 * v1) + v4) * (v2 * 2u)) + v3);
     const uint v18 = (v17 + v2);
