@@ -155,7 +155,11 @@ def main():
     clang, shim_dir, inputs = args[0], args[1], args[2:]
     if iron:
         r = subprocess.run([iron] + emit_cmd + [inputs[0]], capture_output=True, text=True)
-        summary = [l for l in r.stdout.splitlines() if " written, " in l or l.startswith("conformance: ")]
+        lines = r.stdout.splitlines()
+        for l in lines:  # what a target cannot express is named, one line per case
+            if l.startswith("CANNOT "):
+                print(l)
+        summary = [l for l in lines if " written, " in l or l.startswith("conformance: ")]
         print(summary[-1] if summary else r.stdout + r.stderr)
         if r.returncode != 0:
             print(r.stdout + r.stderr)
