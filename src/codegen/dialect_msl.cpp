@@ -109,49 +109,48 @@ const Builtin kBuiltins[] = {
     {"iron_num_simd_groups", "uint", "simdgroups_per_threadgroup"},
 };
 
+// MSL's spellings as data: its register types, bit casts, literals, barrier and fences; Metal's
+// precise library for the bounded functions ops.def spells plainly (exp, rsqrt, tanh); fabs for
+// a float abs; mulhi. ops.def's defaults (floor, ceil, rint, trunc, fma, min, max, abs) are
+// Metal's own names.
+DialectSpelling msl_spelling() {
+  DialectSpelling sp;
+  sp.name = "MSL";
+  sp.u32 = "uint";
+  sp.i8 = "char";  // MSL's char is signed
+  sp.u8 = "uchar";
+  sp.u16 = "ushort";
+  sp.i64 = "long";  // 64 bits in MSL
+  sp.u64 = "ulong";
+  sp.i64_suffix = "l";
+  sp.u64_suffix = "ul";
+  sp.float_to_bits = "as_type<uint>";
+  sp.bits_to_float = "as_type<float>";
+  sp.barrier = "threadgroup_barrier(mem_flags::mem_device | mem_flags::mem_threadgroup);";
+  sp.fence_threadgroup = "atomic_thread_fence(mem_flags::mem_threadgroup, memory_order_seq_cst, thread_scope_threadgroup);";
+  sp.fence_device = "atomic_thread_fence(mem_flags::mem_device, memory_order_seq_cst, thread_scope_device);";
+  sp.float_ops = {{ir::Op::Exp, "precise::exp(%0)"},
+                  {ir::Op::Rsqrt, "precise::rsqrt(%0)"},
+                  {ir::Op::Tanh, "precise::tanh(%0)"},
+                  {ir::Op::Abs, "fabs(%0)"}};
+  sp.ops = {{ir::Op::MulHi, "mulhi(%0, %1)"}};
+  return sp;
+}
+
 class MslDialect final : public Dialect {
  public:
-  const char* name() const override { return "MSL"; }
+  MslDialect() : Dialect(msl_spelling()) {}
 
-  // Fixed-width types: char 8, short 16, int 32 and long 64 bits (MSL's own widths).
-  std::string reg_type(DType t) const override {
-    switch (t) {
-      case DType::I32: return "int";
-      case DType::U32: return "uint";
-      case DType::Bool: return "bool";
-      case DType::I8: return "char";
-      case DType::U8: return "uchar";
-      case DType::I16: return "short";
-      case DType::U16: return "ushort";
-      case DType::I64: return "long";
-      case DType::U64: return "ulong";
-      default: return "float";  // every float dtype, fp8 included, is an f32 register
-    }
-  }
-  static std::string storage_type(DType t) {
+  // Buffers and threadgroup arrays at their real width: half and bfloat for the 16-bit floats
+  // (moved by their bits), the fp8 bits as uchar, registers otherwise.
+  std::string storage_type(DType t) const {
     switch (t) {
       case DType::F16: return "half";
       case DType::BF16: return "bfloat";
-      case DType::F8E4M3: case DType::F8E5M2: return "uchar";  // the fp8 bits
-      case DType::I32: return "int";
-      case DType::U32: return "uint";
-      case DType::Bool: return "bool";
-      case DType::I8: return "char";
-      case DType::U8: return "uchar";
-      case DType::I16: return "short";
-      case DType::U16: return "ushort";
-      case DType::I64: return "long";
-      case DType::U64: return "ulong";
-      default: return "float";
+      case DType::F8E4M3: case DType::F8E5M2: return "uchar";
+      default: return reg_type(t);
     }
   }
-  std::string convert(DType to, const std::string& x) const override { return "((" + reg_type(to) + ")(" + x + "))"; }
-  std::string int64_literal(uint64_t bits, bool is_signed) const override {
-    if (!is_signed) return std::to_string(bits) + "ul";
-    if (bits == 0x8000000000000000ull) return "(-9223372036854775807l - 1l)";
-    return "(" + std::to_string(int64_t(bits)) + "l)";
-  }
-  std::string decl(DType t) const override { return "const " + reg_type(t) + " "; }
 
   static void use(EmitState& s, const char* builtin) { s.helpers.insert(std::string("@") + builtin); }
 
@@ -261,8 +260,6 @@ class MslDialect final : public Dialect {
     }
   }
 
-  void end(EmitState&, std::string& out) const override { out += "}\n"; }
-
   std::string builtin(EmitState& s, const ir::Inst& in) const override {
     const std::string a = axis_name(in.attr(ir::Attr::Axis));
     switch (in.op) {
@@ -287,8 +284,6 @@ class MslDialect final : public Dialect {
       default: s.unsupported(in, name(), std::string("built-in ") + ir::mnemonic(in.op)); return "0";
     }
   }
-
-  std::string scalar(EmitState&, const ir::Param& p) const override { return param_name(p); }
 
   // An element of 16-bit or fp8 storage as its exact f32 value, and an f32 value rounded to it
   // (integer helpers: nothing depends on the GPU's own conversions).
@@ -327,61 +322,42 @@ class MslDialect final : public Dialect {
     return elem + " = as_type<uint>(" + v + ")";
   }
 
-  const char* float_suffix() const override { return "f"; }
-  std::string float_neg(const std::string& x) const override { return "as_type<float>(as_type<uint>(" + x + ") ^ 0x80000000u)"; }
-  std::string float_from_bits(uint32_t bits) const override {
-    char hex[16];
-    std::snprintf(hex, sizeof hex, "%08x", bits);
-    return "as_type<float>(0x" + std::string(hex) + "u)";
-  }
-
+  // What MSL computes through Iron's helpers; the rest from the spellings (Dialect::math). Iron's
+  // range reduction, decomposition and polynomials (glsl_math.inc) as on Vulkan for sin, cos,
+  // exp2, log2, erf, pow and a subnormal log; sqrt exact (glsl_exact_math.inc); Metal's precise
+  // functions elsewhere, within the bounds of docs/semantics.md.
   std::string math(EmitState& s, const ir::Inst& in, DType t, const std::vector<std::string>& a) const override {
-    const bool f = is_float(t);
-    if (is_integer(t) && int_bits(t) != 32) {
-      std::string text = int_math(in.op, t, a);
-      if (!text.empty()) return text;
-    }
-    const bool int_op = in.op == ir::Op::MulHi || in.op == ir::Op::Popcount || in.op == ir::Op::Clz;
-    const bool any = in.op == ir::Op::Abs || in.op == ir::Op::Min || in.op == ir::Op::Max;
-    if (int_op ? !is_integer(t) : !f && !any) {
-      s.unsupported(in, name(), std::string(ir::mnemonic(in.op)) + " of " + dtype_name(t));
-      return "0";
-    }
+    const bool f = is_float(t), i32 = is_integer(t) && int_bits(t) == 32;
+    auto call = [&](const char* helper, const char* fn) {
+      s.helpers.insert(helper);
+      std::string args;
+      for (const std::string& x : a) args += (args.empty() ? "" : ", ") + x;
+      return std::string(fn) + "(" + args + ")";
+    };
     switch (in.op) {
-      // Exact roundings.
-      case ir::Op::Floor: return "floor(" + a[0] + ")";
-      case ir::Op::Ceil: return "ceil(" + a[0] + ")";
-      case ir::Op::Rint: return "rint(" + a[0] + ")";
-      case ir::Op::Trunc: return "trunc(" + a[0] + ")";
-      // Iron's range reduction, decomposition and polynomials (glsl_math.inc), as on Vulkan;
-      // the rest Metal's precise functions, within the bounds of docs/semantics.md.
-      case ir::Op::Sin: s.helpers.insert("trig"); return "iron_sin(" + a[0] + ")";
-      case ir::Op::Cos: s.helpers.insert("trig"); return "iron_cos(" + a[0] + ")";
-      case ir::Op::Exp2: s.helpers.insert("exp2"); return "iron_exp2(" + a[0] + ")";
-      case ir::Op::Log2: s.helpers.insert("log2"); return "iron_log2(" + a[0] + ")";
-      case ir::Op::Erf: s.helpers.insert("erf"); return "iron_erf(" + a[0] + ")";
-      case ir::Op::Pow: s.helpers.insert("pow"); return "iron_pow(" + a[0] + ", " + a[1] + ")";
-      case ir::Op::Exp: return "precise::exp(" + a[0] + ")";
-      case ir::Op::Log: s.helpers.insert("log"); return "iron_log(" + a[0] + ")";
-      case ir::Op::Sqrt: s.helpers.insert("fsqrt"); return "iron_sqrt_f32(" + a[0] + ")";
-      case ir::Op::Rsqrt: return "precise::rsqrt(" + a[0] + ")";
-      case ir::Op::Tanh: return "precise::tanh(" + a[0] + ")";
-      case ir::Op::MulHi: return "mulhi(" + a[0] + ", " + a[1] + ")";
-      case ir::Op::Popcount: return "((" + reg_type(t) + ")popcount((uint)(" + a[0] + ")))";
-      case ir::Op::Clz: return "((" + reg_type(t) + ")clz((uint)(" + a[0] + ")))";  // clz(0) = 32
-      case ir::Op::Abs: return f ? "fabs(" + a[0] + ")" : t == DType::U32 ? a[0] : "abs(" + a[0] + ")";
-      case ir::Op::Min: return f ? fmin_fmax(s, false, a[0], a[1]) : "min(" + a[0] + ", " + a[1] + ")";
-      case ir::Op::Max: return f ? fmin_fmax(s, true, a[0], a[1]) : "max(" + a[0] + ", " + a[1] + ")";
+      case ir::Op::Sin: if (f) return call("trig", "iron_sin"); break;
+      case ir::Op::Cos: if (f) return call("trig", "iron_cos"); break;
+      case ir::Op::Exp2: if (f) return call("exp2", "iron_exp2"); break;
+      case ir::Op::Log2: if (f) return call("log2", "iron_log2"); break;
+      case ir::Op::Erf: if (f) return call("erf", "iron_erf"); break;
+      case ir::Op::Pow: if (f) return call("pow", "iron_pow"); break;
+      case ir::Op::Log: if (f) return call("log", "iron_log"); break;
+      case ir::Op::Sqrt: if (f) return call("fsqrt", "iron_sqrt_f32"); break;
+      // Metal's popcount and clz return the argument's type; clz(0u) = 32.
+      case ir::Op::Popcount: if (i32) return "((" + reg_type(t) + ")popcount((uint)(" + a[0] + ")))"; break;
+      case ir::Op::Clz: if (i32) return "((" + reg_type(t) + ")clz((uint)(" + a[0] + ")))"; break;
       case ir::Op::Fma:
-        // f16 / bf16: one rounding of the exact a * b + c, through f32 rounded to odd.
+        // f16 / bf16: one rounding of the exact a * b + c, through f32 rounded to odd
+        // (msl_math.inc; Metal has no f64). f32: Metal's fma, one rounding.
         if (t == DType::F16 || t == DType::BF16) {
           const char* h = t == DType::F16 ? "fma_odd_f16" : "fma_odd_bf16";
           s.helpers.insert(h);
           return cast(s, in, DType::F32, t, std::string("iron_") + h + "(" + a[0] + ", " + a[1] + ", " + a[2] + ")");
         }
-        return "fma(" + a[0] + ", " + a[1] + ", " + a[2] + ")";  // one rounding (MSL's fma)
-      default: s.unsupported(in, name(), ir::mnemonic(in.op)); return "0";
+        break;
+      default: break;
     }
+    return Dialect::math(s, in, t, a);
   }
 
   std::string cast(EmitState& s, const ir::Inst&, DType from, DType to, const std::string& x) const override {
@@ -418,18 +394,12 @@ class MslDialect final : public Dialect {
     return convert(to, x);
   }
 
-  // f32 min/max: one NaN operand loses, -0 < +0 (metal::fmin leaves -0 / +0 open).
-  std::string fmin_fmax(EmitState& s, bool is_max, const std::string& a, const std::string& b) const override {
-    s.helpers.insert(is_max ? "fmax" : "fmin");
-    return std::string(is_max ? "iron_fmax(" : "iron_fmin(") + a + ", " + b + ")";
-  }
   // Correctly rounded whatever the GPU's division (glsl_exact_math.inc; precise::divide is only
   // the estimate).
   std::string float_div(EmitState& s, const std::string& a, const std::string& b) const override {
     s.helpers.insert("fdiv");
     return "iron_div_f32(" + a + ", " + b + ")";
   }
-  const char* helper_prefix() const override { return ""; }
 
   static std::string bf16_helpers() {
     return "float iron_bf16_to_f32(uint b) { return as_type<float>(b << 16); }\n"
@@ -537,8 +507,6 @@ class MslDialect final : public Dialect {
     if (!sum) return "simd_max(" + x + ")";
     return t == DType::I32 ? "as_type<int>(simd_sum(as_type<uint>(" + x + ")))" : "simd_sum(" + x + ")";
   }
-
-  std::string barrier() const override { return "threadgroup_barrier(mem_flags::mem_device | mem_flags::mem_threadgroup);"; }
 
   // Lane helpers: float butterflies in the interpreter's order (offsets W/2 .. 1, v[l] op
   // v[l ^ offset]) and Hillis-Steele scans (offsets 1 .. W/2), so f32 rounding matches every
@@ -697,12 +665,6 @@ class MslDialect final : public Dialect {
                     narrow16(widen16(reg + "_old & 0xffffu") + " + " + reg + "_lo") + " | (" +
                     narrow16(widen16(reg + "_old >> 16") + " + " + reg + "_hi") + " << 16), " + relaxed + ", " + relaxed +
                     ")) {}");
-  }
-
-  std::string fence(ir::Op op) const override {
-    return op == ir::Op::FenceDevice
-               ? "atomic_thread_fence(mem_flags::mem_device, memory_order_seq_cst, thread_scope_device);"
-               : "atomic_thread_fence(mem_flags::mem_threadgroup, memory_order_seq_cst, thread_scope_threadgroup);";
   }
 
   // Wide accesses: 32-bit elements as float4/int4/uint4 (or 2-wide); 16-bit elements as uint
