@@ -13,6 +13,8 @@ packages=(
   nlohmann-json3-dev libcli11-dev libxxhash-dev
   # Unit tests and host benchmarks
   libgtest-dev libbenchmark-dev
+  # The host clang checks every emitted MSL file against tests/msl's Metal shim (ctest msl.*)
+  clang
   # `iron report` inlines Debian's Chart.js; tests/report renders it with headless Chromium
   # (chromium: ~122 MB download, ~400 MB installed with its libraries, ~35 s)
   libjs-chart.js chromium

@@ -43,7 +43,7 @@ int report_error(const nlohmann::json& msg);
 using Commands = std::vector<std::pair<CLI::App*, std::function<int()>>>;
 void add_bench_commands(CLI::App& app, Commands& out);    // bench_cli.cpp: bench, calibrate
 void add_compare_commands(CLI::App& app, Commands& out);  // compare_cli.cpp: snap, diff, ab, report
-void add_fuzz_commands(CLI::App& app, Commands& out);     // fuzz_cli.cpp: fuzz
+void add_fuzz_commands(CLI::App& app, Commands& out);     // fuzz_cli.cpp: fuzz, conformance
 
 // Shared entry points, so `iron bench --ab A B` and `iron device --calibrate` reach the same code
 // as `iron ab` and `iron calibrate`.

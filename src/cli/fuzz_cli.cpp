@@ -145,6 +145,67 @@ int run_fuzz(const FuzzOpts& o) {
   return r.exit_code;
 }
 
+// `iron conformance`: every op at every dtype against its one definition (src/fuzz/conformance.hpp),
+// on one backend. One line per failing case (every case with --verbose), then the summary.
+struct ConformanceOpts {
+  std::string backend, filter, out;
+  bool as_json = false, verbose = false;
+};
+
+int run_conformance(const ConformanceOpts& o) {
+  std::vector<std::string> args = {"conformance"};
+  if (!o.backend.empty()) args.insert(args.end(), {"--backend", o.backend});
+  if (!o.filter.empty()) args.insert(args.end(), {"-f", o.filter});
+  if (!o.out.empty()) args.insert(args.end(), {"-o", o.out});
+  Style st;
+  bool summary = false, error = false;
+  std::string last_line;
+  RunResult r = run_runner(args, [&](const json& m) {
+    const std::string type = m.value("type", std::string());
+    if (type == "hello") return;
+    if (o.as_json) std::cout << m.dump() << "\n";
+    if (type == "error") {
+      error = true;
+      report_error(m);
+      return;
+    }
+    if (type == "conformance_summary") {
+      summary = true;
+      if (m.contains("unavailable")) std::cerr << "iron: " << str(m, "unavailable") << "\n";
+      last_line = "conformance: " + str(m, "cases") + " cases on " + str(m, "backend") + ", " + str(m, "passed") +
+                  " passed, " + str(m, "failed") + " failed";
+      // Cases the target's dialect cannot spell: a documented limit, named one by one above.
+      if (m.value("unexpressible", 0) > 0) last_line += ", " + str(m, "unexpressible") + " not expressible";
+    }
+    if (o.as_json) return;
+    if (type == "device") {
+      std::cout << "device: " << str(m, "name") << " (" << str(m, "backend") << ", " << str(m, "driver")
+                << ", lane width " << str(m, "lane_width") << ", f32 subnormals " << str(m, "f32_denormals") << ")\n";
+    } else if (type == "conformance_case") {
+      const bool ok = m.value("ok", false);
+      if (!m.value("expressible", true))
+        std::cout << "CANNOT " << str(m, "name") << " [" << str(m, "backend") << "] kernel " << str(m, "kernel") << ": "
+                  << str(m, "message") << "\n";
+      else if (!ok)
+        std::cout << st.red("FAIL") << " " << str(m, "name") << " [" << str(m, "backend") << "] kernel " << str(m, "kernel")
+                  << ": " << str(m, "message") << "\n";
+      else if (o.verbose)
+        std::cout << "ok   " << str(m, "name") << " [" << str(m, "backend") << "] " << str(m, "values") << " values\n";
+    }
+  });
+  if (!last_line.empty()) (o.as_json ? std::cerr : std::cout) << last_line << "\n";
+  if (r.crashed) {
+    std::cerr << "iron: runner crashed with " << r.crash << "\n";
+    return 1;
+  }
+  if (error) return 2;
+  if (!summary) {
+    std::cerr << "iron: the runner exited (code " << r.exit_code << ") without a conformance summary\n";
+    return r.exit_code == 0 ? 1 : r.exit_code;
+  }
+  return r.exit_code;
+}
+
 }  // namespace
 
 void add_fuzz_commands(CLI::App& app, Commands& out) {
@@ -164,6 +225,19 @@ void add_fuzz_commands(CLI::App& app, Commands& out) {
                  "Guard f32 subnormals in every program even when no device flushes them (automatic when one does)");
   fuzz->add_flag("--json", o.as_json, "Print protocol messages as JSON lines");
   out.emplace_back(fuzz, [] { return run_fuzz(o); });
+
+  static ConformanceOpts c;
+  auto* conf = app.add_subcommand(
+      "conformance", "Run every op at every dtype it takes on edge values, against the op's one definition");
+  conf->add_option("--backend", c.backend,
+                   "interp (default), vulkan, cuda; msl (emitted only: no Metal device here) or nvrtc (CUDA compiled "
+                   "for sm_90a, no GPU needed)")
+      ->check(CLI::IsMember({"interp", "vulkan", "cuda", "msl", "nvrtc"}));
+  conf->add_option("-f,--filter", c.filter, "Only cases whose name contains this text (conformance.<op>.<dtype>[.<to>])");
+  conf->add_option("-o,--out", c.out, "With --backend msl: write each case's MSL to DIR/msl");
+  conf->add_flag("--verbose", c.verbose, "Print every case, not only the failing ones");
+  conf->add_flag("--json", c.as_json, "Print protocol messages as JSON lines");
+  out.emplace_back(conf, [] { return run_conformance(c); });
 }
 
 }  // namespace iron::cli

@@ -381,7 +381,7 @@ int run_main(int argc, char** argv) {
       ->check(CLI::IsMember({"vulkan", "cuda", "interp"}));
 
   auto* build = app.add_subcommand("build", "Emit (and compile) every kernel");
-  build->add_option("--emit", emit, "cuda, spirv, ir or all")->check(CLI::IsMember({"cuda", "spirv", "ir", "all"}));
+  build->add_option("--emit", emit, "cuda, spirv, msl, ir or all")->check(CLI::IsMember({"cuda", "spirv", "msl", "ir", "all"}));
   build->add_option("-o,--out", out, "Output directory")->required();
   build->add_option("--arch", arch, "CUDA architecture for NVRTC (default sm_90a)");
   build->add_option("-f,--filter", filter, "Only kernels whose name contains this text");

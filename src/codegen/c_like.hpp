@@ -267,6 +267,10 @@ void glsl_tile_var_op(EmitState& s, const Dialect& d, ir::Id id, std::vector<std
 std::unique_ptr<Dialect> make_cuda_dialect();
 std::unique_ptr<Dialect> make_hip_dialect();
 std::unique_ptr<Dialect> make_glsl_dialect();
+std::unique_ptr<Dialect> make_msl_dialect();
+// MSL tile ops (simdgroup_matrix; dialect_msl.cpp), reached through tile_op.
+void msl_tile_op(EmitState& s, const Dialect& d, ir::Id id, const std::vector<std::string>& operands,
+                 std::vector<std::string>& lines, std::string& value);
 
 // Elements per wide access for a group of `width` elements of dtype d: 16 bytes at most.
 inline int chunk_elems(DType d, int width) {

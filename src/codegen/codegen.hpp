@@ -24,7 +24,7 @@ namespace iron::codegen {
 
 struct Emitted {
   std::string source;
-  std::string entry;        // entry-point name (CUDA) / "main" (GLSL)
+  std::string entry;        // entry-point name (CUDA, MSL) / "main" (GLSL)
   ir::Diagnostics diags;    // ops the dialect cannot express, located; empty on success
   bool ok() const { return diags.empty(); }
 };

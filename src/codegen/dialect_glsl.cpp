@@ -341,6 +341,7 @@ class GlslDialect final : public Dialect {
       // bitCount and findMSB return int; findMSB of a uint 0 is -1, so 31 - findMSB is 32 there.
       case ir::Op::Popcount: if (i32) return reg_type(t) + "(bitCount(" + a[0] + "))"; break;
       case ir::Op::Clz: if (i32) return reg_type(t) + "(31 - findMSB(uint(" + a[0] + ")))"; break;
+      case ir::Op::Log: if (f) return call("log", "iron_log"); break;
       case ir::Op::Fma:
         // f16 / bf16: one rounding of the exact a * b + c, the f32 rounded to odd then to the
         // dtype (docs/semantics.md). f16 in f32 alone; bf16 needs shaderFloat64.
@@ -429,6 +430,7 @@ class GlslDialect final : public Dialect {
     if (name == "fsqrt") return "float iron_sqrt_estimate(float x) { return sqrt(x); }\n" + glsl_lines(kGlsl_fsqrt);
     if (name == "erf") return glsl_lines(kGlsl_erf);
     if (name == "pow") return glsl_lines(kGlsl_pow);
+    if (name == "log") return glsl_lines(kGlsl_log);
     if (name == "log2") return glsl_lines(kGlsl_log2);
     if (name == "exp2") return glsl_lines(kGlsl_exp2);
     if (name == "trig") return glsl_lines(kGlsl_trig);

@@ -19,15 +19,16 @@ constexpr uint32_t all_dtypes() {
 std::unique_ptr<Dialect> cuda_dialect(const TargetProfile&) { return make_cuda_dialect(); }
 std::unique_ptr<Dialect> hip_dialect(const TargetProfile&) { return make_hip_dialect(); }
 std::unique_ptr<Dialect> glsl_dialect(const TargetProfile&) { return make_glsl_dialect(); }
+std::unique_ptr<Dialect> msl_dialect(const TargetProfile&) { return make_msl_dialect(); }
 
 const TargetInfo kTargets[kNumTargets] = {
     {Target::Cuda, "cuda", "CUDA C++", ".cu", ".cubin", "sm_90a", OfflineCompiler::Nvrtc, "cuda", cuda_dialect},
     {Target::Hip, "hip", "HIP", ".hip", ".co", "gfx90a", OfflineCompiler::HipClang, "hip", hip_dialect},
     {Target::Glsl, "glsl", "GLSL 450", ".comp", ".spv", "vulkan1.1", OfflineCompiler::Glslang, "vulkan", glsl_dialect},
-    // Metal: no code generator off Apple platforms; the emitted source is checked by the host
-    // clang. The dialect joins this row when it lands.
+    // Metal: no code generator off Apple platforms and no runtime device; the emitted source is
+    // checked by the host clang against tests/msl's shim (docs/msl.md).
     {Target::Msl, "msl", "Metal Shading Language", ".metal", "", "metal3.0", OfflineCompiler::HostSyntax, nullptr,
-     nullptr},
+     msl_dialect},
 };
 
 // The number after a prefix ("sm_90a" -> 90), or -1.
@@ -119,7 +120,7 @@ TargetProfile profile_for(Target t, std::string_view arch) {
       p.lane_width = 32;  // simdgroups on Apple GPUs
       p.max_threadgroup = 1024;
       p.static_shared_bytes = p.max_shared_bytes = 32 * 1024;
-      p.mma = MmaStrategy::Auto;
+      p.mma = MmaStrategy::SimdgroupMatrix;  // dialect_msl.cpp: tiles are simdgroup_matrix 8x8 blocks
       return p;
   }
   throw Error("unknown target");

@@ -864,6 +864,7 @@ std::string tile_prelude(const EmitState& s, bool cuda) {
 void tile_op(EmitState& s, const Dialect& d, ir::Id id, const std::vector<std::string>& a,
              std::vector<std::string>& lines, std::string& value) {
   const ir::Inst& in = s.k.insts[id];
+  if (s.profile.target == Target::Msl) return msl_tile_op(s, d, id, a, lines, value);
   if (s.profile.target == Target::Glsl)
     return s.tile_coopmat ? glsl_coopmat_op(s, d, id, a, lines, value) : glsl_tile_op(s, d, id, a, lines);
   const std::string U = d.reg_type(DType::U32);

@@ -26,6 +26,8 @@
 //   calibration {backend, device, copy_gbps, fma_gflops, ...}   (iron calibrate)
 //   fuzz_mismatch {seed, mode, reference, backend, lane_width, launch, difference, reproduce,
 //                  ir?, source?, reduced?}   fuzz_summary {programs, mismatches, pairs, ...}   (iron fuzz)
+//   conformance_case {name, kernel, backend, ok, values, message?, expressible?}
+//   conformance_summary {backend, cases, passed, failed, unexpressible?, ms?, unavailable?}   (iron conformance)
 //   A snapshot file (.iron/snaps/NAME.json) is {"v", "name", "created", "results": [bench...]};
 //   a record of `iron snap --processes P` (P >= 2) adds "processes" and "runs_us" (one samples
 //   array per process; "samples_us" holds them all).

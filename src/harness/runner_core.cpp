@@ -981,7 +981,8 @@ int cmd_build(const Args& a) {
   if (a.out_dir.empty()) throw Error("build needs -o DIR");
   std::string what = a.emit.empty() ? "all" : a.emit;
   bool cuda = what == "cuda" || what == "all", spirv = what == "spirv" || what == "all", irs = what == "ir" || what == "all";
-  if (!cuda && !spirv && !irs) throw Error("--emit takes cuda, spirv, ir or all, not '" + what + "'");
+  bool msl = what == "msl" || what == "all";
+  if (!cuda && !spirv && !irs && !msl) throw Error("--emit takes cuda, spirv, msl, ir or all, not '" + what + "'");
   std::filesystem::path out(a.out_dir);
   int failures = 0, written = 0, kernels = 0;
   double pipeline_ms = 0;
@@ -1052,6 +1053,17 @@ int cmd_build(const Args& a) {
           std::filesystem::path spv = out / "spirv" / (stem + ".spv");
           if (s.ok) write_file(spv, s.words.data(), s.words.size() * 4);
           artifact(k->name, dn, "spirv", s.ok ? spv : comp, s.ok, s.log);
+        }
+      }
+      if (msl) {
+        // Source only: no Metal compiler off Apple platforms (tests/msl checks it with the host clang).
+        codegen::Emitted e = codegen::emit(optimized, d, codegen::Target::Msl);
+        std::filesystem::path p = out / "msl" / (stem + ".metal");
+        if (!e.ok()) {
+          artifact(k->name, dn, "msl", p, false, e.diags.render(optimized));
+        } else {
+          write_file(p, e.source.data(), e.source.size());
+          artifact(k->name, dn, "msl", p, true, "");
         }
       }
     }

@@ -37,6 +37,7 @@ using namespace iron::test::glsl_cpu;
 // The driver functions the helpers start from: the host's (glibc's f32 libm).
 inline float exp2(float x) { return std::exp2(x); }
 inline float log2(float x) { return std::log2(x); }
+inline float log(float x) { return std::log(x); }
 inline float sin(float x) { return std::sin(x); }
 inline float cos(float x) { return std::cos(x); }
 inline void umulExtended(uint a, uint b, uint& hi, uint& lo) {

@@ -1,0 +1,726 @@
+// The op conformance suite (conformance.hpp): one generated kernel per op and dtype, edge-value
+// inputs, eval::eval_pure as the oracle, run on one backend by `iron conformance`.
+#include "fuzz/conformance.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <memory>
+#include <sstream>
+
+#include "codegen/codegen.hpp"
+#include "core/numeric.hpp"
+#include "core/protocol.hpp"
+#include "iron/runtime.hpp"
+#include "passes/eval.hpp"
+#include "passes/pass.hpp"
+#include "runtime/device.hpp"
+
+namespace iron::fuzz {
+namespace {
+
+using nlohmann::json;
+
+void send(const json& msg) { std::cout << protocol::encode(msg) << "\n" << std::flush; }
+
+constexpr uint32_t kGroup = 64;  // threads per threadgroup; every buffer is a multiple of it
+
+const DType kAllTypes[] = {DType::F32, DType::F16,  DType::BF16, DType::F8E4M3, DType::F8E5M2,
+                           DType::I8,  DType::U8,   DType::I16,  DType::U16,    DType::I32,
+                           DType::U32, DType::I64,  DType::U64,  DType::Bool};
+
+// The computational ops: pure, with operands, not a built-in; pairs have their own types.
+bool computational(ir::Op op) {
+  if (!ir::has_trait(op, ir::trait::P) || ir::has_trait(op, ir::trait::B)) return false;
+  if (op == ir::Op::Const || op == ir::Op::Param || op == ir::Op::Arg || op == ir::Op::Pair || op == ir::Op::PairGet)
+    return false;
+  return ir::op_info(op).arity >= 1;
+}
+
+uint32_t f32_bits(float f) {
+  uint32_t u;
+  std::memcpy(&u, &f, 4);
+  return u;
+}
+float f32_of(uint32_t u) {
+  float f;
+  std::memcpy(&f, &u, 4);
+  return f;
+}
+
+// Edge values of each dtype as storage bit patterns (the low dtype_size bytes), most telling
+// first: binary ops take the first kBinary of them in every combination, ternary the first
+// kTernary.
+constexpr size_t kBinary = 24, kTernary = 10;
+
+std::vector<uint64_t> edge_values(DType t) {
+  std::vector<uint64_t> v;
+  auto f32 = [&](std::initializer_list<float> list) {
+    for (float f : list) v.push_back(f32_bits(f));
+  };
+  switch (t) {
+    case DType::F32:
+      f32({0.0f, -0.0f, INFINITY, -INFINITY, NAN, 1.0f, -1.0f, 0.5f, -2.5f, 2.5f, 1.5f, 0x1p-149f, -0x1p-149f,
+           0x1p-126f, 3.4028235e38f, -3.4028235e38f, 3.0f, 0.1f, -7.25f, 100.5f, 65520.0f, 2147483648.0f,
+           -2147483648.0f, 1e-30f,
+           // for casts, rounding and math (unary and cast cases take all of these)
+           0x1.fffffep-127f, 8388607.5f, -8388607.5f, 16777217.0f, 4294967296.0f, 4294967040.0f, 255.5f, -128.5f,
+           -129.0f, 65535.5f, 32767.5f, -32768.5f, 9.2233720e18f, -9.2233720e18f, 1.8446744e19f, 1e20f, -1e20f,
+           448.0f, 464.0f, 57344.0f, 61440.0f, 0.49999997f, 0x1p-24f, 0x1p-10f, 6.2831855f, 1e10f, -0.75f});
+      break;
+    case DType::F16:
+      v = {0x0000, 0x8000, 0x7c00, 0xfc00, 0x7e00, 0x3c00, 0xbc00, 0x3800, 0xc100, 0x4100, 0x3e00, 0x0001, 0x8001,
+           0x0400, 0x7bff, 0xfbff, 0x4200, 0x2e66, 0xc740, 0x5648, 0x03ff, 0x3bff, 0x6400, 0x1400,
+           0x7a00, 0xd800, 0x4248, 0x3555, 0x0200, 0xe000};
+      break;
+    case DType::BF16:
+      v = {0x0000, 0x8000, 0x7f80, 0xff80, 0x7fc0, 0x3f80, 0xbf80, 0x3f00, 0xc020, 0x4020, 0x3fc0, 0x0001, 0x8001,
+           0x0080, 0x7f7f, 0xff7f, 0x4040, 0x3dcd, 0xc0e8, 0x42c9, 0x007f, 0x4f00, 0xcf00, 0x0d80,
+           0x5f80, 0x4b00, 0x3eab, 0x4049, 0x7f00, 0xdf00};
+      break;
+    case DType::F8E4M3:
+      v = {0x00, 0x80, 0x7f, 0xff, 0x7e, 0xfe, 0x38, 0xb8, 0x30, 0x3c, 0x42, 0xc2, 0x01, 0x81, 0x07, 0x08, 0x77, 0x5c};
+      break;
+    case DType::F8E5M2:
+      v = {0x00, 0x80, 0x7c, 0xfc, 0x7e, 0x7b, 0xfb, 0x3c, 0xbc, 0x38, 0x3e, 0x41, 0xc1, 0x01, 0x81, 0x03, 0x04, 0x5b};
+      break;
+    case DType::Bool: v = {0, 1}; break;
+    default: {
+      // Integers: the same list wrapped to each width (num::int_wrap), then its own MIN and MAX.
+      const int64_t raw[] = {0, 1, -1, 2, -2, 3, 7, -7, 31, 32, 33, 63, 64, 65, 100, -100, 127, 128, 255, 256,
+                             32767, 32768, 65535, 2147483647, int64_t(0x80000000ull), int64_t(0xffffffffull),
+                             0x5555555555555555ll, -0x5555555555555556ll, 0x123456789abcdefll, 1000000007};
+      v.push_back(uint64_t(num::int_min(t)));
+      v.push_back(num::int_max(t));
+      for (int64_t r : raw) v.push_back(num::int_wrap(t, uint64_t(r)));
+      break;
+    }
+  }
+  // Distinct patterns, in first-seen order (wrapping makes some integers equal).
+  std::vector<uint64_t> out;
+  const uint64_t mask = dtype_size(t) >= 8 ? ~0ull : (1ull << (8 * dtype_size(t))) - 1;
+  for (uint64_t x : v) {
+    x &= mask;
+    if (std::find(out.begin(), out.end(), x) == out.end()) out.push_back(x);
+  }
+  return out;
+}
+
+// The register value a load of storage bits gives (docs/semantics.md: floats widen exactly to
+// an f32 register, integers sign- or zero-extend).
+uint64_t register_of(DType t, uint64_t bits) {
+  switch (t) {
+    case DType::F32: return bits & 0xffffffffull;
+    case DType::F16: return f32_bits(num::f16_to_f32(uint16_t(bits)));
+    case DType::BF16: return f32_bits(num::bf16_to_f32(uint16_t(bits)));
+    case DType::F8E4M3: case DType::F8E5M2: return f32_bits(num::fp8_to_f32(t, uint8_t(bits)));
+    case DType::Bool: return bits ? 1 : 0;
+    default: return num::int_wrap(t, bits);
+  }
+}
+
+// The storage bits a store of a register value writes (a 16-bit or fp8 register holds a value of
+// its dtype, so the narrowing is exact).
+uint64_t storage_of(DType t, uint64_t reg) {
+  switch (t) {
+    case DType::F32: return reg & 0xffffffffull;
+    case DType::F16: return num::f32_to_f16(f32_of(uint32_t(reg)));
+    case DType::BF16: return num::f32_to_bf16(f32_of(uint32_t(reg)));
+    case DType::F8E4M3: case DType::F8E5M2: return num::f32_to_fp8(t, f32_of(uint32_t(reg)));
+    case DType::Bool: return reg ? 1 : 0;
+    default: return reg;
+  }
+}
+
+// Booleans travel as u8 buffers (a buffer holds a float or integer dtype).
+DType storage_dtype(DType t) { return t == DType::Bool ? DType::U8 : t; }
+
+void put(std::vector<unsigned char>& buf, size_t i, DType t, uint64_t bits) {
+  const size_t n = dtype_size(storage_dtype(t));
+  for (size_t b = 0; b < n; ++b) buf[i * n + b] = (unsigned char)(bits >> (8 * b));
+}
+uint64_t get(const std::vector<unsigned char>& buf, size_t i, DType t) {
+  const size_t n = dtype_size(storage_dtype(t));
+  uint64_t bits = 0;
+  for (size_t b = 0; b < n; ++b) bits |= uint64_t(buf[i * n + b]) << (8 * b);
+  return bits;
+}
+
+// The kernel: load each operand, apply the op, store the result (bools through u8).
+std::string kernel_text(const std::string& name, ir::Op op, const std::vector<DType>& operands, DType result, size_t n) {
+  std::ostringstream s;
+  const bool lane = ir::has_trait(op, ir::trait::L);
+  s << "kernel " << name << (lane ? " mode=Reduction {\n" : " mode=Elementwise {\n");
+  for (size_t i = 0; i < operands.size(); ++i)
+    s << "  param x" << i << ": in buf<" << dtype_name(storage_dtype(operands[i])) << "> extent=" << n << "\n";
+  s << "  param r: out buf<" << dtype_name(storage_dtype(result)) << "> extent=" << n << "\n";
+  if (lane)  // lane operations need a mode with threadgroups: the index from the group's place
+    s << "  %g = program_id<0> : u32\n  %gs = group_size<0> : u32\n  %l = local_id<0> : u32\n"
+         "  %gb = mul %g, %gs : u32\n  %i = add %gb, %l : u32\n";
+  else
+    s << "  %i = thread_id<0> : u32\n";
+  std::string args;
+  for (size_t i = 0; i < operands.size(); ++i) {
+    const std::string x = "%x" + std::to_string(i);
+    if (operands[i] == DType::Bool) {
+      s << "  " << x << "w = load<x" << i << "> %i : u8\n  %z" << i << " = const<0> : u8\n";
+      s << "  " << x << " = ne " << x << "w, %z" << i << " : bool\n";
+    } else {
+      s << "  " << x << " = load<x" << i << "> %i : " << dtype_name(operands[i]) << "\n";
+    }
+    args += (i ? ", " : " ") + x;
+  }
+  s << "  %v = " << ir::mnemonic(op) << args << " : " << dtype_name(result) << "\n";
+  if (result == DType::Bool) {
+    s << "  %vb = cast %v : u8\n  store<r> %i, %vb\n";
+  } else {
+    s << "  store<r> %i, %v\n";
+  }
+  s << "}\n";
+  return s.str();
+}
+
+// The operand and result dtypes an op is tried at: every dtype for each operand (the verifier
+// decides); comparisons give bool; cast and bitcast every pair; select a bool condition.
+struct Signature {
+  std::vector<DType> operands;
+  DType result;
+};
+std::vector<Signature> signatures(ir::Op op) {
+  std::vector<Signature> out;
+  const int arity = ir::op_info(op).arity;
+  const bool compare = op == ir::Op::Eq || op == ir::Op::Ne || op == ir::Op::Lt || op == ir::Op::Le ||
+                       op == ir::Op::Gt || op == ir::Op::Ge;
+  for (DType t : kAllTypes) {
+    if (op == ir::Op::Cast || op == ir::Op::Bitcast) {
+      for (DType to : kAllTypes)
+        if (to != t) out.push_back({{t}, to});
+      continue;
+    }
+    if (op == ir::Op::Select) {
+      out.push_back({{DType::Bool, t, t}, t});
+      continue;
+    }
+    out.push_back({std::vector<DType>(size_t(arity), t), compare ? DType::Bool : t});
+  }
+  return out;
+}
+
+bool verifies(const ir::Kernel& k) {
+  ir::Diagnostics d;
+  if (!ir::verify(k, d)) return false;
+  try {
+    passes::optimize(k);  // type_check runs in the pipeline
+  } catch (const std::exception&) {
+    return false;
+  }
+  return true;
+}
+
+bool is_subnormal_f32(uint64_t reg) {
+  const uint32_t u = uint32_t(reg);
+  return (u & 0x7f800000u) == 0 && (u & 0x7fffffu) != 0;
+}
+
+bool is_nan_f32(uint64_t reg) { return (uint32_t(reg) & 0x7fffffffu) > 0x7f800000u; }
+
+std::string show(DType t, uint64_t reg) {
+  std::ostringstream s;
+  if (is_float(t)) {
+    char b[64];
+    std::snprintf(b, sizeof b, "%.9g", double(f32_of(uint32_t(reg))));
+    s << b;
+  } else if (t == DType::Bool) {
+    s << (reg ? "true" : "false");
+  } else if (is_signed_integer(t)) {
+    s << int64_t(reg);
+  } else {
+    s << reg;
+  }
+  return s.str();
+}
+
+// docs/semantics.md's bound for a bounded op: is `got` close enough to `want` (f32 values) for
+// input x (and y for pow)? Special inputs are exact.
+bool within_bound(ir::Op op, DType result, float x, float y, float want, float got) {
+  auto special = [](float v) { return v == 0 || std::isinf(v) || std::isnan(v); };
+  bool exact = special(x);
+  if (op == ir::Op::Pow) exact = special(x) || special(y) || x == 1.0f || (x < 0 && std::trunc(y) != y);
+  if (op == ir::Op::Log2 || op == ir::Op::Log) exact = exact || x < 0;
+  if (op == ir::Op::Log2 && (f32_bits(x) & 0x7fffffu) == 0) exact = true;  // log2(2^e) = e
+  if (exact || std::isnan(want) || std::isinf(want)) {
+    if (std::isnan(want)) return std::isnan(got);
+    return f32_bits(want) == f32_bits(got);
+  }
+  const double err = std::fabs(double(got) - double(want)), aw = std::fabs(double(want));
+  // A 16-bit result: the f32 results may round to neighbouring values of the dtype.
+  const double slack = result == DType::F32 ? 0 : double(std::ldexp(1.0, std::ilogb(std::max(aw, 0x1p-14)) - (result == DType::F16 ? 10 : 7)));
+  double bound = 0;
+  switch (op) {
+    case ir::Op::Sin: case ir::Op::Cos: bound = 0x1p-20; break;
+    case ir::Op::Erf: bound = 0x1p-21 * aw; break;
+    case ir::Op::Log2: bound = x >= 0.5f && x <= 2.0f ? 0x1p-17 : 0x1p-17 * aw; break;
+    case ir::Op::Exp2: bound = std::max(0x1p-20 * aw, 0x1p-146); break;
+    case ir::Op::Pow: bound = std::max((2 + std::fabs(double(y))) * 0x1p-17 * aw, 0x1p-146); break;
+    case ir::Op::Exp: bound = aw < 0x1p-126 ? 0x1p-126 : 0x1p-16 * aw; break;
+    case ir::Op::Log: bound = x >= 0.5f && x <= 2.0f ? 0x1p-17 : 0x1p-16 * aw; break;
+    case ir::Op::Tanh: bound = 0x1p-20; break;
+    case ir::Op::Rsqrt: bound = 2 * std::ldexp(1.0, std::ilogb(std::max(aw, 0x1p-126)) - 23); break;
+    default: return f32_bits(want) == f32_bits(got);
+  }
+  return err <= bound + slack;
+}
+
+// Lane operations and their operand and result dtypes (the verifier decides which dtypes).
+bool lane_op(ir::Op op) {
+  return ir::has_trait(op, ir::trait::L) && !ir::has_trait(op, ir::trait::B) && ir::op_info(op).arity >= 1 &&
+         op != ir::Op::Barrier && !ir::is_atomic(op) && op != ir::Op::TileFill && op != ir::Op::TileLoad &&
+         op != ir::Op::TileTgLoad && op != ir::Op::TileMma && op != ir::Op::TileStore && op != ir::Op::TileTgStore &&
+         op != ir::Op::TileGet;
+}
+std::vector<Signature> lane_signatures(ir::Op op) {
+  std::vector<Signature> out;
+  if (op == ir::Op::LaneBallot) return {{{DType::Bool}, DType::U32}};
+  if (op == ir::Op::LaneAny || op == ir::Op::LaneAll) return {{{DType::Bool}, DType::Bool}};
+  const bool shuffle = op == ir::Op::LaneShuffle || op == ir::Op::LaneShuffleXor || op == ir::Op::LaneShuffleUp ||
+                       op == ir::Op::LaneShuffleDown || op == ir::Op::LaneBroadcast;
+  for (DType t : kAllTypes) out.push_back({shuffle ? std::vector<DType>{t, DType::U32} : std::vector<DType>{t}, t});
+  return out;
+}
+
+// Source lanes of a shuffle: in range, the edges, just past a group of 8, 32 or 64, and huge.
+const uint64_t kSourceLanes[] = {0, 1, 2, 3, 5, 7, 8, 9, 15, 16, 31, 32, 33, 63, 64, 0xffffffffu, 0x80000000u, 6, 4};
+constexpr size_t kLaneElements = 256;  // four groups of 64: lane groups of 8, 32 and 64 all fit
+
+void add_lane_cases(const std::string& filter, std::vector<ConformanceCase>& cases) {
+  for (int o = 0; o < int(ir::Op::Count_); ++o) {
+    const ir::Op op = ir::Op(o);
+    if (!lane_op(op)) continue;
+    for (const Signature& sig : lane_signatures(op)) {
+      const std::string name = std::string("conformance.") + ir::mnemonic(op) + "." + dtype_name(sig.operands[0]);
+      if (!filter.empty() && name.find(filter) == std::string::npos) continue;
+      std::string kname = name;
+      std::replace(kname.begin(), kname.end(), '.', '_');
+      ConformanceCase c;
+      try {
+        c.kernel = ir::parse(kernel_text(kname, op, sig.operands, sig.result, kLaneElements));
+      } catch (const std::exception&) {
+        continue;
+      }
+      if (!verifies(c.kernel)) continue;
+      c.name = name;
+      c.op = op;
+      c.operands = sig.operands;
+      c.result = sig.result;
+      c.lane = true;
+      c.launch.dtype = DType::F32;
+      c.launch.grid = {uint32_t(kLaneElements / kGroup), 1, 1};
+      c.launch.threadgroup = {kGroup, 1, 1};
+      for (DType t : sig.operands) c.launch.buffers.emplace_back(kLaneElements * dtype_size(storage_dtype(t)), 0);
+      c.launch.buffers.emplace_back(kLaneElements * dtype_size(storage_dtype(sig.result)), 0xff);
+      // Each lane its own edge value (a scrambled walk, so groups mix specials with ordinary
+      // values); a shuffle's source lane from kSourceLanes.
+      const std::vector<uint64_t> values = edge_values(sig.operands[0]);
+      for (size_t i = 0; i < kLaneElements; ++i) {
+        std::vector<uint64_t> regs;
+        const uint64_t v = values[(i * 7 + i / 5) % values.size()];
+        put(c.launch.buffers[0], i, sig.operands[0], v);
+        regs.push_back(register_of(sig.operands[0], v));
+        if (sig.operands.size() > 1) {
+          // lane_broadcast's source is uniform over the lane group (one per threadgroup here).
+          const uint64_t broadcast[] = {0, 5, 31, 0xffffffffu};
+          const uint64_t src = op == ir::Op::LaneBroadcast
+                                   ? broadcast[(i / kGroup) % 4]
+                                   : kSourceLanes[(i * 5 + i / 3) % (sizeof kSourceLanes / sizeof kSourceLanes[0])];
+          put(c.launch.buffers[1], i, DType::U32, src);
+          regs.push_back(src);
+        }
+        c.args.push_back(std::move(regs));
+      }
+      cases.push_back(std::move(c));
+    }
+  }
+}
+
+// Atomics whose final memory does not depend on the order the threads reach it: add, min, max,
+// and, or, on buffers and on threadgroup memory (exchange and compare-and-swap return values
+// that do; AtomicsBitcastConformance covers them). 256 threads in 4 groups of 64: thread i
+// applies its value to slot i % 4 of the buffer, or to slot local % 4 of its group's four
+// threadgroup slots, which start from `init` and are copied out after a barrier.
+constexpr size_t kAtomicThreads = 256;
+
+std::string atomic_kernel_text(const std::string& name, ir::Op op, DType t) {
+  const std::string T = dtype_name(t), m = ir::mnemonic(op);
+  const bool tg = ir::is_tg_atomic(op);
+  std::ostringstream s;
+  s << "kernel " << name << " mode=Reduction {\n";
+  s << "  param x0: in buf<" << T << "> extent=" << kAtomicThreads << "\n";
+  if (tg) s << "  param init: in buf<" << T << "> extent=16\n  param r: out buf<" << T << "> extent=16\n";
+  else s << "  param r: inout buf<" << T << "> extent=4\n";
+  if (tg) s << "  %a = tg_alloc<slots, 4> : " << T << "\n";
+  s << "  %g = program_id<0> : u32\n  %gs = group_size<0> : u32\n  %l = local_id<0> : u32\n"
+       "  %gb = mul %g, %gs : u32\n  %i = add %gb, %l : u32\n";
+  s << "  %x = load<x0> %i : " << T << "\n  %c4 = const<4> : u32\n";
+  if (!tg) {
+    s << "  %slot = rem %i, %c4 : u32\n  %v = " << m << "<r> %slot, %x : " << T << "\n}\n";
+    return s.str();
+  }
+  s << "  %first = lt %l, %c4 : bool\n  %g4 = mul %g, %c4 : u32\n  %o = add %g4, %l : u32\n";
+  s << "  if %first {\n    %iv = load<init> %o : " << T << "\n    tg_store %a, %l, %iv\n  }\n  barrier\n";
+  s << "  %slot = rem %l, %c4 : u32\n  %v = " << m << " %a, %slot, %x : " << T << "\n  barrier\n";
+  s << "  if %first {\n    %fv = tg_load %a, %l : " << T << "\n    store<r> %o, %fv\n  }\n}\n";
+  return s.str();
+}
+
+void add_atomic_cases(const std::string& filter, std::vector<ConformanceCase>& cases) {
+  for (int o = 0; o < int(ir::Op::Count_); ++o) {
+    const ir::Op op = ir::Op(o);
+    if (!ir::is_atomic(op)) continue;
+    const ir::Op kind = ir::atomic_kind(op);
+    if (kind != ir::Op::AtomicAdd && kind != ir::Op::AtomicMin && kind != ir::Op::AtomicMax && kind != ir::Op::AtomicAnd &&
+        kind != ir::Op::AtomicOr)
+      continue;
+    const ir::Op fold = kind == ir::Op::AtomicAdd ? ir::Op::Add : kind == ir::Op::AtomicMin ? ir::Op::Min
+                        : kind == ir::Op::AtomicMax ? ir::Op::Max : kind == ir::Op::AtomicAnd ? ir::Op::And : ir::Op::Or;
+    const bool tg = ir::is_tg_atomic(op);
+    for (DType t : kAllTypes) {
+      const std::string name = std::string("conformance.") + ir::mnemonic(op) + "." + dtype_name(t);
+      if (!filter.empty() && name.find(filter) == std::string::npos) continue;
+      std::string kname = name;
+      std::replace(kname.begin(), kname.end(), '.', '_');
+      ConformanceCase c;
+      try {
+        c.kernel = ir::parse(atomic_kernel_text(kname, op, t));
+      } catch (const std::exception&) {
+        continue;
+      }
+      if (!verifies(c.kernel)) continue;
+      // The values: the dtype's edge values without subnormals (a device may flush them); an
+      // f32 add only values whose sums are exact in any order.
+      std::vector<uint64_t> values;
+      if (t == DType::F32 && kind == ir::Op::AtomicAdd) {
+        for (float f : {1.0f, 2.0f, 0.5f, -3.0f, 0.0f, -0.0f, 1024.0f, -0.25f, 3.0f, -7.0f, 64.0f, 0.125f})
+          values.push_back(f32_bits(f));
+      } else {
+        for (uint64_t v : edge_values(t))
+          if (!(is_float(t) && is_subnormal_f32(register_of(t, v)))) values.push_back(v);
+      }
+      c.name = name;
+      c.op = op;
+      c.operands = {t};
+      c.result = t;
+      c.launch.dtype = DType::F32;
+      c.launch.grid = {uint32_t(kAtomicThreads / kGroup), 1, 1};
+      c.launch.threadgroup = {kGroup, 1, 1};
+      const size_t outputs = tg ? 16 : 4, bytes = dtype_size(t);
+      c.launch.buffers.emplace_back(kAtomicThreads * bytes, 0);
+      std::vector<unsigned char> init(outputs * bytes, 0);
+      for (size_t k = 0; k < outputs; ++k) put(init, k, t, values[(k * 3 + 1) % values.size()]);
+      if (tg) {
+        c.launch.buffers.push_back(init);
+        c.launch.buffers.emplace_back(outputs * bytes, 0xff);
+      } else {
+        c.launch.buffers.push_back(init);
+      }
+      std::vector<eval::Scalar> acc(outputs);
+      for (size_t k = 0; k < outputs; ++k) {
+        acc[k] = eval::Scalar{register_of(t, get(init, k, t))};
+        c.args.push_back({acc[k].bits});
+      }
+      bool evaluable = true;
+      for (size_t i = 0; i < kAtomicThreads && evaluable; ++i) {
+        const uint64_t bits = values[(i * 7 + i / 5) % values.size()];
+        put(c.launch.buffers[0], i, t, bits);
+        const size_t slot = tg ? (i / kGroup) * 4 + (i % kGroup) % 4 : i % 4;
+        eval::Scalar args[2] = {acc[slot], eval::Scalar{register_of(t, bits)}}, out;
+        std::string error;
+        evaluable = eval::eval_pure(fold, t, t, args, 2, out, error);
+        acc[slot] = out;
+      }
+      if (!evaluable) continue;
+      c.want.assign(outputs * bytes, 0);
+      for (size_t k = 0; k < outputs; ++k) put(c.want, k, t, storage_of(t, acc[k].bits));
+      cases.push_back(std::move(c));
+    }
+  }
+}
+
+}  // namespace
+
+std::vector<ConformanceCase> conformance_cases(const std::string& filter) {
+  std::vector<ConformanceCase> cases;
+  for (int o = 0; o < int(ir::Op::Count_); ++o) {
+    const ir::Op op = ir::Op(o);
+    if (!computational(op)) continue;
+    for (const Signature& sig : signatures(op)) {
+      std::string name = std::string("conformance.") + ir::mnemonic(op);
+      if (op == ir::Op::Cast || op == ir::Op::Bitcast)
+        name += std::string(".") + dtype_name(sig.operands[0]) + "." + dtype_name(sig.result);
+      else
+        name += std::string(".") + dtype_name(op == ir::Op::Select ? sig.result : sig.operands[0]);
+      if (!filter.empty() && name.find(filter) == std::string::npos) continue;
+      // The operand values: every combination of each operand's edge values.
+      std::vector<std::vector<uint64_t>> sets;
+      for (DType t : sig.operands) {
+        std::vector<uint64_t> e = edge_values(t);
+        const size_t keep = sig.operands.size() == 1 ? e.size() : sig.operands.size() == 2 ? kBinary : kTernary;
+        if (e.size() > keep) e.resize(keep);
+        sets.push_back(std::move(e));
+      }
+      size_t count = 1;
+      for (const auto& e : sets) count *= e.size();
+      const size_t n = (count + kGroup - 1) / kGroup * kGroup;
+      // Identifier-safe kernel name (the case name with '.' as '_').
+      std::string kname = name;
+      std::replace(kname.begin(), kname.end(), '.', '_');
+      ConformanceCase c;
+      try {
+        c.kernel = ir::parse(kernel_text(kname, op, sig.operands, sig.result, n));
+      } catch (const std::exception&) {
+        continue;
+      }
+      if (!verifies(c.kernel)) continue;  // not a dtype this op takes
+      c.name = name;
+      c.op = op;
+      c.operands = sig.operands;
+      c.result = sig.result;
+      c.launch.dtype = DType::F32;
+      c.launch.grid = {uint32_t(n / kGroup), 1, 1};
+      c.launch.threadgroup = {kGroup, 1, 1};
+      for (DType t : sig.operands) c.launch.buffers.emplace_back(n * dtype_size(storage_dtype(t)), 0);
+      c.launch.buffers.emplace_back(n * dtype_size(storage_dtype(sig.result)), 0xff);
+      c.want.assign(n * dtype_size(storage_dtype(sig.result)), 0);
+      bool evaluable = true;
+      for (size_t i = 0; i < n && evaluable; ++i) {
+        // Element i: the mixed-radix digits of i mod count pick each operand's value.
+        size_t rest = i % count;
+        std::vector<eval::Scalar> args;
+        std::vector<uint64_t> regs;
+        for (size_t a = sig.operands.size(); a-- > 0;) {
+          const uint64_t bits = sets[a][rest % sets[a].size()];
+          rest /= sets[a].size();
+          put(c.launch.buffers[a], i, sig.operands[a], bits);
+          regs.insert(regs.begin(), register_of(sig.operands[a], bits));
+        }
+        for (uint64_t r : regs) args.push_back(eval::Scalar{r});
+        eval::Scalar out;
+        std::string error;
+        const DType operand_type = op == ir::Op::Select ? sig.operands[1] : sig.operands[0];
+        if (!eval::eval_pure(op, sig.result, operand_type, args.data(), int(args.size()), out, error)) {
+          evaluable = false;
+          break;
+        }
+        put(c.want, i, sig.result, storage_of(sig.result, out.bits));
+        c.args.push_back(std::move(regs));
+      }
+      if (!evaluable) continue;
+      cases.push_back(std::move(c));
+    }
+  }
+  add_lane_cases(filter, cases);
+  add_atomic_cases(filter, cases);
+  return cases;
+}
+
+std::string conformance_difference(const ConformanceCase& c, const std::vector<unsigned char>& got, bool skip_subnormals,
+                                   const std::vector<unsigned char>* want_override) {
+  const std::vector<unsigned char>& want = want_override ? *want_override : c.want;
+  const DType rt = c.result;
+  const size_t n = c.args.size();
+  if (got.size() != want.size()) return "output has " + std::to_string(got.size()) + " bytes, want " + std::to_string(want.size());
+  const bool bounded = eval::is_bounded_math(c.op);
+  for (size_t i = 0; i < n; ++i) {
+    const uint64_t wb = get(want, i, rt), gb = get(got, i, rt);
+    const uint64_t wr = register_of(rt, wb), gr = register_of(rt, gb);
+    if (skip_subnormals) {
+      bool sub = is_float(rt) && is_subnormal_f32(wr);
+      for (size_t a = 0; a < c.operands.size(); ++a) sub = sub || (is_float(c.operands[a]) && is_subnormal_f32(c.args[i][a]));
+      if (sub) continue;
+    }
+    bool ok;
+    if (bounded) {
+      const float x = f32_of(uint32_t(c.args[i][0])), y = c.args[i].size() > 1 ? f32_of(uint32_t(c.args[i][1])) : 1.0f;
+      ok = within_bound(c.op, rt, x, y, f32_of(uint32_t(wr)), f32_of(uint32_t(gr)));
+    } else if (is_float(rt)) {
+      ok = wb == gb || (is_nan_f32(wr) && is_nan_f32(gr));  // NaN payloads are unspecified
+    } else {
+      ok = wb == gb;
+    }
+    if (ok) continue;
+    std::string operands;
+    for (size_t a = 0; a < c.operands.size(); ++a) operands += (a ? ", " : "") + show(c.operands[a], c.args[i][a]);
+    return "element " + std::to_string(i) + (c.lane ? " (lane " + std::to_string(i % kGroup) + " of its threadgroup)" : "") +
+           ": " + ir::mnemonic(c.op) + "(" + operands + ") : " + dtype_name(rt) + " want " + show(rt, wr) + ", got " +
+           show(rt, gr);
+  }
+  return "";
+}
+
+int conformance_main(int argc, char** argv) {
+  std::string backend = "interp", filter, out_dir;
+  try {
+    for (int i = 2; i < argc; ++i) {
+      const std::string s = argv[i];
+      auto value = [&]() -> std::string {
+        if (i + 1 >= argc) throw Error("option " + s + " needs a value");
+        return argv[++i];
+      };
+      if (s == "--backend") backend = value();
+      else if (s == "-f" || s == "--filter") filter = value();
+      else if (s == "-o") out_dir = value();
+      else throw Error("conformance: unknown option '" + s + "'");
+    }
+    if (backend != "interp" && backend != "vulkan" && backend != "cuda" && backend != "msl" && backend != "nvrtc")
+      throw Error("conformance: --backend takes interp, vulkan, cuda, msl or nvrtc, not '" + backend + "'");
+  } catch (const std::exception& e) {
+    send({{"type", "error"}, {"message", e.what()}});
+    return 2;
+  }
+  send({{"type", "hello"}, {"runner_version", "0.1.0"}});
+  const std::vector<ConformanceCase> cases = conformance_cases(filter);
+  if (cases.empty()) {
+    send({{"type", "error"}, {"message", "conformance: no case matches '" + filter + "'"}});
+    return 2;
+  }
+  std::unique_ptr<Context> ctx;
+  bool flushes = false;
+  // The interpreter's lane width: IRON_INTERP_LANE_WIDTH (as for the corpus), else 32.
+  uint32_t interp_lanes = 32;
+  if (const char* w = std::getenv("IRON_INTERP_LANE_WIDTH"); w && *w) interp_lanes = uint32_t(std::strtoul(w, nullptr, 10));
+  if (interp_lanes == 0 || interp_lanes > kGroup || kGroup % interp_lanes != 0) {
+    send({{"type", "error"}, {"message", std::string("IRON_INTERP_LANE_WIDTH=") + std::getenv("IRON_INTERP_LANE_WIDTH") +
+                                             ": the conformance suite takes a lane width that divides " +
+                                             std::to_string(kGroup)}});
+    return 2;
+  }
+  if (backend == "vulkan" || backend == "cuda") {
+    Backend b;
+    parse_backend(backend, b);
+    try {
+      ctx = Context::create(b);
+    } catch (const std::exception& e) {
+      send({{"type", "conformance_summary"}, {"backend", backend}, {"cases", cases.size()}, {"passed", 0},
+            {"failed", cases.size()}, {"unavailable", std::string("backend unavailable: ") + backend + ": " + e.what()}});
+      return 1;
+    }
+    const DeviceInfo& info = ctx->info();
+    flushes = info.f32_denormals_flushed;
+    send({{"type", "device"}, {"backend", backend}, {"available", true}, {"name", info.name}, {"driver", info.driver}, {"arch", info.arch},
+          {"lane_width", info.lane_width}, {"f32_denormals", flushes ? "flushed" : "preserved"}});
+  }
+  size_t passed = 0, failed = 0;
+  const auto start = std::chrono::steady_clock::now();
+  if (backend == "nvrtc") {
+    // No GPU needed: every case's CUDA compiled by NVRTC for sm_90a, kNvrtcBatch kernels per
+    // module (rt::combine_cuda_sources); a module that fails is compiled case by case, so the
+    // message names the case, its kernel and the compiler's words.
+    constexpr size_t kNvrtcBatch = 64;
+    std::vector<std::string> why(cases.size());
+    std::vector<std::string> sources(cases.size());
+    std::vector<bool> cannot(cases.size(), false);
+    for (size_t i = 0; i < cases.size(); ++i) {
+      const ir::Kernel optimized = passes::optimize(cases[i].kernel);
+      codegen::Emitted e = codegen::emit(optimized, cases[i].launch.dtype, codegen::Target::Cuda);
+      if (!e.ok()) why[i] = e.diags.render(optimized), cannot[i] = true;
+      sources[i] = e.source;
+    }
+    for (size_t b = 0; b < cases.size(); b += kNvrtcBatch) {
+      std::vector<std::string> batch;
+      for (size_t i = b; i < std::min(cases.size(), b + kNvrtcBatch); ++i)
+        if (why[i].empty()) batch.push_back(sources[i]);
+      try {
+        if (batch.empty() || rt::nvrtc_compile(rt::combine_cuda_sources(batch), "conformance_batch", "sm_90a").ok) continue;
+        for (size_t i = b; i < std::min(cases.size(), b + kNvrtcBatch); ++i) {
+          if (!why[i].empty()) continue;
+          rt::NvrtcResult r = rt::nvrtc_compile(sources[i], cases[i].kernel.name, "sm_90a");
+          if (!r.ok) why[i] = "NVRTC (sm_90a) rejects it:\n" + r.log;
+        }
+      } catch (const std::exception& e) {
+        for (size_t i = b; i < std::min(cases.size(), b + kNvrtcBatch); ++i)
+          if (why[i].empty()) why[i] = e.what();
+      }
+    }
+    size_t unexpressible = 0;
+    for (size_t i = 0; i < cases.size(); ++i) {
+      (cannot[i] ? unexpressible : why[i].empty() ? passed : failed)++;
+      json m = {{"type", "conformance_case"}, {"name", cases[i].name}, {"kernel", cases[i].kernel.name},
+                {"backend", backend}, {"ok", why[i].empty()}, {"values", cases[i].args.size()}};
+      if (cannot[i]) m["expressible"] = false;
+      if (!why[i].empty()) m["message"] = why[i];
+      send(m);
+    }
+    send({{"type", "conformance_summary"}, {"backend", backend}, {"cases", cases.size()}, {"passed", passed},
+          {"failed", failed}, {"unexpressible", unexpressible},
+          {"ms", std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count()}});
+    return failed == 0 ? 0 : 1;
+  }
+  size_t unexpressible = 0;
+  for (const ConformanceCase& c : cases) {
+    std::string why;
+    bool expressible = true;
+    size_t values = c.args.size();
+    try {
+      const ir::Kernel optimized = passes::optimize(c.kernel);
+      if (backend == "msl") {
+        // No Metal device here: the case is emitted (and written for the shim check).
+        codegen::Emitted e = codegen::emit(optimized, c.launch.dtype, codegen::Target::Msl);
+        if (!e.ok()) {
+          // A documented limit of the target, not a wrong answer: named, counted apart.
+          expressible = false;
+          why = e.diags.render(optimized);
+        } else if (!out_dir.empty()) {
+          const std::filesystem::path p = std::filesystem::path(out_dir) / "msl" / (e.entry + ".metal");
+          std::filesystem::create_directories(p.parent_path());
+          std::ofstream(p, std::ios::binary) << e.source;
+        }
+      } else {
+        std::vector<std::vector<unsigned char>> got;
+        if (!ctx) {
+          got = run_launch(optimized, c.launch, interp_lanes);
+        } else {
+          Bindings bindings;
+          size_t bi = 0;
+          for (const ir::Param& prm : c.kernel.params) {
+            const DType t = prm.dtype;
+            const std::vector<unsigned char>& bytes = c.launch.buffers[bi++];
+            DeviceBuffer b = ctx->alloc(t, bytes.size() / dtype_size(t));
+            ctx->upload(b, bytes.data(), bytes.size());
+            bindings.emplace_back(prm.name, b);
+          }
+          ctx->dispatch_with_grid(c.kernel, c.launch.dtype, bindings, {}, c.launch.grid, c.launch.threadgroup);
+          for (auto& [pname, b] : bindings) {
+            got.emplace_back(b.bytes());
+            ctx->download(b, got.back().data(), b.bytes());
+          }
+        }
+        if (c.lane) {
+          // The interpreter at the device's lane width is the definition of a lane operation.
+          const uint32_t lw = ctx ? ctx->info().lane_width : interp_lanes;
+          const std::vector<unsigned char> want = run_launch(c.kernel, c.launch, lw).back();
+          why = conformance_difference(c, got.back(), flushes, &want);
+        } else {
+          why = conformance_difference(c, got.back(), flushes);
+        }
+      }
+    } catch (const std::exception& e) {
+      why = e.what();
+    }
+    (!expressible ? unexpressible : why.empty() ? passed : failed)++;
+    json m = {{"type", "conformance_case"}, {"name", c.name}, {"kernel", c.kernel.name}, {"backend", backend},
+              {"ok", why.empty()}, {"values", values}};
+    if (!expressible) m["expressible"] = false;
+    if (!why.empty()) m["message"] = why;
+    send(m);
+  }
+  const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  send({{"type", "conformance_summary"}, {"backend", backend}, {"cases", cases.size()}, {"passed", passed},
+        {"failed", failed}, {"unexpressible", unexpressible}, {"ms", ms}});
+  return failed == 0 ? 0 : 1;
+}
+
+}  // namespace iron::fuzz
