@@ -16,6 +16,9 @@ packages=(
   # `iron report` inlines Debian's Chart.js; tests/report renders it with headless Chromium
   # (chromium: ~122 MB download, ~400 MB installed with its libraries, ~35 s)
   libjs-chart.js chromium
+  # `iron run` reads and writes .npy: the interop test has NumPy write the inputs and read the
+  # outputs (python3-numpy: ~7 MB download, ~15 s)
+  python3-numpy
 )
 
 missing=()
