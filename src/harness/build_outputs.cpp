@@ -319,9 +319,17 @@ std::map<std::string, std::string> owned_files(const fs::path& dir, bool* found 
   return files;
 }
 
-// The content hash of a regular file (never following a link); "" when it is not one.
-std::string file_hash(const fs::path& p) {
+// The content hash of the regular file `rel` under `dir`, reached without following a link
+// (neither the file nor a directory between `dir` and it may be one: a link swapped in after
+// the build never leads a removal out of the tree); "" when it is not such a file.
+std::string file_hash(const fs::path& dir, const std::string& rel) {
   std::error_code ec;
+  fs::path p = dir;
+  for (const fs::path& part : fs::path(rel).parent_path()) {
+    p /= part;
+    if (!fs::is_directory(fs::symlink_status(p, ec)) || ec) return "";
+  }
+  p = dir / rel;
   fs::file_status st = fs::symlink_status(p, ec);
   if (ec || !fs::is_regular_file(st)) return "";
   std::ifstream f(p, std::ios::binary);
@@ -536,7 +544,7 @@ int run_build(const Request& req, const Send& send) {
   std::set<std::string> dirs;
   for (const auto& [rel, hash] : previous) {
     if (files.count(rel)) continue;
-    if (file_hash(out / rel) == hash) fs::remove(out / rel, ec);
+    if (file_hash(out, rel) == hash) fs::remove(out / rel, ec);
     add_parents(rel, dirs);
   }
   remove_empty_dirs(out, dirs);
@@ -581,9 +589,9 @@ int run_clean(const std::vector<std::string>& dirs, bool keep_cache, const Send&
       add_parents(rel, parents);
       std::error_code ec;
       if (!fs::exists(fs::symlink_status(dir / rel, ec))) continue;
-      if (file_hash(dir / rel) != hash) {
+      if (file_hash(dir, rel) != hash) {
         ++kept;
-        text("kept " + (dir / rel).string() + ": changed since iron build wrote it");
+        text("kept " + (dir / rel).string() + ": not the file iron build wrote (changed since, or behind a link)");
         continue;
       }
       if (fs::remove(dir / rel, ec)) ++n;

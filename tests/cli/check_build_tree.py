@@ -119,7 +119,7 @@ def main():
         f.write("mine\n")
     rc, out = run(iron, ["clean", b], env)
     check(rc == 0, "clean exits 0 (%d)\n%s" % (rc, out))
-    check("kept %s: changed since iron build wrote it" % os.path.join(b, changed) in out, "clean names the changed file")
+    check("kept %s: not the file iron build wrote" % os.path.join(b, changed) in out, "clean names the changed file")
     check("removed %d entries" % len(entries) in out, "clean removed the %d cache entries\n%s" % (len(entries), out))
     left = tree(b)
     check(set(left) == {"README", changed}, "only the foreign and the changed file are left in b: %s" % sorted(left))
@@ -127,6 +127,18 @@ def main():
           "the calibration cache and the foreign file are left in the cache: %s" % sorted(os.listdir(cache)))
     rc, out = run(iron, ["clean", a, "--keep-cache"], env)
     check(rc == 0 and set(tree(a)) == {"cuda/notes.txt"}, "clean of a leaves its foreign file only: %s" % sorted(tree(a)))
+
+    # A directory of the tree swapped for a link after the build: clean never follows it, so the
+    # files behind it stay even where they hold exactly what the build wrote.
+    c, elsewhere = os.path.join(work, "c_linked"), os.path.join(work, "elsewhere")
+    rc, out = run(iron, ["build", "--emit", "spirv", "-f", "iron_rmsnorm_spec", "-o", c], env)
+    check(rc == 0, "build -o c_linked exits 0")
+    shutil.move(os.path.join(c, "spirv"), elsewhere)
+    os.symlink(elsewhere, os.path.join(c, "spirv"))
+    kept = sorted(os.listdir(elsewhere))
+    rc, out = run(iron, ["clean", c, "--keep-cache"], env)
+    check(rc == 0 and sorted(os.listdir(elsewhere)) == kept and kept,
+          "clean does not remove files behind a linked directory (rc %d)\n%s" % (rc, out))
 
     # 4. Bad requests.
     rc, out = run(iron, ["build", "--emit", "cuda,ptx", "-o", os.path.join(work, "c")], env)
