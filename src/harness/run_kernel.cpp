@@ -256,7 +256,14 @@ int run_kernel(const RunRequest& r, const std::function<void(const json&)>& send
     }
   }
 
-  std::unique_ptr<Context> ctx = Context::create(backend);
+  // A backend that cannot run here is a failure (1), as for test and bench, not bad input.
+  std::unique_ptr<Context> ctx;
+  try {
+    ctx = Context::create(backend);
+  } catch (const Error& e) {
+    std::cerr << "iron: error: backend " << backend_name(backend) << " unavailable: " << e.what() << "\n";
+    return 1;
+  }
   send(device_message(ctx->info()));
   if (!direct) plan = plan_launch(name, call, ctx->info());
   json steps = json::array();

@@ -61,6 +61,8 @@ def main():
             (["bench", "--backend", "cuda", "-f", "iron_add/n4096", "--samples", "3"], 1, r"no backend to benchmark on: cuda"),
             (["calibrate", "--backend", "cuda"], 1, r"no backend to calibrate: cuda"),
             (["device", "--calibrate", "--backend", "cuda"], 1, r"no backend to calibrate: cuda"),
+            (["run", "iron_add", "--backend", "cuda", "--dtype", "f32", "--grid", "1", "--tg", "256", "n=8"], 1,
+             r"backend cuda unavailable: no CUDA driver"),
         ]
     failures = 0
     for args, want, pattern in cases:

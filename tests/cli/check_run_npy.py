@@ -2,12 +2,13 @@
 """`iron run` on the user's data, end to end, with NumPy writing the inputs and reading the
 outputs (so the .npy files are NumPy's own, not a reimplementation's).
 
-  check_run_npy.py IRON WORKDIR
+  check_run_npy.py IRON WORKDIR [--backends interp,vulkan]
 
 Runs a family through its selector (RMSNorm, f16, inputs in f64 and f32, converted) and a kernel
-with an explicit launch (iron_add, f32, on the interpreter and on lavapipe), checks the outputs
-against NumPy, and checks that every kind of bad input exits 2 with a clear message and leaves
-no output file behind (an existing file keeps its content).
+with an explicit launch (iron_add, f32) on each backend named (CI: the interpreter and lavapipe;
+on the GPU machine: --backends cuda,vulkan), checks the outputs against NumPy, and checks that
+every kind of bad input exits 2 with a clear message and leaves no output file behind (an
+existing file keeps its content).
 """
 import os
 import shutil
@@ -33,6 +34,9 @@ def run(iron, args, cwd):
 
 def main():
     iron, work = os.path.abspath(sys.argv[1]), sys.argv[2]
+    backends = ["interp", "vulkan"]
+    if len(sys.argv) > 4 and sys.argv[3] == "--backends":
+        backends = sys.argv[4].split(",")
     shutil.rmtree(work, ignore_errors=True)
     os.makedirs(work)
     rng = np.random.default_rng(7)
@@ -43,20 +47,25 @@ def main():
     w = rng.uniform(0.5, 1.5, size=(d,)).astype(np.float32)
     np.save(os.path.join(work, "x.npy"), x)
     np.save(os.path.join(work, "w.npy"), w)
-    rc, out, err = run(iron, ["run", "iron_rms_norm", "--dtype", "f16", "rows=%d" % rows, "d=%d" % d, "eps=%g" % eps,
-                              "x=x.npy", "w=w.npy", "-o", "norm"], work)
-    check(rc == 0, "rms_norm run exits 0 (rc %d)\n%s%s" % (rc, out, err))
-    check("x <- x.npy: f64 (3, 64) converted to f16 (rounded to nearest even;" in err,
-          "the input conversion is stated on stderr:\n" + err)
-    check("w <- w.npy: f32 (64,) converted to f16" in err, "w's conversion is stated")
-    check("out -> norm/out.npy: f16 (3, 64)" in err, "the output file is stated:\n" + err)
-    check("plan iron_rms_norm [f16]" in out, "the selector's plan is printed")
-    got = np.load(os.path.join(work, "norm", "out.npy"))
-    check(got.dtype == np.float16 and got.shape == (rows, d), "out.npy is f16 of shape (3, 64): %s %s" % (got.dtype, got.shape))
-    xh, wh = x.astype(np.float16).astype(np.float64), w.astype(np.float16).astype(np.float64)
-    want = xh / np.sqrt((xh * xh).mean(axis=1, keepdims=True) + eps) * wh
-    err_ulps = np.abs(got.astype(np.float64) - want) / np.spacing(np.maximum(np.abs(want), 1.0).astype(np.float16)).astype(np.float64)
-    check(err_ulps.max() <= 2, "RMSNorm output within 2 f16 ulps of NumPy's (max %.2f)" % err_ulps.max())
+    for backend in backends:
+        outdir = "norm_" + backend
+        rc, out, err = run(iron, ["run", "iron_rms_norm", "--dtype", "f16", "--backend", backend, "rows=%d" % rows,
+                                  "d=%d" % d, "eps=%g" % eps, "x=x.npy", "w=w.npy", "-o", outdir], work)
+        check(rc == 0, "rms_norm on %s exits 0 (rc %d)\n%s%s" % (backend, rc, out, err))
+        check("x <- x.npy: f64 (3, 64) converted to f16 (rounded to nearest even;" in err,
+              "the input conversion is stated on stderr:\n" + err)
+        check("w <- w.npy: f32 (64,) converted to f16" in err, "w's conversion is stated")
+        check("out -> %s/out.npy: f16 (3, 64)" % outdir in err, "the output file is stated:\n" + err)
+        check("plan iron_rms_norm [f16]" in out, "the selector's plan is printed")
+        if rc != 0:
+            continue
+        got = np.load(os.path.join(work, outdir, "out.npy"))
+        check(got.dtype == np.float16 and got.shape == (rows, d), "out.npy is f16 of shape (3, 64): %s %s" % (got.dtype, got.shape))
+        xh, wh = x.astype(np.float16).astype(np.float64), w.astype(np.float16).astype(np.float64)
+        want = xh / np.sqrt((xh * xh).mean(axis=1, keepdims=True) + eps) * wh
+        spacing = np.spacing(np.maximum(np.abs(want), 1.0).astype(np.float16)).astype(np.float64)
+        err_ulps = np.abs(got.astype(np.float64) - want) / spacing
+        check(err_ulps.max() <= 2, "RMSNorm on %s within 2 f16 ulps of NumPy's (max %.2f)" % (backend, err_ulps.max()))
 
     # 2. A kernel with an explicit launch, f32, exact: on the interpreter and on lavapipe.
     n = 1000
@@ -64,7 +73,7 @@ def main():
     b = rng.uniform(-4, 4, size=n).astype(np.float32)
     np.save(os.path.join(work, "a.npy"), a)
     np.save(os.path.join(work, "b.npy"), b)
-    for backend in ("interp", "vulkan"):
+    for backend in backends:
         name = "sum_%s.npy" % backend
         rc, out, err = run(iron, ["run", "iron_add", "--dtype", "f32", "--backend", backend, "--grid", "1", "--tg", "256",
                                   "n=%d" % n, "a=a.npy", "b=b.npy", "--out", "out=" + name], work)
