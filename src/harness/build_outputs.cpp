@@ -16,6 +16,10 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
+#include <deque>
+#include <optional>
+#include <thread>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
@@ -68,7 +72,12 @@ struct Job {
   const Request& req;
 };
 
-using EmitFn = void (*)(const Job&, std::vector<Output>&);
+// A backend's work for one instantiation, in two parts: emitting the source (serial, cheap)
+// and compiling it (run on several threads, rt::compile_threads()). `compile` is null for a
+// backend with no binary; it is not called when the source failed, nor with --no-compile for a
+// backend whose binary is optional.
+using EmitFn = Output (*)(const Job&, std::string& entry);
+using CompileFn = Output (*)(const Job&, const Output& source, const std::string& entry);
 
 // The reference device a backend's selector rows are planned for: what the code is built for
 // (the manifest states every field a selector reads).
@@ -77,6 +86,8 @@ using ProfileFn = DeviceInfo (*)(const Request&);
 struct EmissionBackend {
   const char* name;  // the --emit name and the directory
   EmitFn emit;
+  CompileFn compile;
+  bool binary_optional;  // --no-compile skips `compile`
   ProfileFn profile;
 };
 
@@ -87,42 +98,44 @@ codegen::EmitOptions cuda_options(const Request& req) {
   return o;
 }
 
-void emit_cuda(const Job& job, std::vector<Output>& out) {
+Output emitted_output(const char* target, const std::string& path, const codegen::Emitted& e, const Job& job) {
+  Output o{target, path, {}, e.ok(), e.ok() ? "" : e.diags.render(job.optimized)};
+  if (e.ok()) o.bytes = e.source;
+  return o;
+}
+
+Output emit_cuda(const Job& job, std::string& entry) {
   codegen::Emitted e = codegen::emit(job.optimized, job.dtype, codegen::Target::Cuda, cuda_options(job.req));
-  Output src{"cuda", "cuda/" + job.stem + ".cu", {}, e.ok(), e.ok() ? "" : e.diags.render(job.optimized)};
-  if (!e.ok()) {
-    out.push_back(std::move(src));
-    return;
-  }
-  src.bytes = e.source;
-  out.push_back(src);
-  if (job.req.no_compile) return;
+  entry = e.entry;
+  return emitted_output("cuda", "cuda/" + job.stem + ".cu", e, job);
+}
+
+Output compile_cuda(const Job& job, const Output& src, const std::string& entry) {
   Output bin{"cuda:" + job.req.arch, "cuda/" + job.stem + "." + job.req.arch + ".cubin", {}, false, {}};
   try {
-    rt::NvrtcResult r = rt::nvrtc_compile(e.source, e.entry, job.req.arch);
+    rt::NvrtcResult r = rt::nvrtc_compile(src.bytes, entry, job.req.arch);
     bin.ok = r.ok;
     if (r.ok) bin.bytes.assign(r.cubin.begin(), r.cubin.end());
     else bin.message = r.log;
   } catch (const Error& err) {
     bin.message = err.what();
   }
-  out.push_back(std::move(bin));
+  return bin;
 }
 
-void emit_spirv(const Job& job, std::vector<Output>& out) {
+Output emit_spirv(const Job& job, std::string& entry) {
   codegen::Emitted e = codegen::emit(job.optimized, job.dtype, codegen::Target::Glsl);
-  Output src{"spirv", "spirv/" + job.stem + ".comp", {}, e.ok(), e.ok() ? "" : e.diags.render(job.optimized)};
-  if (!e.ok()) {
-    out.push_back(std::move(src));
-    return;
-  }
-  src.bytes = e.source;
-  out.push_back(src);
-  // GLSL -> SPIR-V is part of emitting for Vulkan (the runtime loads SPIR-V, never GLSL).
-  codegen::Spirv s = codegen::compile_glsl(e.source, job.stem);
+  entry = e.entry;
+  return emitted_output("spirv", "spirv/" + job.stem + ".comp", e, job);
+}
+
+// GLSL -> SPIR-V is part of emitting for Vulkan (the runtime loads SPIR-V, never GLSL), so it is
+// not optional.
+Output compile_spirv(const Job& job, const Output& src, const std::string&) {
+  codegen::Spirv s = codegen::compile_glsl(src.bytes, job.stem);
   Output spv{"spirv", "spirv/" + job.stem + ".spv", {}, s.ok, s.ok ? "" : s.log};
   if (s.ok) spv.bytes.assign(reinterpret_cast<const char*>(s.words.data()), s.words.size() * 4);
-  out.push_back(std::move(spv));
+  return spv;
 }
 
 DeviceInfo cuda_profile(const Request& req) {
@@ -157,8 +170,8 @@ DeviceInfo spirv_profile(const Request&) {
 }
 
 const EmissionBackend kBackends[] = {
-    {"cuda", &emit_cuda, &cuda_profile},
-    {"spirv", &emit_spirv, &spirv_profile},
+    {"cuda", &emit_cuda, &compile_cuda, true, &cuda_profile},
+    {"spirv", &emit_spirv, &compile_spirv, false, &spirv_profile},
 };
 
 // --emit: a comma-separated list; `all` is every backend, ir and manifest.
@@ -424,6 +437,17 @@ int run_build(const Request& req, const Send& send) {
 
   json manifest_kernels = json::array();
   std::set<std::string> built;  // kernel names in the manifest
+  // One backend's work for one instantiation: its place in the manifest, the source, the binary.
+  struct Work {
+    size_t kernel, inst;
+    const EmissionBackend* backend;
+    Job job;
+    Output source;
+    std::string entry;
+    std::optional<Output> binary;
+  };
+  std::deque<ir::Kernel> optimized_store;  // stable addresses for the jobs
+  std::vector<Work> works;
   for (const KernelDecl* decl : registered_kernels()) {
     if (!matches(req.filter, decl->name)) continue;
     json mk = {{"name", decl->name}, {"mode", mode_name(decl->mode)}, {"file", source_path(decl->file)},
@@ -464,31 +488,56 @@ int run_build(const Request& req, const Send& send) {
       artifact(k->name, "", "ir", ir_rel, true, "");
     }
     json insts = json::array();
+    const ir::Kernel& kept = optimized_store.emplace_back(std::move(optimized));
     for (Instantiation d : ir::instantiations(*k)) {
-      const std::string dn = instantiation_name(d);
       const std::string stem = codegen::entry_name(*k, d);
-      json mi = {{"dtype", dn}, {"entry", stem}};
+      json mi = {{"dtype", instantiation_name(d)}, {"entry", stem}};
       if (!ir::has_dynamic_threadgroup(*k)) mi["threadgroup_bytes"] = ir::threadgroup_bytes(*k, d);
-      json outputs = json::object();
       for (const EmissionBackend* b : sel.backends) {
-        std::vector<Output> produced;
-        b->emit(Job{optimized, d, stem, req}, produced);
-        json list = json::array();
-        for (Output& o : produced) {
-          if (o.ok) put(o.path, o.bytes);
-          artifact(k->name, dn, o.target, o.path, o.ok, o.message);
-          json f = {{"target", o.target}, {"path", o.path}};
-          if (o.ok) f["xxh3_128"] = files[o.path];
-          else f["error"] = o.message;
-          list.push_back(f);
-        }
-        outputs[b->name] = list;
+        Work w{manifest_kernels.size(), insts.size(), b, Job{kept, d, stem, req}, {}, {}, {}};
+        w.source = b->emit(w.job, w.entry);
+        works.push_back(std::move(w));
       }
-      if (!outputs.empty()) mi["outputs"] = outputs;
       insts.push_back(mi);
     }
     mk["instantiations"] = insts;
     manifest_kernels.push_back(mk);
+  }
+
+  // The compiles, on several threads; results land in their work item, so the tree and the
+  // messages come out in one order whatever the threads do.
+  std::vector<size_t> to_compile;
+  for (size_t i = 0; i < works.size(); ++i) {
+    const Work& w = works[i];
+    if (w.backend->compile && w.source.ok && !(req.no_compile && w.backend->binary_optional)) to_compile.push_back(i);
+  }
+  std::atomic<size_t> next{0};
+  auto worker = [&] {
+    for (size_t i; (i = next.fetch_add(1)) < to_compile.size();) {
+      Work& w = works[to_compile[i]];
+      w.binary = w.backend->compile(w.job, w.source, w.entry);
+    }
+  };
+  std::vector<std::thread> threads;
+  const size_t n_threads = std::min(rt::compile_threads(), to_compile.size());
+  for (size_t t = 1; t < n_threads; ++t) threads.emplace_back(worker);
+  worker();
+  for (std::thread& t : threads) t.join();
+
+  for (Work& w : works) {
+    json& mi = manifest_kernels[w.kernel]["instantiations"][w.inst];
+    const std::string kernel = manifest_kernels[w.kernel]["name"], dtype = mi["dtype"];
+    json list = json::array();
+    for (Output* o : {&w.source, w.binary ? &*w.binary : nullptr}) {
+      if (!o) continue;
+      if (o->ok) put(o->path, o->bytes);
+      artifact(kernel, dtype, o->target, o->path, o->ok, o->message);
+      json f = {{"target", o->target}, {"path", o->path}};
+      if (o->ok) f["xxh3_128"] = files[o->path];
+      else f["error"] = o->message;
+      list.push_back(f);
+    }
+    mi["outputs"][w.backend->name] = list;
   }
   // A name no kernel declares specialize() is a typo, not a request to build generic code.
   for (const auto& [name, text] : req.specialize)
