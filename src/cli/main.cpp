@@ -423,12 +423,14 @@ int run_main(int argc, char** argv) {
   runc->add_option("assignments", assignments,
                    "NAME=VALUE: a size or scalar; NAME=FILE.npy: an input buffer's data (converted to its dtype)");
   runc->add_option("--dtype", dtype, "The dtype (T, or T,W); needed unless the kernel is not generic");
-  runc->add_option("--arg", call_args, "A logical size or scalar, NAME=VALUE (repeatable): --arg rows=7 --arg d=4096");
+  // One value per occurrence: a vector option would otherwise swallow the NAME=VALUE positionals after it.
+  runc->add_option("--arg", call_args, "A logical size or scalar, NAME=VALUE (repeatable): --arg rows=7 --arg d=4096")
+      ->allow_extra_args(false);
   runc->add_option("--backend", backend, "interp (default), vulkan or cuda")->check(CLI::IsMember({"vulkan", "cuda", "interp"}));
   runc->add_option("--grid", grid, "Run the kernel with this grid of threadgroups (X, XxY or XxYxZ), with --tg");
   runc->add_option("--tg", tg, "The threadgroup shape (X, XxY or XxYxZ), with --grid");
   runc->add_option("-o,--out-dir", run_out, "Write every output buffer as DIR/NAME.npy");
-  runc->add_option("--out", run_outs, "Write output NAME to FILE.npy: --out out=y.npy (repeatable)");
+  runc->add_option("--out", run_outs, "Write output NAME to FILE.npy: --out out=y.npy (repeatable)")->allow_extra_args(false);
   runc->add_option("--samples", samples, "Also time the plan this many times (after warm-up)");
   runc->add_flag("--json", as_json, "Print protocol messages as JSON lines");
 

@@ -75,8 +75,9 @@ def main():
     np.save(os.path.join(work, "b.npy"), b)
     for backend in backends:
         name = "sum_%s.npy" % backend
+        # --out before the positionals: it takes one value, the rest stay positionals.
         rc, out, err = run(iron, ["run", "iron_add", "--dtype", "f32", "--backend", backend, "--grid", "1", "--tg", "256",
-                                  "n=%d" % n, "a=a.npy", "b=b.npy", "--out", "out=" + name], work)
+                                  "--out", "out=" + name, "n=%d" % n, "a=a.npy", "b=b.npy"], work)
         check(rc == 0, "iron_add on %s exits 0 (rc %d)\n%s%s" % (backend, rc, out, err))
         check("a <- a.npy: f32 (1000,), as it is" in err, "an input of the parameter's own type is taken as it is:\n" + err)
         if rc == 0:
