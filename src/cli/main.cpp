@@ -326,7 +326,7 @@ int run_main(int argc, char** argv) {
                                         std::to_string(iron::protocol::kVersion) + ")");
   bool as_json = false;
   std::string filter, backend, dtype, emit = "all", out, arch = "sm_90a", kernel;
-  bool ir = false, locations = false, no_compile = false;
+  bool ir = false, locations = false, no_compile = false, resources = false;
   std::string pass, stop_after;
   std::vector<std::string> print_after;
   bool stats = false, verify_each = false, time_passes = false, no_opt = false;
@@ -350,7 +350,11 @@ int run_main(int argc, char** argv) {
   inspect->add_option("kernel", kernel, "Kernel name")->required();
   inspect->add_flag("--ir", ir, "Print the IR instead of source");
   inspect->add_flag("--locations", locations, "With --ir: show each op's DSL file:line");
-  inspect->add_option("--backend", backend, "cuda (CUDA C++) or vulkan (GLSL)")->check(CLI::IsMember({"vulkan", "cuda"}));
+  inspect->add_flag("--resources", resources,
+                    "With --backend hip: compile and print VGPRs, SGPRs and LDS from the code object");
+  inspect->add_option("--arch", arch, "The target's architecture (CUDA sm_90a, HIP gfx90a, gfx940, gfx1030)");
+  inspect->add_option("--backend", backend, "cuda (CUDA C++), hip (HIP), vulkan (GLSL) or msl (Metal)")
+      ->check(CLI::IsMember({"vulkan", "cuda", "hip", "msl"}));
   inspect->add_option("--dtype", dtype, "Substitute T with this dtype");
   inspect->add_option("--pass", pass, "Print the IR after this pass, or after each with 'all'");
   inspect->add_flag("--stats", stats, "Print each pass's op-count delta, time and statistics");
@@ -378,10 +382,15 @@ int run_main(int argc, char** argv) {
 
   auto* build = app.add_subcommand("build", "Emit (and compile) every kernel");
   build->add_option("--emit", emit,
-                    "What to write: cuda, spirv, ir, manifest or all (default), or a comma-separated list; "
+                    "What to write: cuda, hip, spirv, msl (where this build has the target), ir, manifest or all "
+                    "(default), or a comma-separated list; "
                     "manifest.json is always written");
   build->add_option("-o,--out", out, "Output directory")->required();
   build->add_option("--arch", arch, "CUDA architecture for NVRTC (default sm_90a)");
+  std::string hip_arch;
+  build->add_option("--hip-arch", hip_arch,
+                    "AMD GPU architectures of the HIP code objects, comma-separated, of one wavefront width "
+                    "(default gfx90a,gfx940)");
   build->add_option("-f,--filter", filter, "Only kernels whose name contains this text");
   build->add_flag("--no-compile", no_compile, "Write sources only; skip NVRTC");
   build->add_option("--threadgroup", threadgroup,
@@ -483,6 +492,8 @@ int run_main(int argc, char** argv) {
   if (*inspect) {
     args = {"inspect", kernel};
     opt("--backend", backend);
+    if (resources) args.push_back("--resources");
+    if (arch != "sm_90a") opt("--arch", arch);
     opt("--dtype", dtype);
     if (ir) args.push_back("--ir");
     if (locations) args.push_back("--locations");
@@ -503,6 +514,7 @@ int run_main(int argc, char** argv) {
     opt("--emit", emit);
     opt("-o", out);
     opt("--arch", arch);
+    opt("--hip-arch", hip_arch);
     opt("-f", filter);
     if (no_compile) args.push_back("--no-compile");
     opt("--threadgroup", threadgroup);

@@ -6,10 +6,11 @@
 // every dtype has its own files. Nothing in the tree depends on the time, the machine or the
 // output directory's name, so two builds of one source give byte-identical trees.
 //
-// An emission backend is one row of kBackends: its --emit name and a function that turns one
-// optimized kernel instantiation into files (source, and the compiled binary). A new target
-// (HIP code objects, MSL) is one more row; `all`, the manifest, the artifact messages and
-// `clean` need nothing else.
+// The emission backends are the rows of the target registry (codegen/target.hpp) whose dialect
+// this build has: a target's --emit name, its source and binary extensions and its offline
+// compiler come from its row, so a new target needs nothing here. Sources are emitted on one
+// thread; the compiles (NVRTC, glslang, clang for HIP) run on rt::compile_threads() threads and
+// land in fixed slots, so the order of the tree and the messages never depends on them.
 #include "harness/build_outputs.hpp"
 
 #include <sys/stat.h>
@@ -65,118 +66,120 @@ struct Output {
   std::string message;  // compiler log or diagnostics
 };
 
+// One emission backend: a row of the target registry (codegen/target.hpp) whose dialect this
+// build has. Its --emit name is also its directory ("spirv" for the Vulkan target, whose files
+// are GLSL and SPIR-V); the row's offline compiler says what the binary is.
+struct EmissionBackend {
+  const codegen::TargetInfo* info;
+  std::string name;
+  // The binary is the point of the target (SPIR-V: the runtime never loads GLSL) or an extra
+  // --no-compile skips (CUBIN, code objects).
+  bool binary_optional() const { return info->compiler != codegen::OfflineCompiler::Glslang; }
+  bool has_binary() const { return info->compiler != codegen::OfflineCompiler::HostSyntax; }
+};
+
+std::vector<EmissionBackend> emission_table() {
+  std::vector<EmissionBackend> rows;
+  for (size_t i = 0; i < codegen::kNumTargets; ++i) {
+    const codegen::TargetInfo& t = codegen::target_infos()[i];
+    if (!t.make_dialect) continue;
+    rows.push_back({&t, t.target == codegen::Target::Glsl ? "spirv" : t.name});
+  }
+  return rows;
+}
+
+// The architectures a target's binaries are built for: --arch for CUDA, --hip-arch (a list)
+// for HIP, the row's default elsewhere.
+std::vector<std::string> archs_of(const EmissionBackend& b, const Request& req) {
+  if (b.info->target == codegen::Target::Cuda) return {req.arch};
+  if (b.info->target == codegen::Target::Hip) return req.hip_archs;
+  return {b.info->default_arch};
+}
+
 struct Job {
   const ir::Kernel& optimized;
   Instantiation dtype;
   std::string stem;  // entry-point name
   const Request& req;
+  const EmissionBackend& backend;
+  const codegen::TargetProfile& profile;  // of the backend's first architecture
 };
 
 // A backend's work for one instantiation, in two parts: emitting the source (serial, cheap)
-// and compiling it (run on several threads, rt::compile_threads()). `compile` is null for a
-// backend with no binary; it is not called when the source failed, nor with --no-compile for a
-// backend whose binary is optional.
-using EmitFn = Output (*)(const Job&, std::string& entry);
-using CompileFn = Output (*)(const Job&, const Output& source, const std::string& entry);
-
-// The reference device a backend's selector rows are planned for: what the code is built for
-// (the manifest states every field a selector reads).
-using ProfileFn = DeviceInfo (*)(const Request&);
-
-struct EmissionBackend {
-  const char* name;  // the --emit name and the directory
-  EmitFn emit;
-  CompileFn compile;
-  bool binary_optional;  // --no-compile skips `compile`
-  ProfileFn profile;
-};
-
-codegen::EmitOptions cuda_options(const Request& req) {
+// and compiling it (compile(), run on several threads, rt::compile_threads()).
+Output emit_source(const Job& job, std::string& entry) {
   codegen::EmitOptions o;
-  o.cuda_mma = codegen::cuda_mma_from_env();
-  for (int i = 0; i < 3; ++i) o.threadgroup[i] = req.threadgroup[i];
-  return o;
-}
-
-Output emitted_output(const char* target, const std::string& path, const codegen::Emitted& e, const Job& job) {
-  Output o{target, path, {}, e.ok(), e.ok() ? "" : e.diags.render(job.optimized)};
-  if (e.ok()) o.bytes = e.source;
-  return o;
-}
-
-Output emit_cuda(const Job& job, std::string& entry) {
-  codegen::Emitted e = codegen::emit(job.optimized, job.dtype, codegen::Target::Cuda, cuda_options(job.req));
+  const codegen::Target t = job.backend.info->target;
+  if (t == codegen::Target::Cuda || t == codegen::Target::Hip)
+    for (int i = 0; i < 3; ++i) o.threadgroup[i] = job.req.threadgroup[i];
+  if (t == codegen::Target::Cuda) o.cuda_mma = codegen::cuda_mma_from_env();
+  codegen::Emitted e = codegen::emit(job.optimized, job.dtype, job.profile, o);
   entry = e.entry;
-  return emitted_output("cuda", "cuda/" + job.stem + ".cu", e, job);
+  Output src{job.backend.name, job.backend.name + "/" + job.stem + job.backend.info->source_ext, {}, e.ok(),
+             e.ok() ? "" : e.diags.render(job.optimized)};
+  if (e.ok()) src.bytes = e.source;
+  return src;
 }
 
-Output compile_cuda(const Job& job, const Output& src, const std::string& entry) {
-  Output bin{"cuda:" + job.req.arch, "cuda/" + job.stem + "." + job.req.arch + ".cubin", {}, false, {}};
+// The binary of `source` for one architecture: <stem>.<arch><ext> (SPIR-V, which has one
+// target, <stem>.spv).
+Output compile(const Job& job, const Output& source, const std::string& entry, const std::string& arch) {
+  const codegen::TargetInfo& info = *job.backend.info;
+  const std::string dir = job.backend.name + "/";
+  Output bin{job.backend.name + ":" + arch, dir + job.stem + "." + arch + info.binary_ext, {}, false, {}};
   try {
-    rt::NvrtcResult r = rt::nvrtc_compile(src.bytes, entry, job.req.arch);
-    bin.ok = r.ok;
-    if (r.ok) bin.bytes.assign(r.cubin.begin(), r.cubin.end());
-    else bin.message = r.log;
+    switch (info.compiler) {
+      case codegen::OfflineCompiler::Nvrtc: {
+        rt::NvrtcResult r = rt::nvrtc_compile(source.bytes, entry, arch);
+        bin.ok = r.ok;
+        if (r.ok) bin.bytes.assign(r.cubin.begin(), r.cubin.end());
+        else bin.message = r.log;
+        break;
+      }
+      case codegen::OfflineCompiler::Glslang: {
+        codegen::Spirv s = codegen::compile_glsl(source.bytes, job.stem);
+        bin = Output{job.backend.name, dir + job.stem + info.binary_ext, {}, s.ok, s.ok ? "" : s.log};
+        if (s.ok) bin.bytes.assign(reinterpret_cast<const char*>(s.words.data()), s.words.size() * 4);
+        break;
+      }
+      case codegen::OfflineCompiler::HipClang: {
+        codegen::HipObject h = codegen::compile_hip(source.bytes, arch, job.stem);
+        bin.ok = h.ok;
+        if (h.ok) bin.bytes.assign(h.code.begin(), h.code.end());
+        else bin.message = h.log;
+        break;
+      }
+      case codegen::OfflineCompiler::HostSyntax: break;
+    }
   } catch (const Error& err) {
+    bin.ok = false;
     bin.message = err.what();
   }
   return bin;
 }
 
-Output emit_spirv(const Job& job, std::string& entry) {
-  codegen::Emitted e = codegen::emit(job.optimized, job.dtype, codegen::Target::Glsl);
-  entry = e.entry;
-  return emitted_output("spirv", "spirv/" + job.stem + ".comp", e, job);
-}
-
-// GLSL -> SPIR-V is part of emitting for Vulkan (the runtime loads SPIR-V, never GLSL), so it is
-// not optional.
-Output compile_spirv(const Job& job, const Output& src, const std::string&) {
-  codegen::Spirv s = codegen::compile_glsl(src.bytes, job.stem);
-  Output spv{"spirv", "spirv/" + job.stem + ".spv", {}, s.ok, s.ok ? "" : s.log};
-  if (s.ok) spv.bytes.assign(reinterpret_cast<const char*>(s.words.data()), s.words.size() * 4);
-  return spv;
-}
-
-DeviceInfo cuda_profile(const Request& req) {
+// The reference device a backend's selector rows are planned for: its profile (the manifest
+// states every field a selector reads). A target whose lane width the device chooses (Vulkan)
+// is planned at 32 lanes and 48 KiB, what desktop drivers report.
+DeviceInfo reference_device(const EmissionBackend& b, const codegen::TargetProfile& p) {
   DeviceInfo d;
-  d.backend = Backend::Cuda;
-  d.name = "reference " + req.arch;
-  d.arch = req.arch;
-  d.lane_width = 32;
-  d.max_threads_per_group = 1024;
-  d.shared_memory_bytes = 48 * 1024;
-  // The opt-in limit of the architecture's datacenter part (sm_80: A100, sm_90 and later: H100/H200
-  // and Blackwell); smaller parts and older architectures are planned without opt-in.
-  int sm = 0;
-  std::sscanf(req.arch.c_str(), "sm_%d", &sm);
-  d.shared_memory_optin_bytes = sm >= 90 ? 227 * 1024 : sm == 80 ? 163 * 1024 : 0;
-  d.f16 = d.bf16 = true;
+  Backend rb = Backend::Cuda;
+  if (b.info->backend) parse_backend(b.info->backend, rb);
+  d.backend = rb;
+  d.name = "reference " + b.name + " " + p.arch;
+  d.arch = p.arch;
+  d.lane_width = p.lane_width ? p.lane_width : 32;
+  d.max_threads_per_group = p.max_threadgroup;
+  d.shared_memory_bytes = p.static_shared_bytes ? p.static_shared_bytes : 48 * 1024;
+  d.shared_memory_optin_bytes = p.max_shared_bytes > d.shared_memory_bytes ? p.max_shared_bytes : 0;
+  d.f16 = p.supports(DType::F16);
+  d.bf16 = p.supports(DType::BF16);
   return d;
 }
-
-// Vulkan code runs wherever a driver takes SPIR-V; the rows are planned for a 32-wide subgroup
-// and the limits every desktop driver reports (the lane width the runtime queries may differ).
-DeviceInfo spirv_profile(const Request&) {
-  DeviceInfo d;
-  d.backend = Backend::Vulkan;
-  d.name = "reference vulkan (subgroup 32)";
-  d.arch = "spirv1.3";
-  d.lane_width = 32;
-  d.max_threads_per_group = 1024;
-  d.shared_memory_bytes = 48 * 1024;
-  d.f16 = d.bf16 = true;
-  return d;
-}
-
-const EmissionBackend kBackends[] = {
-    {"cuda", &emit_cuda, &compile_cuda, true, &cuda_profile},
-    {"spirv", &emit_spirv, &compile_spirv, false, &spirv_profile},
-};
 
 // --emit: a comma-separated list; `all` is every backend, ir and manifest.
 struct Selection {
-  std::vector<const EmissionBackend*> backends;
+  std::vector<EmissionBackend> backends;
   bool ir = false;
   std::vector<std::string> names;  // sorted, for the manifest
 };
@@ -184,18 +187,19 @@ struct Selection {
 Selection parse_emit(const std::string& text) {
   Selection s;
   std::set<std::string> names;
+  const std::vector<EmissionBackend> table = emission_table();
   std::string known;
-  for (const EmissionBackend& b : kBackends) known += std::string(b.name) + ", ";
+  for (const EmissionBackend& b : table) known += b.name + ", ";
   known += "ir, manifest or all";
   size_t pos = 0;
   while (true) {
     size_t end = text.find(',', pos);
     std::string item = text.substr(pos, end == std::string::npos ? std::string::npos : end - pos);
     bool found = item == "ir" || item == "manifest" || item == "all";
-    for (const EmissionBackend& b : kBackends) found = found || item == b.name;
+    for (const EmissionBackend& b : table) found = found || item == b.name;
     if (!found) throw Error("--emit takes " + known + " (or a comma-separated list), not '" + item + "'");
     if (item == "all") {
-      for (const EmissionBackend& b : kBackends) names.insert(b.name);
+      for (const EmissionBackend& b : table) names.insert(b.name);
       names.insert("ir");
     } else if (item != "manifest") {
       names.insert(item);
@@ -203,8 +207,8 @@ Selection parse_emit(const std::string& text) {
     if (end == std::string::npos) break;
     pos = end + 1;
   }
-  for (const EmissionBackend& b : kBackends)
-    if (names.count(b.name)) s.backends.push_back(&b);
+  for (const EmissionBackend& b : table)
+    if (names.count(b.name)) s.backends.push_back(b);
   s.ir = names.count("ir") != 0;
   s.names.assign(names.begin(), names.end());
   s.names.push_back("manifest");
@@ -291,7 +295,7 @@ json plan_json(const LaunchPlan& plan) {
   return j;
 }
 
-json profile_json(const char* backend, const DeviceInfo& d) {
+json profile_json(const std::string& backend, const DeviceInfo& d) {
   return {{"backend", backend},
           {"name", d.name},
           {"lane_width", d.lane_width},
@@ -400,7 +404,7 @@ void add_parents(const std::string& rel, std::set<std::string>& dirs) {
 
 std::vector<std::string> emission_backends() {
   std::vector<std::string> names;
-  for (const EmissionBackend& b : kBackends) names.push_back(b.name);
+  for (const EmissionBackend& b : emission_table()) names.push_back(b.name);
   return names;
 }
 
@@ -413,6 +417,21 @@ int run_build(const Request& req, const Send& send) {
   if (!any) {
     send({{"type", "summary"}, {"passed", 0}, {"failed", 0}, {"skipped", 0}, {"kernels", 0}, {"pipeline_ms", 0.0}});
     return 0;
+  }
+  // Each backend's profile (its first architecture's); the HIP architectures of one build share
+  // a wavefront width, since the source depends on it.
+  std::vector<codegen::TargetProfile> profiles_of(sel.backends.size());
+  for (size_t i = 0; i < sel.backends.size(); ++i) {
+    const std::vector<std::string> archs = archs_of(sel.backends[i], req);
+    if (archs.empty()) throw Error("--hip-arch names no architecture");
+    profiles_of[i] = codegen::profile_for(sel.backends[i].info->target, archs.front());
+    for (const std::string& arch : archs) {
+      const codegen::TargetProfile p = codegen::profile_for(sel.backends[i].info->target, arch);
+      if (p.lane_width != profiles_of[i].lane_width)
+        throw Error("--hip-arch " + archs.front() + "," + arch + ": " + archs.front() + " runs " +
+                    std::to_string(profiles_of[i].lane_width) + "-lane wavefronts and " + arch + " " +
+                    std::to_string(p.lane_width) + "-lane ones; the source differs, so build them in two runs");
+    }
   }
   const fs::path out(req.out_dir);
   std::error_code ec;
@@ -440,11 +459,10 @@ int run_build(const Request& req, const Send& send) {
   // One backend's work for one instantiation: its place in the manifest, the source, the binary.
   struct Work {
     size_t kernel, inst;
-    const EmissionBackend* backend;
     Job job;
     Output source;
     std::string entry;
-    std::optional<Output> binary;
+    std::vector<Output> binaries;  // one per architecture
   };
   std::deque<ir::Kernel> optimized_store;  // stable addresses for the jobs
   std::vector<Work> works;
@@ -493,9 +511,9 @@ int run_build(const Request& req, const Send& send) {
       const std::string stem = codegen::entry_name(*k, d);
       json mi = {{"dtype", instantiation_name(d)}, {"entry", stem}};
       if (!ir::has_dynamic_threadgroup(*k)) mi["threadgroup_bytes"] = ir::threadgroup_bytes(*k, d);
-      for (const EmissionBackend* b : sel.backends) {
-        Work w{manifest_kernels.size(), insts.size(), b, Job{kept, d, stem, req}, {}, {}, {}};
-        w.source = b->emit(w.job, w.entry);
+      for (size_t bi = 0; bi < sel.backends.size(); ++bi) {
+        Work w{manifest_kernels.size(), insts.size(), Job{kept, d, stem, req, sel.backends[bi], profiles_of[bi]}, {}, {}, {}};
+        w.source = emit_source(w.job, w.entry);
         works.push_back(std::move(w));
       }
       insts.push_back(mi);
@@ -506,16 +524,22 @@ int run_build(const Request& req, const Send& send) {
 
   // The compiles, on several threads; results land in their work item, so the tree and the
   // messages come out in one order whatever the threads do.
-  std::vector<size_t> to_compile;
+  std::vector<std::pair<size_t, std::string>> to_compile;  // work item, architecture
   for (size_t i = 0; i < works.size(); ++i) {
-    const Work& w = works[i];
-    if (w.backend->compile && w.source.ok && !(req.no_compile && w.backend->binary_optional)) to_compile.push_back(i);
+    Work& w = works[i];
+    const EmissionBackend& b = w.job.backend;
+    if (!b.has_binary() || !w.source.ok || (req.no_compile && b.binary_optional())) continue;
+    const std::vector<std::string> archs = archs_of(b, req);
+    w.binaries.resize(archs.size());
+    for (const std::string& arch : archs) to_compile.emplace_back(i, arch);
   }
   std::atomic<size_t> next{0};
   auto worker = [&] {
     for (size_t i; (i = next.fetch_add(1)) < to_compile.size();) {
-      Work& w = works[to_compile[i]];
-      w.binary = w.backend->compile(w.job, w.source, w.entry);
+      Work& w = works[to_compile[i].first];
+      const std::vector<std::string> archs = archs_of(w.job.backend, req);
+      const size_t slot = size_t(std::find(archs.begin(), archs.end(), to_compile[i].second) - archs.begin());
+      w.binaries[slot] = compile(w.job, w.source, w.entry, to_compile[i].second);
     }
   };
   std::vector<std::thread> threads;
@@ -528,8 +552,9 @@ int run_build(const Request& req, const Send& send) {
     json& mi = manifest_kernels[w.kernel]["instantiations"][w.inst];
     const std::string kernel = manifest_kernels[w.kernel]["name"], dtype = mi["dtype"];
     json list = json::array();
-    for (Output* o : {&w.source, w.binary ? &*w.binary : nullptr}) {
-      if (!o) continue;
+    std::vector<Output*> produced{&w.source};
+    for (Output& b : w.binaries) produced.push_back(&b);
+    for (Output* o : produced) {
       if (o->ok) put(o->path, o->bytes);
       artifact(kernel, dtype, o->target, o->path, o->ok, o->message);
       json f = {{"target", o->target}, {"path", o->path}};
@@ -537,7 +562,7 @@ int run_build(const Request& req, const Send& send) {
       else f["error"] = o->message;
       list.push_back(f);
     }
-    mi["outputs"][w.backend->name] = list;
+    mi["outputs"][w.job.backend.name] = list;
   }
   // A name no kernel declares specialize() is a typo, not a request to build generic code.
   for (const auto& [name, text] : req.specialize)
@@ -563,9 +588,13 @@ int run_build(const Request& req, const Send& send) {
   }
   // Selector rows: the family's plan for each representative call, on the reference device of
   // each backend built (the CUDA one for a manifest-only build).
-  std::vector<std::pair<const char*, DeviceInfo>> profiles;
-  for (const EmissionBackend* b : sel.backends) profiles.emplace_back(b->name, b->profile(req));
-  if (profiles.empty()) profiles.emplace_back(kBackends[0].name, kBackends[0].profile(req));
+  std::vector<std::pair<std::string, DeviceInfo>> profiles;
+  for (size_t i = 0; i < sel.backends.size(); ++i)
+    profiles.emplace_back(sel.backends[i].name, reference_device(sel.backends[i], profiles_of[i]));
+  if (profiles.empty()) {
+    const EmissionBackend cuda = emission_table().front();
+    profiles.emplace_back(cuda.name, reference_device(cuda, codegen::profile_for(cuda.info->target, req.arch)));
+  }
   json profiles_json = json::array();
   for (const auto& [name, dev] : profiles) profiles_json.push_back(profile_json(name, dev));
   json selectors = json::array();

@@ -21,6 +21,7 @@ struct Request {
   std::string emit;      // comma-separated: a backend of emission_backends(), ir, manifest, all
   std::string out_dir;
   std::string arch;      // CUDA architecture for NVRTC
+  std::vector<std::string> hip_archs;  // AMD GPU architectures for the HIP code objects
   std::string filter;    // only kernels whose name contains it
   bool no_compile = false;
   uint32_t threadgroup[3] = {0, 0, 0};
@@ -32,7 +33,8 @@ struct Request {
 
 using Send = std::function<void(const nlohmann::json&)>;
 
-// The names `--emit` takes for code: one per emission backend, in table order ("cuda", "spirv").
+// The names `--emit` takes for code: one per target of the registry whose dialect this build has,
+// in Target order ("cuda", "hip", "spirv", "msl").
 std::vector<std::string> emission_backends();
 
 // Writes the tree under req.out_dir and its manifest.json last; files a previous build of that

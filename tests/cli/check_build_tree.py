@@ -17,6 +17,7 @@
 """
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -51,10 +52,29 @@ def main():
     os.makedirs(work)
     env = dict(os.environ, IRON_NO_REBUILD="1", IRON_CACHE_DIR=os.path.join(work, "cache"))
     env.pop("IRON_NO_DISK_CACHE", None)
+    # Every backend (CUDA, HIP code objects, SPIR-V, and any other target this build has) for one
+    # kernel at every dtype, twice: byte-identical trees.
+    ha, hb = os.path.join(work, "all_a"), os.path.join(work, "all_b")
+    for d in (ha, hb):
+        rc, out = run(iron, ["build", "--emit", "all", "--hip-arch", "gfx90a", "-f", "iron_rmsnorm_spec", "-o", d], env)
+        check(rc == 0 and "FAIL" not in out, "build --emit all -o %s exits 0 without failures (rc %d)\n%s" % (d, rc, out[-3000:]))
+    th, thb = tree(ha), tree(hb)
+    for want in ("cuda/iron_rmsnorm_spec_bf16.cu", "cuda/iron_rmsnorm_spec_bf16.sm_90a.cubin",
+                 "hip/iron_rmsnorm_spec_bf16.hip", "hip/iron_rmsnorm_spec_bf16.gfx90a.co",
+                 "spirv/iron_rmsnorm_spec_bf16.comp", "spirv/iron_rmsnorm_spec_bf16.spv", "ir/iron_rmsnorm_spec.ir"):
+        check(want in th, "--emit all wrote %s" % want)
+    check(th.get("hip/iron_rmsnorm_spec_f32.gfx90a.co", b"")[:4] == b"\x7fELF", "a HIP code object is an ELF file")
+    check(th.keys() == thb.keys() and all(th[p] == thb[p] for p in th),
+          "two --emit all builds are byte-identical (differ: %s)" % [p for p in th if th[p] != thb.get(p)][:5])
+    mh = json.loads(th["manifest.json"])
+    check({p["backend"] for p in mh["profiles"]} >= {"cuda", "hip", "spirv"}, "a profile per backend")
+    hip = [p for p in mh["profiles"] if p["backend"] == "hip"]
+    check(hip and hip[0]["lane_width"] == 64, "the HIP profile (gfx90a) plans for 64-lane wavefronts")
+
     a, b = os.path.join(work, "a"), os.path.join(work, "b")
     # The RMSNorm kernels: generic and specialized kernels, variant families, selectors.
     for d in (a, b):
-        rc, out = run(iron, ["build", "--emit", "all", "-f", "iron_rms", "-o", d], env)
+        rc, out = run(iron, ["build", "--emit", "cuda,spirv,ir", "-f", "iron_rms", "-o", d], env)
         check(rc == 0 and "FAIL" not in out, "build -o %s exits 0 without failures (rc %d)\n%s" % (d, rc, out[-2000:]))
     ta, tb = tree(a), tree(b)
     check(len(ta) > 20, "the build wrote files (%d)" % len(ta))
@@ -141,8 +161,13 @@ def main():
           "clean does not remove files behind a linked directory (rc %d)\n%s" % (rc, out))
 
     # 4. Bad requests.
+    rc, out = run(iron, ["build", "--emit", "hip", "--hip-arch", "gfx90a,gfx1030", "-f", "iron_add", "-o",
+                         os.path.join(work, "w")], env)
+    check(rc == 2 and "gfx90a runs 64-lane wavefronts and gfx1030 32-lane ones" in out,
+          "HIP architectures of two wavefront widths in one build exit 2 (rc %d): %s" % (rc, out))
+    check(not os.path.exists(os.path.join(work, "w")), "and write nothing")
     rc, out = run(iron, ["build", "--emit", "cuda,ptx", "-o", os.path.join(work, "c")], env)
-    check(rc == 2 and "--emit takes cuda, spirv, ir, manifest or all (or a comma-separated list), not 'ptx'" in out,
+    check(rc == 2 and re.search(r"--emit takes cuda, hip, spirv, (\w+, )*ir, manifest or all \(or a comma-separated list\), not 'ptx'", out),
           "an unknown --emit name exits 2 naming it (rc %d): %s" % (rc, out))
     check(not os.path.exists(os.path.join(work, "c")), "a refused build writes nothing")
     os.makedirs(os.path.join(work, "plain"))
