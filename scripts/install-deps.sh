@@ -23,6 +23,9 @@ packages=(
   # (hipcc: 66 MB download, +353 MB installed with clang-15, llvm-15, lld-15 and
   # rocm-device-libs, ~8 s here)
   hipcc
+  # `iron run` reads and writes .npy: the interop test has NumPy write the inputs and read the
+  # outputs (python3-numpy: ~7 MB download, ~15 s)
+  python3-numpy
 )
 
 missing=()

@@ -381,9 +381,16 @@ int run_main(int argc, char** argv) {
       ->check(CLI::IsMember({"vulkan", "cuda", "interp"}));
 
   auto* build = app.add_subcommand("build", "Emit (and compile) every kernel");
-  build->add_option("--emit", emit, "cuda, spirv, msl, ir or all")->check(CLI::IsMember({"cuda", "spirv", "msl", "ir", "all"}));
+  build->add_option("--emit", emit,
+                    "What to write: cuda, hip, spirv, msl (where this build has the target), ir, manifest or all "
+                    "(default), or a comma-separated list; "
+                    "manifest.json is always written");
   build->add_option("-o,--out", out, "Output directory")->required();
   build->add_option("--arch", arch, "CUDA architecture for NVRTC (default sm_90a)");
+  std::string hip_arch;
+  build->add_option("--hip-arch", hip_arch,
+                    "AMD GPU architectures of the HIP code objects, comma-separated, of one wavefront width "
+                    "(default gfx90a,gfx940)");
   build->add_option("-f,--filter", filter, "Only kernels whose name contains this text");
   build->add_flag("--no-compile", no_compile, "Write sources only; skip NVRTC");
   build->add_option("--threadgroup", threadgroup,
@@ -392,6 +399,13 @@ int run_main(int argc, char** argv) {
   build->add_option("--specialize", specialize,
                     "Bake NAME=VALUE into every kernel that declares NAME specialize() (repeatable)");
   build->add_flag("--json", as_json, "Print protocol messages as JSON lines");
+
+  auto* clean = app.add_subcommand("clean", "Remove the compile cache's entries and the files iron build wrote in DIR");
+  std::vector<std::string> clean_dirs;
+  bool keep_cache = false;
+  clean->add_option("dirs", clean_dirs, "Build directories (each must hold the manifest.json iron build wrote)");
+  clean->add_flag("--keep-cache", keep_cache, "Leave the compile cache alone");
+  clean->add_flag("--json", as_json, "Print protocol messages as JSON lines");
 
   std::string ir_file, only, mutation;
   auto* optc = app.add_subcommand("opt", "Run the pipeline (or one pass) on a text IR file and print the result");
@@ -410,13 +424,22 @@ int run_main(int argc, char** argv) {
   bool case_set = false;
   list->add_flag("--case-set", case_set, "Print the count and digest of the registered case set (kernel/case/dtype, tolerance)");
 
-  auto* runc = app.add_subcommand("run", "Run a kernel family by its logical call, through its selector");
-  std::string family, samples;
-  std::vector<std::string> call_args;
-  runc->add_option("family", family, "Kernel family (iron list shows the selectors)")->required();
-  runc->add_option("--dtype", dtype, "The call's dtype (T, or T,W)")->required();
-  runc->add_option("--arg", call_args, "A logical size or scalar, NAME=VALUE (repeatable): --arg rows=7 --arg d=4096");
+  auto* runc = app.add_subcommand(
+      "run", "Run a kernel family (through its selector) or a kernel (--grid/--tg) on .npy inputs or a test pattern");
+  std::string family, samples, grid, tg, run_out;
+  std::vector<std::string> call_args, assignments, run_outs;
+  runc->add_option("name", family, "Kernel family, or kernel with --grid and --tg (iron list shows them)")->required();
+  runc->add_option("assignments", assignments,
+                   "NAME=VALUE: a size or scalar; NAME=FILE.npy: an input buffer's data (converted to its dtype)");
+  runc->add_option("--dtype", dtype, "The dtype (T, or T,W); needed unless the kernel is not generic");
+  // One value per occurrence: a vector option would otherwise swallow the NAME=VALUE positionals after it.
+  runc->add_option("--arg", call_args, "A logical size or scalar, NAME=VALUE (repeatable): --arg rows=7 --arg d=4096")
+      ->allow_extra_args(false);
   runc->add_option("--backend", backend, "interp (default), vulkan or cuda")->check(CLI::IsMember({"vulkan", "cuda", "interp"}));
+  runc->add_option("--grid", grid, "Run the kernel with this grid of threadgroups (X, XxY or XxYxZ), with --tg");
+  runc->add_option("--tg", tg, "The threadgroup shape (X, XxY or XxYxZ), with --grid");
+  runc->add_option("-o,--out-dir", run_out, "Write every output buffer as DIR/NAME.npy");
+  runc->add_option("--out", run_outs, "Write output NAME to FILE.npy: --out out=y.npy (repeatable)")->allow_extra_args(false);
   runc->add_option("--samples", samples, "Also time the plan this many times (after warm-up)");
   runc->add_flag("--json", as_json, "Print protocol messages as JSON lines");
 
@@ -491,10 +514,15 @@ int run_main(int argc, char** argv) {
     opt("--emit", emit);
     opt("-o", out);
     opt("--arch", arch);
+    opt("--hip-arch", hip_arch);
     opt("-f", filter);
     if (no_compile) args.push_back("--no-compile");
     opt("--threadgroup", threadgroup);
     for (const std::string& s : specialize) opt("--specialize", s);
+  } else if (*clean) {
+    args = {"clean"};
+    args.insert(args.end(), clean_dirs.begin(), clean_dirs.end());
+    if (keep_cache) args.push_back("--keep-cache");
   } else if (*optc) {
     if (!mutation.empty()) {
       // The pass mutations are a closed list: an unknown name would otherwise run the
@@ -528,10 +556,15 @@ int run_main(int argc, char** argv) {
     args = {"list"};
   } else if (*runc) {
     args = {"run", family};
+    args.insert(args.end(), assignments.begin(), assignments.end());
     opt("--dtype", dtype);
     opt("--backend", backend);
     opt("--samples", samples);
+    opt("--grid", grid);
+    opt("--tg", tg);
+    opt("-o", run_out);
     for (const std::string& a : call_args) opt("--arg", a);
+    for (const std::string& o : run_outs) opt("--out-file", o);
   }
   return cmd_passthrough(args, as_json);
 }

@@ -5,6 +5,9 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <vector>
+
+#include <nlohmann/json_fwd.hpp>
 
 #include "iron/harness.hpp"
 #include "iron/launch.hpp"
@@ -101,6 +104,26 @@ TestOutcome run_test_case(Context& ctx, const TestDecl& decl, Instantiation dtyp
 bool case_runs_kernel(Context& ctx, const TestDecl& decl, Instantiation dtype, std::string_view name);
 
 int runner_main(int argc, char** argv);
+
+// A value as the command line wrote it: an integer when it is one, else a float. `option` names
+// the command-line option in the error ("--specialize", "--arg"). Throws iron::Error.
+ScalarValue scalar_from_text(const char* option, const std::string& name, const std::string& text);
+// The `device` protocol message of a device.
+nlohmann::json device_message(const DeviceInfo& d);
+
+// `iron run NAME [NAME=VALUE|NAME=FILE.npy]...` (run_kernel.cpp): a family through its selector,
+// or a kernel with an explicit --grid/--tg, on the user's .npy inputs (or, with no file and no
+// output named, on a deterministic pattern), outputs summarized and written as .npy.
+struct RunRequest {
+  std::string name;
+  std::vector<std::string> assignments;  // NAME=VALUE (a scalar or call argument), NAME=FILE.npy
+  std::string dtype, backend;
+  std::string grid, tg;                  // both or neither
+  std::string out_dir;                   // -o DIR: every output as DIR/NAME.npy
+  std::vector<std::string> outs;         // --out NAME=FILE.npy
+  int samples = 0;
+};
+int run_kernel(const RunRequest& r, const std::function<void(const nlohmann::json&)>& send);
 
 // `bench` and `calibrate` (bench_runner.cpp): argv as given to the runner.
 int bench_main(int argc, char** argv);

@@ -18,6 +18,7 @@
 #include "core/ir.hpp"
 #include "core/numeric.hpp"
 #include "core/protocol.hpp"
+#include "harness/build_outputs.hpp"
 #include "harness/mutate.hpp"
 #include "harness/runner.hpp"
 #include "passes/pass.hpp"
@@ -288,6 +289,48 @@ TestOutcome run_test_case(Context& ctx, const TestDecl& decl, Instantiation dtyp
   return r;
 }
 
+// A value as the command line wrote it: an integer when it is one, else a float.
+// `option` names the command-line option in the error ("--specialize", "--arg").
+ScalarValue scalar_from_text(const char* option, const std::string& name, const std::string& text) {
+  errno = 0;
+  char* end = nullptr;
+  if (text.find_first_of(".eEnNiI") == std::string::npos) {
+    if (text[0] == '-') {
+      const long long v = std::strtoll(text.c_str(), &end, 10);
+      if (!*end && !errno) return ScalarValue(v);
+    } else {
+      const unsigned long long v = std::strtoull(text.c_str(), &end, 10);
+      if (!*end && !errno && text[0] != '+') return ScalarValue(v);
+    }
+  } else {
+    const double v = std::strtod(text.c_str(), &end);
+    if (!*end && !errno) return ScalarValue(v);
+  }
+  throw Error(std::string(option) + " " + name + "=" + text + ": '" + text + "' is not a number");
+}
+
+json device_message(const DeviceInfo& d) {
+  return {{"type", "device"},
+          {"backend", backend_name(d.backend)},
+          {"available", true},
+          {"name", d.name},
+          {"driver", d.driver},
+          {"arch", d.arch},
+          {"lane_width", d.lane_width},
+          {"max_threads_per_group", d.max_threads_per_group},
+          {"shared_memory_bytes", d.shared_memory_bytes}, {"shared_memory_optin_bytes", d.shared_memory_optin_bytes},
+          {"memory_bytes", d.memory_bytes},
+          {"f16", d.f16},
+          {"bf16", d.bf16},
+          {"int8", d.int8},
+          {"int16", d.int16},
+          {"int64", d.int64},
+          {"int64_atomics_buffer", d.int64_atomics_buffer},
+          {"int64_atomics_shared", d.int64_atomics_shared},
+          {"f32_denormals", d.f32_denormals_flushed ? "flushed" : "preserved"},
+          {"float_controls", d.float_controls}};
+}
+
 namespace {
 
 struct Args {
@@ -295,6 +338,8 @@ struct Args {
   std::vector<std::string> positional;
   std::string filter, backend, dtype, emit, out_dir, arch = "sm_90a";
   bool ir = false, no_compile = false, locations = false, resources = false;
+  bool keep_cache = false;  // clean: leave the compile cache alone
+  std::string hip_arch = "gfx90a,gfx940";  // build: the HIP code objects' architectures
   bool mutate = false;     // test: mutation testing instead of the corpus
   uint32_t mutate_every = 1;  // test --mutate: run every n-th mutant (a deterministic subset)
   // Pipeline controls (inspect).
@@ -307,6 +352,8 @@ struct Args {
   // launch fact for the pipeline and, on CUDA, __launch_bounds__; all 0 (the default): any shape.
   uint32_t threadgroup[3] = {0, 0, 0};
   std::vector<std::string> call_args;  // run: --arg NAME=VALUE
+  std::string grid, tg;                 // run: --grid, --tg (an explicit launch)
+  std::vector<std::string> outs;        // run: --out-file NAME=FILE.npy (the CLI's --out)
   int samples = 0;                      // run: --samples N times the plan N times after warm-up
   // inspect / build: --specialize NAME=VALUE (repeatable, or comma-separated), the values a
   // dispatch bakes into a kernel's code for its scalars declared specialize().
@@ -326,26 +373,6 @@ void parse_specialize(const std::string& text, std::vector<std::pair<std::string
     if (end == std::string::npos) break;
     pos = end + 1;
   }
-}
-
-// A value as the command line wrote it: an integer when it is one, else a float.
-// `option` names the command-line option in the error ("--specialize", "--arg").
-ScalarValue scalar_from_text(const char* option, const std::string& name, const std::string& text) {
-  errno = 0;
-  char* end = nullptr;
-  if (text.find_first_of(".eEnNiI") == std::string::npos) {
-    if (text[0] == '-') {
-      const long long v = std::strtoll(text.c_str(), &end, 10);
-      if (!*end && !errno) return ScalarValue(v);
-    } else {
-      const unsigned long long v = std::strtoull(text.c_str(), &end, 10);
-      if (!*end && !errno && text[0] != '+') return ScalarValue(v);
-    }
-  } else {
-    const double v = std::strtod(text.c_str(), &end);
-    if (!*end && !errno) return ScalarValue(v);
-  }
-  throw Error(std::string(option) + " " + name + "=" + text + ": '" + text + "' is not a number");
 }
 
 // The specialization of `k` the --specialize values give, checked as a dispatch checks them
@@ -446,6 +473,8 @@ Args parse_args(int argc, char** argv) {
     else if (s == "--locations") a.locations = true;
     else if (s == "--resources") a.resources = true;
     else if (s == "--no-compile") a.no_compile = true;
+    else if (s == "--keep-cache") a.keep_cache = true;
+    else if (s == "--hip-arch") a.hip_arch = value();
     else if (s == "--pass") a.pass = value();
     else if (s == "--stop-after") a.stop_after = value();
     else if (s == "--print-after") a.print_after.insert(value());
@@ -458,6 +487,9 @@ Args parse_args(int argc, char** argv) {
     else if (s == "--mutation") a.mutation = value();
     else if (s == "--mutate") a.mutate = true;
     else if (s == "--arg") a.call_args.push_back(value());
+    else if (s == "--grid") a.grid = value();
+    else if (s == "--tg") a.tg = value();
+    else if (s == "--out-file") a.outs.push_back(value());
     else if (s == "--samples") {
       std::string v = value();
       char* end = nullptr;
@@ -483,146 +515,13 @@ bool matches(const std::string& filter, const std::string& kernel, const std::st
   return kernel.find(filter) != std::string::npos || (kernel + "/" + name).find(filter) != std::string::npos;
 }
 
-json device_json(const DeviceInfo& d) {
-  return {{"type", "device"},
-          {"backend", backend_name(d.backend)},
-          {"available", true},
-          {"name", d.name},
-          {"driver", d.driver},
-          {"arch", d.arch},
-          {"lane_width", d.lane_width},
-          {"max_threads_per_group", d.max_threads_per_group},
-          {"shared_memory_bytes", d.shared_memory_bytes}, {"shared_memory_optin_bytes", d.shared_memory_optin_bytes},
-          {"memory_bytes", d.memory_bytes},
-          {"f16", d.f16},
-          {"bf16", d.bf16},
-          {"int8", d.int8},
-          {"int16", d.int16},
-          {"int64", d.int64},
-          {"int64_atomics_buffer", d.int64_atomics_buffer},
-          {"int64_atomics_shared", d.int64_atomics_shared},
-          {"f32_denormals", d.f32_denormals_flushed ? "flushed" : "preserved"},
-          {"float_controls", d.float_controls}};
-}
-
 int cmd_device() {
   for (Backend b : {Backend::Vulkan, Backend::Cuda, Backend::Interp}) {
     std::string why;
     std::vector<DeviceInfo> devs = list_devices(b, &why);
     if (devs.empty())
       send({{"type", "device"}, {"backend", backend_name(b)}, {"available", false}, {"why", why}});
-    for (const DeviceInfo& d : devs) send(device_json(d));
-  }
-  return 0;
-}
-
-// `iron run FAMILY --dtype D --arg NAME=VALUE ...`: a family driven by its logical call, as an
-// engine drives it. The selector plans the call on the device; every call buffer is allocated
-// at the size the plan's kernels declare (their extents at the step's scalars), inputs filled
-// with a deterministic pattern (floats in [-1, 1], integers 0, so index buffers stay in range),
-// the plan runs, and each output is summarized. --samples N also times the plan.
-int cmd_run(const Args& a) {
-  if (a.positional.empty()) throw Error("run needs a kernel family (iron list shows the families with selectors)");
-  const std::string family = a.positional[0];
-  Instantiation dtype;
-  if (a.dtype.empty()) throw Error("run needs --dtype");
-  if (!parse_instantiation(a.dtype, dtype)) throw Error("unknown dtype '" + a.dtype + "'");
-  Call call{dtype, {}};
-  for (const std::string& kv : a.call_args) {
-    const size_t eq = kv.find('=');
-    if (eq == std::string::npos || eq == 0 || eq + 1 == kv.size()) throw Error("--arg takes NAME=VALUE, not '" + kv + "'");
-    call.args[kv.substr(0, eq)] = scalar_from_text("--arg", kv.substr(0, eq), kv.substr(eq + 1));
-  }
-  Backend backend = Backend::Interp;
-  if (!a.backend.empty() && !parse_backend(a.backend, backend))
-    throw Error("unknown backend '" + a.backend + "' (use vulkan, cuda or interp)");
-  std::unique_ptr<Context> ctx = Context::create(a.backend.empty() ? Backend::Interp : backend);
-  send(device_json(ctx->info()));
-  const LaunchPlan plan = plan_launch(family, call, ctx->info());
-  json steps = json::array();
-  for (const LaunchStep& st : plan.steps) {
-    json sc = json::object();
-    for (const auto& [n, v] : st.constexprs) sc[n] = v.text();
-    steps.push_back({{"kernel", st.kernel},
-                     {"grid", {st.grid.x, st.grid.y, st.grid.z}},
-                     {"threadgroup", {st.threadgroup.x, st.threadgroup.y, st.threadgroup.z}},
-                     {"constexprs", sc}});
-  }
-  send({{"type", "plan"}, {"family", family}, {"dtype", instantiation_name(dtype)}, {"reason", plan.reason}, {"steps", steps}});
-
-  // Call buffers: the largest extent any step declares for them; written by a step = output.
-  struct CallBuffer {
-    DType dtype;
-    uint64_t count = 0;
-    bool written = false, read = false;
-  };
-  std::map<std::string, CallBuffer> buffers;
-  for (const LaunchStep& st : plan.steps) {
-    const ir::Kernel& k = kernel_ir(st.kernel);
-    std::vector<uint64_t> values(k.params.size(), 0);
-    for (size_t i = 0; i < k.params.size(); ++i)
-      if (auto it = st.constexprs.find(k.params[i].name); it != st.constexprs.end() && k.params[i].kind == ir::ParamKind::Scalar) {
-        std::string why;
-        if (is_integer(k.params[i].dtype) && !scalar_bits(k.params[i].dtype, it->second, values[i], why))
-          throw Error("step " + st.kernel + ": scalar '" + k.params[i].name + "' " + why);
-      }
-    for (size_t i = 0; i < k.params.size(); ++i) {
-      const ir::Param& p = k.params[i];
-      if (p.kind != ir::ParamKind::Buffer) continue;
-      const std::string& name = step_buffer(st, p.name);
-      bool scratch = false;
-      for (const ScratchBuffer& b : plan.scratch) scratch = scratch || b.name == name;
-      if (scratch) continue;
-      uint64_t extent = p.extent_factor;
-      for (uint32_t si : p.extent_scalars) extent = num::saturating_mul(extent, values[si]);
-      CallBuffer& cb = buffers[name];
-      cb.dtype = ir::resolve(p.dtype, dtype);
-      cb.count = std::max(cb.count, std::max<uint64_t>(extent, 1));
-      cb.written = cb.written || p.access != ir::Access::Read;
-      cb.read = cb.read || p.access != ir::Access::Write;
-    }
-  }
-  Bindings bindings;
-  uint64_t seed = 1;
-  for (const auto& [name, cb] : buffers) {
-    DeviceBuffer buf = ctx->alloc(cb.dtype, cb.count);
-    std::vector<double> values(cb.count, 0.0);
-    if (cb.read && !is_integer(cb.dtype)) values = fixture::uniform(cb.count, -1.0, 1.0, seed++);
-    std::vector<unsigned char> bytes(cb.count * dtype_size(cb.dtype));
-    num::encode(cb.dtype, values.data(), bytes.data(), cb.count);
-    ctx->upload(buf, bytes.data(), bytes.size());
-    bindings.emplace_back(name, buf);
-  }
-  run_plan(*ctx, plan, dtype, bindings);
-  ctx->synchronize();
-  for (const auto& [name, buf] : bindings) {
-    const CallBuffer& cb = buffers.at(name);
-    if (!cb.written) continue;
-    std::vector<unsigned char> bytes(buf.bytes());
-    ctx->download(buf, bytes.data(), bytes.size());
-    std::vector<double> v(buf.count());
-    num::decode(buf.dtype(), bytes.data(), v.data(), v.size());
-    double sum = 0, lo = INFINITY, hi = -INFINITY;
-    size_t nonfinite = 0;
-    for (double x : v) {
-      if (!std::isfinite(x)) {
-        ++nonfinite;
-        continue;
-      }
-      sum += x, lo = std::min(lo, x), hi = std::max(hi, x);
-    }
-    send({{"type", "run_output"}, {"name", name}, {"dtype", dtype_name(buf.dtype())}, {"count", v.size()},
-          {"sum", sum}, {"min", std::isfinite(lo) ? json(lo) : json(nullptr)},
-          {"max", std::isfinite(hi) ? json(hi) : json(nullptr)}, {"nonfinite", nonfinite}});
-  }
-  if (a.samples > 0) {
-    TimingOptions o;
-    o.warmup = std::min(20, a.samples);
-    o.samples = a.samples;
-    Timing t = time_plan(*ctx, plan, dtype, bindings, o);
-    std::vector<double> s = t.samples_us;
-    std::sort(s.begin(), s.end());
-    send({{"type", "run_timing"}, {"samples", s.size()}, {"min_us", s.front()}, {"median_us", s[s.size() / 2]}});
+    for (const DeviceInfo& d : devs) send(device_message(d));
   }
   return 0;
 }
@@ -716,7 +615,7 @@ int cmd_test(const Args& a) {
       unavailable += std::string(unavailable.empty() ? "" : "; ") + backend_name(b) + ": " + e.what();
     }
   }
-  if (ctx) send(device_json(ctx->info()));
+  if (ctx) send(device_message(ctx->info()));
 
   int passed = 0, failed = 0, skipped = 0;
   bool skipping = !a.skip_through.empty();
@@ -970,112 +869,43 @@ int cmd_opt(const Args& a) {
   return 0;
 }
 
-void write_file(const std::filesystem::path& p, const void* data, size_t bytes) {
-  std::filesystem::create_directories(p.parent_path());
-  std::ofstream f(p, std::ios::binary);
-  f.write(static_cast<const char*>(data), std::streamsize(bytes));
-  if (!f) throw Error("cannot write " + p.string());
+// `run KERNEL`: a kernel or family on the user's data (run_kernel.cpp).
+int cmd_run(const Args& a) {
+  if (a.positional.empty()) throw Error("run needs a kernel or a kernel family (iron list shows them)");
+  RunRequest r;
+  r.name = a.positional[0];
+  r.assignments.assign(a.positional.begin() + 1, a.positional.end());
+  r.assignments.insert(r.assignments.end(), a.call_args.begin(), a.call_args.end());
+  r.dtype = a.dtype;
+  r.backend = a.backend;
+  r.grid = a.grid;
+  r.tg = a.tg;
+  r.out_dir = a.out_dir;
+  r.outs = a.outs;
+  r.samples = a.samples;
+  return run_kernel(r, send);
 }
 
+// `build`: the tree and its manifest (build_outputs.cpp).
 int cmd_build(const Args& a) {
-  if (a.out_dir.empty()) throw Error("build needs -o DIR");
-  std::string what = a.emit.empty() ? "all" : a.emit;
-  bool cuda = what == "cuda" || what == "all", spirv = what == "spirv" || what == "all", irs = what == "ir" || what == "all";
-  bool msl = what == "msl" || what == "all";
-  if (!cuda && !spirv && !irs && !msl) throw Error("--emit takes cuda, spirv, msl, ir or all, not '" + what + "'");
-  std::filesystem::path out(a.out_dir);
-  int failures = 0, written = 0, kernels = 0;
-  double pipeline_ms = 0;
-  std::set<std::string> specialized;  // the --specialize names some kernel declares
-  auto artifact = [&](const std::string& kernel, const std::string& dtype, const std::string& target,
-                      const std::filesystem::path& path, bool ok, const std::string& message) {
-    send({{"type", "artifact"}, {"kernel", kernel}, {"dtype", dtype}, {"target", target}, {"path", path.string()},
-          {"ok", ok}, {"message", message}});
-    (ok ? written : failures)++;
-  };
-  for (const KernelDecl* decl : registered_kernels()) {
-    if (!matches(a.filter, decl->name, "")) continue;
-    const ir::Kernel* k = nullptr;
-    try {
-      k = &kernel_ir(decl->name);
-    } catch (const Error& e) {
-      artifact(decl->name, "", "ir", out / "ir" / (std::string(decl->name) + ".ir"), false, e.what());
-      continue;
-    }
-    ir::Kernel optimized;
-    try {
-      auto start = std::chrono::steady_clock::now();
-      optimized = passes::optimize(*k, launch_facts(a), specialization_for(*k, a.specialize, false, &specialized));
-      pipeline_ms += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
-      ++kernels;
-    } catch (const Error& e) {
-      artifact(decl->name, "", "ir", out / "ir" / (std::string(decl->name) + ".ir"), false, e.what());
-      continue;
-    }
-    if (irs) {
-      std::string text = ir::print(optimized);
-      std::filesystem::path p = out / "ir" / (k->name + ".ir");
-      write_file(p, text.data(), text.size());
-      artifact(k->name, "", "ir", p, true, "");
-    }
-    for (Instantiation d : ir::instantiations(*k)) {
-      std::string dn = instantiation_name(d);
-      std::string stem = codegen::entry_name(*k, d);
-      if (cuda) {
-        codegen::Emitted e = codegen::emit(optimized, d, codegen::Target::Cuda, cuda_emit_options(a));
-        std::filesystem::path p = out / "cuda" / (stem + ".cu");
-        if (!e.ok()) {
-          artifact(k->name, dn, "cuda", p, false, e.diags.render(optimized));
-        } else {
-          write_file(p, e.source.data(), e.source.size());
-          if (a.no_compile) {
-            artifact(k->name, dn, "cuda", p, true, "");
-          } else {
-            try {
-              rt::NvrtcResult r = rt::nvrtc_compile(e.source, e.entry, a.arch);
-              std::filesystem::path cubin = out / "cuda" / (stem + "." + a.arch + ".cubin");
-              if (r.ok) write_file(cubin, r.cubin.data(), r.cubin.size());
-              artifact(k->name, dn, "cuda:" + a.arch, r.ok ? cubin : p, r.ok, r.log);
-            } catch (const Error& err) {
-              artifact(k->name, dn, "cuda:" + a.arch, p, false, err.what());
-            }
-          }
-        }
-      }
-      if (spirv) {
-        codegen::Emitted e = codegen::emit(optimized, d, codegen::Target::Glsl);
-        std::filesystem::path comp = out / "spirv" / (stem + ".comp");
-        if (!e.ok()) {
-          artifact(k->name, dn, "spirv", comp, false, e.diags.render(optimized));
-        } else {
-          write_file(comp, e.source.data(), e.source.size());
-          codegen::Spirv s = codegen::compile_glsl(e.source, stem);
-          std::filesystem::path spv = out / "spirv" / (stem + ".spv");
-          if (s.ok) write_file(spv, s.words.data(), s.words.size() * 4);
-          artifact(k->name, dn, "spirv", s.ok ? spv : comp, s.ok, s.log);
-        }
-      }
-      if (msl) {
-        // Source only: no Metal compiler off Apple platforms (tests/msl checks it with the host clang).
-        codegen::Emitted e = codegen::emit(optimized, d, codegen::Target::Msl);
-        std::filesystem::path p = out / "msl" / (stem + ".metal");
-        if (!e.ok()) {
-          artifact(k->name, dn, "msl", p, false, e.diags.render(optimized));
-        } else {
-          write_file(p, e.source.data(), e.source.size());
-          artifact(k->name, dn, "msl", p, true, "");
-        }
-      }
-    }
+  build::Request r;
+  r.emit = a.emit;
+  r.out_dir = a.out_dir;
+  r.arch = a.arch;
+  for (size_t pos = 0;;) {
+    const size_t end = a.hip_arch.find(',', pos);
+    r.hip_archs.push_back(a.hip_arch.substr(pos, end == std::string::npos ? std::string::npos : end - pos));
+    if (end == std::string::npos) break;
+    pos = end + 1;
   }
-  // A name no kernel declares specialize() is a typo, not a request to build generic code.
-  for (const auto& [name, text] : a.specialize)
-    if (!specialized.count(name))
-      throw Error("--specialize " + name + "=" + text + ": no kernel built here declares a scalar '" + name +
-                  "' specialize()");
-  send({{"type", "summary"}, {"passed", written}, {"failed", failures}, {"skipped", 0}, {"kernels", kernels},
-        {"pipeline_ms", pipeline_ms}});
-  return failures == 0 ? 0 : 1;
+  r.filter = a.filter;
+  r.no_compile = a.no_compile;
+  for (int i = 0; i < 3; ++i) r.threadgroup[i] = a.threadgroup[i];
+  r.specialize = a.specialize;
+  r.specialization = [&a](const ir::Kernel& k, std::set<std::string>* used) {
+    return specialization_for(k, a.specialize, false, used);
+  };
+  return build::run_build(r, send);
 }
 
 }  // namespace
@@ -1088,7 +918,7 @@ int runner_main(int argc, char** argv) {
     send({{"type", "hello"}, {"runner_version", "0.1.0"}});
     // A refused declaration (a bad variant family, a kernel name registered twice) stops every
     // command that works on kernels: running the rest would hide it.
-    if (a.command != "device" && a.command != "opt") {
+    if (a.command != "device" && a.command != "opt" && a.command != "clean") {
       std::vector<std::string> refused = registry_errors();
       for (const std::string& e : refused) send({{"type", "error"}, {"message", e}});
       if (!refused.empty()) return 2;
@@ -1096,11 +926,12 @@ int runner_main(int argc, char** argv) {
     if (a.command == "test") return a.mutate ? cmd_mutate(a) : cmd_test(a);
     if (a.command == "inspect") return cmd_inspect(a);
     if (a.command == "build") return cmd_build(a);
+    if (a.command == "clean") return build::run_clean(a.positional, a.keep_cache, send);
     if (a.command == "device") return cmd_device();
     if (a.command == "list") return cmd_list();
     if (a.command == "run") return cmd_run(a);
     if (a.command == "opt") return cmd_opt(a);
-    throw Error("unknown runner command '" + a.command + "' (test, inspect, build, opt, device, list, bench, calibrate)");
+    throw Error("unknown runner command '" + a.command + "' (test, inspect, build, clean, opt, device, list, run, bench, calibrate)");
   } catch (const std::exception& e) {
     send({{"type", "error"}, {"message", e.what()}});
     return 2;

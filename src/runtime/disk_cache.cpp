@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cctype>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
@@ -183,6 +184,48 @@ void DiskCache::store(std::string_view key, const void* data, size_t bytes) {
     return;
   }
   ++stats_.writes;
+}
+
+DiskCache::Cleared DiskCache::clear() {
+  Cleared c;
+  if (!enabled()) return c;
+  std::lock_guard lock(g_mu);
+  std::error_code ec;
+  auto is_entry_name = [](const std::string& name) {
+    if (name.size() < 36 || name.compare(32, 4, ".bin") != 0) return false;
+    for (size_t i = 0; i < 32; ++i)
+      if (!std::isxdigit(static_cast<unsigned char>(name[i])) || std::isupper(static_cast<unsigned char>(name[i])))
+        return false;
+    if (name.size() == 36) return true;
+    if (name.compare(36, 5, ".tmp.") != 0 || name.size() == 41) return false;
+    return name.find_first_not_of("0123456789", 41) == std::string::npos;
+  };
+  for (fs::directory_iterator it(dir_, ec), end; !ec && it != end; it.increment(ec)) {
+    const std::string name = it->path().filename().string();
+    fs::file_status st = it->symlink_status(ec);
+    bool ours = false;
+    uint64_t size = 0;
+    if (!ec && fs::is_regular_file(st) && is_entry_name(name)) {
+      int fd = ::open(it->path().c_str(), O_RDONLY | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC);
+      char magic[sizeof kMagic] = {};
+      struct stat s {};
+      if (fd >= 0) {
+        ours = ::fstat(fd, &s) == 0 && S_ISREG(s.st_mode) && read_all(fd, magic, sizeof magic) &&
+               std::memcmp(magic, kMagic, sizeof kMagic) == 0;
+        size = uint64_t(s.st_size);
+        ::close(fd);
+      }
+    }
+    std::error_code rm;
+    if (ours && fs::remove(it->path(), rm)) {
+      ++c.entries;
+      c.bytes += size;
+    } else {
+      ++c.others;
+    }
+    ec.clear();
+  }
+  return c;
 }
 
 }  // namespace iron::rt

@@ -30,6 +30,13 @@ class DiskCache {
     uint64_t hits = 0, misses = 0, corrupt = 0, writes = 0, write_failures = 0;
   };
   Stats stats() const { return stats_; }
+  // Removes every entry of the cache (and temporaries a store left behind): regular files named
+  // <32 hex digits>.bin[.tmp.<pid>] that begin with the entry header. Anything else in the
+  // directory (the calibration cache, a foreign file, a link) is left alone and counted.
+  struct Cleared {
+    uint64_t entries = 0, bytes = 0, others = 0;
+  };
+  Cleared clear();
   // The last entry found corrupt and why ("" if none); also printed as a warning on stderr.
   const std::string& last_problem() const { return last_problem_; }
 

@@ -48,6 +48,11 @@ def main():
         (["diff", "nosnap_a", "nosnap_b"], 2, r"nosnap_a"),
         (["report", "nosnap_a", "-o", os.path.join(work, "r.html")], 2, r"nosnap_a"),
         (["list"], 0, r"iron_add"),
+        (["clean", os.path.join(work, "not_a_build"), "--keep-cache"], 2, r"has no manifest\.json"),
+        (["run", "iron_nope", "--dtype", "f32"], 2, r"unknown kernel or family 'iron_nope'"),
+        (["run", "iron_add", "--dtype", "f32", "--grid", "1", "--tg", "256", "n=8", "a=" + os.path.join(work, "none.npy"),
+          "b=" + os.path.join(work, "none.npy")],
+         2, r"none\.npy: no such file"),
     ]
     # A named backend that cannot run is a failure (1) for test, bench and calibrate alike.
     if not os.path.exists("/usr/lib/x86_64-linux-gnu/libcuda.so.1"):
@@ -56,6 +61,8 @@ def main():
             (["bench", "--backend", "cuda", "-f", "iron_add/n4096", "--samples", "3"], 1, r"no backend to benchmark on: cuda"),
             (["calibrate", "--backend", "cuda"], 1, r"no backend to calibrate: cuda"),
             (["device", "--calibrate", "--backend", "cuda"], 1, r"no backend to calibrate: cuda"),
+            (["run", "iron_add", "--backend", "cuda", "--dtype", "f32", "--grid", "1", "--tg", "256", "n=8"], 1,
+             r"backend cuda unavailable: no CUDA driver"),
         ]
     failures = 0
     for args, want, pattern in cases:

@@ -4,6 +4,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <set>
 
 #include "runtime/disk_cache.hpp"
 
@@ -77,4 +78,30 @@ TEST(DiskCache, ADisabledCacheStoresNothing) {
   EXPECT_FALSE(c.enabled());
   c.store("k", "x", 1);
   EXPECT_FALSE(c.load("k"));
+}
+
+// clear() removes the cache's entries and a store's leftover temporary, and nothing else: a file
+// named like an entry without the entry header, the calibration cache, a link to an entry (the
+// entry it points to is removed as an entry of its own, the link stays) and a directory.
+TEST(DiskCache, ClearRemovesEntriesOnly) {
+  fs::path dir = fresh_dir("clear");
+  DiskCache c(dir.string());
+  std::string k1 = cache_key({"one"}), k2 = cache_key({"two"});
+  c.store(k1, "abc", 3);
+  c.store(k2, "defg", 4);
+  fs::copy_file(dir / (k1 + ".bin"), dir / (k1 + ".bin.tmp.4242"));  // a store that never renamed
+  std::ofstream(dir / "calibration.json") << "{}\n";
+  std::ofstream(dir / "0123456789abcdef0123456789abcdef.bin") << "someone else's file\n";
+  std::ofstream(dir / (k1 + ".bin.tmp.x")) << "not a temporary name\n";
+  fs::create_symlink(dir / (k2 + ".bin"), dir / "fedcba9876543210fedcba9876543210.bin");
+  fs::create_directory(dir / "ffffffffffffffffffffffffffffffff.bin");
+  DiskCache::Cleared got = c.clear();
+  EXPECT_EQ(got.entries, 3u);
+  EXPECT_EQ(got.others, 5u);
+  std::set<std::string> left;
+  for (const auto& e : fs::directory_iterator(dir)) left.insert(e.path().filename().string());
+  EXPECT_EQ(left, (std::set<std::string>{"calibration.json", "0123456789abcdef0123456789abcdef.bin", k1 + ".bin.tmp.x",
+                                         "fedcba9876543210fedcba9876543210.bin", "ffffffffffffffffffffffffffffffff.bin"}));
+  EXPECT_FALSE(c.load(k1));
+  fs::remove_all(dir);
 }
