@@ -23,6 +23,7 @@
 #include "passes/pass.hpp"
 #include "iron/launch.hpp"
 #include "iron/registry.hpp"
+#include "runtime/compile.hpp"
 #include "runtime/device.hpp"
 
 namespace iron {
@@ -506,7 +507,7 @@ json device_json(const DeviceInfo& d) {
 }
 
 int cmd_device() {
-  for (Backend b : {Backend::Vulkan, Backend::Cuda, Backend::Interp}) {
+  for (Backend b : {Backend::Vulkan, Backend::Cuda, Backend::Interp, Backend::Hip}) {
     std::string why;
     std::vector<DeviceInfo> devs = list_devices(b, &why);
     if (devs.empty())
@@ -908,8 +909,11 @@ int cmd_inspect(const Args& a) {
   const std::string arch = target == codegen::Target::Cuda || a.arch.rfind("sm_", 0) != 0 ? a.arch : "";
   const codegen::TargetProfile profile = codegen::profile_for(target, arch);
   const bool c_like = target == codegen::Target::Cuda || target == codegen::Target::Hip;
-  codegen::Emitted e = codegen::emit(k, d, profile, c_like ? cuda_emit_options(a) : codegen::EmitOptions{});
-  if (!e.ok()) throw Error(e.diags.render(k));
+  // The compile path from here (runtime/compile.hpp): lower, emit, and with --resources compile.
+  rt::Compiled c = rt::compile_optimized(k, d, profile, c_like ? cuda_emit_options(a) : codegen::EmitOptions{},
+                                         a.resources && target == codegen::Target::Hip);
+  if (!c.ok()) throw Error(c.error);
+  const codegen::Emitted& e = c.emitted;
   if (!a.resources) {
     send({{"type", "text"}, {"text", e.source}});
     return 0;
@@ -917,12 +921,10 @@ int cmd_inspect(const Args& a) {
   // --resources: what the code object says the kernel uses (AMDGPU metadata notes).
   if (target != codegen::Target::Hip)
     throw Error("--resources reads an AMDGPU code object: use it with --backend hip");
-  codegen::HipObject o = codegen::compile_hip(e.source, profile.arch, e.entry);
-  if (!o.ok) throw Error("the HIP compile of " + e.entry + " for " + profile.arch + " failed:\n" + o.log);
   std::string why;
-  std::vector<codegen::HipKernelResources> rs = codegen::hip_resources(o.code, why);
+  std::vector<codegen::HipKernelResources> rs = codegen::hip_resources(c.binary, why);
   if (rs.empty()) throw Error(why);
-  std::string table = "; " + e.entry + " for " + profile.arch + " (" + std::to_string(o.code.size()) + "-byte code object)\n";
+  std::string table = "; " + e.entry + " for " + profile.arch + " (" + std::to_string(c.binary.size()) + "-byte code object)\n";
   for (const codegen::HipKernelResources& r : rs) {
     char row[320];
     std::snprintf(row, sizeof row,
@@ -1004,7 +1006,7 @@ int cmd_build(const Args& a) {
     ir::Kernel optimized;
     try {
       auto start = std::chrono::steady_clock::now();
-      optimized = passes::optimize(*k, launch_facts(a), specialization_for(*k, a.specialize, false, &specialized));
+      optimized = rt::optimize_kernel(*k, launch_facts(a), specialization_for(*k, a.specialize, false, &specialized));
       pipeline_ms += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
       ++kernels;
     } catch (const Error& e) {
@@ -1020,38 +1022,34 @@ int cmd_build(const Args& a) {
     for (Instantiation d : ir::instantiations(*k)) {
       std::string dn = instantiation_name(d);
       std::string stem = codegen::entry_name(*k, d);
+      // The compile path (runtime/compile.hpp) per target: lower, emit, compile.
       if (cuda) {
-        codegen::Emitted e = codegen::emit(optimized, d, codegen::Target::Cuda, cuda_emit_options(a));
         std::filesystem::path p = out / "cuda" / (stem + ".cu");
-        if (!e.ok()) {
-          artifact(k->name, dn, "cuda", p, false, e.diags.render(optimized));
-        } else {
-          write_file(p, e.source.data(), e.source.size());
-          if (a.no_compile) {
-            artifact(k->name, dn, "cuda", p, true, "");
+        try {
+          rt::Compiled c = rt::compile_optimized(optimized, d, codegen::profile_for(codegen::Target::Cuda, a.arch),
+                                                 cuda_emit_options(a), !a.no_compile);
+          if (!c.emitted.source.empty()) write_file(p, c.emitted.source.data(), c.emitted.source.size());
+          if (c.emitted.source.empty() || a.no_compile) {
+            artifact(k->name, dn, "cuda", p, c.ok(), c.error);
           } else {
-            try {
-              rt::NvrtcResult r = rt::nvrtc_compile(e.source, e.entry, a.arch);
-              std::filesystem::path cubin = out / "cuda" / (stem + "." + a.arch + ".cubin");
-              if (r.ok) write_file(cubin, r.cubin.data(), r.cubin.size());
-              artifact(k->name, dn, "cuda:" + a.arch, r.ok ? cubin : p, r.ok, r.log);
-            } catch (const Error& err) {
-              artifact(k->name, dn, "cuda:" + a.arch, p, false, err.what());
-            }
+            std::filesystem::path cubin = out / "cuda" / (stem + "." + a.arch + ".cubin");
+            if (c.ok()) write_file(cubin, c.binary.data(), c.binary.size());
+            artifact(k->name, dn, "cuda:" + a.arch, c.ok() ? cubin : p, c.ok(), c.ok() ? c.log : c.error);
           }
+        } catch (const Error& err) {
+          artifact(k->name, dn, "cuda:" + a.arch, p, false, err.what());
         }
       }
       if (spirv) {
-        codegen::Emitted e = codegen::emit(optimized, d, codegen::Target::Glsl);
         std::filesystem::path comp = out / "spirv" / (stem + ".comp");
-        if (!e.ok()) {
-          artifact(k->name, dn, "spirv", comp, false, e.diags.render(optimized));
+        rt::Compiled c = rt::compile_optimized(optimized, d, codegen::profile_for(codegen::Target::Glsl));
+        if (c.emitted.source.empty()) {
+          artifact(k->name, dn, "spirv", comp, false, c.error);
         } else {
-          write_file(comp, e.source.data(), e.source.size());
-          codegen::Spirv s = codegen::compile_glsl(e.source, stem);
+          write_file(comp, c.emitted.source.data(), c.emitted.source.size());
           std::filesystem::path spv = out / "spirv" / (stem + ".spv");
-          if (s.ok) write_file(spv, s.words.data(), s.words.size() * 4);
-          artifact(k->name, dn, "spirv", s.ok ? spv : comp, s.ok, s.log);
+          if (c.ok()) write_file(spv, c.binary.data(), c.binary.size());
+          artifact(k->name, dn, "spirv", c.ok() ? spv : comp, c.ok(), c.ok() ? c.log : c.error);
         }
       }
     }
