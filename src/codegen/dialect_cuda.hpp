@@ -296,6 +296,11 @@ class CudaDialect : public Dialect {
       s.helpers.insert("fma_odd");
       return std::string(t == DType::F16 ? "iron_fma_f16(" : "iron_fma_bf16(") + a[0] + ", " + a[1] + ", " + a[2] + ")";
     }
+    // exp(x) = 2^(x log2 e) on the special-function unit (docs/semantics.md#transcendentals).
+    if (in.op == ir::Op::Exp && is_float(t)) {
+      s.helpers.insert("exp");
+      return "iron_exp(" + a[0] + ")";
+    }
     return Dialect::math(s, in, t, a);
   }
 
@@ -349,6 +354,31 @@ class CudaDialect : public Dialect {
 
   std::string helper(const std::string& name) const override {
     if (name == "e4m3") return cuda_detail::cuda_text(cuda_detail::kFp8_e4m3);
+    // CUDA: ex2.approx.f32 (relative error 2^-22, subnormal results kept) of the rounded product
+    // x * log2(e): the product's rounding error, at most |x log2 e| 2^-24 in the exponent, keeps
+    // the result within 2^-17.4 relative for every x with a normal result (|x log2 e| < 128),
+    // inside the 2^-16 bound. exp(-inf) = 0, exp(+inf) = +inf, NaN stays NaN. Elsewhere (HIP)
+    // the library's expf.
+    if (name == "exp")
+      return "__device__ __forceinline__ float iron_exp(float x) {\n"
+             "#if defined(__CUDA_ARCH__)\n"
+             "  float y;\n"
+             "  asm(\"ex2.approx.f32 %0, %1;\" : \"=f\"(y) : \"f\"(x * 1.4426950408889634f));\n"
+             "  return y;\n"
+             "#else\n"
+             "  return expf(x);\n"
+             "#endif\n"
+             "}\n";
+    // min / max (docs/semantics.md): fminf / fmaxf (IEEE minNum / maxNum, one instruction)
+    // already let a single NaN operand lose; a NaN first operand returns the second one's bits
+    // (two NaNs give the second), and equal operands combine their bits so -0 < +0.
+    if (name == "fmin" || name == "fmax") {
+      const bool is_max = name == "fmax";
+      return "__device__ __forceinline__ float iron_" + name + "(float a, float b) {\n"
+             "  if (a != a) return b;\n"
+             "  if (a == b) return __uint_as_float(__float_as_uint(a) " + (is_max ? "&" : "|") + " __float_as_uint(b));\n"
+             "  return " + (is_max ? "fmaxf" : "fminf") + "(a, b);\n}\n";
+    }
     // One rounding of the exact a * b + c to f16 / bf16 (docs/semantics.md). The registers hold
     // values of the dtype, so the conversions to __half / __nv_bfloat16 are exact; where the
     // arch has no native 16-bit fma, iron_fma_odd (num::fma_round_odd: round to odd at f32)
@@ -468,7 +498,7 @@ class CudaDialect : public Dialect {
     }
     std::string text = int_helper(name);
     if (text.empty()) text = f2int_helper(name, "__float_as_uint");
-    return text.empty() ? minmax_helper(name, "__float_as_uint", "__uint_as_float") : text;
+    return text;
   }
 
 
