@@ -24,7 +24,8 @@ struct CompiledKernel;
 
 // Interp is Iron's SIMT IR interpreter: exact barriers, threadgroup memory and lane reductions
 // on the host, with a configurable lane width (IRON_INTERP_LANE_WIDTH, default 32).
-enum class Backend : uint8_t { Vulkan, Cuda, Interp };
+// Hip runs AMD GPUs through the HIP runtime (libamdhip64, opened at run time).
+enum class Backend : uint8_t { Vulkan, Cuda, Interp, Hip };
 const char* backend_name(Backend b);
 bool parse_backend(std::string_view s, Backend& out);
 

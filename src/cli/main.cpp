@@ -333,8 +333,8 @@ int run_main(int argc, char** argv) {
 
   auto* test = app.add_subcommand("test", "Run the kernel corpus against CPU oracles");
   test->add_option("-f,--filter", filter, "Only kernels or kernel/case names containing this text");
-  test->add_option("--backend", backend, "vulkan, cuda or interp (default: the best available GPU backend)")
-      ->check(CLI::IsMember({"vulkan", "cuda", "interp"}));
+  test->add_option("--backend", backend, "vulkan, cuda, hip or interp (default: the best available GPU backend)")
+      ->check(CLI::IsMember({"vulkan", "cuda", "hip", "interp"}));
   test->add_option("--dtype", dtype, "Only this dtype (f32, f16, bf16, ...)");
   test->add_flag("--json", as_json, "Print protocol messages as JSON lines");
   std::string witness_path;

@@ -26,8 +26,20 @@ struct Emitted {
   std::string source;
   std::string entry;        // entry-point name (CUDA, MSL) / "main" (GLSL)
   ir::Diagnostics diags;    // ops the dialect cannot express, located; empty on success
+  // The DSL location of every line of `source` (index = line number - 1): the instruction whose
+  // statement the emitter printed there; {0, 0} for the prelude, helpers and closing lines.
+  std::vector<ir::SrcLoc> line_locs;
   bool ok() const { return diags.empty(); }
+  ir::SrcLoc dsl_loc(size_t line) const {
+    return line >= 1 && line <= line_locs.size() ? line_locs[line - 1] : ir::SrcLoc{};
+  }
 };
+
+// A compiler's messages about emitted source with each located message (NVRTC "name(12): error",
+// glslang "ERROR: 0:12:", clang "file.hip:12:5: error") followed by the DSL file:line whose
+// instruction produced source line 12, or by a note that the line is Iron's generated prelude.
+// `k` is the kernel `e` was emitted from (its file table names the DSL files).
+std::string locate_compile_log(const std::string& log, const Emitted& e, const ir::Kernel& k);
 
 // How cooperative tiles lower on CUDA (the MmaStrategy, docs/dsl.md "Cooperative tiles"). Auto
 // lets the architecture NVRTC compiles for choose: mma.sync m16n8k16 on sm_80+, wmma 16x16x16 on
@@ -87,6 +99,9 @@ struct EmitOptions {
   bool tile_f64 = false;
   // GLSL only: lower f16 cooperative tiles to NV cooperative matrices (VkMma above).
   bool tile_coopmat = false;
+  // Tests only: after the statement of the first instruction with this mnemonic (e.g. "store"),
+  // a line no compiler accepts, so the located compile errors can be checked on every backend.
+  std::string test_break_after_op;
 };
 
 // What lavapipe does to loops, for the error the runtime gives when a loop hit the limit.
@@ -97,6 +112,12 @@ extern const char* const kLoopLimitText;
 // takes the target's default profile (profile_for).
 Emitted emit(const ir::Kernel& k, Instantiation dtype, const TargetProfile& profile, const EmitOptions& options = {});
 Emitted emit(const ir::Kernel& k, Instantiation dtype, Target target, const EmitOptions& options = {});
+
+// The per-target lowering stage (lower.cpp), run on the optimized kernel before emission by the
+// compile path (runtime/compile.hpp): folds lane_width where the profile fixes the lane width,
+// and reports, located and naming the kernel, a dtype the target lacks or fixed-size threadgroup
+// memory beyond the profile's limit.
+ir::Diagnostics lower_for_target(ir::Kernel& k, Instantiation dtype, const TargetProfile& profile);
 
 // Threadgroup memory on CUDA: static `__shared__` arrays while the kernel's arrays all have a
 // fixed size and fit the static limit (48 KiB); otherwise every array lives in one `extern

@@ -2,6 +2,7 @@
 // asking the dialect for every spelling that differs between targets.
 #include <cctype>
 #include <cmath>
+#include <cstring>
 #include <algorithm>
 #include <cstdio>
 #include <map>
@@ -318,6 +319,61 @@ std::string Dialect::minmax_helper(const std::string& name, const char* to_bits,
          "  return a " + (is_max ? ">" : "<") + " b ? a : b;\n}\n";
 }
 
+// The source line a compiler message names: glslang "ERROR: 0:12: ...", NVRTC "name(12): error
+// ...", clang "path:12:5: error: ..."; 0 when the message names none.
+static size_t message_line(const std::string& m) {
+  auto digits = [&](size_t at, size_t& end) {
+    size_t n = 0;
+    end = at;
+    while (end < m.size() && std::isdigit(static_cast<unsigned char>(m[end]))) n = n * 10 + size_t(m[end++] - '0');
+    return end > at ? n : 0;
+  };
+  size_t end = 0;
+  for (const char* tag : {"ERROR: 0:", "WARNING: 0:"})
+    if (m.rfind(tag, 0) == 0) return digits(std::strlen(tag), end);
+  for (const char* kind : {"): error", "): warning"}) {
+    const size_t close = m.find(kind);
+    const size_t open = close == std::string::npos ? close : m.rfind('(', close);
+    if (open != std::string::npos && m.find(' ') > open) {
+      const size_t n = digits(open + 1, end);
+      if (n && end == close) return n;
+    }
+  }
+  for (const char* kind : {": error:", ": warning:", ": note:"}) {
+    const size_t at = m.find(kind);
+    if (at == std::string::npos) continue;
+    // path:LINE:COL before it
+    const size_t col_colon = m.rfind(':', at - 1);
+    if (col_colon == std::string::npos || col_colon == 0) continue;
+    const size_t line_colon = m.rfind(':', col_colon - 1);
+    if (line_colon == std::string::npos) continue;
+    const size_t n = digits(line_colon + 1, end);
+    if (n && end == col_colon) return n;
+  }
+  return 0;
+}
+
+std::string locate_compile_log(const std::string& log, const Emitted& e, const ir::Kernel& k) {
+  std::string out;
+  size_t pos = 0;
+  while (pos < log.size()) {
+    size_t nl = log.find('\n', pos);
+    if (nl == std::string::npos) nl = log.size();
+    const std::string m = log.substr(pos, nl - pos);
+    out += m;
+    const size_t n = message_line(m);
+    const bool error = m.find("error") != std::string::npos || m.rfind("ERROR", 0) == 0;
+    if (n && error) {
+      const ir::SrcLoc loc = e.dsl_loc(n);
+      if (loc.line != 0) out += "\n  = emitted for " + k.where(loc) + " (kernel " + k.name + ", source line " + std::to_string(n) + ")";
+      else out += "\n  = in Iron's generated prelude of " + e.entry + " (source line " + std::to_string(n) + "), not from a DSL line";
+    }
+    out += '\n';
+    pos = nl + 1;
+  }
+  return out;
+}
+
 namespace {
 
 struct Emitter {
@@ -337,10 +393,17 @@ struct Emitter {
   }
   static std::string reg(ir::Id id) { return "v" + std::to_string(id); }
 
+  // The DSL location of each line printed so far (the instruction being emitted: `where`).
+  std::vector<ir::SrcLoc> locs;
+  ir::SrcLoc where;
+  std::string break_after;  // EmitOptions::test_break_after_op, cleared once used
+
   void line(int depth, const std::string& text) {
     out.append(size_t(depth) * 2, ' ');
     out += text;
     out += '\n';
+    for (char c : text) if (c == '\n') locs.push_back(where);
+    locs.push_back(where);
   }
 
   std::string binary(const ir::Inst& in, const std::string& a, const std::string& b) {
@@ -407,6 +470,17 @@ struct Emitter {
   }
 
   void inst(ir::Id id, int depth) {
+    const ir::SrcLoc outer = where;
+    where = s.k.insts[id].loc;
+    inst_body(id, depth);
+    if (!break_after.empty() && break_after == ir::mnemonic(s.k.insts[id].op)) {
+      line(depth, "iron_test_broken_line = ;");  // EmitOptions::test_break_after_op
+      break_after.clear();
+    }
+    where = outer;  // an If or For prints its closing brace under its own location
+  }
+
+  void inst_body(ir::Id id, int depth) {
     const ir::Inst& in = s.k.insts[id];
     DType t = s.concrete(in.type);
     auto arg = [&](int i) { return v(in.operands[i]); };
@@ -713,7 +787,7 @@ Emitted emit(const ir::Kernel& k, Instantiation dtype, const TargetProfile& prof
     if (!s.tile_coopmat) plan_glsl_tiles(s);
   }
   // The body first: it records the helpers the prelude must define.
-  Emitter e{s, *d, {}, {}, {}};
+  Emitter e{s, *d, {}, {}, {}, {}, {}, {}};
   {
     std::vector<uint32_t> uses(k.insts.size(), 0);
     ir::walk(k, [&](ir::Id id) {
@@ -729,11 +803,14 @@ Emitted emit(const ir::Kernel& k, Instantiation dtype, const TargetProfile& prof
         e.rounded_by_store.insert(v);
     });
   }
+  e.break_after = options.test_break_after_op;
   e.block(0, 1);
   d->end(s, e.out);
   std::string prelude;
   d->begin(s, prelude);
   result.source = prelude + e.out;
+  result.line_locs.assign(size_t(std::count(prelude.begin(), prelude.end(), '\n')), ir::SrcLoc{});
+  result.line_locs.insert(result.line_locs.end(), e.locs.begin(), e.locs.end());
   result.diags = std::move(s.diags);
   return result;
 }

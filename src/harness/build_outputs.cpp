@@ -37,6 +37,7 @@
 #include "harness/runner.hpp"
 #include "iron/launch.hpp"
 #include "iron/registry.hpp"
+#include "runtime/compile.hpp"
 #include "runtime/device.hpp"
 #include "runtime/disk_cache.hpp"
 
@@ -106,51 +107,43 @@ struct Job {
 };
 
 // A backend's work for one instantiation, in two parts: emitting the source (serial, cheap)
-// and compiling it (compile(), run on several threads, rt::compile_threads()).
-Output emit_source(const Job& job, std::string& entry) {
+// and compiling it (compile(), run on several threads, rt::compile_threads()). Both go through
+// the one compile path (runtime/compile.hpp): the per-target lowering, the registry's dialect
+// and its offline compiler, with compile errors located in the DSL.
+codegen::EmitOptions emit_options(const Job& job) {
   codegen::EmitOptions o;
   const codegen::Target t = job.backend.info->target;
   if (t == codegen::Target::Cuda || t == codegen::Target::Hip)
     for (int i = 0; i < 3; ++i) o.threadgroup[i] = job.req.threadgroup[i];
   if (t == codegen::Target::Cuda) o.cuda_mma = codegen::cuda_mma_from_env();
-  codegen::Emitted e = codegen::emit(job.optimized, job.dtype, job.profile, o);
-  entry = e.entry;
-  Output src{job.backend.name, job.backend.name + "/" + job.stem + job.backend.info->source_ext, {}, e.ok(),
-             e.ok() ? "" : e.diags.render(job.optimized)};
-  if (e.ok()) src.bytes = e.source;
+  return o;
+}
+
+Output emit_source(const Job& job, std::string& entry) {
+  rt::Compiled c = rt::compile_optimized(job.optimized, job.dtype, job.profile, emit_options(job), false);
+  entry = c.emitted.entry;
+  const bool ok = c.ok() && !c.emitted.source.empty();
+  Output src{job.backend.name, job.backend.name + "/" + job.stem + job.backend.info->source_ext, {}, ok, ok ? "" : c.error};
+  if (ok) src.bytes = c.emitted.source;
   return src;
 }
 
 // The binary of `source` for one architecture: <stem>.<arch><ext> (SPIR-V, which has one
-// target, <stem>.spv).
+// target, <stem>.spv). The compile path emits again for the architecture's own profile (the
+// same text where the architecture changes nothing the dialect reads) and compiles it.
 Output compile(const Job& job, const Output& source, const std::string& entry, const std::string& arch) {
+  (void)source;
+  (void)entry;
   const codegen::TargetInfo& info = *job.backend.info;
   const std::string dir = job.backend.name + "/";
   Output bin{job.backend.name + ":" + arch, dir + job.stem + "." + arch + info.binary_ext, {}, false, {}};
+  if (info.compiler == codegen::OfflineCompiler::Glslang) bin = Output{job.backend.name, dir + job.stem + info.binary_ext, {}, false, {}};
+  if (info.compiler == codegen::OfflineCompiler::HostSyntax) return bin;
   try {
-    switch (info.compiler) {
-      case codegen::OfflineCompiler::Nvrtc: {
-        rt::NvrtcResult r = rt::nvrtc_compile(source.bytes, entry, arch);
-        bin.ok = r.ok;
-        if (r.ok) bin.bytes.assign(r.cubin.begin(), r.cubin.end());
-        else bin.message = r.log;
-        break;
-      }
-      case codegen::OfflineCompiler::Glslang: {
-        codegen::Spirv s = codegen::compile_glsl(source.bytes, job.stem);
-        bin = Output{job.backend.name, dir + job.stem + info.binary_ext, {}, s.ok, s.ok ? "" : s.log};
-        if (s.ok) bin.bytes.assign(reinterpret_cast<const char*>(s.words.data()), s.words.size() * 4);
-        break;
-      }
-      case codegen::OfflineCompiler::HipClang: {
-        codegen::HipObject h = codegen::compile_hip(source.bytes, arch, job.stem);
-        bin.ok = h.ok;
-        if (h.ok) bin.bytes.assign(h.code.begin(), h.code.end());
-        else bin.message = h.log;
-        break;
-      }
-      case codegen::OfflineCompiler::HostSyntax: break;
-    }
+    rt::Compiled c = rt::compile_optimized(job.optimized, job.dtype, codegen::profile_for(info.target, arch), emit_options(job), true);
+    bin.ok = c.ok() && !c.binary.empty();
+    if (bin.ok) bin.bytes.assign(c.binary.begin(), c.binary.end());
+    else bin.message = c.error.empty() ? c.log : c.error;
   } catch (const Error& err) {
     bin.ok = false;
     bin.message = err.what();
@@ -482,8 +475,8 @@ int run_build(const Request& req, const Send& send) {
     try {
       k = &kernel_ir(decl->name);
       auto start = std::chrono::steady_clock::now();
-      optimized = passes::optimize(*k, passes::LaunchFacts{{req.threadgroup[0], req.threadgroup[1], req.threadgroup[2]}},
-                                   req.specialization(*k, &specialized));
+      optimized = rt::optimize_kernel(*k, passes::LaunchFacts{{req.threadgroup[0], req.threadgroup[1], req.threadgroup[2]}},
+                                      req.specialization(*k, &specialized));
       pipeline_ms += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
       ++kernels;
     } catch (const Error& e) {

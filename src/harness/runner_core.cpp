@@ -24,6 +24,7 @@
 #include "passes/pass.hpp"
 #include "iron/launch.hpp"
 #include "iron/registry.hpp"
+#include "runtime/compile.hpp"
 #include "runtime/device.hpp"
 
 namespace iron {
@@ -516,7 +517,7 @@ bool matches(const std::string& filter, const std::string& kernel, const std::st
 }
 
 int cmd_device() {
-  for (Backend b : {Backend::Vulkan, Backend::Cuda, Backend::Interp}) {
+  for (Backend b : {Backend::Vulkan, Backend::Cuda, Backend::Interp, Backend::Hip}) {
     std::string why;
     std::vector<DeviceInfo> devs = list_devices(b, &why);
     if (devs.empty())
@@ -807,8 +808,11 @@ int cmd_inspect(const Args& a) {
   const std::string arch = target == codegen::Target::Cuda || a.arch.rfind("sm_", 0) != 0 ? a.arch : "";
   const codegen::TargetProfile profile = codegen::profile_for(target, arch);
   const bool c_like = target == codegen::Target::Cuda || target == codegen::Target::Hip;
-  codegen::Emitted e = codegen::emit(k, d, profile, c_like ? cuda_emit_options(a) : codegen::EmitOptions{});
-  if (!e.ok()) throw Error(e.diags.render(k));
+  // The compile path from here (runtime/compile.hpp): lower, emit, and with --resources compile.
+  rt::Compiled c = rt::compile_optimized(k, d, profile, c_like ? cuda_emit_options(a) : codegen::EmitOptions{},
+                                         a.resources && target == codegen::Target::Hip);
+  if (!c.ok()) throw Error(c.error);
+  const codegen::Emitted& e = c.emitted;
   if (!a.resources) {
     send({{"type", "text"}, {"text", e.source}});
     return 0;
@@ -816,12 +820,10 @@ int cmd_inspect(const Args& a) {
   // --resources: what the code object says the kernel uses (AMDGPU metadata notes).
   if (target != codegen::Target::Hip)
     throw Error("--resources reads an AMDGPU code object: use it with --backend hip");
-  codegen::HipObject o = codegen::compile_hip(e.source, profile.arch, e.entry);
-  if (!o.ok) throw Error("the HIP compile of " + e.entry + " for " + profile.arch + " failed:\n" + o.log);
   std::string why;
-  std::vector<codegen::HipKernelResources> rs = codegen::hip_resources(o.code, why);
+  std::vector<codegen::HipKernelResources> rs = codegen::hip_resources(c.binary, why);
   if (rs.empty()) throw Error(why);
-  std::string table = "; " + e.entry + " for " + profile.arch + " (" + std::to_string(o.code.size()) + "-byte code object)\n";
+  std::string table = "; " + e.entry + " for " + profile.arch + " (" + std::to_string(c.binary.size()) + "-byte code object)\n";
   for (const codegen::HipKernelResources& r : rs) {
     char row[320];
     std::snprintf(row, sizeof row,

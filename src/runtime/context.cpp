@@ -28,6 +28,7 @@
 #include "iron/registry.hpp"
 #include "iron/runtime.hpp"
 #include "passes/pass.hpp"
+#include "runtime/compile.hpp"
 #include "runtime/device.hpp"
 #include "runtime/disk_cache.hpp"
 
@@ -115,6 +116,7 @@ const char* backend_name(Backend b) {
     case Backend::Cuda: return "cuda";
     case Backend::Vulkan: return "vulkan";
     case Backend::Interp: return "interp";
+    case Backend::Hip: return "hip";
   }
   return "?";
 }
@@ -123,6 +125,7 @@ bool parse_backend(std::string_view s, Backend& out) {
   if (s == "cuda") out = Backend::Cuda;
   else if (s == "vulkan") out = Backend::Vulkan;
   else if (s == "interp") out = Backend::Interp;
+  else if (s == "hip") out = Backend::Hip;
   else return false;
   return true;
 }
@@ -132,6 +135,7 @@ std::vector<DeviceInfo> list_devices(Backend backend, std::string* why) {
     case Backend::Cuda: return rt::list_cuda_devices(why);
     case Backend::Vulkan: return rt::list_vulkan_devices(why);
     case Backend::Interp: return rt::list_interp_devices(why);
+    case Backend::Hip: return rt::list_hip_devices(why);
   }
   return {};
 }
@@ -381,6 +385,7 @@ std::unique_ptr<Context> Context::create(Backend backend, int index) {
     case Backend::Cuda: dev = rt::make_cuda_device(index); break;
     case Backend::Vulkan: dev = rt::make_vulkan_device(index); break;
     case Backend::Interp: dev = rt::make_interp_device(index); break;
+    case Backend::Hip: dev = rt::make_hip_device(index); break;
   }
   return std::unique_ptr<Context>(new Context(std::move(dev)));
 }
@@ -945,7 +950,7 @@ std::unique_ptr<rt::CompiledKernel> Context::build(const ir::Kernel& kernel, Ins
   // Specialized scalars enter on every backend, the interpreter included.
   passes::Specialization specialization;
   specialization.values = spec;
-  ir::Kernel optimized = passes::optimize(kernel, launch_facts(*device_, threadgroup), specialization);
+  ir::Kernel optimized = rt::optimize_kernel(kernel, launch_facts(*device_, threadgroup), specialization);
   std::unique_ptr<rt::CompiledKernel> compiled = device_->compile(optimized, dtype, threadgroup);
   if (disk && !compiled->binary.empty()) {
     const uint64_t writes_before = disk->stats().writes;
@@ -1009,7 +1014,7 @@ void Context::precompile(const std::vector<const ir::Kernel*>& kernels, const st
     }
     if (std::find(keys.begin(), keys.end(), key) != keys.end()) continue;
     try {
-      optimized.push_back(passes::optimize(k, launch_facts(*device_, threadgroups[i])));
+      optimized.push_back(rt::optimize_kernel(k, launch_facts(*device_, threadgroups[i])));
     } catch (const std::exception&) {
       continue;  // the dispatch reports it
     }

@@ -124,6 +124,8 @@ std::string vulkan_u64_atomics_problem(const ir::Kernel& k, Instantiation dtype,
 std::unique_ptr<Device> make_vulkan_device(int index);
 std::unique_ptr<Device> make_cuda_device(int index);
 std::unique_ptr<Device> make_interp_device(int index);
+std::unique_ptr<Device> make_hip_device(int index);
+std::vector<DeviceInfo> list_hip_devices(std::string* why);
 std::vector<DeviceInfo> list_interp_devices(std::string* why);
 std::vector<DeviceInfo> list_vulkan_devices(std::string* why);
 std::vector<DeviceInfo> list_cuda_devices(std::string* why);

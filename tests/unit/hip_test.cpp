@@ -122,3 +122,69 @@ TEST_P(HipArch, EveryKernelAndDtypeCompilesToACodeObject) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Cdna, HipArch, ::testing::Values("gfx90a", "gfx940"));
+
+// The HIP device: libamdhip64 opened at run time. Where there is no AMD GPU (every machine Iron
+// is built and tested on) it says so, through list_devices and Context::create alike.
+TEST(Hip, TheDeviceSaysNoAmdGpuCleanly) {
+  std::string why;
+  const std::vector<DeviceInfo> devs = list_devices(Backend::Hip, &why);
+  if (!devs.empty()) {
+    // An AMD GPU: its architecture is one the HIP target knows, its wavefront 32 or 64.
+    EXPECT_NO_THROW(codegen::profile_for(codegen::Target::Hip, devs[0].arch)) << devs[0].arch;
+    EXPECT_TRUE(devs[0].lane_width == 32 || devs[0].lane_width == 64) << devs[0].lane_width;
+    return;
+  }
+  EXPECT_EQ(why.rfind("no AMD GPU: ", 0), 0u) << why;
+  try {
+    Context::create(Backend::Hip);
+    ADD_FAILURE() << "a HIP context without an AMD GPU";
+  } catch (const Error& e) {
+    EXPECT_EQ(std::string(e.what()).rfind("no AMD GPU: ", 0), 0u) << e.what();
+  }
+  Backend b;
+  ASSERT_TRUE(parse_backend("hip", b));
+  EXPECT_EQ(b, Backend::Hip);
+  EXPECT_STREQ(backend_name(Backend::Hip), "hip");
+  codegen::Target t;
+  ASSERT_TRUE(codegen::target_of_backend(backend_name(Backend::Hip), t));
+  EXPECT_EQ(t, codegen::Target::Hip);
+}
+
+// The per-target lowering stage: lane_width folds where the profile fixes it, and what the
+// target cannot take is a located error naming the kernel.
+TEST(Hip, LoweringFoldsTheLaneWidthAndRefusesWhatTheTargetLacks) {
+  ir::Kernel k = ir::parse(
+      "kernel w mode=Elementwise {\n  param y : out buf<u32> extent=64\n"
+      "  %0 = thread_id<0> : u32\n  %1 = lane_width : u32\n  store<y> %0, %1\n}\n");
+  ir::Diagnostics d = codegen::lower_for_target(k, DType::F32, codegen::profile_for(codegen::Target::Hip, "gfx90a"));
+  EXPECT_TRUE(d.empty()) << d.render(k);
+  bool folded = false;
+  for (const ir::Inst& in : k.insts) folded = folded || (in.op == ir::Op::Const && in.attr(ir::Attr::Value) == 64);
+  EXPECT_TRUE(folded) << ir::print(k);
+
+  ir::Kernel v = ir::parse(
+      "kernel w mode=Elementwise {\n  param y : out buf<u32> extent=64\n"
+      "  %0 = thread_id<0> : u32\n  %1 = lane_width : u32\n  store<y> %0, %1\n}\n");
+  codegen::lower_for_target(v, DType::F32, codegen::profile_for(codegen::Target::Glsl));
+  bool kept = false;
+  for (const ir::Inst& in : v.insts) kept = kept || in.op == ir::Op::LaneWidth;
+  EXPECT_TRUE(kept) << "Vulkan's subgroup size is the device's";
+
+  codegen::TargetProfile no_bf16 = codegen::profile_for(codegen::Target::Hip);
+  no_bf16.dtypes &= ~(1u << unsigned(DType::BF16));
+  ir::Kernel add = passes::optimize(kernel_ir("iron_add"));
+  d = codegen::lower_for_target(add, DType::BF16, no_bf16);
+  ASSERT_FALSE(d.empty());
+  EXPECT_NE(d.render(add).find("has no bf16"), std::string::npos) << d.render(add);
+  EXPECT_NE(d.render(add).find("iron_add"), std::string::npos) << d.render(add);
+
+  codegen::TargetProfile small = codegen::profile_for(codegen::Target::Hip);
+  small.max_shared_bytes = 64;
+  ir::Kernel rms = passes::optimize(kernel_ir("iron_rmsnorm"));
+  d = codegen::lower_for_target(rms, DType::F32, small);
+  ASSERT_FALSE(d.empty());
+  EXPECT_NE(d.render(rms).find("bytes of threadgroup memory; HIP on gfx90a gives a threadgroup at most 64"),
+            std::string::npos)
+      << d.render(rms);
+  EXPECT_NE(d.render(rms).find("kernels/norm/"), std::string::npos) << d.render(rms);  // the array's DSL line
+}

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "codegen/codegen.hpp"
+#include "runtime/compile.hpp"
 #include "runtime/cuda/cuda_api.hpp"
 #include "runtime/device.hpp"
 
@@ -504,15 +505,17 @@ class CudaDevice final : public Device {
                 std::to_string(tg.z) + "; build it for that shape");
   }
 
+  // The compile path (runtime/compile.hpp): lower, emit, NVRTC for this device's arch.
   std::unique_ptr<CompiledKernel> compile(const ir::Kernel& k, Instantiation dtype, Dim3 threadgroup) override {
-    codegen::EmitOptions options = emit_options(threadgroup);
-    codegen::Emitted emitted = codegen::emit(k, dtype, codegen::Target::Cuda, options);
-    if (!emitted.ok()) throw Error(emitted.diags.render(k));
-    NvrtcResult nv = nvrtc_compile(emitted.source, emitted.entry, info_.arch);
-    if (!nv.ok)
-      throw Error("NVRTC failed to compile kernel '" + k.name + "' (" + emitted.entry + ", " +
-                  instantiation_name(dtype) + ") for " + info_.arch + ":\n" + nv.log + "\nsource:\n" +
-                  numbered_source(emitted.source));
+    Compiled c = compile_optimized(k, dtype, codegen::profile_for(codegen::Target::Cuda, info_.arch), emit_options(threadgroup));
+    if (!c.ok()) {
+      if (c.emitted.source.empty()) throw Error(c.error);
+      throw Error(c.error + "\nsource:\n" + numbered_source(c.emitted.source));
+    }
+    codegen::Emitted emitted = std::move(c.emitted);
+    NvrtcResult nv;
+    nv.log = std::move(c.log);
+    nv.cubin = std::move(c.binary);
     auto out = std::make_unique<CudaKernel>();
     out->ctx = ctx_;
     out->source = std::move(emitted.source);
@@ -535,8 +538,9 @@ class CudaDevice final : public Device {
     const size_t n = ks.size();
     std::vector<std::unique_ptr<CompiledKernel>> out(n);
     std::vector<codegen::Emitted> emitted;
-    for (size_t i = 0; i < n; ++i)
-      emitted.push_back(codegen::emit(*ks[i], dtypes[i], codegen::Target::Cuda, emit_options(threadgroups[i])));
+    const codegen::TargetProfile profile = codegen::profile_for(codegen::Target::Cuda, info_.arch);
+    for (size_t i = 0; i < n; ++i)  // lowered and emitted by the compile path, compiled here in batches
+      emitted.push_back(compile_optimized(*ks[i], dtypes[i], profile, emit_options(threadgroups[i]), false).emitted);
     // One module cannot hold two entries of one name: a kernel and dtype asked for at several
     // threadgroup shapes (code is built per shape) batches once, and its other shapes compile
     // on their own.

@@ -19,6 +19,7 @@
 #endif
 
 #include "codegen/codegen.hpp"
+#include "runtime/compile.hpp"
 #include "runtime/device.hpp"
 
 namespace iron::rt {
@@ -934,15 +935,17 @@ class VulkanDevice final : public Device {
     options.f16_round_to_nearest_even = pd_.f16_rte;
     options.tile_f64 = pd_.shader_float64;
     options.tile_coopmat = tile_coopmat(k, dtype);
-    codegen::Emitted emitted = codegen::emit(k, dtype, codegen::Target::Glsl, options);
-    if (!emitted.ok())
-      throw Error("kernel '" + k.name + "' (" + instantiation_name(dtype) + ") cannot be emitted as GLSL:\n" +
-                  emitted.diags.render(k));
+    // The compile path (runtime/compile.hpp): lower, emit GLSL, glslang and spirv-val.
     std::string label = codegen::entry_name(k, dtype);
-    codegen::Spirv spirv = codegen::compile_glsl(emitted.source, label);
-    if (!spirv.ok)
-      throw Error("kernel '" + k.name + "' (" + instantiation_name(dtype) + "): GLSL -> SPIR-V failed:\n" + spirv.log +
-                  "--- GLSL source (" + label + ") ---\n" + numbered(emitted.source));
+    Compiled c = compile_optimized(k, dtype, codegen::profile_for(codegen::Target::Glsl), options);
+    if (!c.ok()) {
+      if (c.emitted.source.empty()) throw Error(c.error);
+      throw Error(c.error + "--- GLSL source (" + label + ") ---\n" + numbered(c.emitted.source));
+    }
+    codegen::Emitted emitted = std::move(c.emitted);
+    codegen::Spirv spirv;
+    spirv.words.resize(c.binary.size() / sizeof(uint32_t));
+    std::memcpy(spirv.words.data(), c.binary.data(), spirv.words.size() * sizeof(uint32_t));
 
     std::unique_ptr<VulkanKernel> kern =
         make_kernel(k, dtype, threadgroup, spirv.words.data(), spirv.words.size(), std::move(label));
