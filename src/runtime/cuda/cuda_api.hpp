@@ -24,6 +24,11 @@ constexpr CUresult CUDA_ERROR_STUB_LIBRARY = 34;
 // cuda.h: enum CUevent_flags. Default events record timestamps (CU_EVENT_DISABLE_TIMING = 2 would
 // not); the host wait in cuEventSynchronize spins, which is what a benchmark wants.
 constexpr unsigned CU_EVENT_DEFAULT = 0;
+constexpr unsigned CU_EVENT_DISABLE_TIMING = 2;
+// cuda.h: enum CUstream_flags. A non-blocking stream does not synchronize with the legacy null
+// stream (Iron's streams order against each other through events only).
+constexpr unsigned CU_STREAM_NON_BLOCKING = 1;
+constexpr CUresult CUDA_ERROR_NOT_READY = 600;
 
 // Only the attributes we query (cuda.h: enum CUdevice_attribute).
 enum CUdevice_attribute : int {
@@ -84,7 +89,15 @@ constexpr nvrtcResult NVRTC_SUCCESS = 0;
   IRON_CUDA_FN(cuEventRecord, CUresult, (CUevent, CUstream))                                     \
   IRON_CUDA_FN(cuEventSynchronize, CUresult, (CUevent))                                          \
   IRON_CUDA_FN(cuEventDestroy_v2, CUresult, (CUevent))                                           \
-  IRON_CUDA_FN(cuMemsetD32Async, CUresult, (CUdeviceptr, unsigned, size_t, CUstream))
+  IRON_CUDA_FN(cuMemsetD32Async, CUresult, (CUdeviceptr, unsigned, size_t, CUstream))           \
+  /* Streams and events (Context::create_stream, record_event). */                              \
+  IRON_CUDA_FN(cuStreamCreate, CUresult, (CUstream*, unsigned))                                  \
+  IRON_CUDA_FN(cuStreamDestroy_v2, CUresult, (CUstream))                                         \
+  IRON_CUDA_FN(cuStreamSynchronize, CUresult, (CUstream))                                        \
+  IRON_CUDA_FN(cuStreamWaitEvent, CUresult, (CUstream, CUevent, unsigned))                       \
+  IRON_CUDA_FN(cuEventQuery, CUresult, (CUevent))                                                \
+  IRON_CUDA_FN(cuMemcpyHtoDAsync_v2, CUresult, (CUdeviceptr, const void*, size_t, CUstream))     \
+  IRON_CUDA_FN(cuMemcpyDtoHAsync_v2, CUresult, (void*, CUdeviceptr, size_t, CUstream))
 
 // Looked up but allowed to be missing. cuGetError*: only used to make error messages readable.
 // cuEventElapsedTime: CUDA 13's cuda.h #defines it to cuEventElapsedTime_v2, which drivers export
