@@ -200,6 +200,32 @@ class PreparedLaunch {
 
  private:
   friend class Context;
+  friend class LaunchSequence;
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+// Prepared launches replayed as one unit, in order, on one stream: what an engine issues per
+// decode step. CUDA captures the steps into a CUDA graph (one cuGraphLaunch per replay); the
+// other backends replay launch by launch. A kernel may appear in many steps with different
+// bindings. Steps are rebound between replays through step(i) (the PreparedLaunch rules); the
+// next replay then rebuilds the recording (CUDA: a new graph, after the last replay finished).
+// Must not be used after its Context is destroyed.
+class LaunchSequence {
+ public:
+  LaunchSequence();
+  LaunchSequence(LaunchSequence&&) noexcept;
+  LaunchSequence& operator=(LaunchSequence&&) noexcept;
+  ~LaunchSequence();
+  // Appends a step (taken over); returns its index. The recording is rebuilt at the next replay.
+  size_t add(PreparedLaunch step);
+  size_t size() const;
+  PreparedLaunch& step(size_t index);
+  // Enqueues every step on `stream` and returns.
+  void replay(const Stream& stream = {});
+
+ private:
+  friend class Context;
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };
@@ -289,6 +315,8 @@ class Context {
   // must outlive the result (registry kernels live for the process).
   PreparedLaunch prepare_launch(const ir::Kernel& kernel, Instantiation dtype, const Bindings& buffers,
                                 const Constexprs& constexprs, Dim3 grid, Dim3 threadgroup);
+  // An empty sequence of this Context (see LaunchSequence).
+  LaunchSequence create_sequence();
   // Only the validation half of a dispatch; throws like dispatch_with_grid.
   void validate_dispatch(const ir::Kernel& kernel, Instantiation dtype, const Bindings& buffers,
                          const Constexprs& constexprs, Dim3 grid, Dim3 threadgroup) const;
@@ -339,6 +367,7 @@ class Context {
  private:
   explicit Context(std::unique_ptr<rt::Device> device);
   friend class PreparedLaunch;
+  friend class LaunchSequence;
   rt::StreamImpl* own(const Stream& s, const char* what) const;
   rt::EventImpl& own(const Event& e, const char* what) const;
   struct Prepared;

@@ -1426,6 +1426,7 @@ struct PreparedLaunch::Impl {
   std::vector<uint64_t> extent;     // per buffer parameter: the elements it must hold
   std::vector<uint64_t> bits;       // per scalar parameter: the launch bits now bound
   std::vector<std::string> fixed;   // per scalar parameter: why its value is fixed ("" if free)
+  uint64_t version = 0;             // counts rebindings (a LaunchSequence re-records after one)
 
   [[noreturn]] void reject(const std::string& problem) const {
     throw Error("invalid rebinding of the prepared launch of " + kernel->name + " (" + instantiation_name(dtype) +
@@ -1491,6 +1492,7 @@ void PreparedLaunch::set_buffer(uint32_t index, const DeviceBuffer& b) {
   }
   m.device->set_buffer(m.slot[index], b.impl(), b.offset_bytes());
   m.bound[index] = b;
+  ++m.version;
 }
 
 void PreparedLaunch::set_scalar(uint32_t index, const ScalarValue& v) {
@@ -1506,11 +1508,92 @@ void PreparedLaunch::set_scalar(uint32_t index, const ScalarValue& v) {
              ", so a prepared launch keeps the value it was validated with (prepare another launch for this value)");
   m.device->set_scalar(m.slot[index], bits);
   m.bits[index] = bits;
+  ++m.version;
 }
 
 void PreparedLaunch::launch(const Stream& stream) {
   if (!impl_) throw Error("launch() of an empty PreparedLaunch");
   impl_->device->launch(impl_->ctx->own(stream, "PreparedLaunch::launch"));
+}
+
+namespace {
+struct GenericRecorded final : rt::Device::Recorded {
+  std::vector<rt::Device::Prepared*> steps;
+  void rebuild() override {}
+  void replay(rt::StreamImpl* stream) override {
+    for (rt::Device::Prepared* p : steps) p->launch(stream);
+  }
+};
+}  // namespace
+
+std::unique_ptr<rt::Device::Recorded> rt::Device::record(const std::vector<Prepared*>& steps) {
+  auto r = std::make_unique<GenericRecorded>();
+  r->steps = steps;
+  return r;
+}
+
+struct LaunchSequence::Impl {
+  Context* ctx = nullptr;
+  std::vector<PreparedLaunch> steps;
+  std::vector<uint64_t> versions;  // each step's rebinding count when recorded
+  std::unique_ptr<rt::Device::Recorded> recorded;
+};
+
+LaunchSequence::LaunchSequence() = default;
+LaunchSequence::LaunchSequence(LaunchSequence&&) noexcept = default;
+LaunchSequence& LaunchSequence::operator=(LaunchSequence&&) noexcept = default;
+LaunchSequence::~LaunchSequence() {
+  if (impl_) impl_->recorded.reset();  // before the steps it points into
+}
+
+LaunchSequence Context::create_sequence() {
+  LaunchSequence s;
+  s.impl_ = std::make_unique<LaunchSequence::Impl>();
+  s.impl_->ctx = this;
+  return s;
+}
+
+size_t LaunchSequence::add(PreparedLaunch step) {
+  if (!impl_) throw Error("add() to an empty LaunchSequence (make one with Context::create_sequence)");
+  if (!step) throw Error("LaunchSequence::add: an empty PreparedLaunch");
+  if (step.impl_->ctx != impl_->ctx) throw Error("LaunchSequence::add: the launch was prepared on another Context");
+  impl_->recorded.reset();
+  impl_->steps.push_back(std::move(step));
+  return impl_->steps.size() - 1;
+}
+
+size_t LaunchSequence::size() const { return impl_ ? impl_->steps.size() : 0; }
+
+PreparedLaunch& LaunchSequence::step(size_t index) {
+  if (!impl_ || index >= impl_->steps.size())
+    throw Error("LaunchSequence::step(" + std::to_string(index) + "): the sequence has " + std::to_string(size()) +
+                " steps");
+  return impl_->steps[index];
+}
+
+void LaunchSequence::replay(const Stream& stream) {
+  if (!impl_) throw Error("replay() of an empty LaunchSequence");
+  Impl& m = *impl_;
+  rt::StreamImpl* s = m.ctx->own(stream, "LaunchSequence::replay");
+  if (m.steps.empty()) return;
+  if (!m.recorded) {
+    std::vector<rt::Device::Prepared*> steps;
+    m.versions.clear();
+    for (PreparedLaunch& p : m.steps) {
+      steps.push_back(p.impl_->device.get());
+      m.versions.push_back(p.impl_->version);
+    }
+    m.recorded = m.ctx->device_->record(steps);
+  } else {
+    bool changed = false;
+    for (size_t i = 0; i < m.steps.size(); ++i)
+      if (m.steps[i].impl_->version != m.versions[i]) {
+        changed = true;
+        m.versions[i] = m.steps[i].impl_->version;
+      }
+    if (changed) m.recorded->rebuild();
+  }
+  m.recorded->replay(s);
 }
 
 PreparedLaunch Context::prepare_launch(const ir::Kernel& kernel, Instantiation dtype, const Bindings& buffers,

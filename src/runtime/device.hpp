@@ -40,7 +40,7 @@ struct BufferImpl {
   uint64_t align = ir::kAllocationAlign;
   // The stream of the last launch or copy that used this buffer (null: the default stream or
   // none) and, where the device counts submissions (the interpreter, Vulkan), that launch's
-  // ticket on it. upload() and download() wait for exactly that work, and a buffer freed while
+  // ticket on it (CUDA, which counts none, sets 1 once the buffer was used). upload() and download() wait for exactly that work, and a buffer freed while
   // it is in flight waits for it before its memory goes. Written by the device at launch.
   StreamImpl* last_stream = nullptr;
   uint64_t last_ticket = 0;
@@ -160,6 +160,16 @@ class Device {
   };
   // The default keeps a copy of the arguments and calls launch().
   virtual std::unique_ptr<Prepared> prepare(CompiledKernel& kernel, const LaunchArgs& args, Dim3 grid, Dim3 threadgroup);
+
+  // Prepared launches replayed as one unit (Context::create_sequence). `rebuild` is called
+  // after a step was rebound, before the next replay. The default replays launch by launch;
+  // CUDA captures the steps into a graph and launches that.
+  struct Recorded {
+    virtual ~Recorded() = default;
+    virtual void rebuild() = 0;
+    virtual void replay(StreamImpl* stream) = 0;
+  };
+  virtual std::unique_ptr<Recorded> record(const std::vector<Prepared*>& steps);
 
   // Benchmark timing: `warmup` untimed launches, then `samples` launches each timed on the
   // device's own clock (CUDA events, Vulkan timestamp queries; the host clock for the

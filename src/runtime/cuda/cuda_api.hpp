@@ -17,6 +17,11 @@ using CUmodule = struct CUmod_st*;
 using CUfunction = struct CUfunc_st*;
 using CUstream = struct CUstream_st*;
 using CUevent = struct CUevent_st*;
+using CUgraph = struct CUgraph_st*;
+using CUgraphExec = struct CUgraphExec_st*;
+// cuda.h: enum CUstreamCaptureMode. Thread-local: only this thread's unsafe calls are refused
+// while it captures.
+constexpr int CU_STREAM_CAPTURE_MODE_THREAD_LOCAL = 1;
 
 constexpr CUresult CUDA_SUCCESS = 0;
 constexpr CUresult CUDA_ERROR_STUB_LIBRARY = 34;
@@ -108,7 +113,14 @@ constexpr nvrtcResult NVRTC_SUCCESS = 0;
   IRON_CUDA_FN(cuGetErrorName, CUresult, (CUresult, const char**))           \
   IRON_CUDA_FN(cuGetErrorString, CUresult, (CUresult, const char**))         \
   IRON_CUDA_FN(cuEventElapsedTime_v2, CUresult, (float*, CUevent, CUevent))  \
-  IRON_CUDA_FN(cuEventElapsedTime, CUresult, (float*, CUevent, CUevent))
+  IRON_CUDA_FN(cuEventElapsedTime, CUresult, (float*, CUevent, CUevent))      \
+  /* Graphs (LaunchSequence); without them a sequence replays launch by launch. */       \
+  IRON_CUDA_FN(cuStreamBeginCapture_v2, CUresult, (CUstream, int))           \
+  IRON_CUDA_FN(cuStreamEndCapture, CUresult, (CUstream, CUgraph*))           \
+  IRON_CUDA_FN(cuGraphInstantiateWithFlags, CUresult, (CUgraphExec*, CUgraph, unsigned long long)) \
+  IRON_CUDA_FN(cuGraphLaunch, CUresult, (CUgraphExec, CUstream))             \
+  IRON_CUDA_FN(cuGraphExecDestroy, CUresult, (CUgraphExec))                  \
+  IRON_CUDA_FN(cuGraphDestroy, CUresult, (CUgraph))
 
 #define IRON_NVRTC_FUNCTIONS(IRON_NVRTC_FN)                                                       \
   IRON_NVRTC_FN(nvrtcVersion, nvrtcResult, (int*, int*))                                          \

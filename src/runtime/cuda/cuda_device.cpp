@@ -499,9 +499,12 @@ class CudaDevice final : public Device {
                   std::to_string(b.bytes) + "-byte buffer");
     if (bytes == 0) return;
     ctx_->make_current();
-    if (b.last_stream && b.last_stream != stream) wait_stream(b.last_stream);
+    // last_ticket is 1 once anything used the buffer (CUDA counts no tickets): work on another
+    // stream, the legacy null stream included, finishes before the copy may overwrite its input.
+    if (b.last_ticket && b.last_stream != stream) wait_stream(b.last_stream);
     drv().check(drv().cuMemcpyHtoDAsync_v2(b.ptr + offset, data, bytes, cu_stream(stream)), "cuMemcpyHtoDAsync_v2");
     b.last_stream = stream;
+    b.last_ticket = 1;
   }
 
   // Waits for the stream that last used the buffer (the legacy null stream when that was the
@@ -748,7 +751,7 @@ class CudaDevice final : public Device {
       r = issue(kk, grid, tg, s);
     }
     if (r != CUDA_SUCCESS) drv().check(r, "cuLaunchKernel(" + last_launch() + ")");
-    for (BufferImpl* b : args.buffers) b->last_stream = stream;
+    for (BufferImpl* b : args.buffers) b->last_stream = stream, b->last_ticket = 1;
   }
 
   // The kernelParams array built once: a launch is cuLaunchKernel with it (and the buffers'
@@ -778,9 +781,86 @@ class CudaDevice final : public Device {
         r = d.cuLaunchKernel(kk->fn, grid.x, grid.y, grid.z, tg.x, tg.y, tg.z, shared, s, params.data(), nullptr);
       }
       if (r != CUDA_SUCCESS) d.check(r, "cuLaunchKernel(" + kk->entry + " grid " + dims(grid) + " threadgroup " + dims(tg) + ", prepared)");
-      for (BufferImpl* b : buffers) b->last_stream = stream;
+      for (BufferImpl* b : buffers) b->last_stream = stream, b->last_ticket = 1;
     }
   };
+
+  // A sequence as a CUDA graph: the steps' launches captured on a private stream, instantiated,
+  // and launched with cuGraphLaunch on the caller's stream. A rebound step rebuilds the graph
+  // (after the last replay has finished). Drivers without graphs replay launch by launch.
+  struct CudaRecorded final : Recorded {
+    CudaDevice* dev = nullptr;
+    std::vector<CudaPrepared*> steps;
+    CudaStream capture;
+    CUgraph graph = nullptr;
+    CUgraphExec exec = nullptr;
+    StreamImpl* last = nullptr;  // the stream of the last replay
+    bool replayed = false;
+    ~CudaRecorded() override {
+      const CudaDriver& d = dev->drv();
+      if (!dev->ctx_->set_current_quietly()) return;
+      if (replayed) d.cuStreamSynchronize(cu_stream(last));
+      if (exec) d.cuGraphExecDestroy(exec);
+      if (graph) d.cuGraphDestroy(graph);
+      if (capture.s) d.cuStreamDestroy_v2(capture.s);
+    }
+    static bool have_graphs(const CudaDriver& d) {
+      return d.cuStreamBeginCapture_v2 && d.cuStreamEndCapture && d.cuGraphInstantiateWithFlags && d.cuGraphLaunch &&
+             d.cuGraphExecDestroy && d.cuGraphDestroy;
+    }
+    void rebuild() override {
+      const CudaDriver& d = dev->drv();
+      if (!have_graphs(d)) return;
+      dev->ctx_->make_current();
+      if (replayed) dev->wait_stream(last);  // nothing may still run the old graph
+      if (exec) d.cuGraphExecDestroy(exec);
+      if (graph) d.cuGraphDestroy(graph);
+      exec = nullptr;
+      graph = nullptr;
+      if (!capture.s) d.check(d.cuStreamCreate(&capture.s, CU_STREAM_NON_BLOCKING), "cuStreamCreate(capture)");
+      d.check(d.cuStreamBeginCapture_v2(capture.s, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL), "cuStreamBeginCapture");
+      CUresult failed = CUDA_SUCCESS;
+      std::string what;
+      for (CudaPrepared* p : steps) {
+        failed = d.cuLaunchKernel(p->kk->fn, p->grid.x, p->grid.y, p->grid.z, p->tg.x, p->tg.y, p->tg.z, p->shared,
+                                  capture.s, p->params.data(), nullptr);
+        if (failed != CUDA_SUCCESS) {
+          what = "cuLaunchKernel(" + p->kk->entry + ", captured)";
+          break;
+        }
+      }
+      CUresult ended = d.cuStreamEndCapture(capture.s, &graph);
+      if (failed != CUDA_SUCCESS) d.check(failed, what);
+      d.check(ended, "cuStreamEndCapture");
+      d.check(d.cuGraphInstantiateWithFlags(&exec, graph, 0), "cuGraphInstantiateWithFlags");
+    }
+    void replay(StreamImpl* stream) override {
+      const CudaDriver& d = dev->drv();
+      if (!exec) {
+        for (CudaPrepared* p : steps) p->launch(stream);
+        return;
+      }
+      if (!dev->ctx_->likely_current()) dev->ctx_->make_current();
+      CUresult r = d.cuGraphLaunch(exec, cu_stream(stream));
+      if (r != CUDA_SUCCESS) {
+        dev->ctx_->make_current();
+        r = d.cuGraphLaunch(exec, cu_stream(stream));
+      }
+      d.check(r, "cuGraphLaunch(" + std::to_string(steps.size()) + " kernels)");
+      last = stream;
+      replayed = true;
+      for (CudaPrepared* p : steps)
+        for (BufferImpl* b : p->buffers) b->last_stream = stream, b->last_ticket = 1;
+    }
+  };
+
+  std::unique_ptr<Recorded> record(const std::vector<Prepared*>& steps) override {
+    auto r = std::make_unique<CudaRecorded>();
+    r->dev = this;
+    for (Prepared* p : steps) r->steps.push_back(static_cast<CudaPrepared*>(p));  // prepare() made every one
+    r->rebuild();
+    return r;
+  }
 
   std::unique_ptr<Prepared> prepare(CompiledKernel& kernel, const LaunchArgs& args, Dim3 grid, Dim3 tg) override {
     CudaKernel& kk = own_kernel(kernel, "prepared launch");
