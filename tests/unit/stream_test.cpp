@@ -541,3 +541,42 @@ TEST_P(Streams, DlpackImportAndExportShareMemory) {
   EXPECT_THROW(ctx().from_dlpack(&elsewhere.managed), Error);
   EXPECT_EQ(strided.deleted + complex.deleted + elsewhere.deleted, 0);
 }
+
+// ---------------------------------------------------------------------------------------------
+// Sequences
+
+// A sequence uses one kernel in several steps with different bindings, replays in order on a
+// stream, and takes a rebinding between replays (CUDA: a rebuilt graph).
+TEST_P(Streams, ASequenceReplaysItsStepsAndTakesRebindings) {
+  const size_t n = 2048;
+  DeviceBuffer x = upload(iota(n, 0));
+  DeviceBuffer y = ctx().alloc(DType::F32, n), z = ctx().alloc(DType::F32, n);
+  auto step = [&](const DeviceBuffer& a, const DeviceBuffer& out, uint32_t iters) {
+    return ctx().prepare_launch(spin_kernel(), DType::F32, {{"a", a}, {"out", out}}, {{"n", uint32_t(n)}, {"iters", iters}},
+                                grid_for(n), kTg);
+  };
+  LaunchSequence seq = ctx().create_sequence();
+  seq.add(step(x, y, 1));  // y = x + 1
+  seq.add(step(y, z, 2));  // z = y + 2
+  seq.add(step(z, y, 3));  // y = z + 3: the same kernel a third time
+  EXPECT_EQ(seq.size(), 3u);
+  Stream s = ctx().create_stream();
+  seq.replay(s);
+  std::vector<float> got = download(y);
+  for (size_t i = 0; i < n; ++i) ASSERT_EQ(got[i], iota(n, 0)[i] + 6.0f) << "element " << i;
+  // Replays chain through y: feed y back in as the first step's input.
+  DeviceBuffer w = ctx().alloc(DType::F32, n);
+  seq.step(0).set_buffer(seq.step(0).param("out"), w);  // first: a = y while out = y would alias
+  seq.step(0).set_buffer(seq.step(0).param("a"), y);
+  seq.step(1).set_buffer(seq.step(1).param("a"), w);
+  seq.step(2).set_scalar(seq.step(2).param("iters"), 10u);
+  for (int r = 0; r < 3; ++r) seq.replay(s);  // each adds 1 + 2 + 10
+  got = download(y);
+  for (size_t i = 0; i < n; ++i) ASSERT_EQ(got[i], iota(n, 0)[i] + 6.0f + 3 * 13.0f) << "element " << i;
+  EXPECT_THROW(seq.step(3), Error);
+  std::unique_ptr<Context> other = Context::create(Backend::Interp);
+  DeviceBuffer oa = other->alloc(DType::F32, n), oo = other->alloc(DType::F32, n);
+  EXPECT_THROW(seq.add(other->prepare_launch(spin_kernel(), DType::F32, {{"a", oa}, {"out", oo}},
+                                             {{"n", uint32_t(n)}, {"iters", 1u}}, grid_for(n), kTg)),
+               Error);
+}
