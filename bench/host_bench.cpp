@@ -8,6 +8,8 @@
 //   BM_Dispatch/<iron|raw|raw_resubmit>/<vulkan|cuda>
 //                                     host cost per launch of iron_add at n = 8
 //   BM_Prepared/iron/<vulkan|cuda>    the same launch through a PreparedLaunch (validated once)
+//   BM_Sequence200/iron/<vulkan|cuda> a LaunchSequence of 200 such launches replayed and waited
+//                                     for (CUDA: one graph launch); the summary divides by 200
 //   BM_DiskCache<Hit|Miss>/<backend>  what a fresh Context's first dispatch costs on top of a
 //                                     steady-state dispatch, with the disk cache warm / empty
 //
@@ -230,6 +232,29 @@ void BM_PreparedIron(benchmark::State& state, Backend backend) {
       if (++launches % kSyncEvery == 0) f.ctx->synchronize();
     }
     f.ctx->synchronize();
+  } catch (const std::exception& e) {
+    state.SkipWithError(e.what());
+  }
+}
+
+// A LaunchSequence of kSequenceSteps prepared launches of the same dispatch, per iteration one
+// replay on the default stream and a Context::synchronize: host issue and device time of a
+// decode-step-sized batch of small kernels (CUDA: one cuGraphLaunch of a captured graph).
+constexpr int kSequenceSteps = 200;
+void BM_SequenceIron(benchmark::State& state, Backend backend) {
+  IronDispatch& f = iron_dispatch(backend);
+  if (!f.error.empty()) return state.SkipWithError(f.error.c_str());
+  state.SetLabel(f.ctx->info().name);
+  try {
+    LaunchSequence seq = f.ctx->create_sequence();
+    for (int i = 0; i < kSequenceSteps; ++i)
+      seq.add(f.ctx->prepare_launch(*f.kernel, DType::F32, f.bindings, f.constexprs, kGrid, kThreadgroup));
+    seq.replay();  // records (CUDA: captures and instantiates the graph) outside the timing
+    f.ctx->synchronize();
+    for (auto _ : state) {
+      seq.replay();
+      f.ctx->synchronize();
+    }
   } catch (const std::exception& e) {
     state.SkipWithError(e.what());
   }
@@ -950,6 +975,14 @@ class SummaryReporter : public benchmark::ConsoleReporter {
         std::printf("prepared launch iron/raw (%s): not measured%s\n", backend, why.c_str());
       }
     }
+    for (const char* backend : {"cuda", "vulkan"}) {
+      const Result* q = find(std::string("BM_Sequence200/iron/") + backend);
+      if (!q) continue;
+      const double per = q->seconds * 1e6 / kSequenceSteps;
+      std::printf("sequence of %d launches (%s): %.3f us per kernel, replay and wait", kSequenceSteps, backend, per);
+      if (std::string(backend) == "cuda") std::printf("  [target <= 0.6 us: %s]", per <= 0.6 ? "PASS" : "FAIL");
+      std::printf("\n");
+    }
     if (const Result* v = find("BM_DispatchValidate/iron_add"))
       std::printf("validation alone (Context::validate_dispatch): %.2f us per dispatch\n", v->seconds * 1e6);
     for (const char* backend : {"cuda", "vulkan"}) {
@@ -1018,6 +1051,7 @@ void register_benchmarks() {
     const std::string bn = backend_name(b);
     RegisterBenchmark(("BM_Dispatch/iron/" + bn).c_str(), BM_DispatchIron, b)->Unit(benchmark::kMicrosecond);
     RegisterBenchmark(("BM_Prepared/iron/" + bn).c_str(), BM_PreparedIron, b)->Unit(benchmark::kMicrosecond);
+    RegisterBenchmark(("BM_Sequence200/iron/" + bn).c_str(), BM_SequenceIron, b)->Unit(benchmark::kMicrosecond);
     if (b == Backend::Cuda) {
       RegisterBenchmark("BM_Dispatch/raw/cuda", BM_DispatchRawCuda)->Unit(benchmark::kMicrosecond);
     } else {
