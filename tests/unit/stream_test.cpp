@@ -109,8 +109,12 @@ class Streams : public ::testing::TestWithParam<Backend> {
     ctx().dispatch_with_grid(spin_kernel(), DType::F32, {{"a", a}, {"out", out}},
                              {{"n", uint32_t(a.count())}, {"iters", iters}}, grid_for(a.count()), kTg, s);
   }
-  // Loop iterations for a "long" launch: the interpreter runs some 20 million a second.
-  uint32_t long_iters() const { return GetParam() == Backend::Interp ? 300 : 3000; }
+  // Loop iterations for a "long" launch: the interpreter runs some 20 million a second; lavapipe
+  // stops loops at 65,535; on a GPU 100,000 dependent adds keep a launch busy for a fraction of a
+  // millisecond, so the in-flight paths are really taken.
+  uint32_t long_iters() const {
+    return GetParam() == Backend::Interp ? 300 : GetParam() == Backend::Vulkan ? 3000 : 100000;
+  }
   std::unique_ptr<Context> ctx_;
 };
 
