@@ -16,6 +16,11 @@ packages=(
   # `iron report` inlines Debian's Chart.js; tests/report renders it with headless Chromium
   # (chromium: ~122 MB download, ~400 MB installed with its libraries, ~35 s)
   libjs-chart.js chromium
+  # HIP: clang++-15 compiles every kernel to AMDGPU code objects offline (gfx90a, gfx940), with
+  # llvm-readelf-15 for their resource notes and libamdhip64 for the HIP device's "no AMD GPU"
+  # (hipcc: 66 MB download, +353 MB installed with clang-15, llvm-15, lld-15 and
+  # rocm-device-libs, ~8 s here)
+  hipcc
 )
 
 missing=()

@@ -326,7 +326,7 @@ int run_main(int argc, char** argv) {
                                         std::to_string(iron::protocol::kVersion) + ")");
   bool as_json = false;
   std::string filter, backend, dtype, emit = "all", out, arch = "sm_90a", kernel;
-  bool ir = false, locations = false, no_compile = false;
+  bool ir = false, locations = false, no_compile = false, resources = false;
   std::string pass, stop_after;
   std::vector<std::string> print_after;
   bool stats = false, verify_each = false, time_passes = false, no_opt = false;
@@ -350,7 +350,11 @@ int run_main(int argc, char** argv) {
   inspect->add_option("kernel", kernel, "Kernel name")->required();
   inspect->add_flag("--ir", ir, "Print the IR instead of source");
   inspect->add_flag("--locations", locations, "With --ir: show each op's DSL file:line");
-  inspect->add_option("--backend", backend, "cuda (CUDA C++) or vulkan (GLSL)")->check(CLI::IsMember({"vulkan", "cuda"}));
+  inspect->add_flag("--resources", resources,
+                    "With --backend hip: compile and print VGPRs, SGPRs and LDS from the code object");
+  inspect->add_option("--arch", arch, "The target's architecture (CUDA sm_90a, HIP gfx90a, gfx940, gfx1030)");
+  inspect->add_option("--backend", backend, "cuda (CUDA C++), hip (HIP), vulkan (GLSL) or msl (Metal)")
+      ->check(CLI::IsMember({"vulkan", "cuda", "hip", "msl"}));
   inspect->add_option("--dtype", dtype, "Substitute T with this dtype");
   inspect->add_option("--pass", pass, "Print the IR after this pass, or after each with 'all'");
   inspect->add_flag("--stats", stats, "Print each pass's op-count delta, time and statistics");
@@ -465,6 +469,8 @@ int run_main(int argc, char** argv) {
   if (*inspect) {
     args = {"inspect", kernel};
     opt("--backend", backend);
+    if (resources) args.push_back("--resources");
+    if (arch != "sm_90a") opt("--arch", arch);
     opt("--dtype", dtype);
     if (ir) args.push_back("--ir");
     if (locations) args.push_back("--locations");

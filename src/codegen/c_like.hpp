@@ -8,6 +8,7 @@
 #include <memory>
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "codegen/codegen.hpp"
@@ -48,7 +49,9 @@ struct EmitState {
   // Helper functions the body uses (names without the iron_ prefix, e.g. "div_i32"); the body is
   // emitted before the prelude, so begin() prints exactly these, in name order.
   std::set<std::string> helpers;
-  CudaMma cuda_mma = CudaMma::Auto;  // EmitOptions::cuda_mma (CUDA)
+  // What the code may assume of the machine (lane width, limits, tile strategy).
+  TargetProfile profile;
+  CudaMma cuda_mma = CudaMma::Auto;  // the tile strategy (CUDA, HIP): EmitOptions or the profile
   uint32_t threadgroup[3] = {0, 0, 0};  // EmitOptions::threadgroup (CUDA; 0: any shape)
   bool tile_f64 = false;             // EmitOptions::tile_f64 (GLSL)
   // GLSL cooperative tiles (plan_glsl_tiles): the slot of every fragment value and fragment
@@ -68,24 +71,61 @@ struct EmitState {
   }
 };
 
+// The spellings a dialect is made of, as data: the shared defaults of Dialect read them, so a
+// dialect is one of these plus overrides where a spelling differs in shape, not just in name.
+struct DialectSpelling {
+  const char* name = "";              // "CUDA", for messages
+  // Register types (every float dtype, fp8 included, is an f32 register).
+  const char* f32 = "float";
+  const char* i32 = "int";
+  const char* u32 = "unsigned";
+  const char* boolean = "bool";
+  const char* i8 = "signed char";
+  const char* u8 = "unsigned char";
+  const char* i16 = "short";
+  const char* u16 = "unsigned short";
+  const char* i64 = "long long";
+  const char* u64 = "unsigned long long";
+  bool c_casts = true;                // convert(): C's "((T)(x))"; false: a constructor "T(x)"
+  const char* const_decl = "const ";  // what precedes an SSA value's register type
+  bool inline_fused = true;           // fused values printed at their use (else declared)
+  const char* float_suffix = "f";     // of an f32 literal
+  const char* i64_suffix = "ll";      // of a 64-bit integer literal
+  const char* u64_suffix = "ull";
+  const char* float_to_bits = "__float_as_uint";  // f32 -> u32 bits
+  const char* bits_to_float = "__uint_as_float";  // u32 bits -> f32
+  const char* helper_prefix = "";     // before a helper function's return type
+  const char* barrier = "";           // the threadgroup barrier statement
+  const char* fence_threadgroup = "";
+  const char* fence_device = "";
+  // Appended to the name of a float math function spelled from ops.def ("floor" -> "floorf").
+  const char* float_math_suffix = "";
+  // Spellings that replace ops.def's default (%0.. are the operands): for every dtype, and for
+  // float dtypes only (checked first).
+  std::map<ir::Op, std::string> ops;
+  std::map<ir::Op, std::string> float_ops;
+};
+
 class Dialect {
  public:
+  explicit Dialect(DialectSpelling spelling) : sp_(std::move(spelling)) {}
   virtual ~Dialect() = default;
-  virtual const char* name() const = 0;
+  const DialectSpelling& spelling() const { return sp_; }
+  virtual const char* name() const { return sp_.name; }
   // Register type. 16-bit floats live in f32 registers on every dialect, holding values of their
   // dtype: the emitter rounds each 16-bit op's result through cast() (docs/semantics.md).
-  virtual std::string reg_type(DType t) const = 0;
+  virtual std::string reg_type(DType t) const;
   // Prefix of an SSA value declaration, e.g. "const float ".
-  virtual std::string decl(DType t) const = 0;
+  virtual std::string decl(DType t) const { return sp_.const_decl + var_type(t) + " "; }
   // Type of a mutable variable (Var) declaration.
   virtual std::string var_type(DType t) const { return reg_type(t); }
   // Whether values the fusion pass marked are printed inline at their use (else declared).
-  virtual bool inline_fused() const { return true; }
+  virtual bool inline_fused() const { return sp_.inline_fused; }
   // Everything before the body statements (includes, helpers, signature, shared arrays).
   virtual void begin(EmitState& s, std::string& out) const = 0;
-  virtual void end(EmitState& s, std::string& out) const = 0;
+  virtual void end(EmitState&, std::string& out) const { out += "}\n"; }
   virtual std::string builtin(EmitState& s, const ir::Inst& in) const = 0;
-  virtual std::string scalar(EmitState& s, const ir::Param& p) const = 0;
+  virtual std::string scalar(EmitState&, const ir::Param& p) const { return param_name(p); }
   virtual std::string load(EmitState& s, const ir::Param& p, const std::string& idx) const = 0;
   // An integer value of dtype `t` used as an element index of a buffer or threadgroup array.
   virtual std::string array_index(DType /*t*/, const std::string& idx) const { return idx; }
@@ -93,19 +133,28 @@ class Dialect {
   // Constants: shared spelling; dialects supply the float suffix and how to write a float by its
   // bits (for infinities and NaN, which have no decimal literal).
   std::string literal(EmitState& s, const ir::Inst& in) const;
-  virtual const char* float_suffix() const = 0;
+  virtual const char* float_suffix() const { return sp_.float_suffix; }
   // The spelling of an f32 +0.0 or -0.0 constant where the literal would not be exact ("" otherwise).
   virtual std::string float_zero(EmitState&, bool /*negative*/) const { return {}; }
-  virtual std::string float_from_bits(uint32_t bits) const = 0;
-  // Unary and ternary math and min/max/abs for one concrete dtype.
-  virtual std::string math(EmitState& s, const ir::Inst& in, DType t, const std::vector<std::string>& a) const = 0;
+  virtual std::string float_from_bits(uint32_t bits) const;
+  // An op spelled from its template: the dialect's override, else ops.def's default (with the
+  // float math suffix on a float function); "" when neither has one. %0.. take `a`.
+  std::string spell(ir::Op op, DType t, const std::vector<std::string>& a) const;
+  // Unary and ternary math and min/max/abs for one concrete dtype. The default: the shared
+  // integer forms of the 8-, 16- and 64-bit dtypes, a located error for an op the dtype does
+  // not take, f32 min/max through fmin_fmax, and otherwise spell(). A dialect overrides the ops
+  // it computes differently and calls this for the rest.
+  virtual std::string math(EmitState& s, const ir::Inst& in, DType t, const std::vector<std::string>& a) const;
   virtual std::string cast(EmitState& s, const ir::Inst& in, DType from, DType to, const std::string& x) const = 0;
   // The same 32 bits read as another of f32, i32, u32 (the verifier admits nothing else).
   virtual std::string bitcast(EmitState& s, const ir::Inst& in, DType from, DType to, const std::string& x) const = 0;
-  virtual std::string lane_reduce(EmitState& s, const ir::Inst& in, DType t, const std::string& x) const = 0;
+  // lane_sum / lane_max of f32, i32, u32 through the dialect's iron_lane_sum / iron_lane_max
+  // helpers (a located error for another dtype).
+  virtual std::string lane_reduce(EmitState& s, const ir::Inst& in, DType t, const std::string& x) const;
   // f32 min/max (docs/semantics.md: one NaN operand loses, -0 < +0) and float -> i32/u32 casts
   // (truncating, saturating, NaN -> 0): helpers or built-ins, whichever is exact on the target.
-  virtual std::string fmin_fmax(EmitState& s, bool is_max, const std::string& a, const std::string& b) const = 0;
+  // The default calls the shared iron_fmin / iron_fmax helpers (minmax_helper).
+  virtual std::string fmin_fmax(EmitState& s, bool is_max, const std::string& a, const std::string& b) const;
   // f32 division (IEEE, correctly rounded): the `/` operator, or a helper where the target's
   // `/` is not exact (GLSL: Vulkan allows 2.5 ulp).
   virtual std::string float_div(EmitState&, const std::string& a, const std::string& b) const {
@@ -114,7 +163,7 @@ class Dialect {
   // Definition of helper `name` (one of EmitState::helpers).
   virtual std::string helper(const std::string& name) const = 0;
   // "__device__ __forceinline__ " or "": what precedes a helper function's return type.
-  virtual const char* helper_prefix() const = 0;
+  virtual const char* helper_prefix() const { return sp_.helper_prefix; }
   // Integer ops with defined results on every input (division by zero, INT_MIN / -1, shifts by
   // 32 or more, signed wraparound), spelled through the shared helpers below.
   std::string int_binary(EmitState& s, ir::Op op, DType t, const std::string& a, const std::string& b,
@@ -123,15 +172,15 @@ class Dialect {
   // Float negation as a flip of the sign bit (docs/semantics.md), never an arithmetic `-x`: a
   // compiler that rewrites `-(c ? 1.0f : 0.0f)` into a conversion of `-c` turns -0 into +0
   // (seen with NVRTC on sm_90a).
-  virtual std::string float_neg(const std::string& x) const = 0;
+  virtual std::string float_neg(const std::string& x) const;
   // The shared integer helpers (div/rem/shl/shr for every integer dtype, e.g. "div_i8"), empty
   // for another name.
   std::string int_helper(const std::string& name) const;
   // A value conversion to register type `to`: C's cast on CUDA, a constructor in GLSL. Between
   // integers it keeps the value modulo 2^bits(to) (two's complement), as docs/semantics.md says.
-  virtual std::string convert(DType to, const std::string& x) const = 0;
+  virtual std::string convert(DType to, const std::string& x) const;
   // A 64-bit integer literal (suffix ll/ull on CUDA, l/ul in GLSL).
-  virtual std::string int64_literal(uint64_t bits, bool is_signed) const = 0;
+  virtual std::string int64_literal(uint64_t bits, bool is_signed) const;
   // The operands of a narrow or 64-bit integer op, widened to the unsigned register type the
   // dialects compute them in (u32 up to 32 bits, u64 for 64), so no C promotion or signed
   // overflow decides a result; convert() to the op's dtype wraps it back.
@@ -159,7 +208,7 @@ class Dialect {
   // operand spellings (f32 registers for pair, words otherwise). Returns a word for pair and the
   // element-wise ops, an f32 register value for pair_get.
   virtual std::string pair_op(EmitState& s, const ir::Inst& in, DType elem, const std::vector<std::string>& a) const = 0;
-  virtual std::string barrier() const = 0;
+  virtual std::string barrier() const { return sp_.barrier; }
   // Lane operations other than lane_sum/lane_max: shuffles (a = value, source lane), lane_min/
   // and/or, prefix sums and votes, with the results of docs/semantics.md for any lane width.
   virtual std::string lane_op(EmitState& s, const ir::Inst& in, DType t, const std::vector<std::string>& a) const = 0;
@@ -173,7 +222,9 @@ class Dialect {
                                const std::string& pair, const std::string& lo, const std::string& hi,
                                std::vector<std::string>& lines) const = 0;
   // fence_threadgroup / fence_device as a statement.
-  virtual std::string fence(ir::Op op) const = 0;
+  virtual std::string fence(ir::Op op) const {
+    return op == ir::Op::FenceDevice ? sp_.fence_device : sp_.fence_threadgroup;
+  }
   // An element of an f32 threadgroup array that f32 atomics act on (EmitState::f32_atomic_allocs)
   // as a register value, and its store: a target whose atomics need integer memory declares
   // such an array as 32-bit words and converts here.
@@ -195,6 +246,9 @@ class Dialect {
   }
   virtual std::string tg_name(const ir::Kernel& k, const ir::Inst& alloc) const { return "tg_" + k.strings[size_t(alloc.attr(ir::Attr::Name))]; }
   virtual std::string param_name(const ir::Param& p) const { return "p_" + p.name; }
+
+ protected:
+  DialectSpelling sp_;
 };
 
 // Cooperative tiles (tiles.cpp). The C or GLSL type of a fragment value; the fragment types and
@@ -211,6 +265,7 @@ void plan_glsl_tiles(EmitState& s);
 void glsl_tile_var_op(EmitState& s, const Dialect& d, ir::Id id, std::vector<std::string>& lines);
 
 std::unique_ptr<Dialect> make_cuda_dialect();
+std::unique_ptr<Dialect> make_hip_dialect();
 std::unique_ptr<Dialect> make_glsl_dialect();
 
 // Elements per wide access for a group of `width` elements of dtype d: 16 bytes at most.

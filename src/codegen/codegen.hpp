@@ -17,12 +17,10 @@
 #include <string_view>
 #include <vector>
 
+#include "codegen/target.hpp"
 #include "core/ir.hpp"
 
 namespace iron::codegen {
-
-enum class Target : uint8_t { Cuda, Glsl };
-const char* target_name(Target t);
 
 struct Emitted {
   std::string source;
@@ -35,7 +33,8 @@ struct Emitted {
 // lets the architecture NVRTC compiles for choose: mma.sync m16n8k16 on sm_80+, wmma 16x16x16 on
 // sm_70+ (f16 only below sm_80), the software path otherwise. A forced strategy the
 // architecture cannot run is a compile error naming it. IRON_CUDA_MMA=software|wmma|mma sets it.
-enum class CudaMma : uint8_t { Auto, Software, Wmma, MmaSync };
+// The CUDA values of MmaStrategy (target.hpp).
+using CudaMma = MmaStrategy;
 const char* cuda_mma_name(CudaMma m);           // "auto", "software", "wmma", "mma"
 bool parse_cuda_mma(std::string_view s, CudaMma& out);
 // The strategy IRON_CUDA_MMA names (Auto when unset); throws iron::Error naming a bad value.
@@ -93,7 +92,10 @@ struct EmitOptions {
 // What lavapipe does to loops, for the error the runtime gives when a loop hit the limit.
 extern const char* const kLoopLimitText;
 
-// `dtype` substitutes the generic T. Diagnostics are collected, never thrown.
+// `dtype` substitutes the generic T. Diagnostics are collected, never thrown. The profile says
+// what the code may assume of the machine (lane width, limits, tile strategy); the Target form
+// takes the target's default profile (profile_for).
+Emitted emit(const ir::Kernel& k, Instantiation dtype, const TargetProfile& profile, const EmitOptions& options = {});
 Emitted emit(const ir::Kernel& k, Instantiation dtype, Target target, const EmitOptions& options = {});
 
 // Threadgroup memory on CUDA: static `__shared__` arrays while the kernel's arrays all have a
@@ -137,5 +139,31 @@ struct Spirv {
 Spirv compile_glsl(const std::string& source, const std::string& name);
 // Validates an existing module (spirv-val) and returns the messages; empty when valid.
 std::string validate_spirv(const std::vector<uint32_t>& words);
+
+// HIP -> AMDGPU code object, offline, with clang++ (hip.cpp). The toolchain: IRON_HIP_CLANG
+// (default clang++-15), IRON_ROCM_PATH (default /usr: Debian's hipcc), the device bitcode
+// (IRON_HIP_DEVICE_LIB_PATH, else Debian's or ROCm's place), IRON_HIP_READELF (llvm-readelf-15).
+struct HipToolchain {
+  std::string clang, readelf, rocm_path, device_lib_path;
+  std::string why;  // why HIP cannot compile here; empty when it can
+  bool ok() const { return why.empty(); }
+};
+HipToolchain hip_toolchain();
+struct HipObject {
+  std::vector<char> code;  // the ELF code object (hipModuleLoadData takes it)
+  std::string log;         // the compiler's messages, or why it could not run
+  bool ok = false;
+};
+// `arch` is an AMD GPU architecture (gfx90a, gfx940, gfx1030, ...); `name` labels files.
+HipObject compile_hip(const std::string& source, const std::string& arch, const std::string& name);
+// What the code object's AMDGPU metadata says of each kernel.
+struct HipKernelResources {
+  std::string name;
+  uint32_t vgprs = 0, sgprs = 0, agprs = 0, vgpr_spills = 0, sgpr_spills = 0;
+  uint32_t lds_bytes = 0;      // .group_segment_fixed_size: static LDS
+  uint32_t scratch_bytes = 0;  // .private_segment_fixed_size: per-lane scratch
+  uint32_t wavefront = 0;
+};
+std::vector<HipKernelResources> hip_resources(const std::vector<char>& code, std::string& why);
 
 }  // namespace iron::codegen

@@ -50,26 +50,43 @@ std::string glsl_lines(const char* text) {
 
 const char* axis_name(int64_t a) { return a == 0 ? "x" : a == 1 ? "y" : "z"; }
 
-class GlslDialect final : public Dialect {
- public:
-  const char* name() const override { return "GLSL"; }
-
+DialectSpelling glsl_spelling() {
+  DialectSpelling sp;
+  sp.name = "GLSL";
   // 8-, 16- and 64-bit integers are the GL_EXT_shader_explicit_arithmetic_types_* types, which
   // compute in their own width (the dispatch check requires the device features).
-  std::string reg_type(DType t) const override {
-    switch (t) {
-      case DType::I32: return "int";
-      case DType::U32: return "uint";
-      case DType::Bool: return "bool";
-      case DType::I8: return "int8_t";
-      case DType::U8: return "uint8_t";
-      case DType::I16: return "int16_t";
-      case DType::U16: return "uint16_t";
-      case DType::I64: return "int64_t";
-      case DType::U64: return "uint64_t";
-      default: return "float";  // every float dtype, fp8 included, is an f32 register
-    }
-  }
+  sp.u32 = "uint";
+  sp.i8 = "int8_t";
+  sp.u8 = "uint8_t";
+  sp.i16 = "int16_t";
+  sp.u16 = "uint16_t";
+  sp.i64 = "int64_t";
+  sp.u64 = "uint64_t";
+  sp.c_casts = false;
+  // Float values are `precise` (var_type): no contraction into fma or other reassociation the
+  // IR does not say (docs/semantics.md); the execution modes in begin() keep NaN, Inf and -0.
+  sp.const_decl = "";
+  // `precise` only reaches operations that feed a precise variable: a float expression fused
+  // into a store, a comparison or a cast would escape it (and could be contracted into an fma).
+  // Every value is therefore declared; the driver's compiler fuses them again.
+  sp.inline_fused = false;
+  sp.float_suffix = "";
+  sp.i64_suffix = "l";
+  sp.u64_suffix = "ul";
+  sp.float_to_bits = "floatBitsToUint";
+  sp.bits_to_float = "uintBitsToFloat";
+  sp.barrier = "memoryBarrierShared(); barrier();";
+  sp.fence_threadgroup = "groupMemoryBarrier();";
+  sp.fence_device = "memoryBarrier();";
+  // Exact on every driver: SPIR-V Floor, Ceil, RoundEven, Trunc.
+  sp.ops = {{ir::Op::Rint, "roundEven(%0)"}, {ir::Op::Rsqrt, "inversesqrt(%0)"}};
+  return sp;
+}
+
+class GlslDialect final : public Dialect {
+ public:
+  GlslDialect() : Dialect(glsl_spelling()) {}
+
   std::string storage_type(DType t) const {
     switch (t) {
       case DType::F16: return "uint16_t";
@@ -78,20 +95,7 @@ class GlslDialect final : public Dialect {
       default: return reg_type(t);
     }
   }
-  std::string convert(DType to, const std::string& x) const override { return reg_type(to) + "(" + x + ")"; }
-  std::string int64_literal(uint64_t bits, bool is_signed) const override {
-    if (!is_signed) return std::to_string(bits) + "ul";
-    if (bits == 0x8000000000000000ull) return "(-9223372036854775807l - 1l)";
-    return "(" + std::to_string(int64_t(bits)) + "l)";
-  }
-  // Float values are `precise`: no contraction into fma or other reassociation the IR does not
-  // say (docs/semantics.md); the execution modes in begin() keep NaN, Inf and -0 exact.
-  std::string decl(DType t) const override { return var_type(t) + " "; }
   std::string var_type(DType t) const override { return is_float(t) ? "precise " + reg_type(t) : reg_type(t); }
-  // `precise` only reaches operations that feed a precise variable: a float expression fused
-  // into a store, a comparison or a cast would escape it (and could be contracted into an fma).
-  // Every value is therefore declared; the driver's compiler fuses them again.
-  bool inline_fused() const override { return false; }
 
   void begin(EmitState& s, std::string& out) const override {
     const ir::Kernel& k = s.k;
@@ -232,7 +236,6 @@ class GlslDialect final : public Dialect {
       out += "  precise float iron_neg_zero = uintBitsToFloat(uint(gl_NumWorkGroups.x != 0u) << 31);\n";
   }
 
-  void end(EmitState&, std::string& out) const override { out += "}\n"; }
 
   std::string builtin(EmitState& s, const ir::Inst& in) const override {
     std::string a = axis_name(in.attr(ir::Attr::Axis));
@@ -310,57 +313,34 @@ class GlslDialect final : public Dialect {
     }
   }
 
-  const char* float_suffix() const override { return ""; }
-  std::string float_neg(const std::string& x) const override {
-    return "uintBitsToFloat(floatBitsToUint(" + x + ") ^ 0x80000000u)";
-  }
-  std::string float_from_bits(uint32_t bits) const override {
-    char hex[16];
-    std::snprintf(hex, sizeof hex, "%08x", bits);
-    return "uintBitsToFloat(0x" + std::string(hex) + "u)";
-  }
 
+  // ops.def's spellings (floor, exp, tanh, fma, ...; roundEven and inversesqrt in
+  // DialectSpelling) for the rest; here what GLSL computes through Iron's helpers. The driver's
+  // functions are within the bounds of docs/semantics.md; erf, pow, the range reduction of sin
+  // and cos, the decomposition of log2's argument and exp2's subnormal range are Iron's
+  // (glsl_math.inc), sqrt exact (glsl_exact_math.inc).
   std::string math(EmitState& s, const ir::Inst& in, DType t, const std::vector<std::string>& a) const override {
-    if (is_integer(t) && int_bits(t) != 32) {
-      std::string text = int_math(in.op, t, a);
-      if (!text.empty()) return text;
-    }
-    bool int_op = in.op == ir::Op::MulHi || in.op == ir::Op::Popcount || in.op == ir::Op::Clz;
-    bool any = in.op == ir::Op::Abs || in.op == ir::Op::Min || in.op == ir::Op::Max;
-    if (int_op ? !is_integer(t) : !is_float(t) && !any) {
-      s.unsupported(in, name(), std::string(ir::mnemonic(in.op)) + " of " + dtype_name(t));
-      return "0";
-    }
-    const std::string u32 = reg_type(t);
+    const bool f = is_float(t), i32 = is_integer(t);
+    auto call = [&](const char* helper, const std::string& fn) {
+      s.helpers.insert(helper);
+      std::string args;
+      for (const std::string& x : a) args += (args.empty() ? "" : ", ") + x;
+      return fn + "(" + args + ")";
+    };
     switch (in.op) {
-      // Exact on every driver (SPIR-V Floor, Ceil, RoundEven, Trunc).
-      case ir::Op::Floor: return "floor(" + a[0] + ")";
-      case ir::Op::Ceil: return "ceil(" + a[0] + ")";
-      case ir::Op::Rint: return "roundEven(" + a[0] + ")";
-      case ir::Op::Trunc: return "trunc(" + a[0] + ")";
-      // The driver's functions, within the bounds of docs/semantics.md; erf, pow, the range
-      // reduction of sin and cos, the decomposition of log2's argument and exp2's subnormal
-      // range are Iron's (glsl_math.inc).
-      case ir::Op::Sin: s.helpers.insert("trig"); return "iron_sin(" + a[0] + ")";
-      case ir::Op::Cos: s.helpers.insert("trig"); return "iron_cos(" + a[0] + ")";
-      case ir::Op::Exp2: s.helpers.insert("exp2"); return "iron_exp2(" + a[0] + ")";
-      case ir::Op::Log2: s.helpers.insert("log2"); return "iron_log2(" + a[0] + ")";
-      case ir::Op::Erf: s.helpers.insert("erf"); return "iron_erf(" + a[0] + ")";
-      case ir::Op::Pow: s.helpers.insert("pow"); return "iron_pow(" + a[0] + ", " + a[1] + ")";
+      case ir::Op::Sin: if (f) return call("trig", "iron_sin"); break;
+      case ir::Op::Cos: if (f) return call("trig", "iron_cos"); break;
+      case ir::Op::Exp2: if (f) return call("exp2", "iron_exp2"); break;
+      case ir::Op::Log2: if (f) return call("log2", "iron_log2"); break;
+      case ir::Op::Erf: if (f) return call("erf", "iron_erf"); break;
+      case ir::Op::Pow: if (f) return call("pow", "iron_pow"); break;
+      case ir::Op::Sqrt: if (f) return call("fsqrt", "iron_sqrt_f32"); break;
       case ir::Op::MulHi:
-        s.helpers.insert(t == DType::I32 ? "mulhi_i32" : "mulhi_u32");
-        return std::string(t == DType::I32 ? "iron_mulhi_i32(" : "iron_mulhi_u32(") + a[0] + ", " + a[1] + ")";
+        if (i32) return t == DType::I32 ? call("mulhi_i32", "iron_mulhi_i32") : call("mulhi_u32", "iron_mulhi_u32");
+        break;
       // bitCount and findMSB return int; findMSB of a uint 0 is -1, so 31 - findMSB is 32 there.
-      case ir::Op::Popcount: return u32 + "(bitCount(" + a[0] + "))";
-      case ir::Op::Clz: return u32 + "(31 - findMSB(uint(" + a[0] + ")))";
-      case ir::Op::Exp: return "exp(" + a[0] + ")";
-      case ir::Op::Log: return "log(" + a[0] + ")";
-      case ir::Op::Sqrt: s.helpers.insert("fsqrt"); return "iron_sqrt_f32(" + a[0] + ")";
-      case ir::Op::Rsqrt: return "inversesqrt(" + a[0] + ")";
-      case ir::Op::Tanh: return "tanh(" + a[0] + ")";
-      case ir::Op::Abs: return t == DType::U32 ? a[0] : "abs(" + a[0] + ")";
-      case ir::Op::Min: return is_float(t) ? fmin_fmax(s, false, a[0], a[1]) : "min(" + a[0] + ", " + a[1] + ")";
-      case ir::Op::Max: return is_float(t) ? fmin_fmax(s, true, a[0], a[1]) : "max(" + a[0] + ", " + a[1] + ")";
+      case ir::Op::Popcount: if (i32) return reg_type(t) + "(bitCount(" + a[0] + "))"; break;
+      case ir::Op::Clz: if (i32) return reg_type(t) + "(31 - findMSB(uint(" + a[0] + ")))"; break;
       case ir::Op::Fma:
         // f16 / bf16: one rounding of the exact a * b + c, the f32 rounded to odd then to the
         // dtype (docs/semantics.md). f16 in f32 alone; bf16 needs shaderFloat64.
@@ -369,13 +349,11 @@ class GlslDialect final : public Dialect {
           s.helpers.insert(helper);
           return cast(s, in, DType::F32, t, std::string("iron_") + helper + "(" + a[0] + ", " + a[1] + ", " + a[2] + ")");
         }
-        if (s.emulate_fma) {
-          s.helpers.insert("fma");
-          return "iron_fma(" + a[0] + ", " + a[1] + ", " + a[2] + ")";
-        }
-        return "fma(" + a[0] + ", " + a[1] + ", " + a[2] + ")";
-      default: s.unsupported(in, name(), ir::mnemonic(in.op)); return "0";
+        if (f && s.emulate_fma) return call("fma", "iron_fma");
+        break;
+      default: break;
     }
+    return Dialect::math(s, in, t, a);
   }
 
   std::string cast(EmitState& s, const ir::Inst& in, DType from, DType to, const std::string& x) const override {
@@ -424,13 +402,6 @@ class GlslDialect final : public Dialect {
     return reg_type(to) + "(" + x + ")";
   }
 
-  std::string lane_reduce(EmitState& s, const ir::Inst& in, DType t, const std::string& x) const override {
-    if (t != DType::F32 && t != DType::I32 && t != DType::U32) {
-      s.unsupported(in, name(), std::string(ir::mnemonic(in.op)) + " of " + dtype_name(t));
-      return x;
-    }
-    return std::string(in.op == ir::Op::LaneSum ? "iron_lane_sum(" : "iron_lane_max(") + x + ")";
-  }
 
   // lavapipe's code generator (gallivm) folds x + 0.0 to x, 0.0 - x to -x and x * 0.0 to 0.0
   // whenever an operand is the constant +0.0, and x - (-0.0) to x, execution modes and `precise`
@@ -441,16 +412,10 @@ class GlslDialect final : public Dialect {
     return negative ? "iron_neg_zero" : "iron_zero";
   }
 
-  // GLSL min/max are undefined on NaN: an explicit helper.
-  std::string fmin_fmax(EmitState& s, bool is_max, const std::string& a, const std::string& b) const override {
-    s.helpers.insert(is_max ? "fmax" : "fmin");
-    return std::string(is_max ? "iron_fmax(" : "iron_fmin(") + a + ", " + b + ")";
-  }
   std::string float_div(EmitState& s, const std::string& a, const std::string& b) const override {
     s.helpers.insert("fdiv");
     return "iron_div_f32(" + a + ", " + b + ")";
   }
-  const char* helper_prefix() const override { return ""; }
   std::string helper(const std::string& name) const override {
     // The driver's own results are only the starting estimates (glsl_exact_math.inc).
     if (name == "f16") return glsl_lines(kGlsl_f16_conversions);
@@ -599,7 +564,6 @@ class GlslDialect final : public Dialect {
     return "iron_pair_" + std::string(ir::mnemonic(in.op)) + "_" + e + "(" + args + ")";
   }
 
-  std::string barrier() const override { return "memoryBarrierShared(); barrier();"; }
 
   // Lane-op helpers the body asked for. Every shuffle is subgroupShuffle from a source lane
   // computed here (a source outside the subgroup leaves the lane its own value,
@@ -762,9 +726,6 @@ class GlslDialect final : public Dialect {
                       std::to_string(in.loc.file) + "u);");
   }
 
-  std::string fence(ir::Op op) const override {
-    return op == ir::Op::FenceDevice ? "memoryBarrier();" : "groupMemoryBarrier();";
-  }
 
   // A shared array that f32 atomics act on is declared `shared uint`: plain accesses convert.
   std::string tg_word_load(const std::string& elem) const override { return "uintBitsToFloat(" + elem + ")"; }

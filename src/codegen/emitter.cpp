@@ -1,5 +1,6 @@
 // The one C-like emitter: walks the optimized IR and prints a statement per instruction,
 // asking the dialect for every spelling that differs between targets.
+#include <cctype>
 #include <cmath>
 #include <algorithm>
 #include <cstdio>
@@ -10,8 +11,6 @@
 #include "core/numeric.hpp"
 
 namespace iron::codegen {
-
-const char* target_name(Target t) { return t == Target::Cuda ? "cuda" : "glsl"; }
 
 const char* const kLoopLimitText =
     "lavapipe (Mesa llvmpipe) stops every loop of a shader invocation once its loops have run "
@@ -54,6 +53,107 @@ std::string Dialect::literal(EmitState& s, const ir::Inst& in) const {
       return float_literal(v, float_suffix());
     }
   }
+}
+
+// --- Dialect defaults: the spellings as data (DialectSpelling) and ops.def's templates -------
+
+std::string Dialect::reg_type(DType t) const {
+  switch (t) {
+    case DType::I32: return sp_.i32;
+    case DType::U32: return sp_.u32;
+    case DType::Bool: return sp_.boolean;
+    case DType::I8: return sp_.i8;
+    case DType::U8: return sp_.u8;
+    case DType::I16: return sp_.i16;
+    case DType::U16: return sp_.u16;
+    case DType::I64: return sp_.i64;
+    case DType::U64: return sp_.u64;
+    default: return sp_.f32;  // every float dtype, fp8 included, is an f32 register
+  }
+}
+
+std::string Dialect::convert(DType to, const std::string& x) const {
+  return sp_.c_casts ? "((" + reg_type(to) + ")(" + x + "))" : reg_type(to) + "(" + x + ")";
+}
+
+std::string Dialect::int64_literal(uint64_t bits, bool is_signed) const {
+  if (!is_signed) return std::to_string(bits) + sp_.u64_suffix;
+  const std::string l = sp_.i64_suffix;
+  if (bits == 0x8000000000000000ull) return "(-9223372036854775807" + l + " - 1" + l + ")";
+  return "(" + std::to_string(int64_t(bits)) + l + ")";
+}
+
+std::string Dialect::float_from_bits(uint32_t bits) const {
+  char hex[16];
+  std::snprintf(hex, sizeof hex, "%08x", bits);
+  return std::string(sp_.bits_to_float) + "(0x" + hex + "u)";
+}
+
+std::string Dialect::float_neg(const std::string& x) const {
+  return std::string(sp_.bits_to_float) + "(" + sp_.float_to_bits + "(" + x + ") ^ 0x80000000u)";
+}
+
+std::string Dialect::spell(ir::Op op, DType t, const std::vector<std::string>& a) const {
+  std::string text;
+  bool from_table = false;
+  if (auto it = sp_.float_ops.find(op); is_float(t) && it != sp_.float_ops.end()) {
+    text = it->second;
+  } else if (auto jt = sp_.ops.find(op); jt != sp_.ops.end()) {
+    text = jt->second;
+  } else {
+    text = ir::default_spelling(op);
+    from_table = true;
+  }
+  if (text.empty()) return {};
+  // A function spelled by the table: float math takes the dialect's suffix ("floor" -> "floorf").
+  const size_t paren = text.find('(');
+  if (from_table && is_float(t) && *sp_.float_math_suffix && paren != std::string::npos && paren > 0 &&
+      std::isalpha(static_cast<unsigned char>(text[0])))
+    text.insert(paren, sp_.float_math_suffix);
+  std::string out;
+  for (size_t i = 0; i < text.size(); ++i) {
+    if (text[i] == '%' && i + 1 < text.size() && text[i + 1] >= '0' && text[i + 1] <= '9') {
+      const size_t n = size_t(text[++i] - '0');
+      out += n < a.size() ? a[n] : std::string("/*missing operand*/");
+    } else {
+      out += text[i];
+    }
+  }
+  return out;
+}
+
+std::string Dialect::math(EmitState& s, const ir::Inst& in, DType t, const std::vector<std::string>& a) const {
+  if (is_integer(t) && int_bits(t) != 32) {
+    std::string text = int_math(in.op, t, a);
+    if (!text.empty()) return text;
+  }
+  const bool int_op = in.op == ir::Op::MulHi || in.op == ir::Op::Popcount || in.op == ir::Op::Clz;
+  const bool any = in.op == ir::Op::Abs || in.op == ir::Op::Min || in.op == ir::Op::Max;
+  if (int_op ? !is_integer(t) : !is_float(t) && !any) {
+    s.unsupported(in, name(), std::string(ir::mnemonic(in.op)) + " of " + dtype_name(t));
+    return "0";
+  }
+  if ((in.op == ir::Op::Min || in.op == ir::Op::Max) && is_float(t)) return fmin_fmax(s, in.op == ir::Op::Max, a[0], a[1]);
+  if (in.op == ir::Op::Abs && t == DType::U32) return a[0];
+  std::string text = spell(in.op, t, a);
+  if (text.empty()) {
+    s.unsupported(in, name(), ir::mnemonic(in.op));
+    return "0";
+  }
+  return text;
+}
+
+std::string Dialect::lane_reduce(EmitState& s, const ir::Inst& in, DType t, const std::string& x) const {
+  if (t != DType::F32 && t != DType::I32 && t != DType::U32) {
+    s.unsupported(in, name(), std::string(ir::mnemonic(in.op)) + " of " + dtype_name(t));
+    return x;
+  }
+  return std::string(in.op == ir::Op::LaneSum ? "iron_lane_sum(" : "iron_lane_max(") + x + ")";
+}
+
+std::string Dialect::fmin_fmax(EmitState& s, bool is_max, const std::string& a, const std::string& b) const {
+  s.helpers.insert(is_max ? "fmax" : "fmin");
+  return std::string(is_max ? "iron_fmax(" : "iron_fmin(") + a + ", " + b + ")";
 }
 
 std::string Dialect::shift_amount(DType amount_type, const std::string& b) const {
@@ -250,25 +350,13 @@ struct Emitter {
       std::string text = d.int_binary(s, in.op, t, a, b, s.concrete(s.k.insts[in.operands[1]].type));
       if (!text.empty()) return text;
     }
-    switch (in.op) {
-      case ir::Op::Add: return "(" + a + " + " + b + ")";
-      case ir::Op::Sub: return "(" + a + " - " + b + ")";
-      case ir::Op::Mul: return "(" + a + " * " + b + ")";
-      case ir::Op::Div: return is_float(t) ? d.float_div(s, a, b) : "(" + a + " / " + b + ")";
-      case ir::Op::Rem: return "(" + a + " % " + b + ")";
-      case ir::Op::And: return boolean ? "(" + a + " && " + b + ")" : "(" + a + " & " + b + ")";
-      case ir::Op::Or: return boolean ? "(" + a + " || " + b + ")" : "(" + a + " | " + b + ")";
-      case ir::Op::Xor: return boolean ? "(" + a + " != " + b + ")" : "(" + a + " ^ " + b + ")";
-      case ir::Op::Shl: return "(" + a + " << " + b + ")";
-      case ir::Op::Shr: return "(" + a + " >> " + b + ")";
-      case ir::Op::Eq: return "(" + a + " == " + b + ")";
-      case ir::Op::Ne: return "(" + a + " != " + b + ")";
-      case ir::Op::Lt: return "(" + a + " < " + b + ")";
-      case ir::Op::Le: return "(" + a + " <= " + b + ")";
-      case ir::Op::Gt: return "(" + a + " > " + b + ")";
-      case ir::Op::Ge: return "(" + a + " >= " + b + ")";
-      default: return {};
-    }
+    // Division of floats may need a helper (GLSL: Vulkan's `/` is not exact); bool and/or/xor
+    // are the logical forms; every other binary op is the dialect's spelling of ops.def's.
+    if (in.op == ir::Op::Div && is_float(t)) return d.float_div(s, a, b);
+    if (boolean && in.op == ir::Op::And) return "(" + a + " && " + b + ")";
+    if (boolean && in.op == ir::Op::Or) return "(" + a + " || " + b + ")";
+    if (boolean && in.op == ir::Op::Xor) return "(" + a + " != " + b + ")";
+    return d.spell(in.op, t, {a, b});
   }
 
   // The value a store writes. A cast to the buffer's own 16-bit float or fp8 dtype rounds, and
@@ -360,7 +448,7 @@ struct Emitter {
       case Op::Not:
         if (t == DType::Bool) def("(!" + arg(0) + ")");
         else if (int_bits(t) < 32) def(d.convert(t, "~" + arg(0)));  // C promotes: wrap back
-        else def("(~" + arg(0) + ")");
+        else def(d.spell(in.op, t, {arg(0)}));
         break;
       case Op::Min: case Op::Max: case Op::Abs: case Op::Fma: case Op::Exp: case Op::Log: case Op::Sqrt:
       case Op::Rsqrt: case Op::Tanh: case Op::Floor: case Op::Ceil: case Op::Rint: case Op::Trunc: case Op::Sin:
@@ -371,7 +459,7 @@ struct Emitter {
         def(rounded(in, t, d.math(s, in, t, a)));
         break;
       }
-      case Op::Select: def("(" + arg(0) + " ? " + arg(1) + " : " + arg(2) + ")"); break;
+      case Op::Select: def(d.spell(in.op, t, {arg(0), arg(1), arg(2)})); break;
       case Op::Cast: def(d.cast(s, in, s.concrete(s.k.insts[in.operands[0]].type), t, arg(0))); break;
       case Op::Bitcast: def(d.bitcast(s, in, s.concrete(s.k.insts[in.operands[0]].type), t, arg(0))); break;
       case Op::Load:
@@ -548,20 +636,33 @@ struct Emitter {
 }  // namespace
 
 Emitted emit(const ir::Kernel& k, Instantiation dtype, Target target, const EmitOptions& options) {
+  return emit(k, dtype, profile_for(target), options);
+}
+
+Emitted emit(const ir::Kernel& k, Instantiation dtype, const TargetProfile& profile, const EmitOptions& options) {
+  const Target target = profile.target;
+  const TargetInfo& info = target_info(target);
+  const bool c_like = target == Target::Cuda || target == Target::Hip;  // CUDA C++ and its HIP variant
   Emitted result;
-  result.entry = target == Target::Cuda ? entry_name(k, dtype) : "main";
+  result.entry = target == Target::Glsl ? "main" : entry_name(k, dtype);
   if (std::string why; !ir::declares(k, dtype, &why)) {
     result.diags.error({}, why);
     return result;
   }
+  if (!info.make_dialect) {
+    result.diags.error({}, std::string("this build has no ") + info.language + " dialect (target '" + info.name + "')");
+    return result;
+  }
   EmitState s(k, dtype);  // every other member starts at its default
+  s.profile = profile;
   s.preserve_f32_specials = options.preserve_f32_specials;
   s.f16_round_to_nearest_even = options.f16_round_to_nearest_even;
   s.loop_check = options.loop_limit_check && target == Target::Glsl;
   s.emulate_fma = options.emulate_fma && target == Target::Glsl;
   s.poison_locals = options.poison_register_arrays && target == Target::Glsl;
-  s.cuda_mma = options.cuda_mma;
-  if (target == Target::Cuda && options.threadgroup[0] != 0)
+  // A forced CUDA strategy wins on CUDA; otherwise the profile's (HIP: the software path).
+  s.cuda_mma = target == Target::Cuda && options.cuda_mma != MmaStrategy::Auto ? options.cuda_mma : profile.mma;
+  if (c_like && options.threadgroup[0] != 0)
     for (int a = 0; a < 3; ++a) s.threadgroup[a] = options.threadgroup[a] ? options.threadgroup[a] : 1;
   s.tile_f64 = options.tile_f64 && target == Target::Glsl;
   int buffers = 0, scalars = 0;
@@ -599,7 +700,7 @@ Emitted emit(const ir::Kernel& k, Instantiation dtype, Target target, const Emit
           chunk_elems(ir::resolve(k.params[in.param()].dtype, dtype), int(in.attr(ir::Attr::Vec))));
   });
 
-  std::unique_ptr<Dialect> d = target == Target::Cuda ? make_cuda_dialect() : make_glsl_dialect();
+  std::unique_ptr<Dialect> d = info.make_dialect(profile);
   if (target == Target::Glsl) {
     // Cooperative matrices take f16 tiles only; any bf16 fragment keeps the software path.
     bool f16_tiles = false, other = false;

@@ -33,6 +33,8 @@ const char* cuda_mma_name(CudaMma m) {
     case CudaMma::Software: return "software";
     case CudaMma::Wmma: return "wmma";
     case CudaMma::MmaSync: return "mma";
+    case MmaStrategy::Coopmat: return "coopmat";
+    case MmaStrategy::SimdgroupMatrix: return "simdgroup_matrix";
   }
   return "?";
 }
@@ -102,13 +104,16 @@ const char* const kCudaCoordsWhole =
     "__device__ __forceinline__ void iron_tile_coord_b(unsigned i, unsigned& r, unsigned& c) { r = i >> 4; c = i & 15u; }\n"
     "__device__ __forceinline__ void iron_tile_coord_st(unsigned i, unsigned& r, unsigned& c) { r = i >> 4; c = i & 15u; }\n";
 
-std::string cuda_software(bool f16, bool bf16, bool fp8) {
+// Every lane holds the whole tile; a store splits the elements between the lanes of the group
+// (lane l stores elements l, l + W, ...), W the profile's lane width.
+std::string cuda_software(bool f16, bool bf16, bool fp8, uint32_t lanes) {
+  const std::string w = std::to_string(lanes);
   std::string out =
       "struct iron_tile_acc { float x[256]; };\n"
       "#define IRON_TILE_LDMATRIX 0\n"
       "#define IRON_TILE_LD_FIRST 0u\n#define IRON_TILE_LD_END 256u\n#define IRON_TILE_LD_STEP 1u\n"
-      "#define IRON_TILE_ST_FIRST (iron_flat_local_id() & 31u)\n#define IRON_TILE_ST_END 256u\n"
-      "#define IRON_TILE_ST_STEP 32u\n";
+      "#define IRON_TILE_ST_FIRST (iron_flat_local_id() & " + std::to_string(lanes - 1) + "u)\n#define IRON_TILE_ST_END 256u\n"
+      "#define IRON_TILE_ST_STEP " + w + "u\n";
   out += kCudaCoordsWhole;
   out +=
       "__device__ __forceinline__ iron_tile_acc iron_tile_fill(float v) {\n"
@@ -835,7 +840,7 @@ std::string tile_prelude(const EmitState& s, bool cuda) {
   // and bf16 from sm_80, m16n8k32 takes e4m3 from sm_89.
   const std::string wmma_arch = bf16 ? "800" : "700", mma_arch = fp8 ? "890" : "800";
   switch (s.cuda_mma) {
-    case CudaMma::Software: return out + cuda_software(f16, bf16, fp8);
+    case CudaMma::Software: return out + cuda_software(f16, bf16, fp8, s.profile.lane_width);
     case CudaMma::Wmma:
       if (fp8) return out + "#error \"IRON_CUDA_MMA=wmma has no f8e4m3 tiles (wmma takes f16 and bf16 only)\"\n";
       return out + "#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < " + wmma_arch +
@@ -846,18 +851,20 @@ std::string tile_prelude(const EmitState& s, bool cuda) {
              mma_arch.substr(0, 2) + " or newer" + (fp8 ? " for f8e4m3 tiles" : "") + "\"\n#endif\n" +
              cuda_mma(f16, bf16, fp8);
     case CudaMma::Auto: break;
+    case MmaStrategy::Coopmat: case MmaStrategy::SimdgroupMatrix:
+      return out + "#error \"the " + std::string(cuda_mma_name(s.cuda_mma)) + " tile strategy is not a CUDA one\"\n";
   }
   // Chosen by the architecture NVRTC compiles for: mma.sync where it takes every input type of
   // the kernel, wmma where it does (never with f8e4m3), the software path below that.
   out += "#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= " + mma_arch + "\n" + cuda_mma(f16, bf16, fp8);
   if (!fp8) out += "#elif defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= " + wmma_arch + "\n" + cuda_wmma(f16, bf16);
-  return out + "#else\n" + cuda_software(f16, bf16, fp8) + "#endif\n";
+  return out + "#else\n" + cuda_software(f16, bf16, fp8, s.profile.lane_width) + "#endif\n";
 }
 
 void tile_op(EmitState& s, const Dialect& d, ir::Id id, const std::vector<std::string>& a,
              std::vector<std::string>& lines, std::string& value) {
   const ir::Inst& in = s.k.insts[id];
-  if (std::string(d.name()) != "CUDA")
+  if (s.profile.target == Target::Glsl)
     return s.tile_coopmat ? glsl_coopmat_op(s, d, id, a, lines, value) : glsl_tile_op(s, d, id, a, lines);
   const std::string U = d.reg_type(DType::U32);
   const std::string reg = "v" + std::to_string(id);

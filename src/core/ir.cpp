@@ -198,7 +198,7 @@ namespace ir {
 
 using namespace trait;
 static const OpInfo kOps[] = {
-#define IRON_OP(name, mn, arity, traits) {mn, arity, traits},
+#define IRON_OP(name, mn, arity, traits, spelling) {mn, arity, traits, spelling},
 #include "core/ops.def"
 #undef IRON_OP
 };

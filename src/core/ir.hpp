@@ -15,7 +15,7 @@
 namespace iron::ir {
 
 enum class Op : uint16_t {
-#define IRON_OP(name, mnemonic, arity, traits) name,
+#define IRON_OP(name, mnemonic, arity, traits, spelling) name,
 #include "core/ops.def"
 #undef IRON_OP
   Count_
@@ -35,9 +35,11 @@ struct OpInfo {
   const char* mnemonic;
   int arity;
   uint32_t traits;
+  const char* spelling;  // the default C-like expression, %0..%2 the operands ("" if none)
 };
 const OpInfo& op_info(Op op);
 inline const char* mnemonic(Op op) { return op_info(op).mnemonic; }
+inline const char* default_spelling(Op op) { return op_info(op).spelling; }
 inline bool has_trait(Op op, uint32_t t) { return (op_info(op).traits & t) != 0; }
 bool op_from_mnemonic(std::string_view s, Op& out);
 

@@ -537,8 +537,8 @@ int fuzz_main(int argc, char** argv) {
                   {"difference", why},
                   {"reproduce", repro + " --seed " + std::to_string(p.seed) + " --programs 1"}};
         if (reported < cfg.reports) {
-          codegen::Target target =
-              pair.dev->backend == Backend::Cuda ? codegen::Target::Cuda : codegen::Target::Glsl;
+          codegen::Target target = codegen::Target::Glsl;  // the registry's, for a device backend
+          codegen::target_of_backend(backend_name(pair.dev->backend), target);
           m["ir"] = ir::print(p.kernel);
           codegen::Emitted e = codegen::emit(p.optimized, p.launch.dtype, target);
           m["source"] = e.ok() ? e.source : e.diags.render(p.optimized);

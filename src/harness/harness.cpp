@@ -134,6 +134,7 @@ Tolerance case_tolerance(const TestSetup& setup, double declared, DType output) 
 
 double element_error(const Tolerance& rule, DType output, double got, double want, double floor) {
   if (std::isnan(got) || std::isnan(want)) return INFINITY;
+  if (got == want) return 0;  // exact, infinities of the same sign included
   double scale = std::max(floor, std::fabs(want));
   double err = std::fabs(got - want) / (rule.ulps ? ulp_of(output, scale) : scale);
   return std::isnan(err) ? INFINITY : err;

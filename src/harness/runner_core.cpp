@@ -294,7 +294,7 @@ struct Args {
   std::string command;
   std::vector<std::string> positional;
   std::string filter, backend, dtype, emit, out_dir, arch = "sm_90a";
-  bool ir = false, no_compile = false, locations = false;
+  bool ir = false, no_compile = false, locations = false, resources = false;
   bool mutate = false;     // test: mutation testing instead of the corpus
   uint32_t mutate_every = 1;  // test --mutate: run every n-th mutant (a deterministic subset)
   // Pipeline controls (inspect).
@@ -444,6 +444,7 @@ Args parse_args(int argc, char** argv) {
     else if (s == "--specialize") parse_specialize(value(), a.specialize);
     else if (s == "--ir") a.ir = true;
     else if (s == "--locations") a.locations = true;
+    else if (s == "--resources") a.resources = true;
     else if (s == "--no-compile") a.no_compile = true;
     else if (s == "--pass") a.pass = value();
     else if (s == "--stop-after") a.stop_after = value();
@@ -901,13 +902,37 @@ int cmd_inspect(const Args& a) {
   }
   Instantiation d = pick_dtype(k, a.dtype);
   codegen::Target target = codegen::Target::Cuda;
-  if (!a.backend.empty() && a.backend != "cuda") {
-    if (a.backend != "vulkan") throw Error("unknown backend '" + a.backend + "' (use vulkan or cuda)");
-    target = codegen::Target::Glsl;
-  }
-  codegen::Emitted e = codegen::emit(k, d, target, target == codegen::Target::Cuda ? cuda_emit_options(a) : codegen::EmitOptions{});
+  if (!a.backend.empty() && !codegen::parse_target(a.backend, target))
+    throw Error("unknown backend '" + a.backend + "' (use cuda, hip, vulkan or msl)");
+  // --arch names the target's architecture; CUDA's default (sm_90a) means "the default" elsewhere.
+  const std::string arch = target == codegen::Target::Cuda || a.arch.rfind("sm_", 0) != 0 ? a.arch : "";
+  const codegen::TargetProfile profile = codegen::profile_for(target, arch);
+  const bool c_like = target == codegen::Target::Cuda || target == codegen::Target::Hip;
+  codegen::Emitted e = codegen::emit(k, d, profile, c_like ? cuda_emit_options(a) : codegen::EmitOptions{});
   if (!e.ok()) throw Error(e.diags.render(k));
-  send({{"type", "text"}, {"text", e.source}});
+  if (!a.resources) {
+    send({{"type", "text"}, {"text", e.source}});
+    return 0;
+  }
+  // --resources: what the code object says the kernel uses (AMDGPU metadata notes).
+  if (target != codegen::Target::Hip)
+    throw Error("--resources reads an AMDGPU code object: use it with --backend hip");
+  codegen::HipObject o = codegen::compile_hip(e.source, profile.arch, e.entry);
+  if (!o.ok) throw Error("the HIP compile of " + e.entry + " for " + profile.arch + " failed:\n" + o.log);
+  std::string why;
+  std::vector<codegen::HipKernelResources> rs = codegen::hip_resources(o.code, why);
+  if (rs.empty()) throw Error(why);
+  std::string table = "; " + e.entry + " for " + profile.arch + " (" + std::to_string(o.code.size()) + "-byte code object)\n";
+  for (const codegen::HipKernelResources& r : rs) {
+    char row[320];
+    std::snprintf(row, sizeof row,
+                  "%s: VGPRs %u, SGPRs %u, AGPRs %u, LDS %u bytes, scratch %u bytes per lane, spills %u VGPR / %u SGPR, "
+                  "wavefront %u\n",
+                  r.name.c_str(), r.vgprs, r.sgprs, r.agprs, r.lds_bytes, r.scratch_bytes, r.vgpr_spills, r.sgpr_spills,
+                  r.wavefront);
+    table += row;
+  }
+  send({{"type", "text"}, {"text", table}});
   return 0;
 }
 

@@ -216,8 +216,10 @@ TEST(Codegen, FloatMinMaxUseTheOrderedHelpers) {
   for (const std::string* src : {&e.cuda, &e.glsl}) {
     EXPECT_NE(src->find("iron_fmin(v3, v3)"), std::string::npos) << *src;
     EXPECT_NE(src->find("iron_fmax(v4, v3)"), std::string::npos) << *src;
-    EXPECT_EQ(src->find("fminf("), std::string::npos) << *src;
-    EXPECT_EQ(src->find(" min("), std::string::npos) << *src;
+    // Never the bare built-ins on values (CUDA's helpers call fminf / fmaxf behind their NaN
+    // and signed-zero tests).
+    EXPECT_EQ(src->find("fminf(v"), std::string::npos) << *src;
+    EXPECT_EQ(src->find(" min(v"), std::string::npos) << *src;
   }
 }
 
@@ -324,4 +326,58 @@ TEST(Spirv, InvalidGlslGivesTheCompilerMessageAndTheName) {
   EXPECT_FALSE(s.ok);
   EXPECT_NE(s.log.find("broken_kernel"), std::string::npos) << s.log;
   EXPECT_NE(s.log.find("undefined_thing"), std::string::npos) << s.log;
+}
+
+// The target registry: one row per target, names that parse back, backends that map to their
+// target, and the profiles of the architectures each target knows.
+TEST(Codegen, TheTargetRegistryTiesNamesBackendsAndProfiles) {
+  for (size_t i = 0; i < codegen::kNumTargets; ++i) {
+    const codegen::TargetInfo& row = codegen::target_infos()[i];
+    EXPECT_EQ(size_t(row.target), i);
+    codegen::Target parsed;
+    ASSERT_TRUE(codegen::parse_target(row.name, parsed)) << row.name;
+    EXPECT_EQ(parsed, row.target);
+    EXPECT_EQ(codegen::profile_for(row.target).arch, row.default_arch);
+  }
+  codegen::Target t;
+  ASSERT_TRUE(codegen::parse_target("spirv", t));
+  EXPECT_EQ(t, codegen::Target::Glsl);
+  ASSERT_TRUE(codegen::target_of_backend("vulkan", t));
+  EXPECT_EQ(t, codegen::Target::Glsl);
+  ASSERT_TRUE(codegen::target_of_backend("cuda", t));
+  EXPECT_EQ(t, codegen::Target::Cuda);
+  EXPECT_FALSE(codegen::target_of_backend("interp", t));
+  EXPECT_FALSE(codegen::parse_target("metal2", t));
+
+  EXPECT_EQ(codegen::profile_for(codegen::Target::Cuda).lane_width, 32u);
+  EXPECT_EQ(codegen::profile_for(codegen::Target::Cuda, "sm_80").max_shared_bytes, 163u * 1024);
+  EXPECT_EQ(codegen::profile_for(codegen::Target::Hip, "gfx90a").lane_width, 64u);
+  EXPECT_EQ(codegen::profile_for(codegen::Target::Hip, "gfx90a").full_lane_mask(), "0xffffffffffffffffull");
+  EXPECT_EQ(codegen::profile_for(codegen::Target::Hip, "gfx1030").lane_width, 32u);
+  EXPECT_EQ(codegen::profile_for(codegen::Target::Glsl).lane_width, 0u);  // the device's subgroup size
+  EXPECT_TRUE(codegen::profile_for(codegen::Target::Cuda).supports(DType::BF16));
+  try {
+    codegen::profile_for(codegen::Target::Hip, "sm_90a");
+    ADD_FAILURE() << "an NVIDIA architecture for HIP must be refused";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("unknown AMD GPU architecture 'sm_90a'"), std::string::npos) << e.what();
+  }
+}
+
+// The op table's fifth column is every dialect's default spelling; a dialect overrides by name.
+TEST(Codegen, OpsSpellFromTheOpTableUnlessTheDialectOverrides) {
+  EXPECT_STREQ(ir::default_spelling(ir::Op::Add), "(%0 + %1)");
+  EXPECT_STREQ(ir::default_spelling(ir::Op::Floor), "floor(%0)");
+  EXPECT_STREQ(ir::default_spelling(ir::Op::Barrier), "");
+  const ir::Kernel k = ir::parse(
+      "kernel k mode=Elementwise {\n  param x : in buf<f32> extent=64\n  param y: out buf<f32> extent=64\n"
+      "  %0 = thread_id<0> : u32\n  %1 = load<x> %0 : f32\n  %2 = rint %1 : f32\n  %3 = rsqrt %2 : f32\n"
+      "  %4 = floor %3 : f32\n  store<y> %0, %4\n}\n");
+  const std::string cuda = codegen::emit(k, DType::F32, codegen::Target::Cuda).source;
+  const std::string glsl = codegen::emit(k, DType::F32, codegen::Target::Glsl).source;
+  for (const char* f : {"rintf(", "rsqrtf(", "floorf("})  // the table's, with CUDA's suffix
+    EXPECT_NE(cuda.find(f), std::string::npos) << f << "\n" << cuda;
+  EXPECT_NE(glsl.find("inversesqrt("), std::string::npos) << glsl;           // GLSL's overrides
+  EXPECT_NE(glsl.find("roundEven("), std::string::npos) << glsl;
+  EXPECT_NE(glsl.find("floor("), std::string::npos) << glsl;
 }

@@ -100,7 +100,7 @@ TEST(DecodeSelector, GemvRefusesWhatCannotRun) {
   EXPECT_NE(e.find("'k'"), std::string::npos) << e;
 }
 
-// Sampling: a thread per chunk of 8 logits for argmax, a thread per logit for top-k, both up
+// Sampling: a thread per chunk of 8 logits for argmax (few long rows split over threadgroups), a thread per logit for top-k, both up
 // to 1024 and in whole lane groups; top-k's candidate capacity follows threadgroup memory; top-p
 // up to 256 threads.
 TEST(DecodeSelector, SamplingRoutes) {
@@ -111,17 +111,29 @@ TEST(DecodeSelector, SamplingRoutes) {
   auto topk = [&](int64_t rows, int64_t vocab, int64_t k) {
     return plan_launch("iron_topk", Call{DType::F32, {{"rows", rows}, {"vocab", vocab}, {"k", k}}}, d);
   };
-  EXPECT_EQ(argmax(1, 128256), "iron_argmax grid 1x1x1 tg 1024x1x1");
-  EXPECT_EQ(argmax(64, 128256), "iron_argmax grid 64x1x1 tg 1024x1x1");
+  // Few rows of many logits split: ceil(1024 / rows) parts, at most one per 128 chunks.
+  EXPECT_EQ(argmax(1, 128256), "iron_argmax_parts grid 1x125x1 tg 128x1x1; iron_argmax_combine grid 1x1x1 tg 128x1x1");
+  EXPECT_EQ(argmax(64, 128256), "iron_argmax_parts grid 64x16x1 tg 128x1x1; iron_argmax_combine grid 64x1x1 tg 32x1x1");
+  EXPECT_EQ(argmax(3, 5000), "iron_argmax_parts grid 3x4x1 tg 128x1x1; iron_argmax_combine grid 3x1x1 tg 32x1x1");
+  EXPECT_EQ(argmax(600, 128256), "iron_argmax_parts grid 600x2x1 tg 128x1x1; iron_argmax_combine grid 600x1x1 tg 32x1x1");
+  EXPECT_EQ(argmax(1024, 128256), "iron_argmax grid 1024x1x1 tg 1024x1x1");
   EXPECT_EQ(argmax(3, 1003), "iron_argmax grid 3x1x1 tg 128x1x1");  // 126 chunks
   EXPECT_EQ(argmax(2, 5), "iron_argmax grid 2x1x1 tg 32x1x1");
+  // Top-k splits few rows of many logits: parts of at least 2048 logits, about 512 threadgroups,
+  // at most 1024 / k parts; the merge takes a thread per candidate.
   LaunchPlan p = topk(64, 128256, 50);
-  EXPECT_EQ(p.describe(), "iron_topk grid 64x1x1 tg 1024x1x1");
+  EXPECT_EQ(p.describe(), "iron_topk_parts grid 64x8x1 tg 256x1x1; iron_topk_merge grid 64x1x1 tg 416x1x1");
   EXPECT_EQ(p.steps[0].constexprs.at("cap").as_double(), 2048);
+  EXPECT_EQ(p.steps[1].constexprs.at("m").as_double(), 400);
+  EXPECT_EQ(topk(1, 128256, 50).describe(), "iron_topk_parts grid 1x20x1 tg 256x1x1; iron_topk_merge grid 1x1x1 tg 1024x1x1");
+  EXPECT_EQ(topk(2, 20000, 64).describe(), "iron_topk_parts grid 2x9x1 tg 256x1x1; iron_topk_merge grid 2x1x1 tg 576x1x1");
+  EXPECT_EQ(topk(600, 128256, 50).describe(), "iron_topk grid 600x1x1 tg 1024x1x1");
+  EXPECT_EQ(topk(1, 4000, 50).describe(), "iron_topk grid 1x1x1 tg 1024x1x1");  // one part of 2048 only
   EXPECT_EQ(topk(1, 300, 50).describe(), "iron_topk grid 1x1x1 tg 320x1x1");
   EXPECT_EQ(topk(1, 10, 50).describe(), "iron_topk grid 1x1x1 tg 64x1x1");  // k above the row: 64 threads
   d.lane_width = 64;
   EXPECT_EQ(argmax(3, 1003), "iron_argmax grid 3x1x1 tg 128x1x1");
+  EXPECT_EQ(argmax(64, 128256), "iron_argmax_parts grid 64x16x1 tg 128x1x1; iron_argmax_combine grid 64x1x1 tg 64x1x1");
   EXPECT_EQ(topk(1, 300, 50).describe(), "iron_topk grid 1x1x1 tg 320x1x1");
   EXPECT_EQ(topk(1, 10, 5).describe(), "iron_topk grid 1x1x1 tg 64x1x1");
   d.lane_width = 32;
