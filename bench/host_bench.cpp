@@ -7,10 +7,14 @@
 //   BM_DispatchValidate/iron_add      Context::validate_dispatch alone (the checking half)
 //   BM_Dispatch/<iron|raw|raw_resubmit>/<vulkan|cuda>
 //                                     host cost per launch of iron_add at n = 8
+//   BM_Prepared/iron/<vulkan|cuda>    the same launch through a PreparedLaunch (validated once)
+//   BM_Sequence200/iron/<vulkan|cuda> a LaunchSequence of 200 such launches replayed and waited
+//                                     for (CUDA: one graph launch); the summary divides by 200
 //   BM_DiskCache<Hit|Miss>/<backend>  what a fresh Context's first dispatch costs on top of a
 //                                     steady-state dispatch, with the disk cache warm / empty
 //
-// After the run a summary prints iron/raw dispatch ratios (target on the H200: <= 1.1x for CUDA)
+// After the run a summary prints iron/raw dispatch ratios (target on the H200: <= 1.1x for CUDA;
+// <= 1.05x for a prepared launch)
 // and the disk-cache hit time (target: <= 1 ms).
 #define VK_NO_PROTOTYPES
 #include <benchmark/benchmark.h>
@@ -192,9 +196,9 @@ IronDispatch& iron_dispatch(Backend backend) {
 // i.e. validation (check(): dtype, geometry, constexprs, buffer binding by name and extents), the
 // pipeline-cache lookup (mutex + hash + map), then the device's launch():
 //   CUDA:   marshal the parameter array, cuCtxSetCurrent, cuLaunchKernel on the null stream
-//   Vulkan: vkUpdateDescriptorSets (all buffers), reset + begin the command buffer, bind pipeline,
-//           bind descriptor set, push constants, dispatch, memory barrier, end, vkQueueSubmit with
-//           a fence, vkWaitForFences, vkResetFences
+//   Vulkan: take a free submission (retiring finished ones), allocate and write its descriptor
+//           set, reset + begin its command buffer, bind pipeline, bind descriptor set, push
+//           constants, dispatch, memory barrier, end, vkQueueSubmit with its fence (no wait)
 // plus Context::synchronize every kSyncEvery launches.
 void BM_DispatchIron(benchmark::State& state, Backend backend) {
   IronDispatch& f = iron_dispatch(backend);
@@ -207,6 +211,50 @@ void BM_DispatchIron(benchmark::State& state, Backend backend) {
       if (++launches % kSyncEvery == 0) f.ctx->synchronize();
     }
     f.ctx->synchronize();
+  } catch (const std::exception& e) {
+    state.SkipWithError(e.what());
+  }
+}
+
+// Iron's prepared launch, per iteration: PreparedLaunch::launch() on the default stream, i.e. the
+// device's launch of arguments validated once (CUDA: cuLaunchKernel with the kernelParams array
+// built at prepare time; Vulkan: the submission launch() records), plus Context::synchronize
+// every kSyncEvery launches, as in the raw loops.
+void BM_PreparedIron(benchmark::State& state, Backend backend) {
+  IronDispatch& f = iron_dispatch(backend);
+  if (!f.error.empty()) return state.SkipWithError(f.error.c_str());
+  state.SetLabel(f.ctx->info().name);
+  try {
+    PreparedLaunch p = f.ctx->prepare_launch(*f.kernel, DType::F32, f.bindings, f.constexprs, kGrid, kThreadgroup);
+    uint64_t launches = 0;
+    for (auto _ : state) {
+      p.launch();
+      if (++launches % kSyncEvery == 0) f.ctx->synchronize();
+    }
+    f.ctx->synchronize();
+  } catch (const std::exception& e) {
+    state.SkipWithError(e.what());
+  }
+}
+
+// A LaunchSequence of kSequenceSteps prepared launches of the same dispatch, per iteration one
+// replay on the default stream and a Context::synchronize: host issue and device time of a
+// decode-step-sized batch of small kernels (CUDA: one cuGraphLaunch of a captured graph).
+constexpr int kSequenceSteps = 200;
+void BM_SequenceIron(benchmark::State& state, Backend backend) {
+  IronDispatch& f = iron_dispatch(backend);
+  if (!f.error.empty()) return state.SkipWithError(f.error.c_str());
+  state.SetLabel(f.ctx->info().name);
+  try {
+    LaunchSequence seq = f.ctx->create_sequence();
+    for (int i = 0; i < kSequenceSteps; ++i)
+      seq.add(f.ctx->prepare_launch(*f.kernel, DType::F32, f.bindings, f.constexprs, kGrid, kThreadgroup));
+    seq.replay();  // records (CUDA: captures and instantiates the graph) outside the timing
+    f.ctx->synchronize();
+    for (auto _ : state) {
+      seq.replay();
+      f.ctx->synchronize();
+    }
   } catch (const std::exception& e) {
     state.SkipWithError(e.what());
   }
@@ -911,6 +959,30 @@ class SummaryReporter : public benchmark::ConsoleReporter {
         std::printf("dispatch overhead iron/raw (%s): not measured%s\n", backend, why.c_str());
       }
     }
+    for (const char* backend : {"cuda", "vulkan"}) {
+      const std::string prep = std::string("BM_Prepared/iron/") + backend;
+      const std::string raw = std::string("BM_Dispatch/raw/") + backend;
+      const Result* a = find(prep);
+      const Result* b = find(raw);
+      if (a && b && b->seconds > 0) {
+        const double ratio = a->seconds / b->seconds;
+        std::printf("prepared launch iron/raw = %.2fx (%s): iron %.2f us, raw %.2f us per launch, %+.2f us", ratio,
+                    backend, a->seconds * 1e6, b->seconds * 1e6, (a->seconds - b->seconds) * 1e6);
+        if (std::string(backend) == "cuda") std::printf("  [target <= 1.05x: %s]", ratio <= 1.05 ? "PASS" : "FAIL");
+        std::printf("\n");
+      } else if (a || b || errors_.count(prep) || errors_.count(raw)) {
+        std::string why = missing(prep) + missing(raw);
+        std::printf("prepared launch iron/raw (%s): not measured%s\n", backend, why.c_str());
+      }
+    }
+    for (const char* backend : {"cuda", "vulkan"}) {
+      const Result* q = find(std::string("BM_Sequence200/iron/") + backend);
+      if (!q) continue;
+      const double per = q->seconds * 1e6 / kSequenceSteps;
+      std::printf("sequence of %d launches (%s): %.3f us per kernel, replay and wait", kSequenceSteps, backend, per);
+      if (std::string(backend) == "cuda") std::printf("  [target <= 0.6 us: %s]", per <= 0.6 ? "PASS" : "FAIL");
+      std::printf("\n");
+    }
     if (const Result* v = find("BM_DispatchValidate/iron_add"))
       std::printf("validation alone (Context::validate_dispatch): %.2f us per dispatch\n", v->seconds * 1e6);
     for (const char* backend : {"cuda", "vulkan"}) {
@@ -978,6 +1050,8 @@ void register_benchmarks() {
   for (Backend b : {Backend::Vulkan, Backend::Cuda}) {
     const std::string bn = backend_name(b);
     RegisterBenchmark(("BM_Dispatch/iron/" + bn).c_str(), BM_DispatchIron, b)->Unit(benchmark::kMicrosecond);
+    RegisterBenchmark(("BM_Prepared/iron/" + bn).c_str(), BM_PreparedIron, b)->Unit(benchmark::kMicrosecond);
+    RegisterBenchmark(("BM_Sequence200/iron/" + bn).c_str(), BM_SequenceIron, b)->Unit(benchmark::kMicrosecond);
     if (b == Backend::Cuda) {
       RegisterBenchmark("BM_Dispatch/raw/cuda", BM_DispatchRawCuda)->Unit(benchmark::kMicrosecond);
     } else {

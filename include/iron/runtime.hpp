@@ -3,6 +3,7 @@
 // threadgroups, not threads; every dispatch is checked before launch (see context.cpp).
 #pragma once
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -12,6 +13,8 @@
 
 #include "iron/types.hpp"
 
+struct DLManagedTensor;  // include/iron/dlpack.hpp
+
 namespace iron {
 namespace ir {
 struct Kernel;
@@ -20,7 +23,10 @@ namespace rt {
 class Device;
 struct BufferImpl;
 struct CompiledKernel;
+struct StreamImpl;
+struct EventImpl;
 }  // namespace rt
+class Context;
 
 // Interp is Iron's SIMT IR interpreter: exact barriers, threadgroup memory and lane reductions
 // on the host, with a configurable lane width (IRON_INTERP_LANE_WIDTH, default 32).
@@ -47,6 +53,9 @@ struct DeviceInfo {
   // The most bytes one buffer parameter may be bound with (Vulkan: maxStorageBufferRange; CUDA
   // and the interpreter address any allocation). Dispatch validation rejects a larger buffer.
   uint64_t max_buffer_bytes = UINT64_MAX;
+  // The alignment, in bytes, of the offset a buffer view may start at (Vulkan:
+  // minStorageBufferOffsetAlignment; 1 where any offset binds). Context::view checks it.
+  uint64_t min_view_offset_align = 1;
   bool f16 = false;
   bool bf16 = false;               // bf16 storage (computed through f32 where not native)
   // 8-bit integers (and fp8 storage, held as 8-bit integers), 16-bit integers and 64-bit
@@ -74,6 +83,8 @@ class DeviceBuffer {
   DType dtype() const { return dtype_; }
   size_t count() const { return count_; }
   size_t bytes() const { return count_ * dtype_size(dtype_); }
+  // Where this buffer starts in its allocation, in bytes: 0 unless it is a view (Context::view).
+  uint64_t offset_bytes() const { return offset_; }
   rt::BufferImpl* impl() const { return impl_.get(); }
   explicit operator bool() const { return impl_ != nullptr; }
 
@@ -82,6 +93,7 @@ class DeviceBuffer {
   std::shared_ptr<rt::BufferImpl> impl_;
   DType dtype_ = DType::F32;
   size_t count_ = 0;
+  uint64_t offset_ = 0;
 };
 
 using Bindings = std::vector<std::pair<std::string, DeviceBuffer>>;
@@ -132,6 +144,93 @@ class ScalarValue {
 // Scalar ("constexpr") values by parameter name. Integers must be exact and in range.
 using Constexprs = std::map<std::string, ScalarValue, std::less<>>;
 
+// A stream (queue) of one Context: launches and copies issued on it run in order and
+// asynchronously to the host. A default-constructed Stream is the Context's default stream.
+// Streams order against each other only through events (record_event + wait_event); a buffer
+// used on two streams needs one between the uses. A stream lives as long as its Context.
+// CUDA: a non-blocking CUstream (the default stream is the legacy null stream). Vulkan: every
+// stream submits to the device's one compute queue, whose submissions run in order, so streams
+// are points on one timeline. Interpreter: a worker thread per stream; the default stream runs
+// each launch on the calling thread.
+class Stream {
+ public:
+  Stream() = default;
+  bool is_default() const { return impl_ == nullptr; }
+  rt::StreamImpl* impl() const { return impl_; }
+
+ private:
+  friend class Context;
+  rt::StreamImpl* impl_ = nullptr;
+  const Context* owner_ = nullptr;  // null for the default stream (of any Context)
+};
+
+// A point in one stream's work: done when everything issued on the stream before it is done.
+class Event {
+ public:
+  explicit operator bool() const { return impl_ != nullptr; }
+
+ private:
+  friend class Context;
+  std::shared_ptr<rt::EventImpl> impl_;
+  const Context* owner_ = nullptr;
+};
+
+// A launch validated once (every rule of Context::validate_dispatch) and then re-issued at the
+// cost of the device's launch call alone. Parameters are rebound by index (the kernel's
+// declaration order; param() finds one by name) with buffers and scalars of the same shapes:
+// a buffer of the parameter's dtype holding at least the validated extent, on the same device,
+// aligned as the kernel assumes, not aliasing another parameter unless declared; a scalar in its
+// type's range keeping its declared facts. A scalar that sizes a buffer or threadgroup memory, or
+// is specialized, keeps its validated value (prepare another launch for another value). Each
+// rejected rebinding throws iron::Error naming the kernel, the parameter and the rule, and
+// leaves the launch as it was. Must not be used after its Context is destroyed.
+class PreparedLaunch {
+ public:
+  PreparedLaunch();
+  PreparedLaunch(PreparedLaunch&&) noexcept;
+  PreparedLaunch& operator=(PreparedLaunch&&) noexcept;
+  ~PreparedLaunch();
+  explicit operator bool() const { return impl_ != nullptr; }
+
+  // The index of parameter `name`; throws naming the kernel's parameters when there is none.
+  uint32_t param(std::string_view name) const;
+  void set_buffer(uint32_t param, const DeviceBuffer& buffer);
+  void set_scalar(uint32_t param, const ScalarValue& value);
+  // Enqueues the launch on `stream` and returns.
+  void launch(const Stream& stream = {});
+
+ private:
+  friend class Context;
+  friend class LaunchSequence;
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+// Prepared launches replayed as one unit, in order, on one stream: what an engine issues per
+// decode step. CUDA captures the steps into a CUDA graph (one cuGraphLaunch per replay); the
+// other backends replay launch by launch. A kernel may appear in many steps with different
+// bindings. Steps are rebound between replays through step(i) (the PreparedLaunch rules); the
+// next replay then rebuilds the recording (CUDA: a new graph, after the last replay finished).
+// Must not be used after its Context is destroyed.
+class LaunchSequence {
+ public:
+  LaunchSequence();
+  LaunchSequence(LaunchSequence&&) noexcept;
+  LaunchSequence& operator=(LaunchSequence&&) noexcept;
+  ~LaunchSequence();
+  // Appends a step (taken over); returns its index. The recording is rebuilt at the next replay.
+  size_t add(PreparedLaunch step);
+  size_t size() const;
+  PreparedLaunch& step(size_t index);
+  // Enqueues every step on `stream` and returns.
+  void replay(const Stream& stream = {});
+
+ private:
+  friend class Context;
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
 // One launch of a timed sequence (Context::time_sequence).
 struct SequenceLaunch {
   const ir::Kernel* kernel = nullptr;
@@ -150,8 +249,57 @@ class Context {
 
   const DeviceInfo& info() const;
   DeviceBuffer alloc(DType dtype, size_t count);
-  void upload(const DeviceBuffer& buf, const void* data, size_t bytes);
+  // upload: ordered after the work in flight that uses `buf` and before later work on `stream`.
+  // download: waits for the work in flight that uses `buf` (its last stream, up to that use) and
+  // nothing else; errors of that work are thrown here.
+  void upload(const DeviceBuffer& buf, const void* data, size_t bytes, const Stream& stream = {});
   void download(const DeviceBuffer& buf, void* data, size_t bytes);
+
+  // A view: `count` elements of `buf` from element `first`, sharing its memory (a launch binds
+  // it at that offset; an upload or download copies that range). Its alignment, for the kernels'
+  // aligned() facts, is that of its address. Throws when the range is outside `buf` or the
+  // offset breaks the device's min_view_offset_align.
+  DeviceBuffer view(const DeviceBuffer& buf, size_t first, size_t count) const;
+
+  // External memory. wrap_external: `count` elements of `dtype` at `ptr`, memory someone else
+  // owns (CUDA: a device pointer in this device's primary context, e.g. a torch tensor's; the
+  // interpreter: host memory); `release` runs when the last copy of the buffer goes. No copy.
+  // Vulkan cannot wrap memory (an error says so).
+  DeviceBuffer wrap_external(void* ptr, DType dtype, size_t count, std::function<void()> release = {});
+  // DLPack (include/iron/dlpack.hpp): import a compact (C-contiguous) tensor of this device
+  // (kDLCUDA with this Context's device index, kDLCPU for the interpreter) without copying; its
+  // deleter runs when the buffer's last copy goes. Throws naming what does not fit, and then
+  // leaves `tensor` to the caller.
+  DeviceBuffer from_dlpack(DLManagedTensor* tensor);
+  // Export: a 1-D tensor over the buffer's memory that keeps the buffer alive until its deleter
+  // runs. CUDA and the interpreter (Vulkan memory has no address another library could use).
+  DLManagedTensor* to_dlpack(const DeviceBuffer& buf);
+
+  // A buffer from this Context's caching pool, for use on `stream`: a freed pooled buffer (its
+  // last handle gone) is kept and handed out again for the same size class (a power of two of at
+  // least 256 bytes), but only when the work in flight that used it is done, or when it is asked
+  // for on the stream that last used it (whose later work runs after that work anyway). So a
+  // launch still running on another stream can never write into a buffer's new owner. The
+  // contents of a pooled buffer are unspecified (a previous owner's) until written.
+  DeviceBuffer alloc_pooled(DType dtype, size_t count, const Stream& stream = {});
+  struct PoolStats {
+    uint64_t reused = 0;          // handed out from the pool
+    uint64_t allocated = 0;       // allocated from the device (nothing suitable was free)
+    uint64_t skipped_in_flight = 0;  // free buffers passed over because work on them was in flight
+    uint64_t cached_bytes = 0;    // bytes held free in the pool now
+  };
+  PoolStats pool_stats() const;
+  // Frees the pooled buffers whose work is done.
+  void trim_pool();
+
+  // Streams and events (see Stream). Every call checks that the stream or event is this Context's.
+  Stream create_stream();
+  Event record_event(const Stream& stream = {});
+  // Work issued on `waiter` after this call starts after `event` is done.
+  void wait_event(const Stream& waiter, const Event& event);
+  bool event_done(const Event& event);
+  void synchronize(const Event& event);
+  void synchronize(const Stream& stream);
 
   // Validates, compiles (cached per kernel / dtype / threadgroup shape) and launches.
   // Throws iron::Error naming the rule, the kernel and the offending value on a bad dispatch;
@@ -160,9 +308,20 @@ class Context {
                           const Constexprs& constexprs, Dim3 grid, Dim3 threadgroup);
   void dispatch_with_grid(const ir::Kernel& kernel, Instantiation dtype, const Bindings& buffers,
                           const Constexprs& constexprs, Dim3 grid, Dim3 threadgroup);
+  // The same, enqueued on `stream` (the calls above use the default stream). Returns once the
+  // launch is enqueued; a fault while it runs is reported by the next wait.
+  void dispatch_with_grid(const ir::Kernel& kernel, Instantiation dtype, const Bindings& buffers,
+                          const Constexprs& constexprs, Dim3 grid, Dim3 threadgroup, const Stream& stream);
+  // Validates (throwing like dispatch_with_grid) and compiles once; see PreparedLaunch. `kernel`
+  // must outlive the result (registry kernels live for the process).
+  PreparedLaunch prepare_launch(const ir::Kernel& kernel, Instantiation dtype, const Bindings& buffers,
+                                const Constexprs& constexprs, Dim3 grid, Dim3 threadgroup);
+  // An empty sequence of this Context (see LaunchSequence).
+  LaunchSequence create_sequence();
   // Only the validation half of a dispatch; throws like dispatch_with_grid.
   void validate_dispatch(const ir::Kernel& kernel, Instantiation dtype, const Bindings& buffers,
                          const Constexprs& constexprs, Dim3 grid, Dim3 threadgroup) const;
+  // Waits for every stream.
   void synchronize();
   size_t pipeline_cache_size() const;
   // Drops every pipeline of the memory cache (a long run of one-off kernels, as `iron fuzz`
@@ -208,6 +367,10 @@ class Context {
 
  private:
   explicit Context(std::unique_ptr<rt::Device> device);
+  friend class PreparedLaunch;
+  friend class LaunchSequence;
+  rt::StreamImpl* own(const Stream& s, const char* what) const;
+  rt::EventImpl& own(const Event& e, const char* what) const;
   struct Prepared;
   // Specialized values of a dispatch: (parameter index, launch bits), in parameter order.
   using SpecValues = std::vector<std::pair<uint32_t, uint64_t>>;
@@ -217,8 +380,11 @@ class Context {
   std::unique_ptr<rt::CompiledKernel> build(const ir::Kernel& kernel, Instantiation dtype, Dim3 threadgroup, uint64_t hash,
                                             const SpecValues& spec);
   struct Cache;
+  struct Pool;
   std::unique_ptr<rt::Device> device_;
   std::unique_ptr<Cache> cache_;
+  std::shared_ptr<Pool> pool_;
+  int device_index_ = 0;
 };
 
 // The launch bits of scalar value `v` for a parameter of dtype `t` (f32 and 32-bit integers in

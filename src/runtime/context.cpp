@@ -25,6 +25,7 @@
 #include "core/ir.hpp"
 #include "core/modes.hpp"
 #include "core/numeric.hpp"
+#include "iron/dlpack.hpp"
 #include "iron/registry.hpp"
 #include "iron/runtime.hpp"
 #include "passes/pass.hpp"
@@ -371,10 +372,118 @@ struct Context::Prepared {
   rt::CompiledKernel* compiled = nullptr;
 };
 
-Context::Context(std::unique_ptr<rt::Device> device) : device_(std::move(device)), cache_(std::make_unique<Cache>()) {}
+// The caching pool (Context::alloc_pooled). Free buffers by size class, each with the stream
+// that last used it and an event done when its work is; handed out again only when that event
+// is done or on that stream. Buffers of a pool that is gone (its Context destroyed) free directly.
+struct Context::Pool {
+  struct Entry {
+    std::unique_ptr<rt::BufferImpl> buf;
+    rt::StreamImpl* stream = nullptr;
+    std::shared_ptr<rt::EventImpl> done;
+  };
+  rt::Device* device = nullptr;
+  mutable std::mutex mu;
+  std::map<uint64_t, std::vector<Entry>> free;  // by size class, in the order they were freed
+  PoolStats stats;
+
+  void give_back(rt::BufferImpl* raw) {
+    std::unique_ptr<rt::BufferImpl> buf(raw);
+    Entry e;
+    e.stream = buf->last_stream;
+    try {
+      e.done = device->buffer_event(*buf);
+    } catch (const std::exception&) {
+      return;  // the device cannot say when its work is done (a faulted context): free it
+    }
+    const uint64_t bytes = buf->bytes;
+    e.buf = std::move(buf);
+    std::lock_guard lock(mu);
+    stats.cached_bytes += bytes;
+    free[bytes].push_back(std::move(e));
+  }
+};
+
+Context::Context(std::unique_ptr<rt::Device> device)
+    : device_(std::move(device)), cache_(std::make_unique<Cache>()), pool_(std::make_shared<Pool>()) {
+  pool_->device = device_.get();
+}
+
+namespace {
+uint64_t size_class(uint64_t bytes) {
+  uint64_t c = 256;
+  while (c < bytes && c < (uint64_t(1) << 62)) c <<= 1;
+  return c < bytes ? bytes : c;
+}
+}  // namespace
+
+DeviceBuffer Context::alloc_pooled(DType dtype, size_t count, const Stream& stream) {
+  rt::StreamImpl* s = own(stream, "alloc_pooled");
+  if (is_type_param(dtype) || dtype == DType::Void) throw Error(std::string("cannot allocate a buffer of dtype ") + dtype_name(dtype));
+  uint64_t bytes = 0;
+  if (!num::checked_mul(uint64_t(count), uint64_t(dtype_size(dtype)), bytes))
+    throw Error("cannot allocate " + std::to_string(count) + " elements of " + dtype_name(dtype) + ": " +
+                std::to_string(count) + " x " + std::to_string(dtype_size(dtype)) + " bytes overflows 64 bits");
+  const uint64_t cls = size_class(bytes);
+  std::unique_ptr<rt::BufferImpl> impl;
+  {
+    std::lock_guard lock(pool_->mu);
+    auto it = pool_->free.find(cls);
+    if (it != pool_->free.end()) {
+      std::vector<Pool::Entry>& list = it->second;
+      for (size_t i = 0; i < list.size(); ++i) {
+        if (list[i].stream != s && !device_->event_done(*list[i].done)) {
+          ++pool_->stats.skipped_in_flight;
+          continue;
+        }
+        impl = std::move(list[i].buf);
+        list.erase(list.begin() + long(i));
+        pool_->stats.cached_bytes -= cls;
+        ++pool_->stats.reused;
+        break;
+      }
+    }
+    if (!impl) ++pool_->stats.allocated;
+  }
+  if (!impl) impl = device_->alloc(cls);
+  DeviceBuffer b;
+  b.dtype_ = dtype;
+  b.count_ = count;
+  std::weak_ptr<Pool> pool = pool_;
+  b.impl_ = std::shared_ptr<rt::BufferImpl>(impl.release(), [pool](rt::BufferImpl* raw) {
+    if (std::shared_ptr<Pool> p = pool.lock()) p->give_back(raw);
+    else delete raw;
+  });
+  return b;
+}
+
+Context::PoolStats Context::pool_stats() const {
+  std::lock_guard lock(pool_->mu);
+  return pool_->stats;
+}
+
+void Context::trim_pool() {
+  std::vector<std::unique_ptr<rt::BufferImpl>> gone;  // freed outside the lock
+  std::lock_guard lock(pool_->mu);
+  for (auto& [cls, list] : pool_->free)
+    for (size_t i = 0; i < list.size();) {
+      if (device_->event_done(*list[i].done)) {
+        pool_->stats.cached_bytes -= cls;
+        gone.push_back(std::move(list[i].buf));
+        list.erase(list.begin() + long(i));
+      } else {
+        ++i;
+      }
+    }
+}
 
 Context::~Context() {
-  // Pipelines go before the device that created them.
+  // Nothing in flight may still use a pipeline; pipelines go before the device that created them.
+  try {
+    device_->synchronize();
+  } catch (const std::exception&) {
+    // a fault nobody waited for: dropped with the Context
+  }
+  pool_.reset();  // its free buffers go now; pooled buffers still held free themselves later
   cache_.reset();
   device_.reset();
 }
@@ -387,7 +496,9 @@ std::unique_ptr<Context> Context::create(Backend backend, int index) {
     case Backend::Interp: dev = rt::make_interp_device(index); break;
     case Backend::Hip: dev = rt::make_hip_device(index); break;
   }
-  return std::unique_ptr<Context>(new Context(std::move(dev)));
+  std::unique_ptr<Context> ctx(new Context(std::move(dev)));
+  ctx->device_index_ = index;
+  return ctx;
 }
 
 const DeviceInfo& Context::info() const { return device_->info(); }
@@ -405,18 +516,238 @@ DeviceBuffer Context::alloc(DType dtype, size_t count) {
   return b;
 }
 
-void Context::upload(const DeviceBuffer& buf, const void* data, size_t bytes) {
+void Context::upload(const DeviceBuffer& buf, const void* data, size_t bytes, const Stream& stream) {
+  rt::StreamImpl* s = own(stream, "upload");
   if (!buf) throw Error("upload to an empty DeviceBuffer");
   if (bytes > buf.bytes())
     throw Error("upload of " + std::to_string(bytes) + " bytes into a buffer of " + std::to_string(buf.bytes()) + " bytes");
-  device_->upload(*buf.impl(), data, bytes);
+  device_->upload(*buf.impl(), buf.offset_bytes(), data, bytes, s);
 }
+
+namespace {
+// The alignment of a buffer as bound: its allocation's, or where a view starts, that of the
+// view's first byte.
+uint64_t bound_align(const DeviceBuffer& b) {
+  const uint64_t off = b.offset_bytes();
+  const uint64_t a = b.impl()->align;
+  return off == 0 ? a : std::min(a, off & (~off + 1));
+}
+// Whether two buffers bound at once share bytes (the same allocation, overlapping ranges).
+bool overlaps(const DeviceBuffer& a, const DeviceBuffer& b) {
+  if (a.impl() != b.impl()) return false;
+  const uint64_t a0 = a.offset_bytes(), b0 = b.offset_bytes();
+  const uint64_t a1 = a0 + std::max<uint64_t>(a.bytes(), 1), b1 = b0 + std::max<uint64_t>(b.bytes(), 1);
+  return a0 < b1 && b0 < a1;
+}
+}  // namespace
+
+DeviceBuffer Context::view(const DeviceBuffer& buf, size_t first, size_t count) const {
+  if (!buf) throw Error("view of an empty DeviceBuffer");
+  if (first > buf.count() || count > buf.count() - first)
+    throw Error("view of elements [" + std::to_string(first) + ", " + std::to_string(first) + " + " +
+                std::to_string(count) + ") of a buffer of " + std::to_string(buf.count()) + " " + dtype_name(buf.dtype()) +
+                " elements: the range is outside the buffer");
+  const uint64_t offset = buf.offset_bytes() + uint64_t(first) * dtype_size(buf.dtype());
+  const uint64_t need = info().min_view_offset_align;
+  if (need > 1 && offset % need != 0)
+    throw Error("view at byte offset " + std::to_string(offset) + " (element " + std::to_string(first) + " of " +
+                dtype_name(buf.dtype()) + "): " + info().name + " binds buffers only at offsets that are multiples of " +
+                std::to_string(need) + " bytes (minStorageBufferOffsetAlignment)");
+  DeviceBuffer v = buf;
+  v.offset_ = offset;
+  v.count_ = count;
+  return v;
+}
+
+DeviceBuffer Context::wrap_external(void* ptr, DType dtype, size_t count, std::function<void()> release) {
+  if (is_type_param(dtype) || dtype == DType::Void) throw Error(std::string("cannot wrap a buffer of dtype ") + dtype_name(dtype));
+  if (!ptr && count) throw Error("wrap_external of a null pointer");
+  uint64_t bytes = 0;
+  if (!num::checked_mul(uint64_t(count), uint64_t(dtype_size(dtype)), bytes))
+    throw Error("wrap_external: " + std::to_string(count) + " elements of " + dtype_name(dtype) + " overflow 64 bits");
+  std::unique_ptr<rt::BufferImpl> impl = device_->wrap(ptr, bytes);
+  DeviceBuffer b;
+  b.dtype_ = dtype;
+  b.count_ = count;
+  b.impl_ = std::shared_ptr<rt::BufferImpl>(impl.release(), [release = std::move(release)](rt::BufferImpl* raw) {
+    delete raw;  // waits for the buffer's work in flight first
+    if (release) release();
+  });
+  return b;
+}
+
+namespace {
+
+bool dtype_from_dlpack(const DLDataType& t, DType& out) {
+  if (t.lanes != 1) return false;
+  switch (t.code) {
+    case kDLFloat:
+      if (t.bits == 32) out = DType::F32;
+      else if (t.bits == 16) out = DType::F16;
+      else return false;
+      return true;
+    case kDLBfloat:
+      if (t.bits != 16) return false;
+      out = DType::BF16;
+      return true;
+    case kDLInt:
+      if (t.bits == 8) out = DType::I8;
+      else if (t.bits == 16) out = DType::I16;
+      else if (t.bits == 32) out = DType::I32;
+      else if (t.bits == 64) out = DType::I64;
+      else return false;
+      return true;
+    case kDLUInt:
+      if (t.bits == 8) out = DType::U8;
+      else if (t.bits == 16) out = DType::U16;
+      else if (t.bits == 32) out = DType::U32;
+      else if (t.bits == 64) out = DType::U64;
+      else return false;
+      return true;
+    default: return false;
+  }
+}
+
+DLDataType dtype_to_dlpack(DType d) {
+  switch (d) {
+    case DType::F32: return {kDLFloat, 32, 1};
+    case DType::F16: return {kDLFloat, 16, 1};
+    case DType::BF16: return {kDLBfloat, 16, 1};
+    case DType::I8: return {kDLInt, 8, 1};
+    case DType::I16: return {kDLInt, 16, 1};
+    case DType::I32: return {kDLInt, 32, 1};
+    case DType::I64: return {kDLInt, 64, 1};
+    case DType::U8: return {kDLUInt, 8, 1};
+    case DType::U16: return {kDLUInt, 16, 1};
+    case DType::U32: return {kDLUInt, 32, 1};
+    case DType::U64: return {kDLUInt, 64, 1};
+    default: throw Error(std::string("DLPack has no type for ") + dtype_name(d));
+  }
+}
+
+// What to_dlpack hands out: the tensor, its shape, and the buffer it keeps alive.
+struct Exported {
+  DLManagedTensor tensor{};
+  int64_t shape[1] = {0};
+  DeviceBuffer buffer;
+};
+
+}  // namespace
+
+DeviceBuffer Context::from_dlpack(DLManagedTensor* managed) {
+  if (!managed) throw Error("from_dlpack: a null DLManagedTensor");
+  const DLTensor& t = managed->dl_tensor;
+  const Backend backend = info().backend;
+  auto reject = [&](const std::string& why) -> DeviceBuffer { throw Error("from_dlpack: " + why); };
+  if (backend == Backend::Vulkan)
+    return reject("a Vulkan Context cannot address another library's memory (import into a CUDA Context, or an "
+                  "interpreter Context for host memory)");
+  const DLDeviceType want = backend == Backend::Cuda ? kDLCUDA : kDLCPU;
+  if (t.device.device_type != want || (backend == Backend::Cuda && t.device.device_id != device_index_))
+    return reject("the tensor is on DLPack device " + std::to_string(int(t.device.device_type)) + ":" +
+                  std::to_string(t.device.device_id) + ", this Context is " + backend_name(backend) + " device " +
+                  std::to_string(device_index_) + " (DLPack " + std::to_string(int(want)) + ":" +
+                  std::to_string(device_index_) + ")");
+  DType dtype;
+  if (!dtype_from_dlpack(t.dtype, dtype))
+    return reject("DLPack dtype (code " + std::to_string(t.dtype.code) + ", " + std::to_string(t.dtype.bits) + " bits, " +
+                  std::to_string(t.dtype.lanes) + " lanes) has no Iron dtype");
+  if (t.ndim < 0 || (t.ndim > 0 && !t.shape)) return reject("the tensor has no shape");
+  uint64_t count = 1;
+  for (int32_t d = 0; d < t.ndim; ++d) {
+    if (t.shape[d] < 0) return reject("dimension " + std::to_string(d) + " has a negative size");
+    if (!num::checked_mul(count, uint64_t(t.shape[d]), count)) return reject("the element count overflows 64 bits");
+  }
+  if (t.strides) {  // compact row-major only (a dimension of size 1 may have any stride)
+    int64_t expect = 1;
+    for (int32_t d = t.ndim - 1; d >= 0; --d) {
+      if (t.shape[d] != 1 && t.strides[d] != expect)
+        return reject("the tensor is not compact row-major (dimension " + std::to_string(d) + " has stride " +
+                      std::to_string(t.strides[d]) + ", expected " + std::to_string(expect) +
+                      "): make it contiguous first");
+      expect *= t.shape[d];
+    }
+  }
+  char* data = static_cast<char*>(t.data) + t.byte_offset;
+  DeviceBuffer b = wrap_external(data, dtype, size_t(count), [managed] {
+    if (managed->deleter) managed->deleter(managed);
+  });
+  return b;
+}
+
+DLManagedTensor* Context::to_dlpack(const DeviceBuffer& buf) {
+  if (!buf) throw Error("to_dlpack of an empty DeviceBuffer");
+  const Backend backend = info().backend;
+  if (backend == Backend::Vulkan)
+    throw Error("to_dlpack: Vulkan buffers have no address another library could use (export from a CUDA or "
+                "interpreter Context)");
+  auto* e = new Exported;
+  e->buffer = buf;
+  e->shape[0] = int64_t(buf.count());
+  DLTensor& t = e->tensor.dl_tensor;
+  try {
+    t.data = static_cast<char*>(device_->address(*buf.impl())) + buf.offset_bytes();
+    t.dtype = dtype_to_dlpack(buf.dtype());
+  } catch (...) {
+    delete e;
+    throw;
+  }
+  t.device = {backend == Backend::Cuda ? kDLCUDA : kDLCPU, backend == Backend::Cuda ? device_index_ : 0};
+  t.ndim = 1;
+  t.shape = e->shape;
+  t.strides = nullptr;
+  t.byte_offset = 0;
+  e->tensor.manager_ctx = e;
+  e->tensor.deleter = [](DLManagedTensor* self) { delete static_cast<Exported*>(self->manager_ctx); };
+  return &e->tensor;
+}
+
+std::unique_ptr<rt::BufferImpl> rt::Device::wrap(void*, size_t) {
+  throw Error("device '" + info().name + "' cannot wrap memory it did not allocate");
+}
+void* rt::Device::address(BufferImpl&) {
+  throw Error("device '" + info().name + "' has no address for its buffers");
+}
+
+rt::StreamImpl* Context::own(const Stream& s, const char* what) const {
+  if (s.owner_ && s.owner_ != this) throw Error(std::string(what) + ": the stream belongs to another Context");
+  return s.impl_;
+}
+
+rt::EventImpl& Context::own(const Event& e, const char* what) const {
+  if (!e.impl_) throw Error(std::string(what) + ": an empty Event (make one with record_event)");
+  if (e.owner_ != this) throw Error(std::string(what) + ": the event belongs to another Context");
+  return *e.impl_;
+}
+
+Stream Context::create_stream() {
+  Stream s;
+  s.impl_ = device_->create_stream();
+  s.owner_ = this;
+  return s;
+}
+
+Event Context::record_event(const Stream& stream) {
+  Event e;
+  e.impl_ = device_->record_event(own(stream, "record_event"));
+  e.owner_ = this;
+  return e;
+}
+
+void Context::wait_event(const Stream& waiter, const Event& event) {
+  rt::StreamImpl* s = own(waiter, "wait_event");
+  device_->wait_event(s, own(event, "wait_event"));
+}
+
+bool Context::event_done(const Event& event) { return device_->event_done(own(event, "event_done")); }
+void Context::synchronize(const Event& event) { device_->synchronize_event(own(event, "synchronize")); }
+void Context::synchronize(const Stream& stream) { device_->synchronize_stream(own(stream, "synchronize")); }
 
 void Context::download(const DeviceBuffer& buf, void* data, size_t bytes) {
   if (!buf) throw Error("download from an empty DeviceBuffer");
   if (bytes > buf.bytes())
     throw Error("download of " + std::to_string(bytes) + " bytes from a buffer of " + std::to_string(buf.bytes()) + " bytes");
-  device_->download(*buf.impl(), data, bytes);
+  device_->download(*buf.impl(), buf.offset_bytes(), data, bytes);
 }
 
 void Context::synchronize() { device_->synchronize(); }
@@ -636,8 +967,8 @@ void check(const DeviceInfo& dev, const ir::Kernel& k, const CheckFacts& facts, 
     if (b->bytes() > dev.max_buffer_bytes)
       fail("buffer '" + p.name + "' is " + std::to_string(b->bytes()) + " bytes; " + dev.name + " binds at most " +
            std::to_string(dev.max_buffer_bytes) + " bytes to one buffer parameter (maxStorageBufferRange)");
-    if (b->impl()->align % ir::assumed_align(p) != 0 && !facts.skip_facts)
-      fail(rt::buffer_fact_problem(k, uint32_t(i), b->impl()->align));
+    if (bound_align(*b) % ir::assumed_align(p) != 0 && !facts.skip_facts)
+      fail(rt::buffer_fact_problem(k, uint32_t(i), bound_align(*b)));
     DType want = ir::resolve(p.dtype, dtype);
     if (b->dtype() != want)
       fail(std::string("buffer '") + p.name + "' holds " + dtype_name(b->dtype()) + " but the parameter is buf<" +
@@ -667,7 +998,7 @@ void check(const DeviceInfo& dev, const ir::Kernel& k, const CheckFacts& facts, 
   // declares the aliasing (aliases(a, b); see Param::aliases).
   for (size_t i = 0; i < np; ++i)
     for (size_t j = i + 1; j < np; ++j) {
-      if (!bound[i] || !bound[j] || !*bound[i] || bound[i]->impl() != bound[j]->impl()) continue;
+      if (!bound[i] || !bound[j] || !*bound[i] || !*bound[j] || !overlaps(*bound[i], *bound[j])) continue;
       const ir::Param& a = k.params[i];
       const ir::Param& b = k.params[j];
       if (a.access == ir::Access::Read && b.access == ir::Access::Read) continue;
@@ -686,12 +1017,16 @@ void check(const DeviceInfo& dev, const ir::Kernel& k, const CheckFacts& facts, 
   if (!out) return;
   out->is_buffer.clear();
   out->buffers.clear();
+  out->offsets.clear();
   out->scalars.clear();
   out->threadgroup_bytes = shared;
   for (size_t i = 0; i < np; ++i) {
     bool buf = k.params[i].kind == ir::ParamKind::Buffer;
     out->is_buffer.push_back(buf);
-    if (buf) out->buffers.push_back(bound[i]->impl());
+    if (buf) {
+      out->buffers.push_back(bound[i]->impl());
+      out->offsets.push_back(bound[i]->offset_bytes());
+    }
     else out->scalars.push_back(scalar_values[i]);
   }
 }
@@ -883,7 +1218,11 @@ std::shared_ptr<rt::CompiledKernel> Context::pipeline(const ir::Kernel& kernel, 
     }
   } else if (p.registered) {
     auto r = c.registered.find(&kernel);
-    if (r != c.registered.end()) r->second.pipelines.push_back({dtype, shape, out.get()});
+    if (r != c.registered.end() &&
+        std::none_of(r->second.pipelines.begin(), r->second.pipelines.end(), [&](const Cache::Fast& f) {
+          return f.compiled == out.get();
+        }))
+      r->second.pipelines.push_back({dtype, shape, out.get()});
   }
   return out;
 }
@@ -1033,6 +1372,12 @@ void Context::precompile(const std::vector<const ir::Kernel*>& kernels, const st
 
 void Context::dispatch_with_grid(const ir::Kernel& kernel, Instantiation dtype, const Bindings& buffers,
                                  const Constexprs& constexprs, Dim3 grid, Dim3 threadgroup) {
+  dispatch_with_grid(kernel, dtype, buffers, constexprs, grid, threadgroup, Stream{});
+}
+
+void Context::dispatch_with_grid(const ir::Kernel& kernel, Instantiation dtype, const Bindings& buffers,
+                                 const Constexprs& constexprs, Dim3 grid, Dim3 threadgroup, const Stream& stream) {
+  rt::StreamImpl* s = own(stream, "dispatch_with_grid");
   dtype = normalize(kernel, dtype);
   Prepared p = prepare(kernel, dtype, threadgroup, true);
   rt::LaunchArgs& args = launch_scratch();
@@ -1040,7 +1385,274 @@ void Context::dispatch_with_grid(const ir::Kernel& kernel, Instantiation dtype, 
         &args);
   std::shared_ptr<rt::CompiledKernel> held;
   rt::CompiledKernel& compiled = p.compiled ? *p.compiled : *(held = pipeline(kernel, dtype, threadgroup, p, spec_values(kernel, args)));
-  device_->launch(compiled, args, grid, threadgroup);
+  device_->launch(compiled, args, grid, threadgroup, s);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Prepared launches
+
+namespace {
+
+// The device's default prepared launch: the checked arguments, kept and passed to launch().
+struct GenericPrepared final : rt::Device::Prepared {
+  rt::Device* device = nullptr;
+  rt::CompiledKernel* kernel = nullptr;
+  rt::LaunchArgs args;
+  Dim3 grid, tg;
+  void set_buffer(size_t slot, rt::BufferImpl* buf, uint64_t offset) override {
+    args.buffers[slot] = buf;
+    if (slot < args.offsets.size()) args.offsets[slot] = offset;
+  }
+  void set_scalar(size_t slot, uint64_t bits) override { args.scalars[slot] = bits; }
+  void launch(rt::StreamImpl* stream) override { device->launch(*kernel, args, grid, tg, stream); }
+};
+
+}  // namespace
+
+std::unique_ptr<rt::Device::Prepared> rt::Device::prepare(CompiledKernel& kernel, const LaunchArgs& args, Dim3 grid,
+                                                          Dim3 threadgroup) {
+  auto p = std::make_unique<GenericPrepared>();
+  p->device = this;
+  p->kernel = &kernel;
+  p->args = args;
+  p->grid = grid;
+  p->tg = threadgroup;
+  return p;
+}
+
+struct PreparedLaunch::Impl {
+  Context* ctx = nullptr;
+  const ir::Kernel* kernel = nullptr;
+  Instantiation dtype;
+  std::shared_ptr<rt::CompiledKernel> compiled;  // kept alive while the launch exists
+  std::unique_ptr<rt::Device::Prepared> device;
+  std::vector<DeviceBuffer> bound;  // per parameter; empty for a scalar
+  std::vector<uint32_t> slot;       // per parameter: its index among the buffers or the scalars
+  std::vector<uint64_t> extent;     // per buffer parameter: the elements it must hold
+  std::vector<uint64_t> bits;       // per scalar parameter: the launch bits now bound
+  std::vector<std::string> fixed;   // per scalar parameter: why its value is fixed ("" if free)
+  uint64_t version = 0;             // counts rebindings (a LaunchSequence re-records after one)
+
+  [[noreturn]] void reject(const std::string& problem) const {
+    throw Error("invalid rebinding of the prepared launch of " + kernel->name + " (" + instantiation_name(dtype) +
+                ") on " + ctx->info().name + ":\n  - " + problem);
+  }
+  const ir::Param& param(uint32_t i, ir::ParamKind kind) const {
+    if (i >= kernel->params.size())
+      reject("parameter index " + std::to_string(i) + " is out of range (the kernel has " +
+             std::to_string(kernel->params.size()) + " parameters)");
+    const ir::Param& p = kernel->params[i];
+    if (p.kind != kind)
+      reject("parameter " + std::to_string(i) + " ('" + p.name + "') is a " +
+             (p.kind == ir::ParamKind::Buffer ? "buffer" : "scalar") + " parameter, not a " +
+             (kind == ir::ParamKind::Buffer ? "buffer" : "scalar") + " one");
+    return p;
+  }
+};
+
+PreparedLaunch::PreparedLaunch() = default;
+PreparedLaunch::PreparedLaunch(PreparedLaunch&&) noexcept = default;
+PreparedLaunch& PreparedLaunch::operator=(PreparedLaunch&&) noexcept = default;
+PreparedLaunch::~PreparedLaunch() = default;
+
+uint32_t PreparedLaunch::param(std::string_view name) const {
+  if (!impl_) throw Error("param() of an empty PreparedLaunch");
+  const int i = impl_->kernel->find_param(std::string(name));
+  if (i < 0) {
+    std::string all;
+    for (const ir::Param& p : impl_->kernel->params) all += (all.empty() ? "" : ", ") + p.name;
+    throw Error("kernel " + impl_->kernel->name + " has no parameter '" + std::string(name) + "' (its parameters: " + all + ")");
+  }
+  return uint32_t(i);
+}
+
+void PreparedLaunch::set_buffer(uint32_t index, const DeviceBuffer& b) {
+  if (!impl_) throw Error("set_buffer() of an empty PreparedLaunch");
+  Impl& m = *impl_;
+  const ir::Param& p = m.param(index, ir::ParamKind::Buffer);
+  if (!b) m.reject("buffer parameter '" + p.name + "' is bound to an empty DeviceBuffer");
+  const DType want = ir::resolve(p.dtype, m.dtype);
+  if (b.dtype() != want)
+    m.reject(std::string("buffer '") + p.name + "' holds " + dtype_name(b.dtype()) + " but the parameter is buf<" +
+             dtype_name(want) + ">");
+  if (b.impl()->owner != m.bound[index].impl()->owner) m.reject("buffer '" + p.name + "' is from another device");
+  if (b.count() < m.extent[index])
+    m.reject("buffer '" + p.name + "' has " + std::to_string(b.count()) + " elements but the kernel may touch " +
+             std::to_string(m.extent[index]) + " (the extent validated when the launch was prepared)");
+  const DeviceInfo& dev = m.ctx->info();
+  if (b.bytes() > dev.max_buffer_bytes)
+    m.reject("buffer '" + p.name + "' is " + std::to_string(b.bytes()) + " bytes; " + dev.name + " binds at most " +
+             std::to_string(dev.max_buffer_bytes) + " bytes to one buffer parameter (maxStorageBufferRange)");
+  if (std::string why = rt::buffer_fact_problem(*m.kernel, index, bound_align(b)); !why.empty()) m.reject(why);
+  for (uint32_t j = 0; j < m.bound.size(); ++j) {
+    if (j == index || !m.bound[j] || !overlaps(m.bound[j], b)) continue;
+    const ir::Param& o = m.kernel->params[j];
+    if (p.access == ir::Access::Read && o.access == ir::Access::Read) continue;
+    const ir::Param& later = j > index ? o : p;
+    const uint32_t earlier = j > index ? index : j;
+    if (std::find(later.aliases.begin(), later.aliases.end(), earlier) != later.aliases.end()) continue;
+    m.reject("buffers '" + p.name + "' (" + ir::access_name(p.access) + ") and '" + o.name + "' (" +
+             ir::access_name(o.access) + ") would be bound to the same DeviceBuffer, but the kernel does not declare "
+             "that they alias");
+  }
+  m.device->set_buffer(m.slot[index], b.impl(), b.offset_bytes());
+  m.bound[index] = b;
+  ++m.version;
+}
+
+void PreparedLaunch::set_scalar(uint32_t index, const ScalarValue& v) {
+  if (!impl_) throw Error("set_scalar() of an empty PreparedLaunch");
+  Impl& m = *impl_;
+  const ir::Param& p = m.param(index, ir::ParamKind::Scalar);
+  uint64_t bits = 0;
+  std::string why;
+  if (!scalar_bits(p.dtype, v, bits, why)) m.reject("constexpr '" + p.name + "' = " + v.text() + " " + why);
+  if (std::string fact = rt::scalar_fact_problem(*m.kernel, index, bits, v.text()); !fact.empty()) m.reject(fact);
+  if (!m.fixed[index].empty() && bits != m.bits[index])
+    m.reject("constexpr '" + p.name + "' = " + v.text() + ": " + m.fixed[index] +
+             ", so a prepared launch keeps the value it was validated with (prepare another launch for this value)");
+  m.device->set_scalar(m.slot[index], bits);
+  m.bits[index] = bits;
+  ++m.version;
+}
+
+void PreparedLaunch::launch(const Stream& stream) {
+  if (!impl_) throw Error("launch() of an empty PreparedLaunch");
+  impl_->device->launch(impl_->ctx->own(stream, "PreparedLaunch::launch"));
+}
+
+namespace {
+struct GenericRecorded final : rt::Device::Recorded {
+  std::vector<rt::Device::Prepared*> steps;
+  void rebuild() override {}
+  void replay(rt::StreamImpl* stream) override {
+    for (rt::Device::Prepared* p : steps) p->launch(stream);
+  }
+};
+}  // namespace
+
+std::unique_ptr<rt::Device::Recorded> rt::Device::record(const std::vector<Prepared*>& steps) {
+  auto r = std::make_unique<GenericRecorded>();
+  r->steps = steps;
+  return r;
+}
+
+struct LaunchSequence::Impl {
+  Context* ctx = nullptr;
+  std::vector<PreparedLaunch> steps;
+  std::vector<uint64_t> versions;  // each step's rebinding count when recorded
+  std::unique_ptr<rt::Device::Recorded> recorded;
+};
+
+LaunchSequence::LaunchSequence() = default;
+LaunchSequence::LaunchSequence(LaunchSequence&&) noexcept = default;
+LaunchSequence& LaunchSequence::operator=(LaunchSequence&&) noexcept = default;
+LaunchSequence::~LaunchSequence() {
+  if (impl_) impl_->recorded.reset();  // before the steps it points into
+}
+
+LaunchSequence Context::create_sequence() {
+  LaunchSequence s;
+  s.impl_ = std::make_unique<LaunchSequence::Impl>();
+  s.impl_->ctx = this;
+  return s;
+}
+
+size_t LaunchSequence::add(PreparedLaunch step) {
+  if (!impl_) throw Error("add() to an empty LaunchSequence (make one with Context::create_sequence)");
+  if (!step) throw Error("LaunchSequence::add: an empty PreparedLaunch");
+  if (step.impl_->ctx != impl_->ctx) throw Error("LaunchSequence::add: the launch was prepared on another Context");
+  impl_->recorded.reset();
+  impl_->steps.push_back(std::move(step));
+  return impl_->steps.size() - 1;
+}
+
+size_t LaunchSequence::size() const { return impl_ ? impl_->steps.size() : 0; }
+
+PreparedLaunch& LaunchSequence::step(size_t index) {
+  if (!impl_ || index >= impl_->steps.size())
+    throw Error("LaunchSequence::step(" + std::to_string(index) + "): the sequence has " + std::to_string(size()) +
+                " steps");
+  return impl_->steps[index];
+}
+
+void LaunchSequence::replay(const Stream& stream) {
+  if (!impl_) throw Error("replay() of an empty LaunchSequence");
+  Impl& m = *impl_;
+  rt::StreamImpl* s = m.ctx->own(stream, "LaunchSequence::replay");
+  if (m.steps.empty()) return;
+  if (!m.recorded) {
+    std::vector<rt::Device::Prepared*> steps;
+    m.versions.clear();
+    for (PreparedLaunch& p : m.steps) {
+      steps.push_back(p.impl_->device.get());
+      m.versions.push_back(p.impl_->version);
+    }
+    m.recorded = m.ctx->device_->record(steps);
+  } else {
+    bool changed = false;
+    for (size_t i = 0; i < m.steps.size(); ++i)
+      if (m.steps[i].impl_->version != m.versions[i]) {
+        changed = true;
+        m.versions[i] = m.steps[i].impl_->version;
+      }
+    if (changed) m.recorded->rebuild();
+  }
+  m.recorded->replay(s);
+}
+
+PreparedLaunch Context::prepare_launch(const ir::Kernel& kernel, Instantiation dtype, const Bindings& buffers,
+                                       const Constexprs& constexprs, Dim3 grid, Dim3 threadgroup) {
+  dtype = normalize(kernel, dtype);
+  Prepared p = prepare(kernel, dtype, threadgroup, false);
+  rt::LaunchArgs args;
+  check(device_->info(), kernel, CheckFacts{p.lane_ops, p.dtypes_used, p.shared_bytes, p.dynamic_tg, p.index_widths, p.skip_facts},
+        dtype, buffers, constexprs, grid, threadgroup, &args);
+  auto m = std::make_unique<PreparedLaunch::Impl>();
+  m->ctx = this;
+  m->kernel = &kernel;
+  m->dtype = dtype;
+  m->compiled = pipeline(kernel, dtype, threadgroup, p, spec_values(kernel, args));
+  const size_t np = kernel.params.size();
+  m->bound.resize(np);
+  m->slot.resize(np);
+  m->extent.assign(np, 0);
+  m->bits.assign(np, 0);
+  m->fixed.assign(np, "");
+  uint32_t bi = 0, si = 0;
+  for (size_t i = 0; i < np; ++i) {
+    const ir::Param& prm = kernel.params[i];
+    if (prm.kind == ir::ParamKind::Buffer) {
+      m->slot[i] = bi++;
+      for (const auto& [name, buf] : buffers)
+        if (name == prm.name) m->bound[i] = buf;
+    } else {
+      m->slot[i] = si;
+      m->bits[i] = args.scalars[si++];
+      if (prm.specialize) m->fixed[i] = "its value is specialized into the kernel's code";
+    }
+  }
+  for (size_t i = 0; i < np; ++i) {
+    const ir::Param& prm = kernel.params[i];
+    if (prm.kind != ir::ParamKind::Buffer) continue;
+    uint64_t e = prm.extent_factor;
+    for (uint32_t sc : prm.extent_scalars) {
+      e *= m->bits[sc];  // validated: no overflow, no negative value
+      if (m->fixed[sc].empty()) m->fixed[sc] = "it sizes buffer '" + prm.name + "'";
+    }
+    m->extent[i] = e;
+  }
+  ir::walk(kernel, [&](ir::Id id) {
+    const ir::Inst& in = kernel.insts[id];
+    if (in.op != ir::Op::TgAlloc || !in.has(ir::Attr::CountParam)) return;
+    const size_t sc = size_t(in.attr(ir::Attr::CountParam));
+    if (sc < np && m->fixed[sc].empty())
+      m->fixed[sc] = "it sizes threadgroup array '" + kernel.strings[size_t(in.attr(ir::Attr::Name))] + "'";
+  });
+  m->device = device_->prepare(*m->compiled, args, grid, threadgroup);
+  PreparedLaunch out;
+  out.impl_ = std::move(m);
+  return out;
 }
 
 Timing Context::time_sequence(const std::vector<SequenceLaunch>& seq, const TimingOptions& opts) {

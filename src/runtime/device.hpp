@@ -12,6 +12,19 @@
 
 namespace iron::rt {
 
+// A stream (queue) of one device: launches and copies on it run in the order issued, and
+// asynchronously to the host. Owned by the device's shared state and alive as long as the device
+// and every buffer of it, so BufferImpl::last_stream can point at one. Null = the device's default
+// stream. Streams do not order against each other except through events.
+struct StreamImpl {
+  virtual ~StreamImpl() = default;
+};
+// A point in a stream's work (Device::record_event): done once everything issued on the stream
+// before it has finished.
+struct EventImpl {
+  virtual ~EventImpl() = default;
+};
+
 struct BufferImpl {
   virtual ~BufferImpl() = default;
   size_t bytes = 0;
@@ -25,6 +38,12 @@ struct BufferImpl {
   // alignment of that address. Dispatch validation checks it against every buffer's declared
   // (or assumed) alignment.
   uint64_t align = ir::kAllocationAlign;
+  // The stream of the last launch or copy that used this buffer (null: the default stream or
+  // none) and, where the device counts submissions (the interpreter, Vulkan), that launch's
+  // ticket on it (CUDA, which counts none, sets 1 once the buffer was used). upload() and download() wait for exactly that work, and a buffer freed while
+  // it is in flight waits for it before its memory goes. Written by the device at launch.
+  StreamImpl* last_stream = nullptr;
+  uint64_t last_ticket = 0;
 };
 
 // The declared-fact rules of dispatch validation (Context), one parameter at a time: an empty
@@ -47,6 +66,8 @@ struct CompiledKernel {
 
 struct LaunchArgs {
   std::vector<BufferImpl*> buffers;  // buffer parameters, in declaration order
+  // The byte offset each buffer is bound at (a view: Context::view); 0 binds it from its start.
+  std::vector<uint64_t> offsets;
   // Scalar parameters' bit patterns, in declaration order: f32 and 32-bit integers in the low
   // 4 bytes (zero above), i64 and u64 whole. Little-endian, so a pointer to an entry is also a
   // pointer to a 4-byte parameter's value.
@@ -62,8 +83,36 @@ class Device {
   virtual ~Device() = default;
   virtual const DeviceInfo& info() const = 0;
   virtual std::unique_ptr<BufferImpl> alloc(size_t bytes) = 0;
-  virtual void upload(BufferImpl& buf, const void* data, size_t bytes) = 0;
-  virtual void download(BufferImpl& buf, void* data, size_t bytes) = 0;
+  // upload: ordered after the work in flight that uses `buf` and before later work on `stream`
+  // (CUDA: an asynchronous copy on the stream; the interpreter and Vulkan wait for that work on
+  // the host, then copy). download: waits for the work in flight that uses `buf` (and nothing
+  // else), then copies; kernel errors of that work are reported here.
+  // `offset`: the first byte of the buffer copied (a view's offset). Context checked the range.
+  virtual void upload(BufferImpl& buf, size_t offset, const void* data, size_t bytes, StreamImpl* stream) = 0;
+  virtual void download(BufferImpl& buf, size_t offset, void* data, size_t bytes) = 0;
+  void upload(BufferImpl& buf, const void* data, size_t bytes) { upload(buf, 0, data, bytes, nullptr); }
+  void download(BufferImpl& buf, void* data, size_t bytes) { download(buf, 0, data, bytes); }
+
+  // External memory (Context::wrap_external, DLPack). wrap: a buffer over `bytes` at `ptr`, which
+  // someone else owns (CUDA: a device pointer of this device's context; the interpreter: host
+  // memory); the buffer never frees it. address: where a buffer's memory is, for export. Both
+  // throw on a device whose memory has no such address (Vulkan).
+  virtual std::unique_ptr<BufferImpl> wrap(void* ptr, size_t bytes);
+  virtual void* address(BufferImpl& buf);
+
+  // Streams and events (Context::create_stream, record_event, ...). create_stream's stream is
+  // owned by the device and lives as long as it (and its buffers).
+  virtual StreamImpl* create_stream() = 0;
+  virtual std::shared_ptr<EventImpl> record_event(StreamImpl* stream) = 0;
+  // Later work on `waiter` starts only after `event` is done (the host does not wait where the
+  // device can order it; the interpreter's default stream, which runs on the calling thread, waits).
+  virtual void wait_event(StreamImpl* waiter, EventImpl& event) = 0;
+  virtual bool event_done(EventImpl& event) = 0;
+  // An event done once the work in flight that uses `buf` is done (the buffer pool's test for
+  // handing a freed buffer out again).
+  virtual std::shared_ptr<EventImpl> buffer_event(BufferImpl& buf) = 0;
+  virtual void synchronize_event(EventImpl& event) = 0;
+  virtual void synchronize_stream(StreamImpl* stream) = 0;
   // Emits and compiles `k` for `dtype` and one threadgroup shape. Vulkan bakes the shape into
   // the pipeline (specialization constants), CUDA into the source (__launch_bounds__, group_size
   // constants); both then refuse a launch with another shape. The interpreter ignores it
@@ -90,8 +139,37 @@ class Device {
                                                const std::vector<char>& binary) {
     throw Error("this device cannot load cached binaries");
   }
-  virtual void launch(CompiledKernel& kernel, const LaunchArgs& args, Dim3 grid, Dim3 threadgroup) = 0;
+  // Enqueues a launch on `stream` (null: the default stream) and returns without waiting for it.
+  // Errors the kernel raises while it runs (a Vulkan loop limit, an interpreter bounds fault, a
+  // CUDA fault) are reported by the next wait: synchronize, download, an event's synchronize.
+  virtual void launch(CompiledKernel& kernel, const LaunchArgs& args, Dim3 grid, Dim3 threadgroup, StreamImpl* stream) = 0;
+  void launch(CompiledKernel& kernel, const LaunchArgs& args, Dim3 grid, Dim3 threadgroup) {
+    launch(kernel, args, grid, threadgroup, nullptr);
+  }
+  // Waits for every stream.
   virtual void synchronize() = 0;
+
+  // A launch validated once and then re-issued (Context::prepare_launch): the device keeps what
+  // it can precompute (CUDA: the kernelParams array). Buffers and scalars are rebound by slot
+  // (their index in LaunchArgs::buffers / scalars); Context has checked them.
+  struct Prepared {
+    virtual ~Prepared() = default;
+    virtual void set_buffer(size_t slot, BufferImpl* buf, uint64_t offset) = 0;
+    virtual void set_scalar(size_t slot, uint64_t bits) = 0;
+    virtual void launch(StreamImpl* stream) = 0;
+  };
+  // The default keeps a copy of the arguments and calls launch().
+  virtual std::unique_ptr<Prepared> prepare(CompiledKernel& kernel, const LaunchArgs& args, Dim3 grid, Dim3 threadgroup);
+
+  // Prepared launches replayed as one unit (Context::create_sequence). `rebuild` is called
+  // after a step was rebound, before the next replay. The default replays launch by launch;
+  // CUDA captures the steps into a graph and launches that.
+  struct Recorded {
+    virtual ~Recorded() = default;
+    virtual void rebuild() = 0;
+    virtual void replay(StreamImpl* stream) = 0;
+  };
+  virtual std::unique_ptr<Recorded> record(const std::vector<Prepared*>& steps);
 
   // Benchmark timing: `warmup` untimed launches, then `samples` launches each timed on the
   // device's own clock (CUDA events, Vulkan timestamp queries; the host clock for the

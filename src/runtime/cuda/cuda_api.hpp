@@ -17,6 +17,11 @@ using CUmodule = struct CUmod_st*;
 using CUfunction = struct CUfunc_st*;
 using CUstream = struct CUstream_st*;
 using CUevent = struct CUevent_st*;
+using CUgraph = struct CUgraph_st*;
+using CUgraphExec = struct CUgraphExec_st*;
+// cuda.h: enum CUstreamCaptureMode. Thread-local: only this thread's unsafe calls are refused
+// while it captures.
+constexpr int CU_STREAM_CAPTURE_MODE_THREAD_LOCAL = 1;
 
 constexpr CUresult CUDA_SUCCESS = 0;
 constexpr CUresult CUDA_ERROR_STUB_LIBRARY = 34;
@@ -24,6 +29,11 @@ constexpr CUresult CUDA_ERROR_STUB_LIBRARY = 34;
 // cuda.h: enum CUevent_flags. Default events record timestamps (CU_EVENT_DISABLE_TIMING = 2 would
 // not); the host wait in cuEventSynchronize spins, which is what a benchmark wants.
 constexpr unsigned CU_EVENT_DEFAULT = 0;
+constexpr unsigned CU_EVENT_DISABLE_TIMING = 2;
+// cuda.h: enum CUstream_flags. A non-blocking stream does not synchronize with the legacy null
+// stream (Iron's streams order against each other through events only).
+constexpr unsigned CU_STREAM_NON_BLOCKING = 1;
+constexpr CUresult CUDA_ERROR_NOT_READY = 600;
 
 // Only the attributes we query (cuda.h: enum CUdevice_attribute).
 enum CUdevice_attribute : int {
@@ -84,7 +94,15 @@ constexpr nvrtcResult NVRTC_SUCCESS = 0;
   IRON_CUDA_FN(cuEventRecord, CUresult, (CUevent, CUstream))                                     \
   IRON_CUDA_FN(cuEventSynchronize, CUresult, (CUevent))                                          \
   IRON_CUDA_FN(cuEventDestroy_v2, CUresult, (CUevent))                                           \
-  IRON_CUDA_FN(cuMemsetD32Async, CUresult, (CUdeviceptr, unsigned, size_t, CUstream))
+  IRON_CUDA_FN(cuMemsetD32Async, CUresult, (CUdeviceptr, unsigned, size_t, CUstream))           \
+  /* Streams and events (Context::create_stream, record_event). */                              \
+  IRON_CUDA_FN(cuStreamCreate, CUresult, (CUstream*, unsigned))                                  \
+  IRON_CUDA_FN(cuStreamDestroy_v2, CUresult, (CUstream))                                         \
+  IRON_CUDA_FN(cuStreamSynchronize, CUresult, (CUstream))                                        \
+  IRON_CUDA_FN(cuStreamWaitEvent, CUresult, (CUstream, CUevent, unsigned))                       \
+  IRON_CUDA_FN(cuEventQuery, CUresult, (CUevent))                                                \
+  IRON_CUDA_FN(cuMemcpyHtoDAsync_v2, CUresult, (CUdeviceptr, const void*, size_t, CUstream))     \
+  IRON_CUDA_FN(cuMemcpyDtoHAsync_v2, CUresult, (void*, CUdeviceptr, size_t, CUstream))
 
 // Looked up but allowed to be missing. cuGetError*: only used to make error messages readable.
 // cuEventElapsedTime: CUDA 13's cuda.h #defines it to cuEventElapsedTime_v2, which drivers export
@@ -95,7 +113,14 @@ constexpr nvrtcResult NVRTC_SUCCESS = 0;
   IRON_CUDA_FN(cuGetErrorName, CUresult, (CUresult, const char**))           \
   IRON_CUDA_FN(cuGetErrorString, CUresult, (CUresult, const char**))         \
   IRON_CUDA_FN(cuEventElapsedTime_v2, CUresult, (float*, CUevent, CUevent))  \
-  IRON_CUDA_FN(cuEventElapsedTime, CUresult, (float*, CUevent, CUevent))
+  IRON_CUDA_FN(cuEventElapsedTime, CUresult, (float*, CUevent, CUevent))      \
+  /* Graphs (LaunchSequence); without them a sequence replays launch by launch. */       \
+  IRON_CUDA_FN(cuStreamBeginCapture_v2, CUresult, (CUstream, int))           \
+  IRON_CUDA_FN(cuStreamEndCapture, CUresult, (CUstream, CUgraph*))           \
+  IRON_CUDA_FN(cuGraphInstantiateWithFlags, CUresult, (CUgraphExec*, CUgraph, unsigned long long)) \
+  IRON_CUDA_FN(cuGraphLaunch, CUresult, (CUgraphExec, CUstream))             \
+  IRON_CUDA_FN(cuGraphExecDestroy, CUresult, (CUgraphExec))                  \
+  IRON_CUDA_FN(cuGraphDestroy, CUresult, (CUgraph))
 
 #define IRON_NVRTC_FUNCTIONS(IRON_NVRTC_FN)                                                       \
   IRON_NVRTC_FN(nvrtcVersion, nvrtcResult, (int*, int*))                                          \

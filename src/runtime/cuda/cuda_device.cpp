@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <memory>
+#include <mutex>
 #include <set>
 #include <string>
 #include <thread>
@@ -46,6 +47,7 @@ const char* known_error_name(CUresult r) {
     case 218: return "CUDA_ERROR_INVALID_PTX";
     case 400: return "CUDA_ERROR_INVALID_HANDLE";
     case 500: return "CUDA_ERROR_NOT_FOUND";
+    case 600: return "CUDA_ERROR_NOT_READY";
     case 700: return "CUDA_ERROR_ILLEGAL_ADDRESS";
     case 701: return "CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES";
     case 702: return "CUDA_ERROR_LAUNCH_TIMEOUT";
@@ -312,6 +314,12 @@ bool unpack_binary(const std::vector<char>& bin, std::string& log, const char*& 
 // copies, synchronize, module loads) still sets the context every time.
 thread_local CUcontext t_current = nullptr;
 
+// A stream of the device (cuStreamCreate, non-blocking): owned by the CudaContext, destroyed with it.
+struct CudaStream final : StreamImpl {
+  CUstream s = nullptr;
+};
+inline CUstream cu_stream(StreamImpl* s) { return s ? static_cast<CudaStream*>(s)->s : nullptr; }
+
 // The device's primary context, shared by the device, its buffers and its modules: the context
 // is released only when the last of them goes, so a buffer that outlives its Context still
 // frees cleanly instead of touching a destroyed context.
@@ -319,8 +327,12 @@ struct CudaContext {
   std::shared_ptr<const CudaDriver> drv;
   CUdevice device = 0;
   CUcontext ctx = nullptr;
+  std::mutex mu;  // guards streams
+  std::vector<std::unique_ptr<CudaStream>> streams;
 
   ~CudaContext() {
+    if (ctx && drv->cuCtxSetCurrent(ctx) == CUDA_SUCCESS)
+      for (auto& st : streams) drv->cuStreamDestroy_v2(st->s);  // waits for nothing; work already finished
     if (ctx) drv->cuDevicePrimaryCtxRelease_v2(device);  // errors at teardown are ignored
     if (t_current == ctx) t_current = nullptr;
   }
@@ -344,9 +356,23 @@ struct CudaContext {
 struct CudaBuffer final : BufferImpl {
   std::shared_ptr<CudaContext> ctx;
   CUdeviceptr ptr = 0;
+  CUdeviceptr external = 0;  // wrapped memory (Device::wrap): its owner frees it, not Iron
   ~CudaBuffer() override {
     // No throwing from a destructor; a failing free (e.g. after a sticky kernel error) leaks.
-    if (ptr && ctx->set_current_quietly()) ctx->drv->cuMemFree_v2(ptr);
+    // Work in flight on the buffer's last stream finishes before its memory goes (back to its
+    // owner, for wrapped memory).
+    if (ptr && ctx->set_current_quietly()) {
+      if (last_stream) ctx->drv->cuStreamSynchronize(cu_stream(last_stream));
+      if (!external) ctx->drv->cuMemFree_v2(ptr);
+    }
+  }
+};
+
+struct CudaEvent final : EventImpl {
+  std::shared_ptr<CudaContext> ctx;
+  CUevent e = nullptr;
+  ~CudaEvent() override {
+    if (e && ctx->set_current_quietly()) ctx->drv->cuEventDestroy_v2(e);
   }
 };
 
@@ -447,6 +473,9 @@ class CudaDevice final : public Device {
     ctx_->make_current();
   }
 
+  using Device::download;
+  using Device::launch;
+  using Device::upload;
   const DeviceInfo& info() const override { return info_; }
 
   std::unique_ptr<BufferImpl> alloc(size_t bytes) override {
@@ -462,26 +491,90 @@ class CudaDevice final : public Device {
     return buf;
   }
 
-  void upload(BufferImpl& buf, const void* data, size_t bytes) override {
+  // A copy on `stream` (from pageable memory: the data has been taken when the call returns).
+  // Work on another stream that last used the buffer is waited for first.
+  void upload(BufferImpl& buf, size_t offset, const void* data, size_t bytes, StreamImpl* stream) override {
     CudaBuffer& b = own(buf, "upload");
-    if (bytes > b.bytes)
-      throw Error("CUDA upload of " + std::to_string(bytes) + " bytes into a " + std::to_string(b.bytes) +
-                  "-byte buffer");
+    if (offset > b.bytes || bytes > b.bytes - offset)
+      throw Error("CUDA upload of " + std::to_string(bytes) + " bytes at offset " + std::to_string(offset) + " into a " +
+                  std::to_string(b.bytes) + "-byte buffer");
     if (bytes == 0) return;
     ctx_->make_current();
-    // Null-stream copy: ordered after every launch so far, so no explicit synchronize needed.
-    drv().check(drv().cuMemcpyHtoD_v2(b.ptr, data, bytes), "cuMemcpyHtoD_v2");
+    // last_ticket is 1 once anything used the buffer (CUDA counts no tickets): work on another
+    // stream, the legacy null stream included, finishes before the copy may overwrite its input.
+    if (b.last_ticket && b.last_stream != stream) wait_stream(b.last_stream);
+    drv().check(drv().cuMemcpyHtoDAsync_v2(b.ptr + offset, data, bytes, cu_stream(stream)), "cuMemcpyHtoDAsync_v2");
+    b.last_stream = stream;
+    b.last_ticket = 1;
   }
 
-  void download(BufferImpl& buf, void* data, size_t bytes) override {
+  // Waits for the stream that last used the buffer (the legacy null stream when that was the
+  // default stream) and nothing else, then copies on it.
+  void download(BufferImpl& buf, size_t offset, void* data, size_t bytes) override {
     CudaBuffer& b = own(buf, "download");
-    if (bytes > b.bytes)
-      throw Error("CUDA download of " + std::to_string(bytes) + " bytes from a " + std::to_string(b.bytes) +
-                  "-byte buffer");
+    if (offset > b.bytes || bytes > b.bytes - offset)
+      throw Error("CUDA download of " + std::to_string(bytes) + " bytes at offset " + std::to_string(offset) +
+                  " from a " + std::to_string(b.bytes) + "-byte buffer");
+    ctx_->make_current();
     // Synchronize first so a failed kernel is reported as such, not as a failed copy.
-    synchronize();
+    wait_stream(b.last_stream);
     if (bytes == 0) return;
-    drv().check(drv().cuMemcpyDtoH_v2(data, b.ptr, bytes), "cuMemcpyDtoH_v2");
+    CUstream s = cu_stream(b.last_stream);
+    drv().check(drv().cuMemcpyDtoHAsync_v2(data, b.ptr + offset, bytes, s), "cuMemcpyDtoHAsync_v2");
+    drv().check(drv().cuStreamSynchronize(s), "cuStreamSynchronize(download)");
+  }
+
+  // A device pointer someone else owns (a torch tensor's, ...): never freed by Iron.
+  std::unique_ptr<BufferImpl> wrap(void* ptr, size_t bytes) override {
+    auto buf = std::make_unique<CudaBuffer>();
+    buf->ctx = ctx_;
+    buf->owner = ctx_.get();
+    buf->bytes = bytes;
+    buf->external = reinterpret_cast<CUdeviceptr>(ptr);
+    const uint64_t at = uint64_t(buf->external);
+    buf->align = at ? std::min<uint64_t>(at & (~at + 1), 256) : 256;
+    buf->ptr = buf->external;
+    return buf;
+  }
+  void* address(BufferImpl& buf) override { return reinterpret_cast<void*>(own(buf, "export").ptr); }
+
+  StreamImpl* create_stream() override {
+    ctx_->make_current();
+    auto st = std::make_unique<CudaStream>();
+    drv().check(drv().cuStreamCreate(&st->s, CU_STREAM_NON_BLOCKING), "cuStreamCreate");
+    std::lock_guard lock(ctx_->mu);
+    ctx_->streams.push_back(std::move(st));
+    return ctx_->streams.back().get();
+  }
+
+  std::shared_ptr<EventImpl> record_event(StreamImpl* stream) override {
+    ctx_->make_current();
+    auto e = std::make_shared<CudaEvent>();
+    e->ctx = ctx_;
+    drv().check(drv().cuEventCreate(&e->e, CU_EVENT_DISABLE_TIMING), "cuEventCreate");
+    drv().check(drv().cuEventRecord(e->e, cu_stream(stream)), "cuEventRecord");
+    return e;
+  }
+  std::shared_ptr<EventImpl> buffer_event(BufferImpl& buf) override { return record_event(buf.last_stream); }
+  void wait_event(StreamImpl* waiter, EventImpl& event) override {
+    ctx_->make_current();
+    drv().check(drv().cuStreamWaitEvent(cu_stream(waiter), static_cast<CudaEvent&>(event).e, 0), "cuStreamWaitEvent");
+  }
+  bool event_done(EventImpl& event) override {
+    ctx_->make_current();
+    CUresult r = drv().cuEventQuery(static_cast<CudaEvent&>(event).e);
+    if (r == CUDA_ERROR_NOT_READY) return false;
+    if (r != CUDA_SUCCESS) fault(r, "cuEventQuery");
+    return true;
+  }
+  void synchronize_event(EventImpl& event) override {
+    ctx_->make_current();
+    if (CUresult r = drv().cuEventSynchronize(static_cast<CudaEvent&>(event).e); r != CUDA_SUCCESS)
+      fault(r, "cuEventSynchronize");
+  }
+  void synchronize_stream(StreamImpl* stream) override {
+    ctx_->make_current();
+    wait_stream(stream);
   }
 
   // The emission options for code built for `tg` (EmitOptions::threadgroup).
@@ -649,18 +742,153 @@ class CudaDevice final : public Device {
   // The code is emitted for one threadgroup shape (__launch_bounds__, group_size constants).
   bool pipeline_depends_on_threadgroup() const override { return true; }
 
-  void launch(CompiledKernel& kernel, const LaunchArgs& args, Dim3 grid, Dim3 tg) override {
+  void launch(CompiledKernel& kernel, const LaunchArgs& args, Dim3 grid, Dim3 tg, StreamImpl* stream) override {
     CudaKernel& kk = own_kernel(kernel, "launch");
     check_shape(kk, tg);
     marshal(kk, args);
+    const CUstream s = cu_stream(stream);
     const bool assumed = ctx_->likely_current();
     if (!assumed) ctx_->make_current();
-    CUresult r = issue(kk, grid, tg);
+    CUresult r = issue(kk, grid, tg, s);
     if (r != CUDA_SUCCESS && assumed) {  // maybe another library switched contexts: set ours, retry once
       ctx_->make_current();
-      r = issue(kk, grid, tg);
+      r = issue(kk, grid, tg, s);
     }
     if (r != CUDA_SUCCESS) drv().check(r, "cuLaunchKernel(" + last_launch() + ")");
+    for (BufferImpl* b : args.buffers) b->last_stream = stream, b->last_ticket = 1;
+  }
+
+  // The kernelParams array built once: a launch is cuLaunchKernel with it (and the buffers'
+  // stream noted). Rebinding rewrites one pointer or one scalar in place.
+  struct CudaPrepared final : Prepared {
+    CudaDevice* dev = nullptr;
+    CudaKernel* kk = nullptr;
+    std::vector<CUdeviceptr> ptrs;
+    std::vector<uint64_t> scalars;
+    std::vector<void*> params;
+    std::vector<BufferImpl*> buffers;
+    unsigned shared = 0;
+    Dim3 grid, tg;
+    void set_buffer(size_t slot, BufferImpl* buf, uint64_t offset) override {
+      ptrs[slot] = dev->own(*buf, "prepared launch").ptr + offset;
+      buffers[slot] = buf;
+    }
+    void set_scalar(size_t slot, uint64_t bits) override { scalars[slot] = bits; }
+    void launch(StreamImpl* stream) override {
+      const CUstream s = cu_stream(stream);
+      const CudaDriver& d = dev->drv();
+      const bool assumed = dev->ctx_->likely_current();
+      if (!assumed) dev->ctx_->make_current();
+      CUresult r = d.cuLaunchKernel(kk->fn, grid.x, grid.y, grid.z, tg.x, tg.y, tg.z, shared, s, params.data(), nullptr);
+      if (r != CUDA_SUCCESS && assumed) {
+        dev->ctx_->make_current();
+        r = d.cuLaunchKernel(kk->fn, grid.x, grid.y, grid.z, tg.x, tg.y, tg.z, shared, s, params.data(), nullptr);
+      }
+      if (r != CUDA_SUCCESS) d.check(r, "cuLaunchKernel(" + kk->entry + " grid " + dims(grid) + " threadgroup " + dims(tg) + ", prepared)");
+      for (BufferImpl* b : buffers) b->last_stream = stream, b->last_ticket = 1;
+    }
+  };
+
+  // A sequence as a CUDA graph: the steps' launches captured on a private stream, instantiated,
+  // and launched with cuGraphLaunch on the caller's stream. A rebound step rebuilds the graph
+  // (after the last replay has finished). Drivers without graphs replay launch by launch.
+  struct CudaRecorded final : Recorded {
+    CudaDevice* dev = nullptr;
+    std::vector<CudaPrepared*> steps;
+    CudaStream capture;
+    CUgraph graph = nullptr;
+    CUgraphExec exec = nullptr;
+    StreamImpl* last = nullptr;  // the stream of the last replay
+    bool replayed = false;
+    ~CudaRecorded() override {
+      const CudaDriver& d = dev->drv();
+      if (!dev->ctx_->set_current_quietly()) return;
+      if (replayed) d.cuStreamSynchronize(cu_stream(last));
+      if (exec) d.cuGraphExecDestroy(exec);
+      if (graph) d.cuGraphDestroy(graph);
+      if (capture.s) d.cuStreamDestroy_v2(capture.s);
+    }
+    static bool have_graphs(const CudaDriver& d) {
+      return d.cuStreamBeginCapture_v2 && d.cuStreamEndCapture && d.cuGraphInstantiateWithFlags && d.cuGraphLaunch &&
+             d.cuGraphExecDestroy && d.cuGraphDestroy;
+    }
+    void rebuild() override {
+      const CudaDriver& d = dev->drv();
+      if (!have_graphs(d)) return;
+      dev->ctx_->make_current();
+      if (replayed) dev->wait_stream(last);  // nothing may still run the old graph
+      if (exec) d.cuGraphExecDestroy(exec);
+      if (graph) d.cuGraphDestroy(graph);
+      exec = nullptr;
+      graph = nullptr;
+      if (!capture.s) d.check(d.cuStreamCreate(&capture.s, CU_STREAM_NON_BLOCKING), "cuStreamCreate(capture)");
+      d.check(d.cuStreamBeginCapture_v2(capture.s, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL), "cuStreamBeginCapture");
+      CUresult failed = CUDA_SUCCESS;
+      std::string what;
+      for (CudaPrepared* p : steps) {
+        failed = d.cuLaunchKernel(p->kk->fn, p->grid.x, p->grid.y, p->grid.z, p->tg.x, p->tg.y, p->tg.z, p->shared,
+                                  capture.s, p->params.data(), nullptr);
+        if (failed != CUDA_SUCCESS) {
+          what = "cuLaunchKernel(" + p->kk->entry + ", captured)";
+          break;
+        }
+      }
+      CUresult ended = d.cuStreamEndCapture(capture.s, &graph);
+      if (failed != CUDA_SUCCESS) d.check(failed, what);
+      d.check(ended, "cuStreamEndCapture");
+      d.check(d.cuGraphInstantiateWithFlags(&exec, graph, 0), "cuGraphInstantiateWithFlags");
+    }
+    void replay(StreamImpl* stream) override {
+      const CudaDriver& d = dev->drv();
+      if (!exec) {
+        for (CudaPrepared* p : steps) p->launch(stream);
+        return;
+      }
+      if (!dev->ctx_->likely_current()) dev->ctx_->make_current();
+      CUresult r = d.cuGraphLaunch(exec, cu_stream(stream));
+      if (r != CUDA_SUCCESS) {
+        dev->ctx_->make_current();
+        r = d.cuGraphLaunch(exec, cu_stream(stream));
+      }
+      d.check(r, "cuGraphLaunch(" + std::to_string(steps.size()) + " kernels)");
+      last = stream;
+      replayed = true;
+      for (CudaPrepared* p : steps)
+        for (BufferImpl* b : p->buffers) b->last_stream = stream, b->last_ticket = 1;
+    }
+  };
+
+  std::unique_ptr<Recorded> record(const std::vector<Prepared*>& steps) override {
+    auto r = std::make_unique<CudaRecorded>();
+    r->dev = this;
+    for (Prepared* p : steps) r->steps.push_back(static_cast<CudaPrepared*>(p));  // prepare() made every one
+    r->rebuild();
+    return r;
+  }
+
+  std::unique_ptr<Prepared> prepare(CompiledKernel& kernel, const LaunchArgs& args, Dim3 grid, Dim3 tg) override {
+    CudaKernel& kk = own_kernel(kernel, "prepared launch");
+    check_shape(kk, tg);
+    auto p = std::make_unique<CudaPrepared>();
+    p->dev = this;
+    p->kk = &kk;
+    p->grid = grid;
+    p->tg = tg;
+    p->scalars = args.scalars;
+    p->buffers = args.buffers;
+    for (size_t i = 0; i < args.buffers.size(); ++i)
+      p->ptrs.push_back(own(*args.buffers[i], "prepared launch").ptr + (i < args.offsets.size() ? args.offsets[i] : 0));
+    size_t bi = 0, si = 0;
+    for (uint8_t is_buf : args.is_buffer) p->params.push_back(is_buf ? static_cast<void*>(&p->ptrs[bi++]) : &p->scalars[si++]);
+    p->shared = kk.dynamic_shared ? unsigned(std::min<uint64_t>(args.threadgroup_bytes, UINT32_MAX)) : 0u;
+    ctx_->make_current();
+    if (p->shared > codegen::kCudaStaticSharedLimit && p->shared > kk.opted_in_bytes) {
+      constexpr int kMaxDynamicSharedSizeBytes = 8;  // CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
+      drv().check(drv().cuFuncSetAttribute(kk.fn, kMaxDynamicSharedSizeBytes, int(p->shared)),
+                  "cuFuncSetAttribute(" + kk.entry + ", max dynamic shared memory)");
+      kk.opted_in_bytes = p->shared;
+    }
+    return p;
   }
 
   // Each sample is bracketed by two events on the null stream: start, the kernel, stop. The
@@ -782,13 +1010,21 @@ class CudaDevice final : public Device {
 
   void synchronize() override {
     ctx_->make_current();
-    CUresult r = drv().cuCtxSynchronize();
-    if (r == CUDA_SUCCESS) return;
-    std::string msg = "CUDA error while running kernels (cuCtxSynchronize";
+    if (CUresult r = drv().cuCtxSynchronize(); r != CUDA_SUCCESS) fault(r, "cuCtxSynchronize");
+  }
+
+  // A wait that failed: a kernel fault, reported with the last launch.
+  [[noreturn]] void fault(CUresult r, const char* call) const {
+    std::string msg = std::string("CUDA error while running kernels (") + call;
     if (!last_entry_.empty()) msg += "; last launch: " + last_launch();
     msg += "): " + drv().describe(r);
     if (is_sticky(r)) msg += " (this error is sticky: the CUDA context cannot be used again in this process)";
     throw Error(msg);
+  }
+  // Waits for one stream (null: the legacy null stream); the context is current.
+  void wait_stream(StreamImpl* stream) {
+    if (CUresult r = drv().cuStreamSynchronize(cu_stream(stream)); r != CUDA_SUCCESS)
+      fault(r, stream ? "cuStreamSynchronize" : "cuStreamSynchronize(null stream)");
   }
 
  private:
@@ -831,6 +1067,7 @@ class CudaDevice final : public Device {
       if (args.is_buffer[i]) {
         if (bi >= args.buffers.size()) throw Error("CUDA launch of " + kk.entry + ": too few buffers");
         ptrs[bi] = own(*args.buffers[bi], "launch").ptr;  // a pointer compare, no dynamic_cast
+        if (bi < args.offsets.size()) ptrs[bi] += args.offsets[bi];
         params[i] = &ptrs[bi];
         ++bi;
       } else {
@@ -846,7 +1083,7 @@ class CudaDevice final : public Device {
   }
 
   // Launches with the parameters of the last marshal(); the context must be current.
-  CUresult issue(const CudaKernel& kk, Dim3 grid, Dim3 tg) {
+  CUresult issue(const CudaKernel& kk, Dim3 grid, Dim3 tg, CUstream stream = nullptr) {
     // Dynamic shared memory: the bytes marshal() took from the dispatch (0 for a kernel with
     // static __shared__ arrays only), opted in to beyond 48 KiB (Context checked the device's
     // opt-in limit). Stream 0 is the legacy null stream, which orders launches and copies
@@ -858,7 +1095,7 @@ class CudaDevice final : public Device {
         return r;
       kk.opted_in_bytes = scratch_shared_;
     }
-    CUresult r = drv().cuLaunchKernel(kk.fn, grid.x, grid.y, grid.z, tg.x, tg.y, tg.z, scratch_shared_, nullptr,
+    CUresult r = drv().cuLaunchKernel(kk.fn, grid.x, grid.y, grid.z, tg.x, tg.y, tg.z, scratch_shared_, stream,
                                       scratch_params_.data(), nullptr);
     // For synchronize()'s message, formatted only on error. The entry name is copied only when
     // the kernel changes, not per launch.

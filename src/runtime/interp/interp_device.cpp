@@ -7,6 +7,11 @@
 #include <algorithm>
 #include <chrono>
 #include <cerrno>
+#include <condition_variable>
+#include <deque>
+#include <functional>
+#include <mutex>
+#include <thread>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
@@ -63,8 +68,97 @@ DeviceInfo interp_info() {
 // host memory, so buffers of one interpreter device work on any other.
 const char kInterpOwner = 0;
 
+// A stream of the interpreter: a worker thread running its launches in order. Tickets count
+// the launches issued on it; `done` is the ticket of the last one finished.
+struct InterpStream final : StreamImpl {
+  std::mutex mu;
+  std::condition_variable cv;
+  std::deque<std::pair<uint64_t, std::function<void()>>> queue;
+  uint64_t issued = 0, done = 0;
+  bool stop = false;
+  std::thread worker;
+
+  InterpStream() : worker([this] { run(); }) {}
+  ~InterpStream() override {
+    {
+      std::lock_guard lock(mu);
+      stop = true;
+    }
+    cv.notify_all();
+    worker.join();
+  }
+  uint64_t push(std::function<void()> task) {
+    std::lock_guard lock(mu);
+    const uint64_t ticket = ++issued;
+    queue.emplace_back(ticket, std::move(task));
+    cv.notify_all();
+    return ticket;
+  }
+  void wait(uint64_t ticket) {
+    std::unique_lock lock(mu);
+    cv.wait(lock, [&] { return done >= ticket; });
+  }
+  bool reached(uint64_t ticket) {
+    std::lock_guard lock(mu);
+    return done >= ticket;
+  }
+  void run() {
+    std::unique_lock lock(mu);
+    while (true) {
+      cv.wait(lock, [&] { return stop || !queue.empty(); });
+      if (queue.empty()) return;  // stopping, and everything issued has run
+      const uint64_t ticket = queue.front().first;
+      std::function<void()> task = std::move(queue.front().second);
+      queue.pop_front();
+      lock.unlock();
+      task();  // never throws: launch tasks keep their errors (InterpShared::fail)
+      task = nullptr;  // what it holds goes before the ticket counts as done
+      lock.lock();
+      done = ticket;
+      cv.notify_all();
+    }
+  }
+};
+
+// What the device, its buffers and its streams share: the streams (alive while any buffer may
+// still name one) and the first error a launch on a stream raised, reported by the next wait.
+struct InterpShared {
+  std::mutex mu;
+  std::vector<std::unique_ptr<InterpStream>> streams;
+  std::string error;
+  void fail(const std::string& what) {
+    std::lock_guard lock(mu);
+    if (error.empty()) error = what;
+  }
+  void rethrow() {
+    std::string e;
+    {
+      std::lock_guard lock(mu);
+      e.swap(error);
+    }
+    if (!e.empty()) throw Error(e);
+  }
+  ~InterpShared() {
+    // Joined before the buffers' memory goes: the last owner (a buffer or the device) runs this.
+    streams.clear();
+  }
+};
+
+struct InterpEvent final : EventImpl {
+  InterpStream* stream = nullptr;  // null: the default stream, whose work is done when recorded
+  uint64_t ticket = 0;
+};
+
 struct InterpBuffer final : BufferImpl {
-  std::vector<unsigned char> data;
+  std::shared_ptr<InterpShared> shared;
+  std::vector<unsigned char> storage;  // its memory, unless it wraps someone else's
+  unsigned char* data = nullptr;
+  size_t size = 0;
+  // Work in flight that uses this buffer finishes first.
+  void wait_idle() {
+    if (last_stream && last_ticket) static_cast<InterpStream*>(last_stream)->wait(last_ticket);
+  }
+  ~InterpBuffer() override { wait_idle(); }
 };
 
 struct InterpKernel final : CompiledKernel {
@@ -74,7 +168,17 @@ struct InterpKernel final : CompiledKernel {
 
 class InterpDevice final : public Device {
  public:
-  InterpDevice() : info_(interp_info()) {}
+  InterpDevice() : info_(interp_info()), shared_(std::make_shared<InterpShared>()) {}
+  ~InterpDevice() override {
+    try {
+      synchronize();
+    } catch (const std::exception&) {
+      // an error nobody waited for: dropped with the device
+    }
+  }
+  using Device::download;
+  using Device::launch;
+  using Device::upload;
 
   const DeviceInfo& info() const override { return info_; }
 
@@ -83,20 +187,99 @@ class InterpDevice final : public Device {
       throw Error("interpreter allocation of " + std::to_string(bytes) + " bytes exceeds its " +
                   std::to_string(info_.memory_bytes) + "-byte memory");
     auto b = std::make_unique<InterpBuffer>();
+    b->shared = shared_;
     b->owner = &kInterpOwner;
     b->bytes = bytes;
-    b->data.assign(bytes, 0);
+    b->storage.assign(bytes, 0);
+    b->data = b->storage.data();
+    b->size = bytes;
     return b;
   }
 
-  void upload(BufferImpl& buf, const void* data, size_t bytes) override {
+  // Host memory someone else owns: the interpreter addresses it in place.
+  std::unique_ptr<BufferImpl> wrap(void* ptr, size_t bytes) override {
+    auto b = std::make_unique<InterpBuffer>();
+    b->shared = shared_;
+    b->owner = &kInterpOwner;
+    b->bytes = bytes;
+    b->data = static_cast<unsigned char*>(ptr);
+    b->size = bytes;
+    const uintptr_t at = reinterpret_cast<uintptr_t>(ptr);
+    b->align = at ? std::min<uint64_t>(at & (~at + 1), 256) : 256;
+    return b;
+  }
+  void* address(BufferImpl& buf) override { return static_cast<InterpBuffer&>(buf).data; }
+
+  // Both wait for the launches in flight that use the buffer, then copy on the calling thread.
+  void upload(BufferImpl& buf, size_t offset, const void* data, size_t bytes, StreamImpl*) override {
     auto& b = static_cast<InterpBuffer&>(buf);
-    if (bytes) std::memcpy(b.data.data(), data, std::min(bytes, b.data.size()));
+    b.wait_idle();
+    if (bytes && offset < b.size) std::memcpy(b.data + offset, data, std::min(bytes, b.size - offset));
   }
 
-  void download(BufferImpl& buf, void* data, size_t bytes) override {
+  void download(BufferImpl& buf, size_t offset, void* data, size_t bytes) override {
     auto& b = static_cast<InterpBuffer&>(buf);
-    if (bytes) std::memcpy(data, b.data.data(), std::min(bytes, b.data.size()));
+    b.wait_idle();
+    shared_->rethrow();
+    if (bytes && offset < b.size) std::memcpy(data, b.data + offset, std::min(bytes, b.size - offset));
+  }
+
+  StreamImpl* create_stream() override {
+    std::lock_guard lock(shared_->mu);
+    shared_->streams.push_back(std::make_unique<InterpStream>());
+    return shared_->streams.back().get();
+  }
+
+  std::shared_ptr<EventImpl> record_event(StreamImpl* stream) override {
+    auto e = std::make_shared<InterpEvent>();
+    if (auto* s = static_cast<InterpStream*>(stream)) {
+      std::lock_guard lock(s->mu);
+      e->stream = s;
+      e->ticket = s->issued;
+    }
+    return e;
+  }
+
+  std::shared_ptr<EventImpl> buffer_event(BufferImpl& buf) override {
+    auto e = std::make_shared<InterpEvent>();
+    e->stream = static_cast<InterpStream*>(buf.last_stream);
+    e->ticket = buf.last_ticket;
+    return e;
+  }
+
+  void wait_event(StreamImpl* waiter, EventImpl& event) override {
+    auto& e = static_cast<InterpEvent&>(event);
+    if (!e.stream || e.stream == waiter) return;  // done already, or ordered by the stream itself
+    if (!waiter) {
+      e.stream->wait(e.ticket);  // the default stream runs on this thread: wait here
+      return;
+    }
+    InterpStream* s = e.stream;
+    const uint64_t t = e.ticket;
+    static_cast<InterpStream*>(waiter)->push([s, t] { s->wait(t); });
+  }
+
+  bool event_done(EventImpl& event) override {
+    auto& e = static_cast<InterpEvent&>(event);
+    return !e.stream || e.stream->reached(e.ticket);
+  }
+
+  void synchronize_event(EventImpl& event) override {
+    auto& e = static_cast<InterpEvent&>(event);
+    if (e.stream) e.stream->wait(e.ticket);
+    shared_->rethrow();
+  }
+
+  void synchronize_stream(StreamImpl* stream) override {
+    if (auto* s = static_cast<InterpStream*>(stream)) {
+      uint64_t t;
+      {
+        std::lock_guard lock(s->mu);
+        t = s->issued;
+      }
+      s->wait(t);
+    }
+    shared_->rethrow();
   }
 
   // The interpreter trusts its IR (ids in range, scoping, types), so it is verified once here.
@@ -117,21 +300,56 @@ class InterpDevice final : public Device {
   // leaves CompiledKernel::binary empty, and the default load() is never called.
   std::string cache_fingerprint() const override { return {}; }
 
-  void launch(CompiledKernel& kernel, const LaunchArgs& args, Dim3 grid, Dim3 threadgroup) override {
+  // The default stream runs the kernel now, on the calling thread (errors are thrown here); a
+  // created stream queues it for its worker, with copies of the arguments.
+  void launch(CompiledKernel& kernel, const LaunchArgs& args, Dim3 grid, Dim3 threadgroup, StreamImpl* stream) override {
     auto& c = static_cast<InterpKernel&>(kernel);
+    if (!stream) {
+      for (BufferImpl* b : args.buffers) static_cast<InterpBuffer*>(b)->wait_idle();
+      run(c, args.buffers, args.offsets, args.scalars, grid, threadgroup);
+      for (BufferImpl* b : args.buffers) b->last_stream = nullptr, b->last_ticket = 0;
+      return;
+    }
+    auto* s = static_cast<InterpStream*>(stream);
+    // A buffer last used on another stream: that work must be ordered by an event (as on every
+    // backend); the launch does not wait for it.
+    // The device, its kernels and shared_ outlive every task: Context and ~InterpDevice wait.
+    InterpShared* shared = shared_.get();
+    const uint64_t ticket = s->push([this, &c, shared, bufs = args.buffers, offsets = args.offsets, scalars = args.scalars,
+                                     grid, threadgroup] {
+      try {
+        run(c, bufs, offsets, scalars, grid, threadgroup);
+      } catch (const std::exception& e) {
+        shared->fail(e.what());
+      }
+    });
+    for (BufferImpl* b : args.buffers) b->last_stream = s, b->last_ticket = ticket;
+  }
+
+  void run(InterpKernel& c, const std::vector<BufferImpl*>& bufs, const std::vector<uint64_t>& offsets,
+           const std::vector<uint64_t>& scalars, Dim3 grid, Dim3 threadgroup) const {
     thread_local std::vector<interp::BufferArg> buffers;  // reused: launches may run on several threads
     buffers.clear();
-    for (BufferImpl* b : args.buffers) {
-      auto* ib = static_cast<InterpBuffer*>(b);
-      buffers.push_back({ib->data.data(), ib->data.size()});
+    for (size_t i = 0; i < bufs.size(); ++i) {
+      auto* ib = static_cast<InterpBuffer*>(bufs[i]);
+      const size_t off = i < offsets.size() ? std::min<size_t>(offsets[i], ib->size) : 0;
+      buffers.push_back({ib->data + off, ib->size - off});
     }
     interp::Options opts;
     opts.lane_width = info_.lane_width;
     opts.uninitialized_tg_reads_are_errors = true;  // kernels run here must not read undefined memory
-    interp::run(c.kernel, c.dtype, buffers, args.scalars, grid, threadgroup, opts);
+    interp::run(c.kernel, c.dtype, buffers, scalars, grid, threadgroup, opts);
   }
 
-  void synchronize() override {}
+  void synchronize() override {
+    std::vector<InterpStream*> streams;
+    {
+      std::lock_guard lock(shared_->mu);
+      for (auto& st : shared_->streams) streams.push_back(st.get());
+    }
+    for (InterpStream* st : streams) synchronize_stream(st);
+    shared_->rethrow();
+  }
 
   // The interpreter runs on the calling thread, so the host's steady clock around launch() is
   // its honest device clock: each sample covers exactly one interpreter run (buffer views and
@@ -139,6 +357,7 @@ class InterpDevice final : public Device {
   // in a meaningful sense, so flush_l2 is ignored.
   std::vector<double> time_launches(CompiledKernel& kernel, const LaunchArgs& args, Dim3 grid, Dim3 threadgroup,
                                     const TimingOptions& opts) override {
+    synchronize();
     for (int i = 0; i < opts.warmup; ++i) launch(kernel, args, grid, threadgroup);
     std::vector<double> us;
     us.reserve(size_t(opts.samples > 0 ? opts.samples : 0));
@@ -153,6 +372,7 @@ class InterpDevice final : public Device {
 
  private:
   DeviceInfo info_;
+  std::shared_ptr<InterpShared> shared_;
 };
 
 }  // namespace

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cstring>
+#include <deque>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -81,6 +82,8 @@ namespace {
   X(vkCreateFence)                  \
   X(vkDestroyFence)                 \
   X(vkResetFences)                  \
+  X(vkGetFenceStatus)               \
+  X(vkResetDescriptorPool)          \
   X(vkWaitForFences)                \
   X(vkCreateQueryPool)              \
   X(vkDestroyQueryPool)             \
@@ -502,6 +505,7 @@ PhysicalDevice describe(const Instance& inst, VkPhysicalDevice handle) {
   info.shared_memory_bytes = lim.maxComputeSharedMemorySize;
   info.memory_bytes = largest_local_heap;
   info.max_buffer_bytes = lim.maxStorageBufferRange;
+  info.min_view_offset_align = std::max<uint64_t>(1, lim.minStorageBufferOffsetAlignment);
   info.f16 = pd.shader_float16 && pd.storage_16bit;
   // bf16 has no Vulkan arithmetic type: it is stored as 16 bits and computed in f32.
   info.bf16 = pd.storage_16bit;
@@ -544,6 +548,11 @@ struct Core {
   VkDevice device = VK_NULL_HANDLE;
   VkQueue queue = VK_NULL_HANDLE;
   DeviceFns fn;
+  // Submissions: every vkQueueSubmit and vkQueueWaitIdle holds queue_mu (a queue is externally
+  // synchronized). Each submission has a ticket (1, 2, ...); `completed` is the highest ticket
+  // known finished, read by buffers that must not free memory still in flight.
+  std::mutex queue_mu;
+  std::atomic<uint64_t> completed{0};
 
   Core() = default;
   Core(const Core&) = delete;
@@ -673,7 +682,11 @@ struct VulkanBuffer : BufferImpl {
   VkDeviceSize capacity = 0;  // bytes, rounded up to a multiple of 4 and at least 4
 
   ~VulkanBuffer() override {
-    // Launches are synchronous, so no submitted work can still reference this buffer.
+    // Work in flight may still use this buffer: its memory goes only after that work.
+    if (last_ticket > core->completed.load()) {
+      std::lock_guard lock(core->queue_mu);
+      core->fn.vkQueueWaitIdle(core->queue);  // errors at teardown are ignored
+    }
     if (mapped) core->fn.vkUnmapMemory(core->device, memory);
     if (buffer) core->fn.vkDestroyBuffer(core->device, buffer, nullptr);
     if (memory) core->fn.vkFreeMemory(core->device, memory, nullptr);
@@ -681,8 +694,9 @@ struct VulkanBuffer : BufferImpl {
 };
 
 // ---------------------------------------------------------------------------------------------
-// Compiled kernels: layout, pipeline and one descriptor set, rewritten by each launch. That is
-// safe because a launch waits for its own completion before returning (and launches are serialized).
+// Compiled kernels: layout and pipeline. Launches take their descriptor sets from the submission
+// that carries them (Submission), so a kernel may be in flight many times with different
+// buffers; `set` is the one timed launches (which wait for themselves) rewrite.
 
 struct VulkanKernel : CompiledKernel {
   std::shared_ptr<Core> core;
@@ -751,9 +765,36 @@ std::string numbered(const std::string& source) {
 
 // ---------------------------------------------------------------------------------------------
 
+// A stream: Vulkan work of every stream goes to the device's one compute queue, in submission
+// order, and every submission ends with a barrier that orders it before the next one's shaders,
+// so the queue's timeline orders all streams' work; a stream is the last ticket issued on it, and
+// an event a ticket.
+struct VulkanStream final : StreamImpl {
+  uint64_t last = 0;
+};
+struct VulkanEvent final : EventImpl {
+  uint64_t ticket = 0;
+};
+
+// One submission in flight: its command buffer, fence and descriptor pool (reset when it is
+// reused), and on a loop-limited driver its own loop status buffer (checked when it retires).
+struct Submission {
+  VkCommandBuffer cb = VK_NULL_HANDLE;
+  VkFence fence = VK_NULL_HANDLE;
+  VkDescriptorPool pool = VK_NULL_HANDLE;
+  uint32_t pool_bindings = 0;
+  std::unique_ptr<BufferImpl> loop_status;
+  uint64_t ticket = 0;
+  std::string kernel;               // for a loop status error
+  std::vector<std::string> files;   // the kernel's DSL files, likewise
+};
+
 class VulkanDevice final : public Device {
  public:
   VulkanDevice(std::shared_ptr<Core> core, PhysicalDevice pd) : core_(std::move(core)), pd_(std::move(pd)) {}
+  using Device::download;
+  using Device::launch;
+  using Device::upload;
 
   // Separate from the constructor so a failure half-way still runs the destructor.
   void init() {
@@ -777,7 +818,14 @@ class VulkanDevice final : public Device {
 
   ~VulkanDevice() override {
     const DeviceFns& f = core_->fn;
-    f.vkQueueWaitIdle(core_->queue);
+    {
+      std::lock_guard lock(core_->queue_mu);
+      f.vkQueueWaitIdle(core_->queue);
+    }
+    for (auto& sub : submissions_) {
+      if (sub->fence) f.vkDestroyFence(core_->device, sub->fence, nullptr);
+      if (sub->pool) f.vkDestroyDescriptorPool(core_->device, sub->pool, nullptr);
+    }
     if (fence_) f.vkDestroyFence(core_->device, fence_, nullptr);
     if (query_pool_) f.vkDestroyQueryPool(core_->device, query_pool_, nullptr);
     if (flush_buffer_) f.vkDestroyBuffer(core_->device, flush_buffer_, nullptr);
@@ -882,22 +930,60 @@ class VulkanDevice final : public Device {
     return buf;
   }
 
-  // Launches wait for completion, so there is never outstanding GPU work to wait for here, and
-  // the host-coherent mapping needs no flush; vkQueueSubmit makes host writes visible to the device.
-  void upload(BufferImpl& buf, const void* data, size_t bytes) override {
+  // Both wait for the submissions in flight that use the buffer (its last ticket), then copy
+  // through the host-coherent mapping; vkQueueSubmit makes host writes visible to later work.
+  void upload(BufferImpl& buf, size_t offset, const void* data, size_t bytes, StreamImpl*) override {
     auto& b = static_cast<VulkanBuffer&>(buf);
-    if (bytes > b.bytes)
-      throw Error("Vulkan upload of " + std::to_string(bytes) + " bytes into a buffer of " +
-                  std::to_string(b.bytes) + " bytes");
-    if (bytes) std::memcpy(b.mapped, data, bytes);
+    if (offset > b.bytes || bytes > b.bytes - offset)
+      throw Error("Vulkan upload of " + std::to_string(bytes) + " bytes at offset " + std::to_string(offset) +
+                  " into a buffer of " + std::to_string(b.bytes) + " bytes");
+    wait_ticket(b.last_ticket, false);
+    if (bytes) std::memcpy(static_cast<char*>(b.mapped) + offset, data, bytes);
   }
 
-  void download(BufferImpl& buf, void* data, size_t bytes) override {
+  void download(BufferImpl& buf, size_t offset, void* data, size_t bytes) override {
     auto& b = static_cast<VulkanBuffer&>(buf);
-    if (bytes > b.bytes)
-      throw Error("Vulkan download of " + std::to_string(bytes) + " bytes from a buffer of " +
-                  std::to_string(b.bytes) + " bytes");
-    if (bytes) std::memcpy(data, b.mapped, bytes);
+    if (offset > b.bytes || bytes > b.bytes - offset)
+      throw Error("Vulkan download of " + std::to_string(bytes) + " bytes at offset " + std::to_string(offset) +
+                  " from a buffer of " + std::to_string(b.bytes) + " bytes");
+    wait_ticket(b.last_ticket, true);
+    if (bytes) std::memcpy(data, static_cast<const char*>(b.mapped) + offset, bytes);
+  }
+
+  StreamImpl* create_stream() override {
+    std::lock_guard lock(mutex_);
+    streams_.push_back(std::make_unique<VulkanStream>());
+    return streams_.back().get();
+  }
+  VulkanStream& stream_of(StreamImpl* s) { return s ? static_cast<VulkanStream&>(*s) : default_stream_; }
+
+  std::shared_ptr<EventImpl> record_event(StreamImpl* stream) override {
+    auto e = std::make_shared<VulkanEvent>();
+    std::lock_guard lock(mutex_);
+    e->ticket = stream_of(stream).last;
+    return e;
+  }
+  std::shared_ptr<EventImpl> buffer_event(BufferImpl& buf) override {
+    auto e = std::make_shared<VulkanEvent>();
+    e->ticket = buf.last_ticket;
+    return e;
+  }
+  // The queue runs submissions in order (see VulkanStream): later work on any stream already
+  // follows the event's work.
+  void wait_event(StreamImpl*, EventImpl&) override {}
+  bool event_done(EventImpl& event) override {
+    std::lock_guard lock(mutex_);
+    retire(false);
+    return core_->completed.load() >= static_cast<VulkanEvent&>(event).ticket;
+  }
+  void synchronize_event(EventImpl& event) override { wait_ticket(static_cast<VulkanEvent&>(event).ticket, true); }
+  void synchronize_stream(StreamImpl* stream) override {
+    uint64_t t;
+    {
+      std::lock_guard lock(mutex_);
+      t = stream_of(stream).last;
+    }
+    wait_ticket(t, true);
   }
 
   std::unique_ptr<CompiledKernel> compile(const ir::Kernel& k, Instantiation dtype, Dim3 threadgroup) override {
@@ -1174,19 +1260,45 @@ class VulkanDevice final : public Device {
                 "; build it for that shape");
   }
 
-  void launch(CompiledKernel& kernel, const LaunchArgs& args, Dim3 grid, Dim3 threadgroup) override {
+  // Records the dispatch into a submission of its own (descriptor set from the submission's
+  // pool, so the same kernel may be in flight many times with different buffers), submits it
+  // with its fence and returns. The buffers remember the ticket.
+  void launch(CompiledKernel& kernel, const LaunchArgs& args, Dim3 grid, Dim3 threadgroup, StreamImpl* stream) override {
     VulkanKernel& kern = checked(kernel, args);
     check_shape(kern, threadgroup);
-    // One command buffer, one fence and per-kernel descriptor sets: launches must not overlap.
+    for (uint32_t i = 0; i < kern.num_buffers; ++i)
+      if (args.buffers[i]->owner != core_.get())
+        throw Error("Vulkan launch of " + kern.name + ": buffer " + std::to_string(i) + " is from another device");
     std::lock_guard<std::mutex> lock(mutex_);
     select_sized_pipeline(kern, args);
-    write_descriptors(kern, args);
-    clear_loop_status(kern);
-    begin_commands();
-    record_dispatch(kern, args, grid);
-    record_visibility_barrier();
-    submit_and_wait(kern.name);
-    check_loop_status(kern);
+    Submission& sub = acquire(kern.num_buffers + (pd_.loop_limited ? 1 : 0));
+    VkDescriptorSet set = VK_NULL_HANDLE;
+    if (kern.num_buffers + (pd_.loop_limited ? 1 : 0) > 0) set = submission_set(sub, kern, args);
+    if (sub.loop_status) std::memset(static_cast<VulkanBuffer&>(*sub.loop_status).mapped, 0, 16);
+    sub.kernel = kern.name;
+    if (pd_.loop_limited) sub.files = kern.files;
+    const DeviceFns& f = core_->fn;
+    check(f.vkResetCommandBuffer(sub.cb, 0), "vkResetCommandBuffer");
+    auto begin = vk_struct<VkCommandBufferBeginInfo>(VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO);
+    begin.flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT;
+    check(f.vkBeginCommandBuffer(sub.cb, &begin), "vkBeginCommandBuffer");
+    record_dispatch(sub.cb, set, kern, args, grid);
+    record_visibility_barrier(sub.cb);
+    check(f.vkEndCommandBuffer(sub.cb), "vkEndCommandBuffer");
+    auto submit = vk_struct<VkSubmitInfo>(VK_STRUCTURE_TYPE_SUBMIT_INFO);
+    submit.commandBufferCount = 1;
+    submit.pCommandBuffers = &sub.cb;
+    {
+      std::lock_guard qlock(core_->queue_mu);
+      check(f.vkQueueSubmit(core_->queue, 1, &submit, sub.fence), "vkQueueSubmit", kern.name);
+    }
+    sub.ticket = ++issued_;
+    in_flight_.push_back(&sub);
+    stream_of(stream).last = sub.ticket;
+    for (uint32_t i = 0; i < kern.num_buffers; ++i) {
+      args.buffers[i]->last_ticket = sub.ticket;
+      args.buffers[i]->last_stream = stream;
+    }
   }
 
   // Each sample is one command buffer, submitted and fence-waited before the next, so samples
@@ -1211,6 +1323,7 @@ class VulkanDevice final : public Device {
                   (pd_.timestamp_compute_and_graphics ? "true" : "false"));
     const DeviceFns& f = core_->fn;
     VkDevice dev = core_->device;
+    wait_ticket(UINT64_MAX, true);  // nothing else in flight while timing
     std::lock_guard<std::mutex> lock(mutex_);
     ensure_query_pool();
     if (opts.flush_l2) ensure_flush_buffer();
@@ -1218,10 +1331,10 @@ class VulkanDevice final : public Device {
     write_descriptors(kern, args);
     clear_loop_status(kern);
 
-    for (int i = 0; i < opts.warmup; ++i) {  // untimed, exactly like launch()
+    for (int i = 0; i < opts.warmup; ++i) {  // untimed, like launch()
       begin_commands();
-      record_dispatch(kern, args, grid);
-      record_visibility_barrier();
+      record_dispatch(command_buffer_, kern.set, kern, args, grid);
+      record_visibility_barrier(command_buffer_);
       submit_and_wait(kern.name);
     }
 
@@ -1247,9 +1360,9 @@ class VulkanDevice final : public Device {
                                &fill_done, 0, nullptr, 0, nullptr);
       }
       f.vkCmdWriteTimestamp(command_buffer_, VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT, query_pool_, 0);
-      record_dispatch(kern, args, grid);
+      record_dispatch(command_buffer_, kern.set, kern, args, grid);
       f.vkCmdWriteTimestamp(command_buffer_, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, query_pool_, 1);
-      record_visibility_barrier();
+      record_visibility_barrier(command_buffer_);
       submit_and_wait(kern.name);
 
       uint64_t stamps[2] = {0, 0};
@@ -1263,10 +1376,7 @@ class VulkanDevice final : public Device {
     return us;
   }
 
-  void synchronize() override {
-    std::lock_guard<std::mutex> lock(mutex_);
-    check(core_->fn.vkQueueWaitIdle(core_->queue), "vkQueueWaitIdle");
-  }
+  void synchronize() override { wait_ticket(UINT64_MAX, true); }
 
  private:
   // Whether this kernel's tiles lower to NV cooperative matrices (codegen::VkMma): by default
@@ -1321,18 +1431,20 @@ class VulkanDevice final : public Device {
 
   // A loop the driver ended while its condition still held (EmitOptions::loop_limit_check).
   void check_loop_status(VulkanKernel& kern) {
-    if (!kern.loop_status) return;
+    if (kern.loop_status) check_loop_status(kern.loop_status.get(), kern.name, kern.files);
+  }
+  void check_loop_status(BufferImpl* status_buffer, const std::string& name, const std::vector<std::string>& files) {
     uint32_t status[4];
-    std::memcpy(status, static_cast<VulkanBuffer&>(*kern.loop_status).mapped, sizeof status);
+    std::memcpy(status, static_cast<VulkanBuffer&>(*status_buffer).mapped, sizeof status);
     if (status[0] == 0) return;
     std::string where = "a lane reduction's butterfly loop";
     if (status[1] != 0) {
       where = "the loop at ";
-      if (status[2] != 0 && status[2] < kern.files.size()) where += kern.files[status[2]] + ":";
+      if (status[2] != 0 && status[2] < files.size()) where += files[status[2]] + ":";
       else where += "line ";
       where += std::to_string(status[1]);
     }
-    throw Error("kernel " + kern.name + " on Vulkan device '" + pd_.info.name + "': " + where +
+    throw Error("kernel " + name + " on Vulkan device '" + pd_.info.name + "': " + where +
                 " stopped before its end: " + codegen::kLoopLimitText +
                 ". Split the iterations over more threads or dispatches, or run on another backend.");
   }
@@ -1347,14 +1459,15 @@ class VulkanDevice final : public Device {
       if (args.buffers[i]->owner != core_.get())
         throw Error("Vulkan launch of " + kern.name + ": buffer " + std::to_string(i) + " is from another device");
       const auto* b = static_cast<const VulkanBuffer*>(args.buffers[i]);
-      if (kern.bound[i] == b->serial) continue;
+      const VkDeviceSize offset = i < args.offsets.size() ? args.offsets[i] : 0;
+      if (kern.bound[i] == b->serial && offset == 0) continue;
       if (desc_infos_.size() < kern.num_buffers) {  // grown once; the writes point into infos
         desc_infos_.resize(kern.num_buffers);
         desc_writes_.resize(kern.num_buffers);
       }
       // Whole-buffer bindings: Context rejects a buffer beyond maxStorageBufferRange
       // (DeviceInfo::max_buffer_bytes) before a launch.
-      desc_infos_[n] = {b->buffer, 0, VK_WHOLE_SIZE};
+      desc_infos_[n] = {b->buffer, offset, VK_WHOLE_SIZE};
       VkWriteDescriptorSet& w = desc_writes_[n];
       w = vk_struct<VkWriteDescriptorSet>(VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET);
       w.dstSet = kern.set;
@@ -1366,7 +1479,10 @@ class VulkanDevice final : public Device {
     }
     if (n == 0) return;
     core_->fn.vkUpdateDescriptorSets(core_->device, n, desc_writes_.data(), 0, nullptr);
-    for (uint32_t i = 0; i < kern.num_buffers; ++i) kern.bound[i] = static_cast<const VulkanBuffer*>(args.buffers[i])->serial;
+    for (uint32_t i = 0; i < kern.num_buffers; ++i) {
+      const bool whole = i >= args.offsets.size() || args.offsets[i] == 0;
+      kern.bound[i] = whole ? static_cast<const VulkanBuffer*>(args.buffers[i])->serial : 0;  // a view: rewritten next time
+    }
   }
 
   void begin_commands() {
@@ -1377,12 +1493,13 @@ class VulkanDevice final : public Device {
     check(f.vkBeginCommandBuffer(command_buffer_, &begin), "vkBeginCommandBuffer");
   }
 
-  void record_dispatch(const VulkanKernel& kern, const LaunchArgs& args, Dim3 grid) {
+  void record_dispatch(VkCommandBuffer command_buffer_, VkDescriptorSet set, const VulkanKernel& kern,
+                       const LaunchArgs& args, Dim3 grid) {
     const DeviceFns& f = core_->fn;
     f.vkCmdBindPipeline(command_buffer_, VK_PIPELINE_BIND_POINT_COMPUTE, kern.pipeline);
-    if (kern.set != VK_NULL_HANDLE)
-      f.vkCmdBindDescriptorSets(command_buffer_, VK_PIPELINE_BIND_POINT_COMPUTE, kern.pipeline_layout, 0, 1,
-                                &kern.set, 0, nullptr);
+    if (set != VK_NULL_HANDLE)
+      f.vkCmdBindDescriptorSets(command_buffer_, VK_PIPELINE_BIND_POINT_COMPUTE, kern.pipeline_layout, 0, 1, &set, 0,
+                                nullptr);
     if (kern.num_scalars > 0) {
       for (uint32_t i = 0; i < kern.num_scalars; ++i)  // little-endian: the low 4 or all 8 bytes
         std::memcpy(kern.push_data.data() + kern.push_offsets[i], &args.scalars[i], kern.push_wide[i] ? 8 : 4);
@@ -1395,7 +1512,7 @@ class VulkanDevice final : public Device {
   // A fence wait alone does not make shader writes visible to the host. This barrier does, and
   // since barriers order against everything later in submission order, it also makes them
   // visible to the next launch's shaders.
-  void record_visibility_barrier() {
+  void record_visibility_barrier(VkCommandBuffer command_buffer_) {
     auto barrier = vk_struct<VkMemoryBarrier>(VK_STRUCTURE_TYPE_MEMORY_BARRIER);
     barrier.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT;
     barrier.dstAccessMask = VK_ACCESS_HOST_READ_BIT | VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT;
@@ -1404,7 +1521,8 @@ class VulkanDevice final : public Device {
                                    0, nullptr, 0, nullptr);
   }
 
-  // Ends the command buffer, submits it and waits for it to finish.
+  // Ends the command buffer, submits it and waits for it to finish (timed launches only; the
+  // queue holds nothing else then).
   void submit_and_wait(const std::string& name) {
     const DeviceFns& f = core_->fn;
     VkDevice dev = core_->device;
@@ -1412,12 +1530,130 @@ class VulkanDevice final : public Device {
     auto submit = vk_struct<VkSubmitInfo>(VK_STRUCTURE_TYPE_SUBMIT_INFO);
     submit.commandBufferCount = 1;
     submit.pCommandBuffers = &command_buffer_;
-    check(f.vkQueueSubmit(core_->queue, 1, &submit, fence_), "vkQueueSubmit", name);
+    {
+      std::lock_guard qlock(core_->queue_mu);
+      check(f.vkQueueSubmit(core_->queue, 1, &submit, fence_), "vkQueueSubmit", name);
+    }
     VkResult r = f.vkWaitForFences(dev, 1, &fence_, VK_TRUE, UINT64_MAX);
     // Reset even after a failed wait so the next launch does not submit with a signaled fence.
     VkResult reset = f.vkResetFences(dev, 1, &fence_);
     check(r, "vkWaitForFences", name);
     check(reset, "vkResetFences");
+  }
+
+  // At most this many submissions in flight; a launch beyond it first waits for the oldest.
+  static constexpr size_t kMaxInFlight = 64;
+
+  // A free submission with a pool for `bindings` storage buffers; mutex_ held.
+  Submission& acquire(uint32_t bindings) {
+    retire(false);
+    if (free_.empty() && in_flight_.size() >= kMaxInFlight) retire_through(in_flight_.front()->ticket);
+    Submission* sub = nullptr;
+    if (!free_.empty()) {
+      sub = free_.back();
+      free_.pop_back();
+    } else {
+      submissions_.push_back(std::make_unique<Submission>());
+      sub = submissions_.back().get();
+      const DeviceFns& f = core_->fn;
+      auto cai = vk_struct<VkCommandBufferAllocateInfo>(VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO);
+      cai.commandPool = command_pool_;
+      cai.level = VK_COMMAND_BUFFER_LEVEL_PRIMARY;
+      cai.commandBufferCount = 1;
+      check_created(f.vkAllocateCommandBuffers(core_->device, &cai, &sub->cb), sub->cb, "vkAllocateCommandBuffers");
+      auto fci = vk_struct<VkFenceCreateInfo>(VK_STRUCTURE_TYPE_FENCE_CREATE_INFO);
+      check_created(f.vkCreateFence(core_->device, &fci, nullptr, &sub->fence), sub->fence, "vkCreateFence");
+      if (pd_.loop_limited) sub->loop_status = alloc(16);
+    }
+    if (bindings > sub->pool_bindings) {
+      const DeviceFns& f = core_->fn;
+      if (sub->pool) f.vkDestroyDescriptorPool(core_->device, sub->pool, nullptr);
+      sub->pool = VK_NULL_HANDLE;
+      sub->pool_bindings = 0;
+      const uint32_t n = std::max<uint32_t>(bindings, 16);
+      VkDescriptorPoolSize size{VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, n};
+      auto dpci = vk_struct<VkDescriptorPoolCreateInfo>(VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO);
+      dpci.maxSets = 1;
+      dpci.poolSizeCount = 1;
+      dpci.pPoolSizes = &size;
+      check_created(f.vkCreateDescriptorPool(core_->device, &dpci, nullptr, &sub->pool), sub->pool,
+                    "vkCreateDescriptorPool");
+      sub->pool_bindings = n;
+    } else if (sub->pool) {
+      check(core_->fn.vkResetDescriptorPool(core_->device, sub->pool, 0), "vkResetDescriptorPool");
+    }
+    return *sub;
+  }
+
+  // The submission's descriptor set for this launch: every buffer binding, and the submission's
+  // own loop status buffer after them on a loop-limited driver; mutex_ held.
+  VkDescriptorSet submission_set(Submission& sub, const VulkanKernel& kern, const LaunchArgs& args) {
+    const DeviceFns& f = core_->fn;
+    VkDescriptorSet set = VK_NULL_HANDLE;
+    auto dsai = vk_struct<VkDescriptorSetAllocateInfo>(VK_STRUCTURE_TYPE_DESCRIPTOR_SET_ALLOCATE_INFO);
+    dsai.descriptorPool = sub.pool;
+    dsai.descriptorSetCount = 1;
+    dsai.pSetLayouts = &kern.set_layout;
+    check_created(f.vkAllocateDescriptorSets(core_->device, &dsai, &set), set, "vkAllocateDescriptorSets", kern.name);
+    const uint32_t n = kern.num_buffers + (sub.loop_status ? 1 : 0);
+    if (desc_infos_.size() < n) {
+      desc_infos_.resize(n);
+      desc_writes_.resize(n);
+    }
+    for (uint32_t i = 0; i < n; ++i) {
+      const auto* b = static_cast<const VulkanBuffer*>(i < kern.num_buffers ? args.buffers[i] : sub.loop_status.get());
+      const VkDeviceSize offset = i < kern.num_buffers && i < args.offsets.size() ? args.offsets[i] : 0;
+      desc_infos_[i] = {b->buffer, offset, VK_WHOLE_SIZE};
+      VkWriteDescriptorSet& w = desc_writes_[i];
+      w = vk_struct<VkWriteDescriptorSet>(VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET);
+      w.dstSet = set;
+      w.dstBinding = i;
+      w.descriptorCount = 1;
+      w.descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
+      w.pBufferInfo = &desc_infos_[i];
+    }
+    f.vkUpdateDescriptorSets(core_->device, n, desc_writes_.data(), 0, nullptr);
+    return set;
+  }
+
+  // Retires finished submissions in order (all up to and including `through` with a wait, else
+  // only those whose fences have signalled); mutex_ held. A loop the driver cut short is kept as
+  // the device's pending error.
+  void retire(bool wait, uint64_t through = 0) {
+    const DeviceFns& f = core_->fn;
+    while (!in_flight_.empty()) {
+      Submission& sub = *in_flight_.front();
+      if (wait && sub.ticket <= through) {
+        VkResult r = f.vkWaitForFences(core_->device, 1, &sub.fence, VK_TRUE, UINT64_MAX);
+        if (r != VK_SUCCESS) fail("vkWaitForFences", r, sub.kernel);
+      } else if (f.vkGetFenceStatus(core_->device, sub.fence) != VK_SUCCESS) {
+        break;
+      }
+      check(f.vkResetFences(core_->device, 1, &sub.fence), "vkResetFences");
+      if (sub.loop_status && pending_error_.empty()) {
+        try {
+          check_loop_status(sub.loop_status.get(), sub.kernel, sub.files);
+        } catch (const Error& e) {
+          pending_error_ = e.what();
+        }
+      }
+      core_->completed.store(sub.ticket);
+      in_flight_.pop_front();
+      free_.push_back(&sub);
+    }
+  }
+  void retire_through(uint64_t ticket) { retire(true, ticket); }
+
+  // Waits until the submission with `ticket` (and every earlier one) has finished; with
+  // `report`, throws the pending error of a finished launch.
+  void wait_ticket(uint64_t ticket, bool report) {
+    std::string error;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (ticket > core_->completed.load()) retire_through(std::min(ticket, issued_));
+      if (report) error.swap(pending_error_);
+    }
+    if (!error.empty()) throw Error(error);
   }
 
   // Two timestamp queries, reused by every sample (read back before the next one is recorded).
@@ -1484,6 +1720,14 @@ class VulkanDevice final : public Device {
   // write_descriptors' scratch, under mutex_: no allocation per launch.
   std::vector<VkDescriptorBufferInfo> desc_infos_;
   std::vector<VkWriteDescriptorSet> desc_writes_;
+  // Streams and submissions, under mutex_ (see Submission, VulkanStream).
+  VulkanStream default_stream_;
+  std::vector<std::unique_ptr<VulkanStream>> streams_;
+  std::vector<std::unique_ptr<Submission>> submissions_;
+  std::deque<Submission*> in_flight_;  // oldest first
+  std::vector<Submission*> free_;
+  uint64_t issued_ = 0;
+  std::string pending_error_;
   std::mutex mutex_;
 };
 
