@@ -206,14 +206,35 @@ class HipDevice final : public Device {
     api_->check(api_->hipMalloc(&b->ptr, bytes ? bytes : 1), "hipMalloc(" + std::to_string(bytes) + " bytes)");
     return b;
   }
-  void upload(BufferImpl& buf, const void* data, size_t bytes) override {
-    if (bytes > buf.bytes) throw Error("HIP upload of " + std::to_string(bytes) + " bytes into a " + std::to_string(buf.bytes) + "-byte buffer");
-    api_->check(api_->hipMemcpy(own(buf).ptr, data, bytes, kMemcpyHostToDevice), "hipMemcpy (upload)");
+  // Every stream of the HIP device is the null stream: work runs in issue order, which orders
+  // any two streams (stricter than the Device contract asks, never looser). Copies are
+  // hipMemcpy, which waits for the null stream's work.
+  void upload(BufferImpl& buf, size_t offset, const void* data, size_t bytes, StreamImpl*) override {
+    if (offset > buf.bytes || bytes > buf.bytes - offset)
+      throw Error("HIP upload of " + std::to_string(bytes) + " bytes at offset " + std::to_string(offset) + " into a " +
+                  std::to_string(buf.bytes) + "-byte buffer");
+    api_->check(api_->hipMemcpy(static_cast<char*>(own(buf).ptr) + offset, data, bytes, kMemcpyHostToDevice), "hipMemcpy (upload)");
   }
-  void download(BufferImpl& buf, void* data, size_t bytes) override {
-    if (bytes > buf.bytes) throw Error("HIP download of " + std::to_string(bytes) + " bytes from a " + std::to_string(buf.bytes) + "-byte buffer");
-    api_->check(api_->hipMemcpy(data, own(buf).ptr, bytes, kMemcpyDeviceToHost), "hipMemcpy (download)");
+  void download(BufferImpl& buf, size_t offset, void* data, size_t bytes) override {
+    if (offset > buf.bytes || bytes > buf.bytes - offset)
+      throw Error("HIP download of " + std::to_string(bytes) + " bytes at offset " + std::to_string(offset) + " from a " +
+                  std::to_string(buf.bytes) + "-byte buffer");
+    api_->check(api_->hipMemcpy(data, static_cast<char*>(own(buf).ptr) + offset, bytes, kMemcpyDeviceToHost), "hipMemcpy (download)");
   }
+  StreamImpl* create_stream() override {
+    streams_.push_back(std::make_unique<StreamImpl>());
+    return streams_.back().get();
+  }
+  // An event is a point in the null stream's work: it is done once the device is idle.
+  std::shared_ptr<EventImpl> record_event(StreamImpl*) override { return std::make_shared<EventImpl>(); }
+  std::shared_ptr<EventImpl> buffer_event(BufferImpl&) override { return std::make_shared<EventImpl>(); }
+  void wait_event(StreamImpl*, EventImpl&) override {}  // one stream: already ordered
+  bool event_done(EventImpl&) override {
+    synchronize();
+    return true;
+  }
+  void synchronize_event(EventImpl&) override { synchronize(); }
+  void synchronize_stream(StreamImpl*) override { synchronize(); }
 
   // The compile path for this GPU's architecture; the threadgroup shape is baked in as on CUDA.
   std::unique_ptr<CompiledKernel> compile(const ir::Kernel& k, Instantiation dtype, Dim3 threadgroup) override {
@@ -236,7 +257,7 @@ class HipDevice final : public Device {
   }
   bool pipeline_depends_on_threadgroup() const override { return true; }
 
-  void launch(CompiledKernel& kernel, const LaunchArgs& args, Dim3 grid, Dim3 tg) override {
+  void launch(CompiledKernel& kernel, const LaunchArgs& args, Dim3 grid, Dim3 tg, StreamImpl*) override {
     HipKernel& kk = static_cast<HipKernel&>(kernel);
     if (kk.built_for.x != tg.x || kk.built_for.y != tg.y || kk.built_for.z != tg.z)
       throw Error("HIP kernel " + kk.entry + " was built for another threadgroup shape; build it for this one");
@@ -247,7 +268,9 @@ class HipDevice final : public Device {
     for (uint8_t is_buffer : args.is_buffer) {
       if (is_buffer) {
         if (bi >= args.buffers.size()) throw Error("HIP launch of " + kk.entry + ": too few buffers");
-        ptrs.push_back(own(*args.buffers[bi++]).ptr);
+        const uint64_t offset = bi < args.offsets.size() ? args.offsets[bi] : 0;  // a view's offset
+        ptrs.push_back(static_cast<char*>(own(*args.buffers[bi]).ptr) + offset);
+        ++bi;
         params.push_back(&ptrs.back());
       } else {
         if (si >= args.scalars.size()) throw Error("HIP launch of " + kk.entry + ": too few scalars");
@@ -263,7 +286,7 @@ class HipDevice final : public Device {
 
   std::vector<double> time_launches(CompiledKernel& kernel, const LaunchArgs& args, Dim3 grid, Dim3 tg,
                                     const TimingOptions& opts) override {
-    for (int i = 0; i < opts.warmup; ++i) launch(kernel, args, grid, tg);
+    for (int i = 0; i < opts.warmup; ++i) launch(kernel, args, grid, tg, nullptr);
     synchronize();
     void *start = nullptr, *stop = nullptr;
     api_->check(api_->hipEventCreate(&start), "hipEventCreate");
@@ -272,7 +295,7 @@ class HipDevice final : public Device {
     for (int i = 0; i < opts.samples; ++i) {
       if (opts.flush_l2) flush_l2();
       api_->check(api_->hipEventRecord(start, nullptr), "hipEventRecord");
-      launch(kernel, args, grid, tg);
+      launch(kernel, args, grid, tg, nullptr);
       api_->check(api_->hipEventRecord(stop, nullptr), "hipEventRecord");
       api_->check(api_->hipEventSynchronize(stop), "hipEventSynchronize");
       float ms = 0;
@@ -303,6 +326,7 @@ class HipDevice final : public Device {
   int index_ = 0;
   DeviceInfo info_;
   codegen::TargetProfile profile_;
+  std::vector<std::unique_ptr<StreamImpl>> streams_;  // create_stream(): handles, all the null stream
 };
 
 }  // namespace
