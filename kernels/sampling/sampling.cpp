@@ -81,6 +81,13 @@ void best_owned(Buffer logits, Expr row, Expr vocab, Operand c0, Expr c1, const 
 
 }  // namespace
 
+// The threadgroup's largest key `top` over the threads' (best, best_at), and the lowest index
+// holding it `lowest` (the largest complement ~index among the threads whose best is top).
+static void group_best(const Var<u32>& best, const Var<u32>& best_at, Expr& top, Expr& lowest) {
+  top = group_max_u32(best, "top_key");
+  lowest = ~group_max_u32(select(best == top, ~best_at, 0u), "top_at");
+}
+
 // ---- argmax: each thread keeps its largest key and the first index holding it (best_owned);
 // group_max finds the largest key, then the lowest index holding it (the largest complement
 // ~index). Dispatch: grid = {rows, 1, 1}.
@@ -97,8 +104,8 @@ static void argmax() {
   Var<u32> best = order_key(cast<f32>(logits[row * vocab + first]));
   Var<u32> best_at = first;
   best_owned(logits, row, vocab, 0u, vocab / kVec, nullptr, best, best_at);
-  Expr top = group_max_u32(best, "top_key");
-  Expr lowest = ~group_max_u32(select(best == top, ~best_at, 0u), "top_at");
+  Expr top, lowest;
+  group_best(best, best_at, top, lowest);
   if_(local_id(0) == 0u, [&] { index[row] = lowest; });
 }
 IRON_KERNEL(iron_argmax, argmax, Reduction, f32, f16, bf16);
@@ -131,8 +138,8 @@ static void argmax_parts() {
   Var<u32> best_at = kNone;
   Expr last = part == parts - 1u;
   best_owned(logits, row, vocab, c0, c1, &last, best, best_at);
-  Expr top = group_max_u32(best, "top_key");
-  Expr lowest = ~group_max_u32(select(best == top, ~best_at, 0u), "top_at");
+  Expr top, lowest;
+  group_best(best, best_at, top, lowest);
   if_(local_id(0) == 0u, [&] {
     Expr at = (row * parts + part) * 2u;
     best_out[at] = top;
@@ -157,8 +164,8 @@ static void argmax_combine() {
     best_at = select(better, cast<u32>(best_in[at + 1u]), best_at);
     best = select(better, key, best);
   });
-  Expr top = group_max_u32(best, "top_key");
-  Expr lowest = ~group_max_u32(select(best == top, ~best_at, 0u), "top_at");
+  Expr top, lowest;
+  group_best(best, best_at, top, lowest);
   if_(local_id(0) == 0u, [&] { index[row] = lowest; });
 }
 IRON_KERNEL(iron_argmax_combine, argmax_combine, Reduction, f32, f16, bf16);
