@@ -50,6 +50,9 @@ struct DeviceInfo {
   // Dispatch validation allows the larger of the two.
   uint64_t shared_memory_optin_bytes = 0;
   uint64_t memory_bytes = 0;
+  // Compute units (CUDA: streaming multiprocessors; the interpreter: 1); 0 = unknown (Vulkan has
+  // no portable query). Selectors size split-K and grids from it (iron_gemm's gemm_for).
+  uint32_t compute_units = 0;
   // The most bytes one buffer parameter may be bound with (Vulkan: maxStorageBufferRange; CUDA
   // and the interpreter address any allocation). Dispatch validation rejects a larger buffer.
   uint64_t max_buffer_bytes = UINT64_MAX;

@@ -439,6 +439,7 @@ DeviceInfo query_info(const CudaDriver& drv, CUdevice dev) {
   // emitter (codegen::cuda_dynamic_shared) and launch arrange beyond 48 KiB.
   info.shared_memory_bytes = uint64_t(IRON_ATTR(CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK));
   info.shared_memory_optin_bytes = uint64_t(IRON_ATTR(CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN));
+  info.compute_units = uint32_t(IRON_ATTR(CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT));
 #undef IRON_ATTR
   size_t total = 0;
   drv.check(drv.cuDeviceTotalMem_v2(&total, dev), "cuDeviceTotalMem_v2");

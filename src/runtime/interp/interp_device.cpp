@@ -59,6 +59,7 @@ DeviceInfo interp_info() {
   // 48 KiB run here too.
   d.shared_memory_optin_bytes = 232448;
   d.memory_bytes = memory_from_env();
+  d.compute_units = 1;
   d.f16 = true;
   d.bf16 = true;
   return d;

@@ -1,0 +1,368 @@
+// The GEMM family on cooperative tiles: C = A B (+ a fused epilogue), A [m, k] and B [k, n] in
+// f16 or bf16 (T) with any strides, f32 accumulation, C in f32, f16 or bf16 (the OUT axis).
+//
+// Kernels (mode Reduction; T in {f16, bf16}):
+//   iron_gemm_<BM>x<BN>x<BK>_w<WM>x<WN>_<epi>_s<S>_<OUT>   one BM x BN block of C per
+//       threadgroup (tile column program_id(0), tile row program_id(1), K split program_id(2)).
+//       Element (i, kk) of A is a[a_off + i * a_rs + kk * a_cs], element (kk, j) of B is
+//       b[b_off + kk * b_rs + j * b_cs] (row-major A: a_rs = lda, a_cs = 1; column-major: a_rs =
+//       1, a_cs = lda; likewise B). Split s covers K elements [s * kc, min(k, (s + 1) * kc)) and
+//       writes c[s, i, j] (c is [splits, m, n]; splits = 1 and kc >= k for one whole product).
+//       Per BK-deep K step every thread stages part of A's BM x BK and B's BK x BN block into
+//       threadgroup memory (rows padded by kPad elements; elements past m, n or the split's K
+//       end are staged as 0), S stages deep: the step kt + S - 1 is staged while step kt is
+//       multiplied, one barrier per step. (BM / WM) x (BN / WN) lane groups each multiply a WM x
+//       WN warp tile of 16 x 16 fragments; a threadgroup with fewer lane groups than that runs
+//       the warp tiles in rounds, one with more leaves the extra groups idle in the products.
+//       Epilogue, per fragment through a 16 x 16 f32 scratch slot per lane group: v = the f32
+//       sum, then
+//         none      v
+//         bias      v + bias[j]
+//         silu      u / (1 + exp(-u)), u = v + bias[j]
+//         gelu      0.5 u (1 + erf(u / sqrt(2))), u = v + bias[j]       (the exact GELU)
+//         residual  v + residual[i, j]
+//         swiglu    silu(v) * u, u the same product with B2 (b2, same strides) in place of B
+//       computed in f32 and rounded once to OUT (bias and residual hold OUT).
+//   iron_gemm_reduce_<epi>_<OUT>   (mode Reduction, no lane operations) step 2 of split-K: v = partials[0, i, j] +
+//       partials[1, i, j] + ... in that order (f32), then the epilogue as above (swiglu: u from
+//       partials2), rounded once to OUT. No atomics: bit-exact run to run.
+// Dispatch: main kernels grid = {ceil(n / BN), ceil(m / BM), splits}, threadgroup = {warps *
+// lane width, 1, 1} (any multiple of the lane width computes the same); reduce kernels any
+// grid (a grid-stride loop over the elements of [m, n]). The family's selector gemm_for (gemm_select.cpp) plans both.
+#include "gemm.hpp"
+
+#include <iron/iron.hpp>
+
+#include <functional>
+#include <memory>
+#include <vector>
+
+namespace iron::kernels::gemm {
+using namespace iron::dsl;
+
+const char* epi_name(Epi e) {
+  switch (e) {
+    case Epi::None: return "none";
+    case Epi::Bias: return "bias";
+    case Epi::Silu: return "silu";
+    case Epi::Gelu: return "gelu";
+    case Epi::Residual: return "residual";
+    case Epi::Swiglu: return "swiglu";
+  }
+  return "?";
+}
+
+std::string Config::name() const {
+  return std::to_string(bm) + "x" + std::to_string(bn) + "x" + std::to_string(bk) + "_w" + std::to_string(wm) + "x" +
+         std::to_string(wn);
+}
+
+uint64_t threadgroup_bytes(const Config& c, uint32_t stages, bool swiglu) {
+  const uint64_t a = uint64_t(stages) * c.bm * (c.bk + kPad) * 2;
+  const uint64_t b = uint64_t(stages) * c.bk * (c.bn + kPad) * 2 * (swiglu ? 2 : 1);
+  const uint64_t scratch = uint64_t(c.warps()) * 256 * 4 * (swiglu ? 2 : 1);
+  // Each array starts 16-byte aligned.
+  auto up = [](uint64_t x) { return (x + 15) / 16 * 16; };
+  return up(a) + up(b) + up(scratch);
+}
+
+namespace {
+
+constexpr float kInvSqrt2 = 0.70710678118654752f;
+
+// The epilogue of one element: `v` the f32 product (for SwiGLU the gate's, `up` the other
+// product); `bias_at` / `res_at` read the OUT-typed bias and residual as f32.
+Expr apply_epilogue(Epi epi, Expr v, const std::function<Expr()>& up, const std::function<Expr()>& bias_at,
+                    const std::function<Expr()>& res_at) {
+  switch (epi) {
+    case Epi::None: return v;
+    case Epi::Bias: return v + bias_at();
+    case Epi::Silu: {
+      Expr u = v + bias_at();
+      return u / (1.0f + exp(-u));
+    }
+    case Epi::Gelu: {
+      Expr u = v + bias_at();
+      return (0.5f * u) * (1.0f + erf(u * kInvSqrt2));
+    }
+    case Epi::Residual: return v + res_at();
+    case Epi::Swiglu: {
+      Expr u = up();
+      return v / (1.0f + exp(-v)) * u;
+    }
+  }
+  return v;
+}
+
+void gemm_kernel(const Config& cfg, Epi epi, const KernelVariant& var) {
+  const uint32_t stages = uint32_t(var.i("S"));
+  const DType out_t = var.type("OUT");
+  const uint32_t BM = cfg.bm, BN = cfg.bn, BK = cfg.bk, WM = cfg.wm, WN = cfg.wn;
+  const uint32_t FM = WM / 16, FN = WN / 16, NW = cfg.warps(), WCOLS = BN / WN;
+  const uint32_t LDA = BK + kPad, LDB = BN + kPad;  // staged row strides (elements)
+  const uint32_t A_STAGE = BM * LDA, B_STAGE = BK * LDB;
+  const bool swiglu = epi == Epi::Swiglu;
+
+  Expr m = constexpr_("m", u32);
+  Expr n = constexpr_("n", u32);
+  Expr k = constexpr_("k", u32);
+  Expr a_off = constexpr_("a_off", u32);
+  Expr a_rs = constexpr_("a_rs", u32);
+  Expr a_cs = constexpr_("a_cs", u32);
+  Expr b_off = constexpr_("b_off", u32);
+  Expr b_rs = constexpr_("b_rs", u32);
+  Expr b_cs = constexpr_("b_cs", u32);
+  Expr a_len = constexpr_("a_len", u32);
+  Expr b_len = constexpr_("b_len", u32);
+  Expr splits = constexpr_("splits", u32);
+  Expr kc = constexpr_("kc", u32);
+  Buffer a = input("a", T, {a_len});
+  Buffer b = input("b", T, {b_len});
+  std::unique_ptr<Buffer> b2, bias, res;
+  if (swiglu) b2 = std::make_unique<Buffer>(input("b2", T, {b_len}));
+  if (epi == Epi::Bias || epi == Epi::Silu || epi == Epi::Gelu) bias = std::make_unique<Buffer>(input("bias", out_t, {n}));
+  if (epi == Epi::Residual) res = std::make_unique<Buffer>(input("residual", out_t, {m, n}));
+  Buffer c = output("c", out_t, {splits, m, n});
+
+  TileShape tile = coop_tile_setup(16, 16, 16, T);
+  TgBuffer as = threadgroup_alloc("as", T, stages * A_STAGE, 16);
+  TgBuffer bs = threadgroup_alloc("bs", T, stages * B_STAGE * (swiglu ? 2 : 1), 16);
+  TgBuffer cs = threadgroup_alloc("cs", f32, NW * 256 * (swiglu ? 2 : 1), 16);
+  const uint32_t B2_BASE = stages * B_STAGE;  // the SwiGLU gate's stages follow B's
+
+  Expr tile_n = program_id(0);
+  Expr tile_m = program_id(1);
+  Expr split = program_id(2);
+  Expr row0 = tile_m * BM;
+  Expr col0 = tile_n * BN;
+  // This split's K range [k0, k1); empty past the end.
+  Expr k0 = split * kc;
+  Expr k1 = select(k0 < k, min(k, k0 + kc), k0);
+  Expr steps = (k1 - k0 + (BK - 1)) / BK;
+  // Coalesced staging order: along K when A's rows are contiguous, else along M (B likewise).
+  Expr a_along_k = a_cs == 1u;
+  Expr b_along_n = b_cs == 1u;
+
+  auto stage_tiles = [&](Expr step, Expr stage) {
+    Expr kb = k0 + step * BK;
+    for_(local_id(0), BM * BK, group_size(0), [&](Expr e) {
+      Expr r = select(a_along_k, e / BK, e % BM);
+      Expr kk = select(a_along_k, e % BK, e / BM);
+      Expr gi = row0 + r;
+      Expr gk = kb + kk;
+      Expr ok = (gi < m) && (gk < k1);
+      Expr at = select(ok, a_off + gi * a_rs + gk * a_cs, 0u);
+      as[stage * A_STAGE + r * LDA + kk] = cast<T>(select(ok, cast<f32>(a[at]), 0.0f));
+    });
+    for (uint32_t which = 0; which < (swiglu ? 2u : 1u); ++which) {
+      const Buffer& src = which == 0 ? b : *b2;
+      const uint32_t base = which == 0 ? 0 : B2_BASE;
+      for_(local_id(0), BK * BN, group_size(0), [&](Expr e) {
+        Expr kk = select(b_along_n, e / BN, e % BK);
+        Expr j = select(b_along_n, e % BN, e / BK);
+        Expr gk = kb + kk;
+        Expr gj = col0 + j;
+        Expr ok = (gk < k1) && (gj < n);
+        Expr at = select(ok, b_off + gk * b_rs + gj * b_cs, 0u);
+        bs[base + stage * B_STAGE + kk * LDB + j] = cast<T>(select(ok, cast<f32>(src[at]), 0.0f));
+      });
+    }
+  };
+
+  Expr groups = num_simd_groups();
+  Expr rounds = (NW + groups - 1u) / groups;
+  for_(0u, rounds, [&](Expr round) {
+    Expr w = simd_group_id() + round * groups;
+    Expr active = w < NW;
+    Expr wrow = w / WCOLS;
+    Expr wcol = w % WCOLS;
+    std::vector<std::unique_ptr<FragVar>> acc, gacc;
+    for (uint32_t f = 0; f < FM * FN; ++f) {
+      acc.push_back(std::make_unique<FragVar>(coop_tile_fill(tile, 0.0f)));
+      if (swiglu) gacc.push_back(std::make_unique<FragVar>(coop_tile_fill(tile, 0.0f)));
+    }
+    auto multiply = [&](Expr stage) {
+      if_(active, [&] {
+        for (uint32_t ks = 0; ks < BK / 16; ++ks) {
+          std::vector<Frag> fa;
+          for (uint32_t fm = 0; fm < FM; ++fm)
+            fa.push_back(coop_tile_load_a(tile, as, stage * A_STAGE + (wrow * WM + fm * 16) * LDA + ks * 16, LDA));
+          for (uint32_t which = 0; which < (swiglu ? 2u : 1u); ++which) {
+            auto& sums = which == 0 ? acc : gacc;
+            const uint32_t base = which == 0 ? 0 : B2_BASE;
+            for (uint32_t fn = 0; fn < FN; ++fn) {
+              Frag fb = coop_tile_load_b(tile, bs, base + stage * B_STAGE + (ks * 16) * LDB + wcol * WN + fn * 16, LDB);
+              for (uint32_t fm = 0; fm < FM; ++fm) {
+                FragVar& s = *sums[fm * FN + fn];
+                s.set(coop_tile_run(fa[fm], fb, s.get()));
+              }
+            }
+          }
+        }
+      });
+    };
+
+    if (stages == 1) {
+      for_(0u, steps, [&](Expr step) {
+        barrier();
+        stage_tiles(step, step * 0u);
+        barrier();
+        multiply(step * 0u);
+      });
+    } else {
+      for (uint32_t s = 0; s + 1 < stages; ++s) {
+        Expr at = steps * 0u + s;  // the constant s as a u32 value
+        if_(at < steps, [&] { stage_tiles(at, at); });
+      }
+      for_(0u, steps, [&](Expr step) {
+        // Every thread's copies of step `step` are done and every lane group has finished step
+        // - 1, whose stage the next copy overwrites.
+        barrier();
+        Expr next = step + (stages - 1);
+        if_(next < steps, [&] { stage_tiles(next, next % stages); });
+        multiply(step % stages);
+      });
+    }
+
+    // Epilogue: one fragment at a time through the lane group's scratch slot.
+    for (uint32_t fm = 0; fm < FM; ++fm)
+      for (uint32_t fn = 0; fn < FN; ++fn) {
+        if_(active, [&] {
+          coop_tile_store(acc[fm * FN + fn]->get(), cs, w * 256u, 16u);
+          if (swiglu) coop_tile_store(gacc[fm * FN + fn]->get(), cs, NW * 256 + w * 256u, 16u);
+        });
+        barrier();
+        if_(active, [&] {
+          for_(lane_id(), 256u, lane_width(), [&](Expr e) {
+            Expr gi = row0 + wrow * WM + fm * 16 + e / 16u;
+            Expr gj = col0 + wcol * WN + fn * 16 + e % 16u;
+            if_((gi < m) && (gj < n), [&] {
+              Expr v = Operand(cs[w * 256u + e]).value;
+              Expr out = apply_epilogue(
+                  epi, v, [&] { return Operand(cs[NW * 256 + w * 256u + e]).value; },
+                  [&] { return cast<f32>((*bias)[gj]); }, [&] { return cast<f32>((*res)[gi * n + gj]); });
+              c[(split * m + gi) * n + gj] = cast_to(out, out_t);
+            });
+          });
+        });
+        barrier();
+      }
+  });
+}
+
+void gemm_reduce(Epi epi, const KernelVariant& var) {
+  const DType out_t = var.type("OUT");
+  Expr m = constexpr_("m", u32);
+  Expr n = constexpr_("n", u32);
+  Expr splits = constexpr_("splits", u32);
+  Buffer partials = input("partials", f32, {splits, m, n});
+  std::unique_ptr<Buffer> partials2, bias, res;
+  if (epi == Epi::Swiglu) partials2 = std::make_unique<Buffer>(input("partials2", f32, {splits, m, n}));
+  if (epi == Epi::Bias || epi == Epi::Silu || epi == Epi::Gelu) bias = std::make_unique<Buffer>(input("bias", out_t, {n}));
+  if (epi == Epi::Residual) res = std::make_unique<Buffer>(input("residual", out_t, {m, n}));
+  Buffer c = output("c", out_t, {m, n});
+  Expr mn = m * n;
+  for_(program_id(0) * group_size(0) + local_id(0), mn, num_programs(0) * group_size(0), [&](Expr i) {
+    auto total = [&](const Buffer& p) {
+      Var<f32> sum = 0.0f;
+      for_(0u, splits, [&](Expr s) { sum += p[s * mn + i]; });
+      return Operand(sum).value;
+    };
+    Expr v = total(partials);
+    Expr out = apply_epilogue(
+        epi, v, [&] { return total(*partials2); }, [&] { return cast<f32>((*bias)[i % n]); },
+        [&] { return cast<f32>((*res)[i]); });
+    c[i] = cast_to(out, out_t);
+  });
+}
+
+// The block tiles: 128 x 128 with 8 lane groups of 64 x 32 (large products), 64 x 64 with 4 of
+// 32 x 32 (medium), 32 x 32 with 4 of 16 x 16 (small products, lavapipe's 32 KiB), and 16 x 64
+// x 64 with 4 of 16 x 16 (decode rows, split-K partials).
+constexpr Config kLarge{128, 128, 32, 64, 32};
+constexpr Config kMedium{64, 64, 32, 32, 32};
+constexpr Config kSmall{32, 32, 32, 16, 16};
+constexpr Config kDecode{16, 64, 64, 16, 16};
+
+}  // namespace
+
+#define IRON_GEMM_BODY(cfg, epi)                                                                        \
+  static void IRON_DETAIL_CAT(gemm_body_, IRON_DETAIL_CAT(cfg, epi))(const KernelVariant& v) {         \
+    gemm_kernel(k##cfg, Epi::epi, v);                                                                   \
+  }
+IRON_GEMM_BODY(Large, None)
+IRON_GEMM_BODY(Large, Bias)
+IRON_GEMM_BODY(Large, Silu)
+IRON_GEMM_BODY(Large, Gelu)
+IRON_GEMM_BODY(Large, Residual)
+IRON_GEMM_BODY(Large, Swiglu)
+IRON_GEMM_BODY(Medium, None)
+IRON_GEMM_BODY(Medium, Bias)
+IRON_GEMM_BODY(Medium, Silu)
+IRON_GEMM_BODY(Medium, Gelu)
+IRON_GEMM_BODY(Medium, Residual)
+IRON_GEMM_BODY(Medium, Swiglu)
+IRON_GEMM_BODY(Small, None)
+IRON_GEMM_BODY(Small, Bias)
+IRON_GEMM_BODY(Small, Silu)
+IRON_GEMM_BODY(Small, Gelu)
+IRON_GEMM_BODY(Small, Residual)
+IRON_GEMM_BODY(Small, Swiglu)
+IRON_GEMM_BODY(Decode, None)
+#undef IRON_GEMM_BODY
+
+#define IRON_GEMM_OUT ::iron::type_axis("OUT", {::iron::DType::F32, ::iron::DType::F16, ::iron::DType::BF16})
+#define IRON_GEMM_OUT16 ::iron::type_axis("OUT", {::iron::DType::F16, ::iron::DType::BF16})
+
+IRON_KERNEL_VARIANTS(iron_gemm_128x128x32_w64x32_none, gemm_body_LargeNone, Reduction, (f16, bf16), "s{S}_{OUT}",
+                     ::iron::int_axis("S", {3}), IRON_GEMM_OUT);
+IRON_KERNEL_VARIANTS(iron_gemm_128x128x32_w64x32_bias, gemm_body_LargeBias, Reduction, (f16, bf16), "s{S}_{OUT}",
+                     ::iron::int_axis("S", {3}), IRON_GEMM_OUT16);
+IRON_KERNEL_VARIANTS(iron_gemm_128x128x32_w64x32_silu, gemm_body_LargeSilu, Reduction, (f16, bf16), "s{S}_{OUT}",
+                     ::iron::int_axis("S", {3}), IRON_GEMM_OUT16);
+IRON_KERNEL_VARIANTS(iron_gemm_128x128x32_w64x32_gelu, gemm_body_LargeGelu, Reduction, (f16, bf16), "s{S}_{OUT}",
+                     ::iron::int_axis("S", {3}), IRON_GEMM_OUT16);
+IRON_KERNEL_VARIANTS(iron_gemm_128x128x32_w64x32_residual, gemm_body_LargeResidual, Reduction, (f16, bf16),
+                     "s{S}_{OUT}", ::iron::int_axis("S", {3}), IRON_GEMM_OUT16);
+IRON_KERNEL_VARIANTS(iron_gemm_128x128x32_w64x32_swiglu, gemm_body_LargeSwiglu, Reduction, (f16, bf16),
+                     "s{S}_{OUT}", ::iron::int_axis("S", {3}), IRON_GEMM_OUT16);
+IRON_KERNEL_VARIANTS(iron_gemm_64x64x32_w32x32_none, gemm_body_MediumNone, Reduction, (f16, bf16), "s{S}_{OUT}",
+                     ::iron::int_axis("S", {1, 2, 3, 4}), IRON_GEMM_OUT);
+IRON_KERNEL_VARIANTS(iron_gemm_64x64x32_w32x32_bias, gemm_body_MediumBias, Reduction, (f16, bf16), "s{S}_{OUT}",
+                     ::iron::int_axis("S", {3}), IRON_GEMM_OUT16);
+IRON_KERNEL_VARIANTS(iron_gemm_64x64x32_w32x32_silu, gemm_body_MediumSilu, Reduction, (f16, bf16), "s{S}_{OUT}",
+                     ::iron::int_axis("S", {3}), IRON_GEMM_OUT16);
+IRON_KERNEL_VARIANTS(iron_gemm_64x64x32_w32x32_gelu, gemm_body_MediumGelu, Reduction, (f16, bf16), "s{S}_{OUT}",
+                     ::iron::int_axis("S", {3}), IRON_GEMM_OUT16);
+IRON_KERNEL_VARIANTS(iron_gemm_64x64x32_w32x32_residual, gemm_body_MediumResidual, Reduction, (f16, bf16),
+                     "s{S}_{OUT}", ::iron::int_axis("S", {3}), IRON_GEMM_OUT16);
+IRON_KERNEL_VARIANTS(iron_gemm_64x64x32_w32x32_swiglu, gemm_body_MediumSwiglu, Reduction, (f16, bf16),
+                     "s{S}_{OUT}", ::iron::int_axis("S", {3}), IRON_GEMM_OUT16);
+IRON_KERNEL_VARIANTS(iron_gemm_32x32x32_w16x16_none, gemm_body_SmallNone, Reduction, (f16, bf16), "s{S}_{OUT}",
+                     ::iron::int_axis("S", {2}), IRON_GEMM_OUT);
+IRON_KERNEL_VARIANTS(iron_gemm_32x32x32_w16x16_bias, gemm_body_SmallBias, Reduction, (f16, bf16), "s{S}_{OUT}",
+                     ::iron::int_axis("S", {2}), IRON_GEMM_OUT16);
+IRON_KERNEL_VARIANTS(iron_gemm_32x32x32_w16x16_silu, gemm_body_SmallSilu, Reduction, (f16, bf16), "s{S}_{OUT}",
+                     ::iron::int_axis("S", {2}), IRON_GEMM_OUT16);
+IRON_KERNEL_VARIANTS(iron_gemm_32x32x32_w16x16_gelu, gemm_body_SmallGelu, Reduction, (f16, bf16), "s{S}_{OUT}",
+                     ::iron::int_axis("S", {2}), IRON_GEMM_OUT16);
+IRON_KERNEL_VARIANTS(iron_gemm_32x32x32_w16x16_residual, gemm_body_SmallResidual, Reduction, (f16, bf16),
+                     "s{S}_{OUT}", ::iron::int_axis("S", {2}), IRON_GEMM_OUT16);
+IRON_KERNEL_VARIANTS(iron_gemm_32x32x32_w16x16_swiglu, gemm_body_SmallSwiglu, Reduction, (f16, bf16),
+                     "s{S}_{OUT}", ::iron::int_axis("S", {2}), IRON_GEMM_OUT16);
+IRON_KERNEL_VARIANTS(iron_gemm_16x64x64_w16x16_none, gemm_body_DecodeNone, Reduction, (f16, bf16), "s{S}_{OUT}",
+                     ::iron::int_axis("S", {3}), ::iron::type_axis("OUT", {::iron::DType::F32}));
+
+#define IRON_GEMM_REDUCE(epi, lower)                                                                     \
+  static void IRON_DETAIL_CAT(gemm_reduce_, epi)(const KernelVariant& v) { gemm_reduce(Epi::epi, v); } \
+  IRON_KERNEL_VARIANTS(iron_gemm_reduce_##lower, IRON_DETAIL_CAT(gemm_reduce_, epi), Reduction, (), "{OUT}", \
+                       IRON_GEMM_OUT)
+IRON_GEMM_REDUCE(None, none);
+IRON_GEMM_REDUCE(Bias, bias);
+IRON_GEMM_REDUCE(Silu, silu);
+IRON_GEMM_REDUCE(Gelu, gelu);
+IRON_GEMM_REDUCE(Residual, residual);
+IRON_GEMM_REDUCE(Swiglu, swiglu);
+#undef IRON_GEMM_REDUCE
+
+}  // namespace iron::kernels::gemm

@@ -1,0 +1,32 @@
+// The iron_gemm family (kernels/gemm/): shared between the kernels (gemm.cpp), the selector
+// (gemm_select.cpp) and the tests. See gemm.cpp for the kernels' contract.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace iron::kernels::gemm {
+
+// Fused epilogues, in the order of the `epi` call argument (0 .. 5).
+enum class Epi : uint8_t { None, Bias, Silu, Gelu, Residual, Swiglu };
+constexpr int kEpis = 6;
+const char* epi_name(Epi e);  // "none", "bias", "silu", "gelu", "residual", "swiglu"
+
+// A block tile of bm x bn outputs, bk-deep K steps, computed by (bm / wm) x (bn / wn) lane
+// groups of wm x wn outputs each (16 x 16 fragments).
+struct Config {
+  uint32_t bm, bn, bk, wm, wn;
+  uint32_t warps() const { return (bm / wm) * (bn / wn); }
+  std::string name() const;  // "128x128x32_w64x32"
+};
+
+// Row padding of the staged A (bm x bk) and B (bk x bn) tiles in threadgroup memory, in
+// elements: rows of bk + 8 and bn + 8 16-bit elements start 16 bytes apart modulo 128, so the 8
+// row addresses of one ldmatrix phase fall in distinct bank quads.
+constexpr uint32_t kPad = 8;
+
+// Threadgroup bytes of one kernel of the family (staging for `stages` K steps, two B tiles for
+// SwiGLU, the per-lane-group epilogue scratch).
+uint64_t threadgroup_bytes(const Config& c, uint32_t stages, bool swiglu);
+
+}  // namespace iron::kernels::gemm

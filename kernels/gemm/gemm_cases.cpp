@@ -1,0 +1,179 @@
+// Test cases of the GEMM family, through its selector (gemm_select.cpp): every case is a logical
+// call, so the route (tile, split count, fused or reduced epilogue) is the one gemm_for takes on
+// the device the case runs on. The oracle is the unfused composition in f64: the exact product
+// sum_k A[i, kk] B[kk, j], then the epilogue's formula, then the rounding to the output dtype.
+//
+// Tolerance (derived, docs/semantics.md "Cooperative tiles"): each 16-deep product may differ
+// from the exact sum by 17 f32 ulps of the largest partial sum, k / 16 of them per split; the
+// split-K reduce adds `splits` serial f32 additions; every partial sum is at most k (inputs in
+// [-1, 1]), the error floor. The epilogue adds its f32 operations (bias or residual add, and for
+// silu/gelu/swiglu one exp or erf and up to four more roundings). Small-integer inputs make
+// every product and sum exact on every path: those cases demand the exact result.
+#include <cmath>
+#include <string>
+
+#include <iron/iron.hpp>
+
+#include "gemm.hpp"
+
+namespace iron::kernels::gemm {
+using namespace iron::dsl;
+
+namespace {
+
+struct Shape {
+  uint32_t m, n, k;
+  bool a_trans = false, b_trans = false;
+  uint32_t lda = 0, ldb = 0;  // 0: packed
+  uint32_t a_off = 0, b_off = 0;
+  Epi epi = Epi::None;
+  int out = 0;       // the call's `out` code: 0 T, 1 f32, 2 f16, 3 bf16
+  int splits = 0;    // 0: the selector's choice
+  int tile = -1;     // -1: the selector's choice
+  int stages = 0;    // 0: the tile's default
+  bool small_integers = false;
+};
+
+std::vector<double> values(size_t count, uint64_t seed, bool small_integers) {
+  std::vector<double> v = fixture::uniform(count, -1.0, 1.0, seed);
+  if (small_integers)
+    for (double& x : v) x = double(int(x * 4.5));
+  return v;
+}
+
+TestSetup gemm_case(DType dt, const Shape& s) {
+  const uint32_t lda = s.lda ? s.lda : (s.a_trans ? s.m : s.k);
+  const uint32_t ldb = s.ldb ? s.ldb : (s.b_trans ? s.k : s.n);
+  const size_t a_len = s.a_off + size_t(s.a_trans ? s.k - 1 : s.m - 1) * lda + (s.a_trans ? s.m : s.k);
+  const size_t b_len = s.b_off + size_t(s.b_trans ? s.n - 1 : s.k - 1) * ldb + (s.b_trans ? s.k : s.n);
+  const size_t mn = size_t(s.m) * s.n;
+  Constexprs call{{"m", s.m}, {"n", s.n}, {"k", s.k}, {"a_trans", s.a_trans ? 1 : 0}, {"b_trans", s.b_trans ? 1 : 0},
+                  {"lda", lda}, {"ldb", ldb}, {"a_off", s.a_off}, {"b_off", s.b_off}, {"epi", int(s.epi)},
+                  {"out", s.out}};
+  if (s.splits) call.emplace("splits", s.splits);
+  if (s.tile >= 0) call.emplace("tile", s.tile);
+  if (s.stages) call.emplace("stages", s.stages);
+  TestSetup t(dt);
+  t.in("a", values(a_len, 301, s.small_integers)).in("b", values(b_len, 302, s.small_integers));
+  if (s.epi == Epi::Swiglu) t.in("b2", values(b_len, 303, s.small_integers));
+  if (s.epi == Epi::Bias || s.epi == Epi::Silu || s.epi == Epi::Gelu) t.in("bias", values(s.n, 304, s.small_integers));
+  if (s.epi == Epi::Residual) t.in("residual", values(mn, 305, s.small_integers));
+  t.out("c", mn);
+  t.call(call);
+  // Splits the selector may take: at most one per 16 elements of K (k / 64 or forced).
+  const double splits = s.splits ? s.splits : std::max(1.0, std::ceil(s.k / 64.0));
+  const double products = 17.0 * std::ceil(s.k / 16.0);
+  double roundings = products + splits, math = 0;
+  switch (s.epi) {
+    case Epi::None: break;
+    case Epi::Bias: case Epi::Residual: roundings += 1; break;
+    case Epi::Silu: roundings += 4, math = 1; break;
+    case Epi::Gelu: roundings += 5, math = 1; break;
+    case Epi::Swiglu: roundings = 2 * roundings + 4, math = 1; break;
+  }
+  if (s.small_integers && s.epi == Epi::None) t.accumulation(0);
+  else t.accumulation(roundings).math_ops(math).error_floor(s.k);
+  const Shape sh = s;
+  t.oracle([sh, lda, ldb](const Tensors& in, Tensors& out) {
+    const auto& A = in.at("a");
+    auto product = [&](const std::vector<double>& B, uint32_t i, uint32_t j) {
+      double sum = 0;
+      for (uint32_t kk = 0; kk < sh.k; ++kk) {
+        const double x = A[sh.a_off + (sh.a_trans ? size_t(kk) * lda + i : size_t(i) * lda + kk)];
+        const double y = B[sh.b_off + (sh.b_trans ? size_t(j) * ldb + kk : size_t(kk) * ldb + j)];
+        sum += x * y;
+      }
+      return sum;
+    };
+    auto& C = out.at("c");
+    for (uint32_t i = 0; i < sh.m; ++i)
+      for (uint32_t j = 0; j < sh.n; ++j) {
+        const double v = product(in.at("b"), i, j);
+        double r = v;
+        switch (sh.epi) {
+          case Epi::None: break;
+          case Epi::Bias: r = v + in.at("bias")[j]; break;
+          case Epi::Silu: {
+            const double u = v + in.at("bias")[j];
+            r = u / (1 + std::exp(-u));
+            break;
+          }
+          case Epi::Gelu: {
+            const double u = v + in.at("bias")[j];
+            r = 0.5 * u * (1 + std::erf(u / std::sqrt(2.0)));
+            break;
+          }
+          case Epi::Residual: r = v + in.at("residual")[size_t(i) * sh.n + j]; break;
+          case Epi::Swiglu: r = v / (1 + std::exp(-v)) * product(in.at("b2"), i, j); break;
+        }
+        C[size_t(i) * sh.n + j] = r;
+      }
+  });
+  return t;
+}
+
+}  // namespace
+
+// Exact (small integers): row-major, packed; odd M/N/K tails on every side of a block.
+IRON_TEST_KERNEL(iron_gemm, int_m37_n45_k70, {f16}, {bf16}) {
+  return gemm_case(dt, {37, 45, 70, false, false, 0, 0, 0, 0, Epi::None, 1, 0, -1, 0, true});
+}
+// Full-avalanche inputs; A column-major, B column-major (a linear layer's weight), strides not
+// a multiple of 8 and non-zero offsets.
+IRON_TEST_KERNEL(iron_gemm, avalanche_m33_n40_k50_strided, {f16}, {bf16}) {
+  return gemm_case(dt, {33, 40, 50, true, true, 37, 53, 5, 3, Epi::None, 1, 0, -1, 0, false});
+}
+IRON_TEST_KERNEL(iron_gemm, avalanche_m20_n70_k96_lda101_out_t, {f16}, {bf16}) {
+  return gemm_case(dt, {20, 70, 96, false, false, 101, 77, 7, 0, Epi::None, 0, 0, -1, 0, false});
+}
+// Decode rows (m <= 16): the 16x64x64 tile, split-K and the reduce.
+IRON_TEST_KERNEL(iron_gemm, decode_m3_n70_k300, {f16}, {bf16}) {
+  return gemm_case(dt, {3, 70, 300, false, true, 0, 0, 0, 0, Epi::None, 0, 0, -1, 0, false});
+}
+// Every epilogue, fused (the 64x64 tile, one split) and through the reduce (the 32x32 tile).
+IRON_TEST_KERNEL(iron_gemm, epi_bias_fused, {f16}, {bf16}) {
+  return gemm_case(dt, {70, 40, 48, false, false, 0, 0, 0, 0, Epi::Bias, 0, 1, 1, 0, false});
+}
+IRON_TEST_KERNEL(iron_gemm, epi_silu_fused, {bf16}) {
+  return gemm_case(dt, {70, 40, 48, false, true, 0, 0, 0, 0, Epi::Silu, 0, 1, 1, 0, false});
+}
+IRON_TEST_KERNEL(iron_gemm, epi_gelu_fused, {f16}) {
+  return gemm_case(dt, {70, 40, 48, false, false, 0, 0, 0, 0, Epi::Gelu, 0, 1, 1, 0, false});
+}
+IRON_TEST_KERNEL(iron_gemm, epi_residual_fused, {bf16}) {
+  return gemm_case(dt, {70, 40, 48, false, false, 0, 0, 0, 0, Epi::Residual, 0, 1, 1, 0, false});
+}
+IRON_TEST_KERNEL(iron_gemm, epi_swiglu_fused, {f16}) {
+  return gemm_case(dt, {70, 40, 48, false, true, 0, 0, 0, 0, Epi::Swiglu, 0, 1, 1, 0, false});
+}
+IRON_TEST_KERNEL(iron_gemm, epi_bias_split3_f32, {bf16}) {
+  return gemm_case(dt, {21, 35, 96, false, false, 0, 0, 0, 0, Epi::Bias, 1, 3, 2, 0, false});
+}
+IRON_TEST_KERNEL(iron_gemm, epi_silu_split2, {f16}) {
+  return gemm_case(dt, {21, 35, 64, false, false, 0, 0, 0, 0, Epi::Silu, 0, 2, 2, 0, false});
+}
+IRON_TEST_KERNEL(iron_gemm, epi_gelu_split2_bf16out, {f16}) {
+  return gemm_case(dt, {21, 35, 64, false, false, 0, 0, 0, 0, Epi::Gelu, 3, 2, 2, 0, false});
+}
+IRON_TEST_KERNEL(iron_gemm, epi_residual_split2, {bf16}) {
+  return gemm_case(dt, {21, 35, 64, true, false, 0, 0, 0, 0, Epi::Residual, 0, 2, 2, 0, false});
+}
+IRON_TEST_KERNEL(iron_gemm, epi_swiglu_split2, {bf16}) {
+  return gemm_case(dt, {21, 35, 64, false, true, 0, 0, 0, 0, Epi::Swiglu, 0, 2, 2, 0, false});
+}
+// The pipeline depths of the 64x64 tile (1 to 4 stages) with more K steps than stages, and the
+// 128x128 tile with 8 lane groups.
+IRON_TEST_KERNEL(iron_gemm, stages1_int, {f16}) {
+  return gemm_case(dt, {40, 72, 160, false, false, 0, 0, 0, 0, Epi::None, 1, 1, 1, 1, true});
+}
+IRON_TEST_KERNEL(iron_gemm, stages2_int, {bf16}) {
+  return gemm_case(dt, {40, 72, 160, false, false, 0, 0, 0, 0, Epi::None, 1, 1, 1, 2, true});
+}
+IRON_TEST_KERNEL(iron_gemm, stages4_int, {f16}) {
+  return gemm_case(dt, {40, 72, 160, false, false, 0, 0, 0, 0, Epi::None, 1, 1, 1, 4, true});
+}
+IRON_TEST_KERNEL(iron_gemm, large_tile_m130_n136_k40, {bf16}) {
+  return gemm_case(dt, {130, 136, 40, false, true, 0, 0, 0, 0, Epi::None, 1, 1, 0, 0, false});
+}
+
+}  // namespace iron::kernels::gemm

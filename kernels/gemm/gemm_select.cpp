@@ -1,0 +1,191 @@
+// Kernel-owned launch of the GEMM family: `iron_gemm` takes the logical call
+//   m, n, k                     C [m, n] = A [m, k] B [k, n]
+//   a_trans (0)                 0: A row-major, row stride lda (default k); 1: A column-major
+//                               (stored as [k, m]), column stride lda (default m)
+//   b_trans (0)                 0: B row-major, row stride ldb (default n); 1: B column-major
+//                               (stored as [n, k], a linear layer's weight), ldb default k
+//   a_off, b_off (0)            the element of A (0, 0) and of B (0, 0) in a and b (and b2)
+//   epi (0)                     0 none, 1 bias, 2 silu(+bias), 3 gelu(+bias), 4 residual, 5 swiglu
+//   out (0)                     C's dtype: 0 = T, 1 = f32, 2 = f16, 3 = bf16
+//   splits, tile, stages        optional overrides (tests, benchmarks): the split count, the block
+//                               tile (0 large 128x128, 1 medium 64x64, 2 small 32x32, 3 decode
+//                               16x64) and the pipeline depth of the medium tile (1-4)
+// with buffers a, b (T), c (out), and b2 (swiglu), bias [n] or residual [m, n] (out's dtype).
+//
+// gemm_for picks the block tile from the shape and the device (decode rows m <= 16: 16x64x64;
+// m <= 64: 32x32; fewer 128x128 blocks than compute units: 64x64; else 128x128; a device with
+// under 64 KiB of threadgroup memory, lavapipe: 32x32 whatever `tile` and `stages` ask), and the
+// split count from occupancy as
+// in the seeds' §4.2: splits = clamp(ceil(2 * units / blocks), 1, k / 64), snapped so every
+// split covers the same whole number of K steps. One split and a tile with that epilogue fused:
+// one kernel. Otherwise two steps: the f32 partials [splits, m, n] of every split (SwiGLU: of
+// both products), then iron_gemm_reduce_<epi>, which sums them in split order (no atomics).
+#include <algorithm>
+#include <string>
+
+#include <iron/iron.hpp>
+
+#include "gemm.hpp"
+
+namespace iron::kernels::gemm {
+
+namespace {
+
+constexpr Config kConfigs[4] = {{128, 128, 32, 64, 32}, {64, 64, 32, 32, 32}, {32, 32, 32, 16, 16}, {16, 64, 64, 16, 16}};
+constexpr uint32_t kStages[4] = {3, 3, 2, 3};
+
+uint64_t ceil_div(uint64_t a, uint64_t b) { return (a + b - 1) / b; }
+
+std::string num(int64_t v) { return std::to_string(v); }
+
+int64_t flag(const Call& call, const char* name, int64_t fallback, int64_t most) {
+  const int64_t v = call.size_or(name, fallback);
+  if (v > most) throw Error(std::string(name) + " = " + num(v) + " is out of range (0 .. " + num(most) + ")");
+  return v;
+}
+
+}  // namespace
+
+static LaunchPlan gemm_for(const Call& call, const DeviceInfo& dev) {
+  const DType t = call.dtype.t;
+  if (t != DType::F16 && t != DType::BF16)
+    throw Error(std::string("A and B must be f16 or bf16, not ") + dtype_name(t));
+  if ((t == DType::F16 && !dev.f16) || (t == DType::BF16 && !dev.bf16))
+    throw Error("device " + dev.name + " has no " + dtype_name(t) + " support");
+  const int64_t m = call.size("m"), n = call.size("n"), k = call.size("k");
+  if (m < 1 || n < 1 || k < 1)
+    throw Error("m = " + num(m) + ", n = " + num(n) + ", k = " + num(k) + ": each must be at least 1");
+  const bool a_trans = flag(call, "a_trans", 0, 1) == 1, b_trans = flag(call, "b_trans", 0, 1) == 1;
+  const Epi epi = Epi(flag(call, "epi", 0, kEpis - 1));
+  const int64_t out_code = flag(call, "out", 0, 3);
+  const DType out = out_code == 0 ? t : out_code == 1 ? DType::F32 : out_code == 2 ? DType::F16 : DType::BF16;
+  // A is m x k: its contiguous extent is k (row-major) or m (column-major), the other is lda's.
+  const int64_t a_inner = a_trans ? m : k, a_outer = a_trans ? k : m;
+  const int64_t b_inner = b_trans ? k : n, b_outer = b_trans ? n : k;
+  const int64_t lda = call.size_or("lda", a_inner), ldb = call.size_or("ldb", b_inner);
+  if (lda < a_inner)
+    throw Error("lda = " + num(lda) + " is less than " + (a_trans ? "m = " : "k = ") + num(a_inner) + " (A " +
+                (a_trans ? "column" : "row") + "-major)");
+  if (ldb < b_inner)
+    throw Error("ldb = " + num(ldb) + " is less than " + (b_trans ? "k = " : "n = ") + num(b_inner) + " (B " +
+                (b_trans ? "column" : "row") + "-major)");
+  const int64_t a_off = call.size_or("a_off", 0), b_off = call.size_or("b_off", 0);
+  const uint64_t a_len = uint64_t(a_off) + uint64_t(a_outer - 1) * uint64_t(lda) + uint64_t(a_inner);
+  const uint64_t b_len = uint64_t(b_off) + uint64_t(b_outer - 1) * uint64_t(ldb) + uint64_t(b_inner);
+  if (a_len > UINT32_MAX || b_len > UINT32_MAX)
+    throw Error("A spans " + num(int64_t(a_len)) + " and B " + num(int64_t(b_len)) +
+                " elements: each must be below 2^32 (the kernels index in u32)");
+
+  // The block tile.
+  const uint64_t shared = std::max(dev.shared_memory_bytes, dev.shared_memory_optin_bytes);
+  int cfg_index;
+  std::string why;
+  if (shared < 64 * 1024) {
+    cfg_index = 2;
+    why = num(int64_t(shared)) + " B of threadgroup memory: the 32x32 tile" +
+          (call.has("tile") || call.has("stages") ? " (whatever tile or stages the call asks for)" : "");
+  } else if (call.has("tile")) {
+    cfg_index = int(flag(call, "tile", 0, 3));
+    why = "tile " + num(cfg_index) + " as asked";
+  } else if (m <= 16) {
+    cfg_index = 3;
+    why = "m = " + num(m) + " <= 16: decode rows";
+  } else if (m <= 64) {
+    cfg_index = 2;
+    why = "m = " + num(m) + " <= 64";
+  } else {
+    const uint64_t large = ceil_div(uint64_t(m), 128) * ceil_div(uint64_t(n), 128);
+    const uint32_t units = std::max(1u, dev.compute_units);
+    cfg_index = large >= units ? 0 : 1;
+    why = num(int64_t(large)) + " blocks of 128x128 " + (large >= units ? ">=" : "<") + " " + num(units) + " compute units";
+  }
+  const Config cfg = kConfigs[cfg_index];
+  uint32_t stages = kStages[cfg_index];
+  if (call.has("stages") && shared >= 64 * 1024) {
+    if (cfg_index != 1) throw Error("stages can be chosen for the 64x64 tile (tile 1) only");
+    stages = uint32_t(flag(call, "stages", 3, 4));
+    if (stages < 1) throw Error("stages = 0: at least 1");
+  }
+  const uint64_t tg_bytes = threadgroup_bytes(cfg, stages, false);
+  if (tg_bytes > shared)
+    throw Error("the " + cfg.name() + " tile needs " + num(int64_t(tg_bytes)) + " B of threadgroup memory; device " +
+                dev.name + " has " + num(int64_t(shared)));
+  const uint32_t lanes = std::max(1u, dev.lane_width);
+  const uint32_t threads = cfg.warps() * lanes;
+  if (threads > dev.max_threads_per_group)
+    throw Error("the " + cfg.name() + " tile needs " + num(threads) + " threads per threadgroup; device " + dev.name +
+                " allows " + num(dev.max_threads_per_group));
+
+  // The split count.
+  const uint64_t blocks = ceil_div(uint64_t(m), cfg.bm) * ceil_div(uint64_t(n), cfg.bn);
+  const uint64_t ksteps = ceil_div(uint64_t(k), cfg.bk);
+  uint64_t splits;
+  if (call.has("splits")) {
+    splits = uint64_t(call.size("splits"));
+    if (splits < 1 || splits > ksteps)
+      throw Error("splits = " + num(int64_t(splits)) + ": between 1 and the " + num(int64_t(ksteps)) + " K steps of " +
+                  num(cfg.bk));
+  } else {
+    const uint64_t units = dev.compute_units ? dev.compute_units : 8;
+    splits = std::clamp<uint64_t>(ceil_div(2 * units, blocks), 1, std::max<uint64_t>(1, uint64_t(k) / 64));
+    splits = std::min(splits, ksteps);
+  }
+  const uint64_t per = ceil_div(ksteps, splits);  // K steps per split
+  splits = ceil_div(ksteps, per);
+  const uint64_t kc = per * cfg.bk;
+  if (splits * uint64_t(m) * uint64_t(n) > UINT32_MAX)
+    throw Error("splits x m x n = " + num(int64_t(splits * m * n)) + " f32 partials: must be below 2^32");
+
+  const std::string tile_name = "iron_gemm_" + cfg.name() + "_";
+  const std::string stage_part = "_s" + num(stages) + "_";
+  // SwiGLU's fused kernels keep two products live: on a device with under 64 KiB of threadgroup
+  // memory (lavapipe, whose tile fragments live in it) they go through the partials instead.
+  const bool fused_tile = cfg_index <= 2 && !(epi == Epi::Swiglu && shared < 64 * 1024);
+  const bool direct = splits == 1 && ((epi == Epi::None && (cfg_index != 3 || out == DType::F32)) ||
+                                      (fused_tile && out != DType::F32));
+  Constexprs scalars{{"m", uint32_t(m)},
+                     {"n", uint32_t(n)},
+                     {"k", uint32_t(k)},
+                     {"a_off", uint32_t(a_off)},
+                     {"a_rs", uint32_t(a_trans ? 1 : lda)},
+                     {"a_cs", uint32_t(a_trans ? lda : 1)},
+                     {"b_off", uint32_t(b_off)},
+                     {"b_rs", uint32_t(b_trans ? 1 : ldb)},
+                     {"b_cs", uint32_t(b_trans ? ldb : 1)},
+                     {"a_len", uint32_t(a_len)},
+                     {"b_len", uint32_t(b_len)},
+                     {"splits", uint32_t(splits)},
+                     {"kc", uint32_t(kc)}};
+  const Dim3 grid{uint32_t(ceil_div(uint64_t(n), cfg.bn)), uint32_t(ceil_div(uint64_t(m), cfg.bm)), uint32_t(splits)};
+  if (grid.x > dev.max_grid.x || grid.y > dev.max_grid.y || grid.z > dev.max_grid.z)
+    throw Error("grid " + num(grid.x) + "x" + num(grid.y) + "x" + num(grid.z) + " exceeds the device's limits");
+  LaunchPlan plan;
+  if (direct) {
+    plan.steps.push_back({tile_name + epi_name(epi) + stage_part + dtype_name(out), grid, {threads, 1, 1}, scalars, {}});
+    plan.reason = why + "; one split: " + cfg.name() + " with the " + epi_name(epi) + " epilogue fused";
+    return plan;
+  }
+  const size_t partial = size_t(splits) * size_t(m) * size_t(n);
+  const std::string partial_kernel = tile_name + "none" + stage_part + "f32";
+  plan.scratch.push_back({"partials", DType::F32, partial});
+  plan.steps.push_back({partial_kernel, grid, {threads, 1, 1}, scalars, {{"c", "partials"}}});
+  if (epi == Epi::Swiglu) {
+    plan.scratch.push_back({"partials2", DType::F32, partial});
+    plan.steps.push_back({partial_kernel, grid, {threads, 1, 1}, scalars, {{"b", "b2"}, {"c", "partials2"}}});
+  }
+  const uint32_t red_tg = std::min(256u, dev.max_threads_per_group) / lanes * lanes;
+  const uint32_t red_groups =
+      uint32_t(std::min<uint64_t>(ceil_div(uint64_t(m) * uint64_t(n), std::max(1u, red_tg)), dev.max_grid.x));
+  plan.steps.push_back({std::string("iron_gemm_reduce_") + epi_name(epi) + "_" + dtype_name(out),
+                        {std::max(1u, red_groups), 1, 1},
+                        {std::max(lanes, red_tg), 1, 1},
+                        {{"m", uint32_t(m)}, {"n", uint32_t(n)}, {"splits", uint32_t(splits)}},
+                        {}});
+  plan.reason = why + "; " + num(int64_t(splits)) + " split" + (splits > 1 ? "s" : "") + " of " + num(int64_t(kc)) +
+                " (" + num(int64_t(blocks)) + " blocks), f32 partials, then a fixed-order reduce with the " +
+                epi_name(epi) + " epilogue";
+  return plan;
+}
+IRON_SELECTOR(iron_gemm, gemm_for);
+
+}  // namespace iron::kernels::gemm
