@@ -1,0 +1,248 @@
+// The GEMM family (kernels/gemm/): gemm_for's routes with devices filled in by hand (decode
+// rows M = 1..64, the seeds' small split-K shapes, large prefill shapes, lavapipe's 32 KiB),
+// its located errors for bad calls, and split-K's determinism: the same call run 100 times gives
+// the same bits on every backend this machine has (interpreter, lavapipe, and CUDA on a GPU
+// machine, where the shape is a production-sized split-K).
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <iron/iron.hpp>
+
+#include "core/ir.hpp"
+
+namespace iron {
+namespace {
+
+DeviceInfo h200() {
+  DeviceInfo d;
+  d.backend = Backend::Cuda;
+  d.name = "H200-like";
+  d.lane_width = 32;
+  d.max_threads_per_group = 1024;
+  d.max_grid = {2147483647u, 65535, 65535};
+  d.shared_memory_bytes = 48 * 1024;
+  d.shared_memory_optin_bytes = 227 * 1024;
+  d.compute_units = 132;
+  d.f16 = d.bf16 = true;
+  return d;
+}
+
+DeviceInfo lavapipe() {
+  DeviceInfo d;
+  d.backend = Backend::Vulkan;
+  d.name = "lavapipe-like";
+  d.lane_width = 8;
+  d.max_threads_per_group = 1024;
+  d.max_grid = {65535, 65535, 65535};
+  d.shared_memory_bytes = 32 * 1024;
+  d.f16 = d.bf16 = true;
+  return d;
+}
+
+LaunchPlan gemm(const DeviceInfo& d, int64_t m, int64_t n, int64_t k, Constexprs extra = {}, DType t = DType::BF16) {
+  Constexprs args{{"m", m}, {"n", n}, {"k", k}};
+  for (auto& [name, v] : extra) args.insert_or_assign(name, v);
+  return plan_launch("iron_gemm", Call{t, args}, d);
+}
+
+std::string error_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+uint32_t splits_of(const LaunchPlan& p) { return uint32_t(p.steps.front().constexprs.at("splits").as_double()); }
+
+// Decode rows: m <= 16 takes the 16x64x64 tile, split-K over the K = 4096 rows (at most k / 64
+// splits, snapped to equal whole K steps), then the fixed-order reduce.
+TEST(GemmSelector, DecodeRowsSplitK) {
+  const DeviceInfo d = h200();
+  for (int64_t m : {1, 2, 7, 16}) {
+    LaunchPlan p = gemm(d, m, 14336, 4096);
+    ASSERT_EQ(p.steps.size(), 2u) << p.describe();
+    EXPECT_EQ(p.steps[0].kernel, "iron_gemm_16x64x64_w16x16_none_s3_f32");
+    EXPECT_EQ(p.steps[1].kernel, "iron_gemm_reduce_none_bf16");
+    // 224 blocks of 16x64 against 2 x 132 units: 2 splits of 32 K steps.
+    EXPECT_EQ(splits_of(p), 2u) << p.describe();
+    EXPECT_EQ(p.steps[0].grid.x, 224u);
+    EXPECT_EQ(p.steps[0].threadgroup.x, 128u);
+  }
+  // m = 17..64: the 32x32 tile.
+  for (int64_t m : {17, 26, 49, 64}) {
+    LaunchPlan p = gemm(d, m, 96, 5120);
+    EXPECT_EQ(p.steps[0].kernel, "iron_gemm_32x32x32_w16x16_none_s2_f32") << m;
+    // 3 or 6 blocks: ceil(264 / blocks) splits, at most k / 64 = 80, snapped to equal whole K
+    // steps (160 of 32).
+    const uint32_t blocks = uint32_t((m + 31) / 32) * 3;
+    const uint32_t want = std::min(80u, (264 + blocks - 1) / blocks);
+    const uint32_t per = (160 + want - 1) / want;
+    EXPECT_EQ(splits_of(p), (160 + per - 1) / per) << m << " " << p.describe();
+    EXPECT_EQ(p.steps[0].constexprs.at("kc").as_double(), per * 32.0);
+  }
+}
+
+// The seeds' split-K shapes [96, 2048] x [2048, 512] and [256, 2048] x [2048, 512], and N = 96,
+// K = 5120 at M = 256: the 64x64 tile (fewer 128x128 blocks than compute units), split-K.
+TEST(GemmSelector, SmallShapesSplitK) {
+  const DeviceInfo d = h200();
+  LaunchPlan p = gemm(d, 96, 512, 2048);
+  EXPECT_EQ(p.steps[0].kernel, "iron_gemm_64x64x32_w32x32_none_s3_f32") << p.describe();
+  EXPECT_EQ(splits_of(p), 16u) << p.describe();  // 16 blocks: ceil(264 / 16) = 17 -> 64 / 4 = 16
+  p = gemm(d, 256, 512, 2048);
+  EXPECT_EQ(p.steps[0].kernel, "iron_gemm_64x64x32_w32x32_none_s3_f32");
+  EXPECT_EQ(splits_of(p), 8u) << p.describe();  // 32 blocks: ceil(264 / 32) = 9 -> 64 / 8 = 8
+  p = gemm(d, 256, 96, 5120);
+  EXPECT_EQ(p.steps[0].kernel, "iron_gemm_64x64x32_w32x32_none_s3_f32");
+  EXPECT_GT(splits_of(p), 1u);
+  EXPECT_NE(p.reason.find("fixed-order reduce"), std::string::npos) << p.reason;
+}
+
+// Large prefill: the 128x128 tile, one split, the epilogue fused into the one kernel.
+TEST(GemmSelector, LargePrefillOneKernel) {
+  const DeviceInfo d = h200();
+  LaunchPlan p = gemm(d, 2048, 14336, 4096);
+  EXPECT_EQ(p.describe(), "iron_gemm_128x128x32_w64x32_none_s3_bf16 grid 112x16x1 tg 256x1x1");
+  p = gemm(d, 4096, 4096, 4096, {{"epi", 2}});
+  EXPECT_EQ(p.describe(), "iron_gemm_128x128x32_w64x32_silu_s3_bf16 grid 32x32x1 tg 256x1x1");
+  // SwiGLU fused: one kernel reads b and b2.
+  p = gemm(d, 2048, 14336, 4096, {{"epi", 5}, {"b_trans", 1}});
+  ASSERT_EQ(p.steps.size(), 1u);
+  EXPECT_EQ(p.steps[0].kernel, "iron_gemm_128x128x32_w64x32_swiglu_s3_bf16");
+  EXPECT_EQ(p.steps[0].constexprs.at("b_rs").as_double(), 1);
+  EXPECT_EQ(p.steps[0].constexprs.at("b_cs").as_double(), 4096);
+  // f32 output with an epilogue: the f32 partial and the reduce (one split).
+  p = gemm(d, 2048, 14336, 4096, {{"epi", 1}, {"out", 1}});
+  ASSERT_EQ(p.steps.size(), 2u);
+  EXPECT_EQ(p.steps[1].kernel, "iron_gemm_reduce_bias_f32");
+  EXPECT_EQ(splits_of(p), 1u);
+}
+
+// lavapipe (32 KiB of threadgroup memory, 8 lanes): the 32x32 tile whatever the call asks, 4
+// lane groups of 8; SwiGLU through the partials.
+TEST(GemmSelector, SmallThreadgroupMemoryTakesTheSmallTile) {
+  const DeviceInfo d = lavapipe();
+  LaunchPlan p = gemm(d, 2048, 2048, 2048, {{"tile", 0}});
+  EXPECT_EQ(p.steps[0].kernel, "iron_gemm_32x32x32_w16x16_none_s2_bf16") << p.describe();
+  EXPECT_EQ(p.steps[0].threadgroup.x, 32u);
+  EXPECT_NE(p.reason.find("whatever tile or stages the call asks for"), std::string::npos) << p.reason;
+  p = gemm(d, 64, 64, 64, {{"epi", 5}});
+  ASSERT_EQ(p.steps.size(), 3u) << p.describe();
+  EXPECT_EQ(p.steps[2].kernel, "iron_gemm_reduce_swiglu_bf16");
+  p = gemm(d, 64, 64, 64, {{"epi", 3}});
+  EXPECT_EQ(p.describe(), "iron_gemm_32x32x32_w16x16_gelu_s2_bf16 grid 2x2x1 tg 32x1x1");
+}
+
+// The 64x64 tile's pipeline depths, and strides.
+TEST(GemmSelector, OverridesAndStrides) {
+  const DeviceInfo d = h200();
+  for (int s : {1, 2, 3, 4})
+    EXPECT_EQ(gemm(d, 512, 512, 512, {{"tile", 1}, {"stages", s}, {"out", 1}, {"splits", 1}}).steps[0].kernel,
+              "iron_gemm_64x64x32_w32x32_none_s" + std::to_string(s) + "_f32");
+  LaunchPlan p = gemm(d, 100, 200, 300, {{"a_trans", 1}, {"lda", 104}, {"a_off", 3}, {"ldb", 203}, {"b_off", 5}});
+  const Constexprs& c = p.steps[0].constexprs;
+  EXPECT_EQ(c.at("a_rs").as_double(), 1);
+  EXPECT_EQ(c.at("a_cs").as_double(), 104);
+  EXPECT_EQ(c.at("a_len").as_double(), 3 + 299 * 104 + 100);
+  EXPECT_EQ(c.at("b_rs").as_double(), 203);
+  EXPECT_EQ(c.at("b_cs").as_double(), 1);
+  EXPECT_EQ(c.at("b_len").as_double(), 5 + 299 * 203 + 200);
+}
+
+TEST(GemmSelector, BadCallsAreLocatedErrors) {
+  const DeviceInfo d = h200();
+  EXPECT_NE(error_of([&] { gemm(d, 4, 4, 4, {}, DType::F32); }).find("A and B must be f16 or bf16, not f32"),
+            std::string::npos);
+  EXPECT_NE(error_of([&] { gemm(d, 4, 4, 4, {{"lda", 3}}); }).find("lda = 3 is less than k = 4 (A row-major)"),
+            std::string::npos);
+  EXPECT_NE(error_of([&] { gemm(d, 4, 4, 4, {{"b_trans", 1}, {"ldb", 2}}); })
+                .find("ldb = 2 is less than k = 4 (B column-major)"),
+            std::string::npos);
+  EXPECT_NE(error_of([&] { gemm(d, 4, 4, 4, {{"epi", 6}}); }).find("epi = 6 is out of range (0 .. 5)"),
+            std::string::npos);
+  EXPECT_NE(error_of([&] { gemm(d, 0, 4, 4); }).find("each must be at least 1"), std::string::npos);
+  EXPECT_NE(error_of([&] { gemm(d, 512, 512, 512, {{"tile", 0}, {"stages", 2}}); })
+                .find("stages can be chosen for the 64x64 tile (tile 1) only"),
+            std::string::npos);
+  EXPECT_NE(error_of([&] { gemm(d, 4, 4, 64, {{"splits", 3}}); }).find("splits = 3: between 1 and the 1 K steps"),
+            std::string::npos);
+  EXPECT_NE(error_of([&] { gemm(d, 70000, 70000, 16); }).find("must be below 2^32"), std::string::npos);
+  // Every message names the family and the selector's file.
+  EXPECT_NE(error_of([&] { gemm(d, 4, 4, 4, {{"lda", 3}}); }).find("iron_gemm"), std::string::npos);
+}
+
+// No step of any route uses an atomic: split-K is deterministic by construction.
+TEST(GemmSelector, NoRouteUsesAtomics) {
+  const DeviceInfo d = h200();
+  for (int epi = 0; epi < 6; ++epi)
+    for (int64_t m : {1, 40, 300})
+      for (const LaunchPlan& p : {gemm(d, m, 512, 4096, {{"epi", epi}}), gemm(lavapipe(), m, 96, 512, {{"epi", epi}})})
+        for (const LaunchStep& s : p.steps) {
+          const ir::Kernel& k = kernel_ir(s.kernel);
+          ir::walk(k, [&](ir::Id id) { EXPECT_FALSE(ir::is_atomic(k.insts[id].op)) << s.kernel; });
+        }
+}
+
+// The same split-K call 100 times: identical bits each time. On CUDA a production-sized decode
+// shape (m 16, n 4096, k 4096, 8 splits); elsewhere a small one the interpreter runs quickly.
+void repeat_bit_exact(Backend backend) {
+  std::string why;
+  if (list_devices(backend, &why).empty()) GTEST_SKIP() << backend_name(backend) << ": " << why;
+  std::unique_ptr<Context> ctx = Context::create(backend);
+  const bool big = backend == Backend::Cuda;
+  const int64_t m = big ? 16 : 5, n = big ? 4096 : 40, k = big ? 4096 : 256, splits = big ? 8 : 4;
+  const Call call{DType::BF16, {{"m", m}, {"n", n}, {"k", k}, {"b_trans", 1}, {"splits", splits}, {"epi", 2}}};
+  const LaunchPlan plan = plan_launch("iron_gemm", call, ctx->info());
+  ASSERT_EQ(splits_of(plan), uint32_t(splits)) << plan.describe();
+  std::vector<uint16_t> a(static_cast<size_t>(m * k)), b(static_cast<size_t>(n * k)), bias(static_cast<size_t>(n));
+  uint32_t x = 12345;
+  auto bf16 = [&] {
+    x = x * 1664525u + 1013904223u;
+    const float f = float(int32_t(x >> 8) % 2001 - 1000) / 1000.0f;
+    uint32_t u;
+    std::memcpy(&u, &f, 4);
+    return uint16_t(u >> 16);
+  };
+  for (std::vector<uint16_t>* v : {&a, &b, &bias})
+    for (uint16_t& e : *v) e = bf16();
+  DeviceBuffer da = ctx->alloc(DType::BF16, a.size()), db = ctx->alloc(DType::BF16, b.size());
+  DeviceBuffer dbias = ctx->alloc(DType::BF16, bias.size()), dc = ctx->alloc(DType::BF16, size_t(m * n));
+  ctx->upload(da, a.data(), a.size() * 2);
+  ctx->upload(db, b.data(), b.size() * 2);
+  ctx->upload(dbias, bias.data(), bias.size() * 2);
+  const Bindings bind{{"a", da}, {"b", db}, {"bias", dbias}, {"c", dc}};
+  std::vector<uint16_t> first(size_t(m * n)), again(size_t(m * n));
+  for (int run = 0; run < 100; ++run) {
+    run_plan(*ctx, plan, DType::BF16, bind);
+    ctx->synchronize();
+    ctx->download(dc, (run == 0 ? first : again).data(), first.size() * 2);
+    if (run > 0) ASSERT_EQ(std::memcmp(first.data(), again.data(), first.size() * 2), 0) << "run " << run;
+  }
+  // And the result is the product: a spot check of element (m - 1, n - 1) against f64.
+  auto f = [](uint16_t h) {
+    uint32_t u = uint32_t(h) << 16;
+    float r;
+    std::memcpy(&r, &u, 4);
+    return double(r);
+  };
+  double s = f(bias[size_t(n - 1)]);
+  for (int64_t kk = 0; kk < k; ++kk) s += f(a[size_t((m - 1) * k + kk)]) * f(b[size_t((n - 1) * k + kk)]);
+  const double want = s / (1 + std::exp(-s));
+  EXPECT_NEAR(f(first.back()), want, 0.02 * std::max(1.0, std::fabs(want)));
+}
+
+TEST(GemmDeterminism, SplitKBitExactOver100RunsInterp) { repeat_bit_exact(Backend::Interp); }
+TEST(GemmDeterminism, SplitKBitExactOver100RunsVulkan) { repeat_bit_exact(Backend::Vulkan); }
+TEST(GemmDeterminism, SplitKBitExactOver100RunsCuda) { repeat_bit_exact(Backend::Cuda); }
+
+}  // namespace
+}  // namespace iron
