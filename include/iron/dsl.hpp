@@ -472,6 +472,20 @@ void atomic_add_pair(const ElemRef& pair, Operand lo, Operand hi);
 void fence_threadgroup(SrcLoc loc = SrcLoc::current());
 void fence_device(SrcLoc loc = SrcLoc::current());
 
+// Asynchronous copies into threadgroup memory (docs/dsl.md "Asynchronous copies"; Reduction,
+// Tile2D and SimdGroup2D): async_copy(tg[i], buf[j], count, valid) starts copying `count`
+// elements buf[j ..] to tg[i ..] (count x the element size = 4, 8 or 16 bytes; the array and the
+// buffer hold one dtype); the first min(valid, count) come from the buffer, the rest are 0 (a
+// tail), and buf[j] is not read when valid is 0. async_commit() closes this thread's group of
+// copies issued since the last commit; async_wait(n) waits until at most n of this thread's
+// committed groups are in flight. A copy's elements are in the array once a wait has completed
+// its group; other threads see them after a barrier that follows that wait. CUDA sm_80+:
+// cp.async (16-byte copies bypass L1); elsewhere a plain copy.
+void async_copy(const TgRef& dst, const ElemRef& src, uint32_t count, Operand valid);
+void async_copy(const TgRef& dst, const ElemRef& src, uint32_t count);
+void async_commit(SrcLoc loc = SrcLoc::current());
+void async_wait(uint32_t pending, SrcLoc loc = SrcLoc::current());
+
 // --- Cooperative tiles (docs/dsl.md "Cooperative tiles") ----------------------------------
 // A lane group (warp / subgroup / simdgroup) computes C += A * B on M x N x K tiles: A is M x K
 // and B is K x N, both f16 or bf16 (or T, declared as f16/bf16) or f8e4m3, C is M x N in f32.

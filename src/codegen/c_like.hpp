@@ -244,6 +244,16 @@ class Dialect {
   virtual std::string tg_store(EmitState&, DType /*t*/, const std::string& elem, const std::string& v) const {
     return elem + " = " + v;
   }
+  // Asynchronous copies (docs/dsl.md "Asynchronous copies"): a dialect that spells them itself
+  // (CUDA: cp.async) fills `lines` and returns true; otherwise the emitter writes a plain copy
+  // of the count elements (0 past `valid`), and commit and wait are nothing.
+  virtual bool async_copy(EmitState&, const std::string& /*tg*/, const std::string& /*dst*/, const ir::Param& /*p*/,
+                          const std::string& /*src*/, const std::string& /*valid*/, int64_t /*count*/,
+                          size_t /*elem_bytes*/, std::vector<std::string>& /*lines*/) const {
+    return false;
+  }
+  virtual void async_commit(std::vector<std::string>& /*lines*/) const {}
+  virtual void async_wait(int64_t /*pending*/, std::vector<std::string>& /*lines*/) const {}
   virtual std::string tg_name(const ir::Kernel& k, const ir::Inst& alloc) const { return "tg_" + k.strings[size_t(alloc.attr(ir::Attr::Name))]; }
   virtual std::string param_name(const ir::Param& p) const { return "p_" + p.name; }
 

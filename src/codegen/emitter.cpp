@@ -645,6 +645,33 @@ struct Emitter {
         for (const std::string& l : lines) line(depth, l);
         break;
       }
+      case Op::AsyncCopy: {
+        const ir::Param& p = s.k.params[in.param()];
+        const DType et = s.concrete(p.dtype);
+        const int64_t count = in.attr(ir::Attr::Count);
+        const std::string tg = d.tg_name(s.k, s.k.insts[in.operands[0]]);
+        std::vector<std::string> lines;
+        if (!d.async_copy(s, tg, index(in.operands[1]), p, index(in.operands[2]), arg(3), count, dtype_size(et), lines)) {
+          // A plain copy: element e from the buffer when e < valid, else 0.
+          const std::string zero = is_float(et) ? std::string("0.0") + d.float_suffix() : d.convert(et, "0");
+          for (int64_t e = 0; e < count; ++e) {
+            const std::string off = " + " + std::to_string(e) + "u)";
+            const std::string elem = tg + "[(" + index(in.operands[1]) + off + "]";
+            lines.push_back("if (" + std::to_string(e) + "u < " + arg(3) + ") " +
+                            d.tg_store(s, et, elem, d.load(s, p, "(" + index(in.operands[2]) + off)) + ";");
+            lines.push_back("else " + d.tg_store(s, et, elem, zero) + ";");
+          }
+        }
+        for (const std::string& l : lines) line(depth, l);
+        break;
+      }
+      case Op::AsyncCommit: case Op::AsyncWait: {
+        std::vector<std::string> lines;
+        if (in.op == Op::AsyncCommit) d.async_commit(lines);
+        else d.async_wait(in.attr(ir::Attr::Count), lines);
+        for (const std::string& l : lines) line(depth, l);
+        break;
+      }
       case Op::FenceThreadgroup: case Op::FenceDevice: line(depth, d.fence(in.op)); break;
       case Op::Barrier: line(depth, d.barrier()); break;
       case Op::LaneSum: case Op::LaneMax: def(d.lane_reduce(s, in, t, arg(0))); break;

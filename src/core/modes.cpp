@@ -49,7 +49,8 @@ int axes_bound(Mode m, Op op) {
 }
 
 bool is_threadgroup_memory_op(Op op) {
-  return op == Op::Barrier || op == Op::TgAlloc || op == Op::TgLoad || op == Op::TgStore || is_tg_atomic(op);
+  return op == Op::Barrier || op == Op::TgAlloc || op == Op::TgLoad || op == Op::TgStore || is_tg_atomic(op) ||
+         op == Op::AsyncCopy || op == Op::AsyncCommit || op == Op::AsyncWait;
 }
 
 }  // namespace

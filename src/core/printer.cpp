@@ -255,8 +255,11 @@ struct Parser {
         return;
       case Attr::Axis: in.set(a, integer(text, 0, 2, "axis")); return;
       case Attr::Count:
-        in.set(a, integer(text, 1, UINT32_MAX,
-                          in.op == Op::LocalAlloc ? "register array element count" : "threadgroup element count"));
+        if (in.op == Op::AsyncWait) in.set(a, integer(text, 0, 7, "async_wait group count"));
+        else if (in.op == Op::AsyncCopy) in.set(a, integer(text, 1, 16, "async_copy element count"));
+        else
+          in.set(a, integer(text, 1, UINT32_MAX,
+                            in.op == Op::LocalAlloc ? "register array element count" : "threadgroup element count"));
         return;
       case Attr::Align: in.set(a, integer(text, 1, int64_t(kMaxThreadgroupAlign), "threadgroup alignment")); return;
       case Attr::Vec: in.set(a, integer(text, 2, 8, "vector group width")); return;

@@ -291,6 +291,38 @@ struct Verifier {
     }
   }
 
+  // async_copy<buf, count> %alloc, %dst, %src, %valid: the array and the buffer hold one dtype
+  // (the copy moves bytes), count elements make 4, 8 or 16 bytes at every dtype T may take, the
+  // indices and the valid count are u32, the buffer is readable.
+  void async_copy(const Inst& in) {
+    const Inst* a = tile_alloc(in, 0);
+    const Param* p = tile_buffer(in);
+    if (p && p->access == Access::Write) err(in, "reads output-only buffer '" + p->name + "' (declare it inout)");
+    if (a && p && a->type.elem() != p->dtype)
+      err(in, std::string("copies buf<") + dtype_name(p->dtype) + "> '" + p->name + "' into " +
+                  dtype_name(a->type.elem()) + " threadgroup memory (one dtype: the copy moves bytes)");
+    tile_u32(in, 1, "the destination index");
+    tile_u32(in, 2, "the source index");
+    tile_u32(in, 3, "the valid count");
+    const int64_t count = in.attr(Attr::Count);
+    if (p && count > 0) {
+      std::vector<DType> ds{p->dtype};
+      if (is_type_param(p->dtype)) ds = p->dtype == DType::GenericW ? k.wtypes : k.dtypes;
+      for (DType d : ds) {
+        if (d == DType::Bool) {
+          err(in, "copies bool elements, whose width differs between buffers and threadgroup memory (copy u8 or u32)");
+          continue;
+        }
+        const int64_t bytes = count * int64_t(dtype_size(d));
+        if (bytes != 4 && bytes != 8 && bytes != 16)
+          err(in, "copies " + std::to_string(count) + " elements of " + dtype_name(d) + " = " + std::to_string(bytes) +
+                      " bytes; an asynchronous copy moves 4, 8 or 16");
+      }
+    } else if (count <= 0) {
+      err(in, "copies " + std::to_string(count) + " elements; an asynchronous copy moves 4, 8 or 16 bytes");
+    }
+  }
+
   // fp8 is a storage format: values of it are loaded, stored, cast, selected and kept in
   // variables, but never computed with (docs/semantics.md). A T that may become fp8 is too.
   void reject_storage_only(const Inst& in, DType t) {
@@ -628,6 +660,12 @@ struct Verifier {
         if (rt != DType::Void) err(in, "defines no value");
         break;
       case Op::FenceThreadgroup: case Op::FenceDevice:
+        break;
+      case Op::AsyncCopy: async_copy(in); break;
+      case Op::AsyncCommit: break;
+      case Op::AsyncWait:
+        if (in.attr(Attr::Count) < 0 || in.attr(Attr::Count) > 7)
+          err(in, "async_wait leaves 0 to 7 groups in flight, not " + std::to_string(in.attr(Attr::Count)));
         break;
       case Op::Pair: case Op::PairGet:  // pair_types
         break;

@@ -50,7 +50,8 @@ bool function_allows(ir::Op op) {
   if (op == ir::Op::FenceThreadgroup || op == ir::Op::FenceDevice) return false;
   switch (op) {
     case Op::Load: case Op::Store: case Op::TgAlloc: case Op::TgLoad: case Op::TgStore: case Op::Param:
-    case Op::LocalAlloc: case Op::LocalLoad: case Op::LocalStore:
+    case Op::LocalAlloc: case Op::LocalLoad: case Op::LocalStore: case Op::AsyncCopy: case Op::AsyncCommit:
+    case Op::AsyncWait:
       return false;
     default: return true;
   }

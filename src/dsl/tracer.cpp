@@ -898,6 +898,36 @@ void atomic_add_pair(const ElemRef& pair, Operand lo, Operand hi) {
   emit(in);
 }
 
+void async_copy(const TgRef& dst, const ElemRef& src, uint32_t count, Operand valid) {
+  Expr v = materialize(valid, DType::U32);
+  Inst in;
+  in.op = Op::AsyncCopy;
+  in.loc = loc_of(dst.file(), dst.line());
+  in.set(ir::Attr::Param, src.param());
+  in.set(ir::Attr::Count, int64_t(count));
+  in.operands.push_back(dst.alloc());
+  in.operands.push_back(dst.index().id());
+  in.operands.push_back(src.index().id());
+  in.operands.push_back(v.id());
+  emit(in);
+}
+void async_copy(const TgRef& dst, const ElemRef& src, uint32_t count) {
+  async_copy(dst, src, count, Operand(count, SrcLoc::current()));
+}
+void async_commit(SrcLoc l) {
+  Inst in;
+  in.op = Op::AsyncCommit;
+  in.loc = loc_of(l);
+  emit(in);
+}
+void async_wait(uint32_t pending, SrcLoc l) {
+  Inst in;
+  in.op = Op::AsyncWait;
+  in.loc = loc_of(l);
+  in.set(ir::Attr::Count, int64_t(pending));
+  emit(in);
+}
+
 void fence_device(SrcLoc l) {
   Inst in;
   in.op = Op::FenceDevice;

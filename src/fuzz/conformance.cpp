@@ -450,6 +450,80 @@ void add_atomic_cases(const std::string& filter, std::vector<ConformanceCase>& c
   }
 }
 
+// Asynchronous copies (docs/semantics.md "Asynchronous copies"): 256 threads in groups of 64;
+// thread i copies `count` elements x0[i * count ..] into its slot of a threadgroup array with
+// valid = i % (count + 1) (every tail length, 0 included), commits, waits for none in flight,
+// passes a barrier and writes its partner's (local id ^ 1) slot to r[i * count ..]. Every dtype
+// of 1, 2, 4 or 8 bytes at every count that makes 4, 8 or 16 bytes.
+constexpr size_t kAsyncThreads = 256;
+
+std::string async_kernel_text(const std::string& name, DType t, uint32_t count) {
+  const std::string T = dtype_name(t), c = std::to_string(count);
+  const size_t n = kAsyncThreads * count;
+  std::ostringstream s;
+  s << "kernel " << name << " mode=Reduction {\n";
+  s << "  param x0: in buf<" << T << "> extent=" << n << "\n  param r: out buf<" << T << "> extent=" << n << "\n";
+  s << "  %a = tg_alloc<slots, " << kGroup * count << "> : " << T << "\n";
+  s << "  %g = program_id<0> : u32\n  %gs = group_size<0> : u32\n  %l = local_id<0> : u32\n"
+       "  %gb = mul %g, %gs : u32\n  %i = add %gb, %l : u32\n";
+  s << "  %cc = const<" << c << "> : u32\n  %cv = const<" << count + 1 << "> : u32\n  %c1 = const<1> : u32\n";
+  s << "  %src = mul %i, %cc : u32\n  %dst = mul %l, %cc : u32\n  %valid = rem %i, %cv : u32\n";
+  s << "  async_copy<x0, " << c << "> %a, %dst, %src, %valid\n  async_commit\n  async_wait<0>\n  barrier\n";
+  s << "  %o = xor %l, %c1 : u32\n  %ob = mul %o, %cc : u32\n";
+  for (uint32_t e = 0; e < count; ++e) {
+    const std::string E = std::to_string(e);
+    s << "  %e" << E << " = const<" << E << "> : u32\n  %s" << E << " = add %ob, %e" << E << " : u32\n";
+    s << "  %v" << E << " = tg_load %a, %s" << E << " : " << T << "\n  %t" << E << " = add %src, %e" << E << " : u32\n";
+    s << "  store<r> %t" << E << ", %v" << E << "\n";
+  }
+  s << "}\n";
+  return s.str();
+}
+
+void add_async_cases(const std::string& filter, std::vector<ConformanceCase>& cases) {
+  for (DType t : kAllTypes) {
+    for (uint32_t count : {1u, 2u, 4u, 8u, 16u}) {
+      const size_t bytes = count * dtype_size(t);
+      if (bytes != 4 && bytes != 8 && bytes != 16) continue;
+      const std::string name = std::string("conformance.async_copy.") + dtype_name(t) + ".x" + std::to_string(count);
+      if (!filter.empty() && name.find(filter) == std::string::npos) continue;
+      std::string kname = name;
+      std::replace(kname.begin(), kname.end(), '.', '_');
+      ConformanceCase c;
+      try {
+        c.kernel = ir::parse(async_kernel_text(kname, t, count));
+      } catch (const std::exception&) {
+        continue;
+      }
+      if (!verifies(c.kernel)) continue;  // not a dtype async copies take
+      const std::vector<uint64_t> values = edge_values(t);
+      const size_t n = kAsyncThreads * count;
+      c.name = name;
+      c.op = ir::Op::AsyncCopy;
+      c.operands = {t};
+      c.result = t;
+      c.launch.dtype = DType::F32;
+      c.launch.grid = {uint32_t(kAsyncThreads / kGroup), 1, 1};
+      c.launch.threadgroup = {kGroup, 1, 1};
+      c.launch.buffers.emplace_back(n * dtype_size(storage_dtype(t)), 0);
+      c.launch.buffers.emplace_back(n * dtype_size(storage_dtype(t)), 0xff);
+      for (size_t i = 0; i < n; ++i) put(c.launch.buffers[0], i, t, values[(i * 5 + i / 7) % values.size()]);
+      c.want.assign(n * dtype_size(storage_dtype(t)), 0);
+      for (size_t i = 0; i < kAsyncThreads; ++i) {
+        const size_t partner = (i / kGroup) * kGroup + ((i % kGroup) ^ 1u), valid = partner % (count + 1);
+        for (size_t e = 0; e < count; ++e) {
+          // The copy moves the bytes; the read-back (tg_load, then store) is a store of the
+          // register value, which saturates fp8 (e5m2's infinity stores as its largest finite).
+          const uint64_t bits = e < valid ? get(c.launch.buffers[0], partner * count + e, t) : 0;
+          put(c.want, i * count + e, t, storage_of(t, register_of(t, bits)));
+          c.args.push_back({register_of(t, bits)});
+        }
+      }
+      cases.push_back(std::move(c));
+    }
+  }
+}
+
 }  // namespace
 
 std::vector<ConformanceCase> conformance_cases(const std::string& filter) {
@@ -524,6 +598,7 @@ std::vector<ConformanceCase> conformance_cases(const std::string& filter) {
   }
   add_lane_cases(filter, cases);
   add_atomic_cases(filter, cases);
+  add_async_cases(filter, cases);
   return cases;
 }
 

@@ -1071,7 +1071,20 @@ struct Gen {
     Id arr = tg_arrays[rng.below(tg_arrays.size())];
     DType t = k.insts[arr].type.elem();
     Id v = pick(t);
-    if (rng.chance(0.2)) {  // only some threads write: the others' slots keep older values
+    // A 32-bit slot may instead arrive by an asynchronous copy of one element of an input of
+    // its dtype (docs/semantics.md "Asynchronous copies"): valid 0 or 1, so a tail zero-fills.
+    const P async_src = t == DType::I32 ? kInI : t == DType::U32 ? kInU : t == DType::F32 && !wc ? kInF : P(0);
+    if (async_src != P(0) && rng.chance(0.25)) {
+      Id valid = rng.chance(0.5) ? u32(1) : op(Op::And, DType::U32, {pick(DType::U32), u32(1)});
+      Inst c = make(Op::AsyncCopy, DType::Void, {arr, lid, own_index(), valid});
+      c.set(ir::Attr::Param, async_src);
+      c.set(ir::Attr::Count, 1);
+      emit(c);
+      emit(make(Op::AsyncCommit, DType::Void));
+      Inst w = make(Op::AsyncWait, DType::Void);
+      w.set(ir::Attr::Count, 0);
+      emit(w);
+    } else if (rng.chance(0.2)) {  // only some threads write: the others' slots keep older values
       Id id = begin_if(pick(DType::Bool));
       open(id, 0, false);
       emit(make(Op::TgStore, DType::Void, {arr, lid, v}));

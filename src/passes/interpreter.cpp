@@ -9,6 +9,7 @@
 #include "passes/interpreter.hpp"
 
 #include <algorithm>
+#include <deque>
 #include <cmath>
 #include <cstring>
 #include <string>
@@ -73,6 +74,16 @@ struct Machine {
   std::vector<SlotAccess> tg_access_log;
   uint32_t epoch = 0;
   uint32_t group_serial = 0;  // advances with every threadgroup
+  // Asynchronous copies in flight, per thread in issue order: each element's value (read from
+  // the buffer at issue) and its destination word; group -1 until async_commit numbers it.
+  struct AsyncElem {
+    Id op;
+    int64_t group;
+    uint32_t word;
+    uint64_t bits;
+  };
+  std::vector<std::deque<AsyncElem>> async_pending;
+  std::vector<int64_t> async_next_group;
   std::vector<uint64_t> lane_a, lane_b;
   Id vec_leader[2] = {ir::kNone, ir::kNone};  // last vector group leader: [0] load, [1] store
   uint32_t group[3] = {0, 0, 0};
@@ -175,6 +186,8 @@ struct Machine {
     tg_access_log.assign(words, SlotAccess{});
     lane_a.resize(W);
     lane_b.resize(W);
+    async_pending.assign(T, {});
+    async_next_group.assign(T, 0);
   }
 
   void run() {
@@ -193,7 +206,14 @@ struct Machine {
             std::fill(tg_access_log.begin(), tg_access_log.end(), SlotAccess{});
             group_serial = 1;
           }
+          for (auto& q : async_pending) q.clear();
+          std::fill(async_next_group.begin(), async_next_group.end(), 0);
           block(0, 0);
+          for (uint32_t t = 0; t < T; ++t)
+            if (!async_pending[t].empty())
+              fail(k.insts[async_pending[t].front().op],
+                   "async_copy whose group no async_wait completed before the kernel ended (" + thread_text(t) +
+                       "; its elements never reach threadgroup memory)");
         }
   }
 
@@ -305,6 +325,26 @@ struct Machine {
       // the next instruction, so a fence has nothing left to order. Fences are not barriers:
       // the race detector still reports plain accesses a fence does not synchronize.
       case Op::FenceThreadgroup: case Op::FenceDevice: return;
+      case Op::AsyncCopy: async_copy(in, active); return;
+      case Op::AsyncCommit:
+        for (uint32_t t : active) {
+          for (auto it = async_pending[t].rbegin(); it != async_pending[t].rend() && it->group < 0; ++it)
+            it->group = async_next_group[t];
+          ++async_next_group[t];
+        }
+        return;
+      case Op::AsyncWait:
+        for (uint32_t t : active) {
+          const int64_t limit = async_next_group[t] - in.attr(ir::Attr::Count);
+          auto& q = async_pending[t];
+          while (!q.empty() && q.front().group >= 0 && q.front().group < limit) {
+            const AsyncElem& e = q.front();
+            check_race(k.insts[e.op], e.word, true, t);
+            tg_mem[e.word] = e.bits;
+            q.pop_front();
+          }
+        }
+        return;
       case Op::If: run_if(in, depth); return;
       case Op::For: run_for(id, in, depth); return;
       default: break;
@@ -393,25 +433,57 @@ struct Machine {
     }
   }
 
+  // Element idx of a buffer as a register (checked by the caller).
+  static uint64_t read_elem(const View& v, int64_t idx) {
+    const size_t size = dtype_size(v.storage);
+    const unsigned char* p = v.data + size_t(idx) * size;
+    if (v.storage == DType::F16 || v.storage == DType::BF16) {
+      uint16_t h;
+      std::memcpy(&h, p, 2);
+      return Scalar::of_f32(v.storage == DType::F16 ? num::f16_to_f32(h) : num::bf16_to_f32(h)).bits;
+    }
+    if (is_fp8(v.storage)) return Scalar::of_f32(num::fp8_to_f32(v.storage, *p)).bits;
+    uint64_t raw = 0;
+    std::memcpy(&raw, p, size);  // little-endian: the low bytes
+    if (v.storage == DType::Bool) raw = raw != 0;
+    else if (is_integer(v.storage)) raw = num::int_wrap(v.storage, raw);
+    return raw;
+  }
+
   void load(const ir::Inst& in, uint64_t* out, const Mask& active) {
     View v = view(in);
-    const size_t size = dtype_size(v.storage);
     for (uint32_t t : active) {
       int64_t idx = index_of(in.operands[0], t);
       check_index(in, v, idx, t);
-      const unsigned char* p = v.data + size_t(idx) * size;
-      if (v.storage == DType::F16 || v.storage == DType::BF16) {
-        uint16_t h;
-        std::memcpy(&h, p, 2);
-        out[t] = Scalar::of_f32(v.storage == DType::F16 ? num::f16_to_f32(h) : num::bf16_to_f32(h)).bits;
-      } else if (is_fp8(v.storage)) {
-        out[t] = Scalar::of_f32(num::fp8_to_f32(v.storage, *p)).bits;
-      } else {
-        uint64_t raw = 0;
-        std::memcpy(&raw, p, size);  // little-endian: the low bytes
-        if (v.storage == DType::Bool) raw = raw != 0;
-        else if (is_integer(v.storage)) raw = num::int_wrap(v.storage, raw);
-        out[t] = raw;
+      out[t] = read_elem(v, idx);
+    }
+  }
+
+  // async_copy: the source elements are read now (those past `valid` are 0) and land in the
+  // array when an async_wait completes their group (docs/semantics.md "Asynchronous copies").
+  void async_copy(const ir::Inst& in, const Mask& active) {
+    View v = view(in);
+    const Id self = Id(&in - k.insts.data());
+    const Id alloc = in.operands[0];
+    const uint64_t count = uint64_t(in.attr(ir::Attr::Count));
+    const uint64_t elems = tg_elems[alloc];
+    const uint64_t* valid = row(in.operands[3]);
+    for (uint32_t t : active) {
+      const int64_t dst = index_of(in.operands[1], t), src = index_of(in.operands[2], t);
+      if (dst < 0 || uint64_t(dst) + count > elems)
+        fail(in, "async_copy of " + std::to_string(count) + " elements into threadgroup array '" +
+                     tg_name(k.insts[alloc]) + "' at index " + std::to_string(dst) + " is out of range: the array has " +
+                     std::to_string(elems) + " elements (" + thread_text(t) + ")");
+      const uint64_t n = std::min<uint64_t>(uint32_t(valid[t]), count);
+      for (uint64_t e = 0; e < count; ++e) {
+        uint64_t bits = 0;
+        if (e < n) {
+          check_index(in, v, src + int64_t(e), t);
+          bits = read_elem(v, src + int64_t(e));
+        } else {
+          bits = is_float(v.storage) ? Scalar::of_f32(0.0f).bits : 0;
+        }
+        async_pending[t].push_back({self, -1, tg_offset[alloc] + uint32_t(dst + int64_t(e)), bits});
       }
     }
   }

@@ -120,7 +120,7 @@ struct Vectorizer {
     auto check = [&](Id x) {
       const ir::Inst& y = k.insts[x];
       if ((y.op == Op::Load || y.op == Op::Store || y.op == Op::TileLoad || y.op == Op::TileStore ||
-           ir::is_global_atomic(y.op) || y.op == Op::AtomicAddPair) &&
+           ir::is_global_atomic(y.op) || y.op == Op::AtomicAddPair || y.op == Op::AsyncCopy) &&
           y.param() == param)
         hit = true;
       if (y.op == Op::Barrier || y.op == Op::Call || y.op == Op::FenceThreadgroup || y.op == Op::FenceDevice) hit = true;
