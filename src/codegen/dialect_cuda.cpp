@@ -18,7 +18,13 @@ DialectSpelling CudaDialect::cuda_spelling() {
 }
 
 bool cuda_dynamic_shared(const ir::Kernel& k, Instantiation dtype) {
-  return ir::has_dynamic_threadgroup(k) || ir::threadgroup_bytes(k, dtype) > kCudaStaticSharedLimit;
+  // A kernel with cooperative tiles may take the wmma strategy, whose prelude declares a 32 KiB
+  // static staging area (tiles.cpp): its arrays go to dynamic shared memory when the two together
+  // would pass the 48 KiB a kernel's static shared memory may hold.
+  bool tiles = false;
+  ir::walk(k, [&](ir::Id id) { tiles = tiles || ir::is_tile_op(k.insts[id].op); });
+  const uint64_t wmma = tiles ? 32 * 1024 : 0;
+  return ir::has_dynamic_threadgroup(k) || ir::threadgroup_bytes(k, dtype) + wmma > kCudaStaticSharedLimit;
 }
 
 std::unique_ptr<Dialect> make_cuda_dialect() { return std::make_unique<CudaDialect>(); }

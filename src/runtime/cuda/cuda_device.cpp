@@ -883,7 +883,10 @@ class CudaDevice final : public Device {
     for (uint8_t is_buf : args.is_buffer) p->params.push_back(is_buf ? static_cast<void*>(&p->ptrs[bi++]) : &p->scalars[si++]);
     p->shared = kk.dynamic_shared ? unsigned(std::min<uint64_t>(args.threadgroup_bytes, UINT32_MAX)) : 0u;
     ctx_->make_current();
-    if (p->shared > codegen::kCudaStaticSharedLimit && p->shared > kk.opted_in_bytes) {
+    // Opted in at any size, not only past 48 KiB: a kernel with cooperative tiles may also hold
+    // the wmma strategy's 32 KiB of static shared memory, and static + dynamic must fit the limit
+    // the attribute raises (codegen::cuda_dynamic_shared).
+    if (p->shared > kk.opted_in_bytes) {
       constexpr int kMaxDynamicSharedSizeBytes = 8;  // CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
       drv().check(drv().cuFuncSetAttribute(kk.fn, kMaxDynamicSharedSizeBytes, int(p->shared)),
                   "cuFuncSetAttribute(" + kk.entry + ", max dynamic shared memory)");
@@ -1086,10 +1089,10 @@ class CudaDevice final : public Device {
   // Launches with the parameters of the last marshal(); the context must be current.
   CUresult issue(const CudaKernel& kk, Dim3 grid, Dim3 tg, CUstream stream = nullptr) {
     // Dynamic shared memory: the bytes marshal() took from the dispatch (0 for a kernel with
-    // static __shared__ arrays only), opted in to beyond 48 KiB (Context checked the device's
-    // opt-in limit). Stream 0 is the legacy null stream, which orders launches and copies
-    // without explicit events.
-    if (scratch_shared_ > codegen::kCudaStaticSharedLimit && scratch_shared_ > kk.opted_in_bytes) {
+    // static __shared__ arrays only), opted in to (Context checked the device's opt-in limit).
+    // Stream 0 is the legacy null stream, which orders launches and copies without explicit
+    // events.
+    if (scratch_shared_ > kk.opted_in_bytes) {  // at any size: see prepare()
       constexpr int kMaxDynamicSharedSizeBytes = 8;  // CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
       if (CUresult r = drv().cuFuncSetAttribute(kk.fn, kMaxDynamicSharedSizeBytes, int(scratch_shared_));
           r != CUDA_SUCCESS)
