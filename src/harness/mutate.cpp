@@ -325,7 +325,7 @@ std::vector<Mutant> enumerate(const Kernel& k, uint32_t lane_width, uint32_t max
   // the result is r's neighbour toward zero, r * (1 - 2^-p) rounded to T, with p the precision
   // of T found by probing it (1 + 2^-10 rounds to 1 only in bf16, 1 + 2^-20 survives only in
   // f32). At T = f32 nothing is narrowed and the mutant computes the kernel's own values.
-  auto narrow = [&](Id id, Id value, int operand, bool result_generic) {
+  auto narrow = [&](Id id, Id value, int operand, bool result_generic, DType target) {
     Mutant& m = b.add("rounding_toward_zero", id, "round to nearest even -> toward zero");
     Kernel& mk = m.kernel;
     auto un = [&](Op op, DType t, Id a) {
@@ -337,7 +337,9 @@ std::vector<Mutant> enumerate(const Kernel& k, uint32_t lane_width, uint32_t max
       return insert_before(mk, id, in);
     };
     auto f32c = [&](double v) { return add_const(mk, id, DType::F32, 0, v); };
-    const DType T = DType::Generic;
+    // The destination's dtype: T itself where it is generic (probed below), else the concrete
+    // 16-bit or fp8 dtype (a kernel without T must not gain a use of it).
+    const DType T = target;
     // An add, sub, mul or div on T rounds to T itself (docs/semantics.md): the mutant computes it
     // in f32 and rounds that toward zero instead.
     Id v = k.insts[value].type == DType::F32 ? value : un(Op::Cast, DType::F32, value);
@@ -374,10 +376,10 @@ std::vector<Mutant> enumerate(const Kernel& k, uint32_t lane_width, uint32_t max
     // A T that may be an integer is not rounded (a float -> integer cast truncates by definition).
     auto narrowable = [&](DType t) { return is_narrow(t) && ir::float_everywhere(k, t); };
     if (in.op == Op::Cast && narrowable(in.type.elem()) && k.insts[in.operands[0]].type.elem() == DType::F32)
-      narrow(id, in.operands[0], 0, false);
+      narrow(id, in.operands[0], 0, false, in.type.elem());
     if (in.op == Op::Store && narrowable(k.params[in.param()].dtype) && is_wide_value(k.insts[in.operands[1]].type.elem()) &&
         k.insts[in.operands[1]].op != Op::Cast) {
-      narrow(id, in.operands[1], 1, k.insts[in.operands[1]].type != DType::F32);
+      narrow(id, in.operands[1], 1, k.insts[in.operands[1]].type != DType::F32, k.params[in.param()].dtype);
       b.out.back().equivalent = already_a_t_value(k, in.operands[1]);
     }
   }
