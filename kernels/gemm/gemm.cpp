@@ -10,8 +10,10 @@
 //       writes c[s, i, j] (c is [splits, m, n]; splits = 1 and kc >= k for one whole product).
 //       Per BK-deep K step every thread stages part of A's BM x BK and B's BK x BN block into
 //       threadgroup memory (rows padded by kPad elements; elements past m, n or the split's K
-//       end are staged as 0), S stages deep: the step kt + S - 1 is staged while step kt is
-//       multiplied, one barrier per step. (BM / WM) x (BN / WN) lane groups each multiply a WM x
+//       end are staged as 0): rows contiguous in memory (A row-major, B row-major) by
+//       asynchronous 16-byte copies (cp.async on CUDA sm_80+, zero-filling the tails), other
+//       layouts element by element. S stages deep: the step kt + S - 1 is staged while step kt
+//       is multiplied, one async_wait and one barrier per step. (BM / WM) x (BN / WN) lane groups each multiply a WM x
 //       WN warp tile of 16 x 16 fragments; a threadgroup with fewer lane groups than that runs
 //       the warp tiles in rounds, one with more leaves the extra groups idle in the products.
 //       Epilogue, per fragment through a 16 x 16 f32 scratch slot per lane group: v = the f32
@@ -70,38 +72,37 @@ namespace {
 
 constexpr float kInvSqrt2 = 0.70710678118654752f;
 
-// The epilogue of one element: `v` the f32 product (for SwiGLU the gate's, `up` the other
-// product); `bias_at` / `res_at` read the OUT-typed bias and residual as f32.
-Expr apply_epilogue(Epi epi, Expr v, const std::function<Expr()>& up, const std::function<Expr()>& bias_at,
+// The epilogue of one element: `v` the f32 product. SwiGLU kernels (`up` set) compute
+// silu(v) * up(); the others branch on `epi` (0 none, 1 bias, 2 silu, 3 gelu, 4 residual), a
+// specialized scalar, so each dispatch's code keeps one branch. `bias_at` / `res_at` read the
+// OUT-typed bias and residual as f32, only where the epilogue uses them.
+Expr apply_epilogue(Expr epi, Expr v, const std::function<Expr()>* up, const std::function<Expr()>& bias_at,
                     const std::function<Expr()>& res_at) {
-  switch (epi) {
-    case Epi::None: return v;
-    case Epi::Bias: return v + bias_at();
-    case Epi::Silu: {
-      Expr u = v + bias_at();
-      return u / (1.0f + exp(-u));
-    }
-    case Epi::Gelu: {
-      Expr u = v + bias_at();
-      return (0.5f * u) * (1.0f + erf(u * kInvSqrt2));
-    }
-    case Epi::Residual: return v + res_at();
-    case Epi::Swiglu: {
-      Expr u = up();
-      return v / (1.0f + exp(-v)) * u;
-    }
+  if (up) {
+    Expr u = (*up)();
+    return v / (1.0f + exp(-v)) * u;
   }
-  return v;
+  Var<f32> r = v;
+  if_((epi >= 1u) && (epi <= 3u), [&] { r = Operand(r).value + bias_at(); });
+  if_(epi == 4u, [&] { r = Operand(r).value + res_at(); });
+  if_(epi == 2u, [&] {
+    Expr u = Operand(r).value;
+    r = u / (1.0f + exp(-u));
+  });
+  if_(epi == 3u, [&] {
+    Expr u = Operand(r).value;
+    r = (0.5f * u) * (1.0f + erf(u * kInvSqrt2));
+  });
+  return Operand(r).value;
 }
 
-void gemm_kernel(const Config& cfg, Epi epi, const KernelVariant& var) {
+void gemm_kernel(const Config& cfg, bool swiglu, const KernelVariant& var) {
   const uint32_t stages = uint32_t(var.i("S"));
   const DType out_t = var.type("OUT");
   const uint32_t BM = cfg.bm, BN = cfg.bn, BK = cfg.bk, WM = cfg.wm, WN = cfg.wn;
   const uint32_t FM = WM / 16, FN = WN / 16, NW = cfg.warps(), WCOLS = BN / WN;
   const uint32_t LDA = BK + kPad, LDB = BN + kPad;  // staged row strides (elements)
   const uint32_t A_STAGE = BM * LDA, B_STAGE = BK * LDB;
-  const bool swiglu = epi == Epi::Swiglu;
 
   Expr m = constexpr_("m", u32);
   Expr n = constexpr_("n", u32);
@@ -118,10 +119,18 @@ void gemm_kernel(const Config& cfg, Epi epi, const KernelVariant& var) {
   Expr kc = constexpr_("kc", u32);
   Buffer a = input("a", T, {a_len});
   Buffer b = input("b", T, {b_len});
-  std::unique_ptr<Buffer> b2, bias, res;
-  if (swiglu) b2 = std::make_unique<Buffer>(input("b2", T, {b_len}));
-  if (epi == Epi::Bias || epi == Epi::Silu || epi == Epi::Gelu) bias = std::make_unique<Buffer>(input("bias", out_t, {n}));
-  if (epi == Epi::Residual) res = std::make_unique<Buffer>(input("residual", out_t, {m, n}));
+  Expr epi, bias_len, res_len;
+  // Parameters a kernel of the family does not declare stay unbound placeholders, never read.
+  Buffer b2(0, T), bias(0, out_t), res(0, out_t);
+  if (swiglu) {
+    b2 = input("b2", T, {b_len});
+  } else {
+    epi = constexpr_("epi", u32, specialize());
+    bias_len = constexpr_("bias_len", u32);  // n with a bias, else 1 (the buffer is not read)
+    res_len = constexpr_("res_len", u32);    // m * n with a residual, else 1
+    bias = input("bias", out_t, {bias_len});
+    res = input("residual", out_t, {res_len});
+  }
   Buffer c = output("c", out_t, {splits, m, n});
 
   TileShape tile = coop_tile_setup(16, 16, 16, T);
@@ -143,30 +152,56 @@ void gemm_kernel(const Config& cfg, Epi epi, const KernelVariant& var) {
   Expr a_along_k = a_cs == 1u;
   Expr b_along_n = b_cs == 1u;
 
+  // Stages K step `step` into stage `stage`. Contiguous rows (A along K, B along N) go as
+  // asynchronous 8-element (16-byte) copies, the part past m, n or the split's K end zero-filled;
+  // any other layout element by element, in the order that reads consecutive addresses.
   auto stage_tiles = [&](Expr step, Expr stage) {
     Expr kb = k0 + step * BK;
-    for_(local_id(0), BM * BK, group_size(0), [&](Expr e) {
-      Expr r = select(a_along_k, e / BK, e % BM);
-      Expr kk = select(a_along_k, e % BK, e / BM);
-      Expr gi = row0 + r;
-      Expr gk = kb + kk;
-      Expr ok = (gi < m) && (gk < k1);
-      Expr at = select(ok, a_off + gi * a_rs + gk * a_cs, 0u);
-      as[stage * A_STAGE + r * LDA + kk] = cast<T>(select(ok, cast<f32>(a[at]), 0.0f));
+    if_(a_along_k, [&] {
+      for_(local_id(0), BM * BK / 8, group_size(0), [&](Expr c) {
+        Expr r = c / (BK / 8);
+        Expr kk = (c % (BK / 8)) * 8u;
+        Expr gi = row0 + r;
+        Expr gk = kb + kk;
+        Expr valid = select((gi < m) && (gk < k1), min(k1 - gk, 8u), 0u);
+        async_copy(as[stage * A_STAGE + r * LDA + kk], a[a_off + gi * a_rs + gk], 8, valid);
+      });
+    }).else_([&] {
+      for_(local_id(0), BM * BK, group_size(0), [&](Expr e) {
+        Expr r = e % BM;
+        Expr kk = e / BM;
+        Expr gi = row0 + r;
+        Expr gk = kb + kk;
+        Expr ok = (gi < m) && (gk < k1);
+        Expr at = select(ok, a_off + gi * a_rs + gk * a_cs, 0u);
+        as[stage * A_STAGE + r * LDA + kk] = cast<T>(select(ok, cast<f32>(a[at]), 0.0f));
+      });
     });
     for (uint32_t which = 0; which < (swiglu ? 2u : 1u); ++which) {
-      const Buffer& src = which == 0 ? b : *b2;
+      const Buffer& src = which == 0 ? b : b2;
       const uint32_t base = which == 0 ? 0 : B2_BASE;
-      for_(local_id(0), BK * BN, group_size(0), [&](Expr e) {
-        Expr kk = select(b_along_n, e / BN, e % BK);
-        Expr j = select(b_along_n, e % BN, e / BK);
-        Expr gk = kb + kk;
-        Expr gj = col0 + j;
-        Expr ok = (gk < k1) && (gj < n);
-        Expr at = select(ok, b_off + gk * b_rs + gj * b_cs, 0u);
-        bs[base + stage * B_STAGE + kk * LDB + j] = cast<T>(select(ok, cast<f32>(src[at]), 0.0f));
+      if_(b_along_n, [&] {
+        for_(local_id(0), BK * BN / 8, group_size(0), [&](Expr c) {
+          Expr kk = c / (BN / 8);
+          Expr j = (c % (BN / 8)) * 8u;
+          Expr gk = kb + kk;
+          Expr gj = col0 + j;
+          Expr valid = select((gk < k1) && (gj < n), min(n - gj, 8u), 0u);
+          async_copy(bs[base + stage * B_STAGE + kk * LDB + j], src[b_off + gk * b_rs + gj], 8, valid);
+        });
+      }).else_([&] {
+        for_(local_id(0), BK * BN, group_size(0), [&](Expr e) {
+          Expr kk = e % BK;
+          Expr j = e / BK;
+          Expr gk = kb + kk;
+          Expr gj = col0 + j;
+          Expr ok = (gk < k1) && (gj < n);
+          Expr at = select(ok, b_off + gk * b_rs + gj * b_cs, 0u);
+          bs[base + stage * B_STAGE + kk * LDB + j] = cast<T>(select(ok, cast<f32>(src[at]), 0.0f));
+        });
       });
     }
+    async_commit();
   };
 
   Expr groups = num_simd_groups();
@@ -178,8 +213,9 @@ void gemm_kernel(const Config& cfg, Epi epi, const KernelVariant& var) {
     Expr wcol = w % WCOLS;
     std::vector<std::unique_ptr<FragVar>> acc, gacc;
     for (uint32_t f = 0; f < FM * FN; ++f) {
-      acc.push_back(std::make_unique<FragVar>(coop_tile_fill(tile, 0.0f)));
-      if (swiglu) gacc.push_back(std::make_unique<FragVar>(coop_tile_fill(tile, 0.0f)));
+      // `new` here, not make_unique: a FragVar takes its DSL line from where it is constructed.
+      acc.push_back(std::unique_ptr<FragVar>(new FragVar(coop_tile_fill(tile, 0.0f))));
+      if (swiglu) gacc.push_back(std::unique_ptr<FragVar>(new FragVar(coop_tile_fill(tile, 0.0f))));
     }
     auto multiply = [&](Expr stage) {
       if_(active, [&] {
@@ -202,24 +238,20 @@ void gemm_kernel(const Config& cfg, Epi epi, const KernelVariant& var) {
       });
     };
 
-    if (stages == 1) {
-      for_(0u, steps, [&](Expr step) {
-        barrier();
-        stage_tiles(step, step * 0u);
-        barrier();
-        multiply(step * 0u);
-      });
-    } else {
+    // Every stage_tiles call ends with async_commit, and every iteration commits one group
+    // (empty past the last step), so async_wait(S - 2) means "step `step` has landed".
+    {
       for (uint32_t s = 0; s + 1 < stages; ++s) {
         Expr at = steps * 0u + s;  // the constant s as a u32 value
-        if_(at < steps, [&] { stage_tiles(at, at); });
+        if_(at < steps, [&] { stage_tiles(at, at); }).else_([&] { async_commit(); });
       }
       for_(0u, steps, [&](Expr step) {
-        // Every thread's copies of step `step` are done and every lane group has finished step
-        // - 1, whose stage the next copy overwrites.
+        // This thread's copies of step `step` have landed; after the barrier everyone's have,
+        // and every lane group has finished step - 1, whose stage the next copy overwrites.
+        async_wait(stages - 2);
         barrier();
         Expr next = step + (stages - 1);
-        if_(next < steps, [&] { stage_tiles(next, next % stages); });
+        if_(next < steps, [&] { stage_tiles(next, next % stages); }).else_([&] { async_commit(); });
         multiply(step % stages);
       });
     }
@@ -238,9 +270,10 @@ void gemm_kernel(const Config& cfg, Epi epi, const KernelVariant& var) {
             Expr gj = col0 + wcol * WN + fn * 16 + e % 16u;
             if_((gi < m) && (gj < n), [&] {
               Expr v = Operand(cs[w * 256u + e]).value;
+              const std::function<Expr()> up = [&] { return Operand(cs[NW * 256 + w * 256u + e]).value; };
               Expr out = apply_epilogue(
-                  epi, v, [&] { return Operand(cs[NW * 256 + w * 256u + e]).value; },
-                  [&] { return cast<f32>((*bias)[gj]); }, [&] { return cast<f32>((*res)[gi * n + gj]); });
+                  epi, v, swiglu ? &up : nullptr, [&] { return cast<f32>(bias[gj]); },
+                  [&] { return cast<f32>(res[gi * n + gj]); });
               c[(split * m + gi) * n + gj] = cast_to(out, out_t);
             });
           });
@@ -250,16 +283,23 @@ void gemm_kernel(const Config& cfg, Epi epi, const KernelVariant& var) {
   });
 }
 
-void gemm_reduce(Epi epi, const KernelVariant& var) {
+void gemm_reduce(bool swiglu, const KernelVariant& var) {
   const DType out_t = var.type("OUT");
   Expr m = constexpr_("m", u32);
   Expr n = constexpr_("n", u32);
   Expr splits = constexpr_("splits", u32);
   Buffer partials = input("partials", f32, {splits, m, n});
-  std::unique_ptr<Buffer> partials2, bias, res;
-  if (epi == Epi::Swiglu) partials2 = std::make_unique<Buffer>(input("partials2", f32, {splits, m, n}));
-  if (epi == Epi::Bias || epi == Epi::Silu || epi == Epi::Gelu) bias = std::make_unique<Buffer>(input("bias", out_t, {n}));
-  if (epi == Epi::Residual) res = std::make_unique<Buffer>(input("residual", out_t, {m, n}));
+  Expr epi, bias_len, res_len;
+  Buffer partials2(0, f32), bias(0, out_t), res(0, out_t);
+  if (swiglu) {
+    partials2 = input("partials2", f32, {splits, m, n});
+  } else {
+    epi = constexpr_("epi", u32, specialize());
+    bias_len = constexpr_("bias_len", u32);
+    res_len = constexpr_("res_len", u32);
+    bias = input("bias", out_t, {bias_len});
+    res = input("residual", out_t, {res_len});
+  }
   Buffer c = output("c", out_t, {m, n});
   Expr mn = m * n;
   for_(program_id(0) * group_size(0) + local_id(0), mn, num_programs(0) * group_size(0), [&](Expr i) {
@@ -269,9 +309,9 @@ void gemm_reduce(Epi epi, const KernelVariant& var) {
       return Operand(sum).value;
     };
     Expr v = total(partials);
+    const std::function<Expr()> up = [&] { return total(partials2); };
     Expr out = apply_epilogue(
-        epi, v, [&] { return total(*partials2); }, [&] { return cast<f32>((*bias)[i % n]); },
-        [&] { return cast<f32>((*res)[i]); });
+        epi, v, swiglu ? &up : nullptr, [&] { return cast<f32>(bias[i % n]); }, [&] { return cast<f32>(res[i]); });
     c[i] = cast_to(out, out_t);
   });
 }
@@ -286,83 +326,34 @@ constexpr Config kDecode{16, 64, 64, 16, 16};
 
 }  // namespace
 
-#define IRON_GEMM_BODY(cfg, epi)                                                                        \
-  static void IRON_DETAIL_CAT(gemm_body_, IRON_DETAIL_CAT(cfg, epi))(const KernelVariant& v) {         \
-    gemm_kernel(k##cfg, Epi::epi, v);                                                                   \
-  }
-IRON_GEMM_BODY(Large, None)
-IRON_GEMM_BODY(Large, Bias)
-IRON_GEMM_BODY(Large, Silu)
-IRON_GEMM_BODY(Large, Gelu)
-IRON_GEMM_BODY(Large, Residual)
-IRON_GEMM_BODY(Large, Swiglu)
-IRON_GEMM_BODY(Medium, None)
-IRON_GEMM_BODY(Medium, Bias)
-IRON_GEMM_BODY(Medium, Silu)
-IRON_GEMM_BODY(Medium, Gelu)
-IRON_GEMM_BODY(Medium, Residual)
-IRON_GEMM_BODY(Medium, Swiglu)
-IRON_GEMM_BODY(Small, None)
-IRON_GEMM_BODY(Small, Bias)
-IRON_GEMM_BODY(Small, Silu)
-IRON_GEMM_BODY(Small, Gelu)
-IRON_GEMM_BODY(Small, Residual)
-IRON_GEMM_BODY(Small, Swiglu)
-IRON_GEMM_BODY(Decode, None)
-#undef IRON_GEMM_BODY
+static void gemm_large(const KernelVariant& v) { gemm_kernel(kLarge, false, v); }
+static void gemm_large_swiglu(const KernelVariant& v) { gemm_kernel(kLarge, true, v); }
+static void gemm_medium(const KernelVariant& v) { gemm_kernel(kMedium, false, v); }
+static void gemm_medium_swiglu(const KernelVariant& v) { gemm_kernel(kMedium, true, v); }
+static void gemm_small(const KernelVariant& v) { gemm_kernel(kSmall, false, v); }
+static void gemm_small_swiglu(const KernelVariant& v) { gemm_kernel(kSmall, true, v); }
+static void gemm_decode(const KernelVariant& v) { gemm_kernel(kDecode, false, v); }
+static void gemm_reduce_plain(const KernelVariant& v) { gemm_reduce(false, v); }
+static void gemm_reduce_swiglu(const KernelVariant& v) { gemm_reduce(true, v); }
 
 #define IRON_GEMM_OUT ::iron::type_axis("OUT", {::iron::DType::F32, ::iron::DType::F16, ::iron::DType::BF16})
 #define IRON_GEMM_OUT16 ::iron::type_axis("OUT", {::iron::DType::F16, ::iron::DType::BF16})
 
-IRON_KERNEL_VARIANTS(iron_gemm_128x128x32_w64x32_none, gemm_body_LargeNone, Reduction, (f16, bf16), "s{S}_{OUT}",
+IRON_KERNEL_VARIANTS(iron_gemm_128x128x32_w64x32, gemm_large, Reduction, (f16, bf16), "s{S}_{OUT}",
                      ::iron::int_axis("S", {3}), IRON_GEMM_OUT);
-IRON_KERNEL_VARIANTS(iron_gemm_128x128x32_w64x32_bias, gemm_body_LargeBias, Reduction, (f16, bf16), "s{S}_{OUT}",
+IRON_KERNEL_VARIANTS(iron_gemm_128x128x32_w64x32_swiglu, gemm_large_swiglu, Reduction, (f16, bf16), "s{S}_{OUT}",
                      ::iron::int_axis("S", {3}), IRON_GEMM_OUT16);
-IRON_KERNEL_VARIANTS(iron_gemm_128x128x32_w64x32_silu, gemm_body_LargeSilu, Reduction, (f16, bf16), "s{S}_{OUT}",
+IRON_KERNEL_VARIANTS(iron_gemm_64x64x32_w32x32, gemm_medium, Reduction, (f16, bf16), "s{S}_{OUT}",
+                     ::iron::int_axis("S", {2, 3, 4}), IRON_GEMM_OUT);
+IRON_KERNEL_VARIANTS(iron_gemm_64x64x32_w32x32_swiglu, gemm_medium_swiglu, Reduction, (f16, bf16), "s{S}_{OUT}",
                      ::iron::int_axis("S", {3}), IRON_GEMM_OUT16);
-IRON_KERNEL_VARIANTS(iron_gemm_128x128x32_w64x32_gelu, gemm_body_LargeGelu, Reduction, (f16, bf16), "s{S}_{OUT}",
-                     ::iron::int_axis("S", {3}), IRON_GEMM_OUT16);
-IRON_KERNEL_VARIANTS(iron_gemm_128x128x32_w64x32_residual, gemm_body_LargeResidual, Reduction, (f16, bf16),
-                     "s{S}_{OUT}", ::iron::int_axis("S", {3}), IRON_GEMM_OUT16);
-IRON_KERNEL_VARIANTS(iron_gemm_128x128x32_w64x32_swiglu, gemm_body_LargeSwiglu, Reduction, (f16, bf16),
-                     "s{S}_{OUT}", ::iron::int_axis("S", {3}), IRON_GEMM_OUT16);
-IRON_KERNEL_VARIANTS(iron_gemm_64x64x32_w32x32_none, gemm_body_MediumNone, Reduction, (f16, bf16), "s{S}_{OUT}",
-                     ::iron::int_axis("S", {1, 2, 3, 4}), IRON_GEMM_OUT);
-IRON_KERNEL_VARIANTS(iron_gemm_64x64x32_w32x32_bias, gemm_body_MediumBias, Reduction, (f16, bf16), "s{S}_{OUT}",
-                     ::iron::int_axis("S", {3}), IRON_GEMM_OUT16);
-IRON_KERNEL_VARIANTS(iron_gemm_64x64x32_w32x32_silu, gemm_body_MediumSilu, Reduction, (f16, bf16), "s{S}_{OUT}",
-                     ::iron::int_axis("S", {3}), IRON_GEMM_OUT16);
-IRON_KERNEL_VARIANTS(iron_gemm_64x64x32_w32x32_gelu, gemm_body_MediumGelu, Reduction, (f16, bf16), "s{S}_{OUT}",
-                     ::iron::int_axis("S", {3}), IRON_GEMM_OUT16);
-IRON_KERNEL_VARIANTS(iron_gemm_64x64x32_w32x32_residual, gemm_body_MediumResidual, Reduction, (f16, bf16),
-                     "s{S}_{OUT}", ::iron::int_axis("S", {3}), IRON_GEMM_OUT16);
-IRON_KERNEL_VARIANTS(iron_gemm_64x64x32_w32x32_swiglu, gemm_body_MediumSwiglu, Reduction, (f16, bf16),
-                     "s{S}_{OUT}", ::iron::int_axis("S", {3}), IRON_GEMM_OUT16);
-IRON_KERNEL_VARIANTS(iron_gemm_32x32x32_w16x16_none, gemm_body_SmallNone, Reduction, (f16, bf16), "s{S}_{OUT}",
+IRON_KERNEL_VARIANTS(iron_gemm_32x32x32_w16x16, gemm_small, Reduction, (f16, bf16), "s{S}_{OUT}",
                      ::iron::int_axis("S", {2}), IRON_GEMM_OUT);
-IRON_KERNEL_VARIANTS(iron_gemm_32x32x32_w16x16_bias, gemm_body_SmallBias, Reduction, (f16, bf16), "s{S}_{OUT}",
+IRON_KERNEL_VARIANTS(iron_gemm_32x32x32_w16x16_swiglu, gemm_small_swiglu, Reduction, (f16, bf16), "s{S}_{OUT}",
                      ::iron::int_axis("S", {2}), IRON_GEMM_OUT16);
-IRON_KERNEL_VARIANTS(iron_gemm_32x32x32_w16x16_silu, gemm_body_SmallSilu, Reduction, (f16, bf16), "s{S}_{OUT}",
-                     ::iron::int_axis("S", {2}), IRON_GEMM_OUT16);
-IRON_KERNEL_VARIANTS(iron_gemm_32x32x32_w16x16_gelu, gemm_body_SmallGelu, Reduction, (f16, bf16), "s{S}_{OUT}",
-                     ::iron::int_axis("S", {2}), IRON_GEMM_OUT16);
-IRON_KERNEL_VARIANTS(iron_gemm_32x32x32_w16x16_residual, gemm_body_SmallResidual, Reduction, (f16, bf16),
-                     "s{S}_{OUT}", ::iron::int_axis("S", {2}), IRON_GEMM_OUT16);
-IRON_KERNEL_VARIANTS(iron_gemm_32x32x32_w16x16_swiglu, gemm_body_SmallSwiglu, Reduction, (f16, bf16),
-                     "s{S}_{OUT}", ::iron::int_axis("S", {2}), IRON_GEMM_OUT16);
-IRON_KERNEL_VARIANTS(iron_gemm_16x64x64_w16x16_none, gemm_body_DecodeNone, Reduction, (f16, bf16), "s{S}_{OUT}",
+IRON_KERNEL_VARIANTS(iron_gemm_16x64x64_w16x16, gemm_decode, Reduction, (f16, bf16), "s{S}_{OUT}",
                      ::iron::int_axis("S", {3}), ::iron::type_axis("OUT", {::iron::DType::F32}));
-
-#define IRON_GEMM_REDUCE(epi, lower)                                                                     \
-  static void IRON_DETAIL_CAT(gemm_reduce_, epi)(const KernelVariant& v) { gemm_reduce(Epi::epi, v); } \
-  IRON_KERNEL_VARIANTS(iron_gemm_reduce_##lower, IRON_DETAIL_CAT(gemm_reduce_, epi), Reduction, (), "{OUT}", \
-                       IRON_GEMM_OUT)
-IRON_GEMM_REDUCE(None, none);
-IRON_GEMM_REDUCE(Bias, bias);
-IRON_GEMM_REDUCE(Silu, silu);
-IRON_GEMM_REDUCE(Gelu, gelu);
-IRON_GEMM_REDUCE(Residual, residual);
-IRON_GEMM_REDUCE(Swiglu, swiglu);
-#undef IRON_GEMM_REDUCE
+IRON_KERNEL_VARIANTS(iron_gemm_reduce, gemm_reduce_plain, Reduction, (), "{OUT}", IRON_GEMM_OUT);
+IRON_KERNEL_VARIANTS(iron_gemm_reduce_swiglu, gemm_reduce_swiglu, Reduction, (), "{OUT}", IRON_GEMM_OUT);
 
 }  // namespace iron::kernels::gemm

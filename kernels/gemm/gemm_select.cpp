@@ -9,7 +9,7 @@
 //   out (0)                     C's dtype: 0 = T, 1 = f32, 2 = f16, 3 = bf16
 //   splits, tile, stages        optional overrides (tests, benchmarks): the split count, the block
 //                               tile (0 large 128x128, 1 medium 64x64, 2 small 32x32, 3 decode
-//                               16x64) and the pipeline depth of the medium tile (1-4)
+//                               16x64) and the pipeline depth of the medium tile (2-4)
 // with buffers a, b (T), c (out), and b2 (swiglu), bias [n] or residual [m, n] (out's dtype).
 //
 // gemm_for picks the block tile from the shape and the device (decode rows m <= 16: 16x64x64;
@@ -104,7 +104,7 @@ static LaunchPlan gemm_for(const Call& call, const DeviceInfo& dev) {
   if (call.has("stages") && shared >= 64 * 1024) {
     if (cfg_index != 1) throw Error("stages can be chosen for the 64x64 tile (tile 1) only");
     stages = uint32_t(flag(call, "stages", 3, 4));
-    if (stages < 1) throw Error("stages = 0: at least 1");
+    if (stages < 2) throw Error("stages = " + num(stages) + ": the 64x64 tile runs 2, 3 or 4");
   }
   const uint64_t tg_bytes = threadgroup_bytes(cfg, stages, false);
   if (tg_bytes > shared)
@@ -137,10 +137,11 @@ static LaunchPlan gemm_for(const Call& call, const DeviceInfo& dev) {
     throw Error("splits x m x n = " + num(int64_t(splits * m * n)) + " f32 partials: must be below 2^32");
 
   const std::string tile_name = "iron_gemm_" + cfg.name() + "_";
-  const std::string stage_part = "_s" + num(stages) + "_";
+  const std::string stage_part = "s" + num(stages) + "_";
+  const bool swiglu = epi == Epi::Swiglu;
   // SwiGLU's fused kernels keep two products live: on a device with under 64 KiB of threadgroup
   // memory (lavapipe, whose tile fragments live in it) they go through the partials instead.
-  const bool fused_tile = cfg_index <= 2 && !(epi == Epi::Swiglu && shared < 64 * 1024);
+  const bool fused_tile = cfg_index <= 2 && !(swiglu && shared < 64 * 1024);
   const bool direct = splits == 1 && ((epi == Epi::None && (cfg_index != 3 || out == DType::F32)) ||
                                       (fused_tile && out != DType::F32));
   Constexprs scalars{{"m", uint32_t(m)},
@@ -156,31 +157,58 @@ static LaunchPlan gemm_for(const Call& call, const DeviceInfo& dev) {
                      {"b_len", uint32_t(b_len)},
                      {"splits", uint32_t(splits)},
                      {"kc", uint32_t(kc)}};
+  // The epilogue scalars of the non-SwiGLU kernels; a bias or residual the epilogue does not
+  // read binds a one-element scratch buffer.
+  const bool uses_bias = epi == Epi::Bias || epi == Epi::Silu || epi == Epi::Gelu, uses_res = epi == Epi::Residual;
+  auto epilogue = [&](Constexprs& c, std::vector<std::pair<std::string, std::string>>& bind, bool with_epi,
+                      DType dt, LaunchPlan& plan) {
+    c["epi"] = uint32_t(with_epi ? int(epi) : 0);
+    c["bias_len"] = uint32_t(with_epi && uses_bias ? n : 1);
+    c["res_len"] = uint32_t(with_epi && uses_res ? m * n : 1);
+    auto unused = [&](const std::string& param) {
+      const std::string scratch = "unused_" + param + "_" + dtype_name(dt);
+      bool have = false;
+      for (const ScratchBuffer& b : plan.scratch) have = have || b.name == scratch;
+      if (!have) plan.scratch.push_back({scratch, dt, 1});
+      bind.push_back({param, scratch});
+    };
+    if (!(with_epi && uses_bias)) unused("bias");
+    if (!(with_epi && uses_res)) unused("residual");
+  };
   const Dim3 grid{uint32_t(ceil_div(uint64_t(n), cfg.bn)), uint32_t(ceil_div(uint64_t(m), cfg.bm)), uint32_t(splits)};
   if (grid.x > dev.max_grid.x || grid.y > dev.max_grid.y || grid.z > dev.max_grid.z)
     throw Error("grid " + num(grid.x) + "x" + num(grid.y) + "x" + num(grid.z) + " exceeds the device's limits");
   LaunchPlan plan;
   if (direct) {
-    plan.steps.push_back({tile_name + epi_name(epi) + stage_part + dtype_name(out), grid, {threads, 1, 1}, scalars, {}});
+    LaunchStep step{tile_name + (swiglu ? "swiglu_" : "") + stage_part + dtype_name(out), grid, {threads, 1, 1}, scalars, {}};
+    if (!swiglu) epilogue(step.constexprs, step.bind, true, out, plan);
+    plan.steps.push_back(step);
     plan.reason = why + "; one split: " + cfg.name() + " with the " + epi_name(epi) + " epilogue fused";
     return plan;
   }
   const size_t partial = size_t(splits) * size_t(m) * size_t(n);
-  const std::string partial_kernel = tile_name + "none" + stage_part + "f32";
+  const std::string partial_kernel = tile_name + stage_part + "f32";
   plan.scratch.push_back({"partials", DType::F32, partial});
-  plan.steps.push_back({partial_kernel, grid, {threads, 1, 1}, scalars, {{"c", "partials"}}});
-  if (epi == Epi::Swiglu) {
+  LaunchStep first{partial_kernel, grid, {threads, 1, 1}, scalars, {{"c", "partials"}}};
+  epilogue(first.constexprs, first.bind, false, DType::F32, plan);
+  plan.steps.push_back(first);
+  if (swiglu) {
     plan.scratch.push_back({"partials2", DType::F32, partial});
-    plan.steps.push_back({partial_kernel, grid, {threads, 1, 1}, scalars, {{"b", "b2"}, {"c", "partials2"}}});
+    LaunchStep second = first;
+    second.bind.push_back({"b", "b2"});
+    second.bind.front().second = "partials2";
+    plan.steps.push_back(second);
   }
   const uint32_t red_tg = std::min(256u, dev.max_threads_per_group) / lanes * lanes;
   const uint32_t red_groups =
       uint32_t(std::min<uint64_t>(ceil_div(uint64_t(m) * uint64_t(n), std::max(1u, red_tg)), dev.max_grid.x));
-  plan.steps.push_back({std::string("iron_gemm_reduce_") + epi_name(epi) + "_" + dtype_name(out),
-                        {std::max(1u, red_groups), 1, 1},
-                        {std::max(lanes, red_tg), 1, 1},
-                        {{"m", uint32_t(m)}, {"n", uint32_t(n)}, {"splits", uint32_t(splits)}},
-                        {}});
+  LaunchStep reduce{std::string("iron_gemm_reduce_") + (swiglu ? "swiglu_" : "") + dtype_name(out),
+                    {std::max(1u, red_groups), 1, 1},
+                    {std::max(lanes, red_tg), 1, 1},
+                    {{"m", uint32_t(m)}, {"n", uint32_t(n)}, {"splits", uint32_t(splits)}},
+                    {}};
+  if (!swiglu) epilogue(reduce.constexprs, reduce.bind, true, out, plan);
+  plan.steps.push_back(reduce);
   plan.reason = why + "; " + num(int64_t(splits)) + " split" + (splits > 1 ? "s" : "") + " of " + num(int64_t(kc)) +
                 " (" + num(int64_t(blocks)) + " blocks), f32 partials, then a fixed-order reduce with the " +
                 epi_name(epi) + " epilogue";
