@@ -345,6 +345,9 @@ int run_main(int argc, char** argv) {
   std::string mutate_every;
   test->add_flag("--mutate", mutate, "Mutation testing: run every IR mutant of every kernel against its cases");
   test->add_option("--mutate-every", mutate_every, "With --mutate: run every n-th mutant only");
+  std::string mutate_skip;
+  test->add_option("--mutate-skip", mutate_skip,
+                   "With --mutate: leave out kernels whose name contains this text (a family another run samples)");
 
   auto* inspect = app.add_subcommand("inspect", "Print a kernel's IR or emitted source");
   inspect->add_option("kernel", kernel, "Kernel name")->required();
@@ -485,6 +488,7 @@ int run_main(int argc, char** argv) {
     if (mutate) {
       args.push_back("--mutate");
       opt("--mutate-every", mutate_every);
+      opt("--mutate-skip", mutate_skip);
       return cmd_passthrough(args, as_json);
     }
     return cmd_test(args, as_json, witness_path);

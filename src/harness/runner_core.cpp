@@ -343,6 +343,7 @@ struct Args {
   std::string hip_arch = "gfx90a,gfx940";  // build: the HIP code objects' architectures
   bool mutate = false;     // test: mutation testing instead of the corpus
   uint32_t mutate_every = 1;  // test --mutate: run every n-th mutant (a deterministic subset)
+  std::string mutate_skip;    // test --mutate: leave out kernels whose name contains this
   // Pipeline controls (inspect).
   std::string pass, stop_after;
   std::set<std::string> print_after;
@@ -498,6 +499,7 @@ Args parse_args(int argc, char** argv) {
       if (v.empty() || *end || n > 100000) throw Error("--samples takes a count from 0 to 100000, not '" + v + "'");
       a.samples = int(n);
     }
+    else if (s == "--mutate-skip") a.mutate_skip = value();
     else if (s == "--mutate-every") {
       std::string v = value();
       char* end = nullptr;
@@ -700,6 +702,7 @@ int cmd_mutate(const Args& a) {
           }
       }
     if (cases.empty() || !matches(a.filter, kd->name, "")) continue;
+    if (!a.mutate_skip.empty() && std::string_view(kd->name).find(a.mutate_skip) != std::string_view::npos) continue;
     const ir::Kernel& original = kernel_ir(kd->name);
     // The kernel itself must pass, or no mutant result means anything.
     for (const TestDecl* t : cases)
