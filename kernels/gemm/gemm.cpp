@@ -13,9 +13,10 @@
 //       end are staged as 0): rows contiguous in memory (A row-major, B row-major) by
 //       asynchronous 16-byte copies (cp.async on CUDA sm_80+, zero-filling the tails), other
 //       layouts element by element. S stages deep: the step kt + S - 1 is staged while step kt
-//       is multiplied, one async_wait and one barrier per step. (BM / WM) x (BN / WN) lane groups each multiply a WM x
-//       WN warp tile of 16 x 16 fragments; a threadgroup with fewer lane groups than that runs
-//       the warp tiles in rounds, one with more leaves the extra groups idle in the products.
+//       is multiplied, one async_wait and one barrier per step. Lane group w < (BM / WM) x
+//       (BN / WN) multiplies warp tile w (WM x WN outputs, 16 x 16 fragments); further lane
+//       groups only help stage. The threadgroup must hold a lane group per warp tile (gemm_for
+//       sizes it so): with fewer, the missing warp tiles of C are not computed.
 //       Epilogue, per fragment through a 16 x 16 f32 scratch slot per lane group: v = the f32
 //       sum, then
 //         none      v
@@ -29,8 +30,9 @@
 //       partials[1, i, j] + ... in that order (f32), then the epilogue as above (swiglu: u from
 //       partials2), rounded once to OUT. No atomics: bit-exact run to run.
 // Dispatch: main kernels grid = {ceil(n / BN), ceil(m / BM), splits}, threadgroup = {warps *
-// lane width, 1, 1} (any multiple of the lane width computes the same); reduce kernels any
-// grid (a grid-stride loop over the elements of [m, n]). The family's selector gemm_for (gemm_select.cpp) plans both.
+// lane width, 1, 1} (more lane groups compute the same; fewer leave warp tiles out); reduce
+// kernels any grid (a grid-stride loop over the elements of [m, n]). The family's selector
+// gemm_for (gemm_select.cpp) plans both.
 #include "gemm.hpp"
 
 #include <iron/iron.hpp>
@@ -146,7 +148,7 @@ void gemm_kernel(const Config& cfg, bool swiglu, const KernelVariant& var) {
   Expr col0 = tile_n * BN;
   // This split's K range [k0, k1); empty past the end.
   Expr k0 = split * kc;
-  Expr k1 = select(k0 < k, min(k, k0 + kc), k0);
+  Expr k1 = max(min(k, k0 + kc), k0);
   Expr steps = (k1 - k0 + (BK - 1)) / BK;
   // Coalesced staging order: along K when A's rows are contiguous, else along M (B likewise).
   Expr a_along_k = a_cs == 1u;
@@ -204,10 +206,9 @@ void gemm_kernel(const Config& cfg, bool swiglu, const KernelVariant& var) {
     async_commit();
   };
 
-  Expr groups = num_simd_groups();
-  Expr rounds = (NW + groups - 1u) / groups;
-  for_(0u, rounds, [&](Expr round) {
-    Expr w = simd_group_id() + round * groups;
+  // Lane group w computes warp tile w; groups past the last warp tile only stage and wait.
+  {
+    Expr w = simd_group_id();
     Expr active = w < NW;
     Expr wrow = w / WCOLS;
     Expr wcol = w % WCOLS;
@@ -280,7 +281,7 @@ void gemm_kernel(const Config& cfg, bool swiglu, const KernelVariant& var) {
         });
         barrier();
       }
-  });
+  }
 }
 
 void gemm_reduce(bool swiglu, const KernelVariant& var) {

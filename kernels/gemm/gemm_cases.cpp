@@ -114,63 +114,79 @@ TestSetup gemm_case(DType dt, const Shape& s) {
 
 }  // namespace
 
-// Exact (small integers): row-major, packed; odd M/N/K tails on every side of a block.
-IRON_TEST_KERNEL(iron_gemm, int_m37_n45_k70, {f16}, {bf16}) {
-  return gemm_case(dt, {37, 45, 70, false, false, 0, 0, 0, 0, Epi::None, 1, 0, -1, 0, true});
+// Exact (small integers): row-major, packed; odd M/N/K tails on every side of a block, more
+// K steps than stages.
+IRON_TEST_KERNEL(iron_gemm, int_m37_n45_k170, {f16}, {bf16}) {
+  return gemm_case(dt, {37, 45, 170, false, false, 0, 0, 0, 0, Epi::None, 1, 1, -1, 0, true});
 }
 // Full-avalanche inputs; A column-major, B column-major (a linear layer's weight), strides not
 // a multiple of 8 and non-zero offsets.
-IRON_TEST_KERNEL(iron_gemm, avalanche_m33_n40_k50_strided, {f16}, {bf16}) {
-  return gemm_case(dt, {33, 40, 50, true, true, 37, 53, 5, 3, Epi::None, 1, 0, -1, 0, false});
+IRON_TEST_KERNEL(iron_gemm, avalanche_m33_n40_k150_strided, {f16}, {bf16}) {
+  return gemm_case(dt, {33, 40, 150, true, true, 37, 153, 5, 3, Epi::None, 1, 1, -1, 0, false});
 }
+// A row-major at a stride of 101 and an offset of 7 (16-byte copies fall back to bytes on CUDA),
+// B row-major at 77; C in T.
 IRON_TEST_KERNEL(iron_gemm, avalanche_m20_n70_k96_lda101_out_t, {f16}, {bf16}) {
-  return gemm_case(dt, {20, 70, 96, false, false, 101, 77, 7, 0, Epi::None, 0, 0, -1, 0, false});
+  return gemm_case(dt, {20, 70, 96, false, false, 101, 77, 7, 0, Epi::None, 0, 1, -1, 0, false});
 }
 // Decode rows (m <= 16): the 16x64x64 tile, split-K and the reduce.
 IRON_TEST_KERNEL(iron_gemm, decode_m3_n70_k300, {f16}, {bf16}) {
   return gemm_case(dt, {3, 70, 300, false, true, 0, 0, 0, 0, Epi::None, 0, 0, -1, 0, false});
 }
-// Every epilogue, fused (the 64x64 tile, one split) and through the reduce (the 32x32 tile).
+// Every epilogue fused into one kernel (one split), at f32 and 16-bit outputs, both layouts.
 IRON_TEST_KERNEL(iron_gemm, epi_bias_fused, {f16}, {bf16}) {
-  return gemm_case(dt, {70, 40, 48, false, false, 0, 0, 0, 0, Epi::Bias, 0, 1, 1, 0, false});
+  return gemm_case(dt, {40, 40, 100, false, false, 0, 0, 0, 0, Epi::Bias, 1, 1, -1, 0, false});
 }
 IRON_TEST_KERNEL(iron_gemm, epi_silu_fused, {bf16}) {
-  return gemm_case(dt, {70, 40, 48, false, true, 0, 0, 0, 0, Epi::Silu, 0, 1, 1, 0, false});
+  return gemm_case(dt, {40, 40, 100, false, true, 0, 0, 0, 0, Epi::Silu, 1, 1, -1, 0, false});
 }
 IRON_TEST_KERNEL(iron_gemm, epi_gelu_fused, {f16}) {
-  return gemm_case(dt, {70, 40, 48, false, false, 0, 0, 0, 0, Epi::Gelu, 0, 1, 1, 0, false});
+  return gemm_case(dt, {40, 40, 100, true, false, 0, 0, 0, 0, Epi::Gelu, 1, 1, -1, 0, false});
 }
 IRON_TEST_KERNEL(iron_gemm, epi_residual_fused, {bf16}) {
-  return gemm_case(dt, {70, 40, 48, false, false, 0, 0, 0, 0, Epi::Residual, 0, 1, 1, 0, false});
+  return gemm_case(dt, {40, 40, 100, false, false, 0, 0, 0, 0, Epi::Residual, 1, 1, -1, 0, false});
 }
 IRON_TEST_KERNEL(iron_gemm, epi_swiglu_fused, {f16}) {
-  return gemm_case(dt, {70, 40, 48, false, true, 0, 0, 0, 0, Epi::Swiglu, 0, 1, 1, 0, false});
+  return gemm_case(dt, {40, 40, 100, false, true, 0, 0, 0, 0, Epi::Swiglu, 0, 1, -1, 0, false});
 }
-IRON_TEST_KERNEL(iron_gemm, epi_bias_split3_f32, {bf16}) {
+IRON_TEST_KERNEL(iron_gemm, epi_gelu_fused_bf16out, {f16}) {
+  return gemm_case(dt, {40, 40, 100, false, false, 0, 0, 0, 0, Epi::Gelu, 3, 1, -1, 0, false});
+}
+// Every epilogue through the reduce (split-K on the 32x32 tile).
+IRON_TEST_KERNEL(iron_gemm, epi_bias_split3, {bf16}) {
   return gemm_case(dt, {21, 35, 96, false, false, 0, 0, 0, 0, Epi::Bias, 1, 3, 2, 0, false});
 }
 IRON_TEST_KERNEL(iron_gemm, epi_silu_split2, {f16}) {
-  return gemm_case(dt, {21, 35, 64, false, false, 0, 0, 0, 0, Epi::Silu, 0, 2, 2, 0, false});
+  return gemm_case(dt, {21, 35, 64, false, false, 0, 0, 0, 0, Epi::Silu, 1, 2, 2, 0, false});
 }
-IRON_TEST_KERNEL(iron_gemm, epi_gelu_split2_bf16out, {f16}) {
-  return gemm_case(dt, {21, 35, 64, false, false, 0, 0, 0, 0, Epi::Gelu, 3, 2, 2, 0, false});
+IRON_TEST_KERNEL(iron_gemm, epi_gelu_split2, {f16}) {
+  return gemm_case(dt, {21, 35, 64, false, false, 0, 0, 0, 0, Epi::Gelu, 1, 2, 2, 0, false});
 }
 IRON_TEST_KERNEL(iron_gemm, epi_residual_split2, {bf16}) {
-  return gemm_case(dt, {21, 35, 64, true, false, 0, 0, 0, 0, Epi::Residual, 0, 2, 2, 0, false});
+  return gemm_case(dt, {21, 35, 64, true, false, 0, 0, 0, 0, Epi::Residual, 1, 2, 2, 0, false});
 }
 IRON_TEST_KERNEL(iron_gemm, epi_swiglu_split2, {bf16}) {
-  return gemm_case(dt, {21, 35, 64, false, true, 0, 0, 0, 0, Epi::Swiglu, 0, 2, 2, 0, false});
+  return gemm_case(dt, {21, 35, 64, false, true, 0, 0, 0, 0, Epi::Swiglu, 1, 2, 2, 0, false});
 }
-// The pipeline depths of the 64x64 tile (2 to 4 stages) with more K steps than stages, and the
-// 128x128 tile with 8 lane groups.
+IRON_TEST_KERNEL(iron_gemm, epi_none_split2_f16out, {bf16}) {
+  return gemm_case(dt, {21, 35, 64, false, false, 0, 0, 0, 0, Epi::None, 2, 2, 2, 0, false});
+}
+// The pipeline depths of the 64x64 tile (2 to 4 stages) with more K steps than stages, both
+// layouts; the 128x128 tile with 8 lane groups, both layouts.
 IRON_TEST_KERNEL(iron_gemm, stages2_int, {bf16}) {
-  return gemm_case(dt, {40, 72, 160, false, false, 0, 0, 0, 0, Epi::None, 1, 1, 1, 2, true});
+  return gemm_case(dt, {70, 72, 160, false, true, 0, 0, 0, 0, Epi::None, 1, 1, 1, 2, true});
+}
+IRON_TEST_KERNEL(iron_gemm, stages3_int, {f16}) {
+  return gemm_case(dt, {70, 72, 170, true, false, 0, 0, 0, 0, Epi::None, 1, 1, 1, 3, true});
 }
 IRON_TEST_KERNEL(iron_gemm, stages4_int, {f16}) {
-  return gemm_case(dt, {40, 72, 160, false, false, 0, 0, 0, 0, Epi::None, 1, 1, 1, 4, true});
+  return gemm_case(dt, {70, 72, 200, false, false, 0, 0, 0, 0, Epi::None, 1, 1, 1, 4, true});
 }
-IRON_TEST_KERNEL(iron_gemm, large_tile_m130_n136_k40, {bf16}) {
-  return gemm_case(dt, {130, 136, 40, false, true, 0, 0, 0, 0, Epi::None, 1, 1, 0, 0, false});
+IRON_TEST_KERNEL(iron_gemm, large_tile_m130_n136_k150, {bf16}) {
+  return gemm_case(dt, {130, 136, 150, false, true, 0, 0, 0, 0, Epi::None, 1, 1, 0, 0, false});
+}
+IRON_TEST_KERNEL(iron_gemm, large_tile_m130_n136_k150_colmajor_a, {f16}) {
+  return gemm_case(dt, {130, 136, 150, true, false, 0, 0, 0, 0, Epi::None, 1, 1, 0, 0, false});
 }
 
 }  // namespace iron::kernels::gemm

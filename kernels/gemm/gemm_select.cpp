@@ -18,7 +18,7 @@
 // split count from occupancy as
 // in the seeds' §4.2: splits = clamp(ceil(2 * units / blocks), 1, k / 64), snapped so every
 // split covers the same whole number of K steps. One split and a tile with that epilogue fused:
-// one kernel. Otherwise two steps: the f32 partials [splits, m, n] of every split (SwiGLU: of
+// one kernel (the decode tile fuses none; SwiGLU fuses at f16/bf16 outputs). Otherwise two steps: the f32 partials [splits, m, n] of every split (SwiGLU: of
 // both products), then iron_gemm_reduce_<epi>, which sums them in split order (no atomics).
 #include <algorithm>
 #include <string>
@@ -139,11 +139,12 @@ static LaunchPlan gemm_for(const Call& call, const DeviceInfo& dev) {
   const std::string tile_name = "iron_gemm_" + cfg.name() + "_";
   const std::string stage_part = "s" + num(stages) + "_";
   const bool swiglu = epi == Epi::Swiglu;
-  // SwiGLU's fused kernels keep two products live: on a device with under 64 KiB of threadgroup
-  // memory (lavapipe, whose tile fragments live in it) they go through the partials instead.
-  const bool fused_tile = cfg_index <= 2 && !(swiglu && shared < 64 * 1024);
-  const bool direct = splits == 1 && ((epi == Epi::None && (cfg_index != 3 || out == DType::F32)) ||
-                                      (fused_tile && out != DType::F32));
+  // One kernel when there is one split and the tile fuses the epilogue: every tile but the
+  // decode one fuses every epilogue at every output dtype, except SwiGLU (two products live),
+  // which has f16/bf16 outputs only and goes through the partials on a device with under 64 KiB
+  // of threadgroup memory (lavapipe, whose tile fragments live in it).
+  const bool direct = splits == 1 && (cfg_index <= 2 ? !(swiglu && (shared < 64 * 1024 || out == DType::F32))
+                                                     : epi == Epi::None && out == DType::F32);
   Constexprs scalars{{"m", uint32_t(m)},
                      {"n", uint32_t(n)},
                      {"k", uint32_t(k)},
