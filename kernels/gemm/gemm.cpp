@@ -257,30 +257,36 @@ void gemm_kernel(const Config& cfg, bool swiglu, const KernelVariant& var) {
       });
     }
 
-    // Epilogue: one fragment at a time through the lane group's scratch slot.
-    for (uint32_t fm = 0; fm < FM; ++fm)
-      for (uint32_t fn = 0; fn < FN; ++fn) {
-        if_(active, [&] {
-          coop_tile_store(acc[fm * FN + fn]->get(), cs, w * 256u, 16u);
-          if (swiglu) coop_tile_store(gacc[fm * FN + fn]->get(), cs, NW * 256 + w * 256u, 16u);
-        });
-        barrier();
-        if_(active, [&] {
-          for_(lane_id(), 256u, lane_width(), [&](Expr e) {
-            Expr gi = row0 + wrow * WM + fm * 16 + e / 16u;
-            Expr gj = col0 + wcol * WN + fn * 16 + e % 16u;
-            if_((gi < m) && (gj < n), [&] {
-              Expr v = Operand(cs[w * 256u + e]).value;
-              const std::function<Expr()> up = [&] { return Operand(cs[NW * 256 + w * 256u + e]).value; };
-              Expr out = apply_epilogue(
-                  epi, v, swiglu ? &up : nullptr, [&] { return cast<f32>(bias[gj]); },
-                  [&] { return cast<f32>(res[gi * n + gj]); });
-              c[(split * m + gi) * n + gj] = cast_to(out, out_t);
-            });
+    // Epilogue: one fragment at a time through the lane group's scratch slot, in a loop whose
+    // body stores fragment f (each a uniform branch: fragments are registers, chosen when the
+    // code is generated) and then runs the one epilogue.
+    for_(0u, FM * FN, [&](Expr f) {
+      if_(active, [&] {
+        for (uint32_t fi = 0; fi < FM * FN; ++fi)
+          if_(f == fi, [&] {
+            coop_tile_store(acc[fi]->get(), cs, w * 256u, 16u);
+            if (swiglu) coop_tile_store(gacc[fi]->get(), cs, NW * 256 + w * 256u, 16u);
+          });
+      });
+      barrier();
+      if_(active, [&] {
+        Expr fm = f / FN;
+        Expr fn = f % FN;
+        for_(lane_id(), 256u, lane_width(), [&](Expr e) {
+          Expr gi = row0 + wrow * WM + fm * 16u + e / 16u;
+          Expr gj = col0 + wcol * WN + fn * 16u + e % 16u;
+          if_((gi < m) && (gj < n), [&] {
+            Expr v = Operand(cs[w * 256u + e]).value;
+            const std::function<Expr()> up = [&] { return Operand(cs[NW * 256 + w * 256u + e]).value; };
+            Expr out = apply_epilogue(
+                epi, v, swiglu ? &up : nullptr, [&] { return cast<f32>(bias[gj]); },
+                [&] { return cast<f32>(res[gi * n + gj]); });
+            c[(split * m + gi) * n + gj] = cast_to(out, out_t);
           });
         });
-        barrier();
-      }
+      });
+      barrier();
+    });
   }
 }
 
@@ -332,7 +338,6 @@ static void gemm_large_swiglu(const KernelVariant& v) { gemm_kernel(kLarge, true
 static void gemm_medium(const KernelVariant& v) { gemm_kernel(kMedium, false, v); }
 static void gemm_medium_swiglu(const KernelVariant& v) { gemm_kernel(kMedium, true, v); }
 static void gemm_small(const KernelVariant& v) { gemm_kernel(kSmall, false, v); }
-static void gemm_small_swiglu(const KernelVariant& v) { gemm_kernel(kSmall, true, v); }
 static void gemm_decode(const KernelVariant& v) { gemm_kernel(kDecode, false, v); }
 static void gemm_reduce_plain(const KernelVariant& v) { gemm_reduce(false, v); }
 static void gemm_reduce_swiglu(const KernelVariant& v) { gemm_reduce(true, v); }
@@ -345,13 +350,15 @@ IRON_KERNEL_VARIANTS(iron_gemm_128x128x32_w64x32, gemm_large, Reduction, (f16, b
 IRON_KERNEL_VARIANTS(iron_gemm_128x128x32_w64x32_swiglu, gemm_large_swiglu, Reduction, (f16, bf16), "s{S}_{OUT}",
                      ::iron::int_axis("S", {3}), IRON_GEMM_OUT16);
 IRON_KERNEL_VARIANTS(iron_gemm_64x64x32_w32x32, gemm_medium, Reduction, (f16, bf16), "s{S}_{OUT}",
-                     ::iron::int_axis("S", {2, 3, 4}), IRON_GEMM_OUT);
+                     ::iron::int_axis("S", {3}), IRON_GEMM_OUT);
+// The other pipeline depths of the 64x64 tile, at f32 output only (a family of its own so the
+// product of its axes stays small): iron_gemm_64x64x32_w32x32_stages_s2_f32 and _s4_f32.
+IRON_KERNEL_VARIANTS(iron_gemm_64x64x32_w32x32_stages, gemm_medium, Reduction, (f16, bf16), "s{S}_{OUT}",
+                     ::iron::int_axis("S", {2, 4}), ::iron::type_axis("OUT", {::iron::DType::F32}));
 IRON_KERNEL_VARIANTS(iron_gemm_64x64x32_w32x32_swiglu, gemm_medium_swiglu, Reduction, (f16, bf16), "s{S}_{OUT}",
                      ::iron::int_axis("S", {3}), IRON_GEMM_OUT16);
 IRON_KERNEL_VARIANTS(iron_gemm_32x32x32_w16x16, gemm_small, Reduction, (f16, bf16), "s{S}_{OUT}",
                      ::iron::int_axis("S", {2}), IRON_GEMM_OUT);
-IRON_KERNEL_VARIANTS(iron_gemm_32x32x32_w16x16_swiglu, gemm_small_swiglu, Reduction, (f16, bf16), "s{S}_{OUT}",
-                     ::iron::int_axis("S", {2}), IRON_GEMM_OUT16);
 IRON_KERNEL_VARIANTS(iron_gemm_16x64x64_w16x16, gemm_decode, Reduction, (f16, bf16), "s{S}_{OUT}",
                      ::iron::int_axis("S", {3}), ::iron::type_axis("OUT", {::iron::DType::F32}));
 IRON_KERNEL_VARIANTS(iron_gemm_reduce, gemm_reduce_plain, Reduction, (), "{OUT}", IRON_GEMM_OUT);

@@ -11,6 +11,7 @@
 // every product and sum exact on every path: those cases demand the exact result.
 #include <cmath>
 #include <string>
+#include <vector>
 
 #include <iron/iron.hpp>
 
@@ -147,7 +148,7 @@ IRON_TEST_KERNEL(iron_gemm, epi_residual_fused, {bf16}) {
   return gemm_case(dt, {40, 40, 100, false, false, 0, 0, 0, 0, Epi::Residual, 1, 1, -1, 0, false});
 }
 IRON_TEST_KERNEL(iron_gemm, epi_swiglu_fused, {f16}) {
-  return gemm_case(dt, {40, 40, 100, false, true, 0, 0, 0, 0, Epi::Swiglu, 0, 1, -1, 0, false});
+  return gemm_case(dt, {40, 40, 100, false, true, 0, 0, 0, 0, Epi::Swiglu, 0, 1, 1, 0, false});
 }
 IRON_TEST_KERNEL(iron_gemm, epi_gelu_fused_bf16out, {f16}) {
   return gemm_case(dt, {40, 40, 100, false, false, 0, 0, 0, 0, Epi::Gelu, 3, 1, -1, 0, false});
@@ -188,5 +189,59 @@ IRON_TEST_KERNEL(iron_gemm, large_tile_m130_n136_k150, {bf16}) {
 IRON_TEST_KERNEL(iron_gemm, large_tile_m130_n136_k150_colmajor_a, {f16}) {
   return gemm_case(dt, {130, 136, 150, true, false, 0, 0, 0, 0, Epi::None, 1, 1, 0, 0, false});
 }
+
+// ---- Benchmarks: issue 12's shapes (the names bench/peers/gemm_peers.py and the cublaslt_gemm
+// rows use): C [M, N] = A [M, K] x B [K, N], both row-major as the issue writes them (the
+// layout whose rows the kernels stage with 16-byte asynchronous copies; the peers multiply by a
+// [N, K] weight's transpose, which cuBLAS runs at the same speed), through gemm_for. A full f64
+// oracle at these shapes would take minutes on the CPU, so B is rank one with power-of-two
+// factors, B[k, j] = u[k] * v[j] (exact in bf16 and f16), and the
+// oracle is C[i, j] = (sum_k A[i, k] u[k]) v[j] in f64, O(MK + MN): every element still depends
+// on its whole row of A (random), u's random signs and exponents catch a wrong K stride of
+// either operand and v catches a wrong column. The kernels' arithmetic is checked on full-rank
+// inputs by the cases above. Bytes: A, W and C once; FLOPs 2 M N K.
+static std::vector<double> powers_of_two(size_t count, uint64_t seed) {
+  std::vector<double> r = fixture::uniform(count, 0.0, 1.0, seed), out(count);
+  for (size_t i = 0; i < count; ++i) {
+    const int e = int(r[i] * 7.0) - 4;                 // 2^-4 .. 2^2
+    const double sign = (int(r[i] * 1000.0) & 1) ? -1.0 : 1.0;
+    out[i] = sign * std::ldexp(1.0, e);
+  }
+  return out;
+}
+static BenchSetup gemm_bench(DType dt, uint32_t m, uint32_t n, uint32_t k) {
+  const std::vector<double> u = powers_of_two(k, 311), v = powers_of_two(n, 312);
+  std::vector<double> w(size_t(n) * k);
+  for (uint32_t kk = 0; kk < k; ++kk)
+    for (uint32_t j = 0; j < n; ++j) w[size_t(kk) * n + j] = u[kk] * v[j];
+  BenchSetup b(dt);
+  b.in("a", fixture::uniform(size_t(m) * k, -1.0, 1.0, 313)).in("b", std::move(w)).out("c", size_t(m) * n);
+  b.call({{"m", m}, {"n", n}, {"k", k}});
+  b.oracle([m, n, k, u, v](const Tensors& in, Tensors& out) {
+    const auto& A = in.at("a");
+    auto& C = out.at("c");
+    for (uint32_t i = 0; i < m; ++i) {
+      double s = 0;
+      for (uint32_t kk = 0; kk < k; ++kk) s += A[size_t(i) * k + kk] * u[kk];
+      for (uint32_t j = 0; j < n; ++j) C[size_t(i) * n + j] = s * v[j];
+    }
+  });
+  // Sums of k terms of size up to 4: measured against sqrt(k) (the typical size of such a sum).
+  b.error_floor(std::sqrt(double(k)));
+  return b.bytes((double(m) * k + double(n) * k + double(m) * n) * dtype_size(dt)).flops(2.0 * m * n * k);
+}
+IRON_BENCH(iron_gemm, m96_n512_k2048, {bf16, 1e-2}, {f16, 2e-3}) { return gemm_bench(dt, 96, 512, 2048); }
+IRON_BENCH(iron_gemm, m256_n512_k2048, {bf16, 1e-2}, {f16, 2e-3}) { return gemm_bench(dt, 256, 512, 2048); }
+IRON_BENCH(iron_gemm, m1_n96_k5120, {bf16, 1e-2}) { return gemm_bench(dt, 1, 96, 5120); }
+IRON_BENCH(iron_gemm, m26_n96_k5120, {bf16, 1e-2}) { return gemm_bench(dt, 26, 96, 5120); }
+IRON_BENCH(iron_gemm, m49_n96_k5120, {bf16, 1e-2}) { return gemm_bench(dt, 49, 96, 5120); }
+IRON_BENCH(iron_gemm, m256_n96_k5120, {bf16, 1e-2}) { return gemm_bench(dt, 256, 96, 5120); }
+IRON_BENCH(iron_gemm, m1_n14336_k4096, {bf16, 1e-2}) { return gemm_bench(dt, 1, 14336, 4096); }
+IRON_BENCH(iron_gemm, m2_n14336_k4096, {bf16, 1e-2}) { return gemm_bench(dt, 2, 14336, 4096); }
+IRON_BENCH(iron_gemm, m4_n14336_k4096, {bf16, 1e-2}) { return gemm_bench(dt, 4, 14336, 4096); }
+IRON_BENCH(iron_gemm, m8_n14336_k4096, {bf16, 1e-2}) { return gemm_bench(dt, 8, 14336, 4096); }
+IRON_BENCH(iron_gemm, m16_n14336_k4096, {bf16, 1e-2}) { return gemm_bench(dt, 16, 14336, 4096); }
+IRON_BENCH(iron_gemm, m2048_n14336_k4096, {bf16, 1e-2}) { return gemm_bench(dt, 2048, 14336, 4096); }
+IRON_BENCH(iron_gemm, m4096_n4096_k4096, {bf16, 1e-2}, {f16, 2e-3}) { return gemm_bench(dt, 4096, 4096, 4096); }
 
 }  // namespace iron::kernels::gemm

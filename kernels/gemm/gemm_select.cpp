@@ -137,14 +137,19 @@ static LaunchPlan gemm_for(const Call& call, const DeviceInfo& dev) {
     throw Error("splits x m x n = " + num(int64_t(splits * m * n)) + " f32 partials: must be below 2^32");
 
   const std::string tile_name = "iron_gemm_" + cfg.name() + "_";
-  const std::string stage_part = "s" + num(stages) + "_";
+  // The 64x64 tile's 2- and 4-stage kernels are a family of their own (f32 output only).
+  const std::string stage_part = std::string(cfg_index == 1 && stages != 3 ? "stages_" : "") + "s" + num(stages) + "_";
   const bool swiglu = epi == Epi::Swiglu;
-  // One kernel when there is one split and the tile fuses the epilogue: every tile but the
-  // decode one fuses every epilogue at every output dtype, except SwiGLU (two products live),
-  // which has f16/bf16 outputs only and goes through the partials on a device with under 64 KiB
-  // of threadgroup memory (lavapipe, whose tile fragments live in it).
-  const bool direct = splits == 1 && (cfg_index <= 2 ? !(swiglu && (shared < 64 * 1024 || out == DType::F32))
-                                                     : epi == Epi::None && out == DType::F32);
+  // One kernel when there is one split and the tile fuses the epilogue: the 128x128, 64x64 and
+  // 32x32 tiles fuse every epilogue at every output dtype, except SwiGLU (two products live),
+  // which the 128x128 and 64x64 tiles fuse at f16/bf16 outputs on devices with 64 KiB of
+  // threadgroup memory or more (not lavapipe, whose tile fragments live in it). The 64x64
+  // tile's 2- and 4-stage kernels have f32 outputs only; the decode tile fuses nothing.
+  const bool direct =
+      splits == 1 && (cfg_index <= 1   ? !(swiglu && (shared < 64 * 1024 || out == DType::F32))
+                      : cfg_index == 2 ? !swiglu
+                                       : epi == Epi::None && out == DType::F32) &&
+      (stages == 3 || cfg_index != 1 || out == DType::F32);
   Constexprs scalars{{"m", uint32_t(m)},
                      {"n", uint32_t(n)},
                      {"k", uint32_t(k)},
