@@ -654,12 +654,17 @@ struct Emitter {
         if (!d.async_copy(s, tg, index(in.operands[1]), p, index(in.operands[2]), arg(3), count, dtype_size(et), lines)) {
           // A plain copy: element e from the buffer when e < valid, else 0.
           const std::string zero = is_float(et) ? std::string("0.0") + d.float_suffix() : d.convert(et, "0");
+          // An f32 array that atomics act on may be a word array on the target (tg_word_store).
+          const bool words = s.f32_atomic_allocs.count(in.operands[0]) != 0;
+          auto put = [&](const std::string& elem, const std::string& v) {
+            return words ? d.tg_word_store(elem, v) : d.tg_store(s, et, elem, v);
+          };
           for (int64_t e = 0; e < count; ++e) {
             const std::string off = " + " + std::to_string(e) + "u)";
             const std::string elem = tg + "[(" + index(in.operands[1]) + off + "]";
             lines.push_back("if (" + std::to_string(e) + "u < " + arg(3) + ") " +
-                            d.tg_store(s, et, elem, d.load(s, p, "(" + index(in.operands[2]) + off)) + ";");
-            lines.push_back("else " + d.tg_store(s, et, elem, zero) + ";");
+                            put(elem, d.load(s, p, "(" + index(in.operands[2]) + off)) + ";");
+            lines.push_back("else " + put(elem, zero) + ";");
           }
         }
         for (const std::string& l : lines) line(depth, l);

@@ -579,9 +579,19 @@ int cmd_list() {
         TestSetup setup = t->body(dt.dtype.t, dt.dtype.w);
         DType out = dt.dtype.t;
         try {
-          const ir::Kernel& k = kernel_ir(t->kernel);
-          const int idx = setup.outputs().empty() ? -1 : k.find_param(setup.outputs().front().first);
-          if (idx >= 0) out = ir::resolve(k.params[size_t(idx)].dtype, dt.dtype);
+          if (find_selector(t->kernel) && setup.has_call() && !setup.outputs().empty()) {
+            // A family's case: the output's dtype is the one its plan binds (the interpreter's
+            // plan; a family's output dtype follows the call, not the device).
+            const std::vector<DeviceInfo> devs = list_devices(Backend::Interp);
+            if (!devs.empty()) {
+              const LaunchPlan plan = plan_launch(t->kernel, Call{dt.dtype, setup.call_args()}, devs.front());
+              out = plan_buffer_types(plan, dt.dtype)(setup.outputs().front().first, "output");
+            }
+          } else {
+            const ir::Kernel& k = kernel_ir(t->kernel);
+            const int idx = setup.outputs().empty() ? -1 : k.find_param(setup.outputs().front().first);
+            if (idx >= 0) out = ir::resolve(k.params[size_t(idx)].dtype, dt.dtype);
+          }
         } catch (const Error&) {
           // A kernel that does not trace is reported when it runs; list it at its dtype.
         }
