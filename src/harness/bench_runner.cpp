@@ -96,7 +96,7 @@ std::unique_ptr<Context> open_context(const std::string& name, Backend& chosen) 
   std::vector<Backend> order{Backend::Cuda, Backend::Vulkan};
   if (!name.empty()) {
     Backend b;
-    if (!parse_backend(name, b)) throw Error("unknown backend '" + name + "' (use vulkan, cuda or interp)");
+    if (!parse_backend(name, b)) throw Error("unknown backend '" + name + "' (use vulkan, cuda, hip or interp)");
     order = {b};
   }
   std::string why;

@@ -598,7 +598,7 @@ int cmd_test(const Args& a) {
   std::optional<Backend> want;
   if (!a.backend.empty()) {
     Backend b;
-    if (!parse_backend(a.backend, b)) throw Error("unknown backend '" + a.backend + "' (use vulkan, cuda or interp)");
+    if (!parse_backend(a.backend, b)) throw Error("unknown backend '" + a.backend + "' (use vulkan, cuda, hip or interp)");
     want = b;
   }
   const std::optional<Instantiation> only = parse_dtype_filter(a.dtype);
@@ -677,7 +677,7 @@ int cmd_test(const Args& a) {
 int cmd_mutate(const Args& a) {
   if (a.backend.empty()) throw Error("test --mutate needs --backend (interp, vulkan or cuda)");
   Backend backend;
-  if (!parse_backend(a.backend, backend)) throw Error("unknown backend '" + a.backend + "' (use vulkan, cuda or interp)");
+  if (!parse_backend(a.backend, backend)) throw Error("unknown backend '" + a.backend + "' (use vulkan, cuda, hip or interp)");
   std::unique_ptr<Context> ctx = Context::create(backend);
   ctx->set_disk_cache_dir("");  // hundreds of one-off mutants: keep them out of the compile cache
   const std::optional<Instantiation> only = parse_dtype_filter(a.dtype);
