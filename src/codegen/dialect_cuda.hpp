@@ -343,13 +343,8 @@ class CudaDialect : public Dialect {
   // .f16x2 and .bf16x2: sm_53+ and sm_80+), min and max per element through iron_fmin /
   // iron_fmax (the f32 rule, exact on 16-bit values), neg and abs on the sign bits.
   std::string pair_op(EmitState& s, const ir::Inst& in, DType elem, const std::vector<std::string>& a) const override {
-    const std::string e = elem == DType::F16 ? "f16" : "bf16";
     for (const char* h : {"fmin", "fmax", "fma_odd"}) s.helpers.insert(h);  // the pair helpers call them
-    s.helpers.insert("pair_" + e);
-    if (in.op == ir::Op::PairGet) return "iron_pair_get_" + e + "(" + a[0] + ", " + std::to_string(in.attr(ir::Attr::Index)) + "u)";
-    std::string args;
-    for (const std::string& x : a) args += (args.empty() ? "" : ", ") + x;
-    return "iron_pair_" + std::string(ir::mnemonic(in.op)) + "_" + e + "(" + args + ")";
+    return pair_call(s, in, elem, a);
   }
 
   std::string helper(const std::string& name) const override {
