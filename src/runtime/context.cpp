@@ -708,6 +708,9 @@ std::unique_ptr<rt::BufferImpl> rt::Device::wrap(void*, size_t) {
 void* rt::Device::address(BufferImpl&) {
   throw Error("device '" + info().name + "' has no address for its buffers");
 }
+void* rt::Device::native_stream(StreamImpl*) {
+  throw Error(std::string(backend_name(info().backend)) + " streams have no native handle another library can use");
+}
 
 rt::StreamImpl* Context::own(const Stream& s, const char* what) const {
   if (s.owner_ && s.owner_ != this) throw Error(std::string(what) + ": the stream belongs to another Context");

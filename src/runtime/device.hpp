@@ -103,6 +103,10 @@ class Device {
   // throw on a device whose memory has no such address (Vulkan).
   virtual std::unique_ptr<BufferImpl> wrap(void* ptr, size_t bytes);
   virtual void* address(BufferImpl& buf);
+  // The backend's own handle of a stream (CUDA: its CUstream, null for the default stream), for a
+  // library that enqueues its work on Iron's streams (NCCL, iron/collective.hpp). Throws on a
+  // device without one.
+  virtual void* native_stream(StreamImpl* stream);
 
   // Streams and events (Context::create_stream, record_event, ...). create_stream's stream is
   // owned by the device and lives as long as it (and its buffers).

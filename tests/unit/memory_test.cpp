@@ -12,6 +12,7 @@
 #include <iron/iron.hpp>
 
 #include "core/ir.hpp"
+#include "iron/collective.hpp"
 
 using namespace iron;
 
@@ -215,3 +216,99 @@ TEST_P(MemoryArgs, DynamicThreadgroupMemoryUpToTheOptInLimit) {
 
 INSTANTIATE_TEST_SUITE_P(Backends, MemoryArgs, ::testing::Values(Backend::Interp, Backend::Vulkan, Backend::Cuda),
                          [](const ::testing::TestParamInfo<Backend>& i) { return std::string(backend_name(i.param)); });
+
+// ---------------------------------------------------------------------------------------------
+// Two GPUs through NCCL (include/iron/collective.hpp).
+
+namespace {
+bool starts_with(const std::string& s, const std::string& prefix) { return s.compare(0, prefix.size(), prefix) == 0; }
+}  // namespace
+
+// libnccl is found and versioned, or the reason it cannot be used starts "NCCL not available: ".
+TEST(Collectives, TheNcclLibraryIsFoundOrTheReasonIsGiven) {
+  const NcclLibrary& lib = nccl_library();
+  if (lib.available) {
+    EXPECT_FALSE(lib.path.empty());
+    EXPECT_GE(lib.version.size(), 5u) << lib.version;  // "2.10.3" or later
+    EXPECT_TRUE(lib.why.empty()) << lib.why;
+  } else {
+    EXPECT_TRUE(starts_with(lib.why, "NCCL not available: ")) << lib.why;
+  }
+}
+
+// Fewer than two Contexts, a Context that is not CUDA: refused with the reason, before NCCL runs.
+TEST(Collectives, CreateRefusesWhatNcclCannotJoin) {
+  const NcclLibrary& lib = nccl_library();
+  const std::string none = message([] { Collective::create({}); });
+  std::unique_ptr<Context> a = Context::create(Backend::Interp), b = Context::create(Backend::Interp);
+  const std::string interp = message([&] { Collective::create({a.get(), b.get()}); });
+  if (!lib.available) {
+    EXPECT_TRUE(starts_with(none, "NCCL not available: ")) << none;
+    EXPECT_TRUE(starts_with(interp, "NCCL not available: ")) << interp;
+    return;
+  }
+  EXPECT_TRUE(starts_with(none, "needs two GPUs: a collective joins at least two CUDA Contexts (given 0)")) << none;
+  EXPECT_NE(interp.find("Context 0 is a interp Context; NCCL joins CUDA devices only"), std::string::npos) << interp;
+}
+
+// On a machine with two GPUs and NCCL: an Iron kernel's output on each GPU, all-reduced (sum, and
+// max in place) and all-gathered on Iron's streams, exact; bad operands refused with the rank.
+TEST(Collectives, AKernelsOutputAllReducedAndAllGatheredOnTwoGpus) {
+  const NcclLibrary& lib = nccl_library();
+  if (!lib.available) GTEST_SKIP() << lib.why;
+  std::string why;
+  const std::vector<DeviceInfo> gpus = list_devices(Backend::Cuda, &why);
+  if (gpus.size() < 2) GTEST_SKIP() << "needs two GPUs: " << gpus.size() << " CUDA device(s) " << why;
+  std::unique_ptr<Context> c0 = Context::create(Backend::Cuda, 0), c1 = Context::create(Backend::Cuda, 1);
+  std::vector<Context*> ctxs{c0.get(), c1.get()};
+  std::unique_ptr<Collective> coll = Collective::create(ctxs);
+  ASSERT_EQ(coll->size(), 2);
+  const uint32_t n = 5000;  // not a multiple of any chunk size
+  std::vector<Stream> streams;
+  std::vector<DeviceBuffer> out, sum, gathered;
+  std::vector<float> a(n);
+  for (uint32_t i = 0; i < n; ++i) a[i] = float(i % 977);
+  for (int r = 0; r < 2; ++r) {
+    Context& c = *ctxs[size_t(r)];
+    streams.push_back(c.create_stream());
+    DeviceBuffer in = c.alloc(DType::F32, n);
+    c.upload(in, a.data(), n * 4, streams.back());
+    out.push_back(c.alloc(DType::F32, n));
+    sum.push_back(c.alloc(DType::F32, n));
+    gathered.push_back(c.alloc(DType::F32, 2 * n));
+    // out[i] = a[i + 1] for i < n - 1 (the kernel writes a view of n - 1 elements), then the last
+    // element is the rank's own: 0 on rank 0, 1000 on rank 1.
+    c.dispatch_with_grid(shift_kernel(), DType::F32, {{"a", c.view(in, 0, n)}, {"out", c.view(out.back(), 0, n - 1)}},
+                         {{"n", n - 1}}, {(n + 63) / 64, 1, 1}, {64, 1, 1}, streams.back());
+    float last = float(r * 1000);
+    c.upload(c.view(out.back(), n - 1, 1), &last, 4, streams.back());
+  }
+  coll->all_reduce(out, sum, ReduceOp::Sum, streams);
+  coll->all_gather(out, gathered, streams);
+  coll->all_reduce(out, out, ReduceOp::Max, streams);
+  for (int r = 0; r < 2; ++r) {
+    std::vector<float> s(n), g(2 * n), m(n);
+    ctxs[size_t(r)]->download(sum[size_t(r)], s.data(), s.size() * 4);
+    ctxs[size_t(r)]->download(gathered[size_t(r)], g.data(), g.size() * 4);
+    ctxs[size_t(r)]->download(out[size_t(r)], m.data(), m.size() * 4);
+    for (uint32_t i = 0; i < n; ++i) {
+      const float of0 = i + 1 < n ? a[i + 1] : 0.0f, of1 = i + 1 < n ? a[i + 1] : 1000.0f;
+      ASSERT_EQ(s[i], of0 + of1) << "rank " << r << " element " << i;
+      ASSERT_EQ(g[i], of0) << "rank " << r << " element " << i;
+      ASSERT_EQ(g[n + i], of1) << "rank " << r << " element " << i;
+      ASSERT_EQ(m[i], std::max(of0, of1)) << "rank " << r << " element " << i;
+    }
+  }
+  // Bad operands: named with the rank, nothing enqueued.
+  const std::string e = message([&] { coll->all_reduce({out[0], out[1]}, {sum[0]}, ReduceOp::Sum, streams); });
+  EXPECT_NE(e.find("invalid all_reduce: one send and one recv buffer per rank"), std::string::npos) << e;
+  const std::string e2 = message([&] { coll->all_reduce({out[0], out[0]}, sum, ReduceOp::Sum, streams); });
+  EXPECT_NE(e2.find("rank 1: a buffer that is not of that rank's Context"), std::string::npos) << e2;
+  const std::string e3 = message([&] { coll->all_gather(out, sum, streams); });
+  EXPECT_NE(e3.find("rank 0: recv holds 5000 elements; the result has 10000"), std::string::npos) << e3;
+  DeviceBuffer i0 = c0->alloc(DType::I32, n), i1 = c1->alloc(DType::I32, n);
+  const std::string e4 = message([&] { coll->all_reduce({i0, i1}, {i0, i1}, ReduceOp::Avg, streams); });
+  EXPECT_NE(e4.find("avg of i32 (avg is for float dtypes)"), std::string::npos) << e4;
+  const std::string e5 = message([&] { Collective::create({c0.get(), c0.get()}); });
+  EXPECT_NE(e5.find("are both CUDA device 0 (one Context per device)"), std::string::npos) << e5;
+}
