@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Prepares what the GPU machine needs, in ignored folders that `carry` can send:
-#   .gpu/  the iron, iron-runner and iron_host_bench binaries (static libstdc++; glslang and
+#   .gpu/  the iron, iron-runner, iron_host_bench and iron_collective_bench binaries (static libstdc++; glslang and
 #          SPIRV-Tools linked in), bench/peers/torch_peers.py and chart.umd.min.js (iron report)
 #   .gl/   Debian's Vulkan loader and the GL vendor-neutral EGL library: the NVIDIA Vulkan
 #          driver there loads libEGL.so.1 while initializing and fails without it.
@@ -14,6 +14,8 @@ if [ -x "$build/bin/iron_host_bench" ]; then
   cp "$build/bin/iron_host_bench" .gpu/
   cp "$build"/bin/libbenchmark.so* .gpu/ 2>/dev/null || true
 fi
+# NCCL collectives across the GPUs of a multi-GPU machine (libnccl found there at run time).
+if [ -x "$build/bin/iron_collective_bench" ]; then cp "$build/bin/iron_collective_bench" .gpu/; fi
 # Chart.js for `iron report`, which finds it next to the iron binary (the GPU machine has no
 # libjs-chart.js). The first UMD build Debian's package provides.
 chart=""

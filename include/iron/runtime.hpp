@@ -369,6 +369,7 @@ class Context {
   explicit Context(std::unique_ptr<rt::Device> device);
   friend class PreparedLaunch;
   friend class LaunchSequence;
+  friend class Collective;  // iron/collective.hpp: the device, its index and its streams
   rt::StreamImpl* own(const Stream& s, const char* what) const;
   rt::EventImpl& own(const Event& e, const char* what) const;
   struct Prepared;

@@ -708,6 +708,9 @@ std::unique_ptr<rt::BufferImpl> rt::Device::wrap(void*, size_t) {
 void* rt::Device::address(BufferImpl&) {
   throw Error("device '" + info().name + "' has no address for its buffers");
 }
+void* rt::Device::native_stream(StreamImpl*) {
+  throw Error(std::string(backend_name(info().backend)) + " streams have no native handle another library can use");
+}
 
 rt::StreamImpl* Context::own(const Stream& s, const char* what) const {
   if (s.owner_ && s.owner_ != this) throw Error(std::string(what) + ": the stream belongs to another Context");
@@ -1018,6 +1021,7 @@ void check(const DeviceInfo& dev, const ir::Kernel& k, const CheckFacts& facts, 
   out->is_buffer.clear();
   out->buffers.clear();
   out->offsets.clear();
+  out->bound_bytes.clear();
   out->scalars.clear();
   out->threadgroup_bytes = shared;
   for (size_t i = 0; i < np; ++i) {
@@ -1026,6 +1030,7 @@ void check(const DeviceInfo& dev, const ir::Kernel& k, const CheckFacts& facts, 
     if (buf) {
       out->buffers.push_back(bound[i]->impl());
       out->offsets.push_back(bound[i]->offset_bytes());
+      out->bound_bytes.push_back(bound[i]->bytes());
     }
     else out->scalars.push_back(scalar_values[i]);
   }
@@ -1403,6 +1408,9 @@ struct GenericPrepared final : rt::Device::Prepared {
     args.buffers[slot] = buf;
     if (slot < args.offsets.size()) args.offsets[slot] = offset;
   }
+  void set_buffer_bytes(size_t slot, uint64_t bytes) override {
+    if (slot < args.bound_bytes.size()) args.bound_bytes[slot] = bytes;
+  }
   void set_scalar(size_t slot, uint64_t bits) override { args.scalars[slot] = bits; }
   void launch(rt::StreamImpl* stream) override { device->launch(*kernel, args, grid, tg, stream); }
 };
@@ -1496,6 +1504,7 @@ void PreparedLaunch::set_buffer(uint32_t index, const DeviceBuffer& b) {
              "that they alias");
   }
   m.device->set_buffer(m.slot[index], b.impl(), b.offset_bytes());
+  m.device->set_buffer_bytes(m.slot[index], b.bytes());
   m.bound[index] = b;
   ++m.version;
 }

@@ -68,6 +68,10 @@ struct LaunchArgs {
   std::vector<BufferImpl*> buffers;  // buffer parameters, in declaration order
   // The byte offset each buffer is bound at (a view: Context::view); 0 binds it from its start.
   std::vector<uint64_t> offsets;
+  // The bytes each buffer is bound with (a view's own length, DeviceBuffer::bytes()); empty, or
+  // shorter than `buffers`, binds the rest of the allocation. The interpreter bounds every access
+  // by it, so a kernel bound to a view cannot reach the bytes after the view.
+  std::vector<uint64_t> bound_bytes;
   // Scalar parameters' bit patterns, in declaration order: f32 and 32-bit integers in the low
   // 4 bytes (zero above), i64 and u64 whole. Little-endian, so a pointer to an entry is also a
   // pointer to a 4-byte parameter's value.
@@ -99,6 +103,10 @@ class Device {
   // throw on a device whose memory has no such address (Vulkan).
   virtual std::unique_ptr<BufferImpl> wrap(void* ptr, size_t bytes);
   virtual void* address(BufferImpl& buf);
+  // The backend's own handle of a stream (CUDA: its CUstream, null for the default stream), for a
+  // library that enqueues its work on Iron's streams (NCCL, iron/collective.hpp). Throws on a
+  // device without one.
+  virtual void* native_stream(StreamImpl* stream);
 
   // Streams and events (Context::create_stream, record_event, ...). create_stream's stream is
   // owned by the device and lives as long as it (and its buffers).
@@ -155,6 +163,9 @@ class Device {
   struct Prepared {
     virtual ~Prepared() = default;
     virtual void set_buffer(size_t slot, BufferImpl* buf, uint64_t offset) = 0;
+    // The byte length the buffer of `slot` is now bound with (LaunchArgs::bound_bytes), called
+    // after set_buffer; devices that do not bound accesses by it ignore it.
+    virtual void set_buffer_bytes(size_t slot, uint64_t bytes) {}
     virtual void set_scalar(size_t slot, uint64_t bits) = 0;
     virtual void launch(StreamImpl* stream) = 0;
   };

@@ -537,6 +537,7 @@ class CudaDevice final : public Device {
     return buf;
   }
   void* address(BufferImpl& buf) override { return reinterpret_cast<void*>(own(buf, "export").ptr); }
+  void* native_stream(StreamImpl* stream) override { return cu_stream(stream); }
 
   StreamImpl* create_stream() override {
     ctx_->make_current();
