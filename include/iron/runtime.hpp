@@ -207,11 +207,17 @@ class PreparedLaunch {
 };
 
 // Prepared launches replayed as one unit, in order, on one stream: what an engine issues per
-// decode step. CUDA captures the steps into a CUDA graph (one cuGraphLaunch per replay); the
-// other backends replay launch by launch. A kernel may appear in many steps with different
-// bindings. Steps are rebound between replays through step(i) (the PreparedLaunch rules); the
-// next replay then rebuilds the recording (CUDA: a new graph, after the last replay finished).
-// Must not be used after its Context is destroyed.
+// decode step. A kernel may appear in many steps with different bindings. CUDA builds a CUDA
+// graph of the steps (one cuGraphLaunch per replay); Vulkan records them once into one command
+// buffer (a descriptor set per step; a barrier only before a step that uses a buffer written
+// since the last barrier, or writes one read since), replayed by one submit; the interpreter
+// replays launch by launch. Steps are rebound between replays through step(i) (the
+// PreparedLaunch rules); the next replay takes the new bindings in place where it can: CUDA
+// rewrites the step's graph node (cuGraphExecKernelNodeSetParams) without waiting for a replay
+// in flight; Vulkan waits for the sequence's previous replay, rewrites the changed bindings of
+// the step's own descriptor set and records the commands again (nothing is allocated). A
+// Vulkan replay also waits for the previous replay of the same sequence.
+// Must not be used after its Context is destroyed, nor outlive it.
 class LaunchSequence {
  public:
   LaunchSequence();
@@ -224,6 +230,9 @@ class LaunchSequence {
   PreparedLaunch& step(size_t index);
   // Enqueues every step on `stream` and returns.
   void replay(const Stream& stream = {});
+  // How the sequence is recorded on its device, and how often it was recorded and updated in
+  // place ("not recorded" before the first replay).
+  std::string recording() const;
 
  private:
   friend class Context;

@@ -1533,10 +1533,11 @@ void PreparedLaunch::launch(const Stream& stream) {
 namespace {
 struct GenericRecorded final : rt::Device::Recorded {
   std::vector<rt::Device::Prepared*> steps;
-  void rebuild() override {}
+  void update(const std::vector<size_t>&) override {}
   void replay(rt::StreamImpl* stream) override {
     for (rt::Device::Prepared* p : steps) p->launch(stream);
   }
+  std::string describe() const override { return "launch by launch, " + std::to_string(steps.size()) + " steps"; }
 };
 }  // namespace
 
@@ -1550,6 +1551,7 @@ struct LaunchSequence::Impl {
   Context* ctx = nullptr;
   std::vector<PreparedLaunch> steps;
   std::vector<uint64_t> versions;  // each step's rebinding count when recorded
+  std::vector<size_t> changed;     // scratch of replay(): the steps rebound since the last one
   std::unique_ptr<rt::Device::Recorded> recorded;
 };
 
@@ -1599,15 +1601,20 @@ void LaunchSequence::replay(const Stream& stream) {
     }
     m.recorded = m.ctx->device_->record(steps);
   } else {
-    bool changed = false;
+    m.changed.clear();
     for (size_t i = 0; i < m.steps.size(); ++i)
       if (m.steps[i].impl_->version != m.versions[i]) {
-        changed = true;
+        m.changed.push_back(i);
         m.versions[i] = m.steps[i].impl_->version;
       }
-    if (changed) m.recorded->rebuild();
+    if (!m.changed.empty()) m.recorded->update(m.changed);
   }
   m.recorded->replay(s);
+}
+
+std::string LaunchSequence::recording() const {
+  if (!impl_ || !impl_->recorded) return "not recorded";
+  return impl_->recorded->describe();
 }
 
 PreparedLaunch Context::prepare_launch(const ir::Kernel& kernel, Instantiation dtype, const Bindings& buffers,

@@ -172,13 +172,17 @@ class Device {
   // The default keeps a copy of the arguments and calls launch().
   virtual std::unique_ptr<Prepared> prepare(CompiledKernel& kernel, const LaunchArgs& args, Dim3 grid, Dim3 threadgroup);
 
-  // Prepared launches replayed as one unit (Context::create_sequence). `rebuild` is called
-  // after a step was rebound, before the next replay. The default replays launch by launch;
-  // CUDA captures the steps into a graph and launches that.
+  // Prepared launches replayed as one unit (Context::create_sequence). `update` is called
+  // before a replay with the indices of the steps rebound since the last one (Context has
+  // checked the new bindings); the recording takes them in place where it can, else records
+  // again. The default replays launch by launch; CUDA launches a graph of the steps, Vulkan
+  // submits one command buffer that holds them all. describe() says which, and how often the
+  // recording was made and updated in place (LaunchSequence::recording).
   struct Recorded {
     virtual ~Recorded() = default;
-    virtual void rebuild() = 0;
+    virtual void update(const std::vector<size_t>& changed) = 0;
     virtual void replay(StreamImpl* stream) = 0;
+    virtual std::string describe() const = 0;
   };
   virtual std::unique_ptr<Recorded> record(const std::vector<Prepared*>& steps);
 

@@ -19,6 +19,19 @@ using CUstream = struct CUstream_st*;
 using CUevent = struct CUevent_st*;
 using CUgraph = struct CUgraph_st*;
 using CUgraphExec = struct CUgraphExec_st*;
+using CUgraphNode = struct CUgraphNode_st*;
+// cuda.h: CUDA_KERNEL_NODE_PARAMS_v2 (what cuGraphAddKernelNode_v2 and
+// cuGraphExecKernelNodeSetParams_v2 take; the unsuffixed symbols take the shorter v1 layout).
+struct CudaKernelNodeParams {
+  struct CUfunc_st* func;
+  unsigned gridDimX, gridDimY, gridDimZ;
+  unsigned blockDimX, blockDimY, blockDimZ;
+  unsigned sharedMemBytes;
+  void** kernelParams;
+  void** extra;
+  void* kern;  // CUkernel: only read when func is null
+  struct CUctx_st* ctx;
+};
 // cuda.h: enum CUstreamCaptureMode. Thread-local: only this thread's unsafe calls are refused
 // while it captures.
 constexpr int CU_STREAM_CAPTURE_MODE_THREAD_LOCAL = 1;
@@ -120,7 +133,15 @@ constexpr nvrtcResult NVRTC_SUCCESS = 0;
   IRON_CUDA_FN(cuGraphInstantiateWithFlags, CUresult, (CUgraphExec*, CUgraph, unsigned long long)) \
   IRON_CUDA_FN(cuGraphLaunch, CUresult, (CUgraphExec, CUstream))             \
   IRON_CUDA_FN(cuGraphExecDestroy, CUresult, (CUgraphExec))                  \
-  IRON_CUDA_FN(cuGraphDestroy, CUresult, (CUgraph))
+  IRON_CUDA_FN(cuGraphDestroy, CUresult, (CUgraph))                         \
+  /* Graphs built node by node and updated in place (CUDA 12.0+): a rebinding rewrites one   \
+     kernel node of the executable graph instead of capturing and instantiating it again. */  \
+  IRON_CUDA_FN(cuGraphCreate, CUresult, (CUgraph*, unsigned))                 \
+  IRON_CUDA_FN(cuGraphAddKernelNode_v2, CUresult,                              \
+               (CUgraphNode*, CUgraph, const CUgraphNode*, size_t, const CudaKernelNodeParams*)) \
+  IRON_CUDA_FN(cuGraphExecKernelNodeSetParams_v2, CUresult,                    \
+               (CUgraphExec, CUgraphNode, const CudaKernelNodeParams*))        \
+  IRON_CUDA_FN(cuGraphUpload, CUresult, (CUgraphExec, CUstream))
 
 #define IRON_NVRTC_FUNCTIONS(IRON_NVRTC_FN)                                                       \
   IRON_NVRTC_FN(nvrtcVersion, nvrtcResult, (int*, int*))                                          \

@@ -790,54 +790,115 @@ class CudaDevice final : public Device {
     }
   };
 
-  // A sequence as a CUDA graph: the steps' launches captured on a private stream, instantiated,
-  // and launched with cuGraphLaunch on the caller's stream. A rebound step rebuilds the graph
-  // (after the last replay has finished). Drivers without graphs replay launch by launch.
+  // A sequence as a CUDA graph, launched with one cuGraphLaunch per replay on the caller's
+  // stream. The graph is built node by node: one kernel node per step, each depending on the
+  // one before (the steps run in order, as launches on one stream do), instantiated and uploaded
+  // once. A rebound step is written into its node of the executable graph in place
+  // (cuGraphExecKernelNodeSetParams): no new graph, no instantiation, and no wait for a replay
+  // in flight, since an update applies to later launches only. Where the driver lacks those
+  // calls (before CUDA 12.0) the steps are captured from a stream and a rebinding captures them
+  // again after the last replay has finished; without graphs at all, a replay is launch by
+  // launch. IRON_CUDA_GRAPH=capture forces the capture path (for comparison).
   struct CudaRecorded final : Recorded {
     CudaDevice* dev = nullptr;
     std::vector<CudaPrepared*> steps;
-    CudaStream capture;
+    CudaStream capture;  // private: capture, and the graph's upload
     CUgraph graph = nullptr;
     CUgraphExec exec = nullptr;
+    std::vector<CUgraphNode> nodes;  // the kernel node of each step (built graphs only)
+    std::vector<BufferImpl*> touched;  // every buffer of every step, once
     StreamImpl* last = nullptr;  // the stream of the last replay
     bool replayed = false;
+    uint64_t updates_in_place = 0, rebuilds = 0;
     ~CudaRecorded() override {
       const CudaDriver& d = dev->drv();
       if (!dev->ctx_->set_current_quietly()) return;
       if (replayed) d.cuStreamSynchronize(cu_stream(last));
+      destroy();
+      if (capture.s) d.cuStreamDestroy_v2(capture.s);
+    }
+    void destroy() {
+      const CudaDriver& d = dev->drv();
       if (exec) d.cuGraphExecDestroy(exec);
       if (graph) d.cuGraphDestroy(graph);
-      if (capture.s) d.cuStreamDestroy_v2(capture.s);
+      exec = nullptr;
+      graph = nullptr;
+      nodes.clear();
     }
     static bool have_graphs(const CudaDriver& d) {
       return d.cuStreamBeginCapture_v2 && d.cuStreamEndCapture && d.cuGraphInstantiateWithFlags && d.cuGraphLaunch &&
              d.cuGraphExecDestroy && d.cuGraphDestroy;
     }
-    void rebuild() override {
+    static bool can_build(const CudaDriver& d) {
+      static const bool forced_capture = [] {
+        const char* v = std::getenv("IRON_CUDA_GRAPH");
+        return v && std::string(v) == "capture";
+      }();
+      return !forced_capture && d.cuGraphCreate && d.cuGraphAddKernelNode_v2 && d.cuGraphExecKernelNodeSetParams_v2;
+    }
+    static CudaKernelNodeParams node_params(const CudaPrepared& p) {
+      CudaKernelNodeParams np{};
+      np.func = p.kk->fn;
+      np.gridDimX = p.grid.x, np.gridDimY = p.grid.y, np.gridDimZ = p.grid.z;
+      np.blockDimX = p.tg.x, np.blockDimY = p.tg.y, np.blockDimZ = p.tg.z;
+      np.sharedMemBytes = p.shared;
+      np.kernelParams = const_cast<void**>(p.params.data());
+      return np;
+    }
+    void note_buffers() {
+      touched.clear();
+      for (CudaPrepared* p : steps)
+        for (BufferImpl* b : p->buffers)
+          if (std::find(touched.begin(), touched.end(), b) == touched.end()) touched.push_back(b);
+    }
+    // A new executable graph for the steps as they are bound now; the context is current.
+    void build() {
       const CudaDriver& d = dev->drv();
-      if (!have_graphs(d)) return;
-      dev->ctx_->make_current();
       if (replayed) dev->wait_stream(last);  // nothing may still run the old graph
-      if (exec) d.cuGraphExecDestroy(exec);
-      if (graph) d.cuGraphDestroy(graph);
-      exec = nullptr;
-      graph = nullptr;
-      if (!capture.s) d.check(d.cuStreamCreate(&capture.s, CU_STREAM_NON_BLOCKING), "cuStreamCreate(capture)");
-      d.check(d.cuStreamBeginCapture_v2(capture.s, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL), "cuStreamBeginCapture");
-      CUresult failed = CUDA_SUCCESS;
-      std::string what;
-      for (CudaPrepared* p : steps) {
-        failed = d.cuLaunchKernel(p->kk->fn, p->grid.x, p->grid.y, p->grid.z, p->tg.x, p->tg.y, p->tg.z, p->shared,
-                                  capture.s, p->params.data(), nullptr);
-        if (failed != CUDA_SUCCESS) {
-          what = "cuLaunchKernel(" + p->kk->entry + ", captured)";
-          break;
+      destroy();
+      ++rebuilds;
+      note_buffers();
+      if (!have_graphs(d)) return;
+      if (!capture.s) d.check(d.cuStreamCreate(&capture.s, CU_STREAM_NON_BLOCKING), "cuStreamCreate(graph)");
+      if (can_build(d)) {
+        d.check(d.cuGraphCreate(&graph, 0), "cuGraphCreate");
+        nodes.resize(steps.size());
+        for (size_t i = 0; i < steps.size(); ++i) {
+          const CudaKernelNodeParams np = node_params(*steps[i]);
+          d.check(d.cuGraphAddKernelNode_v2(&nodes[i], graph, i ? &nodes[i - 1] : nullptr, i ? 1 : 0, &np),
+                  "cuGraphAddKernelNode(step " + std::to_string(i) + ", " + steps[i]->kk->entry + ")");
         }
+      } else {
+        d.check(d.cuStreamBeginCapture_v2(capture.s, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL), "cuStreamBeginCapture");
+        CUresult failed = CUDA_SUCCESS;
+        std::string what;
+        for (CudaPrepared* p : steps) {
+          failed = d.cuLaunchKernel(p->kk->fn, p->grid.x, p->grid.y, p->grid.z, p->tg.x, p->tg.y, p->tg.z, p->shared,
+                                    capture.s, p->params.data(), nullptr);
+          if (failed != CUDA_SUCCESS) {
+            what = "cuLaunchKernel(" + p->kk->entry + ", captured)";
+            break;
+          }
+        }
+        CUresult ended = d.cuStreamEndCapture(capture.s, &graph);
+        if (failed != CUDA_SUCCESS) d.check(failed, what);
+        d.check(ended, "cuStreamEndCapture");
       }
-      CUresult ended = d.cuStreamEndCapture(capture.s, &graph);
-      if (failed != CUDA_SUCCESS) d.check(failed, what);
-      d.check(ended, "cuStreamEndCapture");
-      d.check(d.cuGraphInstantiateWithFlags(&exec, graph, 0), "cuGraphInstantiateWithFlags");
+      d.check(d.cuGraphInstantiateWithFlags(&exec, graph, 0),
+              "cuGraphInstantiateWithFlags(" + std::to_string(steps.size()) + " kernels)");
+      // The executable graph goes to the device now rather than at the first replay.
+      if (d.cuGraphUpload) d.check(d.cuGraphUpload(exec, capture.s), "cuGraphUpload");
+    }
+    void update(const std::vector<size_t>& changed) override {
+      const CudaDriver& d = dev->drv();
+      dev->ctx_->make_current();
+      if (!exec || nodes.empty()) return build();
+      for (size_t i : changed) {
+        const CudaKernelNodeParams np = node_params(*steps[i]);
+        if (d.cuGraphExecKernelNodeSetParams_v2(exec, nodes[i], &np) != CUDA_SUCCESS) return build();
+      }
+      updates_in_place += changed.size();
+      note_buffers();
     }
     void replay(StreamImpl* stream) override {
       const CudaDriver& d = dev->drv();
@@ -854,8 +915,13 @@ class CudaDevice final : public Device {
       d.check(r, "cuGraphLaunch(" + std::to_string(steps.size()) + " kernels)");
       last = stream;
       replayed = true;
-      for (CudaPrepared* p : steps)
-        for (BufferImpl* b : p->buffers) b->last_stream = stream, b->last_ticket = 1;
+      for (BufferImpl* b : touched) b->last_stream = stream, b->last_ticket = 1;
+    }
+    std::string describe() const override {
+      if (!exec) return "launch by launch (the CUDA driver has no graphs)";
+      return std::string(nodes.empty() ? "a captured CUDA graph" : "a CUDA graph of kernel nodes") + " of " +
+             std::to_string(steps.size()) + " steps; " + std::to_string(rebuilds) + " built, " +
+             std::to_string(updates_in_place) + " steps updated in place";
     }
   };
 
@@ -863,7 +929,8 @@ class CudaDevice final : public Device {
     auto r = std::make_unique<CudaRecorded>();
     r->dev = this;
     for (Prepared* p : steps) r->steps.push_back(static_cast<CudaPrepared*>(p));  // prepare() made every one
-    r->rebuild();
+    ctx_->make_current();
+    r->build();
     return r;
   }
 
