@@ -61,12 +61,16 @@ def scalar_value(name, v):
     return float(v)
 
 
+_torch_names = {}  # torch dtype -> Iron dtype name, filled on first use
+
+
 def iron_dtype_of_torch(t):
-    for iron_name, attr in _TORCH.items():
-        d = getattr(torch_module(), attr, None)
-        if d is not None and t.dtype == d:
-            return iron_name
-    return None
+    if not _torch_names:
+        for iron_name, attr in _TORCH.items():
+            d = getattr(torch_module(), attr, None)
+            if d is not None:
+                _torch_names[d] = iron_name
+    return _torch_names.get(t.dtype)
 
 
 def iron_dtype_of_numpy(dtype):

@@ -267,6 +267,14 @@ def test_cli_bench_from_python():
     assert len(rows) == 1 and rows[0]["bench"] == "n4096" and len(rows[0]["samples_us"]) == 3
 
 
+def test_python_dash_m_runs_the_cli():
+    import subprocess
+    import sys
+    p = subprocess.run([sys.executable, "-m", "iron", "test", "--backend", "interp", "-f", "iron_add/n1003", "--dtype", "f32"],
+                       stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    assert p.returncode == 0 and "1 passed, 0 failed" in p.stdout, p.stdout
+
+
 def test_cli_failure_raises_with_its_output():
     with pytest.raises(iron.IronError, match="exited with"):
         iron.test("iron_add/n1003", backend="cuda" if not iron.devices("cuda") else "hip", dtype="f32")
