@@ -20,7 +20,7 @@ from ._cli import Report, bench, cli_path, test
 from ._native import IronError
 
 __all__ = ["IronError", "Context", "Plan", "Report", "call", "plan", "context", "kernels", "kernel", "families",
-           "devices", "test", "bench", "cli_path", "__version__"]
+           "devices", "unavailable", "test", "bench", "cli_path", "__version__"]
 
 __version__ = _n.text(_n.version())
 LIB_PATH = _n.LIB_PATH
