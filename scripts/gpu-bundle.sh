@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Prepares what the GPU machine needs, in ignored folders that `carry` can send:
 #   .gpu/  the iron, iron-runner, iron_host_bench and iron_collective_bench binaries (static libstdc++; glslang and
-#          SPIRV-Tools linked in), bench/peers/torch_peers.py and chart.umd.min.js (iron report)
+#          SPIRV-Tools linked in), libiron_c.so (the Python package's C ABI),
+#          bench/peers/torch_peers.py and chart.umd.min.js (iron report)
 #   .gl/   Debian's Vulkan loader and the GL vendor-neutral EGL library: the NVIDIA Vulkan
 #          driver there loads libEGL.so.1 while initializing and fails without it.
 set -euo pipefail
@@ -9,6 +10,10 @@ build=${1:-build}
 cd "$(dirname "$0")/.."
 mkdir -p .gpu .gl
 cp "$build/bin/iron" "$build/bin/iron-runner" .gpu/
+# The C ABI the Python package loads (python/iron; scripts/python-gpu.sh installs it there),
+# stripped of what dlopen does not need (12-13 MB instead of 15-25), so the bundle stays within
+# what travels to the GPU machine.
+if [ -f "$build/lib/libiron_c.so" ]; then strip --strip-unneeded -o .gpu/libiron_c.so "$build/lib/libiron_c.so"; fi
 # Host benchmarks and Debian's shared Google Benchmark library (found next to it via rpath $ORIGIN).
 if [ -x "$build/bin/iron_host_bench" ]; then
   cp "$build/bin/iron_host_bench" .gpu/

@@ -303,6 +303,15 @@ class Context {
 
   // Streams and events (see Stream). Every call checks that the stream or event is this Context's.
   Stream create_stream();
+  // A stream another library created and owns (CUDA: a CUstream such as PyTorch's
+  // torch.cuda.current_stream().cuda_stream). Work issued on it runs in that stream's order with
+  // the owner's own work; Iron never destroys it, and one handle always gives one Stream. A null
+  // handle is the legacy null stream (the queue of this Context's default stream, and PyTorch's
+  // default stream), wrapped as the other library's too. Wrapped memory (wrap_external,
+  // from_dlpack) last used on a wrapped stream is released without waiting: its owner reuses it
+  // in that stream's order, as PyTorch's caching allocator does. Only CUDA has such streams:
+  // elsewhere null gives the default stream and any other handle throws.
+  Stream wrap_stream(void* native);
   Event record_event(const Stream& stream = {});
   // Work issued on `waiter` after this call starts after `event` is done.
   void wait_event(const Stream& waiter, const Event& event);

@@ -730,6 +730,19 @@ Stream Context::create_stream() {
   return s;
 }
 
+Stream Context::wrap_stream(void* native) {
+  Stream s;
+  s.impl_ = device_->wrap_stream(native);
+  s.owner_ = s.impl_ ? this : nullptr;
+  return s;
+}
+
+rt::StreamImpl* rt::Device::wrap_stream(void* native) {
+  if (native) throw Error("device '" + info().name + "' (" + backend_name(info().backend) +
+                          ") has no streams of other libraries to wrap: only a CUDA Context takes a CUstream");
+  return nullptr;
+}
+
 Event Context::record_event(const Stream& stream) {
   Event e;
   e.impl_ = device_->record_event(own(stream, "record_event"));

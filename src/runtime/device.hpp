@@ -111,6 +111,11 @@ class Device {
   // Streams and events (Context::create_stream, record_event, ...). create_stream's stream is
   // owned by the device and lives as long as it (and its buffers).
   virtual StreamImpl* create_stream() = 0;
+  // A stream someone else created (Context::wrap_stream), owned by the device like create_stream's
+  // but never destroyed by it; the same handle gives the same StreamImpl. The default accepts
+  // only null and returns the default stream (nullptr); CUDA wraps null (the legacy null stream)
+  // like any other handle.
+  virtual StreamImpl* wrap_stream(void* native);
   virtual std::shared_ptr<EventImpl> record_event(StreamImpl* stream) = 0;
   // Later work on `waiter` starts only after `event` is done (the host does not wait where the
   // device can order it; the interpreter's default stream, which runs on the calling thread, waits).

@@ -315,8 +315,10 @@ bool unpack_binary(const std::vector<char>& bin, std::string& log, const char*& 
 thread_local CUcontext t_current = nullptr;
 
 // A stream of the device (cuStreamCreate, non-blocking): owned by the CudaContext, destroyed with it.
+// A foreign stream (Device::wrap_stream) is another library's: kept, never destroyed.
 struct CudaStream final : StreamImpl {
   CUstream s = nullptr;
+  bool foreign = false;
 };
 inline CUstream cu_stream(StreamImpl* s) { return s ? static_cast<CudaStream*>(s)->s : nullptr; }
 
@@ -332,7 +334,8 @@ struct CudaContext {
 
   ~CudaContext() {
     if (ctx && drv->cuCtxSetCurrent(ctx) == CUDA_SUCCESS)
-      for (auto& st : streams) drv->cuStreamDestroy_v2(st->s);  // waits for nothing; work already finished
+      for (auto& st : streams)
+        if (!st->foreign) drv->cuStreamDestroy_v2(st->s);  // waits for nothing; work already finished
     if (ctx) drv->cuDevicePrimaryCtxRelease_v2(device);  // errors at teardown are ignored
     if (t_current == ctx) t_current = nullptr;
   }
@@ -360,9 +363,12 @@ struct CudaBuffer final : BufferImpl {
   ~CudaBuffer() override {
     // No throwing from a destructor; a failing free (e.g. after a sticky kernel error) leaks.
     // Work in flight on the buffer's last stream finishes before its memory goes (back to its
-    // owner, for wrapped memory).
+    // owner, for wrapped memory). Except wrapped memory last used on a foreign stream: memory
+    // and stream are then another library's, whose allocator reuses the memory in that stream's
+    // order (PyTorch's caching allocator does), so waiting here would only stall the host.
     if (ptr && ctx->set_current_quietly()) {
-      if (last_stream) ctx->drv->cuStreamSynchronize(cu_stream(last_stream));
+      const bool owner_orders = external && last_stream && static_cast<CudaStream*>(last_stream)->foreign;
+      if (last_stream && !owner_orders) ctx->drv->cuStreamSynchronize(cu_stream(last_stream));
       if (!external) ctx->drv->cuMemFree_v2(ptr);
     }
   }
@@ -544,6 +550,20 @@ class CudaDevice final : public Device {
     auto st = std::make_unique<CudaStream>();
     drv().check(drv().cuStreamCreate(&st->s, CU_STREAM_NON_BLOCKING), "cuStreamCreate");
     std::lock_guard lock(ctx_->mu);
+    ctx_->streams.push_back(std::move(st));
+    return ctx_->streams.back().get();
+  }
+
+  // Null wraps the legacy null stream (the default stream's queue, PyTorch's default stream) as a
+  // foreign stream too, so the owner's memory used on it is not waited for on release.
+  StreamImpl* wrap_stream(void* native) override {
+    const CUstream want = static_cast<CUstream>(native);
+    std::lock_guard lock(ctx_->mu);
+    for (auto& st : ctx_->streams)
+      if (st->foreign && st->s == want) return st.get();
+    auto st = std::make_unique<CudaStream>();
+    st->s = want;
+    st->foreign = true;
     ctx_->streams.push_back(std::move(st));
     return ctx_->streams.back().get();
   }
