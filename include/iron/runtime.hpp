@@ -25,6 +25,7 @@ struct BufferImpl;
 struct CompiledKernel;
 struct StreamImpl;
 struct EventImpl;
+struct ContextAccess;
 }  // namespace rt
 class Context;
 
@@ -369,6 +370,7 @@ class Context {
   explicit Context(std::unique_ptr<rt::Device> device);
   friend class PreparedLaunch;
   friend class LaunchSequence;
+  friend struct rt::ContextAccess;
   rt::StreamImpl* own(const Stream& s, const char* what) const;
   rt::EventImpl& own(const Event& e, const char* what) const;
   struct Prepared;

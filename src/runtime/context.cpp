@@ -708,6 +708,21 @@ std::unique_ptr<rt::BufferImpl> rt::Device::wrap(void*, size_t) {
 void* rt::Device::address(BufferImpl&) {
   throw Error("device '" + info().name + "' has no address for its buffers");
 }
+void* rt::Device::native_stream(StreamImpl*) {
+  throw Error("device '" + info().name + "' (" + backend_name(info().backend) + ") has no native handles for a vendor library");
+}
+std::vector<double> rt::Device::time_native(const std::function<void(StreamImpl*)>& issue, const TimingOptions& opts) {
+  for (int i = 0; i < opts.warmup; ++i) issue(nullptr);
+  synchronize();
+  std::vector<double> us;
+  for (int i = 0; i < opts.samples; ++i) {
+    const auto t0 = std::chrono::steady_clock::now();
+    issue(nullptr);
+    synchronize();
+    us.push_back(std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count());
+  }
+  return us;
+}
 
 rt::StreamImpl* Context::own(const Stream& s, const char* what) const {
   if (s.owner_ && s.owner_ != this) throw Error(std::string(what) + ": the stream belongs to another Context");
