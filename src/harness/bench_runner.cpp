@@ -267,7 +267,7 @@ int cmd_bench(int argc, char** argv) {
       rec["size"] = setup->sweep_size();
       if (t.instantiation() != dtype)
         throw Error("the bench body built a setup for dtype " + instantiation_name(t.instantiation()));
-      if (!t.oracle_fn()) throw Error("the bench has no oracle: it cannot be timed without a PASS");
+      if (!t.has_oracle()) throw Error("the bench has no oracle: it cannot be timed without a PASS");
       if (t.has_call()) {
         // A family's bench: the logical call, planned by the family's selector on this device.
         if (override_kernel) throw Error("--kernel replaces one kernel; " + std::string(decl.kernel) + "/" + decl.name +
@@ -497,6 +497,16 @@ Resident make_resident(Context& ctx, const BufferTypes& param_dtype, const TestS
     r.outputs.push_back({name, buf, count, true});
     r.expected[name].assign(count, 0.0);
   }
+  if (setup.element_oracle()) {
+    for (const auto& [name, count] : setup.outputs()) {
+      std::vector<size_t> at = oracle_sample_indices(name, count, setup.oracle_sample());
+      std::vector<double>& want = r.expected[name];
+      want.resize(at.size());
+      for (size_t j = 0; j < at.size(); ++j) want[j] = setup.element_oracle()(rounded, name, at[j]);
+      r.sampled[name] = std::move(at);
+    }
+    return r;
+  }
   setup.oracle_fn()(rounded, r.expected);
   return r;
 }
@@ -515,6 +525,28 @@ Correctness check(Context& ctx, const Resident& r, double floor, const std::func
     Tolerance rule = rule_for(buf.dtype());
     if (first) c.rule = rule, first = false;
     const char* unit = rule.ulps ? " ulp" : "";
+    const auto sampled = r.sampled.find(g.name);
+    if (sampled != r.sampled.end()) {
+      // Sampled oracle: the sampled elements against it, every element finite (NaN = unwritten).
+      for (size_t i = 0; i < g.count && c.message.empty(); ++i)
+        if (!std::isfinite(got[i]))
+          c.message = "output '" + g.name + "'[" + std::to_string(i) + "] = " + describe(got[i]) +
+                      " (not finite: unwritten? the sampled oracle checks every element for that)";
+      const std::vector<size_t>& at = sampled->second;
+      for (size_t j = 0; j < at.size(); ++j) {
+        const size_t i = at[j];
+        double err = element_error(rule, buf.dtype(), got[i], want[j], floor);
+        c.max_error = std::max(c.max_error, err);
+        ++c.compared;
+        if (err > rule.value && c.message.empty())
+          c.message = "output '" + g.name + "'[" + std::to_string(i) + "] = " + describe(got[i]) + ", oracle " +
+                      describe(want[j]) + " (error " + describe(err) + unit + " > tolerance " + describe(rule.value) +
+                      unit + "; sampled oracle, " + std::to_string(at.size()) + " of " + std::to_string(g.count) + " elements)";
+      }
+      std::string guard = guard_problem(g, bytes, "output");
+      if (!guard.empty()) c.message = guard + (c.message.empty() ? "" : "; " + c.message);
+      continue;
+    }
     for (size_t i = 0; i < got.size(); ++i) {
       double err = element_error(rule, buf.dtype(), got[i], want[i], floor);
       c.max_error = std::max(c.max_error, err);

@@ -19,6 +19,7 @@
 
 #include "core/ir.hpp"
 #include "core/numeric.hpp"
+#include "harness/runner.hpp"
 
 using namespace iron;
 using blas::GemmArgs;
@@ -161,6 +162,82 @@ TEST_F(BlasArgs, ANonCudaContextIsRefused) {
   g.m = -1;
   EXPECT_EQ(error_of([&] { blas::gemm(*ctx_, g, {}, Policy{}); }),
             "iron::blas::gemm: m, n and k must be positive (m=-1 n=16 k=32)");
+}
+
+// ---------------------------------------------------------------------------------------------
+// The sampled oracle (the benchmark oracle at production shapes): fixed indices, the first and
+// the last always in; sampled elements compared, every element required to be finite.
+
+TEST(HarnessSampledOracle, IndicesAreFixedSortedAndIncludeBothEnds) {
+  const std::vector<size_t> a = oracle_sample_indices("out", 1000003, 64);
+  EXPECT_EQ(a, oracle_sample_indices("out", 1000003, 64));
+  ASSERT_EQ(a.size(), 64u);
+  EXPECT_EQ(a.front(), 0u);
+  EXPECT_EQ(a.back(), 1000002u);
+  for (size_t i = 1; i < a.size(); ++i) EXPECT_LT(a[i - 1], a[i]);
+  EXPECT_NE(a, oracle_sample_indices("c", 1000003, 64));  // seeded by the output's name
+  EXPECT_EQ(oracle_sample_indices("out", 5, 64), (std::vector<size_t>{0, 1, 2, 3, 4}));
+  EXPECT_EQ(oracle_sample_indices("out", 0, 64), std::vector<size_t>{});
+  EXPECT_EQ(error_of([] { TestSetup(DType::F32).sampled_oracle(1, {}); }),
+            "sampled_oracle: sample at least 2 elements (the first and the last), not 1");
+}
+
+namespace {
+// iron_add over n elements with a sampled oracle; counts the element oracle's calls.
+TestSetup sampled_add(size_t n, size_t sample, size_t* calls) {
+  TestSetup s(DType::F32);
+  s.in("a", fixture::uniform(n, -4, 4, 1)).in("b", fixture::uniform(n, -4, 4, 2)).out("out", n);
+  s.constexprs({{"n", uint32_t(n)}}).grid({uint32_t((n + 255) / 256), 1, 1}, {256, 1, 1}).accumulation(1);
+  s.sampled_oracle(sample, [calls](const Tensors& in, const std::string& out, size_t i) {
+    EXPECT_EQ(out, "out");
+    ++*calls;
+    return in.at("a")[i] + in.at("b")[i];
+  });
+  return s;
+}
+// Writes `values` (f32) into output `g` with its guard band intact.
+void put(Context& ctx, const GuardedBuffer& g, const std::vector<float>& values) {
+  std::vector<uint32_t> words(g.count + kGuardElements, kGuardWord[1]);
+  std::memcpy(words.data(), values.data(), values.size() * 4);
+  ctx.upload(g.buffer, words.data(), words.size() * 4);
+}
+}  // namespace
+
+TEST(HarnessSampledOracle, ComparesTheSampleAndRequiresEveryElementFinite) {
+  auto ctx = Context::create(Backend::Interp);
+  const size_t n = 100000;
+  size_t calls = 0;
+  TestSetup s = sampled_add(n, 256, &calls);
+  Resident r = make_resident(*ctx, kernel_ir("iron_add"), s, DType::F32);
+  EXPECT_EQ(calls, 256u);  // the oracle ran for the sample only
+  ctx->dispatch_with_grid(kernel_ir("iron_add"), DType::F32, r.bindings, s.scalars(), s.grid_size(), s.threadgroup());
+  Correctness ok = check_outputs(*ctx, r, s, std::numeric_limits<double>::quiet_NaN());
+  EXPECT_TRUE(ok.pass) << ok.message;
+  EXPECT_EQ(ok.compared, 256u);
+
+  const std::vector<double> a = fixture::uniform(n, -4, 4, 1), b = fixture::uniform(n, -4, 4, 2);
+  std::vector<float> right(n);
+  for (size_t i = 0; i < n; ++i) right[i] = float(a[i]) + float(b[i]);
+  const std::vector<size_t> at = oracle_sample_indices("out", n, 256);
+  const size_t sampled = at[100];
+  size_t unsampled = sampled + 1;
+  while (std::binary_search(at.begin(), at.end(), unsampled)) ++unsampled;
+
+  std::vector<float> wrong = right;
+  wrong[sampled] += 1.0f;  // a sampled element off: caught, with the index
+  put(*ctx, r.outputs[0], wrong);
+  Correctness bad = check_outputs(*ctx, r, s, std::numeric_limits<double>::quiet_NaN());
+  EXPECT_FALSE(bad.pass);
+  EXPECT_NE(bad.message.find("output 'out'[" + std::to_string(sampled) + "]"), std::string::npos) << bad.message;
+  EXPECT_NE(bad.message.find("sampled oracle, 256 of 100000 elements"), std::string::npos) << bad.message;
+
+  std::vector<float> unwritten = right;
+  unwritten[unsampled] = std::nanf("");  // an element never written (outputs start as NaN): caught
+  put(*ctx, r.outputs[0], unwritten);
+  Correctness nan = check_outputs(*ctx, r, s, std::numeric_limits<double>::quiet_NaN());
+  EXPECT_FALSE(nan.pass);
+  EXPECT_NE(nan.message.find("output 'out'[" + std::to_string(unsampled) + "] = nan (not finite"), std::string::npos)
+      << nan.message;
 }
 
 // ---------------------------------------------------------------------------------------------
