@@ -21,6 +21,7 @@
 #include "harness/runner.hpp"
 #include "iron/launch.hpp"
 #include "harness/stats.hpp"
+#include "harness/vendor_bench.hpp"
 #include "iron/bench.hpp"
 #include "iron/registry.hpp"
 
@@ -195,7 +196,10 @@ int cmd_bench(int argc, char** argv) {
     for (const DtypeTolerance& dt : d->dtypes)
       if (dtype_filter_matches(only, dt.dtype)) jobs.push_back({d, dt});
   }
-  if (jobs.empty())
+  // The vendor GEMM rows (cuBLASLt through Iron, bf16 only): not with a kernel override.
+  std::vector<vendor::Job> vjobs;
+  if (!override_kernel && dtype_filter_matches(only, DType::BF16)) vjobs = vendor::jobs(a.filter);
+  if (jobs.empty() && vjobs.empty())
     throw Error("no benchmark matches" + (a.filter.empty() ? std::string() : " -f " + a.filter) +
                 (a.dtype.empty() ? std::string() : " --dtype " + a.dtype));
 
@@ -224,13 +228,25 @@ int cmd_bench(int argc, char** argv) {
 
   int passed = 0, failed = 0, skipped = 0;
   std::vector<SweepCell> cells;
+  // cuBLASLt runs on CUDA only: elsewhere its rows are left out, with a warning when the filter
+  // asked for them.
+  if (backend != Backend::Cuda && !vjobs.empty()) {
+    if (!a.filter.empty())
+      for (const vendor::Job& j : vjobs) {
+        ++skipped;
+        send({{"type", "warning"}, {"message", std::string("skipped ") + vendor::kKernel + "/" + j.name +
+                                                   " [bf16]: cuBLASLt runs on the CUDA backend"}});
+      }
+    vjobs.clear();
+  }
+  const size_t total = jobs.size() + vjobs.size();
   for (size_t index = 0; index < jobs.size(); ++index) {
     const BenchDecl& decl = *jobs[index].decl;
     const Instantiation dtype = jobs[index].dt.dtype;
     const double tol = jobs[index].dt.tol;
     const std::string dn = instantiation_name(dtype);
     send({{"type", "bench_start"}, {"kernel", decl.kernel}, {"bench", decl.name}, {"dtype", dn},
-          {"index", index + 1}, {"total", jobs.size()}});
+          {"index", index + 1}, {"total", total}});
 
     json rec = {{"type", "bench"}, {"kernel", decl.kernel}, {"bench", decl.name}, {"dtype", dn},
                 {"backend", backend_name(backend)}, {"device", info.name}, {"source", "iron"},
@@ -361,6 +377,72 @@ int cmd_bench(int argc, char** argv) {
     } catch (const std::exception& e) {
       rec["status"] = "error";
       rec["message"] = e.what();
+      ++failed;
+      send(rec);
+    }
+  }
+
+  for (size_t v = 0; v < vjobs.size(); ++v) {
+    const vendor::Job& job = vjobs[v];
+    const std::string label = std::string(vendor::kKernel) + "/" + job.name + " [bf16]";
+    send({{"type", "bench_start"}, {"kernel", vendor::kKernel}, {"bench", job.name}, {"dtype", "bf16"},
+          {"index", jobs.size() + v + 1}, {"total", total}});
+    json rec = {{"type", "bench"}, {"kernel", vendor::kKernel}, {"bench", job.name}, {"dtype", "bf16"},
+                {"backend", backend_name(backend)}, {"device", info.name}, {"source", "iron"},
+                {"status", "error"}, {"message", ""}, {"correctness", nullptr}, {"warmup", a.warmup},
+                {"flush_l2", a.flush_l2}, {"samples_us", json::array()}, {"stats", nullptr},
+                {"bytes", double(job.m * job.k + job.n * job.k + job.m * job.n) * 2.0},
+                {"flops", 2.0 * double(job.m) * double(job.n) * double(job.k)}, {"sweep", job.sweep},
+                {"size", double(job.m)}, {"metrics", nullptr}, {"resources", nullptr}};
+    std::unique_ptr<vendor::Run> run;
+    try {  // 1. inputs, one call, the sampled oracle's PASS
+      run = std::make_unique<vendor::Run>(c, job);
+      rec["plan"] = run->report();
+      const Correctness ok = run->check();
+      rec["correctness"] = {{"status", ok.pass ? "pass" : "fail"},
+                            {"max_error", std::isfinite(ok.max_error) ? json(ok.max_error) : json("inf")},
+                            {"tolerance", 1e-2}};
+      if (!ok.pass) {
+        rec["status"] = "fail";
+        rec["message"] = ok.message;
+        ++failed;
+        send(rec);
+        continue;
+      }
+    } catch (const std::exception& e) {
+      rec["status"] = "fail";
+      rec["message"] = e.what();
+      if (rec["correctness"].is_null()) rec["correctness"] = {{"status", "fail"}, {"max_error", nullptr}, {"tolerance", 1e-2}};
+      ++failed;
+      send(rec);
+      continue;
+    }
+    try {  // 2. timing under the device lock; 3. statistics and metrics after it
+      Timing timing;
+      {
+        DeviceLock lock(backend, &warn_lock_wait);
+        timing = run->time(topts);
+      }
+      const Stats s = compute_stats(timing.samples_us);
+      const Metrics m = derive_metrics(s, run->bytes(), run->flops(), DType::BF16, spec, measured, floor_us);
+      if (auto bad = roofline_violation(m, DType::BF16, spec, measured, guard_measured)) {
+        rec["status"] = "error";
+        rec["message"] = *bad + " (median " + describe(s.median_us) + " us)";
+        ++failed;
+        send(rec);
+        continue;
+      }
+      rec["status"] = "ok";
+      rec["message"] = run->report();
+      rec["samples_us"] = timing.samples_us;
+      rec["stats"] = stats_json(s);
+      rec["metrics"] = metrics_json(m, floor_us);
+      ++passed;
+      send(rec);
+      cells.push_back({label, job.sweep, "bf16", double(job.m), s.median_us, run->bytes(), m.bottleneck == Bottleneck::Latency});
+    } catch (const std::exception& e) {
+      rec["status"] = "error";
+      rec["message"] = std::string("timing failed: ") + e.what();
       ++failed;
       send(rec);
     }

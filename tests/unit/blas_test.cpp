@@ -20,6 +20,7 @@
 #include "core/ir.hpp"
 #include "core/numeric.hpp"
 #include "harness/runner.hpp"
+#include "harness/vendor_bench.hpp"
 
 using namespace iron;
 using blas::GemmArgs;
@@ -481,4 +482,28 @@ TEST(BlasLibrary, TheToolkitsLibraryIsFound) {
   const std::string where = blas::library();
   EXPECT_NE(where.find("libcublasLt.so.1"), std::string::npos) << where;
   EXPECT_NE(where.find("(version 1"), std::string::npos) << where;
+}
+
+// The cublaslt_gemm rows of `iron bench`: the shapes, and (on CUDA) a row's sampled oracle passing
+// for cuBLASLt's output.
+TEST(BlasVendorBench, TheIssueShapesAndTheFilter) {
+  EXPECT_EQ(vendor::jobs("").size(), 14u);
+  const std::vector<vendor::Job> decode = vendor::jobs("_n14336_k4096");
+  ASSERT_EQ(decode.size(), 6u);
+  EXPECT_EQ(decode.front().name, "m1_n14336_k4096");
+  EXPECT_EQ(decode.back().name, "m2048_n14336_k4096");
+  EXPECT_EQ(vendor::jobs("cublaslt_gemm/m4096_n4096_k4096").size(), 1u);
+  EXPECT_TRUE(vendor::jobs("iron_gemm").empty());
+}
+
+TEST_F(BlasCuda, AVendorBenchRowPassesItsSampledOracle) {
+  for (const vendor::Job& j : vendor::jobs("_k2048")) {
+    vendor::Run run(*ctx_, j);
+    const Correctness ok = run.check();
+    EXPECT_TRUE(ok.pass) << j.name << ": " << ok.message << " (" << run.report() << ")";
+    EXPECT_EQ(ok.compared, 4096u) << j.name;
+    TimingOptions o;
+    o.warmup = 2, o.samples = 3;
+    EXPECT_EQ(run.time(o).samples_us.size(), 3u);
+  }
 }
