@@ -711,17 +711,8 @@ void* rt::Device::address(BufferImpl&) {
 void* rt::Device::native_stream(StreamImpl*) {
   throw Error("device '" + info().name + "' (" + backend_name(info().backend) + ") has no native handles for a vendor library");
 }
-std::vector<double> rt::Device::time_native(const std::function<void(StreamImpl*)>& issue, const TimingOptions& opts) {
-  for (int i = 0; i < opts.warmup; ++i) issue(nullptr);
-  synchronize();
-  std::vector<double> us;
-  for (int i = 0; i < opts.samples; ++i) {
-    const auto t0 = std::chrono::steady_clock::now();
-    issue(nullptr);
-    synchronize();
-    us.push_back(std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count());
-  }
-  return us;
+std::vector<double> rt::Device::time_native(const std::function<void(StreamImpl*)>&, const TimingOptions&) {
+  throw Error("device '" + info().name + "' (" + backend_name(info().backend) + ") runs no vendor library work to time");
 }
 
 rt::StreamImpl* Context::own(const Stream& s, const char* what) const {

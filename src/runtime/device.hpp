@@ -201,8 +201,8 @@ class Device {
   virtual void* native_stream(StreamImpl* stream);
   // Benchmark timing of work a library enqueues: `issue(stream)` enqueues one call on the
   // device's default stream; warmup calls, then samples each timed like time_launches (CUDA:
-  // events around each call, the L2 flush enqueued before the start event). The default uses
-  // the host clock around issue() and synchronize().
+  // events around each call, the L2 flush enqueued before the start event). The default throws,
+  // like native_stream().
   virtual std::vector<double> time_native(const std::function<void(StreamImpl*)>& issue, const TimingOptions& opts);
   // Per-device state of a vendor library (blas.cpp: the cuBLASLt handle, workspaces and the
   // algorithm cache), created on first use under library_mu and destroyed with the device.
