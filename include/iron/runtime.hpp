@@ -25,6 +25,7 @@ struct BufferImpl;
 struct CompiledKernel;
 struct StreamImpl;
 struct EventImpl;
+struct ContextAccess;
 }  // namespace rt
 class Context;
 
@@ -388,6 +389,7 @@ class Context {
   friend class PreparedLaunch;
   friend class LaunchSequence;
   friend class Collective;  // iron/collective.hpp: the device, its index and its streams
+  friend struct rt::ContextAccess;
   rt::StreamImpl* own(const Stream& s, const char* what) const;
   rt::EventImpl& own(const Event& e, const char* what) const;
   struct Prepared;

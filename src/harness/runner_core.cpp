@@ -107,7 +107,7 @@ std::string setup_problem(const TestDecl& decl, const TestSetup& setup, Instanti
   if (setup.instantiation() != dtype)
     return "the test body built a setup for dtype " + instantiation_name(setup.instantiation()) + " when asked for " +
            instantiation_name(dtype);
-  if (!setup.oracle_fn()) return "the test has no oracle";
+  if (!setup.has_oracle()) return "the test has no oracle";
   const std::string name = std::string(decl.kernel) + "/" + decl.name;
   const bool has_grid = setup.grid_size().x != 0 || setup.threadgroup().x != 0;
   if (family && !setup.has_call())

@@ -709,7 +709,10 @@ void* rt::Device::address(BufferImpl&) {
   throw Error("device '" + info().name + "' has no address for its buffers");
 }
 void* rt::Device::native_stream(StreamImpl*) {
-  throw Error(std::string(backend_name(info().backend)) + " streams have no native handle another library can use");
+  throw Error("device '" + info().name + "' (" + backend_name(info().backend) + ") has no native handles for a vendor library");
+}
+std::vector<double> rt::Device::time_native(const std::function<void(StreamImpl*)>&, const TimingOptions&) {
+  throw Error("device '" + info().name + "' (" + backend_name(info().backend) + ") runs no vendor library work to time");
 }
 
 rt::StreamImpl* Context::own(const Stream& s, const char* what) const {

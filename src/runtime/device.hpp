@@ -3,7 +3,9 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -103,10 +105,6 @@ class Device {
   // throw on a device whose memory has no such address (Vulkan).
   virtual std::unique_ptr<BufferImpl> wrap(void* ptr, size_t bytes);
   virtual void* address(BufferImpl& buf);
-  // The backend's own handle of a stream (CUDA: its CUstream, null for the default stream), for a
-  // library that enqueues its work on Iron's streams (NCCL, iron/collective.hpp). Throws on a
-  // device without one.
-  virtual void* native_stream(StreamImpl* stream);
 
   // Streams and events (Context::create_stream, record_event, ...). create_stream's stream is
   // owned by the device and lives as long as it (and its buffers).
@@ -211,6 +209,29 @@ class Device {
   // What the compiler reported for this kernel (CUDA: ptxas -v registers / spills / shared
   // memory lines); empty where the backend reports nothing.
   virtual std::string compile_report(const CompiledKernel& kernel) const { return {}; }
+
+  // Native access for a vendor library working on this device's buffers (src/runtime/blas.cpp,
+  // NCCL in src/runtime/cuda/nccl.cpp):
+  // makes the device's context current on the calling thread and returns the native handle of
+  // `stream` (CUDA: its CUstream; the default stream is the legacy null stream, nullptr). Buffer
+  // addresses come from address(). The default throws: the device has no such handles.
+  virtual void* native_stream(StreamImpl* stream);
+  // Benchmark timing of work a library enqueues: `issue(stream)` enqueues one call on the
+  // device's default stream; warmup calls, then samples each timed like time_launches (CUDA:
+  // events around each call, the L2 flush enqueued before the start event). The default throws,
+  // like native_stream().
+  virtual std::vector<double> time_native(const std::function<void(StreamImpl*)>& issue, const TimingOptions& opts);
+  // Per-device state of a vendor library (blas.cpp: the cuBLASLt handle, workspaces and the
+  // algorithm cache), created on first use under library_mu and destroyed with the device.
+  std::shared_ptr<void> library_state;
+  std::mutex library_mu;
+};
+
+// The parts of a Context that runtime code outside context.cpp needs (blas.cpp).
+struct ContextAccess {
+  static Device& device(Context& ctx) { return *ctx.device_; }
+  // The stream's implementation, after checking it belongs to `ctx` (throws otherwise).
+  static StreamImpl* stream(const Context& ctx, const Stream& s, const char* what) { return ctx.own(s, what); }
 };
 
 // Vulkan: why `dev` cannot run the u64 atomics of `k` (instantiated as `dtype`), naming the

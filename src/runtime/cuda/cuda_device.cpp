@@ -543,7 +543,11 @@ class CudaDevice final : public Device {
     return buf;
   }
   void* address(BufferImpl& buf) override { return reinterpret_cast<void*>(own(buf, "export").ptr); }
-  void* native_stream(StreamImpl* stream) override { return cu_stream(stream); }
+  // A vendor library (blas.cpp) enqueues on our streams with our context current.
+  void* native_stream(StreamImpl* stream) override {
+    ctx_->make_current();
+    return cu_stream(stream);
+  }
 
   StreamImpl* create_stream() override {
     ctx_->make_current();
@@ -1045,6 +1049,49 @@ class CudaDevice final : public Device {
       if (CUresult r = d.cuEventSynchronize(ev.stop); r != CUDA_SUCCESS) {
         std::string msg = "CUDA error while timing kernels (cuEventSynchronize; last launch: " + last_launch() +
                           "): " + d.describe(r);
+        if (is_sticky(r)) msg += " (this error is sticky: the CUDA context cannot be used again in this process)";
+        throw Error(msg);
+      }
+      float ms = 0.0f;
+      d.check(elapsed_time(&ms, ev.start, ev.stop), elapsed_name);
+      us.push_back(double(ms) * 1000.0);
+    }
+    return us;
+  }
+
+  // Library work timed like time_sequence: one sample = issue(null stream) between two events,
+  // the L2 flush enqueued ahead of the start event, the host waiting on the stop event.
+  std::vector<double> time_native(const std::function<void(StreamImpl*)>& issue, const TimingOptions& opts) override {
+    const CudaDriver& d = drv();
+    auto* elapsed_time = d.cuEventElapsedTime_v2 ? d.cuEventElapsedTime_v2 : d.cuEventElapsedTime;
+    const char* elapsed_name = d.cuEventElapsedTime_v2 ? "cuEventElapsedTime_v2" : "cuEventElapsedTime";
+    if (!elapsed_time)
+      throw Error("CUDA timing needs cuEventElapsedTime_v2 or cuEventElapsedTime, and " + d.path + " has neither");
+    ctx_->make_current();
+    const CudaBuffer* flush = opts.flush_l2 ? &flush_buffer() : nullptr;
+    struct Events {
+      const CudaDriver& d;
+      CUevent start = nullptr, stop = nullptr;
+      ~Events() {
+        if (start) d.cuEventDestroy_v2(start);
+        if (stop) d.cuEventDestroy_v2(stop);
+      }
+    } ev{d};
+    d.check(d.cuEventCreate(&ev.start, CU_EVENT_DEFAULT), "cuEventCreate");
+    d.check(d.cuEventCreate(&ev.stop, CU_EVENT_DEFAULT), "cuEventCreate");
+    for (int i = 0; i < opts.warmup; ++i) issue(nullptr);
+    std::vector<double> us;
+    us.reserve(size_t(opts.samples));
+    for (int i = 0; i < opts.samples; ++i) {
+      ctx_->make_current();
+      if (flush)
+        d.check(d.cuMemsetD32Async(flush->ptr, unsigned(i), flush->bytes / 4, nullptr),
+                "cuMemsetD32Async(L2 flush, " + std::to_string(flush->bytes) + " bytes)");
+      d.check(d.cuEventRecord(ev.start, nullptr), "cuEventRecord(start)");
+      issue(nullptr);
+      d.check(d.cuEventRecord(ev.stop, nullptr), "cuEventRecord(stop)");
+      if (CUresult r = d.cuEventSynchronize(ev.stop); r != CUDA_SUCCESS) {
+        std::string msg = "CUDA error while timing library work (cuEventSynchronize): " + d.describe(r);
         if (is_sticky(r)) msg += " (this error is sticky: the CUDA context cannot be used again in this process)";
         throw Error(msg);
       }
