@@ -19,7 +19,9 @@
 //                                     node updated in place; Vulkan: its set rewritten, recorded)
 //   BM_Launches200/iron/<b>           the same 200 prepared launches one by one, then a wait
 //   BM_Sequence200/raw_graph/cuda     a graph of 200 kernel nodes built with the raw driver API
-//                                     from the same CUBIN, launched and waited for: the floor
+//                                     from the same CUBIN, plain edges, launched and waited for
+//   BM_Sequence200/iron_<plain_edges|captured>/cuda
+//                                     BM_Sequence200 with IRON_CUDA_GRAPH=nodes / capture
 //   BM_DiskCache<Hit|Miss>/<backend>  what a fresh Context's first dispatch costs on top of a
 //                                     steady-state dispatch, with the disk cache warm / empty
 //
@@ -262,11 +264,15 @@ LaunchSequence make_sequence(IronDispatch& f, int steps) {
   return seq;
 }
 
-void BM_SequenceIron(benchmark::State& state, Backend backend, int steps) {
+// `graph`: IRON_CUDA_GRAPH while the sequence is recorded ("" leaves the default: programmatic
+// edges where the arch allows).
+void BM_SequenceIron(benchmark::State& state, Backend backend, int steps, std::string graph) {
   IronDispatch& f = iron_dispatch(backend);
   if (!f.error.empty()) return state.SkipWithError(f.error.c_str());
   try {
+    if (!graph.empty()) setenv("IRON_CUDA_GRAPH", graph.c_str(), 1);
     LaunchSequence seq = make_sequence(f, steps);
+    unsetenv("IRON_CUDA_GRAPH");
     state.SetLabel(f.ctx->info().name + "; " + seq.recording());
     for (auto _ : state) {
       seq.replay();
@@ -1125,6 +1131,11 @@ class SummaryReporter : public benchmark::ConsoleReporter {
                     r->seconds * 1e6 / kSequenceSteps);
       if (const Result* r = find("BM_SequenceRebind200/iron/" + bn))
         std::printf("  one step rebound before each replay: %+.2f us per replay\n", (r->seconds - q->seconds) * 1e6);
+      if (const Result* p = find("BM_Sequence200/iron_plain_edges/" + bn))
+        std::printf("  the graph with plain edges (no early launch): %.3f us per kernel\n", p->seconds * 1e6 / kSequenceSteps);
+      if (const Result* c = find("BM_Sequence200/iron_captured/" + bn))
+        std::printf("  the graph captured from a stream (last session's path): %.3f us per kernel\n",
+                    c->seconds * 1e6 / kSequenceSteps);
       if (const Result* g = find("BM_Sequence200/raw_graph/" + bn))
         std::printf("  raw driver graph of the same %d kernels: %.3f us per kernel (iron/raw %.2fx)\n", kSequenceSteps,
                     g->seconds * 1e6 / kSequenceSteps, q->seconds / g->seconds);
@@ -1211,7 +1222,7 @@ void register_benchmarks() {
     const std::string bn = backend_name(b);
     RegisterBenchmark(("BM_Dispatch/iron/" + bn).c_str(), BM_DispatchIron, b)->Unit(benchmark::kMicrosecond);
     RegisterBenchmark(("BM_Prepared/iron/" + bn).c_str(), BM_PreparedIron, b)->Unit(benchmark::kMicrosecond);
-    RegisterBenchmark(("BM_Sequence200/iron/" + bn).c_str(), BM_SequenceIron, b, kSequenceSteps)
+    RegisterBenchmark(("BM_Sequence200/iron/" + bn).c_str(), BM_SequenceIron, b, kSequenceSteps, std::string())
         ->Unit(benchmark::kMicrosecond);
     RegisterBenchmark(("BM_SequenceReplay200/iron/" + bn).c_str(), BM_SequenceReplayIron, b)
         ->Unit(benchmark::kMicrosecond);
@@ -1221,8 +1232,12 @@ void register_benchmarks() {
     if (b == Backend::Cuda) {
       RegisterBenchmark("BM_Dispatch/raw/cuda", BM_DispatchRawCuda)->Unit(benchmark::kMicrosecond);
       RegisterBenchmark("BM_Sequence200/raw_graph/cuda", BM_SequenceRawGraph)->Unit(benchmark::kMicrosecond);
-      RegisterBenchmark("BM_Sequence1/iron/cuda", BM_SequenceIron, b, 1)->Unit(benchmark::kMicrosecond);
-      RegisterBenchmark("BM_Sequence20/iron/cuda", BM_SequenceIron, b, 20)->Unit(benchmark::kMicrosecond);
+      RegisterBenchmark("BM_Sequence1/iron/cuda", BM_SequenceIron, b, 1, std::string())->Unit(benchmark::kMicrosecond);
+      RegisterBenchmark("BM_Sequence20/iron/cuda", BM_SequenceIron, b, 20, std::string())->Unit(benchmark::kMicrosecond);
+      RegisterBenchmark("BM_Sequence200/iron_plain_edges/cuda", BM_SequenceIron, b, kSequenceSteps, std::string("nodes"))
+          ->Unit(benchmark::kMicrosecond);
+      RegisterBenchmark("BM_Sequence200/iron_captured/cuda", BM_SequenceIron, b, kSequenceSteps, std::string("capture"))
+          ->Unit(benchmark::kMicrosecond);
     } else {
       RegisterBenchmark("BM_Dispatch/raw/vulkan", BM_DispatchRawVulkan, false)->Unit(benchmark::kMicrosecond);
       RegisterBenchmark("BM_Dispatch/raw_resubmit/vulkan", BM_DispatchRawVulkan, true)

@@ -147,6 +147,11 @@ class CudaDialect : public Dialect {
         out += reg_type(c) + " " + param_name(p);
     }
     out += ") {\n";
+    // A launch with a programmatic dependency waits here for the grid it depends on
+    // (cuda_waits_for_grid_dependency: compiled in for sm_90 and later, so the source stays the
+    // same for every arch); HIP has no such launch.
+    if (s.profile.target == Target::Cuda)
+      out += "#if __CUDA_ARCH__ >= 900\n  asm volatile(\"griddepcontrol.wait;\" ::: \"memory\");\n#endif\n";
     declare_threadgroup(s, out);
   }
 

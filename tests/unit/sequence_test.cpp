@@ -290,6 +290,60 @@ TEST_P(Sequences, OneKernelInManyStepsKeepsEachStepsBindings) {
   for (size_t i = 0; i < steps; ++i) EXPECT_EQ(download(outs[i])[5], 5.0f + float(i)) << "step " << i;
 }
 
+// CUDA builds its graph three ways (IRON_CUDA_GRAPH, read when a sequence is recorded):
+// programmatic edges where the driver and arch allow (the default), plain edges, or a stream
+// capture. Each gives launch by launch's results, before and after a rebinding, and says which
+// it is.
+TEST_P(Sequences, EveryCudaGraphPathGivesTheSameResults) {
+  if (GetParam() != Backend::Cuda) GTEST_SKIP() << "CUDA graphs";
+  struct Mode {
+    const char* env;
+    const char* says;
+  };
+  const bool sm90 = ctx().info().arch.rfind("sm_9", 0) == 0 || ctx().info().arch.rfind("sm_1", 0) == 0;
+  const Mode modes[] = {{"pdl", sm90 ? "; programmatic edges" : "; plain edges"},
+                        {"nodes", "a CUDA graph of kernel nodes of 7 steps; 1 built, 3 steps updated in place; plain edges"},
+                        {"capture", "a captured CUDA graph of 7 steps; 2 built, 0 steps updated in place"}};
+  for (const Mode& m : modes) {
+    setenv("IRON_CUDA_GRAPH", m.env, 1);
+    std::vector<Step> prog = program();
+    std::vector<DeviceBuffer> seq_set = buffer_set(6), ref_set = buffer_set(6);
+    LaunchSequence seq = ctx().create_sequence();
+    for (const Step& st : prog) seq.add(prepare(st, seq_set));
+    Stream s = ctx().create_stream();
+    for (int r = 0; r < 3; ++r) {
+      seq.replay(s);
+      for (const Step& st : prog) dispatch(st, ref_set, s);
+    }
+    prog[2].s = 0.25f;
+    seq.step(2).set_scalar(seq.step(2).param("s"), 0.25f);
+    prog[3].buffers[1].second = 5;
+    seq.step(3).set_buffer(seq.step(3).param("out"), seq_set[5]);
+    prog[6].buffers[2].second = 3;
+    seq.step(6).set_buffer(seq.step(6).param("out"), seq_set[3]);
+    for (int r = 0; r < 3; ++r) {
+      seq.replay(s);
+      for (const Step& st : prog) dispatch(st, ref_set, s);
+    }
+    expect_same(seq_set, ref_set, std::string("IRON_CUDA_GRAPH=") + m.env);
+    EXPECT_NE(seq.recording().find(m.says), std::string::npos) << m.env << ": " << seq.recording();
+  }
+  unsetenv("IRON_CUDA_GRAPH");
+  setenv("IRON_CUDA_GRAPH", "cuda-graph", 1);
+  LaunchSequence bad = ctx().create_sequence();
+  std::vector<DeviceBuffer> set = buffer_set(2);
+  bad.add(prepare({false, {{"a", 0}, {"out", 1}}, 1, 1}, set));
+  try {
+    bad.replay();
+    ADD_FAILURE() << "a bad IRON_CUDA_GRAPH was accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("IRON_CUDA_GRAPH=cuda-graph: expected pdl (the default), nodes or capture"),
+              std::string::npos)
+        << e.what();
+  }
+  unsetenv("IRON_CUDA_GRAPH");
+}
+
 INSTANTIATE_TEST_SUITE_P(Backends, Sequences, ::testing::Values(Backend::Interp, Backend::Vulkan, Backend::Cuda),
                          [](const ::testing::TestParamInfo<Backend>& i) { return std::string(backend_name(i.param)); });
 

@@ -20,6 +20,18 @@ using CUevent = struct CUevent_st*;
 using CUgraph = struct CUgraph_st*;
 using CUgraphExec = struct CUgraphExec_st*;
 using CUgraphNode = struct CUgraphNode_st*;
+// cuda.h: CUgraphEdgeData (CUDA 12.3+), with the values a programmatic edge between kernel nodes
+// uses: the downstream kernel may launch once every block of the upstream one has begun
+// (CU_GRAPH_KERNEL_NODE_PORT_LAUNCH_ORDER) and waits for it with griddepcontrol.wait
+// (CU_GRAPH_DEPENDENCY_TYPE_PROGRAMMATIC).
+struct CUgraphEdgeData {
+  unsigned char from_port;
+  unsigned char to_port;
+  unsigned char type;
+  unsigned char reserved[5];
+};
+constexpr unsigned char CU_GRAPH_KERNEL_NODE_PORT_LAUNCH_ORDER = 2;
+constexpr unsigned char CU_GRAPH_DEPENDENCY_TYPE_PROGRAMMATIC = 1;
 // cuda.h: CUDA_KERNEL_NODE_PARAMS_v2 (what cuGraphAddKernelNode_v2 and
 // cuGraphExecKernelNodeSetParams_v2 take; the unsuffixed symbols take the shorter v1 layout).
 struct CudaKernelNodeParams {
@@ -141,7 +153,10 @@ constexpr nvrtcResult NVRTC_SUCCESS = 0;
                (CUgraphNode*, CUgraph, const CUgraphNode*, size_t, const CudaKernelNodeParams*)) \
   IRON_CUDA_FN(cuGraphExecKernelNodeSetParams_v2, CUresult,                    \
                (CUgraphExec, CUgraphNode, const CudaKernelNodeParams*))        \
-  IRON_CUDA_FN(cuGraphUpload, CUresult, (CUgraphExec, CUstream))
+  IRON_CUDA_FN(cuGraphUpload, CUresult, (CUgraphExec, CUstream))            \
+  /* Programmatic edges (CUDA 12.3+): a kernel launches before the one it depends on is done. */ \
+  IRON_CUDA_FN(cuGraphAddDependencies_v2, CUresult,                            \
+               (CUgraph, const CUgraphNode*, const CUgraphNode*, const CUgraphEdgeData*, size_t))
 
 #define IRON_NVRTC_FUNCTIONS(IRON_NVRTC_FN)                                                       \
   IRON_NVRTC_FN(nvrtcVersion, nvrtcResult, (int*, int*))                                          \

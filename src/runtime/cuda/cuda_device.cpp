@@ -817,12 +817,18 @@ class CudaDevice final : public Device {
   // A sequence as a CUDA graph, launched with one cuGraphLaunch per replay on the caller's
   // stream. The graph is built node by node: one kernel node per step, each depending on the
   // one before (the steps run in order, as launches on one stream do), instantiated and uploaded
-  // once. A rebound step is written into its node of the executable graph in place
-  // (cuGraphExecKernelNodeSetParams): no new graph, no instantiation, and no wait for a replay
-  // in flight, since an update applies to later launches only. Where the driver lacks those
-  // calls (before CUDA 12.0) the steps are captured from a stream and a rebinding captures them
-  // again after the last replay has finished; without graphs at all, a replay is launch by
-  // launch. IRON_CUDA_GRAPH=capture forces the capture path (for comparison).
+  // once. On sm_90 and later the edges are programmatic: a kernel may launch as soon as every
+  // block of the one before has begun, and waits in its first instruction (griddepcontrol.wait,
+  // codegen::cuda_waits_for_grid_dependency) until that kernel has completed and its writes are
+  // visible, so the launch latency of each kernel hides behind the one before while the memory
+  // order stays that of a stream. A rebound step is written into its node of the executable
+  // graph in place (cuGraphExecKernelNodeSetParams): no new graph, no instantiation, and no wait
+  // for a replay in flight, since an update applies to later launches only. Where the driver
+  // lacks programmatic edges the edges are plain; where it lacks node-by-node graphs (before
+  // CUDA 12.0) the steps are captured from a stream and a rebinding captures them again after
+  // the last replay has finished; without graphs at all, a replay is launch by launch.
+  // IRON_CUDA_GRAPH=nodes (plain edges) or capture picks a path, for comparison; read when a
+  // sequence is recorded.
   struct CudaRecorded final : Recorded {
     CudaDevice* dev = nullptr;
     std::vector<CudaPrepared*> steps;
@@ -853,12 +859,48 @@ class CudaDevice final : public Device {
       return d.cuStreamBeginCapture_v2 && d.cuStreamEndCapture && d.cuGraphInstantiateWithFlags && d.cuGraphLaunch &&
              d.cuGraphExecDestroy && d.cuGraphDestroy;
     }
-    static bool can_build(const CudaDriver& d) {
-      static const bool forced_capture = [] {
-        const char* v = std::getenv("IRON_CUDA_GRAPH");
-        return v && std::string(v) == "capture";
-      }();
-      return !forced_capture && d.cuGraphCreate && d.cuGraphAddKernelNode_v2 && d.cuGraphExecKernelNodeSetParams_v2;
+    // IRON_CUDA_GRAPH: "" or "pdl" (the default: the best the driver and arch allow), "nodes",
+    // "capture".
+    std::string mode;
+    bool programmatic = false;  // the graph's edges are programmatic
+    static std::string graph_mode() {
+      const char* v = std::getenv("IRON_CUDA_GRAPH");
+      const std::string m = v ? v : "";
+      if (m.empty() || m == "pdl" || m == "nodes" || m == "capture") return m.empty() ? "pdl" : m;
+      throw Error("IRON_CUDA_GRAPH=" + m + ": expected pdl (the default), nodes or capture");
+    }
+    bool can_build(const CudaDriver& d) const {
+      return mode != "capture" && d.cuGraphCreate && d.cuGraphAddKernelNode_v2 && d.cuGraphExecKernelNodeSetParams_v2;
+    }
+    bool can_link_programmatically(const CudaDriver& d) const {
+      return mode == "pdl" && d.cuGraphAddDependencies_v2 && codegen::cuda_waits_for_grid_dependency(dev->info_.arch);
+    }
+    // The graph of kernel nodes, with programmatic edges or plain ones; false (nothing kept) when
+    // the driver refuses programmatic edges.
+    bool build_nodes(bool link_programmatically) {
+      const CudaDriver& d = dev->drv();
+      d.check(d.cuGraphCreate(&graph, 0), "cuGraphCreate");
+      nodes.resize(steps.size());
+      for (size_t i = 0; i < steps.size(); ++i) {
+        const CudaKernelNodeParams np = node_params(*steps[i]);
+        const bool chain = i > 0 && !link_programmatically;
+        d.check(d.cuGraphAddKernelNode_v2(&nodes[i], graph, chain ? &nodes[i - 1] : nullptr, chain ? 1 : 0, &np),
+                "cuGraphAddKernelNode(step " + std::to_string(i) + ", " + steps[i]->kk->entry + ")");
+        if (i == 0 || !link_programmatically) continue;
+        CUgraphEdgeData edge{};
+        edge.from_port = CU_GRAPH_KERNEL_NODE_PORT_LAUNCH_ORDER;
+        edge.type = CU_GRAPH_DEPENDENCY_TYPE_PROGRAMMATIC;
+        if (d.cuGraphAddDependencies_v2(graph, &nodes[i - 1], &nodes[i], &edge, 1) != CUDA_SUCCESS) {
+          destroy();
+          return false;
+        }
+      }
+      if (d.cuGraphInstantiateWithFlags(&exec, graph, 0) != CUDA_SUCCESS && link_programmatically) {
+        destroy();
+        return false;
+      }
+      programmatic = link_programmatically;
+      return true;
     }
     static CudaKernelNodeParams node_params(const CudaPrepared& p) {
       CudaKernelNodeParams np{};
@@ -884,14 +926,9 @@ class CudaDevice final : public Device {
       note_buffers();
       if (!have_graphs(d)) return;
       if (!capture.s) d.check(d.cuStreamCreate(&capture.s, CU_STREAM_NON_BLOCKING), "cuStreamCreate(graph)");
+      programmatic = false;
       if (can_build(d)) {
-        d.check(d.cuGraphCreate(&graph, 0), "cuGraphCreate");
-        nodes.resize(steps.size());
-        for (size_t i = 0; i < steps.size(); ++i) {
-          const CudaKernelNodeParams np = node_params(*steps[i]);
-          d.check(d.cuGraphAddKernelNode_v2(&nodes[i], graph, i ? &nodes[i - 1] : nullptr, i ? 1 : 0, &np),
-                  "cuGraphAddKernelNode(step " + std::to_string(i) + ", " + steps[i]->kk->entry + ")");
-        }
+        if (!(can_link_programmatically(d) && build_nodes(true))) build_nodes(false);
       } else {
         d.check(d.cuStreamBeginCapture_v2(capture.s, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL), "cuStreamBeginCapture");
         CUresult failed = CUDA_SUCCESS;
@@ -908,10 +945,15 @@ class CudaDevice final : public Device {
         if (failed != CUDA_SUCCESS) d.check(failed, what);
         d.check(ended, "cuStreamEndCapture");
       }
-      d.check(d.cuGraphInstantiateWithFlags(&exec, graph, 0),
-              "cuGraphInstantiateWithFlags(" + std::to_string(steps.size()) + " kernels)");
+      if (!exec)
+        d.check(d.cuGraphInstantiateWithFlags(&exec, graph, 0),
+                "cuGraphInstantiateWithFlags(" + std::to_string(steps.size()) + " kernels)");
       // The executable graph goes to the device now rather than at the first replay.
-      if (d.cuGraphUpload) d.check(d.cuGraphUpload(exec, capture.s), "cuGraphUpload");
+      // (Waited for here, off the replay path, so no replay on another stream can overtake it.)
+      if (d.cuGraphUpload) {
+        d.check(d.cuGraphUpload(exec, capture.s), "cuGraphUpload");
+        d.check(d.cuStreamSynchronize(capture.s), "cuStreamSynchronize(graph upload)");
+      }
     }
     void update(const std::vector<size_t>& changed) override {
       const CudaDriver& d = dev->drv();
@@ -945,13 +987,16 @@ class CudaDevice final : public Device {
       if (!exec) return "launch by launch (the CUDA driver has no graphs)";
       return std::string(nodes.empty() ? "a captured CUDA graph" : "a CUDA graph of kernel nodes") + " of " +
              std::to_string(steps.size()) + " steps; " + std::to_string(rebuilds) + " built, " +
-             std::to_string(updates_in_place) + " steps updated in place";
+             std::to_string(updates_in_place) + " steps updated in place; " +
+             (programmatic ? "programmatic edges (each kernel launches early and waits for the one before)"
+                           : "plain edges");
     }
   };
 
   std::unique_ptr<Recorded> record(const std::vector<Prepared*>& steps) override {
     auto r = std::make_unique<CudaRecorded>();
     r->dev = this;
+    r->mode = CudaRecorded::graph_mode();
     for (Prepared* p : steps) r->steps.push_back(static_cast<CudaPrepared*>(p));  // prepare() made every one
     ctx_->make_current();
     r->build();
