@@ -254,7 +254,11 @@ class Context {
  public:
   // Opens device `index` of the backend; throws iron::Error ("no CUDA driver", "no Vulkan
   // device", ...) when it cannot.
-  static std::unique_ptr<Context> create(Backend backend, int index = 0);
+  static std::unique_ptr<Context> create(Backend backend, int index);
+  // Device 0, except for CUDA where IRON_CUDA_DEVICE (a device index) names another: every tool
+  // (iron test, bench, run, fuzz, conformance) and test that opens "the" CUDA device can so be
+  // pointed at any GPU of a machine. A value that is not an index is an error naming it.
+  static std::unique_ptr<Context> create(Backend backend);
   ~Context();
 
   const DeviceInfo& info() const;

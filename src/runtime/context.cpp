@@ -488,6 +488,19 @@ Context::~Context() {
   device_.reset();
 }
 
+std::unique_ptr<Context> Context::create(Backend backend) {
+  int index = 0;
+  if (const char* env = std::getenv("IRON_CUDA_DEVICE"); backend == Backend::Cuda && env && *env) {
+    char* end = nullptr;
+    errno = 0;
+    const long v = std::strtol(env, &end, 10);
+    if (errno != 0 || *end != '\0' || v < 0 || v > 1023)
+      throw Error("IRON_CUDA_DEVICE='" + std::string(env) + "' is not a CUDA device index (0, 1, ...)");
+    index = int(v);
+  }
+  return create(backend, index);
+}
+
 std::unique_ptr<Context> Context::create(Backend backend, int index) {
   std::unique_ptr<rt::Device> dev;
   switch (backend) {

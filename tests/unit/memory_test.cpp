@@ -4,6 +4,7 @@
 // CUDA on a machine with a driver (skipped without one, never passed).
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <string>
@@ -13,6 +14,7 @@
 
 #include "core/ir.hpp"
 #include "iron/collective.hpp"
+#include "iron/dlpack.hpp"
 
 using namespace iron;
 
@@ -216,6 +218,40 @@ TEST_P(MemoryArgs, DynamicThreadgroupMemoryUpToTheOptInLimit) {
 
 INSTANTIATE_TEST_SUITE_P(Backends, MemoryArgs, ::testing::Values(Backend::Interp, Backend::Vulkan, Backend::Cuda),
                          [](const ::testing::TestParamInfo<Backend>& i) { return std::string(backend_name(i.param)); });
+
+// IRON_CUDA_DEVICE points the Context every tool opens at another GPU; a value that is not an
+// index is refused naming it (before any driver is asked), an index the driver lacks names the
+// count. Other backends ignore it.
+TEST(MemoryDevices, IronCudaDeviceSelectsTheGpu) {
+  struct Restore {
+    std::string old;
+    bool had = false;
+    Restore() {
+      if (const char* v = std::getenv("IRON_CUDA_DEVICE")) old = v, had = true;
+    }
+    ~Restore() {
+      if (had) setenv("IRON_CUDA_DEVICE", old.c_str(), 1);
+      else unsetenv("IRON_CUDA_DEVICE");
+    }
+  } restore;
+  setenv("IRON_CUDA_DEVICE", "one", 1);
+  const std::string e = message([] { Context::create(Backend::Cuda); });
+  EXPECT_NE(e.find("IRON_CUDA_DEVICE='one' is not a CUDA device index"), std::string::npos) << e;
+  setenv("IRON_CUDA_DEVICE", "1000", 1);
+  const std::string e2 = message([] { Context::create(Backend::Cuda); });
+  EXPECT_TRUE(e2.find("CUDA device index 1000 out of range") != std::string::npos ||
+              e2.find("no CUDA") != std::string::npos)
+      << e2;
+  EXPECT_NO_THROW(Context::create(Backend::Interp));  // not CUDA: device 0 regardless
+  std::string why;
+  const size_t gpus = list_devices(Backend::Cuda, &why).size();
+  if (gpus < 2) return;
+  setenv("IRON_CUDA_DEVICE", "1", 1);
+  std::unique_ptr<Context> second = Context::create(Backend::Cuda);
+  DLManagedTensor* t = second->to_dlpack(second->alloc(DType::F32, 4));
+  EXPECT_EQ(t->dl_tensor.device.device_id, 1);  // the Context knows its device
+  t->deleter(t);
+}
 
 // ---------------------------------------------------------------------------------------------
 // Two GPUs through NCCL (include/iron/collective.hpp).
