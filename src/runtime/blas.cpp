@@ -514,6 +514,12 @@ std::string check_args(const GemmArgs& g) {
   if (g.a.buffer.dtype() != g.b.buffer.dtype())
     return std::string("GemmArgs.a is ") + dtype_name(g.a.buffer.dtype()) + " but GemmArgs.b is " +
            dtype_name(g.b.buffer.dtype()) + " (A and B must have one dtype)";
+  // cuBLASLt's f32-compute GEMMs take a 16-bit C only of the inputs' own type (measured on the
+  // H200: bf16 x bf16 -> f16 has no algorithm, CUBLAS_STATUS_NOT_SUPPORTED).
+  const DType in = g.a.buffer.dtype(), out = g.c.buffer.dtype();
+  if (out != DType::F32 && out != in)
+    return std::string("GemmArgs.c is ") + dtype_name(out) + " but A and B are " + dtype_name(in) + " (C must be f32 or " +
+           dtype_name(in) + ": cuBLASLt has no " + dtype_name(in) + " x " + dtype_name(in) + " -> " + dtype_name(out) + " GEMM)";
   return "";
 }
 
