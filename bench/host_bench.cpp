@@ -9,7 +9,19 @@
 //                                     host cost per launch of iron_add at n = 8
 //   BM_Prepared/iron/<vulkan|cuda>    the same launch through a PreparedLaunch (validated once)
 //   BM_Sequence200/iron/<vulkan|cuda> a LaunchSequence of 200 such launches replayed and waited
-//                                     for (CUDA: one graph launch); the summary divides by 200
+//                                     for (CUDA: one graph launch; Vulkan: one submit of a
+//                                     pre-recorded command buffer); the summary divides by 200
+//   BM_Sequence<N>/iron/cuda          the same for N = 1, 20 (with 200: the fixed cost of a
+//                                     replay and wait, and the cost per kernel, by a line fit)
+//   BM_SequenceReplay200/iron/<b>     the replay call alone (host issue cost; a wait every 16;
+//                                     Vulkan waits for the previous replay in it)
+//   BM_SequenceRebind200/iron/<b>     one step's output rebound, then replay and wait (CUDA: the
+//                                     node updated in place; Vulkan: its set rewritten, recorded)
+//   BM_Launches200/iron/<b>           the same 200 prepared launches one by one, then a wait
+//   BM_Sequence200/raw_graph/cuda     a graph of 200 kernel nodes built with the raw driver API
+//                                     from the same CUBIN, plain edges, launched and waited for
+//   BM_Sequence200/iron_<plain_edges|captured>/cuda
+//                                     BM_Sequence200 with IRON_CUDA_GRAPH=nodes / capture
 //   BM_DiskCache<Hit|Miss>/<backend>  what a fresh Context's first dispatch costs on top of a
 //                                     steady-state dispatch, with the disk cache warm / empty
 //
@@ -237,22 +249,93 @@ void BM_PreparedIron(benchmark::State& state, Backend backend) {
   }
 }
 
-// A LaunchSequence of kSequenceSteps prepared launches of the same dispatch, per iteration one
-// replay on the default stream and a Context::synchronize: host issue and device time of a
-// decode-step-sized batch of small kernels (CUDA: one cuGraphLaunch of a captured graph).
+// A LaunchSequence of `steps` prepared launches of the same dispatch, per iteration one replay
+// on the default stream and a Context::synchronize: host issue and device time of a
+// decode-step-sized batch of small kernels (CUDA: one cuGraphLaunch of a graph of kernel nodes;
+// Vulkan: one submit of a pre-recorded command buffer). Every step writes `out`, so each depends
+// on the one before (Vulkan puts a barrier between every two; the graph is a chain anyway).
 constexpr int kSequenceSteps = 200;
-void BM_SequenceIron(benchmark::State& state, Backend backend) {
+LaunchSequence make_sequence(IronDispatch& f, int steps) {
+  LaunchSequence seq = f.ctx->create_sequence();
+  for (int i = 0; i < steps; ++i)
+    seq.add(f.ctx->prepare_launch(*f.kernel, DType::F32, f.bindings, f.constexprs, kGrid, kThreadgroup));
+  seq.replay();  // records (CUDA: builds and instantiates the graph) outside the timing
+  f.ctx->synchronize();
+  return seq;
+}
+
+// `graph`: IRON_CUDA_GRAPH while the sequence is recorded ("" leaves the default: programmatic
+// edges where the arch allows).
+void BM_SequenceIron(benchmark::State& state, Backend backend, int steps, std::string graph) {
+  IronDispatch& f = iron_dispatch(backend);
+  if (!f.error.empty()) return state.SkipWithError(f.error.c_str());
+  try {
+    if (!graph.empty()) setenv("IRON_CUDA_GRAPH", graph.c_str(), 1);
+    LaunchSequence seq = make_sequence(f, steps);
+    unsetenv("IRON_CUDA_GRAPH");
+    state.SetLabel(f.ctx->info().name + "; " + seq.recording());
+    for (auto _ : state) {
+      seq.replay();
+      f.ctx->synchronize();
+    }
+    state.counters["kernels"] = steps;
+  } catch (const std::exception& e) {
+    state.SkipWithError(e.what());
+  }
+}
+
+// The replay call alone: what the host spends issuing a replay, with a wait every 16 replays
+// (amortized, as in the dispatch loops). CUDA queues graph launches back to back; a Vulkan replay
+// first waits for the sequence's previous replay, so there it is replay and wait again.
+void BM_SequenceReplayIron(benchmark::State& state, Backend backend) {
+  IronDispatch& f = iron_dispatch(backend);
+  if (!f.error.empty()) return state.SkipWithError(f.error.c_str());
+  try {
+    LaunchSequence seq = make_sequence(f, kSequenceSteps);
+    state.SetLabel(f.ctx->info().name);
+    uint64_t replays = 0;
+    for (auto _ : state) {
+      seq.replay();
+      if (++replays % 16 == 0) f.ctx->synchronize();
+    }
+    f.ctx->synchronize();
+  } catch (const std::exception& e) {
+    state.SkipWithError(e.what());
+  }
+}
+
+// Per iteration: step 100's output rebound (alternating between two buffers), then replay and
+// wait. Against BM_Sequence200 this is the cost of a rebinding reaching the recording.
+void BM_SequenceRebindIron(benchmark::State& state, Backend backend) {
+  IronDispatch& f = iron_dispatch(backend);
+  if (!f.error.empty()) return state.SkipWithError(f.error.c_str());
+  try {
+    LaunchSequence seq = make_sequence(f, kSequenceSteps);
+    DeviceBuffer other = f.ctx->alloc(DType::F32, kN);
+    PreparedLaunch& step = seq.step(kSequenceSteps / 2);
+    const uint32_t out = step.param("out");
+    bool flip = false;
+    for (auto _ : state) {
+      step.set_buffer(out, (flip = !flip) ? other : f.out);
+      seq.replay();
+      f.ctx->synchronize();
+    }
+    state.SetLabel(f.ctx->info().name + "; " + seq.recording());
+  } catch (const std::exception& e) {
+    state.SkipWithError(e.what());
+  }
+}
+
+// The same 200 launches issued one by one (prepared, so no validation), then a wait: what the
+// sequence saves.
+void BM_LaunchesIron(benchmark::State& state, Backend backend) {
   IronDispatch& f = iron_dispatch(backend);
   if (!f.error.empty()) return state.SkipWithError(f.error.c_str());
   state.SetLabel(f.ctx->info().name);
   try {
-    LaunchSequence seq = f.ctx->create_sequence();
-    for (int i = 0; i < kSequenceSteps; ++i)
-      seq.add(f.ctx->prepare_launch(*f.kernel, DType::F32, f.bindings, f.constexprs, kGrid, kThreadgroup));
-    seq.replay();  // records (CUDA: captures and instantiates the graph) outside the timing
-    f.ctx->synchronize();
+    PreparedLaunch p = f.ctx->prepare_launch(*f.kernel, DType::F32, f.bindings, f.constexprs, kGrid, kThreadgroup);
     for (auto _ : state) {
-      seq.replay();
+      for (int i = 0; i < kSequenceSteps; ++i) p.launch();
       f.ctx->synchronize();
     }
   } catch (const std::exception& e) {
@@ -297,6 +380,14 @@ struct Driver {
   CUresult (*cuModuleGetFunction)(CUfunction*, CUmodule, const char*) = nullptr;
   CUresult (*cuLaunchKernel)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
                              CUstream, void**, void**) = nullptr;
+  // Graphs (BM_Sequence200/raw_graph); optional: that row is skipped without them.
+  CUresult (*cuGraphCreate)(CUgraph*, unsigned) = nullptr;
+  CUresult (*cuGraphAddKernelNode_v2)(CUgraphNode*, CUgraph, const CUgraphNode*, size_t,
+                                      const CudaKernelNodeParams*) = nullptr;
+  CUresult (*cuGraphInstantiateWithFlags)(CUgraphExec*, CUgraph, unsigned long long) = nullptr;
+  CUresult (*cuGraphLaunch)(CUgraphExec, CUstream) = nullptr;
+  CUresult (*cuGraphExecDestroy)(CUgraphExec) = nullptr;
+  CUresult (*cuGraphDestroy)(CUgraph) = nullptr;
 };
 
 void check(CUresult r, const char* what) {
@@ -328,6 +419,15 @@ struct Loop {
     RAW_LOAD(cuMemAlloc_v2); RAW_LOAD(cuMemFree_v2); RAW_LOAD(cuMemcpyHtoD_v2); RAW_LOAD(cuModuleLoadData);
     RAW_LOAD(cuModuleUnload); RAW_LOAD(cuModuleGetFunction); RAW_LOAD(cuLaunchKernel);
 #undef RAW_LOAD
+    auto optional = [&](auto& fp, const char* sym) {
+      fp = reinterpret_cast<std::remove_reference_t<decltype(fp)>>(dlsym(lib, sym));
+    };
+    optional(d.cuGraphCreate, "cuGraphCreate");
+    optional(d.cuGraphAddKernelNode_v2, "cuGraphAddKernelNode_v2");
+    optional(d.cuGraphInstantiateWithFlags, "cuGraphInstantiateWithFlags");
+    optional(d.cuGraphLaunch, "cuGraphLaunch");
+    optional(d.cuGraphExecDestroy, "cuGraphExecDestroy");
+    optional(d.cuGraphDestroy, "cuGraphDestroy");
     check(d.cuInit(0), "cuInit");
     check(d.cuDeviceGet(&dev, 0), "cuDeviceGet(0)");
     int major = 0, minor = 0;
@@ -418,6 +518,46 @@ void BM_DispatchRawCuda(benchmark::State& state) {
     if (++launches % kSyncEvery == 0) L.d.cuCtxSynchronize();
   }
   L.d.cuCtxSynchronize();
+}
+
+// Raw CUDA graph, per iteration: cuGraphLaunch of a chain of kSequenceSteps kernel nodes (each
+// the raw loop's launch: same function, grid and parameters), then cuCtxSynchronize. The
+// graph is built and instantiated once, outside the timing.
+void BM_SequenceRawGraph(benchmark::State& state) {
+  raw_cuda::Loop& L = raw_cuda::get();
+  if (!L.error.empty()) return state.SkipWithError(L.error.c_str());
+  const raw_cuda::Driver& d = L.d;
+  if (!d.cuGraphCreate || !d.cuGraphAddKernelNode_v2 || !d.cuGraphInstantiateWithFlags || !d.cuGraphLaunch ||
+      !d.cuGraphExecDestroy || !d.cuGraphDestroy)
+    return state.SkipWithError("the CUDA driver lacks the graph calls (cuGraphAddKernelNode_v2, ...)");
+  state.SetLabel(L.arch);
+  d.cuCtxSetCurrent(L.ctx);
+  iron::cuda::CUgraph graph = nullptr;
+  iron::cuda::CUgraphExec exec = nullptr;
+  try {
+    raw_cuda::check(d.cuGraphCreate(&graph, 0), "cuGraphCreate");
+    std::vector<iron::cuda::CUgraphNode> nodes(kSequenceSteps);
+    iron::cuda::CudaKernelNodeParams np{};
+    np.func = L.fn;
+    np.gridDimX = kGrid.x, np.gridDimY = kGrid.y, np.gridDimZ = kGrid.z;
+    np.blockDimX = kThreadgroup.x, np.blockDimY = kThreadgroup.y, np.blockDimZ = kThreadgroup.z;
+    np.kernelParams = L.params.data();
+    for (int i = 0; i < kSequenceSteps; ++i)
+      raw_cuda::check(d.cuGraphAddKernelNode_v2(&nodes[size_t(i)], graph, i ? &nodes[size_t(i) - 1] : nullptr, i ? 1 : 0, &np),
+                      "cuGraphAddKernelNode_v2");
+    raw_cuda::check(d.cuGraphInstantiateWithFlags(&exec, graph, 0), "cuGraphInstantiateWithFlags");
+    raw_cuda::check(d.cuGraphLaunch(exec, nullptr), "cuGraphLaunch");
+    raw_cuda::check(d.cuCtxSynchronize(), "cuCtxSynchronize");
+    for (auto _ : state) {
+      d.cuGraphLaunch(exec, nullptr);
+      d.cuCtxSynchronize();
+    }
+    raw_cuda::check(d.cuCtxSynchronize(), "cuCtxSynchronize");
+  } catch (const std::exception& e) {
+    state.SkipWithError(e.what());
+  }
+  if (exec) d.cuGraphExecDestroy(exec);
+  if (graph) d.cuGraphDestroy(graph);
 }
 
 // =============================================================================================
@@ -976,12 +1116,43 @@ class SummaryReporter : public benchmark::ConsoleReporter {
       }
     }
     for (const char* backend : {"cuda", "vulkan"}) {
-      const Result* q = find(std::string("BM_Sequence200/iron/") + backend);
+      const std::string bn = backend;
+      const Result* q = find("BM_Sequence200/iron/" + bn);
       if (!q) continue;
       const double per = q->seconds * 1e6 / kSequenceSteps;
       std::printf("sequence of %d launches (%s): %.3f us per kernel, replay and wait", kSequenceSteps, backend, per);
-      if (std::string(backend) == "cuda") std::printf("  [target <= 0.6 us: %s]", per <= 0.6 ? "PASS" : "FAIL");
+      if (bn == "cuda") std::printf("  [target <= 0.6 us: %s]", per <= 0.6 ? "PASS" : "FAIL");
       std::printf("\n");
+      if (const Result* l = find("BM_Launches200/iron/" + bn))
+        std::printf("  the same %d launches one by one: %.3f us per kernel (the sequence: %.2fx faster)\n",
+                    kSequenceSteps, l->seconds * 1e6 / kSequenceSteps, l->seconds / q->seconds);
+      if (const Result* r = find("BM_SequenceReplay200/iron/" + bn))
+        std::printf("  the replay call alone: %.2f us (%.3f us per kernel)\n", r->seconds * 1e6,
+                    r->seconds * 1e6 / kSequenceSteps);
+      if (const Result* r = find("BM_SequenceRebind200/iron/" + bn))
+        std::printf("  one step rebound before each replay: %+.2f us per replay\n", (r->seconds - q->seconds) * 1e6);
+      if (const Result* p = find("BM_Sequence200/iron_plain_edges/" + bn))
+        std::printf("  the graph with plain edges (no early launch): %.3f us per kernel\n", p->seconds * 1e6 / kSequenceSteps);
+      if (const Result* c = find("BM_Sequence200/iron_captured/" + bn))
+        std::printf("  the graph captured from a stream (last session's path): %.3f us per kernel\n",
+                    c->seconds * 1e6 / kSequenceSteps);
+      if (const Result* g = find("BM_Sequence200/raw_graph/" + bn))
+        std::printf("  raw driver graph of the same %d kernels: %.3f us per kernel (iron/raw %.2fx)\n", kSequenceSteps,
+                    g->seconds * 1e6 / kSequenceSteps, q->seconds / g->seconds);
+      const Result* one = find("BM_Sequence1/iron/" + bn);
+      const Result* twenty = find("BM_Sequence20/iron/" + bn);
+      if (one && twenty) {
+        // Least squares over (1, 20, 200): time = fixed + kernels * slope.
+        const double xs[3] = {1, 20, double(kSequenceSteps)};
+        const double ys[3] = {one->seconds * 1e6, twenty->seconds * 1e6, q->seconds * 1e6};
+        double mx = 0, my = 0;
+        for (int i = 0; i < 3; ++i) mx += xs[i] / 3, my += ys[i] / 3;
+        double sxy = 0, sxx = 0;
+        for (int i = 0; i < 3; ++i) sxy += (xs[i] - mx) * (ys[i] - my), sxx += (xs[i] - mx) * (xs[i] - mx);
+        const double slope = sxy / sxx;
+        std::printf("  line fit over 1, 20, %d kernels: %.2f us per replay and wait + %.3f us per kernel\n",
+                    kSequenceSteps, my - slope * mx, slope);
+      }
     }
     if (const Result* v = find("BM_DispatchValidate/iron_add"))
       std::printf("validation alone (Context::validate_dispatch): %.2f us per dispatch\n", v->seconds * 1e6);
@@ -1051,9 +1222,22 @@ void register_benchmarks() {
     const std::string bn = backend_name(b);
     RegisterBenchmark(("BM_Dispatch/iron/" + bn).c_str(), BM_DispatchIron, b)->Unit(benchmark::kMicrosecond);
     RegisterBenchmark(("BM_Prepared/iron/" + bn).c_str(), BM_PreparedIron, b)->Unit(benchmark::kMicrosecond);
-    RegisterBenchmark(("BM_Sequence200/iron/" + bn).c_str(), BM_SequenceIron, b)->Unit(benchmark::kMicrosecond);
+    RegisterBenchmark(("BM_Sequence200/iron/" + bn).c_str(), BM_SequenceIron, b, kSequenceSteps, std::string())
+        ->Unit(benchmark::kMicrosecond);
+    RegisterBenchmark(("BM_SequenceReplay200/iron/" + bn).c_str(), BM_SequenceReplayIron, b)
+        ->Unit(benchmark::kMicrosecond);
+    RegisterBenchmark(("BM_SequenceRebind200/iron/" + bn).c_str(), BM_SequenceRebindIron, b)
+        ->Unit(benchmark::kMicrosecond);
+    RegisterBenchmark(("BM_Launches200/iron/" + bn).c_str(), BM_LaunchesIron, b)->Unit(benchmark::kMicrosecond);
     if (b == Backend::Cuda) {
       RegisterBenchmark("BM_Dispatch/raw/cuda", BM_DispatchRawCuda)->Unit(benchmark::kMicrosecond);
+      RegisterBenchmark("BM_Sequence200/raw_graph/cuda", BM_SequenceRawGraph)->Unit(benchmark::kMicrosecond);
+      RegisterBenchmark("BM_Sequence1/iron/cuda", BM_SequenceIron, b, 1, std::string())->Unit(benchmark::kMicrosecond);
+      RegisterBenchmark("BM_Sequence20/iron/cuda", BM_SequenceIron, b, 20, std::string())->Unit(benchmark::kMicrosecond);
+      RegisterBenchmark("BM_Sequence200/iron_plain_edges/cuda", BM_SequenceIron, b, kSequenceSteps, std::string("nodes"))
+          ->Unit(benchmark::kMicrosecond);
+      RegisterBenchmark("BM_Sequence200/iron_captured/cuda", BM_SequenceIron, b, kSequenceSteps, std::string("capture"))
+          ->Unit(benchmark::kMicrosecond);
     } else {
       RegisterBenchmark("BM_Dispatch/raw/vulkan", BM_DispatchRawVulkan, false)->Unit(benchmark::kMicrosecond);
       RegisterBenchmark("BM_Dispatch/raw_resubmit/vulkan", BM_DispatchRawVulkan, true)

@@ -26,6 +26,10 @@ packages=(
   # `iron run` reads and writes .npy: the interop test has NumPy write the inputs and read the
   # outputs (python3-numpy: ~7 MB download, ~15 s)
   python3-numpy
+  # The Python package (docs/python.md): pip and setuptools build it offline
+  # (--no-build-isolation), pytest runs its tests (python3-pytest: ~1 MB, ~4 s; the others come
+  # with the image)
+  python3-pip python3-setuptools python3-wheel python3-pytest
 )
 
 missing=()

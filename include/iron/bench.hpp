@@ -19,6 +19,10 @@ class BenchSetup {
   BenchSetup& grid(Dim3 grid, Dim3 threadgroup) { return setup_.grid(grid, threadgroup), *this; }
   BenchSetup& call(const Constexprs& args) { return setup_.call(args), *this; }  // a family's logical call
   BenchSetup& oracle(std::function<void(const Tensors&, Tensors&)> fn) { return setup_.oracle(std::move(fn)), *this; }
+  // Production shapes: `count` sampled elements against a one-element f64 oracle (TestSetup).
+  BenchSetup& sampled_oracle(size_t count, TestSetup::ElementOracle fn) {
+    return setup_.sampled_oracle(count, std::move(fn)), *this;
+  }
   BenchSetup& error_floor(double floor) { return setup_.error_floor(floor), *this; }
   // Bytes the kernel must move to and from memory, and the floating-point operations it does.
   BenchSetup& bytes(double moved) { return bytes_ = moved, *this; }

@@ -56,6 +56,13 @@ class TestSetup {
   // (launch.hpp) for the kernels, grids and threadgroups on the device it runs on.
   TestSetup& call(const Constexprs& args);
   TestSetup& oracle(std::function<void(const Tensors& inputs, Tensors& outputs)> fn);
+  // The oracle of a production-size benchmark, where the whole f64 oracle would take minutes on
+  // the CPU (a GEMM at 8192^3): `fn` computes ONE output element (output name, flat index) in f64
+  // from the rounded inputs, and only `count` elements of each output are checked against it: the
+  // first, the last, and a fixed seeded draw (oracle_sample_indices). Every other element must be
+  // finite: outputs start as NaN, so an element the kernel never wrote still fails.
+  using ElementOracle = std::function<double(const Tensors& inputs, const std::string& output, size_t index)>;
+  TestSetup& sampled_oracle(size_t count, ElementOracle fn);
   TestSetup& error_floor(double floor);
   // The f32 roundings on the longest path into one output element: a serial sum of n terms
   // counts n, each other f32 op 1 (group_sum_rounding() gives a group_sum's share).
@@ -78,6 +85,9 @@ class TestSetup {
   double accumulation_roundings() const { return accumulation_; }
   double math_op_count() const { return math_ops_; }
   const std::function<void(const Tensors&, Tensors&)>& oracle_fn() const { return oracle_; }
+  const ElementOracle& element_oracle() const { return element_oracle_; }
+  size_t oracle_sample() const { return sample_; }
+  bool has_oracle() const { return bool(oracle_) || bool(element_oracle_); }
 
  private:
   Instantiation in_;
@@ -92,7 +102,14 @@ class TestSetup {
   double accumulation_ = 0;
   double math_ops_ = 0;
   std::function<void(const Tensors&, Tensors&)> oracle_;
+  ElementOracle element_oracle_;
+  size_t sample_ = 0;
 };
+
+// The flat indices a sampled oracle checks in an output of `count` elements: 0, count - 1 and
+// distinct indices from a splitmix64 stream seeded by the output's name, `sample` in all (every
+// index when sample >= count), in increasing order. Deterministic across machines.
+std::vector<size_t> oracle_sample_indices(const std::string& output, size_t count, size_t sample);
 
 // f32 ulps allowed per transcendental op (see TestSetup::math_ops).
 constexpr double kMathOpUlps = 16;

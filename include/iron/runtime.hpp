@@ -25,6 +25,7 @@ struct BufferImpl;
 struct CompiledKernel;
 struct StreamImpl;
 struct EventImpl;
+struct ContextAccess;
 }  // namespace rt
 class Context;
 
@@ -210,11 +211,17 @@ class PreparedLaunch {
 };
 
 // Prepared launches replayed as one unit, in order, on one stream: what an engine issues per
-// decode step. CUDA captures the steps into a CUDA graph (one cuGraphLaunch per replay); the
-// other backends replay launch by launch. A kernel may appear in many steps with different
-// bindings. Steps are rebound between replays through step(i) (the PreparedLaunch rules); the
-// next replay then rebuilds the recording (CUDA: a new graph, after the last replay finished).
-// Must not be used after its Context is destroyed.
+// decode step. A kernel may appear in many steps with different bindings. CUDA builds a CUDA
+// graph of the steps (one cuGraphLaunch per replay); Vulkan records them once into one command
+// buffer (a descriptor set per step; a barrier only before a step that uses a buffer written
+// since the last barrier, or writes one read since), replayed by one submit; the interpreter
+// replays launch by launch. Steps are rebound between replays through step(i) (the
+// PreparedLaunch rules); the next replay takes the new bindings in place where it can: CUDA
+// rewrites the step's graph node (cuGraphExecKernelNodeSetParams) without waiting for a replay
+// in flight; Vulkan waits for the sequence's previous replay, rewrites the changed bindings of
+// the step's own descriptor set and records the commands again (nothing is allocated). A
+// Vulkan replay also waits for the previous replay of the same sequence.
+// Must not be used after its Context is destroyed, nor outlive it.
 class LaunchSequence {
  public:
   LaunchSequence();
@@ -227,6 +234,9 @@ class LaunchSequence {
   PreparedLaunch& step(size_t index);
   // Enqueues every step on `stream` and returns.
   void replay(const Stream& stream = {});
+  // How the sequence is recorded on its device, and how often it was recorded and updated in
+  // place ("not recorded" before the first replay).
+  std::string recording() const;
 
  private:
   friend class Context;
@@ -247,7 +257,11 @@ class Context {
  public:
   // Opens device `index` of the backend; throws iron::Error ("no CUDA driver", "no Vulkan
   // device", ...) when it cannot.
-  static std::unique_ptr<Context> create(Backend backend, int index = 0);
+  static std::unique_ptr<Context> create(Backend backend, int index);
+  // Device 0, except for CUDA where IRON_CUDA_DEVICE (a device index) names another: every tool
+  // (iron test, bench, run, fuzz, conformance) and test that opens "the" CUDA device can so be
+  // pointed at any GPU of a machine. A value that is not an index is an error naming it.
+  static std::unique_ptr<Context> create(Backend backend);
   ~Context();
 
   const DeviceInfo& info() const;
@@ -297,6 +311,15 @@ class Context {
 
   // Streams and events (see Stream). Every call checks that the stream or event is this Context's.
   Stream create_stream();
+  // A stream another library created and owns (CUDA: a CUstream such as PyTorch's
+  // torch.cuda.current_stream().cuda_stream). Work issued on it runs in that stream's order with
+  // the owner's own work; Iron never destroys it, and one handle always gives one Stream. A null
+  // handle is the legacy null stream (the queue of this Context's default stream, and PyTorch's
+  // default stream), wrapped as the other library's too. Wrapped memory (wrap_external,
+  // from_dlpack) last used on a wrapped stream is released without waiting: its owner reuses it
+  // in that stream's order, as PyTorch's caching allocator does. Only CUDA has such streams:
+  // elsewhere null gives the default stream and any other handle throws.
+  Stream wrap_stream(void* native);
   Event record_event(const Stream& stream = {});
   // Work issued on `waiter` after this call starts after `event` is done.
   void wait_event(const Stream& waiter, const Event& event);
@@ -372,6 +395,8 @@ class Context {
   explicit Context(std::unique_ptr<rt::Device> device);
   friend class PreparedLaunch;
   friend class LaunchSequence;
+  friend class Collective;  // iron/collective.hpp: the device, its index and its streams
+  friend struct rt::ContextAccess;
   rt::StreamImpl* own(const Stream& s, const char* what) const;
   rt::EventImpl& own(const Event& e, const char* what) const;
   struct Prepared;

@@ -267,8 +267,8 @@ void add_bench_commands(CLI::App& app, Commands& out) {
   static BenchOpts o;
   auto* bench = app.add_subcommand("bench", "Benchmark the registered kernels (correctness PASS first, then timing)");
   bench->add_option("-f,--filter", o.filter, "Only kernels or kernel/bench names containing this text");
-  bench->add_option("--backend", o.backend, "vulkan, cuda or interp (default: the best available GPU backend)")
-      ->check(CLI::IsMember({"vulkan", "cuda", "interp"}));
+  bench->add_option("--backend", o.backend, "vulkan, cuda, hip or interp (default: the best available GPU backend)")
+      ->check(CLI::IsMember(kRunBackends));
   bench->add_option("--dtype", o.dtype, "Only this dtype (f32, f16, bf16)");
   o.warmup_opt = bench->add_option("--warmup", o.warmup, "Untimed launches before sampling (default 20)")
                      ->check(CLI::Range(0, 1000000));
@@ -293,8 +293,8 @@ void add_bench_commands(CLI::App& app, Commands& out) {
   static std::string cal_backend;
   static bool cal_json = false;
   auto* cal = app.add_subcommand("calibrate", "Measure this device's copy bandwidth and FMA rate; cached for bench");
-  cal->add_option("--backend", cal_backend, "vulkan, cuda or interp (default: the best available GPU backend)")
-      ->check(CLI::IsMember({"vulkan", "cuda", "interp"}));
+  cal->add_option("--backend", cal_backend, "vulkan, cuda, hip or interp (default: the best available GPU backend)")
+      ->check(CLI::IsMember(kRunBackends));
   cal->add_flag("--json", cal_json, "Print protocol messages as JSON lines");
   out.emplace_back(cal, [] { return run_calibrate(cal_backend, cal_json); });
 }

@@ -16,6 +16,10 @@
 
 namespace iron::cli {
 
+// The backends a command that runs kernels accepts (one list, so `hip` is everywhere or nowhere);
+// one that cannot start here says why ("backend unavailable: ...").
+inline const std::vector<std::string> kRunBackends = {"vulkan", "cuda", "hip", "interp"};
+
 // Colours only on a terminal.
 struct Style {
   bool tty = isatty(STDOUT_FILENO) != 0;

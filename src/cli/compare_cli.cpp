@@ -72,8 +72,8 @@ struct BenchArgs {
 };
 
 void add_bench_options(CLI::App* c, BenchArgs& b) {
-  c->add_option("--backend", b.backend, "vulkan, cuda or interp (default: the runner's best GPU backend)")
-      ->check(CLI::IsMember({"vulkan", "cuda", "interp"}));
+  c->add_option("--backend", b.backend, "vulkan, cuda, hip or interp (default: the runner's best GPU backend)")
+      ->check(CLI::IsMember(kRunBackends));
   c->add_option("--dtype", b.dtype, "Only this dtype (f32, f16, bf16, ...)");
   c->add_option("--samples", b.samples, "Timed samples per benchmark (default: the runner's)")->check(CLI::PositiveNumber);
   c->add_flag("--flush-l2", b.flush_l2, "Flush the L2 cache between samples");

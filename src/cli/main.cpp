@@ -334,7 +334,7 @@ int run_main(int argc, char** argv) {
   auto* test = app.add_subcommand("test", "Run the kernel corpus against CPU oracles");
   test->add_option("-f,--filter", filter, "Only kernels or kernel/case names containing this text");
   test->add_option("--backend", backend, "vulkan, cuda, hip or interp (default: the best available GPU backend)")
-      ->check(CLI::IsMember({"vulkan", "cuda", "hip", "interp"}));
+      ->check(CLI::IsMember(iron::cli::kRunBackends));
   test->add_option("--dtype", dtype, "Only this dtype (f32, f16, bf16, ...)");
   test->add_flag("--json", as_json, "Print protocol messages as JSON lines");
   std::string witness_path;
@@ -380,8 +380,8 @@ int run_main(int argc, char** argv) {
   device->add_flag("--json", as_json, "Print protocol messages as JSON lines");
   bool calibrate = false;
   device->add_flag("--calibrate", calibrate, "Measure the device's copy bandwidth and FMA rate (cached for bench)");
-  device->add_option("--backend", backend, "With --calibrate: vulkan, cuda or interp")
-      ->check(CLI::IsMember({"vulkan", "cuda", "interp"}));
+  device->add_option("--backend", backend, "With --calibrate: vulkan, cuda, hip or interp")
+      ->check(CLI::IsMember(iron::cli::kRunBackends));
 
   auto* build = app.add_subcommand("build", "Emit (and compile) every kernel");
   build->add_option("--emit", emit,
@@ -438,7 +438,7 @@ int run_main(int argc, char** argv) {
   // One value per occurrence: a vector option would otherwise swallow the NAME=VALUE positionals after it.
   runc->add_option("--arg", call_args, "A logical size or scalar, NAME=VALUE (repeatable): --arg rows=7 --arg d=4096")
       ->allow_extra_args(false);
-  runc->add_option("--backend", backend, "interp (default), vulkan or cuda")->check(CLI::IsMember({"vulkan", "cuda", "interp"}));
+  runc->add_option("--backend", backend, "interp (default), vulkan, cuda or hip")->check(CLI::IsMember(iron::cli::kRunBackends));
   runc->add_option("--grid", grid, "Run the kernel with this grid of threadgroups (X, XxY or XxYxZ), with --tg");
   runc->add_option("--tg", tg, "The threadgroup shape (X, XxY or XxYxZ), with --grid");
   runc->add_option("-o,--out-dir", run_out, "Write every output buffer as DIR/NAME.npy");

@@ -203,6 +203,20 @@ class Dialect {
   std::string fp8_round(EmitState& s, DType to, const std::string& f32) const;
   // The shared f32 min/max helpers ("fmin", "fmax"), given the target's bit-cast spellings.
   std::string minmax_helper(const std::string& name, const char* to_bits, const char* from_bits) const;
+  // Packed pairs where the target has no 16-bit pair arithmetic Iron trusts (GLSL, MSL): the
+  // helpers of "pair_f16" / "pair_bf16", every element widened to f32, computed there and
+  // narrowed once, as the scalar ops. `get` reads element i of word w, `to16` narrows float x to
+  // its 16 bits (as a uint), `value` declares an element ("precise float", "const float"), and
+  // `fma_odd` names the round-to-odd fma helper of the element type.
+  std::string pair_helpers_via_f32(bool f16, const std::string& get, const std::string& to16, const char* value,
+                                   const std::string& fma_odd) const;
+  // A pair op as the call of its helper (iron_pair_<mnemonic>_<f16|bf16>, pair_get with its
+  // index), recording "pair_<e>"; the dialect records the helpers those call.
+  std::string pair_call(EmitState& s, const ir::Inst& in, DType elem, const std::vector<std::string>& a) const;
+  // sin, cos, exp2, log2, erf, pow, log and sqrt of f32 through Iron's own helpers
+  // (glsl_math.inc, glsl_exact_math.inc: the GLSL and MSL dialects), recording the helper; empty
+  // for another op.
+  std::string iron_math_call(EmitState& s, ir::Op op, const std::vector<std::string>& a) const;
   // Packed 16-bit pairs (docs/semantics.md "Packed 16-bit pairs"): a pair register is a u32 word
   // holding the two 16-bit patterns, element 0 in the low half. `elem` is f16 or bf16; `a` the
   // operand spellings (f32 registers for pair, words otherwise). Returns a word for pair and the
@@ -290,5 +304,8 @@ inline int chunk_elems(DType d, int width) {
 
 // Shared literal spelling: exact decimal for f32 with a float suffix where the dialect wants one.
 std::string float_literal(float v, const char* suffix);
+// A helper given as one stringized line (the .inc files) broken after `{`, `}` and statement
+// `;` and indented by brace depth, so the generated source stays readable (GLSL, MSL).
+std::string helper_lines(const std::string& text);
 
 }  // namespace iron::codegen

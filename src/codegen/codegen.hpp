@@ -125,6 +125,14 @@ ir::Diagnostics lower_for_target(ir::Kernel& k, Instantiation dtype, const Targe
 // launch passes the dispatch's byte count (opting in beyond 48 KiB with cuFuncSetAttribute).
 constexpr uint64_t kCudaStaticSharedLimit = 48 * 1024;
 bool cuda_dynamic_shared(const ir::Kernel& k, Instantiation dtype);
+// Whether CUDA code compiled for `arch` ("sm_90a") begins with griddepcontrol.wait (sm_90 and
+// later; the emitted source holds it under #if __CUDA_ARCH__ >= 900, the same for every arch):
+// launched with a programmatic dependency (a LaunchSequence's graph edges, docs/architecture.md)
+// a kernel may start before the kernel it depends on has finished, and waits there, before
+// touching memory, until that kernel has completed and its writes are visible. Launched
+// without one, the wait returns at once. The CUDA device uses programmatic edges only between
+// kernels built with it.
+bool cuda_waits_for_grid_dependency(std::string_view arch);
 // Vulkan: an array sized at dispatch is declared with a specialization constant holding the
 // value of its sizing scalar parameter: constant_id = kTgSpecBase + that parameter's index among
 // the scalar parameters (the ids before it are the threadgroup size).

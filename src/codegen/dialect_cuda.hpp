@@ -147,6 +147,11 @@ class CudaDialect : public Dialect {
         out += reg_type(c) + " " + param_name(p);
     }
     out += ") {\n";
+    // A launch with a programmatic dependency waits here for the grid it depends on
+    // (cuda_waits_for_grid_dependency: compiled in for sm_90 and later, so the source stays the
+    // same for every arch); HIP has no such launch.
+    if (s.profile.target == Target::Cuda)
+      out += "#if __CUDA_ARCH__ >= 900\n  asm volatile(\"griddepcontrol.wait;\" ::: \"memory\");\n#endif\n";
     declare_threadgroup(s, out);
   }
 
@@ -383,13 +388,8 @@ class CudaDialect : public Dialect {
   // .f16x2 and .bf16x2: sm_53+ and sm_80+), min and max per element through iron_fmin /
   // iron_fmax (the f32 rule, exact on 16-bit values), neg and abs on the sign bits.
   std::string pair_op(EmitState& s, const ir::Inst& in, DType elem, const std::vector<std::string>& a) const override {
-    const std::string e = elem == DType::F16 ? "f16" : "bf16";
     for (const char* h : {"fmin", "fmax", "fma_odd"}) s.helpers.insert(h);  // the pair helpers call them
-    s.helpers.insert("pair_" + e);
-    if (in.op == ir::Op::PairGet) return "iron_pair_get_" + e + "(" + a[0] + ", " + std::to_string(in.attr(ir::Attr::Index)) + "u)";
-    std::string args;
-    for (const std::string& x : a) args += (args.empty() ? "" : ", ") + x;
-    return "iron_pair_" + std::string(ir::mnemonic(in.op)) + "_" + e + "(" + args + ")";
+    return pair_call(s, in, elem, a);
   }
 
   std::string helper(const std::string& name) const override {

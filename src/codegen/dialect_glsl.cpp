@@ -26,27 +26,7 @@ namespace {
 
 // Stringizing puts a helper on one line; this breaks it after `{`, `}` and statement `;` and
 // indents by brace depth, so the generated shader stays readable.
-std::string glsl_lines(const char* text) {
-  std::string out;
-  int depth = 0, parens = 0;
-  bool line_start = true;
-  for (const char* c = text; *c; ++c) {
-    if (line_start && *c == ' ') continue;
-    if (*c == '}') --depth;
-    if (line_start) out.append(size_t(depth < 0 ? 0 : depth) * 2, ' ');
-    line_start = false;
-    out += *c;
-    if (*c == '(') ++parens;
-    if (*c == ')') --parens;
-    if (*c == '{') ++depth;
-    if (*c == '{' || *c == '}' || (*c == ';' && parens == 0)) {
-      out += '\n';
-      line_start = true;
-    }
-  }
-  if (!line_start) out += '\n';
-  return out;
-}
+std::string glsl_lines(const char* text) { return helper_lines(text); }
 
 const char* axis_name(int64_t a) { return a == 0 ? "x" : a == 1 ? "y" : "z"; }
 
@@ -327,21 +307,17 @@ class GlslDialect final : public Dialect {
       for (const std::string& x : a) args += (args.empty() ? "" : ", ") + x;
       return fn + "(" + args + ")";
     };
+    if (f) {
+      std::string helper = iron_math_call(s, in.op, a);
+      if (!helper.empty()) return helper;
+    }
     switch (in.op) {
-      case ir::Op::Sin: if (f) return call("trig", "iron_sin"); break;
-      case ir::Op::Cos: if (f) return call("trig", "iron_cos"); break;
-      case ir::Op::Exp2: if (f) return call("exp2", "iron_exp2"); break;
-      case ir::Op::Log2: if (f) return call("log2", "iron_log2"); break;
-      case ir::Op::Erf: if (f) return call("erf", "iron_erf"); break;
-      case ir::Op::Pow: if (f) return call("pow", "iron_pow"); break;
-      case ir::Op::Sqrt: if (f) return call("fsqrt", "iron_sqrt_f32"); break;
       case ir::Op::MulHi:
         if (i32) return t == DType::I32 ? call("mulhi_i32", "iron_mulhi_i32") : call("mulhi_u32", "iron_mulhi_u32");
         break;
       // bitCount and findMSB return int; findMSB of a uint 0 is -1, so 31 - findMSB is 32 there.
       case ir::Op::Popcount: if (i32) return reg_type(t) + "(bitCount(" + a[0] + "))"; break;
       case ir::Op::Clz: if (i32) return reg_type(t) + "(31 - findMSB(uint(" + a[0] + ")))"; break;
-      case ir::Op::Log: if (f) return call("log", "iron_log"); break;
       case ir::Op::Fma:
         // f16 / bf16: one rounding of the exact a * b + c, the f32 rounded to odd then to the
         // dtype (docs/semantics.md). f16 in f32 alone; bf16 needs shaderFloat64.
@@ -451,41 +427,9 @@ class GlslDialect final : public Dialect {
              "  return uint(x);\n}\n";
     if (name == "pair_f16" || name == "pair_bf16") {
       const bool h = name == "pair_f16";
-      const std::string sfx = h ? "_f16" : "_bf16";
-      const std::string get = h ? "iron_f16_to_f32((w >> (16u * i)) & 0xffffu)" : "uintBitsToFloat((w >> (16u * i)) << 16)";
-      const std::string to16 = h ? "(iron_f32_to_f16(x) & 0xffffu)" : "uint(iron_f32_to_bf16(x))";
-      std::string t;
-      t += "float iron_pair_get" + sfx + "(uint w, uint i) { return " + get + "; }\n";
-      t += "uint iron_pair_half" + sfx + "(float x) { return " + to16 + "; }\n";
-      t += "uint iron_pair_pair" + sfx + "(float a, float b) { return iron_pair_half" + sfx + "(a) | (iron_pair_half" + sfx +
-           "(b) << 16); }\n";
-      // `f` spells one element's result from p#, q#, r# (the operands' element #).
-      auto each = [&](const std::string& op, int n, const std::string& f) {
-        std::string params = "uint a";
-        std::string vals = "  precise float p0 = iron_pair_get" + sfx + "(a, 0u), p1 = iron_pair_get" + sfx + "(a, 1u);\n";
-        if (n >= 2) {
-          params += ", uint b";
-          vals += "  precise float q0 = iron_pair_get" + sfx + "(b, 0u), q1 = iron_pair_get" + sfx + "(b, 1u);\n";
-        }
-        if (n >= 3) {
-          params += ", uint c";
-          vals += "  precise float r0 = iron_pair_get" + sfx + "(c, 0u), r1 = iron_pair_get" + sfx + "(c, 1u);\n";
-        }
-        auto at = [&](char lane) {
-          std::string x = f;
-          for (size_t i = 0; i + 1 < x.size(); ++i)
-            if (x[i + 1] == '#' && (x[i] == 'p' || x[i] == 'q' || x[i] == 'r')) x[i + 1] = lane;
-          return x;
-        };
-        return "uint iron_pair_" + op + sfx + "(" + params + ") {\n" + vals + "  precise float x0 = " + at('0') +
-               ";\n  precise float x1 = " + at('1') + ";\n  return iron_pair_pair" + sfx + "(x0, x1);\n}\n";
-      };
-      const std::string fo = h ? "iron_fma_odd_f16" : "iron_fma_odd";
-      t += each("add", 2, "p# + q#") + each("sub", 2, "p# - q#") + each("mul", 2, "p# * q#") +
-           each("fma", 3, fo + "(p#, q#, r#)") + each("min", 2, "iron_fmin(p#, q#)") + each("max", 2, "iron_fmax(p#, q#)");
-      t += "uint iron_pair_neg" + sfx + "(uint a) { return a ^ 0x80008000u; }\n";
-      t += "uint iron_pair_abs" + sfx + "(uint a) { return a & 0x7fff7fffu; }\n";
-      return t;
+      return pair_helpers_via_f32(h, h ? "iron_f16_to_f32((w >> (16u * i)) & 0xffffu)" : "uintBitsToFloat((w >> (16u * i)) << 16)",
+                                  h ? "(iron_f32_to_f16(x) & 0xffffu)" : "uint(iron_f32_to_bf16(x))", "precise float",
+                                  h ? "iron_fma_odd_f16" : "iron_fma_odd");
     }
     if (name == "fma_odd_f16")
       // num::fma_round_odd for f16 operands without f64: their product is exact in f32 (22
@@ -555,15 +499,10 @@ class GlslDialect final : public Dialect {
   // iron_fma_odd_f16 / iron_fma_odd, min and max through iron_fmin / iron_fmax, neg and abs on
   // the sign bits.
   std::string pair_op(EmitState& s, const ir::Inst& in, DType elem, const std::vector<std::string>& a) const override {
-    const std::string e = elem == DType::F16 ? "f16" : "bf16";
     for (const char* h : {"fmin", "fmax"}) s.helpers.insert(h);
     s.helpers.insert(elem == DType::F16 ? "fma_odd_f16" : "fma_odd");
     if (elem == DType::F16) s.helpers.insert("f16");
-    s.helpers.insert("pair_" + e);
-    if (in.op == ir::Op::PairGet) return "iron_pair_get_" + e + "(" + a[0] + ", " + std::to_string(in.attr(ir::Attr::Index)) + "u)";
-    std::string args;
-    for (const std::string& x : a) args += (args.empty() ? "" : ", ") + x;
-    return "iron_pair_" + std::string(ir::mnemonic(in.op)) + "_" + e + "(" + args + ")";
+    return pair_call(s, in, elem, a);
   }
 
 

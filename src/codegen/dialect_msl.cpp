@@ -67,25 +67,7 @@ std::string msl_text(std::string text) {
   replace_all("uint c[11]", "thread const uint* c", true);
   for (const char* f : {"sqrt(", "sin(", "cos(", "exp2(", "log2(", "exp(", "log(", "pow("})
     replace_all(f, std::string("precise::") + f, true);
-  std::string out;
-  int depth = 0, parens = 0;
-  bool line_start = true;
-  for (char c : text) {
-    if (line_start && c == ' ') continue;
-    if (c == '}') --depth;
-    if (line_start) out.append(size_t(depth < 0 ? 0 : depth) * 2, ' ');
-    line_start = false;
-    out += c;
-    if (c == '(') ++parens;
-    if (c == ')') --parens;
-    if (c == '{') ++depth;
-    if (c == '{' || c == '}' || (c == ';' && parens == 0)) {
-      out += '\n';
-      line_start = true;
-    }
-  }
-  if (!line_start) out += '\n';
-  return out;
+  return helper_lines(text);
 }
 
 const char* axis_name(int64_t a) { return a == 0 ? "x" : a == 1 ? "y" : "z"; }
@@ -328,21 +310,11 @@ class MslDialect final : public Dialect {
   // functions elsewhere, within the bounds of docs/semantics.md.
   std::string math(EmitState& s, const ir::Inst& in, DType t, const std::vector<std::string>& a) const override {
     const bool f = is_float(t), i32 = is_integer(t) && int_bits(t) == 32;
-    auto call = [&](const char* helper, const char* fn) {
-      s.helpers.insert(helper);
-      std::string args;
-      for (const std::string& x : a) args += (args.empty() ? "" : ", ") + x;
-      return std::string(fn) + "(" + args + ")";
-    };
+    if (f) {
+      std::string helper = iron_math_call(s, in.op, a);
+      if (!helper.empty()) return helper;
+    }
     switch (in.op) {
-      case ir::Op::Sin: if (f) return call("trig", "iron_sin"); break;
-      case ir::Op::Cos: if (f) return call("trig", "iron_cos"); break;
-      case ir::Op::Exp2: if (f) return call("exp2", "iron_exp2"); break;
-      case ir::Op::Log2: if (f) return call("log2", "iron_log2"); break;
-      case ir::Op::Erf: if (f) return call("erf", "iron_erf"); break;
-      case ir::Op::Pow: if (f) return call("pow", "iron_pow"); break;
-      case ir::Op::Log: if (f) return call("log", "iron_log"); break;
-      case ir::Op::Sqrt: if (f) return call("fsqrt", "iron_sqrt_f32"); break;
       // Metal's popcount and clz return the argument's type; clz(0u) = 32.
       case ir::Op::Popcount: if (i32) return "((" + reg_type(t) + ")popcount((uint)(" + a[0] + ")))"; break;
       case ir::Op::Clz: if (i32) return "((" + reg_type(t) + ")clz((uint)(" + a[0] + ")))"; break;
@@ -438,40 +410,9 @@ class MslDialect final : public Dialect {
              "  return uint(x);\n}\n";
     if (name == "pair_f16" || name == "pair_bf16") {
       const bool h = name == "pair_f16";
-      const std::string sfx = h ? "_f16" : "_bf16";
-      const std::string get = h ? "iron_f16_to_f32((w >> (16u * i)) & 0xffffu)" : "as_type<float>((w >> (16u * i)) << 16)";
-      const std::string to16 = h ? "(iron_f32_to_f16(x) & 0xffffu)" : "iron_f32_to_bf16(x)";
-      std::string t;
-      t += "float iron_pair_get" + sfx + "(uint w, uint i) { return " + get + "; }\n";
-      t += "uint iron_pair_half" + sfx + "(float x) { return " + to16 + "; }\n";
-      t += "uint iron_pair_pair" + sfx + "(float a, float b) { return iron_pair_half" + sfx + "(a) | (iron_pair_half" + sfx +
-           "(b) << 16); }\n";
-      // Each element in f32, rounded once to the element type; `f` spells element # from p#, q#, r#.
-      auto each = [&](const std::string& op, int n, const std::string& f) {
-        std::string params = "uint a", vals = "  const float p0 = iron_pair_get" + sfx + "(a, 0u), p1 = iron_pair_get" + sfx + "(a, 1u);\n";
-        if (n >= 2) {
-          params += ", uint b";
-          vals += "  const float q0 = iron_pair_get" + sfx + "(b, 0u), q1 = iron_pair_get" + sfx + "(b, 1u);\n";
-        }
-        if (n >= 3) {
-          params += ", uint c";
-          vals += "  const float r0 = iron_pair_get" + sfx + "(c, 0u), r1 = iron_pair_get" + sfx + "(c, 1u);\n";
-        }
-        auto at = [&](char lane) {
-          std::string x = f;
-          for (size_t i = 0; i + 1 < x.size(); ++i)
-            if (x[i + 1] == '#' && (x[i] == 'p' || x[i] == 'q' || x[i] == 'r')) x[i + 1] = lane;
-          return x;
-        };
-        return "uint iron_pair_" + op + sfx + "(" + params + ") {\n" + vals + "  const float x0 = " + at('0') +
-               ";\n  const float x1 = " + at('1') + ";\n  return iron_pair_pair" + sfx + "(x0, x1);\n}\n";
-      };
-      const std::string fo = h ? "iron_fma_odd_f16" : "iron_fma_odd_bf16";
-      t += each("add", 2, "p# + q#") + each("sub", 2, "p# - q#") + each("mul", 2, "p# * q#") +
-           each("fma", 3, fo + "(p#, q#, r#)") + each("min", 2, "iron_fmin(p#, q#)") + each("max", 2, "iron_fmax(p#, q#)");
-      t += "uint iron_pair_neg" + sfx + "(uint a) { return a ^ 0x80008000u; }\n";
-      t += "uint iron_pair_abs" + sfx + "(uint a) { return a & 0x7fff7fffu; }\n";
-      return t;
+      return pair_helpers_via_f32(h, h ? "iron_f16_to_f32((w >> (16u * i)) & 0xffffu)" : "as_type<float>((w >> (16u * i)) << 16)",
+                                  h ? "(iron_f32_to_f16(x) & 0xffffu)" : "iron_f32_to_bf16(x)", "const float",
+                                  h ? "iron_fma_odd_f16" : "iron_fma_odd_bf16");
     }
     std::string text = int_helper(name);
     if (text.empty()) text = f2int_helper(name, "as_type<uint>");
@@ -481,15 +422,10 @@ class MslDialect final : public Dialect {
   // Pairs: every element in f32 and rounded once, as the scalar ops; fma through the round-to-odd
   // helpers, min and max through iron_fmin / iron_fmax, neg and abs on the sign bits.
   std::string pair_op(EmitState& s, const ir::Inst& in, DType elem, const std::vector<std::string>& a) const override {
-    const std::string e = elem == DType::F16 ? "f16" : "bf16";
     for (const char* h : {"fmin", "fmax"}) s.helpers.insert(h);
     s.helpers.insert(elem == DType::F16 ? "fma_odd_f16" : "fma_odd_bf16");
     if (elem == DType::F16) s.helpers.insert("f16");
-    s.helpers.insert("pair_" + e);
-    if (in.op == ir::Op::PairGet) return "iron_pair_get_" + e + "(" + a[0] + ", " + std::to_string(in.attr(ir::Attr::Index)) + "u)";
-    std::string args;
-    for (const std::string& x : a) args += (args.empty() ? "" : ", ") + x;
-    return "iron_pair_" + std::string(ir::mnemonic(in.op)) + "_" + e + "(" + args + ")";
+    return pair_call(s, in, elem, a);
   }
 
   std::string lane_reduce(EmitState& s, const ir::Inst& in, DType t, const std::string& x) const override {

@@ -319,6 +319,97 @@ std::string Dialect::minmax_helper(const std::string& name, const char* to_bits,
          "  return a " + (is_max ? ">" : "<") + " b ? a : b;\n}\n";
 }
 
+std::string Dialect::pair_helpers_via_f32(bool f16, const std::string& get, const std::string& to16, const char* value,
+                                          const std::string& fma_odd) const {
+  const std::string sfx = f16 ? "_f16" : "_bf16";
+  std::string decl = "  ";  // an indented element declaration
+  decl += value;
+  std::string t;
+  t += "float iron_pair_get" + sfx + "(uint w, uint i) { return " + get + "; }\n";
+  t += "uint iron_pair_half" + sfx + "(float x) { return " + to16 + "; }\n";
+  t += "uint iron_pair_pair" + sfx + "(float a, float b) { return iron_pair_half" + sfx + "(a) | (iron_pair_half" + sfx +
+       "(b) << 16); }\n";
+  // `f` spells one element's result from p#, q#, r# (the operands' element #).
+  auto each = [&](const std::string& op, int n, const std::string& f) {
+    std::string params = "uint a";
+    std::string vals = decl + " p0 = iron_pair_get" + sfx + "(a, 0u), p1 = iron_pair_get" + sfx + "(a, 1u);\n";
+    if (n >= 2) {
+      params += ", uint b";
+      vals += decl + " q0 = iron_pair_get" + sfx + "(b, 0u), q1 = iron_pair_get" + sfx + "(b, 1u);\n";
+    }
+    if (n >= 3) {
+      params += ", uint c";
+      vals += decl + " r0 = iron_pair_get" + sfx + "(c, 0u), r1 = iron_pair_get" + sfx + "(c, 1u);\n";
+    }
+    auto at = [&](char lane) {
+      std::string x = f;
+      for (size_t i = 0; i + 1 < x.size(); ++i)
+        if (x[i + 1] == '#' && (x[i] == 'p' || x[i] == 'q' || x[i] == 'r')) x[i + 1] = lane;
+      return x;
+    };
+    std::string body = "uint iron_pair_" + op + sfx + "(" + params + ") {\n" + vals;
+    body += decl + " x0 = " + at('0') + ";\n";
+    body += decl + " x1 = " + at('1') + ";\n";
+    return body + "  return iron_pair_pair" + sfx + "(x0, x1);\n}\n";
+  };
+  t += each("add", 2, "p# + q#") + each("sub", 2, "p# - q#") + each("mul", 2, "p# * q#") +
+       each("fma", 3, fma_odd + "(p#, q#, r#)") + each("min", 2, "iron_fmin(p#, q#)") + each("max", 2, "iron_fmax(p#, q#)");
+  t += "uint iron_pair_neg" + sfx + "(uint a) { return a ^ 0x80008000u; }\n";
+  t += "uint iron_pair_abs" + sfx + "(uint a) { return a & 0x7fff7fffu; }\n";
+  return t;
+}
+
+std::string Dialect::pair_call(EmitState& s, const ir::Inst& in, DType elem, const std::vector<std::string>& a) const {
+  const std::string e = elem == DType::F16 ? "f16" : "bf16";
+  s.helpers.insert("pair_" + e);
+  if (in.op == ir::Op::PairGet) return "iron_pair_get_" + e + "(" + a[0] + ", " + std::to_string(in.attr(ir::Attr::Index)) + "u)";
+  std::string args;
+  for (const std::string& x : a) args += (args.empty() ? "" : ", ") + x;
+  return "iron_pair_" + std::string(ir::mnemonic(in.op)) + "_" + e + "(" + args + ")";
+}
+
+std::string Dialect::iron_math_call(EmitState& s, ir::Op op, const std::vector<std::string>& a) const {
+  const char* helper = nullptr;
+  const char* fn = nullptr;
+  switch (op) {
+    case ir::Op::Sin: helper = "trig"; fn = "iron_sin"; break;
+    case ir::Op::Cos: helper = "trig"; fn = "iron_cos"; break;
+    case ir::Op::Exp2: helper = "exp2"; fn = "iron_exp2"; break;
+    case ir::Op::Log2: helper = "log2"; fn = "iron_log2"; break;
+    case ir::Op::Erf: helper = "erf"; fn = "iron_erf"; break;
+    case ir::Op::Pow: helper = "pow"; fn = "iron_pow"; break;
+    case ir::Op::Log: helper = "log"; fn = "iron_log"; break;
+    case ir::Op::Sqrt: helper = "fsqrt"; fn = "iron_sqrt_f32"; break;
+    default: return {};
+  }
+  s.helpers.insert(helper);
+  std::string args;
+  for (const std::string& x : a) args += (args.empty() ? "" : ", ") + x;
+  return std::string(fn) + "(" + args + ")";
+}
+
+std::string helper_lines(const std::string& text) {
+  std::string out;
+  int depth = 0, parens = 0;
+  bool line_start = true;
+  for (char c : text) {
+    if (line_start && c == ' ') continue;
+    if (c == '}') --depth;
+    if (line_start) out.append(size_t(depth < 0 ? 0 : depth) * 2, ' ');
+    line_start = false;
+    out += c;
+    if (c == '(') ++parens;
+    if (c == ')') --parens;
+    if (c == '{') ++depth;
+    if (c == '{' || c == '}' || (c == ';' && parens == 0)) {
+      out += '\n';
+      line_start = true;
+    }
+  }
+  if (!line_start) out += '\n';
+  return out;
+}
+
 // The source line a compiler message names: glslang "ERROR: 0:12: ...", NVRTC "name(12): error
 // ...", clang "path:12:5: error: ..."; 0 when the message names none.
 static size_t message_line(const std::string& m) {
@@ -389,9 +480,13 @@ struct Emitter {
   // A value reference: the register name, or the whole expression of a fused value.
   std::string v(ir::Id id) const {
     auto it = inline_expr.find(id);
-    return it != inline_expr.end() ? it->second : "v" + std::to_string(id);
+    return it != inline_expr.end() ? it->second : reg(id);
   }
-  static std::string reg(ir::Id id) { return "v" + std::to_string(id); }
+  static std::string reg(ir::Id id) {
+    std::string r = std::to_string(id);
+    r.insert(r.begin(), 'v');
+    return r;
+  }
 
   // The DSL location of each line printed so far (the instruction being emitted: `where`).
   std::vector<ir::SrcLoc> locs;

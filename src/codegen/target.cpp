@@ -41,6 +41,8 @@ int arch_number(std::string_view arch, std::string_view prefix) {
 
 }  // namespace
 
+bool cuda_waits_for_grid_dependency(std::string_view arch) { return arch_number(arch, "sm_") >= 90; }
+
 std::string TargetProfile::full_lane_mask() const {
   return lane_width == 64 ? "0xffffffffffffffffull" : "0xffffffffu";
 }

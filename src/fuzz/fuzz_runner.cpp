@@ -330,7 +330,10 @@ Reduction reduce(const Program& p, Runner& ref, Runner& dev, const std::string& 
 
 std::string backend_list(const std::vector<Backend>& bs) {
   std::string s;
-  for (Backend b : bs) s += (s.empty() ? "" : ",") + std::string(backend_name(b));
+  for (Backend b : bs) {
+    if (!s.empty()) s += ',';
+    s += backend_name(b);
+  }
   return s;
 }
 

@@ -21,6 +21,7 @@
 #include "harness/runner.hpp"
 #include "iron/launch.hpp"
 #include "harness/stats.hpp"
+#include "harness/vendor_bench.hpp"
 #include "iron/bench.hpp"
 #include "iron/registry.hpp"
 
@@ -96,7 +97,7 @@ std::unique_ptr<Context> open_context(const std::string& name, Backend& chosen) 
   std::vector<Backend> order{Backend::Cuda, Backend::Vulkan};
   if (!name.empty()) {
     Backend b;
-    if (!parse_backend(name, b)) throw Error("unknown backend '" + name + "' (use vulkan, cuda or interp)");
+    if (!parse_backend(name, b)) throw Error("unknown backend '" + name + "' (use vulkan, cuda, hip or interp)");
     order = {b};
   }
   std::string why;
@@ -195,7 +196,10 @@ int cmd_bench(int argc, char** argv) {
     for (const DtypeTolerance& dt : d->dtypes)
       if (dtype_filter_matches(only, dt.dtype)) jobs.push_back({d, dt});
   }
-  if (jobs.empty())
+  // The vendor GEMM rows (cuBLASLt through Iron, bf16 only): not with a kernel override.
+  std::vector<vendor::Job> vjobs;
+  if (!override_kernel && dtype_filter_matches(only, DType::BF16)) vjobs = vendor::jobs(a.filter);
+  if (jobs.empty() && vjobs.empty())
     throw Error("no benchmark matches" + (a.filter.empty() ? std::string() : " -f " + a.filter) +
                 (a.dtype.empty() ? std::string() : " --dtype " + a.dtype));
 
@@ -224,13 +228,25 @@ int cmd_bench(int argc, char** argv) {
 
   int passed = 0, failed = 0, skipped = 0;
   std::vector<SweepCell> cells;
+  // cuBLASLt runs on CUDA only: elsewhere its rows are left out, with a warning when the filter
+  // asked for them.
+  if (backend != Backend::Cuda && !vjobs.empty()) {
+    if (!a.filter.empty())
+      for (const vendor::Job& j : vjobs) {
+        ++skipped;
+        send({{"type", "warning"}, {"message", std::string("skipped ") + vendor::kKernel + "/" + j.name +
+                                                   " [bf16]: cuBLASLt runs on the CUDA backend"}});
+      }
+    vjobs.clear();
+  }
+  const size_t total = jobs.size() + vjobs.size();
   for (size_t index = 0; index < jobs.size(); ++index) {
     const BenchDecl& decl = *jobs[index].decl;
     const Instantiation dtype = jobs[index].dt.dtype;
     const double tol = jobs[index].dt.tol;
     const std::string dn = instantiation_name(dtype);
     send({{"type", "bench_start"}, {"kernel", decl.kernel}, {"bench", decl.name}, {"dtype", dn},
-          {"index", index + 1}, {"total", jobs.size()}});
+          {"index", index + 1}, {"total", total}});
 
     json rec = {{"type", "bench"}, {"kernel", decl.kernel}, {"bench", decl.name}, {"dtype", dn},
                 {"backend", backend_name(backend)}, {"device", info.name}, {"source", "iron"},
@@ -267,7 +283,7 @@ int cmd_bench(int argc, char** argv) {
       rec["size"] = setup->sweep_size();
       if (t.instantiation() != dtype)
         throw Error("the bench body built a setup for dtype " + instantiation_name(t.instantiation()));
-      if (!t.oracle_fn()) throw Error("the bench has no oracle: it cannot be timed without a PASS");
+      if (!t.has_oracle()) throw Error("the bench has no oracle: it cannot be timed without a PASS");
       if (t.has_call()) {
         // A family's bench: the logical call, planned by the family's selector on this device.
         if (override_kernel) throw Error("--kernel replaces one kernel; " + std::string(decl.kernel) + "/" + decl.name +
@@ -361,6 +377,72 @@ int cmd_bench(int argc, char** argv) {
     } catch (const std::exception& e) {
       rec["status"] = "error";
       rec["message"] = e.what();
+      ++failed;
+      send(rec);
+    }
+  }
+
+  for (size_t v = 0; v < vjobs.size(); ++v) {
+    const vendor::Job& job = vjobs[v];
+    const std::string label = std::string(vendor::kKernel) + "/" + job.name + " [bf16]";
+    send({{"type", "bench_start"}, {"kernel", vendor::kKernel}, {"bench", job.name}, {"dtype", "bf16"},
+          {"index", jobs.size() + v + 1}, {"total", total}});
+    json rec = {{"type", "bench"}, {"kernel", vendor::kKernel}, {"bench", job.name}, {"dtype", "bf16"},
+                {"backend", backend_name(backend)}, {"device", info.name}, {"source", "iron"},
+                {"status", "error"}, {"message", ""}, {"correctness", nullptr}, {"warmup", a.warmup},
+                {"flush_l2", a.flush_l2}, {"samples_us", json::array()}, {"stats", nullptr},
+                {"bytes", double(job.m * job.k + job.n * job.k + job.m * job.n) * 2.0},
+                {"flops", 2.0 * double(job.m) * double(job.n) * double(job.k)}, {"sweep", job.sweep},
+                {"size", double(job.m)}, {"metrics", nullptr}, {"resources", nullptr}};
+    std::unique_ptr<vendor::Run> run;
+    try {  // 1. inputs, one call, the sampled oracle's PASS
+      run = std::make_unique<vendor::Run>(c, job);
+      rec["plan"] = run->report();
+      const Correctness ok = run->check();
+      rec["correctness"] = {{"status", ok.pass ? "pass" : "fail"},
+                            {"max_error", std::isfinite(ok.max_error) ? json(ok.max_error) : json("inf")},
+                            {"tolerance", 1e-2}};
+      if (!ok.pass) {
+        rec["status"] = "fail";
+        rec["message"] = ok.message;
+        ++failed;
+        send(rec);
+        continue;
+      }
+    } catch (const std::exception& e) {
+      rec["status"] = "fail";
+      rec["message"] = e.what();
+      if (rec["correctness"].is_null()) rec["correctness"] = {{"status", "fail"}, {"max_error", nullptr}, {"tolerance", 1e-2}};
+      ++failed;
+      send(rec);
+      continue;
+    }
+    try {  // 2. timing under the device lock; 3. statistics and metrics after it
+      Timing timing;
+      {
+        DeviceLock lock(backend, &warn_lock_wait);
+        timing = run->time(topts);
+      }
+      const Stats s = compute_stats(timing.samples_us);
+      const Metrics m = derive_metrics(s, run->bytes(), run->flops(), DType::BF16, spec, measured, floor_us);
+      if (auto bad = roofline_violation(m, DType::BF16, spec, measured, guard_measured)) {
+        rec["status"] = "error";
+        rec["message"] = *bad + " (median " + describe(s.median_us) + " us)";
+        ++failed;
+        send(rec);
+        continue;
+      }
+      rec["status"] = "ok";
+      rec["message"] = run->report();
+      rec["samples_us"] = timing.samples_us;
+      rec["stats"] = stats_json(s);
+      rec["metrics"] = metrics_json(m, floor_us);
+      ++passed;
+      send(rec);
+      cells.push_back({label, job.sweep, "bf16", double(job.m), s.median_us, run->bytes(), m.bottleneck == Bottleneck::Latency});
+    } catch (const std::exception& e) {
+      rec["status"] = "error";
+      rec["message"] = std::string("timing failed: ") + e.what();
       ++failed;
       send(rec);
     }
@@ -497,6 +579,16 @@ Resident make_resident(Context& ctx, const BufferTypes& param_dtype, const TestS
     r.outputs.push_back({name, buf, count, true});
     r.expected[name].assign(count, 0.0);
   }
+  if (setup.element_oracle()) {
+    for (const auto& [name, count] : setup.outputs()) {
+      std::vector<size_t> at = oracle_sample_indices(name, count, setup.oracle_sample());
+      std::vector<double>& want = r.expected[name];
+      want.resize(at.size());
+      for (size_t j = 0; j < at.size(); ++j) want[j] = setup.element_oracle()(rounded, name, at[j]);
+      r.sampled[name] = std::move(at);
+    }
+    return r;
+  }
   setup.oracle_fn()(rounded, r.expected);
   return r;
 }
@@ -515,6 +607,28 @@ Correctness check(Context& ctx, const Resident& r, double floor, const std::func
     Tolerance rule = rule_for(buf.dtype());
     if (first) c.rule = rule, first = false;
     const char* unit = rule.ulps ? " ulp" : "";
+    const auto sampled = r.sampled.find(g.name);
+    if (sampled != r.sampled.end()) {
+      // Sampled oracle: the sampled elements against it, every element finite (NaN = unwritten).
+      for (size_t i = 0; i < g.count && c.message.empty(); ++i)
+        if (!std::isfinite(got[i]))
+          c.message = "output '" + g.name + "'[" + std::to_string(i) + "] = " + describe(got[i]) +
+                      " (not finite: unwritten? the sampled oracle checks every element for that)";
+      const std::vector<size_t>& at = sampled->second;
+      for (size_t j = 0; j < at.size(); ++j) {
+        const size_t i = at[j];
+        double err = element_error(rule, buf.dtype(), got[i], want[j], floor);
+        c.max_error = std::max(c.max_error, err);
+        ++c.compared;
+        if (err > rule.value && c.message.empty())
+          c.message = "output '" + g.name + "'[" + std::to_string(i) + "] = " + describe(got[i]) + ", oracle " +
+                      describe(want[j]) + " (error " + describe(err) + unit + " > tolerance " + describe(rule.value) +
+                      unit + "; sampled oracle, " + std::to_string(at.size()) + " of " + std::to_string(g.count) + " elements)";
+      }
+      std::string guard = guard_problem(g, bytes, "output");
+      if (!guard.empty()) c.message = guard + (c.message.empty() ? "" : "; " + c.message);
+      continue;
+    }
     for (size_t i = 0; i < got.size(); ++i) {
       double err = element_error(rule, buf.dtype(), got[i], want[i], floor);
       c.max_error = std::max(c.max_error, err);

@@ -152,7 +152,7 @@ int calibrate_main(int argc, char** argv) {
   std::vector<Backend> order{Backend::Cuda, Backend::Vulkan};
   if (!backend_arg.empty()) {
     Backend b;
-    if (!parse_backend(backend_arg, b)) throw Error("unknown backend '" + backend_arg + "' (use vulkan, cuda or interp)");
+    if (!parse_backend(backend_arg, b)) throw Error("unknown backend '" + backend_arg + "' (use vulkan, cuda, hip or interp)");
     order = {b};
   }
   std::unique_ptr<Context> ctx;

@@ -9,6 +9,7 @@
 #include <cmath>
 #include <deque>
 #include <mutex>
+#include <set>
 
 namespace iron {
 
@@ -143,6 +144,36 @@ double element_error(const Tolerance& rule, DType output, double got, double wan
 TestSetup& TestSetup::oracle(std::function<void(const Tensors&, Tensors&)> fn) {
   oracle_ = std::move(fn);
   return *this;
+}
+
+TestSetup& TestSetup::sampled_oracle(size_t count, ElementOracle fn) {
+  if (count < 2) throw Error("sampled_oracle: sample at least 2 elements (the first and the last), not " + std::to_string(count));
+  element_oracle_ = std::move(fn);
+  sample_ = count;
+  return *this;
+}
+
+std::vector<size_t> oracle_sample_indices(const std::string& output, size_t count, size_t sample) {
+  std::vector<size_t> out;
+  if (count == 0) return out;
+  if (sample >= count) {
+    out.resize(count);
+    for (size_t i = 0; i < count; ++i) out[i] = i;
+    return out;
+  }
+  std::set<size_t> picked{0, count - 1};
+  uint64_t state = 0x9e3779b97f4a7c15ull;
+  for (char c : output) state = (state ^ uint8_t(c)) * 0x100000001b3ull;  // FNV-style mix of the name
+  while (picked.size() < sample) {
+    state += 0x9e3779b97f4a7c15ull;  // splitmix64
+    uint64_t z = state;
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    z ^= z >> 31;
+    picked.insert(size_t(z % count));
+  }
+  out.assign(picked.begin(), picked.end());
+  return out;
 }
 
 namespace {

@@ -215,7 +215,7 @@ int run_kernel(const RunRequest& r, const std::function<void(const json&)>& send
 
   Backend backend = Backend::Interp;
   if (!r.backend.empty() && !parse_backend(r.backend, backend))
-    throw Error("unknown backend '" + r.backend + "' (use vulkan, cuda or interp)");
+    throw Error("unknown backend '" + r.backend + "' (use vulkan, cuda, hip or interp)");
 
   // The plan: the family's selector, or one step with the given launch. The scalars are checked
   // against their parameters before any device work.

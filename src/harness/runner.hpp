@@ -3,6 +3,7 @@
 #pragma once
 
 #include <functional>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -57,6 +58,9 @@ struct Resident {
   std::vector<GuardedBuffer> outputs;
   std::vector<GuardedBuffer> inputs;
   Tensors expected;
+  // Outputs checked by a sampled oracle: the flat indices checked, in the order of expected[name]
+  // (which then holds one value per index); every other element must be finite.
+  std::map<std::string, std::vector<size_t>> sampled;
 };
 // Threadgroup bytes a dispatch of `k` with these scalars needs (ir::threadgroup_bytes with the
 // integer scalars' values; arrays sized at dispatch included).

@@ -107,7 +107,7 @@ std::string setup_problem(const TestDecl& decl, const TestSetup& setup, Instanti
   if (setup.instantiation() != dtype)
     return "the test body built a setup for dtype " + instantiation_name(setup.instantiation()) + " when asked for " +
            instantiation_name(dtype);
-  if (!setup.oracle_fn()) return "the test has no oracle";
+  if (!setup.has_oracle()) return "the test has no oracle";
   const std::string name = std::string(decl.kernel) + "/" + decl.name;
   const bool has_grid = setup.grid_size().x != 0 || setup.threadgroup().x != 0;
   if (family && !setup.has_call())
@@ -610,7 +610,7 @@ int cmd_test(const Args& a) {
   std::optional<Backend> want;
   if (!a.backend.empty()) {
     Backend b;
-    if (!parse_backend(a.backend, b)) throw Error("unknown backend '" + a.backend + "' (use vulkan, cuda or interp)");
+    if (!parse_backend(a.backend, b)) throw Error("unknown backend '" + a.backend + "' (use vulkan, cuda, hip or interp)");
     want = b;
   }
   const std::optional<Instantiation> only = parse_dtype_filter(a.dtype);
@@ -689,7 +689,7 @@ int cmd_test(const Args& a) {
 int cmd_mutate(const Args& a) {
   if (a.backend.empty()) throw Error("test --mutate needs --backend (interp, vulkan or cuda)");
   Backend backend;
-  if (!parse_backend(a.backend, backend)) throw Error("unknown backend '" + a.backend + "' (use vulkan, cuda or interp)");
+  if (!parse_backend(a.backend, backend)) throw Error("unknown backend '" + a.backend + "' (use vulkan, cuda, hip or interp)");
   std::unique_ptr<Context> ctx = Context::create(backend);
   ctx->set_disk_cache_dir("");  // hundreds of one-off mutants: keep them out of the compile cache
   const std::optional<Instantiation> only = parse_dtype_filter(a.dtype);

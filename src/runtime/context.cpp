@@ -488,6 +488,19 @@ Context::~Context() {
   device_.reset();
 }
 
+std::unique_ptr<Context> Context::create(Backend backend) {
+  int index = 0;
+  if (const char* env = std::getenv("IRON_CUDA_DEVICE"); backend == Backend::Cuda && env && *env) {
+    char* end = nullptr;
+    errno = 0;
+    const long v = std::strtol(env, &end, 10);
+    if (errno != 0 || *end != '\0' || v < 0 || v > 1023)
+      throw Error("IRON_CUDA_DEVICE='" + std::string(env) + "' is not a CUDA device index (0, 1, ...)");
+    index = int(v);
+  }
+  return create(backend, index);
+}
+
 std::unique_ptr<Context> Context::create(Backend backend, int index) {
   std::unique_ptr<rt::Device> dev;
   switch (backend) {
@@ -708,6 +721,12 @@ std::unique_ptr<rt::BufferImpl> rt::Device::wrap(void*, size_t) {
 void* rt::Device::address(BufferImpl&) {
   throw Error("device '" + info().name + "' has no address for its buffers");
 }
+void* rt::Device::native_stream(StreamImpl*) {
+  throw Error("device '" + info().name + "' (" + backend_name(info().backend) + ") has no native handles for a vendor library");
+}
+std::vector<double> rt::Device::time_native(const std::function<void(StreamImpl*)>&, const TimingOptions&) {
+  throw Error("device '" + info().name + "' (" + backend_name(info().backend) + ") runs no vendor library work to time");
+}
 
 rt::StreamImpl* Context::own(const Stream& s, const char* what) const {
   if (s.owner_ && s.owner_ != this) throw Error(std::string(what) + ": the stream belongs to another Context");
@@ -725,6 +744,19 @@ Stream Context::create_stream() {
   s.impl_ = device_->create_stream();
   s.owner_ = this;
   return s;
+}
+
+Stream Context::wrap_stream(void* native) {
+  Stream s;
+  s.impl_ = device_->wrap_stream(native);
+  s.owner_ = s.impl_ ? this : nullptr;
+  return s;
+}
+
+rt::StreamImpl* rt::Device::wrap_stream(void* native) {
+  if (native) throw Error("device '" + info().name + "' (" + backend_name(info().backend) +
+                          ") has no streams of other libraries to wrap: only a CUDA Context takes a CUstream");
+  return nullptr;
 }
 
 Event Context::record_event(const Stream& stream) {
@@ -1018,6 +1050,7 @@ void check(const DeviceInfo& dev, const ir::Kernel& k, const CheckFacts& facts, 
   out->is_buffer.clear();
   out->buffers.clear();
   out->offsets.clear();
+  out->bound_bytes.clear();
   out->scalars.clear();
   out->threadgroup_bytes = shared;
   for (size_t i = 0; i < np; ++i) {
@@ -1026,6 +1059,7 @@ void check(const DeviceInfo& dev, const ir::Kernel& k, const CheckFacts& facts, 
     if (buf) {
       out->buffers.push_back(bound[i]->impl());
       out->offsets.push_back(bound[i]->offset_bytes());
+      out->bound_bytes.push_back(bound[i]->bytes());
     }
     else out->scalars.push_back(scalar_values[i]);
   }
@@ -1403,6 +1437,9 @@ struct GenericPrepared final : rt::Device::Prepared {
     args.buffers[slot] = buf;
     if (slot < args.offsets.size()) args.offsets[slot] = offset;
   }
+  void set_buffer_bytes(size_t slot, uint64_t bytes) override {
+    if (slot < args.bound_bytes.size()) args.bound_bytes[slot] = bytes;
+  }
   void set_scalar(size_t slot, uint64_t bits) override { args.scalars[slot] = bits; }
   void launch(rt::StreamImpl* stream) override { device->launch(*kernel, args, grid, tg, stream); }
 };
@@ -1496,6 +1533,7 @@ void PreparedLaunch::set_buffer(uint32_t index, const DeviceBuffer& b) {
              "that they alias");
   }
   m.device->set_buffer(m.slot[index], b.impl(), b.offset_bytes());
+  m.device->set_buffer_bytes(m.slot[index], b.bytes());
   m.bound[index] = b;
   ++m.version;
 }
@@ -1524,10 +1562,11 @@ void PreparedLaunch::launch(const Stream& stream) {
 namespace {
 struct GenericRecorded final : rt::Device::Recorded {
   std::vector<rt::Device::Prepared*> steps;
-  void rebuild() override {}
+  void update(const std::vector<size_t>&) override {}
   void replay(rt::StreamImpl* stream) override {
     for (rt::Device::Prepared* p : steps) p->launch(stream);
   }
+  std::string describe() const override { return "launch by launch, " + std::to_string(steps.size()) + " steps"; }
 };
 }  // namespace
 
@@ -1541,6 +1580,7 @@ struct LaunchSequence::Impl {
   Context* ctx = nullptr;
   std::vector<PreparedLaunch> steps;
   std::vector<uint64_t> versions;  // each step's rebinding count when recorded
+  std::vector<size_t> changed;     // scratch of replay(): the steps rebound since the last one
   std::unique_ptr<rt::Device::Recorded> recorded;
 };
 
@@ -1590,15 +1630,20 @@ void LaunchSequence::replay(const Stream& stream) {
     }
     m.recorded = m.ctx->device_->record(steps);
   } else {
-    bool changed = false;
+    m.changed.clear();
     for (size_t i = 0; i < m.steps.size(); ++i)
       if (m.steps[i].impl_->version != m.versions[i]) {
-        changed = true;
+        m.changed.push_back(i);
         m.versions[i] = m.steps[i].impl_->version;
       }
-    if (changed) m.recorded->rebuild();
+    if (!m.changed.empty()) m.recorded->update(m.changed);
   }
   m.recorded->replay(s);
+}
+
+std::string LaunchSequence::recording() const {
+  if (!impl_ || !impl_->recorded) return "not recorded";
+  return impl_->recorded->describe();
 }
 
 PreparedLaunch Context::prepare_launch(const ir::Kernel& kernel, Instantiation dtype, const Bindings& buffers,

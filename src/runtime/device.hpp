@@ -3,7 +3,9 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -68,6 +70,10 @@ struct LaunchArgs {
   std::vector<BufferImpl*> buffers;  // buffer parameters, in declaration order
   // The byte offset each buffer is bound at (a view: Context::view); 0 binds it from its start.
   std::vector<uint64_t> offsets;
+  // The bytes each buffer is bound with (a view's own length, DeviceBuffer::bytes()); empty, or
+  // shorter than `buffers`, binds the rest of the allocation. The interpreter bounds every access
+  // by it, so a kernel bound to a view cannot reach the bytes after the view.
+  std::vector<uint64_t> bound_bytes;
   // Scalar parameters' bit patterns, in declaration order: f32 and 32-bit integers in the low
   // 4 bytes (zero above), i64 and u64 whole. Little-endian, so a pointer to an entry is also a
   // pointer to a 4-byte parameter's value.
@@ -103,6 +109,11 @@ class Device {
   // Streams and events (Context::create_stream, record_event, ...). create_stream's stream is
   // owned by the device and lives as long as it (and its buffers).
   virtual StreamImpl* create_stream() = 0;
+  // A stream someone else created (Context::wrap_stream), owned by the device like create_stream's
+  // but never destroyed by it; the same handle gives the same StreamImpl. The default accepts
+  // only null and returns the default stream (nullptr); CUDA wraps null (the legacy null stream)
+  // like any other handle.
+  virtual StreamImpl* wrap_stream(void* native);
   virtual std::shared_ptr<EventImpl> record_event(StreamImpl* stream) = 0;
   // Later work on `waiter` starts only after `event` is done (the host does not wait where the
   // device can order it; the interpreter's default stream, which runs on the calling thread, waits).
@@ -155,19 +166,26 @@ class Device {
   struct Prepared {
     virtual ~Prepared() = default;
     virtual void set_buffer(size_t slot, BufferImpl* buf, uint64_t offset) = 0;
+    // The byte length the buffer of `slot` is now bound with (LaunchArgs::bound_bytes), called
+    // after set_buffer; devices that do not bound accesses by it ignore it.
+    virtual void set_buffer_bytes(size_t slot, uint64_t bytes) {}
     virtual void set_scalar(size_t slot, uint64_t bits) = 0;
     virtual void launch(StreamImpl* stream) = 0;
   };
   // The default keeps a copy of the arguments and calls launch().
   virtual std::unique_ptr<Prepared> prepare(CompiledKernel& kernel, const LaunchArgs& args, Dim3 grid, Dim3 threadgroup);
 
-  // Prepared launches replayed as one unit (Context::create_sequence). `rebuild` is called
-  // after a step was rebound, before the next replay. The default replays launch by launch;
-  // CUDA captures the steps into a graph and launches that.
+  // Prepared launches replayed as one unit (Context::create_sequence). `update` is called
+  // before a replay with the indices of the steps rebound since the last one (Context has
+  // checked the new bindings); the recording takes them in place where it can, else records
+  // again. The default replays launch by launch; CUDA launches a graph of the steps, Vulkan
+  // submits one command buffer that holds them all. describe() says which, and how often the
+  // recording was made and updated in place (LaunchSequence::recording).
   struct Recorded {
     virtual ~Recorded() = default;
-    virtual void rebuild() = 0;
+    virtual void update(const std::vector<size_t>& changed) = 0;
     virtual void replay(StreamImpl* stream) = 0;
+    virtual std::string describe() const = 0;
   };
   virtual std::unique_ptr<Recorded> record(const std::vector<Prepared*>& steps);
 
@@ -191,6 +209,29 @@ class Device {
   // What the compiler reported for this kernel (CUDA: ptxas -v registers / spills / shared
   // memory lines); empty where the backend reports nothing.
   virtual std::string compile_report(const CompiledKernel& kernel) const { return {}; }
+
+  // Native access for a vendor library working on this device's buffers (src/runtime/blas.cpp,
+  // NCCL in src/runtime/cuda/nccl.cpp):
+  // makes the device's context current on the calling thread and returns the native handle of
+  // `stream` (CUDA: its CUstream; the default stream is the legacy null stream, nullptr). Buffer
+  // addresses come from address(). The default throws: the device has no such handles.
+  virtual void* native_stream(StreamImpl* stream);
+  // Benchmark timing of work a library enqueues: `issue(stream)` enqueues one call on the
+  // device's default stream; warmup calls, then samples each timed like time_launches (CUDA:
+  // events around each call, the L2 flush enqueued before the start event). The default throws,
+  // like native_stream().
+  virtual std::vector<double> time_native(const std::function<void(StreamImpl*)>& issue, const TimingOptions& opts);
+  // Per-device state of a vendor library (blas.cpp: the cuBLASLt handle, workspaces and the
+  // algorithm cache), created on first use under library_mu and destroyed with the device.
+  std::shared_ptr<void> library_state;
+  std::mutex library_mu;
+};
+
+// The parts of a Context that runtime code outside context.cpp needs (blas.cpp).
+struct ContextAccess {
+  static Device& device(Context& ctx) { return *ctx.device_; }
+  // The stream's implementation, after checking it belongs to `ctx` (throws otherwise).
+  static StreamImpl* stream(const Context& ctx, const Stream& s, const char* what) { return ctx.own(s, what); }
 };
 
 // Vulkan: why `dev` cannot run the u64 atomics of `k` (instantiated as `dtype`), naming the

@@ -117,6 +117,40 @@ TEST(Conformance, BoundedOpsAreComparedWithinTheirStatedBound) {
   FAIL() << "no exp(1) element";
 }
 
+TEST(Conformance, ABitcastOfANanMayGiveAnyNanPatternOfTheOperandsDtype) {
+  // docs/semantics.md "bitcast": the bits of a NaN are the backend's. CUDA narrows an f16 NaN to
+  // 0x7fff where the interpreter keeps 0x7e00; both are f16 NaNs. 0x3c00 is no NaN.
+  // bf16 -> f16: every bf16 NaN reads as an f16 NaN, which a store may give as any f16 NaN
+  // (NVIDIA's Vulkan stores 0x7e00, not a bf16 NaN pattern).
+  for (const char* name : {"conformance.bitcast.f16.u16", "conformance.bitcast.bf16.i16", "conformance.bitcast.f16.bf16",
+                           "conformance.bitcast.bf16.f16"}) {
+    const std::vector<fuzz::ConformanceCase> cases = fuzz::conformance_cases(name);
+    ASSERT_EQ(cases.size(), 1u) << name;
+    const fuzz::ConformanceCase& c = cases[0];
+    const uint16_t number = 0x3c00;  // f16 1.0, bf16 2^-7: a NaN in neither
+    bool seen = false;
+    for (size_t i = 0; i < c.args.size(); ++i) {
+      const uint32_t reg = uint32_t(c.args[i][0]);
+      if ((reg & 0x7fffffffu) <= 0x7f800000u) continue;  // the operand's register is not a NaN
+      seen = true;
+      std::vector<unsigned char> got = c.want;
+      const uint16_t other_nan = 0x7fff;
+      std::memcpy(&got[i * 2], &other_nan, 2);
+      EXPECT_EQ(fuzz::conformance_difference(c, got, false), "") << name;
+      if (c.result == DType::F16) {
+        const uint16_t f16_nan = 0x7e00;
+        std::memcpy(&got[i * 2], &f16_nan, 2);
+        EXPECT_EQ(fuzz::conformance_difference(c, got, false), "") << name;
+      }
+      std::memcpy(&got[i * 2], &number, 2);
+      EXPECT_NE(fuzz::conformance_difference(c, got, false).find("element " + std::to_string(i) + ": bitcast(nan)"),
+                std::string::npos)
+          << name;
+    }
+    EXPECT_TRUE(seen) << name << " has no NaN operand";
+  }
+}
+
 TEST(Conformance, AtomicOraclesAreTheFoldOfEveryThreadsValue) {
   const std::vector<fuzz::ConformanceCase> cases = fuzz::conformance_cases("conformance.atomic_max.i32");
   ASSERT_EQ(cases.size(), 1u);

@@ -1,9 +1,15 @@
 // Compile errors name the DSL: the emitter records the DSL location of every source line, and a
 // compiler's error on line N is followed by the DSL file:line whose instruction produced line N.
-// One test per offline compiler (NVRTC, glslang, clang for HIP), each on a deliberately broken
+// One test per offline compiler (NVRTC, glslang, clang for HIP, the host clang's MSL check), each on a deliberately broken
 // emission (EmitOptions::test_break_after_op: a bad line after the first store).
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
 #include <functional>
 
 #include "codegen/codegen.hpp"
@@ -105,4 +111,38 @@ TEST(LocatedErrors, HipClangErrorsNameTheDslLine) {
   const codegen::HipObject o = codegen::compile_hip(b.e.source, "gfx90a", "broken");
   ASSERT_FALSE(o.ok);
   expect_located(b, o.log, "clang (HIP)");
+}
+
+// Metal: no Metal compiler runs on these machines, so the compiler of record for MSL here is the
+// host clang against the Metal-standard-library shim (tests/msl/check_msl.py, docs/msl.md). Its
+// messages name the .metal file's own lines (the script compiles under #line), and they locate
+// like any other compiler's.
+TEST(LocatedErrors, MslShimCheckErrorsNameTheDslLine) {
+  std::string clang;
+  for (const char* c : {"clang++-15", "clang++-14", "clang++"})
+    if (std::system((std::string("command -v ") + c + " >/dev/null 2>&1").c_str()) == 0) {
+      clang = c;
+      break;
+    }
+  if (clang.empty()) GTEST_SKIP() << "no host clang for the MSL shim check";
+  const Broken b = broken(codegen::Target::Msl);
+  ASSERT_TRUE(b.e.ok());
+  const std::filesystem::path dir = std::filesystem::temp_directory_path() /
+                                    ("iron-msl-located-" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  {
+    std::ofstream f(dir / (b.e.entry + ".metal"));
+    f << b.e.source;
+  }
+  const std::string cmd = "python3 " IRON_TEST_DATA "/msl/check_msl.py " + clang + " " IRON_TEST_DATA "/msl/include " +
+                          dir.string() + " 2>&1";
+  std::string log;
+  if (FILE* p = popen(cmd.c_str(), "r")) {
+    char buf[4096];
+    while (size_t n = std::fread(buf, 1, sizeof buf, p)) log.append(buf, n);
+    pclose(p);
+  }
+  std::filesystem::remove_all(dir);
+  EXPECT_NE(log.find("msl check: 1 files, 1 failed"), std::string::npos) << log;
+  expect_located(b, log, "clang (MSL shim check)");
 }

@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cfloat>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -271,6 +272,15 @@ TEST(MathOps, GlslPowHelperMatchesCPowOnSpecialsAndIsCloseElsewhere) {
     worst = std::max(worst, std::fabs(double(g) - w) / std::fabs(double(w)));
   }
   EXPECT_LE(worst, 0x1p-16);
+  // pow(x, 1) and pow(x, -1) at the top of the range stay finite (t = 128 - 2^-23 for FLT_MAX:
+  // a log2 or exp2 that rounds the fraction away gives inf; iron_pow uses neither).
+  EXPECT_EQ(bits_of(glsl_math_cpu::iron_pow(FLT_MAX, 1.0f)), bits_of(FLT_MAX));
+  for (uint32_t u = 0x7f7fffffu; u > 0x7f7f0000u; u -= 37) {
+    const float x = from_bits(u);
+    const double g = glsl_math_cpu::iron_pow(x, 1.0f), r = glsl_math_cpu::iron_pow(x, -1.0f);
+    EXPECT_LE(std::fabs(g - x) / x, 3 * 0x1p-17) << "pow(" << x << ", 1) = " << g;
+    EXPECT_LE(std::fabs(r * x - 1), 3 * 0x1p-17) << "pow(" << x << ", -1) = " << r;
+  }
 }
 
 // ---- verifier, text IR, DSL, const_fold, spellings -----------------------------------------

@@ -64,7 +64,9 @@ std::string pair_ir() {
   auto reg = [](const std::string& n) {
     const char lane = n[1];
     const int base = n[0] == 'a' ? 5 : n[0] == 'b' ? 7 : 9;
-    return "%" + std::to_string(base + (lane == '1' ? 1 : 0));
+    std::string r = std::to_string(base + (lane == '1' ? 1 : 0));
+    r.insert(r.begin(), '%');
+    return r;
   };
   int next = 40;
   stores += "  %" + std::to_string(next) + " = const<16> : u32\n";

@@ -19,6 +19,31 @@ using CUstream = struct CUstream_st*;
 using CUevent = struct CUevent_st*;
 using CUgraph = struct CUgraph_st*;
 using CUgraphExec = struct CUgraphExec_st*;
+using CUgraphNode = struct CUgraphNode_st*;
+// cuda.h: CUgraphEdgeData (CUDA 12.3+), with the values a programmatic edge between kernel nodes
+// uses: the downstream kernel may launch once every block of the upstream one has begun
+// (CU_GRAPH_KERNEL_NODE_PORT_LAUNCH_ORDER) and waits for it with griddepcontrol.wait
+// (CU_GRAPH_DEPENDENCY_TYPE_PROGRAMMATIC).
+struct CUgraphEdgeData {
+  unsigned char from_port;
+  unsigned char to_port;
+  unsigned char type;
+  unsigned char reserved[5];
+};
+constexpr unsigned char CU_GRAPH_KERNEL_NODE_PORT_LAUNCH_ORDER = 2;
+constexpr unsigned char CU_GRAPH_DEPENDENCY_TYPE_PROGRAMMATIC = 1;
+// cuda.h: CUDA_KERNEL_NODE_PARAMS_v2 (what cuGraphAddKernelNode_v2 and
+// cuGraphExecKernelNodeSetParams_v2 take; the unsuffixed symbols take the shorter v1 layout).
+struct CudaKernelNodeParams {
+  struct CUfunc_st* func;
+  unsigned gridDimX, gridDimY, gridDimZ;
+  unsigned blockDimX, blockDimY, blockDimZ;
+  unsigned sharedMemBytes;
+  void** kernelParams;
+  void** extra;
+  void* kern;  // CUkernel: only read when func is null
+  struct CUctx_st* ctx;
+};
 // cuda.h: enum CUstreamCaptureMode. Thread-local: only this thread's unsafe calls are refused
 // while it captures.
 constexpr int CU_STREAM_CAPTURE_MODE_THREAD_LOCAL = 1;
@@ -120,7 +145,18 @@ constexpr nvrtcResult NVRTC_SUCCESS = 0;
   IRON_CUDA_FN(cuGraphInstantiateWithFlags, CUresult, (CUgraphExec*, CUgraph, unsigned long long)) \
   IRON_CUDA_FN(cuGraphLaunch, CUresult, (CUgraphExec, CUstream))             \
   IRON_CUDA_FN(cuGraphExecDestroy, CUresult, (CUgraphExec))                  \
-  IRON_CUDA_FN(cuGraphDestroy, CUresult, (CUgraph))
+  IRON_CUDA_FN(cuGraphDestroy, CUresult, (CUgraph))                         \
+  /* Graphs built node by node and updated in place (CUDA 12.0+): a rebinding rewrites one   \
+     kernel node of the executable graph instead of capturing and instantiating it again. */  \
+  IRON_CUDA_FN(cuGraphCreate, CUresult, (CUgraph*, unsigned))                 \
+  IRON_CUDA_FN(cuGraphAddKernelNode_v2, CUresult,                              \
+               (CUgraphNode*, CUgraph, const CUgraphNode*, size_t, const CudaKernelNodeParams*)) \
+  IRON_CUDA_FN(cuGraphExecKernelNodeSetParams_v2, CUresult,                    \
+               (CUgraphExec, CUgraphNode, const CudaKernelNodeParams*))        \
+  IRON_CUDA_FN(cuGraphUpload, CUresult, (CUgraphExec, CUstream))            \
+  /* Programmatic edges (CUDA 12.3+): a kernel launches before the one it depends on is done. */ \
+  IRON_CUDA_FN(cuGraphAddDependencies_v2, CUresult,                            \
+               (CUgraph, const CUgraphNode*, const CUgraphNode*, const CUgraphEdgeData*, size_t))
 
 #define IRON_NVRTC_FUNCTIONS(IRON_NVRTC_FN)                                                       \
   IRON_NVRTC_FN(nvrtcVersion, nvrtcResult, (int*, int*))                                          \

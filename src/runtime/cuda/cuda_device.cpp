@@ -315,8 +315,10 @@ bool unpack_binary(const std::vector<char>& bin, std::string& log, const char*& 
 thread_local CUcontext t_current = nullptr;
 
 // A stream of the device (cuStreamCreate, non-blocking): owned by the CudaContext, destroyed with it.
+// A foreign stream (Device::wrap_stream) is another library's: kept, never destroyed.
 struct CudaStream final : StreamImpl {
   CUstream s = nullptr;
+  bool foreign = false;
 };
 inline CUstream cu_stream(StreamImpl* s) { return s ? static_cast<CudaStream*>(s)->s : nullptr; }
 
@@ -332,7 +334,8 @@ struct CudaContext {
 
   ~CudaContext() {
     if (ctx && drv->cuCtxSetCurrent(ctx) == CUDA_SUCCESS)
-      for (auto& st : streams) drv->cuStreamDestroy_v2(st->s);  // waits for nothing; work already finished
+      for (auto& st : streams)
+        if (!st->foreign) drv->cuStreamDestroy_v2(st->s);  // waits for nothing; work already finished
     if (ctx) drv->cuDevicePrimaryCtxRelease_v2(device);  // errors at teardown are ignored
     if (t_current == ctx) t_current = nullptr;
   }
@@ -360,9 +363,12 @@ struct CudaBuffer final : BufferImpl {
   ~CudaBuffer() override {
     // No throwing from a destructor; a failing free (e.g. after a sticky kernel error) leaks.
     // Work in flight on the buffer's last stream finishes before its memory goes (back to its
-    // owner, for wrapped memory).
+    // owner, for wrapped memory). Except wrapped memory last used on a foreign stream: memory
+    // and stream are then another library's, whose allocator reuses the memory in that stream's
+    // order (PyTorch's caching allocator does), so waiting here would only stall the host.
     if (ptr && ctx->set_current_quietly()) {
-      if (last_stream) ctx->drv->cuStreamSynchronize(cu_stream(last_stream));
+      const bool owner_orders = external && last_stream && static_cast<CudaStream*>(last_stream)->foreign;
+      if (last_stream && !owner_orders) ctx->drv->cuStreamSynchronize(cu_stream(last_stream));
       if (!external) ctx->drv->cuMemFree_v2(ptr);
     }
   }
@@ -538,12 +544,31 @@ class CudaDevice final : public Device {
     return buf;
   }
   void* address(BufferImpl& buf) override { return reinterpret_cast<void*>(own(buf, "export").ptr); }
+  // A vendor library (blas.cpp) enqueues on our streams with our context current.
+  void* native_stream(StreamImpl* stream) override {
+    ctx_->make_current();
+    return cu_stream(stream);
+  }
 
   StreamImpl* create_stream() override {
     ctx_->make_current();
     auto st = std::make_unique<CudaStream>();
     drv().check(drv().cuStreamCreate(&st->s, CU_STREAM_NON_BLOCKING), "cuStreamCreate");
     std::lock_guard lock(ctx_->mu);
+    ctx_->streams.push_back(std::move(st));
+    return ctx_->streams.back().get();
+  }
+
+  // Null wraps the legacy null stream (the default stream's queue, PyTorch's default stream) as a
+  // foreign stream too, so the owner's memory used on it is not waited for on release.
+  StreamImpl* wrap_stream(void* native) override {
+    const CUstream want = static_cast<CUstream>(native);
+    std::lock_guard lock(ctx_->mu);
+    for (auto& st : ctx_->streams)
+      if (st->foreign && st->s == want) return st.get();
+    auto st = std::make_unique<CudaStream>();
+    st->s = want;
+    st->foreign = true;
     ctx_->streams.push_back(std::move(st));
     return ctx_->streams.back().get();
   }
@@ -790,54 +815,157 @@ class CudaDevice final : public Device {
     }
   };
 
-  // A sequence as a CUDA graph: the steps' launches captured on a private stream, instantiated,
-  // and launched with cuGraphLaunch on the caller's stream. A rebound step rebuilds the graph
-  // (after the last replay has finished). Drivers without graphs replay launch by launch.
+  // A sequence as a CUDA graph, launched with one cuGraphLaunch per replay on the caller's
+  // stream. The graph is built node by node: one kernel node per step, each depending on the
+  // one before (the steps run in order, as launches on one stream do), instantiated and uploaded
+  // once. On sm_90 and later the edges are programmatic: a kernel may launch as soon as every
+  // block of the one before has begun, and waits in its first instruction (griddepcontrol.wait,
+  // codegen::cuda_waits_for_grid_dependency) until that kernel has completed and its writes are
+  // visible, so the launch latency of each kernel hides behind the one before while the memory
+  // order stays that of a stream. A rebound step is written into its node of the executable
+  // graph in place (cuGraphExecKernelNodeSetParams): no new graph, no instantiation, and no wait
+  // for a replay in flight, since an update applies to later launches only. Where the driver
+  // lacks programmatic edges the edges are plain; where it lacks node-by-node graphs (before
+  // CUDA 12.0) the steps are captured from a stream and a rebinding captures them again after
+  // the last replay has finished; without graphs at all, a replay is launch by launch.
+  // IRON_CUDA_GRAPH=nodes (plain edges) or capture picks a path, for comparison; read when a
+  // sequence is recorded.
   struct CudaRecorded final : Recorded {
     CudaDevice* dev = nullptr;
     std::vector<CudaPrepared*> steps;
-    CudaStream capture;
+    CudaStream capture;  // private: capture, and the graph's upload
     CUgraph graph = nullptr;
     CUgraphExec exec = nullptr;
+    std::vector<CUgraphNode> nodes;  // the kernel node of each step (built graphs only)
+    std::vector<BufferImpl*> touched;  // every buffer of every step, once
     StreamImpl* last = nullptr;  // the stream of the last replay
     bool replayed = false;
+    uint64_t updates_in_place = 0, rebuilds = 0;
     ~CudaRecorded() override {
       const CudaDriver& d = dev->drv();
       if (!dev->ctx_->set_current_quietly()) return;
       if (replayed) d.cuStreamSynchronize(cu_stream(last));
+      destroy();
+      if (capture.s) d.cuStreamDestroy_v2(capture.s);
+    }
+    void destroy() {
+      const CudaDriver& d = dev->drv();
       if (exec) d.cuGraphExecDestroy(exec);
       if (graph) d.cuGraphDestroy(graph);
-      if (capture.s) d.cuStreamDestroy_v2(capture.s);
+      exec = nullptr;
+      graph = nullptr;
+      nodes.clear();
     }
     static bool have_graphs(const CudaDriver& d) {
       return d.cuStreamBeginCapture_v2 && d.cuStreamEndCapture && d.cuGraphInstantiateWithFlags && d.cuGraphLaunch &&
              d.cuGraphExecDestroy && d.cuGraphDestroy;
     }
-    void rebuild() override {
+    // IRON_CUDA_GRAPH: "" or "pdl" (the default: the best the driver and arch allow), "nodes",
+    // "capture".
+    std::string mode;
+    bool programmatic = false;  // the graph's edges are programmatic
+    static std::string graph_mode() {
+      const char* v = std::getenv("IRON_CUDA_GRAPH");
+      const std::string m = v ? v : "";
+      if (m.empty() || m == "pdl" || m == "nodes" || m == "capture") return m.empty() ? "pdl" : m;
+      throw Error("IRON_CUDA_GRAPH=" + m + ": expected pdl (the default), nodes or capture");
+    }
+    bool can_build(const CudaDriver& d) const {
+      return mode != "capture" && d.cuGraphCreate && d.cuGraphAddKernelNode_v2 && d.cuGraphExecKernelNodeSetParams_v2;
+    }
+    bool can_link_programmatically(const CudaDriver& d) const {
+      return mode == "pdl" && d.cuGraphAddDependencies_v2 && codegen::cuda_waits_for_grid_dependency(dev->info_.arch);
+    }
+    // The graph of kernel nodes, with programmatic edges or plain ones; false (nothing kept) when
+    // the driver refuses programmatic edges.
+    bool build_nodes(bool link_programmatically) {
       const CudaDriver& d = dev->drv();
-      if (!have_graphs(d)) return;
-      dev->ctx_->make_current();
-      if (replayed) dev->wait_stream(last);  // nothing may still run the old graph
-      if (exec) d.cuGraphExecDestroy(exec);
-      if (graph) d.cuGraphDestroy(graph);
-      exec = nullptr;
-      graph = nullptr;
-      if (!capture.s) d.check(d.cuStreamCreate(&capture.s, CU_STREAM_NON_BLOCKING), "cuStreamCreate(capture)");
-      d.check(d.cuStreamBeginCapture_v2(capture.s, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL), "cuStreamBeginCapture");
-      CUresult failed = CUDA_SUCCESS;
-      std::string what;
-      for (CudaPrepared* p : steps) {
-        failed = d.cuLaunchKernel(p->kk->fn, p->grid.x, p->grid.y, p->grid.z, p->tg.x, p->tg.y, p->tg.z, p->shared,
-                                  capture.s, p->params.data(), nullptr);
-        if (failed != CUDA_SUCCESS) {
-          what = "cuLaunchKernel(" + p->kk->entry + ", captured)";
-          break;
+      d.check(d.cuGraphCreate(&graph, 0), "cuGraphCreate");
+      nodes.resize(steps.size());
+      for (size_t i = 0; i < steps.size(); ++i) {
+        const CudaKernelNodeParams np = node_params(*steps[i]);
+        const bool chain = i > 0 && !link_programmatically;
+        d.check(d.cuGraphAddKernelNode_v2(&nodes[i], graph, chain ? &nodes[i - 1] : nullptr, chain ? 1 : 0, &np),
+                "cuGraphAddKernelNode(step " + std::to_string(i) + ", " + steps[i]->kk->entry + ")");
+        if (i == 0 || !link_programmatically) continue;
+        CUgraphEdgeData edge{};
+        edge.from_port = CU_GRAPH_KERNEL_NODE_PORT_LAUNCH_ORDER;
+        edge.type = CU_GRAPH_DEPENDENCY_TYPE_PROGRAMMATIC;
+        if (d.cuGraphAddDependencies_v2(graph, &nodes[i - 1], &nodes[i], &edge, 1) != CUDA_SUCCESS) {
+          destroy();
+          return false;
         }
       }
-      CUresult ended = d.cuStreamEndCapture(capture.s, &graph);
-      if (failed != CUDA_SUCCESS) d.check(failed, what);
-      d.check(ended, "cuStreamEndCapture");
-      d.check(d.cuGraphInstantiateWithFlags(&exec, graph, 0), "cuGraphInstantiateWithFlags");
+      if (d.cuGraphInstantiateWithFlags(&exec, graph, 0) != CUDA_SUCCESS && link_programmatically) {
+        destroy();
+        return false;
+      }
+      programmatic = link_programmatically;
+      return true;
+    }
+    static CudaKernelNodeParams node_params(const CudaPrepared& p) {
+      CudaKernelNodeParams np{};
+      np.func = p.kk->fn;
+      np.gridDimX = p.grid.x, np.gridDimY = p.grid.y, np.gridDimZ = p.grid.z;
+      np.blockDimX = p.tg.x, np.blockDimY = p.tg.y, np.blockDimZ = p.tg.z;
+      np.sharedMemBytes = p.shared;
+      np.kernelParams = const_cast<void**>(p.params.data());
+      return np;
+    }
+    void note_buffers() {
+      touched.clear();
+      for (CudaPrepared* p : steps)
+        for (BufferImpl* b : p->buffers)
+          if (std::find(touched.begin(), touched.end(), b) == touched.end()) touched.push_back(b);
+    }
+    // A new executable graph for the steps as they are bound now; the context is current.
+    void build() {
+      const CudaDriver& d = dev->drv();
+      if (replayed) dev->wait_stream(last);  // nothing may still run the old graph
+      destroy();
+      ++rebuilds;
+      note_buffers();
+      if (!have_graphs(d)) return;
+      if (!capture.s) d.check(d.cuStreamCreate(&capture.s, CU_STREAM_NON_BLOCKING), "cuStreamCreate(graph)");
+      programmatic = false;
+      if (can_build(d)) {
+        if (!(can_link_programmatically(d) && build_nodes(true))) build_nodes(false);
+      } else {
+        d.check(d.cuStreamBeginCapture_v2(capture.s, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL), "cuStreamBeginCapture");
+        CUresult failed = CUDA_SUCCESS;
+        std::string what;
+        for (CudaPrepared* p : steps) {
+          failed = d.cuLaunchKernel(p->kk->fn, p->grid.x, p->grid.y, p->grid.z, p->tg.x, p->tg.y, p->tg.z, p->shared,
+                                    capture.s, p->params.data(), nullptr);
+          if (failed != CUDA_SUCCESS) {
+            what = "cuLaunchKernel(" + p->kk->entry + ", captured)";
+            break;
+          }
+        }
+        CUresult ended = d.cuStreamEndCapture(capture.s, &graph);
+        if (failed != CUDA_SUCCESS) d.check(failed, what);
+        d.check(ended, "cuStreamEndCapture");
+      }
+      if (!exec)
+        d.check(d.cuGraphInstantiateWithFlags(&exec, graph, 0),
+                "cuGraphInstantiateWithFlags(" + std::to_string(steps.size()) + " kernels)");
+      // The executable graph goes to the device now rather than at the first replay.
+      // (Waited for here, off the replay path, so no replay on another stream can overtake it.)
+      if (d.cuGraphUpload) {
+        d.check(d.cuGraphUpload(exec, capture.s), "cuGraphUpload");
+        d.check(d.cuStreamSynchronize(capture.s), "cuStreamSynchronize(graph upload)");
+      }
+    }
+    void update(const std::vector<size_t>& changed) override {
+      const CudaDriver& d = dev->drv();
+      dev->ctx_->make_current();
+      if (!exec || nodes.empty()) return build();
+      for (size_t i : changed) {
+        const CudaKernelNodeParams np = node_params(*steps[i]);
+        if (d.cuGraphExecKernelNodeSetParams_v2(exec, nodes[i], &np) != CUDA_SUCCESS) return build();
+      }
+      updates_in_place += changed.size();
+      note_buffers();
     }
     void replay(StreamImpl* stream) override {
       const CudaDriver& d = dev->drv();
@@ -854,16 +982,25 @@ class CudaDevice final : public Device {
       d.check(r, "cuGraphLaunch(" + std::to_string(steps.size()) + " kernels)");
       last = stream;
       replayed = true;
-      for (CudaPrepared* p : steps)
-        for (BufferImpl* b : p->buffers) b->last_stream = stream, b->last_ticket = 1;
+      for (BufferImpl* b : touched) b->last_stream = stream, b->last_ticket = 1;
+    }
+    std::string describe() const override {
+      if (!exec) return "launch by launch (the CUDA driver has no graphs)";
+      return std::string(nodes.empty() ? "a captured CUDA graph" : "a CUDA graph of kernel nodes") + " of " +
+             std::to_string(steps.size()) + " steps; " + std::to_string(rebuilds) + " built, " +
+             std::to_string(updates_in_place) + " steps updated in place; " +
+             (programmatic ? "programmatic edges (each kernel launches early and waits for the one before)"
+                           : "plain edges");
     }
   };
 
   std::unique_ptr<Recorded> record(const std::vector<Prepared*>& steps) override {
     auto r = std::make_unique<CudaRecorded>();
     r->dev = this;
+    r->mode = CudaRecorded::graph_mode();
     for (Prepared* p : steps) r->steps.push_back(static_cast<CudaPrepared*>(p));  // prepare() made every one
-    r->rebuild();
+    ctx_->make_current();
+    r->build();
     return r;
   }
 
@@ -961,6 +1098,49 @@ class CudaDevice final : public Device {
       if (CUresult r = d.cuEventSynchronize(ev.stop); r != CUDA_SUCCESS) {
         std::string msg = "CUDA error while timing kernels (cuEventSynchronize; last launch: " + last_launch() +
                           "): " + d.describe(r);
+        if (is_sticky(r)) msg += " (this error is sticky: the CUDA context cannot be used again in this process)";
+        throw Error(msg);
+      }
+      float ms = 0.0f;
+      d.check(elapsed_time(&ms, ev.start, ev.stop), elapsed_name);
+      us.push_back(double(ms) * 1000.0);
+    }
+    return us;
+  }
+
+  // Library work timed like time_sequence: one sample = issue(null stream) between two events,
+  // the L2 flush enqueued ahead of the start event, the host waiting on the stop event.
+  std::vector<double> time_native(const std::function<void(StreamImpl*)>& issue, const TimingOptions& opts) override {
+    const CudaDriver& d = drv();
+    auto* elapsed_time = d.cuEventElapsedTime_v2 ? d.cuEventElapsedTime_v2 : d.cuEventElapsedTime;
+    const char* elapsed_name = d.cuEventElapsedTime_v2 ? "cuEventElapsedTime_v2" : "cuEventElapsedTime";
+    if (!elapsed_time)
+      throw Error("CUDA timing needs cuEventElapsedTime_v2 or cuEventElapsedTime, and " + d.path + " has neither");
+    ctx_->make_current();
+    const CudaBuffer* flush = opts.flush_l2 ? &flush_buffer() : nullptr;
+    struct Events {
+      const CudaDriver& d;
+      CUevent start = nullptr, stop = nullptr;
+      ~Events() {
+        if (start) d.cuEventDestroy_v2(start);
+        if (stop) d.cuEventDestroy_v2(stop);
+      }
+    } ev{d};
+    d.check(d.cuEventCreate(&ev.start, CU_EVENT_DEFAULT), "cuEventCreate");
+    d.check(d.cuEventCreate(&ev.stop, CU_EVENT_DEFAULT), "cuEventCreate");
+    for (int i = 0; i < opts.warmup; ++i) issue(nullptr);
+    std::vector<double> us;
+    us.reserve(size_t(opts.samples));
+    for (int i = 0; i < opts.samples; ++i) {
+      ctx_->make_current();
+      if (flush)
+        d.check(d.cuMemsetD32Async(flush->ptr, unsigned(i), flush->bytes / 4, nullptr),
+                "cuMemsetD32Async(L2 flush, " + std::to_string(flush->bytes) + " bytes)");
+      d.check(d.cuEventRecord(ev.start, nullptr), "cuEventRecord(start)");
+      issue(nullptr);
+      d.check(d.cuEventRecord(ev.stop, nullptr), "cuEventRecord(stop)");
+      if (CUresult r = d.cuEventSynchronize(ev.stop); r != CUDA_SUCCESS) {
+        std::string msg = "CUDA error while timing library work (cuEventSynchronize): " + d.describe(r);
         if (is_sticky(r)) msg += " (this error is sticky: the CUDA context cannot be used again in this process)";
         throw Error(msg);
       }

@@ -71,6 +71,7 @@ namespace {
   X(vkCreateCommandPool)            \
   X(vkDestroyCommandPool)           \
   X(vkAllocateCommandBuffers)       \
+  X(vkFreeCommandBuffers)           \
   X(vkResetCommandBuffer)           \
   X(vkBeginCommandBuffer)           \
   X(vkEndCommandBuffer)             \
@@ -707,6 +708,7 @@ struct VulkanKernel : CompiledKernel {
   VkDescriptorSet set = VK_NULL_HANDLE;  // null when the kernel has no buffer parameters
   uint32_t num_buffers = 0;
   uint32_t num_scalars = 0;
+  std::vector<uint8_t> buffer_writes;  // per buffer parameter: the kernel may write it
   // Push constants (codegen::push_constant_layout): each scalar's byte offset, the block's size,
   // and whether it is 8 bytes wide; the block is assembled per launch in push_data.
   std::vector<uint32_t> push_offsets;
@@ -787,6 +789,11 @@ struct Submission {
   uint64_t ticket = 0;
   std::string kernel;               // for a loop status error
   std::vector<std::string> files;   // the kernel's DSL files, likewise
+  // The submission of a recorded sequence: owned by it (never on the free list). Step i's loop
+  // status is at byte i * status_stride of loop_status, and step_kernels[i] names its kernel.
+  bool owned = false;
+  uint32_t status_stride = 0;
+  std::vector<const VulkanKernel*> step_kernels;
 };
 
 class VulkanDevice final : public Device {
@@ -1090,10 +1097,12 @@ class VulkanDevice final : public Device {
     kern->core = core_;
     kern->name = label;
     for (const ir::Param& p : k.params) {
-      if (p.kind == ir::ParamKind::Buffer)
+      if (p.kind == ir::ParamKind::Buffer) {
         ++kern->num_buffers;
-      else
+        kern->buffer_writes.push_back(p.access != ir::Access::Read);
+      } else {
         ++kern->num_scalars;
+      }
     }
     kern->push_bytes = codegen::push_constant_layout(k, kern->push_offsets);
     for (const ir::Param& p : k.params)
@@ -1301,6 +1310,267 @@ class VulkanDevice final : public Device {
     }
   }
 
+  // A prepared launch keeps its arguments; launch() is an ordinary launch of them. Its type
+  // lets record() reach the steps' kernels and arguments.
+  struct VulkanPrepared final : Prepared {
+    VulkanDevice* dev = nullptr;
+    VulkanKernel* kern = nullptr;
+    LaunchArgs args;
+    Dim3 grid, tg;
+    void set_buffer(size_t slot, BufferImpl* buf, uint64_t offset) override {
+      args.buffers[slot] = buf;
+      args.offsets[slot] = offset;
+    }
+    void set_scalar(size_t slot, uint64_t bits) override { args.scalars[slot] = bits; }
+    void launch(StreamImpl* stream) override { dev->launch(*kern, args, grid, tg, stream); }
+  };
+
+  std::unique_ptr<Prepared> prepare(CompiledKernel& kernel, const LaunchArgs& args, Dim3 grid, Dim3 tg) override {
+    VulkanKernel& kern = checked(kernel, args);
+    check_shape(kern, tg);
+    for (uint32_t i = 0; i < kern.num_buffers; ++i)
+      if (args.buffers[i]->owner != core_.get())
+        throw Error("Vulkan prepared launch of " + kern.name + ": buffer " + std::to_string(i) + " is from another device");
+    auto p = std::make_unique<VulkanPrepared>();
+    p->dev = this;
+    p->kern = &kern;
+    p->args = args;
+    p->args.offsets.resize(args.buffers.size(), 0);
+    p->grid = grid;
+    p->tg = tg;
+    return p;
+  }
+
+  // A sequence recorded once into one command buffer and replayed by one vkQueueSubmit. Each
+  // step has a descriptor set of its own (from the sequence's pool), so one kernel may appear
+  // in many steps with different buffers; its scalars are push constants recorded with it. A
+  // barrier goes before a step only where it reads or writes a buffer that a step since the
+  // last barrier wrote, or writes one such a step read (the steps' buffers compared by
+  // allocation, whatever their views); the command buffer ends with the barrier every launch
+  // ends with. A replay first waits for the previous replay of the same sequence (the command
+  // buffer and its sets are in use until then). A rebinding rewrites only the changed bindings
+  // of the step's own set, then records the commands again (without update-after-bind
+  // descriptors a set bound in a recorded command buffer may not change under it; recording
+  // allocates nothing). On a loop-limited driver (lavapipe) each step has its own 16-byte loop
+  // status slot in one buffer, checked when the replay retires.
+  struct VulkanRecorded final : Recorded {
+    VulkanDevice* dev = nullptr;
+    std::vector<VulkanPrepared*> steps;
+    Submission sub;
+    VkDescriptorPool pool = VK_NULL_HANDLE;
+    std::vector<VkDescriptorSet> sets;  // per step; null where the step binds nothing
+    // What each step's set and commands hold now: buffers and offsets, scalars, and whether a
+    // barrier goes before it.
+    std::vector<std::vector<BufferImpl*>> buffers;
+    std::vector<std::vector<uint64_t>> offsets, scalars;
+    std::vector<uint8_t> barriers;
+    std::vector<BufferImpl*> touched;  // every buffer of every step, once
+    uint64_t recordings = 0, sets_rewritten = 0;
+
+    ~VulkanRecorded() override {
+      const DeviceFns& f = dev->core_->fn;
+      std::lock_guard lock(dev->mutex_);
+      try {
+        dev->wait_for(sub);
+      } catch (const Error&) {
+        // a failed wait at teardown: the device is lost; release what we can
+      }
+      if (sub.cb) f.vkFreeCommandBuffers(dev->core_->device, dev->command_pool_, 1, &sub.cb);
+      if (sub.fence) f.vkDestroyFence(dev->core_->device, sub.fence, nullptr);
+      if (pool) f.vkDestroyDescriptorPool(dev->core_->device, pool, nullptr);
+    }
+    void update(const std::vector<size_t>& changed) override {
+      std::lock_guard lock(dev->mutex_);
+      dev->wait_for(sub);
+      for (size_t i : changed) {
+        dev->write_step_set(*this, i);
+        scalars[i] = steps[i]->args.scalars;
+      }
+      dev->record_steps(*this);
+    }
+    void replay(StreamImpl* stream) override {
+      std::lock_guard lock(dev->mutex_);
+      dev->submit_recorded(*this, stream);
+    }
+    std::string describe() const override {
+      size_t n = 0;
+      for (uint8_t b : barriers) n += b;
+      return "one Vulkan command buffer of " + std::to_string(steps.size()) + " steps and " + std::to_string(n) +
+             " barriers between them; recorded " + std::to_string(recordings) + " times, " +
+             std::to_string(sets_rewritten) + " descriptor sets rewritten in place";
+    }
+  };
+
+  std::unique_ptr<Recorded> record(const std::vector<Prepared*>& steps) override {
+    auto r = std::make_unique<VulkanRecorded>();
+    r->dev = this;
+    for (Prepared* p : steps) r->steps.push_back(static_cast<VulkanPrepared*>(p));  // prepare() made every one
+    const size_t n = steps.size();
+    r->sets.assign(n, VK_NULL_HANDLE);
+    r->buffers.resize(n);
+    r->offsets.resize(n);
+    r->scalars.resize(n);
+    r->sub.owned = true;
+    const DeviceFns& f = core_->fn;
+    std::lock_guard lock(mutex_);
+    auto cai = vk_struct<VkCommandBufferAllocateInfo>(VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO);
+    cai.commandPool = command_pool_;
+    cai.level = VK_COMMAND_BUFFER_LEVEL_PRIMARY;
+    cai.commandBufferCount = 1;
+    check_created(f.vkAllocateCommandBuffers(core_->device, &cai, &r->sub.cb), r->sub.cb, "vkAllocateCommandBuffers");
+    auto fci = vk_struct<VkFenceCreateInfo>(VK_STRUCTURE_TYPE_FENCE_CREATE_INFO);
+    check_created(f.vkCreateFence(core_->device, &fci, nullptr, &r->sub.fence), r->sub.fence, "vkCreateFence");
+    const uint32_t loop = pd_.loop_limited ? 1 : 0;
+    if (loop) {
+      const uint64_t align = std::max<uint64_t>(pd_.info.min_view_offset_align, 16);
+      r->sub.status_stride = uint32_t((16 + align - 1) / align * align);
+      r->sub.loop_status = alloc(size_t(r->sub.status_stride) * n);
+      for (VulkanPrepared* p : r->steps) r->sub.step_kernels.push_back(p->kern);
+    }
+    uint32_t descriptors = 0, with_set = 0;
+    for (VulkanPrepared* p : r->steps) {
+      descriptors += p->kern->num_buffers + loop;
+      with_set += p->kern->num_buffers + loop > 0;
+    }
+    if (with_set > 0) {
+      VkDescriptorPoolSize size{VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, descriptors};
+      auto dpci = vk_struct<VkDescriptorPoolCreateInfo>(VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO);
+      dpci.maxSets = with_set;
+      dpci.poolSizeCount = 1;
+      dpci.pPoolSizes = &size;
+      check_created(f.vkCreateDescriptorPool(core_->device, &dpci, nullptr, &r->pool), r->pool, "vkCreateDescriptorPool",
+                    "a launch sequence of " + std::to_string(n) + " steps");
+    }
+    for (size_t i = 0; i < n; ++i) {
+      VulkanKernel& kern = *r->steps[i]->kern;
+      if (kern.num_buffers + loop > 0) {
+        auto dsai = vk_struct<VkDescriptorSetAllocateInfo>(VK_STRUCTURE_TYPE_DESCRIPTOR_SET_ALLOCATE_INFO);
+        dsai.descriptorPool = r->pool;
+        dsai.descriptorSetCount = 1;
+        dsai.pSetLayouts = &kern.set_layout;
+        check_created(f.vkAllocateDescriptorSets(core_->device, &dsai, &r->sets[i]), r->sets[i],
+                      "vkAllocateDescriptorSets", kern.name);
+      }
+      r->buffers[i].assign(kern.num_buffers, nullptr);
+      r->offsets[i].assign(kern.num_buffers, 0);
+      write_step_set(*r, i, true);
+      r->scalars[i] = r->steps[i]->args.scalars;
+    }
+    r->sets_rewritten = 0;
+    record_steps(*r);
+    return r;
+  }
+
+  // Points step i's descriptor set at its buffers now, writing only the bindings that changed
+  // (all of them, and the loop status slot, with `all`); mutex_ held, the set not in use.
+  void write_step_set(VulkanRecorded& r, size_t i, bool all = false) {
+    const VulkanPrepared& p = *r.steps[i];
+    const VulkanKernel& kern = *p.kern;
+    const uint32_t n = kern.num_buffers + (all && r.sub.loop_status ? 1 : 0);
+    if (desc_infos_.size() < n) {
+      desc_infos_.resize(n);
+      desc_writes_.resize(n);
+    }
+    uint32_t w = 0;
+    for (uint32_t b = 0; b < n; ++b) {
+      VkDescriptorBufferInfo info{};
+      if (b < kern.num_buffers) {
+        if (!all && r.buffers[i][b] == p.args.buffers[b] && r.offsets[i][b] == p.args.offsets[b]) continue;
+        if (p.args.buffers[b]->owner != core_.get())
+          throw Error("Vulkan launch sequence, step " + std::to_string(i) + " (" + kern.name + "): buffer " +
+                      std::to_string(b) + " is from another device");
+        info = {static_cast<const VulkanBuffer*>(p.args.buffers[b])->buffer, p.args.offsets[b], VK_WHOLE_SIZE};
+        r.buffers[i][b] = p.args.buffers[b];
+        r.offsets[i][b] = p.args.offsets[b];
+      } else {
+        info = {static_cast<const VulkanBuffer&>(*r.sub.loop_status).buffer, VkDeviceSize(i) * r.sub.status_stride, 16};
+      }
+      desc_infos_[w] = info;
+      VkWriteDescriptorSet& wr = desc_writes_[w];
+      wr = vk_struct<VkWriteDescriptorSet>(VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET);
+      wr.dstSet = r.sets[i];
+      wr.dstBinding = b;
+      wr.descriptorCount = 1;
+      wr.descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
+      wr.pBufferInfo = &desc_infos_[w];
+      ++w;
+    }
+    if (w == 0) return;
+    core_->fn.vkUpdateDescriptorSets(core_->device, w, desc_writes_.data(), 0, nullptr);
+    ++r.sets_rewritten;
+  }
+
+  // Where the barriers go (see VulkanRecorded), and the steps' buffers once; then the commands.
+  // mutex_ held, the command buffer not in use.
+  void record_steps(VulkanRecorded& r) {
+    const size_t n = r.steps.size();
+    r.barriers.assign(n, 0);
+    r.touched.clear();
+    std::vector<const BufferImpl*> read, written;  // since the last barrier
+    auto has = [](const std::vector<const BufferImpl*>& v, const BufferImpl* b) {
+      return std::find(v.begin(), v.end(), b) != v.end();
+    };
+    for (size_t i = 0; i < n; ++i) {
+      const VulkanPrepared& p = *r.steps[i];
+      bool hazard = false;
+      for (uint32_t b = 0; b < p.kern->num_buffers && !hazard; ++b)
+        hazard = has(written, p.args.buffers[b]) || (p.kern->buffer_writes[b] && has(read, p.args.buffers[b]));
+      if (hazard) {
+        r.barriers[i] = 1;
+        read.clear();
+        written.clear();
+      }
+      for (uint32_t b = 0; b < p.kern->num_buffers; ++b) {
+        (p.kern->buffer_writes[b] ? written : read).push_back(p.args.buffers[b]);
+        if (std::find(r.touched.begin(), r.touched.end(), p.args.buffers[b]) == r.touched.end())
+          r.touched.push_back(p.args.buffers[b]);
+      }
+    }
+    const DeviceFns& f = core_->fn;
+    VkCommandBuffer cb = r.sub.cb;
+    check(f.vkResetCommandBuffer(cb, 0), "vkResetCommandBuffer");
+    auto begin = vk_struct<VkCommandBufferBeginInfo>(VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO);
+    check(f.vkBeginCommandBuffer(cb, &begin), "vkBeginCommandBuffer");
+    for (size_t i = 0; i < n; ++i) {
+      VulkanPrepared& p = *r.steps[i];
+      if (r.barriers[i]) record_visibility_barrier(cb);
+      select_sized_pipeline(*p.kern, p.args);
+      record_dispatch(cb, r.sets[i], *p.kern, p.args, p.grid);
+    }
+    record_visibility_barrier(cb);
+    check(f.vkEndCommandBuffer(cb), "vkEndCommandBuffer");
+    ++r.recordings;
+  }
+
+  // Waits for the sequence's last replay (its command buffer and sets are free after); mutex_ held.
+  void wait_for(Submission& sub) {
+    if (sub.ticket > core_->completed.load()) retire_through(sub.ticket);
+  }
+
+  // One submit of the recorded command buffer; mutex_ held.
+  void submit_recorded(VulkanRecorded& r, StreamImpl* stream) {
+    Submission& sub = r.sub;
+    wait_for(sub);
+    if (sub.loop_status)
+      std::memset(static_cast<VulkanBuffer&>(*sub.loop_status).mapped, 0, size_t(sub.status_stride) * r.steps.size());
+    const DeviceFns& f = core_->fn;
+    auto submit = vk_struct<VkSubmitInfo>(VK_STRUCTURE_TYPE_SUBMIT_INFO);
+    submit.commandBufferCount = 1;
+    submit.pCommandBuffers = &sub.cb;
+    {
+      std::lock_guard qlock(core_->queue_mu);
+      check(f.vkQueueSubmit(core_->queue, 1, &submit, sub.fence), "vkQueueSubmit",
+            "a launch sequence of " + std::to_string(r.steps.size()) + " steps");
+    }
+    sub.ticket = ++issued_;
+    in_flight_.push_back(&sub);
+    stream_of(stream).last = sub.ticket;
+    for (BufferImpl* b : r.touched) {
+      b->last_ticket = sub.ticket;
+      b->last_stream = stream;
+    }
+  }
+
   // Each sample is one command buffer, submitted and fence-waited before the next, so samples
   // never overlap: [reset the 2 queries] [untimed L2 flush + barrier] timestamp 0 (TOP_OF_PIPE)
   // bind + push constants + dispatch, timestamp 1 (BOTTOM_OF_PIPE: after the dispatch has fully
@@ -1433,9 +1703,10 @@ class VulkanDevice final : public Device {
   void check_loop_status(VulkanKernel& kern) {
     if (kern.loop_status) check_loop_status(kern.loop_status.get(), kern.name, kern.files);
   }
-  void check_loop_status(BufferImpl* status_buffer, const std::string& name, const std::vector<std::string>& files) {
+  void check_loop_status(BufferImpl* status_buffer, const std::string& name, const std::vector<std::string>& files,
+                         size_t offset = 0) {
     uint32_t status[4];
-    std::memcpy(status, static_cast<VulkanBuffer&>(*status_buffer).mapped, sizeof status);
+    std::memcpy(status, static_cast<const char*>(static_cast<VulkanBuffer&>(*status_buffer).mapped) + offset, sizeof status);
     if (status[0] == 0) return;
     std::string where = "a lane reduction's butterfly loop";
     if (status[1] != 0) {
@@ -1632,14 +1903,17 @@ class VulkanDevice final : public Device {
       check(f.vkResetFences(core_->device, 1, &sub.fence), "vkResetFences");
       if (sub.loop_status && pending_error_.empty()) {
         try {
-          check_loop_status(sub.loop_status.get(), sub.kernel, sub.files);
+          if (sub.step_kernels.empty()) check_loop_status(sub.loop_status.get(), sub.kernel, sub.files);
+          for (size_t i = 0; i < sub.step_kernels.size(); ++i)
+            check_loop_status(sub.loop_status.get(), sub.step_kernels[i]->name + " (step " + std::to_string(i) +
+                              " of a launch sequence)", sub.step_kernels[i]->files, i * sub.status_stride);
         } catch (const Error& e) {
           pending_error_ = e.what();
         }
       }
       core_->completed.store(sub.ticket);
       in_flight_.pop_front();
-      free_.push_back(&sub);
+      if (!sub.owned) free_.push_back(&sub);
     }
   }
   void retire_through(uint64_t ticket) { retire(true, ticket); }
