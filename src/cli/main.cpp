@@ -246,6 +246,10 @@ int cmd_passthrough(const std::vector<std::string>& args, bool as_json) {
       } else {
         std::cout << m["backend"].get<std::string>() << ": unavailable (" << m.value("why", std::string()) << ")\n";
       }
+    } else if (type == "artifact" && m.value("skipped", false)) {
+      // Not expressible on the target (beyond its limits): named, neither written nor failed.
+      std::cout << st.dim("skip") << " " << m["target"].get<std::string>() << " " << m["kernel"].get<std::string>()
+                << " (" << m["dtype"].get<std::string>() << "): " << m.value("message", std::string()) << "\n";
     } else if (type == "artifact") {
       bool ok = m["ok"];
       (ok ? written : failures)++;
@@ -296,7 +300,9 @@ int cmd_passthrough(const std::vector<std::string>& args, bool as_json) {
         std::snprintf(t, sizeof t, "%.2f ms", m["pipeline_ms"].get<double>());
         std::cout << "pipeline: " << t << " over " << m.value("kernels", 0) << " kernels\n";
       }
-      std::cout << m["passed"] << " written, " << m["failed"] << " failed\n";
+      std::cout << m["passed"] << " written, " << m["failed"] << " failed";
+      if (m.value("skipped", 0) > 0) std::cout << ", " << m["skipped"] << " not expressible on the target";
+      std::cout << "\n";
     } else if (type == "error") {
       error = true;
       report_error(m);
