@@ -390,6 +390,19 @@ Buffer inout(const char* name, DType type, Extent extent, BufferFacts facts, Src
 // is rejected; with it the CUDA parameters lose __restrict__ and passes stop treating an `input`
 // among them as read-only memory.
 void aliases(const char* a, const char* b, SrcLoc loc = SrcLoc::current());
+// Declares that buffer parameter `buffer` accepts a strided view (Context::view with a stride)
+// whose element stride is the integer constexpr `stride` (declared before it): element j of
+// the view is buffer[j * stride], and dispatch checks that `stride` is the view's stride.
+// Without it the parameter needs a contiguous buffer and a strided view is refused by name.
+void strided(const char* buffer, const char* stride, SrcLoc loc = SrcLoc::current());
+// A by-value structure parameter (a `blob<bytes,align>`): `bytes` bytes (a multiple of 4)
+// aligned to `align` (a power of two from 4 to 128), passed whole at dispatch
+// (ScalarValue::blob) and read as u32 words: blob[i]. CUDA (__grid_constant__) and the
+// interpreter run it; GLSL, MSL and HIP refuse it by name.
+Buffer blob(const char* name, uint32_t bytes, uint32_t align, SrcLoc loc = SrcLoc::current());
+// A TMA tensor map parameter (128 bytes, 64-aligned), encoded at dispatch from a TensorMap
+// value by the CUDA driver; CUDA only. Its words read like a blob's (the driver's encoding).
+Buffer tensor_map(const char* name, SrcLoc loc = SrcLoc::current());
 // A scalar set per dispatch (a "constexpr" of the dispatch call).
 Expr constexpr_(const char* name, DType type, SrcLoc loc = SrcLoc::current());
 // The same with declared facts, combined with |: `constexpr_("d", u32, specialize() |

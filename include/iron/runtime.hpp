@@ -89,6 +89,12 @@ class DeviceBuffer {
   size_t bytes() const { return count_ * dtype_size(dtype_); }
   // Where this buffer starts in its allocation, in bytes: 0 unless it is a view (Context::view).
   uint64_t offset_bytes() const { return offset_; }
+  // Elements of the allocation from one element of this buffer to the next: 1 unless it is a
+  // strided view (Context::view with a stride), whose element j is element j * stride() of the
+  // memory from offset_bytes().
+  uint64_t stride() const { return stride_; }
+  // The bytes from the first element to the end of the last: bytes() for a contiguous buffer.
+  uint64_t span_bytes() const { return count_ == 0 ? 0 : ((count_ - 1) * stride_ + 1) * dtype_size(dtype_); }
   rt::BufferImpl* impl() const { return impl_.get(); }
   explicit operator bool() const { return impl_ != nullptr; }
 
@@ -98,6 +104,7 @@ class DeviceBuffer {
   DType dtype_ = DType::F32;
   size_t count_ = 0;
   uint64_t offset_ = 0;
+  uint64_t stride_ = 1;
 };
 
 using Bindings = std::vector<std::pair<std::string, DeviceBuffer>>;
@@ -114,13 +121,39 @@ struct Timing {
   std::vector<double> samples_us;
   std::string compile_report;
 };
+// The value of a `tensormap` parameter (docs/runtime-memory in architecture.md, "By-value
+// structure arguments"): a TMA tensor map over `buffer`, which the CUDA device encodes at dispatch
+// with cuTensorMapEncodeTiled (interleave none, no L2 promotion, out-of-bounds elements filled
+// with zeros). Dimension 0 is the innermost (contiguous) one. Dispatch validation checks, naming
+// the parameter and its declaration: 1 to 5 dimensions, each of 1 to 2^32 elements; strides
+// (bytes from one entry of dimension d to the next, for d >= 1; empty: packed) multiples of 16
+// and below 2^40; box entries 1 to 256, the box row (box[0] x element size) a multiple of 16
+// bytes; the buffer's address 16-byte aligned; every addressed byte inside the buffer; and a
+// swizzle whose span equals the box row (B32: 32 bytes, B64: 64, B128: 128), since a swizzle
+// that does not match the row faults only when the copy completes (seeds §8).
+struct TensorMap {
+  enum class Swizzle : uint8_t { None, B32, B64, B128 };
+  DeviceBuffer buffer;            // the global memory; its dtype is the element type
+  std::vector<uint64_t> dims;     // elements per dimension, innermost first
+  std::vector<uint64_t> strides;  // byte strides of dimensions 1.. (dims.size() - 1 entries), or empty
+  std::vector<uint32_t> box;      // the box one copy moves, per dimension
+  Swizzle swizzle = Swizzle::None;
+};
+const char* swizzle_name(TensorMap::Swizzle s);  // "none", "32B", "64B", "128B"
+
 // The value of one scalar ("constexpr") parameter at a dispatch: a float or an integer as the
 // caller wrote it. Integers are kept exactly (a u64 beyond 2^53 has no double), so the dispatch
 // check sees the caller's number: an integer parameter takes a whole value in its range, an f32
 // parameter a finite value in f32's range (an integer there is converted to the nearest f32).
+// A by-value structure parameter takes its value here too: ScalarValue::blob (a `blob<size,
+// align>` parameter: the bytes, passed whole) or a TensorMap (a `tensormap` parameter).
 class ScalarValue {
  public:
-  enum class Kind : uint8_t { Float, Int, UInt };
+  enum class Kind : uint8_t { Float, Int, UInt, Blob, TensorMap };
+  // `bytes` bytes copied from `data`, of a structure aligned to `align` bytes (alignof of the
+  // caller's type): the parameter must declare the same size and alignment.
+  static ScalarValue blob(const void* data, size_t bytes, uint32_t align);
+  ScalarValue(TensorMap map);  // NOLINT: implicit by design
   ScalarValue() = default;
   ScalarValue(double v) : kind_(Kind::Float), f_(v) {}  // NOLINT: implicit by design
   ScalarValue(float v) : kind_(Kind::Float), f_(v) {}  // NOLINT
@@ -136,14 +169,22 @@ class ScalarValue {
   uint64_t u() const { return u_; }
   // The value as a double (rounded for an integer beyond 2^53).
   double as_double() const { return kind_ == Kind::Float ? f_ : kind_ == Kind::Int ? double(i_) : double(u_); }
-  // The value as written: "3", "-2", "18446744073709551615", "0.5", "nan".
+  // The value as written: "3", "-2", "18446744073709551615", "0.5", "nan"; "a 64-byte blob",
+  // "a tensor map over 4096 bf16 elements".
   std::string text() const;
+  // Kind::Blob: the bytes and their alignment (else empty / 0). Kind::TensorMap: the map (else null).
+  const std::vector<uint8_t>& blob_bytes() const;
+  uint32_t blob_align() const { return align_; }
+  const TensorMap* tensor_map() const { return map_.get(); }
 
  private:
   Kind kind_ = Kind::Float;
   double f_ = 0;
   int64_t i_ = 0;
   uint64_t u_ = 0;
+  uint32_t align_ = 0;
+  std::shared_ptr<const std::vector<uint8_t>> blob_;
+  std::shared_ptr<const TensorMap> map_;
 };
 // Scalar ("constexpr") values by parameter name. Integers must be exact and in range.
 using Constexprs = std::map<std::string, ScalarValue, std::less<>>;
@@ -200,6 +241,8 @@ class PreparedLaunch {
   uint32_t param(std::string_view name) const;
   void set_buffer(uint32_t param, const DeviceBuffer& buffer);
   void set_scalar(uint32_t param, const ScalarValue& value);
+  // A blob or tensormap parameter takes a new value through set_scalar (ScalarValue::blob, a
+  // TensorMap), checked like a dispatch's (size, alignment; a map's rules, then encoded again).
   // Enqueues the launch on `stream` and returns.
   void launch(const Stream& stream = {});
 
@@ -218,9 +261,11 @@ class PreparedLaunch {
 // replays launch by launch. Steps are rebound between replays through step(i) (the
 // PreparedLaunch rules); the next replay takes the new bindings in place where it can: CUDA
 // rewrites the step's graph node (cuGraphExecKernelNodeSetParams) without waiting for a replay
-// in flight; Vulkan waits for the sequence's previous replay, rewrites the changed bindings of
-// the step's own descriptor set and records the commands again (nothing is allocated). A
-// Vulkan replay also waits for the previous replay of the same sequence.
+// in flight; Vulkan waits for the sequence's previous replay and rewrites the changed bindings
+// of the step's own descriptor set, then replays the command buffer as recorded where the
+// device has update-after-bind descriptors (unless new scalars or a new barrier need the
+// commands recorded again), else records the commands again (nothing is allocated). A Vulkan
+// replay also waits for the previous replay of the same sequence.
 // Must not be used after its Context is destroyed, nor outlive it.
 class LaunchSequence {
  public:
@@ -277,6 +322,13 @@ class Context {
   // aligned() facts, is that of its address. Throws when the range is outside `buf` or the
   // offset breaks the device's min_view_offset_align.
   DeviceBuffer view(const DeviceBuffer& buf, size_t first, size_t count) const;
+  // A strided view: `count` elements of `buf`, element j being buf's element first + j * stride
+  // (stride >= 1; a view of a strided view composes the strides). The whole extent, element
+  // first + (count - 1) * stride, must lie inside `buf`. Only a kernel whose buffer parameter
+  // declares its stride scalar (strided=s in the IR, dsl strided(buf, s)) takes one, with s set
+  // to the view's stride; every other parameter refuses it by name. download gathers its
+  // elements; upload to a strided view is refused (upload the buffer it views).
+  DeviceBuffer view(const DeviceBuffer& buf, size_t first, size_t count, size_t stride) const;
 
   // External memory. wrap_external: `count` elements of `dtype` at `ptr`, memory someone else
   // owns (CUDA: a device pointer in this device's primary context, e.g. a torch tensor's; the
@@ -344,6 +396,10 @@ class Context {
                                 const Constexprs& constexprs, Dim3 grid, Dim3 threadgroup);
   // An empty sequence of this Context (see LaunchSequence).
   LaunchSequence create_sequence();
+  // The bytes a `tensormap` parameter bound to `map` receives (CUDA: cuTensorMapEncodeTiled's
+  // CUtensorMap, 128 bytes), after the checks of a dispatch (which name `what` as the parameter).
+  // Throws on a device that cannot encode one (only CUDA can) or a map that breaks a rule.
+  std::vector<uint8_t> encode_tensor_map(const TensorMap& map, const std::string& what = "tensor map") const;
   // Only the validation half of a dispatch; throws like dispatch_with_grid.
   void validate_dispatch(const ir::Kernel& kernel, Instantiation dtype, const Bindings& buffers,
                          const Constexprs& constexprs, Dim3 grid, Dim3 threadgroup) const;

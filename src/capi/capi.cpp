@@ -152,6 +152,7 @@ json scalar_json(const iron::ScalarValue& v) {
     case iron::ScalarValue::Kind::Int: return v.i();
     case iron::ScalarValue::Kind::UInt: return v.u();
     case iron::ScalarValue::Kind::Float: break;
+    case iron::ScalarValue::Kind::Blob: case iron::ScalarValue::Kind::TensorMap: return v.text();
   }
   return v.f();
 }
@@ -276,7 +277,7 @@ int iron_kernel_json(const char* name, const char** out) {
     for (const iron::ir::Param& p : k.params) {
       ordered_json pj;
       pj["name"] = p.name;
-      pj["kind"] = p.kind == iron::ir::ParamKind::Buffer ? "buffer" : "scalar";
+      pj["kind"] = iron::ir::param_kind_name(p.kind);
       pj["dtype"] = iron::dtype_name(p.dtype);
       if (p.kind == iron::ir::ParamKind::Buffer) {
         pj["access"] = iron::ir::access_name(p.access);

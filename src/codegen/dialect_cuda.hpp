@@ -9,6 +9,7 @@
 #include <climits>
 #include <cstdio>
 #include <cmath>
+#include <set>
 
 #include "codegen/c_like.hpp"
 #include "core/numeric.hpp"
@@ -95,6 +96,25 @@ class CudaDialect : public Dialect {
     }
   }
 
+  // A blob parameter's by-value structure type and the kernel parameter holding it; the word
+  // pointer param_name(p) reads it. A TMA copy takes the map's address: &cuda_blob_param(p).
+  static std::string blob_struct(const ir::Param& p) {
+    return p.tensor_map ? std::string("iron_tensor_map")
+                        : "iron_blob_" + std::to_string(p.blob_bytes) + "_" + std::to_string(p.align);
+  }
+  std::string cuda_blob_param(const ir::Param& p) const { return param_name(p) + "_value"; }
+  static std::string blob_structs(const ir::Kernel& k) {
+    std::set<std::string> seen;
+    std::string out;
+    for (const ir::Param& p : k.params) {
+      if (p.kind != ir::ParamKind::Blob || !seen.insert(blob_struct(p)).second) continue;
+      out += p.tensor_map ? "struct __align__(64) iron_tensor_map { unsigned long long opaque[16]; };  // CUtensorMap\n"
+                          : "struct __align__(" + std::to_string(p.align) + ") " + blob_struct(p) + " { unsigned w[" +
+                                std::to_string(p.blob_bytes / 4) + "]; };\n";
+    }
+    return out;
+  }
+
   void begin(EmitState& s, std::string& out) const override {
     const ir::Kernel& k = s.k;
     out += "// Iron kernel " + k.name + " (" + instantiation_name(s.dtype) + "), " + name() + ". Generated: do not edit.\n";
@@ -132,6 +152,7 @@ class CudaDialect : public Dialect {
     // Built for one threadgroup shape: the compiler may budget registers for exactly that many
     // threads (and group_size is a constant, see builtin()).
     const uint64_t tg_threads = uint64_t(s.threadgroup[0]) * s.threadgroup[1] * s.threadgroup[2];
+    out += blob_structs(k);
     out += "extern \"C\" __global__ void ";
     if (s.threadgroup[0] != 0) out += "__launch_bounds__(" + std::to_string(tg_threads) + ") ";
     out += entry_name(k, s.dtype) + "(";
@@ -143,10 +164,18 @@ class CudaDialect : public Dialect {
         // A parameter declared to alias another (aliases(a, b)) must not promise __restrict__.
         out += std::string(p.access == ir::Access::Read ? "const " : "") + storage_type(c) +
                (ir::is_aliased(k, uint32_t(i)) ? "* " : "* __restrict__ ") + param_name(p);
+      else if (p.kind == ir::ParamKind::Blob)
+        // A by-value structure stays in the kernel's parameter space (__grid_constant__), so its
+        // address is valid for the whole grid (what a TMA copy takes: cuda_blob_address).
+        out += "const __grid_constant__ " + blob_struct(p) + " " + cuda_blob_param(p);
       else
         out += reg_type(c) + " " + param_name(p);
     }
     out += ") {\n";
+    // A blob's words, read by load like a buffer's elements.
+    for (const ir::Param& p : k.params)
+      if (p.kind == ir::ParamKind::Blob)
+        out += "  const unsigned* " + param_name(p) + " = reinterpret_cast<const unsigned*>(&" + cuda_blob_param(p) + ");\n";
     // A launch with a programmatic dependency waits here for the grid it depends on
     // (cuda_waits_for_grid_dependency: compiled in for sm_90 and later, so the source stays the
     // same for every arch); HIP has no such launch.

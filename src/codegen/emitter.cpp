@@ -854,6 +854,16 @@ Emitted emit(const ir::Kernel& k, Instantiation dtype, const TargetProfile& prof
     result.diags.error({}, std::string("this build has no ") + info.language + " dialect (target '" + info.name + "')");
     return result;
   }
+  // By-value structures (blob, tensormap) are CUDA kernel parameters (__grid_constant__); the
+  // other languages have no by-value parameter of arbitrary layout Iron passes (docs/semantics.md).
+  if (target != Target::Cuda) {
+    for (const ir::Param& p : k.params)
+      if (p.kind == ir::ParamKind::Blob)
+        result.diags.error(p.loc, "kernel " + k.name + ": " + (p.tensor_map ? "tensor map" : "blob") + " parameter '" + p.name +
+                                      "' (a by-value structure) is not expressible on " + info.language +
+                                      "; such kernels run on CUDA (and, for a plain blob, the interpreter)");
+    if (!result.diags.empty()) return result;
+  }
   EmitState s(k, dtype);  // every other member starts at its default
   s.profile = profile;
   s.preserve_f32_specials = options.preserve_f32_specials;
@@ -870,7 +880,7 @@ Emitted emit(const ir::Kernel& k, Instantiation dtype, const TargetProfile& prof
   for (const ir::Param& p : k.params) {
     bool buf = p.kind == ir::ParamKind::Buffer;
     s.buffer_index.push_back(buf ? buffers++ : -1);
-    s.scalar_index.push_back(buf ? -1 : scalars++);
+    s.scalar_index.push_back(p.kind == ir::ParamKind::Scalar ? scalars++ : -1);
     DType c = ir::resolve(p.dtype, dtype);
     if (buf && dtype_size(c) == 2) s.uses_16bit_storage = true;
     if (buf && dtype_size(c) == 1) s.uses_8bit_storage = s.uses_int8 = true;

@@ -309,6 +309,15 @@ const char* access_name(Access a) {
   return "?";
 }
 
+const char* param_kind_name(ParamKind k) {
+  switch (k) {
+    case ParamKind::Buffer: return "buffer";
+    case ParamKind::Scalar: return "scalar";
+    case ParamKind::Blob: return "blob";
+  }
+  return "?";
+}
+
 uint32_t Kernel::intern_file(const std::string& f) {
   for (size_t i = 0; i < files.size(); ++i)
     if (files[i] == f) return uint32_t(i);

@@ -173,7 +173,15 @@ struct Block {
   Id parent = kNone;      // the If/For instruction owning this block; kNone for the entry block
 };
 
-enum class ParamKind : uint8_t { Buffer, Scalar };
+// Buffer: device memory bound at dispatch. Scalar: a number passed by value. Blob: an opaque
+// by-value structure of `blob_bytes` bytes aligned to `align` (docs/semantics.md, "By-value
+// structure parameters"), read as u32 words by `load`; a tensor map (tensor_map) is the blob a
+// TMA copy names (kTensorMapBytes, kTensorMapAlign), encoded from a buffer at dispatch.
+enum class ParamKind : uint8_t { Buffer, Scalar, Blob };
+const char* param_kind_name(ParamKind k);  // "buffer", "scalar", "blob"
+constexpr uint32_t kTensorMapBytes = 128;   // CUtensorMap
+constexpr uint32_t kTensorMapAlign = 64;
+constexpr uint32_t kMaxBlobBytes = 4096;    // CUDA's classic kernel-parameter space
 enum class Access : uint8_t { Read, Write, ReadWrite };
 const char* access_name(Access a);
 
@@ -200,8 +208,20 @@ struct Param {
   bool specialize = false;
   uint64_t multiple_of = 0;
   uint32_t align = 0;
+  // Blobs: the size in bytes (a multiple of 4, at most kMaxBlobBytes; its alignment is `align`,
+  // a power of two from 4 to 128) and whether it is a TMA tensor map (128 bytes, 64-aligned,
+  // encoded at dispatch from a TensorMap value). A blob's dtype is u32 (its words) and it is Read.
+  uint32_t blob_bytes = 0;
+  bool tensor_map = false;
+  // Buffers: the integer scalar parameter that carries the element stride of the view bound
+  // here (text `strided=s`; kNoStride: none). Without it the parameter needs a contiguous
+  // buffer and dispatch refuses a strided view; with it, element j of the view is at index
+  // j * s, and dispatch checks that s is the bound view's stride (docs/semantics.md, "Strided
+  // views").
+  uint32_t stride_param = UINT32_MAX;
   SrcLoc loc;
 };
+constexpr uint32_t kNoStride = UINT32_MAX;
 // Every backend's allocations start at a multiple of 16 bytes (CUDA: 256), and a buffer is
 // bound from its start, so 16 is the alignment a buffer parameter may always assume.
 constexpr uint32_t kAllocationAlign = 16;

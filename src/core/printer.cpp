@@ -165,9 +165,15 @@ std::string print(const Kernel& k, const PrintOptions& opts) {
     {
       p.out << access_name(prm.access) << " buf<" << dtype_name(prm.dtype) << "> extent=" << extent_text(k, prm);
       if (prm.align) p.out << " aligned=" << prm.align;
+      if (prm.stride_param != kNoStride)
+        p.out << " strided=" << (prm.stride_param < k.params.size() ? k.params[prm.stride_param].name : "?");
       for (size_t i = 0; i < prm.aliases.size(); ++i)
         p.out << (i ? "," : " aliases=") << (prm.aliases[i] < k.params.size() ? k.params[prm.aliases[i]].name : "?");
       p.out << "\n";
+    }
+    else if (prm.kind == ParamKind::Blob) {
+      if (prm.tensor_map) p.out << "tensormap\n";
+      else p.out << "blob<" << prm.blob_bytes << "," << prm.align << ">\n";
     }
     else {
       p.out << "scalar<" << dtype_name(prm.dtype) << ">";
@@ -393,7 +399,24 @@ struct Parser {
       if (seen) fail("'" + t.substr(0, t.find('=')) + "' given twice", t);
       seen = true;
     };
-    if (a.rfind("scalar<", 0) == 0) {
+    if (a == "tensormap" || a.rfind("blob<", 0) == 0) {
+      // A by-value structure: blob<bytes,align>, or a TMA tensor map (128 bytes, 64-aligned).
+      p.kind = ParamKind::Blob;
+      p.dtype = DType::U32;
+      p.access = Access::Read;
+      if (a == "tensormap") {
+        p.tensor_map = true;
+        p.blob_bytes = kTensorMapBytes;
+        p.align = kTensorMapAlign;
+      } else {
+        const std::string in = inner(a, "blob");
+        const size_t comma = in.find(',');
+        if (comma == std::string::npos) fail("expected blob<bytes,align>", a);
+        p.blob_bytes = uint32_t(integer(in.substr(0, comma), 1, kMaxBlobBytes, "blob size"));
+        p.align = uint32_t(integer(in.substr(comma + 1), 1, 4096, "blob alignment"));
+      }
+      if (!rest.empty()) fail("unexpected '" + rest[0] + "' after a blob parameter", rest[0]);
+    } else if (a.rfind("scalar<", 0) == 0) {
       p.kind = ParamKind::Scalar;
       p.dtype = dtype(inner(a, "scalar"));
       bool spec = false, mult = false;
@@ -418,12 +441,21 @@ struct Parser {
       p.dtype = dtype(inner(rest[0], "buf"));
       if (rest.size() < 2 || rest[1].rfind("extent=", 0) != 0) fail("buffer parameter needs extent=", rest.size() < 2 ? a : rest[1]);
       const std::string c = rest[1];
-      bool al = false, ali = false;
+      bool al = false, ali = false, str = false;
       for (size_t r = 2; r < rest.size(); ++r) {
         const std::string& extra = rest[r];
         if (extra.rfind("aligned=", 0) == 0) {
           once(al, extra);
           p.align = uint32_t(integer(extra.substr(8), 1, UINT32_MAX, "aligned"));
+          continue;
+        }
+        if (extra.rfind("strided=", 0) == 0) {
+          once(str, extra);
+          const std::string t = extra.substr(8);
+          const int idx = k.find_param(t);
+          if (idx < 0 || k.params[size_t(idx)].kind != ParamKind::Scalar || !is_integer(k.params[size_t(idx)].dtype))
+            fail("strided= names '" + t + "', which is not an earlier integer scalar parameter", t.empty() ? extra : t);
+          p.stride_param = uint32_t(idx);
           continue;
         }
         if (extra.rfind("aliases=", 0) != 0) fail("unexpected '" + extra + "' after the extent", extra);

@@ -376,7 +376,8 @@ struct Verifier {
       }
       const Param& p = k.params[in.param()];
       if (p.kind != kind) {
-        err(in, "parameter '" + p.name + "' is a " + (p.kind == ParamKind::Buffer ? "buffer" : "scalar"));
+        err(in, "parameter '" + p.name + "' is a " + param_kind_name(p.kind) +
+                    (p.kind == ParamKind::Blob ? " (a by-value structure: only load reads it)" : ""));
         return nullptr;
       }
       return &p;
@@ -475,6 +476,13 @@ struct Verifier {
         if (!numeric(rt) && rt != DType::Bool) err(in, "cast target must be a value dtype");
         break;
       case Op::Load:
+        if (in.param() < k.params.size() && k.params[in.param()].kind == ParamKind::Blob) {
+          // A word of a by-value structure (docs/semantics.md): u32, never vectorized.
+          need_result(DType::U32);
+          if (in.attr(Attr::Vec) > 0 || in.has(Attr::Lane)) err(in, "a load of blob '" + k.params[in.param()].name + "' cannot be vectorized");
+          integer_operand(0, "index");
+          break;
+        }
         if (const Param* p = param_ok(ParamKind::Buffer)) {
           need_result(p->dtype);
           if (p->access == Access::Write) err(in, "reads output-only buffer '" + p->name + "' (declare it inout)");
@@ -845,6 +853,25 @@ struct Verifier {
                          " (scalar facts; a buffer declares aligned(bytes))");
     if (p.kind == ParamKind::Scalar && p.align)
       d.error(p.loc, "scalar parameter '" + p.name + "' cannot be aligned (a buffer fact)");
+    if (p.kind == ParamKind::Blob) {
+      if (p.specialize || p.multiple_of || !p.extent_scalars.empty() || p.extent_factor != 1 || !p.aliases.empty())
+        d.error(p.loc, "blob parameter '" + p.name + "' takes no extent, aliases or scalar facts");
+      if (p.dtype != DType::U32 || p.access != Access::Read)
+        d.error(p.loc, "blob parameter '" + p.name + "' must be read-only u32 words");
+      if (p.blob_bytes == 0 || p.blob_bytes % 4 != 0 || p.blob_bytes > kMaxBlobBytes)
+        d.error(p.loc, "blob parameter '" + p.name + "' is " + std::to_string(p.blob_bytes) +
+                           " bytes; a blob is a positive multiple of 4 bytes up to " + std::to_string(kMaxBlobBytes));
+      if (!pow2(p.align) || p.align < 4 || p.align > 128)
+        d.error(p.loc, "blob parameter '" + p.name + "' has alignment " + std::to_string(p.align) +
+                           "; a blob's alignment is a power of two from 4 to 128 bytes");
+      else if (p.blob_bytes % p.align != 0)
+        d.error(p.loc, "blob parameter '" + p.name + "' is " + std::to_string(p.blob_bytes) +
+                           " bytes, not a multiple of its alignment " + std::to_string(p.align));
+      if (p.tensor_map && (p.blob_bytes != kTensorMapBytes || p.align != kTensorMapAlign))
+        d.error(p.loc, "tensor map parameter '" + p.name + "' must be 128 bytes aligned to 64");
+      return;
+    }
+    if (p.tensor_map) d.error(p.loc, "parameter '" + p.name + "' is marked a tensor map but is not a blob");
     if (p.multiple_of && p.kind == ParamKind::Scalar) {
       const uint64_t limit = int_bits(p.dtype) == 64 ? uint64_t(1) << 63 : uint64_t(1) << 31;
       if (!is_integer(p.dtype))
@@ -895,6 +922,10 @@ struct Verifier {
       for (uint32_t a : p.aliases)
         if (a >= i || k.params[a].kind != ParamKind::Buffer || p.kind != ParamKind::Buffer)
           d.error(p.loc, "aliases of '" + p.name + "' must name earlier buffer parameters");
+      if (p.stride_param != kNoStride &&
+          (p.kind != ParamKind::Buffer || p.stride_param >= i || k.params[p.stride_param].kind != ParamKind::Scalar ||
+           !is_integer(k.params[p.stride_param].dtype)))
+        d.error(p.loc, "strided= of '" + p.name + "' must be on a buffer and name an earlier integer scalar parameter");
       if (p.kind == ParamKind::Buffer && p.extent_factor == 0)
         d.error(p.loc, "extent of '" + p.name + "' is 0 (a buffer parameter's extent must be positive)");
       for (uint32_t s : p.extent_scalars)

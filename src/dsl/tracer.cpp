@@ -698,6 +698,43 @@ void aliases(const char* a, const char* b, SrcLoc l) {
   if (std::find(list.begin(), list.end(), earlier) == list.end()) list.push_back(earlier);
 }
 
+void strided(const char* buffer, const char* stride, SrcLoc l) {
+  detail::Trace& t = tr();
+  const int b = t.k.find_param(buffer), s = t.k.find_param(stride);
+  if (b < 0 || t.k.params[size_t(b)].kind != ir::ParamKind::Buffer) {
+    error(loc_of(l), std::string("strided(\"") + buffer + "\", \"" + stride + "\"): '" + buffer +
+                         "' is not a buffer parameter declared before it");
+    return;
+  }
+  if (s < 0 || s > b || t.k.params[size_t(s)].kind != ir::ParamKind::Scalar || !is_integer(t.k.params[size_t(s)].dtype)) {
+    error(loc_of(l), std::string("strided(\"") + buffer + "\", \"" + stride + "\"): '" + stride +
+                         "' is not an integer constexpr declared before the buffer");
+    return;
+  }
+  t.k.params[size_t(b)].stride_param = uint32_t(s);
+}
+
+static Buffer blob_param(const char* name, uint32_t bytes, uint32_t align, bool map, const SrcLoc& l) {
+  detail::Trace& t = tr();
+  ir::Param p;
+  p.name = name;
+  p.kind = ir::ParamKind::Blob;
+  p.dtype = DType::U32;
+  p.access = ir::Access::Read;
+  p.blob_bytes = bytes;
+  p.align = align;
+  p.tensor_map = map;
+  p.loc = loc_of(l);
+  if (t.k.find_param(name) >= 0) error(p.loc, std::string("parameter '") + name + "' declared twice");
+  t.k.params.push_back(std::move(p));
+  return Buffer(uint32_t(t.k.params.size() - 1), DType::U32);
+}
+
+Buffer blob(const char* name, uint32_t bytes, uint32_t align, SrcLoc l) { return blob_param(name, bytes, align, false, l); }
+Buffer tensor_map(const char* name, SrcLoc l) {
+  return blob_param(name, ir::kTensorMapBytes, ir::kTensorMapAlign, true, l);
+}
+
 Expr constexpr_(const char* name, DType type, SrcLoc l) { return constexpr_(name, type, ScalarFacts{}, l); }
 
 Expr constexpr_(const char* name, DType type, ScalarFacts facts, SrcLoc l) {

@@ -229,7 +229,7 @@ json params_json(const ir::Kernel& k) {
   json params = json::array();
   for (const ir::Param& p : k.params) {
     json j = {{"name", p.name},
-              {"kind", p.kind == ir::ParamKind::Buffer ? "buffer" : "scalar"},
+              {"kind", ir::param_kind_name(p.kind)},
               {"dtype", dtype_name(p.dtype)}};
     if (p.kind == ir::ParamKind::Buffer) {
       j["access"] = ir::access_name(p.access);

@@ -125,7 +125,8 @@ struct Machine {
     if (std::string why; !ir::declares(k, dtype, &why)) throw Error(why);
 
     size_t nb = 0, ns = 0;
-    for (const ir::Param& p : k.params) slot.push_back(p.kind == ir::ParamKind::Buffer ? int(nb++) : int(ns++));
+    // A blob (a by-value structure) is read like a u32 buffer over its bytes: it takes a buffer slot.
+    for (const ir::Param& p : k.params) slot.push_back(p.kind != ir::ParamKind::Scalar ? int(nb++) : int(ns++));
     if (bufs.size() != nb || scals.size() != ns)
       throw Error("kernel " + k.name + " takes " + std::to_string(nb) + " buffer(s) and " + std::to_string(ns) +
                   " scalar(s); the interpreter was given " + std::to_string(bufs.size()) + " and " +
@@ -387,18 +388,26 @@ struct Machine {
     unsigned char* data;
     uint64_t count;
     DType storage;
+    uint64_t stride = 1;  // a strided view's (BufferArg::stride)
   };
   View view(const ir::Inst& in) const {
     const ir::Param& p = k.params[in.param()];
     const BufferArg& b = buffers[size_t(slot[in.param()])];
     DType st = ir::resolve(p.dtype, dtype);
-    return {static_cast<unsigned char*>(b.data), b.bytes / dtype_size(st), st};
+    return {static_cast<unsigned char*>(b.data), b.bytes / dtype_size(st), st, b.stride};
   }
   void check_index(const ir::Inst& in, const View& v, int64_t idx, uint32_t t) const {
-    if (idx < 0 || uint64_t(idx) >= v.count || !v.data)
+    if (idx < 0 || uint64_t(idx) >= v.count || !v.data) {
+      const bool blob = k.params[in.param()].kind == ir::ParamKind::Blob;
+      fail(in, std::string(ir::mnemonic(in.op)) + (blob ? " of blob '" : " of buffer '") + k.params[in.param()].name +
+                   "' at index " + std::to_string(idx) + " is out of range: the " + (blob ? "blob" : "buffer") + " has " +
+                   std::to_string(v.count) + (blob ? " u32 words (" : " elements (") + thread_text(t) + ")");
+    }
+    if (v.stride > 1 && uint64_t(idx) % v.stride != 0)
       fail(in, std::string(ir::mnemonic(in.op)) + " of buffer '" + k.params[in.param()].name + "' at index " +
-                   std::to_string(idx) + " is out of range: the buffer has " + std::to_string(v.count) +
-                   " elements (" + thread_text(t) + ")");
+                   std::to_string(idx) + " is not an element of its strided view (stride " + std::to_string(v.stride) +
+                   ", " + std::to_string(v.count / v.stride + 1) + " elements at indices 0, " + std::to_string(v.stride) +
+                   ", ..., " + std::to_string(v.count - 1) + ") (" + thread_text(t) + ")");
   }
 
   // vectorize groups stay scalar here, but the GPU runs a group as one wide access at the

@@ -24,10 +24,13 @@ struct Options {
 struct BufferArg {
   void* data;
   size_t bytes;
+  // A strided view's element stride: only indices that are multiples of it are its elements
+  // (an access between them is an error, like one past the end).
+  uint64_t stride = 1;
 };  // raw storage bytes in the parameter's concrete dtype
 
-// Runs `k` (already verified) with T = `dtype`. buffers: one per buffer parameter in declaration
-// order; scalars: one bit pattern per scalar parameter in declaration order (LaunchArgs::scalars:
+// Runs `k` (already verified) with T = `dtype`. buffers: one per buffer or blob parameter in
+// declaration order (a blob: its bytes, read as u32 words); scalars: one bit pattern per scalar parameter in declaration order (LaunchArgs::scalars:
 // f32 and 32-bit integers in the low 4 bytes, i64 and u64 whole). Throws
 // iron::Error naming the op's DSL location on out-of-range accesses, misaligned or
 // non-contiguous vectorize groups, divergent barriers, partially active lane groups, undefined

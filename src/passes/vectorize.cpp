@@ -46,6 +46,7 @@ struct Vectorizer {
     return t == DType::F32 || t == DType::F16 || t == DType::BF16 || t == DType::I32 || t == DType::U32;
   }
   bool groupable(const ir::Inst& in) const {
+    if (k.params[in.param()].kind != ir::ParamKind::Buffer) return false;  // a blob's words stay scalar
     DType d = k.params[in.param()].dtype;
     bool element = wide_element(d);
     if (d == DType::Generic || d == DType::GenericW) {

@@ -274,6 +274,9 @@ struct Bound {
 };
 
 char* address_of(rt::Device& dev, const DeviceBuffer& b, const char* which) {
+  if (b.stride() != 1)
+    throw Error(std::string("iron::blas::gemm: GemmArgs.") + which + " is a strided view (stride " + std::to_string(b.stride()) +
+                "); cuBLASLt takes contiguous matrices (give the leading dimension instead)");
   try {
     return static_cast<char*>(dev.address(*b.impl())) + b.offset_bytes();
   } catch (const Error& e) {

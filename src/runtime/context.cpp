@@ -52,6 +52,10 @@ bool dtype_supported(const DeviceInfo& dev, DType d, std::string& why) {
 // 32-bit integers in the low 4 bytes, zero above; 64-bit integers whole), rejecting a value the
 // parameter cannot hold exactly. `why` is a static reason, set only on failure.
 bool scalar_bits(DType t, const ScalarValue& v, uint64_t& bits, std::string& why) {
+  if (v.kind() == ScalarValue::Kind::Blob || v.kind() == ScalarValue::Kind::TensorMap) {
+    why = "is a by-value structure, not a number";
+    return false;
+  }
   const bool is_f = v.kind() == ScalarValue::Kind::Float;
   if (is_f && !std::isfinite(v.f())) {
     why = "is not finite";
@@ -96,6 +100,7 @@ bool scalar_bits(DType t, const ScalarValue& v, uint64_t& bits, std::string& why
       mag = negative ? 0 - uint64_t(v.i()) : uint64_t(v.i());
       break;
     case ScalarValue::Kind::UInt: mag = v.u(); break;
+    case ScalarValue::Kind::Blob: case ScalarValue::Kind::TensorMap: return false;
   }
   if (negative ? mag > 0 - uint64_t(lo) : mag > hi) return false;
   const uint64_t pattern = negative ? 0 - mag : mag;
@@ -104,9 +109,41 @@ bool scalar_bits(DType t, const ScalarValue& v, uint64_t& bits, std::string& why
   return true;
 }
 
+ScalarValue ScalarValue::blob(const void* data, size_t bytes, uint32_t align) {
+  if (!data && bytes) throw Error("ScalarValue::blob of a null pointer");
+  ScalarValue v;
+  v.kind_ = Kind::Blob;
+  auto b = std::make_shared<std::vector<uint8_t>>(bytes);
+  if (bytes) std::memcpy(b->data(), data, bytes);
+  v.blob_ = std::move(b);
+  v.align_ = align;
+  return v;
+}
+
+ScalarValue::ScalarValue(TensorMap map) : kind_(Kind::TensorMap), map_(std::make_shared<const TensorMap>(std::move(map))) {}
+
+const std::vector<uint8_t>& ScalarValue::blob_bytes() const {
+  static const std::vector<uint8_t> none;
+  return blob_ ? *blob_ : none;
+}
+
+const char* swizzle_name(TensorMap::Swizzle s) {
+  switch (s) {
+    case TensorMap::Swizzle::None: return "none";
+    case TensorMap::Swizzle::B32: return "32B";
+    case TensorMap::Swizzle::B64: return "64B";
+    case TensorMap::Swizzle::B128: return "128B";
+  }
+  return "?";
+}
+
 std::string ScalarValue::text() const {
   if (kind_ == Kind::Int) return std::to_string(i_);
   if (kind_ == Kind::UInt) return std::to_string(u_);
+  if (kind_ == Kind::Blob)
+    return "a " + std::to_string(blob_bytes().size()) + "-byte blob (aligned to " + std::to_string(align_) + ")";
+  if (kind_ == Kind::TensorMap)
+    return "a tensor map over " + std::to_string(map_->buffer.count()) + " " + dtype_name(map_->buffer.dtype()) + " elements";
   std::ostringstream o;
   o << f_;
   return o.str();
@@ -534,6 +571,9 @@ void Context::upload(const DeviceBuffer& buf, const void* data, size_t bytes, co
   if (!buf) throw Error("upload to an empty DeviceBuffer");
   if (bytes > buf.bytes())
     throw Error("upload of " + std::to_string(bytes) + " bytes into a buffer of " + std::to_string(buf.bytes()) + " bytes");
+  if (buf.stride() != 1)
+    throw Error("upload into a strided view (stride " + std::to_string(buf.stride()) +
+                "): upload the buffer it views, or a contiguous view");
   device_->upload(*buf.impl(), buf.offset_bytes(), data, bytes, s);
 }
 
@@ -546,21 +586,42 @@ uint64_t bound_align(const DeviceBuffer& b) {
   return off == 0 ? a : std::min(a, off & (~off + 1));
 }
 // Whether two buffers bound at once share bytes (the same allocation, overlapping ranges).
+// Strided views count by their span, except two views of one stride whose elements interleave
+// (the real and imaginary columns of a complex array): they share no element.
 bool overlaps(const DeviceBuffer& a, const DeviceBuffer& b) {
   if (a.impl() != b.impl()) return false;
   const uint64_t a0 = a.offset_bytes(), b0 = b.offset_bytes();
-  const uint64_t a1 = a0 + std::max<uint64_t>(a.bytes(), 1), b1 = b0 + std::max<uint64_t>(b.bytes(), 1);
-  return a0 < b1 && b0 < a1;
+  const uint64_t a1 = a0 + std::max<uint64_t>(a.span_bytes(), 1), b1 = b0 + std::max<uint64_t>(b.span_bytes(), 1);
+  if (!(a0 < b1 && b0 < a1)) return false;
+  const uint64_t es = dtype_size(a.dtype());
+  if (a.stride() > 1 && a.stride() == b.stride() && a.dtype() == b.dtype()) {
+    const uint64_t d = a0 > b0 ? a0 - b0 : b0 - a0;
+    if (d % es == 0 && (d / es) % a.stride() != 0) return false;  // element-aligned, never on the same slot
+  }
+  return true;
 }
 }  // namespace
 
-DeviceBuffer Context::view(const DeviceBuffer& buf, size_t first, size_t count) const {
+DeviceBuffer Context::view(const DeviceBuffer& buf, size_t first, size_t count) const { return view(buf, first, count, 1); }
+
+DeviceBuffer Context::view(const DeviceBuffer& buf, size_t first, size_t count, size_t stride) const {
   if (!buf) throw Error("view of an empty DeviceBuffer");
-  if (first > buf.count() || count > buf.count() - first)
+  if (stride == 0) throw Error("view with stride 0 (a view's stride is at least 1 element)");
+  // The last element the view reaches: first + (count - 1) * stride, inside the buffer.
+  uint64_t last = 0;
+  const bool over = count > 0 && (!num::checked_mul(uint64_t(count - 1), uint64_t(stride), last) ||
+                                  !num::checked_add(last, uint64_t(first), last));
+  if (stride == 1 && (first > buf.count() || count > buf.count() - first))
     throw Error("view of elements [" + std::to_string(first) + ", " + std::to_string(first) + " + " +
                 std::to_string(count) + ") of a buffer of " + std::to_string(buf.count()) + " " + dtype_name(buf.dtype()) +
                 " elements: the range is outside the buffer");
-  const uint64_t offset = buf.offset_bytes() + uint64_t(first) * dtype_size(buf.dtype());
+  if (stride != 1 && (first > buf.count() || over || (count > 0 && last >= buf.count())))
+    throw Error("strided view of " + std::to_string(count) + " elements from element " + std::to_string(first) +
+                " with stride " + std::to_string(stride) + " of a buffer of " + std::to_string(buf.count()) + " " +
+                dtype_name(buf.dtype()) + " elements: its last element, " + std::to_string(first) + " + (" +
+                std::to_string(count) + " - 1) x " + std::to_string(stride) + " = " +
+                (over ? std::string("more than 2^64") : std::to_string(last)) + ", is outside the buffer");
+  const uint64_t offset = buf.offset_bytes() + uint64_t(first) * buf.stride() * dtype_size(buf.dtype());
   const uint64_t need = info().min_view_offset_align;
   if (need > 1 && offset % need != 0)
     throw Error("view at byte offset " + std::to_string(offset) + " (element " + std::to_string(first) + " of " +
@@ -569,6 +630,7 @@ DeviceBuffer Context::view(const DeviceBuffer& buf, size_t first, size_t count) 
   DeviceBuffer v = buf;
   v.offset_ = offset;
   v.count_ = count;
+  v.stride_ = buf.stride() * stride;
   return v;
 }
 
@@ -690,6 +752,8 @@ DeviceBuffer Context::from_dlpack(DLManagedTensor* managed) {
 
 DLManagedTensor* Context::to_dlpack(const DeviceBuffer& buf) {
   if (!buf) throw Error("to_dlpack of an empty DeviceBuffer");
+  if (buf.stride() != 1)
+    throw Error("to_dlpack of a strided view (stride " + std::to_string(buf.stride()) + "): export a contiguous buffer");
   const Backend backend = info().backend;
   if (backend == Backend::Vulkan)
     throw Error("to_dlpack: Vulkan buffers have no address another library could use (export from a CUDA or "
@@ -713,6 +777,10 @@ DLManagedTensor* Context::to_dlpack(const DeviceBuffer& buf) {
   e->tensor.manager_ctx = e;
   e->tensor.deleter = [](DLManagedTensor* self) { delete static_cast<Exported*>(self->manager_ctx); };
   return &e->tensor;
+}
+
+void rt::Device::encode_tensor_map(const TensorMap&, const std::vector<uint64_t>&, uint8_t*) const {
+  throw Error(info().name + " (" + backend_name(info().backend) + ") cannot encode a TMA tensor map: only CUDA has them");
 }
 
 std::unique_ptr<rt::BufferImpl> rt::Device::wrap(void*, size_t) {
@@ -779,6 +847,18 @@ void Context::download(const DeviceBuffer& buf, void* data, size_t bytes) {
   if (!buf) throw Error("download from an empty DeviceBuffer");
   if (bytes > buf.bytes())
     throw Error("download of " + std::to_string(bytes) + " bytes from a buffer of " + std::to_string(buf.bytes()) + " bytes");
+  if (buf.stride() != 1) {
+    // A strided view: its span, then its elements gathered.
+    const size_t es = dtype_size(buf.dtype()), n = bytes / es;
+    if (bytes % es != 0)
+      throw Error("download of " + std::to_string(bytes) + " bytes from a strided view of " + dtype_name(buf.dtype()) +
+                  ": a strided view is downloaded in whole elements");
+    if (n == 0) return;
+    std::vector<uint8_t> span(((n - 1) * buf.stride() + 1) * es);
+    device_->download(*buf.impl(), buf.offset_bytes(), span.data(), span.size());
+    for (size_t j = 0; j < n; ++j) std::memcpy(static_cast<uint8_t*>(data) + j * es, span.data() + j * buf.stride() * es, es);
+    return;
+  }
   device_->download(*buf.impl(), buf.offset_bytes(), data, bytes);
 }
 
@@ -839,11 +919,172 @@ struct CheckFacts {
   bool skip_facts = false;    // the dispatch.skip_facts mutation: declared facts go unchecked
 };
 
+// The rules of a tensor map (include/iron/runtime.hpp, TensorMap), each broken one passed to
+// `fail` after `what` (the parameter and its declaration); `strides` gets the byte strides of
+// dimensions 1.. (packed where the map gives none). True when every rule holds.
+template <class Fail>
+bool tensor_map_rules(const TensorMap& m, const std::string& what, std::vector<uint64_t>& strides, Fail&& fail) {
+  bool ok = true;
+  auto bad = [&](const std::string& why) {
+    fail(what + ": " + why);
+    ok = false;
+  };
+  const size_t r = m.dims.size();
+  if (!m.buffer) {
+    bad("the map's buffer is empty");
+    return false;
+  }
+  if (r < 1 || r > 5) {
+    bad("has " + std::to_string(r) + " dimensions; a TMA tensor map has 1 to 5");
+    return false;
+  }
+  if (m.box.size() != r) {
+    bad("has " + std::to_string(r) + " dimensions but a box of " + std::to_string(m.box.size()));
+    return false;
+  }
+  if (!m.strides.empty() && m.strides.size() != r - 1) {
+    bad("has " + std::to_string(r) + " dimensions, so " + std::to_string(r - 1) + " strides (or none: packed), not " +
+        std::to_string(m.strides.size()));
+    return false;
+  }
+  const uint64_t es = dtype_size(m.buffer.dtype());
+  for (size_t d = 0; d < r; ++d)
+    if (m.dims[d] == 0 || m.dims[d] > (uint64_t(1) << 32))
+      bad("dimension " + std::to_string(d) + " has " + std::to_string(m.dims[d]) + " elements (1 to 2^32)");
+  if (!ok) return false;
+  strides.assign(r - 1, 0);
+  for (size_t d = 1; d < r; ++d) {
+    uint64_t packed = 0;
+    const bool over = d == 1 ? !num::checked_mul(m.dims[0], es, packed) : !num::checked_mul(strides[d - 2], m.dims[d - 1], packed);
+    strides[d - 1] = m.strides.empty() ? (over ? UINT64_MAX : packed) : m.strides[d - 1];
+    const uint64_t st = strides[d - 1];
+    if (st % 16 != 0 || st >= (uint64_t(1) << 40))
+      bad("the stride of dimension " + std::to_string(d) + " is " + (st == UINT64_MAX ? std::string("over 2^64") : std::to_string(st)) +
+          " bytes; TMA takes multiples of 16 below 2^40");
+  }
+  for (size_t d = 0; d < r; ++d)
+    if (m.box[d] == 0 || m.box[d] > 256)
+      bad("box dimension " + std::to_string(d) + " is " + std::to_string(m.box[d]) + " elements (1 to 256)");
+  const uint64_t row = uint64_t(m.box[0]) * es;
+  if (row % 16 != 0)
+    bad("the box row is " + std::to_string(m.box[0]) + " x " + std::to_string(es) + "-byte " + dtype_name(m.buffer.dtype()) +
+        " = " + std::to_string(row) + " bytes; TMA copies rows of a multiple of 16 bytes");
+  if (m.swizzle != TensorMap::Swizzle::None) {
+    const uint64_t span = m.swizzle == TensorMap::Swizzle::B32 ? 32 : m.swizzle == TensorMap::Swizzle::B64 ? 64 : 128;
+    if (row != span)
+      bad(std::string("swizzle ") + swizzle_name(m.swizzle) + " does not match the box row of " + std::to_string(row) +
+          " bytes (box[0] = " + std::to_string(m.box[0]) + " x " + std::to_string(es) + "-byte " + dtype_name(m.buffer.dtype()) +
+          "): a swizzled box's row must be the swizzle span" +
+          (row == 32 || row == 64 || row == 128 ? " (use " + std::to_string(row) + "B)" : std::string(" (use none, or a box row of 32, 64 or 128 bytes)")) +
+          ", or the copy faults only when it completes");
+  }
+  if (bound_align(m.buffer) % 16 != 0)
+    bad("the map's buffer starts at an address aligned to " + std::to_string(bound_align(m.buffer)) +
+        " bytes; TMA needs 16");
+  if (!ok) return false;
+  // The last byte addressed: the far corner of the tensor.
+  uint64_t last = (m.dims[0] - 1) * es + es;
+  bool over = false;
+  for (size_t d = 1; d < r; ++d) {
+    uint64_t t = 0;
+    over = over || !num::checked_mul(m.dims[d] - 1, strides[d - 1], t) || !num::checked_add(last, t, last);
+  }
+  if (over || last > m.buffer.bytes())
+    bad("addresses " + (over ? std::string("more than 2^64") : std::to_string(last)) + " bytes but its buffer has " +
+        std::to_string(m.buffer.bytes()));
+  return ok;
+}
+
+// Whether buffer `b` may be bound to buffer parameter `i` for its stride: a strided view only
+// where the parameter declares its stride scalar (strided=s), and then s (its launch bits
+// `stride_bits`, null when not known) must be the view's stride. "" when it may.
+std::string stride_problem(const ir::Kernel& k, uint32_t i, const DeviceBuffer& b, const uint64_t* stride_bits) {
+  const ir::Param& p = k.params[i];
+  if (p.stride_param == ir::kNoStride) {
+    if (b.stride() == 1) return {};
+    return "buffer '" + p.name + "' is bound to a strided view (stride " + std::to_string(b.stride()) + ") but kernel " +
+           k.name + " needs it contiguous: the parameter (declared at " + k.where(p.loc) +
+           ") declares no stride (strided=<scalar> accepts strided views)";
+  }
+  if (!stride_bits || *stride_bits == b.stride()) return {};
+  const ir::Param& s = k.params[p.stride_param];
+  const bool negative = (s.dtype == DType::I32 && int32_t(uint32_t(*stride_bits)) < 0) || (s.dtype == DType::I64 && int64_t(*stride_bits) < 0);
+  return "constexpr '" + s.name + "' = " +
+         (negative ? std::to_string(s.dtype == DType::I32 ? int64_t(int32_t(uint32_t(*stride_bits))) : int64_t(*stride_bits))
+                   : std::to_string(*stride_bits)) +
+         " but buffer '" + p.name + "' is bound with stride " + std::to_string(b.stride()) + " (strided=" + s.name +
+         " declares '" + s.name + "' its element stride, at " + k.where(p.loc) + ")";
+}
+
+// The problems of `v` as the value of blob parameter `i` ("" when it fits), for a device `dev`;
+// `strides` as tensor_map_rules. Every message names the parameter, the kernel and the
+// parameter's declaration.
+std::string blob_problem(const DeviceInfo& dev, const ir::Kernel& k, uint32_t i, const ScalarValue* v,
+                         std::vector<uint64_t>& strides) {
+  const ir::Param& p = k.params[i];
+  const std::string what = std::string(p.tensor_map ? "tensor map" : "blob") + " parameter '" + p.name + "' of " + k.name +
+                           " (declared at " + k.where(p.loc) + ")";
+  const std::string shape = p.tensor_map ? std::string("tensormap")
+                                         : "blob<" + std::to_string(p.blob_bytes) + "," + std::to_string(p.align) + ">";
+  if (!v) return what + " is not set (pass " + (p.tensor_map ? "a TensorMap" : "ScalarValue::blob(data, bytes, align)") + ")";
+  std::string out;
+  auto fail = [&](const std::string& m) { out += (out.empty() ? "" : "\n  - ") + m; };
+  if (p.tensor_map) {
+    if (v->kind() != ScalarValue::Kind::TensorMap) return what + " takes a TensorMap, not " + v->text();
+    tensor_map_rules(*v->tensor_map(), what, strides, fail);
+    if (dev.backend != Backend::Cuda)
+      fail(what + " needs CUDA: a TMA tensor map is encoded by the CUDA driver, and " + dev.name + " (" +
+           backend_name(dev.backend) + ") has none");
+    return out;
+  }
+  if (v->kind() != ScalarValue::Kind::Blob) return what + " takes ScalarValue::blob(data, bytes, align), not " + v->text();
+  if (v->blob_bytes().size() != p.blob_bytes || v->blob_align() != p.align)
+    fail(what + " is " + shape + " but the value is " + v->text());
+  if (dev.backend != Backend::Cuda && dev.backend != Backend::Interp)
+    fail(what + ": by-value structures are passed on CUDA and the interpreter; " + dev.name + " (" +
+         backend_name(dev.backend) + ") cannot pass one");
+  return out;
+}
+
+// blob_problem with the value looked up by name.
+std::string blob_value_problem(const DeviceInfo& dev, const ir::Kernel& k, uint32_t i, const Constexprs& constexprs) {
+  auto it = constexprs.find(k.params[i].name);
+  std::vector<uint64_t> strides;
+  return blob_problem(dev, k, i, it == constexprs.end() ? nullptr : &it->second, strides);
+}
+
+// Appends blob `v` (already checked) to `out`'s blob arrays; a tensor map is encoded by `device`.
+void append_blob(const rt::Device* device, const ScalarValue& v, rt::LaunchArgs& out) {
+  const size_t at = (out.blob_data.size() + 15) & ~size_t(15);
+  if (const TensorMap* m = v.tensor_map()) {
+    if (!device) throw Error("internal: a tensor map to encode without a device");
+    std::vector<uint64_t> strides;
+    tensor_map_rules(*m, "tensor map", strides, [](const std::string& why) { throw Error(why); });
+    out.blob_data.resize(at + ir::kTensorMapBytes);
+    device->encode_tensor_map(*m, strides, out.blob_data.data() + at);
+    out.blob_sizes.push_back(ir::kTensorMapBytes);
+    out.blob_buffers.push_back(m->buffer.impl());
+  } else {
+    const std::vector<uint8_t>& b = v.blob_bytes();
+    out.blob_data.resize(at + b.size());
+    if (!b.empty()) std::memcpy(out.blob_data.data() + at, b.data(), b.size());
+    out.blob_sizes.push_back(uint32_t(b.size()));
+    out.blob_buffers.push_back(nullptr);
+  }
+  out.blob_offsets.push_back(uint32_t(at));
+}
+
+void fill_blobs(const rt::Device* device, const ir::Kernel& k, const Constexprs& constexprs, rt::LaunchArgs& out) {
+  for (const ir::Param& p : k.params)
+    if (p.kind == ir::ParamKind::Blob) append_blob(device, constexprs.find(p.name)->second, out);
+}
+
 // Every dispatch rule. On success fills `out` (when given) with the launch arguments; a valid
 // dispatch allocates nothing here: messages are only built for a rejected one, working storage
 // is on the stack and `out` is reused (its vectors keep their capacity).
+// A tensor map is encoded into `out` by `device` (required with `out` when the kernel has one).
 void check(const DeviceInfo& dev, const ir::Kernel& k, const CheckFacts& facts, Instantiation dtype, const Bindings& buffers,
-           const Constexprs& constexprs, Dim3 grid, Dim3 tg, rt::LaunchArgs* out) {
+           const Constexprs& constexprs, Dim3 grid, Dim3 tg, rt::LaunchArgs* out, const rt::Device* device = nullptr) {
   std::vector<std::string> problems;
   auto fail = [&](std::string m) { problems.push_back(std::move(m)); };
 
@@ -969,8 +1210,16 @@ void check(const DeviceInfo& dev, const ir::Kernel& k, const CheckFacts& facts, 
 
   for (const auto& [name, value] : constexprs) {
     int idx = k.find_param(name);
-    if (idx < 0 || k.params[idx].kind != ir::ParamKind::Scalar)
+    if (idx < 0 || k.params[idx].kind == ir::ParamKind::Buffer)
       fail("constexpr '" + name + "' is set but the kernel has no scalar parameter of that name");
+  }
+  // By-value structures (blob, tensormap): their values come with the scalars'.
+  bool any_blob = false;
+  for (size_t i = 0; i < np; ++i) {
+    const ir::Param& p = k.params[i];
+    if (p.kind != ir::ParamKind::Blob) continue;
+    any_blob = true;
+    if (std::string why = blob_value_problem(dev, k, uint32_t(i), constexprs); !why.empty()) fail(why);
   }
 
   // Buffers, bound by name.
@@ -996,9 +1245,14 @@ void check(const DeviceInfo& dev, const ir::Kernel& k, const CheckFacts& facts, 
       fail("buffer parameter '" + p.name + "' is bound to an empty DeviceBuffer");
       continue;
     }
-    if (b->bytes() > dev.max_buffer_bytes)
-      fail("buffer '" + p.name + "' is " + std::to_string(b->bytes()) + " bytes; " + dev.name + " binds at most " +
+    if (b->span_bytes() > dev.max_buffer_bytes)
+      fail("buffer '" + p.name + "' is " + std::to_string(b->span_bytes()) + " bytes; " + dev.name + " binds at most " +
            std::to_string(dev.max_buffer_bytes) + " bytes to one buffer parameter (maxStorageBufferRange)");
+    if (std::string why = stride_problem(k, uint32_t(i), *b, scalar_ok[p.stride_param == ir::kNoStride ? i : p.stride_param]
+                                                              ? &scalar_values[p.stride_param == ir::kNoStride ? i : p.stride_param]
+                                                              : nullptr);
+        !why.empty())
+      fail(why);
     if (bound_align(*b) % ir::assumed_align(p) != 0 && !facts.skip_facts)
       fail(rt::buffer_fact_problem(k, uint32_t(i), bound_align(*b)));
     DType want = ir::resolve(p.dtype, dtype);
@@ -1051,18 +1305,25 @@ void check(const DeviceInfo& dev, const ir::Kernel& k, const CheckFacts& facts, 
   out->buffers.clear();
   out->offsets.clear();
   out->bound_bytes.clear();
+  out->strides.clear();
   out->scalars.clear();
+  out->blob_data.clear();
+  out->blob_offsets.clear();
+  out->blob_sizes.clear();
+  out->blob_buffers.clear();
   out->threadgroup_bytes = shared;
   for (size_t i = 0; i < np; ++i) {
-    bool buf = k.params[i].kind == ir::ParamKind::Buffer;
-    out->is_buffer.push_back(buf);
-    if (buf) {
+    const ir::ParamKind kind = k.params[i].kind;
+    out->is_buffer.push_back(kind == ir::ParamKind::Buffer ? 1 : kind == ir::ParamKind::Blob ? rt::kBlobParam : 0);
+    if (kind == ir::ParamKind::Buffer) {
       out->buffers.push_back(bound[i]->impl());
       out->offsets.push_back(bound[i]->offset_bytes());
-      out->bound_bytes.push_back(bound[i]->bytes());
+      out->bound_bytes.push_back(bound[i]->span_bytes());
+      out->strides.push_back(bound[i]->stride());
     }
-    else out->scalars.push_back(scalar_values[i]);
+    else if (kind == ir::ParamKind::Scalar) out->scalars.push_back(scalar_values[i]);
   }
+  if (any_blob) fill_blobs(device, k, constexprs, *out);
 }
 
 }  // namespace
@@ -1197,6 +1458,16 @@ Context::Prepared Context::prepare(const ir::Kernel& kernel, Instantiation dtype
   p.specialized = !it->second.spec_params.empty();
   p.skip_facts = c.skip_facts;
   return p;
+}
+
+std::vector<uint8_t> Context::encode_tensor_map(const TensorMap& map, const std::string& what) const {
+  std::vector<uint64_t> strides;
+  std::string problems;
+  tensor_map_rules(map, what, strides, [&](const std::string& m) { problems += "\n  - " + m; });
+  if (!problems.empty()) throw Error("invalid tensor map on " + info().name + ":" + problems);
+  std::vector<uint8_t> out(ir::kTensorMapBytes);
+  device_->encode_tensor_map(map, strides, out.data());
+  return out;
 }
 
 void Context::validate_dispatch(const ir::Kernel& kernel, Instantiation dtype, const Bindings& buffers,
@@ -1416,7 +1687,7 @@ void Context::dispatch_with_grid(const ir::Kernel& kernel, Instantiation dtype, 
   Prepared p = prepare(kernel, dtype, threadgroup, true);
   rt::LaunchArgs& args = launch_scratch();
   check(device_->info(), kernel, CheckFacts{p.lane_ops, p.dtypes_used, p.shared_bytes, p.dynamic_tg, p.index_widths, p.skip_facts}, dtype, buffers, constexprs, grid, threadgroup,
-        &args);
+        &args, device_.get());
   std::shared_ptr<rt::CompiledKernel> held;
   rt::CompiledKernel& compiled = p.compiled ? *p.compiled : *(held = pipeline(kernel, dtype, threadgroup, p, spec_values(kernel, args)));
   device_->launch(compiled, args, grid, threadgroup, s);
@@ -1441,6 +1712,10 @@ struct GenericPrepared final : rt::Device::Prepared {
     if (slot < args.bound_bytes.size()) args.bound_bytes[slot] = bytes;
   }
   void set_scalar(size_t slot, uint64_t bits) override { args.scalars[slot] = bits; }
+  void set_blob(size_t slot, const uint8_t* bytes, size_t size, rt::BufferImpl* buf) override {
+    std::memcpy(args.blob_data.data() + args.blob_offsets[slot], bytes, size);
+    args.blob_buffers[slot] = buf;
+  }
   void launch(rt::StreamImpl* stream) override { device->launch(*kernel, args, grid, tg, stream); }
 };
 
@@ -1468,6 +1743,7 @@ struct PreparedLaunch::Impl {
   std::vector<uint64_t> extent;     // per buffer parameter: the elements it must hold
   std::vector<uint64_t> bits;       // per scalar parameter: the launch bits now bound
   std::vector<std::string> fixed;   // per scalar parameter: why its value is fixed ("" if free)
+  std::vector<ScalarValue> blobs;   // per blob parameter: the value bound (keeps a map's buffer)
   uint64_t version = 0;             // counts rebindings (a LaunchSequence re-records after one)
 
   [[noreturn]] void reject(const std::string& problem) const {
@@ -1480,9 +1756,8 @@ struct PreparedLaunch::Impl {
              std::to_string(kernel->params.size()) + " parameters)");
     const ir::Param& p = kernel->params[i];
     if (p.kind != kind)
-      reject("parameter " + std::to_string(i) + " ('" + p.name + "') is a " +
-             (p.kind == ir::ParamKind::Buffer ? "buffer" : "scalar") + " parameter, not a " +
-             (kind == ir::ParamKind::Buffer ? "buffer" : "scalar") + " one");
+      reject("parameter " + std::to_string(i) + " ('" + p.name + "') is a " + ir::param_kind_name(p.kind) +
+             " parameter, not a " + ir::param_kind_name(kind) + " one");
     return p;
   }
 };
@@ -1516,9 +1791,13 @@ void PreparedLaunch::set_buffer(uint32_t index, const DeviceBuffer& b) {
   if (b.count() < m.extent[index])
     m.reject("buffer '" + p.name + "' has " + std::to_string(b.count()) + " elements but the kernel may touch " +
              std::to_string(m.extent[index]) + " (the extent validated when the launch was prepared)");
+  // The stride scalar keeps its value (fixed), so the view's stride must stay what it was.
+  if (std::string why = stride_problem(*m.kernel, index, b, p.stride_param == ir::kNoStride ? nullptr : &m.bits[p.stride_param]);
+      !why.empty())
+    m.reject(why);
   const DeviceInfo& dev = m.ctx->info();
-  if (b.bytes() > dev.max_buffer_bytes)
-    m.reject("buffer '" + p.name + "' is " + std::to_string(b.bytes()) + " bytes; " + dev.name + " binds at most " +
+  if (b.span_bytes() > dev.max_buffer_bytes)
+    m.reject("buffer '" + p.name + "' is " + std::to_string(b.span_bytes()) + " bytes; " + dev.name + " binds at most " +
              std::to_string(dev.max_buffer_bytes) + " bytes to one buffer parameter (maxStorageBufferRange)");
   if (std::string why = rt::buffer_fact_problem(*m.kernel, index, bound_align(b)); !why.empty()) m.reject(why);
   for (uint32_t j = 0; j < m.bound.size(); ++j) {
@@ -1533,7 +1812,7 @@ void PreparedLaunch::set_buffer(uint32_t index, const DeviceBuffer& b) {
              "that they alias");
   }
   m.device->set_buffer(m.slot[index], b.impl(), b.offset_bytes());
-  m.device->set_buffer_bytes(m.slot[index], b.bytes());
+  m.device->set_buffer_bytes(m.slot[index], b.span_bytes());
   m.bound[index] = b;
   ++m.version;
 }
@@ -1541,6 +1820,17 @@ void PreparedLaunch::set_buffer(uint32_t index, const DeviceBuffer& b) {
 void PreparedLaunch::set_scalar(uint32_t index, const ScalarValue& v) {
   if (!impl_) throw Error("set_scalar() of an empty PreparedLaunch");
   Impl& m = *impl_;
+  if (index < m.kernel->params.size() && m.kernel->params[index].kind == ir::ParamKind::Blob) {
+    // A by-value structure: the dispatch's checks, then the new bytes (a map encoded again).
+    std::vector<uint64_t> strides;
+    if (std::string why = blob_problem(m.ctx->info(), *m.kernel, index, &v, strides); !why.empty()) m.reject(why);
+    rt::LaunchArgs one;
+    append_blob(m.ctx->device_.get(), v, one);
+    m.device->set_blob(m.slot[index], one.blob_data.data() + one.blob_offsets[0], one.blob_sizes[0], one.blob_buffers[0]);
+    m.blobs[index] = v;
+    ++m.version;
+    return;
+  }
   const ir::Param& p = m.param(index, ir::ParamKind::Scalar);
   uint64_t bits = 0;
   std::string why;
@@ -1652,7 +1942,7 @@ PreparedLaunch Context::prepare_launch(const ir::Kernel& kernel, Instantiation d
   Prepared p = prepare(kernel, dtype, threadgroup, false);
   rt::LaunchArgs args;
   check(device_->info(), kernel, CheckFacts{p.lane_ops, p.dtypes_used, p.shared_bytes, p.dynamic_tg, p.index_widths, p.skip_facts},
-        dtype, buffers, constexprs, grid, threadgroup, &args);
+        dtype, buffers, constexprs, grid, threadgroup, &args, device_.get());
   auto m = std::make_unique<PreparedLaunch::Impl>();
   m->ctx = this;
   m->kernel = &kernel;
@@ -1664,13 +1954,17 @@ PreparedLaunch Context::prepare_launch(const ir::Kernel& kernel, Instantiation d
   m->extent.assign(np, 0);
   m->bits.assign(np, 0);
   m->fixed.assign(np, "");
-  uint32_t bi = 0, si = 0;
+  m->blobs.resize(np);
+  uint32_t bi = 0, si = 0, li = 0;
   for (size_t i = 0; i < np; ++i) {
     const ir::Param& prm = kernel.params[i];
     if (prm.kind == ir::ParamKind::Buffer) {
       m->slot[i] = bi++;
       for (const auto& [name, buf] : buffers)
         if (name == prm.name) m->bound[i] = buf;
+    } else if (prm.kind == ir::ParamKind::Blob) {
+      m->slot[i] = li++;
+      m->blobs[i] = constexprs.find(prm.name)->second;
     } else {
       m->slot[i] = si;
       m->bits[i] = args.scalars[si++];
@@ -1686,6 +1980,8 @@ PreparedLaunch Context::prepare_launch(const ir::Kernel& kernel, Instantiation d
       if (m->fixed[sc].empty()) m->fixed[sc] = "it sizes buffer '" + prm.name + "'";
     }
     m->extent[i] = e;
+    if (prm.stride_param != ir::kNoStride && m->fixed[prm.stride_param].empty())
+      m->fixed[prm.stride_param] = "it is the element stride of buffer '" + prm.name + "'";
   }
   ir::walk(kernel, [&](ir::Id id) {
     const ir::Inst& in = kernel.insts[id];
@@ -1717,7 +2013,7 @@ Timing Context::time_sequence(const std::vector<SequenceLaunch>& seq, const Timi
     Prepared p = prepare(*l.kernel, dtype, l.threadgroup, true);
     check(device_->info(), *l.kernel,
           CheckFacts{p.lane_ops, p.dtypes_used, p.shared_bytes, p.dynamic_tg, p.index_widths, p.skip_facts}, dtype,
-          l.buffers, l.constexprs, l.grid, l.threadgroup, &args[i]);
+          l.buffers, l.constexprs, l.grid, l.threadgroup, &args[i], device_.get());
     if (!p.compiled) held.push_back(pipeline(*l.kernel, dtype, l.threadgroup, p, spec_values(*l.kernel, args[i])));
     rt::CompiledKernel& compiled = p.compiled ? *p.compiled : *held.back();
     timed.push_back({&compiled, &args[i], l.grid, l.threadgroup});

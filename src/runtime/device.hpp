@@ -66,6 +66,8 @@ struct CompiledKernel {
   std::vector<char> binary;
 };
 
+constexpr uint8_t kBlobParam = 2;  // LaunchArgs::is_buffer of a blob parameter
+
 struct LaunchArgs {
   std::vector<BufferImpl*> buffers;  // buffer parameters, in declaration order
   // The byte offset each buffer is bound at (a view: Context::view); 0 binds it from its start.
@@ -74,11 +76,23 @@ struct LaunchArgs {
   // shorter than `buffers`, binds the rest of the allocation. The interpreter bounds every access
   // by it, so a kernel bound to a view cannot reach the bytes after the view.
   std::vector<uint64_t> bound_bytes;
+  // Each buffer's element stride (a strided view: Context::view with a stride; 1 otherwise);
+  // empty, or shorter than `buffers`, means 1. bound_bytes is then the view's span. The
+  // interpreter faults an access between the view's elements.
+  std::vector<uint64_t> strides;
   // Scalar parameters' bit patterns, in declaration order: f32 and 32-bit integers in the low
   // 4 bytes (zero above), i64 and u64 whole. Little-endian, so a pointer to an entry is also a
   // pointer to a 4-byte parameter's value.
   std::vector<uint64_t> scalars;
-  std::vector<uint8_t> is_buffer;    // per kernel parameter, in declaration order
+  // Per kernel parameter, in declaration order: 1 a buffer, 0 a scalar, 2 a blob (kBlobParam).
+  std::vector<uint8_t> is_buffer;
+  // Blob parameters (by-value structures; a tensor map: the device's encoding), in declaration
+  // order: blob i is blob_sizes[i] bytes of blob_data from blob_offsets[i] (a multiple of 16).
+  // blob_buffers[i]: the buffer a tensor map addresses (null for a plain blob), which the launch
+  // uses like a bound buffer (its last stream is noted).
+  std::vector<uint8_t> blob_data;
+  std::vector<uint32_t> blob_offsets, blob_sizes;
+  std::vector<BufferImpl*> blob_buffers;
   // Threadgroup memory of this dispatch (ir::threadgroup_bytes with the scalars' values): the
   // CUDA device launches a kernel that keeps its arrays in dynamic shared memory with it.
   uint64_t threadgroup_bytes = 0;
@@ -160,6 +174,11 @@ class Device {
   // Waits for every stream.
   virtual void synchronize() = 0;
 
+  // The 128 bytes a `tensormap` parameter receives for `map` (Context checked its rules;
+  // `strides` are its byte strides, packed where the map gives none). CUDA:
+  // cuTensorMapEncodeTiled. The default throws: only CUDA has TMA tensor maps.
+  virtual void encode_tensor_map(const TensorMap& map, const std::vector<uint64_t>& strides, uint8_t* out) const;
+
   // A launch validated once and then re-issued (Context::prepare_launch): the device keeps what
   // it can precompute (CUDA: the kernelParams array). Buffers and scalars are rebound by slot
   // (their index in LaunchArgs::buffers / scalars); Context has checked them.
@@ -170,6 +189,9 @@ class Device {
     // after set_buffer; devices that do not bound accesses by it ignore it.
     virtual void set_buffer_bytes(size_t slot, uint64_t bytes) {}
     virtual void set_scalar(size_t slot, uint64_t bits) = 0;
+    // Blob `slot` (its index among the blobs) takes new bytes of the same size; `buf` is the
+    // buffer a tensor map addresses (null otherwise).
+    virtual void set_blob(size_t slot, const uint8_t* bytes, size_t size, BufferImpl* buf) = 0;
     virtual void launch(StreamImpl* stream) = 0;
   };
   // The default keeps a copy of the arguments and calls launch().

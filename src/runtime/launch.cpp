@@ -38,7 +38,7 @@ int64_t Call::size(std::string_view name) const {
     case ScalarValue::Kind::UInt:
       if (v.u() > uint64_t(INT64_MAX)) throw Error("call argument '" + std::string(name) + "' = " + v.text() + " is too large");
       return int64_t(v.u());
-    case ScalarValue::Kind::Float: break;
+    case ScalarValue::Kind::Float: case ScalarValue::Kind::Blob: case ScalarValue::Kind::TensorMap: break;
   }
   throw Error("call argument '" + std::string(name) + "' = " + v.text() + " is not an integer");
 }

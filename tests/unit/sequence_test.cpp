@@ -182,8 +182,19 @@ TEST_P(Sequences, ReplaysMatchLaunchByLaunchThroughRebindings) {
   } else if (GetParam() == Backend::Vulkan) {
     // Recorded at first and after each of the two rebindings; the rebound buffers' bindings
     // rewritten in their steps' sets (steps 1 and 4, then step 6).
+    // With update-after-bind descriptors the second rebinding (an output only) may keep the
+    // recording unless it needs a new barrier: recorded 2 or 3 times, said either way.
     EXPECT_NE(how.find("one Vulkan command buffer of 7 steps"), std::string::npos) << how;
-    EXPECT_NE(how.find("recorded 3 times, 3 descriptor sets rewritten in place"), std::string::npos) << how;
+    if (how.find("update-after-bind: ") != std::string::npos) {
+      EXPECT_TRUE(how.find("recorded 2 times, 3 descriptor sets rewritten in place; update-after-bind: 1 rebindings "
+                           "without recording again, 1 recorded again") != std::string::npos ||
+                  how.find("recorded 3 times, 3 descriptor sets rewritten in place; update-after-bind: 0 rebindings "
+                           "without recording again, 2 recorded again") != std::string::npos)
+          << how;
+    } else {
+      EXPECT_NE(how.find("recorded 3 times, 3 descriptor sets rewritten in place; no update-after-bind"), std::string::npos)
+          << how;
+    }
   } else {
     EXPECT_EQ(how, "launch by launch, 7 steps");
   }

@@ -48,6 +48,16 @@ struct CudaKernelNodeParams {
 // while it captures.
 constexpr int CU_STREAM_CAPTURE_MODE_THREAD_LOCAL = 1;
 
+// cuda.h: the enums cuTensorMapEncodeTiled takes (CUtensorMapDataType, ...Interleave,
+// ...Swizzle, ...L2promotion, ...FloatOOBfill), the values Iron uses.
+constexpr int CU_TENSOR_MAP_DATA_TYPE_UINT8 = 0, CU_TENSOR_MAP_DATA_TYPE_UINT16 = 1, CU_TENSOR_MAP_DATA_TYPE_UINT32 = 2,
+              CU_TENSOR_MAP_DATA_TYPE_UINT64 = 4;
+constexpr int CU_TENSOR_MAP_INTERLEAVE_NONE = 0;
+constexpr int CU_TENSOR_MAP_SWIZZLE_NONE = 0, CU_TENSOR_MAP_SWIZZLE_32B = 1, CU_TENSOR_MAP_SWIZZLE_64B = 2,
+              CU_TENSOR_MAP_SWIZZLE_128B = 3;
+constexpr int CU_TENSOR_MAP_L2_PROMOTION_NONE = 0;
+constexpr int CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE = 0;  // out-of-bounds elements read as zeros
+
 constexpr CUresult CUDA_SUCCESS = 0;
 constexpr CUresult CUDA_ERROR_STUB_LIBRARY = 34;
 
@@ -156,7 +166,11 @@ constexpr nvrtcResult NVRTC_SUCCESS = 0;
   IRON_CUDA_FN(cuGraphUpload, CUresult, (CUgraphExec, CUstream))            \
   /* Programmatic edges (CUDA 12.3+): a kernel launches before the one it depends on is done. */ \
   IRON_CUDA_FN(cuGraphAddDependencies_v2, CUresult,                            \
-               (CUgraph, const CUgraphNode*, const CUgraphNode*, const CUgraphEdgeData*, size_t))
+               (CUgraph, const CUgraphNode*, const CUgraphNode*, const CUgraphEdgeData*, size_t)) \
+  /* TMA tensor maps (CUDA 12.0+): a `tensormap` parameter's value. */         \
+  IRON_CUDA_FN(cuTensorMapEncodeTiled, CUresult,                               \
+               (void*, int, unsigned, void*, const unsigned long long*, const unsigned long long*, \
+                const unsigned*, const unsigned*, int, int, int, int))
 
 #define IRON_NVRTC_FUNCTIONS(IRON_NVRTC_FN)                                                       \
   IRON_NVRTC_FN(nvrtcVersion, nvrtcResult, (int*, int*))                                          \

@@ -782,6 +782,35 @@ class CudaDevice final : public Device {
     }
     if (r != CUDA_SUCCESS) drv().check(r, "cuLaunchKernel(" + last_launch() + ")");
     for (BufferImpl* b : args.buffers) b->last_stream = stream, b->last_ticket = 1;
+    for (BufferImpl* b : args.blob_buffers)
+      if (b) b->last_stream = stream, b->last_ticket = 1;
+  }
+
+  // cuTensorMapEncodeTiled with the map's rules already checked (Context): the element type by
+  // its size (a TMA copy moves bits; zeros fill out of bounds for every type), interleave none,
+  // element strides 1, no L2 promotion.
+  void encode_tensor_map(const TensorMap& m, const std::vector<uint64_t>& strides, uint8_t* out) const override {
+    const CudaDriver& d = drv();
+    if (!d.cuTensorMapEncodeTiled)
+      throw Error("this CUDA driver has no cuTensorMapEncodeTiled (TMA tensor maps need CUDA 12.0 or later)");
+    const size_t es = dtype_size(m.buffer.dtype());
+    const int type = es == 1 ? CU_TENSOR_MAP_DATA_TYPE_UINT8 : es == 2 ? CU_TENSOR_MAP_DATA_TYPE_UINT16
+                     : es == 4 ? CU_TENSOR_MAP_DATA_TYPE_UINT32 : CU_TENSOR_MAP_DATA_TYPE_UINT64;
+    const int swizzle = m.swizzle == TensorMap::Swizzle::B32 ? CU_TENSOR_MAP_SWIZZLE_32B
+                        : m.swizzle == TensorMap::Swizzle::B64 ? CU_TENSOR_MAP_SWIZZLE_64B
+                        : m.swizzle == TensorMap::Swizzle::B128 ? CU_TENSOR_MAP_SWIZZLE_128B : CU_TENSOR_MAP_SWIZZLE_NONE;
+    const CUdeviceptr base = const_cast<CudaDevice*>(this)->own(*m.buffer.impl(), "tensor map").ptr + m.buffer.offset_bytes();
+    unsigned long long dims[5] = {}, st[5] = {};
+    unsigned box[5] = {}, elem[5] = {1, 1, 1, 1, 1};
+    for (size_t i = 0; i < m.dims.size(); ++i) dims[i] = m.dims[i], box[i] = m.box[i];
+    for (size_t i = 0; i < strides.size(); ++i) st[i] = strides[i];
+    alignas(64) uint8_t map[128] = {};
+    ctx_->make_current();
+    d.check(d.cuTensorMapEncodeTiled(map, type, unsigned(m.dims.size()), reinterpret_cast<void*>(base), dims, st, box, elem,
+                                     CU_TENSOR_MAP_INTERLEAVE_NONE, swizzle, CU_TENSOR_MAP_L2_PROMOTION_NONE,
+                                     CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE),
+            "cuTensorMapEncodeTiled");
+    std::memcpy(out, map, sizeof map);
   }
 
   // The kernelParams array built once: a launch is cuLaunchKernel with it (and the buffers'
@@ -793,6 +822,9 @@ class CudaDevice final : public Device {
     std::vector<uint64_t> scalars;
     std::vector<void*> params;
     std::vector<BufferImpl*> buffers;
+    std::vector<uint8_t> blob_data;  // the blobs' bytes (LaunchArgs' layout); params point into it
+    std::vector<uint32_t> blob_offsets;
+    std::vector<BufferImpl*> blob_buffers;
     unsigned shared = 0;
     Dim3 grid, tg;
     void set_buffer(size_t slot, BufferImpl* buf, uint64_t offset) override {
@@ -800,6 +832,10 @@ class CudaDevice final : public Device {
       buffers[slot] = buf;
     }
     void set_scalar(size_t slot, uint64_t bits) override { scalars[slot] = bits; }
+    void set_blob(size_t slot, const uint8_t* bytes, size_t size, BufferImpl* buf) override {
+      std::memcpy(blob_data.data() + blob_offsets[slot], bytes, size);
+      blob_buffers[slot] = buf;
+    }
     void launch(StreamImpl* stream) override {
       const CUstream s = cu_stream(stream);
       const CudaDriver& d = dev->drv();
@@ -812,6 +848,8 @@ class CudaDevice final : public Device {
       }
       if (r != CUDA_SUCCESS) d.check(r, "cuLaunchKernel(" + kk->entry + " grid " + dims(grid) + " threadgroup " + dims(tg) + ", prepared)");
       for (BufferImpl* b : buffers) b->last_stream = stream, b->last_ticket = 1;
+      for (BufferImpl* b : blob_buffers)
+        if (b) b->last_stream = stream, b->last_ticket = 1;
     }
   };
 
@@ -1016,8 +1054,14 @@ class CudaDevice final : public Device {
     p->buffers = args.buffers;
     for (size_t i = 0; i < args.buffers.size(); ++i)
       p->ptrs.push_back(own(*args.buffers[i], "prepared launch").ptr + (i < args.offsets.size() ? args.offsets[i] : 0));
-    size_t bi = 0, si = 0;
-    for (uint8_t is_buf : args.is_buffer) p->params.push_back(is_buf ? static_cast<void*>(&p->ptrs[bi++]) : &p->scalars[si++]);
+    p->blob_data = args.blob_data;
+    p->blob_offsets = args.blob_offsets;
+    p->blob_buffers = args.blob_buffers;
+    size_t bi = 0, si = 0, li = 0;
+    for (uint8_t is_buf : args.is_buffer)
+      p->params.push_back(is_buf == kBlobParam ? static_cast<void*>(p->blob_data.data() + p->blob_offsets[li++])
+                          : is_buf         ? static_cast<void*>(&p->ptrs[bi++])
+                                           : &p->scalars[si++]);
     p->shared = kk.dynamic_shared ? unsigned(std::min<uint64_t>(args.threadgroup_bytes, UINT32_MAX)) : 0u;
     ctx_->make_current();
     // Opted in at any size, not only past 48 KiB: a kernel with cooperative tiles may also hold
@@ -1246,9 +1290,13 @@ class CudaDevice final : public Device {
     std::vector<void*>& params = scratch_params_;
     ptrs.assign(args.buffers.size(), 0);
     params.assign(n, nullptr);
-    size_t bi = 0, si = 0;
+    size_t bi = 0, si = 0, li = 0;
     for (size_t i = 0; i < n; ++i) {
-      if (args.is_buffer[i]) {
+      if (args.is_buffer[i] == kBlobParam) {
+        // A by-value structure: the driver copies its bytes from here during cuLaunchKernel.
+        if (li >= args.blob_offsets.size()) throw Error("CUDA launch of " + kk.entry + ": too few blobs");
+        params[i] = const_cast<uint8_t*>(args.blob_data.data() + args.blob_offsets[li++]);
+      } else if (args.is_buffer[i]) {
         if (bi >= args.buffers.size()) throw Error("CUDA launch of " + kk.entry + ": too few buffers");
         ptrs[bi] = own(*args.buffers[bi], "launch").ptr;  // a pointer compare, no dynamic_cast
         if (bi < args.offsets.size()) ptrs[bi] += args.offsets[bi];

@@ -244,6 +244,7 @@ struct Collective::Impl {
     for (size_t r = 0; r < n; ++r) {
       const std::string rank = "rank " + std::to_string(r);
       if (!send[r] || !recv[r]) fail(op, rank + ": an empty DeviceBuffer");
+      if (send[r].stride() != 1 || recv[r].stride() != 1) fail(op, rank + ": a strided view (NCCL takes contiguous buffers)");
       if (send[r].dtype() != send[0].dtype() || recv[r].dtype() != send[0].dtype())
         fail(op, rank + ": buffers of " + dtype_name(send[r].dtype()) + " and " + dtype_name(recv[r].dtype()) +
                      " where rank 0 sends " + dtype_name(send[0].dtype()) + " (one dtype for every buffer)");

@@ -307,7 +307,7 @@ class InterpDevice final : public Device {
     auto& c = static_cast<InterpKernel&>(kernel);
     if (!stream) {
       for (BufferImpl* b : args.buffers) static_cast<InterpBuffer*>(b)->wait_idle();
-      run(c, args.buffers, args.offsets, args.bound_bytes, args.scalars, grid, threadgroup);
+      run(c, args, grid, threadgroup);
       for (BufferImpl* b : args.buffers) b->last_stream = nullptr, b->last_ticket = 0;
       return;
     }
@@ -316,10 +316,9 @@ class InterpDevice final : public Device {
     // backend); the launch does not wait for it.
     // The device, its kernels and shared_ outlive every task: Context and ~InterpDevice wait.
     InterpShared* shared = shared_.get();
-    const uint64_t ticket = s->push([this, &c, shared, bufs = args.buffers, offsets = args.offsets,
-                                     lengths = args.bound_bytes, scalars = args.scalars, grid, threadgroup] {
+    const uint64_t ticket = s->push([this, &c, shared, copy = args, grid, threadgroup] {
       try {
-        run(c, bufs, offsets, lengths, scalars, grid, threadgroup);
+        run(c, copy, grid, threadgroup);
       } catch (const std::exception& e) {
         shared->fail(e.what());
       }
@@ -328,22 +327,30 @@ class InterpDevice final : public Device {
   }
 
   // Each buffer is bound from its offset for its bound length (a view's own bytes), so an access
-  // past a view is a bounds fault even where the allocation goes on.
-  void run(InterpKernel& c, const std::vector<BufferImpl*>& bufs, const std::vector<uint64_t>& offsets,
-           const std::vector<uint64_t>& lengths, const std::vector<uint64_t>& scalars, Dim3 grid, Dim3 threadgroup) const {
+  // past a view is a bounds fault even where the allocation goes on. A blob parameter is bound
+  // to its bytes (the interpreter reads its u32 words).
+  void run(InterpKernel& c, const LaunchArgs& args, Dim3 grid, Dim3 threadgroup) const {
     thread_local std::vector<interp::BufferArg> buffers;  // reused: launches may run on several threads
     buffers.clear();
-    for (size_t i = 0; i < bufs.size(); ++i) {
-      auto* ib = static_cast<InterpBuffer*>(bufs[i]);
-      const size_t off = i < offsets.size() ? std::min<size_t>(offsets[i], ib->size) : 0;
+    size_t bi = 0, li = 0;
+    for (uint8_t kind : args.is_buffer) {
+      if (kind == kBlobParam) {
+        buffers.push_back({const_cast<uint8_t*>(args.blob_data.data()) + args.blob_offsets[li], args.blob_sizes[li]});
+        ++li;
+        continue;
+      }
+      if (!kind) continue;
+      const size_t i = bi++;
+      auto* ib = static_cast<InterpBuffer*>(args.buffers[i]);
+      const size_t off = i < args.offsets.size() ? std::min<size_t>(args.offsets[i], ib->size) : 0;
       size_t len = ib->size - off;
-      if (i < lengths.size()) len = std::min<size_t>(len, lengths[i]);
-      buffers.push_back({ib->data + off, len});
+      if (i < args.bound_bytes.size()) len = std::min<size_t>(len, args.bound_bytes[i]);
+      buffers.push_back({ib->data + off, len, i < args.strides.size() ? args.strides[i] : 1});
     }
     interp::Options opts;
     opts.lane_width = info_.lane_width;
     opts.uninitialized_tg_reads_are_errors = true;  // kernels run here must not read undefined memory
-    interp::run(c.kernel, c.dtype, buffers, scalars, grid, threadgroup, opts);
+    interp::run(c.kernel, c.dtype, buffers, args.scalars, grid, threadgroup, opts);
   }
 
   void synchronize() override {

@@ -313,6 +313,11 @@ struct PhysicalDevice {
   // lavapipe: loops end after a fixed iteration budget (codegen::kLoopLimitText), so every
   // emitted loop reports through a status buffer when the driver cut it short.
   bool loop_limited = false;
+  // descriptorBindingStorageBufferUpdateAfterBind (Vulkan 1.2 descriptor indexing): a storage
+  // buffer descriptor may be rewritten after its set was bound in a recorded command buffer, so
+  // a launch sequence is rebound without recording it again. IRON_VULKAN_UPDATE_AFTER_BIND=0
+  // turns it off (the re-recording path, for comparison).
+  bool update_after_bind = false;
   // Extensions to enable because the feature is not core at api_version.
   bool need_ext_float16_int8 = false;
   bool need_ext_subgroup_size_control = false;
@@ -399,6 +404,8 @@ PhysicalDevice describe(const Instance& inst, VkPhysicalDevice handle) {
       VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_MEMORY_MODEL_FEATURES);
   auto atomic64 = vk_struct<VkPhysicalDeviceShaderAtomicInt64Features>(
       VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_ATOMIC_INT64_FEATURES);
+  auto indexing = vk_struct<VkPhysicalDeviceDescriptorIndexingFeatures>(
+      VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_DESCRIPTOR_INDEXING_FEATURES);
   if (v11) {
     void** tail = &features2.pNext;
     *tail = &storage16;
@@ -427,6 +434,10 @@ PhysicalDevice describe(const Instance& inst, VkPhysicalDevice handle) {
       *tail = &atomic64;
       tail = &atomic64.pNext;
     }
+    if (v12) {
+      *tail = &indexing;
+      tail = &indexing.pNext;
+    }
     fn.vkGetPhysicalDeviceFeatures2(handle, &features2);
   }
   pd.shader_int16 = features2.features.shaderInt16;
@@ -444,6 +455,10 @@ PhysicalDevice describe(const Instance& inst, VkPhysicalDevice handle) {
   pd.need_ext_atomic_int64 = (pd.buffer_int64_atomics || pd.shared_int64_atomics) && !v12;
   pd.need_ext_float16_int8 = (pd.shader_float16 || pd.shader_int8) && !v12;
   pd.need_ext_subgroup_size_control = pd.full_subgroups && !v13;
+  {
+    const char* env = std::getenv("IRON_VULKAN_UPDATE_AFTER_BIND");
+    pd.update_after_bind = v12 && indexing.descriptorBindingStorageBufferUpdateAfterBind && !(env && std::string(env) == "0");
+  }
   if (ext_coopmat && coopmat.cooperativeMatrix && pd.shader_float16 && memory_model.vulkanMemoryModel &&
       inst.coopmat_properties) {
     uint32_t n = 0;
@@ -637,6 +652,13 @@ std::shared_ptr<Core> create_core(std::unique_ptr<Instance> inst, const Physical
   if (pd.buffer_int64_atomics || pd.shared_int64_atomics) {
     *tail = &atomic64;
     tail = &atomic64.pNext;
+  }
+  auto indexing = vk_struct<VkPhysicalDeviceDescriptorIndexingFeatures>(
+      VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_DESCRIPTOR_INDEXING_FEATURES);
+  indexing.descriptorBindingStorageBufferUpdateAfterBind = pd.update_after_bind;
+  if (pd.update_after_bind) {
+    *tail = &indexing;
+    tail = &indexing.pNext;
   }
 
   std::vector<const char*> extensions;
@@ -1129,6 +1151,17 @@ class VulkanDevice final : public Device {
     auto dslci = vk_struct<VkDescriptorSetLayoutCreateInfo>(VK_STRUCTURE_TYPE_DESCRIPTOR_SET_LAYOUT_CREATE_INFO);
     dslci.bindingCount = num_bindings;
     dslci.pBindings = bindings.data();
+    // With update-after-bind every binding may be rewritten while a recorded command buffer
+    // binds the set (a launch sequence's rebinding); such sets come from update-after-bind pools.
+    std::vector<VkDescriptorBindingFlags> binding_flags(num_bindings, VK_DESCRIPTOR_BINDING_UPDATE_AFTER_BIND_BIT);
+    auto flags_ci = vk_struct<VkDescriptorSetLayoutBindingFlagsCreateInfo>(
+        VK_STRUCTURE_TYPE_DESCRIPTOR_SET_LAYOUT_BINDING_FLAGS_CREATE_INFO);
+    if (pd_.update_after_bind && num_bindings > 0) {
+      flags_ci.bindingCount = num_bindings;
+      flags_ci.pBindingFlags = binding_flags.data();
+      dslci.pNext = &flags_ci;
+      dslci.flags = VK_DESCRIPTOR_SET_LAYOUT_CREATE_UPDATE_AFTER_BIND_POOL_BIT;
+    }
     check_created(f.vkCreateDescriptorSetLayout(dev, &dslci, nullptr, &kern->set_layout), kern->set_layout,
                   "vkCreateDescriptorSetLayout", label);
 
@@ -1187,6 +1220,7 @@ class VulkanDevice final : public Device {
       VkDescriptorPoolSize size{VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, num_bindings};
       auto dpci = vk_struct<VkDescriptorPoolCreateInfo>(VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO);
       dpci.maxSets = 1;
+      dpci.flags = pool_flags();
       dpci.poolSizeCount = 1;
       dpci.pPoolSizes = &size;
       check_created(f.vkCreateDescriptorPool(dev, &dpci, nullptr, &kern->pool), kern->pool,
@@ -1322,6 +1356,10 @@ class VulkanDevice final : public Device {
       args.offsets[slot] = offset;
     }
     void set_scalar(size_t slot, uint64_t bits) override { args.scalars[slot] = bits; }
+    // Dispatch validation refuses blob parameters on Vulkan (no by-value structures in GLSL).
+    void set_blob(size_t, const uint8_t*, size_t, BufferImpl*) override {
+      throw Error("Vulkan prepared launch of " + kern->name + ": Vulkan passes no by-value structure parameters");
+    }
     void launch(StreamImpl* stream) override { dev->launch(*kern, args, grid, tg, stream); }
   };
 
@@ -1349,9 +1387,11 @@ class VulkanDevice final : public Device {
   // allocation, whatever their views); the command buffer ends with the barrier every launch
   // ends with. A replay first waits for the previous replay of the same sequence (the command
   // buffer and its sets are in use until then). A rebinding rewrites only the changed bindings
-  // of the step's own set, then records the commands again (without update-after-bind
-  // descriptors a set bound in a recorded command buffer may not change under it; recording
-  // allocates nothing). On a loop-limited driver (lavapipe) each step has its own 16-byte loop
+  // of the step's own set; with update-after-bind descriptors the recording stays valid and is
+  // replayed as it is, unless the rebound steps' scalars changed (push constants) or a barrier
+  // is needed where there is none; otherwise the commands are recorded again (without
+  // update-after-bind a set bound in a recorded command buffer may not change under it;
+  // recording allocates nothing). On a loop-limited driver (lavapipe) each step has its own 16-byte loop
   // status slot in one buffer, checked when the replay retires.
   struct VulkanRecorded final : Recorded {
     VulkanDevice* dev = nullptr;
@@ -1366,6 +1406,9 @@ class VulkanDevice final : public Device {
     std::vector<uint8_t> barriers;
     std::vector<BufferImpl*> touched;  // every buffer of every step, once
     uint64_t recordings = 0, sets_rewritten = 0;
+    // Rebindings taken without recording again (update-after-bind), and rebindings that had to
+    // record again although the device has it (new scalars, or a barrier the recording lacked).
+    uint64_t updated_in_place = 0, rerecorded_after_bind = 0;
 
     ~VulkanRecorded() override {
       const DeviceFns& f = dev->core_->fn;
@@ -1379,13 +1422,28 @@ class VulkanDevice final : public Device {
       if (sub.fence) f.vkDestroyFence(dev->core_->device, sub.fence, nullptr);
       if (pool) f.vkDestroyDescriptorPool(dev->core_->device, pool, nullptr);
     }
+    // A rebinding waits for the last replay, rewrites the changed bindings of the steps' sets,
+    // and records the commands again only where it must: without update-after-bind (the sets
+    // are bound in the command buffer), when a step's scalars changed (push constants are in
+    // the commands), or when the new bindings need a barrier the recording lacks.
     void update(const std::vector<size_t>& changed) override {
       std::lock_guard lock(dev->mutex_);
       dev->wait_for(sub);
+      bool scalars_changed = false;
       for (size_t i : changed) {
         dev->write_step_set(*this, i);
+        scalars_changed = scalars_changed || scalars[i] != steps[i]->args.scalars;
         scalars[i] = steps[i]->args.scalars;
       }
+      std::vector<uint8_t> needed;
+      dev->place_barriers(*this, needed);
+      bool covered = true;
+      for (size_t i = 0; i < needed.size(); ++i) covered = covered && (!needed[i] || barriers[i]);
+      if (dev->pd_.update_after_bind && !scalars_changed && covered) {
+        ++updated_in_place;
+        return;
+      }
+      if (dev->pd_.update_after_bind) ++rerecorded_after_bind;
       dev->record_steps(*this);
     }
     void replay(StreamImpl* stream) override {
@@ -1397,7 +1455,11 @@ class VulkanDevice final : public Device {
       for (uint8_t b : barriers) n += b;
       return "one Vulkan command buffer of " + std::to_string(steps.size()) + " steps and " + std::to_string(n) +
              " barriers between them; recorded " + std::to_string(recordings) + " times, " +
-             std::to_string(sets_rewritten) + " descriptor sets rewritten in place";
+             std::to_string(sets_rewritten) + " descriptor sets rewritten in place; " +
+             (dev->pd_.update_after_bind
+                  ? "update-after-bind: " + std::to_string(updated_in_place) + " rebindings without recording again, " +
+                        std::to_string(rerecorded_after_bind) + " recorded again (new scalars or barriers)"
+                  : std::string("no update-after-bind descriptors: every rebinding records again"));
     }
   };
 
@@ -1436,6 +1498,7 @@ class VulkanDevice final : public Device {
       VkDescriptorPoolSize size{VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, descriptors};
       auto dpci = vk_struct<VkDescriptorPoolCreateInfo>(VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO);
       dpci.maxSets = with_set;
+      dpci.flags = pool_flags();
       dpci.poolSizeCount = 1;
       dpci.pPoolSizes = &size;
       check_created(f.vkCreateDescriptorPool(core_->device, &dpci, nullptr, &r->pool), r->pool, "vkCreateDescriptorPool",
@@ -1500,11 +1563,11 @@ class VulkanDevice final : public Device {
     ++r.sets_rewritten;
   }
 
-  // Where the barriers go (see VulkanRecorded), and the steps' buffers once; then the commands.
-  // mutex_ held, the command buffer not in use.
-  void record_steps(VulkanRecorded& r) {
+  // Where the barriers go for the steps' bindings now (see VulkanRecorded), and the steps'
+  // buffers once (r.touched).
+  void place_barriers(VulkanRecorded& r, std::vector<uint8_t>& barriers) {
     const size_t n = r.steps.size();
-    r.barriers.assign(n, 0);
+    barriers.assign(n, 0);
     r.touched.clear();
     std::vector<const BufferImpl*> read, written;  // since the last barrier
     auto has = [](const std::vector<const BufferImpl*>& v, const BufferImpl* b) {
@@ -1516,7 +1579,7 @@ class VulkanDevice final : public Device {
       for (uint32_t b = 0; b < p.kern->num_buffers && !hazard; ++b)
         hazard = has(written, p.args.buffers[b]) || (p.kern->buffer_writes[b] && has(read, p.args.buffers[b]));
       if (hazard) {
-        r.barriers[i] = 1;
+        barriers[i] = 1;
         read.clear();
         written.clear();
       }
@@ -1526,6 +1589,12 @@ class VulkanDevice final : public Device {
           r.touched.push_back(p.args.buffers[b]);
       }
     }
+  }
+
+  // The barriers for the bindings now, then the commands. mutex_ held, the command buffer not in use.
+  void record_steps(VulkanRecorded& r) {
+    const size_t n = r.steps.size();
+    place_barriers(r, r.barriers);
     const DeviceFns& f = core_->fn;
     VkCommandBuffer cb = r.sub.cb;
     check(f.vkResetCommandBuffer(cb, 0), "vkResetCommandBuffer");
@@ -1540,6 +1609,12 @@ class VulkanDevice final : public Device {
     record_visibility_barrier(cb);
     check(f.vkEndCommandBuffer(cb), "vkEndCommandBuffer");
     ++r.recordings;
+  }
+
+  // The flags of every descriptor pool: update-after-bind where the device has it (the sets'
+  // layouts ask for it then).
+  VkDescriptorPoolCreateFlags pool_flags() const {
+    return pd_.update_after_bind ? VkDescriptorPoolCreateFlags(VK_DESCRIPTOR_POOL_CREATE_UPDATE_AFTER_BIND_BIT) : 0;
   }
 
   // Waits for the sequence's last replay (its command buffer and sets are free after); mutex_ held.
@@ -1845,6 +1920,7 @@ class VulkanDevice final : public Device {
       VkDescriptorPoolSize size{VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, n};
       auto dpci = vk_struct<VkDescriptorPoolCreateInfo>(VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO);
       dpci.maxSets = 1;
+      dpci.flags = pool_flags();
       dpci.poolSizeCount = 1;
       dpci.pPoolSizes = &size;
       check_created(f.vkCreateDescriptorPool(core_->device, &dpci, nullptr, &sub->pool), sub->pool,
