@@ -9,17 +9,21 @@
 //   out (0)                     C's dtype: 0 = T, 1 = f32, 2 = f16, 3 = bf16
 //   splits, tile, stages        optional overrides (tests, benchmarks): the split count, the block
 //                               tile (0 large 128x128, 1 medium 64x64, 2 small 32x32, 3 decode
-//                               16x64) and the pipeline depth of the medium tile (2-4)
+//                               rows) and the pipeline depth of the medium tile (2-4)
+//   ksplit                      decode rows only: K slices per 4 rows of W (1, 2, 4, 8, 16)
 // with buffers a, b (T), c (out), and b2 (swiglu), bias [n] or residual [m, n] (out's dtype).
 //
-// gemm_for picks the block tile from the shape and the device (decode rows m <= 16: 16x64x64;
-// m <= 64: 32x32; fewer 128x128 blocks than compute units: 64x64; else 128x128; a device with
-// under 64 KiB of threadgroup memory, lavapipe: 32x32 whatever `tile` and `stages` ask), and the
-// split count from occupancy as
-// in the seeds' §4.2: splits = clamp(ceil(2 * units / blocks), 1, k / 64), snapped so every
-// split covers the same whole number of K steps. One split and a tile with that epilogue fused:
-// one kernel (the decode tile fuses none; SwiGLU fuses at f16/bf16 outputs). Otherwise two steps: the f32 partials [splits, m, n] of every split (SwiGLU: of
-// both products), then iron_gemm_reduce_<epi>, which sums them in split order (no atomics).
+// Decode rows first: m <= 16 against B column-major (a [n, k] weight), A row-major, k, lda, ldb,
+// a_off and b_off multiples of 8 and any epilogue but SwiGLU take iron_gemm_decode_<OUT>
+// (gemm_decode.cpp), one kernel with the epilogue fused, its K slices chosen so the grid has
+// about 16 lane groups per compute unit. Otherwise gemm_for picks the block tile from the shape
+// and the device (m <= 64: 32x32; fewer 128x128 blocks than compute units: 64x64; else 128x128;
+// a device with under 64 KiB of threadgroup memory, lavapipe: 32x32 whatever `tile` and `stages`
+// ask), and the split count from occupancy as in the seeds' §4.2: splits = clamp(ceil(2 * units
+// / blocks), 1, k / 64), snapped so every split covers the same whole number of K steps. One
+// split and a tile with that epilogue fused: one kernel (SwiGLU fuses at f16/bf16 outputs).
+// Otherwise two steps: the f32 partials [splits, m, n] of every split (SwiGLU: of both
+// products), then iron_gemm_reduce_<epi>, which sums them in split order (no atomics).
 #include <algorithm>
 #include <string>
 
@@ -31,8 +35,8 @@ namespace iron::kernels::gemm {
 
 namespace {
 
-constexpr Config kConfigs[4] = {{128, 128, 32, 64, 32}, {64, 64, 32, 32, 32}, {32, 32, 32, 16, 16}, {16, 64, 64, 16, 16}};
-constexpr uint32_t kStages[4] = {3, 3, 2, 3};
+constexpr Config kConfigs[3] = {{128, 128, 32, 64, 32}, {64, 64, 32, 32, 32}, {32, 32, 32, 16, 16}};
+constexpr uint32_t kStages[3] = {3, 3, 2};
 
 uint64_t ceil_div(uint64_t a, uint64_t b) { return (a + b - 1) / b; }
 
@@ -76,6 +80,84 @@ static LaunchPlan gemm_for(const Call& call, const DeviceInfo& dev) {
     throw Error("A spans " + num(int64_t(a_len)) + " and B " + num(int64_t(b_len)) +
                 " elements: each must be below 2^32 (the kernels index in u32)");
 
+  LaunchPlan plan;
+  // The epilogue scalars of the non-SwiGLU kernels; a bias or residual the epilogue does not
+  // read binds a one-element scratch buffer.
+  const bool uses_bias = epi == Epi::Bias || epi == Epi::Silu || epi == Epi::Gelu, uses_res = epi == Epi::Residual;
+  auto epilogue = [&](Constexprs& c, std::vector<std::pair<std::string, std::string>>& bind, bool with_epi,
+                      DType dt, LaunchPlan& plan) {
+    c["epi"] = uint32_t(with_epi ? int(epi) : 0);
+    c["bias_len"] = uint32_t(with_epi && uses_bias ? n : 1);
+    c["res_len"] = uint32_t(with_epi && uses_res ? m * n : 1);
+    auto unused = [&](const std::string& param) {
+      const std::string scratch = "unused_" + param + "_" + dtype_name(dt);
+      bool have = false;
+      for (const ScratchBuffer& b : plan.scratch) have = have || b.name == scratch;
+      if (!have) plan.scratch.push_back({scratch, dt, 1});
+      bind.push_back({param, scratch});
+    };
+    if (!(with_epi && uses_bias)) unused("bias");
+    if (!(with_epi && uses_res)) unused("residual");
+  };
+
+  // Decode rows: the streaming kernel (gemm_decode.cpp) for m <= 16 against B column-major (a
+  // [n, k] weight) with A row-major, every row 16-byte aligned, any epilogue but SwiGLU. Forced
+  // with tile 3 (then at any m: blocks of 16 rows of A, W re-read per block).
+  const bool decode_fits = b_trans && !a_trans && k % 8 == 0 && lda % 8 == 0 && ldb % 8 == 0 && a_off % 8 == 0 &&
+                           b_off % 8 == 0 && epi != Epi::Swiglu;
+  const bool tile_asked = call.has("tile");
+  const bool decode_asked = tile_asked && flag(call, "tile", 0, 3) == 3;
+  if (decode_asked && !decode_fits)
+    throw Error(std::string("tile 3 (decode rows) needs B column-major (b_trans 1), A row-major, k, lda, ldb, a_off "
+                            "and b_off multiples of 8 and an epilogue other than SwiGLU; ") +
+                (!b_trans ? "B is row-major" : a_trans ? "A is column-major" : epi == Epi::Swiglu ? "epi is SwiGLU"
+                 : "k = " + num(k) + ", lda = " + num(lda) + ", ldb = " + num(ldb) + ", a_off = " + num(a_off) +
+                       ", b_off = " + num(b_off)));
+  if (decode_asked || (!tile_asked && m <= 16 && decode_fits && !call.has("splits") && !call.has("stages"))) {
+    const uint32_t lanes = std::max(1u, dev.lane_width);
+    const uint64_t row_groups = ceil_div(uint64_t(n), kDecodeRows);
+    const uint64_t chunks = uint64_t(k) / 8;
+    // K slices per row group: doubled while the lane groups fall short of 16 per compute unit
+    // and every lane of a slice still has a chunk, at most 16.
+    const uint64_t units = dev.compute_units ? dev.compute_units : 8;
+    uint64_t ksplit = 1;
+    if (call.has("ksplit")) {
+      ksplit = uint64_t(call.size("ksplit"));
+      if (ksplit < 1 || ksplit > 16 || (ksplit & (ksplit - 1)) != 0)
+        throw Error("ksplit = " + num(int64_t(ksplit)) + ": a power of two from 1 to 16");
+    } else {
+      while (ksplit * 2 <= 16 && ksplit * 2 * lanes <= chunks && row_groups * ksplit < 16 * units) ksplit *= 2;
+    }
+    const uint32_t groups = uint32_t(std::max<uint64_t>(4, ksplit));
+    const uint32_t threads = groups * lanes;
+    if (threads > dev.max_threads_per_group)
+      throw Error("decode rows with ksplit " + num(int64_t(ksplit)) + " need " + num(threads) +
+                  " threads per threadgroup; device " + dev.name + " allows " + num(dev.max_threads_per_group));
+    const Dim3 grid{uint32_t(ceil_div(row_groups, groups / ksplit)), uint32_t(ceil_div(uint64_t(m), kDecodeBlock)), 1};
+    if (grid.x > dev.max_grid.x || grid.y > dev.max_grid.y)
+      throw Error("grid " + num(grid.x) + "x" + num(grid.y) + "x1 exceeds the device's limits");
+    LaunchStep step{std::string("iron_gemm_decode_") + dtype_name(out),
+                    grid,
+                    {threads, 1, 1},
+                    {{"m", uint32_t(m)},
+                     {"n", uint32_t(n)},
+                     {"k", uint32_t(k)},
+                     {"lda", uint32_t(lda)},
+                     {"ldb", uint32_t(ldb)},
+                     {"a_off", uint32_t(a_off)},
+                     {"b_off", uint32_t(b_off)},
+                     {"a_len", uint32_t(a_len)},
+                     {"b_len", uint32_t(b_len)},
+                     {"ksplit", uint32_t(ksplit)}},
+                    {}};
+    epilogue(step.constexprs, step.bind, true, out, plan);
+    plan.steps.push_back(step);
+    plan.reason = (decode_asked ? std::string("tile 3 as asked") : "m = " + num(m) + " <= 16 against a [n, k] weight") +
+                  ": decode rows, " + num(int64_t(ksplit)) + " K slice" + (ksplit > 1 ? "s" : "") + " per 4 rows of W, " +
+                  num(groups) + " lane groups per threadgroup, the " + epi_name(epi) + " epilogue fused (one kernel)";
+    return plan;
+  }
+
   // The block tile.
   const uint64_t shared = std::max(dev.shared_memory_bytes, dev.shared_memory_optin_bytes);
   int cfg_index;
@@ -87,12 +169,9 @@ static LaunchPlan gemm_for(const Call& call, const DeviceInfo& dev) {
   } else if (call.has("tile")) {
     cfg_index = int(flag(call, "tile", 0, 3));
     why = "tile " + num(cfg_index) + " as asked";
-  } else if (m <= 16) {
-    cfg_index = 3;
-    why = "m = " + num(m) + " <= 16: decode rows";
   } else if (m <= 64) {
     cfg_index = 2;
-    why = "m = " + num(m) + " <= 64";
+    why = "m = " + num(m) + (m <= 16 && !decode_fits ? " <= 16 but not a 16-byte aligned [n, k] weight with row-major A" : " <= 64");
   } else {
     const uint64_t large = ceil_div(uint64_t(m), 128) * ceil_div(uint64_t(n), 128);
     const uint32_t units = std::max(1u, dev.compute_units);
@@ -144,11 +223,9 @@ static LaunchPlan gemm_for(const Call& call, const DeviceInfo& dev) {
   // 32x32 tiles fuse every epilogue at every output dtype, except SwiGLU (two products live),
   // which the 128x128 and 64x64 tiles fuse at f16/bf16 outputs on devices with 64 KiB of
   // threadgroup memory or more (not lavapipe, whose tile fragments live in it). The 64x64
-  // tile's 2- and 4-stage kernels have f32 outputs only; the decode tile fuses nothing.
+  // tile's 2- and 4-stage kernels have f32 outputs only.
   const bool direct =
-      splits == 1 && (cfg_index <= 1   ? !(swiglu && (shared < 64 * 1024 || out == DType::F32))
-                      : cfg_index == 2 ? !swiglu
-                                       : epi == Epi::None && out == DType::F32) &&
+      splits == 1 && (cfg_index <= 1 ? !(swiglu && (shared < 64 * 1024 || out == DType::F32)) : !swiglu) &&
       (stages == 3 || cfg_index != 1 || out == DType::F32);
   Constexprs scalars{{"m", uint32_t(m)},
                      {"n", uint32_t(n)},
@@ -163,28 +240,9 @@ static LaunchPlan gemm_for(const Call& call, const DeviceInfo& dev) {
                      {"b_len", uint32_t(b_len)},
                      {"splits", uint32_t(splits)},
                      {"kc", uint32_t(kc)}};
-  // The epilogue scalars of the non-SwiGLU kernels; a bias or residual the epilogue does not
-  // read binds a one-element scratch buffer.
-  const bool uses_bias = epi == Epi::Bias || epi == Epi::Silu || epi == Epi::Gelu, uses_res = epi == Epi::Residual;
-  auto epilogue = [&](Constexprs& c, std::vector<std::pair<std::string, std::string>>& bind, bool with_epi,
-                      DType dt, LaunchPlan& plan) {
-    c["epi"] = uint32_t(with_epi ? int(epi) : 0);
-    c["bias_len"] = uint32_t(with_epi && uses_bias ? n : 1);
-    c["res_len"] = uint32_t(with_epi && uses_res ? m * n : 1);
-    auto unused = [&](const std::string& param) {
-      const std::string scratch = "unused_" + param + "_" + dtype_name(dt);
-      bool have = false;
-      for (const ScratchBuffer& b : plan.scratch) have = have || b.name == scratch;
-      if (!have) plan.scratch.push_back({scratch, dt, 1});
-      bind.push_back({param, scratch});
-    };
-    if (!(with_epi && uses_bias)) unused("bias");
-    if (!(with_epi && uses_res)) unused("residual");
-  };
   const Dim3 grid{uint32_t(ceil_div(uint64_t(n), cfg.bn)), uint32_t(ceil_div(uint64_t(m), cfg.bm)), uint32_t(splits)};
   if (grid.x > dev.max_grid.x || grid.y > dev.max_grid.y || grid.z > dev.max_grid.z)
     throw Error("grid " + num(grid.x) + "x" + num(grid.y) + "x" + num(grid.z) + " exceeds the device's limits");
-  LaunchPlan plan;
   if (direct) {
     LaunchStep step{tile_name + (swiglu ? "swiglu_" : "") + stage_part + dtype_name(out), grid, {threads, 1, 1}, scalars, {}};
     if (!swiglu) epilogue(step.constexprs, step.bind, true, out, plan);

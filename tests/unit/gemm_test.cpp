@@ -68,20 +68,38 @@ std::string error_of(const std::function<void()>& f) {
 
 uint32_t splits_of(const LaunchPlan& p) { return uint32_t(p.steps.front().constexprs.at("splits").as_double()); }
 
-// Decode rows: m <= 16 takes the 16x64x64 tile, split-K over the K = 4096 rows (at most k / 64
-// splits, snapped to equal whole K steps), then the fixed-order reduce.
-TEST(GemmSelector, DecodeRowsSplitK) {
+// Decode rows: m <= 16 against a [n, k] weight takes iron_gemm_decode, one kernel (no partials,
+// no reduce), 4 lane groups of 32, one K slice when the 3584 row groups of 4 outnumber 16 lane
+// groups per compute unit; N = 96 (24 row groups) slices K 16 ways (K = 5120 has 640 chunks, 20
+// per lane group). A row-major B, an unaligned stride or SwiGLU take the 32x32 tile instead.
+TEST(GemmSelector, DecodeRows) {
   const DeviceInfo d = h200();
   for (int64_t m : {1, 2, 7, 16}) {
-    LaunchPlan p = gemm(d, m, 14336, 4096);
-    ASSERT_EQ(p.steps.size(), 2u) << p.describe();
-    EXPECT_EQ(p.steps[0].kernel, "iron_gemm_16x64x64_w16x16_s3_f32");
-    EXPECT_EQ(p.steps[1].kernel, "iron_gemm_reduce_bf16");
-    // 224 blocks of 16x64 against 2 x 132 units: 2 splits of 32 K steps.
-    EXPECT_EQ(splits_of(p), 2u) << p.describe();
-    EXPECT_EQ(p.steps[0].grid.x, 224u);
-    EXPECT_EQ(p.steps[0].threadgroup.x, 128u);
+    LaunchPlan p = gemm(d, m, 14336, 4096, {{"b_trans", 1}});
+    ASSERT_EQ(p.steps.size(), 1u) << p.describe();
+    EXPECT_EQ(p.describe(), "iron_gemm_decode_bf16 grid 896x1x1 tg 128x1x1");
+    EXPECT_EQ(p.steps[0].constexprs.at("ksplit").as_double(), 1);
+    EXPECT_NE(p.reason.find("decode rows, 1 K slice per 4 rows of W"), std::string::npos) << p.reason;
   }
+  LaunchPlan p = gemm(d, 1, 96, 5120, {{"b_trans", 1}, {"epi", 1}, {"out", 1}});
+  EXPECT_EQ(p.describe(), "iron_gemm_decode_f32 grid 24x1x1 tg 512x1x1");
+  EXPECT_EQ(p.steps[0].constexprs.at("ksplit").as_double(), 16);
+  EXPECT_EQ(p.steps[0].constexprs.at("bias_len").as_double(), 96);
+  // Forced onto the decode kernel at m = 40: three blocks of 16 rows of A.
+  p = gemm(d, 40, 96, 5120, {{"b_trans", 1}, {"tile", 3}, {"ksplit", 2}});
+  EXPECT_EQ(p.describe(), "iron_gemm_decode_bf16 grid 12x3x1 tg 128x1x1");
+  // Not eligible: B row-major, lda not a multiple of 8, SwiGLU: the 32x32 tile and split-K.
+  for (const Constexprs& extra : std::vector<Constexprs>{{}, {{"b_trans", 1}, {"lda", 4100}}, {{"b_trans", 1}, {"epi", 5}}}) {
+    p = gemm(d, 4, 14336, 4096, extra);
+    EXPECT_EQ(p.steps[0].kernel.rfind("iron_gemm_32x32x32_w16x16_s2_", 0), 0u) << p.describe();
+    EXPECT_NE(p.reason.find("not a 16-byte aligned [n, k] weight"), std::string::npos) << p.reason;
+  }
+  EXPECT_NE(error_of([&] { gemm(d, 4, 64, 64, {{"tile", 3}}); }).find("tile 3 (decode rows) needs B column-major"),
+            std::string::npos);
+  EXPECT_NE(error_of([&] { gemm(d, 4, 64, 64, {{"tile", 3}, {"b_trans", 1}, {"b_off", 4}}); }).find("b_off = 4"),
+            std::string::npos);
+  EXPECT_NE(error_of([&] { gemm(d, 4, 64, 64, {{"b_trans", 1}, {"ksplit", 3}}); }).find("ksplit = 3: a power of two"),
+            std::string::npos);
   // m = 17..64: the 32x32 tile.
   for (int64_t m : {17, 26, 49, 64}) {
     LaunchPlan p = gemm(d, m, 96, 5120);
@@ -188,7 +206,7 @@ TEST(GemmSelector, BadCallsAreLocatedErrors) {
   EXPECT_NE(error_of([&] { gemm(d, 512, 512, 512, {{"tile", 0}, {"stages", 2}}); })
                 .find("stages can be chosen for the 64x64 tile (tile 1) only"),
             std::string::npos);
-  EXPECT_NE(error_of([&] { gemm(d, 4, 4, 64, {{"splits", 3}}); }).find("splits = 3: between 1 and the 1 K steps"),
+  EXPECT_NE(error_of([&] { gemm(d, 4, 4, 64, {{"splits", 3}}); }).find("splits = 3: between 1 and the 2 K steps"),
             std::string::npos);
   EXPECT_NE(error_of([&] { gemm(d, 70000, 70000, 16); }).find("must be below 2^32"), std::string::npos);
   // Every message names the family and the selector's file.
@@ -207,17 +225,23 @@ TEST(GemmSelector, NoRouteUsesAtomics) {
         }
 }
 
-// The same split-K call 100 times: identical bits each time. On CUDA a production-sized decode
-// shape (m 16, n 4096, k 4096, 8 splits); elsewhere a small one the interpreter runs quickly.
-void repeat_bit_exact(Backend backend) {
+// The same split-K (or decode-rows) call 100 times: identical bits each time. On CUDA a
+// production-sized decode shape (m 16, n 4096, k 4096, 8 splits or 4 K slices); elsewhere a small
+// one the interpreter runs quickly.
+void repeat_bit_exact(Backend backend, bool decode) {
   std::string why;
   if (list_devices(backend, &why).empty()) GTEST_SKIP() << backend_name(backend) << ": " << why;
   std::unique_ptr<Context> ctx = Context::create(backend);
   const bool big = backend == Backend::Cuda;
   const int64_t m = big ? 16 : 5, n = big ? 4096 : 40, k = big ? 4096 : 256, splits = big ? 8 : 4;
-  const Call call{DType::BF16, {{"m", m}, {"n", n}, {"k", k}, {"b_trans", 1}, {"splits", splits}, {"epi", 2}}};
+  Call call{DType::BF16, {{"m", m}, {"n", n}, {"k", k}, {"b_trans", 1}, {"epi", 2}}};
+  // Decode rows: the K slices' sums meet in threadgroup memory (4 slices here, 2 on the small
+  // shape); split-K: the f32 partials and the reduce.
+  if (decode) call.args.emplace("ksplit", big ? 4 : 2);
+  else call.args.emplace("splits", splits);
   const LaunchPlan plan = plan_launch("iron_gemm", call, ctx->info());
-  ASSERT_EQ(splits_of(plan), uint32_t(splits)) << plan.describe();
+  if (decode) ASSERT_EQ(plan.steps.front().kernel, "iron_gemm_decode_bf16") << plan.describe();
+  else ASSERT_EQ(splits_of(plan), uint32_t(splits)) << plan.describe();
   std::vector<uint16_t> a(static_cast<size_t>(m * k)), b(static_cast<size_t>(n * k)), bias(static_cast<size_t>(n));
   uint32_t x = 12345;
   auto bf16 = [&] {
@@ -255,9 +279,11 @@ void repeat_bit_exact(Backend backend) {
   EXPECT_NEAR(f(first.back()), want, 0.02 * std::max(1.0, std::fabs(want)));
 }
 
-TEST(GemmDeterminism, SplitKBitExactOver100RunsInterp) { repeat_bit_exact(Backend::Interp); }
-TEST(GemmDeterminism, SplitKBitExactOver100RunsVulkan) { repeat_bit_exact(Backend::Vulkan); }
-TEST(GemmDeterminism, SplitKBitExactOver100RunsCuda) { repeat_bit_exact(Backend::Cuda); }
+TEST(GemmDeterminism, SplitKBitExactOver100RunsInterp) { repeat_bit_exact(Backend::Interp, false); }
+TEST(GemmDeterminism, SplitKBitExactOver100RunsVulkan) { repeat_bit_exact(Backend::Vulkan, false); }
+TEST(GemmDeterminism, SplitKBitExactOver100RunsCuda) { repeat_bit_exact(Backend::Cuda, false); }
+TEST(GemmDeterminism, DecodeRowsBitExactOver100RunsInterp) { repeat_bit_exact(Backend::Interp, true); }
+TEST(GemmDeterminism, DecodeRowsBitExactOver100RunsCuda) { repeat_bit_exact(Backend::Cuda, true); }
 
 // --- Asynchronous copies on the interpreter (docs/semantics.md "Asynchronous copies") -------
 // 64 threads; thread l owns slots 4l .. 4l + 3 and 256 + 4l .. of a threadgroup array, set to -1
@@ -351,7 +377,8 @@ TEST(GemmCodegen, CudaCompilesThroughNvrtcDownEveryMmaPath) {
                {"iron_gemm_128x128x32_w64x32_s3_f16", codegen::CudaMma::MmaSync, "sm_80"},
                {"iron_gemm_32x32x32_w16x16_s2_f32", codegen::CudaMma::Wmma, "sm_80"},
                {"iron_gemm_32x32x32_w16x16_s2_f32", codegen::CudaMma::Software, "sm_90"},
-               {"iron_gemm_16x64x64_w16x16_s3_f32", codegen::CudaMma::Wmma, "sm_75"}};
+               {"iron_gemm_32x32x32_w16x16_s2_f16", codegen::CudaMma::Wmma, "sm_75"},
+               {"iron_gemm_decode_bf16", codegen::CudaMma::MmaSync, "sm_90"}};
   for (const Case& c : cases) {
     ir::Kernel k = passes::optimize(kernel_ir(c.kernel));
     codegen::EmitOptions o;
@@ -359,10 +386,16 @@ TEST(GemmCodegen, CudaCompilesThroughNvrtcDownEveryMmaPath) {
     const DType t = c.m == codegen::CudaMma::Wmma && std::string(c.arch) == "sm_75" ? DType::F16 : DType::BF16;
     codegen::Emitted e = codegen::emit(k, t, codegen::Target::Cuda, o);
     ASSERT_TRUE(e.ok()) << e.diags.render(k);
-    EXPECT_TRUE(has(e.source, "cp.async.cg.shared.global [%0], [%1], 16, %2;")) << c.kernel;
-    EXPECT_TRUE(has(e.source, "cp.async.commit_group;")) << c.kernel;
-    EXPECT_TRUE(has(e.source, "cp.async.wait_group")) << c.kernel;
-    EXPECT_TRUE(has(e.source, "& 15ull) == 0ull) {")) << c.kernel;
+    if (has(c.kernel, "decode")) {
+      // The decode kernel stages nothing: its W and A chunks are 16-byte loads.
+      EXPECT_TRUE(has(e.source, "*reinterpret_cast<const uint4*>(p_b + ")) << c.kernel;
+      EXPECT_FALSE(has(e.source, "cp.async")) << c.kernel;
+    } else {
+      EXPECT_TRUE(has(e.source, "cp.async.cg.shared.global [%0], [%1], 16, %2;")) << c.kernel;
+      EXPECT_TRUE(has(e.source, "cp.async.commit_group;")) << c.kernel;
+      EXPECT_TRUE(has(e.source, "cp.async.wait_group")) << c.kernel;
+      EXPECT_TRUE(has(e.source, "& 15ull) == 0ull) {")) << c.kernel;
+    }
     rt::NvrtcResult r = rt::nvrtc_compile(e.source, c.kernel, c.arch);
     if (!r.ok && has(r.log, "libnvrtc")) GTEST_SKIP() << r.log;  // no NVRTC on this machine
     EXPECT_TRUE(r.ok) << c.kernel << " " << codegen::cuda_mma_name(c.m) << " " << c.arch << ":\n" << r.log.substr(0, 3000);
