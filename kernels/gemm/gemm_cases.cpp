@@ -56,6 +56,7 @@ TestSetup gemm_case(DType dt, const Shape& s) {
   if (s.tile >= 0) call.emplace("tile", s.tile);
   if (s.stages) call.emplace("stages", s.stages);
   if (s.ksplit) call.emplace("ksplit", s.ksplit);
+  if (s.tile == 0) call.emplace("vendor", 0);  // the 128x128 tile's cases: Iron's kernels on any device
   TestSetup t(dt);
   t.in("a", values(a_len, 301, s.small_integers)).in("b", values(b_len, 302, s.small_integers));
   if (s.epi == Epi::Swiglu) t.in("b2", values(b_len, 303, s.small_integers));
@@ -230,14 +231,16 @@ static std::vector<double> powers_of_two(size_t count, uint64_t seed) {
   }
   return out;
 }
-static BenchSetup gemm_bench(DType dt, uint32_t m, uint32_t n, uint32_t k, bool weight = false) {
+static BenchSetup gemm_bench(DType dt, uint32_t m, uint32_t n, uint32_t k, bool weight = false, bool routed = false) {
   const std::vector<double> u = powers_of_two(k, 311), v = powers_of_two(n, 312);
   std::vector<double> w(size_t(n) * k);
   for (uint32_t kk = 0; kk < k; ++kk)
     for (uint32_t j = 0; j < n; ++j) w[weight ? size_t(j) * k + kk : size_t(kk) * n + j] = u[kk] * v[j];
   BenchSetup b(dt);
   b.in("a", fixture::uniform(size_t(m) * k, -1.0, 1.0, 313)).in("b", std::move(w)).out("c", size_t(m) * n);
-  b.call({{"m", m}, {"n", n}, {"k", k}, {"b_trans", weight ? 1 : 0}});
+  // vendor 0: these rows time Iron's own kernels (gemm_for routes the large shapes to cuBLASLt
+  // on CUDA; the cublaslt_gemm rows time that path, and the _routed row the family's own route).
+  b.call({{"m", m}, {"n", n}, {"k", k}, {"b_trans", weight ? 1 : 0}, {"vendor", routed ? 1 : 0}});
   b.oracle([m, n, k, u, v](const Tensors& in, Tensors& out) {
     const auto& A = in.at("a");
     auto& C = out.at("c");
@@ -264,5 +267,7 @@ IRON_BENCH(iron_gemm, m8_n14336_k4096, {bf16, 1e-2}) { return gemm_bench(dt, 8, 
 IRON_BENCH(iron_gemm, m16_n14336_k4096, {bf16, 1e-2}) { return gemm_bench(dt, 16, 14336, 4096, true); }
 IRON_BENCH(iron_gemm, m2048_n14336_k4096, {bf16, 1e-2}) { return gemm_bench(dt, 2048, 14336, 4096); }
 IRON_BENCH(iron_gemm, m4096_n4096_k4096, {bf16, 1e-2}, {f16, 2e-3}) { return gemm_bench(dt, 4096, 4096, 4096); }
+// The same call as gemm_for serves it by default: on CUDA with cuBLASLt, the library step.
+IRON_BENCH(iron_gemm, m4096_n4096_k4096_routed, {bf16, 1e-2}) { return gemm_bench(dt, 4096, 4096, 4096, false, true); }
 
 }  // namespace iron::kernels::gemm

@@ -25,8 +25,10 @@
 // Otherwise two steps: the f32 partials [splits, m, n] of every split (SwiGLU: of both
 // products), then iron_gemm_reduce_<epi>, which sums them in split order (no atomics).
 #include <algorithm>
+#include <cstdlib>
 #include <string>
 
+#include <iron/blas.hpp>
 #include <iron/iron.hpp>
 
 #include "gemm.hpp"
@@ -46,6 +48,15 @@ int64_t flag(const Call& call, const char* name, int64_t fallback, int64_t most)
   const int64_t v = call.size_or(name, fallback);
   if (v > most) throw Error(std::string(name) + " = " + num(v) + " is out of range (0 .. " + num(most) + ")");
   return v;
+}
+
+// IRON_GEMM_VENDOR: unset or "1" lets gemm_for route to cuBLASLt, "0" keeps Iron's kernels.
+bool vendor_env_allows() {
+  const char* v = std::getenv("IRON_GEMM_VENDOR");
+  const std::string s = v ? v : "";
+  if (s.empty() || s == "1") return true;
+  if (s == "0") return false;
+  throw Error("IRON_GEMM_VENDOR='" + s + "' is not 0 or 1 (0 keeps gemm_for on Iron's own kernels)");
 }
 
 }  // namespace
@@ -158,6 +169,51 @@ static LaunchPlan gemm_for(const Call& call, const DeviceInfo& dev) {
     return plan;
   }
 
+  // The vendor path: cuBLASLt (iron::blas::gemm) for large dense products on CUDA, where it is
+  // the faster path (on the H200, 2026-12-01, Iron's 128x128 mma.sync tile reached 0.32x of it at
+  // 4096^3 and M2048 K4096 N14336). Large dense: m, n and k at least 512, no epilogue (the routine
+  // fuses none), C in f32 or T (cuBLASLt has no f16 x f16 -> bf16), no tile, stages or splits
+  // asked for. `vendor` = 0 in the call or IRON_GEMM_VENDOR=0 keeps Iron's kernels.
+  std::string vendor_note;
+  const bool vendor_call = flag(call, "vendor", 1, 1) == 1;
+  if (dev.backend == Backend::Cuda && m >= 512 && n >= 512 && k >= 512 && epi == Epi::None &&
+      (out == DType::F32 || out == t) && !tile_asked && !call.has("stages") && !call.has("splits")) {
+    if (!vendor_call) {
+      vendor_note = "; vendor = 0: Iron's kernels, not cuBLASLt";
+    } else if (!vendor_env_allows()) {
+      vendor_note = "; IRON_GEMM_VENDOR=0: Iron's kernels, not cuBLASLt";
+    } else {
+      std::string lib, missing;
+      try {
+        lib = blas::library();
+      } catch (const Error& e) {
+        missing = e.what();
+      }
+      if (missing.empty()) {
+        LaunchStep step{"blas.gemm",
+                        {1, 1, 1},
+                        {1, 1, 1},
+                        {{"m", m},
+                         {"n", n},
+                         {"k", k},
+                         {"a_col", a_trans ? 1 : 0},
+                         {"lda", lda},
+                         {"a_off", a_off},
+                         {"b_col", b_trans ? 1 : 0},
+                         {"ldb", ldb},
+                         {"b_off", b_off},
+                         {"out", out_code}},
+                        {},
+                        true};
+        plan.steps.push_back(step);
+        plan.reason = "m, n, k >= 512 with no epilogue on CUDA: cuBLASLt (iron::blas::gemm, " + lib +
+                      ") is the faster path (vendor = 0 or IRON_GEMM_VENDOR=0 keeps Iron's kernels)";
+        return plan;
+      }
+      vendor_note = "; cuBLASLt would be the faster path but is not available (" + missing + ")";
+    }
+  }
+
   // The block tile.
   const uint64_t shared = std::max(dev.shared_memory_bytes, dev.shared_memory_optin_bytes);
   int cfg_index;
@@ -247,7 +303,7 @@ static LaunchPlan gemm_for(const Call& call, const DeviceInfo& dev) {
     LaunchStep step{tile_name + (swiglu ? "swiglu_" : "") + stage_part + dtype_name(out), grid, {threads, 1, 1}, scalars, {}};
     if (!swiglu) epilogue(step.constexprs, step.bind, true, out, plan);
     plan.steps.push_back(step);
-    plan.reason = why + "; one split: " + cfg.name() + " with the " + epi_name(epi) + " epilogue fused";
+    plan.reason = why + "; one split: " + cfg.name() + " with the " + epi_name(epi) + " epilogue fused" + vendor_note;
     return plan;
   }
   const size_t partial = size_t(splits) * size_t(m) * size_t(n);
@@ -275,7 +331,7 @@ static LaunchPlan gemm_for(const Call& call, const DeviceInfo& dev) {
   plan.steps.push_back(reduce);
   plan.reason = why + "; " + num(int64_t(splits)) + " split" + (splits > 1 ? "s" : "") + " of " + num(int64_t(kc)) +
                 " (" + num(int64_t(blocks)) + " blocks), f32 partials, then a fixed-order reduce with the " +
-                epi_name(epi) + " epilogue";
+                epi_name(epi) + " epilogue" + vendor_note;
   return plan;
 }
 IRON_SELECTOR(iron_gemm, gemm_for);

@@ -7,12 +7,14 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <functional>
 #include <memory>
 #include <string>
 #include <vector>
 
+#include <iron/blas.hpp>
 #include <iron/iron.hpp>
 
 #include "codegen/codegen.hpp"
@@ -133,8 +135,9 @@ TEST(GemmSelector, SmallShapesSplitK) {
 // Large prefill: the 128x128 tile, one split, the epilogue fused into the one kernel.
 TEST(GemmSelector, LargePrefillOneKernel) {
   const DeviceInfo d = h200();
-  LaunchPlan p = gemm(d, 2048, 14336, 4096);
+  LaunchPlan p = gemm(d, 2048, 14336, 4096, {{"vendor", 0}});
   EXPECT_EQ(p.describe(), "iron_gemm_128x128x32_w64x32_s3_bf16 grid 112x16x1 tg 256x1x1");
+  EXPECT_NE(p.reason.find("vendor = 0: Iron's kernels, not cuBLASLt"), std::string::npos) << p.reason;
   p = gemm(d, 4096, 4096, 4096, {{"epi", 2}});
   EXPECT_EQ(p.describe(), "iron_gemm_128x128x32_w64x32_s3_bf16 grid 32x32x1 tg 256x1x1");
   EXPECT_EQ(p.steps[0].constexprs.at("epi").as_double(), 2);  // SiLU: a specialized scalar
@@ -154,6 +157,59 @@ TEST(GemmSelector, LargePrefillOneKernel) {
   ASSERT_EQ(p.steps.size(), 3u);
   EXPECT_EQ(p.steps[2].kernel, "iron_gemm_reduce_swiglu_f32");
   EXPECT_EQ(splits_of(p), 1u);
+}
+
+// The vendor route: on CUDA, m, n, k >= 512 with no epilogue and C in f32 or T go to cuBLASLt
+// (one library step, blas.gemm) when the library is found (it is on the build machines; where it
+// is not, the reason says so and the tiles run). Each side of the rule: a dimension below 512,
+// an epilogue, a C dtype cuBLASLt lacks, a tile asked for, vendor = 0, IRON_GEMM_VENDOR=0, a
+// device that is not CUDA.
+TEST(GemmSelector, VendorRouteForLargeDenseProducts) {
+  const DeviceInfo d = h200();
+  bool have = true;
+  try {
+    blas::library();
+  } catch (const Error&) {
+    have = false;
+  }
+  LaunchPlan p = gemm(d, 2048, 14336, 4096, {{"b_trans", 1}, {"ldb", 4104}, {"a_off", 3}, {"out", 1}});
+  if (have) {
+    ASSERT_EQ(p.steps.size(), 1u);
+    EXPECT_TRUE(p.steps[0].library);
+    EXPECT_EQ(p.describe(), "blas.gemm (library) 2048x14336x4096");
+    EXPECT_NE(p.reason.find("cuBLASLt (iron::blas::gemm, "), std::string::npos) << p.reason;
+    const Constexprs& c = p.steps[0].constexprs;
+    EXPECT_EQ(c.at("b_col").as_double(), 1);
+    EXPECT_EQ(c.at("ldb").as_double(), 4104);
+    EXPECT_EQ(c.at("a_off").as_double(), 3);
+    EXPECT_EQ(c.at("out").as_double(), 1);
+    const auto bufs = library_step_buffers(p.steps[0], Instantiation{DType::BF16});
+    ASSERT_EQ(bufs.size(), 3u);
+    EXPECT_EQ(bufs[2].second, DType::F32);
+  } else {
+    EXPECT_EQ(p.steps[0].kernel, "iron_gemm_128x128x32_w64x32_s3_f32");
+    EXPECT_NE(p.reason.find("is not available"), std::string::npos) << p.reason;
+  }
+  EXPECT_EQ(gemm(d, 4096, 4096, 4096).steps[0].library, have);
+  // The other side of each condition: Iron's kernels.
+  for (const LaunchPlan& q : {gemm(d, 256, 512, 2048), gemm(d, 4096, 4096, 511), gemm(d, 4096, 4096, 4096, {{"epi", 1}}),
+                              gemm(d, 4096, 4096, 4096, {{"out", 2}}), gemm(d, 4096, 4096, 4096, {{"tile", 1}}),
+                              gemm(d, 4096, 4096, 4096, {{"vendor", 0}}), gemm(lavapipe(), 4096, 4096, 4096)})
+    for (const LaunchStep& s : q.steps) EXPECT_FALSE(s.library) << q.describe();
+  ::setenv("IRON_GEMM_VENDOR", "0", 1);
+  p = gemm(d, 4096, 4096, 4096);
+  EXPECT_FALSE(p.steps[0].library);
+  EXPECT_NE(p.reason.find("IRON_GEMM_VENDOR=0"), std::string::npos) << p.reason;
+  ::setenv("IRON_GEMM_VENDOR", "yes", 1);
+  EXPECT_NE(error_of([&] { gemm(d, 4096, 4096, 4096); }).find("IRON_GEMM_VENDOR='yes' is not 0 or 1"), std::string::npos);
+  ::unsetenv("IRON_GEMM_VENDOR");
+  // A library step a plan cannot carry: a kernel sequence refuses it by name.
+  if (have) {
+    std::unique_ptr<Context> ctx = Context::create(Backend::Interp);
+    EXPECT_NE(error_of([&] { plan_launches(*ctx, gemm(d, 4096, 4096, 4096), Instantiation{DType::BF16}, {}); })
+                  .find("runs the library routine blas.gemm, not a kernel"),
+              std::string::npos);
+  }
 }
 
 // lavapipe (32 KiB of threadgroup memory, 8 lanes): the 32x32 tile whatever the call asks, 4
@@ -264,7 +320,9 @@ void repeat_bit_exact(Backend backend, bool decode) {
     run_plan(*ctx, plan, DType::BF16, bind);
     ctx->synchronize();
     ctx->download(dc, (run == 0 ? first : again).data(), first.size() * 2);
-    if (run > 0) ASSERT_EQ(std::memcmp(first.data(), again.data(), first.size() * 2), 0) << "run " << run;
+    if (run > 0) {
+      ASSERT_EQ(std::memcmp(first.data(), again.data(), first.size() * 2), 0) << "run " << run;
+    }
   }
   // And the result is the product: a spot check of element (m - 1, n - 1) against f64.
   auto f = [](uint16_t h) {
@@ -277,6 +335,53 @@ void repeat_bit_exact(Backend backend, bool decode) {
   for (int64_t kk = 0; kk < k; ++kk) s += f(a[size_t((m - 1) * k + kk)]) * f(b[size_t((n - 1) * k + kk)]);
   const double want = s / (1 + std::exp(-s));
   EXPECT_NEAR(f(first.back()), want, 0.02 * std::max(1.0, std::fabs(want)));
+}
+
+// On a CUDA device with cuBLASLt: the routed plan (one blas.gemm step, through run_plan and
+// time_plan) against the same call on Iron's kernels (vendor = 0), B a [n, k] weight at an
+// offset, C in f32: the two f32 accumulations agree to 1e-3 of the row's scale; time_plan
+// returns the samples asked for.
+TEST(GemmRoute, VendorPlanMatchesIronKernelsCuda) {
+  std::string why;
+  if (list_devices(Backend::Cuda, &why).empty()) GTEST_SKIP() << "cuda: " << why;
+  std::unique_ptr<Context> ctx = Context::create(Backend::Cuda);
+  if (!blas::available(*ctx, &why)) GTEST_SKIP() << why;
+  const int64_t m = 512, n = 640, k = 768, b_off = 8;
+  Constexprs args{{"m", m}, {"n", n}, {"k", k}, {"b_trans", 1}, {"b_off", b_off}, {"out", 1}};
+  const LaunchPlan routed = plan_launch("iron_gemm", Call{DType::BF16, args}, ctx->info());
+  ASSERT_TRUE(routed.has_library_step()) << routed.describe() << ": " << routed.reason;
+  args["vendor"] = 0;
+  const LaunchPlan own = plan_launch("iron_gemm", Call{DType::BF16, args}, ctx->info());
+  ASSERT_FALSE(own.has_library_step()) << own.describe();
+  std::vector<uint16_t> a(size_t(m * k)), b(size_t(b_off + n * k));
+  uint32_t x = 777;
+  for (std::vector<uint16_t>* v : {&a, &b})
+    for (uint16_t& e : *v) {
+      x = x * 1664525u + 1013904223u;
+      const float f = float(int32_t(x >> 8) % 2001 - 1000) / 1000.0f;
+      uint32_t u;
+      std::memcpy(&u, &f, 4);
+      e = uint16_t(u >> 16);
+    }
+  DeviceBuffer da = ctx->alloc(DType::BF16, a.size()), db = ctx->alloc(DType::BF16, b.size());
+  DeviceBuffer c1 = ctx->alloc(DType::F32, size_t(m * n)), c2 = ctx->alloc(DType::F32, size_t(m * n));
+  ctx->upload(da, a.data(), a.size() * 2);
+  ctx->upload(db, b.data(), b.size() * 2);
+  run_plan(*ctx, routed, DType::BF16, {{"a", da}, {"b", db}, {"c", c1}});
+  run_plan(*ctx, own, DType::BF16, {{"a", da}, {"b", db}, {"c", c2}});
+  ctx->synchronize();
+  std::vector<float> r1(size_t(m * n)), r2(size_t(m * n));
+  ctx->download(c1, r1.data(), r1.size() * 4);
+  ctx->download(c2, r2.data(), r2.size() * 4);
+  double worst = 0;
+  for (size_t i = 0; i < r1.size(); ++i) worst = std::max(worst, std::fabs(double(r1[i]) - r2[i]) / (1.0 + std::fabs(r2[i])));
+  EXPECT_LT(worst, 1e-3);
+  TimingOptions o;
+  o.warmup = 1;
+  o.samples = 5;
+  const Timing t = time_plan(*ctx, routed, DType::BF16, {{"a", da}, {"b", db}, {"c", c1}}, o);
+  EXPECT_EQ(t.samples_us.size(), 5u);
+  EXPECT_NE(t.compile_report.find("cuBLASLt algo"), std::string::npos) << t.compile_report;
 }
 
 TEST(GemmDeterminism, SplitKBitExactOver100RunsInterp) { repeat_bit_exact(Backend::Interp, false); }
