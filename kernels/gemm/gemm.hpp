@@ -25,11 +25,10 @@ struct Config {
 // row addresses of one ldmatrix phase fall in distinct bank quads.
 constexpr uint32_t kPad = 8;
 
-// The decode kernel (gemm_decode.cpp): rows of W per lane group, rows of A per pass, and the
-// most lane groups a threadgroup may have (its threadgroup array's slots).
+// The decode kernel (gemm_decode.cpp): rows of W per lane group (lanes body) and rows of A per
+// pass (both bodies; the tiles body's A^T is 16 wide).
 constexpr uint32_t kDecodeRows = 4;
 constexpr uint32_t kDecodeBlock = 16;
-constexpr uint32_t kDecodeMaxGroups = 32;
 
 // Threadgroup bytes of one kernel of the family (staging for `stages` K steps, two B tiles for
 // SwiGLU, the per-lane-group epilogue scratch).

@@ -34,6 +34,7 @@ struct Shape {
   int stages = 0;    // 0: the tile's default
   bool small_integers = false;
   int ksplit = 0;    // decode rows: 0 the selector's choice
+  int mma = -1;      // decode rows: -1 the selector's choice, 0 on the lanes, 1 on tiles
 };
 
 std::vector<double> values(size_t count, uint64_t seed, bool small_integers) {
@@ -56,6 +57,7 @@ TestSetup gemm_case(DType dt, const Shape& s) {
   if (s.tile >= 0) call.emplace("tile", s.tile);
   if (s.stages) call.emplace("stages", s.stages);
   if (s.ksplit) call.emplace("ksplit", s.ksplit);
+  if (s.mma >= 0) call.emplace("mma", s.mma);
   if (s.tile == 0) call.emplace("vendor", 0);  // the 128x128 tile's cases: Iron's kernels on any device
   TestSetup t(dt);
   t.in("a", values(a_len, 301, s.small_integers)).in("b", values(b_len, 302, s.small_integers));
@@ -153,6 +155,19 @@ IRON_TEST_KERNEL(iron_gemm, decode_rows_m20_n9_k256_tile3_residual, {f16}) {
 }
 IRON_TEST_KERNEL(iron_gemm, decode_rows_m16_n33_k200_int, {bf16}) {
   return gemm_case(dt, {16, 33, 200, false, true, 0, 0, 0, 0, Epi::None, 1, 0, -1, 0, true});
+}
+// Decode rows on tiles (m > 8: A^T staged in threadgroup memory, 16 rows of W per lane group):
+// n = 40 (the last tile row moved back to end at n), K sliced 2 ways, GELU at T; exact small
+// integers at m = 16 with an offset weight; m = 9 with 4 slices and a residual. (Devices with under
+// 64 KiB of threadgroup memory, lavapipe, run these on the lanes body.)
+IRON_TEST_KERNEL(iron_gemm, decode_tiles_m12_n40_k256_ksplit2_gelu, {bf16}, {f16}) {
+  return gemm_case(dt, {12, 40, 256, false, true, 264, 0, 8, 0, Epi::Gelu, 0, 0, -1, 0, false, 2});
+}
+IRON_TEST_KERNEL(iron_gemm, decode_tiles_m16_n48_k160_int, {f16}) {
+  return gemm_case(dt, {16, 48, 160, false, true, 0, 168, 0, 8, Epi::None, 1, 0, -1, 0, true});
+}
+IRON_TEST_KERNEL(iron_gemm, decode_tiles_m9_n17_k128_ksplit4_residual, {bf16}) {
+  return gemm_case(dt, {9, 17, 128, false, true, 0, 0, 0, 0, Epi::Residual, 1, 0, -1, 0, false, 4});
 }
 // Every epilogue fused into one kernel (one split), at f32 and 16-bit outputs, both layouts.
 IRON_TEST_KERNEL(iron_gemm, epi_bias_fused, {f16}, {bf16}) {

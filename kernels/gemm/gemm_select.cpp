@@ -126,46 +126,81 @@ static LaunchPlan gemm_for(const Call& call, const DeviceInfo& dev) {
                        ", b_off = " + num(b_off)));
   if (decode_asked || (!tile_asked && m <= 16 && decode_fits && !call.has("splits") && !call.has("stages"))) {
     const uint32_t lanes = std::max(1u, dev.lane_width);
-    const uint64_t row_groups = ceil_div(uint64_t(n), kDecodeRows);
-    const uint64_t chunks = uint64_t(k) / 8;
-    // K slices per row group: doubled while the lane groups fall short of 16 per compute unit
-    // and every lane of a slice still has a chunk, at most 16.
     const uint64_t units = dev.compute_units ? dev.compute_units : 8;
-    uint64_t ksplit = 1;
-    if (call.has("ksplit")) {
-      ksplit = uint64_t(call.size("ksplit"));
-      if (ksplit < 1 || ksplit > 16 || (ksplit & (ksplit - 1)) != 0)
-        throw Error("ksplit = " + num(int64_t(ksplit)) + ": a power of two from 1 to 16");
-    } else {
-      while (ksplit * 2 <= 16 && ksplit * 2 * lanes <= chunks && row_groups * ksplit < 16 * units) ksplit *= 2;
+    const uint64_t shared_most = std::max(dev.shared_memory_bytes, dev.shared_memory_optin_bytes);
+    // The tiles body: m <= 16, k a multiple of 16, n >= 16, A^T (k x 16) and the lane groups'
+    // 16 x 16 f32 slots in threadgroup memory. The default for m > 8, where the lanes' f32
+    // products would cost more than reading W (at m = 16, 64 FMAs per 4 bytes of W).
+    const uint32_t tile_groups = std::max(1u, std::min(32u, dev.max_threads_per_group / lanes));
+    const uint64_t tile_bytes = uint64_t(k) * kDecodeBlock * 2 + uint64_t(tile_groups) * 256 * 4 + 32;
+    // (Under 64 KiB of threadgroup memory, lavapipe and Vulkan generally, the tiles' software
+    // fragments would need threadgroup memory too: the lanes body there.)
+    const bool tiles_fit = m <= 16 && k % 16 == 0 && n >= 16 && tile_bytes <= shared_most && shared_most >= 64 * 1024;
+    bool tiles = m > 8 && tiles_fit;
+    if (call.has("mma")) {
+      tiles = flag(call, "mma", 0, 1) == 1;
+      if (tiles && !tiles_fit)
+        throw Error("mma = 1 (decode rows on tiles) needs m <= 16, k a multiple of 16, n >= 16 and " +
+                    num(int64_t(std::max<uint64_t>(tile_bytes, 64 * 1024))) + " B of threadgroup memory (device " + dev.name + ": " +
+                    num(int64_t(shared_most)) + "); m = " + num(m) + ", n = " + num(n) + ", k = " + num(k));
     }
-    const uint32_t groups = uint32_t(std::max<uint64_t>(4, ksplit));
+    uint64_t ksplit = 1;
+    const bool ksplit_asked = call.has("ksplit");
+    if (ksplit_asked) {
+      ksplit = uint64_t(call.size("ksplit"));
+      const uint64_t most = tiles ? tile_groups : 16;
+      if (ksplit < 1 || ksplit > most || (ksplit & (ksplit - 1)) != 0)
+        throw Error("ksplit = " + num(int64_t(ksplit)) + ": a power of two from 1 to " + num(int64_t(most)));
+    }
+    LaunchStep step;
+    step.kernel = std::string("iron_gemm_decode_") + dtype_name(out);
+    uint32_t groups;
+    if (tiles) {
+      // 16 rows of W per lane group; K slices doubled while the lane groups fall short of a full
+      // threadgroup per compute unit; persistent threadgroups (one per unit at most) walk the tile
+      // rows.
+      const uint64_t tile_rows = ceil_div(uint64_t(n), 16), ksteps = uint64_t(k) / 16;
+      if (!ksplit_asked)
+        while (ksplit * 2 <= tile_groups && ksplit * 2 <= ksteps && tile_rows * ksplit < units * tile_groups) ksplit *= 2;
+      groups = tile_groups;
+      const uint64_t per = groups / ksplit;
+      step.grid = {uint32_t(std::min<uint64_t>({units, ceil_div(tile_rows, per), dev.max_grid.x})), 1, 1};
+    } else {
+      // 4 rows of W per lane group; K slices doubled while the lane groups fall short of 16 per
+      // compute unit and every lane of a slice still has a chunk, at most 16.
+      const uint64_t row_groups = ceil_div(uint64_t(n), kDecodeRows);
+      const uint64_t chunks = uint64_t(k) / 8;
+      if (!ksplit_asked)
+        while (ksplit * 2 <= 16 && ksplit * 2 * lanes <= chunks && row_groups * ksplit < 16 * units) ksplit *= 2;
+      groups = uint32_t(std::max<uint64_t>(4, ksplit));
+      step.grid = {uint32_t(ceil_div(row_groups, groups / ksplit)), uint32_t(ceil_div(uint64_t(m), kDecodeBlock)), 1};
+      if (step.grid.x > dev.max_grid.x || step.grid.y > dev.max_grid.y)
+        throw Error("grid " + num(step.grid.x) + "x" + num(step.grid.y) + "x1 exceeds the device's limits");
+    }
     const uint32_t threads = groups * lanes;
     if (threads > dev.max_threads_per_group)
       throw Error("decode rows with ksplit " + num(int64_t(ksplit)) + " need " + num(threads) +
                   " threads per threadgroup; device " + dev.name + " allows " + num(dev.max_threads_per_group));
-    const Dim3 grid{uint32_t(ceil_div(row_groups, groups / ksplit)), uint32_t(ceil_div(uint64_t(m), kDecodeBlock)), 1};
-    if (grid.x > dev.max_grid.x || grid.y > dev.max_grid.y)
-      throw Error("grid " + num(grid.x) + "x" + num(grid.y) + "x1 exceeds the device's limits");
-    LaunchStep step{std::string("iron_gemm_decode_") + dtype_name(out),
-                    grid,
-                    {threads, 1, 1},
-                    {{"m", uint32_t(m)},
-                     {"n", uint32_t(n)},
-                     {"k", uint32_t(k)},
-                     {"lda", uint32_t(lda)},
-                     {"ldb", uint32_t(ldb)},
-                     {"a_off", uint32_t(a_off)},
-                     {"b_off", uint32_t(b_off)},
-                     {"a_len", uint32_t(a_len)},
-                     {"b_len", uint32_t(b_len)},
-                     {"ksplit", uint32_t(ksplit)}},
-                    {}};
+    step.threadgroup = {threads, 1, 1};
+    step.constexprs = {{"m", uint32_t(m)},
+                       {"n", uint32_t(n)},
+                       {"k", uint32_t(k)},
+                       {"lda", uint32_t(lda)},
+                       {"ldb", uint32_t(ldb)},
+                       {"a_off", uint32_t(a_off)},
+                       {"b_off", uint32_t(b_off)},
+                       {"a_len", uint32_t(a_len)},
+                       {"b_len", uint32_t(b_len)},
+                       {"ksplit", uint32_t(ksplit)},
+                       {"mma", uint32_t(tiles ? 1 : 0)},
+                       {"red_len", uint32_t(tiles ? groups * 256 : ksplit > 1 ? groups * kDecodeRows * kDecodeBlock : 1)},
+                       {"at_len", uint32_t(tiles ? uint64_t(k) * kDecodeBlock : 1)}};
     epilogue(step.constexprs, step.bind, true, out, plan);
     plan.steps.push_back(step);
     plan.reason = (decode_asked ? std::string("tile 3 as asked") : "m = " + num(m) + " <= 16 against a [n, k] weight") +
-                  ": decode rows, " + num(int64_t(ksplit)) + " K slice" + (ksplit > 1 ? "s" : "") + " per 4 rows of W, " +
-                  num(groups) + " lane groups per threadgroup, the " + epi_name(epi) + " epilogue fused (one kernel)";
+                  ": decode rows " + (tiles ? "on tiles (16 rows of W" : "on the lanes (4 rows of W") + " per lane group), " +
+                  num(int64_t(ksplit)) + " K slice" + (ksplit > 1 ? "s" : "") + ", " + num(groups) +
+                  " lane groups per threadgroup, the " + epi_name(epi) + " epilogue fused (one kernel)";
     return plan;
   }
 

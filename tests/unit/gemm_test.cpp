@@ -76,13 +76,33 @@ uint32_t splits_of(const LaunchPlan& p) { return uint32_t(p.steps.front().conste
 // per lane group). A row-major B, an unaligned stride or SwiGLU take the 32x32 tile instead.
 TEST(GemmSelector, DecodeRows) {
   const DeviceInfo d = h200();
-  for (int64_t m : {1, 2, 7, 16}) {
+  for (int64_t m : {1, 2, 7, 8}) {
     LaunchPlan p = gemm(d, m, 14336, 4096, {{"b_trans", 1}});
     ASSERT_EQ(p.steps.size(), 1u) << p.describe();
     EXPECT_EQ(p.describe(), "iron_gemm_decode_bf16 grid 896x1x1 tg 128x1x1");
     EXPECT_EQ(p.steps[0].constexprs.at("ksplit").as_double(), 1);
-    EXPECT_NE(p.reason.find("decode rows, 1 K slice per 4 rows of W"), std::string::npos) << p.reason;
+    EXPECT_EQ(p.steps[0].constexprs.at("mma").as_double(), 0);
+    EXPECT_NE(p.reason.find("decode rows on the lanes (4 rows of W per lane group), 1 K slice,"), std::string::npos)
+        << p.reason;
   }
+  // m = 9..16: the tiles body, 16 rows of W per lane group, 32 lane groups, one persistent
+  // threadgroup per compute unit; 896 tile rows x 8 slices reach 132 x 32 lane groups.
+  for (int64_t m : {9, 16}) {
+    LaunchPlan p = gemm(d, m, 14336, 4096, {{"b_trans", 1}});
+    EXPECT_EQ(p.describe(), "iron_gemm_decode_bf16 grid 132x1x1 tg 1024x1x1");
+    const Constexprs& c = p.steps[0].constexprs;
+    EXPECT_EQ(c.at("mma").as_double(), 1);
+    EXPECT_EQ(c.at("ksplit").as_double(), 8);
+    EXPECT_EQ(c.at("at_len").as_double(), 4096 * 16);
+    EXPECT_EQ(c.at("red_len").as_double(), 32 * 256);
+  }
+  // Forced either way; tiles need k a multiple of 16 and 64 KiB of threadgroup memory.
+  EXPECT_EQ(gemm(d, 16, 14336, 4096, {{"b_trans", 1}, {"mma", 0}}).steps[0].constexprs.at("mma").as_double(), 0);
+  EXPECT_EQ(gemm(d, 2, 14336, 4096, {{"b_trans", 1}, {"mma", 1}}).steps[0].constexprs.at("mma").as_double(), 1);
+  EXPECT_EQ(gemm(d, 12, 14336, 4104, {{"b_trans", 1}}).steps[0].constexprs.at("mma").as_double(), 0);
+  EXPECT_NE(error_of([&] { gemm(d, 12, 64, 4104, {{"b_trans", 1}, {"mma", 1}}); }).find("mma = 1 (decode rows on tiles) needs"),
+            std::string::npos);
+  EXPECT_EQ(gemm(lavapipe(), 12, 64, 256, {{"b_trans", 1}}).steps[0].constexprs.at("mma").as_double(), 0);
   LaunchPlan p = gemm(d, 1, 96, 5120, {{"b_trans", 1}, {"epi", 1}, {"out", 1}});
   EXPECT_EQ(p.describe(), "iron_gemm_decode_f32 grid 24x1x1 tg 512x1x1");
   EXPECT_EQ(p.steps[0].constexprs.at("ksplit").as_double(), 16);
