@@ -131,8 +131,10 @@ static LaunchPlan gemm_for(const Call& call, const DeviceInfo& dev) {
     // The tiles body: m <= 16, k a multiple of 16, n >= 16, A^T (k x 16) and the lane groups'
     // 16 x 16 f32 slots in threadgroup memory. The default for m > 8, where the lanes' f32
     // products would cost more than reading W (at m = 16, 64 FMAs per 4 bytes of W).
-    const uint32_t tile_groups = std::max(1u, std::min(32u, dev.max_threads_per_group / lanes));
-    const uint64_t tile_bytes = uint64_t(k) * kDecodeBlock * 2 + uint64_t(tile_groups) * 256 * 4 + 32;
+    // 8 lane groups, each with its ring of staged W blocks (16 rows x 72 elements each).
+    const uint32_t tile_groups = std::max(1u, std::min(8u, dev.max_threads_per_group / lanes));
+    const uint64_t ws_len = uint64_t(tile_groups) * kDecodeTileStages * 16 * kDecodeTileLd;
+    const uint64_t tile_bytes = uint64_t(k) * kDecodeBlock * 2 + ws_len * 2 + uint64_t(tile_groups) * 256 * 4 + 48;
     // (Under 64 KiB of threadgroup memory, lavapipe and Vulkan generally, the tiles' software
     // fragments would need threadgroup memory too: the lanes body there.)
     const bool tiles_fit = m <= 16 && k % 16 == 0 && n >= 16 && tile_bytes <= shared_most && shared_most >= 64 * 1024;
@@ -157,11 +159,11 @@ static LaunchPlan gemm_for(const Call& call, const DeviceInfo& dev) {
     uint32_t groups;
     if (tiles) {
       // 16 rows of W per lane group; K slices doubled while the lane groups fall short of a full
-      // threadgroup per compute unit; persistent threadgroups (one per unit at most) walk the tile
-      // rows.
-      const uint64_t tile_rows = ceil_div(uint64_t(n), 16), ksteps = uint64_t(k) / 16;
+      // threadgroup per compute unit and every slice has a 64-deep K block; persistent
+      // threadgroups (one per unit at most) walk the tile rows.
+      const uint64_t tile_rows = ceil_div(uint64_t(n), 16), kblocks = ceil_div(uint64_t(k), 64);
       if (!ksplit_asked)
-        while (ksplit * 2 <= tile_groups && ksplit * 2 <= ksteps && tile_rows * ksplit < units * tile_groups) ksplit *= 2;
+        while (ksplit * 2 <= tile_groups && ksplit * 2 <= kblocks && tile_rows * ksplit < units * tile_groups) ksplit *= 2;
       groups = tile_groups;
       const uint64_t per = groups / ksplit;
       step.grid = {uint32_t(std::min<uint64_t>({units, ceil_div(tile_rows, per), dev.max_grid.x})), 1, 1};
@@ -193,8 +195,9 @@ static LaunchPlan gemm_for(const Call& call, const DeviceInfo& dev) {
                        {"b_len", uint32_t(b_len)},
                        {"ksplit", uint32_t(ksplit)},
                        {"mma", uint32_t(tiles ? 1 : 0)},
-                       {"red_len", uint32_t(tiles ? groups * 256 : ksplit > 1 ? groups * kDecodeRows * kDecodeBlock : 1)},
-                       {"at_len", uint32_t(tiles ? uint64_t(k) * kDecodeBlock : 1)}};
+                       {"red_len", uint32_t(groups * (tiles ? 256 : kDecodeRows * kDecodeBlock))},
+                       {"at_len", uint32_t(tiles ? uint64_t(k) * kDecodeBlock : 1)},
+                       {"ws_len", uint32_t(tiles ? ws_len : 1)}};
     epilogue(step.constexprs, step.bind, true, out, plan);
     plan.steps.push_back(step);
     plan.reason = (decode_asked ? std::string("tile 3 as asked") : "m = " + num(m) + " <= 16 against a [n, k] weight") +

@@ -85,16 +85,17 @@ TEST(GemmSelector, DecodeRows) {
     EXPECT_NE(p.reason.find("decode rows on the lanes (4 rows of W per lane group), 1 K slice,"), std::string::npos)
         << p.reason;
   }
-  // m = 9..16: the tiles body, 16 rows of W per lane group, 32 lane groups, one persistent
-  // threadgroup per compute unit; 896 tile rows x 8 slices reach 132 x 32 lane groups.
+  // m = 9..16: the tiles body, 16 rows of W per lane group, 8 lane groups (2 K slices of 4 tile
+  // rows: 896 x 2 reach 132 x 8 lane groups), one persistent threadgroup per compute unit.
   for (int64_t m : {9, 16}) {
     LaunchPlan p = gemm(d, m, 14336, 4096, {{"b_trans", 1}});
-    EXPECT_EQ(p.describe(), "iron_gemm_decode_bf16 grid 132x1x1 tg 1024x1x1");
+    EXPECT_EQ(p.describe(), "iron_gemm_decode_bf16 grid 132x1x1 tg 256x1x1");
     const Constexprs& c = p.steps[0].constexprs;
     EXPECT_EQ(c.at("mma").as_double(), 1);
-    EXPECT_EQ(c.at("ksplit").as_double(), 8);
+    EXPECT_EQ(c.at("ksplit").as_double(), 2);
     EXPECT_EQ(c.at("at_len").as_double(), 4096 * 16);
-    EXPECT_EQ(c.at("red_len").as_double(), 32 * 256);
+    EXPECT_EQ(c.at("red_len").as_double(), 8 * 256);
+    EXPECT_EQ(c.at("ws_len").as_double(), 8 * 4 * 16 * 72);
   }
   // Forced either way; tiles need k a multiple of 16 and 64 KiB of threadgroup memory.
   EXPECT_EQ(gemm(d, 16, 14336, 4096, {{"b_trans", 1}, {"mma", 0}}).steps[0].constexprs.at("mma").as_double(), 0);
@@ -410,6 +411,37 @@ TEST(GemmDeterminism, SplitKBitExactOver100RunsCuda) { repeat_bit_exact(Backend:
 TEST(GemmDeterminism, DecodeRowsBitExactOver100RunsInterp) { repeat_bit_exact(Backend::Interp, true); }
 TEST(GemmDeterminism, DecodeRowsBitExactOver100RunsCuda) { repeat_bit_exact(Backend::Cuda, true); }
 
+// Known-bad variants of the decode rows kernel, against its f32-output cases on the interpreter
+// (both bodies, one and several K slices, several rounds of tile rows): every barrier dropped (the
+// lanes' combine, the W ring's pipeline, which also orders A^T's staging and the previous round's
+// combine, the tile sums before the combine) and every async_wait dropped must fail a case.
+TEST(GemmMutation, DecodeRowsKnownBadVariantsAreCaught) {
+  std::unique_ptr<Context> ctx = Context::create(Backend::Interp);
+  const ir::Kernel& k = kernel_ir("iron_gemm_decode_f32");
+  std::vector<const TestDecl*> cases;
+  for (const TestDecl* t : registered_tests())
+    for (const char* name : {"decode_rows_m20_n9_k256_tile3_residual", "decode_rows_m16_n33_k200_int",
+                             "decode_tiles_m16_n48_k160_int", "decode_tiles_m10_n80_k512_ksplit8_rounds"})
+      if (std::string(t->kernel) == "iron_gemm" && std::string(t->name) == name) cases.push_back(t);
+  ASSERT_EQ(cases.size(), 4u);
+  std::vector<mutate::Mutant> bad;
+  for (mutate::Mutant& m : mutate::enumerate(k, 32, 1024))
+    if (m.kind == "dropped_barrier") bad.push_back(std::move(m));
+  EXPECT_EQ(bad.size(), 3u);
+  {
+    mutate::Mutant m{"dropped_async_wait", "", "every async_wait removed", k, ""};
+    for (ir::Block& b : m.kernel.blocks)
+      b.insts.erase(std::remove_if(b.insts.begin(), b.insts.end(),
+                                   [&](ir::Id id) { return m.kernel.insts[id].op == ir::Op::AsyncWait; }),
+                    b.insts.end());
+    bad.push_back(std::move(m));
+  }
+  for (const mutate::Mutant& m : bad) {
+    const mutate::Outcome o = mutate::run_mutant(*ctx, k, m, cases);
+    EXPECT_EQ(o.status, mutate::Outcome::Status::Killed) << m.kind << " " << m.site << " " << m.detail << ": " << o.by;
+  }
+}
+
 // --- Asynchronous copies on the interpreter (docs/semantics.md "Asynchronous copies") -------
 // 64 threads; thread l owns slots 4l .. 4l + 3 and 256 + 4l .. of a threadgroup array, set to -1
 // before a barrier; `body` copies, commits, waits and reads. valid[l] = l % 5 (0 to 4 of the 4
@@ -512,9 +544,10 @@ TEST(GemmCodegen, CudaCompilesThroughNvrtcDownEveryMmaPath) {
     codegen::Emitted e = codegen::emit(k, t, codegen::Target::Cuda, o);
     ASSERT_TRUE(e.ok()) << e.diags.render(k);
     if (has(c.kernel, "decode")) {
-      // The decode kernel stages nothing: its W and A chunks are 16-byte loads.
+      // The decode kernel's lanes body reads W and A in 16-byte loads; its tiles body stages W with
+      // 16-byte cp.async copies.
       EXPECT_TRUE(has(e.source, "*reinterpret_cast<const uint4*>(p_b + ")) << c.kernel;
-      EXPECT_FALSE(has(e.source, "cp.async")) << c.kernel;
+      EXPECT_TRUE(has(e.source, "cp.async.cg.shared.global [%0], [%1], 16, %2;")) << c.kernel;
     } else {
       EXPECT_TRUE(has(e.source, "cp.async.cg.shared.global [%0], [%1], 16, %2;")) << c.kernel;
       EXPECT_TRUE(has(e.source, "cp.async.commit_group;")) << c.kernel;
