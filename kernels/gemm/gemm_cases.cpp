@@ -166,6 +166,10 @@ IRON_TEST_KERNEL(iron_gemm, decode_tiles_m12_n40_k256_ksplit2_gelu, {bf16}, {f16
 IRON_TEST_KERNEL(iron_gemm, decode_tiles_m16_n48_k160_int, {f16}) {
   return gemm_case(dt, {16, 48, 160, false, true, 0, 168, 0, 8, Epi::None, 1, 0, -1, 0, true});
 }
+// m = 20 forced onto tiles: two blocks of 16 rows of A, the second partial.
+IRON_TEST_KERNEL(iron_gemm, decode_tiles_m20_n24_k96_tile3, {f16}) {
+  return gemm_case(dt, {20, 24, 96, false, true, 0, 0, 0, 0, Epi::None, 1, 0, 3, 0, false, 0, 1});
+}
 // 5 tile rows, 8 K slices: one tile row per round on the interpreter's one threadgroup, 5 rounds.
 IRON_TEST_KERNEL(iron_gemm, decode_tiles_m10_n80_k512_ksplit8_rounds, {bf16}) {
   return gemm_case(dt, {10, 80, 512, false, true, 0, 0, 0, 0, Epi::Bias, 1, 0, -1, 0, false, 8});

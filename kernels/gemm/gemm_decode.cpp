@@ -24,20 +24,22 @@
 // floats); after one barrier lane e < 64 of slice 0 adds the slices' sums of output e in slice
 // order.
 //
-// mma = 1, the tiles body (m <= 16, k a multiple of 16, n >= 16): C^T = W A^T on cooperative
-// tiles. The threadgroup first stages A^T [k, 16] in `at` (at_len = 16 k; rows of A past m are
-// 0), then each lane group takes 16 rows of W (a tile row; the last one moved back to end at n)
-// and one of `ksplit` slices of K: per step kTileUnroll = 4 consecutive 16-deep W tiles straight
-// from memory (128 bytes of each of the 16 rows) and A^T's tiles from `at`, 16 x 16 products
-// summed on the tensor cores. Threadgroups are persistent: they walk the tile rows in a grid
-// stride (every lane group the same number of rounds, for the barriers). The slices' 16 x 16 f32
-// sums go to `red` (red_len = groups * 256) and lane group 0 of each tile row adds them in slice
-// order.
+// mma = 1, the tiles body (k a multiple of 16, n >= 16): C^T = W A^T on cooperative tiles. The
+// threadgroup first stages A^T [k, 16] of its block of 16 rows of A (program_id(1)) in `at`
+// (at_len = 16 k; rows past m are 0), then each lane group takes 16 rows of W (a tile row; the
+// last one moved back to end at n) and one of `ksplit` slices of K, in blocks of kTileUnroll = 4
+// K steps (64 elements of each row): it stages its blocks into its own ring of kTileStages slots
+// in `ws` (ws_len = groups * kTileStages * 16 * 72) with 16-byte asynchronous copies,
+// kTileStages - 1 blocks ahead, and multiplies each block's 4 W tiles (ldmatrix on CUDA) by A^T's
+// tiles from `at`, 16 x 16 products summed on the tensor cores. Threadgroups are persistent: they
+// walk the tile rows in a grid stride (every lane group the same number of rounds and blocks, for
+// the barriers). The slices' 16 x 16 f32 sums go to `red` (red_len = groups * 256) and lane
+// group 0 of each tile row adds them in slice order.
 //
 // Then the epilogue (docs/gemm.md: none, bias, silu, gelu, residual) in f32, one rounding to OUT.
 // No atomics: fixed-order sums, bit-exact run to run.
 // Dispatch (gemm_for plans it): lanes: grid = {ceil(ceil(n / 4) / (groups / ksplit)), ceil(m /
-// 16), 1}; tiles: grid = {at most one threadgroup per tile row group, 1, 1}; threadgroup = {groups
+// 16), 1}; tiles: grid = {at most one threadgroup per tile row group, ceil(m / 16), 1}; threadgroup = {groups
 // * lane width, 1, 1} with groups a multiple of ksplit.
 #include <memory>
 #include <vector>
@@ -153,11 +155,12 @@ void Decode::tiles_body() const {
   // A^T [k, 16] into threadgroup memory once: element (kk, i) at at[kk * 16 + i], 0 for i >= m.
   // Thread t takes 8-element chunks of A's rows (16-byte loads) and scatters them.
   Expr chunks = k / 8u;  // per row of A
+  Expr mb0 = program_id(1) * kBlock;  // this threadgroup's block of 16 rows of A
   for_(local_id(0), chunks * kBlock, group_size(0), [&](Expr e) {
     Expr i = e / chunks;
     Expr kk = (e % chunks) * 8u;
-    Expr row = a_off + min(i, m - 1u) * lda;
-    Expr keep = i < m;
+    Expr row = a_off + min(mb0 + i, m - 1u) * lda;
+    Expr keep = mb0 + i < m;
     for_(0u, 8u, [&](Expr q) { at[(kk + q) * kBlock + i] = cast<T>(select(keep, cast<f32>(a[row + kk + q]), 0.0f)); });
   });
   // No barrier here: the first one of the K block loop (below) comes before any tile load of A^T.
@@ -235,7 +238,7 @@ void Decode::tiles_body() const {
         Var<f32> v = 0.0f;
         for_(0u, ksplit, [&](Expr q) { v += red[(w + q) * 256u + r * 16u + i]; });
         Expr gj = n0 + r;
-        if_((i < m) && (gj >= t * 16u), [&] { store(i, gj, Operand(v).value); });
+        if_((mb0 + i < m) && (gj >= t * 16u), [&] { store(mb0 + i, gj, Operand(v).value); });
       });
     });
     // No barrier at the round's end: the next round's K block loop passes one before any lane

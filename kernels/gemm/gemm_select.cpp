@@ -137,12 +137,12 @@ static LaunchPlan gemm_for(const Call& call, const DeviceInfo& dev) {
     const uint64_t tile_bytes = uint64_t(k) * kDecodeBlock * 2 + ws_len * 2 + uint64_t(tile_groups) * 256 * 4 + 48;
     // (Under 64 KiB of threadgroup memory, lavapipe and Vulkan generally, the tiles' software
     // fragments would need threadgroup memory too: the lanes body there.)
-    const bool tiles_fit = m <= 16 && k % 16 == 0 && n >= 16 && tile_bytes <= shared_most && shared_most >= 64 * 1024;
-    bool tiles = m > 8 && tiles_fit;
+    const bool tiles_fit = k % 16 == 0 && n >= 16 && tile_bytes <= shared_most && shared_most >= 64 * 1024;
+    bool tiles = m > 8 && m <= 16 && tiles_fit;
     if (call.has("mma")) {
       tiles = flag(call, "mma", 0, 1) == 1;
       if (tiles && !tiles_fit)
-        throw Error("mma = 1 (decode rows on tiles) needs m <= 16, k a multiple of 16, n >= 16 and " +
+        throw Error("mma = 1 (decode rows on tiles) needs k a multiple of 16, n >= 16 and " +
                     num(int64_t(std::max<uint64_t>(tile_bytes, 64 * 1024))) + " B of threadgroup memory (device " + dev.name + ": " +
                     num(int64_t(shared_most)) + "); m = " + num(m) + ", n = " + num(n) + ", k = " + num(k));
     }
@@ -166,7 +166,9 @@ static LaunchPlan gemm_for(const Call& call, const DeviceInfo& dev) {
         while (ksplit * 2 <= tile_groups && ksplit * 2 <= kblocks && tile_rows * ksplit < units * tile_groups) ksplit *= 2;
       groups = tile_groups;
       const uint64_t per = groups / ksplit;
-      step.grid = {uint32_t(std::min<uint64_t>({units, ceil_div(tile_rows, per), dev.max_grid.x})), 1, 1};
+      step.grid = {uint32_t(std::min<uint64_t>({units, ceil_div(tile_rows, per), dev.max_grid.x})),
+                   uint32_t(ceil_div(uint64_t(m), kDecodeBlock)), 1};
+      if (step.grid.y > dev.max_grid.y) throw Error("m = " + num(m) + " needs more blocks of 16 rows than the grid allows");
     } else {
       // 4 rows of W per lane group; K slices doubled while the lane groups fall short of 16 per
       // compute unit and every lane of a slice still has a chunk, at most 16.

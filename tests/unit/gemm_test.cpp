@@ -95,7 +95,7 @@ TEST(GemmSelector, DecodeRows) {
     EXPECT_EQ(c.at("ksplit").as_double(), 2);
     EXPECT_EQ(c.at("at_len").as_double(), 4096 * 16);
     EXPECT_EQ(c.at("red_len").as_double(), 8 * 256);
-    EXPECT_EQ(c.at("ws_len").as_double(), 8 * 4 * 16 * 72);
+    EXPECT_EQ(c.at("ws_len").as_double(), 8 * 3 * 16 * 72);
   }
   // Forced either way; tiles need k a multiple of 16 and 64 KiB of threadgroup memory.
   EXPECT_EQ(gemm(d, 16, 14336, 4096, {{"b_trans", 1}, {"mma", 0}}).steps[0].constexprs.at("mma").as_double(), 0);
@@ -104,6 +104,9 @@ TEST(GemmSelector, DecodeRows) {
   EXPECT_NE(error_of([&] { gemm(d, 12, 64, 4104, {{"b_trans", 1}, {"mma", 1}}); }).find("mma = 1 (decode rows on tiles) needs"),
             std::string::npos);
   EXPECT_EQ(gemm(lavapipe(), 12, 64, 256, {{"b_trans", 1}}).steps[0].constexprs.at("mma").as_double(), 0);
+  // Tiles for m > 16 when forced: blocks of 16 rows of A along the grid's y.
+  EXPECT_EQ(gemm(d, 49, 96, 5120, {{"b_trans", 1}, {"tile", 3}, {"mma", 1}}).describe(),
+            "iron_gemm_decode_bf16 grid 6x4x1 tg 256x1x1");
   LaunchPlan p = gemm(d, 1, 96, 5120, {{"b_trans", 1}, {"epi", 1}, {"out", 1}});
   EXPECT_EQ(p.describe(), "iron_gemm_decode_f32 grid 24x1x1 tg 512x1x1");
   EXPECT_EQ(p.steps[0].constexprs.at("ksplit").as_double(), 16);

@@ -13,19 +13,17 @@ timeout 200 $B/iron test --backend cuda -f iron_gemm > $OUT/test-cuda.txt 2>&1; 
 # same samples, L2 flushed.
 timeout 300 $B/iron bench -f iron_gemm --backend cuda --dtype bf16 --samples 100 --flush-l2 -v > $OUT/bench.txt 2>&1; grep -vE "^\s*$" $OUT/bench.txt | tail -25
 timeout 200 $B/iron bench -f cublaslt_gemm --backend cuda --dtype bf16 --samples 100 --flush-l2 > $OUT/cublaslt.txt 2>&1; grep -vE "^\s*$" $OUT/cublaslt.txt | tail -20
-# Variants through `iron run --samples` (no L2 flush: compare with each other only): the K slices
-# of the decode kernel at N = 14336, and the decode kernel forced (tile 3) on the small shapes.
+# Variants through `iron run --samples` (no L2 flush: compare with each other only): the two
+# decode bodies and their K slices at N = 14336, and the small shapes on the default route and
+# forced onto each decode body (tile 3).
+v() { echo "== $*"; $B/iron run iron_gemm --backend cuda --dtype bf16 "$@" --samples 200 2>&1 | grep -E "^plan|timing|error"; }
 {
-for m in 1 8; do for ks in 1 2 4; do
-  run $B/iron run iron_gemm --backend cuda --dtype bf16 --arg m=$m --arg n=14336 --arg k=4096 --arg b_trans=1 --arg mma=0 --arg ksplit=$ks --samples 200 2>&1 | grep -E "^plan|timing"
-done; done
-for m in 4 8 16; do for ks in 2 4 8 16; do
-  run $B/iron run iron_gemm --backend cuda --dtype bf16 --arg m=$m --arg n=14336 --arg k=4096 --arg b_trans=1 --arg mma=1 --arg ksplit=$ks --samples 200 2>&1 | grep -E "^plan|timing"
-done; done
-run $B/iron run iron_gemm --backend cuda --dtype bf16 --arg m=16 --arg n=14336 --arg k=4096 --arg b_trans=1 --arg mma=0 --samples 200 2>&1 | grep -E "^plan|timing"
+for m in 1 2 4 8 16; do for ks in 1 2 4; do v --arg m=$m --arg n=14336 --arg k=4096 --arg b_trans=1 --arg mma=0 --arg ksplit=$ks; done; done
+for m in 8 16; do for ks in 1 2 4 8; do v --arg m=$m --arg n=14336 --arg k=4096 --arg b_trans=1 --arg mma=1 --arg ksplit=$ks; done; done
 for shape in "1 96 5120" "26 96 5120" "49 96 5120" "256 96 5120" "96 512 2048" "256 512 2048"; do
   set -- $shape
-  run $B/iron run iron_gemm --backend cuda --dtype bf16 --arg m=$1 --arg n=$2 --arg k=$3 --arg b_trans=1 --samples 200 2>&1 | grep -E "^plan|timing"
-  run $B/iron run iron_gemm --backend cuda --dtype bf16 --arg m=$1 --arg n=$2 --arg k=$3 --arg b_trans=1 --arg tile=3 --samples 200 2>&1 | grep -E "^plan|timing"
+  v --arg m=$1 --arg n=$2 --arg k=$3 --arg b_trans=1
+  v --arg m=$1 --arg n=$2 --arg k=$3 --arg b_trans=1 --arg tile=3 --arg mma=0
+  v --arg m=$1 --arg n=$2 --arg k=$3 --arg b_trans=1 --arg tile=3 --arg mma=1
 done
 } > $OUT/variants.txt 2>&1; cat $OUT/variants.txt
