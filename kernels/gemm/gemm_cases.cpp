@@ -151,7 +151,7 @@ IRON_TEST_KERNEL(iron_gemm, decode_rows_m3_n37_k1024_ksplit4_silu, {bf16}) {
   return gemm_case(dt, {3, 37, 1024, false, true, 0, 0, 0, 0, Epi::Silu, 0, 0, -1, 0, false, 4});
 }
 IRON_TEST_KERNEL(iron_gemm, decode_rows_m20_n9_k256_tile3_residual, {f16}) {
-  return gemm_case(dt, {20, 9, 256, false, true, 0, 0, 0, 0, Epi::Residual, 1, 0, 3, 0, false, 2});
+  return gemm_case(dt, {20, 9, 256, false, true, 0, 0, 0, 0, Epi::Residual, 1, 0, 3, 0, false, 2, 0});
 }
 IRON_TEST_KERNEL(iron_gemm, decode_rows_m16_n33_k200_int, {bf16}) {
   return gemm_case(dt, {16, 33, 200, false, true, 0, 0, 0, 0, Epi::None, 1, 0, -1, 0, true});
@@ -166,9 +166,10 @@ IRON_TEST_KERNEL(iron_gemm, decode_tiles_m12_n40_k256_ksplit2_gelu, {bf16}, {f16
 IRON_TEST_KERNEL(iron_gemm, decode_tiles_m16_n48_k160_int, {f16}) {
   return gemm_case(dt, {16, 48, 160, false, true, 0, 168, 0, 8, Epi::None, 1, 0, -1, 0, true});
 }
-// m = 20 forced onto tiles: two blocks of 16 rows of A, the second partial.
+// m = 20 forced onto decode rows (tile 3), which takes the tiles body where it fits (not on
+// lavapipe): two blocks of 16 rows of A, the second partial.
 IRON_TEST_KERNEL(iron_gemm, decode_tiles_m20_n24_k96_tile3, {f16}) {
-  return gemm_case(dt, {20, 24, 96, false, true, 0, 0, 0, 0, Epi::None, 1, 0, 3, 0, false, 0, 1});
+  return gemm_case(dt, {20, 24, 96, false, true, 0, 0, 0, 0, Epi::None, 1, 0, 3, 0, false});
 }
 // 5 tile rows, 8 K slices: one tile row per round on the interpreter's one threadgroup, 5 rounds.
 IRON_TEST_KERNEL(iron_gemm, decode_tiles_m10_n80_k512_ksplit8_rounds, {bf16}) {

@@ -138,7 +138,8 @@ static LaunchPlan gemm_for(const Call& call, const DeviceInfo& dev) {
     // (Under 64 KiB of threadgroup memory, lavapipe and Vulkan generally, the tiles' software
     // fragments would need threadgroup memory too: the lanes body there.)
     const bool tiles_fit = k % 16 == 0 && n >= 16 && tile_bytes <= shared_most && shared_most >= 64 * 1024;
-    bool tiles = m > 8 && m <= 16 && tiles_fit;
+    // Forced onto decode rows (tile 3) at m > 16: the tiles body where it fits.
+    bool tiles = m > 8 && (m <= 16 || decode_asked) && tiles_fit;
     if (call.has("mma")) {
       tiles = flag(call, "mma", 0, 1) == 1;
       if (tiles && !tiles_fit)

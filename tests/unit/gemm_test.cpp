@@ -112,7 +112,7 @@ TEST(GemmSelector, DecodeRows) {
   EXPECT_EQ(p.steps[0].constexprs.at("ksplit").as_double(), 16);
   EXPECT_EQ(p.steps[0].constexprs.at("bias_len").as_double(), 96);
   // Forced onto the decode kernel at m = 40: three blocks of 16 rows of A.
-  p = gemm(d, 40, 96, 5120, {{"b_trans", 1}, {"tile", 3}, {"ksplit", 2}});
+  p = gemm(d, 40, 96, 5120, {{"b_trans", 1}, {"tile", 3}, {"ksplit", 2}, {"mma", 0}});
   EXPECT_EQ(p.describe(), "iron_gemm_decode_bf16 grid 12x3x1 tg 128x1x1");
   // Not eligible: B row-major, lda not a multiple of 8, SwiGLU: the 32x32 tile and split-K.
   for (const Constexprs& extra : std::vector<Constexprs>{{}, {{"b_trans", 1}, {"lda", 4100}}, {{"b_trans", 1}, {"epi", 5}}}) {
