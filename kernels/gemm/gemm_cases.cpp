@@ -34,7 +34,7 @@ struct Shape {
   int stages = 0;    // 0: the tile's default
   bool small_integers = false;
   int ksplit = 0;    // decode rows: 0 the selector's choice
-  int mma = -1;      // decode rows: -1 the selector's choice, 0 on the lanes, 1 on tiles
+  int mma = -1;      // decode rows: -1 the selector's choice, 0 lanes, 1 tiles, 2 tiles where they fit
 };
 
 std::vector<double> values(size_t count, uint64_t seed, bool small_integers) {
@@ -156,27 +156,28 @@ IRON_TEST_KERNEL(iron_gemm, decode_rows_m20_n9_k256_tile3_residual, {f16}) {
 IRON_TEST_KERNEL(iron_gemm, decode_rows_m16_n33_k200_int, {bf16}) {
   return gemm_case(dt, {16, 33, 200, false, true, 0, 0, 0, 0, Epi::None, 1, 0, -1, 0, true});
 }
-// Decode rows on tiles (m > 8: A^T staged in threadgroup memory, 16 rows of W per lane group):
+// Decode rows on tiles (mma 2: the tiles body where the device has room, A^T staged in threadgroup
+// memory, 16 rows of W per lane group):
 // n = 40 (the last tile row moved back to end at n), K sliced 2 ways, GELU at T; exact small
 // integers at m = 16 with an offset weight; m = 9 with 4 slices and a residual. (Devices with under
 // 64 KiB of threadgroup memory, lavapipe, run these on the lanes body.)
 IRON_TEST_KERNEL(iron_gemm, decode_tiles_m12_n40_k256_ksplit2_gelu, {bf16}, {f16}) {
-  return gemm_case(dt, {12, 40, 256, false, true, 264, 0, 8, 0, Epi::Gelu, 0, 0, -1, 0, false, 2});
+  return gemm_case(dt, {12, 40, 256, false, true, 264, 0, 8, 0, Epi::Gelu, 0, 0, -1, 0, false, 2, 2});
 }
 IRON_TEST_KERNEL(iron_gemm, decode_tiles_m16_n48_k160_int, {f16}) {
-  return gemm_case(dt, {16, 48, 160, false, true, 0, 168, 0, 8, Epi::None, 1, 0, -1, 0, true});
+  return gemm_case(dt, {16, 48, 160, false, true, 0, 168, 0, 8, Epi::None, 1, 0, -1, 0, true, 0, 2});
 }
-// m = 20 forced onto decode rows (tile 3), which takes the tiles body where it fits (not on
-// lavapipe): two blocks of 16 rows of A, the second partial.
+// m = 20 forced onto decode rows (tile 3) on tiles where they fit (not on lavapipe): two blocks of
+// 16 rows of A, the second partial.
 IRON_TEST_KERNEL(iron_gemm, decode_tiles_m20_n24_k96_tile3, {f16}) {
-  return gemm_case(dt, {20, 24, 96, false, true, 0, 0, 0, 0, Epi::None, 1, 0, 3, 0, false});
+  return gemm_case(dt, {20, 24, 96, false, true, 0, 0, 0, 0, Epi::None, 1, 0, 3, 0, false, 0, 2});
 }
 // 5 tile rows, 8 K slices: one tile row per round on the interpreter's one threadgroup, 5 rounds.
 IRON_TEST_KERNEL(iron_gemm, decode_tiles_m10_n80_k512_ksplit8_rounds, {bf16}) {
-  return gemm_case(dt, {10, 80, 512, false, true, 0, 0, 0, 0, Epi::Bias, 1, 0, -1, 0, false, 8});
+  return gemm_case(dt, {10, 80, 512, false, true, 0, 0, 0, 0, Epi::Bias, 1, 0, -1, 0, false, 8, 2});
 }
 IRON_TEST_KERNEL(iron_gemm, decode_tiles_m9_n17_k128_ksplit4_residual, {bf16}) {
-  return gemm_case(dt, {9, 17, 128, false, true, 0, 0, 0, 0, Epi::Residual, 1, 0, -1, 0, false, 4});
+  return gemm_case(dt, {9, 17, 128, false, true, 0, 0, 0, 0, Epi::Residual, 1, 0, -1, 0, false, 4, 2});
 }
 // Every epilogue fused into one kernel (one split), at f32 and 16-bit outputs, both layouts.
 IRON_TEST_KERNEL(iron_gemm, epi_bias_fused, {f16}, {bf16}) {

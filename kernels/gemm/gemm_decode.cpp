@@ -154,14 +154,22 @@ void Decode::lanes_body() const {
 void Decode::tiles_body() const {
   // A^T [k, 16] into threadgroup memory once: element (kk, i) at at[kk * 16 + i], 0 for i >= m.
   // Thread t takes 8-element chunks of A's rows (16-byte loads) and scatters them.
+  // Eight chunks per thread and step (a loop the unroll pass flattens), so their loads are in
+  // flight together rather than one L2 round trip per chunk.
   Expr chunks = k / 8u;  // per row of A
   Expr mb0 = program_id(1) * kBlock;  // this threadgroup's block of 16 rows of A
-  for_(local_id(0), chunks * kBlock, group_size(0), [&](Expr e) {
-    Expr i = e / chunks;
-    Expr kk = (e % chunks) * 8u;
-    Expr row = a_off + min(mb0 + i, m - 1u) * lda;
-    Expr keep = mb0 + i < m;
-    for_(0u, 8u, [&](Expr q) { at[(kk + q) * kBlock + i] = cast<T>(select(keep, cast<f32>(a[row + kk + q]), 0.0f)); });
+  Expr span = group_size(0) * 8u;
+  for_(0u, (chunks * kBlock + span - 1u) / span, [&](Expr j) {
+    for_(0u, 8u, [&](Expr u) {
+      Expr e = (j * 8u + u) * group_size(0) + local_id(0);
+      if_(e < chunks * kBlock, [&] {
+        Expr i = e / chunks;
+        Expr kk = (e % chunks) * 8u;
+        Expr row = a_off + min(mb0 + i, m - 1u) * lda;
+        Expr keep = mb0 + i < m;
+        for_(0u, 8u, [&](Expr q) { at[(kk + q) * kBlock + i] = cast<T>(select(keep, cast<f32>(a[row + kk + q]), 0.0f)); });
+      });
+    });
   });
   // No barrier here: the first one of the K block loop (below) comes before any tile load of A^T.
 

@@ -11,6 +11,8 @@
 //                               tile (0 large 128x128, 1 medium 64x64, 2 small 32x32, 3 decode
 //                               rows) and the pipeline depth of the medium tile (2-4)
 //   ksplit                      decode rows only: K slices per 4 rows of W (1, 2, 4, 8, 16)
+//   mma                         decode rows only: 0 the lanes body (default), 1 the tiles body, 2 the
+//                               tiles where the device has room for them, else the lanes
 // with buffers a, b (T), c (out), and b2 (swiglu), bias [n] or residual [m, n] (out's dtype).
 //
 // Decode rows first: m <= 16 against B column-major (a [n, k] weight), A row-major, k, lda, ldb,
@@ -124,7 +126,10 @@ static LaunchPlan gemm_for(const Call& call, const DeviceInfo& dev) {
                 (!b_trans ? "B is row-major" : a_trans ? "A is column-major" : epi == Epi::Swiglu ? "epi is SwiGLU"
                  : "k = " + num(k) + ", lda = " + num(lda) + ", ldb = " + num(ldb) + ", a_off = " + num(a_off) +
                        ", b_off = " + num(b_off)));
-  if (decode_asked || (!tile_asked && m <= 16 && decode_fits && !call.has("splits") && !call.has("stages"))) {
+  // Also 16 < m <= 64 at n <= 128 (N = 96, K = 5120 on the H200: 15.2 / 15.4 us at m = 26 / 49
+  // against 15.7 / 18.0 on the 32x32 tile's split-K).
+  const bool decode_shape = m <= 16 || (m <= 64 && n <= 128);
+  if (decode_asked || (!tile_asked && decode_shape && decode_fits && !call.has("splits") && !call.has("stages"))) {
     const uint32_t lanes = std::max(1u, dev.lane_width);
     const uint64_t units = dev.compute_units ? dev.compute_units : 8;
     const uint64_t shared_most = std::max(dev.shared_memory_bytes, dev.shared_memory_optin_bytes);
@@ -138,10 +143,13 @@ static LaunchPlan gemm_for(const Call& call, const DeviceInfo& dev) {
     // (Under 64 KiB of threadgroup memory, lavapipe and Vulkan generally, the tiles' software
     // fragments would need threadgroup memory too: the lanes body there.)
     const bool tiles_fit = k % 16 == 0 && n >= 16 && tile_bytes <= shared_most && shared_most >= 64 * 1024;
-    // Forced onto decode rows (tile 3) at m > 16: the tiles body where it fits.
-    bool tiles = m > 8 && (m <= 16 || decode_asked) && tiles_fit;
+    // Measured on the H200 (2026-12-01, decode-h200/run2): the lanes body is the faster at every
+    // m <= 16 so far (m = 16: 87 us against 98 on tiles), so tiles are taken only when asked for.
+    bool tiles = false;
     if (call.has("mma")) {
-      tiles = flag(call, "mma", 0, 1) == 1;
+      // 0 the lanes, 1 the tiles (an error where they do not fit), 2 the tiles where they fit.
+      const int64_t want = flag(call, "mma", 0, 2);
+      tiles = want == 1 || (want == 2 && tiles_fit);
       if (tiles && !tiles_fit)
         throw Error("mma = 1 (decode rows on tiles) needs k a multiple of 16, n >= 16 and " +
                     num(int64_t(std::max<uint64_t>(tile_bytes, 64 * 1024))) + " B of threadgroup memory (device " + dev.name + ": " +
@@ -171,12 +179,13 @@ static LaunchPlan gemm_for(const Call& call, const DeviceInfo& dev) {
                    uint32_t(ceil_div(uint64_t(m), kDecodeBlock)), 1};
       if (step.grid.y > dev.max_grid.y) throw Error("m = " + num(m) + " needs more blocks of 16 rows than the grid allows");
     } else {
-      // 4 rows of W per lane group; K slices doubled while the lane groups fall short of 16 per
-      // compute unit and every lane of a slice still has a chunk, at most 16.
+      // 4 rows of W per lane group; K slices doubled while the lane groups fall short of 32 per
+      // compute unit and every lane of a slice still has a chunk, at most 16 (on the H200 at
+      // n = 14336: 2 slices, within 6% of the best count at every m from 1 to 16).
       const uint64_t row_groups = ceil_div(uint64_t(n), kDecodeRows);
       const uint64_t chunks = uint64_t(k) / 8;
       if (!ksplit_asked)
-        while (ksplit * 2 <= 16 && ksplit * 2 * lanes <= chunks && row_groups * ksplit < 16 * units) ksplit *= 2;
+        while (ksplit * 2 <= 16 && ksplit * 2 * lanes <= chunks && row_groups * ksplit < 32 * units) ksplit *= 2;
       groups = uint32_t(std::max<uint64_t>(4, ksplit));
       step.grid = {uint32_t(ceil_div(row_groups, groups / ksplit)), uint32_t(ceil_div(uint64_t(m), kDecodeBlock)), 1};
       if (step.grid.x > dev.max_grid.x || step.grid.y > dev.max_grid.y)
@@ -203,7 +212,9 @@ static LaunchPlan gemm_for(const Call& call, const DeviceInfo& dev) {
                        {"ws_len", uint32_t(tiles ? ws_len : 1)}};
     epilogue(step.constexprs, step.bind, true, out, plan);
     plan.steps.push_back(step);
-    plan.reason = (decode_asked ? std::string("tile 3 as asked") : "m = " + num(m) + " <= 16 against a [n, k] weight") +
+    plan.reason = (decode_asked ? std::string("tile 3 as asked")
+                   : m <= 16   ? "m = " + num(m) + " <= 16 against a [n, k] weight"
+                               : "m = " + num(m) + " <= 64, n = " + num(n) + " <= 128 against a [n, k] weight") +
                   ": decode rows " + (tiles ? "on tiles (16 rows of W" : "on the lanes (4 rows of W") + " per lane group), " +
                   num(int64_t(ksplit)) + " K slice" + (ksplit > 1 ? "s" : "") + ", " + num(groups) +
                   " lane groups per threadgroup, the " + epi_name(epi) + " epilogue fused (one kernel)";

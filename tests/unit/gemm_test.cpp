@@ -76,19 +76,21 @@ uint32_t splits_of(const LaunchPlan& p) { return uint32_t(p.steps.front().conste
 // per lane group). A row-major B, an unaligned stride or SwiGLU take the 32x32 tile instead.
 TEST(GemmSelector, DecodeRows) {
   const DeviceInfo d = h200();
-  for (int64_t m : {1, 2, 7, 8}) {
+  // Every m <= 16 on the lanes body: 2 K slices (3584 row groups x 2 reach 32 lane groups per
+  // compute unit), 2 row groups per threadgroup of 4 lane groups.
+  for (int64_t m : {1, 2, 7, 8, 9, 16}) {
     LaunchPlan p = gemm(d, m, 14336, 4096, {{"b_trans", 1}});
     ASSERT_EQ(p.steps.size(), 1u) << p.describe();
-    EXPECT_EQ(p.describe(), "iron_gemm_decode_bf16 grid 896x1x1 tg 128x1x1");
-    EXPECT_EQ(p.steps[0].constexprs.at("ksplit").as_double(), 1);
+    EXPECT_EQ(p.describe(), "iron_gemm_decode_bf16 grid 1792x1x1 tg 128x1x1");
+    EXPECT_EQ(p.steps[0].constexprs.at("ksplit").as_double(), 2);
     EXPECT_EQ(p.steps[0].constexprs.at("mma").as_double(), 0);
-    EXPECT_NE(p.reason.find("decode rows on the lanes (4 rows of W per lane group), 1 K slice,"), std::string::npos)
+    EXPECT_NE(p.reason.find("decode rows on the lanes (4 rows of W per lane group), 2 K slices,"), std::string::npos)
         << p.reason;
   }
-  // m = 9..16: the tiles body, 16 rows of W per lane group, 8 lane groups (2 K slices of 4 tile
-  // rows: 896 x 2 reach 132 x 8 lane groups), one persistent threadgroup per compute unit.
-  for (int64_t m : {9, 16}) {
-    LaunchPlan p = gemm(d, m, 14336, 4096, {{"b_trans", 1}});
+  // The tiles body when asked for: 16 rows of W per lane group, 8 lane groups (2 K slices of 4
+  // tile rows: 896 x 2 reach 132 x 8 lane groups), one persistent threadgroup per compute unit.
+  for (int64_t m : {2, 16}) {
+    LaunchPlan p = gemm(d, m, 14336, 4096, {{"b_trans", 1}, {"mma", 1}});
     EXPECT_EQ(p.describe(), "iron_gemm_decode_bf16 grid 132x1x1 tg 256x1x1");
     const Constexprs& c = p.steps[0].constexprs;
     EXPECT_EQ(c.at("mma").as_double(), 1);
@@ -97,16 +99,19 @@ TEST(GemmSelector, DecodeRows) {
     EXPECT_EQ(c.at("red_len").as_double(), 8 * 256);
     EXPECT_EQ(c.at("ws_len").as_double(), 8 * 3 * 16 * 72);
   }
-  // Forced either way; tiles need k a multiple of 16 and 64 KiB of threadgroup memory.
-  EXPECT_EQ(gemm(d, 16, 14336, 4096, {{"b_trans", 1}, {"mma", 0}}).steps[0].constexprs.at("mma").as_double(), 0);
-  EXPECT_EQ(gemm(d, 2, 14336, 4096, {{"b_trans", 1}, {"mma", 1}}).steps[0].constexprs.at("mma").as_double(), 1);
-  EXPECT_EQ(gemm(d, 12, 14336, 4104, {{"b_trans", 1}}).steps[0].constexprs.at("mma").as_double(), 0);
+  // Tiles need k a multiple of 16 and 64 KiB of threadgroup memory.
   EXPECT_NE(error_of([&] { gemm(d, 12, 64, 4104, {{"b_trans", 1}, {"mma", 1}}); }).find("mma = 1 (decode rows on tiles) needs"),
             std::string::npos);
-  EXPECT_EQ(gemm(lavapipe(), 12, 64, 256, {{"b_trans", 1}}).steps[0].constexprs.at("mma").as_double(), 0);
+  EXPECT_NE(error_of([&] { gemm(lavapipe(), 12, 64, 256, {{"b_trans", 1}, {"mma", 1}}); }).find("mma = 1"), std::string::npos);
+  EXPECT_EQ(gemm(lavapipe(), 12, 64, 256, {{"b_trans", 1}, {"mma", 2}}).steps[0].constexprs.at("mma").as_double(), 0);
+  EXPECT_EQ(gemm(d, 12, 64, 256, {{"b_trans", 1}, {"mma", 2}}).steps[0].constexprs.at("mma").as_double(), 1);
   // Tiles for m > 16 when forced: blocks of 16 rows of A along the grid's y.
   EXPECT_EQ(gemm(d, 49, 96, 5120, {{"b_trans", 1}, {"tile", 3}, {"mma", 1}}).describe(),
             "iron_gemm_decode_bf16 grid 6x4x1 tg 256x1x1");
+  // 16 < m <= 64 at n <= 128: the lanes body too (blocks of 16 rows of A); n = 129: the tiles.
+  EXPECT_EQ(gemm(d, 49, 96, 5120, {{"b_trans", 1}}).steps[0].kernel, "iron_gemm_decode_bf16");
+  EXPECT_NE(gemm(d, 49, 96, 5120, {{"b_trans", 1}}).reason.find("m = 49 <= 64, n = 96 <= 128"), std::string::npos);
+  EXPECT_EQ(gemm(d, 49, 129, 5120, {{"b_trans", 1}}).steps[0].kernel.rfind("iron_gemm_32x32", 0), 0u);
   LaunchPlan p = gemm(d, 1, 96, 5120, {{"b_trans", 1}, {"epi", 1}, {"out", 1}});
   EXPECT_EQ(p.describe(), "iron_gemm_decode_f32 grid 24x1x1 tg 512x1x1");
   EXPECT_EQ(p.steps[0].constexprs.at("ksplit").as_double(), 16);
@@ -126,7 +131,7 @@ TEST(GemmSelector, DecodeRows) {
             std::string::npos);
   EXPECT_NE(error_of([&] { gemm(d, 4, 64, 64, {{"b_trans", 1}, {"ksplit", 3}}); }).find("ksplit = 3: a power of two"),
             std::string::npos);
-  // m = 17..64: the 32x32 tile.
+  // m = 17..64 with B row-major: the 32x32 tile.
   for (int64_t m : {17, 26, 49, 64}) {
     LaunchPlan p = gemm(d, m, 96, 5120);
     EXPECT_EQ(p.steps[0].kernel, "iron_gemm_32x32x32_w16x16_s2_f32") << m;
