@@ -37,13 +37,20 @@ struct Call {
 };
 
 struct LaunchStep {
-  std::string kernel;     // a registered concrete kernel (a variant's entry name)
+  std::string kernel;     // a registered concrete kernel (a variant's entry name), or the library routine
   Dim3 grid{0, 0, 0};     // counted in threadgroups
   Dim3 threadgroup{0, 0, 0};
   Constexprs constexprs;  // every scalar parameter the kernel declares
   // Kernel buffer parameter -> the call's buffer or a scratch buffer; a parameter not listed
   // binds the call's buffer of its own name.
   std::vector<std::pair<std::string, std::string>> bind;
+  // A library step: not a kernel but a vendor routine on the call's buffers. The one routine is
+  // "blas.gemm", iron::blas::gemm (cuBLASLt, include/iron/blas.hpp; CUDA only): C [m, n] row-major
+  // = A B with the constexprs m, n, k, a_col (0 A row-major, 1 column-major), lda, a_off, b_col,
+  // ldb, b_off, out (C's dtype: 0 T, 1 f32, 2 f16, 3 bf16), and the buffers a, b, c (bind renames
+  // them as for a kernel). grid and threadgroup are {1, 1, 1}. run_plan and time_plan run it;
+  // plan_launches (a kernel sequence) refuses it.
+  bool library = false;
 };
 
 struct ScratchBuffer {
@@ -59,6 +66,7 @@ struct LaunchPlan {
   // "iron_rms_norm_r8 grid 4096x1x1 tg 256x1x1" per step, "; "-separated: what `iron run` and
   // the selector tests print.
   std::string describe() const;
+  bool has_library_step() const;
 };
 
 using SelectorFn = LaunchPlan (*)(const Call& call, const DeviceInfo& device);
@@ -88,15 +96,22 @@ LaunchPlan plan_launch(std::string_view family, const Call& call, const DeviceIn
 // The buffer a step binds to kernel parameter `param` (the bind entry, else `param`).
 const std::string& step_buffer(const LaunchStep& step, const std::string& param);
 
+// A library step's buffer parameters and their dtypes at `dtype` ("a" and "b": T; "c": the
+// step's `out`), in binding order.
+std::vector<std::pair<std::string, DType>> library_step_buffers(const LaunchStep& step, Instantiation dtype);
+
 // Runs a checked plan on `ctx`: allocates the scratch buffers, then dispatches every step with
-// dispatch_with_grid (so every step is validated before it launches). `buffers` are the call's
-// buffers by name. Does not synchronize.
+// dispatch_with_grid (so every step is validated before it launches; a library step runs its
+// routine, which validates its own arguments). `buffers` are the call's buffers by name. Does not
+// synchronize.
 void run_plan(Context& ctx, const LaunchPlan& plan, Instantiation dtype, const Bindings& buffers);
 
 // The launches of a checked plan with their buffers bound (scratch buffers allocated on `ctx`),
-// for callers that time or record them.
+// for callers that time or record them. A plan with a library step is refused (it is no kernel
+// sequence): run it with run_plan, time it with time_plan.
 std::vector<SequenceLaunch> plan_launches(Context& ctx, const LaunchPlan& plan, Instantiation dtype, const Bindings& buffers);
-// Times the whole plan as one sample (Context::time_sequence).
+// Times the whole plan as one sample (Context::time_sequence; a plan of one library step: the
+// routine's own timing, iron::blas::time_gemm, with the same options).
 Timing time_plan(Context& ctx, const LaunchPlan& plan, Instantiation dtype, const Bindings& buffers,
                  const TimingOptions& opts);
 

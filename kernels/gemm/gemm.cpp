@@ -34,6 +34,7 @@
 // kernels any grid (a grid-stride loop over the elements of [m, n]). The family's selector
 // gemm_for (gemm_select.cpp) plans both.
 #include "gemm.hpp"
+#include "epilogue.hpp"
 
 #include <iron/iron.hpp>
 
@@ -70,8 +71,6 @@ uint64_t threadgroup_bytes(const Config& c, uint32_t stages, bool swiglu) {
   return up(a) + up(b) + up(scratch);
 }
 
-namespace {
-
 constexpr float kInvSqrt2 = 0.70710678118654752f;
 
 // The epilogue of one element: `v` the f32 product. SwiGLU kernels (`up` set) compute
@@ -97,6 +96,8 @@ Expr apply_epilogue(Expr epi, Expr v, const std::function<Expr()>* up, const std
   });
   return Operand(r).value;
 }
+
+namespace {
 
 void gemm_kernel(const Config& cfg, bool swiglu, const KernelVariant& var) {
   const uint32_t stages = uint32_t(var.i("S"));
@@ -324,12 +325,11 @@ void gemm_reduce(bool swiglu, const KernelVariant& var) {
 }
 
 // The block tiles: 128 x 128 with 8 lane groups of 64 x 32 (large products), 64 x 64 with 4 of
-// 32 x 32 (medium), 32 x 32 with 4 of 16 x 16 (small products, lavapipe's 32 KiB), and 16 x 64
-// x 64 with 4 of 16 x 16 (decode rows, split-K partials).
+// 32 x 32 (medium), 32 x 32 with 4 of 16 x 16 (small products, lavapipe's 32 KiB). Decode rows
+// (m <= 16 against a [n, k] weight) have their own kernel, gemm_decode.cpp.
 constexpr Config kLarge{128, 128, 32, 64, 32};
 constexpr Config kMedium{64, 64, 32, 32, 32};
 constexpr Config kSmall{32, 32, 32, 16, 16};
-constexpr Config kDecode{16, 64, 64, 16, 16};
 
 }  // namespace
 
@@ -338,7 +338,6 @@ static void gemm_large_swiglu(const KernelVariant& v) { gemm_kernel(kLarge, true
 static void gemm_medium(const KernelVariant& v) { gemm_kernel(kMedium, false, v); }
 static void gemm_medium_swiglu(const KernelVariant& v) { gemm_kernel(kMedium, true, v); }
 static void gemm_small(const KernelVariant& v) { gemm_kernel(kSmall, false, v); }
-static void gemm_decode(const KernelVariant& v) { gemm_kernel(kDecode, false, v); }
 static void gemm_reduce_plain(const KernelVariant& v) { gemm_reduce(false, v); }
 static void gemm_reduce_swiglu(const KernelVariant& v) { gemm_reduce(true, v); }
 
@@ -359,8 +358,6 @@ IRON_KERNEL_VARIANTS(iron_gemm_64x64x32_w32x32_swiglu, gemm_medium_swiglu, Reduc
                      ::iron::int_axis("S", {3}), IRON_GEMM_OUT16);
 IRON_KERNEL_VARIANTS(iron_gemm_32x32x32_w16x16, gemm_small, Reduction, (f16, bf16), "s{S}_{OUT}",
                      ::iron::int_axis("S", {2}), IRON_GEMM_OUT);
-IRON_KERNEL_VARIANTS(iron_gemm_16x64x64_w16x16, gemm_decode, Reduction, (f16, bf16), "s{S}_{OUT}",
-                     ::iron::int_axis("S", {3}), ::iron::type_axis("OUT", {::iron::DType::F32}));
 IRON_KERNEL_VARIANTS(iron_gemm_reduce, gemm_reduce_plain, Reduction, (), "{OUT}", IRON_GEMM_OUT);
 IRON_KERNEL_VARIANTS(iron_gemm_reduce_swiglu, gemm_reduce_swiglu, Reduction, (), "{OUT}", IRON_GEMM_OUT);
 

@@ -25,6 +25,14 @@ struct Config {
 // row addresses of one ldmatrix phase fall in distinct bank quads.
 constexpr uint32_t kPad = 8;
 
+// The decode kernel (gemm_decode.cpp): rows of W per lane group (lanes body) and rows of A per
+// pass (both bodies; the tiles body's A^T is 16 wide).
+constexpr uint32_t kDecodeRows = 4;
+constexpr uint32_t kDecodeBlock = 16;
+constexpr uint32_t kDecodeUnroll = 2;       // lanes body: 16-byte chunks of each W row per step
+constexpr uint32_t kDecodeTileStages = 3;   // tiles body: staged 16 x 64 W blocks per lane group
+constexpr uint32_t kDecodeTileLd = 72;      // tiles body: their row stride (64 + 8 elements)
+
 // Threadgroup bytes of one kernel of the family (staging for `stages` K steps, two B tiles for
 // SwiGLU, the per-lane-group epilogue scratch).
 uint64_t threadgroup_bytes(const Config& c, uint32_t stages, bool swiglu);

@@ -33,6 +33,8 @@ struct Shape {
   int tile = -1;     // -1: the selector's choice
   int stages = 0;    // 0: the tile's default
   bool small_integers = false;
+  int ksplit = 0;    // decode rows: 0 the selector's choice
+  int mma = -1;      // decode rows: -1 the selector's choice, 0 lanes, 1 tiles, 2 tiles where they fit
 };
 
 std::vector<double> values(size_t count, uint64_t seed, bool small_integers) {
@@ -54,6 +56,9 @@ TestSetup gemm_case(DType dt, const Shape& s) {
   if (s.splits) call.emplace("splits", s.splits);
   if (s.tile >= 0) call.emplace("tile", s.tile);
   if (s.stages) call.emplace("stages", s.stages);
+  if (s.ksplit) call.emplace("ksplit", s.ksplit);
+  if (s.mma >= 0) call.emplace("mma", s.mma);
+  if (s.tile == 0) call.emplace("vendor", 0);  // the 128x128 tile's cases: Iron's kernels on any device
   TestSetup t(dt);
   t.in("a", values(a_len, 301, s.small_integers)).in("b", values(b_len, 302, s.small_integers));
   if (s.epi == Epi::Swiglu) t.in("b2", values(b_len, 303, s.small_integers));
@@ -130,9 +135,49 @@ IRON_TEST_KERNEL(iron_gemm, avalanche_m33_n40_k150_strided, {f16}, {bf16}) {
 IRON_TEST_KERNEL(iron_gemm, avalanche_m20_n70_k96_lda101_out_t, {f16}, {bf16}) {
   return gemm_case(dt, {20, 70, 96, false, false, 101, 77, 7, 0, Epi::None, 0, 1, -1, 0, false});
 }
-// Decode rows (m <= 16): the 16x64x64 tile, split-K and the reduce.
+// Decode rows (m <= 16) with k = 300, not a multiple of 8: the 32x32 tile, split-K and the reduce.
 IRON_TEST_KERNEL(iron_gemm, decode_m3_n70_k300, {f16}, {bf16}) {
   return gemm_case(dt, {3, 70, 300, false, true, 0, 0, 0, 0, Epi::None, 0, 0, -1, 0, false});
+}
+// Decode rows against a [n, k] weight (iron_gemm_decode): strides and offsets multiples of 8
+// but not of the chunk walk, n not a multiple of the 4 rows of a lane group, the bias epilogue
+// at f32; K sliced 4 ways through threadgroup memory with SiLU at T; m = 20 forced onto the
+// decode kernel (two blocks of A's rows, the second partial) with the residual; exact small
+// integers at 16 rows with GELU-free output.
+IRON_TEST_KERNEL(iron_gemm, decode_rows_m5_n70_k320_strided_bias, {f16}, {bf16}) {
+  return gemm_case(dt, {5, 70, 320, false, true, 328, 336, 8, 16, Epi::Bias, 1, 0, -1, 0, false});
+}
+IRON_TEST_KERNEL(iron_gemm, decode_rows_m3_n37_k1024_ksplit4_silu, {bf16}) {
+  return gemm_case(dt, {3, 37, 1024, false, true, 0, 0, 0, 0, Epi::Silu, 0, 0, -1, 0, false, 4});
+}
+IRON_TEST_KERNEL(iron_gemm, decode_rows_m20_n9_k256_tile3_residual, {f16}) {
+  return gemm_case(dt, {20, 9, 256, false, true, 0, 0, 0, 0, Epi::Residual, 1, 0, 3, 0, false, 2, 0});
+}
+IRON_TEST_KERNEL(iron_gemm, decode_rows_m16_n33_k200_int, {bf16}) {
+  return gemm_case(dt, {16, 33, 200, false, true, 0, 0, 0, 0, Epi::None, 1, 0, -1, 0, true});
+}
+// Decode rows on tiles (mma 2: the tiles body where the device has room, A^T staged in threadgroup
+// memory, 16 rows of W per lane group):
+// n = 40 (the last tile row moved back to end at n), K sliced 2 ways, GELU at T; exact small
+// integers at m = 16 with an offset weight; m = 9 with 4 slices and a residual. (Devices with under
+// 64 KiB of threadgroup memory, lavapipe, run these on the lanes body.)
+IRON_TEST_KERNEL(iron_gemm, decode_tiles_m12_n40_k256_ksplit2_gelu, {bf16}, {f16}) {
+  return gemm_case(dt, {12, 40, 256, false, true, 264, 0, 8, 0, Epi::Gelu, 0, 0, -1, 0, false, 2, 2});
+}
+IRON_TEST_KERNEL(iron_gemm, decode_tiles_m16_n48_k160_int, {f16}) {
+  return gemm_case(dt, {16, 48, 160, false, true, 0, 168, 0, 8, Epi::None, 1, 0, -1, 0, true, 0, 2});
+}
+// m = 20 forced onto decode rows (tile 3) on tiles where they fit (not on lavapipe): two blocks of
+// 16 rows of A, the second partial.
+IRON_TEST_KERNEL(iron_gemm, decode_tiles_m20_n24_k96_tile3, {f16}) {
+  return gemm_case(dt, {20, 24, 96, false, true, 0, 0, 0, 0, Epi::None, 1, 0, 3, 0, false, 0, 2});
+}
+// 5 tile rows, 8 K slices: one tile row per round on the interpreter's one threadgroup, 5 rounds.
+IRON_TEST_KERNEL(iron_gemm, decode_tiles_m10_n80_k512_ksplit8_rounds, {bf16}) {
+  return gemm_case(dt, {10, 80, 512, false, true, 0, 0, 0, 0, Epi::Bias, 1, 0, -1, 0, false, 8, 2});
+}
+IRON_TEST_KERNEL(iron_gemm, decode_tiles_m9_n17_k128_ksplit4_residual, {bf16}) {
+  return gemm_case(dt, {9, 17, 128, false, true, 0, 0, 0, 0, Epi::Residual, 1, 0, -1, 0, false, 4, 2});
 }
 // Every epilogue fused into one kernel (one split), at f32 and 16-bit outputs, both layouts.
 IRON_TEST_KERNEL(iron_gemm, epi_bias_fused, {f16}, {bf16}) {
@@ -191,9 +236,11 @@ IRON_TEST_KERNEL(iron_gemm, large_tile_m130_n136_k150_colmajor_a, {f16}) {
 }
 
 // ---- Benchmarks: issue 12's shapes (the names bench/peers/gemm_peers.py and the cublaslt_gemm
-// rows use): C [M, N] = A [M, K] x B [K, N], both row-major as the issue writes them (the
-// layout whose rows the kernels stage with 16-byte asynchronous copies; the peers multiply by a
-// [N, K] weight's transpose, which cuBLAS runs at the same speed), through gemm_for. A full f64
+// rows use), through gemm_for. The large shapes multiply C [M, N] = A [M, K] x B [K, N], both
+// row-major as the issue writes them (the layout whose rows the tiles stage with 16-byte
+// asynchronous copies); the decode and small shapes multiply by a linear layer's weight W [N, K]
+// (B column-major, b_trans 1), the layout the peers (torch.matmul with W^T, cuBLASLt) use and
+// the one decode reads: the decode rows kernel streams it. A full f64
 // oracle at these shapes would take minutes on the CPU, so B is rank one with power-of-two
 // factors, B[k, j] = u[k] * v[j] (exact in bf16 and f16), and the
 // oracle is C[i, j] = (sum_k A[i, k] u[k]) v[j] in f64, O(MK + MN): every element still depends
@@ -209,14 +256,16 @@ static std::vector<double> powers_of_two(size_t count, uint64_t seed) {
   }
   return out;
 }
-static BenchSetup gemm_bench(DType dt, uint32_t m, uint32_t n, uint32_t k) {
+static BenchSetup gemm_bench(DType dt, uint32_t m, uint32_t n, uint32_t k, bool weight = false, bool routed = false) {
   const std::vector<double> u = powers_of_two(k, 311), v = powers_of_two(n, 312);
   std::vector<double> w(size_t(n) * k);
   for (uint32_t kk = 0; kk < k; ++kk)
-    for (uint32_t j = 0; j < n; ++j) w[size_t(kk) * n + j] = u[kk] * v[j];
+    for (uint32_t j = 0; j < n; ++j) w[weight ? size_t(j) * k + kk : size_t(kk) * n + j] = u[kk] * v[j];
   BenchSetup b(dt);
   b.in("a", fixture::uniform(size_t(m) * k, -1.0, 1.0, 313)).in("b", std::move(w)).out("c", size_t(m) * n);
-  b.call({{"m", m}, {"n", n}, {"k", k}});
+  // vendor 0: these rows time Iron's own kernels (gemm_for routes the large shapes to cuBLASLt
+  // on CUDA; the cublaslt_gemm rows time that path, and the _routed row the family's own route).
+  b.call({{"m", m}, {"n", n}, {"k", k}, {"b_trans", weight ? 1 : 0}, {"vendor", routed ? 1 : 0}});
   b.oracle([m, n, k, u, v](const Tensors& in, Tensors& out) {
     const auto& A = in.at("a");
     auto& C = out.at("c");
@@ -230,18 +279,20 @@ static BenchSetup gemm_bench(DType dt, uint32_t m, uint32_t n, uint32_t k) {
   b.error_floor(std::sqrt(double(k)));
   return b.bytes((double(m) * k + double(n) * k + double(m) * n) * dtype_size(dt)).flops(2.0 * m * n * k);
 }
-IRON_BENCH(iron_gemm, m96_n512_k2048, {bf16, 1e-2}, {f16, 2e-3}) { return gemm_bench(dt, 96, 512, 2048); }
-IRON_BENCH(iron_gemm, m256_n512_k2048, {bf16, 1e-2}, {f16, 2e-3}) { return gemm_bench(dt, 256, 512, 2048); }
-IRON_BENCH(iron_gemm, m1_n96_k5120, {bf16, 1e-2}) { return gemm_bench(dt, 1, 96, 5120); }
-IRON_BENCH(iron_gemm, m26_n96_k5120, {bf16, 1e-2}) { return gemm_bench(dt, 26, 96, 5120); }
-IRON_BENCH(iron_gemm, m49_n96_k5120, {bf16, 1e-2}) { return gemm_bench(dt, 49, 96, 5120); }
-IRON_BENCH(iron_gemm, m256_n96_k5120, {bf16, 1e-2}) { return gemm_bench(dt, 256, 96, 5120); }
-IRON_BENCH(iron_gemm, m1_n14336_k4096, {bf16, 1e-2}) { return gemm_bench(dt, 1, 14336, 4096); }
-IRON_BENCH(iron_gemm, m2_n14336_k4096, {bf16, 1e-2}) { return gemm_bench(dt, 2, 14336, 4096); }
-IRON_BENCH(iron_gemm, m4_n14336_k4096, {bf16, 1e-2}) { return gemm_bench(dt, 4, 14336, 4096); }
-IRON_BENCH(iron_gemm, m8_n14336_k4096, {bf16, 1e-2}) { return gemm_bench(dt, 8, 14336, 4096); }
-IRON_BENCH(iron_gemm, m16_n14336_k4096, {bf16, 1e-2}) { return gemm_bench(dt, 16, 14336, 4096); }
+IRON_BENCH(iron_gemm, m96_n512_k2048, {bf16, 1e-2}, {f16, 2e-3}) { return gemm_bench(dt, 96, 512, 2048, true); }
+IRON_BENCH(iron_gemm, m256_n512_k2048, {bf16, 1e-2}, {f16, 2e-3}) { return gemm_bench(dt, 256, 512, 2048, true); }
+IRON_BENCH(iron_gemm, m1_n96_k5120, {bf16, 1e-2}) { return gemm_bench(dt, 1, 96, 5120, true); }
+IRON_BENCH(iron_gemm, m26_n96_k5120, {bf16, 1e-2}) { return gemm_bench(dt, 26, 96, 5120, true); }
+IRON_BENCH(iron_gemm, m49_n96_k5120, {bf16, 1e-2}) { return gemm_bench(dt, 49, 96, 5120, true); }
+IRON_BENCH(iron_gemm, m256_n96_k5120, {bf16, 1e-2}) { return gemm_bench(dt, 256, 96, 5120, true); }
+IRON_BENCH(iron_gemm, m1_n14336_k4096, {bf16, 1e-2}) { return gemm_bench(dt, 1, 14336, 4096, true); }
+IRON_BENCH(iron_gemm, m2_n14336_k4096, {bf16, 1e-2}) { return gemm_bench(dt, 2, 14336, 4096, true); }
+IRON_BENCH(iron_gemm, m4_n14336_k4096, {bf16, 1e-2}) { return gemm_bench(dt, 4, 14336, 4096, true); }
+IRON_BENCH(iron_gemm, m8_n14336_k4096, {bf16, 1e-2}) { return gemm_bench(dt, 8, 14336, 4096, true); }
+IRON_BENCH(iron_gemm, m16_n14336_k4096, {bf16, 1e-2}) { return gemm_bench(dt, 16, 14336, 4096, true); }
 IRON_BENCH(iron_gemm, m2048_n14336_k4096, {bf16, 1e-2}) { return gemm_bench(dt, 2048, 14336, 4096); }
 IRON_BENCH(iron_gemm, m4096_n4096_k4096, {bf16, 1e-2}, {f16, 2e-3}) { return gemm_bench(dt, 4096, 4096, 4096); }
+// The same call as gemm_for serves it by default: on CUDA with cuBLASLt, the library step.
+IRON_BENCH(iron_gemm, m4096_n4096_k4096_routed, {bf16, 1e-2}) { return gemm_bench(dt, 4096, 4096, 4096, false, true); }
 
 }  // namespace iron::kernels::gemm

@@ -9,20 +9,28 @@
 //   out (0)                     C's dtype: 0 = T, 1 = f32, 2 = f16, 3 = bf16
 //   splits, tile, stages        optional overrides (tests, benchmarks): the split count, the block
 //                               tile (0 large 128x128, 1 medium 64x64, 2 small 32x32, 3 decode
-//                               16x64) and the pipeline depth of the medium tile (2-4)
+//                               rows) and the pipeline depth of the medium tile (2-4)
+//   ksplit                      decode rows only: K slices per 4 rows of W (1, 2, 4, 8, 16)
+//   mma                         decode rows only: 0 the lanes body (default), 1 the tiles body, 2 the
+//                               tiles where the device has room for them, else the lanes
 // with buffers a, b (T), c (out), and b2 (swiglu), bias [n] or residual [m, n] (out's dtype).
 //
-// gemm_for picks the block tile from the shape and the device (decode rows m <= 16: 16x64x64;
-// m <= 64: 32x32; fewer 128x128 blocks than compute units: 64x64; else 128x128; a device with
-// under 64 KiB of threadgroup memory, lavapipe: 32x32 whatever `tile` and `stages` ask), and the
-// split count from occupancy as
-// in the seeds' §4.2: splits = clamp(ceil(2 * units / blocks), 1, k / 64), snapped so every
-// split covers the same whole number of K steps. One split and a tile with that epilogue fused:
-// one kernel (the decode tile fuses none; SwiGLU fuses at f16/bf16 outputs). Otherwise two steps: the f32 partials [splits, m, n] of every split (SwiGLU: of
-// both products), then iron_gemm_reduce_<epi>, which sums them in split order (no atomics).
+// Decode rows first: m <= 16 against B column-major (a [n, k] weight), A row-major, k, lda, ldb,
+// a_off and b_off multiples of 8 and any epilogue but SwiGLU take iron_gemm_decode_<OUT>
+// (gemm_decode.cpp), one kernel with the epilogue fused, its K slices chosen so the grid has
+// about 16 lane groups per compute unit. Otherwise gemm_for picks the block tile from the shape
+// and the device (m <= 64: 32x32; fewer 128x128 blocks than compute units: 64x64; else 128x128;
+// a device with under 64 KiB of threadgroup memory, lavapipe: 32x32 whatever `tile` and `stages`
+// ask), and the split count from occupancy as in the seeds' §4.2: splits = clamp(ceil(2 * units
+// / blocks), 1, k / 64), snapped so every split covers the same whole number of K steps. One
+// split and a tile with that epilogue fused: one kernel (SwiGLU fuses at f16/bf16 outputs).
+// Otherwise two steps: the f32 partials [splits, m, n] of every split (SwiGLU: of both
+// products), then iron_gemm_reduce_<epi>, which sums them in split order (no atomics).
 #include <algorithm>
+#include <cstdlib>
 #include <string>
 
+#include <iron/blas.hpp>
 #include <iron/iron.hpp>
 
 #include "gemm.hpp"
@@ -31,8 +39,8 @@ namespace iron::kernels::gemm {
 
 namespace {
 
-constexpr Config kConfigs[4] = {{128, 128, 32, 64, 32}, {64, 64, 32, 32, 32}, {32, 32, 32, 16, 16}, {16, 64, 64, 16, 16}};
-constexpr uint32_t kStages[4] = {3, 3, 2, 3};
+constexpr Config kConfigs[3] = {{128, 128, 32, 64, 32}, {64, 64, 32, 32, 32}, {32, 32, 32, 16, 16}};
+constexpr uint32_t kStages[3] = {3, 3, 2};
 
 uint64_t ceil_div(uint64_t a, uint64_t b) { return (a + b - 1) / b; }
 
@@ -42,6 +50,15 @@ int64_t flag(const Call& call, const char* name, int64_t fallback, int64_t most)
   const int64_t v = call.size_or(name, fallback);
   if (v > most) throw Error(std::string(name) + " = " + num(v) + " is out of range (0 .. " + num(most) + ")");
   return v;
+}
+
+// IRON_GEMM_VENDOR: unset or "1" lets gemm_for route to cuBLASLt, "0" keeps Iron's kernels.
+bool vendor_env_allows() {
+  const char* v = std::getenv("IRON_GEMM_VENDOR");
+  const std::string s = v ? v : "";
+  if (s.empty() || s == "1") return true;
+  if (s == "0") return false;
+  throw Error("IRON_GEMM_VENDOR='" + s + "' is not 0 or 1 (0 keeps gemm_for on Iron's own kernels)");
 }
 
 }  // namespace
@@ -76,6 +93,179 @@ static LaunchPlan gemm_for(const Call& call, const DeviceInfo& dev) {
     throw Error("A spans " + num(int64_t(a_len)) + " and B " + num(int64_t(b_len)) +
                 " elements: each must be below 2^32 (the kernels index in u32)");
 
+  LaunchPlan plan;
+  // The epilogue scalars of the non-SwiGLU kernels; a bias or residual the epilogue does not
+  // read binds a one-element scratch buffer.
+  const bool uses_bias = epi == Epi::Bias || epi == Epi::Silu || epi == Epi::Gelu, uses_res = epi == Epi::Residual;
+  auto epilogue = [&](Constexprs& c, std::vector<std::pair<std::string, std::string>>& bind, bool with_epi,
+                      DType dt, LaunchPlan& plan) {
+    c["epi"] = uint32_t(with_epi ? int(epi) : 0);
+    c["bias_len"] = uint32_t(with_epi && uses_bias ? n : 1);
+    c["res_len"] = uint32_t(with_epi && uses_res ? m * n : 1);
+    auto unused = [&](const std::string& param) {
+      const std::string scratch = "unused_" + param + "_" + dtype_name(dt);
+      bool have = false;
+      for (const ScratchBuffer& b : plan.scratch) have = have || b.name == scratch;
+      if (!have) plan.scratch.push_back({scratch, dt, 1});
+      bind.push_back({param, scratch});
+    };
+    if (!(with_epi && uses_bias)) unused("bias");
+    if (!(with_epi && uses_res)) unused("residual");
+  };
+
+  // Decode rows: the streaming kernel (gemm_decode.cpp) for m <= 16 against B column-major (a
+  // [n, k] weight) with A row-major, every row 16-byte aligned, any epilogue but SwiGLU. Forced
+  // with tile 3 (then at any m: blocks of 16 rows of A, W re-read per block).
+  const bool decode_fits = b_trans && !a_trans && k % 8 == 0 && lda % 8 == 0 && ldb % 8 == 0 && a_off % 8 == 0 &&
+                           b_off % 8 == 0 && epi != Epi::Swiglu;
+  const bool tile_asked = call.has("tile");
+  const bool decode_asked = tile_asked && flag(call, "tile", 0, 3) == 3;
+  if (decode_asked && !decode_fits)
+    throw Error(std::string("tile 3 (decode rows) needs B column-major (b_trans 1), A row-major, k, lda, ldb, a_off "
+                            "and b_off multiples of 8 and an epilogue other than SwiGLU; ") +
+                (!b_trans ? "B is row-major" : a_trans ? "A is column-major" : epi == Epi::Swiglu ? "epi is SwiGLU"
+                 : "k = " + num(k) + ", lda = " + num(lda) + ", ldb = " + num(ldb) + ", a_off = " + num(a_off) +
+                       ", b_off = " + num(b_off)));
+  // Also 16 < m <= 64 at n <= 128 (N = 96, K = 5120 on the H200: 15.2 / 15.4 us at m = 26 / 49
+  // against 15.7 / 18.0 on the 32x32 tile's split-K).
+  const bool decode_shape = m <= 16 || (m <= 64 && n <= 128);
+  if (decode_asked || (!tile_asked && decode_shape && decode_fits && !call.has("splits") && !call.has("stages"))) {
+    const uint32_t lanes = std::max(1u, dev.lane_width);
+    const uint64_t units = dev.compute_units ? dev.compute_units : 8;
+    const uint64_t shared_most = std::max(dev.shared_memory_bytes, dev.shared_memory_optin_bytes);
+    // The tiles body: m <= 16, k a multiple of 16, n >= 16, A^T (k x 16) and the lane groups'
+    // 16 x 16 f32 slots in threadgroup memory. The default for m > 8, where the lanes' f32
+    // products would cost more than reading W (at m = 16, 64 FMAs per 4 bytes of W).
+    // 8 lane groups, each with its ring of staged W blocks (16 rows x 72 elements each).
+    const uint32_t tile_groups = std::max(1u, std::min(8u, dev.max_threads_per_group / lanes));
+    const uint64_t ws_len = uint64_t(tile_groups) * kDecodeTileStages * 16 * kDecodeTileLd;
+    const uint64_t tile_bytes = uint64_t(k) * kDecodeBlock * 2 + ws_len * 2 + uint64_t(tile_groups) * 256 * 4 + 48;
+    // (Under 64 KiB of threadgroup memory, lavapipe and Vulkan generally, the tiles' software
+    // fragments would need threadgroup memory too: the lanes body there.)
+    const bool tiles_fit = k % 16 == 0 && n >= 16 && tile_bytes <= shared_most && shared_most >= 64 * 1024;
+    // Measured on the H200 (2026-12-01, decode-h200/run2): the lanes body is the faster at every
+    // m <= 16 so far (m = 16: 87 us against 98 on tiles), so tiles are taken only when asked for.
+    bool tiles = false;
+    if (call.has("mma")) {
+      // 0 the lanes, 1 the tiles (an error where they do not fit), 2 the tiles where they fit.
+      const int64_t want = flag(call, "mma", 0, 2);
+      tiles = want == 1 || (want == 2 && tiles_fit);
+      if (tiles && !tiles_fit)
+        throw Error("mma = 1 (decode rows on tiles) needs k a multiple of 16, n >= 16 and " +
+                    num(int64_t(std::max<uint64_t>(tile_bytes, 64 * 1024))) + " B of threadgroup memory (device " + dev.name + ": " +
+                    num(int64_t(shared_most)) + "); m = " + num(m) + ", n = " + num(n) + ", k = " + num(k));
+    }
+    uint64_t ksplit = 1;
+    const bool ksplit_asked = call.has("ksplit");
+    if (ksplit_asked) {
+      ksplit = uint64_t(call.size("ksplit"));
+      const uint64_t most = tiles ? tile_groups : 16;
+      if (ksplit < 1 || ksplit > most || (ksplit & (ksplit - 1)) != 0)
+        throw Error("ksplit = " + num(int64_t(ksplit)) + ": a power of two from 1 to " + num(int64_t(most)));
+    }
+    LaunchStep step;
+    step.kernel = std::string("iron_gemm_decode_") + dtype_name(out);
+    uint32_t groups;
+    if (tiles) {
+      // 16 rows of W per lane group; K slices doubled while the lane groups fall short of a full
+      // threadgroup per compute unit and every slice has a 64-deep K block; persistent
+      // threadgroups (one per unit at most) walk the tile rows.
+      const uint64_t tile_rows = ceil_div(uint64_t(n), 16), kblocks = ceil_div(uint64_t(k), 64);
+      if (!ksplit_asked)
+        while (ksplit * 2 <= tile_groups && ksplit * 2 <= kblocks && tile_rows * ksplit < units * tile_groups) ksplit *= 2;
+      groups = tile_groups;
+      const uint64_t per = groups / ksplit;
+      step.grid = {uint32_t(std::min<uint64_t>({units, ceil_div(tile_rows, per), dev.max_grid.x})),
+                   uint32_t(ceil_div(uint64_t(m), kDecodeBlock)), 1};
+      if (step.grid.y > dev.max_grid.y) throw Error("m = " + num(m) + " needs more blocks of 16 rows than the grid allows");
+    } else {
+      // 4 rows of W per lane group; K slices doubled while the lane groups fall short of 32 per
+      // compute unit and every lane of a slice still has a chunk, at most 16 (on the H200 at
+      // n = 14336: 2 slices, within 6% of the best count at every m from 1 to 16).
+      const uint64_t row_groups = ceil_div(uint64_t(n), kDecodeRows);
+      const uint64_t chunks = uint64_t(k) / 8;
+      if (!ksplit_asked)
+        while (ksplit * 2 <= 16 && ksplit * 2 * lanes <= chunks && row_groups * ksplit < 32 * units) ksplit *= 2;
+      groups = uint32_t(std::max<uint64_t>(4, ksplit));
+      step.grid = {uint32_t(ceil_div(row_groups, groups / ksplit)), uint32_t(ceil_div(uint64_t(m), kDecodeBlock)), 1};
+      if (step.grid.x > dev.max_grid.x || step.grid.y > dev.max_grid.y)
+        throw Error("grid " + num(step.grid.x) + "x" + num(step.grid.y) + "x1 exceeds the device's limits");
+    }
+    const uint32_t threads = groups * lanes;
+    if (threads > dev.max_threads_per_group)
+      throw Error("decode rows with ksplit " + num(int64_t(ksplit)) + " need " + num(threads) +
+                  " threads per threadgroup; device " + dev.name + " allows " + num(dev.max_threads_per_group));
+    step.threadgroup = {threads, 1, 1};
+    step.constexprs = {{"m", uint32_t(m)},
+                       {"n", uint32_t(n)},
+                       {"k", uint32_t(k)},
+                       {"lda", uint32_t(lda)},
+                       {"ldb", uint32_t(ldb)},
+                       {"a_off", uint32_t(a_off)},
+                       {"b_off", uint32_t(b_off)},
+                       {"a_len", uint32_t(a_len)},
+                       {"b_len", uint32_t(b_len)},
+                       {"ksplit", uint32_t(ksplit)},
+                       {"mma", uint32_t(tiles ? 1 : 0)},
+                       {"red_len", uint32_t(groups * (tiles ? 256 : kDecodeRows * kDecodeBlock))},
+                       {"at_len", uint32_t(tiles ? uint64_t(k) * kDecodeBlock : 1)},
+                       {"ws_len", uint32_t(tiles ? ws_len : 1)}};
+    epilogue(step.constexprs, step.bind, true, out, plan);
+    plan.steps.push_back(step);
+    plan.reason = (decode_asked ? std::string("tile 3 as asked")
+                   : m <= 16   ? "m = " + num(m) + " <= 16 against a [n, k] weight"
+                               : "m = " + num(m) + " <= 64, n = " + num(n) + " <= 128 against a [n, k] weight") +
+                  ": decode rows " + (tiles ? "on tiles (16 rows of W" : "on the lanes (4 rows of W") + " per lane group), " +
+                  num(int64_t(ksplit)) + " K slice" + (ksplit > 1 ? "s" : "") + ", " + num(groups) +
+                  " lane groups per threadgroup, the " + epi_name(epi) + " epilogue fused (one kernel)";
+    return plan;
+  }
+
+  // The vendor path: cuBLASLt (iron::blas::gemm) for large dense products on CUDA, where it is
+  // the faster path (on the H200, 2026-12-01, Iron's 128x128 mma.sync tile reached 0.32x of it at
+  // 4096^3 and M2048 K4096 N14336). Large dense: m, n and k at least 512, no epilogue (the routine
+  // fuses none), C in f32 or T (cuBLASLt has no f16 x f16 -> bf16), no tile, stages or splits
+  // asked for. `vendor` = 0 in the call or IRON_GEMM_VENDOR=0 keeps Iron's kernels.
+  std::string vendor_note;
+  const bool vendor_call = flag(call, "vendor", 1, 1) == 1;
+  if (dev.backend == Backend::Cuda && m >= 512 && n >= 512 && k >= 512 && epi == Epi::None &&
+      (out == DType::F32 || out == t) && !tile_asked && !call.has("stages") && !call.has("splits")) {
+    if (!vendor_call) {
+      vendor_note = "; vendor = 0: Iron's kernels, not cuBLASLt";
+    } else if (!vendor_env_allows()) {
+      vendor_note = "; IRON_GEMM_VENDOR=0: Iron's kernels, not cuBLASLt";
+    } else {
+      std::string lib, missing;
+      try {
+        lib = blas::library();
+      } catch (const Error& e) {
+        missing = e.what();
+      }
+      if (missing.empty()) {
+        LaunchStep step{"blas.gemm",
+                        {1, 1, 1},
+                        {1, 1, 1},
+                        {{"m", m},
+                         {"n", n},
+                         {"k", k},
+                         {"a_col", a_trans ? 1 : 0},
+                         {"lda", lda},
+                         {"a_off", a_off},
+                         {"b_col", b_trans ? 1 : 0},
+                         {"ldb", ldb},
+                         {"b_off", b_off},
+                         {"out", out_code}},
+                        {},
+                        true};
+        plan.steps.push_back(step);
+        plan.reason = "m, n, k >= 512 with no epilogue on CUDA: cuBLASLt (iron::blas::gemm, " + lib +
+                      ") is the faster path (vendor = 0 or IRON_GEMM_VENDOR=0 keeps Iron's kernels)";
+        return plan;
+      }
+      vendor_note = "; cuBLASLt would be the faster path but is not available (" + missing + ")";
+    }
+  }
+
   // The block tile.
   const uint64_t shared = std::max(dev.shared_memory_bytes, dev.shared_memory_optin_bytes);
   int cfg_index;
@@ -87,12 +277,9 @@ static LaunchPlan gemm_for(const Call& call, const DeviceInfo& dev) {
   } else if (call.has("tile")) {
     cfg_index = int(flag(call, "tile", 0, 3));
     why = "tile " + num(cfg_index) + " as asked";
-  } else if (m <= 16) {
-    cfg_index = 3;
-    why = "m = " + num(m) + " <= 16: decode rows";
   } else if (m <= 64) {
     cfg_index = 2;
-    why = "m = " + num(m) + " <= 64";
+    why = "m = " + num(m) + (m <= 16 && !decode_fits ? " <= 16 but not a 16-byte aligned [n, k] weight with row-major A" : " <= 64");
   } else {
     const uint64_t large = ceil_div(uint64_t(m), 128) * ceil_div(uint64_t(n), 128);
     const uint32_t units = std::max(1u, dev.compute_units);
@@ -144,11 +331,9 @@ static LaunchPlan gemm_for(const Call& call, const DeviceInfo& dev) {
   // 32x32 tiles fuse every epilogue at every output dtype, except SwiGLU (two products live),
   // which the 128x128 and 64x64 tiles fuse at f16/bf16 outputs on devices with 64 KiB of
   // threadgroup memory or more (not lavapipe, whose tile fragments live in it). The 64x64
-  // tile's 2- and 4-stage kernels have f32 outputs only; the decode tile fuses nothing.
+  // tile's 2- and 4-stage kernels have f32 outputs only.
   const bool direct =
-      splits == 1 && (cfg_index <= 1   ? !(swiglu && (shared < 64 * 1024 || out == DType::F32))
-                      : cfg_index == 2 ? !swiglu
-                                       : epi == Epi::None && out == DType::F32) &&
+      splits == 1 && (cfg_index <= 1 ? !(swiglu && (shared < 64 * 1024 || out == DType::F32)) : !swiglu) &&
       (stages == 3 || cfg_index != 1 || out == DType::F32);
   Constexprs scalars{{"m", uint32_t(m)},
                      {"n", uint32_t(n)},
@@ -163,33 +348,14 @@ static LaunchPlan gemm_for(const Call& call, const DeviceInfo& dev) {
                      {"b_len", uint32_t(b_len)},
                      {"splits", uint32_t(splits)},
                      {"kc", uint32_t(kc)}};
-  // The epilogue scalars of the non-SwiGLU kernels; a bias or residual the epilogue does not
-  // read binds a one-element scratch buffer.
-  const bool uses_bias = epi == Epi::Bias || epi == Epi::Silu || epi == Epi::Gelu, uses_res = epi == Epi::Residual;
-  auto epilogue = [&](Constexprs& c, std::vector<std::pair<std::string, std::string>>& bind, bool with_epi,
-                      DType dt, LaunchPlan& plan) {
-    c["epi"] = uint32_t(with_epi ? int(epi) : 0);
-    c["bias_len"] = uint32_t(with_epi && uses_bias ? n : 1);
-    c["res_len"] = uint32_t(with_epi && uses_res ? m * n : 1);
-    auto unused = [&](const std::string& param) {
-      const std::string scratch = "unused_" + param + "_" + dtype_name(dt);
-      bool have = false;
-      for (const ScratchBuffer& b : plan.scratch) have = have || b.name == scratch;
-      if (!have) plan.scratch.push_back({scratch, dt, 1});
-      bind.push_back({param, scratch});
-    };
-    if (!(with_epi && uses_bias)) unused("bias");
-    if (!(with_epi && uses_res)) unused("residual");
-  };
   const Dim3 grid{uint32_t(ceil_div(uint64_t(n), cfg.bn)), uint32_t(ceil_div(uint64_t(m), cfg.bm)), uint32_t(splits)};
   if (grid.x > dev.max_grid.x || grid.y > dev.max_grid.y || grid.z > dev.max_grid.z)
     throw Error("grid " + num(grid.x) + "x" + num(grid.y) + "x" + num(grid.z) + " exceeds the device's limits");
-  LaunchPlan plan;
   if (direct) {
     LaunchStep step{tile_name + (swiglu ? "swiglu_" : "") + stage_part + dtype_name(out), grid, {threads, 1, 1}, scalars, {}};
     if (!swiglu) epilogue(step.constexprs, step.bind, true, out, plan);
     plan.steps.push_back(step);
-    plan.reason = why + "; one split: " + cfg.name() + " with the " + epi_name(epi) + " epilogue fused";
+    plan.reason = why + "; one split: " + cfg.name() + " with the " + epi_name(epi) + " epilogue fused" + vendor_note;
     return plan;
   }
   const size_t partial = size_t(splits) * size_t(m) * size_t(n);
@@ -217,7 +383,7 @@ static LaunchPlan gemm_for(const Call& call, const DeviceInfo& dev) {
   plan.steps.push_back(reduce);
   plan.reason = why + "; " + num(int64_t(splits)) + " split" + (splits > 1 ? "s" : "") + " of " + num(int64_t(kc)) +
                 " (" + num(int64_t(blocks)) + " blocks), f32 partials, then a fixed-order reduce with the " +
-                epi_name(epi) + " epilogue";
+                epi_name(epi) + " epilogue" + vendor_note;
   return plan;
 }
 IRON_SELECTOR(iron_gemm, gemm_for);

@@ -440,7 +440,12 @@ int iron_plan_create(iron_context* ctx, const char* family, const char* dtype, c
         throw Error(e.what() + inferred);
       }
     }
-    for (const iron::LaunchStep& s : p->plan.steps) p->kernels.push_back(&iron::kernel_ir(s.kernel));
+    for (const iron::LaunchStep& s : p->plan.steps) {
+      if (s.library)
+        throw Error("the plan of " + std::string(family) + " runs the library routine " + s.kernel + " (" +
+                    p->plan.reason + "), which the C API does not run: pass vendor=0 in the call or set IRON_GEMM_VENDOR=0");
+      p->kernels.push_back(&iron::kernel_ir(s.kernel));
+    }
     describe_plan(*p);
     *out = p.release();
   });

@@ -289,7 +289,8 @@ int cmd_bench(int argc, char** argv) {
         if (override_kernel) throw Error("--kernel replaces one kernel; " + std::string(decl.kernel) + "/" + decl.name +
                                          " runs a family's plan");
         plan = plan_launch(decl.kernel, Call{dtype, t.call_args()}, info);
-        kernel = &kernel_ir(plan->steps.front().kernel);
+        for (const LaunchStep& st : plan->steps)  // the first kernel (none in a library routine's plan)
+          if (!kernel && !st.library) kernel = &kernel_ir(st.kernel);
         rec["plan"] = plan->describe();
         res = make_resident(c, plan_buffer_types(*plan, dtype), t);
         run_plan(c, *plan, dtype, res.bindings);
@@ -330,9 +331,14 @@ int cmd_bench(int argc, char** argv) {
       const TestSetup& t = setup->test();
       if (plan) {
         // The plan's launches are bound (scratch allocated) before the lock: only timing inside.
-        std::vector<SequenceLaunch> seq = plan_launches(c, *plan, dtype, res.bindings);
-        DeviceLock lock(backend, &warn_lock_wait);
-        timing = c.time_sequence(seq, topts);
+        if (plan->has_library_step()) {  // the routine's own timing (the same events and L2 flush)
+          DeviceLock lock(backend, &warn_lock_wait);
+          timing = time_plan(c, *plan, dtype, res.bindings, topts);
+        } else {
+          std::vector<SequenceLaunch> seq = plan_launches(c, *plan, dtype, res.bindings);
+          DeviceLock lock(backend, &warn_lock_wait);
+          timing = c.time_sequence(seq, topts);
+        }
       } else {
         DeviceLock lock(backend, &warn_lock_wait);
         timing = c.time_dispatch(*kernel, dtype, res.bindings, t.scalars(), t.grid_size(), t.threadgroup(), topts);
@@ -366,7 +372,7 @@ int cmd_bench(int argc, char** argv) {
       Resources resources = parse_ptxas(timing.compile_report);
       // ptxas counts static shared memory only: a kernel keeping its arrays in dynamic shared
       // memory (sized at dispatch, or over 48 KiB) reports what this dispatch allocated.
-      if (resources.shared_bytes && codegen::cuda_dynamic_shared(*kernel, dtype))
+      if (kernel && resources.shared_bytes && codegen::cuda_dynamic_shared(*kernel, dtype))
         resources.shared_bytes = long(dispatch_threadgroup_bytes(
             *kernel, dtype, plan ? plan->steps.front().constexprs : setup->test().scalars()));
       rec["resources"] = resources_json(resources);
@@ -526,6 +532,11 @@ Resident make_resident(Context& ctx, const ir::Kernel& k, const TestSetup& setup
 BufferTypes plan_buffer_types(const LaunchPlan& plan, Instantiation dtype) {
   return [plan, dtype](const std::string& name, const char* role) {
     for (const LaunchStep& s : plan.steps) {
+      if (s.library) {
+        for (const auto& [param, dt] : library_step_buffers(s, dtype))
+          if (step_buffer(s, param) == name) return dt;
+        continue;
+      }
       const ir::Kernel& k = kernel_ir(s.kernel);
       for (const ir::Param& p : k.params)
         if (p.kind == ir::ParamKind::Buffer && step_buffer(s, p.name) == name) return ir::resolve(p.dtype, dtype);

@@ -278,6 +278,7 @@ json plan_json(const LaunchPlan& plan) {
     json step = {{"kernel", st.kernel}, {"grid", dim_json(st.grid)}, {"threadgroup", dim_json(st.threadgroup)},
                  {"constexprs", sc}};
     if (!bind.empty()) step["bind"] = bind;
+    if (st.library) step["library"] = true;
     steps.push_back(step);
   }
   json scratch = json::array();

@@ -281,6 +281,32 @@ int run_kernel(const RunRequest& r, const std::function<void(const json&)>& send
   std::map<std::string, CallBuffer> buffers;
   std::vector<std::string> order;  // call buffers in the order the steps' parameters name them
   for (const LaunchStep& st : plan.steps) {
+    if (st.library) {
+      // A library routine (blas.gemm): a [m, k] and b [k, n] in T as laid out by the step's
+      // strides, c [m, n] written.
+      auto v = [&](const char* n) { return uint64_t(st.constexprs.at(n).as_double()); };
+      const uint64_t m = v("m"), n = v("n"), k = v("k");
+      auto span = [&](const char* col, const char* ld, const char* off, uint64_t rows, uint64_t cols) {
+        return v(off) + ((v(col) ? cols : rows) - 1) * v(ld) + (v(col) ? rows : cols);
+      };
+      for (const auto& [param, dt] : library_step_buffers(st, dtype)) {
+        const std::string& bname = step_buffer(st, param);
+        const uint64_t extent = param == "a" ? span("a_col", "lda", "a_off", m, k)
+                                : param == "b" ? span("b_col", "ldb", "b_off", k, n)
+                                               : m * n;
+        if (!buffers.count(bname)) order.push_back(bname);
+        CallBuffer& cb = buffers[bname];
+        cb.dtype = dt;
+        if (extent > cb.count || cb.dims.empty()) {
+          cb.count = extent;
+          cb.dims = param == "c" ? std::vector<uint64_t>{m, n} : std::vector<uint64_t>{extent};
+          cb.declared = st.kernel + " reads " + bname + " of " + std::to_string(extent) + " elements";
+        }
+        cb.written = cb.written || param == "c";
+        cb.read = cb.read || param != "c";
+      }
+      continue;
+    }
     const ir::Kernel& k = kernel_ir(st.kernel);
     const std::vector<uint64_t> values = step_values(k, st);
     for (const ir::Param& p : k.params) {

@@ -3,6 +3,8 @@
 
 #include <set>
 
+#include "iron/blas.hpp"
+
 #include "core/ir.hpp"
 
 namespace iron {
@@ -27,7 +29,65 @@ std::string where(const SelectorDecl& s) {
   return source_path(s.file) + ":" + std::to_string(s.line);
 }
 
+constexpr const char* kBlasGemm = "blas.gemm";
+constexpr const char* kBlasGemmScalars[] = {"m", "n", "k", "a_col", "lda", "a_off", "b_col", "ldb", "b_off", "out"};
+
+int64_t step_int(const LaunchStep& s, const char* name) {
+  auto it = s.constexprs.find(name);
+  if (it == s.constexprs.end()) throw Error("library step " + s.kernel + " has no scalar '" + name + "'");
+  return int64_t(it->second.as_double());
+}
+
+DType out_dtype(int64_t code, DType t) {
+  return code == 0 ? t : code == 1 ? DType::F32 : code == 2 ? DType::F16 : DType::BF16;
+}
+
+const DeviceBuffer& find_buffer(const Bindings& all, const std::string& name, const LaunchStep& s, size_t i) {
+  for (const auto& [n, b] : all)
+    if (n == name) return b;
+  throw Error("step " + std::to_string(i + 1) + " (" + s.kernel + ") of the plan binds buffer '" + name +
+              "', which the call does not pass and the plan does not allocate");
+}
+
+Bindings with_scratch(Context& ctx, const LaunchPlan& plan, const Bindings& buffers) {
+  Bindings all = buffers;
+  for (const ScratchBuffer& b : plan.scratch) all.emplace_back(b.name, ctx.alloc(b.dtype, b.count));
+  return all;
+}
+
+// The iron::blas::gemm arguments of a "blas.gemm" step: A and B views from their offsets.
+blas::GemmArgs gemm_args(Context& ctx, const LaunchStep& s, const Bindings& all, size_t i) {
+  blas::GemmArgs g;
+  g.m = step_int(s, "m"), g.n = step_int(s, "n"), g.k = step_int(s, "k");
+  auto operand = [&](const char* param, const char* col, const char* ld, const char* off, int64_t rows, int64_t cols) {
+    const DeviceBuffer& buf = find_buffer(all, step_buffer(s, param), s, i);
+    const bool cm = step_int(s, col) != 0;
+    const int64_t stride = step_int(s, ld), first = step_int(s, off);
+    const uint64_t span = uint64_t(first) + uint64_t((cm ? cols : rows) - 1) * uint64_t(stride) + uint64_t(cm ? rows : cols);
+    if (span > buf.count())
+      throw Error("step " + std::to_string(i + 1) + " (" + s.kernel + "): " + param + " needs " + std::to_string(span) +
+                  " elements but its buffer holds " + std::to_string(buf.count()));
+    return blas::Matrix{first == 0 && span == buf.count() ? buf : ctx.view(buf, size_t(first), size_t(span - first)),
+                        cm ? blas::Order::ColMajor : blas::Order::RowMajor, stride};
+  };
+  g.a = operand("a", "a_col", "lda", "a_off", g.m, g.k);
+  g.b = operand("b", "b_col", "ldb", "b_off", g.k, g.n);
+  g.c = {find_buffer(all, step_buffer(s, "c"), s, i), blas::Order::RowMajor, g.n};
+  return g;
+}
+
 }  // namespace
+
+bool LaunchPlan::has_library_step() const {
+  for (const LaunchStep& s : steps)
+    if (s.library) return true;
+  return false;
+}
+
+std::vector<std::pair<std::string, DType>> library_step_buffers(const LaunchStep& step, Instantiation dtype) {
+  if (step.kernel != kBlasGemm) throw Error("no library routine '" + step.kernel + "' (the one routine is blas.gemm)");
+  return {{"a", dtype.t}, {"b", dtype.t}, {"c", out_dtype(step_int(step, "out"), dtype.t)}};
+}
 
 int64_t Call::size(std::string_view name) const {
   const ScalarValue& v = arg_of(*this, name);
@@ -53,7 +113,9 @@ std::string LaunchPlan::describe() const {
   std::string out;
   for (const LaunchStep& s : steps) {
     if (!out.empty()) out += "; ";
-    out += s.kernel + " grid " + dim_text(s.grid) + " tg " + dim_text(s.threadgroup);
+    if (s.library) out += s.kernel + " (library) " + std::to_string(step_int(s, "m")) + "x" + std::to_string(step_int(s, "n")) +
+                          "x" + std::to_string(step_int(s, "k"));
+    else out += s.kernel + " grid " + dim_text(s.grid) + " tg " + dim_text(s.threadgroup);
   }
   return out;
 }
@@ -90,6 +152,22 @@ LaunchPlan plan_launch(std::string_view family, const Call& call, const DeviceIn
   for (size_t i = 0; i < plan.steps.size(); ++i) {
     const LaunchStep& s = plan.steps[i];
     const std::string at = head + ", step " + std::to_string(i + 1) + " (" + s.kernel + ")";
+    if (s.library) {
+      if (s.kernel != kBlasGemm) throw Error(at + ": no library routine of that name (the one routine is blas.gemm)");
+      for (const char* name : kBlasGemmScalars)
+        if (!s.constexprs.count(name)) throw Error(at + ": leaves the routine's scalar '" + name + "' unset");
+      for (const auto& [name, value] : s.constexprs) {
+        bool known = false;
+        for (const char* want : kBlasGemmScalars) known = known || name == want;
+        if (!known) throw Error(at + ": sets scalar '" + name + "', which the routine does not take");
+      }
+      for (const auto& [param, buffer] : s.bind) {
+        if (param != "a" && param != "b" && param != "c")
+          throw Error(at + ": binds '" + param + "', which is not a buffer of the routine (a, b, c)");
+        if (buffer.empty()) throw Error(at + ": binds '" + param + "' to an unnamed buffer");
+      }
+      continue;
+    }
     if (!find_kernel_decl(s.kernel))
       throw Error(at + ": no kernel of that name was built (a combination the family never declared)");
     const ir::Kernel& k = kernel_ir(s.kernel);
@@ -117,8 +195,11 @@ LaunchPlan plan_launch(std::string_view family, const Call& call, const DeviceIn
 }
 
 std::vector<SequenceLaunch> plan_launches(Context& ctx, const LaunchPlan& plan, Instantiation dtype, const Bindings& buffers) {
-  Bindings all = buffers;
-  for (const ScratchBuffer& b : plan.scratch) all.emplace_back(b.name, ctx.alloc(b.dtype, b.count));
+  for (size_t i = 0; i < plan.steps.size(); ++i)
+    if (plan.steps[i].library)
+      throw Error("step " + std::to_string(i + 1) + " of the plan runs the library routine " + plan.steps[i].kernel +
+                  ", not a kernel: a launch sequence cannot hold it (run the plan with run_plan, time it with time_plan)");
+  Bindings all = with_scratch(ctx, plan, buffers);
   std::vector<SequenceLaunch> out;
   for (size_t i = 0; i < plan.steps.size(); ++i) {
     const LaunchStep& s = plan.steps[i];
@@ -148,6 +229,26 @@ std::vector<SequenceLaunch> plan_launches(Context& ctx, const LaunchPlan& plan, 
 }
 
 void run_plan(Context& ctx, const LaunchPlan& plan, Instantiation dtype, const Bindings& buffers) {
+  if (plan.has_library_step()) {
+    // Step by step: kernels through dispatch_with_grid, library routines on the default stream.
+    Bindings all = with_scratch(ctx, plan, buffers);
+    for (size_t i = 0; i < plan.steps.size(); ++i) {
+      const LaunchStep& s = plan.steps[i];
+      try {
+        if (s.library) {
+          blas::gemm(ctx, gemm_args(ctx, s, all, i));
+          continue;
+        }
+        LaunchPlan one;
+        one.steps.push_back(s);
+        for (const SequenceLaunch& l : plan_launches(ctx, one, dtype, all))
+          ctx.dispatch_with_grid(*l.kernel, l.dtype, l.buffers, l.constexprs, l.grid, l.threadgroup);
+      } catch (const Error& e) {
+        throw Error("step " + std::to_string(i + 1) + " of the plan: " + e.what());
+      }
+    }
+    return;
+  }
   std::vector<SequenceLaunch> seq = plan_launches(ctx, plan, dtype, buffers);
   for (size_t i = 0; i < seq.size(); ++i) {
     const SequenceLaunch& l = seq[i];
@@ -161,6 +262,13 @@ void run_plan(Context& ctx, const LaunchPlan& plan, Instantiation dtype, const B
 
 Timing time_plan(Context& ctx, const LaunchPlan& plan, Instantiation dtype, const Bindings& buffers,
                  const TimingOptions& opts) {
+  if (plan.has_library_step()) {
+    if (plan.steps.size() != 1)
+      throw Error("time_plan: a plan that mixes a library routine with kernels cannot be timed as one sample (" +
+                  plan.describe() + ")");
+    const Bindings all = with_scratch(ctx, plan, buffers);
+    return blas::time_gemm(ctx, gemm_args(ctx, plan.steps.front(), all, 0), opts);
+  }
   return ctx.time_sequence(plan_launches(ctx, plan, dtype, buffers), opts);
 }
 

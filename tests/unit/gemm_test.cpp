@@ -7,12 +7,14 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <functional>
 #include <memory>
 #include <string>
 #include <vector>
 
+#include <iron/blas.hpp>
 #include <iron/iron.hpp>
 
 #include "codegen/codegen.hpp"
@@ -68,21 +70,68 @@ std::string error_of(const std::function<void()>& f) {
 
 uint32_t splits_of(const LaunchPlan& p) { return uint32_t(p.steps.front().constexprs.at("splits").as_double()); }
 
-// Decode rows: m <= 16 takes the 16x64x64 tile, split-K over the K = 4096 rows (at most k / 64
-// splits, snapped to equal whole K steps), then the fixed-order reduce.
-TEST(GemmSelector, DecodeRowsSplitK) {
+// Decode rows: m <= 16 against a [n, k] weight takes iron_gemm_decode, one kernel (no partials,
+// no reduce), 4 lane groups of 32, one K slice when the 3584 row groups of 4 outnumber 16 lane
+// groups per compute unit; N = 96 (24 row groups) slices K 16 ways (K = 5120 has 640 chunks, 20
+// per lane group). A row-major B, an unaligned stride or SwiGLU take the 32x32 tile instead.
+TEST(GemmSelector, DecodeRows) {
   const DeviceInfo d = h200();
-  for (int64_t m : {1, 2, 7, 16}) {
-    LaunchPlan p = gemm(d, m, 14336, 4096);
-    ASSERT_EQ(p.steps.size(), 2u) << p.describe();
-    EXPECT_EQ(p.steps[0].kernel, "iron_gemm_16x64x64_w16x16_s3_f32");
-    EXPECT_EQ(p.steps[1].kernel, "iron_gemm_reduce_bf16");
-    // 224 blocks of 16x64 against 2 x 132 units: 2 splits of 32 K steps.
-    EXPECT_EQ(splits_of(p), 2u) << p.describe();
-    EXPECT_EQ(p.steps[0].grid.x, 224u);
-    EXPECT_EQ(p.steps[0].threadgroup.x, 128u);
+  // Every m <= 16 on the lanes body: 2 K slices (3584 row groups x 2 reach 32 lane groups per
+  // compute unit), 2 row groups per threadgroup of 4 lane groups.
+  for (int64_t m : {1, 2, 7, 8, 9, 16}) {
+    LaunchPlan p = gemm(d, m, 14336, 4096, {{"b_trans", 1}});
+    ASSERT_EQ(p.steps.size(), 1u) << p.describe();
+    EXPECT_EQ(p.describe(), "iron_gemm_decode_bf16 grid 1792x1x1 tg 128x1x1");
+    EXPECT_EQ(p.steps[0].constexprs.at("ksplit").as_double(), 2);
+    EXPECT_EQ(p.steps[0].constexprs.at("mma").as_double(), 0);
+    EXPECT_NE(p.reason.find("decode rows on the lanes (4 rows of W per lane group), 2 K slices,"), std::string::npos)
+        << p.reason;
   }
-  // m = 17..64: the 32x32 tile.
+  // The tiles body when asked for: 16 rows of W per lane group, 8 lane groups (2 K slices of 4
+  // tile rows: 896 x 2 reach 132 x 8 lane groups), one persistent threadgroup per compute unit.
+  for (int64_t m : {2, 16}) {
+    LaunchPlan p = gemm(d, m, 14336, 4096, {{"b_trans", 1}, {"mma", 1}});
+    EXPECT_EQ(p.describe(), "iron_gemm_decode_bf16 grid 132x1x1 tg 256x1x1");
+    const Constexprs& c = p.steps[0].constexprs;
+    EXPECT_EQ(c.at("mma").as_double(), 1);
+    EXPECT_EQ(c.at("ksplit").as_double(), 2);
+    EXPECT_EQ(c.at("at_len").as_double(), 4096 * 16);
+    EXPECT_EQ(c.at("red_len").as_double(), 8 * 256);
+    EXPECT_EQ(c.at("ws_len").as_double(), 8 * 3 * 16 * 72);
+  }
+  // Tiles need k a multiple of 16 and 64 KiB of threadgroup memory.
+  EXPECT_NE(error_of([&] { gemm(d, 12, 64, 4104, {{"b_trans", 1}, {"mma", 1}}); }).find("mma = 1 (decode rows on tiles) needs"),
+            std::string::npos);
+  EXPECT_NE(error_of([&] { gemm(lavapipe(), 12, 64, 256, {{"b_trans", 1}, {"mma", 1}}); }).find("mma = 1"), std::string::npos);
+  EXPECT_EQ(gemm(lavapipe(), 12, 64, 256, {{"b_trans", 1}, {"mma", 2}}).steps[0].constexprs.at("mma").as_double(), 0);
+  EXPECT_EQ(gemm(d, 12, 64, 256, {{"b_trans", 1}, {"mma", 2}}).steps[0].constexprs.at("mma").as_double(), 1);
+  // Tiles for m > 16 when forced: blocks of 16 rows of A along the grid's y.
+  EXPECT_EQ(gemm(d, 49, 96, 5120, {{"b_trans", 1}, {"tile", 3}, {"mma", 1}}).describe(),
+            "iron_gemm_decode_bf16 grid 6x4x1 tg 256x1x1");
+  // 16 < m <= 64 at n <= 128: the lanes body too (blocks of 16 rows of A); n = 129: the tiles.
+  EXPECT_EQ(gemm(d, 49, 96, 5120, {{"b_trans", 1}}).steps[0].kernel, "iron_gemm_decode_bf16");
+  EXPECT_NE(gemm(d, 49, 96, 5120, {{"b_trans", 1}}).reason.find("m = 49 <= 64, n = 96 <= 128"), std::string::npos);
+  EXPECT_EQ(gemm(d, 49, 129, 5120, {{"b_trans", 1}}).steps[0].kernel.rfind("iron_gemm_32x32", 0), 0u);
+  LaunchPlan p = gemm(d, 1, 96, 5120, {{"b_trans", 1}, {"epi", 1}, {"out", 1}});
+  EXPECT_EQ(p.describe(), "iron_gemm_decode_f32 grid 24x1x1 tg 512x1x1");
+  EXPECT_EQ(p.steps[0].constexprs.at("ksplit").as_double(), 16);
+  EXPECT_EQ(p.steps[0].constexprs.at("bias_len").as_double(), 96);
+  // Forced onto the decode kernel at m = 40: three blocks of 16 rows of A.
+  p = gemm(d, 40, 96, 5120, {{"b_trans", 1}, {"tile", 3}, {"ksplit", 2}, {"mma", 0}});
+  EXPECT_EQ(p.describe(), "iron_gemm_decode_bf16 grid 12x3x1 tg 128x1x1");
+  // Not eligible: B row-major, lda not a multiple of 8, SwiGLU: the 32x32 tile and split-K.
+  for (const Constexprs& extra : std::vector<Constexprs>{{}, {{"b_trans", 1}, {"lda", 4100}}, {{"b_trans", 1}, {"epi", 5}}}) {
+    p = gemm(d, 4, 14336, 4096, extra);
+    EXPECT_EQ(p.steps[0].kernel.rfind("iron_gemm_32x32x32_w16x16_s2_", 0), 0u) << p.describe();
+    EXPECT_NE(p.reason.find("not a 16-byte aligned [n, k] weight"), std::string::npos) << p.reason;
+  }
+  EXPECT_NE(error_of([&] { gemm(d, 4, 64, 64, {{"tile", 3}}); }).find("tile 3 (decode rows) needs B column-major"),
+            std::string::npos);
+  EXPECT_NE(error_of([&] { gemm(d, 4, 64, 64, {{"tile", 3}, {"b_trans", 1}, {"b_off", 4}}); }).find("b_off = 4"),
+            std::string::npos);
+  EXPECT_NE(error_of([&] { gemm(d, 4, 64, 64, {{"b_trans", 1}, {"ksplit", 3}}); }).find("ksplit = 3: a power of two"),
+            std::string::npos);
+  // m = 17..64 with B row-major: the 32x32 tile.
   for (int64_t m : {17, 26, 49, 64}) {
     LaunchPlan p = gemm(d, m, 96, 5120);
     EXPECT_EQ(p.steps[0].kernel, "iron_gemm_32x32x32_w16x16_s2_f32") << m;
@@ -115,8 +164,9 @@ TEST(GemmSelector, SmallShapesSplitK) {
 // Large prefill: the 128x128 tile, one split, the epilogue fused into the one kernel.
 TEST(GemmSelector, LargePrefillOneKernel) {
   const DeviceInfo d = h200();
-  LaunchPlan p = gemm(d, 2048, 14336, 4096);
+  LaunchPlan p = gemm(d, 2048, 14336, 4096, {{"vendor", 0}});
   EXPECT_EQ(p.describe(), "iron_gemm_128x128x32_w64x32_s3_bf16 grid 112x16x1 tg 256x1x1");
+  EXPECT_NE(p.reason.find("vendor = 0: Iron's kernels, not cuBLASLt"), std::string::npos) << p.reason;
   p = gemm(d, 4096, 4096, 4096, {{"epi", 2}});
   EXPECT_EQ(p.describe(), "iron_gemm_128x128x32_w64x32_s3_bf16 grid 32x32x1 tg 256x1x1");
   EXPECT_EQ(p.steps[0].constexprs.at("epi").as_double(), 2);  // SiLU: a specialized scalar
@@ -136,6 +186,59 @@ TEST(GemmSelector, LargePrefillOneKernel) {
   ASSERT_EQ(p.steps.size(), 3u);
   EXPECT_EQ(p.steps[2].kernel, "iron_gemm_reduce_swiglu_f32");
   EXPECT_EQ(splits_of(p), 1u);
+}
+
+// The vendor route: on CUDA, m, n, k >= 512 with no epilogue and C in f32 or T go to cuBLASLt
+// (one library step, blas.gemm) when the library is found (it is on the build machines; where it
+// is not, the reason says so and the tiles run). Each side of the rule: a dimension below 512,
+// an epilogue, a C dtype cuBLASLt lacks, a tile asked for, vendor = 0, IRON_GEMM_VENDOR=0, a
+// device that is not CUDA.
+TEST(GemmSelector, VendorRouteForLargeDenseProducts) {
+  const DeviceInfo d = h200();
+  bool have = true;
+  try {
+    blas::library();
+  } catch (const Error&) {
+    have = false;
+  }
+  LaunchPlan p = gemm(d, 2048, 14336, 4096, {{"b_trans", 1}, {"ldb", 4104}, {"a_off", 3}, {"out", 1}});
+  if (have) {
+    ASSERT_EQ(p.steps.size(), 1u);
+    EXPECT_TRUE(p.steps[0].library);
+    EXPECT_EQ(p.describe(), "blas.gemm (library) 2048x14336x4096");
+    EXPECT_NE(p.reason.find("cuBLASLt (iron::blas::gemm, "), std::string::npos) << p.reason;
+    const Constexprs& c = p.steps[0].constexprs;
+    EXPECT_EQ(c.at("b_col").as_double(), 1);
+    EXPECT_EQ(c.at("ldb").as_double(), 4104);
+    EXPECT_EQ(c.at("a_off").as_double(), 3);
+    EXPECT_EQ(c.at("out").as_double(), 1);
+    const auto bufs = library_step_buffers(p.steps[0], Instantiation{DType::BF16});
+    ASSERT_EQ(bufs.size(), 3u);
+    EXPECT_EQ(bufs[2].second, DType::F32);
+  } else {
+    EXPECT_EQ(p.steps[0].kernel, "iron_gemm_128x128x32_w64x32_s3_f32");
+    EXPECT_NE(p.reason.find("is not available"), std::string::npos) << p.reason;
+  }
+  EXPECT_EQ(gemm(d, 4096, 4096, 4096).steps[0].library, have);
+  // The other side of each condition: Iron's kernels.
+  for (const LaunchPlan& q : {gemm(d, 256, 512, 2048), gemm(d, 4096, 4096, 511), gemm(d, 4096, 4096, 4096, {{"epi", 1}}),
+                              gemm(d, 4096, 4096, 4096, {{"out", 2}}), gemm(d, 4096, 4096, 4096, {{"tile", 1}}),
+                              gemm(d, 4096, 4096, 4096, {{"vendor", 0}}), gemm(lavapipe(), 4096, 4096, 4096)})
+    for (const LaunchStep& s : q.steps) EXPECT_FALSE(s.library) << q.describe();
+  ::setenv("IRON_GEMM_VENDOR", "0", 1);
+  p = gemm(d, 4096, 4096, 4096);
+  EXPECT_FALSE(p.steps[0].library);
+  EXPECT_NE(p.reason.find("IRON_GEMM_VENDOR=0"), std::string::npos) << p.reason;
+  ::setenv("IRON_GEMM_VENDOR", "yes", 1);
+  EXPECT_NE(error_of([&] { gemm(d, 4096, 4096, 4096); }).find("IRON_GEMM_VENDOR='yes' is not 0 or 1"), std::string::npos);
+  ::unsetenv("IRON_GEMM_VENDOR");
+  // A library step a plan cannot carry: a kernel sequence refuses it by name.
+  if (have) {
+    std::unique_ptr<Context> ctx = Context::create(Backend::Interp);
+    EXPECT_NE(error_of([&] { plan_launches(*ctx, gemm(d, 4096, 4096, 4096), Instantiation{DType::BF16}, {}); })
+                  .find("runs the library routine blas.gemm, not a kernel"),
+              std::string::npos);
+  }
 }
 
 // lavapipe (32 KiB of threadgroup memory, 8 lanes): the 32x32 tile whatever the call asks, 4
@@ -188,7 +291,7 @@ TEST(GemmSelector, BadCallsAreLocatedErrors) {
   EXPECT_NE(error_of([&] { gemm(d, 512, 512, 512, {{"tile", 0}, {"stages", 2}}); })
                 .find("stages can be chosen for the 64x64 tile (tile 1) only"),
             std::string::npos);
-  EXPECT_NE(error_of([&] { gemm(d, 4, 4, 64, {{"splits", 3}}); }).find("splits = 3: between 1 and the 1 K steps"),
+  EXPECT_NE(error_of([&] { gemm(d, 4, 4, 64, {{"splits", 3}}); }).find("splits = 3: between 1 and the 2 K steps"),
             std::string::npos);
   EXPECT_NE(error_of([&] { gemm(d, 70000, 70000, 16); }).find("must be below 2^32"), std::string::npos);
   // Every message names the family and the selector's file.
@@ -207,17 +310,23 @@ TEST(GemmSelector, NoRouteUsesAtomics) {
         }
 }
 
-// The same split-K call 100 times: identical bits each time. On CUDA a production-sized decode
-// shape (m 16, n 4096, k 4096, 8 splits); elsewhere a small one the interpreter runs quickly.
-void repeat_bit_exact(Backend backend) {
+// The same split-K (or decode-rows) call 100 times: identical bits each time. On CUDA a
+// production-sized decode shape (m 16, n 4096, k 4096, 8 splits or 4 K slices); elsewhere a small
+// one the interpreter runs quickly.
+void repeat_bit_exact(Backend backend, bool decode) {
   std::string why;
   if (list_devices(backend, &why).empty()) GTEST_SKIP() << backend_name(backend) << ": " << why;
   std::unique_ptr<Context> ctx = Context::create(backend);
   const bool big = backend == Backend::Cuda;
   const int64_t m = big ? 16 : 5, n = big ? 4096 : 40, k = big ? 4096 : 256, splits = big ? 8 : 4;
-  const Call call{DType::BF16, {{"m", m}, {"n", n}, {"k", k}, {"b_trans", 1}, {"splits", splits}, {"epi", 2}}};
+  Call call{DType::BF16, {{"m", m}, {"n", n}, {"k", k}, {"b_trans", 1}, {"epi", 2}}};
+  // Decode rows: the K slices' sums meet in threadgroup memory (4 slices here, 2 on the small
+  // shape); split-K: the f32 partials and the reduce.
+  if (decode) call.args.emplace("ksplit", big ? 4 : 2);
+  else call.args.emplace("splits", splits);
   const LaunchPlan plan = plan_launch("iron_gemm", call, ctx->info());
-  ASSERT_EQ(splits_of(plan), uint32_t(splits)) << plan.describe();
+  if (decode) ASSERT_EQ(plan.steps.front().kernel, "iron_gemm_decode_bf16") << plan.describe();
+  else ASSERT_EQ(splits_of(plan), uint32_t(splits)) << plan.describe();
   std::vector<uint16_t> a(static_cast<size_t>(m * k)), b(static_cast<size_t>(n * k)), bias(static_cast<size_t>(n));
   uint32_t x = 12345;
   auto bf16 = [&] {
@@ -240,7 +349,9 @@ void repeat_bit_exact(Backend backend) {
     run_plan(*ctx, plan, DType::BF16, bind);
     ctx->synchronize();
     ctx->download(dc, (run == 0 ? first : again).data(), first.size() * 2);
-    if (run > 0) ASSERT_EQ(std::memcmp(first.data(), again.data(), first.size() * 2), 0) << "run " << run;
+    if (run > 0) {
+      ASSERT_EQ(std::memcmp(first.data(), again.data(), first.size() * 2), 0) << "run " << run;
+    }
   }
   // And the result is the product: a spot check of element (m - 1, n - 1) against f64.
   auto f = [](uint16_t h) {
@@ -255,9 +366,89 @@ void repeat_bit_exact(Backend backend) {
   EXPECT_NEAR(f(first.back()), want, 0.02 * std::max(1.0, std::fabs(want)));
 }
 
-TEST(GemmDeterminism, SplitKBitExactOver100RunsInterp) { repeat_bit_exact(Backend::Interp); }
-TEST(GemmDeterminism, SplitKBitExactOver100RunsVulkan) { repeat_bit_exact(Backend::Vulkan); }
-TEST(GemmDeterminism, SplitKBitExactOver100RunsCuda) { repeat_bit_exact(Backend::Cuda); }
+// On a CUDA device with cuBLASLt: the routed plan (one blas.gemm step, through run_plan and
+// time_plan) against the same call on Iron's kernels (vendor = 0), B a [n, k] weight at an
+// offset, C in f32: the two f32 accumulations agree to 1e-3 of the row's scale; time_plan
+// returns the samples asked for.
+TEST(GemmRoute, VendorPlanMatchesIronKernelsCuda) {
+  std::string why;
+  if (list_devices(Backend::Cuda, &why).empty()) GTEST_SKIP() << "cuda: " << why;
+  std::unique_ptr<Context> ctx = Context::create(Backend::Cuda);
+  if (!blas::available(*ctx, &why)) GTEST_SKIP() << why;
+  const int64_t m = 512, n = 640, k = 768, b_off = 8;
+  Constexprs args{{"m", m}, {"n", n}, {"k", k}, {"b_trans", 1}, {"b_off", b_off}, {"out", 1}};
+  const LaunchPlan routed = plan_launch("iron_gemm", Call{DType::BF16, args}, ctx->info());
+  ASSERT_TRUE(routed.has_library_step()) << routed.describe() << ": " << routed.reason;
+  args["vendor"] = 0;
+  const LaunchPlan own = plan_launch("iron_gemm", Call{DType::BF16, args}, ctx->info());
+  ASSERT_FALSE(own.has_library_step()) << own.describe();
+  std::vector<uint16_t> a(size_t(m * k)), b(size_t(b_off + n * k));
+  uint32_t x = 777;
+  for (std::vector<uint16_t>* v : {&a, &b})
+    for (uint16_t& e : *v) {
+      x = x * 1664525u + 1013904223u;
+      const float f = float(int32_t(x >> 8) % 2001 - 1000) / 1000.0f;
+      uint32_t u;
+      std::memcpy(&u, &f, 4);
+      e = uint16_t(u >> 16);
+    }
+  DeviceBuffer da = ctx->alloc(DType::BF16, a.size()), db = ctx->alloc(DType::BF16, b.size());
+  DeviceBuffer c1 = ctx->alloc(DType::F32, size_t(m * n)), c2 = ctx->alloc(DType::F32, size_t(m * n));
+  ctx->upload(da, a.data(), a.size() * 2);
+  ctx->upload(db, b.data(), b.size() * 2);
+  run_plan(*ctx, routed, DType::BF16, {{"a", da}, {"b", db}, {"c", c1}});
+  run_plan(*ctx, own, DType::BF16, {{"a", da}, {"b", db}, {"c", c2}});
+  ctx->synchronize();
+  std::vector<float> r1(size_t(m * n)), r2(size_t(m * n));
+  ctx->download(c1, r1.data(), r1.size() * 4);
+  ctx->download(c2, r2.data(), r2.size() * 4);
+  double worst = 0;
+  for (size_t i = 0; i < r1.size(); ++i) worst = std::max(worst, std::fabs(double(r1[i]) - r2[i]) / (1.0 + std::fabs(r2[i])));
+  EXPECT_LT(worst, 1e-3);
+  TimingOptions o;
+  o.warmup = 1;
+  o.samples = 5;
+  const Timing t = time_plan(*ctx, routed, DType::BF16, {{"a", da}, {"b", db}, {"c", c1}}, o);
+  EXPECT_EQ(t.samples_us.size(), 5u);
+  EXPECT_NE(t.compile_report.find("cuBLASLt algo"), std::string::npos) << t.compile_report;
+}
+
+TEST(GemmDeterminism, SplitKBitExactOver100RunsInterp) { repeat_bit_exact(Backend::Interp, false); }
+TEST(GemmDeterminism, SplitKBitExactOver100RunsVulkan) { repeat_bit_exact(Backend::Vulkan, false); }
+TEST(GemmDeterminism, SplitKBitExactOver100RunsCuda) { repeat_bit_exact(Backend::Cuda, false); }
+TEST(GemmDeterminism, DecodeRowsBitExactOver100RunsInterp) { repeat_bit_exact(Backend::Interp, true); }
+TEST(GemmDeterminism, DecodeRowsBitExactOver100RunsCuda) { repeat_bit_exact(Backend::Cuda, true); }
+
+// Known-bad variants of the decode rows kernel, against its f32-output cases on the interpreter
+// (both bodies, one and several K slices, several rounds of tile rows): every barrier dropped (the
+// lanes' combine, the W ring's pipeline, which also orders A^T's staging and the previous round's
+// combine, the tile sums before the combine) and every async_wait dropped must fail a case.
+TEST(GemmMutation, DecodeRowsKnownBadVariantsAreCaught) {
+  std::unique_ptr<Context> ctx = Context::create(Backend::Interp);
+  const ir::Kernel& k = kernel_ir("iron_gemm_decode_f32");
+  std::vector<const TestDecl*> cases;
+  for (const TestDecl* t : registered_tests())
+    for (const char* name : {"decode_rows_m20_n9_k256_tile3_residual", "decode_rows_m16_n33_k200_int",
+                             "decode_tiles_m16_n48_k160_int", "decode_tiles_m10_n80_k512_ksplit8_rounds"})
+      if (std::string(t->kernel) == "iron_gemm" && std::string(t->name) == name) cases.push_back(t);
+  ASSERT_EQ(cases.size(), 4u);
+  std::vector<mutate::Mutant> bad;
+  for (mutate::Mutant& m : mutate::enumerate(k, 32, 1024))
+    if (m.kind == "dropped_barrier") bad.push_back(std::move(m));
+  EXPECT_EQ(bad.size(), 3u);
+  {
+    mutate::Mutant m{"dropped_async_wait", "", "every async_wait removed", k, ""};
+    for (ir::Block& b : m.kernel.blocks)
+      b.insts.erase(std::remove_if(b.insts.begin(), b.insts.end(),
+                                   [&](ir::Id id) { return m.kernel.insts[id].op == ir::Op::AsyncWait; }),
+                    b.insts.end());
+    bad.push_back(std::move(m));
+  }
+  for (const mutate::Mutant& m : bad) {
+    const mutate::Outcome o = mutate::run_mutant(*ctx, k, m, cases);
+    EXPECT_EQ(o.status, mutate::Outcome::Status::Killed) << m.kind << " " << m.site << " " << m.detail << ": " << o.by;
+  }
+}
 
 // --- Asynchronous copies on the interpreter (docs/semantics.md "Asynchronous copies") -------
 // 64 threads; thread l owns slots 4l .. 4l + 3 and 256 + 4l .. of a threadgroup array, set to -1
@@ -351,7 +542,8 @@ TEST(GemmCodegen, CudaCompilesThroughNvrtcDownEveryMmaPath) {
                {"iron_gemm_128x128x32_w64x32_s3_f16", codegen::CudaMma::MmaSync, "sm_80"},
                {"iron_gemm_32x32x32_w16x16_s2_f32", codegen::CudaMma::Wmma, "sm_80"},
                {"iron_gemm_32x32x32_w16x16_s2_f32", codegen::CudaMma::Software, "sm_90"},
-               {"iron_gemm_16x64x64_w16x16_s3_f32", codegen::CudaMma::Wmma, "sm_75"}};
+               {"iron_gemm_32x32x32_w16x16_s2_f16", codegen::CudaMma::Wmma, "sm_75"},
+               {"iron_gemm_decode_bf16", codegen::CudaMma::MmaSync, "sm_90"}};
   for (const Case& c : cases) {
     ir::Kernel k = passes::optimize(kernel_ir(c.kernel));
     codegen::EmitOptions o;
@@ -359,10 +551,17 @@ TEST(GemmCodegen, CudaCompilesThroughNvrtcDownEveryMmaPath) {
     const DType t = c.m == codegen::CudaMma::Wmma && std::string(c.arch) == "sm_75" ? DType::F16 : DType::BF16;
     codegen::Emitted e = codegen::emit(k, t, codegen::Target::Cuda, o);
     ASSERT_TRUE(e.ok()) << e.diags.render(k);
-    EXPECT_TRUE(has(e.source, "cp.async.cg.shared.global [%0], [%1], 16, %2;")) << c.kernel;
-    EXPECT_TRUE(has(e.source, "cp.async.commit_group;")) << c.kernel;
-    EXPECT_TRUE(has(e.source, "cp.async.wait_group")) << c.kernel;
-    EXPECT_TRUE(has(e.source, "& 15ull) == 0ull) {")) << c.kernel;
+    if (has(c.kernel, "decode")) {
+      // The decode kernel's lanes body reads W and A in 16-byte loads; its tiles body stages W with
+      // 16-byte cp.async copies.
+      EXPECT_TRUE(has(e.source, "*reinterpret_cast<const uint4*>(p_b + ")) << c.kernel;
+      EXPECT_TRUE(has(e.source, "cp.async.cg.shared.global [%0], [%1], 16, %2;")) << c.kernel;
+    } else {
+      EXPECT_TRUE(has(e.source, "cp.async.cg.shared.global [%0], [%1], 16, %2;")) << c.kernel;
+      EXPECT_TRUE(has(e.source, "cp.async.commit_group;")) << c.kernel;
+      EXPECT_TRUE(has(e.source, "cp.async.wait_group")) << c.kernel;
+      EXPECT_TRUE(has(e.source, "& 15ull) == 0ull) {")) << c.kernel;
+    }
     rt::NvrtcResult r = rt::nvrtc_compile(e.source, c.kernel, c.arch);
     if (!r.ok && has(r.log, "libnvrtc")) GTEST_SKIP() << r.log;  // no NVRTC on this machine
     EXPECT_TRUE(r.ok) << c.kernel << " " << codegen::cuda_mma_name(c.m) << " " << c.arch << ":\n" << r.log.substr(0, 3000);

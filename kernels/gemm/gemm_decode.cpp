@@ -1,0 +1,296 @@
+// Decode rows of the GEMM family: C [m, n] = A [m, k] B [k, n] (+ the fused epilogue) for a few
+// rows of A (m <= 16 is what it is for) against B column-major, i.e. a linear layer's weight
+// W [n, k] with B = W^T. The product is bound by reading W once, so the kernel streams W: no
+// staging of W, no pipeline, one kernel.
+//
+//   iron_gemm_decode_<OUT>   (mode Reduction; T in {f16, bf16}; OUT in {f32, f16, bf16})
+//
+// Element (i, kk) of A is a[a_off + i * lda + kk] (A row-major), W (j, kk) = B (kk, j) is
+// b[b_off + j * ldb + kk]. k, lda, ldb, a_off and b_off are multiples of 8 (declared facts,
+// checked at every dispatch), so every 8-element chunk of a row of A or W starts 16 bytes
+// aligned. m, k, ksplit, mma and epi are specialized: loop bounds are constants and the body the
+// dispatch does not take is folded away. Two bodies:
+//
+// mma = 0, the lanes body (products in f32 on the lanes). A lane group owns kRows = 4
+// consecutive rows of W (a row group) and one of `ksplit` slices of K; the ksplit lane groups of
+// a row group are adjacent (num_simd_groups() / ksplit row groups per threadgroup). Lane l of
+// slice s reads the chunks ((j * kUnroll + u) * ksplit + s) * lane_width + l: the slices of a row
+// group read consecutive 16-byte chunks of each W row; every step a lane loads kUnroll = 2 chunks
+// of each of its 4 rows (8 16-byte loads, the vectorize pass's) before it multiplies, and for
+// each of the block's 16 rows of A (rows at or past m fold away) accumulates 4 x 8 products in
+// f32 (a register array). program_id(1) is the block of 16 rows of A (one block for m <= 16; more
+// re-read W, correct for any m). Rows past n or m are clamped for the loads and never stored.
+// Each accumulator is summed across its lane group by lane_sum into `red` (red_len = groups * 64
+// floats); after one barrier lane e < 64 of slice 0 adds the slices' sums of output e in slice
+// order.
+//
+// mma = 1, the tiles body (k a multiple of 16, n >= 16): C^T = W A^T on cooperative tiles. The
+// threadgroup first stages A^T [k, 16] of its block of 16 rows of A (program_id(1)) in `at`
+// (at_len = 16 k; rows past m are 0), then each lane group takes 16 rows of W (a tile row; the
+// last one moved back to end at n) and one of `ksplit` slices of K, in blocks of kTileUnroll = 4
+// K steps (64 elements of each row): it stages its blocks into its own ring of kTileStages slots
+// in `ws` (ws_len = groups * kTileStages * 16 * 72) with 16-byte asynchronous copies,
+// kTileStages - 1 blocks ahead, and multiplies each block's 4 W tiles (ldmatrix on CUDA) by A^T's
+// tiles from `at`, 16 x 16 products summed on the tensor cores. Threadgroups are persistent: they
+// walk the tile rows in a grid stride (every lane group the same number of rounds and blocks, for
+// the barriers). The slices' 16 x 16 f32 sums go to `red` (red_len = groups * 256) and lane
+// group 0 of each tile row adds them in slice order.
+//
+// Then the epilogue (docs/gemm.md: none, bias, silu, gelu, residual) in f32, one rounding to OUT.
+// No atomics: fixed-order sums, bit-exact run to run.
+// Dispatch (gemm_for plans it): lanes: grid = {ceil(ceil(n / 4) / (groups / ksplit)), ceil(m /
+// 16), 1}; tiles: grid = {at most one threadgroup per tile row group, ceil(m / 16), 1}; threadgroup = {groups
+// * lane width, 1, 1} with groups a multiple of ksplit.
+#include <memory>
+#include <vector>
+
+#include <iron/iron.hpp>
+
+#include "epilogue.hpp"
+#include "gemm.hpp"
+
+namespace iron::kernels::gemm {
+using namespace iron::dsl;
+
+namespace {
+
+constexpr uint32_t kRows = kDecodeRows;      // rows of W per lane group
+constexpr uint32_t kBlock = kDecodeBlock;    // rows of A per pass
+constexpr uint32_t kUnroll = kDecodeUnroll;  // lanes body: chunks per lane per step
+constexpr uint32_t kTileUnroll = 4;          // tiles body: K steps per staged block
+constexpr uint32_t kTileStages = kDecodeTileStages;  // tiles body: staged blocks per lane group
+constexpr uint32_t kTileLd = kDecodeTileLd;  // tiles body: staged row stride (64 + 8 elements)
+
+// The parameters of one dispatch, shared by the two bodies.
+struct Decode {
+  DType out_t;
+  Expr m, n, k, lda, ldb, a_off, b_off, ksplit, epi;
+  Buffer a, b, bias, res, c;
+  TgBuffer red, at, ws;
+
+  // The epilogue of element (gi, gj), v its f32 sum, stored to C when both are in range.
+  void store(Expr gi, Expr gj, Expr v) const {
+    if_((gi < m) && (gj < n), [&] {
+      Expr out = apply_epilogue(
+          epi, v, nullptr, [&] { return cast<f32>(bias[gj]); }, [&] { return cast<f32>(res[gi * n + gj]); });
+      c[gi * n + gj] = cast_to(out, out_t);
+    });
+  }
+  void lanes_body() const;
+  void tiles_body() const;
+};
+
+void Decode::lanes_body() const {
+  Expr lanes = lane_width();
+  Expr w = simd_group_id();
+  Expr lane = lane_id();
+  Expr slice = w % ksplit;
+  Expr group = program_id(0) * (num_simd_groups() / ksplit) + w / ksplit;
+  Expr row0 = group * kRows;
+  Expr mb0 = program_id(1) * kBlock;
+  Expr chunks = k / 8u;
+  Expr per_step = ksplit * lanes;
+  Expr steps = (chunks + per_step - 1u) / per_step;
+
+  // Register arrays (every index a constant once the loops of at most 16 steps unroll): the
+  // 4 x 16 sums (W row r, A row i at r * 16 + i), a step's W chunks, one A chunk.
+  TgBuffer acc = local_array("acc", f32, kRows * kBlock);
+  TgBuffer wv = local_array("wv", f32, kUnroll * kRows * 8);
+  TgBuffer av = local_array("av", f32, 8);
+  for_(0u, kBlock, [&](Expr i) { for_(0u, kRows, [&](Expr r) { acc[r * kBlock + i] = 0.0f; }); });
+  auto chunk_of = [&](Expr j, Expr u) { return ((j * kUnroll + u) * ksplit + slice) * lanes + lane; };
+
+  // kUnroll chunks per step: their W loads (clamped to the last chunk, so unconditional) are
+  // issued before any product, then each row of A's chunks and the products of the chunks that
+  // exist. The rows of A are host copies (the sums' register indices), the rest loops.
+  for_(0u, (steps + (kUnroll - 1)) / kUnroll, [&](Expr j) {
+    for_(0u, kUnroll, [&](Expr u) {
+      Expr kk = min(chunk_of(j, u), chunks - 1u) * 8u;
+      for_(0u, kRows, [&](Expr r) {
+        Expr row = b_off + min(row0 + r, n - 1u) * ldb;
+        for_(0u, 8u, [&](Expr e) { wv[(u * kRows + r) * 8u + e] = cast<f32>(b[row + kk + e]); });
+      });
+    });
+    for (uint32_t i = 0; i < kBlock; ++i)
+      if_(m > i, [&] {  // folds when m is specialized: rows of A the call does not have vanish
+        Expr arow = a_off + min(mb0 + i, m - 1u) * lda;
+        for_(0u, kUnroll, [&](Expr u) {
+          Expr ch = chunk_of(j, u);
+          if_(ch < chunks, [&] {
+            for_(0u, 8u, [&](Expr e) { av[e] = cast<f32>(a[arow + ch * 8u + e]); });
+            for_(0u, kRows, [&](Expr r) {
+              for_(0u, 8u, [&](Expr e) {
+                acc[r * kBlock + i] = acc[r * kBlock + i] + wv[(u * kRows + r) * 8u + e] * av[e];
+              });
+            });
+          });
+        });
+      });
+  });
+
+  // Each sum across the lane group, into threadgroup memory; after one barrier the 64 lanes of
+  // slice 0's lane group (a loop at narrower widths) add the slices in slice order and store.
+  for (uint32_t i = 0; i < kBlock; ++i)
+    if_(m > i, [&] {
+      for_(0u, kRows, [&](Expr r) {
+        Expr total = lane_sum(Operand(acc[r * kBlock + i]).value);
+        if_(lane == 0u, [&] { red[w * (kRows * kBlock) + r * kBlock + i] = total; });
+      });
+    });
+  barrier();
+  if_(slice == 0u, [&] {
+    for_(lane, kRows * kBlock, lanes, [&](Expr e) {
+      Expr r = e / kBlock;
+      Expr i = e % kBlock;
+      if_(mb0 + i < m, [&] {
+        Var<f32> v = 0.0f;
+        for_(0u, ksplit, [&](Expr q) { v += red[(w + q) * (kRows * kBlock) + e]; });
+        store(mb0 + i, row0 + r, Operand(v).value);
+      });
+    });
+  });
+}
+
+void Decode::tiles_body() const {
+  // A^T [k, 16] into threadgroup memory once: element (kk, i) at at[kk * 16 + i], 0 for i >= m.
+  // Thread t takes 8-element chunks of A's rows (16-byte loads) and scatters them.
+  // Eight chunks per thread and step (a loop the unroll pass flattens), so their loads are in
+  // flight together rather than one L2 round trip per chunk.
+  Expr chunks = k / 8u;  // per row of A
+  Expr mb0 = program_id(1) * kBlock;  // this threadgroup's block of 16 rows of A
+  Expr span = group_size(0) * 8u;
+  for_(0u, (chunks * kBlock + span - 1u) / span, [&](Expr j) {
+    for_(0u, 8u, [&](Expr u) {
+      Expr e = (j * 8u + u) * group_size(0) + local_id(0);
+      if_(e < chunks * kBlock, [&] {
+        Expr i = e / chunks;
+        Expr kk = (e % chunks) * 8u;
+        Expr row = a_off + min(mb0 + i, m - 1u) * lda;
+        Expr keep = mb0 + i < m;
+        for_(0u, 8u, [&](Expr q) { at[(kk + q) * kBlock + i] = cast<T>(select(keep, cast<f32>(a[row + kk + q]), 0.0f)); });
+      });
+    });
+  });
+  // No barrier here: the first one of the K block loop (below) comes before any tile load of A^T.
+
+  // Lane group w: K slice w % ksplit of the tile row (16 rows of W) it is on. The threadgroup
+  // walks the tile rows in a grid stride, every lane group the same number of rounds and K
+  // blocks (the barriers), idle past the last tile row. A K block is kTileUnroll = 4 K steps,
+  // 64 elements of each of the 16 rows: the lane group stages its blocks into its own ring of
+  // kTileStages slots in `ws` with 16-byte asynchronous copies, kTileStages - 1 blocks ahead,
+  // and multiplies each from there (ldmatrix on CUDA).
+  TileShape tile = coop_tile_setup(16, 16, 16, T);
+  Expr w = simd_group_id();
+  Expr lane = lane_id();
+  Expr slice = w % ksplit;
+  Expr per_group = num_simd_groups() / ksplit;  // tile rows per threadgroup and round
+  Expr tiles = (n + 15u) / 16u;
+  Expr stride = num_programs(0) * per_group;
+  Expr rounds = (tiles + stride - 1u) / stride;
+  Expr ksteps = k / 16u;
+  Expr blocks = (ksteps + (kTileUnroll - 1)) / kTileUnroll;
+  Expr mine = (blocks + ksplit - 1u) / ksplit;  // K blocks per slice (the last may be past k)
+  constexpr uint32_t kSlot = 16 * kTileLd;      // one block's staged elements
+  for_(0u, rounds, [&](Expr round) {
+    Expr t = round * stride + program_id(0) * per_group + w / ksplit;
+    Expr live = t < tiles;
+    // The last tile row is moved back to end at n (n >= 16): its rows before t * 16 belong to the
+    // previous tile row and are not stored twice.
+    Expr n0 = min(t * 16u, n - 16u);
+    auto stage_block = [&](Expr jb, Expr slot) {
+      Expr kb = (jb * ksplit + slice) * (16u * kTileUnroll);
+      for_(lane, 16u * (16u * kTileUnroll / 8u), lane_width(), [&](Expr c) {
+        Expr r = c / (16u * kTileUnroll / 8u);
+        Expr kk = (c % (16u * kTileUnroll / 8u)) * 8u;
+        Expr gk = kb + kk;
+        Expr valid = select(live && (gk < k), min(k - gk, 8u), 0u);
+        async_copy(ws[(w * kTileStages + slot) * kSlot + r * kTileLd + kk], b[b_off + (n0 + r) * ldb + min(gk, k - 8u)], 8,
+                   valid);
+      });
+      async_commit();
+    };
+    for (uint32_t s = 0; s + 1 < kTileStages; ++s) {
+      Expr at_s = mine * 0u + s;  // the constant s as a u32 value
+      if_(at_s < mine, [&] { stage_block(at_s, at_s); }).else_([&] { async_commit(); });
+    }
+    FragVar acc(coop_tile_fill(tile, 0.0f));
+    for_(0u, mine, [&](Expr jb) {
+      // This lane group's copies of block jb have landed (every commit group before the last
+      // kTileStages - 2); after the barrier every lane group is past block jb - 1, whose slot the
+      // next copy overwrites.
+      async_wait(kTileStages - 2);
+      barrier();
+      Expr next = jb + (kTileStages - 1);
+      if_(next < mine, [&] { stage_block(next, next % kTileStages); }).else_([&] { async_commit(); });
+      if_(live, [&] {
+        Expr base = (w * kTileStages + jb % kTileStages) * kSlot;
+        for (uint32_t u = 0; u < kTileUnroll; ++u) {
+          Expr step = (jb * ksplit + slice) * kTileUnroll + u;
+          if_(step < ksteps, [&] {
+            Frag fw = coop_tile_load_a(tile, ws, base + u * 16u, kTileLd);
+            Frag fa = coop_tile_load_b(tile, at, step * (16u * kBlock), kBlock);
+            acc.set(coop_tile_run(fw, fa, acc.get()));
+          });
+        }
+      });
+    });
+    async_wait(0);
+    if_(live, [&] { coop_tile_store(acc.get(), red, w * 256u, 16u); });
+    barrier();
+    // Slice 0's lanes add the slices in order and store: element (r, i) of the tile is W row
+    // n0 + r times A row i; lanes walk r fastest, so each row of C gets 16 adjacent outputs.
+    if_(live && (slice == 0u), [&] {
+      for_(lane, 256u, lane_width(), [&](Expr e) {
+        Expr r = e % 16u;
+        Expr i = e / 16u;
+        Var<f32> v = 0.0f;
+        for_(0u, ksplit, [&](Expr q) { v += red[(w + q) * 256u + r * 16u + i]; });
+        Expr gj = n0 + r;
+        if_((mb0 + i < m) && (gj >= t * 16u), [&] { store(mb0 + i, gj, Operand(v).value); });
+      });
+    });
+    // No barrier at the round's end: the next round's K block loop passes one before any lane
+    // group stores its sums into `red` again or copies into a slot.
+  });
+}
+
+void gemm_decode(const KernelVariant& var) {
+  const DType out_t = var.type("OUT");
+  Expr m = constexpr_("m", u32, specialize());
+  Expr n = constexpr_("n", u32);
+  Expr k = constexpr_("k", u32, specialize() | multiple_of(8));
+  Expr lda = constexpr_("lda", u32, multiple_of(8));
+  Expr ldb = constexpr_("ldb", u32, multiple_of(8));
+  Expr a_off = constexpr_("a_off", u32, multiple_of(8));
+  Expr b_off = constexpr_("b_off", u32, multiple_of(8));
+  Expr a_len = constexpr_("a_len", u32);
+  Expr b_len = constexpr_("b_len", u32);
+  Expr ksplit = constexpr_("ksplit", u32, specialize());
+  Expr mma = constexpr_("mma", u32, specialize());  // 0: products on the lanes, 1: on tiles
+  Expr epi = constexpr_("epi", u32, specialize());
+  Expr red_len = constexpr_("red_len", u32);  // the combine's threadgroup floats (1 when unused)
+  Expr at_len = constexpr_("at_len", u32);    // tiles: k * 16 elements of A^T, else 1
+  Expr ws_len = constexpr_("ws_len", u32);    // tiles: groups * stages * 16 * 72 staged W, else 1
+  Expr bias_len = constexpr_("bias_len", u32);  // n with a bias, else 1 (the buffer is not read)
+  Expr res_len = constexpr_("res_len", u32);    // m * n with a residual, else 1
+  Buffer a = input("a", T, {a_len});
+  Buffer b = input("b", T, {b_len});
+  Buffer bias = input("bias", out_t, {bias_len});
+  Buffer res = input("residual", out_t, {res_len});
+  Buffer c = output("c", out_t, {m, n});
+  TgBuffer red = threadgroup_alloc_dynamic("red", f32, red_len, 1, 16);
+  TgBuffer at = threadgroup_alloc_dynamic("at", T, at_len, 1, 16);
+  TgBuffer ws = threadgroup_alloc_dynamic("ws", T, ws_len, 1, 16);
+  const Decode d{out_t, m, n, k, lda, ldb, a_off, b_off, ksplit, epi, a, b, bias, res, c, red, at, ws};
+  if_(mma == 0u, [&] { d.lanes_body(); }).else_([&] { d.tiles_body(); });
+}
+
+
+}  // namespace
+
+static void gemm_decode_rows(const KernelVariant& v) { gemm_decode(v); }
+
+IRON_KERNEL_VARIANTS(iron_gemm_decode, gemm_decode_rows, Reduction, (f16, bf16), "{OUT}",
+                     ::iron::type_axis("OUT", {::iron::DType::F32, ::iron::DType::F16, ::iron::DType::BF16}));
+
+}  // namespace iron::kernels::gemm
