@@ -507,6 +507,14 @@ void fence_proxy_async(SrcLoc loc = SrcLoc::current());
 void bulk_copy(const TgRef& dst, const ElemRef& src, uint32_t count, const TgRef& bar);
 void setmaxnreg_inc(uint32_t registers, SrcLoc loc = SrcLoc::current());
 void setmaxnreg_dec(uint32_t registers, SrcLoc loc = SrcLoc::current());
+// The copy engine's store: bulk_store(buf[j], tg[i], count) copies count elements (a multiple of
+// 16 bytes, i and j 16-byte aligned) of the array to the buffer; bulk_commit() closes this
+// thread's group of bulk stores; bulk_wait(n) waits until at most n of its groups are in flight
+// (the array may then be overwritten; the buffer holds the data). Ordinary stores to the array
+// need fence_proxy_async() by their writer before the bulk store reads them.
+void bulk_store(const ElemRef& dst, const TgRef& src, uint32_t count);
+void bulk_commit(SrcLoc loc = SrcLoc::current());
+void bulk_wait(uint32_t pending, SrcLoc loc = SrcLoc::current());
 
 // --- Cooperative tiles (docs/dsl.md "Cooperative tiles") ----------------------------------
 // A lane group (warp / subgroup / simdgroup) computes C += A * B on M x N x K tiles: A is M x K

@@ -269,7 +269,8 @@ class Dialect {
   // mbarriers, bulk copies, the proxy fence and setmaxnreg (ir::is_hopper_op): a dialect that
   // expresses them fills `lines` and returns true; otherwise the emitter reports the op as one
   // the dialect cannot express. `bar` is the barrier's element ("tg_b[i]"; bulk_copy: operands
-  // 3 and 4), `dst` the copy's first destination element, `src` its source index, `extra` the
+  // 3 and 4), `dst` the copy's first destination element, `src` its source index (bulk_store:
+  // `dst` the array element it reads first, `src` the buffer index it writes first), `extra` the
   // third operand (the arrival count, byte count or parity).
   virtual bool hopper_op(EmitState&, const ir::Inst& /*in*/, const std::string& /*bar*/, const std::string& /*dst*/,
                          const std::string& /*src*/, const std::string& /*extra*/,

@@ -304,6 +304,20 @@ class CudaDialect : public Dialect {
                         src + "), \"r\"(" + smem(bar) + ") : \"memory\");");
         return true;
       }
+      case ir::Op::BulkStore: {
+        const ir::Param& p = s.k.params[in.param()];
+        const uint64_t bytes = uint64_t(in.attr(ir::Attr::Count)) * dtype_size(s.concrete(p.dtype));
+        lines.push_back("asm volatile(\"cp.async.bulk.global.shared::cta.bulk_group [%0], [%1], " + std::to_string(bytes) +
+                        ";\\n\" :: \"l\"(" + param_name(p) + " + " + src + "), \"r\"(" + smem(dst) + ") : \"memory\");");
+        return true;
+      }
+      case ir::Op::BulkCommit:
+        lines.push_back("asm volatile(\"cp.async.bulk.commit_group;\\n\" ::: \"memory\");");
+        return true;
+      case ir::Op::BulkWait:
+        lines.push_back("asm volatile(\"cp.async.bulk.wait_group " + std::to_string(in.attr(ir::Attr::Count)) +
+                        ";\\n\" ::: \"memory\");");
+        return true;
       default: return false;
     }
   }

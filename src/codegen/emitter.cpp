@@ -773,7 +773,8 @@ struct Emitter {
         break;
       }
       case Op::MbarInit: case Op::MbarArrive: case Op::MbarArriveTx: case Op::MbarWait: case Op::FenceProxyAsync:
-      case Op::SetMaxNRegInc: case Op::SetMaxNRegDec: case Op::BulkCopy: {
+      case Op::SetMaxNRegInc: case Op::SetMaxNRegDec: case Op::BulkCopy: case Op::BulkStore: case Op::BulkCommit:
+      case Op::BulkWait: {
         std::string bar, dst, src, extra;
         const auto elem = [&](ir::Id alloc, ir::Id idx) {
           return d.tg_name(s.k, s.k.insts[alloc]) + "[" + index(idx) + "]";
@@ -785,6 +786,9 @@ struct Emitter {
           dst = elem(in.operands[0], in.operands[1]);
           src = index(in.operands[2]);
           bar = elem(in.operands[3], in.operands[4]);
+        } else if (in.op == Op::BulkStore) {
+          dst = elem(in.operands[0], in.operands[1]);  // the array's first element read
+          src = index(in.operands[2]);                 // the buffer's first element written
         }
         std::vector<std::string> lines;
         if (!d.hopper_op(s, in, bar, dst, src, extra, lines))

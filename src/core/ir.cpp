@@ -432,7 +432,7 @@ bool is_mbar_op(Op op) {
 
 bool is_hopper_op(Op op) {
   return is_mbar_op(op) || op == Op::BulkCopy || op == Op::FenceProxyAsync || op == Op::SetMaxNRegInc ||
-         op == Op::SetMaxNRegDec;
+         op == Op::SetMaxNRegDec || op == Op::BulkStore || op == Op::BulkCommit || op == Op::BulkWait;
 }
 
 bool is_tile_op(Op op) {

@@ -338,8 +338,8 @@ bool is_tile_op(Op op);
 // threadgroup array of barriers and operand 1 the barrier's index. bulk_copy names its barrier
 // with operands 3 and 4.
 bool is_mbar_op(Op op);
-// Ops only CUDA sm_90 and later expresses (the mbarrier ops, bulk_copy, fence_proxy_async,
-// setmaxnreg): GLSL, MSL and HIP report them as not expressible.
+// Ops only CUDA sm_90 and later expresses (the mbarrier ops, bulk_copy, bulk_store and its
+// commit and wait, fence_proxy_async, setmaxnreg): GLSL, MSL and HIP report them as not expressible.
 bool is_hopper_op(Op op);
 bool is_atomic_cas(Op op);
 // The global form of an atomic (TgAtomicAdd -> AtomicAdd): what it computes, wherever it acts.

@@ -363,19 +363,27 @@ struct Verifier {
           err(in, "setmaxnreg sets " + std::to_string(n) + " registers; the count is a multiple of 8 from 24 to 256");
         break;
       }
-      case Op::BulkCopy: {
+      case Op::BulkWait:
+        if (in.attr(Attr::Count) < 0 || in.attr(Attr::Count) > 7)
+          err(in, "bulk_wait leaves 0 to 7 groups in flight, not " + std::to_string(in.attr(Attr::Count)));
+        break;
+      case Op::BulkCopy: case Op::BulkStore: {
+        const bool store = in.op == Op::BulkStore;
         const Inst* a = tile_alloc(in, 0);
         const Param* p = tile_buffer(in);
-        if (p && p->access == Access::Write) err(in, "reads output-only buffer '" + p->name + "' (declare it inout)");
+        if (p && !store && p->access == Access::Write)
+          err(in, "reads output-only buffer '" + p->name + "' (declare it inout)");
+        if (p && store && p->access == Access::Read) err(in, "writes input buffer '" + p->name + "' (declare it out or inout)");
         if (a && p && a->type.elem() != p->dtype)
-          err(in, std::string("copies buf<") + dtype_name(p->dtype) + "> '" + p->name + "' into " +
+          err(in, std::string("copies buf<") + dtype_name(p->dtype) + "> '" + p->name + (store ? "' from " : "' into ") +
                       dtype_name(a->type.elem()) + " threadgroup memory (one dtype: the copy moves bytes)");
         if (a && a->attr(Attr::Align) < 16)  // an element is at most 8 bytes: the declared alignment decides
-          err(in, "copies into threadgroup array '" + k.strings[size_t(a->attr(Attr::Name))] +
-                      "', which is not declared 16-byte aligned; a bulk copy's destination is (threadgroup_alloc(..., 16))");
-        tile_u32(in, 1, "the destination index");
-        tile_u32(in, 2, "the source index");
-        mbar_operands(in, 3);
+          err(in, std::string(store ? "copies from" : "copies into") + " threadgroup array '" +
+                      k.strings[size_t(a->attr(Attr::Name))] + "', which is not declared 16-byte aligned; a bulk copy's " +
+                      (store ? "source" : "destination") + " is (threadgroup_alloc(..., 16))");
+        tile_u32(in, 1, store ? "the source index" : "the destination index");
+        tile_u32(in, 2, store ? "the destination index" : "the source index");
+        if (!store) mbar_operands(in, 3);
         const int64_t count = in.attr(Attr::Count);
         if (p && count > 0) {
           std::vector<DType> ds{p->dtype};
@@ -755,7 +763,8 @@ struct Verifier {
         break;
       case Op::AsyncCopy: async_copy(in); break;
       case Op::MbarInit: case Op::MbarArrive: case Op::MbarArriveTx: case Op::MbarWait: case Op::SetMaxNRegInc:
-      case Op::SetMaxNRegDec: case Op::BulkCopy: case Op::FenceProxyAsync:
+      case Op::SetMaxNRegDec: case Op::BulkCopy: case Op::FenceProxyAsync: case Op::BulkStore: case Op::BulkCommit:
+      case Op::BulkWait:
         hopper_op(in);
         break;
       case Op::AsyncCommit: break;

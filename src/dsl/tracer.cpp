@@ -959,6 +959,19 @@ void mbar_wait(const TgRef& bar, Operand parity) { mbar_op(Op::MbarWait, bar, &p
 void fence_proxy_async(SrcLoc l) { simple_op(Op::FenceProxyAsync, l); }
 void setmaxnreg_inc(uint32_t registers, SrcLoc l) { simple_op(Op::SetMaxNRegInc, l, registers); }
 void setmaxnreg_dec(uint32_t registers, SrcLoc l) { simple_op(Op::SetMaxNRegDec, l, registers); }
+void bulk_store(const ElemRef& dst, const TgRef& src, uint32_t count) {
+  Inst in;
+  in.op = Op::BulkStore;
+  in.loc = loc_of(src.file(), src.line());
+  in.set(ir::Attr::Param, dst.param());
+  in.set(ir::Attr::Count, int64_t(count));
+  in.operands.push_back(src.alloc());
+  in.operands.push_back(src.index().id());
+  in.operands.push_back(dst.index().id());
+  emit(in);
+}
+void bulk_commit(SrcLoc l) { simple_op(Op::BulkCommit, l); }
+void bulk_wait(uint32_t pending, SrcLoc l) { simple_op(Op::BulkWait, l, pending); }
 void bulk_copy(const TgRef& dst, const ElemRef& src, uint32_t count, const TgRef& bar) {
   Inst in;
   in.op = Op::BulkCopy;

@@ -539,8 +539,10 @@ void add_async_cases(const std::string& filter, std::vector<ConformanceCase>& ca
 // group; after a barrier it expects the group's bytes on barrier 0 and bulk-copies the group's
 // 128 elements of x0 into a threadgroup array. Every thread waits (parity 0), reads its
 // partner's (local id ^ 1) two elements, arrives on barrier 1 and waits (parity 0) so every read
-// is done, stores them reversed into its own slots, arrives and waits again (parity 1) and writes
-// its partner's slots to r: r[2i + e] = x0[2i + 1 - e]. Every dtype the copy takes.
+// is done, stores them reversed into its own slots, arrives and waits again (parity 1), reads
+// its partner's slots, and after a third phase (parity 0) stores them into its own, fences the
+// async proxy and arrives; after the fourth phase (parity 1) thread 0 bulk-stores the array to r
+// and waits for it: r[2i + e] = x0[2i + 1 - e]. Every dtype the copies take.
 std::string bulk_kernel_text(const std::string& name, DType t) {
   const std::string T = dtype_name(t);
   const size_t n = kAsyncThreads * 2, per_group = kGroup * 2;
@@ -564,8 +566,10 @@ std::string bulk_kernel_text(const std::string& name, DType t) {
   s << "  tg_store %a, %mb, %v1\n  tg_store %a, %mb1, %v0\n";
   s << "  mbar_arrive %b, %c1\n  mbar_wait %b, %c1, %c1\n";
   s << "  %w0 = tg_load %a, %ob : " << T << "\n  %w1 = tg_load %a, %ob1 : " << T << "\n";
-  s << "  %gb = add %src, %mb : u32\n  %gb1 = add %gb, %c1 : u32\n";
-  s << "  store<r> %gb, %w0\n  store<r> %gb1, %w1\n";
+  s << "  mbar_arrive %b, %c1\n  mbar_wait %b, %c1, %c0\n";
+  s << "  tg_store %a, %mb, %w0\n  tg_store %a, %mb1, %w1\n  fence_proxy_async\n";
+  s << "  mbar_arrive %b, %c1\n  mbar_wait %b, %c1, %c1\n";
+  s << "  if %is0 {\n    bulk_store<r, " << per_group << "> %a, %c0, %src\n    bulk_commit\n    bulk_wait<0>\n  }\n";
   s << "}\n";
   return s.str();
 }

@@ -112,6 +112,16 @@ struct Machine {
   };
   std::unordered_map<uint32_t, Delivery> delivered;
   static constexpr uint32_t kCopyEngine = UINT32_MAX - 1;  // SlotAccess::writer of a bulk copy's word
+  // Bulk stores in flight, per thread in issue order (group -1 until bulk_commit numbers it),
+  // and the threadgroup words they still read: no one may write those before the wait.
+  struct BulkStoreRec {
+    Id op;
+    int64_t group;
+    std::vector<uint32_t> words;
+  };
+  std::vector<std::deque<BulkStoreRec>> bulk_pending;
+  std::vector<int64_t> bulk_next_group;
+  std::unordered_map<uint32_t, std::pair<uint32_t, Id>> bulk_reading;  // word -> (stores, one store op)
   uint64_t clock = 0;
   std::vector<uint64_t> lane_a, lane_b;
   Id vec_leader[2] = {ir::kNone, ir::kNone};  // last vector group leader: [0] load, [1] store
@@ -218,6 +228,8 @@ struct Machine {
     async_pending.assign(T, {});
     async_next_group.assign(T, 0);
     seen.assign(T, {});
+    bulk_pending.assign(T, {});
+    bulk_next_group.assign(T, 0);
     acquired.assign(T, 0);
     proxy_fenced_at.assign(T, 0);
   }
@@ -242,10 +254,18 @@ struct Machine {
           std::fill(async_next_group.begin(), async_next_group.end(), 0);
           mbars.clear();
           delivered.clear();
+          bulk_reading.clear();
+          for (auto& q : bulk_pending) q.clear();
+          std::fill(bulk_next_group.begin(), bulk_next_group.end(), 0);
           for (auto& m : seen) m.clear();
           std::fill(acquired.begin(), acquired.end(), 0);
           std::fill(proxy_fenced_at.begin(), proxy_fenced_at.end(), 0);
           block(0, 0);
+          for (uint32_t t = 0; t < T; ++t)
+            if (!bulk_pending[t].empty())
+              fail(k.insts[bulk_pending[t].front().op],
+                   "bulk_store whose group no bulk_wait completed before the threadgroup ended (" + thread_text(t) +
+                       "; the copy engine may still be reading threadgroup memory)");
           for (const auto& [word, m] : mbars)
             if (m.copy_op != ir::kNone)
               fail(k.insts[m.copy_op], "bulk_copy into a phase of mbarrier " + bar_text(word) +
@@ -392,6 +412,27 @@ struct Machine {
         mbar(in, active);
         return;
       case Op::BulkCopy: bulk_copy(in, active); return;
+      case Op::BulkStore: bulk_store(in, active); return;
+      case Op::BulkCommit:
+        for (uint32_t t : active) {
+          for (auto it = bulk_pending[t].rbegin(); it != bulk_pending[t].rend() && it->group < 0; ++it)
+            it->group = bulk_next_group[t];
+          ++bulk_next_group[t];
+        }
+        return;
+      case Op::BulkWait:
+        for (uint32_t t : active) {
+          const int64_t limit = bulk_next_group[t] - in.attr(ir::Attr::Count);
+          auto& q = bulk_pending[t];
+          while (!q.empty() && q.front().group >= 0 && q.front().group < limit) {
+            for (uint32_t w : q.front().words) {
+              auto it = bulk_reading.find(w);
+              if (it != bulk_reading.end() && --it->second.first == 0) bulk_reading.erase(it);
+            }
+            q.pop_front();
+          }
+        }
+        return;
       case Op::FenceProxyAsync:
         for (uint32_t t : active) proxy_fenced_at[t] = clock;
         return;
@@ -829,6 +870,7 @@ struct Machine {
     SlotAccess& s = tg_access_log[word];
     const Id self = Id(&in - k.insts.data());
     if (!delivered.empty()) check_delivered(in, word, is_store, t);
+    if (is_store && !bulk_reading.empty()) check_bulk_reading(in, word, t);
     auto race = [&](const char* kind, uint32_t other, Id other_op, const char* other_did) {
       const ir::Inst& a = k.insts[in.operands[0]];
       const std::string name = tg_name(a);
@@ -992,6 +1034,76 @@ struct Machine {
     if (is_store) delivered.erase(it);
   }
 
+  // A word a bulk store still reads: overwriting it before the issuer's bulk_wait (and a barrier
+  // after that wait) would change what the copy engine writes.
+  void check_bulk_reading(const ir::Inst& in, uint32_t word, uint32_t t) {
+    auto it = bulk_reading.find(word);
+    if (it == bulk_reading.end()) return;
+    fail(in, "writes threadgroup slot " + bar_text(word) + ", which the bulk_store at " +
+                 k.where(k.insts[it->second.second].loc) + " may still be reading (" + thread_text(t) +
+                 "; its issuer's bulk_wait, then a barrier, must come first)");
+  }
+
+  // bulk_store: the copy engine reads the array (ordinary stores to it need their writer's
+  // fence_proxy_async) and writes the buffer at once; the words stay in use until the issuer's
+  // bulk_wait retires the store's group.
+  void bulk_store(const ir::Inst& in, const Mask& active) {
+    View v = view(in);
+    const Id self = Id(&in - k.insts.data());
+    const Id alloc = in.operands[0];
+    const uint64_t count = uint64_t(in.attr(ir::Attr::Count));
+    const uint64_t elems = tg_elems[alloc];
+    const size_t esize = dtype_size(v.storage);
+    const uint64_t align = 16 / std::min<size_t>(esize, 16);
+    for (uint32_t t : active) {
+      const int64_t src = index_of(in.operands[1], t), dst = index_of(in.operands[2], t);
+      if (src < 0 || uint64_t(src) + count > elems)
+        fail(in, "bulk_store of " + std::to_string(count) + " elements from threadgroup array '" +
+                     tg_name(k.insts[alloc]) + "' at index " + std::to_string(src) + " is out of range: the array has " +
+                     std::to_string(elems) + " elements (" + thread_text(t) + ")");
+      if (uint64_t(src) % align != 0 || (dst >= 0 && uint64_t(dst) % align != 0))
+        fail(in, "bulk_store from index " + std::to_string(src) + " of '" + tg_name(k.insts[alloc]) +
+                     "' to index " + std::to_string(dst) + " of buffer '" + k.params[in.param()].name +
+                     "': both must be 16-byte aligned (multiples of " + std::to_string(align) + " elements; " +
+                     thread_text(t) + ")");
+      BulkStoreRec rec{self, -1, {}};
+      for (uint64_t e = 0; e < count; ++e) {
+        check_index(in, v, dst + int64_t(e), t);
+        const uint32_t word = tg_offset[alloc] + uint32_t(src + int64_t(e));
+        SlotAccess& s = tg_access_log[word];
+        if (s.written_group == group_serial && s.writer < T && proxy_fenced_at[s.writer] < s.write_time)
+          fail(in, "bulk_store reads threadgroup slot '" + tg_name(k.insts[alloc]) + "'[" +
+                       std::to_string(src + int64_t(e)) + "], which " + thread_text(s.writer) + " stored to at " +
+                       k.where(k.insts[s.write_op].loc) +
+                       " with no fence_proxy_async after the store (the copy engine may read the old value; " +
+                       thread_text(t) + ")");
+        check_race(in, word, false, t);
+        write_elem(v, dst + int64_t(e), tg_mem[word]);
+        rec.words.push_back(word);
+        auto [it, fresh] = bulk_reading.emplace(word, std::make_pair(1u, self));
+        if (!fresh) ++it->second.first;
+      }
+      bulk_pending[t].push_back(std::move(rec));
+    }
+  }
+
+  // Element idx of a buffer from a register value, moving the bits a copy moves: as a store
+  // rounds, except that e5m2's infinities stay infinities (a store saturates them).
+  static void write_elem(const View& v, int64_t idx, uint64_t bits) {
+    const size_t size = dtype_size(v.storage);
+    unsigned char* p = v.data + size_t(idx) * size;
+    if (v.storage == DType::F16 || v.storage == DType::BF16) {
+      const float f = Scalar{bits}.f();
+      const uint16_t h = v.storage == DType::F16 ? num::f32_to_f16(f) : num::f32_to_bf16(f);
+      std::memcpy(p, &h, 2);
+    } else if (is_fp8(v.storage)) {
+      const float f = Scalar{bits}.f();
+      *p = v.storage == DType::F8E5M2 && std::isinf(f) ? uint8_t(f < 0 ? 0xfc : 0x7c) : num::f32_to_fp8(v.storage, f);
+    } else {
+      std::memcpy(p, &bits, size);  // little-endian: the low bytes
+    }
+  }
+
   // bulk_copy: the copy engine reads the source and writes the array at once, and completes
   // the bytes on the barrier's current phase; the words belong to that phase (check_delivered).
   void bulk_copy(const ir::Inst& in, const Mask& active) {
@@ -1018,6 +1130,7 @@ struct Machine {
       for (uint64_t e = 0; e < count; ++e) {
         check_index(in, v, src + int64_t(e), t);
         const uint32_t word = tg_offset[alloc] + uint32_t(dst + int64_t(e));
+        if (!bulk_reading.empty()) check_bulk_reading(in, word, t);
         SlotAccess& s = tg_access_log[word];
         // An ordinary store to this slot must be ordered before the copy engine's by a
         // fence_proxy_async of its writer.

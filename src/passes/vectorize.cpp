@@ -121,7 +121,7 @@ struct Vectorizer {
       const ir::Inst& y = k.insts[x];
       if ((y.op == Op::Load || y.op == Op::Store || y.op == Op::TileLoad || y.op == Op::TileStore ||
            ir::is_global_atomic(y.op) || y.op == Op::AtomicAddPair || y.op == Op::AsyncCopy ||
-           y.op == Op::BulkCopy) &&
+           y.op == Op::BulkCopy || y.op == Op::BulkStore) &&
           y.param() == param)
         hit = true;
       if (y.op == Op::Barrier || y.op == Op::Call || y.op == Op::FenceThreadgroup || y.op == Op::FenceDevice ||

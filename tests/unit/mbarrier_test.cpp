@@ -76,6 +76,8 @@ std::string run(const std::string& text, std::vector<float>& out, uint32_t threa
   return "";
 }
 
+// A bulk copy completes its bytes on an mbarrier; every thread waits and reads; a second round
+// flips the parity.
 TEST(Mbarrier, BulkCopyLandsOnTheBarrierAndWaitersReadIt) {
   std::vector<float> out;
   ASSERT_EQ(run(kernel_text(kCopy + "  mbar_wait %b, %c0, %c0\n" + kRead), out), "");
@@ -94,6 +96,8 @@ TEST(Mbarrier, BulkCopyLandsOnTheBarrierAndWaitersReadIt) {
   for (uint32_t l = 0; l < 128; ++l) EXPECT_EQ(out[l], float(128 + l) + 0.25f) << l;
 }
 
+// Waits on the wrong phase: a parity that passes at once on a GPU, or names a phase the thread
+// already waited for, is a located error naming the barrier, the thread and the line.
 TEST(Mbarrier, WaitOnTheWrongPhaseIsALocatedError) {
   std::vector<float> out;
   // Parity 1 before the first phase completes names the phase before it, which a GPU counts as
@@ -126,6 +130,8 @@ TEST(Mbarrier, WaitOnTheWrongPhaseIsALocatedError) {
   EXPECT_TRUE(has(e, "with parity 2; the parity is 0 or 1")) << e;
 }
 
+// A wait no thread can end in lock step (missing arrivals, unbalanced bytes) is an error, never a
+// hang; so is a copy whose phase never completes and an arrival past the count.
 TEST(Mbarrier, AnIncompletePhaseIsADeadlockNotAHang) {
   std::vector<float> out;
   // Two arrivals expected, one made: every thread waits and none can arrive.
@@ -149,6 +155,7 @@ TEST(Mbarrier, AnIncompletePhaseIsADeadlockNotAHang) {
   EXPECT_TRUE(has(e, "more arrivals than its count")) << e;
 }
 
+// An mbarrier is initialized once, before a barrier that orders the init before its other users.
 TEST(Mbarrier, InitIsOrderedByABarrierAndHappensOnce) {
   std::vector<float> out;
   std::string e = run(kernel_text("  mbar_arrive %b, %c1 @\"mb.cpp\":80\n", "%c1", ""), out);
@@ -177,6 +184,7 @@ TEST(Mbarrier, ACompletedPhaseOrdersOrdinaryAccesses) {
   EXPECT_TRUE(has(e, "threadgroup memory race (read after write) on 's'[1]")) << e;
 }
 
+// A bulk copy into words an ordinary store wrote needs fence_proxy_async by the writer.
 TEST(Mbarrier, CopyEngineWritesAfterOrdinaryStoresNeedTheProxyFence) {
   std::vector<float> out;
   const std::string zero_store = "  %z = const<0.0> : f32\n  tg_store %a, %l, %z @\"mb.cpp\":100\n";
@@ -189,6 +197,31 @@ TEST(Mbarrier, CopyEngineWritesAfterOrdinaryStoresNeedTheProxyFence) {
   for (uint32_t l = 0; l < 128; ++l) EXPECT_EQ(out[l], float(2 * l + 1) + 0.25f) << l;
 }
 
+// The copy engine's store: ordinary stores, their writers' fence_proxy_async, a barrier, one
+// thread's bulk_store, commit and wait; each missing piece is a located error.
+TEST(Mbarrier, BulkStoreNeedsTheFenceAndTheWait) {
+  std::vector<float> out;
+  const std::string fill = "  %f = cast %l : f32\n  %f2 = add %f, %f : f32\n  tg_store %a, %l, %f2 @\"mb.cpp\":150\n";
+  const std::string store = "  if %is0 {\n    bulk_store<r, 128> %a, %c0, %c0 @\"mb.cpp\":160\n    bulk_commit\n";
+  ASSERT_EQ(run(kernel_text(fill + "  fence_proxy_async\n  barrier\n" + store + "    bulk_wait<0>\n  }\n"), out), "");
+  for (uint32_t l = 0; l < 128; ++l) EXPECT_EQ(out[l], float(2 * l)) << l;
+  std::string e = run(kernel_text(fill + "  barrier\n" + store + "    bulk_wait<0>\n  }\n"), out);
+  EXPECT_TRUE(has(e, "bulk_store reads threadgroup slot 's'[0], which thread {0, 0, 0} stored to at mb.cpp:150 with no "
+                     "fence_proxy_async after the store")) << e;
+  EXPECT_TRUE(has(e, "at mb.cpp:160")) << e;
+  // The array overwritten while the store may still read it.
+  e = run(kernel_text(fill + "  fence_proxy_async\n  barrier\n" + store + "  }\n  barrier\n" +
+                      "  tg_store %a, %l, %f @\"mb.cpp\":170\n  if %is0 {\n    bulk_wait<0>\n  }\n"),
+          out);
+  EXPECT_TRUE(has(e, "writes threadgroup slot 's'[0], which the bulk_store at mb.cpp:160 may still be reading")) << e;
+  EXPECT_TRUE(has(e, "at mb.cpp:170")) << e;
+  e = run(kernel_text(fill + "  fence_proxy_async\n  barrier\n" + store + "  }\n"), out);
+  EXPECT_TRUE(has(e, "bulk_store whose group no bulk_wait completed before the threadgroup ended")) << e;
+  e = run(kernel_text("  if %is0 {\n    bulk_store<x, 128> %a, %c0, %c0\n  }\n"), out);
+  EXPECT_TRUE(has(e, "writes input buffer 'x' (declare it out or inout)")) << e;
+}
+
+// Bulk copies are 16-byte aligned at both ends and in range: located errors otherwise.
 TEST(Mbarrier, BulkCopyAlignmentAndRange) {
   std::vector<float> out;
   std::string e = run(kernel_text("  if %is0 {\n    mbar_arrive_tx %b, %c0, %c512\n"
@@ -210,6 +243,7 @@ TEST(Mbarrier, BulkCopyAlignmentAndRange) {
   EXPECT_TRUE(has(e, "bulk_copy of 128 elements into threadgroup array 's' at index 512 is out of range")) << e;
 }
 
+// setmaxnreg is run by every thread of each warpgroup that runs it, or it is a located error.
 TEST(Mbarrier, SetMaxNRegIsAWholeWarpgroupOp) {
   std::vector<float> out;
   ASSERT_EQ(run(kernel_text("  setmaxnreg_dec<40>\n"), out), "");
@@ -221,6 +255,8 @@ TEST(Mbarrier, SetMaxNRegIsAWholeWarpgroupOp) {
   EXPECT_TRUE(has(e, "setmaxnreg_dec reached by 96 of the 128 threads of warpgroup 0")) << e;
 }
 
+// The verifier: mbarriers are u64 threadgroup elements used by mbarrier ops only; bulk copies move
+// multiples of 16 bytes into 16-byte aligned arrays; setmaxnreg counts are multiples of 8.
 TEST(Mbarrier, VerifierRules) {
   auto verify_error = [](const std::string& body, const std::string& decl) {
     ir::Kernel k = ir::parse("kernel v mode=Reduction {\n  param x: in buf<f32> extent=256\n" + decl +
@@ -247,6 +283,7 @@ TEST(Mbarrier, VerifierRules) {
   EXPECT_TRUE(has(verify_error("  setmaxnreg_inc<100>\n", bars), "the count is a multiple of 8 from 24 to 256"));
 }
 
+// The new ops print and parse back to the same text.
 TEST(Mbarrier, TextRoundTrip) {
   const std::string text = kernel_text(kCopy + "  mbar_wait %b, %c0, %c0\n  fence_proxy_async\n  setmaxnreg_dec<40>\n" +
                                        kRead);
@@ -285,16 +322,21 @@ TEST(Mbarrier, FuzzProgramsOrderExchangesWithMbarriers) {
 
 ir::Kernel optimized(const std::string& body) { return passes::optimize(ir::parse(kernel_text(body))); }
 
+// The CUDA lowering is inline PTX (mbarrier.init/arrive/expect_tx/try_wait.parity, the bulk copy
+// and store, the proxy fence) that NVRTC compiles for sm_90a and sm_90.
 TEST(MbarrierCodegen, CudaLowersToInlinePtxAndCompilesForSm90a) {
   const std::string body = kCopy + "  mbar_wait %b, %c0, %c0\n" + kRead +
-                           "  fence_proxy_async\n  mbar_arrive %b, %c1\n  mbar_wait %b, %c1, %c0\n";
+                           "  fence_proxy_async\n  mbar_arrive %b, %c1\n  mbar_wait %b, %c1, %c0\n"
+                           "  if %is0 {\n    bulk_store<r, 128> %a, %c0, %c0\n    bulk_commit\n    bulk_wait<0>\n  }\n";
   ir::Kernel k = optimized(body);
   codegen::Emitted e = codegen::emit(k, DType::F32, codegen::Target::Cuda);
   ASSERT_TRUE(e.ok()) << e.diags.render(k);
   for (const char* want : {"mbarrier.init.shared::cta.b64 [%0], %1;", "mbarrier.arrive.expect_tx.shared::cta.b64",
                            "mbarrier.arrive.shared::cta.b64", "mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;",
                            "} while (!iron_done);", "fence.proxy.async.shared::cta;",
-                           "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], 1024, [%2];"})
+                           "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], 1024, [%2];",
+                           "cp.async.bulk.global.shared::cta.bulk_group [%0], [%1], 512;", "cp.async.bulk.commit_group;",
+                           "cp.async.bulk.wait_group 0;"})
     EXPECT_TRUE(has(e.source, want)) << want << "\n" << e.source;
   rt::NvrtcResult r = rt::nvrtc_compile(e.source, "mb", "sm_90a");
   if (!r.ok && has(r.log, "libnvrtc")) GTEST_SKIP() << r.log;
@@ -304,6 +346,7 @@ TEST(MbarrierCodegen, CudaLowersToInlinePtxAndCompilesForSm90a) {
   EXPECT_TRUE(r.ok) << r.log.substr(0, 3000);
 }
 
+// setmaxnreg needs sm_90a and a kernel built for one threadgroup shape (__launch_bounds__(n, 1)).
 TEST(MbarrierCodegen, SetMaxNRegNeedsSm90aAndARegisterCap) {
   ir::Kernel k = optimized("  setmaxnreg_dec<40> @\"mb.cpp\":130\n");
   codegen::EmitOptions o;
@@ -325,6 +368,7 @@ TEST(MbarrierCodegen, SetMaxNRegNeedsSm90aAndARegisterCap) {
       << e.diags.render(k);
 }
 
+// GLSL, MSL, HIP and CUDA below sm_90 report the ops as located "cannot express" errors.
 TEST(MbarrierCodegen, OtherTargetsAndOlderArchitecturesSayWhy) {
   ir::Kernel k = optimized(kCopy + "  mbar_wait %b, %c0, %c0 @\"mb.cpp\":140\n" + kRead);
   codegen::Emitted e = codegen::emit(k, DType::F32, codegen::profile_for(codegen::Target::Cuda, "sm_80"));
@@ -381,6 +425,34 @@ TEST(MbarrierDevice, BulkCopyAndPhasesOnCuda) {
     ctx->synchronize();
     ctx->download(dr, got.data(), got.size() * 4);
     for (uint32_t l = 0; l < 128; ++l) ASSERT_EQ(got[l], want[l]) << "run " << rep << ", thread " << l;
+  }
+}
+
+// The copy engine's store on CUDA: each thread doubles its element of x into the array, fences
+// the async proxy, a barrier, thread 0 bulk-stores the array to r, commits and waits.
+TEST(MbarrierDevice, BulkStoreOnCuda) {
+  std::unique_ptr<Context> ctx;
+  try {
+    ctx = Context::create(Backend::Cuda);
+  } catch (const Error& e) {
+    GTEST_SKIP() << "no CUDA context: " << e.what();
+  }
+  if (ctx->info().arch.rfind("sm_9", 0) != 0 && ctx->info().arch.rfind("sm_1", 0) != 0)
+    GTEST_SKIP() << "bulk stores need sm_90; this device is " << ctx->info().arch;
+  ir::Kernel k = ir::parse(kernel_text(
+      "  %xv = load<x> %l : f32\n  %x2 = add %xv, %xv : f32\n  tg_store %a, %l, %x2\n  fence_proxy_async\n  barrier\n"
+      "  if %is0 {\n    bulk_store<r, 128> %a, %c0, %c0\n    bulk_commit\n    bulk_wait<0>\n  }\n"));
+  std::vector<float> x(256), got(128, -1.0f);
+  for (size_t j = 0; j < x.size(); ++j) x[j] = float(j) + 0.25f;
+  DeviceBuffer dx = ctx->alloc(DType::F32, 256), dr = ctx->alloc(DType::F32, 128);
+  ctx->upload(dx, x.data(), x.size() * 4);
+  for (int rep = 0; rep < 20; ++rep) {
+    ctx->upload(dr, got.data(), got.size() * 4);
+    ctx->dispatch_with_grid(k, DType::F32, {{"x", dx}, {"r", dr}}, {}, {1, 1, 1}, {128, 1, 1});
+    ctx->synchronize();
+    std::vector<float> r(128);
+    ctx->download(dr, r.data(), r.size() * 4);
+    for (uint32_t l = 0; l < 128; ++l) ASSERT_EQ(r[l], 2.0f * (float(l) + 0.25f)) << "run " << rep << ", thread " << l;
   }
 }
 
