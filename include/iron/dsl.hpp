@@ -499,6 +499,36 @@ void async_copy(const TgRef& dst, const ElemRef& src, uint32_t count);
 void async_commit(SrcLoc loc = SrcLoc::current());
 void async_wait(uint32_t pending, SrcLoc loc = SrcLoc::current());
 
+// mbarriers and the copy engine (docs/dsl.md "mbarriers"; Reduction, Tile2D, SimdGroup2D; CUDA
+// sm_90+, elsewhere a located "not expressible" error). mbarrier_alloc makes `count` barriers (u64,
+// 8-byte aligned, used by these calls only). mbar_init(bar[i], n): phase 0, n arrivals expected
+// (one thread inits, a barrier() before others use it). mbar_arrive(bar[i]): this thread's
+// arrival. mbar_arrive_tx(bar[i], bytes): the phase also waits for `bytes` transaction bytes,
+// then this thread arrives. mbar_wait(bar[i], parity): waits (an unbounded try_wait loop) until
+// the phase of that parity completes: start at 0, flip after each wait. fence_proxy_async():
+// this thread's ordinary threadgroup stores are ordered before later copy-engine accesses.
+// bulk_copy(tg[i], buf[j], count, bar[b]): the copy engine copies count elements (a multiple of
+// 16 bytes; i and j 16-byte aligned) and completes their bytes on bar[b]. setmaxnreg_inc/dec(n):
+// the warpgroup's registers per thread become n (24..256, a multiple of 8; CUDA sm_90a only;
+// every thread of each warpgroup that runs it runs it).
+TgBuffer mbarrier_alloc(const char* name, uint32_t count, SrcLoc loc = SrcLoc::current());
+void mbar_init(const TgRef& bar, Operand arrivals);
+void mbar_arrive(const TgRef& bar);
+void mbar_arrive_tx(const TgRef& bar, Operand bytes);
+void mbar_wait(const TgRef& bar, Operand parity);
+void fence_proxy_async(SrcLoc loc = SrcLoc::current());
+void bulk_copy(const TgRef& dst, const ElemRef& src, uint32_t count, const TgRef& bar);
+void setmaxnreg_inc(uint32_t registers, SrcLoc loc = SrcLoc::current());
+void setmaxnreg_dec(uint32_t registers, SrcLoc loc = SrcLoc::current());
+// The copy engine's store: bulk_store(buf[j], tg[i], count) copies count elements (a multiple of
+// 16 bytes, i and j 16-byte aligned) of the array to the buffer; bulk_commit() closes this
+// thread's group of bulk stores; bulk_wait(n) waits until at most n of its groups are in flight
+// (the array may then be overwritten; the buffer holds the data). Ordinary stores to the array
+// need fence_proxy_async() by their writer before the bulk store reads them.
+void bulk_store(const ElemRef& dst, const TgRef& src, uint32_t count);
+void bulk_commit(SrcLoc loc = SrcLoc::current());
+void bulk_wait(uint32_t pending, SrcLoc loc = SrcLoc::current());
+
 // --- Cooperative tiles (docs/dsl.md "Cooperative tiles") ----------------------------------
 // A lane group (warp / subgroup / simdgroup) computes C += A * B on M x N x K tiles: A is M x K
 // and B is K x N, both f16 or bf16 (or T, declared as f16/bf16) or f8e4m3, C is M x N in f32.

@@ -266,6 +266,17 @@ class Dialect {
                           size_t /*elem_bytes*/, std::vector<std::string>& /*lines*/) const {
     return false;
   }
+  // mbarriers, bulk copies, the proxy fence and setmaxnreg (ir::is_hopper_op): a dialect that
+  // expresses them fills `lines` and returns true; otherwise the emitter reports the op as one
+  // the dialect cannot express. `bar` is the barrier's element ("tg_b[i]"; bulk_copy: operands
+  // 3 and 4), `dst` the copy's first destination element, `src` its source index (bulk_store:
+  // `dst` the array element it reads first, `src` the buffer index it writes first), `extra` the
+  // third operand (the arrival count, byte count or parity).
+  virtual bool hopper_op(EmitState&, const ir::Inst& /*in*/, const std::string& /*bar*/, const std::string& /*dst*/,
+                         const std::string& /*src*/, const std::string& /*extra*/,
+                         std::vector<std::string>& /*lines*/) const {
+    return false;
+  }
   virtual void async_commit(std::vector<std::string>& /*lines*/) const {}
   virtual void async_wait(int64_t /*pending*/, std::vector<std::string>& /*lines*/) const {}
   virtual std::string tg_name(const ir::Kernel& k, const ir::Inst& alloc) const { return "tg_" + k.strings[size_t(alloc.attr(ir::Attr::Name))]; }

@@ -154,7 +154,14 @@ class CudaDialect : public Dialect {
     const uint64_t tg_threads = uint64_t(s.threadgroup[0]) * s.threadgroup[1] * s.threadgroup[2];
     out += blob_structs(k);
     out += "extern \"C\" __global__ void ";
-    if (s.threadgroup[0] != 0) out += "__launch_bounds__(" + std::to_string(tg_threads) + ") ";
+    // setmaxnreg moves registers between warpgroups only under a cap at entry: one block per
+    // multiprocessor, so the compiler budgets the whole register file for it.
+    bool setmaxnreg = false;
+    ir::walk(k, [&](ir::Id id) {
+      setmaxnreg = setmaxnreg || k.insts[id].op == ir::Op::SetMaxNRegInc || k.insts[id].op == ir::Op::SetMaxNRegDec;
+    });
+    if (s.threadgroup[0] != 0)
+      out += "__launch_bounds__(" + std::to_string(tg_threads) + (setmaxnreg ? ", 1" : "") + ") ";
     out += entry_name(k, s.dtype) + "(";
     for (size_t i = 0; i < k.params.size(); ++i) {
       const ir::Param& p = k.params[i];
@@ -258,6 +265,92 @@ class CudaDialect : public Dialect {
     lines.push_back("}");
     return true;
   }
+  // mbarriers, the copy engine, the proxy fence and setmaxnreg as inline PTX (docs/semantics.md
+  // "mbarriers"). sm_90 and newer (try_wait, expect_tx and the bulk copy are Hopper's); setmaxnreg
+  // needs the arch-specific sm_90a (or a later "a" target). HIP has none of them.
+  bool hopper_op(EmitState& s, const ir::Inst& in, const std::string& bar, const std::string& dst,
+                 const std::string& src, const std::string& extra, std::vector<std::string>& lines) const override {
+    if (s.profile.target != Target::Cuda) return false;
+    const std::string& arch = s.profile.arch;
+    int n = 0;
+    size_t i = arch.rfind("sm_", 0) == 0 ? 3 : arch.rfind("compute_", 0) == 0 ? 8 : arch.size();
+    for (; i < arch.size() && arch[i] >= '0' && arch[i] <= '9'; ++i) n = n * 10 + (arch[i] - '0');
+    const bool arch_specific = !arch.empty() && arch.back() == 'a';
+    const char* what = ir::mnemonic(in.op);
+    if (n < 90) {
+      s.diags.error(in.loc, std::string(what) + " needs CUDA sm_90 or newer; this code is built for " + arch);
+      return true;
+    }
+    const bool setmaxnreg = in.op == ir::Op::SetMaxNRegInc || in.op == ir::Op::SetMaxNRegDec;
+    if (setmaxnreg && !arch_specific) {
+      s.diags.error(in.loc, std::string(what) + " needs the arch-specific target sm_90a; this code is built for " + arch);
+      return true;
+    }
+    if (setmaxnreg && s.threadgroup[0] == 0) {
+      s.diags.error(in.loc, std::string(what) +
+                                " takes effect only under a register cap at entry (__launch_bounds__(threads, 1)): build the "
+                                "kernel for one threadgroup shape");
+      return true;
+    }
+    const auto smem = [](const std::string& elem) { return "(unsigned)__cvta_generic_to_shared(&" + elem + ")"; };
+    switch (in.op) {
+      case ir::Op::MbarInit:
+        lines.push_back("asm volatile(\"mbarrier.init.shared::cta.b64 [%0], %1;\\n\" :: \"r\"(" + smem(bar) + "), \"r\"(" +
+                        extra + ") : \"memory\");");
+        return true;
+      case ir::Op::MbarArrive:
+        lines.push_back("asm volatile(\"{\\n.reg .b64 iron_state;\\nmbarrier.arrive.shared::cta.b64 iron_state, [%0];\\n}\\n\" :: \"r\"(" +
+                        smem(bar) + ") : \"memory\");");
+        return true;
+      case ir::Op::MbarArriveTx:
+        lines.push_back("asm volatile(\"{\\n.reg .b64 iron_state;\\nmbarrier.arrive.expect_tx.shared::cta.b64 iron_state, [%0], %1;\\n}\\n\" :: \"r\"(" +
+                        smem(bar) + "), \"r\"(" + extra + ") : \"memory\");");
+        return true;
+      case ir::Op::MbarWait:
+        // The unbounded wait: try_wait suspends the thread for a system-dependent time and
+        // returns false if the phase has not completed by then; loop until it has.
+        lines.push_back("{");
+        lines.push_back("  const unsigned iron_bar = " + smem(bar) + ", iron_parity = " + extra + ";");
+        lines.push_back("  unsigned iron_done = 0u;");
+        lines.push_back("  do {");
+        lines.push_back("    asm volatile(\"{\\n.reg .pred p;\\nmbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\\nselp.u32 %0, 1, 0, p;\\n}\\n\" "
+                        ": \"=r\"(iron_done) : \"r\"(iron_bar), \"r\"(iron_parity) : \"memory\");");
+        lines.push_back("  } while (!iron_done);");
+        lines.push_back("}");
+        return true;
+      case ir::Op::FenceProxyAsync:
+        lines.push_back("asm volatile(\"fence.proxy.async.shared::cta;\\n\" ::: \"memory\");");
+        return true;
+      case ir::Op::SetMaxNRegInc: case ir::Op::SetMaxNRegDec:
+        lines.push_back(std::string("asm volatile(\"setmaxnreg.") + (in.op == ir::Op::SetMaxNRegInc ? "inc" : "dec") +
+                        ".sync.aligned.u32 " + std::to_string(in.attr(ir::Attr::Count)) + ";\\n\" ::: \"memory\");");
+        return true;
+      case ir::Op::BulkCopy: {
+        const ir::Param& p = s.k.params[in.param()];
+        const uint64_t bytes = uint64_t(in.attr(ir::Attr::Count)) * dtype_size(s.concrete(p.dtype));
+        lines.push_back("asm volatile(\"cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], " +
+                        std::to_string(bytes) + ", [%2];\\n\" :: \"r\"(" + smem(dst) + "), \"l\"(" + param_name(p) + " + " +
+                        src + "), \"r\"(" + smem(bar) + ") : \"memory\");");
+        return true;
+      }
+      case ir::Op::BulkStore: {
+        const ir::Param& p = s.k.params[in.param()];
+        const uint64_t bytes = uint64_t(in.attr(ir::Attr::Count)) * dtype_size(s.concrete(p.dtype));
+        lines.push_back("asm volatile(\"cp.async.bulk.global.shared::cta.bulk_group [%0], [%1], " + std::to_string(bytes) +
+                        ";\\n\" :: \"l\"(" + param_name(p) + " + " + src + "), \"r\"(" + smem(dst) + ") : \"memory\");");
+        return true;
+      }
+      case ir::Op::BulkCommit:
+        lines.push_back("asm volatile(\"cp.async.bulk.commit_group;\\n\" ::: \"memory\");");
+        return true;
+      case ir::Op::BulkWait:
+        lines.push_back("asm volatile(\"cp.async.bulk.wait_group " + std::to_string(in.attr(ir::Attr::Count)) +
+                        ";\\n\" ::: \"memory\");");
+        return true;
+      default: return false;
+    }
+  }
+
   void async_commit(std::vector<std::string>& lines) const override {
     lines.push_back("#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800");
     lines.push_back("asm volatile(\"cp.async.commit_group;\\n\" ::: \"memory\");");

@@ -772,6 +772,32 @@ struct Emitter {
         for (const std::string& l : lines) line(depth, l);
         break;
       }
+      case Op::MbarInit: case Op::MbarArrive: case Op::MbarArriveTx: case Op::MbarWait: case Op::FenceProxyAsync:
+      case Op::SetMaxNRegInc: case Op::SetMaxNRegDec: case Op::BulkCopy: case Op::BulkStore: case Op::BulkCommit:
+      case Op::BulkWait: {
+        std::string bar, dst, src, extra;
+        const auto elem = [&](ir::Id alloc, ir::Id idx) {
+          return d.tg_name(s.k, s.k.insts[alloc]) + "[" + index(idx) + "]";
+        };
+        if (ir::is_mbar_op(in.op)) {
+          bar = elem(in.operands[0], in.operands[1]);
+          if (in.num_operands() > 2) extra = arg(2);
+        } else if (in.op == Op::BulkCopy) {
+          dst = elem(in.operands[0], in.operands[1]);
+          src = index(in.operands[2]);
+          bar = elem(in.operands[3], in.operands[4]);
+        } else if (in.op == Op::BulkStore) {
+          dst = elem(in.operands[0], in.operands[1]);  // the array's first element read
+          src = index(in.operands[2]);                 // the buffer's first element written
+        }
+        std::vector<std::string> lines;
+        if (!d.hopper_op(s, in, bar, dst, src, extra, lines))
+          s.unsupported(in, d.name(), std::string(ir::mnemonic(in.op)) +
+                                          " (mbarriers, the copy engine and setmaxnreg are CUDA sm_90 features with no "
+                                          "equivalent here)");
+        for (const std::string& l : lines) line(depth, l);
+        break;
+      }
       case Op::FenceThreadgroup: case Op::FenceDevice: line(depth, d.fence(in.op)); break;
       case Op::Barrier: line(depth, d.barrier()); break;
       case Op::LaneSum: case Op::LaneMax: def(d.lane_reduce(s, in, t, arg(0))); break;

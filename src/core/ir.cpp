@@ -435,6 +435,15 @@ bool is_tg_atomic(Op op) {
   }
 }
 
+bool is_mbar_op(Op op) {
+  return op == Op::MbarInit || op == Op::MbarArrive || op == Op::MbarArriveTx || op == Op::MbarWait;
+}
+
+bool is_hopper_op(Op op) {
+  return is_mbar_op(op) || op == Op::BulkCopy || op == Op::FenceProxyAsync || op == Op::SetMaxNRegInc ||
+         op == Op::SetMaxNRegDec || op == Op::BulkStore || op == Op::BulkCommit || op == Op::BulkWait;
+}
+
 bool is_tile_op(Op op) {
   switch (op) {
     case Op::TileFill: case Op::TileLoad: case Op::TileTgLoad: case Op::TileMma: case Op::TileStore:

@@ -354,6 +354,13 @@ bool is_tg_atomic(Op op);
 inline bool is_atomic(Op op) { return is_global_atomic(op) || is_tg_atomic(op); }
 // The cooperative tile ops (tile_fill .. tile_get).
 bool is_tile_op(Op op);
+// The mbarrier ops (mbar_init, mbar_arrive, mbar_arrive_tx, mbar_wait): operand 0 is the u64
+// threadgroup array of barriers and operand 1 the barrier's index. bulk_copy names its barrier
+// with operands 3 and 4.
+bool is_mbar_op(Op op);
+// Ops only CUDA sm_90 and later expresses (the mbarrier ops, bulk_copy, bulk_store and its
+// commit and wait, fence_proxy_async, setmaxnreg): GLSL, MSL and HIP report them as not expressible.
+bool is_hopper_op(Op op);
 bool is_atomic_cas(Op op);
 // The global form of an atomic (TgAtomicAdd -> AtomicAdd): what it computes, wherever it acts.
 Op atomic_kind(Op op);

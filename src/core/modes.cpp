@@ -50,7 +50,9 @@ int axes_bound(Mode m, Op op) {
 
 bool is_threadgroup_memory_op(Op op) {
   return op == Op::Barrier || op == Op::TgAlloc || op == Op::TgLoad || op == Op::TgStore || is_tg_atomic(op) ||
-         op == Op::AsyncCopy || op == Op::AsyncCommit || op == Op::AsyncWait;
+         op == Op::AsyncCopy || op == Op::AsyncCommit || op == Op::AsyncWait || is_mbar_op(op) ||
+         op == Op::BulkCopy || op == Op::FenceProxyAsync || op == Op::BulkStore || op == Op::BulkCommit ||
+         op == Op::BulkWait;
 }
 
 }  // namespace
@@ -64,6 +66,8 @@ bool mode_binds(Mode m, Op op, int64_t axis) {
   // lane groups are (Reduction and SimdGroup2D); Tile2D's threadgroups need not be whole lane
   // groups and Elementwise and Grid3D bind none.
   if (is_tile_op(op)) return m == Mode::Reduction || m == Mode::SimdGroup2D;
+  // setmaxnreg acts for a whole warpgroup (four lane groups): bound where lane groups are.
+  if (op == Op::SetMaxNRegInc || op == Op::SetMaxNRegDec) return m == Mode::Reduction || m == Mode::SimdGroup2D;
   // Lane built-ins and lane operations (every other op with the L trait): the modes that bind
   // lane groups. Tile2D does not, so its threadgroups need not be whole lane groups.
   if (has_trait(op, trait::L)) return m == Mode::Reduction || m == Mode::SimdGroup2D;

@@ -263,6 +263,11 @@ struct Parser {
       case Attr::Count:
         if (in.op == Op::AsyncWait) in.set(a, integer(text, 0, 7, "async_wait group count"));
         else if (in.op == Op::AsyncCopy) in.set(a, integer(text, 1, 16, "async_copy element count"));
+        else if (in.op == Op::SetMaxNRegInc || in.op == Op::SetMaxNRegDec)
+          in.set(a, integer(text, 24, 256, "setmaxnreg register count"));
+        else if (in.op == Op::BulkCopy || in.op == Op::BulkStore)
+          in.set(a, integer(text, 1, 1 << 20, in.op == Op::BulkCopy ? "bulk_copy element count" : "bulk_store element count"));
+        else if (in.op == Op::BulkWait) in.set(a, integer(text, 0, 7, "bulk_wait group count"));
         else
           in.set(a, integer(text, 1, UINT32_MAX,
                             in.op == Op::LocalAlloc ? "register array element count" : "threadgroup element count"));

@@ -28,6 +28,7 @@ struct Verifier {
   std::vector<uint8_t> visible;     // value id -> currently in scope
   std::vector<uint8_t> block_seen;  // block id -> referenced already
   std::vector<uint8_t> inst_seen;   // inst id -> placed already
+  std::vector<Id> mbar_arrays;      // threadgroup arrays named by mbarrier ops
 
   void err(const Inst& in, const std::string& msg) {
     std::string text = std::string("'") + mnemonic(in.op) + "': " + msg;
@@ -321,6 +322,105 @@ struct Verifier {
     } else if (count <= 0) {
       err(in, "copies " + std::to_string(count) + " elements; an asynchronous copy moves 4, 8 or 16 bytes");
     }
+  }
+
+  // The barrier operands of an mbarrier op (operands i, i + 1; bulk_copy: 3, 4): a u64
+  // threadgroup array (so 8-byte aligned: an array is aligned to at least its element) and a u32
+  // index. Every array an mbarrier op names is collected for the rule that it holds only barriers.
+  void mbar_operands(const Inst& in, int i) {
+    const Inst& a = k.insts[in.operands[size_t(i)]];
+    if (a.op != Op::TgAlloc) {
+      err(in, "operand " + std::to_string(i) + " is not a threadgroup allocation (an mbarrier lives in threadgroup memory)");
+    } else {
+      if (a.type.elem() != DType::U64)
+        err(in, std::string("names threadgroup array of ") + dtype_name(a.type.elem()) +
+                    " as an mbarrier; mbarriers are u64 elements (8 bytes, 8-byte aligned)");
+      if (a.has(Attr::CountParam)) err(in, "names a threadgroup array sized at dispatch as mbarriers (give it a fixed count)");
+      mbar_arrays.push_back(in.operands[size_t(i)]);
+    }
+    tile_u32(in, i + 1, "the barrier index");
+  }
+
+  void hopper_op(const Inst& in) {
+    if (!in.type.is_void()) err(in, "defines no value");
+    switch (in.op) {
+      case Op::MbarInit:
+        mbar_operands(in, 0);
+        tile_u32(in, 2, "the arrival count");
+        break;
+      case Op::MbarArrive: mbar_operands(in, 0); break;
+      case Op::MbarArriveTx:
+        mbar_operands(in, 0);
+        tile_u32(in, 2, "the transaction byte count");
+        break;
+      case Op::MbarWait:
+        mbar_operands(in, 0);
+        tile_u32(in, 2, "the phase parity");
+        break;
+      case Op::SetMaxNRegInc: case Op::SetMaxNRegDec: {
+        const int64_t n = in.attr(Attr::Count);
+        if (n < 24 || n > 256 || n % 8 != 0)
+          err(in, "setmaxnreg sets " + std::to_string(n) + " registers; the count is a multiple of 8 from 24 to 256");
+        break;
+      }
+      case Op::BulkWait:
+        if (in.attr(Attr::Count) < 0 || in.attr(Attr::Count) > 7)
+          err(in, "bulk_wait leaves 0 to 7 groups in flight, not " + std::to_string(in.attr(Attr::Count)));
+        break;
+      case Op::BulkCopy: case Op::BulkStore: {
+        const bool store = in.op == Op::BulkStore;
+        const Inst* a = tile_alloc(in, 0);
+        const Param* p = tile_buffer(in);
+        if (p && !store && p->access == Access::Write)
+          err(in, "reads output-only buffer '" + p->name + "' (declare it inout)");
+        if (p && store && p->access == Access::Read) err(in, "writes input buffer '" + p->name + "' (declare it out or inout)");
+        if (a && p && a->type.elem() != p->dtype)
+          err(in, std::string("copies buf<") + dtype_name(p->dtype) + "> '" + p->name + (store ? "' from " : "' into ") +
+                      dtype_name(a->type.elem()) + " threadgroup memory (one dtype: the copy moves bytes)");
+        if (a && a->attr(Attr::Align) < 16)  // an element is at most 8 bytes: the declared alignment decides
+          err(in, std::string(store ? "copies from" : "copies into") + " threadgroup array '" +
+                      k.strings[size_t(a->attr(Attr::Name))] + "', which is not declared 16-byte aligned; a bulk copy's " +
+                      (store ? "source" : "destination") + " is (threadgroup_alloc(..., 16))");
+        tile_u32(in, 1, store ? "the source index" : "the destination index");
+        tile_u32(in, 2, store ? "the destination index" : "the source index");
+        if (!store) mbar_operands(in, 3);
+        const int64_t count = in.attr(Attr::Count);
+        if (p && count > 0) {
+          std::vector<DType> ds{p->dtype};
+          if (is_type_param(p->dtype)) ds = p->dtype == DType::GenericW ? k.wtypes : k.dtypes;
+          for (DType d : ds) {
+            const int64_t bytes = count * int64_t(dtype_size(d));
+            if (d == DType::Bool)
+              err(in, "copies bool elements, whose width differs between buffers and threadgroup memory (copy u8 or u32)");
+            else if (bytes % 16 != 0)
+              err(in, "copies " + std::to_string(count) + " elements of " + dtype_name(d) + " = " +
+                          std::to_string(bytes) + " bytes; a bulk copy moves a multiple of 16 bytes");
+          }
+        } else if (count <= 0) {
+          err(in, "copies " + std::to_string(count) + " elements; a bulk copy moves a multiple of 16 bytes");
+        }
+        break;
+      }
+      default: break;
+    }
+  }
+
+  // An array that an mbarrier op names holds barriers only: no other op reads or writes it.
+  void mbar_arrays_hold_only_barriers() {
+    if (mbar_arrays.empty()) return;
+    std::vector<uint8_t> is_bar(k.insts.size(), 0);
+    for (Id a : mbar_arrays) is_bar[a] = 1;
+    walk(k, [&](Id id) {
+      const Inst& in = k.insts[id];
+      if (is_mbar_op(in.op)) return;
+      for (size_t i = 0; i < in.operands.size(); ++i) {
+        const Id o = in.operands[i];
+        if (o >= k.insts.size() || !is_bar[o] || k.insts[o].op != Op::TgAlloc) continue;
+        if (in.op == Op::BulkCopy && i == 3) continue;
+        err(in, std::string(mnemonic(in.op)) + " uses threadgroup array '" + k.strings[size_t(k.insts[o].attr(Attr::Name))] +
+                    "', which holds mbarriers (only mbarrier ops may touch it)");
+      }
+    });
   }
 
   // fp8 is a storage format: values of it are loaded, stored, cast, selected and kept in
@@ -670,6 +770,11 @@ struct Verifier {
       case Op::FenceThreadgroup: case Op::FenceDevice:
         break;
       case Op::AsyncCopy: async_copy(in); break;
+      case Op::MbarInit: case Op::MbarArrive: case Op::MbarArriveTx: case Op::MbarWait: case Op::SetMaxNRegInc:
+      case Op::SetMaxNRegDec: case Op::BulkCopy: case Op::FenceProxyAsync: case Op::BulkStore: case Op::BulkCommit:
+      case Op::BulkWait:
+        hopper_op(in);
+        break;
       case Op::AsyncCommit: break;
       case Op::AsyncWait:
         if (in.attr(Attr::Count) < 0 || in.attr(Attr::Count) > 7)
@@ -963,6 +1068,7 @@ struct Verifier {
       return;
     }
     block(0, kNone);
+    mbar_arrays_hold_only_barriers();
     if (k.is_function) {
       const auto& entry = k.blocks[0].insts;
       if (entry.empty() || entry.back() >= k.insts.size() || k.insts[entry.back()].op != Op::Return)
@@ -979,7 +1085,7 @@ struct Verifier {
 
 bool verify(const Kernel& k, Diagnostics& diags) {
   size_t before = diags.items.size();
-  Verifier v{k, diags, {}, {}, {}};
+  Verifier v{k, diags, {}, {}, {}, {}};
   v.run();
   return diags.items.size() == before;
 }

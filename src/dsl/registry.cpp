@@ -47,7 +47,7 @@ Registry& registry() {
 bool function_allows(ir::Op op) {
   using ir::Op;
   if (ir::has_trait(op, ir::trait::B) || ir::has_trait(op, ir::trait::L) || ir::is_atomic(op) || op == ir::Op::AtomicAddPair) return false;
-  if (op == ir::Op::FenceThreadgroup || op == ir::Op::FenceDevice) return false;
+  if (op == ir::Op::FenceThreadgroup || op == ir::Op::FenceDevice || ir::is_hopper_op(op)) return false;
   switch (op) {
     case Op::Load: case Op::Store: case Op::TgAlloc: case Op::TgLoad: case Op::TgStore: case Op::Param:
     case Op::LocalAlloc: case Op::LocalLoad: case Op::LocalStore: case Op::AsyncCopy: case Op::AsyncCommit:

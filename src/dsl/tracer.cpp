@@ -965,6 +965,64 @@ void async_wait(uint32_t pending, SrcLoc l) {
   emit(in);
 }
 
+TgBuffer mbarrier_alloc(const char* name, uint32_t count, SrcLoc loc) {
+  return threadgroup_alloc(name, DType::U64, count, 8, loc);
+}
+
+namespace {
+void mbar_op(Op op, const TgRef& bar, const Operand* extra) {
+  Expr x = extra ? materialize(*extra, DType::U32) : Expr();
+  Inst in;
+  in.op = op;
+  in.loc = loc_of(bar.file(), bar.line());
+  in.operands.push_back(bar.alloc());
+  in.operands.push_back(bar.index().id());
+  if (extra) in.operands.push_back(x.id());
+  emit(in);
+}
+void simple_op(Op op, SrcLoc l, int64_t count = -1) {
+  Inst in;
+  in.op = op;
+  in.loc = loc_of(l);
+  if (count >= 0) in.set(ir::Attr::Count, count);
+  emit(in);
+}
+}  // namespace
+
+void mbar_init(const TgRef& bar, Operand arrivals) { mbar_op(Op::MbarInit, bar, &arrivals); }
+void mbar_arrive(const TgRef& bar) { mbar_op(Op::MbarArrive, bar, nullptr); }
+void mbar_arrive_tx(const TgRef& bar, Operand bytes) { mbar_op(Op::MbarArriveTx, bar, &bytes); }
+void mbar_wait(const TgRef& bar, Operand parity) { mbar_op(Op::MbarWait, bar, &parity); }
+void fence_proxy_async(SrcLoc l) { simple_op(Op::FenceProxyAsync, l); }
+void setmaxnreg_inc(uint32_t registers, SrcLoc l) { simple_op(Op::SetMaxNRegInc, l, registers); }
+void setmaxnreg_dec(uint32_t registers, SrcLoc l) { simple_op(Op::SetMaxNRegDec, l, registers); }
+void bulk_store(const ElemRef& dst, const TgRef& src, uint32_t count) {
+  Inst in;
+  in.op = Op::BulkStore;
+  in.loc = loc_of(src.file(), src.line());
+  in.set(ir::Attr::Param, dst.param());
+  in.set(ir::Attr::Count, int64_t(count));
+  in.operands.push_back(src.alloc());
+  in.operands.push_back(src.index().id());
+  in.operands.push_back(dst.index().id());
+  emit(in);
+}
+void bulk_commit(SrcLoc l) { simple_op(Op::BulkCommit, l); }
+void bulk_wait(uint32_t pending, SrcLoc l) { simple_op(Op::BulkWait, l, pending); }
+void bulk_copy(const TgRef& dst, const ElemRef& src, uint32_t count, const TgRef& bar) {
+  Inst in;
+  in.op = Op::BulkCopy;
+  in.loc = loc_of(dst.file(), dst.line());
+  in.set(ir::Attr::Param, src.param());
+  in.set(ir::Attr::Count, int64_t(count));
+  in.operands.push_back(dst.alloc());
+  in.operands.push_back(dst.index().id());
+  in.operands.push_back(src.index().id());
+  in.operands.push_back(bar.alloc());
+  in.operands.push_back(bar.index().id());
+  emit(in);
+}
+
 void fence_device(SrcLoc l) {
   Inst in;
   in.op = Op::FenceDevice;

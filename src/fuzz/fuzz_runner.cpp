@@ -438,6 +438,13 @@ int fuzz_main(int argc, char** argv) {
   RandomProgramOptions opts;
   opts.cross_backend = true;
   opts.exclude = cfg.exclude;
+  // mbarriers exist on CUDA sm_90+ only (docs/semantics.md): left out when any other device runs.
+  for (const auto& d : devices) {
+    const std::string arch = d->ctx ? d->ctx->info().arch : std::string();
+    const bool sm90 = d->backend == Backend::Cuda && arch.size() >= 5 && arch.rfind("sm_", 0) == 0 &&
+                      std::atoi(arch.c_str() + 3) >= 90;
+    if (!sm90) opts.exclude |= kMbar;
+  }
   // A device that flushes f32 subnormals cannot compute what docs/semantics.md defines for
   // them; the programs then guard every float value so that none ever arises, and the summary
   // says so (docs/testing.md#cross-backend-fuzzing).

@@ -74,6 +74,7 @@ struct Gen {
   Rng rng;
   Rng aux;  // threadgroup-array and register-array choices (see emit_hidden)
   Rng fp8r;  // f8e4m3 tile choices: their own stream, so programs without them stay as they were
+  Rng mbr;   // mbarrier choices: their own stream too
   bool red;
   Mode mode;
   // Lane built-ins and lane operations exist in the program (Reduction, SimdGroup2D); Tile2D
@@ -103,6 +104,9 @@ struct Gen {
   std::vector<Id> tg_arrays;
   Id tg_half = kNone;  // the 16-bit threadgroup array (stmt_half_exchange), if any
   Id tg_u64 = kNone;   // the u64 threadgroup array (stmt_tg_atomic_u64), if any
+  // One mbarrier (initialized for the whole group) and the parity of its next wait, a u32
+  // variable: stmt_tg_exchange may order its exchange by an arrival and a wait instead of a barrier.
+  Id tg_mbar = kNone, mbar_parity = kNone;
   Id tg_fp8 = kNone;   // the f8e4m3 threadgroup array f8e4m3 tiles load from (stmt_tile), if any
   static constexpr uint32_t kFp8TileElems = 1024;  // > 180 + 31 * 24 + 15, B's largest index
 
@@ -110,6 +114,7 @@ struct Gen {
       : rng{seed * 0x2545f4914f6cdd1dull + (reduction ? 17 : 5)},
         aux{seed * 0x9e3779b97f4a7c15ull + (reduction ? 0x74676d656d1ull : 0x74676d656d0ull)},
         fp8r{seed * 0xd1342543de82ef95ull + (reduction ? 0x66703831ull : 0x66703830ull)},
+        mbr{seed * 0x9e3779b97f4a7c15ull + (reduction ? 0x6d626172ull : 0x6d626171ull)},
         red(reduction),
         mode(seed_mode(seed, reduction)),
         lanes(mode == Mode::Reduction || mode == Mode::SimdGroup2D),
@@ -1092,7 +1097,17 @@ struct Gen {
     } else {
       emit(make(Op::TgStore, DType::Void, {arr, lid, v}));
     }
-    emit(make(Op::Barrier, DType::Void));
+    if (tg_mbar != kNone && mbr.chance(0.5)) {
+      // Every thread arrives, then waits for the phase: it orders the stores before the reads.
+      const Id zero = hidden_const(DType::U32, 0, 0.0);
+      emit_hidden(make(Op::MbarArrive, DType::Void, {tg_mbar, zero}));
+      const Id parity = emit_hidden(make(Op::VarLoad, DType::U32, {mbar_parity}));
+      emit_hidden(make(Op::MbarWait, DType::Void, {tg_mbar, zero, parity}));
+      emit_hidden(make(Op::VarStore, DType::Void,
+                       {mbar_parity, hidden_op(Op::Xor, DType::U32, {parity, hidden_const(DType::U32, 1, 0.0)})}));
+    } else {
+      emit(make(Op::Barrier, DType::Void));
+    }
     Id partner;
     switch (rng.below(4)) {
       case 0: partner = op(Op::Rem, DType::U32, {op(Op::Add, DType::U32, {lid, u32(rng.range(1, 40))}), gsize}); break;
@@ -1240,6 +1255,15 @@ struct Gen {
     if (tg_half != kNone)
       emit_hidden(make(Op::TgStore, DType::Void, {tg_half, lid, hidden_const(k.insts[tg_half].type.elem(), 0, 0.0)}));
     if (tg_u64 != kNone) emit_hidden(make(Op::TgStore, DType::Void, {tg_u64, lid, hidden_const(DType::U64, 0, 0.0)}));
+    if (tg_mbar != kNone) {
+      // Thread 0 initializes the barrier for the whole group before the barrier below.
+      const Id zero = hidden_const(DType::U32, 0, 0.0);
+      Id first = emit_hidden(make(Op::If, DType::Void, {hidden_op(Op::Eq, DType::Bool, {lid, zero})}));
+      open(first, 0, false);
+      emit_hidden(make(Op::MbarInit, DType::Void, {tg_mbar, zero, gsize}));
+      close();
+      mbar_parity = emit_hidden(make(Op::Var, DType::U32, {zero}));
+    }
     if (tg_fp8 != kNone) {
       // The threads of the group fill every element: tg_fp8[e] = f8e4m3(in_h[e mod length]).
       Id loop = emit_hidden(make(Op::For, DType::U32, {lid, hidden_const(DType::U32, kFp8TileElems, 0), gsize}));
@@ -1499,6 +1523,12 @@ struct Gen {
         a.set(ir::Attr::Count, kMaxGroupSize);
         tg_u64 = emit_hidden(a);
       }
+      if (!excluded(kMbar) && mbr.chance(0.3)) {
+        Inst a = make(Op::TgAlloc, DType::U64);
+        a.set(ir::Attr::Name, k.intern_string("tg_mbar"));
+        a.set(ir::Attr::Count, 1);
+        tg_mbar = emit_hidden(a);
+      }
       // An f8e4m3 array for f8e4m3 tiles (16x16x32), filled from in_h before the first barrier.
       if (!wc && lanes && !excluded(kTile) && !excluded(kF16) && fp8r.chance(0.2)) {
         Inst a = make(Op::TgAlloc, DType::F8E4M3);
@@ -1616,7 +1646,7 @@ namespace {
 constexpr std::pair<const char*, OpClass> kOpClassNames[] = {
     {"rem", kSignedRem}, {"fcast", kFloatToInt}, {"fminmax", kFloatMinMax}, {"flane", kFloatLane},
     {"fma", kFma},       {"fzero", kFloatZero},  {"fdiv", kFloatDiv},    {"f16", kF16},
-    {"zcast", kZeroCast}, {"nzero", kNegZero}, {"tile", kTile}};
+    {"zcast", kZeroCast}, {"nzero", kNegZero}, {"tile", kTile}, {"mbar", kMbar}};
 }
 
 std::string excluded_op_in(const ir::Kernel& k, uint32_t exclude) {
@@ -1632,6 +1662,7 @@ std::string excluded_op_in(const ir::Kernel& k, uint32_t exclude) {
     if (f && (in.op == Op::TgAtomicMin || in.op == Op::TgAtomicMax)) found |= kFloatMinMax;
     if (in.op == Op::Fma) found |= kFma;
     if (in.type.is_fragment()) found |= kTile;
+    if (ir::is_mbar_op(in.op)) found |= kMbar;
     if (f && in.op == Op::Div) found |= kFloatDiv;
     if (in.type == DType::F16) found |= kF16;
     const bool arith = in.op == Op::Add || in.op == Op::Sub || in.op == Op::Mul || in.op == Op::Div ||

@@ -69,6 +69,9 @@ enum OpClass : uint32_t {
                            //            part of "fzero" too
   kNegZero = 1u << 9,      // "nzero":   the float constant -0 (+0 instead); part of "fzero" too
   kTile = 1u << 10,        // "tile":    cooperative tiles (a group reduction instead)
+  kMbar = 1u << 11,        // "mbar":    an mbarrier arrival and wait ordering a threadgroup exchange (a
+                           //            barrier instead); CUDA sm_90+ only: iron fuzz leaves it out
+                           //            wherever another backend takes part
 };
 // The first excluded class (its name) that `k` still contains, "" if none. The generator keeps
 // them out, but the pipeline can bring some back: const_fold can fold a float zero ("fzero",

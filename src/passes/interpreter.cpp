@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <deque>
+#include <unordered_map>
 #include <cmath>
 #include <cstring>
 #include <string>
@@ -69,6 +70,7 @@ struct Machine {
     uint32_t read_epoch = 0, reader = 0;   // a reader since the last barrier, or kManyReaders
     uint32_t atomic_epoch = 0, atomic_thread = 0;  // an atomic since the last barrier, or kManyReaders
     Id write_op = ir::kNone, read_op = ir::kNone, atomic_op = ir::kNone;
+    uint64_t write_time = 0, read_time = 0;  // `clock` at the last write / read
   };
   static constexpr uint32_t kManyReaders = UINT32_MAX;
   std::vector<SlotAccess> tg_access_log;
@@ -84,6 +86,43 @@ struct Machine {
   };
   std::vector<std::deque<AsyncElem>> async_pending;
   std::vector<int64_t> async_next_group;
+  // mbarriers (docs/semantics.md "mbarriers"), by the threadgroup word of the barrier. `clock`
+  // counts executed instructions; a thread's wait on a completed phase acquires the clock at
+  // which that phase completed (acquired[t]), and an access another thread made before that
+  // point does not race with the waiter's (check_race). seen[t] maps a barrier to the latest
+  // phase the thread waited for.
+  struct Mbar {
+    Id init_op = ir::kNone;
+    uint32_t init_thread = 0, init_epoch = 0;
+    uint32_t count = 0, pending = 0;  // arrivals per phase, still to come in this one
+    int64_t tx = 0;                   // transaction bytes still to come (negative: more came)
+    int64_t phase = 0;                // phases completed
+    uint64_t completed_at = 0;        // clock when the last phase completed
+    Id copy_op = ir::kNone;           // a bulk copy that delivered bytes to the current phase
+  };
+  std::unordered_map<uint32_t, Mbar> mbars;
+  std::vector<std::unordered_map<uint32_t, int64_t>> seen;
+  std::vector<uint64_t> acquired;
+  std::vector<uint64_t> proxy_fenced_at;  // clock of the thread's last fence_proxy_async
+  // Words a bulk copy wrote: the barrier word and the phase whose completion delivers them.
+  struct Delivery {
+    uint32_t bar;
+    int64_t phase;
+    Id op;
+  };
+  std::unordered_map<uint32_t, Delivery> delivered;
+  static constexpr uint32_t kCopyEngine = UINT32_MAX - 1;  // SlotAccess::writer of a bulk copy's word
+  // Bulk stores in flight, per thread in issue order (group -1 until bulk_commit numbers it),
+  // and the threadgroup words they still read: no one may write those before the wait.
+  struct BulkStoreRec {
+    Id op;
+    int64_t group;
+    std::vector<uint32_t> words;
+  };
+  std::vector<std::deque<BulkStoreRec>> bulk_pending;
+  std::vector<int64_t> bulk_next_group;
+  std::unordered_map<uint32_t, std::pair<uint32_t, Id>> bulk_reading;  // word -> (stores, one store op)
+  uint64_t clock = 0;
   std::vector<uint64_t> lane_a, lane_b;
   Id vec_leader[2] = {ir::kNone, ir::kNone};  // last vector group leader: [0] load, [1] store
   uint32_t group[3] = {0, 0, 0};
@@ -189,6 +228,11 @@ struct Machine {
     lane_b.resize(W);
     async_pending.assign(T, {});
     async_next_group.assign(T, 0);
+    seen.assign(T, {});
+    bulk_pending.assign(T, {});
+    bulk_next_group.assign(T, 0);
+    acquired.assign(T, 0);
+    proxy_fenced_at.assign(T, 0);
   }
 
   void run() {
@@ -209,7 +253,25 @@ struct Machine {
           }
           for (auto& q : async_pending) q.clear();
           std::fill(async_next_group.begin(), async_next_group.end(), 0);
+          mbars.clear();
+          delivered.clear();
+          bulk_reading.clear();
+          for (auto& q : bulk_pending) q.clear();
+          std::fill(bulk_next_group.begin(), bulk_next_group.end(), 0);
+          for (auto& m : seen) m.clear();
+          std::fill(acquired.begin(), acquired.end(), 0);
+          std::fill(proxy_fenced_at.begin(), proxy_fenced_at.end(), 0);
           block(0, 0);
+          for (uint32_t t = 0; t < T; ++t)
+            if (!bulk_pending[t].empty())
+              fail(k.insts[bulk_pending[t].front().op],
+                   "bulk_store whose group no bulk_wait completed before the threadgroup ended (" + thread_text(t) +
+                       "; the copy engine may still be reading threadgroup memory)");
+          for (const auto& [word, m] : mbars)
+            if (m.copy_op != ir::kNone)
+              fail(k.insts[m.copy_op], "bulk_copy into a phase of mbarrier " + bar_text(word) +
+                                           " that never completed before the threadgroup ended (" +
+                                           pending_text(m) + " outstanding; the copy engine may still be writing)");
           for (uint32_t t = 0; t < T; ++t)
             if (!async_pending[t].empty())
               fail(k.insts[async_pending[t].front().op],
@@ -226,6 +288,7 @@ struct Machine {
     const Mask& active = masks[depth];
     const ir::Inst& in = k.insts[id];
     steps += active.size();
+    ++clock;
     if (steps > opts.max_steps) fail(in, "kernel exceeded " + std::to_string(opts.max_steps) + " steps (infinite loop?)");
     uint64_t* out = row(id);
     auto fill = [&](uint64_t v) {
@@ -346,6 +409,51 @@ struct Machine {
           }
         }
         return;
+      case Op::MbarInit: case Op::MbarArrive: case Op::MbarArriveTx: case Op::MbarWait:
+        mbar(in, active);
+        return;
+      case Op::BulkCopy: bulk_copy(in, active); return;
+      case Op::BulkStore: bulk_store(in, active); return;
+      case Op::BulkCommit:
+        for (uint32_t t : active) {
+          for (auto it = bulk_pending[t].rbegin(); it != bulk_pending[t].rend() && it->group < 0; ++it)
+            it->group = bulk_next_group[t];
+          ++bulk_next_group[t];
+        }
+        return;
+      case Op::BulkWait:
+        for (uint32_t t : active) {
+          const int64_t limit = bulk_next_group[t] - in.attr(ir::Attr::Count);
+          auto& q = bulk_pending[t];
+          while (!q.empty() && q.front().group >= 0 && q.front().group < limit) {
+            for (uint32_t w : q.front().words) {
+              auto it = bulk_reading.find(w);
+              if (it != bulk_reading.end() && --it->second.first == 0) bulk_reading.erase(it);
+            }
+            q.pop_front();
+          }
+        }
+        return;
+      case Op::FenceProxyAsync:
+        for (uint32_t t : active) proxy_fenced_at[t] = clock;
+        return;
+      case Op::SetMaxNRegInc: case Op::SetMaxNRegDec: {
+        // Registers are not modelled; the op's contract is: every thread of each warpgroup (four
+        // lane groups) that reaches it reaches it together.
+        const uint32_t wg = 4 * W;
+        for (size_t i = 0; i < active.size();) {
+          const uint32_t g = active[i] / wg;
+          size_t j = i;
+          while (j < active.size() && active[j] / wg == g) ++j;
+          if (j - i != wg)
+            fail(in, std::string(ir::mnemonic(in.op)) + " reached by " + std::to_string(j - i) + " of the " +
+                         std::to_string(wg) + " threads of warpgroup " + std::to_string(g) +
+                         " (every thread of a warpgroup runs it together; a warpgroup is 4 lane groups of " +
+                         std::to_string(W) + ")");
+          i = j;
+        }
+        return;
+      }
       case Op::If: run_if(in, depth); return;
       case Op::For: run_for(id, in, depth); return;
       default: break;
@@ -770,6 +878,8 @@ struct Machine {
   void check_race(const ir::Inst& in, uint32_t word, bool is_store, uint32_t t) {
     SlotAccess& s = tg_access_log[word];
     const Id self = Id(&in - k.insts.data());
+    if (!delivered.empty()) check_delivered(in, word, is_store, t);
+    if (is_store && !bulk_reading.empty()) check_bulk_reading(in, word, t);
     auto race = [&](const char* kind, uint32_t other, Id other_op, const char* other_did) {
       const ir::Inst& a = k.insts[in.operands[0]];
       const std::string name = tg_name(a);
@@ -786,22 +896,269 @@ struct Machine {
                    std::to_string(word - tg_offset[in.operands[0]]) + "] that no thread of this threadgroup has written (" +
                    thread_text(t) + "; threadgroup memory starts undefined)");
     }
-    if (s.write_epoch == epoch && s.writer != t)
+    // An access before the completion of an mbarrier phase this thread has since waited for is
+    // ordered before this one (acquired[t]).
+    if (s.write_epoch == epoch && s.writer != t && s.write_time >= acquired[t])
       race(is_store ? "write after write" : "read after write", s.writer, s.write_op, "wrote");
     if (s.atomic_epoch == epoch && s.atomic_thread != t)
       race(is_store ? "write after atomic" : "read after atomic", s.atomic_thread, s.atomic_op, "updated atomically");
     if (is_store) {
       s.written_group = group_serial;
-      if (s.read_epoch == epoch && s.reader != t) race("write after read", s.reader, s.read_op, "read");
+      if (s.read_epoch == epoch && s.reader != t && s.read_time >= acquired[t])
+        race("write after read", s.reader, s.read_op, "read");
       s.write_epoch = epoch;
       s.writer = t;
       s.write_op = self;
+      s.write_time = clock;
     } else if (s.read_epoch != epoch) {
       s.read_epoch = epoch;
       s.reader = t;
       s.read_op = self;
-    } else if (s.reader != t) {
-      s.reader = kManyReaders;
+      s.read_time = clock;
+    } else {
+      if (s.reader != t) s.reader = kManyReaders;
+      s.read_time = clock;
+    }
+  }
+
+  // --- mbarriers and bulk copies (docs/semantics.md "mbarriers") -----------------------------
+  std::string bar_text(uint32_t word) const {
+    // The array whose words hold `word`: the TgAlloc with the greatest offset not past it.
+    Id best = ir::kNone;
+    for (Id id = 0; id < Id(k.insts.size()); ++id)
+      if (k.insts[id].op == Op::TgAlloc && tg_elems[id] > 0 && tg_offset[id] <= word &&
+          word - tg_offset[id] < tg_elems[id])
+        best = id;
+    if (best == ir::kNone) return "?";
+    return "'" + tg_name(k.insts[best]) + "'[" + std::to_string(word - tg_offset[best]) + "]";
+  }
+  static std::string pending_text(const Mbar& m) {
+    return std::to_string(m.pending) + " of " + std::to_string(m.count) + " arrivals and " + std::to_string(m.tx) +
+           " transaction bytes";
+  }
+  // Counts `arrivals` and `bytes` against the barrier's phase; completes it when both are in.
+  void mbar_progress(Mbar& m, uint32_t arrivals, int64_t bytes) {
+    m.pending -= arrivals;
+    m.tx -= bytes;
+    if (m.pending == 0 && m.tx == 0) {
+      ++m.phase;
+      m.pending = m.count;
+      m.completed_at = clock;
+      m.copy_op = ir::kNone;
+    }
+  }
+  Mbar& mbar_state(const ir::Inst& in, uint32_t word, uint32_t t) {
+    auto it = mbars.find(word);
+    if (it == mbars.end())
+      fail(in, std::string(ir::mnemonic(in.op)) + " on mbarrier " + bar_text(word) +
+                   ", which no mbar_init of this threadgroup initialized (" + thread_text(t) + ")");
+    Mbar& m = it->second;
+    if (m.init_epoch == epoch && m.init_thread != t)
+      fail(in, std::string(ir::mnemonic(in.op)) + " on mbarrier " + bar_text(word) + ", which " +
+                   thread_text(m.init_thread) + " initialized at " + k.where(k.insts[m.init_op].loc) +
+                   " with no barrier between (" + thread_text(t) + ")");
+    return m;
+  }
+  uint32_t mbar_word(const ir::Inst& in, Id alloc, Id index, uint32_t t) {
+    const int64_t idx = index_of(index, t);
+    if (idx < 0 || uint64_t(idx) >= tg_elems[alloc])
+      fail(in, std::string(ir::mnemonic(in.op)) + " of mbarrier array '" + tg_name(k.insts[alloc]) + "' at index " +
+                   std::to_string(idx) + " is out of range: the array has " + std::to_string(tg_elems[alloc]) +
+                   " barriers (" + thread_text(t) + ")");
+    return tg_offset[alloc] + uint32_t(idx);
+  }
+
+  void mbar(const ir::Inst& in, const Mask& active) {
+    const Id self = Id(&in - k.insts.data());
+    const uint64_t* extra = in.num_operands() > 2 ? row(in.operands[2]) : nullptr;
+    for (uint32_t t : active) {
+      const uint32_t word = mbar_word(in, in.operands[0], in.operands[1], t);
+      if (in.op == Op::MbarInit) {
+        const uint64_t n = uint32_t(extra[t]);
+        if (n == 0 || n >= (1u << 20))
+          fail(in, "mbar_init of mbarrier " + bar_text(word) + " with " + std::to_string(n) +
+                       " arrivals; the count is 1 to 2^20 - 1 (" + thread_text(t) + ")");
+        if (auto it = mbars.find(word); it != mbars.end())
+          fail(in, "mbar_init of mbarrier " + bar_text(word) + ", which " + thread_text(it->second.init_thread) +
+                       " already initialized at " + k.where(k.insts[it->second.init_op].loc) + " (" + thread_text(t) + ")");
+        Mbar m;
+        m.init_op = self;
+        m.init_thread = t;
+        m.init_epoch = epoch;
+        m.count = m.pending = uint32_t(n);
+        mbars.emplace(word, m);
+        continue;
+      }
+      Mbar& m = mbar_state(in, word, t);
+      if (in.op == Op::MbarArrive || in.op == Op::MbarArriveTx) {
+        const int64_t bytes = in.op == Op::MbarArriveTx ? int64_t(uint32_t(extra[t])) : 0;
+        if (m.pending == 0)
+          fail(in, std::string(ir::mnemonic(in.op)) + " on mbarrier " + bar_text(word) + " in phase " +
+                       std::to_string(m.phase) + ", whose " + std::to_string(m.count) +
+                       " arrivals are all in (it waits for transaction bytes only): more arrivals than its count (" +
+                       thread_text(t) + ")");
+        if (bytes >= (int64_t(1) << 20))
+          fail(in, "mbar_arrive_tx of " + std::to_string(bytes) + " bytes on mbarrier " + bar_text(word) +
+                       "; a phase expects at most 2^20 - 1 (" + thread_text(t) + ")");
+        mbar_progress(m, 1, -bytes);
+        continue;
+      }
+      // mbar_wait: the phase of this parity that the barrier is in or last completed.
+      const uint64_t parity = uint32_t(extra[t]);
+      if (parity > 1)
+        fail(in, "mbar_wait on mbarrier " + bar_text(word) + " with parity " + std::to_string(parity) +
+                     "; the parity is 0 or 1 (" + thread_text(t) + ")");
+      if (uint64_t(m.phase & 1) == parity)
+        fail(in, "mbar_wait on mbarrier " + bar_text(word) + " for phase " + std::to_string(m.phase) + " (parity " +
+                     std::to_string(parity) + "), which has " + pending_text(m) +
+                     " outstanding when the waiting threads reach it (" + thread_text(t) +
+                     "); the interpreter runs a threadgroup in lock step, so no thread can arrive while they wait: "
+                     "a deadlock, or a wait on the wrong phase");
+      const int64_t target = m.phase - 1;  // -1: the phase before the first, which counts as done
+      auto [it, fresh] = seen[t].emplace(word, target);
+      if (!fresh) {
+        if (it->second >= target)
+          fail(in, "mbar_wait on mbarrier " + bar_text(word) + " with parity " + std::to_string(parity) +
+                       " names phase " + std::to_string(target) + ", which " + thread_text(t) +
+                       " already waited for: on a GPU this wait passes at once, before phase " +
+                       std::to_string(m.phase) + " completes (a wait on the wrong phase: flip the parity after each wait)");
+        it->second = target;
+      }
+      if (target >= 0) acquired[t] = std::max(acquired[t], m.completed_at);
+    }
+  }
+
+  // A word a bulk copy delivered: a thread reads or overwrites it only after waiting for the
+  // phase that delivers it; the first ordinary store by such a thread makes it an ordinary word.
+  void check_delivered(const ir::Inst& in, uint32_t word, bool is_store, uint32_t t) {
+    auto it = delivered.find(word);
+    if (it == delivered.end()) return;
+    const Delivery& d = it->second;
+    auto s = seen[t].find(d.bar);
+    if (s == seen[t].end() || s->second < d.phase)
+      fail(in, std::string(is_store ? "writes" : "reads") + " threadgroup slot " + bar_text(word) +
+                   ", which the bulk_copy at " + k.where(k.insts[d.op].loc) + " delivers in phase " +
+                   std::to_string(d.phase) + " of mbarrier " + bar_text(d.bar) + ", before " + thread_text(t) +
+                   " waited for that phase (mbar_wait with parity " + std::to_string(d.phase & 1) + ")");
+    if (is_store) delivered.erase(it);
+  }
+
+  // A word a bulk store still reads: overwriting it before the issuer's bulk_wait (and a barrier
+  // after that wait) would change what the copy engine writes.
+  void check_bulk_reading(const ir::Inst& in, uint32_t word, uint32_t t) {
+    auto it = bulk_reading.find(word);
+    if (it == bulk_reading.end()) return;
+    fail(in, "writes threadgroup slot " + bar_text(word) + ", which the bulk_store at " +
+                 k.where(k.insts[it->second.second].loc) + " may still be reading (" + thread_text(t) +
+                 "; its issuer's bulk_wait, then a barrier, must come first)");
+  }
+
+  // bulk_store: the copy engine reads the array (ordinary stores to it need their writer's
+  // fence_proxy_async) and writes the buffer at once; the words stay in use until the issuer's
+  // bulk_wait retires the store's group.
+  void bulk_store(const ir::Inst& in, const Mask& active) {
+    View v = view(in);
+    const Id self = Id(&in - k.insts.data());
+    const Id alloc = in.operands[0];
+    const uint64_t count = uint64_t(in.attr(ir::Attr::Count));
+    const uint64_t elems = tg_elems[alloc];
+    const size_t esize = dtype_size(v.storage);
+    const uint64_t align = 16 / std::min<size_t>(esize, 16);
+    for (uint32_t t : active) {
+      const int64_t src = index_of(in.operands[1], t), dst = index_of(in.operands[2], t);
+      if (src < 0 || uint64_t(src) + count > elems)
+        fail(in, "bulk_store of " + std::to_string(count) + " elements from threadgroup array '" +
+                     tg_name(k.insts[alloc]) + "' at index " + std::to_string(src) + " is out of range: the array has " +
+                     std::to_string(elems) + " elements (" + thread_text(t) + ")");
+      if (uint64_t(src) % align != 0 || (dst >= 0 && uint64_t(dst) % align != 0))
+        fail(in, "bulk_store from index " + std::to_string(src) + " of '" + tg_name(k.insts[alloc]) +
+                     "' to index " + std::to_string(dst) + " of buffer '" + k.params[in.param()].name +
+                     "': both must be 16-byte aligned (multiples of " + std::to_string(align) + " elements; " +
+                     thread_text(t) + ")");
+      BulkStoreRec rec{self, -1, {}};
+      for (uint64_t e = 0; e < count; ++e) {
+        check_index(in, v, dst + int64_t(e), t);
+        const uint32_t word = tg_offset[alloc] + uint32_t(src + int64_t(e));
+        SlotAccess& s = tg_access_log[word];
+        if (s.written_group == group_serial && s.writer < T && proxy_fenced_at[s.writer] < s.write_time)
+          fail(in, "bulk_store reads threadgroup slot '" + tg_name(k.insts[alloc]) + "'[" +
+                       std::to_string(src + int64_t(e)) + "], which " + thread_text(s.writer) + " stored to at " +
+                       k.where(k.insts[s.write_op].loc) +
+                       " with no fence_proxy_async after the store (the copy engine may read the old value; " +
+                       thread_text(t) + ")");
+        check_race(in, word, false, t);
+        write_elem(v, dst + int64_t(e), tg_mem[word]);
+        rec.words.push_back(word);
+        auto [it, fresh] = bulk_reading.emplace(word, std::make_pair(1u, self));
+        if (!fresh) ++it->second.first;
+      }
+      bulk_pending[t].push_back(std::move(rec));
+    }
+  }
+
+  // Element idx of a buffer from a register value, moving the bits a copy moves: as a store
+  // rounds, except that e5m2's infinities stay infinities (a store saturates them).
+  static void write_elem(const View& v, int64_t idx, uint64_t bits) {
+    const size_t size = dtype_size(v.storage);
+    unsigned char* p = v.data + size_t(idx) * size;
+    if (v.storage == DType::F16 || v.storage == DType::BF16) {
+      const float f = Scalar{bits}.f();
+      const uint16_t h = v.storage == DType::F16 ? num::f32_to_f16(f) : num::f32_to_bf16(f);
+      std::memcpy(p, &h, 2);
+    } else if (is_fp8(v.storage)) {
+      const float f = Scalar{bits}.f();
+      *p = v.storage == DType::F8E5M2 && std::isinf(f) ? uint8_t(f < 0 ? 0xfc : 0x7c) : num::f32_to_fp8(v.storage, f);
+    } else {
+      std::memcpy(p, &bits, size);  // little-endian: the low bytes
+    }
+  }
+
+  // bulk_copy: the copy engine reads the source and writes the array at once, and completes
+  // the bytes on the barrier's current phase; the words belong to that phase (check_delivered).
+  void bulk_copy(const ir::Inst& in, const Mask& active) {
+    View v = view(in);
+    const Id self = Id(&in - k.insts.data());
+    const Id alloc = in.operands[0];
+    const uint64_t count = uint64_t(in.attr(ir::Attr::Count));
+    const uint64_t elems = tg_elems[alloc];
+    const size_t esize = dtype_size(v.storage);
+    const uint64_t align = 16 / std::min<size_t>(esize, 16);
+    for (uint32_t t : active) {
+      const int64_t dst = index_of(in.operands[1], t), src = index_of(in.operands[2], t);
+      if (dst < 0 || uint64_t(dst) + count > elems)
+        fail(in, "bulk_copy of " + std::to_string(count) + " elements into threadgroup array '" +
+                     tg_name(k.insts[alloc]) + "' at index " + std::to_string(dst) + " is out of range: the array has " +
+                     std::to_string(elems) + " elements (" + thread_text(t) + ")");
+      if (uint64_t(dst) % align != 0 || (src >= 0 && uint64_t(src) % align != 0))
+        fail(in, "bulk_copy from index " + std::to_string(src) + " of buffer '" + k.params[in.param()].name +
+                     "' to index " + std::to_string(dst) + " of '" + tg_name(k.insts[alloc]) +
+                     "': both must be 16-byte aligned (multiples of " + std::to_string(align) + " elements; " +
+                     thread_text(t) + ")");
+      const uint32_t bar = mbar_word(in, in.operands[3], in.operands[4], t);
+      Mbar& m = mbar_state(in, bar, t);
+      for (uint64_t e = 0; e < count; ++e) {
+        check_index(in, v, src + int64_t(e), t);
+        const uint32_t word = tg_offset[alloc] + uint32_t(dst + int64_t(e));
+        if (!bulk_reading.empty()) check_bulk_reading(in, word, t);
+        SlotAccess& s = tg_access_log[word];
+        // An ordinary store to this slot must be ordered before the copy engine's by a
+        // fence_proxy_async of its writer.
+        if (s.written_group == group_serial && s.writer != kCopyEngine && s.writer < T &&
+            proxy_fenced_at[s.writer] < s.write_time)
+          fail(in, "bulk_copy overwrites threadgroup slot '" + tg_name(k.insts[alloc]) + "'[" +
+                       std::to_string(dst + int64_t(e)) + "], which " + thread_text(s.writer) +
+                       " stored to at " + k.where(k.insts[s.write_op].loc) +
+                       " with no fence_proxy_async after the store (ordinary and copy-engine accesses are ordered only "
+                       "by that fence; " + thread_text(t) + ")");
+        tg_mem[word] = read_elem(v, src + int64_t(e));
+        s.written_group = group_serial;
+        s.writer = kCopyEngine;
+        s.write_epoch = 0;
+        s.write_op = self;
+        delivered[word] = {bar, m.phase, self};
+      }
+      m.copy_op = self;
+      mbar_progress(m, 0, int64_t(count * esize));
     }
   }
 

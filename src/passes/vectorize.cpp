@@ -121,10 +121,13 @@ struct Vectorizer {
     auto check = [&](Id x) {
       const ir::Inst& y = k.insts[x];
       if ((y.op == Op::Load || y.op == Op::Store || y.op == Op::TileLoad || y.op == Op::TileStore ||
-           ir::is_global_atomic(y.op) || y.op == Op::AtomicAddPair || y.op == Op::AsyncCopy) &&
+           ir::is_global_atomic(y.op) || y.op == Op::AtomicAddPair || y.op == Op::AsyncCopy ||
+           y.op == Op::BulkCopy || y.op == Op::BulkStore) &&
           y.param() == param)
         hit = true;
-      if (y.op == Op::Barrier || y.op == Op::Call || y.op == Op::FenceThreadgroup || y.op == Op::FenceDevice) hit = true;
+      if (y.op == Op::Barrier || y.op == Op::Call || y.op == Op::FenceThreadgroup || y.op == Op::FenceDevice ||
+          ir::is_mbar_op(y.op))
+        hit = true;
     };
     check(inst);
     for (Id cb : in.blocks)
