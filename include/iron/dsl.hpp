@@ -513,11 +513,30 @@ class Frag {
   Type type_;
 };
 
+// An XOR swizzle of threadgroup element indices (docs/semantics.md "Tile layouts"): index i maps to
+//   i ^ (((i >> (base + shift)) & (2^bits - 1)) << base)
+// bits 1..3, base 0..7, shift bits..9. For 16-bit elements, base 3 moves whole 16-byte chunks:
+// {3, 3, 3} is the TMA's 128-byte swizzle (rows of 64 elements), {2, 3, 3} the 64-byte one (rows
+// of 32), {3, 3, 4} spreads rows of 128 elements. bits == 0: no swizzle.
+struct Swizzle {
+  uint32_t bits = 0, base = 0, shift = 0;
+};
+// The swizzled index of `index` (u32 arithmetic): the destination a staging copy writes so that a
+// tile load with the same Swizzle reads it back.
+Expr swizzle(const Swizzle& sw, Operand index);
+// How a tile load reads memory: column-major (element (r, c) at offset + c * stride + r: A stored
+// K-major, B stored N-major as a linear layer's weight [N, K]) and, in threadgroup memory only, a
+// swizzle applied to the whole index (offset folded in first).
+struct TileLayout {
+  bool col_major = false;
+  Swizzle swizzle;
+};
+
 Frag coop_tile_fill(const TileShape& tile, Operand value);  // an accumulator with every element = value
-Frag coop_tile_load_a(const TileShape& tile, const Buffer& src, Operand offset, Operand stride);
-Frag coop_tile_load_a(const TileShape& tile, const TgBuffer& src, Operand offset, Operand stride);
-Frag coop_tile_load_b(const TileShape& tile, const Buffer& src, Operand offset, Operand stride);
-Frag coop_tile_load_b(const TileShape& tile, const TgBuffer& src, Operand offset, Operand stride);
+Frag coop_tile_load_a(const TileShape& tile, const Buffer& src, Operand offset, Operand stride, TileLayout layout = {});
+Frag coop_tile_load_a(const TileShape& tile, const TgBuffer& src, Operand offset, Operand stride, TileLayout layout = {});
+Frag coop_tile_load_b(const TileShape& tile, const Buffer& src, Operand offset, Operand stride, TileLayout layout = {});
+Frag coop_tile_load_b(const TileShape& tile, const TgBuffer& src, Operand offset, Operand stride, TileLayout layout = {});
 // acc + a * b (docs/semantics.md: each element's sum is exact, rounded to f32 once per call).
 Frag coop_tile_run(const Frag& a, const Frag& b, const Frag& acc, SrcLoc loc = SrcLoc::current());
 void coop_tile_store(const Frag& acc, const Buffer& dst, Operand offset, Operand stride);

@@ -749,7 +749,7 @@ void msl_tile_op(EmitState& s, const Dialect& d, ir::Id id, const std::vector<st
       const bool tg = in.op == ir::Op::TileTgLoad;
       const std::string off = a[tg ? 1 : 0], stride = a[tg ? 2 : 1];
       const DType elem = s.concrete(in.type);
-      const std::string idx = "(" + off + " + r * " + stride + " + c)";
+      const std::string idx = tile_load_index(in, off, stride, "r", "c");
       std::string read;
       if (!tg) {
         read = d.load(s, s.k.params[in.param()], idx);

@@ -211,10 +211,17 @@ static const AttrInfo kAttrs[] = {
     {"lane", AttrKind::Int},    {"callee", AttrKind::String},  {"index", AttrKind::Int},
     {"align", AttrKind::Int},   {"count_param", AttrKind::ParamRef},
     {"row", AttrKind::Int},     {"col", AttrKind::Int},
+    {"swizzle", AttrKind::Int}, {"col_major", AttrKind::Int},
 };
 static_assert(sizeof kAttrs / sizeof kAttrs[0] == size_t(Attr::Count_), "one AttrInfo per Attr");
 
 const AttrInfo& attr_info(Attr a) { return kAttrs[size_t(a)]; }
+
+bool swizzle_code_valid(int64_t code) {
+  if (code < 100 || code > 999) return false;
+  const int64_t bits = code / 100, shift = code % 10;
+  return bits <= 3 && shift >= bits;
+}
 
 bool attr_from_name(std::string_view s, Attr& out) {
   for (size_t i = 0; i < size_t(Attr::Count_); ++i)

@@ -76,6 +76,8 @@ enum class Attr : uint8_t {
                // (its element count is then count x that parameter's value)
   Row,     // Int: a tile element's row (tile_get)
   Col,     // Int: a tile element's column (tile_get)
+  Swizzle,   // Int: a threadgroup tile load's XOR swizzle, 100 * bits + 10 * base + shift (swizzle_index)
+  ColMajor,  // Int: 1 when a tile load reads the matrix column-major (element (r, c) at c * stride + r)
   Count_
 };
 struct AttrInfo {
@@ -83,6 +85,17 @@ struct AttrInfo {
   AttrKind kind;
 };
 const AttrInfo& attr_info(Attr a);
+
+// The XOR swizzle of a threadgroup tile load (docs/semantics.md "Swizzled tile loads"): `code` =
+// 100 * bits + 10 * base + shift, and element index i maps to
+//   i ^ (((i >> (base + shift)) & (2^bits - 1)) << base)
+// (bits 1..3, base 0..7, shift bits..9: the XOR-ed bits and their source never overlap, so the
+// map is a bijection that keeps every aligned run of 2^base elements together).
+bool swizzle_code_valid(int64_t code);
+inline uint32_t swizzle_index(uint32_t i, int64_t code) {
+  const uint32_t bits = uint32_t(code / 100), base = uint32_t(code / 10 % 10), shift = uint32_t(code % 10);
+  return i ^ (((i >> (base + shift)) & ((1u << bits) - 1u)) << base);
+}
 bool attr_from_name(std::string_view s, Attr& out);
 // An op's attribute schema: the attributes it may carry, in printing order; the required ones
 // print positionally inside `<...>`, the optional ones as `key=value` after them.

@@ -252,6 +252,11 @@ struct Verifier {
                       " (the memory must hold the fragment's element type)");
         tile_u32(in, tg ? 1 : 0, "the offset");
         tile_u32(in, tg ? 2 : 1, "the row stride");
+        if (in.has(Attr::ColMajor) && in.attr(Attr::ColMajor) != 0 && in.attr(Attr::ColMajor) != 1)
+          err(in, "col_major must be 0 or 1, is " + std::to_string(in.attr(Attr::ColMajor)));
+        if (in.has(Attr::Swizzle) && !swizzle_code_valid(in.attr(Attr::Swizzle)))
+          err(in, "swizzle " + std::to_string(in.attr(Attr::Swizzle)) +
+                      " is not 100 * bits + 10 * base + shift with bits 1..3 and shift >= bits");
         break;
       }
       case Op::TileMma:

@@ -960,12 +960,29 @@ bool frag_ok(const Frag& f, ir::SrcLoc l, const char* what) {
 // taken as they are (the verifier rejects a non-u32 one, located).
 Id tile_index(const Operand& o) { return materialize(o, DType::U32).id(); }
 
+// A Swizzle as the IR's attribute code (0: none); a malformed one is reported at `l`.
+int64_t swizzle_code(const Swizzle& sw, ir::SrcLoc l, const char* fn) {
+  if (sw.bits == 0) return 0;
+  const int64_t code = int64_t(sw.bits) * 100 + int64_t(sw.base) * 10 + int64_t(sw.shift);
+  if (sw.bits > 3 || sw.base > 7 || sw.shift > 9 || sw.shift < sw.bits || !ir::swizzle_code_valid(code)) {
+    error(l, std::string(fn) + ": swizzle {bits " + std::to_string(sw.bits) + ", base " + std::to_string(sw.base) +
+                 ", shift " + std::to_string(sw.shift) + "} is not one (bits 1..3, base 0..7, shift bits..9)");
+    return 0;
+  }
+  return code;
+}
+
 Frag tile_load(const TileShape& tile, FragRole role, bool tg, uint32_t source, DType, const Operand& offset,
-               const Operand& stride) {
+               const Operand& stride, const TileLayout& layout) {
   Inst in;
   in.op = tg ? Op::TileTgLoad : Op::TileLoad;
   in.type = Type::fragment(tile.in, tile.m, tile.n, tile.k, role);
   in.loc = loc_of(offset);
+  const char* fn = role == FragRole::A ? "coop_tile_load_a" : "coop_tile_load_b";
+  if (layout.col_major) in.set(ir::Attr::ColMajor, 1);
+  if (layout.swizzle.bits != 0 && !tg)
+    error(in.loc, std::string(fn) + ": a swizzle applies to threadgroup memory only (this load reads a buffer)");
+  else if (const int64_t code = swizzle_code(layout.swizzle, in.loc, fn)) in.set(ir::Attr::Swizzle, code);
   if (tg) in.operands.push_back(source);
   else in.set(ir::Attr::Param, source);
   in.operands.push_back(tile_index(offset));
@@ -1024,17 +1041,30 @@ Frag coop_tile_fill(const TileShape& tile, Operand value) {
   return emit_frag(in);
 }
 
-Frag coop_tile_load_a(const TileShape& t, const Buffer& src, Operand offset, Operand stride) {
-  return tile_load(t, FragRole::A, false, src.param(), src.dtype(), offset, stride);
+Frag coop_tile_load_a(const TileShape& t, const Buffer& src, Operand offset, Operand stride, TileLayout layout) {
+  return tile_load(t, FragRole::A, false, src.param(), src.dtype(), offset, stride, layout);
 }
-Frag coop_tile_load_a(const TileShape& t, const TgBuffer& src, Operand offset, Operand stride) {
-  return tile_load(t, FragRole::A, true, src.alloc(), src.dtype(), offset, stride);
+Frag coop_tile_load_a(const TileShape& t, const TgBuffer& src, Operand offset, Operand stride, TileLayout layout) {
+  return tile_load(t, FragRole::A, true, src.alloc(), src.dtype(), offset, stride, layout);
 }
-Frag coop_tile_load_b(const TileShape& t, const Buffer& src, Operand offset, Operand stride) {
-  return tile_load(t, FragRole::B, false, src.param(), src.dtype(), offset, stride);
+Frag coop_tile_load_b(const TileShape& t, const Buffer& src, Operand offset, Operand stride, TileLayout layout) {
+  return tile_load(t, FragRole::B, false, src.param(), src.dtype(), offset, stride, layout);
 }
-Frag coop_tile_load_b(const TileShape& t, const TgBuffer& src, Operand offset, Operand stride) {
-  return tile_load(t, FragRole::B, true, src.alloc(), src.dtype(), offset, stride);
+Frag coop_tile_load_b(const TileShape& t, const TgBuffer& src, Operand offset, Operand stride, TileLayout layout) {
+  return tile_load(t, FragRole::B, true, src.alloc(), src.dtype(), offset, stride, layout);
+}
+
+Expr swizzle(const Swizzle& sw, Operand index) {
+  const ir::SrcLoc l = loc_of(index);
+  Expr i = materialize(index, DType::U32);
+  if (swizzle_code(sw, l, "swizzle") == 0) return i;
+  // i ^ (((i >> (base + shift)) & mask) << base), the map a swizzled tile load applies, every op
+  // at the caller's line.
+  auto k = [&](uint32_t v) { return constant(DType::U32, v, 0, l).id(); };
+  auto op = [&](Op o, Id x, Id y) { return at(l).binary(o, x, y); };
+  const Id hi = op(Op::Shr, i.id(), k(sw.base + sw.shift));
+  const Id bits = op(Op::And, hi, k((1u << sw.bits) - 1u));
+  return value(op(Op::Xor, i.id(), op(Op::Shl, bits, k(sw.base))));
 }
 
 Frag coop_tile_run(const Frag& a, const Frag& b, const Frag& acc, SrcLoc loc) {

@@ -646,9 +646,15 @@ struct Machine {
           const uint32_t off = uniform(in, tg ? 1 : 0, g, "the offset");
           const uint32_t stride = uniform(in, tg ? 2 : 1, g, "the row stride");
           float* f = frag_data(id, g);
+          // Column-major: element (r, c) at off + c * stride + r. A swizzle maps the whole index
+          // (the offset folded in first), docs/semantics.md "Tile layouts".
+          const bool col_major = in.has(ir::Attr::ColMajor) && in.attr(ir::Attr::ColMajor) == 1;
+          const int64_t swz = in.has(ir::Attr::Swizzle) ? in.attr(ir::Attr::Swizzle) : 0;
           for (uint32_t r = 0; r < rows; ++r)
             for (uint32_t c = 0; c < cols; ++c) {
-              const uint32_t idx = off + r * stride + c;  // u32 arithmetic, as every backend computes it
+              // u32 arithmetic, as every backend computes it
+              uint32_t idx = col_major ? off + c * stride + r : off + r * stride + c;
+              if (swz) idx = ir::swizzle_index(idx, swz);
               f[r * cols + c] = to_input(elem, Scalar{tg ? tile_tg_read(in, idx, g) : tile_read(in, idx, g)}.f());
             }
         });
