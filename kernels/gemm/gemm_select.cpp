@@ -162,7 +162,9 @@ static LaunchPlan gemm_for(const Call& call, const DeviceInfo& dev) {
                      {"a_len", uint32_t(a_len)},
                      {"b_len", uint32_t(b_len)},
                      {"splits", uint32_t(splits)},
-                     {"kc", uint32_t(kc)}};
+                     {"kc", uint32_t(kc)},
+                     {"a_col", uint32_t(a_trans ? 1 : 0)},
+                     {"b_col", uint32_t(b_trans ? 1 : 0)}};
   // The epilogue scalars of the non-SwiGLU kernels; a bias or residual the epilogue does not
   // read binds a one-element scratch buffer.
   const bool uses_bias = epi == Epi::Bias || epi == Epi::Silu || epi == Epi::Gelu, uses_res = epi == Epi::Residual;

@@ -10,6 +10,7 @@
 #include <cstring>
 #include <functional>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -380,17 +381,48 @@ TEST(GemmMutation, KnownBadVariantsAreCaught) {
   const ir::Kernel& k = kernel_ir("iron_gemm_32x32x32_w16x16_s2_f32");
   std::vector<const TestDecl*> cases;
   for (const TestDecl* t : registered_tests())
-    for (const char* name : {"int_m37_n45_k170", "avalanche_m33_n40_k150_strided", "epi_gelu_fused", "epi_residual_fused"})
+    // Every staged layout: A and B row-major, both column-major, A column-major with B
+    // row-major, and A row-major with B column-major (a_col / b_col).
+    for (const char* name : {"int_m37_n45_k170", "avalanche_m33_n40_k150_strided", "epi_gelu_fused", "epi_residual_fused",
+                             "epi_silu_fused"})
       if (std::string(t->kernel) == "iron_gemm" && std::string(t->name) == name) cases.push_back(t);
-  ASSERT_EQ(cases.size(), 4u);
+  ASSERT_EQ(cases.size(), 5u);
+  // The element-by-element staging path (an operand with neither stride 1) is one no gemm_for
+  // call takes: its stores' lines are left out of the stride mutants below.
+  std::set<std::string> element_path;
+  for (const ir::Inst& in : k.insts)
+    if (in.op == ir::Op::TgStore) element_path.insert(k.where(in.loc));
   std::vector<mutate::Mutant> bad;
   for (mutate::Mutant& m : mutate::enumerate(k, 32, 1024)) {
     // The K loop's barrier (the first): the epilogue's two only order each lane group's reads of
     // its own scratch slot, which the semantics already orders (below).
     const bool barrier = m.kind == "dropped_barrier" && m.detail == "barrier #1: removed";
-    const bool row_stride = m.kind == "stride" && has(m.detail, "constant 40 -> 41");  // kPad rows: 32 + 8
+    // The staged rows' length (32 elements: BK for A and B's row width BN) off by one where the
+    // copies write or the fragments read.
+    const bool row_stride = m.kind == "stride" && has(m.detail, "constant 32 -> 33") && !element_path.count(m.site);
     if (barrier || row_stride) bad.push_back(std::move(m));
   }
+  // The fragment loads read through another swizzle than the copies wrote through: the shift
+  // one larger (the wrong row bits choose the chunk), the XOR taken from one bit fewer, and no
+  // swizzle at all (docs/gemm.md "Threadgroup layout").
+  auto reswizzle = [&](const char* what, const std::function<int64_t(int64_t)>& code) {
+    mutate::Mutant m{"swizzle", "", what, k, ""};
+    size_t loads = 0;
+    for (ir::Inst& in : m.kernel.insts)
+      if (in.op == ir::Op::TileTgLoad && in.has(ir::Attr::Swizzle)) {
+        const int64_t c = code(in.attr(ir::Attr::Swizzle));
+        if (c) in.set(ir::Attr::Swizzle, c);
+        else in.attrs.erase(std::remove_if(in.attrs.begin(), in.attrs.end(),
+                                           [](const ir::AttrEntry& e) { return e.key == ir::Attr::Swizzle; }),
+                            in.attrs.end());
+        ++loads;
+      }
+    EXPECT_GE(loads, 2u) << what;
+    bad.push_back(std::move(m));
+  };
+  reswizzle("the loads' swizzle shift + 1", [](int64_t c) { return c + 1; });
+  reswizzle("the loads' swizzle one bit narrower", [](int64_t c) { return c - 100; });
+  reswizzle("the loads' swizzle dropped", [](int64_t) { return int64_t(0); });
   // Every async_wait dropped at once; then the multiply reading the stage after the right one.
   {
     mutate::Mutant m{"dropped_async_wait", "", "every async_wait removed", k, ""};
@@ -400,11 +432,15 @@ TEST(GemmMutation, KnownBadVariantsAreCaught) {
                     b.insts.end());
     bad.push_back(std::move(m));
   }
-  size_t barriers = 0, strides = 0;
+  size_t barriers = 0, strides = 0, swizzles = 0;
   for (const mutate::Mutant& m : bad) {
     barriers += m.kind == "dropped_barrier";
-    strides += m.kind == "stride";
+    swizzles += m.kind == "swizzle";
     const mutate::Outcome o = mutate::run_mutant(*ctx, k, m, cases);
+    // A stride mutant the pipeline proves equivalent (the prologue's step 0 times the row
+    // length) is no bug; every other one must be killed.
+    if (m.kind == "stride" && o.status == mutate::Outcome::Status::Equivalent) continue;
+    strides += m.kind == "stride";
     EXPECT_EQ(o.status, mutate::Outcome::Status::Killed) << m.kind << " " << m.site << " " << m.detail << ": " << o.by;
   }
   // The epilogue's barriers are left out: each lane reads back only the slot elements the
@@ -412,6 +448,7 @@ TEST(GemmMutation, KnownBadVariantsAreCaught) {
   // apart; the kernel keeps them for the hardware's fragment layouts.
   EXPECT_EQ(barriers, 1u);
   EXPECT_GE(strides, 4u);
+  EXPECT_EQ(swizzles, 3u);
 }
 
 }  // namespace
