@@ -9,13 +9,13 @@
 //       1, a_cs = lda; likewise B). Split s covers K elements [s * kc, min(k, (s + 1) * kc)) and
 //       writes c[s, i, j] (c is [splits, m, n]; splits = 1 and kc >= k for one whole product).
 //       Per BK-deep K step every thread stages part of A's BM x BK and B's BK x BN block into
-//       threadgroup memory (elements past m, n or the split's K end are staged as 0), each
-//       block in the orientation its memory is contiguous in (the specialized scalars a_col,
-//       b_col: 0 A as BM rows of BK, B as BK rows of BN; 1 A as BK rows of BM, B as BN rows of BK,
-//       read back by column-major fragment loads), unpadded rows under an XOR swizzle of their
-//       16-byte chunks (staged_swizzle) that the copies write through and the fragment loads
-//       read through: rows contiguous in memory by asynchronous 16-byte copies (cp.async on
-//       CUDA sm_80+, zero-filling the tails), other strides element by element. S stages deep: the step kt + S - 1 is staged while step kt
+//       threadgroup memory (elements past m, n or the split's K end are staged as 0): A as BM
+//       rows of BK, B in the orientation its memory is contiguous in (the specialized scalar
+//       b_col: 0 as BK rows of BN, 1 as BN rows of BK, read back by column-major fragment loads),
+//       unpadded rows under an XOR swizzle of their 16-byte chunks (staged_swizzle) that the
+//       copies write through and the fragment loads read through: rows contiguous in memory by
+//       asynchronous 16-byte copies (cp.async on CUDA sm_80+, zero-filling the tails), other
+//       strides (a column-major A) element by element, consecutive threads along A's rows. S stages deep: the step kt + S - 1 is staged while step kt
 //       is multiplied, one async_wait and one barrier per step. Lane group w < (BM / WM) x
 //       (BN / WN) multiplies warp tile w (WM x WN outputs, 16 x 16 fragments); further lane
 //       groups only help stage. The threadgroup must hold a lane group per warp tile (gemm_for
@@ -132,11 +132,10 @@ void gemm_kernel(const Config& cfg, bool swiglu, const KernelVariant& var) {
   Expr b_len = constexpr_("b_len", u32);
   Expr splits = constexpr_("splits", u32);
   Expr kc = constexpr_("kc", u32);
-  // How A and B are staged: 0 with K along the staged rows' length for A (A row-major: rows of
-  // A, contiguous when a_cs = 1) and N along it for B; 1 transposed (A column-major: rows of
-  // K contiguous along M when a_rs = 1; B column-major, a weight [N, K]: rows of N contiguous
-  // along K when b_rs = 1). Specialized: each dispatch compiles one layout.
-  Expr a_col = constexpr_("a_col", u32, specialize());
+  // How B is staged: 0 as BK rows of BN (B row-major, contiguous along N when b_cs = 1), 1 as
+  // BN rows of BK (B column-major, a linear layer's weight [N, K], contiguous along K when b_rs
+  // = 1). Specialized: each dispatch compiles one layout (the generic code holds both
+  // multiplies). A is always staged as BM rows of BK.
   Expr b_col = constexpr_("b_col", u32, specialize());
   Buffer a = input("a", T, {a_len});
   Buffer b = input("b", T, {b_len});
@@ -187,9 +186,10 @@ void gemm_kernel(const Config& cfg, bool swiglu, const KernelVariant& var) {
         async_copy(tg[swizzle(sw, base + o * inner + i)], src[off + go * os + gi], 8, valid);
       });
     }).else_([&] {
+      // Consecutive threads along the outer dimension, the contiguous one of a column-major A.
       for_(local_id(0), outer * inner, group_size(0), [&](Expr e) {
-        Expr o = e / inner;
-        Expr i = e % inner;
+        Expr o = e % outer;
+        Expr i = e / outer;
         Expr go = o0 + o;
         Expr gi = i0 + i;
         Expr ok = (go < o_end) && (gi < i_end);
@@ -198,15 +198,11 @@ void gemm_kernel(const Config& cfg, bool swiglu, const KernelVariant& var) {
       });
     });
   };
-  // Stages K step `step` into stage `stage`: A as BM rows of BK (a_col 0) or BK rows of BM, B as
-  // BK rows of BN (b_col 0) or BN rows of BK, then commits the thread's copies.
+  // Stages K step `step` into stage `stage`: A as BM rows of BK, B as BK rows of BN (b_col 0)
+  // or BN rows of BK, then commits the thread's copies.
   auto stage_tiles = [&](Expr step, Expr stage) {
     Expr kb = k0 + step * BK;
-    if_(a_col == 0u, [&] {
-      stage_block(a, as, stage * A_STAGE, BM, BK, row0, m, kb, k1, a_off, a_rs, a_cs);
-    }).else_([&] {
-      stage_block(a, as, stage * A_STAGE, BK, BM, kb, k1, row0, m, a_off, a_cs, a_rs);
-    });
+    stage_block(a, as, stage * A_STAGE, BM, BK, row0, m, kb, k1, a_off, a_rs, a_cs);
     for (uint32_t which = 0; which < (swiglu ? 2u : 1u); ++which) {
       const Buffer& src = which == 0 ? b : b2;
       const uint32_t base = which == 0 ? 0 : B2_BASE;
@@ -234,14 +230,13 @@ void gemm_kernel(const Config& cfg, bool swiglu, const KernelVariant& var) {
     // The fragments of one stage, read through the staged layouts' swizzles (the same map the
     // staging copies wrote through): row-major blocks with their rows' stride, transposed ones
     // as column-major tiles.
-    auto multiply_as = [&](Expr stage, bool at, bool bt) {
-      const TileLayout la{at, staged_swizzle(at ? BM : BK)}, lb{bt, staged_swizzle(bt ? BK : BN)};
+    auto multiply_as = [&](Expr stage, bool bt) {
+      const TileLayout la{false, staged_swizzle(BK)}, lb{bt, staged_swizzle(bt ? BK : BN)};
       for (uint32_t ks = 0; ks < BK / 16; ++ks) {
         std::vector<Frag> fa;
         for (uint32_t fm = 0; fm < FM; ++fm) {
           Expr r = wrow * WM + fm * 16;
-          fa.push_back(at ? coop_tile_load_a(tile, as, stage * A_STAGE + (ks * 16) * BM + r, BM, la)
-                          : coop_tile_load_a(tile, as, stage * A_STAGE + r * BK + ks * 16, BK, la));
+          fa.push_back(coop_tile_load_a(tile, as, stage * A_STAGE + r * BK + ks * 16, BK, la));
         }
         for (uint32_t which = 0; which < (swiglu ? 2u : 1u); ++which) {
           auto& sums = which == 0 ? acc : gacc;
@@ -260,9 +255,7 @@ void gemm_kernel(const Config& cfg, bool swiglu, const KernelVariant& var) {
     };
     auto multiply = [&](Expr stage) {
       if_(active, [&] {
-        for (uint32_t at = 0; at < 2; ++at)
-          for (uint32_t bt = 0; bt < 2; ++bt)
-            if_((a_col == at) && (b_col == bt), [&] { multiply_as(stage, at == 1, bt == 1); });
+        if_(b_col == 0u, [&] { multiply_as(stage, false); }).else_([&] { multiply_as(stage, true); });
       });
     };
 

@@ -163,7 +163,6 @@ static LaunchPlan gemm_for(const Call& call, const DeviceInfo& dev) {
                      {"b_len", uint32_t(b_len)},
                      {"splits", uint32_t(splits)},
                      {"kc", uint32_t(kc)},
-                     {"a_col", uint32_t(a_trans ? 1 : 0)},
                      {"b_col", uint32_t(b_trans ? 1 : 0)}};
   // The epilogue scalars of the non-SwiGLU kernels; a bias or residual the epilogue does not
   // read binds a one-element scratch buffer.

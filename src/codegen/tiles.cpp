@@ -80,6 +80,42 @@ VkMma vk_mma_from_env() {
   return m;
 }
 
+// log2 of the largest power of two every value of `id` is known to be a multiple of (32: zero),
+// from the u32 arithmetic that computes it (constants, products, sums, shifts by constants,
+// XOR / OR / AND, selects, scalars declared multiple_of); 0 when nothing is known. Multiples
+// of 2^t stay multiples under wrapping u32 arithmetic.
+static uint32_t known_pow2(const ir::Kernel& k, ir::Id id, int depth) {
+  if (id >= k.insts.size() || depth > 24) return 0;
+  const ir::Inst& in = k.insts[id];
+  if (!in.type.is_scalar() || (in.type.elem() != DType::U32 && in.type.elem() != DType::I32)) return 0;
+  auto at = [&](int i) { return i < int(in.operands.size()) ? known_pow2(k, in.operands[i], depth + 1) : 0u; };
+  switch (in.op) {
+    case ir::Op::Const: {
+      const uint32_t v = uint32_t(in.attr(ir::Attr::Value));
+      uint32_t t = 0;
+      if (v == 0) return 32;
+      while (!(v >> t & 1u)) ++t;
+      return t;
+    }
+    case ir::Op::Mul: return std::min(32u, at(0) + at(1));
+    case ir::Op::Add: case ir::Op::Sub: case ir::Op::Xor: case ir::Op::Or: return std::min(at(0), at(1));
+    case ir::Op::And: return std::max(at(0), at(1));
+    case ir::Op::Select: return std::min(at(1), at(2));
+    case ir::Op::Shl: {
+      const ir::Inst& c = k.insts[in.operands[1]];
+      if (c.op != ir::Op::Const || uint64_t(c.attr(ir::Attr::Value)) >= 32) return 0;
+      return std::min(32u, at(0) + uint32_t(c.attr(ir::Attr::Value)));
+    }
+    case ir::Op::Param: {
+      const uint64_t f = in.param() < k.params.size() ? k.params[in.param()].multiple_of : 0;
+      uint32_t t = 0;
+      while (f && (uint64_t(2) << t) <= f) ++t;
+      return f ? t : 0;
+    }
+    default: return 0;
+  }
+}
+
 std::string tile_load_index(const ir::Inst& in, const std::string& off, const std::string& stride,
                             const std::string& r, const std::string& c) {
   const bool cm = in.has(ir::Attr::ColMajor) && in.attr(ir::Attr::ColMajor) == 1;
@@ -926,6 +962,7 @@ void tile_op(EmitState& s, const Dialect& d, ir::Id id, const std::vector<std::s
       // Each lane's row address goes through the same index map (column-major: the lane names a
       // memory row of the transposed tile; a swizzle maps the row's first element, and its 8
       // elements stay together).
+      bool static_ldm = false;
       const bool ldm = tg && swz_ok && !s.f32_atomic_allocs.count(in.operands[0]) &&
                        s.concrete(s.k.insts[in.operands[0]].type) == elem && (elem == DType::F16 || elem == DType::BF16);
       if (ldm) {
@@ -934,13 +971,24 @@ void tile_op(EmitState& s, const Dialect& d, ir::Id id, const std::vector<std::s
         ir::Inst plain = in;  // the lane's row address: memory row and column, never transposed again
         plain.attrs.clear();
         if (in.has(ir::Attr::Swizzle)) plain.set(ir::Attr::Swizzle, in.attr(ir::Attr::Swizzle));
+        const std::string call = "iron_tile_ldmatrix" + sfx + "(" + reg + ", &" + arr + "[" +
+                                 tile_load_index(plain, off, stride, "iron_tile_ldm_row" + sfx + "()",
+                                                 "iron_tile_ldm_col" + sfx + "()") +
+                                 "]);";
+        // Offset and stride provably multiples of 8 (the arithmetic computing them, known_pow2)
+        // in an array declared 16-byte aligned: ldmatrix with no run-time check.
+        static_ldm = s.k.insts[in.operands[0]].attr(ir::Attr::Align) >= 16 && known_pow2(s.k, in.operands[1], 0) >= 3 &&
+                     known_pow2(s.k, in.operands[2], 0) >= 3;
         lines.push_back("#if IRON_TILE_LDMATRIX");
-        lines.push_back("if (((" + off + " | " + stride + ") & 7u) == 0u && (iron_tile_smem(" + arr + ") & 15u) == 0u) {");
-        lines.push_back("  iron_tile_ldmatrix" + sfx + "(" + reg + ", &" + arr + "[" +
-                        tile_load_index(plain, off, stride, "iron_tile_ldm_row" + sfx + "()", "iron_tile_ldm_col" + sfx + "()") +
-                        "]);");
-        lines.push_back("} else");
-        lines.push_back("#endif");
+        if (static_ldm) {
+          lines.push_back(call);
+          lines.push_back("#else");
+        } else {
+          lines.push_back("if (((" + off + " | " + stride + ") & 7u) == 0u && (iron_tile_smem(" + arr + ") & 15u) == 0u) {");
+          lines.push_back("  " + call);
+          lines.push_back("} else");
+          lines.push_back("#endif");
+        }
       }
       // f8e4m3 fragments (16x32 A, 32x16 B) have their own element walk and coordinates.
       const std::string ld = elem == DType::F8E4M3 ? "IRON_TILE_LD8_" : "IRON_TILE_LD_";
@@ -953,6 +1001,7 @@ void tile_op(EmitState& s, const Dialect& d, ir::Id id, const std::vector<std::s
       lines.push_back("    iron_tile_set(" + reg + ", i, " + v + ");");
       lines.push_back("  }");
       lines.push_back("}");
+      if (static_ldm) lines.push_back("#endif");
       lines.push_back("iron_tile_finish(" + reg + ");");
       return;
     }
