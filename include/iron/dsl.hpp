@@ -360,6 +360,15 @@ TgBuffer threadgroup_alloc(const char* name, DType type, uint32_t count, uint32_
 // constant, the interpreter per dispatch; the dispatch check adds it to the kernel's total.
 TgBuffer threadgroup_alloc_dynamic(const char* name, DType type, Expr size, uint32_t per = 1, uint32_t align = 0,
                                    SrcLoc loc = SrcLoc::current());
+// A view of `base`'s bytes from byte `byte_offset` (a multiple of 16) as `count` elements of
+// `type`, with no memory of its own: a phase of the kernel that is done with `base` (a GEMM's
+// staging tiles) reuses its memory (the epilogue's scratch). The views take turns: a barrier
+// separates the last access through one from the first through another when either writes, and
+// a view reads only what was written through it (docs/semantics.md "Threadgroup aliases"; the
+// verifier and the interpreter check both). CUDA and MSL point into the base's bytes; GLSL,
+// which cannot view a shared array as another type, gives the alias an array of its own.
+TgBuffer threadgroup_alias(const char* name, const TgBuffer& base, uint32_t byte_offset, DType type, uint32_t count,
+                           SrcLoc loc = SrcLoc::current());
 // A thread-private register array of `count` elements (at most 1024), indexed like a
 // threadgroup array (`a[i] = v`, `a[i]` as an operand). Every index must be a constant once
 // loops with constant trip counts are unrolled; one that is not is a located error at

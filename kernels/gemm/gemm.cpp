@@ -68,10 +68,10 @@ std::string Config::name() const {
 uint64_t threadgroup_bytes(const Config& c, uint32_t stages, bool swiglu) {
   const uint64_t a = uint64_t(stages) * c.bm * c.bk * 2;
   const uint64_t b = uint64_t(stages) * c.bk * c.bn * 2 * (swiglu ? 2 : 1);
-  const uint64_t scratch = uint64_t(c.warps()) * 256 * 4 * (swiglu ? 2 : 1);
+  // The epilogue's scratch is an alias of B's stages (no memory of its own).
   // Each array starts 16-byte aligned.
   auto up = [](uint64_t x) { return (x + 15) / 16 * 16; };
-  return up(a) + up(b) + up(scratch);
+  return up(a) + up(b);
 }
 
 namespace {
@@ -156,7 +156,10 @@ void gemm_kernel(const Config& cfg, bool swiglu, const KernelVariant& var) {
   TileShape tile = coop_tile_setup(16, 16, 16, T);
   TgBuffer as = threadgroup_alloc("as", T, stages * A_STAGE, 16);
   TgBuffer bs = threadgroup_alloc("bs", T, stages * B_STAGE * (swiglu ? 2 : 1), 16);
-  TgBuffer cs = threadgroup_alloc("cs", f32, NW * 256 * (swiglu ? 2 : 1), 16);
+  // The epilogue's scratch (a 16 x 16 f32 slot per lane group, two for SwiGLU) reuses B's
+  // staging memory, done with once the K loop ends (a barrier separates them); every tile's B
+  // stages hold at least that many bytes.
+  TgBuffer cs = threadgroup_alias("cs", bs, 0, f32, NW * 256 * (swiglu ? 2 : 1));
   const uint32_t B2_BASE = stages * B_STAGE;  // the SwiGLU gate's stages follow B's
 
   Expr tile_n = program_id(0);
@@ -276,6 +279,10 @@ void gemm_kernel(const Config& cfg, bool swiglu, const KernelVariant& var) {
         multiply(step % stages);
       });
     }
+    // The staging memory's last reads (the multiply) before the epilogue writes its alias; the
+    // groups still in flight are empty (no copy lands later).
+    async_wait(0);
+    barrier();
 
     // Epilogue: one fragment at a time through the lane group's scratch slot, in a loop whose
     // body stores fragment f (each a uniform branch: fragments are registers, chosen when the

@@ -78,6 +78,8 @@ enum class Attr : uint8_t {
   Col,     // Int: a tile element's column (tile_get)
   Swizzle,   // Int: a threadgroup tile load's XOR swizzle, 100 * bits + 10 * base + shift (swizzle_index)
   ColMajor,  // Int: 1 when a tile load reads the matrix column-major (element (r, c) at c * stride + r)
+  Alias,     // String: the threadgroup allocation a threadgroup alias views (docs/semantics.md)
+  Offset,    // Int: a threadgroup alias's byte offset into the allocation it views
   Count_
 };
 struct AttrInfo {
@@ -104,7 +106,7 @@ struct AttrSlot {
   bool required;
 };
 struct AttrSchema {
-  AttrSlot slots[4];
+  AttrSlot slots[6];
   uint8_t count = 0;
 };
 const AttrSchema& attr_schema(Op op);
@@ -325,6 +327,11 @@ uint64_t tg_elem_bytes(const Inst& alloc, Instantiation concrete);
 uint64_t tg_alignment(const Inst& alloc, Instantiation concrete);
 // The allocations reachable from the entry block, in layout order.
 std::vector<Id> threadgroup_layout(const Kernel& k);
+// Threadgroup aliases (a TgAlloc with an `alias` attribute: a typed view of another allocation's
+// bytes from byte `offset`, no memory of its own; threadgroup_layout leaves them out). The
+// allocation an alias views (kNone when `alloc` is no alias or names none), and every alias.
+Id tg_alias_base(const Kernel& k, const Inst& alloc);
+std::vector<Id> threadgroup_aliases(const Kernel& k);
 bool has_dynamic_threadgroup(const Kernel& k);
 // Bytes of threadgroup memory the kernel allocates for the given concrete dtype, alignment
 // padding included. `param_values` (indexed by parameter, the bit patterns of the scalar

@@ -245,6 +245,11 @@ struct Parser {
         in.set(a, idx);
         return;
       }
+      case Attr::Alias:
+        if (!is_identifier_text(text)) fail("threadgroup alias base '" + text + "' is not an identifier", text);
+        in.set(a, k.intern_string(text));
+        return;
+      case Attr::Offset: in.set(a, integer(text, 0, int64_t(UINT32_MAX), "threadgroup alias byte offset")); return;
       case Attr::Name:
       case Attr::Callee:
         if (!is_identifier_text(text))

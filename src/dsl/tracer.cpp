@@ -612,6 +612,39 @@ TgBuffer threadgroup_alloc_dynamic(const char* name, DType type, Expr size, uint
   return array_alloc(Op::TgAlloc, name, type, per, align, size.id(), l);
 }
 
+TgBuffer threadgroup_alias(const char* name, const TgBuffer& base, uint32_t byte_offset, DType type, uint32_t count,
+                           SrcLoc l) {
+  detail::Trace& t = tr();
+  const bool ok_base = base.alloc() < t.k.insts.size() && t.k.insts[base.alloc()].op == Op::TgAlloc &&
+                       !t.k.insts[base.alloc()].has(ir::Attr::Alias) && !t.k.insts[base.alloc()].has(ir::Attr::CountParam);
+  if (!ok_base)
+    error(loc_of(l), std::string("threadgroup_alias '") + name +
+                         "': the base is not a fixed-size threadgroup_alloc (an alias views one, not another alias)");
+  if (byte_offset % 16 != 0)
+    error(loc_of(l), std::string("threadgroup_alias '") + name + "': byte offset " + std::to_string(byte_offset) +
+                         " is not a multiple of 16");
+  if (ok_base) {
+    const Inst& b = t.k.insts[base.alloc()];
+    const DType bt = b.type.elem();
+    if (!is_type_param(bt) && !is_type_param(type)) {
+      const uint64_t have = uint64_t(b.attr(ir::Attr::Count)) * dtype_size(bt);
+      const uint64_t end = uint64_t(byte_offset) + uint64_t(count) * dtype_size(type);
+      if (end > have)
+        error(loc_of(l), std::string("threadgroup_alias '") + name + "' covers bytes " + std::to_string(byte_offset) +
+                             " to " + std::to_string(end) + " of '" + t.k.strings[size_t(b.attr(ir::Attr::Name))] +
+                             "', which has " + std::to_string(have));
+    }
+  }
+  TgBuffer v = array_alloc(Op::TgAlloc, name, type, count, 0, ir::kNone, l);
+  if (ok_base && v.alloc() < t.k.insts.size()) {
+    const int64_t base_name = t.k.insts[base.alloc()].attr(ir::Attr::Name);
+    Inst& in = t.k.insts[v.alloc()];
+    in.set(ir::Attr::Alias, base_name);
+    in.set(ir::Attr::Offset, byte_offset);
+  }
+  return v;
+}
+
 TgBuffer local_array(const char* name, DType type, uint32_t count, SrcLoc l) {
   return array_alloc(Op::LocalAlloc, name, type, count, 0, ir::kNone, l);
 }

@@ -578,6 +578,44 @@ std::string tile_layout_kernel_text(const std::string& name, bool b_role, bool c
   return s.str();
 }
 
+// Threadgroup aliases (docs/semantics.md "Threadgroup aliases"): kGroup threads write an f16
+// array and read it back, then (after a barrier) write an f32 view of its bytes from byte 16 and
+// read their partner's slot: r[l] = 2 * (l ^ 1) + 0.5, exact.
+void add_tg_alias_cases(const std::string& filter, std::vector<ConformanceCase>& cases) {
+  const std::string name = "conformance.tg_alias.f16.f32";
+  if (!filter.empty() && name.find(filter) == std::string::npos) return;
+  std::ostringstream s;
+  s << "kernel conformance_tg_alias_f16_f32 mode=Reduction {\n";
+  s << "  param x0: in buf<f32> extent=" << kGroup << "\n  param r: out buf<f32> extent=" << kGroup << "\n";
+  s << "  %a = tg_alloc<st, " << 4 * kGroup << ", align=16> : f16\n";
+  s << "  %v = tg_alloc<sc, " << kGroup << ", alias=st, offset=16> : f32\n";
+  s << "  %l = local_id<0> : u32\n  %c1 = const<1> : u32\n  %two = const<2.0> : f32\n";
+  s << "  %h = cast %l : f16\n  tg_store %a, %l, %h\n  barrier\n";
+  s << "  %y = tg_load %a, %l : f16\n  %y2 = cast %y : f32\n  %d = mul %y2, %two : f32\n  %x = load<x0> %l : f32\n";
+  s << "  %e = add %d, %x : f32\n  barrier\n  tg_store %v, %l, %e\n  barrier\n";
+  s << "  %p = xor %l, %c1 : u32\n  %z = tg_load %v, %p : f32\n  store<r> %l, %z\n}\n";
+  ConformanceCase c;
+  c.kernel = ir::parse(s.str());
+  if (!verifies(c.kernel)) throw Error("conformance: the threadgroup alias kernel does not verify");
+  c.name = name;
+  c.op = ir::Op::TgAlloc;
+  c.operands = {DType::F32};
+  c.result = DType::F32;
+  c.launch.dtype = DType::F32;
+  c.launch.grid = {1, 1, 1};
+  c.launch.threadgroup = {kGroup, 1, 1};
+  c.launch.buffers.emplace_back(kGroup * 4, 0);
+  c.launch.buffers.emplace_back(kGroup * 4, 0xff);
+  c.want.assign(kGroup * 4, 0);
+  for (uint32_t l = 0; l < kGroup; ++l) {
+    put(c.launch.buffers[0], l, DType::F32, eval::Scalar::of_f32(0.5f).bits);
+    const float v = float(2 * (l ^ 1u)) + 0.5f;
+    put(c.want, l, DType::F32, eval::Scalar::of_f32(v).bits);
+    c.args.push_back({eval::Scalar::of_f32(0.5f).bits});
+  }
+  cases.push_back(std::move(c));
+}
+
 void add_tile_layout_cases(const std::string& filter, std::vector<ConformanceCase>& cases) {
   for (int role = 0; role < 2; ++role)
     for (int cm = 0; cm < 2; ++cm)
@@ -692,6 +730,7 @@ std::vector<ConformanceCase> conformance_cases(const std::string& filter) {
   add_atomic_cases(filter, cases);
   add_async_cases(filter, cases);
   add_tile_layout_cases(filter, cases);
+  add_tg_alias_cases(filter, cases);
   return cases;
 }
 
