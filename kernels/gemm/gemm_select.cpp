@@ -31,10 +31,7 @@ namespace iron::kernels::gemm {
 
 namespace {
 
-constexpr Config kConfigs[4] = {{128, 256, 32, 64, 64}, {64, 64, 32, 32, 32}, {32, 32, 32, 16, 16}, {16, 64, 64, 16, 16}};
-// SwiGLU keeps two products live: its fused large kernel covers the same 128 x 256 block with
-// 64 x 32 warp tiles (16 lane groups); its partials go through the plain large kernel.
-constexpr Config kLargeSwiglu{128, 256, 32, 64, 32};
+constexpr Config kConfigs[4] = {{128, 128, 32, 64, 32}, {64, 64, 32, 32, 32}, {32, 32, 32, 16, 16}, {16, 64, 64, 16, 16}};
 constexpr uint32_t kStages[4] = {3, 3, 2, 3};
 
 uint64_t ceil_div(uint64_t a, uint64_t b) { return (a + b - 1) / b; }
@@ -97,12 +94,10 @@ static LaunchPlan gemm_for(const Call& call, const DeviceInfo& dev) {
     cfg_index = 2;
     why = "m = " + num(m) + " <= 64";
   } else {
-    const Config& big = kConfigs[0];
-    const uint64_t large = ceil_div(uint64_t(m), big.bm) * ceil_div(uint64_t(n), big.bn);
+    const uint64_t large = ceil_div(uint64_t(m), 128) * ceil_div(uint64_t(n), 128);
     const uint32_t units = std::max(1u, dev.compute_units);
     cfg_index = large >= units ? 0 : 1;
-    why = num(int64_t(large)) + " blocks of " + num(big.bm) + "x" + num(big.bn) + " " + (large >= units ? ">=" : "<") + " " +
-          num(units) + " compute units";
+    why = num(int64_t(large)) + " blocks of 128x128 " + (large >= units ? ">=" : "<") + " " + num(units) + " compute units";
   }
   const Config cfg = kConfigs[cfg_index];
   uint32_t stages = kStages[cfg_index];
@@ -150,15 +145,11 @@ static LaunchPlan gemm_for(const Call& call, const DeviceInfo& dev) {
   // which the 128x128 and 64x64 tiles fuse at f16/bf16 outputs on devices with 64 KiB of
   // threadgroup memory or more (not lavapipe, whose tile fragments live in it). The 64x64
   // tile's 2- and 4-stage kernels have f32 outputs only; the decode tile fuses nothing.
-  // The fused SwiGLU kernel of the large tile has warp tiles of its own (kLargeSwiglu).
-  const Config fused = swiglu && cfg_index == 0 ? kLargeSwiglu : cfg;
   const bool direct =
       splits == 1 && (cfg_index <= 1   ? !(swiglu && (shared < 64 * 1024 || out == DType::F32))
                       : cfg_index == 2 ? !swiglu
                                        : epi == Epi::None && out == DType::F32) &&
-      (stages == 3 || cfg_index != 1 || out == DType::F32) &&
-      (!swiglu || (threadgroup_bytes(fused, stages, true) <= shared &&
-                   fused.warps() * std::max(1u, dev.lane_width) <= dev.max_threads_per_group));
+      (stages == 3 || cfg_index != 1 || out == DType::F32);
   Constexprs scalars{{"m", uint32_t(m)},
                      {"n", uint32_t(n)},
                      {"k", uint32_t(k)},
@@ -196,8 +187,7 @@ static LaunchPlan gemm_for(const Call& call, const DeviceInfo& dev) {
     throw Error("grid " + num(grid.x) + "x" + num(grid.y) + "x" + num(grid.z) + " exceeds the device's limits");
   LaunchPlan plan;
   if (direct) {
-    LaunchStep step{"iron_gemm_" + fused.name() + "_" + (swiglu ? "swiglu_" : "") + stage_part + dtype_name(out), grid,
-                    {fused.warps() * lanes, 1, 1}, scalars, {}};
+    LaunchStep step{tile_name + (swiglu ? "swiglu_" : "") + stage_part + dtype_name(out), grid, {threads, 1, 1}, scalars, {}};
     if (!swiglu) epilogue(step.constexprs, step.bind, true, out, plan);
     plan.steps.push_back(step);
     plan.reason = why + "; one split: " + cfg.name() + " with the " + epi_name(epi) + " epilogue fused";

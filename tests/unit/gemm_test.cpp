@@ -113,27 +113,26 @@ TEST(GemmSelector, SmallShapesSplitK) {
   EXPECT_NE(p.reason.find("fixed-order reduce"), std::string::npos) << p.reason;
 }
 
-// Large prefill: the 128x256 tile (fused SwiGLU: 16 lane groups of 64x32), one split, the epilogue
-// fused into the one kernel.
+// Large prefill: the 128x128 tile, one split, the epilogue fused into the one kernel.
 TEST(GemmSelector, LargePrefillOneKernel) {
   const DeviceInfo d = h200();
   LaunchPlan p = gemm(d, 2048, 14336, 4096);
-  EXPECT_EQ(p.describe(), "iron_gemm_128x256x32_w64x64_s3_bf16 grid 56x16x1 tg 256x1x1");
+  EXPECT_EQ(p.describe(), "iron_gemm_128x128x32_w64x32_s3_bf16 grid 112x16x1 tg 256x1x1");
   p = gemm(d, 4096, 4096, 4096, {{"epi", 2}});
-  EXPECT_EQ(p.describe(), "iron_gemm_128x256x32_w64x64_s3_bf16 grid 16x32x1 tg 256x1x1");
+  EXPECT_EQ(p.describe(), "iron_gemm_128x128x32_w64x32_s3_bf16 grid 32x32x1 tg 256x1x1");
   EXPECT_EQ(p.steps[0].constexprs.at("epi").as_double(), 2);  // SiLU: a specialized scalar
   EXPECT_EQ(p.steps[0].constexprs.at("bias_len").as_double(), 4096);
   // SwiGLU fused: one kernel reads b and b2.
   p = gemm(d, 2048, 14336, 4096, {{"epi", 5}, {"b_trans", 1}});
   ASSERT_EQ(p.steps.size(), 1u);
-  EXPECT_EQ(p.describe(), "iron_gemm_128x256x32_w64x32_swiglu_s3_bf16 grid 56x16x1 tg 512x1x1");
+  EXPECT_EQ(p.steps[0].kernel, "iron_gemm_128x128x32_w64x32_swiglu_s3_bf16");
   EXPECT_EQ(p.steps[0].constexprs.at("b_rs").as_double(), 1);
   EXPECT_EQ(p.steps[0].constexprs.at("b_cs").as_double(), 4096);
   // f32 output with a bias: fused too. SwiGLU has 16-bit outputs only: at f32 the two f32
   // partials and the reduce (one split).
   p = gemm(d, 2048, 14336, 4096, {{"epi", 1}, {"out", 1}});
   ASSERT_EQ(p.steps.size(), 1u);
-  EXPECT_EQ(p.steps[0].kernel, "iron_gemm_128x256x32_w64x64_s3_f32");
+  EXPECT_EQ(p.steps[0].kernel, "iron_gemm_128x128x32_w64x32_s3_f32");
   p = gemm(d, 2048, 14336, 4096, {{"epi", 5}, {"out", 1}});
   ASSERT_EQ(p.steps.size(), 3u);
   EXPECT_EQ(p.steps[2].kernel, "iron_gemm_reduce_swiglu_f32");
@@ -411,15 +410,15 @@ TEST(TgAlias, ViewsTakeTurnsAcrossABarrierAndLowerIntoTheBasesBytes) {
 
 // The GEMM's epilogue scratch is an alias of B's staging memory: no memory of its own.
 TEST(TgAlias, TheGemmEpilogueReusesTheStagingMemory) {
-  const ir::Kernel& k = kernel_ir("iron_gemm_128x256x32_w64x64_s3_bf16");
+  const ir::Kernel& k = kernel_ir("iron_gemm_128x128x32_w64x32_s3_bf16");
   size_t aliases = 0;
   for (ir::Id id : ir::threadgroup_aliases(k)) {
     ++aliases;
     EXPECT_EQ(k.strings[size_t(k.insts[ir::tg_alias_base(k, k.insts[id])].attr(ir::Attr::Name))], "bs");
   }
   EXPECT_EQ(aliases, 1u);
-  // 3 stages of A (128 x 32) and B (32 x 256) in bf16: 72 KiB, the scratch inside it.
-  EXPECT_EQ(ir::threadgroup_bytes(k, DType::BF16), 3u * (128 * 32 + 32 * 256) * 2);
+  // 3 stages of A (128 x 32) and B (32 x 128) in bf16: 48 KiB, the scratch inside it.
+  EXPECT_EQ(ir::threadgroup_bytes(k, DType::BF16), 3u * (128 * 32 + 32 * 128) * 2);
 }
 
 // The CUDA lowering: cp.async (16 bytes, .cg) with its run-time alignment check and the byte-copy
@@ -431,7 +430,7 @@ TEST(GemmCodegen, CudaCompilesThroughNvrtcDownEveryMmaPath) {
     codegen::CudaMma m;
     const char* arch;
   } cases[] = {{"iron_gemm_64x64x32_w32x32_s3_bf16", codegen::CudaMma::MmaSync, "sm_90"},
-               {"iron_gemm_128x256x32_w64x64_s3_f16", codegen::CudaMma::MmaSync, "sm_80"},
+               {"iron_gemm_128x128x32_w64x32_s3_f16", codegen::CudaMma::MmaSync, "sm_80"},
                {"iron_gemm_32x32x32_w16x16_s2_f32", codegen::CudaMma::Wmma, "sm_80"},
                {"iron_gemm_32x32x32_w16x16_s2_f32", codegen::CudaMma::Software, "sm_90"},
                {"iron_gemm_16x64x64_w16x16_s3_f32", codegen::CudaMma::Wmma, "sm_75"}};
