@@ -360,6 +360,15 @@ TgBuffer threadgroup_alloc(const char* name, DType type, uint32_t count, uint32_
 // constant, the interpreter per dispatch; the dispatch check adds it to the kernel's total.
 TgBuffer threadgroup_alloc_dynamic(const char* name, DType type, Expr size, uint32_t per = 1, uint32_t align = 0,
                                    SrcLoc loc = SrcLoc::current());
+// A view of `base`'s bytes from byte `byte_offset` (a multiple of 16) as `count` elements of
+// `type`, with no memory of its own: a phase of the kernel that is done with `base` (a GEMM's
+// staging tiles) reuses its memory (the epilogue's scratch). The views take turns: a barrier
+// separates the last access through one from the first through another when either writes, and
+// a view reads only what was written through it (docs/semantics.md "Threadgroup aliases"; the
+// verifier and the interpreter check both). CUDA and MSL point into the base's bytes; GLSL,
+// which cannot view a shared array as another type, gives the alias an array of its own.
+TgBuffer threadgroup_alias(const char* name, const TgBuffer& base, uint32_t byte_offset, DType type, uint32_t count,
+                           SrcLoc loc = SrcLoc::current());
 // A thread-private register array of `count` elements (at most 1024), indexed like a
 // threadgroup array (`a[i] = v`, `a[i]` as an operand). Every index must be a constant once
 // loops with constant trip counts are unrolled; one that is not is a located error at
@@ -556,11 +565,30 @@ class Frag {
   Type type_;
 };
 
+// An XOR swizzle of threadgroup element indices (docs/semantics.md "Tile layouts"): index i maps to
+//   i ^ (((i >> (base + shift)) & (2^bits - 1)) << base)
+// bits 1..3, base 0..7, shift bits..9. For 16-bit elements, base 3 moves whole 16-byte chunks:
+// {3, 3, 3} is the TMA's 128-byte swizzle (rows of 64 elements), {2, 3, 3} the 64-byte one (rows
+// of 32), {3, 3, 4} spreads rows of 128 elements. bits == 0: no swizzle.
+struct Swizzle {
+  uint32_t bits = 0, base = 0, shift = 0;
+};
+// The swizzled index of `index` (u32 arithmetic): the destination a staging copy writes so that a
+// tile load with the same Swizzle reads it back.
+Expr swizzle(const Swizzle& sw, Operand index);
+// How a tile load reads memory: column-major (element (r, c) at offset + c * stride + r: A stored
+// K-major, B stored N-major as a linear layer's weight [N, K]) and, in threadgroup memory only, a
+// swizzle applied to the whole index (offset folded in first).
+struct TileLayout {
+  bool col_major = false;
+  Swizzle swizzle;
+};
+
 Frag coop_tile_fill(const TileShape& tile, Operand value);  // an accumulator with every element = value
-Frag coop_tile_load_a(const TileShape& tile, const Buffer& src, Operand offset, Operand stride);
-Frag coop_tile_load_a(const TileShape& tile, const TgBuffer& src, Operand offset, Operand stride);
-Frag coop_tile_load_b(const TileShape& tile, const Buffer& src, Operand offset, Operand stride);
-Frag coop_tile_load_b(const TileShape& tile, const TgBuffer& src, Operand offset, Operand stride);
+Frag coop_tile_load_a(const TileShape& tile, const Buffer& src, Operand offset, Operand stride, TileLayout layout = {});
+Frag coop_tile_load_a(const TileShape& tile, const TgBuffer& src, Operand offset, Operand stride, TileLayout layout = {});
+Frag coop_tile_load_b(const TileShape& tile, const Buffer& src, Operand offset, Operand stride, TileLayout layout = {});
+Frag coop_tile_load_b(const TileShape& tile, const TgBuffer& src, Operand offset, Operand stride, TileLayout layout = {});
 // acc + a * b (docs/semantics.md: each element's sum is exact, rounded to f32 once per call).
 Frag coop_tile_run(const Frag& a, const Frag& b, const Frag& acc, SrcLoc loc = SrcLoc::current());
 void coop_tile_store(const Frag& acc, const Buffer& dst, Operand offset, Operand stride);

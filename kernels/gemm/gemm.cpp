@@ -9,10 +9,13 @@
 //       1, a_cs = lda; likewise B). Split s covers K elements [s * kc, min(k, (s + 1) * kc)) and
 //       writes c[s, i, j] (c is [splits, m, n]; splits = 1 and kc >= k for one whole product).
 //       Per BK-deep K step every thread stages part of A's BM x BK and B's BK x BN block into
-//       threadgroup memory (rows padded by kPad elements; elements past m, n or the split's K
-//       end are staged as 0): rows contiguous in memory (A row-major, B row-major) by
+//       threadgroup memory (elements past m, n or the split's K end are staged as 0): A as BM
+//       rows of BK, B in the orientation its memory is contiguous in (the specialized scalar
+//       b_col: 0 as BK rows of BN, 1 as BN rows of BK, read back by column-major fragment loads),
+//       unpadded rows under an XOR swizzle of their 16-byte chunks (staged_swizzle) that the
+//       copies write through and the fragment loads read through: rows contiguous in memory by
 //       asynchronous 16-byte copies (cp.async on CUDA sm_80+, zero-filling the tails), other
-//       layouts element by element. S stages deep: the step kt + S - 1 is staged while step kt
+//       strides (a column-major A) element by element, consecutive threads along A's rows. S stages deep: the step kt + S - 1 is staged while step kt
 //       is multiplied, one async_wait and one barrier per step. Lane group w < (BM / WM) x
 //       (BN / WN) multiplies warp tile w (WM x WN outputs, 16 x 16 fragments); further lane
 //       groups only help stage. The threadgroup must hold a lane group per warp tile (gemm_for
@@ -38,6 +41,7 @@
 
 #include <iron/iron.hpp>
 
+#include <algorithm>
 #include <functional>
 #include <memory>
 #include <vector>
@@ -63,12 +67,12 @@ std::string Config::name() const {
 }
 
 uint64_t threadgroup_bytes(const Config& c, uint32_t stages, bool swiglu) {
-  const uint64_t a = uint64_t(stages) * c.bm * (c.bk + kPad) * 2;
-  const uint64_t b = uint64_t(stages) * c.bk * (c.bn + kPad) * 2 * (swiglu ? 2 : 1);
-  const uint64_t scratch = uint64_t(c.warps()) * 256 * 4 * (swiglu ? 2 : 1);
+  const uint64_t a = uint64_t(stages) * c.bm * c.bk * 2;
+  const uint64_t b = uint64_t(stages) * c.bk * c.bn * 2 * (swiglu ? 2 : 1);
+  // The epilogue's scratch is an alias of B's stages (no memory of its own).
   // Each array starts 16-byte aligned.
   auto up = [](uint64_t x) { return (x + 15) / 16 * 16; };
-  return up(a) + up(b) + up(scratch);
+  return up(a) + up(b);
 }
 
 constexpr float kInvSqrt2 = 0.70710678118654752f;
@@ -98,14 +102,22 @@ Expr apply_epilogue(Expr epi, Expr v, const std::function<Expr()>* up, const std
 }
 
 namespace {
+// The XOR swizzle of a staged tile whose rows are `width` 16-bit elements (a power of two, at
+// least 16): 16-byte chunks move within their row by the low bits of the row index, so the 8
+// row addresses of one ldmatrix phase (8 rows at one chunk column) fall in 8 distinct bank quads,
+// and a warp's 16-byte staging copies (whole rows) fill every quad once per 128 bytes.
+Swizzle staged_swizzle(uint32_t width) {
+  uint32_t chunks_log2 = 0;
+  while ((8u << chunks_log2) < width) ++chunks_log2;  // log2(width / 8)
+  return Swizzle{std::min(chunks_log2, 3u), 3, std::max(chunks_log2, 3u)};
+}
 
 void gemm_kernel(const Config& cfg, bool swiglu, const KernelVariant& var) {
   const uint32_t stages = uint32_t(var.i("S"));
   const DType out_t = var.type("OUT");
   const uint32_t BM = cfg.bm, BN = cfg.bn, BK = cfg.bk, WM = cfg.wm, WN = cfg.wn;
   const uint32_t FM = WM / 16, FN = WN / 16, NW = cfg.warps(), WCOLS = BN / WN;
-  const uint32_t LDA = BK + kPad, LDB = BN + kPad;  // staged row strides (elements)
-  const uint32_t A_STAGE = BM * LDA, B_STAGE = BK * LDB;
+  const uint32_t A_STAGE = BM * BK, B_STAGE = BK * BN;  // staged elements per K step
 
   Expr m = constexpr_("m", u32);
   Expr n = constexpr_("n", u32);
@@ -120,6 +132,11 @@ void gemm_kernel(const Config& cfg, bool swiglu, const KernelVariant& var) {
   Expr b_len = constexpr_("b_len", u32);
   Expr splits = constexpr_("splits", u32);
   Expr kc = constexpr_("kc", u32);
+  // How B is staged: 0 as BK rows of BN (B row-major, contiguous along N when b_cs = 1), 1 as
+  // BN rows of BK (B column-major, a linear layer's weight [N, K], contiguous along K when b_rs
+  // = 1). Specialized: each dispatch compiles one layout (the generic code holds both
+  // multiplies). A is always staged as BM rows of BK.
+  Expr b_col = constexpr_("b_col", u32, specialize());
   Buffer a = input("a", T, {a_len});
   Buffer b = input("b", T, {b_len});
   Expr epi, bias_len, res_len;
@@ -139,7 +156,10 @@ void gemm_kernel(const Config& cfg, bool swiglu, const KernelVariant& var) {
   TileShape tile = coop_tile_setup(16, 16, 16, T);
   TgBuffer as = threadgroup_alloc("as", T, stages * A_STAGE, 16);
   TgBuffer bs = threadgroup_alloc("bs", T, stages * B_STAGE * (swiglu ? 2 : 1), 16);
-  TgBuffer cs = threadgroup_alloc("cs", f32, NW * 256 * (swiglu ? 2 : 1), 16);
+  // The epilogue's scratch (a 16 x 16 f32 slot per lane group, two for SwiGLU) reuses B's
+  // staging memory, done with once the K loop ends (a barrier separates them); every tile's B
+  // stages hold at least that many bytes.
+  TgBuffer cs = threadgroup_alias("cs", bs, 0, f32, NW * 256 * (swiglu ? 2 : 1));
   const uint32_t B2_BASE = stages * B_STAGE;  // the SwiGLU gate's stages follow B's
 
   Expr tile_n = program_id(0);
@@ -151,57 +171,48 @@ void gemm_kernel(const Config& cfg, bool swiglu, const KernelVariant& var) {
   Expr k0 = split * kc;
   Expr k1 = max(min(k, k0 + kc), k0);
   Expr steps = (k1 - k0 + (BK - 1)) / BK;
-  // Coalesced staging order: along K when A's rows are contiguous, else along M (B likewise).
-  Expr a_along_k = a_cs == 1u;
-  Expr b_along_n = b_cs == 1u;
 
-  // Stages K step `step` into stage `stage`. Contiguous rows (A along K, B along N) go as
-  // asynchronous 8-element (16-byte) copies, the part past m, n or the split's K end zero-filled;
-  // any other layout element by element, in the order that reads consecutive addresses.
-  auto stage_tiles = [&](Expr step, Expr stage) {
-    Expr kb = k0 + step * BK;
-    if_(a_along_k, [&] {
-      for_(local_id(0), BM * BK / 8, group_size(0), [&](Expr c) {
-        Expr r = c / (BK / 8);
-        Expr kk = (c % (BK / 8)) * 8u;
-        Expr gi = row0 + r;
-        Expr gk = kb + kk;
-        Expr valid = select((gi < m) && (gk < k1), min(k1 - gk, 8u), 0u);
-        async_copy(as[stage * A_STAGE + r * LDA + kk], a[a_off + gi * a_rs + gk], 8, valid);
+  // Stages one operand's block: `outer` rows of `inner` elements at tg[swizzle(base + o * inner
+  // + i)], element (o, i) from src[off + (o0 + o) * os + (i0 + i) * is], 0 where o0 + o >=
+  // o_end or i0 + i >= i_end. Rows contiguous in memory (is = 1) go as asynchronous 8-element
+  // (16-byte) copies, the part past the ends zero-filled; other strides element by element.
+  auto stage_block = [&](const Buffer& src, const TgBuffer& tg, Expr base, uint32_t outer, uint32_t inner, Expr o0,
+                         Expr o_end, Expr i0, Expr i_end, Expr off, Expr os, Expr is) {
+    const Swizzle sw = staged_swizzle(inner);
+    if_(is == 1u, [&] {
+      for_(local_id(0), outer * inner / 8, group_size(0), [&](Expr ch) {
+        Expr o = ch / (inner / 8);
+        Expr i = (ch % (inner / 8)) * 8u;
+        Expr go = o0 + o;
+        Expr gi = i0 + i;
+        Expr valid = select((go < o_end) && (gi < i_end), min(i_end - gi, 8u), 0u);
+        async_copy(tg[swizzle(sw, base + o * inner + i)], src[off + go * os + gi], 8, valid);
       });
     }).else_([&] {
-      for_(local_id(0), BM * BK, group_size(0), [&](Expr e) {
-        Expr r = e % BM;
-        Expr kk = e / BM;
-        Expr gi = row0 + r;
-        Expr gk = kb + kk;
-        Expr ok = (gi < m) && (gk < k1);
-        Expr at = select(ok, a_off + gi * a_rs + gk * a_cs, 0u);
-        as[stage * A_STAGE + r * LDA + kk] = cast<T>(select(ok, cast<f32>(a[at]), 0.0f));
+      // Consecutive threads along the outer dimension, the contiguous one of a column-major A.
+      for_(local_id(0), outer * inner, group_size(0), [&](Expr e) {
+        Expr o = e % outer;
+        Expr i = e / outer;
+        Expr go = o0 + o;
+        Expr gi = i0 + i;
+        Expr ok = (go < o_end) && (gi < i_end);
+        Expr at = select(ok, off + go * os + gi * is, 0u);
+        tg[swizzle(sw, base + o * inner + i)] = cast<T>(select(ok, cast<f32>(src[at]), 0.0f));
       });
     });
+  };
+  // Stages K step `step` into stage `stage`: A as BM rows of BK, B as BK rows of BN (b_col 0)
+  // or BN rows of BK, then commits the thread's copies.
+  auto stage_tiles = [&](Expr step, Expr stage) {
+    Expr kb = k0 + step * BK;
+    stage_block(a, as, stage * A_STAGE, BM, BK, row0, m, kb, k1, a_off, a_rs, a_cs);
     for (uint32_t which = 0; which < (swiglu ? 2u : 1u); ++which) {
       const Buffer& src = which == 0 ? b : b2;
       const uint32_t base = which == 0 ? 0 : B2_BASE;
-      if_(b_along_n, [&] {
-        for_(local_id(0), BK * BN / 8, group_size(0), [&](Expr c) {
-          Expr kk = c / (BN / 8);
-          Expr j = (c % (BN / 8)) * 8u;
-          Expr gk = kb + kk;
-          Expr gj = col0 + j;
-          Expr valid = select((gk < k1) && (gj < n), min(n - gj, 8u), 0u);
-          async_copy(bs[base + stage * B_STAGE + kk * LDB + j], src[b_off + gk * b_rs + gj], 8, valid);
-        });
+      if_(b_col == 0u, [&] {
+        stage_block(src, bs, base + stage * B_STAGE, BK, BN, kb, k1, col0, n, b_off, b_rs, b_cs);
       }).else_([&] {
-        for_(local_id(0), BK * BN, group_size(0), [&](Expr e) {
-          Expr kk = e % BK;
-          Expr j = e / BK;
-          Expr gk = kb + kk;
-          Expr gj = col0 + j;
-          Expr ok = (gk < k1) && (gj < n);
-          Expr at = select(ok, b_off + gk * b_rs + gj * b_cs, 0u);
-          bs[base + stage * B_STAGE + kk * LDB + j] = cast<T>(select(ok, cast<f32>(src[at]), 0.0f));
-        });
+        stage_block(src, bs, base + stage * B_STAGE, BN, BK, col0, n, kb, k1, b_off, b_cs, b_rs);
       });
     }
     async_commit();
@@ -219,24 +230,35 @@ void gemm_kernel(const Config& cfg, bool swiglu, const KernelVariant& var) {
       acc.push_back(std::unique_ptr<FragVar>(new FragVar(coop_tile_fill(tile, 0.0f))));
       if (swiglu) gacc.push_back(std::unique_ptr<FragVar>(new FragVar(coop_tile_fill(tile, 0.0f))));
     }
-    auto multiply = [&](Expr stage) {
-      if_(active, [&] {
-        for (uint32_t ks = 0; ks < BK / 16; ++ks) {
-          std::vector<Frag> fa;
-          for (uint32_t fm = 0; fm < FM; ++fm)
-            fa.push_back(coop_tile_load_a(tile, as, stage * A_STAGE + (wrow * WM + fm * 16) * LDA + ks * 16, LDA));
-          for (uint32_t which = 0; which < (swiglu ? 2u : 1u); ++which) {
-            auto& sums = which == 0 ? acc : gacc;
-            const uint32_t base = which == 0 ? 0 : B2_BASE;
-            for (uint32_t fn = 0; fn < FN; ++fn) {
-              Frag fb = coop_tile_load_b(tile, bs, base + stage * B_STAGE + (ks * 16) * LDB + wcol * WN + fn * 16, LDB);
-              for (uint32_t fm = 0; fm < FM; ++fm) {
-                FragVar& s = *sums[fm * FN + fn];
-                s.set(coop_tile_run(fa[fm], fb, s.get()));
-              }
+    // The fragments of one stage, read through the staged layouts' swizzles (the same map the
+    // staging copies wrote through): row-major blocks with their rows' stride, transposed ones
+    // as column-major tiles.
+    auto multiply_as = [&](Expr stage, bool bt) {
+      const TileLayout la{false, staged_swizzle(BK)}, lb{bt, staged_swizzle(bt ? BK : BN)};
+      for (uint32_t ks = 0; ks < BK / 16; ++ks) {
+        std::vector<Frag> fa;
+        for (uint32_t fm = 0; fm < FM; ++fm) {
+          Expr r = wrow * WM + fm * 16;
+          fa.push_back(coop_tile_load_a(tile, as, stage * A_STAGE + r * BK + ks * 16, BK, la));
+        }
+        for (uint32_t which = 0; which < (swiglu ? 2u : 1u); ++which) {
+          auto& sums = which == 0 ? acc : gacc;
+          const uint32_t base = which == 0 ? 0 : B2_BASE;
+          for (uint32_t fn = 0; fn < FN; ++fn) {
+            Expr j = wcol * WN + fn * 16;
+            Frag fb = bt ? coop_tile_load_b(tile, bs, base + stage * B_STAGE + j * BK + ks * 16, BK, lb)
+                         : coop_tile_load_b(tile, bs, base + stage * B_STAGE + (ks * 16) * BN + j, BN, lb);
+            for (uint32_t fm = 0; fm < FM; ++fm) {
+              FragVar& s = *sums[fm * FN + fn];
+              s.set(coop_tile_run(fa[fm], fb, s.get()));
             }
           }
         }
+      }
+    };
+    auto multiply = [&](Expr stage) {
+      if_(active, [&] {
+        if_(b_col == 0u, [&] { multiply_as(stage, false); }).else_([&] { multiply_as(stage, true); });
       });
     };
 
@@ -257,6 +279,10 @@ void gemm_kernel(const Config& cfg, bool swiglu, const KernelVariant& var) {
         multiply(step % stages);
       });
     }
+    // The staging memory's last reads (the multiply) before the epilogue writes its alias; the
+    // groups still in flight are empty (no copy lands later).
+    async_wait(0);
+    barrier();
 
     // Epilogue: one fragment at a time through the lane group's scratch slot, in a loop whose
     // body stores fragment f (each a uniform branch: fragments are registers, chosen when the
@@ -324,9 +350,10 @@ void gemm_reduce(bool swiglu, const KernelVariant& var) {
   });
 }
 
-// The block tiles: 128 x 128 with 8 lane groups of 64 x 32 (large products), 64 x 64 with 4 of
-// 32 x 32 (medium), 32 x 32 with 4 of 16 x 16 (small products, lavapipe's 32 KiB). Decode rows
-// (m <= 16 against a [n, k] weight) have their own kernel, gemm_decode.cpp.
+// The block tiles: 128 x 128 with 8 lane groups of 64 x 32 (large products; 128 x 256 with 64 x
+// 64 warp tiles measured slower on the H200: one block per SM), 64 x 64 with 4 of 32 x 32
+// (medium), 32 x 32 with 4 of 16 x 16 (small products, lavapipe's 32 KiB). Decode rows (m <= 16
+// against a [n, k] weight) have their own kernel, gemm_decode.cpp.
 constexpr Config kLarge{128, 128, 32, 64, 32};
 constexpr Config kMedium{64, 64, 32, 32, 32};
 constexpr Config kSmall{32, 32, 32, 16, 16};

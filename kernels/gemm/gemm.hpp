@@ -20,10 +20,9 @@ struct Config {
   std::string name() const;  // "128x128x32_w64x32"
 };
 
-// Row padding of the staged A (bm x bk) and B (bk x bn) tiles in threadgroup memory, in
-// elements: rows of bk + 8 and bn + 8 16-bit elements start 16 bytes apart modulo 128, so the 8
-// row addresses of one ldmatrix phase fall in distinct bank quads.
-constexpr uint32_t kPad = 8;
+// The staged A and B tiles are unpadded rows in threadgroup memory under an XOR swizzle of
+// their 16-byte chunks (gemm.cpp, staged_swizzle), which the copies write through and the
+// fragment loads read through.
 
 // The decode kernel (gemm_decode.cpp): rows of W per lane group (lanes body) and rows of A per
 // pass (both bodies; the tiles body's A^T is 16 wide).

@@ -218,7 +218,7 @@ IRON_TEST_KERNEL(iron_gemm, epi_none_split2_f16out, {bf16}) {
   return gemm_case(dt, {21, 35, 64, false, false, 0, 0, 0, 0, Epi::None, 2, 2, 2, 0, false});
 }
 // The pipeline depths of the 64x64 tile (2 to 4 stages) with more K steps than stages, both
-// layouts; the 128x128 tile with 8 lane groups, both layouts.
+// layouts; the 128x128 tile with 8 lane groups, both layouts, and its SwiGLU kernel.
 IRON_TEST_KERNEL(iron_gemm, stages2_int, {bf16}) {
   return gemm_case(dt, {70, 72, 160, false, true, 0, 0, 0, 0, Epi::None, 1, 1, 1, 2, true});
 }
@@ -233,6 +233,10 @@ IRON_TEST_KERNEL(iron_gemm, large_tile_m130_n136_k150, {bf16}) {
 }
 IRON_TEST_KERNEL(iron_gemm, large_tile_m130_n136_k150_colmajor_a, {f16}) {
   return gemm_case(dt, {130, 136, 150, true, false, 0, 0, 0, 0, Epi::None, 1, 1, 0, 0, false});
+}
+// The large tile's fused SwiGLU kernel (two products per 64x32 warp tile), B a weight.
+IRON_TEST_KERNEL(iron_gemm, large_tile_swiglu_m130_n260_k70, {bf16}) {
+  return gemm_case(dt, {130, 260, 70, false, true, 0, 0, 0, 0, Epi::Swiglu, 0, 1, 0, 0, false});
 }
 
 // ---- Benchmarks: issue 12's shapes (the names bench/peers/gemm_peers.py and the cublaslt_gemm

@@ -347,7 +347,8 @@ static LaunchPlan gemm_for(const Call& call, const DeviceInfo& dev) {
                      {"a_len", uint32_t(a_len)},
                      {"b_len", uint32_t(b_len)},
                      {"splits", uint32_t(splits)},
-                     {"kc", uint32_t(kc)}};
+                     {"kc", uint32_t(kc)},
+                     {"b_col", uint32_t(b_trans ? 1 : 0)}};
   const Dim3 grid{uint32_t(ceil_div(uint64_t(n), cfg.bn)), uint32_t(ceil_div(uint64_t(m), cfg.bm)), uint32_t(splits)};
   if (grid.x > dev.max_grid.x || grid.y > dev.max_grid.y || grid.z > dev.max_grid.z)
     throw Error("grid " + num(grid.x) + "x" + num(grid.y) + "x" + num(grid.z) + " exceeds the device's limits");

@@ -297,6 +297,10 @@ void tile_op(EmitState& s, const Dialect& d, ir::Id id, const std::vector<std::s
 // GLSL: assigns the shared-memory slots of the kernel's fragments (tiles.cpp); called once before
 // the body is emitted. And the statements of a var / var_load / var_store of fragment type.
 void plan_glsl_tiles(EmitState& s);
+// The element index a tile load reads for element (r, c) of its fragment (row and column
+// spellings), with its column-major flag and swizzle applied (docs/semantics.md "Tile layouts").
+std::string tile_load_index(const ir::Inst& in, const std::string& off, const std::string& stride,
+                            const std::string& r, const std::string& c);
 void glsl_tile_var_op(EmitState& s, const Dialect& d, ir::Id id, std::vector<std::string>& lines);
 
 std::unique_ptr<Dialect> make_cuda_dialect();

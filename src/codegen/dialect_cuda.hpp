@@ -191,6 +191,19 @@ class CudaDialect : public Dialect {
     declare_threadgroup(s, out);
   }
 
+  // Threadgroup aliases: typed pointers into the bytes of the arrays they view.
+  void declare_aliases(EmitState& s, std::string& out) const {
+    const ir::Kernel& k = s.k;
+    for (ir::Id id : ir::threadgroup_aliases(k)) {
+      const ir::Inst& in = k.insts[id];
+      const ir::Id base = ir::tg_alias_base(k, in);
+      if (base == ir::kNone) continue;
+      const std::string ty = tg_storage(s.concrete(in.type));
+      out += "  " + ty + "* const " + tg_name(k, in) + " = reinterpret_cast<" + ty + "*>(reinterpret_cast<unsigned char*>(" +
+             tg_name(k, k.insts[base]) + ") + " + std::to_string(in.attr(ir::Attr::Offset)) + "u);\n";
+    }
+  }
+
   // Threadgroup arrays at their real width (cuda_dynamic_shared says where they live).
   void declare_threadgroup(EmitState& s, std::string& out) const {
     const ir::Kernel& k = s.k;
@@ -203,6 +216,7 @@ class CudaDialect : public Dialect {
         out += "  __shared__ " + (align > ir::tg_elem_bytes(in, s.dtype) ? "__align__(" + std::to_string(align) + ") " : std::string()) +
                tg_storage(s.concrete(in.type)) + " " + tg_name(k, in) + "[" + std::to_string(in.attr(ir::Attr::Count)) + "];\n";
       }
+      declare_aliases(s, out);
       return;
     }
     // One region; byte offsets follow ir::threadgroup_bytes. Fixed-size arrays come first, so
@@ -234,6 +248,7 @@ class CudaDialect : public Dialect {
       out += "  iron_tg_at += " + std::to_string(elem * uint64_t(in.attr(ir::Attr::Count))) + "u * unsigned(" +
              param_name(p) + ");\n";
     }
+    declare_aliases(s, out);
   }
 
   // cp.async on sm_80+ when both addresses are aligned to the copy's size (16 bytes: .cg, which

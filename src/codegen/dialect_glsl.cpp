@@ -165,6 +165,14 @@ class GlslDialect final : public Dialect {
       const std::string storage = s.f32_atomic_allocs.count(id) ? std::string("uint") : tg_storage(s.concrete(in.type));
       out += "shared " + storage + " " + tg_name(k, in) + "[" + count + "];\n";
     }
+    // A threadgroup alias is an array of its own here: GLSL cannot view one shared array's bytes
+    // as another type. Programs the interpreter accepts never read bytes through a view other
+    // than the one that wrote them, so they compute the same; the memory is not saved.
+    for (ir::Id id : ir::threadgroup_aliases(k)) {
+      const ir::Inst& in = k.insts[id];
+      const std::string storage = s.f32_atomic_allocs.count(id) ? std::string("uint") : tg_storage(s.concrete(in.type));
+      out += "shared " + storage + " " + tg_name(k, in) + "[" + std::to_string(in.attr(ir::Attr::Count)) + "u];\n";
+    }
     if (s.uses_bf16) {
       out +=
           "float iron_bf16_to_f32(uint16_t b) { return uintBitsToFloat(uint(b) << 16); }\n"

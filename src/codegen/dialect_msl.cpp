@@ -240,6 +240,15 @@ class MslDialect final : public Dialect {
       dynamic = true;
       out += "  iron_tg_at += " + std::to_string(elem * uint64_t(in.attr(ir::Attr::Count))) + "u * uint(" + param_name(p) + ");\n";
     }
+    // Threadgroup aliases: typed pointers into the bytes of the arrays they view.
+    for (ir::Id id : ir::threadgroup_aliases(k)) {
+      const ir::Inst& in = k.insts[id];
+      const ir::Id base = ir::tg_alias_base(k, in);
+      if (base == ir::kNone) continue;
+      const std::string ty = "threadgroup " + (s.f32_atomic_allocs.count(id) ? std::string("uint") : storage_type(s.concrete(in.type)));
+      out += "  " + ty + "* const " + tg_name(k, in) + " = reinterpret_cast<" + ty + "*>(reinterpret_cast<threadgroup uchar*>(" +
+             tg_name(k, k.insts[base]) + ") + " + std::to_string(in.attr(ir::Attr::Offset)) + "u);\n";
+    }
   }
 
   std::string builtin(EmitState& s, const ir::Inst& in) const override {
@@ -749,7 +758,7 @@ void msl_tile_op(EmitState& s, const Dialect& d, ir::Id id, const std::vector<st
       const bool tg = in.op == ir::Op::TileTgLoad;
       const std::string off = a[tg ? 1 : 0], stride = a[tg ? 2 : 1];
       const DType elem = s.concrete(in.type);
-      const std::string idx = "(" + off + " + r * " + stride + " + c)";
+      const std::string idx = tile_load_index(in, off, stride, "r", "c");
       std::string read;
       if (!tg) {
         read = d.load(s, s.k.params[in.param()], idx);

@@ -80,6 +80,53 @@ VkMma vk_mma_from_env() {
   return m;
 }
 
+// log2 of the largest power of two every value of `id` is known to be a multiple of (32: zero),
+// from the u32 arithmetic that computes it (constants, products, sums, shifts by constants,
+// XOR / OR / AND, selects, scalars declared multiple_of); 0 when nothing is known. Multiples
+// of 2^t stay multiples under wrapping u32 arithmetic.
+static uint32_t known_pow2(const ir::Kernel& k, ir::Id id, int depth) {
+  if (id >= k.insts.size() || depth > 24) return 0;
+  const ir::Inst& in = k.insts[id];
+  if (!in.type.is_scalar() || (in.type.elem() != DType::U32 && in.type.elem() != DType::I32)) return 0;
+  auto at = [&](int i) { return i < int(in.operands.size()) ? known_pow2(k, in.operands[i], depth + 1) : 0u; };
+  switch (in.op) {
+    case ir::Op::Const: {
+      const uint32_t v = uint32_t(in.attr(ir::Attr::Value));
+      uint32_t t = 0;
+      if (v == 0) return 32;
+      while (!(v >> t & 1u)) ++t;
+      return t;
+    }
+    case ir::Op::Mul: return std::min(32u, at(0) + at(1));
+    case ir::Op::Add: case ir::Op::Sub: case ir::Op::Xor: case ir::Op::Or: return std::min(at(0), at(1));
+    case ir::Op::And: return std::max(at(0), at(1));
+    case ir::Op::Select: return std::min(at(1), at(2));
+    case ir::Op::Shl: {
+      const ir::Inst& c = k.insts[in.operands[1]];
+      if (c.op != ir::Op::Const || uint64_t(c.attr(ir::Attr::Value)) >= 32) return 0;
+      return std::min(32u, at(0) + uint32_t(c.attr(ir::Attr::Value)));
+    }
+    case ir::Op::Param: {
+      const uint64_t f = in.param() < k.params.size() ? k.params[in.param()].multiple_of : 0;
+      uint32_t t = 0;
+      while (f && (uint64_t(2) << t) <= f) ++t;
+      return f ? t : 0;
+    }
+    default: return 0;
+  }
+}
+
+std::string tile_load_index(const ir::Inst& in, const std::string& off, const std::string& stride,
+                            const std::string& r, const std::string& c) {
+  const bool cm = in.has(ir::Attr::ColMajor) && in.attr(ir::Attr::ColMajor) == 1;
+  std::string idx = "(" + off + " + " + (cm ? c : r) + " * " + stride + " + " + (cm ? r : c) + ")";
+  if (!in.has(ir::Attr::Swizzle)) return idx;
+  const int64_t code = in.attr(ir::Attr::Swizzle);
+  const int64_t bits = code / 100, base = code / 10 % 10, shift = code % 10;
+  return "(" + idx + " ^ (((" + idx + " >> " + std::to_string(base + shift) + "u) & " + std::to_string((1 << bits) - 1) +
+         "u) << " + std::to_string(base) + "u))";
+}
+
 namespace {
 
 const char* elem_suffix(DType t) { return t == DType::BF16 ? "bf16" : t == DType::F8E4M3 ? "e4m3" : "f16"; }
@@ -232,6 +279,10 @@ std::string cuda_mma(bool f16, bool bf16, bool fp8) {
       "#define IRON_TILE_LDMATRIX 1\n"
       "__device__ __forceinline__ unsigned iron_tile_ldm_row() { return (iron_flat_local_id() & 7u) + ((iron_flat_local_id() >> 3) & 1u) * 8u; }\n"
       "__device__ __forceinline__ unsigned iron_tile_ldm_col() { return ((iron_flat_local_id() >> 4) & 1u) * 8u; }\n"
+      // A column-major tile (memory rows are the fragment's columns): lane l names memory row
+      // (l & 7) + 8 * (l >> 4), memory column 8 * ((l >> 3) & 1).
+      "__device__ __forceinline__ unsigned iron_tile_ldm_row_cm() { return (iron_flat_local_id() & 7u) + ((iron_flat_local_id() >> 4) & 1u) * 8u; }\n"
+      "__device__ __forceinline__ unsigned iron_tile_ldm_col_cm() { return ((iron_flat_local_id() >> 3) & 1u) * 8u; }\n"
       "__device__ __forceinline__ unsigned iron_tile_smem(const void* p) { return (unsigned)__cvta_generic_to_shared(p); }\n"
       "#define IRON_TILE_LD_FIRST 0u\n#define IRON_TILE_LD_END 8u\n#define IRON_TILE_LD_STEP 1u\n"
       "#define IRON_TILE_ST_FIRST 0u\n#define IRON_TILE_ST_END 8u\n#define IRON_TILE_ST_STEP 1u\n"
@@ -266,10 +317,14 @@ std::string cuda_mma(bool f16, bool bf16, bool fp8) {
              "__device__ __forceinline__ void iron_tile_finish(" + name + "&) {}\n";
       // The four 8 x 8 blocks in register order (A: rows 0-7 / 8-15 of columns 0-7, then of
       // columns 8-15; B, transposed as it loads: k 0-7 / 8-15 of columns n 0-7, then n 8-15).
-      out += "__device__ __forceinline__ void iron_tile_ldmatrix(" + name + "& f, const void* row) {\n"
-             "  asm volatile(\"ldmatrix.sync.aligned.m8n8.x4" + std::string(std::string(r) == "b" ? ".trans" : "") +
-             ".shared.b16 {%0, %1, %2, %3}, [%4];\"\n"
-             "               : \"=r\"(f.x[0]), \"=r\"(f.x[1]), \"=r\"(f.x[2]), \"=r\"(f.x[3]) : \"r\"(iron_tile_smem(row)) : \"memory\");\n}\n";
+      // iron_tile_ldmatrix_cm: the same fragment from a column-major tile (A transposed as it
+      // loads, B not).
+      for (int cm = 0; cm < 2; ++cm)
+        out += "__device__ __forceinline__ void iron_tile_ldmatrix" + std::string(cm ? "_cm" : "") + "(" + name +
+               "& f, const void* row) {\n"
+               "  asm volatile(\"ldmatrix.sync.aligned.m8n8.x4" + std::string((std::string(r) == "b") != (cm == 1) ? ".trans" : "") +
+               ".shared.b16 {%0, %1, %2, %3}, [%4];\"\n"
+               "               : \"=r\"(f.x[0]), \"=r\"(f.x[1]), \"=r\"(f.x[2]), \"=r\"(f.x[3]) : \"r\"(iron_tile_smem(row)) : \"memory\");\n}\n";
     }
     out += "__device__ __forceinline__ iron_tile_acc iron_tile_mma(const iron_tile_a_" + sfx + "& a, const iron_tile_b_" +
            sfx + "& b, const iron_tile_acc& c) {\n  iron_tile_acc d;\n";
@@ -638,7 +693,7 @@ void glsl_tile_op(EmitState& s, const Dialect& d, ir::Id id, const std::vector<s
       const bool tg = in.op == ir::Op::TileTgLoad;
       const std::string off = a[tg ? 1 : 0], stride = a[tg ? 2 : 1];
       auto value_at = [&](const std::string& r, const std::string& c) {
-        const std::string at = "(" + off + " + " + r + " * " + stride + " + " + c + ")";
+        const std::string at = tile_load_index(in, off, stride, r, c);
         // A buffer of the input type holds exact values of it.
         if (!tg) return d.load(s, s.k.params[in.param()], at);
         // A threadgroup element reads as a TgLoad does, rounded to the input type as the
@@ -766,7 +821,8 @@ void glsl_coopmat_op(EmitState& s, const Dialect& d, ir::Id id, const std::vecto
         return "uint(" + d.tg_name(s.k, s.k.insts[in.operands[0]]) + "[" + at + "])";
       };
       lines.push_back(std::string(kCoopA) + " " + reg + ";");
-      if (!tg) {
+      const bool plain = !in.has(ir::Attr::ColMajor) || in.attr(ir::Attr::ColMajor) == 0;
+      if (!tg && plain) {
         lines.push_back("if (((" + off + " | " + stride + ") & 7u) == 0u) {");
         lines.push_back("  coopMatLoadNV(" + reg + ", " + d.param_name(s.k.params[in.param()]) + ".data, " + off + ", " +
                         stride + ", false);");
@@ -777,9 +833,9 @@ void glsl_coopmat_op(EmitState& s, const Dialect& d, ir::Id id, const std::vecto
       // Pair p holds elements 2p and 2p + 1 (one row), packed low then high, as f16 in memory.
       std::vector<std::string> body = {
           "const uint iron_r = iron_p >> 3, iron_c = (iron_p & 7u) * 2u;",
-          "const uint iron_at = " + off + " + iron_r * " + stride + " + iron_c;",
-          "iron_tile_stage[iron_tile_stage_at() + iron_p / 4u][iron_p % 4u] = " + bits("iron_at") + " | (" +
-              bits("iron_at + 1u") + " << 16);"};
+          "iron_tile_stage[iron_tile_stage_at() + iron_p / 4u][iron_p % 4u] = " +
+              bits(tile_load_index(in, off, stride, "iron_r", "iron_c")) + " | (" +
+              bits(tile_load_index(in, off, stride, "iron_r", "(iron_c + 1u)")) + " << 16);"};
       std::vector<std::string> inner = {"iron_tile_sync();"};
       stage_loop(s, in, 128, body, inner);
       inner.push_back("iron_tile_sync();");
@@ -882,7 +938,7 @@ void tile_op(EmitState& s, const Dialect& d, ir::Id id, const std::vector<std::s
       const DType elem = s.concrete(in.type);
       // A threadgroup element reads as a TgLoad does: a 16-bit array holds 16-bit values (widened
       // exactly), an array f32 atomics act on holds words.
-      const std::string idx = "(" + off + " + r * " + stride + " + c)";
+      const std::string idx = tile_load_index(in, off, stride, "r", "c");
       std::string read;
       if (!tg) {
         read = d.load(s, s.k.params[in.param()], idx);
@@ -892,6 +948,9 @@ void tile_op(EmitState& s, const Dialect& d, ir::Id id, const std::vector<std::s
         read = s.f32_atomic_allocs.count(in.operands[0]) ? d.tg_word_load(at) : d.tg_load(s, s.concrete(alloc.type), at);
       }
       const std::string role = in.type.role() == FragRole::A ? "a" : "b";
+      const bool col_major = in.has(ir::Attr::ColMajor) && in.attr(ir::Attr::ColMajor) == 1;
+      // A swizzle that moves runs of fewer than 8 elements would split ldmatrix's 16-byte rows.
+      const bool swz_ok = !in.has(ir::Attr::Swizzle) || in.attr(ir::Attr::Swizzle) / 10 % 10 >= 3;
       // Every element is rounded to the input type, as the interpreter rounds it (a no-op on values
       // that already are of it: 16-bit threadgroup arrays hold 16-bit values).
       const std::string v = d.cast(s, in, DType::F32, elem, read);
@@ -900,16 +959,36 @@ void tile_op(EmitState& s, const Dialect& d, ir::Id id, const std::vector<std::s
       // row of the tile starts 16-byte aligned: offset and stride multiples of 8 elements and the
       // array's base address a multiple of 16 (checked at run time; literals fold). Otherwise,
       // and on the other strategies, the element loop.
-      const bool ldm = tg && !s.f32_atomic_allocs.count(in.operands[0]) &&
+      // Each lane's row address goes through the same index map (column-major: the lane names a
+      // memory row of the transposed tile; a swizzle maps the row's first element, and its 8
+      // elements stay together).
+      bool static_ldm = false;
+      const bool ldm = tg && swz_ok && !s.f32_atomic_allocs.count(in.operands[0]) &&
                        s.concrete(s.k.insts[in.operands[0]].type) == elem && (elem == DType::F16 || elem == DType::BF16);
       if (ldm) {
         const std::string arr = d.tg_name(s.k, s.k.insts[in.operands[0]]);
+        const std::string sfx = col_major ? "_cm" : "";
+        ir::Inst plain = in;  // the lane's row address: memory row and column, never transposed again
+        plain.attrs.clear();
+        if (in.has(ir::Attr::Swizzle)) plain.set(ir::Attr::Swizzle, in.attr(ir::Attr::Swizzle));
+        const std::string call = "iron_tile_ldmatrix" + sfx + "(" + reg + ", &" + arr + "[" +
+                                 tile_load_index(plain, off, stride, "iron_tile_ldm_row" + sfx + "()",
+                                                 "iron_tile_ldm_col" + sfx + "()") +
+                                 "]);";
+        // Offset and stride provably multiples of 8 (the arithmetic computing them, known_pow2)
+        // in an array declared 16-byte aligned: ldmatrix with no run-time check.
+        static_ldm = s.k.insts[in.operands[0]].attr(ir::Attr::Align) >= 16 && known_pow2(s.k, in.operands[1], 0) >= 3 &&
+                     known_pow2(s.k, in.operands[2], 0) >= 3;
         lines.push_back("#if IRON_TILE_LDMATRIX");
-        lines.push_back("if (((" + off + " | " + stride + ") & 7u) == 0u && (iron_tile_smem(" + arr + ") & 15u) == 0u) {");
-        lines.push_back("  iron_tile_ldmatrix(" + reg + ", &" + arr + "[" + off + " + iron_tile_ldm_row() * " + stride +
-                        " + iron_tile_ldm_col()]);");
-        lines.push_back("} else");
-        lines.push_back("#endif");
+        if (static_ldm) {
+          lines.push_back(call);
+          lines.push_back("#else");
+        } else {
+          lines.push_back("if (((" + off + " | " + stride + ") & 7u) == 0u && (iron_tile_smem(" + arr + ") & 15u) == 0u) {");
+          lines.push_back("  " + call);
+          lines.push_back("} else");
+          lines.push_back("#endif");
+        }
       }
       // f8e4m3 fragments (16x32 A, 32x16 B) have their own element walk and coordinates.
       const std::string ld = elem == DType::F8E4M3 ? "IRON_TILE_LD8_" : "IRON_TILE_LD_";
@@ -922,6 +1001,7 @@ void tile_op(EmitState& s, const Dialect& d, ir::Id id, const std::vector<std::s
       lines.push_back("    iron_tile_set(" + reg + ", i, " + v + ");");
       lines.push_back("  }");
       lines.push_back("}");
+      if (static_ldm) lines.push_back("#endif");
       lines.push_back("iron_tile_finish(" + reg + ");");
       return;
     }

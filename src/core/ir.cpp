@@ -211,10 +211,18 @@ static const AttrInfo kAttrs[] = {
     {"lane", AttrKind::Int},    {"callee", AttrKind::String},  {"index", AttrKind::Int},
     {"align", AttrKind::Int},   {"count_param", AttrKind::ParamRef},
     {"row", AttrKind::Int},     {"col", AttrKind::Int},
+    {"swizzle", AttrKind::Int}, {"col_major", AttrKind::Int},
+    {"alias", AttrKind::String}, {"offset", AttrKind::Int},
 };
 static_assert(sizeof kAttrs / sizeof kAttrs[0] == size_t(Attr::Count_), "one AttrInfo per Attr");
 
 const AttrInfo& attr_info(Attr a) { return kAttrs[size_t(a)]; }
+
+bool swizzle_code_valid(int64_t code) {
+  if (code < 100 || code > 999) return false;
+  const int64_t bits = code / 100, shift = code % 10;
+  return bits <= 3 && shift >= bits;
+}
 
 bool attr_from_name(std::string_view s, Attr& out) {
   for (size_t i = 0; i < size_t(Attr::Count_); ++i)
@@ -507,10 +515,32 @@ std::vector<Id> threadgroup_layout(const Kernel& k) {
   std::vector<Id> fixed, sized;
   walk(k, [&](Id id) {
     const Inst& in = k.insts[id];
-    if (in.op == Op::TgAlloc) (in.has(Attr::CountParam) ? sized : fixed).push_back(id);
+    if (in.op == Op::TgAlloc && !in.has(Attr::Alias)) (in.has(Attr::CountParam) ? sized : fixed).push_back(id);
   });
   fixed.insert(fixed.end(), sized.begin(), sized.end());
   return fixed;
+}
+
+Id tg_alias_base(const Kernel& k, const Inst& alloc) {
+  if (alloc.op != Op::TgAlloc || !alloc.has(Attr::Alias)) return kNone;
+  const int64_t name = alloc.attr(Attr::Alias);
+  if (name < 0 || uint64_t(name) >= k.strings.size()) return kNone;
+  Id found = kNone;
+  walk(k, [&](Id id) {
+    const Inst& in = k.insts[id];
+    if (found == kNone && in.op == Op::TgAlloc && &in != &alloc && !in.has(Attr::Alias) &&
+        uint64_t(in.attr(Attr::Name)) < k.strings.size() && k.strings[size_t(in.attr(Attr::Name))] == k.strings[size_t(name)])
+      found = id;
+  });
+  return found;
+}
+
+std::vector<Id> threadgroup_aliases(const Kernel& k) {
+  std::vector<Id> out;
+  walk(k, [&](Id id) {
+    if (k.insts[id].op == Op::TgAlloc && k.insts[id].has(Attr::Alias)) out.push_back(id);
+  });
+  return out;
 }
 
 uint64_t tg_count(const Kernel& k, const Inst& alloc, const uint64_t* param_values) {

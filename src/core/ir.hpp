@@ -76,6 +76,10 @@ enum class Attr : uint8_t {
                // (its element count is then count x that parameter's value)
   Row,     // Int: a tile element's row (tile_get)
   Col,     // Int: a tile element's column (tile_get)
+  Swizzle,   // Int: a threadgroup tile load's XOR swizzle, 100 * bits + 10 * base + shift (swizzle_index)
+  ColMajor,  // Int: 1 when a tile load reads the matrix column-major (element (r, c) at c * stride + r)
+  Alias,     // String: the threadgroup allocation a threadgroup alias views (docs/semantics.md)
+  Offset,    // Int: a threadgroup alias's byte offset into the allocation it views
   Count_
 };
 struct AttrInfo {
@@ -83,6 +87,17 @@ struct AttrInfo {
   AttrKind kind;
 };
 const AttrInfo& attr_info(Attr a);
+
+// The XOR swizzle of a threadgroup tile load (docs/semantics.md "Swizzled tile loads"): `code` =
+// 100 * bits + 10 * base + shift, and element index i maps to
+//   i ^ (((i >> (base + shift)) & (2^bits - 1)) << base)
+// (bits 1..3, base 0..7, shift bits..9: the XOR-ed bits and their source never overlap, so the
+// map is a bijection that keeps every aligned run of 2^base elements together).
+bool swizzle_code_valid(int64_t code);
+inline uint32_t swizzle_index(uint32_t i, int64_t code) {
+  const uint32_t bits = uint32_t(code / 100), base = uint32_t(code / 10 % 10), shift = uint32_t(code % 10);
+  return i ^ (((i >> (base + shift)) & ((1u << bits) - 1u)) << base);
+}
 bool attr_from_name(std::string_view s, Attr& out);
 // An op's attribute schema: the attributes it may carry, in printing order; the required ones
 // print positionally inside `<...>`, the optional ones as `key=value` after them.
@@ -91,7 +106,7 @@ struct AttrSlot {
   bool required;
 };
 struct AttrSchema {
-  AttrSlot slots[4];
+  AttrSlot slots[6];
   uint8_t count = 0;
 };
 const AttrSchema& attr_schema(Op op);
@@ -332,6 +347,11 @@ uint64_t tg_elem_bytes(const Inst& alloc, Instantiation concrete);
 uint64_t tg_alignment(const Inst& alloc, Instantiation concrete);
 // The allocations reachable from the entry block, in layout order.
 std::vector<Id> threadgroup_layout(const Kernel& k);
+// Threadgroup aliases (a TgAlloc with an `alias` attribute: a typed view of another allocation's
+// bytes from byte `offset`, no memory of its own; threadgroup_layout leaves them out). The
+// allocation an alias views (kNone when `alloc` is no alias or names none), and every alias.
+Id tg_alias_base(const Kernel& k, const Inst& alloc);
+std::vector<Id> threadgroup_aliases(const Kernel& k);
 bool has_dynamic_threadgroup(const Kernel& k);
 // Bytes of threadgroup memory the kernel allocates for the given concrete dtype, alignment
 // padding included. `param_values` (indexed by parameter, the bit patterns of the scalar

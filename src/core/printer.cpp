@@ -251,6 +251,11 @@ struct Parser {
         in.set(a, idx);
         return;
       }
+      case Attr::Alias:
+        if (!is_identifier_text(text)) fail("threadgroup alias base '" + text + "' is not an identifier", text);
+        in.set(a, k.intern_string(text));
+        return;
+      case Attr::Offset: in.set(a, integer(text, 0, int64_t(UINT32_MAX), "threadgroup alias byte offset")); return;
       case Attr::Name:
       case Attr::Callee:
         if (!is_identifier_text(text))
@@ -278,6 +283,14 @@ struct Parser {
       case Attr::Index: in.set(a, integer(text, 0, 2, "argument index")); return;
       case Attr::Row: in.set(a, integer(text, 0, 255, "tile row")); return;
       case Attr::Col: in.set(a, integer(text, 0, 255, "tile column")); return;
+      case Attr::Swizzle: {
+        const int64_t code = integer(text, 100, 999, "tile swizzle (100 * bits + 10 * base + shift)");
+        if (!swizzle_code_valid(code))
+          fail("tile swizzle " + text + " is not 100 * bits + 10 * base + shift with bits 1..3 and shift >= bits", text);
+        in.set(a, code);
+        return;
+      }
+      case Attr::ColMajor: in.set(a, integer(text, 0, 1, "tile col_major flag")); return;
       case Attr::Count_: break;
     }
     fail("unknown attribute", text);

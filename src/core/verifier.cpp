@@ -3,6 +3,8 @@
 #include <cctype>
 #include <cmath>
 #include <cstdint>
+#include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -222,6 +224,115 @@ struct Verifier {
     }
     return &a;
   }
+  // A threadgroup alias: a view of a fixed-size allocation's bytes [offset, offset + count *
+  // size), 16-byte aligned, inside it (docs/semantics.md "Threadgroup aliases").
+  void alias(const Inst& in) {
+    if (!in.has(Attr::Alias)) {
+      if (in.has(Attr::Offset)) err(in, "has a byte offset but views no allocation (offset goes with alias)");
+      return;
+    }
+    const std::string name = uint64_t(in.attr(Attr::Name)) < k.strings.size() ? k.strings[size_t(in.attr(Attr::Name))] : "?";
+    const std::string base_name =
+        uint64_t(in.attr(Attr::Alias)) < k.strings.size() ? k.strings[size_t(in.attr(Attr::Alias))] : "?";
+    const Id base = tg_alias_base(k, in);
+    if (base == kNone) {
+      err(in, "threadgroup alias '" + name + "' views '" + base_name +
+                  "', which is no threadgroup allocation of this kernel (an alias views an allocation, not another alias)");
+      return;
+    }
+    const Inst& b = k.insts[base];
+    if (!in.has(Attr::Offset)) err(in, "threadgroup alias '" + name + "' needs a byte offset");
+    if (in.has(Attr::CountParam) || b.has(Attr::CountParam))
+      err(in, "threadgroup alias '" + name + "': an alias and the allocation it views have fixed sizes (not sized at dispatch)");
+    if (in.has(Attr::Align)) err(in, "threadgroup alias '" + name + "' takes no alignment (its offset places it)");
+    const int64_t off = in.attr(Attr::Offset);
+    if (off % 16 != 0)
+      err(in, "threadgroup alias '" + name + "' starts at byte " + std::to_string(off) + " of '" + base_name +
+                  "', not a multiple of 16");
+    const DType et = sub(in.type.elem()), bt = sub(b.type.elem());
+    if (is_type_param(et) || is_type_param(bt) || et == DType::Void || bt == DType::Void) return;
+    const uint64_t end = uint64_t(off) + uint64_t(std::max<int64_t>(in.attr(Attr::Count), 0)) * dtype_size(et);
+    const uint64_t have = uint64_t(std::max<int64_t>(b.attr(Attr::Count), 0)) * dtype_size(bt);
+    if (end > have)
+      err(in, "threadgroup alias '" + name + "' covers bytes " + std::to_string(off) + " to " + std::to_string(end) +
+                  " of '" + base_name + "', which has " + std::to_string(have) + " bytes");
+  }
+
+  // Every access to a threadgroup allocation with aliases, in program order (a loop body twice,
+  // for its next iteration; the two arms of an if each from the state before it, merged after):
+  // an access through one view that follows an access through another view of the same memory
+  // since the last barrier, one of the two a write, is an error naming both. The interpreter
+  // checks the same rule on the accesses a run makes (docs/semantics.md).
+  struct ViewAccess {
+    Id op = kNone;
+    bool wrote = false;
+  };
+  using AliasState = std::map<Id, std::map<Id, ViewAccess>>;  // base -> view -> last access
+  std::map<Id, Id> alias_group = {};                          // view (alias or base) -> base
+  std::set<std::pair<Id, Id>> alias_reported = {};
+  static bool writes_tg(Op op) {
+    return op == Op::TgStore || op == Op::TileTgStore || op == Op::AsyncCopy || is_tg_atomic(op);
+  }
+  static bool accesses_tg(Op op) {
+    return op == Op::TgLoad || op == Op::TileTgLoad || writes_tg(op);
+  }
+  void alias_block(Id b, AliasState& st, int depth) {
+    if (b == kNone || b >= k.blocks.size() || depth > 64) return;
+    for (Id id : k.blocks[b].insts) {
+      if (id >= k.insts.size()) continue;
+      const Inst& in = k.insts[id];
+      if (in.op == Op::Barrier) {
+        st.clear();
+      } else if (in.op == Op::If) {
+        AliasState t = st, e = st;
+        alias_block(in.blocks[0], t, depth + 1);
+        alias_block(in.blocks[1], e, depth + 1);
+        st = t;
+        for (auto& [g, views] : e)
+          for (auto& [v, a] : views) {
+            ViewAccess& x = st[g][v];
+            x.wrote = x.wrote || a.wrote;
+            if (x.op == kNone) x.op = a.op;
+          }
+      } else if (in.op == Op::For) {
+        AliasState body = st;
+        alias_block(in.blocks[0], body, depth + 1);
+        alias_block(in.blocks[0], body, depth + 1);  // the next iteration after this one
+        for (auto& [g, views] : body)
+          for (auto& [v, a] : views) {
+            ViewAccess& x = st[g][v];
+            x.wrote = x.wrote || a.wrote;
+            if (x.op == kNone) x.op = a.op;
+          }
+      } else if (accesses_tg(in.op) && !in.operands.empty() && alias_group.count(in.operands[0])) {
+        const Id view = in.operands[0], g = alias_group[view];
+        const bool wr = writes_tg(in.op);
+        for (auto& [other, a] : st[g]) {
+          if (other == view || !(a.wrote || wr) || !alias_reported.insert({a.op, id}).second) continue;
+          const auto name = [&](Id v) { return k.strings[size_t(k.insts[v].attr(Attr::Name))]; };
+          err(in, std::string(wr ? "writes" : "reads") + " threadgroup memory through '" + name(view) + "' after " +
+                      (a.wrote ? "a write" : "a read") + " of it through '" + name(other) + "' at " +
+                      k.where(k.insts[a.op].loc) + " with no barrier between (views of the same bytes take turns "
+                      "across a barrier)");
+        }
+        ViewAccess& x = st[g][view];
+        x.op = id;
+        x.wrote = x.wrote || wr;
+      }
+    }
+  }
+  void alias_barriers() {
+    for (Id a : threadgroup_aliases(k)) {
+      const Id base = tg_alias_base(k, k.insts[a]);
+      if (base == kNone) continue;
+      alias_group[a] = base;
+      alias_group[base] = base;
+    }
+    if (alias_group.empty()) return;
+    AliasState st;
+    alias_block(0, st, 0);
+  }
+
   const Param* tile_buffer(const Inst& in) {
     if (in.param() >= k.params.size() || k.params[in.param()].kind != ParamKind::Buffer) {
       err(in, "names no buffer parameter");
@@ -253,6 +364,11 @@ struct Verifier {
                       " (the memory must hold the fragment's element type)");
         tile_u32(in, tg ? 1 : 0, "the offset");
         tile_u32(in, tg ? 2 : 1, "the row stride");
+        if (in.has(Attr::ColMajor) && in.attr(Attr::ColMajor) != 0 && in.attr(Attr::ColMajor) != 1)
+          err(in, "col_major must be 0 or 1, is " + std::to_string(in.attr(Attr::ColMajor)));
+        if (in.has(Attr::Swizzle) && !swizzle_code_valid(in.attr(Attr::Swizzle)))
+          err(in, "swizzle " + std::to_string(in.attr(Attr::Swizzle)) +
+                      " is not 100 * bits + 10 * base + shift with bits 1..3 and shift >= bits");
         break;
       }
       case Op::TileMma:
@@ -646,6 +762,7 @@ struct Verifier {
           if (p.kind != ParamKind::Scalar || (p.dtype != DType::U32 && p.dtype != DType::I32))
             err(in, "threadgroup allocation is sized by '" + p.name + "', which is not a u32 or i32 scalar parameter");
         }
+        alias(in);
         break;
       case Op::LocalAlloc:
         if (uint64_t(in.attr(Attr::Name)) < k.strings.size() && !is_identifier(k.strings[size_t(in.attr(Attr::Name))]))
@@ -1067,8 +1184,10 @@ struct Verifier {
                       std::to_string(kMaxNesting));
       return;
     }
+    const size_t before_blocks = d.items.size();
     block(0, kNone);
     mbar_arrays_hold_only_barriers();
+    if (d.items.size() == before_blocks) alias_barriers();
     if (k.is_function) {
       const auto& entry = k.blocks[0].insts;
       if (entry.empty() || entry.back() >= k.insts.size() || k.insts[entry.back()].op != Op::Return)

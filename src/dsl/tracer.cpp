@@ -612,6 +612,39 @@ TgBuffer threadgroup_alloc_dynamic(const char* name, DType type, Expr size, uint
   return array_alloc(Op::TgAlloc, name, type, per, align, size.id(), l);
 }
 
+TgBuffer threadgroup_alias(const char* name, const TgBuffer& base, uint32_t byte_offset, DType type, uint32_t count,
+                           SrcLoc l) {
+  detail::Trace& t = tr();
+  const bool ok_base = base.alloc() < t.k.insts.size() && t.k.insts[base.alloc()].op == Op::TgAlloc &&
+                       !t.k.insts[base.alloc()].has(ir::Attr::Alias) && !t.k.insts[base.alloc()].has(ir::Attr::CountParam);
+  if (!ok_base)
+    error(loc_of(l), std::string("threadgroup_alias '") + name +
+                         "': the base is not a fixed-size threadgroup_alloc (an alias views one, not another alias)");
+  if (byte_offset % 16 != 0)
+    error(loc_of(l), std::string("threadgroup_alias '") + name + "': byte offset " + std::to_string(byte_offset) +
+                         " is not a multiple of 16");
+  if (ok_base) {
+    const Inst& b = t.k.insts[base.alloc()];
+    const DType bt = b.type.elem();
+    if (!is_type_param(bt) && !is_type_param(type)) {
+      const uint64_t have = uint64_t(b.attr(ir::Attr::Count)) * dtype_size(bt);
+      const uint64_t end = uint64_t(byte_offset) + uint64_t(count) * dtype_size(type);
+      if (end > have)
+        error(loc_of(l), std::string("threadgroup_alias '") + name + "' covers bytes " + std::to_string(byte_offset) +
+                             " to " + std::to_string(end) + " of '" + t.k.strings[size_t(b.attr(ir::Attr::Name))] +
+                             "', which has " + std::to_string(have));
+    }
+  }
+  TgBuffer v = array_alloc(Op::TgAlloc, name, type, count, 0, ir::kNone, l);
+  if (ok_base && v.alloc() < t.k.insts.size()) {
+    const int64_t base_name = t.k.insts[base.alloc()].attr(ir::Attr::Name);
+    Inst& in = t.k.insts[v.alloc()];
+    in.set(ir::Attr::Alias, base_name);
+    in.set(ir::Attr::Offset, byte_offset);
+  }
+  return v;
+}
+
 TgBuffer local_array(const char* name, DType type, uint32_t count, SrcLoc l) {
   return array_alloc(Op::LocalAlloc, name, type, count, 0, ir::kNone, l);
 }
@@ -1055,12 +1088,29 @@ bool frag_ok(const Frag& f, ir::SrcLoc l, const char* what) {
 // taken as they are (the verifier rejects a non-u32 one, located).
 Id tile_index(const Operand& o) { return materialize(o, DType::U32).id(); }
 
+// A Swizzle as the IR's attribute code (0: none); a malformed one is reported at `l`.
+int64_t swizzle_code(const Swizzle& sw, ir::SrcLoc l, const char* fn) {
+  if (sw.bits == 0) return 0;
+  const int64_t code = int64_t(sw.bits) * 100 + int64_t(sw.base) * 10 + int64_t(sw.shift);
+  if (sw.bits > 3 || sw.base > 7 || sw.shift > 9 || sw.shift < sw.bits || !ir::swizzle_code_valid(code)) {
+    error(l, std::string(fn) + ": swizzle {bits " + std::to_string(sw.bits) + ", base " + std::to_string(sw.base) +
+                 ", shift " + std::to_string(sw.shift) + "} is not one (bits 1..3, base 0..7, shift bits..9)");
+    return 0;
+  }
+  return code;
+}
+
 Frag tile_load(const TileShape& tile, FragRole role, bool tg, uint32_t source, DType, const Operand& offset,
-               const Operand& stride) {
+               const Operand& stride, const TileLayout& layout) {
   Inst in;
   in.op = tg ? Op::TileTgLoad : Op::TileLoad;
   in.type = Type::fragment(tile.in, tile.m, tile.n, tile.k, role);
   in.loc = loc_of(offset);
+  const char* fn = role == FragRole::A ? "coop_tile_load_a" : "coop_tile_load_b";
+  if (layout.col_major) in.set(ir::Attr::ColMajor, 1);
+  if (layout.swizzle.bits != 0 && !tg)
+    error(in.loc, std::string(fn) + ": a swizzle applies to threadgroup memory only (this load reads a buffer)");
+  else if (const int64_t code = swizzle_code(layout.swizzle, in.loc, fn)) in.set(ir::Attr::Swizzle, code);
   if (tg) in.operands.push_back(source);
   else in.set(ir::Attr::Param, source);
   in.operands.push_back(tile_index(offset));
@@ -1119,17 +1169,30 @@ Frag coop_tile_fill(const TileShape& tile, Operand value) {
   return emit_frag(in);
 }
 
-Frag coop_tile_load_a(const TileShape& t, const Buffer& src, Operand offset, Operand stride) {
-  return tile_load(t, FragRole::A, false, src.param(), src.dtype(), offset, stride);
+Frag coop_tile_load_a(const TileShape& t, const Buffer& src, Operand offset, Operand stride, TileLayout layout) {
+  return tile_load(t, FragRole::A, false, src.param(), src.dtype(), offset, stride, layout);
 }
-Frag coop_tile_load_a(const TileShape& t, const TgBuffer& src, Operand offset, Operand stride) {
-  return tile_load(t, FragRole::A, true, src.alloc(), src.dtype(), offset, stride);
+Frag coop_tile_load_a(const TileShape& t, const TgBuffer& src, Operand offset, Operand stride, TileLayout layout) {
+  return tile_load(t, FragRole::A, true, src.alloc(), src.dtype(), offset, stride, layout);
 }
-Frag coop_tile_load_b(const TileShape& t, const Buffer& src, Operand offset, Operand stride) {
-  return tile_load(t, FragRole::B, false, src.param(), src.dtype(), offset, stride);
+Frag coop_tile_load_b(const TileShape& t, const Buffer& src, Operand offset, Operand stride, TileLayout layout) {
+  return tile_load(t, FragRole::B, false, src.param(), src.dtype(), offset, stride, layout);
 }
-Frag coop_tile_load_b(const TileShape& t, const TgBuffer& src, Operand offset, Operand stride) {
-  return tile_load(t, FragRole::B, true, src.alloc(), src.dtype(), offset, stride);
+Frag coop_tile_load_b(const TileShape& t, const TgBuffer& src, Operand offset, Operand stride, TileLayout layout) {
+  return tile_load(t, FragRole::B, true, src.alloc(), src.dtype(), offset, stride, layout);
+}
+
+Expr swizzle(const Swizzle& sw, Operand index) {
+  const ir::SrcLoc l = loc_of(index);
+  Expr i = materialize(index, DType::U32);
+  if (swizzle_code(sw, l, "swizzle") == 0) return i;
+  // i ^ (((i >> (base + shift)) & mask) << base), the map a swizzled tile load applies, every op
+  // at the caller's line.
+  auto k = [&](uint32_t v) { return constant(DType::U32, v, 0, l).id(); };
+  auto op = [&](Op o, Id x, Id y) { return at(l).binary(o, x, y); };
+  const Id hi = op(Op::Shr, i.id(), k(sw.base + sw.shift));
+  const Id bits = op(Op::And, hi, k((1u << sw.bits) - 1u));
+  return value(op(Op::Xor, i.id(), op(Op::Shl, bits, k(sw.base))));
 }
 
 Frag coop_tile_run(const Frag& a, const Frag& b, const Frag& acc, SrcLoc loc) {

@@ -611,6 +611,126 @@ void add_bulk_cases(const std::string& filter, std::vector<ConformanceCase>& cas
   }
 }
 
+// Tile layouts (docs/semantics.md "Tile layouts"): a threadgroup of kGroup threads stages 2048
+// f16 values (element i holds i, exact in f16) into a threadgroup array by asynchronous 16-byte
+// copies; lane group 0 then loads one fragment from it with a layout (offset, stride, column-major,
+// swizzle) and multiplies it by the identity (a fragment of the other role read from x1), so r
+// holds the loaded matrix. The oracle applies the definition here, not the interpreter.
+constexpr uint32_t kLayoutElems = 2048;
+
+struct TileLayoutCase {
+  uint32_t off, stride;
+  int64_t swizzle;  // 0: none
+};
+const TileLayoutCase kTileLayouts[] = {
+    {0, 32, 233}, {528, 32, 233}, {1032, 64, 333}, {112, 128, 334}, {3, 40, 0}, {5, 32, 233}, {1024, 64, 0},
+};
+
+std::string tile_layout_kernel_text(const std::string& name, bool b_role, bool col_major, const TileLayoutCase& t) {
+  std::ostringstream s;
+  s << "kernel " << name << " mode=Reduction {\n";
+  s << "  param x0: in buf<f16> extent=" << kLayoutElems << "\n  param x1: in buf<f16> extent=256\n";
+  s << "  param r: out buf<f32> extent=256\n";
+  s << "  %a = tg_alloc<stage, " << kLayoutElems << ", align=16> : f16\n";
+  s << "  %l = local_id<0> : u32\n  %c0 = const<0> : u32\n  %c8 = const<8> : u32\n  %c16 = const<16> : u32\n";
+  s << "  %d = mul %l, %c8 : u32\n";
+  for (uint32_t j = 0; j < kLayoutElems / (kGroup * 8); ++j) {
+    s << "  %o" << j << " = const<" << j * kGroup * 8 << "> : u32\n  %d" << j << " = add %d, %o" << j << " : u32\n";
+    s << "  async_copy<x0, 8> %a, %d" << j << ", %d" << j << ", %c8\n";
+  }
+  s << "  async_commit\n  async_wait<0>\n  barrier\n";
+  s << "  %w = simd_group_id : u32\n  %first = eq %w, %c0 : bool\n  if %first {\n";
+  s << "    %off = const<" << t.off << "> : u32\n    %st = const<" << t.stride << "> : u32\n";
+  std::string attrs;
+  if (t.swizzle) attrs += "swizzle=" + std::to_string(t.swizzle);
+  if (col_major) attrs += std::string(attrs.empty() ? "" : ", ") + "col_major=1";
+  if (!attrs.empty()) attrs = "<" + attrs + ">";
+  const char* role = b_role ? "b" : "a";
+  const char* other = b_role ? "a" : "b";
+  s << "    %t = tile_tg_load" << attrs << " %a, %off, %st : frag<" << role << ", f16, 16x16x16>\n";
+  s << "    %i = tile_load<x1> %c0, %c16 : frag<" << other << ", f16, 16x16x16>\n";
+  s << "    %zf = const<0> : f32\n    %z = tile_fill %zf : frag<acc, f32, 16x16x16>\n";
+  s << "    %p = tile_mma " << (b_role ? "%i, %t" : "%t, %i") << ", %z : frag<acc, f32, 16x16x16>\n";
+  s << "    tile_store<r> %p, %c0, %c16\n  }\n}\n";
+  return s.str();
+}
+
+// Threadgroup aliases (docs/semantics.md "Threadgroup aliases"): kGroup threads write an f16
+// array and read it back, then (after a barrier) write an f32 view of its bytes from byte 16 and
+// read their partner's slot: r[l] = 2 * (l ^ 1) + 0.5, exact.
+void add_tg_alias_cases(const std::string& filter, std::vector<ConformanceCase>& cases) {
+  const std::string name = "conformance.tg_alias.f16.f32";
+  if (!filter.empty() && name.find(filter) == std::string::npos) return;
+  std::ostringstream s;
+  s << "kernel conformance_tg_alias_f16_f32 mode=Reduction {\n";
+  s << "  param x0: in buf<f32> extent=" << kGroup << "\n  param r: out buf<f32> extent=" << kGroup << "\n";
+  s << "  %a = tg_alloc<st, " << 4 * kGroup << ", align=16> : f16\n";
+  s << "  %v = tg_alloc<sc, " << kGroup << ", alias=st, offset=16> : f32\n";
+  s << "  %l = local_id<0> : u32\n  %c1 = const<1> : u32\n  %two = const<2.0> : f32\n";
+  s << "  %h = cast %l : f16\n  tg_store %a, %l, %h\n  barrier\n";
+  s << "  %y = tg_load %a, %l : f16\n  %y2 = cast %y : f32\n  %d = mul %y2, %two : f32\n  %x = load<x0> %l : f32\n";
+  s << "  %e = add %d, %x : f32\n  barrier\n  tg_store %v, %l, %e\n  barrier\n";
+  s << "  %p = xor %l, %c1 : u32\n  %z = tg_load %v, %p : f32\n  store<r> %l, %z\n}\n";
+  ConformanceCase c;
+  c.kernel = ir::parse(s.str());
+  if (!verifies(c.kernel)) throw Error("conformance: the threadgroup alias kernel does not verify");
+  c.name = name;
+  c.op = ir::Op::TgAlloc;
+  c.operands = {DType::F32};
+  c.result = DType::F32;
+  c.launch.dtype = DType::F32;
+  c.launch.grid = {1, 1, 1};
+  c.launch.threadgroup = {kGroup, 1, 1};
+  c.launch.buffers.emplace_back(kGroup * 4, 0);
+  c.launch.buffers.emplace_back(kGroup * 4, 0xff);
+  c.want.assign(kGroup * 4, 0);
+  for (uint32_t l = 0; l < kGroup; ++l) {
+    put(c.launch.buffers[0], l, DType::F32, eval::Scalar::of_f32(0.5f).bits);
+    const float v = float(2 * (l ^ 1u)) + 0.5f;
+    put(c.want, l, DType::F32, eval::Scalar::of_f32(v).bits);
+    c.args.push_back({eval::Scalar::of_f32(0.5f).bits});
+  }
+  cases.push_back(std::move(c));
+}
+
+void add_tile_layout_cases(const std::string& filter, std::vector<ConformanceCase>& cases) {
+  for (int role = 0; role < 2; ++role)
+    for (int cm = 0; cm < 2; ++cm)
+      for (const TileLayoutCase& t : kTileLayouts) {
+        const std::string name = std::string("conformance.tile_layout.") + (role ? "b" : "a") + (cm ? ".col" : ".row") +
+                                 ".off" + std::to_string(t.off) + ".s" + std::to_string(t.stride) +
+                                 (t.swizzle ? ".swz" + std::to_string(t.swizzle) : "");
+        if (!filter.empty() && name.find(filter) == std::string::npos) continue;
+        std::string kname = name;
+        std::replace(kname.begin(), kname.end(), '.', '_');
+        ConformanceCase c;
+        c.kernel = ir::parse(tile_layout_kernel_text(kname, role == 1, cm == 1, t));
+        if (!verifies(c.kernel)) throw Error("conformance: the tile layout kernel " + name + " does not verify");
+        c.name = name;
+        c.op = ir::Op::TileTgLoad;
+        c.operands = {DType::U32};  // reported per element: the index it reads (which holds that value)
+        c.result = DType::F32;
+        c.launch.dtype = DType::F32;
+        c.launch.grid = {1, 1, 1};
+        c.launch.threadgroup = {kGroup, 1, 1};
+        c.launch.buffers.emplace_back(kLayoutElems * 2, 0);
+        c.launch.buffers.emplace_back(256 * 2, 0);
+        c.launch.buffers.emplace_back(256 * 4, 0xff);
+        for (uint32_t i = 0; i < kLayoutElems; ++i) put(c.launch.buffers[0], i, DType::F16, num::f32_to_f16(float(i)));
+        for (uint32_t i = 0; i < 16; ++i) put(c.launch.buffers[1], i * 17, DType::F16, num::f32_to_f16(1.0f));
+        c.want.assign(256 * 4, 0);
+        for (uint32_t r = 0; r < 16; ++r)
+          for (uint32_t col = 0; col < 16; ++col) {
+            uint32_t idx = cm ? t.off + col * t.stride + r : t.off + r * t.stride + col;
+            if (t.swizzle) idx = ir::swizzle_index(idx, t.swizzle);
+            const float v = float(idx);  // element idx holds idx; the product with I is exact
+            put(c.want, r * 16 + col, DType::F32, eval::Scalar::of_f32(v).bits);
+            c.args.push_back({uint64_t(idx)});
+          }
+        cases.push_back(std::move(c));
+      }
+}
+
 }  // namespace
 
 std::vector<ConformanceCase> conformance_cases(const std::string& filter) {
@@ -687,6 +807,8 @@ std::vector<ConformanceCase> conformance_cases(const std::string& filter) {
   add_atomic_cases(filter, cases);
   add_async_cases(filter, cases);
   add_bulk_cases(filter, cases);
+  add_tile_layout_cases(filter, cases);
+  add_tg_alias_cases(filter, cases);
   return cases;
 }
 

@@ -75,6 +75,7 @@ struct Gen {
   Rng aux;  // threadgroup-array and register-array choices (see emit_hidden)
   Rng fp8r;  // f8e4m3 tile choices: their own stream, so programs without them stay as they were
   Rng mbr;   // mbarrier choices: their own stream too
+  Rng layr;  // tile layouts (column-major, swizzle): their own stream, so the other draws stay as they were
   bool red;
   Mode mode;
   // Lane built-ins and lane operations exist in the program (Reduction, SimdGroup2D); Tile2D
@@ -115,6 +116,7 @@ struct Gen {
         aux{seed * 0x9e3779b97f4a7c15ull + (reduction ? 0x74676d656d1ull : 0x74676d656d0ull)},
         fp8r{seed * 0xd1342543de82ef95ull + (reduction ? 0x66703831ull : 0x66703830ull)},
         mbr{seed * 0x9e3779b97f4a7c15ull + (reduction ? 0x6d626172ull : 0x6d626171ull)},
+        layr{seed * 0xaf251af3b0f025b5ull + (reduction ? 0x6c61796full : 0x6c61796eull)},
         red(reduction),
         mode(seed_mode(seed, reduction)),
         lanes(mode == Mode::Reduction || mode == Mode::SimdGroup2D),
@@ -1225,6 +1227,14 @@ struct Gen {
       Inst in = fp8 ? make(Op::TileTgLoad, DType::Void, {tg_fp8, off, stride}) : make(Op::TileLoad, DType::Void, {off, stride});
       in.type = Type::fragment(fp8 ? DType::F8E4M3 : DType::F16, 16, 16, K, role);
       if (!fp8) in.set(ir::Attr::Param, kInH);
+      // Tile layouts (docs/semantics.md): column-major reads the same index range (rows and
+      // columns swap, the bound above holds for both); a threadgroup load may swizzle, which only
+      // changes index bits below 2^(base + bits) <= 2^5, inside the 1024 elements of tg_fp8.
+      if (layr.chance(0.3)) in.set(ir::Attr::ColMajor, 1);
+      if (fp8 && layr.chance(0.4)) {
+        const int64_t bits = layr.range(1, 3), base = layr.range(0, 5 - bits + 0), shift = layr.range(bits, 5);
+        in.set(ir::Attr::Swizzle, bits * 100 + base * 10 + shift);
+      }
       return hidden(in);
     };
     Id fill_value = rng.chance(0.5) ? p_s : float_const(DType::F32, rng.pick({0.0, 1.5, -2.0}));

@@ -280,6 +280,13 @@ std::vector<Mutant> enumerate(const Kernel& k, uint32_t lane_width, uint32_t max
     auto& v = m.kernel.blocks[p.block].insts;
     v.erase(v.begin() + std::ptrdiff_t(p.index));
     m.equivalent = barrier_orders_nothing(k, id);
+    // A barrier between the views of a threadgroup alias (docs/semantics.md "Threadgroup
+    // aliases") cannot be dropped unseen: the verifier rejects the program, so it is no mutant
+    // that runs.
+    if (!ir::threadgroup_aliases(k).empty()) {
+      ir::Diagnostics d;
+      if (!ir::verify(m.kernel, d)) b.out.pop_back();
+    }
   }
 
   // Reduction init: a var initialized with a constant (an accumulator's identity) starts from

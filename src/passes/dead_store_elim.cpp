@@ -27,6 +27,10 @@ bool run_dead_store_elim(ir::Kernel& k, PassContext& ctx) {
       if (in.op == Op::TgLoad || in.op == Op::TileTgLoad || in.op == Op::LocalLoad || ir::is_tg_atomic(in.op))
         tg_read[in.operands[0]] = 1;
     });
+    // An allocation a threadgroup alias views lives while the alias does (the alias has no memory
+    // of its own).
+    for (Id a : ir::threadgroup_aliases(k))
+      if (Id base = ir::tg_alias_base(k, k.insts[a]); base != ir::kNone && uses[a] > 0) ++uses[base];
     std::vector<uint8_t> drop(k.insts.size(), 0);
     size_t found = 0;
     std::vector<Id> dropped;

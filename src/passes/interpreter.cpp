@@ -9,6 +9,7 @@
 #include "passes/interpreter.hpp"
 
 #include <algorithm>
+#include <map>
 #include <deque>
 #include <unordered_map>
 #include <cmath>
@@ -75,6 +76,20 @@ struct Machine {
   static constexpr uint32_t kManyReaders = UINT32_MAX;
   std::vector<SlotAccess> tg_access_log;
   uint32_t epoch = 0;
+  // Threadgroup aliases (docs/semantics.md "Threadgroup aliases"): each view keeps its own slots
+  // (tg_mem), and one record per byte of the viewed allocation says which view touched it last
+  // since the last barrier and which view wrote it last, so a run that lets two views meet
+  // without a barrier, or reads bytes through a view other than the one that wrote them, is an
+  // error. view_base[alloc] is the allocation an alias views (itself for one with aliases, kNone
+  // otherwise), view_byte0[alloc] the view's byte offset into it.
+  struct AliasByte {
+    uint32_t epoch = 0, written_group = 0;
+    Id last = ir::kNone, last_op = ir::kNone, writer = ir::kNone, writer_op = ir::kNone;
+    bool last_wrote = false;
+  };
+  std::vector<Id> view_base;
+  std::vector<uint64_t> view_byte0;
+  std::map<Id, std::vector<AliasByte>> alias_bytes;
   uint32_t group_serial = 0;  // advances with every threadgroup
   // Asynchronous copies in flight, per thread in issue order: each element's value (read from
   // the buffer at issue) and its destination word; group -1 until async_commit numbers it.
@@ -195,6 +210,16 @@ struct Machine {
       if (k.params[i].kind == ir::ParamKind::Scalar) by_param[i] = scalars[size_t(slot[i])];
     tg_offset.assign(k.insts.size(), 0);
     tg_elems.assign(k.insts.size(), 0);
+    view_base.assign(k.insts.size(), ir::kNone);
+    view_byte0.assign(k.insts.size(), 0);
+    for (Id a : ir::threadgroup_aliases(k)) {
+      const Id base = ir::tg_alias_base(k, k.insts[a]);
+      if (base == ir::kNone) continue;
+      view_base[a] = base;
+      view_base[base] = base;
+      view_byte0[a] = uint64_t(k.insts[a].attr(ir::Attr::Offset));
+      alias_bytes[base].assign(size_t(uint64_t(k.insts[base].attr(ir::Attr::Count)) * dtype_size(types[base])), AliasByte{});
+    }
     local_offset.assign(k.insts.size(), 0);
     uint64_t words = 0, local_words = 0;
     constexpr uint64_t kMaxWords = uint64_t(1) << 28;
@@ -249,6 +274,7 @@ struct Machine {
           next_epoch();
           if (++group_serial == 0) {  // wrapped: old records could look current again
             std::fill(tg_access_log.begin(), tg_access_log.end(), SlotAccess{});
+            for (auto& [base, bytes] : alias_bytes) std::fill(bytes.begin(), bytes.end(), AliasByte{});
             group_serial = 1;
           }
           for (auto& q : async_pending) q.clear();
@@ -763,9 +789,15 @@ struct Machine {
           const uint32_t off = uniform(in, tg ? 1 : 0, g, "the offset");
           const uint32_t stride = uniform(in, tg ? 2 : 1, g, "the row stride");
           float* f = frag_data(id, g);
+          // Column-major: element (r, c) at off + c * stride + r. A swizzle maps the whole index
+          // (the offset folded in first), docs/semantics.md "Tile layouts".
+          const bool col_major = in.has(ir::Attr::ColMajor) && in.attr(ir::Attr::ColMajor) == 1;
+          const int64_t swz = in.has(ir::Attr::Swizzle) ? in.attr(ir::Attr::Swizzle) : 0;
           for (uint32_t r = 0; r < rows; ++r)
             for (uint32_t c = 0; c < cols; ++c) {
-              const uint32_t idx = off + r * stride + c;  // u32 arithmetic, as every backend computes it
+              // u32 arithmetic, as every backend computes it
+              uint32_t idx = col_major ? off + c * stride + r : off + r * stride + c;
+              if (swz) idx = ir::swizzle_index(idx, swz);
               f[r * cols + c] = to_input(elem, Scalar{tg ? tile_tg_read(in, idx, g) : tile_read(in, idx, g)}.f());
             }
         });
@@ -866,6 +898,7 @@ struct Machine {
 
   void next_epoch() {
     if (++epoch == 0) {  // wrapped: old records could look current again
+      for (auto& [base, bytes] : alias_bytes) std::fill(bytes.begin(), bytes.end(), AliasByte{});
       std::fill(tg_access_log.begin(), tg_access_log.end(), SlotAccess{});
       epoch = 1;
     }
@@ -875,7 +908,39 @@ struct Machine {
   // slot another thread wrote since the last barrier (read after write, write after write), or
   // a write to a slot another thread read since then (write after read), has no defined result
   // even though the lock-step interpreter would compute one. Each is an error naming both ops.
+  void check_alias(const ir::Inst& in, uint32_t word, bool is_store, uint32_t t) {
+    const Id view = in.operands[0], base = view_base[view];
+    auto& bytes = alias_bytes[base];
+    const uint64_t size = dtype_size(types[view]), slot = word - tg_offset[view];
+    const uint64_t first = view_byte0[view] + slot * size;
+    const Id self = Id(&in - k.insts.data());
+    auto name = [&](Id v) { return tg_name(k.insts[v]); };
+    for (uint64_t b = first; b < first + size && b < bytes.size(); ++b) {
+      AliasByte& r = bytes[size_t(b)];
+      if (r.epoch == epoch && r.last != view && (r.last_wrote || is_store))
+        fail(in, "threadgroup alias: " + thread_text(t) + (is_store ? " writes" : " reads") + " byte " + std::to_string(b) +
+                     " of '" + name(base) + "' through '" + name(view) + "' after " + (r.last_wrote ? "a write" : "a read") +
+                     " of it through '" + name(r.last) + "' at " + k.where(k.insts[r.last_op].loc) +
+                     " with no barrier between");
+      if (!is_store && r.written_group == group_serial && r.writer != view)
+        fail(in, "threadgroup alias: " + thread_text(t) + " reads byte " + std::to_string(b) + " of '" + name(base) +
+                     "' through '" + name(view) + "', last written through '" + name(r.writer) + "' at " +
+                     k.where(k.insts[r.writer_op].loc) + " (a view reads only what was written through it)");
+      if (r.epoch != epoch || r.last != view) r.last_wrote = false;
+      r.epoch = epoch;
+      r.last = view;
+      r.last_op = self;
+      r.last_wrote = r.last_wrote || is_store;
+      if (is_store) {
+        r.written_group = group_serial;
+        r.writer = view;
+        r.writer_op = self;
+      }
+    }
+  }
+
   void check_race(const ir::Inst& in, uint32_t word, bool is_store, uint32_t t) {
+    if (view_base[in.operands[0]] != ir::kNone) check_alias(in, word, is_store, t);
     SlotAccess& s = tg_access_log[word];
     const Id self = Id(&in - k.insts.data());
     if (!delivered.empty()) check_delivered(in, word, is_store, t);
@@ -1356,6 +1421,7 @@ struct Machine {
   // with them (it sees the slot before or after any number of the atomics), in either order.
   // An atomic reads the slot, so the slot must have been written first.
   void check_atomic_race(const ir::Inst& in, uint32_t word, uint32_t t) {
+    if (view_base[in.operands[0]] != ir::kNone) check_alias(in, word, true, t);
     SlotAccess& s = tg_access_log[word];
     const ir::Inst& a = k.insts[in.operands[0]];
     const uint64_t name_index = uint64_t(a.attr(ir::Attr::Name));

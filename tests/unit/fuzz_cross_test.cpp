@@ -73,7 +73,7 @@ TEST(FuzzCross, ProgramsHaveThreadgroupOpsAndNoTranscendentals) {
 // atomic returns (whose order is the hardware's) is never used.
 TEST(FuzzCross, ProgramsHaveEveryLaneOpAndOrderFreeAtomics) {
   std::map<Op, size_t> generated, optimized;
-  size_t atomic_uses = 0;
+  size_t atomic_uses = 0, col_major = 0, swizzled = 0;  // tile layouts that survive the pipeline
   for (uint64_t seed = 0; seed < 2000; ++seed) {
     bool red = fuzz::reduction_seed(seed);
     ir::Kernel k = fuzz::random_program(seed, red, cross());
@@ -83,8 +83,15 @@ TEST(FuzzCross, ProgramsHaveEveryLaneOpAndOrderFreeAtomics) {
       for (int i = 0; i < in.num_operands(); ++i) atomic_uses += ir::is_atomic(k.insts[in.operands[i]].op);
     });
     ir::Kernel opt = passes::optimize(k);
-    ir::walk(opt, [&](ir::Id id) { ++optimized[opt.insts[id].op]; });
+    ir::walk(opt, [&](ir::Id id) {
+      const ir::Inst& in = opt.insts[id];
+      ++optimized[in.op];
+      col_major += (in.op == Op::TileLoad || in.op == Op::TileTgLoad) && in.has(ir::Attr::ColMajor);
+      swizzled += in.op == Op::TileTgLoad && in.has(ir::Attr::Swizzle);
+    });
   }
+  EXPECT_GT(col_major, 0u) << "no column-major tile load survives the pipeline";
+  EXPECT_GT(swizzled, 0u) << "no swizzled tile load survives the pipeline";
   for (Op op : {Op::LaneShuffle, Op::LaneShuffleXor, Op::LaneShuffleUp, Op::LaneShuffleDown, Op::LaneBroadcast,
                 Op::LaneMin, Op::LaneAnd, Op::LaneOr, Op::LaneInclusiveSum, Op::LaneExclusiveSum, Op::LaneBallot,
                 Op::LaneAny, Op::LaneAll, Op::TgAtomicAdd, Op::TgAtomicMin, Op::TgAtomicMax, Op::TgAtomicAnd,

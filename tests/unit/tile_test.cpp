@@ -168,6 +168,42 @@ TEST(VerifierTiles, FragmentsReachNoScalarOpAndTextRoundTrips) {
   }
 }
 
+// --- Tile layouts (column-major, swizzle) --------------------------------------------------
+
+namespace {
+
+void swizzled_buffer_load() {
+  Buffer x = input("x", f16, {1024});
+  Buffer out = output("out", f32, {256});
+  TileShape t = coop_tile_setup(16, 16, 16, f16);
+  Frag a = coop_tile_load_a(t, x, 0u, 32u, TileLayout{false, Swizzle{2, 3, 3}});
+  coop_tile_store(coop_tile_run(a, coop_tile_load_b(t, x, 0u, 16u), coop_tile_fill(t, 0.0f)), out, 0u, 16u);
+}
+void malformed_swizzle() {
+  Buffer out = output("out", f32, {256});
+  TgBuffer s = threadgroup_alloc("s", f16, 1024, 16);
+  TileShape t = coop_tile_setup(16, 16, 16, f16);
+  Frag a = coop_tile_load_a(t, s, 0u, 32u, TileLayout{false, Swizzle{3, 3, 2}});
+  coop_tile_store(coop_tile_run(a, coop_tile_load_b(t, s, 0u, 16u), coop_tile_fill(t, 0.0f)), out, 0u, 16u);
+}
+// B staged as a weight [16, 32] (rows of K) into a swizzled array, read back column-major.
+void weight_through_swizzle() {
+  Buffer w = input("w", f16, {512});
+  Buffer out = output("out", f32, {256});
+  TgBuffer s = threadgroup_alloc("s", f16, 512, 16);
+  TileShape t = coop_tile_setup(16, 16, 16, f16);
+  const Swizzle sw{2, 3, 3};
+  for_(local_id(0), 64u, group_size(0), [&](Expr c) { async_copy(s[swizzle(sw, c * 8u)], w[c * 8u], 8, 8u); });
+  async_commit();
+  async_wait(0);
+  barrier();
+  Frag b = coop_tile_load_b(t, s, 16u, 32u, TileLayout{true, sw});
+  Frag a = coop_tile_load_a(t, w, 0u, 32u);
+  if_(simd_group_id() == 0u, [&] { coop_tile_store(coop_tile_run(a, b, coop_tile_fill(t, 0.0f)), out, 0u, 16u); });
+}
+
+}  // namespace
+
 // --- The interpreter's definition ------------------------------------------------------------
 
 namespace {
@@ -285,6 +321,54 @@ std::string cuda_source(codegen::CudaMma m, DType t, const char* kernel = "iron_
   return e.source;
 }
 }  // namespace
+
+TEST(TileLayouts, SwizzleAndColumnMajorAreCheckedRoundTripAndLower) {
+  std::string e = trace_error(&swizzled_buffer_load);
+  EXPECT_TRUE(has(e, "coop_tile_load_a: a swizzle applies to threadgroup memory only")) << e;
+  EXPECT_TRUE(has(e, "tile_test.cpp:")) << e;
+  e = trace_error(&malformed_swizzle);
+  EXPECT_TRUE(has(e, "swizzle {bits 3, base 3, shift 2} is not one")) << e;
+  ir::Kernel k = traced(&weight_through_swizzle);
+  const std::string text = ir::print(k);
+  EXPECT_TRUE(has(text, "tile_tg_load<swizzle=233, col_major=1>")) << text;
+  ir::Kernel back = ir::parse(text);
+  ir::Diagnostics d;
+  EXPECT_TRUE(ir::verify(back, d)) << d.render(back);
+  EXPECT_EQ(ir::print(back), text);
+  // The parser and the verifier reject malformed codes, naming them.
+  for (const char* bad : {"swizzle=231", "swizzle=433", "col_major=2"}) {
+    std::string t2 = text;
+    t2.replace(t2.find("swizzle=233, col_major=1"), 24, bad);
+    try {
+      ir::parse(t2);
+      ADD_FAILURE() << bad << " parsed";
+    } catch (const Error& err) {
+      EXPECT_TRUE(has(err.what(), std::string(bad).substr(std::string(bad).find('=') + 1))) << err.what();
+    }
+  }
+  // The interpreter reads through the map: B = W^T, so C = W[:, 0:16] x W^T[16:32, :] ...
+  std::vector<uint16_t> w(512);
+  for (int i = 0; i < 512; ++i) w[size_t(i)] = num::f32_to_f16(float(i % 7) - 3.0f);
+  std::vector<float> out(256, -1.0f);
+  run(k, {{w.data(), w.size() * 2}, {out.data(), out.size() * 4}}, {}, 64, 32);
+  for (int i = 0; i < 16; ++i)
+    for (int j = 0; j < 16; ++j) {
+      double want = 0;  // A(i, kk) = w[i * 32 + kk], B(kk, j) = W[j, 16 + kk] = w[j * 32 + 16 + kk]
+      for (int kk = 0; kk < 16; ++kk) want += (double((i * 32 + kk) % 7) - 3.0) * (double((j * 32 + 16 + kk) % 7) - 3.0);
+      EXPECT_EQ(out[size_t(i * 16 + j)], float(want)) << i << "," << j;
+    }
+  // ... and CUDA's mma strategy loads it by ldmatrix without .trans, compiled by NVRTC.
+  codegen::EmitOptions o;
+  o.cuda_mma = codegen::CudaMma::MmaSync;
+  ir::Kernel opt = passes::optimize(k);
+  codegen::Emitted em = codegen::emit(opt, DType::F16, codegen::Target::Cuda, o);
+  ASSERT_TRUE(em.ok()) << em.diags.render(opt);
+  const std::string& src = em.source;
+  EXPECT_TRUE(has(src, "iron_tile_ldmatrix_cm(")) << src;
+  EXPECT_TRUE(has(src, "iron_tile_ldm_row_cm()")) << src;
+  rt::NvrtcResult r = rt::nvrtc_compile(src, "tile_kernel", "sm_90");
+  EXPECT_TRUE(r.ok) << r.log.substr(0, 3000);
+}
 
 TEST(CodegenTiles, EveryMmaStrategyCompilesThroughNvrtcForSm80AndSm90) {
   struct Case {
