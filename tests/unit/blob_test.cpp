@@ -267,7 +267,8 @@ TEST(TensorMaps, CudaPassesTheEncodedMapToTheKernel) {
   ctx->dispatch_with_grid(blob, DType::F32, {{"out", out}}, {{"n", 16u}, {"cfg", config(7)}}, {1, 1, 1}, {32, 1, 1});
   std::vector<uint32_t> got(32);
   ctx->download(out, got.data(), 64);
-  const std::vector<uint8_t>& want_blob = config(7).blob_bytes();
+  const ScalarValue cfg7 = config(7);  // held: blob_bytes() refers into it
+  const std::vector<uint8_t> want_blob = cfg7.blob_bytes();
   EXPECT_EQ(std::memcmp(got.data(), want_blob.data(), 64), 0);
 
   const ir::Kernel k = parse_verified(kMapEcho);
