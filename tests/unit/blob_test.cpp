@@ -106,6 +106,11 @@ TEST(BlobParams, TheVerifierChecksSizeAlignmentAndUse) {
             std::string::npos);
   EXPECT_NE(errors("kernel b mode=Elementwise {\n  param c: blob<8,16>\n}\n").find("not a multiple of its alignment 16"),
             std::string::npos);
+  // 4096 bytes of blob and one more parameter pass CUDA's 4 KiB of kernel parameters.
+  EXPECT_EQ(errors("kernel b mode=Elementwise {\n  param c: blob<4096,16>\n}\n"), "");
+  EXPECT_NE(errors("kernel b mode=Elementwise {\n  param n: scalar<u32>\n  param c: blob<4096,16>\n}\n")
+                .find("the parameters of b take 4112 bytes"),
+            std::string::npos);
   // Stored into, read as a float, read as a scalar: each refused, located.
   const std::string store = errors(
       "kernel b mode=Elementwise {\n  param c: blob<64,16>\n  %0 = thread_id<0> : u32\n  store<c> %0, %0 @\"b.cpp\":3\n}\n");
