@@ -406,8 +406,8 @@ void aliases(const char* a, const char* b, SrcLoc loc = SrcLoc::current());
 void strided(const char* buffer, const char* stride, SrcLoc loc = SrcLoc::current());
 // A by-value structure parameter (a `blob<bytes,align>`): `bytes` bytes (a multiple of 4)
 // aligned to `align` (a power of two from 4 to 128), passed whole at dispatch
-// (ScalarValue::blob) and read as u32 words: blob[i]. CUDA (__grid_constant__) and the
-// interpreter run it; GLSL, MSL and HIP refuse it by name.
+// (ScalarValue::blob) and read as u32 words: blob[i]. CUDA (__grid_constant__), Vulkan (push
+// constants) and the interpreter run it; MSL and HIP refuse it by name.
 Buffer blob(const char* name, uint32_t bytes, uint32_t align, SrcLoc loc = SrcLoc::current());
 // A TMA tensor map parameter (128 bytes, 64-aligned), encoded at dispatch from a TensorMap
 // value by the CUDA driver; CUDA only. Its words read like a blob's (the driver's encoding).

@@ -152,7 +152,9 @@ uint32_t glsl_tile_slots(const uint32_t* words, size_t count);
 // Vulkan push constants: the scalar parameters in declaration order, each at the next multiple
 // of its own size (4 bytes for f32, i32 and u32; 8 for i64 and u64, which need shaderInt64), as
 // the GLSL block declares them with explicit offsets. `offsets` gets one entry per scalar
-// parameter; the result is the block's size in bytes (a multiple of 4).
+// parameter; the result is the block's size in bytes (a multiple of 4). Blob parameters (by-value
+// structures, docs/semantics.md) follow the scalars, each as a u32 array at the next multiple of
+// 4 bytes: their offsets come after the scalars' in `offsets`, in declaration order.
 uint32_t push_constant_layout(const ir::Kernel& k, std::vector<uint32_t>& offsets);
 
 // Mangled entry-point name: <kernel>_<dtype>, e.g. iron_add_f16.

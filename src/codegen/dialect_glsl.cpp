@@ -135,8 +135,9 @@ class GlslDialect final : public Dialect {
                  " data[]; } " + view_name(p, chunk) + ";\n";
     }
     bool any_scalar = false;
-    for (const ir::Param& p : k.params) any_scalar = any_scalar || p.kind == ir::ParamKind::Scalar;
+    for (const ir::Param& p : k.params) any_scalar = any_scalar || p.kind != ir::ParamKind::Buffer;
     if (any_scalar) {
+      // Scalars, then blobs as u32 arrays (push_constant_layout).
       out += "layout(push_constant) uniform IronScalars {";
       std::vector<uint32_t> offsets;
       push_constant_layout(k, offsets);
@@ -144,6 +145,10 @@ class GlslDialect final : public Dialect {
       for (const ir::Param& p : k.params)
         if (p.kind == ir::ParamKind::Scalar)
           out += " layout(offset = " + std::to_string(offsets[si++]) + ") " + reg_type(p.dtype) + " " + param_name(p) + ";";
+      for (const ir::Param& p : k.params)
+        if (p.kind == ir::ParamKind::Blob)
+          out += " layout(offset = " + std::to_string(offsets[si++]) + ") uint " + param_name(p) + "[" +
+                 std::to_string(p.blob_bytes / 4) + "];";
       out += " } iron_scalars;\n";
     }
     // Threadgroup arrays at their real width (16-bit floats as uint16_t, like buffers). GLSL has
@@ -280,6 +285,7 @@ class GlslDialect final : public Dialect {
     return std::string(is_signed_integer(t) ? "int(" : "uint(") + idx + ")";
   }
   std::string load(EmitState& s, const ir::Param& p, const std::string& idx) const override {
+    if (p.kind == ir::ParamKind::Blob) return "iron_scalars." + param_name(p) + "[" + idx + "]";  // a push-constant word
     std::string e = param_name(p) + ".data[" + idx + "]";
     switch (s.concrete(p.dtype)) {
       case DType::F16: s.helpers.insert("f16"); return "iron_f16_to_f32(uint(" + e + "))";
@@ -758,6 +764,11 @@ uint32_t push_constant_layout(const ir::Kernel& k, std::vector<uint32_t>& offset
     at = (at + size - 1) / size * size;
     offsets.push_back(at);
     at += size;
+  }
+  for (const ir::Param& p : k.params) {
+    if (p.kind != ir::ParamKind::Blob) continue;
+    offsets.push_back(at);  // at is a multiple of 4: the words' array stride
+    at += p.blob_bytes;
   }
   return at;
 }

@@ -880,14 +880,15 @@ Emitted emit(const ir::Kernel& k, Instantiation dtype, const TargetProfile& prof
     result.diags.error({}, std::string("this build has no ") + info.language + " dialect (target '" + info.name + "')");
     return result;
   }
-  // By-value structures (blob, tensormap) are CUDA kernel parameters (__grid_constant__); the
-  // other languages have no by-value parameter of arbitrary layout Iron passes (docs/semantics.md).
+  // By-value structures: CUDA passes them as __grid_constant__ parameters, GLSL as push-constant
+  // words after the scalars (a plain blob; a tensor map is CUDA's alone). MSL and HIP have no
+  // such parameter in Iron (docs/semantics.md).
   if (target != Target::Cuda) {
     for (const ir::Param& p : k.params)
-      if (p.kind == ir::ParamKind::Blob)
+      if (p.kind == ir::ParamKind::Blob && (p.tensor_map || target != Target::Glsl))
         result.diags.error(p.loc, "kernel " + k.name + ": " + (p.tensor_map ? "tensor map" : "blob") + " parameter '" + p.name +
-                                      "' (a by-value structure) is not expressible on " + info.language +
-                                      "; such kernels run on CUDA (and, for a plain blob, the interpreter)");
+                                      "' (a by-value structure) is not expressible on " + info.language + "; " +
+                                      (p.tensor_map ? "a tensor map is CUDA's" : "blobs run on CUDA, Vulkan and the interpreter"));
     if (!result.diags.empty()) return result;
   }
   EmitState s(k, dtype);  // every other member starts at its default

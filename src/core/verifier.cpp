@@ -1155,6 +1155,24 @@ struct Verifier {
           d.error(p.loc, "extent of '" + p.name + "' must name integer scalar parameters");
       facts(p);
     }
+    // The parameters together, as CUDA lays them out (pointers 8 bytes, scalars 4 or 8, blobs at
+    // their alignment), fit its classic 4 KiB of kernel parameters.
+    {
+      uint64_t bytes = 0;
+      const Param* last = nullptr;
+      for (const Param& p : k.params) {
+        const uint64_t size = p.kind == ParamKind::Blob ? p.blob_bytes
+                              : p.kind == ParamKind::Buffer || int_bits(p.dtype) == 64 ? 8 : 4;
+        const uint64_t align = p.kind == ParamKind::Blob && p.align ? p.align : size;
+        if (align) bytes = (bytes + align - 1) / align * align;
+        bytes += size;
+        last = &p;
+      }
+      if (bytes > kMaxBlobBytes && last)
+        d.error(last->loc, "the parameters of " + k.name + " take " + std::to_string(bytes) + " bytes; a kernel's parameters "
+                           "(buffers 8 bytes, scalars 4 or 8, blobs their size at their alignment) fit in " +
+                           std::to_string(kMaxBlobBytes));
+    }
     bool generic = false, uses_w = false;
     SrcLoc w_at{};
     for (const Inst& in : k.insts) {

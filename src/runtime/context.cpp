@@ -1040,8 +1040,8 @@ std::string blob_problem(const DeviceInfo& dev, const ir::Kernel& k, uint32_t i,
   if (v->kind() != ScalarValue::Kind::Blob) return what + " takes ScalarValue::blob(data, bytes, align), not " + v->text();
   if (v->blob_bytes().size() != p.blob_bytes || v->blob_align() != p.align)
     fail(what + " is " + shape + " but the value is " + v->text());
-  if (dev.backend != Backend::Cuda && dev.backend != Backend::Interp)
-    fail(what + ": by-value structures are passed on CUDA and the interpreter; " + dev.name + " (" +
+  if (dev.backend != Backend::Cuda && dev.backend != Backend::Interp && dev.backend != Backend::Vulkan)
+    fail(what + ": by-value structures are passed on CUDA, Vulkan and the interpreter; " + dev.name + " (" +
          backend_name(dev.backend) + ") cannot pass one");
   return out;
 }

@@ -106,6 +106,11 @@ TEST(BlobParams, TheVerifierChecksSizeAlignmentAndUse) {
             std::string::npos);
   EXPECT_NE(errors("kernel b mode=Elementwise {\n  param c: blob<8,16>\n}\n").find("not a multiple of its alignment 16"),
             std::string::npos);
+  // 4096 bytes of blob and one more parameter pass CUDA's 4 KiB of kernel parameters.
+  EXPECT_EQ(errors("kernel b mode=Elementwise {\n  param c: blob<4096,16>\n}\n"), "");
+  EXPECT_NE(errors("kernel b mode=Elementwise {\n  param n: scalar<u32>\n  param c: blob<4096,16>\n}\n")
+                .find("the parameters of b take 4112 bytes"),
+            std::string::npos);
   // Stored into, read as a float, read as a scalar: each refused, located.
   const std::string store = errors(
       "kernel b mode=Elementwise {\n  param c: blob<64,16>\n  %0 = thread_id<0> : u32\n  store<c> %0, %0 @\"b.cpp\":3\n}\n");
@@ -118,73 +123,84 @@ TEST(BlobParams, TheVerifierChecksSizeAlignmentAndUse) {
   EXPECT_NE(as_scalar.find("parameter 'c' is a blob"), std::string::npos) << as_scalar;
 }
 
-// The interpreter models a blob: its words, bounds-checked; dispatch and prepared launches check
-// the value's size and alignment against the declaration, naming both and where it is declared.
-TEST(BlobParams, TheInterpreterReadsABlobThroughDispatchAndPreparedLaunches) {
-  std::unique_ptr<Context> ctx = Context::create(Backend::Interp);
-  const ir::Kernel k = parse_verified(kBlobEcho);
-  DeviceBuffer out = ctx->alloc(DType::U32, 16);
-  auto got = [&] {
-    std::vector<uint32_t> v(16);
-    ctx->download(out, v.data(), 64);
-    return v;
-  };
-  auto want = [](uint32_t seed) {
-    std::vector<uint32_t> v(16);
-    for (uint32_t i = 0; i < 16; ++i) v[i] = seed * 1000u + i * 7u + (i == 15 ? 0x80000000u : 0u);
-    return v;
-  };
-  ctx->dispatch_with_grid(k, DType::F32, {{"out", out}}, {{"n", 16u}, {"cfg", config(3)}}, {1, 1, 1}, {32, 1, 1});
-  EXPECT_EQ(got(), want(3));
-  PreparedLaunch p = ctx->prepare_launch(k, DType::F32, {{"out", out}}, {{"n", 16u}, {"cfg", config(4)}}, {1, 1, 1}, {32, 1, 1});
-  p.launch();
-  EXPECT_EQ(got(), want(4));
-  p.set_scalar(p.param("cfg"), config(9));
-  p.launch();
-  EXPECT_EQ(got(), want(9));
+// The interpreter models a blob (its words, bounds-checked) and Vulkan passes one as push-constant
+// words after the scalars; dispatch and prepared launches check the value's size and alignment
+// against the declaration, naming both and where it is declared.
+TEST(BlobParams, InterpreterAndVulkanReadABlobThroughDispatchAndPreparedLaunches) {
+  for (Backend backend : {Backend::Interp, Backend::Vulkan}) {
+    SCOPED_TRACE(backend_name(backend));
+    std::unique_ptr<Context> ctx = Context::create(backend);
+    const ir::Kernel k = parse_verified(kBlobEcho);
+    DeviceBuffer out = ctx->alloc(DType::U32, 16);
+    auto got = [&] {
+      std::vector<uint32_t> v(16);
+      ctx->download(out, v.data(), 64);
+      return v;
+    };
+    auto want = [](uint32_t seed) {
+      std::vector<uint32_t> v(16);
+      for (uint32_t i = 0; i < 16; ++i) v[i] = seed * 1000u + i * 7u + (i == 15 ? 0x80000000u : 0u);
+      return v;
+    };
+    ctx->dispatch_with_grid(k, DType::F32, {{"out", out}}, {{"n", 16u}, {"cfg", config(3)}}, {1, 1, 1}, {32, 1, 1});
+    EXPECT_EQ(got(), want(3));
+    PreparedLaunch p = ctx->prepare_launch(k, DType::F32, {{"out", out}}, {{"n", 16u}, {"cfg", config(4)}}, {1, 1, 1}, {32, 1, 1});
+    p.launch();
+    EXPECT_EQ(got(), want(4));
+    p.set_scalar(p.param("cfg"), config(9));
+    p.launch();
+    EXPECT_EQ(got(), want(9));
+    // In a sequence: a new blob reaches the replay (Vulkan records its push constants again).
+    LaunchSequence seq = ctx->create_sequence();
+    seq.add(std::move(p));
+    seq.replay();
+    EXPECT_EQ(got(), want(9));
+    seq.step(0).set_scalar(seq.step(0).param("cfg"), config(12));
+    seq.replay();
+    EXPECT_EQ(got(), want(12));
 
-  const uint32_t words[12] = {};
-  const std::string size = message([&] { p.set_scalar(p.param("cfg"), ScalarValue::blob(words, sizeof words, 16)); });
-  EXPECT_NE(size.find("blob parameter 'cfg' of blob_echo (declared at"), std::string::npos) << size;
-  EXPECT_NE(size.find("is blob<64,16> but the value is a 48-byte blob (aligned to 16)"), std::string::npos) << size;
-  const std::string align = message([&] {
-    ctx->dispatch_with_grid(k, DType::F32, {{"out", out}}, {{"n", 16u}, {"cfg", ScalarValue::blob(want(1).data(), 64, 4)}},
-                            {1, 1, 1}, {32, 1, 1});
-  });
-  EXPECT_NE(align.find("is blob<64,16> but the value is a 64-byte blob (aligned to 4)"), std::string::npos) << align;
-  const std::string unset =
-      message([&] { ctx->dispatch_with_grid(k, DType::F32, {{"out", out}}, {{"n", 16u}}, {1, 1, 1}, {32, 1, 1}); });
-  EXPECT_NE(unset.find("blob parameter 'cfg' of blob_echo (declared at <unknown>) is not set"), std::string::npos) << unset;
-  const std::string number = message([&] { p.set_scalar(p.param("cfg"), 5u); });
-  EXPECT_NE(number.find("takes ScalarValue::blob(data, bytes, align), not 5"), std::string::npos) << number;
-  const std::string as_blob = message([&] { p.set_scalar(p.param("n"), config(1)); });
-  EXPECT_NE(as_blob.find("is a by-value structure, not a number"), std::string::npos) << as_blob;
-  // A word past the blob is a located bounds fault, not a read of whatever follows it.
-  PreparedLaunch past = ctx->prepare_launch(k, DType::F32, {{"out", ctx->alloc(DType::U32, 17)}}, {{"n", 17u}, {"cfg", config(1)}},
-                                            {1, 1, 1}, {32, 1, 1});
-  const std::string oob = message([&] { past.launch(); });
-  EXPECT_NE(oob.find("load of blob 'cfg' at index 16 is out of range: the blob has 16 u32 words"), std::string::npos) << oob;
-  EXPECT_NE(oob.find("blob.cpp:9"), std::string::npos) << oob;
+    PreparedLaunch& q = seq.step(0);
+    const uint32_t words[12] = {};
+    const std::string size = message([&] { q.set_scalar(q.param("cfg"), ScalarValue::blob(words, sizeof words, 16)); });
+    EXPECT_NE(size.find("blob parameter 'cfg' of blob_echo (declared at"), std::string::npos) << size;
+    EXPECT_NE(size.find("is blob<64,16> but the value is a 48-byte blob (aligned to 16)"), std::string::npos) << size;
+    const std::string align = message([&] {
+      ctx->dispatch_with_grid(k, DType::F32, {{"out", out}}, {{"n", 16u}, {"cfg", ScalarValue::blob(want(1).data(), 64, 4)}},
+                              {1, 1, 1}, {32, 1, 1});
+    });
+    EXPECT_NE(align.find("is blob<64,16> but the value is a 64-byte blob (aligned to 4)"), std::string::npos) << align;
+    const std::string unset =
+        message([&] { ctx->dispatch_with_grid(k, DType::F32, {{"out", out}}, {{"n", 16u}}, {1, 1, 1}, {32, 1, 1}); });
+    EXPECT_NE(unset.find("blob parameter 'cfg' of blob_echo (declared at <unknown>) is not set"), std::string::npos) << unset;
+    const std::string number = message([&] { q.set_scalar(q.param("cfg"), 5u); });
+    EXPECT_NE(number.find("takes ScalarValue::blob(data, bytes, align), not 5"), std::string::npos) << number;
+    const std::string as_blob = message([&] { q.set_scalar(q.param("n"), config(1)); });
+    EXPECT_NE(as_blob.find("is a by-value structure, not a number"), std::string::npos) << as_blob;
+    if (backend != Backend::Interp) continue;
+    // A word past the blob is a located bounds fault, not a read of whatever follows it.
+    PreparedLaunch past = ctx->prepare_launch(k, DType::F32, {{"out", ctx->alloc(DType::U32, 17)}},
+                                              {{"n", 17u}, {"cfg", config(1)}}, {1, 1, 1}, {32, 1, 1});
+    const std::string oob = message([&] { past.launch(); });
+    EXPECT_NE(oob.find("load of blob 'cfg' at index 16 is out of range: the blob has 16 u32 words"), std::string::npos) << oob;
+    EXPECT_NE(oob.find("blob.cpp:9"), std::string::npos) << oob;
+  }
 }
 
-TEST(BlobParams, VulkanRefusesABlobByName) {
-  std::unique_ptr<Context> ctx;
-  try {
-    ctx = Context::create(Backend::Vulkan);
-  } catch (const Error& e) {
-    FAIL() << "cannot open Vulkan: " << e.what();
-  }
+// MSL and HIP have no by-value structure parameter in Iron: the emitter says so, located; a
+// tensor map is CUDA's alone (GLSL refuses it too).
+TEST(BlobParams, MslHipAndGlslTensorMapsAreRefusedByName) {
   const ir::Kernel k = parse_verified(kBlobEcho);
-  DeviceBuffer out = ctx->alloc(DType::U32, 16);
-  const std::string e = message([&] {
-    ctx->dispatch_with_grid(k, DType::F32, {{"out", out}}, {{"n", 16u}, {"cfg", config(1)}}, {1, 1, 1}, {32, 1, 1});
-  });
-  EXPECT_NE(e.find("blob parameter 'cfg' of blob_echo"), std::string::npos) << e;
-  EXPECT_NE(e.find("by-value structures are passed on CUDA and the interpreter"), std::string::npos) << e;
-  // The GLSL emitter says the same, located, if asked directly.
-  codegen::Emitted g = codegen::emit(k, DType::F32, codegen::Target::Glsl);
+  for (codegen::Target t : {codegen::Target::Msl, codegen::Target::Hip}) {
+    codegen::Emitted e = codegen::emit(k, DType::F32, t);
+    ASSERT_FALSE(e.diags.empty());
+    EXPECT_NE(e.diags.items[0].message.find("blob parameter 'cfg' (a by-value structure) is not expressible on"),
+              std::string::npos)
+        << e.diags.items[0].message;
+  }
+  codegen::Emitted g = codegen::emit(parse_verified(kMapEcho), DType::F32, codegen::Target::Glsl);
   ASSERT_FALSE(g.diags.empty());
-  EXPECT_NE(g.diags.items[0].message.find("is not expressible on GLSL"), std::string::npos) << g.diags.items[0].message;
+  EXPECT_NE(g.diags.items[0].message.find("is not expressible on GLSL 450; a tensor map is CUDA's"), std::string::npos)
+      << g.diags.items[0].message;
 }
 
 // The rules of a tensor map are checked before anything is encoded, each naming the parameter;
@@ -264,11 +280,11 @@ TEST(TensorMaps, CudaPassesTheEncodedMapToTheKernel) {
   }
   const ir::Kernel blob = parse_verified(kBlobEcho);
   DeviceBuffer out = ctx->alloc(DType::U32, 32);
-  ctx->dispatch_with_grid(blob, DType::F32, {{"out", out}}, {{"n", 16u}, {"cfg", config(7)}}, {1, 1, 1}, {32, 1, 1});
+  const ScalarValue cfg = config(7);  // owns the bytes compared below
+  ctx->dispatch_with_grid(blob, DType::F32, {{"out", out}}, {{"n", 16u}, {"cfg", cfg}}, {1, 1, 1}, {32, 1, 1});
   std::vector<uint32_t> got(32);
   ctx->download(out, got.data(), 64);
-  const ScalarValue cfg7 = config(7);  // held: blob_bytes() refers into it
-  const std::vector<uint8_t> want_blob = cfg7.blob_bytes();
+  const std::vector<uint8_t>& want_blob = cfg.blob_bytes();
   EXPECT_EQ(std::memcmp(got.data(), want_blob.data(), 64), 0);
 
   const ir::Kernel k = parse_verified(kMapEcho);

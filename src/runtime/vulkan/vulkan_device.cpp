@@ -730,6 +730,7 @@ struct VulkanKernel : CompiledKernel {
   VkDescriptorSet set = VK_NULL_HANDLE;  // null when the kernel has no buffer parameters
   uint32_t num_buffers = 0;
   uint32_t num_scalars = 0;
+  uint32_t num_blobs = 0;  // blob parameters: push-constant words after the scalars
   std::vector<uint8_t> buffer_writes;  // per buffer parameter: the kernel may write it
   // Push constants (codegen::push_constant_layout): each scalar's byte offset, the block's size,
   // and whether it is 8 bytes wide; the block is assembled per launch in push_data.
@@ -1122,6 +1123,8 @@ class VulkanDevice final : public Device {
       if (p.kind == ir::ParamKind::Buffer) {
         ++kern->num_buffers;
         kern->buffer_writes.push_back(p.access != ir::Access::Read);
+      } else if (p.kind == ir::ParamKind::Blob) {
+        ++kern->num_blobs;
       } else {
         ++kern->num_scalars;
       }
@@ -1131,7 +1134,8 @@ class VulkanDevice final : public Device {
       if (p.kind == ir::ParamKind::Scalar) kern->push_wide.push_back(int_bits(p.dtype) == 64);
     kern->push_data.assign(kern->push_bytes, 0);
     if (kern->push_bytes > pd_.max_push_constants)
-      throw Error("kernel '" + k.name + "' has " + std::to_string(kern->num_scalars) + " scalar parameters (" +
+      throw Error("kernel '" + k.name + "' has " + std::to_string(kern->num_scalars) + " scalar parameters" +
+                  (kern->num_blobs ? " and " + std::to_string(kern->num_blobs) + " blob parameters" : std::string()) + " (" +
                   std::to_string(kern->push_bytes) + " bytes of push constants); device '" + pd_.info.name +
                   "' allows " + std::to_string(pd_.max_push_constants) + " bytes (maxPushConstantsSize)");
 
@@ -1169,8 +1173,8 @@ class VulkanDevice final : public Device {
     auto plci = vk_struct<VkPipelineLayoutCreateInfo>(VK_STRUCTURE_TYPE_PIPELINE_LAYOUT_CREATE_INFO);
     plci.setLayoutCount = 1;
     plci.pSetLayouts = &kern->set_layout;
-    plci.pushConstantRangeCount = kern->num_scalars ? 1 : 0;
-    plci.pPushConstantRanges = kern->num_scalars ? &push : nullptr;
+    plci.pushConstantRangeCount = kern->push_bytes ? 1 : 0;
+    plci.pPushConstantRanges = kern->push_bytes ? &push : nullptr;
     check_created(f.vkCreatePipelineLayout(dev, &plci, nullptr, &kern->pipeline_layout), kern->pipeline_layout,
                   "vkCreatePipelineLayout", label);
 
@@ -1356,9 +1360,8 @@ class VulkanDevice final : public Device {
       args.offsets[slot] = offset;
     }
     void set_scalar(size_t slot, uint64_t bits) override { args.scalars[slot] = bits; }
-    // Dispatch validation refuses blob parameters on Vulkan (no by-value structures in GLSL).
-    void set_blob(size_t, const uint8_t*, size_t, BufferImpl*) override {
-      throw Error("Vulkan prepared launch of " + kern->name + ": Vulkan passes no by-value structure parameters");
+    void set_blob(size_t slot, const uint8_t* bytes, size_t size, BufferImpl*) override {
+      std::memcpy(args.blob_data.data() + args.blob_offsets[slot], bytes, size);
     }
     void launch(StreamImpl* stream) override { dev->launch(*kern, args, grid, tg, stream); }
   };
@@ -1403,6 +1406,7 @@ class VulkanDevice final : public Device {
     // barrier goes before it.
     std::vector<std::vector<BufferImpl*>> buffers;
     std::vector<std::vector<uint64_t>> offsets, scalars;
+    std::vector<std::vector<uint8_t>> blobs;  // per step: its blobs' bytes (push constants too)
     std::vector<uint8_t> barriers;
     std::vector<BufferImpl*> touched;  // every buffer of every step, once
     uint64_t recordings = 0, sets_rewritten = 0;
@@ -1432,8 +1436,9 @@ class VulkanDevice final : public Device {
       bool scalars_changed = false;
       for (size_t i : changed) {
         dev->write_step_set(*this, i);
-        scalars_changed = scalars_changed || scalars[i] != steps[i]->args.scalars;
+        scalars_changed = scalars_changed || scalars[i] != steps[i]->args.scalars || blobs[i] != steps[i]->args.blob_data;
         scalars[i] = steps[i]->args.scalars;
+        blobs[i] = steps[i]->args.blob_data;
       }
       std::vector<uint8_t> needed;
       dev->place_barriers(*this, needed);
@@ -1472,6 +1477,7 @@ class VulkanDevice final : public Device {
     r->buffers.resize(n);
     r->offsets.resize(n);
     r->scalars.resize(n);
+    r->blobs.resize(n);
     r->sub.owned = true;
     const DeviceFns& f = core_->fn;
     std::lock_guard lock(mutex_);
@@ -1518,6 +1524,7 @@ class VulkanDevice final : public Device {
       r->offsets[i].assign(kern.num_buffers, 0);
       write_step_set(*r, i, true);
       r->scalars[i] = r->steps[i]->args.scalars;
+      r->blobs[i] = r->steps[i]->args.blob_data;
     }
     r->sets_rewritten = 0;
     record_steps(*r);
@@ -1846,9 +1853,12 @@ class VulkanDevice final : public Device {
     if (set != VK_NULL_HANDLE)
       f.vkCmdBindDescriptorSets(command_buffer_, VK_PIPELINE_BIND_POINT_COMPUTE, kern.pipeline_layout, 0, 1, &set, 0,
                                 nullptr);
-    if (kern.num_scalars > 0) {
+    if (kern.push_bytes > 0) {
       for (uint32_t i = 0; i < kern.num_scalars; ++i)  // little-endian: the low 4 or all 8 bytes
         std::memcpy(kern.push_data.data() + kern.push_offsets[i], &args.scalars[i], kern.push_wide[i] ? 8 : 4);
+      for (uint32_t i = 0; i < kern.num_blobs && i < args.blob_sizes.size(); ++i)  // a blob's words follow
+        std::memcpy(kern.push_data.data() + kern.push_offsets[kern.num_scalars + i], args.blob_data.data() + args.blob_offsets[i],
+                    args.blob_sizes[i]);
       f.vkCmdPushConstants(command_buffer_, kern.pipeline_layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, kern.push_bytes,
                            kern.push_data.data());
     }
