@@ -428,6 +428,17 @@ TEST(MbarrierDevice, BulkCopyAndPhasesOnCuda) {
   }
 }
 
+// Dead-store elimination keeps threadgroup stores whose only reader is a bulk store (it once
+// dropped them, and the copy engine stored whatever the array held).
+TEST(MbarrierPasses, StoresABulkStoreReadsSurviveTheOptimizer) {
+  ir::Kernel k = ir::parse(kernel_text(
+      "  %xv = load<x> %l : f32\n  tg_store %a, %l, %xv\n  fence_proxy_async\n  barrier\n"
+      "  if %is0 {\n    bulk_store<r, 128> %a, %c0, %c0\n    bulk_commit\n    bulk_wait<0>\n  }\n"));
+  const std::string text = ir::print(passes::optimize(k));
+  EXPECT_NE(text.find("tg_store"), std::string::npos) << text;
+  EXPECT_NE(text.find("bulk_store"), std::string::npos) << text;
+}
+
 // The copy engine's store on CUDA: each thread doubles its element of x into the array, fences
 // the async proxy, a barrier, thread 0 bulk-stores the array to r, commits and waits.
 TEST(MbarrierDevice, BulkStoreOnCuda) {
