@@ -1098,6 +1098,30 @@ class CudaDevice final : public Device {
       kks.push_back(&own_kernel(*l.kernel, "timing"));
       check_shape(*kks.back(), l.threadgroup);
     }
+    const bool single = seq.size() == 1;
+    if (single) marshal(*kks[0], *seq[0].args);  // every launch below passes the same values
+    return time_between_events(
+        [&] {
+          for (size_t j = 0; j < seq.size(); ++j) {
+            if (!single) marshal(*kks[j], *seq[j].args);
+            enqueue(*kks[j], seq[j].grid, seq[j].threadgroup);
+          }
+        },
+        opts, [&] { return "timing kernels (cuEventSynchronize; last launch: " + last_launch() + ")"; });
+  }
+
+  // Library work timed like time_sequence: one sample = issue(null stream) between two events.
+  std::vector<double> time_native(const std::function<void(StreamImpl*)>& issue, const TimingOptions& opts) override {
+    return time_between_events([&] { issue(nullptr); }, opts,
+                               [] { return std::string("timing library work (cuEventSynchronize)"); });
+  }
+
+  // The timing loop of time_sequence and time_native: `warmup` untimed calls of `issue`, then per
+  // sample (the context made current again, since library work may change it) the L2 flush
+  // enqueued ahead of the start event, issue() between two events on the null stream, and the
+  // host waiting on the stop event; a fault there is reported with `doing()`.
+  std::vector<double> time_between_events(const std::function<void()>& issue, const TimingOptions& opts,
+                                          const std::function<std::string()>& doing) {
     const CudaDriver& d = drv();
     // _v2 where the driver has it (CUDA 12.8+; what cuda.h maps cuEventElapsedTime to).
     auto* elapsed_time = d.cuEventElapsedTime_v2 ? d.cuEventElapsedTime_v2 : d.cuEventElapsedTime;
@@ -1118,73 +1142,21 @@ class CudaDevice final : public Device {
     } ev{d};
     d.check(d.cuEventCreate(&ev.start, CU_EVENT_DEFAULT), "cuEventCreate");
     d.check(d.cuEventCreate(&ev.stop, CU_EVENT_DEFAULT), "cuEventCreate");
+    for (int i = 0; i < opts.warmup; ++i) issue();
 
-    const bool single = seq.size() == 1;
-    if (single) marshal(*kks[0], *seq[0].args);  // every launch below passes the same values
-    auto issue_all = [&] {
-      for (size_t j = 0; j < seq.size(); ++j) {
-        if (!single) marshal(*kks[j], *seq[j].args);
-        enqueue(*kks[j], seq[j].grid, seq[j].threadgroup);
-      }
-    };
-    for (int i = 0; i < opts.warmup; ++i) issue_all();
-
-    std::vector<double> us;
-    us.reserve(size_t(opts.samples));
-    for (int i = 0; i < opts.samples; ++i) {
-      if (flush)  // untimed: enqueued ahead of `start`; a different value each time, so every line is rewritten
-        d.check(d.cuMemsetD32Async(flush->ptr, unsigned(i), flush->bytes / 4, nullptr),
-                "cuMemsetD32Async(L2 flush, " + std::to_string(flush->bytes) + " bytes)");
-      d.check(d.cuEventRecord(ev.start, nullptr), "cuEventRecord(start)");
-      issue_all();
-      d.check(d.cuEventRecord(ev.stop, nullptr), "cuEventRecord(stop)");
-      // A kernel fault surfaces here; report it like synchronize() does, with the launch.
-      if (CUresult r = d.cuEventSynchronize(ev.stop); r != CUDA_SUCCESS) {
-        std::string msg = "CUDA error while timing kernels (cuEventSynchronize; last launch: " + last_launch() +
-                          "): " + d.describe(r);
-        if (is_sticky(r)) msg += " (this error is sticky: the CUDA context cannot be used again in this process)";
-        throw Error(msg);
-      }
-      float ms = 0.0f;
-      d.check(elapsed_time(&ms, ev.start, ev.stop), elapsed_name);
-      us.push_back(double(ms) * 1000.0);
-    }
-    return us;
-  }
-
-  // Library work timed like time_sequence: one sample = issue(null stream) between two events,
-  // the L2 flush enqueued ahead of the start event, the host waiting on the stop event.
-  std::vector<double> time_native(const std::function<void(StreamImpl*)>& issue, const TimingOptions& opts) override {
-    const CudaDriver& d = drv();
-    auto* elapsed_time = d.cuEventElapsedTime_v2 ? d.cuEventElapsedTime_v2 : d.cuEventElapsedTime;
-    const char* elapsed_name = d.cuEventElapsedTime_v2 ? "cuEventElapsedTime_v2" : "cuEventElapsedTime";
-    if (!elapsed_time)
-      throw Error("CUDA timing needs cuEventElapsedTime_v2 or cuEventElapsedTime, and " + d.path + " has neither");
-    ctx_->make_current();
-    const CudaBuffer* flush = opts.flush_l2 ? &flush_buffer() : nullptr;
-    struct Events {
-      const CudaDriver& d;
-      CUevent start = nullptr, stop = nullptr;
-      ~Events() {
-        if (start) d.cuEventDestroy_v2(start);
-        if (stop) d.cuEventDestroy_v2(stop);
-      }
-    } ev{d};
-    d.check(d.cuEventCreate(&ev.start, CU_EVENT_DEFAULT), "cuEventCreate");
-    d.check(d.cuEventCreate(&ev.stop, CU_EVENT_DEFAULT), "cuEventCreate");
-    for (int i = 0; i < opts.warmup; ++i) issue(nullptr);
     std::vector<double> us;
     us.reserve(size_t(opts.samples));
     for (int i = 0; i < opts.samples; ++i) {
       ctx_->make_current();
-      if (flush)
+      if (flush)  // untimed: enqueued ahead of `start`; a different value each time, so every line is rewritten
         d.check(d.cuMemsetD32Async(flush->ptr, unsigned(i), flush->bytes / 4, nullptr),
                 "cuMemsetD32Async(L2 flush, " + std::to_string(flush->bytes) + " bytes)");
       d.check(d.cuEventRecord(ev.start, nullptr), "cuEventRecord(start)");
-      issue(nullptr);
+      issue();
       d.check(d.cuEventRecord(ev.stop, nullptr), "cuEventRecord(stop)");
+      // A kernel fault surfaces here; report it like synchronize() does.
       if (CUresult r = d.cuEventSynchronize(ev.stop); r != CUDA_SUCCESS) {
-        std::string msg = "CUDA error while timing library work (cuEventSynchronize): " + d.describe(r);
+        std::string msg = "CUDA error while " + doing() + ": " + d.describe(r);
         if (is_sticky(r)) msg += " (this error is sticky: the CUDA context cannot be used again in this process)";
         throw Error(msg);
       }
