@@ -282,7 +282,8 @@ void gemm_decode(const KernelVariant& var) {
   TgBuffer at = threadgroup_alloc_dynamic("at", T, at_len, 1, 16);
   TgBuffer ws = threadgroup_alloc_dynamic("ws", T, ws_len, 1, 16);
   const Decode d{out_t, m, n, k, lda, ldb, a_off, b_off, ksplit, epi, a, b, bias, res, c, red, at, ws};
-  if_(mma == 0u, [&] { d.lanes_body(); }).else_([&] { d.tiles_body(); });
+  // Tested as != 0: Metal's clang warns of `((p == v))` on a parameter as a possible assignment.
+  if_(mma != 0u, [&] { d.tiles_body(); }).else_([&] { d.lanes_body(); });
 }
 
 
