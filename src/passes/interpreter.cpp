@@ -1118,6 +1118,28 @@ struct Machine {
                  "; its issuer's bulk_wait, then a barrier, must come first)");
   }
 
+  // The span a bulk copy (into the array, `into`) or bulk store (out of it) moves for thread t:
+  // count elements from index `tg` of the threadgroup array inside it, and both `tg` and the
+  // buffer index `buf` 16 bytes apart from element 0.
+  void check_bulk_span(const ir::Inst& in, const View& v, bool into, int64_t tg, int64_t buf, uint32_t t) {
+    const Id alloc = in.operands[0];
+    const uint64_t count = uint64_t(in.attr(ir::Attr::Count));
+    const uint64_t elems = tg_elems[alloc];
+    const uint64_t align = 16 / std::min<size_t>(dtype_size(v.storage), 16);
+    const std::string op = into ? "bulk_copy" : "bulk_store", array = "'" + tg_name(k.insts[alloc]) + "'",
+                      buffer = "buffer '" + k.params[in.param()].name + "'";
+    if (tg < 0 || uint64_t(tg) + count > elems)
+      fail(in, op + " of " + std::to_string(count) + " elements " + (into ? "into" : "from") + " threadgroup array " +
+                   array + " at index " + std::to_string(tg) + " is out of range: the array has " +
+                   std::to_string(elems) + " elements (" + thread_text(t) + ")");
+    if (uint64_t(tg) % align != 0 || (buf >= 0 && uint64_t(buf) % align != 0)) {
+      const std::string from = into ? std::to_string(buf) + " of " + buffer : std::to_string(tg) + " of " + array;
+      const std::string to = into ? std::to_string(tg) + " of " + array : std::to_string(buf) + " of " + buffer;
+      fail(in, op + " from index " + from + " to index " + to + ": both must be 16-byte aligned (multiples of " +
+                   std::to_string(align) + " elements; " + thread_text(t) + ")");
+    }
+  }
+
   // bulk_store: the copy engine reads the array (ordinary stores to it need their writer's
   // fence_proxy_async) and writes the buffer at once; the words stay in use until the issuer's
   // bulk_wait retires the store's group.
@@ -1126,20 +1148,9 @@ struct Machine {
     const Id self = Id(&in - k.insts.data());
     const Id alloc = in.operands[0];
     const uint64_t count = uint64_t(in.attr(ir::Attr::Count));
-    const uint64_t elems = tg_elems[alloc];
-    const size_t esize = dtype_size(v.storage);
-    const uint64_t align = 16 / std::min<size_t>(esize, 16);
     for (uint32_t t : active) {
       const int64_t src = index_of(in.operands[1], t), dst = index_of(in.operands[2], t);
-      if (src < 0 || uint64_t(src) + count > elems)
-        fail(in, "bulk_store of " + std::to_string(count) + " elements from threadgroup array '" +
-                     tg_name(k.insts[alloc]) + "' at index " + std::to_string(src) + " is out of range: the array has " +
-                     std::to_string(elems) + " elements (" + thread_text(t) + ")");
-      if (uint64_t(src) % align != 0 || (dst >= 0 && uint64_t(dst) % align != 0))
-        fail(in, "bulk_store from index " + std::to_string(src) + " of '" + tg_name(k.insts[alloc]) +
-                     "' to index " + std::to_string(dst) + " of buffer '" + k.params[in.param()].name +
-                     "': both must be 16-byte aligned (multiples of " + std::to_string(align) + " elements; " +
-                     thread_text(t) + ")");
+      check_bulk_span(in, v, false, src, dst, t);
       BulkStoreRec rec{self, -1, {}};
       for (uint64_t e = 0; e < count; ++e) {
         check_index(in, v, dst + int64_t(e), t);
@@ -1185,20 +1196,9 @@ struct Machine {
     const Id self = Id(&in - k.insts.data());
     const Id alloc = in.operands[0];
     const uint64_t count = uint64_t(in.attr(ir::Attr::Count));
-    const uint64_t elems = tg_elems[alloc];
-    const size_t esize = dtype_size(v.storage);
-    const uint64_t align = 16 / std::min<size_t>(esize, 16);
     for (uint32_t t : active) {
       const int64_t dst = index_of(in.operands[1], t), src = index_of(in.operands[2], t);
-      if (dst < 0 || uint64_t(dst) + count > elems)
-        fail(in, "bulk_copy of " + std::to_string(count) + " elements into threadgroup array '" +
-                     tg_name(k.insts[alloc]) + "' at index " + std::to_string(dst) + " is out of range: the array has " +
-                     std::to_string(elems) + " elements (" + thread_text(t) + ")");
-      if (uint64_t(dst) % align != 0 || (src >= 0 && uint64_t(src) % align != 0))
-        fail(in, "bulk_copy from index " + std::to_string(src) + " of buffer '" + k.params[in.param()].name +
-                     "' to index " + std::to_string(dst) + " of '" + tg_name(k.insts[alloc]) +
-                     "': both must be 16-byte aligned (multiples of " + std::to_string(align) + " elements; " +
-                     thread_text(t) + ")");
+      check_bulk_span(in, v, true, dst, src, t);
       const uint32_t bar = mbar_word(in, in.operands[3], in.operands[4], t);
       Mbar& m = mbar_state(in, bar, t);
       for (uint64_t e = 0; e < count; ++e) {
@@ -1223,7 +1223,7 @@ struct Machine {
         delivered[word] = {bar, m.phase, self};
       }
       m.copy_op = self;
-      mbar_progress(m, 0, int64_t(count * esize));
+      mbar_progress(m, 0, int64_t(count * dtype_size(v.storage)));
     }
   }
 
