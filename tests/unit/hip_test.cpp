@@ -1,7 +1,7 @@
 // HIP: the CUDA dialect plus overrides. Wave64 spellings on CDNA, wave32 on RDNA; every kernel
-// and dtype of the library emitted as HIP and compiled offline by clang++ for gfx90a and gfx940
-// (the newest CDNA target LLVM 15 accepts: gfx942 needs LLVM 17), and the resources read back
-// from each code object's metadata.
+// of the library emitted as HIP and compiled offline by clang++, at every dtype for gfx90a and at
+// its first for gfx940 (the newest CDNA target LLVM 15 accepts: gfx942 needs LLVM 17), and the
+// resources read back from each code object's metadata.
 #include <gtest/gtest.h>
 
 #include <algorithm>
