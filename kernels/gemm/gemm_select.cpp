@@ -150,11 +150,13 @@ static LaunchPlan gemm_for(const Call& call, const DeviceInfo& dev) {
     // (Under 64 KiB of threadgroup memory, lavapipe and Vulkan generally, the tiles' software
     // fragments would need threadgroup memory too: the lanes body there.)
     const bool tiles_fit = k % 16 == 0 && n >= 16 && tile_bytes <= shared_most && shared_most >= 64 * 1024;
-    // From m = 8 the lanes' f32 products (4 x m FMAs and m / 4 conversions of A per element of W)
-    // cost more than reading W; the tiles do them on the tensor cores. Up to m = 16 (beyond it
-    // every block of 16 rows of A re-reads W), where they fit, and with a tile row of W for every
-    // compute unit at least (n = 96 has 6: the lanes spread it over far more lane groups).
-    bool tiles = m >= 8 && m <= 16 && tiles_fit && ceil_div(uint64_t(n), 16) >= units;
+    // The lanes' f32 products (4 x m FMAs and m / 4 conversions of A per element of W) grow with
+    // m; the tiles cost the same at every m <= 16 (measured on the H200, 2026-12-01, dec-s9, K
+    // 4096, N 14336, no flush: tiles 60-65 us at m = 4, 8 and 16; lanes 53 us at m = 8 and 90 at
+    // m = 16, about 4.6 us per row between): the tiles from m = 10. Up to m = 16 (beyond it every
+    // block of 16 rows of A re-reads W), where they fit, and with a tile row of W for every compute
+    // unit at least (n = 96 has 6: the lanes spread it over far more lane groups).
+    bool tiles = m >= 10 && m <= 16 && tiles_fit && ceil_div(uint64_t(n), 16) >= units;
     if (call.has("mma")) {
       // 0 the lanes, 1 the tiles (an error where they do not fit), 2 the tiles where they fit.
       const int64_t want = flag(call, "mma", 0, 2);
@@ -193,12 +195,8 @@ static LaunchPlan gemm_for(const Call& call, const DeviceInfo& dev) {
       // n = 14336: 2 slices, within 6% of the best count at every m from 1 to 16).
       const uint64_t row_groups = ceil_div(uint64_t(n), kDecodeRows);
       const uint64_t chunks = uint64_t(k) / 8;
-      // Past m = 8 the body holds 64 sums and 64 converted W values per lane: at most 256
-      // threads per threadgroup, so that CUDA's __launch_bounds__ leaves it 255 registers (512
-      // threads cap it at 128, and m = 26 or 49 at n = 96 spilled there).
-      const uint64_t split_most = m > 8 ? std::max<uint64_t>(1, std::min<uint64_t>(16, 256 / lanes)) : 16;
       if (!ksplit_asked)
-        while (ksplit * 2 <= split_most && ksplit * 2 * lanes <= chunks && row_groups * ksplit < 32 * units) ksplit *= 2;
+        while (ksplit * 2 <= 16 && ksplit * 2 * lanes <= chunks && row_groups * ksplit < 32 * units) ksplit *= 2;
       groups = uint32_t(std::max<uint64_t>(4, ksplit));
       step.grid = {uint32_t(ceil_div(row_groups, groups / ksplit)), uint32_t(ceil_div(uint64_t(m), kDecodeBlock)), 1};
       if (step.grid.x > dev.max_grid.x || step.grid.y > dev.max_grid.y)
