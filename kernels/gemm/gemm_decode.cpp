@@ -30,7 +30,7 @@
 // reads A^T's tiles from there column-major; then each lane group takes 16 rows of W (a tile row; the
 // last one moved back to end at n) and one of `ksplit` slices of K, in blocks of kTileUnroll = 4
 // K steps (64 elements of each row): it stages its blocks into its own ring of kTileStages slots
-// in `ws` (ws_len = groups * kTileStages * 16 * 64, rows swizzled) with 16-byte asynchronous copies,
+// in `ws` (ws_len = groups * kTileStages * 16 * 72) with 16-byte asynchronous copies,
 // kTileStages - 1 blocks ahead, and multiplies each block's 4 W tiles (ldmatrix on CUDA) by A^T's
 // tiles from `at`, 16 x 16 products summed on the tensor cores. Threadgroups are persistent: they
 // walk the tile rows in a grid stride (every lane group the same number of rounds and blocks, for
@@ -60,10 +60,7 @@ constexpr uint32_t kBlock = kDecodeBlock;    // rows of A per pass
 constexpr uint32_t kUnroll = kDecodeUnroll;  // lanes body: chunks per lane per step
 constexpr uint32_t kTileUnroll = 4;          // tiles body: K steps per staged block
 constexpr uint32_t kTileStages = kDecodeTileStages;  // tiles body: staged blocks per lane group
-constexpr uint32_t kTileLd = kDecodeTileLd;  // tiles body: staged row stride (64 elements, unpadded)
-// The staged W rows' 16-byte chunks under the XOR swizzle of 128-byte rows: chunk c of row r at
-// c ^ (r & 7), so the eight rows one ldmatrix phase reads fall in eight bank quads.
-constexpr Swizzle kTileSwizzle{3, 3, 3};
+constexpr uint32_t kTileLd = kDecodeTileLd;  // tiles body: staged row stride (64 + 8 elements)
 
 // The parameters of one dispatch, shared by the two bodies.
 struct Decode {
@@ -205,7 +202,7 @@ void Decode::tiles_body() const {
         Expr kk = (c % (16u * kTileUnroll / 8u)) * 8u;
         Expr gk = kb + kk;
         Expr valid = select(live && (gk < k), min(k - gk, 8u), 0u);
-        async_copy(ws[swizzle(kTileSwizzle, (w * kTileStages + slot) * kSlot + r * kTileLd + kk)], b[b_off + (n0 + r) * ldb + min(gk, k - 8u)], 8,
+        async_copy(ws[(w * kTileStages + slot) * kSlot + r * kTileLd + kk], b[b_off + (n0 + r) * ldb + min(gk, k - 8u)], 8,
                    valid);
       });
       async_commit();
@@ -228,7 +225,7 @@ void Decode::tiles_body() const {
         for (uint32_t u = 0; u < kTileUnroll; ++u) {
           Expr step = (jb * ksplit + slice) * kTileUnroll + u;
           if_(step < ksteps, [&] {
-            Frag fw = coop_tile_load_a(tile, ws, base + u * 16u, kTileLd, TileLayout{false, kTileSwizzle});
+            Frag fw = coop_tile_load_a(tile, ws, base + u * 16u, kTileLd);
             Frag fa = coop_tile_load_b(tile, at, step * 16u, lda_t, TileLayout{true, {}});
             acc.set(coop_tile_run(fw, fa, acc.get()));
           });

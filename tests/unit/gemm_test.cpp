@@ -102,7 +102,7 @@ TEST(GemmSelector, DecodeRows) {
     EXPECT_EQ(c.at("ksplit").as_double(), 2) << m;
     EXPECT_EQ(c.at("at_len").as_double(), (4096 + 8) * 16) << m;
     EXPECT_EQ(c.at("red_len").as_double(), 8 * 256) << m;
-    EXPECT_EQ(c.at("ws_len").as_double(), 8 * 5 * 16 * 64) << m;
+    EXPECT_EQ(c.at("ws_len").as_double(), 8 * 4 * 16 * 72) << m;
     EXPECT_NE(p.reason.find("decode rows on tiles (16 rows of W per lane group), 2 K slices, 8 lane groups"), std::string::npos)
         << p.reason;
   }
@@ -117,7 +117,7 @@ TEST(GemmSelector, DecodeRows) {
   {
     LaunchPlan p = gemm(d, 16, 96, 5120, {{"b_trans", 1}, {"mma", 1}});
     EXPECT_EQ(p.describe(), "iron_gemm_decode_bf16 grid 6x1x1 tg 128x1x1");
-    EXPECT_EQ(p.steps[0].constexprs.at("ws_len").as_double(), 4 * 5 * 16 * 64);
+    EXPECT_EQ(p.steps[0].constexprs.at("ws_len").as_double(), 4 * 4 * 16 * 72);
     EXPECT_EQ(p.steps[0].constexprs.at("ksplit").as_double(), 4);
   }
   // Tiles need k a multiple of 16 and 64 KiB of threadgroup memory.
