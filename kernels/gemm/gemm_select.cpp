@@ -133,9 +133,9 @@ static LaunchPlan gemm_for(const Call& call, const DeviceInfo& dev) {
     const uint32_t lanes = std::max(1u, dev.lane_width);
     const uint64_t units = dev.compute_units ? dev.compute_units : 8;
     const uint64_t shared_most = std::max(dev.shared_memory_bytes, dev.shared_memory_optin_bytes);
-    // The tiles body: m <= 16, k a multiple of 16, n >= 16, A^T (k x 16) and the lane groups'
-    // 16 x 16 f32 slots in threadgroup memory. The default for m > 8, where the lanes' f32
-    // products would cost more than reading W (at m = 16, 64 FMAs per 4 bytes of W).
+    // The tiles body: m <= 16, k a multiple of 16, n >= 16, A's block (16 x (k + 8)) and the lane
+    // groups' 16 x 16 f32 slots in threadgroup memory. The default from m = 10 (below), where the
+    // lanes' f32 products cost more than reading W (at m = 16, 64 FMAs per 4 bytes of W).
     // 8 lane groups, each with its ring of staged W blocks (16 rows x 72 elements each).
     // A's block is staged row-major with the row stride k + 8. Lane groups are halved (down to 1)
     // while the threadgroup memory does not fit (k = 5120 on the H200: 4).
