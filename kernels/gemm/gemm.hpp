@@ -29,7 +29,7 @@ struct Config {
 constexpr uint32_t kDecodeRows = 4;
 constexpr uint32_t kDecodeBlock = 16;
 constexpr uint32_t kDecodeUnroll = 2;       // lanes body: 16-byte chunks of each W row per step
-constexpr uint32_t kDecodeTileStages = 3;   // tiles body: staged 16 x 64 W blocks per lane group
+constexpr uint32_t kDecodeTileStages = 4;   // tiles body: staged 16 x 64 W blocks per lane group
 constexpr uint32_t kDecodeTileLd = 72;      // tiles body: their row stride (64 + 8 elements)
 
 // Threadgroup bytes of one kernel of the family (staging for `stages` K steps, two B tiles for

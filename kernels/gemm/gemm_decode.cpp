@@ -25,8 +25,9 @@
 // order.
 //
 // mma = 1, the tiles body (k a multiple of 16, n >= 16): C^T = W A^T on cooperative tiles. The
-// threadgroup first stages A^T [k, 16] of its block of 16 rows of A (program_id(1)) in `at`
-// (at_len = 16 k; rows past m are 0), then each lane group takes 16 rows of W (a tile row; the
+// threadgroup first stages its block of 16 rows of A (program_id(1)) in `at`, row-major with the
+// row stride k + 8 (at_len = 16 (k + 8); rows past m are 0; 16-byte asynchronous copies), and
+// reads A^T's tiles from there column-major; then each lane group takes 16 rows of W (a tile row; the
 // last one moved back to end at n) and one of `ksplit` slices of K, in blocks of kTileUnroll = 4
 // K steps (64 elements of each row): it stages its blocks into its own ring of kTileStages slots
 // in `ws` (ws_len = groups * kTileStages * 16 * 72) with 16-byte asynchronous copies,
@@ -152,26 +153,23 @@ void Decode::lanes_body() const {
 }
 
 void Decode::tiles_body() const {
-  // A^T [k, 16] into threadgroup memory once: element (kk, i) at at[kk * 16 + i], 0 for i >= m.
-  // Thread t takes 8-element chunks of A's rows (16-byte loads) and scatters them.
-  // Eight chunks per thread and step (a loop the unroll pass flattens), so their loads are in
-  // flight together rather than one L2 round trip per chunk.
-  Expr chunks = k / 8u;  // per row of A
+  // A [16, k] (this threadgroup's block of 16 rows of A) into `at` once, row-major with the row
+  // stride k + 8: 16-byte asynchronous copies, rows past m zero-filled by the copies themselves,
+  // every copy in flight at once (one commit group, the oldest of every thread). The B operand of
+  // a tile is then A^T read column-major (ldmatrix without .trans on CUDA), and the 8-element pad
+  // puts the eight rows one ldmatrix phase reads in eight distinct 16-byte bank quads.
+  Expr chunks = k / 8u;               // per row of A
   Expr mb0 = program_id(1) * kBlock;  // this threadgroup's block of 16 rows of A
-  Expr span = group_size(0) * 8u;
-  for_(0u, (chunks * kBlock + span - 1u) / span, [&](Expr j) {
-    for_(0u, 8u, [&](Expr u) {
-      Expr e = (j * 8u + u) * group_size(0) + local_id(0);
-      if_(e < chunks * kBlock, [&] {
-        Expr i = e / chunks;
-        Expr kk = (e % chunks) * 8u;
-        Expr row = a_off + min(mb0 + i, m - 1u) * lda;
-        Expr keep = mb0 + i < m;
-        for_(0u, 8u, [&](Expr q) { at[(kk + q) * kBlock + i] = cast<T>(select(keep, cast<f32>(a[row + kk + q]), 0.0f)); });
-      });
-    });
+  Expr lda_t = k + 8u;                // the staged rows' stride
+  for_(local_id(0), chunks * kBlock, group_size(0), [&](Expr e) {
+    Expr i = e / chunks;
+    Expr kk = (e % chunks) * 8u;
+    Expr valid = select(mb0 + i < m, cast<u32>(8u), cast<u32>(0u));
+    async_copy(at[i * lda_t + kk], a[a_off + min(mb0 + i, m - 1u) * lda + kk], 8, valid);
   });
-  // No barrier here: the first one of the K block loop (below) comes before any tile load of A^T.
+  async_commit();
+  // No wait or barrier here: the K block loop's first wait (below) completes this group, the
+  // oldest, and its barrier comes before any tile load of A.
 
   // Lane group w: K slice w % ksplit of the tile row (16 rows of W) it is on. The threadgroup
   // walks the tile rows in a grid stride, every lane group the same number of rounds and K
@@ -228,7 +226,7 @@ void Decode::tiles_body() const {
           Expr step = (jb * ksplit + slice) * kTileUnroll + u;
           if_(step < ksteps, [&] {
             Frag fw = coop_tile_load_a(tile, ws, base + u * 16u, kTileLd);
-            Frag fa = coop_tile_load_b(tile, at, step * (16u * kBlock), kBlock);
+            Frag fa = coop_tile_load_b(tile, at, step * 16u, lda_t, TileLayout{true, {}});
             acc.set(coop_tile_run(fw, fa, acc.get()));
           });
         }
@@ -269,7 +267,7 @@ void gemm_decode(const KernelVariant& var) {
   Expr mma = constexpr_("mma", u32, specialize());  // 0: products on the lanes, 1: on tiles
   Expr epi = constexpr_("epi", u32, specialize());
   Expr red_len = constexpr_("red_len", u32);  // the combine's threadgroup floats (1 when unused)
-  Expr at_len = constexpr_("at_len", u32);    // tiles: k * 16 elements of A^T, else 1
+  Expr at_len = constexpr_("at_len", u32);    // tiles: 16 * (k + 8) elements of A, else 1
   Expr ws_len = constexpr_("ws_len", u32);    // tiles: groups * stages * 16 * 72 staged W, else 1
   Expr bias_len = constexpr_("bias_len", u32);  // n with a bias, else 1 (the buffer is not read)
   Expr res_len = constexpr_("res_len", u32);    // m * n with a residual, else 1

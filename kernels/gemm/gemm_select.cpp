@@ -133,19 +133,30 @@ static LaunchPlan gemm_for(const Call& call, const DeviceInfo& dev) {
     const uint32_t lanes = std::max(1u, dev.lane_width);
     const uint64_t units = dev.compute_units ? dev.compute_units : 8;
     const uint64_t shared_most = std::max(dev.shared_memory_bytes, dev.shared_memory_optin_bytes);
-    // The tiles body: m <= 16, k a multiple of 16, n >= 16, A^T (k x 16) and the lane groups'
-    // 16 x 16 f32 slots in threadgroup memory. The default for m > 8, where the lanes' f32
-    // products would cost more than reading W (at m = 16, 64 FMAs per 4 bytes of W).
+    // The tiles body: m <= 16, k a multiple of 16, n >= 16, A's block (16 x (k + 8)) and the lane
+    // groups' 16 x 16 f32 slots in threadgroup memory. The default from m = 10 (below), where the
+    // lanes' f32 products cost more than reading W (at m = 16, 64 FMAs per 4 bytes of W).
     // 8 lane groups, each with its ring of staged W blocks (16 rows x 72 elements each).
-    const uint32_t tile_groups = std::max(1u, std::min(8u, dev.max_threads_per_group / lanes));
+    // A's block is staged row-major with the row stride k + 8. Lane groups are halved (down to 1)
+    // while the threadgroup memory does not fit (k = 5120 on the H200: 4).
+    const uint64_t at_len = (uint64_t(k) + 8) * kDecodeBlock;
+    uint32_t tile_groups = std::max(1u, std::min(8u, dev.max_threads_per_group / lanes));
+    auto tile_bytes_of = [&](uint32_t g) {
+      return at_len * 2 + uint64_t(g) * kDecodeTileStages * 16 * kDecodeTileLd * 2 + uint64_t(g) * 256 * 4 + 48;
+    };
+    while (tile_groups > 1 && tile_bytes_of(tile_groups) > shared_most) tile_groups /= 2;
     const uint64_t ws_len = uint64_t(tile_groups) * kDecodeTileStages * 16 * kDecodeTileLd;
-    const uint64_t tile_bytes = uint64_t(k) * kDecodeBlock * 2 + ws_len * 2 + uint64_t(tile_groups) * 256 * 4 + 48;
+    const uint64_t tile_bytes = tile_bytes_of(tile_groups);
     // (Under 64 KiB of threadgroup memory, lavapipe and Vulkan generally, the tiles' software
     // fragments would need threadgroup memory too: the lanes body there.)
     const bool tiles_fit = k % 16 == 0 && n >= 16 && tile_bytes <= shared_most && shared_most >= 64 * 1024;
-    // Measured on the H200 (2026-12-01, decode-h200/run2): the lanes body is the faster at every
-    // m <= 16 so far (m = 16: 87 us against 98 on tiles), so tiles are taken only when asked for.
-    bool tiles = false;
+    // The lanes' f32 products (4 x m FMAs and m / 4 conversions of A per element of W) grow with
+    // m; the tiles cost the same at every m <= 16 (measured on the H200, 2026-12-01, dec-s9, K
+    // 4096, N 14336, no flush: tiles 60-65 us at m = 4, 8 and 16; lanes 53 us at m = 8 and 90 at
+    // m = 16, about 4.6 us per row between): the tiles from m = 10. Up to m = 16 (beyond it every
+    // block of 16 rows of A re-reads W), where they fit, and with a tile row of W for every compute
+    // unit at least (n = 96 has 6: the lanes spread it over far more lane groups).
+    bool tiles = m >= 10 && m <= 16 && tiles_fit && ceil_div(uint64_t(n), 16) >= units;
     if (call.has("mma")) {
       // 0 the lanes, 1 the tiles (an error where they do not fit), 2 the tiles where they fit.
       const int64_t want = flag(call, "mma", 0, 2);
@@ -208,7 +219,7 @@ static LaunchPlan gemm_for(const Call& call, const DeviceInfo& dev) {
                        {"ksplit", uint32_t(ksplit)},
                        {"mma", uint32_t(tiles ? 1 : 0)},
                        {"red_len", uint32_t(groups * (tiles ? 256 : kDecodeRows * kDecodeBlock))},
-                       {"at_len", uint32_t(tiles ? uint64_t(k) * kDecodeBlock : 1)},
+                       {"at_len", uint32_t(tiles ? at_len : 1)},
                        {"ws_len", uint32_t(tiles ? ws_len : 1)}};
     epilogue(step.constexprs, step.bind, true, out, plan);
     plan.steps.push_back(step);

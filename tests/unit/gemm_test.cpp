@@ -77,10 +77,10 @@ uint32_t splits_of(const LaunchPlan& p) { return uint32_t(p.steps.front().conste
 // per lane group). A row-major B, an unaligned stride or SwiGLU take the 32x32 tile instead.
 TEST(GemmSelector, DecodeRows) {
   const DeviceInfo d = h200();
-  // Every m <= 16 on the lanes body: 2 K slices (3584 row groups x 2 reach 32 lane groups per
-  // compute unit), 2 row groups per threadgroup of 4 lane groups.
+  // m <= 9 on the lanes body: 2 K slices (3584 row groups x 2 reach 32 lane groups per compute
+  // unit), 2 row groups per threadgroup of 4 lane groups. mma 0 forces it at any m.
   for (int64_t m : {1, 2, 7, 8, 9, 16}) {
-    LaunchPlan p = gemm(d, m, 14336, 4096, {{"b_trans", 1}});
+    LaunchPlan p = gemm(d, m, 14336, 4096, m < 10 ? Constexprs{{"b_trans", 1}} : Constexprs{{"b_trans", 1}, {"mma", 0}});
     ASSERT_EQ(p.steps.size(), 1u) << p.describe();
     EXPECT_EQ(p.describe(), "iron_gemm_decode_bf16 grid 1792x1x1 tg 128x1x1");
     EXPECT_EQ(p.steps[0].constexprs.at("ksplit").as_double(), 2);
@@ -88,17 +88,37 @@ TEST(GemmSelector, DecodeRows) {
     EXPECT_NE(p.reason.find("decode rows on the lanes (4 rows of W per lane group), 2 K slices,"), std::string::npos)
         << p.reason;
   }
-  // The tiles body when asked for: 16 rows of W per lane group, 8 lane groups (2 K slices of 4
-  // tile rows: 896 x 2 reach 132 x 8 lane groups), one persistent threadgroup per compute unit.
-  for (int64_t m : {2, 16}) {
-    LaunchPlan p = gemm(d, m, 14336, 4096, {{"b_trans", 1}, {"mma", 1}});
-    EXPECT_EQ(p.describe(), "iron_gemm_decode_bf16 grid 132x1x1 tg 256x1x1");
+  // 10 <= m <= 16 on the tiles body by default (and any m <= 16 when asked for): 16 rows of W per
+  // lane group, 8 lane groups (2 K slices of 4 tile rows: 896 x 2 reach 132 x 8 lane groups),
+  // one persistent threadgroup per compute unit; A's block staged with the row stride k + 8.
+  for (const auto& [m, extra] : std::vector<std::pair<int64_t, Constexprs>>{
+           {2, {{"mma", 1}}}, {8, {{"mma", 2}}}, {10, {}}, {16, {}}}) {
+    Constexprs args{{"b_trans", 1}};
+    args.insert(extra.begin(), extra.end());
+    LaunchPlan p = gemm(d, m, 14336, 4096, args);
+    EXPECT_EQ(p.describe(), "iron_gemm_decode_bf16 grid 132x1x1 tg 256x1x1") << m;
     const Constexprs& c = p.steps[0].constexprs;
-    EXPECT_EQ(c.at("mma").as_double(), 1);
-    EXPECT_EQ(c.at("ksplit").as_double(), 2);
-    EXPECT_EQ(c.at("at_len").as_double(), 4096 * 16);
-    EXPECT_EQ(c.at("red_len").as_double(), 8 * 256);
-    EXPECT_EQ(c.at("ws_len").as_double(), 8 * 3 * 16 * 72);
+    EXPECT_EQ(c.at("mma").as_double(), 1) << m;
+    EXPECT_EQ(c.at("ksplit").as_double(), 2) << m;
+    EXPECT_EQ(c.at("at_len").as_double(), (4096 + 8) * 16) << m;
+    EXPECT_EQ(c.at("red_len").as_double(), 8 * 256) << m;
+    EXPECT_EQ(c.at("ws_len").as_double(), 8 * 4 * 16 * 72) << m;
+    EXPECT_NE(p.reason.find("decode rows on tiles (16 rows of W per lane group), 2 K slices, 8 lane groups"), std::string::npos)
+        << p.reason;
+  }
+  // The lanes where the tiles do not fit (k not a multiple of 16, n < 16, lavapipe) or where W
+  // has fewer tile rows than compute units (n = 2096: 131 for 132 units).
+  EXPECT_EQ(gemm(d, 12, 4096, 4104, {{"b_trans", 1}}).steps[0].constexprs.at("mma").as_double(), 0);
+  EXPECT_EQ(gemm(d, 12, 2096, 4096, {{"b_trans", 1}}).steps[0].constexprs.at("mma").as_double(), 0);
+  EXPECT_EQ(gemm(d, 12, 2112, 4096, {{"b_trans", 1}}).steps[0].constexprs.at("mma").as_double(), 1);
+  EXPECT_EQ(gemm(d, 12, 8, 4096, {{"b_trans", 1}}).steps[0].constexprs.at("mma").as_double(), 0);
+  EXPECT_EQ(gemm(lavapipe(), 12, 64, 256, {{"b_trans", 1}}).steps[0].constexprs.at("mma").as_double(), 0);
+  // k = 5120: A's block (164,096 bytes) and 8 lane groups' rings pass 227 KiB; 4 lane groups fit.
+  {
+    LaunchPlan p = gemm(d, 16, 96, 5120, {{"b_trans", 1}, {"mma", 1}});
+    EXPECT_EQ(p.describe(), "iron_gemm_decode_bf16 grid 6x1x1 tg 128x1x1");
+    EXPECT_EQ(p.steps[0].constexprs.at("ws_len").as_double(), 4 * 4 * 16 * 72);
+    EXPECT_EQ(p.steps[0].constexprs.at("ksplit").as_double(), 4);
   }
   // Tiles need k a multiple of 16 and 64 KiB of threadgroup memory.
   EXPECT_NE(error_of([&] { gemm(d, 12, 64, 4104, {{"b_trans", 1}, {"mma", 1}}); }).find("mma = 1 (decode rows on tiles) needs"),
@@ -108,11 +128,19 @@ TEST(GemmSelector, DecodeRows) {
   EXPECT_EQ(gemm(d, 12, 64, 256, {{"b_trans", 1}, {"mma", 2}}).steps[0].constexprs.at("mma").as_double(), 1);
   // Tiles for m > 16 when forced: blocks of 16 rows of A along the grid's y.
   EXPECT_EQ(gemm(d, 49, 96, 5120, {{"b_trans", 1}, {"tile", 3}, {"mma", 1}}).describe(),
-            "iron_gemm_decode_bf16 grid 6x4x1 tg 256x1x1");
+            "iron_gemm_decode_bf16 grid 6x4x1 tg 128x1x1");
   // 16 < m <= 64 at n <= 128: the lanes body too (blocks of 16 rows of A); n = 129: the tiles.
   EXPECT_EQ(gemm(d, 49, 96, 5120, {{"b_trans", 1}}).steps[0].kernel, "iron_gemm_decode_bf16");
   EXPECT_NE(gemm(d, 49, 96, 5120, {{"b_trans", 1}}).reason.find("m = 49 <= 64, n = 96 <= 128"), std::string::npos);
-  EXPECT_EQ(gemm(d, 49, 129, 5120, {{"b_trans", 1}}).steps[0].kernel.rfind("iron_gemm_32x32", 0), 0u);
+  // There the lanes take 16 K slices at every m (512 threads: CUDA's __launch_bounds__ caps the
+  // body at 128 registers and m = 26 spills 72 bytes, yet 256 threads and 8 slices measured
+  // slower on the H200: 20.4 us against 15.0 at m = 26).
+  for (int64_t m : {9, 26, 49}) {
+    LaunchPlan q = gemm(d, m, 96, 5120, {{"b_trans", 1}});
+    EXPECT_EQ(q.steps[0].threadgroup.x, 512u) << m;
+    EXPECT_EQ(q.steps[0].constexprs.at("ksplit").as_double(), 16) << m;
+    EXPECT_EQ(q.steps[0].constexprs.at("mma").as_double(), 0) << m;
+  }
   LaunchPlan p = gemm(d, 1, 96, 5120, {{"b_trans", 1}, {"epi", 1}, {"out", 1}});
   EXPECT_EQ(p.describe(), "iron_gemm_decode_f32 grid 24x1x1 tg 512x1x1");
   EXPECT_EQ(p.steps[0].constexprs.at("ksplit").as_double(), 16);
