@@ -355,6 +355,20 @@ class CudaDialect : public Dialect {
                         ";\\n\" :: \"l\"(" + param_name(p) + " + " + src + "), \"r\"(" + smem(dst) + ") : \"memory\");");
         return true;
       }
+      case ir::Op::TmaLoad2D: case ir::Op::TmaStore2D: {
+        // The map is the kernel's __grid_constant__ parameter: its generic address is what the
+        // tensor copies take. Coordinates are signed (column first); `src` is x and `extra` y.
+        const std::string map = "reinterpret_cast<unsigned long long>(&" + cuda_blob_param(s.k.params[in.param()]) + ")";
+        if (in.op == ir::Op::TmaLoad2D)
+          lines.push_back("asm volatile(\"cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];\\n\" "
+                          ":: \"r\"(" + smem(dst) + "), \"l\"(" + map + "), \"r\"((int)(" + src + ")), \"r\"((int)(" + extra +
+                          ")), \"r\"(" + smem(bar) + ") : \"memory\");");
+        else
+          lines.push_back("asm volatile(\"cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [%0, {%1, %2}], [%3];\\n\" "
+                          ":: \"l\"(" + map + "), \"r\"((int)(" + src + ")), \"r\"((int)(" + extra + ")), \"r\"(" +
+                          smem(dst) + ") : \"memory\");");
+        return true;
+      }
       case ir::Op::BulkCommit:
         lines.push_back("asm volatile(\"cp.async.bulk.commit_group;\\n\" ::: \"memory\");");
         return true;

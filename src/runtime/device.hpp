@@ -93,6 +93,14 @@ struct LaunchArgs {
   std::vector<uint8_t> blob_data;
   std::vector<uint32_t> blob_offsets, blob_sizes;
   std::vector<BufferImpl*> blob_buffers;
+  // blob_maps[i]: a tensor map's logical description (the map as the caller gave it, and its
+  // byte strides of dimensions 1.., packed where the map gives none), which the interpreter
+  // copies through; an empty map (no buffer) for a plain blob.
+  struct BlobMap {
+    TensorMap map;
+    std::vector<uint64_t> strides;
+  };
+  std::vector<BlobMap> blob_maps;
   // Threadgroup memory of this dispatch (ir::threadgroup_bytes with the scalars' values): the
   // CUDA device launches a kernel that keeps its arrays in dynamic shared memory with it.
   uint64_t threadgroup_bytes = 0;
