@@ -1356,6 +1356,7 @@ void check(const DeviceInfo& dev, const ir::Kernel& k, const CheckFacts& facts, 
   out->blob_offsets.clear();
   out->blob_sizes.clear();
   out->blob_buffers.clear();
+  out->blob_maps.clear();
   out->threadgroup_bytes = shared;
   for (size_t i = 0; i < np; ++i) {
     const ir::ParamKind kind = k.params[i].kind;
@@ -1761,6 +1762,9 @@ struct GenericPrepared final : rt::Device::Prepared {
     std::memcpy(args.blob_data.data() + args.blob_offsets[slot], bytes, size);
     args.blob_buffers[slot] = buf;
   }
+  void set_blob_map(size_t slot, const rt::LaunchArgs::BlobMap& map) override {
+    if (slot < args.blob_maps.size()) args.blob_maps[slot] = map;
+  }
   void launch(rt::StreamImpl* stream) override { device->launch(*kernel, args, grid, tg, stream); }
 };
 
@@ -1872,6 +1876,7 @@ void PreparedLaunch::set_scalar(uint32_t index, const ScalarValue& v) {
     rt::LaunchArgs one;
     append_blob(m.ctx->device_.get(), v, one);
     m.device->set_blob(m.slot[index], one.blob_data.data() + one.blob_offsets[0], one.blob_sizes[0], one.blob_buffers[0]);
+    m.device->set_blob_map(m.slot[index], one.blob_maps[0]);
     m.blobs[index] = v;
     ++m.version;
     return;

@@ -200,6 +200,9 @@ class Device {
     // Blob `slot` (its index among the blobs) takes new bytes of the same size; `buf` is the
     // buffer a tensor map addresses (null otherwise).
     virtual void set_blob(size_t slot, const uint8_t* bytes, size_t size, BufferImpl* buf) = 0;
+    // Blob `slot`'s new tensor-map description (LaunchArgs::blob_maps), after set_blob; devices
+    // that copy through the encoding alone ignore it.
+    virtual void set_blob_map(size_t slot, const LaunchArgs::BlobMap& map) {}
     virtual void launch(StreamImpl* stream) = 0;
   };
   // The default keeps a copy of the arguments and calls launch().

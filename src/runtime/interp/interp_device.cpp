@@ -307,8 +307,12 @@ class InterpDevice final : public Device {
     auto& c = static_cast<InterpKernel&>(kernel);
     if (!stream) {
       for (BufferImpl* b : args.buffers) static_cast<InterpBuffer*>(b)->wait_idle();
+      for (BufferImpl* b : args.blob_buffers)  // a tensor map's buffer is used like a bound one
+        if (b) static_cast<InterpBuffer*>(b)->wait_idle();
       run(c, args, grid, threadgroup);
       for (BufferImpl* b : args.buffers) b->last_stream = nullptr, b->last_ticket = 0;
+      for (BufferImpl* b : args.blob_buffers)
+        if (b) b->last_stream = nullptr, b->last_ticket = 0;
       return;
     }
     auto* s = static_cast<InterpStream*>(stream);
@@ -324,6 +328,8 @@ class InterpDevice final : public Device {
       }
     });
     for (BufferImpl* b : args.buffers) b->last_stream = s, b->last_ticket = ticket;
+    for (BufferImpl* b : args.blob_buffers)
+      if (b) b->last_stream = s, b->last_ticket = ticket;
   }
 
   // A tensor map's description over the interpreter's memory of its buffer (Context checked
