@@ -535,6 +535,16 @@ void setmaxnreg_dec(uint32_t registers, SrcLoc loc = SrcLoc::current());
 // (the array may then be overwritten; the buffer holds the data). Ordinary stores to the array
 // need fence_proxy_async() by their writer before the bulk store reads them.
 void bulk_store(const ElemRef& dst, const TgRef& src, uint32_t count);
+// Tensor-map copies (docs/dsl.md "Tensor-map copies"; CUDA sm_90+). tma_load_2d(map, tg[i], x,
+// y, bar[b]): the copy engine copies the box of tensor map `map` (a tensor_map parameter; its
+// box, swizzle and tensor come with the TensorMap at dispatch) whose first element is column x,
+// row y (i32 or u32 values read as signed; elements outside the tensor read as 0) into the
+// array from element i (an array declared 128-byte aligned; a swizzled box at a multiple of its
+// pattern, 256/512/1024 bytes) and completes the box's bytes on bar[b] (expect them with
+// mbar_arrive_tx). tma_store_2d(map, tg[i], x, y): the box goes back out (elements outside the
+// tensor are not written), a bulk store of this thread's group (bulk_commit, bulk_wait).
+void tma_load_2d(const Buffer& map, const TgRef& dst, Operand x, Operand y, const TgRef& bar);
+void tma_store_2d(const Buffer& map, const TgRef& src, Operand x, Operand y);
 void bulk_commit(SrcLoc loc = SrcLoc::current());
 void bulk_wait(uint32_t pending, SrcLoc loc = SrcLoc::current());
 

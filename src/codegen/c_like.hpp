@@ -271,7 +271,8 @@ class Dialect {
   // the dialect cannot express. `bar` is the barrier's element ("tg_b[i]"; bulk_copy: operands
   // 3 and 4), `dst` the copy's first destination element, `src` its source index (bulk_store:
   // `dst` the array element it reads first, `src` the buffer index it writes first), `extra` the
-  // third operand (the arrival count, byte count or parity).
+  // third operand (the arrival count, byte count or parity). tma_load_2d / tma_store_2d: `dst`
+  // the array's first box element, `src` the x coordinate, `extra` the y, `bar` (load) the barrier.
   virtual bool hopper_op(EmitState&, const ir::Inst& /*in*/, const std::string& /*bar*/, const std::string& /*dst*/,
                          const std::string& /*src*/, const std::string& /*extra*/,
                          std::vector<std::string>& /*lines*/) const {

@@ -222,7 +222,10 @@ class CudaDialect : public Dialect {
     // One region; byte offsets follow ir::threadgroup_bytes. Fixed-size arrays come first, so
     // their offsets are constants; the offset after an array sized at dispatch is computed from
     // the sizing parameter (the dispatch check has bounded the total, so 32 bits suffice).
-    out += "  extern __shared__ __align__(" + std::to_string(ir::kMaxThreadgroupAlign) + ") unsigned char iron_tg[];\n";
+    // Aligned to 128 bytes, or more where an array asks for it (a swizzled TMA box: up to 1024).
+    uint64_t region_align = 128;
+    for (ir::Id id : layout) region_align = std::max<uint64_t>(region_align, ir::tg_alignment(k.insts[id], s.dtype));
+    out += "  extern __shared__ __align__(" + std::to_string(region_align) + ") unsigned char iron_tg[];\n";
     uint64_t at = 0;
     bool dynamic = false;
     for (ir::Id id : layout) {
@@ -310,8 +313,13 @@ class CudaDialect : public Dialect {
     const auto smem = [](const std::string& elem) { return "(unsigned)__cvta_generic_to_shared(&" + elem + ")"; };
     switch (in.op) {
       case ir::Op::MbarInit:
+        // The init is an ordinary (generic-proxy) write: the fences make it visible to the copy
+        // engine (the async proxy) that completes transaction bytes on the barrier, as the CUDA
+        // programming guide's TMA example and the PTX memory model ask; the barrier() after the
+        // init then publishes it to the other threads.
         lines.push_back("asm volatile(\"mbarrier.init.shared::cta.b64 [%0], %1;\\n\" :: \"r\"(" + smem(bar) + "), \"r\"(" +
                         extra + ") : \"memory\");");
+        lines.push_back("asm volatile(\"fence.mbarrier_init.release.cluster;\\nfence.proxy.async.shared::cta;\\n\" ::: \"memory\");");
         return true;
       case ir::Op::MbarArrive:
         lines.push_back("asm volatile(\"{\\n.reg .b64 iron_state;\\nmbarrier.arrive.shared::cta.b64 iron_state, [%0];\\n}\\n\" :: \"r\"(" +
@@ -353,6 +361,20 @@ class CudaDialect : public Dialect {
         const uint64_t bytes = uint64_t(in.attr(ir::Attr::Count)) * dtype_size(s.concrete(p.dtype));
         lines.push_back("asm volatile(\"cp.async.bulk.global.shared::cta.bulk_group [%0], [%1], " + std::to_string(bytes) +
                         ";\\n\" :: \"l\"(" + param_name(p) + " + " + src + "), \"r\"(" + smem(dst) + ") : \"memory\");");
+        return true;
+      }
+      case ir::Op::TmaLoad2D: case ir::Op::TmaStore2D: {
+        // The map is the kernel's __grid_constant__ parameter: its generic address is what the
+        // tensor copies take. Coordinates are signed (column first); `src` is x and `extra` y.
+        const std::string map = "reinterpret_cast<unsigned long long>(&" + cuda_blob_param(s.k.params[in.param()]) + ")";
+        if (in.op == ir::Op::TmaLoad2D)
+          lines.push_back("asm volatile(\"cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];\\n\" "
+                          ":: \"r\"(" + smem(dst) + "), \"l\"(" + map + "), \"r\"((int)(" + src + ")), \"r\"((int)(" + extra +
+                          ")), \"r\"(" + smem(bar) + ") : \"memory\");");
+        else
+          lines.push_back("asm volatile(\"cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [%0, {%1, %2}], [%3];\\n\" "
+                          ":: \"l\"(" + map + "), \"r\"((int)(" + src + ")), \"r\"((int)(" + extra + ")), \"r\"(" +
+                          smem(dst) + ") : \"memory\");");
         return true;
       }
       case ir::Op::BulkCommit:

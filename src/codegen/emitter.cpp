@@ -774,7 +774,7 @@ struct Emitter {
       }
       case Op::MbarInit: case Op::MbarArrive: case Op::MbarArriveTx: case Op::MbarWait: case Op::FenceProxyAsync:
       case Op::SetMaxNRegInc: case Op::SetMaxNRegDec: case Op::BulkCopy: case Op::BulkStore: case Op::BulkCommit:
-      case Op::BulkWait: {
+      case Op::BulkWait: case Op::TmaLoad2D: case Op::TmaStore2D: {
         std::string bar, dst, src, extra;
         const auto elem = [&](ir::Id alloc, ir::Id idx) {
           return d.tg_name(s.k, s.k.insts[alloc]) + "[" + index(idx) + "]";
@@ -789,11 +789,16 @@ struct Emitter {
         } else if (in.op == Op::BulkStore) {
           dst = elem(in.operands[0], in.operands[1]);  // the array's first element read
           src = index(in.operands[2]);                 // the buffer's first element written
+        } else if (in.op == Op::TmaLoad2D || in.op == Op::TmaStore2D) {
+          dst = elem(in.operands[0], in.operands[1]);  // the array's first element of the box
+          src = arg(2);                                // the box's column (x)
+          extra = arg(3);                              // and row (y)
+          if (in.op == Op::TmaLoad2D) bar = elem(in.operands[4], in.operands[5]);
         }
         std::vector<std::string> lines;
         if (!d.hopper_op(s, in, bar, dst, src, extra, lines))
           s.unsupported(in, d.name(), std::string(ir::mnemonic(in.op)) +
-                                          " (mbarriers, the copy engine and setmaxnreg are CUDA sm_90 features with no "
+                                          " (mbarriers, the copy engine, tensor maps and setmaxnreg are CUDA sm_90 features with no "
                                           "equivalent here)");
         for (const std::string& l : lines) line(depth, l);
         break;

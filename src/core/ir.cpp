@@ -449,7 +449,8 @@ bool is_mbar_op(Op op) {
 
 bool is_hopper_op(Op op) {
   return is_mbar_op(op) || op == Op::BulkCopy || op == Op::FenceProxyAsync || op == Op::SetMaxNRegInc ||
-         op == Op::SetMaxNRegDec || op == Op::BulkStore || op == Op::BulkCommit || op == Op::BulkWait;
+         op == Op::SetMaxNRegDec || op == Op::BulkStore || op == Op::BulkCommit || op == Op::BulkWait ||
+         op == Op::TmaLoad2D || op == Op::TmaStore2D;
 }
 
 bool is_tile_op(Op op) {

@@ -341,7 +341,7 @@ bool read_only_memory(const Kernel& k, uint32_t p);
 // real element width (bool: 4 bytes), at an offset that is a multiple of its alignment (the
 // larger of its `align` attribute and its element size). Arrays of a fixed size come first, in
 // program order, then the arrays sized at dispatch (count_param), in program order.
-constexpr uint64_t kMaxThreadgroupAlign = 128;
+constexpr uint64_t kMaxThreadgroupAlign = 1024;  // a 128B-swizzled TMA box repeats every 1024 bytes
 constexpr uint64_t kMaxRegisterArray = 1024;  // elements of one register array (local_alloc)
 uint64_t tg_elem_bytes(const Inst& alloc, Instantiation concrete);
 uint64_t tg_alignment(const Inst& alloc, Instantiation concrete);

@@ -52,7 +52,7 @@ bool is_threadgroup_memory_op(Op op) {
   return op == Op::Barrier || op == Op::TgAlloc || op == Op::TgLoad || op == Op::TgStore || is_tg_atomic(op) ||
          op == Op::AsyncCopy || op == Op::AsyncCommit || op == Op::AsyncWait || is_mbar_op(op) ||
          op == Op::BulkCopy || op == Op::FenceProxyAsync || op == Op::BulkStore || op == Op::BulkCommit ||
-         op == Op::BulkWait;
+         op == Op::BulkWait || op == Op::TmaLoad2D || op == Op::TmaStore2D;
 }
 
 }  // namespace

@@ -483,6 +483,32 @@ struct Verifier {
         if (in.attr(Attr::Count) < 0 || in.attr(Attr::Count) > 7)
           err(in, "bulk_wait leaves 0 to 7 groups in flight, not " + std::to_string(in.attr(Attr::Count)));
         break;
+      case Op::TmaLoad2D: case Op::TmaStore2D: {
+        const bool store = in.op == Op::TmaStore2D;
+        const char* op = store ? "tma_store_2d" : "tma_load_2d";
+        if (in.param() >= k.params.size() || !k.params[in.param()].tensor_map) {
+          err(in, std::string(op) + " names " +
+                      (in.param() < k.params.size() ? "parameter '" + k.params[in.param()].name + "', which is not" : std::string("no parameter:")) +
+                      " a tensor map (tensor_map(name))");
+        }
+        const Inst* a = tile_alloc(in, 0);
+        if (a && a->type.elem() == DType::Bool)
+          err(in, std::string(op) + " with threadgroup array of bool, whose width differs between memories (use u8)");
+        if (a && a->attr(Attr::Align) < 128)
+          err(in, std::string(op) + (store ? " from" : " into") + " threadgroup array '" +
+                      k.strings[size_t(a->attr(Attr::Name))] +
+                      "', which is not declared 128-byte aligned; a tensor-map copy's threadgroup side is "
+                      "(threadgroup_alloc(..., 128); a swizzled box also lands at a multiple of its pattern, up to 1024 bytes)");
+        tile_u32(in, 1, store ? "the source index" : "the destination index");
+        for (int i : {2, 3}) {
+          const Type t = k.insts[in.operands[size_t(i)]].type;
+          if (!t.is_scalar() || (t.elem() != DType::U32 && t.elem() != DType::I32))
+            err(in, std::string(i == 2 ? "the x coordinate" : "the y coordinate") + " must be i32 or u32 (read as signed), is " +
+                        type_name(t));
+        }
+        if (!store) mbar_operands(in, 4);
+        break;
+      }
       case Op::BulkCopy: case Op::BulkStore: {
         const bool store = in.op == Op::BulkStore;
         const Inst* a = tile_alloc(in, 0);
@@ -532,7 +558,7 @@ struct Verifier {
       for (size_t i = 0; i < in.operands.size(); ++i) {
         const Id o = in.operands[i];
         if (o >= k.insts.size() || !is_bar[o] || k.insts[o].op != Op::TgAlloc) continue;
-        if (in.op == Op::BulkCopy && i == 3) continue;
+        if ((in.op == Op::BulkCopy && i == 3) || (in.op == Op::TmaLoad2D && i == 4)) continue;
         err(in, std::string(mnemonic(in.op)) + " uses threadgroup array '" + k.strings[size_t(k.insts[o].attr(Attr::Name))] +
                     "', which holds mbarriers (only mbarrier ops may touch it)");
       }
@@ -889,7 +915,7 @@ struct Verifier {
       case Op::AsyncCopy: async_copy(in); break;
       case Op::MbarInit: case Op::MbarArrive: case Op::MbarArriveTx: case Op::MbarWait: case Op::SetMaxNRegInc:
       case Op::SetMaxNRegDec: case Op::BulkCopy: case Op::FenceProxyAsync: case Op::BulkStore: case Op::BulkCommit:
-      case Op::BulkWait:
+      case Op::BulkWait: case Op::TmaLoad2D: case Op::TmaStore2D:
         hopper_op(in);
         break;
       case Op::AsyncCommit: break;

@@ -1056,6 +1056,46 @@ void bulk_copy(const TgRef& dst, const ElemRef& src, uint32_t count, const TgRef
   emit(in);
 }
 
+namespace {
+// A tensor-map copy's map must be a tensor_map parameter, and its coordinates i32 or u32 values
+// (a literal becomes an i32 constant; any other value is kept as it is, never replaced).
+void tma_op(Op op, const Buffer& map, const TgRef& tg, const Operand& x, const Operand& y, const TgRef* bar) {
+  detail::Trace& t = tr();
+  const ir::SrcLoc loc = loc_of(tg.file(), tg.line());
+  const char* name = op == Op::TmaLoad2D ? "tma_load_2d" : "tma_store_2d";
+  if (map.param() >= t.k.params.size() || !t.k.params[map.param()].tensor_map)
+    error(loc, std::string(name) + ": '" + (map.param() < t.k.params.size() ? t.k.params[map.param()].name : "?") +
+                   "' is not a tensor map parameter (declare it with tensor_map(name))");
+  Expr ex = materialize(x, DType::I32), ey = materialize(y, DType::I32);
+  for (const Expr* e : {&ex, &ey}) {
+    const DType d = t.k.insts[e->id()].type.elem();
+    if (d != DType::I32 && d != DType::U32)
+      error(loc, std::string(name) + ": the " + (e == &ex ? "x" : "y") + " coordinate is " + dtype_name(d) +
+                     "; it must be i32 or u32 (cast it)");
+  }
+  Inst in;
+  in.op = op;
+  in.loc = loc;
+  in.set(ir::Attr::Param, map.param());
+  in.operands.push_back(tg.alloc());
+  in.operands.push_back(tg.index().id());
+  in.operands.push_back(ex.id());
+  in.operands.push_back(ey.id());
+  if (bar) {
+    in.operands.push_back(bar->alloc());
+    in.operands.push_back(bar->index().id());
+  }
+  emit(in);
+}
+}  // namespace
+
+void tma_load_2d(const Buffer& map, const TgRef& dst, Operand x, Operand y, const TgRef& bar) {
+  tma_op(Op::TmaLoad2D, map, dst, x, y, &bar);
+}
+void tma_store_2d(const Buffer& map, const TgRef& src, Operand x, Operand y) {
+  tma_op(Op::TmaStore2D, map, src, x, y, nullptr);
+}
+
 void fence_device(SrcLoc l) {
   Inst in;
   in.op = Op::FenceDevice;

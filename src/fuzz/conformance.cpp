@@ -611,6 +611,236 @@ void add_bulk_cases(const std::string& filter, std::vector<ConformanceCase>& cas
   }
 }
 
+// Tensor-map copies (docs/semantics.md "Tensor-map copies"). A tensor x0 of kTmaBoxes boxes'
+// worth of elements, W x H, and a map over it with a box of w x h and a swizzle span S (0:
+// none; the box row is then 48 bytes, else S); four threadgroups of kGroup threads, each
+// loading one box at the coordinates c[2g], c[2g + 1] (runtime values, so a coordinate that
+// became 0 shows) into a 1024-aligned array at element `at` (a multiple of the swizzle's
+// pattern: a box at a non-zero offset). Loads: every thread reads box elements o = l, l + 64,
+// ... through the swizzle (o's byte b read at b ^ (((b >> 7) & (S/16 - 1)) << 4)) and stores them
+// to r[g * w * h + o]. Stores: the threads write box element o (x0's element at the box
+// position, or its index where that is outside) at the swizzled place, fence, and thread 0
+// stores the box through a map over r (elements outside the tensor not written).
+struct TmaGeometry {
+  uint32_t es, span, w, h, W, H, at;
+  uint64_t n() const { return uint64_t(w) * h; }
+};
+TmaGeometry tma_geometry(DType t, uint32_t span) {
+  TmaGeometry g;
+  g.es = uint32_t(dtype_size(t));
+  g.span = span;
+  g.w = (span ? span : 48) / g.es;
+  g.h = 10;                          // crosses the 8-row pattern
+  g.W = 2 * g.w + 64 / g.es;         // a row of 2w + 64 bytes: a multiple of 16
+  g.H = 2 * g.h + 3;
+  g.at = (span ? 8 * span : 128) / g.es;  // one pattern (or 128 bytes) in
+  return g;
+}
+// The swizzled element of box element o.
+uint64_t tma_swizzled(uint64_t o, const TmaGeometry& g) {
+  const uint64_t b = o * g.es;
+  return (g.span ? b ^ (((b >> 7) & (g.span / 16 - 1)) << 4) : b) / g.es;
+}
+// The coordinates of the four boxes: inside, or (edge) past every side of the tensor.
+std::vector<int32_t> tma_coords(const TmaGeometry& g, bool edge) {
+  if (!edge) return {0, 0, int32_t(g.w), 0, int32_t(g.w / 2), int32_t(g.h), int32_t(g.W - g.w), int32_t(g.H - g.h)};
+  return {-3, -2, int32_t(g.W - g.w / 2), 1, 2, int32_t(g.H - 4), int32_t(g.W - 5), int32_t(g.H - 3)};
+}
+
+std::string tma_kernel_text(const std::string& name, DType t, const TmaGeometry& g, bool store) {
+  const std::string T = dtype_name(t);
+  const uint64_t n = g.n();
+  std::ostringstream s;
+  s << "kernel " << name << " mode=Reduction {\n";
+  s << "  param x0: in buf<" << T << "> extent=" << uint64_t(g.W) * g.H << "\n  param c: in buf<i32> extent=8\n";
+  s << "  param map: tensormap\n";
+  if (store) s << "  param omap: tensormap\n  param r: inout buf<" << T << "> extent=" << uint64_t(g.W) * g.H << "\n";
+  else s << "  param r: out buf<" << T << "> extent=" << 4 * n << "\n";
+  s << "  %a = tg_alloc<box, " << g.at + n << ", align=1024> : " << T << "\n  %b = tg_alloc<bars, 1> : u64\n";
+  s << "  %g = program_id<0> : u32\n  %l = local_id<0> : u32\n  %c0 = const<0> : u32\n  %c1 = const<1> : u32\n";
+  s << "  %c2 = const<2> : u32\n  %at = const<" << g.at << "> : u32\n  %cn = const<" << n << "> : u32\n";
+  s << "  %is0 = eq %l, %c0 : bool\n";
+  s << "  %ci = mul %g, %c2 : u32\n  %x = load<c> %ci : i32\n  %ci1 = add %ci, %c1 : u32\n  %y = load<c> %ci1 : i32\n";
+  s << "  %rb = mul %g, %cn : u32\n";
+  if (!store) {
+    s << "  if %is0 {\n    mbar_init %b, %c0, %c1\n  }\n  barrier\n";
+    s << "  if %is0 {\n    %bytes = const<" << n * g.es << "> : u32\n    mbar_arrive_tx %b, %c0, %bytes\n";
+    s << "    tma_load_2d<map> %a, %at, %x, %y, %b, %c0\n  }\n";
+    s << "  mbar_wait %b, %c0, %c0\n";
+  } else {
+    s << "  %cw = const<" << g.w << "> : u32\n  %cW = const<" << g.W << "> : i32\n  %cH = const<" << g.H << "> : i32\n";
+    s << "  %z = const<0> : i32\n";
+  }
+  const uint32_t base = g.es >= 16 ? 0 : uint32_t(__builtin_ctz(16 / g.es));
+  for (uint64_t j = 0; j * kGroup < n; ++j) {
+    const std::string J = std::to_string(j);
+    s << "  %k" << J << " = const<" << j * kGroup << "> : u32\n  %o" << J << " = add %l, %k" << J << " : u32\n";
+    s << "  %in" << J << " = lt %o" << J << ", %cn : bool\n  if %in" << J << " {\n";
+    std::string e = "%o" + J;
+    if (g.span) {
+      s << "    %s1_" << J << " = const<" << base + 3 << "> : u32\n    %t1_" << J << " = shr %o" << J << ", %s1_" << J << " : u32\n";
+      s << "    %m_" << J << " = const<" << g.span / 16 - 1 << "> : u32\n    %t2_" << J << " = and %t1_" << J << ", %m_" << J << " : u32\n";
+      s << "    %s3_" << J << " = const<" << base << "> : u32\n    %t3_" << J << " = shl %t2_" << J << ", %s3_" << J << " : u32\n";
+      s << "    %e_" << J << " = xor %o" << J << ", %t3_" << J << " : u32\n";
+      e = "%e_" + J;
+    }
+    s << "    %p_" << J << " = add %at, " << e << " : u32\n";
+    if (!store) {
+      s << "    %v_" << J << " = tg_load %a, %p_" << J << " : " << T << "\n";
+      s << "    %ri_" << J << " = add %rb, %o" << J << " : u32\n    store<r> %ri_" << J << ", %v_" << J << "\n";
+    } else {
+      // The box position (x + o mod w, y + o / w): x0's element there when it is inside, else
+      // x0's element o (a value the copy must not write anywhere).
+      s << "    %cr_" << J << " = div %o" << J << ", %cw : u32\n    %cc_" << J << " = rem %o" << J << ", %cw : u32\n";
+      s << "    %ir_" << J << " = cast %cr_" << J << " : i32\n    %ic_" << J << " = cast %cc_" << J << " : i32\n";
+      s << "    %gy_" << J << " = add %y, %ir_" << J << " : i32\n    %gx_" << J << " = add %x, %ic_" << J << " : i32\n";
+      s << "    %a1_" << J << " = ge %gx_" << J << ", %z : bool\n    %a2_" << J << " = lt %gx_" << J << ", %cW : bool\n";
+      s << "    %a3_" << J << " = ge %gy_" << J << ", %z : bool\n    %a4_" << J << " = lt %gy_" << J << ", %cH : bool\n";
+      s << "    %b1_" << J << " = and %a1_" << J << ", %a2_" << J << " : bool\n    %b2_" << J << " = and %a3_" << J << ", %a4_" << J << " : bool\n";
+      s << "    %ok_" << J << " = and %b1_" << J << ", %b2_" << J << " : bool\n";
+      s << "    %gi_" << J << " = mul %gy_" << J << ", %cW : i32\n    %gj_" << J << " = add %gi_" << J << ", %gx_" << J << " : i32\n";
+      s << "    %oi_" << J << " = cast %o" << J << " : i32\n    %src_" << J << " = select %ok_" << J << ", %gj_" << J << ", %oi_" << J << " : i32\n";
+      s << "    %v_" << J << " = load<x0> %src_" << J << " : " << T << "\n    tg_store %a, %p_" << J << ", %v_" << J << "\n";
+    }
+    s << "  }\n";
+  }
+  if (store) {
+    s << "  fence_proxy_async\n  barrier\n";
+    s << "  if %is0 {\n    tma_store_2d<omap> %a, %at, %x, %y\n    bulk_commit\n    bulk_wait<0>\n  }\n";
+  }
+  s << "}\n";
+  return s.str();
+}
+
+void add_tma_cases(const std::string& filter, std::vector<ConformanceCase>& cases) {
+  struct Variant {
+    DType t;
+    uint32_t span;
+    bool edge, store;
+  };
+  const Variant variants[] = {
+      {DType::BF16, 0, false, false},  {DType::BF16, 32, false, false}, {DType::BF16, 64, false, false},
+      {DType::BF16, 128, false, false}, {DType::BF16, 0, true, false},  {DType::BF16, 128, true, false},
+      {DType::F32, 0, false, false},   {DType::F32, 64, true, false},   {DType::U8, 128, false, false},
+      {DType::F8E4M3, 32, true, false}, {DType::BF16, 0, true, true},   {DType::BF16, 128, true, true},
+      {DType::F32, 32, false, true},
+  };
+  for (const Variant& v : variants) {
+    const std::string name = std::string("conformance.") + (v.store ? "tma_store_2d." : "tma_load_2d.") + dtype_name(v.t) +
+                             (v.span ? ".swizzle" + std::to_string(v.span) : std::string(".noswizzle")) +
+                             (v.edge ? ".edge" : "");
+    if (!filter.empty() && name.find(filter) == std::string::npos) continue;
+    std::string kname = name;
+    std::replace(kname.begin(), kname.end(), '.', '_');
+    const TmaGeometry g = tma_geometry(v.t, v.span);
+    ConformanceCase c;
+    c.kernel = ir::parse(tma_kernel_text(kname, v.t, g, v.store));
+    if (!verifies(c.kernel)) throw Error("conformance: the tensor-map kernel " + name + " does not verify");
+    c.name = name;
+    c.op = v.store ? ir::Op::TmaStore2D : ir::Op::TmaLoad2D;
+    c.operands = {v.t};
+    c.result = v.t;
+    c.launch.dtype = DType::F32;
+    c.launch.grid = {4, 1, 1};
+    c.launch.threadgroup = {kGroup, 1, 1};
+    const uint64_t elems = uint64_t(g.W) * g.H, n = g.n();
+    const std::vector<uint64_t> values = edge_values(v.t);
+    c.launch.buffers.emplace_back(elems * g.es, 0);
+    for (uint64_t i = 0; i < elems; ++i) put(c.launch.buffers[0], i, v.t, values[(i * 2654435761u >> 5) % values.size()]);
+    const std::vector<int32_t> xy = tma_coords(g, v.edge);
+    c.launch.buffers.emplace_back(8 * 4, 0);
+    for (size_t i = 0; i < 8; ++i) put(c.launch.buffers[1], i, DType::I32, uint64_t(uint32_t(xy[i])));
+    c.launch.maps.push_back({0, {g.W, g.H}, {g.w, g.h}, g.span});
+    const auto inside = [&](int64_t x, int64_t y) { return x >= 0 && y >= 0 && x < int64_t(g.W) && y < int64_t(g.H); };
+    if (!v.store) {
+      c.launch.buffers.emplace_back(4 * n * g.es, 0xff);
+      c.want.assign(4 * n * g.es, 0);
+      for (uint64_t b = 0; b < 4; ++b)
+        for (uint64_t o = 0; o < n; ++o) {
+          const int64_t x = xy[2 * b] + int64_t(o % g.w), y = xy[2 * b + 1] + int64_t(o / g.w);
+          const uint64_t bits = inside(x, y) ? get(c.launch.buffers[0], uint64_t(y) * g.W + uint64_t(x), v.t) : 0;
+          // Through a register and a store (fp8 saturates on the way back, as in bulk_copy's case).
+          put(c.want, b * n + o, v.t, storage_of(v.t, register_of(v.t, bits)));
+          c.args.push_back({register_of(v.t, bits)});
+        }
+    } else {
+      // r starts as x0's bytes with every element's lowest byte flipped: an element no box
+      // covers keeps that, one a box covers is x0's element there.
+      c.launch.maps.push_back({2, {g.W, g.H}, {g.w, g.h}, g.span});
+      c.launch.buffers.push_back(c.launch.buffers[0]);
+      for (uint64_t i = 0; i < elems; ++i) c.launch.buffers[2][i * g.es] ^= 0x5a;
+      c.want = c.launch.buffers[2];
+      for (uint64_t b = 0; b < 4; ++b)
+        for (uint64_t o = 0; o < n; ++o) {
+          const int64_t x = xy[2 * b] + int64_t(o % g.w), y = xy[2 * b + 1] + int64_t(o / g.w);
+          if (!inside(x, y)) continue;
+          const uint64_t at = uint64_t(y) * g.W + uint64_t(x);
+          put(c.want, at, v.t, storage_of(v.t, register_of(v.t, get(c.launch.buffers[0], at, v.t))));
+        }
+      for (uint64_t i = 0; i < elems; ++i) c.args.push_back({register_of(v.t, get(c.want, i, v.t))});
+    }
+    cases.push_back(std::move(c));
+  }
+}
+
+// Tensor-map boxes read through a tile layout: an f16 tensor whose element i holds i (exact),
+// a box of w x 32 with the swizzle span S = 2w bytes loaded at (x, y) = (8, 5); lane group 0
+// loads the 16 x 16 fragment at row 16, column 16 mod w of the box with TileLayout swizzle
+// {log2(S / 16), 3, 3} (the TMA's pattern for 16-bit elements; offset folded in first) and
+// multiplies it by the identity, so r holds the box's elements there.
+void add_tma_tile_cases(const std::string& filter, std::vector<ConformanceCase>& cases) {
+  for (uint32_t span : {32u, 64u, 128u}) {
+    const std::string name = "conformance.tma_tile.f16.swizzle" + std::to_string(span);
+    if (!filter.empty() && name.find(filter) == std::string::npos) continue;
+    std::string kname = name;
+    std::replace(kname.begin(), kname.end(), '.', '_');
+    const uint32_t w = span / 2, h = 32, W = 160, H = 48, x = 8, y = 5;
+    const int64_t code = 100 * (span == 32 ? 1 : span == 64 ? 2 : 3) + 33;
+    const uint32_t off = 16 * w + (16 % w);
+    std::ostringstream s;
+    s << "kernel " << kname << " mode=Reduction {\n";
+    s << "  param x0: in buf<f16> extent=" << W * H << "\n  param x1: in buf<f16> extent=256\n  param map: tensormap\n";
+    s << "  param r: out buf<f32> extent=256\n";
+    s << "  %a = tg_alloc<box, " << w * h << ", align=1024> : f16\n  %b = tg_alloc<bars, 1> : u64\n";
+    s << "  %l = local_id<0> : u32\n  %c0 = const<0> : u32\n  %c1 = const<1> : u32\n  %c16 = const<16> : u32\n";
+    s << "  %x = const<" << x << "> : i32\n  %y = const<" << y << "> : i32\n  %is0 = eq %l, %c0 : bool\n";
+    s << "  if %is0 {\n    mbar_init %b, %c0, %c1\n  }\n  barrier\n";
+    s << "  if %is0 {\n    %bytes = const<" << w * h * 2 << "> : u32\n    mbar_arrive_tx %b, %c0, %bytes\n";
+    s << "    tma_load_2d<map> %a, %c0, %x, %y, %b, %c0\n  }\n  mbar_wait %b, %c0, %c0\n";
+    s << "  %w = simd_group_id : u32\n  %first = eq %w, %c0 : bool\n  if %first {\n";
+    s << "    %off = const<" << off << "> : u32\n    %st = const<" << w << "> : u32\n";
+    s << "    %t = tile_tg_load<swizzle=" << code << "> %a, %off, %st : frag<a, f16, 16x16x16>\n";
+    s << "    %i = tile_load<x1> %c0, %c16 : frag<b, f16, 16x16x16>\n";
+    s << "    %zf = const<0> : f32\n    %z = tile_fill %zf : frag<acc, f32, 16x16x16>\n";
+    s << "    %p = tile_mma %t, %i, %z : frag<acc, f32, 16x16x16>\n    tile_store<r> %p, %c0, %c16\n  }\n}\n";
+    ConformanceCase c;
+    c.kernel = ir::parse(s.str());
+    if (!verifies(c.kernel)) throw Error("conformance: the tensor-map tile kernel " + name + " does not verify");
+    c.name = name;
+    c.op = ir::Op::TmaLoad2D;
+    c.operands = {DType::U32};  // reported per element: the tensor index it holds
+    c.result = DType::F32;
+    c.launch.dtype = DType::F32;
+    c.launch.grid = {1, 1, 1};
+    c.launch.threadgroup = {kGroup, 1, 1};
+    c.launch.buffers.emplace_back(W * H * 2, 0);
+    c.launch.buffers.emplace_back(256 * 2, 0);
+    c.launch.buffers.emplace_back(256 * 4, 0xff);
+    for (uint32_t i = 0; i < W * H; ++i) put(c.launch.buffers[0], i, DType::F16, num::f32_to_f16(float(i % 2048)));
+    for (uint32_t i = 0; i < 16; ++i) put(c.launch.buffers[1], i * 17, DType::F16, num::f32_to_f16(1.0f));
+    c.launch.maps.push_back({0, {W, H}, {w, h}, span});
+    c.want.assign(256 * 4, 0);
+    for (uint32_t r = 0; r < 16; ++r)
+      for (uint32_t col = 0; col < 16; ++col) {
+        const uint32_t o = off + r * w + col;  // the box element the fragment's (r, col) is
+        const uint32_t idx = (y + o / w) * W + x + o % w;
+        put(c.want, r * 16 + col, DType::F32, eval::Scalar::of_f32(float(idx % 2048)).bits);
+        c.args.push_back({uint64_t(idx)});
+      }
+    cases.push_back(std::move(c));
+  }
+}
+
 // Tile layouts (docs/semantics.md "Tile layouts"): a threadgroup of kGroup threads stages 2048
 // f16 values (element i holds i, exact in f16) into a threadgroup array by asynchronous 16-byte
 // copies; lane group 0 then loads one fragment from it with a layout (offset, stride, column-major,
@@ -809,6 +1039,8 @@ std::vector<ConformanceCase> conformance_cases(const std::string& filter) {
   add_bulk_cases(filter, cases);
   add_tile_layout_cases(filter, cases);
   add_tg_alias_cases(filter, cases);
+  add_tma_cases(filter, cases);
+  add_tma_tile_cases(filter, cases);
   return cases;
 }
 
@@ -994,13 +1226,28 @@ int conformance_main(int argc, char** argv) {
           Bindings bindings;
           size_t bi = 0;
           for (const ir::Param& prm : c.kernel.params) {
+            if (prm.kind != ir::ParamKind::Buffer) continue;
             const DType t = prm.dtype;
             const std::vector<unsigned char>& bytes = c.launch.buffers[bi++];
             DeviceBuffer b = ctx->alloc(t, bytes.size() / dtype_size(t));
             ctx->upload(b, bytes.data(), bytes.size());
             bindings.emplace_back(prm.name, b);
           }
-          ctx->dispatch_with_grid(c.kernel, c.launch.dtype, bindings, {}, c.launch.grid, c.launch.threadgroup);
+          // Tensor maps over the bound buffers (LaunchMap), by parameter name.
+          Constexprs values;
+          size_t mi = 0;
+          for (const ir::Param& prm : c.kernel.params) {
+            if (!prm.tensor_map || mi >= c.launch.maps.size()) continue;
+            const LaunchMap& lm = c.launch.maps[mi++];
+            TensorMap m;
+            m.buffer = bindings.at(lm.buffer).second;
+            m.dims = lm.dims;
+            m.box = lm.box;
+            m.swizzle = lm.swizzle == 32 ? TensorMap::Swizzle::B32 : lm.swizzle == 64 ? TensorMap::Swizzle::B64
+                      : lm.swizzle == 128 ? TensorMap::Swizzle::B128 : TensorMap::Swizzle::None;
+            values[prm.name] = ScalarValue(m);
+          }
+          ctx->dispatch_with_grid(c.kernel, c.launch.dtype, bindings, values, c.launch.grid, c.launch.threadgroup);
           for (auto& [pname, b] : bindings) {
             got.emplace_back(b.bytes());
             ctx->download(b, got.back().data(), b.bytes());

@@ -1816,7 +1816,40 @@ std::vector<std::vector<unsigned char>> run_launch(const ir::Kernel& k, const Ra
   if (!ir::verify(k, d)) throw Error("kernel " + k.name + " does not verify:\n" + d.render(k));
   std::vector<std::vector<unsigned char>> bufs = launch.buffers;
   std::vector<interp::BufferArg> args;
-  for (auto& b : bufs) args.push_back({b.data(), b.size()});
+  // Buffers and tensormap parameters in declaration order; a map's 128 bytes are zeros (the
+  // interpreter copies through its description).
+  std::vector<interp::TensorMapArg> maps(launch.maps.size());
+  std::vector<unsigned char> map_bytes(ir::kTensorMapBytes, 0);
+  size_t bi = 0, mi = 0;
+  for (const ir::Param& p : k.params) {
+    if (p.kind == ir::ParamKind::Buffer) {
+      if (bi >= bufs.size()) throw Error("launch of " + k.name + ": too few buffers");
+      auto& b = bufs[bi++];
+      args.push_back({b.data(), b.size()});
+    } else if (p.kind == ir::ParamKind::Blob) {
+      if (!p.tensor_map || mi >= launch.maps.size())
+        throw Error("launch of " + k.name + ": blob parameter '" + p.name + "' has no value (launches carry tensor maps only)");
+      const LaunchMap& lm = launch.maps[mi];
+      if (lm.buffer >= bufs.size() || lm.dims.size() != lm.box.size() || lm.dims.empty() || lm.dims.size() > 5)
+        throw Error("launch of " + k.name + ": tensor map '" + p.name + "' is malformed");
+      const ir::Param* bp = nullptr;
+      size_t j = 0;
+      for (const ir::Param& q : k.params)
+        if (q.kind == ir::ParamKind::Buffer && j++ == lm.buffer) bp = &q;
+      interp::TensorMapArg& m = maps[mi++];
+      m.dtype = ir::resolve(bp->dtype, launch.dtype);
+      m.data = bufs[lm.buffer].data();
+      m.bytes = bufs[lm.buffer].size();
+      m.rank = uint32_t(lm.dims.size());
+      for (uint32_t d = 0; d < m.rank; ++d) {
+        m.dims[d] = lm.dims[d];
+        m.box[d] = lm.box[d];
+        m.strides[d] = d == 0 ? dtype_size(m.dtype) : m.strides[d - 1] * lm.dims[d - 1];
+      }
+      m.swizzle = lm.swizzle;
+      args.push_back({map_bytes.data(), map_bytes.size(), 1, &m});
+    }
+  }
   interp::Options o;
   o.lane_width = lane_width;
   o.max_steps = 50'000'000;  // generous for these programs; a runaway loop fails fast

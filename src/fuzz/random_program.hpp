@@ -101,11 +101,22 @@ inline Mode seed_mode(uint64_t seed, bool reduction) {
 // always the same (see random_program.cpp); its body depends only on the seed and the options.
 ir::Kernel random_program(uint64_t seed, bool reduction_mode, const RandomProgramOptions& opts = {});
 
+// The value of a `tensormap` parameter in a launch: a 2-dimensional map over one of the launch's
+// buffers (docs/semantics.md "Tensor-map copies"); a device run makes it a TensorMap over the
+// bound buffer, the interpreter an interp::TensorMapArg over the bytes.
+struct LaunchMap {
+  uint32_t buffer = 0;         // index into RandomLaunch::buffers
+  std::vector<uint64_t> dims;  // elements, innermost first
+  std::vector<uint32_t> box;
+  uint32_t swizzle = 0;        // span in bytes: 0 (none), 32, 64, 128
+};
+
 struct RandomLaunch {
   Instantiation dtype = DType::F32;  // what T (and W) stand for
   Dim3 grid, threadgroup;
   std::vector<std::vector<unsigned char>> buffers;  // one per buffer parameter, storage bytes
   std::vector<uint64_t> scalars;                    // one per scalar parameter, launch bits (LaunchArgs::scalars)
+  std::vector<LaunchMap> maps;                      // one per tensormap parameter, in declaration order
   std::string describe() const;                     // dtype, geometry and scalars, for reports
 };
 

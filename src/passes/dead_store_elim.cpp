@@ -26,7 +26,7 @@ bool run_dead_store_elim(ir::Kernel& k, PassContext& ctx) {
       // A tile load from threadgroup memory reads its allocation as a scalar load does, and so
       // does a bulk store (the copy engine reads the array it stores to a buffer).
       if (in.op == Op::TgLoad || in.op == Op::TileTgLoad || in.op == Op::LocalLoad || in.op == Op::BulkStore ||
-          ir::is_tg_atomic(in.op))
+          in.op == Op::TmaStore2D || ir::is_tg_atomic(in.op))
         tg_read[in.operands[0]] = 1;
     });
     // An allocation a threadgroup alias views lives while the alias does (the alias has no memory

@@ -439,6 +439,7 @@ struct Machine {
         mbar(in, active);
         return;
       case Op::BulkCopy: bulk_copy(in, active); return;
+      case Op::TmaLoad2D: case Op::TmaStore2D: tma_copy(in, active); return;
       case Op::BulkStore: bulk_store(in, active); return;
       case Op::BulkCommit:
         for (uint32_t t : active) {
@@ -594,6 +595,10 @@ struct Machine {
   }
 
   void load(const ir::Inst& in, uint64_t* out, const Mask& active) {
+    if (buffers[size_t(slot[in.param()])].map)
+      fail(in, "load of tensor map '" + k.params[in.param()].name +
+                   "': its words are the CUDA driver's encoding, which the interpreter does not model (it copies "
+                   "through the map's description)");
     View v = view(in);
     for (uint32_t t : active) {
       int64_t idx = index_of(in.operands[0], t);
@@ -1078,7 +1083,12 @@ struct Machine {
                      std::to_string(parity) + "), which has " + pending_text(m) +
                      " outstanding when the waiting threads reach it (" + thread_text(t) +
                      "); the interpreter runs a threadgroup in lock step, so no thread can arrive while they wait: "
-                     "a deadlock, or a wait on the wrong phase");
+                     "a deadlock, or a wait on the wrong phase" +
+                     (m.tx < 0 ? std::string(" (its copies delivered ") + std::to_string(-m.tx) +
+                                     " more transaction bytes than the phase expects: the expected bytes do not match the copies)"
+                      : m.pending == 0 && m.tx > 0 ? std::string(" (its arrivals are in; ") + std::to_string(m.tx) +
+                                     " expected transaction bytes never came: the expected bytes do not match the copies)"
+                      : std::string()));
       const int64_t target = m.phase - 1;  // -1: the phase before the first, which counts as done
       auto [it, fresh] = seen[t].emplace(word, target);
       if (!fresh) {
@@ -1224,6 +1234,105 @@ struct Machine {
       }
       m.copy_op = self;
       mbar_progress(m, 0, int64_t(count * dtype_size(v.storage)));
+    }
+  }
+
+  // tma_load_2d / tma_store_2d (docs/semantics.md "Tensor-map copies"): box element (r, c), at
+  // byte o = (r * box[0] + c) * size of the box, lives in the array at byte o ^ (((o >> 7) &
+  // (span / 16 - 1)) << 4) from the box's first element (no swizzle: at o). A load reads
+  // tensor element (x + c, y + r), or 0 outside the tensor, and completes the box's bytes on the
+  // barrier; a store writes the elements inside the tensor and is a bulk store of the thread's
+  // group. The checks and the bookkeeping are bulk_copy's and bulk_store's.
+  static uint64_t swizzled_byte(uint64_t o, uint32_t span) { return span ? o ^ (((o >> 7) & (span / 16 - 1)) << 4) : o; }
+  void tma_copy(const ir::Inst& in, const Mask& active) {
+    const bool load = in.op == Op::TmaLoad2D;
+    const std::string op = load ? "tma_load_2d" : "tma_store_2d";
+    const Id self = Id(&in - k.insts.data());
+    const Id alloc = in.operands[0];
+    const std::string map_name = "tensor map '" + k.params[in.param()].name + "'";
+    const std::string array = "threadgroup array '" + tg_name(k.insts[alloc]) + "'";
+    const TensorMapArg* m = buffers[size_t(slot[in.param()])].map;
+    if (!m)
+      fail(in, op + " through " + map_name +
+                   ", which has no description: set it with a TensorMap at dispatch (the interpreter copies through it)");
+    if (m->rank != 2)
+      fail(in, op + " through " + map_name + " of " + std::to_string(m->rank) + " dimensions; a 2d copy needs 2");
+    const DType at = types[alloc];
+    if (at != m->dtype)
+      fail(in, op + " through " + map_name + " of " + dtype_name(m->dtype) + " elements with " + array + " of " +
+                   dtype_name(at) + " (one element type on both sides)");
+    const uint64_t es = dtype_size(at), w = m->box[0], h = m->box[1], n = w * h;
+    const uint64_t need = m->swizzle ? 8 * uint64_t(m->swizzle) : 128;
+    const uint64_t declared = uint64_t(std::max<int64_t>(k.insts[alloc].attr(ir::Attr::Align), 0));
+    const std::string sw = m->swizzle ? "the " + std::to_string(m->swizzle) + "B swizzle's pattern" : std::string("an unswizzled box");
+    if (declared < need)
+      fail(in, op + " with " + array + ", declared " + std::to_string(declared) + "-byte aligned: " + sw + " needs " +
+                   std::to_string(need) + " (threadgroup_alloc(..., " + std::to_string(need) + "))");
+    View g{m->data, m->bytes / es, m->dtype, 1};
+    for (uint32_t t : active) {
+      const int64_t first = index_of(in.operands[1], t);
+      if (first < 0 || uint64_t(first) + n > tg_elems[alloc])
+        fail(in, op + " of a " + std::to_string(w) + " x " + std::to_string(h) + " box (" + std::to_string(n) +
+                     " elements) at index " + std::to_string(first) + " of " + array + " overruns it: the array has " +
+                     std::to_string(tg_elems[alloc]) + " elements (" + thread_text(t) + ")");
+      if ((uint64_t(first) * es) % need != 0)
+        fail(in, op + " at index " + std::to_string(first) + " of " + array + " (byte " + std::to_string(uint64_t(first) * es) +
+                     ") is misaligned: " + sw + " lands at multiples of " + std::to_string(need) + " bytes (" +
+                     thread_text(t) + ")");
+      const int64_t x = int32_t(uint32_t(row(in.operands[2])[t])), y = int32_t(uint32_t(row(in.operands[3])[t]));
+      Mbar* mb = nullptr;
+      uint32_t bar = 0;
+      if (load) {
+        bar = mbar_word(in, in.operands[4], in.operands[5], t);
+        mb = &mbar_state(in, bar, t);
+      }
+      BulkStoreRec rec{self, -1, {}};
+      for (uint64_t r = 0; r < h; ++r)
+        for (uint64_t c = 0; c < w; ++c) {
+          const uint64_t e = swizzled_byte((r * w + c) * es, m->swizzle) / es;
+          const uint32_t word = tg_offset[alloc] + uint32_t(uint64_t(first) + e);
+          const int64_t gx = x + int64_t(c), gy = y + int64_t(r);
+          const bool inside = gx >= 0 && gy >= 0 && uint64_t(gx) < m->dims[0] && uint64_t(gy) < m->dims[1];
+          const int64_t gi = inside ? int64_t((uint64_t(gy) * m->strides[1] + uint64_t(gx) * es) / es) : -1;
+          if (inside && uint64_t(gi) >= g.count)
+            fail(in, op + " through " + map_name + " reaches element (" + std::to_string(gx) + ", " + std::to_string(gy) +
+                         "), past the end of its buffer (" + std::to_string(m->bytes) + " bytes; " + thread_text(t) + ")");
+          SlotAccess& s = tg_access_log[word];
+          if (load) {
+            if (!bulk_reading.empty()) check_bulk_reading(in, word, t);
+            if (s.written_group == group_serial && s.writer != kCopyEngine && s.writer < T &&
+                proxy_fenced_at[s.writer] < s.write_time)
+              fail(in, op + " overwrites threadgroup slot '" + tg_name(k.insts[alloc]) + "'[" +
+                           std::to_string(uint64_t(first) + e) + "], which " + thread_text(s.writer) + " stored to at " +
+                           k.where(k.insts[s.write_op].loc) +
+                           " with no fence_proxy_async after the store (ordinary and copy-engine accesses are ordered "
+                           "only by that fence; " + thread_text(t) + ")");
+            tg_mem[word] = inside ? read_elem(g, gi) : is_float(at) ? Scalar::of_f32(0.0f).bits : 0;
+            s.written_group = group_serial;
+            s.writer = kCopyEngine;
+            s.write_epoch = 0;
+            s.write_op = self;
+            delivered[word] = {bar, mb->phase, self};
+          } else {
+            if (s.written_group == group_serial && s.writer < T && proxy_fenced_at[s.writer] < s.write_time)
+              fail(in, op + " reads threadgroup slot '" + tg_name(k.insts[alloc]) + "'[" +
+                           std::to_string(uint64_t(first) + e) + "], which " + thread_text(s.writer) + " stored to at " +
+                           k.where(k.insts[s.write_op].loc) +
+                           " with no fence_proxy_async after the store (the copy engine may read the old value; " +
+                           thread_text(t) + ")");
+            check_race(in, word, false, t);
+            if (inside) write_elem(g, gi, tg_mem[word]);
+            rec.words.push_back(word);
+            auto [it, fresh] = bulk_reading.emplace(word, std::make_pair(1u, self));
+            if (!fresh) ++it->second.first;
+          }
+        }
+      if (load) {
+        mb->copy_op = self;
+        mbar_progress(*mb, 0, int64_t(n * es));
+      } else {
+        bulk_pending[t].push_back(std::move(rec));
+      }
     }
   }
 

@@ -21,12 +21,29 @@ struct Options {
   bool uninitialized_tg_reads_are_errors = false;
 };
 
+// A tensor map's logical description (what the CUDA driver encodes into the 128 bytes of a
+// `tensormap` parameter): tma_load_2d and tma_store_2d copy through it (docs/semantics.md
+// "Tensor-map copies"). Dimension 0 is the innermost.
+struct TensorMapArg {
+  unsigned char* data = nullptr;  // element (0, 0, ...) of the tensor
+  size_t bytes = 0;               // the bytes from data that belong to the tensor's buffer
+  DType dtype = DType::F32;       // the element type
+  uint32_t rank = 0;
+  uint64_t dims[5] = {};
+  uint64_t strides[5] = {};  // bytes from one entry of dimension d to the next (strides[0]: the element size)
+  uint32_t box[5] = {};
+  uint32_t swizzle = 0;  // the swizzle's span in bytes: 0 (none), 32, 64 or 128
+};
+
 struct BufferArg {
   void* data;
   size_t bytes;
   // A strided view's element stride: only indices that are multiples of it are its elements
   // (an access between them is an error, like one past the end).
   uint64_t stride = 1;
+  // A tensormap parameter: its description (data/bytes are then its 128 bytes, which the
+  // interpreter does not read: they are the driver's encoding).
+  const TensorMapArg* map = nullptr;
 };  // raw storage bytes in the parameter's concrete dtype
 
 // Runs `k` (already verified) with T = `dtype`. buffers: one per buffer or blob parameter in

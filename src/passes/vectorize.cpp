@@ -125,8 +125,9 @@ struct Vectorizer {
            y.op == Op::BulkCopy || y.op == Op::BulkStore) &&
           y.param() == param)
         hit = true;
+      // A tensor-map copy reaches a buffer through its map, which may be any buffer of the dispatch.
       if (y.op == Op::Barrier || y.op == Op::Call || y.op == Op::FenceThreadgroup || y.op == Op::FenceDevice ||
-          ir::is_mbar_op(y.op))
+          ir::is_mbar_op(y.op) || y.op == Op::TmaLoad2D || y.op == Op::TmaStore2D)
         hit = true;
     };
     check(inst);

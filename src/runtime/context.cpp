@@ -995,6 +995,49 @@ bool tensor_map_rules(const TensorMap& m, const std::string& what, std::vector<u
   return ok;
 }
 
+// The swizzle's span in bytes (0: none) and the alignment a box it writes needs in threadgroup
+// memory: the pattern repeats every 8 rows of the span (256, 512, 1024 bytes); an unswizzled box
+// needs 128 (docs/semantics.md "Tensor-map copies").
+uint32_t swizzle_span(TensorMap::Swizzle s) {
+  return s == TensorMap::Swizzle::B32 ? 32 : s == TensorMap::Swizzle::B64 ? 64 : s == TensorMap::Swizzle::B128 ? 128 : 0;
+}
+uint32_t swizzle_alignment(TensorMap::Swizzle s) { return s == TensorMap::Swizzle::None ? 128 : 8 * swizzle_span(s); }
+
+// The rules between map `m` (its own rules hold) and each tensor-map copy of kernel `k` that
+// names parameter `i`: a 2-dimensional map, the threadgroup array of the map's element type (when
+// the array's type is known without the instantiation), at least as large as the box, and
+// declared aligned as the swizzle's pattern needs. Each broken one goes to `fail`, naming the copy.
+template <class Fail>
+void tensor_copy_rules(const ir::Kernel& k, uint32_t i, const TensorMap& m, const std::string& what, Fail&& fail) {
+  uint64_t box_elems = 1;
+  for (uint32_t b : m.box) box_elems *= b;
+  ir::walk(k, [&](ir::Id id) {
+    const ir::Inst& in = k.insts[id];
+    if ((in.op != ir::Op::TmaLoad2D && in.op != ir::Op::TmaStore2D) || in.param() != i) return;
+    const ir::Inst& a = k.insts[in.operands[0]];
+    const std::string op = std::string(ir::mnemonic(in.op)) + " at " + k.where(in.loc);
+    const std::string array = "threadgroup array '" + k.strings[size_t(a.attr(ir::Attr::Name))] + "'";
+    if (m.dims.size() != 2) {
+      fail(what + " has " + std::to_string(m.dims.size()) + " dimensions, but " + op + " copies a 2-dimensional box");
+      return;
+    }
+    const DType at = a.type.elem();
+    if (!is_type_param(at) && at != m.buffer.dtype())
+      fail(what + " is a map over " + dtype_name(m.buffer.dtype()) + " elements, but " + op + " copies through " + array +
+           " of " + dtype_name(at) + " (one element type on both sides)");
+    else if (!is_type_param(at) && !a.has(ir::Attr::CountParam) && uint64_t(a.attr(ir::Attr::Count)) < box_elems)
+      fail(what + " has a box of " + std::to_string(m.box[0]) + " x " + std::to_string(m.box[1]) + " = " +
+           std::to_string(box_elems) + " elements, but " + op + " copies through " + array + " of " +
+           std::to_string(a.attr(ir::Attr::Count)) + " (the box overruns it)");
+    const uint32_t need = swizzle_alignment(m.swizzle);
+    if (uint64_t(std::max<int64_t>(a.attr(ir::Attr::Align), 0)) < need)
+      fail(what + " has swizzle " + swizzle_name(m.swizzle) + ", whose box lands at multiples of " + std::to_string(need) +
+           " bytes of threadgroup memory, but " + op + " copies through " + array + ", declared " +
+           std::to_string(std::max<int64_t>(a.attr(ir::Attr::Align), 0)) + "-byte aligned (threadgroup_alloc(..., " +
+           std::to_string(need) + "))");
+  });
+}
+
 // Whether buffer `b` may be bound to buffer parameter `i` for its stride: a strided view only
 // where the parameter declares its stride scalar (strided=s), and then s (its launch bits
 // `stride_bits`, null when not known) must be the view's stride. "" when it may.
@@ -1031,10 +1074,10 @@ std::string blob_problem(const DeviceInfo& dev, const ir::Kernel& k, uint32_t i,
   auto fail = [&](const std::string& m) { out += (out.empty() ? "" : "\n  - ") + m; };
   if (p.tensor_map) {
     if (v->kind() != ScalarValue::Kind::TensorMap) return what + " takes a TensorMap, not " + v->text();
-    tensor_map_rules(*v->tensor_map(), what, strides, fail);
-    if (dev.backend != Backend::Cuda)
-      fail(what + " needs CUDA: a TMA tensor map is encoded by the CUDA driver, and " + dev.name + " (" +
-           backend_name(dev.backend) + ") has none");
+    if (tensor_map_rules(*v->tensor_map(), what, strides, fail)) tensor_copy_rules(k, i, *v->tensor_map(), what, fail);
+    if (dev.backend != Backend::Cuda && dev.backend != Backend::Interp)
+      fail(what + " needs CUDA or the interpreter: a TMA tensor map is encoded by the CUDA driver (the interpreter "
+           "copies through its description), and " + dev.name + " (" + backend_name(dev.backend) + ") has neither");
     return out;
   }
   if (v->kind() != ScalarValue::Kind::Blob) return what + " takes ScalarValue::blob(data, bytes, align), not " + v->text();
@@ -1064,12 +1107,14 @@ void append_blob(const rt::Device* device, const ScalarValue& v, rt::LaunchArgs&
     device->encode_tensor_map(*m, strides, out.blob_data.data() + at);
     out.blob_sizes.push_back(ir::kTensorMapBytes);
     out.blob_buffers.push_back(m->buffer.impl());
+    out.blob_maps.push_back({*m, strides});
   } else {
     const std::vector<uint8_t>& b = v.blob_bytes();
     out.blob_data.resize(at + b.size());
     if (!b.empty()) std::memcpy(out.blob_data.data() + at, b.data(), b.size());
     out.blob_sizes.push_back(uint32_t(b.size()));
     out.blob_buffers.push_back(nullptr);
+    out.blob_maps.emplace_back();
   }
   out.blob_offsets.push_back(uint32_t(at));
 }
@@ -1311,6 +1356,7 @@ void check(const DeviceInfo& dev, const ir::Kernel& k, const CheckFacts& facts, 
   out->blob_offsets.clear();
   out->blob_sizes.clear();
   out->blob_buffers.clear();
+  out->blob_maps.clear();
   out->threadgroup_bytes = shared;
   for (size_t i = 0; i < np; ++i) {
     const ir::ParamKind kind = k.params[i].kind;
@@ -1716,6 +1762,9 @@ struct GenericPrepared final : rt::Device::Prepared {
     std::memcpy(args.blob_data.data() + args.blob_offsets[slot], bytes, size);
     args.blob_buffers[slot] = buf;
   }
+  void set_blob_map(size_t slot, const rt::LaunchArgs::BlobMap& map) override {
+    if (slot < args.blob_maps.size()) args.blob_maps[slot] = map;
+  }
   void launch(rt::StreamImpl* stream) override { device->launch(*kernel, args, grid, tg, stream); }
 };
 
@@ -1827,6 +1876,7 @@ void PreparedLaunch::set_scalar(uint32_t index, const ScalarValue& v) {
     rt::LaunchArgs one;
     append_blob(m.ctx->device_.get(), v, one);
     m.device->set_blob(m.slot[index], one.blob_data.data() + one.blob_offsets[0], one.blob_sizes[0], one.blob_buffers[0]);
+    m.device->set_blob_map(m.slot[index], one.blob_maps[0]);
     m.blobs[index] = v;
     ++m.version;
     return;

@@ -93,6 +93,14 @@ struct LaunchArgs {
   std::vector<uint8_t> blob_data;
   std::vector<uint32_t> blob_offsets, blob_sizes;
   std::vector<BufferImpl*> blob_buffers;
+  // blob_maps[i]: a tensor map's logical description (the map as the caller gave it, and its
+  // byte strides of dimensions 1.., packed where the map gives none), which the interpreter
+  // copies through; an empty map (no buffer) for a plain blob.
+  struct BlobMap {
+    TensorMap map;
+    std::vector<uint64_t> strides;
+  };
+  std::vector<BlobMap> blob_maps;
   // Threadgroup memory of this dispatch (ir::threadgroup_bytes with the scalars' values): the
   // CUDA device launches a kernel that keeps its arrays in dynamic shared memory with it.
   uint64_t threadgroup_bytes = 0;
@@ -192,6 +200,9 @@ class Device {
     // Blob `slot` (its index among the blobs) takes new bytes of the same size; `buf` is the
     // buffer a tensor map addresses (null otherwise).
     virtual void set_blob(size_t slot, const uint8_t* bytes, size_t size, BufferImpl* buf) = 0;
+    // Blob `slot`'s new tensor-map description (LaunchArgs::blob_maps), after set_blob; devices
+    // that copy through the encoding alone ignore it.
+    virtual void set_blob_map(size_t slot, const LaunchArgs::BlobMap& map) {}
     virtual void launch(StreamImpl* stream) = 0;
   };
   // The default keeps a copy of the arguments and calls launch().

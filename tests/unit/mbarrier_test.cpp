@@ -377,7 +377,7 @@ TEST(MbarrierCodegen, OtherTargetsAndOlderArchitecturesSayWhy) {
   for (codegen::Target t : {codegen::Target::Glsl, codegen::Target::Msl, codegen::Target::Hip}) {
     e = codegen::emit(k, DType::F32, t);
     const std::string d = e.diags.render(k);
-    EXPECT_TRUE(has(d, "dialect cannot express mbar_wait (mbarriers, the copy engine and setmaxnreg are CUDA sm_90 "
+    EXPECT_TRUE(has(d, "dialect cannot express mbar_wait (mbarriers, the copy engine, tensor maps and setmaxnreg are CUDA sm_90 "
                        "features with no equivalent here)")) << codegen::target_name(t) << ": " << d;
     EXPECT_TRUE(has(d, "mb.cpp:140")) << d;
   }

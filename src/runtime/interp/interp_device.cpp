@@ -307,8 +307,12 @@ class InterpDevice final : public Device {
     auto& c = static_cast<InterpKernel&>(kernel);
     if (!stream) {
       for (BufferImpl* b : args.buffers) static_cast<InterpBuffer*>(b)->wait_idle();
+      for (BufferImpl* b : args.blob_buffers)  // a tensor map's buffer is used like a bound one
+        if (b) static_cast<InterpBuffer*>(b)->wait_idle();
       run(c, args, grid, threadgroup);
       for (BufferImpl* b : args.buffers) b->last_stream = nullptr, b->last_ticket = 0;
+      for (BufferImpl* b : args.blob_buffers)
+        if (b) b->last_stream = nullptr, b->last_ticket = 0;
       return;
     }
     auto* s = static_cast<InterpStream*>(stream);
@@ -324,6 +328,36 @@ class InterpDevice final : public Device {
       }
     });
     for (BufferImpl* b : args.buffers) b->last_stream = s, b->last_ticket = ticket;
+    for (BufferImpl* b : args.blob_buffers)
+      if (b) b->last_stream = s, b->last_ticket = ticket;
+  }
+
+  // A tensor map's description over the interpreter's memory of its buffer (Context checked
+  // the map's rules; a view starts at its offset and ends with its bytes).
+  static interp::TensorMapArg map_arg(const LaunchArgs::BlobMap& b) {
+    const TensorMap& m = b.map;
+    auto* ib = static_cast<InterpBuffer*>(m.buffer.impl());
+    if (m.buffer.stride() != 1) throw Error("a tensor map over a strided view (the interpreter copies contiguous tensors)");
+    interp::TensorMapArg a;
+    const size_t off = std::min<size_t>(m.buffer.offset_bytes(), ib->size);
+    a.data = ib->data + off;
+    a.bytes = std::min<size_t>(ib->size - off, m.buffer.bytes());
+    a.dtype = m.buffer.dtype();
+    a.rank = uint32_t(std::min<size_t>(m.dims.size(), 5));
+    for (uint32_t d = 0; d < a.rank; ++d) {
+      a.dims[d] = m.dims[d];
+      a.box[d] = d < m.box.size() ? m.box[d] : 1;
+      a.strides[d] = d == 0 ? dtype_size(a.dtype) : b.strides[d - 1];
+    }
+    a.swizzle = m.swizzle == TensorMap::Swizzle::B32 ? 32 : m.swizzle == TensorMap::Swizzle::B64 ? 64
+              : m.swizzle == TensorMap::Swizzle::B128 ? 128 : 0;
+    return a;
+  }
+
+  // The interpreter has no driver to encode a map: its 128 bytes are zeros (a kernel reading
+  // them is an error there), and the description travels beside them (LaunchArgs::blob_maps).
+  void encode_tensor_map(const TensorMap&, const std::vector<uint64_t>&, uint8_t* out) const override {
+    std::memset(out, 0, ir::kTensorMapBytes);
   }
 
   // Each buffer is bound from its offset for its bound length (a view's own bytes), so an access
@@ -331,11 +365,14 @@ class InterpDevice final : public Device {
   // to its bytes (the interpreter reads its u32 words).
   void run(InterpKernel& c, const LaunchArgs& args, Dim3 grid, Dim3 threadgroup) const {
     thread_local std::vector<interp::BufferArg> buffers;  // reused: launches may run on several threads
+    thread_local std::vector<interp::TensorMapArg> maps;
     buffers.clear();
+    maps.assign(args.blob_maps.size(), {});
     size_t bi = 0, li = 0;
     for (uint8_t kind : args.is_buffer) {
       if (kind == kBlobParam) {
         buffers.push_back({const_cast<uint8_t*>(args.blob_data.data()) + args.blob_offsets[li], args.blob_sizes[li]});
+        if (li < args.blob_maps.size() && args.blob_maps[li].map.buffer) buffers.back().map = &(maps[li] = map_arg(args.blob_maps[li]));
         ++li;
         continue;
       }
