@@ -227,7 +227,7 @@ void gemm_kernel(const Config& cfg, bool swiglu, const KernelVariant& var) {
           Expr i = (ch % (inner / 8)) * 8u;
           Expr at = k_outer ? ((off + o * os + i0 + i) & 0xfffffff8u) + o0 * os
                             : ((off + (o0 + o) * os + i) & 0xfffffff8u) + i0;
-          async_copy(tg[base + swizzle(sw, o * inner + i)], src[at], 8);
+          async_copy(tg[base + swizzle(sw, o * inner + i)], src[at], 8, 8u);  // whole: valid = count
         });
       });
     }).else_([&] {
