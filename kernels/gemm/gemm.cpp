@@ -409,13 +409,16 @@ void gemm_reduce(bool swiglu, const KernelVariant& var) {
 // (medium), 32 x 32 with 4 of 16 x 16 (small products, lavapipe's 32 KiB). Decode rows (m <= 16
 // against a [n, k] weight) have their own kernel, gemm_decode.cpp.
 constexpr Config kLarge{128, 128, 64, 64, 32};
+// The fused SwiGLU kernel keeps BK = 32: two B operands staged (72 KiB), and on the software tile
+// path (HIP) its fragments at BK = 64 pass clang's stack frame limit.
+constexpr Config kLargeSwiglu{128, 128, 32, 64, 32};
 constexpr Config kMedium{64, 64, 32, 32, 32};
 constexpr Config kSmall{32, 32, 32, 16, 16};
 
 }  // namespace
 
 static void gemm_large(const KernelVariant& v) { gemm_kernel(kLarge, false, v); }
-static void gemm_large_swiglu(const KernelVariant& v) { gemm_kernel(kLarge, true, v); }
+static void gemm_large_swiglu(const KernelVariant& v) { gemm_kernel(kLargeSwiglu, true, v); }
 static void gemm_medium(const KernelVariant& v) { gemm_kernel(kMedium, false, v); }
 static void gemm_medium_swiglu(const KernelVariant& v) { gemm_kernel(kMedium, true, v); }
 static void gemm_small(const KernelVariant& v) { gemm_kernel(kSmall, false, v); }
@@ -427,7 +430,7 @@ static void gemm_reduce_swiglu(const KernelVariant& v) { gemm_reduce(true, v); }
 
 IRON_KERNEL_VARIANTS(iron_gemm_128x128x64_w64x32, gemm_large, Reduction, (f16, bf16), "s{S}_{OUT}",
                      ::iron::int_axis("S", {3}), IRON_GEMM_OUT);
-IRON_KERNEL_VARIANTS(iron_gemm_128x128x64_w64x32_swiglu, gemm_large_swiglu, Reduction, (f16, bf16), "s{S}_{OUT}",
+IRON_KERNEL_VARIANTS(iron_gemm_128x128x32_w64x32_swiglu, gemm_large_swiglu, Reduction, (f16, bf16), "s{S}_{OUT}",
                      ::iron::int_axis("S", {3}), IRON_GEMM_OUT16);
 IRON_KERNEL_VARIANTS(iron_gemm_64x64x32_w32x32, gemm_medium, Reduction, (f16, bf16), "s{S}_{OUT}",
                      ::iron::int_axis("S", {3}), IRON_GEMM_OUT);

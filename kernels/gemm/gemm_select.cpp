@@ -41,6 +41,9 @@ namespace {
 
 constexpr Config kConfigs[3] = {{128, 128, 64, 64, 32}, {64, 64, 32, 32, 32}, {32, 32, 32, 16, 16}};
 constexpr uint32_t kStages[3] = {3, 3, 2};
+// The large tile's fused SwiGLU kernel stages 32-deep K steps (gemm.cpp, kLargeSwiglu); kc is a
+// multiple of 64 there, so of its BK too.
+constexpr Config kLargeSwiglu{128, 128, 32, 64, 32};
 
 uint64_t ceil_div(uint64_t a, uint64_t b) { return (a + b - 1) / b; }
 
@@ -345,7 +348,8 @@ static LaunchPlan gemm_for(const Call& call, const DeviceInfo& dev) {
   const bool direct =
       splits == 1 &&
       (cfg_index <= 1
-           ? !(swiglu && (shared < 64 * 1024 || out == DType::F32 || threadgroup_bytes(cfg, stages, true) > shared))
+           ? !(swiglu && (shared < 64 * 1024 || out == DType::F32 ||
+                          threadgroup_bytes(cfg_index == 0 ? kLargeSwiglu : cfg, stages, true) > shared))
            : !swiglu) &&
       (stages == 3 || cfg_index != 1 || out == DType::F32);
   Constexprs scalars{{"m", uint32_t(m)},
@@ -367,7 +371,8 @@ static LaunchPlan gemm_for(const Call& call, const DeviceInfo& dev) {
   if (grid.x > dev.max_grid.x || grid.y > dev.max_grid.y || grid.z > dev.max_grid.z)
     throw Error("grid " + num(grid.x) + "x" + num(grid.y) + "x" + num(grid.z) + " exceeds the device's limits");
   if (direct) {
-    LaunchStep step{tile_name + (swiglu ? "swiglu_" : "") + stage_part + dtype_name(out), grid, {threads, 1, 1}, scalars, {}};
+    const std::string name = swiglu ? "iron_gemm_" + (cfg_index == 0 ? kLargeSwiglu : cfg).name() + "_swiglu_" : tile_name;
+    LaunchStep step{name + stage_part + dtype_name(out), grid, {threads, 1, 1}, scalars, {}};
     if (!swiglu) epilogue(step.constexprs, step.bind, true, out, plan);
     plan.steps.push_back(step);
     plan.reason = why + "; one split: " + cfg.name() + " with the " + epi_name(epi) + " epilogue fused" + vendor_note;

@@ -175,7 +175,7 @@ TEST(GemmSelector, LargePrefillOneKernel) {
   // SwiGLU fused: one kernel reads b and b2.
   p = gemm(d, 2048, 14336, 4096, {{"epi", 5}, {"b_trans", 1}});
   ASSERT_EQ(p.steps.size(), 1u);
-  EXPECT_EQ(p.steps[0].kernel, "iron_gemm_128x128x64_w64x32_swiglu_s3_bf16");
+  EXPECT_EQ(p.steps[0].kernel, "iron_gemm_128x128x32_w64x32_swiglu_s3_bf16");
   EXPECT_EQ(p.steps[0].constexprs.at("b_rs").as_double(), 1);
   EXPECT_EQ(p.steps[0].constexprs.at("b_cs").as_double(), 4096);
   // f32 output with a bias: fused too. SwiGLU has 16-bit outputs only: at f32 the two f32
