@@ -32,6 +32,10 @@
 //   iron_gemm_reduce_<epi>_<OUT>   (mode Reduction, no lane operations) step 2 of split-K: v = partials[0, i, j] +
 //       partials[1, i, j] + ... in that order (f32), then the epilogue as above (swiglu: u from
 //       partials2), rounded once to OUT. No atomics: bit-exact run to run.
+// The specialized scalar `full` (gemm_for: A row-major, no tails, strides and offsets multiples
+// of 8) takes the copies' unguarded path, whose indices the code generator proves 16-byte
+// aligned (no run-time check). Threadgroups are ordered in groups of kGroupRows tile rows
+// (grouped rasterization: program ids are renumbered, the blocks are the same).
 // Dispatch: main kernels grid = {ceil(n / BN), ceil(m / BM), splits}, threadgroup = {warps *
 // lane width, 1, 1} (more lane groups compute the same; fewer leave warp tiles out); reduce
 // kernels any grid (a grid-stride loop over the elements of [m, n]). The family's selector
@@ -112,6 +116,9 @@ Swizzle staged_swizzle(uint32_t width) {
   return Swizzle{std::min(chunks_log2, 3u), 3, std::max(chunks_log2, 3u)};
 }
 
+// Tile rows per group of the threadgroup order (gemm_kernel's grouped rasterization).
+constexpr uint32_t kGroupRows = 16;
+
 void gemm_kernel(const Config& cfg, bool swiglu, const KernelVariant& var) {
   const uint32_t stages = uint32_t(var.i("S"));
   const DType out_t = var.type("OUT");
@@ -131,12 +138,20 @@ void gemm_kernel(const Config& cfg, bool swiglu, const KernelVariant& var) {
   Expr a_len = constexpr_("a_len", u32);
   Expr b_len = constexpr_("b_len", u32);
   Expr splits = constexpr_("splits", u32);
-  Expr kc = constexpr_("kc", u32);
+  // K elements per split: a whole number of 32-deep K steps (gemm_for: the steps per split times
+  // the tile's BK, every BK a multiple of 32), declared so the copies' K offsets are provably
+  // 16-byte multiples.
+  Expr kc = constexpr_("kc", u32, multiple_of(32));
   // How B is staged: 0 as BK rows of BN (B row-major, contiguous along N when b_cs = 1), 1 as
   // BN rows of BK (B column-major, a linear layer's weight [N, K], contiguous along K when b_rs
   // = 1). Specialized: each dispatch compiles one layout (the generic code holds both
   // multiplies). A is always staged as BM rows of BK.
   Expr b_col = constexpr_("b_col", u32, specialize());
+  // 1 when every staged row is whole and 16-byte aligned: A row-major, m, n multiples of BM, BN,
+  // every split's K range a whole number of BK steps, and the strides and offsets of A and B
+  // multiples of 8 elements (gemm_for sets it; specialized). The copies then take no tail
+  // guards and provably aligned addresses (cp.async with no run-time alignment check).
+  Expr full = constexpr_("full", u32, specialize());
   Buffer a = input("a", T, {a_len});
   Buffer b = input("b", T, {b_len});
   Expr epi, bias_len, res_len;
@@ -162,8 +177,17 @@ void gemm_kernel(const Config& cfg, bool swiglu, const KernelVariant& var) {
   TgBuffer cs = threadgroup_alias("cs", bs, 0, f32, NW * 256 * (swiglu ? 2 : 1));
   const uint32_t B2_BASE = stages * B_STAGE;  // the SwiGLU gate's stages follow B's
 
-  Expr tile_n = program_id(0);
-  Expr tile_m = program_id(1);
+  // Grouped rasterization: consecutive threadgroups walk down a group of kGroupRows tile rows
+  // before moving one tile column right, so the blocks resident at once share a few columns of
+  // B and a few rows of A in L2 (program_id(0) + program_id(1) * columns numbers them).
+  Expr cols = num_programs(0);
+  Expr rows = num_programs(1);
+  Expr linear = program_id(1) * cols + program_id(0);
+  Expr group_first = linear / (kGroupRows * cols) * kGroupRows;
+  Expr group_rows = min(rows - group_first, kGroupRows);
+  Expr in_group = linear % (kGroupRows * cols);
+  Expr tile_m = group_first + in_group % group_rows;
+  Expr tile_n = in_group / group_rows;
   Expr split = program_id(2);
   Expr row0 = tile_m * BM;
   Expr col0 = tile_n * BN;
@@ -176,43 +200,73 @@ void gemm_kernel(const Config& cfg, bool swiglu, const KernelVariant& var) {
   // + i)], element (o, i) from src[off + (o0 + o) * os + (i0 + i) * is], 0 where o0 + o >=
   // o_end or i0 + i >= i_end. Rows contiguous in memory (is = 1) go as asynchronous 8-element
   // (16-byte) copies, the part past the ends zero-filled; other strides element by element.
+  // `base` (a stage's first element) is a multiple of the swizzle's period, so it is added
+  // outside the swizzle: swizzle(base + x) = base + swizzle(x) (checked below for every tile).
+  // `k_outer`: the K step's start is o0 (B row-major, staged as BK rows), else i0.
   auto stage_block = [&](const Buffer& src, const TgBuffer& tg, Expr base, uint32_t outer, uint32_t inner, Expr o0,
-                         Expr o_end, Expr i0, Expr i_end, Expr off, Expr os, Expr is) {
+                         Expr o_end, Expr i0, Expr i_end, Expr off, Expr os, Expr is, bool k_outer) {
     const Swizzle sw = staged_swizzle(inner);
-    if_(is == 1u, [&] {
-      for_(local_id(0), outer * inner / 8, group_size(0), [&](Expr ch) {
-        Expr o = ch / (inner / 8);
-        Expr i = (ch % (inner / 8)) * 8u;
-        Expr go = o0 + o;
-        Expr gi = i0 + i;
-        Expr valid = select((go < o_end) && (gi < i_end), min(i_end - gi, 8u), 0u);
-        async_copy(tg[swizzle(sw, base + o * inner + i)], src[off + go * os + gi], 8, valid);
+    const uint32_t period = 1u << (sw.bits + sw.base + sw.shift);
+    if (A_STAGE % period != 0 || B_STAGE % period != 0)
+      throw Error("iron_gemm " + cfg.name() + ": a stage of " + std::to_string(A_STAGE) + " / " +
+                  std::to_string(B_STAGE) + " elements is not a multiple of the swizzle's period " +
+                  std::to_string(period));
+    if_(full == 1u, [&] {
+      // Whole aligned rows (`full`): no tails, and the source index provably a multiple of 8,
+      // so the copies need no run-time check: the part fixed over the K loop with its low bits
+      // cleared (a multiple of 8 already when `full` holds), plus the K step's offset (kb, a
+      // multiple of 32: k0 = split * kc, kc declared a multiple of 32), times the row stride
+      // when K runs along the rows.
+      // A constant trip count (group_size is a compile-time constant), so the copies unroll into
+      // straight-line code whose addresses, all but the K offset, the compiler keeps across steps.
+      const uint32_t chunks = outer * inner / 8;
+      for_(0u, (chunks + group_size(0) - 1u) / group_size(0), [&](Expr r) {
+        Expr ch = local_id(0) + r * group_size(0);
+        if_(ch < chunks, [&] {
+          Expr o = ch / (inner / 8);
+          Expr i = (ch % (inner / 8)) * 8u;
+          Expr at = k_outer ? ((off + o * os + i0 + i) & 0xfffffff8u) + o0 * os
+                            : ((off + (o0 + o) * os + i) & 0xfffffff8u) + i0;
+          async_copy(tg[base + swizzle(sw, o * inner + i)], src[at], 8, 8u);  // whole: valid = count
+        });
       });
     }).else_([&] {
-      // Consecutive threads along the outer dimension, the contiguous one of a column-major A.
-      for_(local_id(0), outer * inner, group_size(0), [&](Expr e) {
-        Expr o = e % outer;
-        Expr i = e / outer;
-        Expr go = o0 + o;
-        Expr gi = i0 + i;
-        Expr ok = (go < o_end) && (gi < i_end);
-        Expr at = select(ok, off + go * os + gi * is, 0u);
-        tg[swizzle(sw, base + o * inner + i)] = cast<T>(select(ok, cast<f32>(src[at]), 0.0f));
+      if_(is == 1u, [&] {
+        for_(local_id(0), outer * inner / 8, group_size(0), [&](Expr ch) {
+          Expr o = ch / (inner / 8);
+          Expr i = (ch % (inner / 8)) * 8u;
+          Expr go = o0 + o;
+          Expr gi = i0 + i;
+          Expr valid = select((go < o_end) && (gi < i_end), min(i_end - gi, 8u), 0u);
+          async_copy(tg[base + swizzle(sw, o * inner + i)], src[off + go * os + gi], 8, valid);
+        });
+      }).else_([&] {
+        // Consecutive threads along the outer dimension, the contiguous one of a column-major A.
+        for_(local_id(0), outer * inner, group_size(0), [&](Expr e) {
+          Expr o = e % outer;
+          Expr i = e / outer;
+          Expr go = o0 + o;
+          Expr gi = i0 + i;
+          Expr ok = (go < o_end) && (gi < i_end);
+          Expr at = select(ok, off + go * os + gi * is, 0u);
+          tg[base + swizzle(sw, o * inner + i)] = cast<T>(select(ok, cast<f32>(src[at]), 0.0f));
+        });
       });
     });
   };
+
   // Stages K step `step` into stage `stage`: A as BM rows of BK, B as BK rows of BN (b_col 0)
   // or BN rows of BK, then commits the thread's copies.
   auto stage_tiles = [&](Expr step, Expr stage) {
     Expr kb = k0 + step * BK;
-    stage_block(a, as, stage * A_STAGE, BM, BK, row0, m, kb, k1, a_off, a_rs, a_cs);
+    stage_block(a, as, stage * A_STAGE, BM, BK, row0, m, kb, k1, a_off, a_rs, a_cs, false);
     for (uint32_t which = 0; which < (swiglu ? 2u : 1u); ++which) {
       const Buffer& src = which == 0 ? b : b2;
       const uint32_t base = which == 0 ? 0 : B2_BASE;
       if_(b_col == 0u, [&] {
-        stage_block(src, bs, base + stage * B_STAGE, BK, BN, kb, k1, col0, n, b_off, b_rs, b_cs);
+        stage_block(src, bs, base + stage * B_STAGE, BK, BN, kb, k1, col0, n, b_off, b_rs, b_cs, true);
       }).else_([&] {
-        stage_block(src, bs, base + stage * B_STAGE, BN, BK, col0, n, kb, k1, b_off, b_cs, b_rs);
+        stage_block(src, bs, base + stage * B_STAGE, BN, BK, col0, n, kb, k1, b_off, b_cs, b_rs, false);
       });
     }
     async_commit();
@@ -350,18 +404,21 @@ void gemm_reduce(bool swiglu, const KernelVariant& var) {
   });
 }
 
-// The block tiles: 128 x 128 with 8 lane groups of 64 x 32 (large products; 128 x 256 with 64 x
-// 64 warp tiles measured slower on the H200: one block per SM), 64 x 64 with 4 of 32 x 32
+// The block tiles: 128 x 128 x 64 with 8 lane groups of 64 x 32 (large products; BK = 64 measured
+// 3.6-8.4% faster than 32 on the H200; 128 x 256 with 64 x 64 warp tiles slower: one block per SM), 64 x 64 with 4 of 32 x 32
 // (medium), 32 x 32 with 4 of 16 x 16 (small products, lavapipe's 32 KiB). Decode rows (m <= 16
 // against a [n, k] weight) have their own kernel, gemm_decode.cpp.
-constexpr Config kLarge{128, 128, 32, 64, 32};
+constexpr Config kLarge{128, 128, 64, 64, 32};
+// The fused SwiGLU kernel keeps BK = 32: two B operands staged (72 KiB), and on the software tile
+// path (HIP) its fragments at BK = 64 pass clang's stack frame limit.
+constexpr Config kLargeSwiglu{128, 128, 32, 64, 32};
 constexpr Config kMedium{64, 64, 32, 32, 32};
 constexpr Config kSmall{32, 32, 32, 16, 16};
 
 }  // namespace
 
 static void gemm_large(const KernelVariant& v) { gemm_kernel(kLarge, false, v); }
-static void gemm_large_swiglu(const KernelVariant& v) { gemm_kernel(kLarge, true, v); }
+static void gemm_large_swiglu(const KernelVariant& v) { gemm_kernel(kLargeSwiglu, true, v); }
 static void gemm_medium(const KernelVariant& v) { gemm_kernel(kMedium, false, v); }
 static void gemm_medium_swiglu(const KernelVariant& v) { gemm_kernel(kMedium, true, v); }
 static void gemm_small(const KernelVariant& v) { gemm_kernel(kSmall, false, v); }
@@ -371,7 +428,7 @@ static void gemm_reduce_swiglu(const KernelVariant& v) { gemm_reduce(true, v); }
 #define IRON_GEMM_OUT ::iron::type_axis("OUT", {::iron::DType::F32, ::iron::DType::F16, ::iron::DType::BF16})
 #define IRON_GEMM_OUT16 ::iron::type_axis("OUT", {::iron::DType::F16, ::iron::DType::BF16})
 
-IRON_KERNEL_VARIANTS(iron_gemm_128x128x32_w64x32, gemm_large, Reduction, (f16, bf16), "s{S}_{OUT}",
+IRON_KERNEL_VARIANTS(iron_gemm_128x128x64_w64x32, gemm_large, Reduction, (f16, bf16), "s{S}_{OUT}",
                      ::iron::int_axis("S", {3}), IRON_GEMM_OUT);
 IRON_KERNEL_VARIANTS(iron_gemm_128x128x32_w64x32_swiglu, gemm_large_swiglu, Reduction, (f16, bf16), "s{S}_{OUT}",
                      ::iron::int_axis("S", {3}), IRON_GEMM_OUT16);

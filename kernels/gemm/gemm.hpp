@@ -17,7 +17,7 @@ const char* epi_name(Epi e);  // "none", "bias", "silu", "gelu", "residual", "sw
 struct Config {
   uint32_t bm, bn, bk, wm, wn;
   uint32_t warps() const { return (bm / wm) * (bn / wn); }
-  std::string name() const;  // "128x128x32_w64x32"
+  std::string name() const;  // "128x128x64_w64x32"
 };
 
 // The staged A and B tiles are unpadded rows in threadgroup memory under an XOR swizzle of

@@ -234,6 +234,24 @@ IRON_TEST_KERNEL(iron_gemm, large_tile_m130_n136_k150, {bf16}) {
 IRON_TEST_KERNEL(iron_gemm, large_tile_m130_n136_k150_colmajor_a, {f16}) {
   return gemm_case(dt, {130, 136, 150, true, false, 0, 0, 0, 0, Epi::None, 1, 1, 0, 0, false});
 }
+// Whole aligned blocks (gemm_for's `full`: no tails, strides and offsets multiples of 8): the
+// copies' unguarded path with its split index arithmetic, on every tile and both B layouts,
+// one split and two (k0 = split * kc inside the copies' K offset).
+IRON_TEST_KERNEL(iron_gemm, full_large_m128_n256_k64_weight_strided, {bf16}) {
+  return gemm_case(dt, {128, 256, 64, false, true, 72, 80, 8, 16, Epi::Bias, 3, 1, 0, 0, false});
+}
+IRON_TEST_KERNEL(iron_gemm, full_large_m256_n128_k96_strided, {f16}) {
+  return gemm_case(dt, {256, 128, 96, false, false, 104, 136, 16, 8, Epi::None, 1, 1, 0, 0, false});
+}
+IRON_TEST_KERNEL(iron_gemm, full_medium_m64_n128_k128_split2, {bf16}) {
+  return gemm_case(dt, {64, 128, 128, false, true, 0, 0, 0, 0, Epi::None, 1, 2, 1, 0, false});
+}
+IRON_TEST_KERNEL(iron_gemm, full_small_m32_n64_k192_split3_strided, {f16}) {
+  return gemm_case(dt, {32, 64, 192, false, false, 200, 72, 8, 24, Epi::Residual, 1, 3, 2, 0, false});
+}
+IRON_TEST_KERNEL(iron_gemm, full_small_m32_n32_k128_weight_split2, {bf16}) {
+  return gemm_case(dt, {32, 32, 128, false, true, 0, 0, 0, 0, Epi::None, 1, 2, 2, 0, false});
+}
 // The large tile's fused SwiGLU kernel (two products per 64x32 warp tile), B a weight.
 IRON_TEST_KERNEL(iron_gemm, large_tile_swiglu_m130_n260_k70, {bf16}) {
   return gemm_case(dt, {130, 260, 70, false, true, 0, 0, 0, 0, Epi::Swiglu, 0, 1, 0, 0, false});
@@ -296,6 +314,11 @@ IRON_BENCH(iron_gemm, m8_n14336_k4096, {bf16, 1e-2}) { return gemm_bench(dt, 8, 
 IRON_BENCH(iron_gemm, m16_n14336_k4096, {bf16, 1e-2}) { return gemm_bench(dt, 16, 14336, 4096, true); }
 IRON_BENCH(iron_gemm, m2048_n14336_k4096, {bf16, 1e-2}) { return gemm_bench(dt, 2048, 14336, 4096); }
 IRON_BENCH(iron_gemm, m4096_n4096_k4096, {bf16, 1e-2}, {f16, 2e-3}) { return gemm_bench(dt, 4096, 4096, 4096); }
+// The large shapes against a linear layer's weight W [N, K] (B column-major, staged as BN rows of
+// BK), and 8192^3 (B row-major).
+IRON_BENCH(iron_gemm, m2048_n14336_k4096_wt, {bf16, 1e-2}) { return gemm_bench(dt, 2048, 14336, 4096, true); }
+IRON_BENCH(iron_gemm, m4096_n4096_k4096_wt, {bf16, 1e-2}) { return gemm_bench(dt, 4096, 4096, 4096, true); }
+IRON_BENCH(iron_gemm, m8192_n8192_k8192, {bf16, 1e-2}) { return gemm_bench(dt, 8192, 8192, 8192); }
 // The same call as gemm_for serves it by default: on CUDA with cuBLASLt, the library step.
 IRON_BENCH(iron_gemm, m4096_n4096_k4096_routed, {bf16, 1e-2}) { return gemm_bench(dt, 4096, 4096, 4096, false, true); }
 

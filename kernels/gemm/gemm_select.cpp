@@ -39,8 +39,11 @@ namespace iron::kernels::gemm {
 
 namespace {
 
-constexpr Config kConfigs[3] = {{128, 128, 32, 64, 32}, {64, 64, 32, 32, 32}, {32, 32, 32, 16, 16}};
+constexpr Config kConfigs[3] = {{128, 128, 64, 64, 32}, {64, 64, 32, 32, 32}, {32, 32, 32, 16, 16}};
 constexpr uint32_t kStages[3] = {3, 3, 2};
+// The large tile's fused SwiGLU kernel stages 32-deep K steps (gemm.cpp, kLargeSwiglu); kc is a
+// multiple of 64 there, so of its BK too.
+constexpr Config kLargeSwiglu{128, 128, 32, 64, 32};
 
 uint64_t ceil_div(uint64_t a, uint64_t b) { return (a + b - 1) / b; }
 
@@ -297,6 +300,12 @@ static LaunchPlan gemm_for(const Call& call, const DeviceInfo& dev) {
     cfg_index = large >= units ? 0 : 1;
     why = num(int64_t(large)) + " blocks of 128x128 " + (large >= units ? ">=" : "<") + " " + num(units) + " compute units";
   }
+  // The 128x128 tile's 96 KiB of staging where the device has less (sm_75's 64 KiB): the 64x64.
+  if (cfg_index == 0 && !call.has("tile") && threadgroup_bytes(kConfigs[0], kStages[0], false) > shared) {
+    cfg_index = 1;
+    why += "; the 128x128 tile's " + num(int64_t(threadgroup_bytes(kConfigs[0], kStages[0], false))) +
+           " B of threadgroup memory do not fit: 64x64";
+  }
   const Config cfg = kConfigs[cfg_index];
   uint32_t stages = kStages[cfg_index];
   if (call.has("stages") && shared >= 64 * 1024) {
@@ -338,13 +347,21 @@ static LaunchPlan gemm_for(const Call& call, const DeviceInfo& dev) {
   // The 64x64 tile's 2- and 4-stage kernels are a family of their own (f32 output only).
   const std::string stage_part = std::string(cfg_index == 1 && stages != 3 ? "stages_" : "") + "s" + num(stages) + "_";
   const bool swiglu = epi == Epi::Swiglu;
+  // Every staged row whole and 16-byte aligned (the kernels' `full`): A row-major, no tails in
+  // m, n or any split's K range, strides and offsets multiples of 8 elements.
+  const bool full = !a_trans && m % cfg.bm == 0 && n % cfg.bn == 0 && k % kc == 0 && lda % 8 == 0 &&
+                    ldb % 8 == 0 && a_off % 8 == 0 && b_off % 8 == 0;
   // One kernel when there is one split and the tile fuses the epilogue: the 128x128, 64x64 and
   // 32x32 tiles fuse every epilogue at every output dtype, except SwiGLU (two products live),
   // which the 128x128 and 64x64 tiles fuse at f16/bf16 outputs on devices with 64 KiB of
   // threadgroup memory or more (not lavapipe, whose tile fragments live in it). The 64x64
   // tile's 2- and 4-stage kernels have f32 outputs only.
   const bool direct =
-      splits == 1 && (cfg_index <= 1 ? !(swiglu && (shared < 64 * 1024 || out == DType::F32)) : !swiglu) &&
+      splits == 1 &&
+      (cfg_index <= 1
+           ? !(swiglu && (shared < 64 * 1024 || out == DType::F32 ||
+                          threadgroup_bytes(cfg_index == 0 ? kLargeSwiglu : cfg, stages, true) > shared))
+           : !swiglu) &&
       (stages == 3 || cfg_index != 1 || out == DType::F32);
   Constexprs scalars{{"m", uint32_t(m)},
                      {"n", uint32_t(n)},
@@ -359,12 +376,14 @@ static LaunchPlan gemm_for(const Call& call, const DeviceInfo& dev) {
                      {"b_len", uint32_t(b_len)},
                      {"splits", uint32_t(splits)},
                      {"kc", uint32_t(kc)},
-                     {"b_col", uint32_t(b_trans ? 1 : 0)}};
+                     {"b_col", uint32_t(b_trans ? 1 : 0)},
+                     {"full", uint32_t(full ? 1 : 0)}};
   const Dim3 grid{uint32_t(ceil_div(uint64_t(n), cfg.bn)), uint32_t(ceil_div(uint64_t(m), cfg.bm)), uint32_t(splits)};
   if (grid.x > dev.max_grid.x || grid.y > dev.max_grid.y || grid.z > dev.max_grid.z)
     throw Error("grid " + num(grid.x) + "x" + num(grid.y) + "x" + num(grid.z) + " exceeds the device's limits");
   if (direct) {
-    LaunchStep step{tile_name + (swiglu ? "swiglu_" : "") + stage_part + dtype_name(out), grid, {threads, 1, 1}, scalars, {}};
+    const std::string name = swiglu ? "iron_gemm_" + (cfg_index == 0 ? kLargeSwiglu : cfg).name() + "_swiglu_" : tile_name;
+    LaunchStep step{name + stage_part + dtype_name(out), grid, {threads, 1, 1}, scalars, {}};
     if (!swiglu) epilogue(step.constexprs, step.bind, true, out, plan);
     plan.steps.push_back(step);
     plan.reason = why + "; one split: " + cfg.name() + " with the " + epi_name(epi) + " epilogue fused" + vendor_note;

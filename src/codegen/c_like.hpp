@@ -4,6 +4,7 @@
 // An op a dialect cannot spell is reported through `unsupported`, located, and emission goes on.
 #pragma once
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <set>
@@ -12,6 +13,7 @@
 #include <vector>
 
 #include "codegen/codegen.hpp"
+
 #include "core/ir.hpp"
 
 namespace iron::codegen {
@@ -62,6 +64,13 @@ struct EmitState {
   std::map<ir::Id, int> tile_slot;
   int tile_slots = 0;
   std::set<ir::Id> tile_in_place;
+  // The text of a value as the emitter refers to it (its register, or a fused value's whole
+  // expression), for a tile op that spells parts of an operand's arithmetic itself.
+  std::function<std::string(ir::Id)> value_text;
+  // Set by the emitter for the async_copy being emitted: both of its addresses are provably
+  // aligned to the copy's size (the arrays' alignment and the indices' known multiples), so the
+  // dialect needs no run-time alignment check.
+  bool async_copy_aligned = false;
 
   DType concrete(DType t) const { return ir::resolve(t, dtype); }
   // Emission is scalar: the verifier has rejected vector, fragment and token values.
@@ -300,8 +309,13 @@ void tile_op(EmitState& s, const Dialect& d, ir::Id id, const std::vector<std::s
 void plan_glsl_tiles(EmitState& s);
 // The element index a tile load reads for element (r, c) of its fragment (row and column
 // spellings), with its column-major flag and swizzle applied (docs/semantics.md "Tile layouts").
+// log2 of the largest power of two every value of `id` is known to be a multiple of (32: zero),
+// from the u32 arithmetic that computes it; 0 when nothing is known (tiles.cpp).
+uint32_t known_pow2(const ir::Kernel& k, ir::Id id, int depth = 0);
+// `outer`, when given, is a part of the offset that is a multiple of the swizzle's period
+// 2^(base + shift + bits), added outside the swizzle: swizzle(P + x) = P + swizzle(x) for such P.
 std::string tile_load_index(const ir::Inst& in, const std::string& off, const std::string& stride,
-                            const std::string& r, const std::string& c);
+                            const std::string& r, const std::string& c, const std::string& outer = {});
 void glsl_tile_var_op(EmitState& s, const Dialect& d, ir::Id id, std::vector<std::string>& lines);
 
 std::unique_ptr<Dialect> make_cuda_dialect();

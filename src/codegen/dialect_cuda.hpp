@@ -258,7 +258,7 @@ class CudaDialect : public Dialect {
   // bypasses L1; 4 or 8: .ca), with the source size min(valid, count) elements so the rest is
   // zero-filled; otherwise, and below sm_80 (and on HIP), a byte copy now, which is complete
   // before any wait.
-  bool async_copy(EmitState&, const std::string& tg, const std::string& dst, const ir::Param& p, const std::string& src,
+  bool async_copy(EmitState& s, const std::string& tg, const std::string& dst, const ir::Param& p, const std::string& src,
                   const std::string& valid, int64_t count, size_t elem_bytes,
                   std::vector<std::string>& lines) const override {
     const std::string c = std::to_string(count), bytes = std::to_string(uint64_t(count) * elem_bytes);
@@ -268,6 +268,21 @@ class CudaDialect : public Dialect {
     lines.push_back("  unsigned char* iron_d = (unsigned char*)&" + tg + "[" + dst + "];");
     lines.push_back("  const unsigned char* iron_s = (const unsigned char*)(" + param_name(p) + " + (iron_n ? " + src +
                     " : 0u));");
+    const std::string cp = "asm volatile(\"cp.async." + std::string(bytes == "16" ? "cg" : "ca") +
+                           ".shared.global [%0], [%1], " + bytes +
+                           ", %2;\\n\" :: \"r\"((unsigned)__cvta_generic_to_shared(iron_d)), \"l\"(iron_s), "
+                           "\"r\"(iron_n) : \"memory\");";
+    if (s.async_copy_aligned) {
+      // Both addresses provably aligned (EmitState::async_copy_aligned): no run-time check.
+      lines.push_back("#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800");
+      lines.push_back("  " + cp);
+      lines.push_back("#else");
+      lines.push_back("  for (unsigned iron_b = 0u; iron_b < " + bytes +
+                      "u; ++iron_b) iron_d[iron_b] = iron_b < iron_n ? iron_s[iron_b] : (unsigned char)0;");
+      lines.push_back("#endif");
+      lines.push_back("}");
+      return true;
+    }
     lines.push_back("#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800");
     lines.push_back("  if ((((unsigned long long)iron_d | (unsigned long long)iron_s) & " +
                     std::to_string(uint64_t(count) * elem_bytes - 1) + "ull) == 0ull) {");

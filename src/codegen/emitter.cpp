@@ -746,6 +746,20 @@ struct Emitter {
         const int64_t count = in.attr(ir::Attr::Count);
         const std::string tg = d.tg_name(s.k, s.k.insts[in.operands[0]]);
         std::vector<std::string> lines;
+        {
+          // Both addresses provably aligned to the copy's size: the array's alignment and the
+          // buffer's (assumed_align: checked at dispatch), and the indices' known multiples.
+          const uint64_t bytes = uint64_t(count) * dtype_size(et);
+          uint32_t need = 0;
+          while ((uint64_t(1) << need) < bytes) ++need;
+          uint32_t elem_log2 = 0;
+          while ((size_t(1) << elem_log2) < dtype_size(et)) ++elem_log2;
+          const ir::Inst& alloc = s.k.insts[in.operands[0]];
+          const uint64_t tg_align = alloc.has(ir::Attr::Align) ? uint64_t(alloc.attr(ir::Attr::Align)) : 0;
+          s.async_copy_aligned = tg_align >= bytes && ir::assumed_align(p) >= bytes &&
+                                 known_pow2(s.k, in.operands[1]) + elem_log2 >= need &&
+                                 known_pow2(s.k, in.operands[2]) + elem_log2 >= need;
+        }
         if (!d.async_copy(s, tg, index(in.operands[1]), p, index(in.operands[2]), arg(3), count, dtype_size(et), lines)) {
           // A plain copy: element e from the buffer when e < valid, else 0.
           const std::string zero = is_float(et) ? std::string("0.0") + d.float_suffix() : d.convert(et, "0");
@@ -957,6 +971,7 @@ Emitted emit(const ir::Kernel& k, Instantiation dtype, const TargetProfile& prof
   }
   // The body first: it records the helpers the prelude must define.
   Emitter e{s, *d, {}, {}, {}, {}, {}, {}};
+  s.value_text = [&e](ir::Id id) { return e.v(id); };
   {
     std::vector<uint32_t> uses(k.insts.size(), 0);
     ir::walk(k, [&](ir::Id id) {

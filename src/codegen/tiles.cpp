@@ -84,7 +84,7 @@ VkMma vk_mma_from_env() {
 // from the u32 arithmetic that computes it (constants, products, sums, shifts by constants,
 // XOR / OR / AND, selects, scalars declared multiple_of); 0 when nothing is known. Multiples
 // of 2^t stay multiples under wrapping u32 arithmetic.
-static uint32_t known_pow2(const ir::Kernel& k, ir::Id id, int depth) {
+uint32_t known_pow2(const ir::Kernel& k, ir::Id id, int depth) {
   if (id >= k.insts.size() || depth > 24) return 0;
   const ir::Inst& in = k.insts[id];
   if (!in.type.is_scalar() || (in.type.elem() != DType::U32 && in.type.elem() != DType::I32)) return 0;
@@ -117,14 +117,34 @@ static uint32_t known_pow2(const ir::Kernel& k, ir::Id id, int depth) {
 }
 
 std::string tile_load_index(const ir::Inst& in, const std::string& off, const std::string& stride,
-                            const std::string& r, const std::string& c) {
+                            const std::string& r, const std::string& c, const std::string& outer) {
   const bool cm = in.has(ir::Attr::ColMajor) && in.attr(ir::Attr::ColMajor) == 1;
   std::string idx = "(" + off + " + " + (cm ? c : r) + " * " + stride + " + " + (cm ? r : c) + ")";
   if (!in.has(ir::Attr::Swizzle)) return idx;
   const int64_t code = in.attr(ir::Attr::Swizzle);
   const int64_t bits = code / 100, base = code / 10 % 10, shift = code % 10;
-  return "(" + idx + " ^ (((" + idx + " >> " + std::to_string(base + shift) + "u) & " + std::to_string((1 << bits) - 1) +
-         "u) << " + std::to_string(base) + "u))";
+  const std::string swz = "(" + idx + " ^ (((" + idx + " >> " + std::to_string(base + shift) + "u) & " +
+                          std::to_string((1 << bits) - 1) + "u) << " + std::to_string(base) + "u))";
+  return outer.empty() ? swz : "(" + outer + " + " + swz + ")";
+}
+
+// A swizzled tile load's offset split into the terms of its sum that are multiples of the
+// swizzle's period 2^(base + shift + bits) (`outer`) and the rest (`inner`). Adding such a term
+// leaves the low base + shift + bits bits of the index alone, so swizzle(P + x) = P + swizzle(x)
+// in wrapping u32 arithmetic: the outer terms (a stage's base, a warp tile's rows) are added
+// outside the swizzle, and the swizzle of a lane's row address depends on the inner terms only,
+// which a K loop usually keeps fixed (the compiler computes it once).
+static void split_swizzle_offset(const ir::Kernel& k, ir::Id id, uint32_t period_log2, std::vector<ir::Id>& outer,
+                                 std::vector<ir::Id>& inner, int depth) {
+  const ir::Inst& in = k.insts[id];
+  const bool u32_add = in.op == ir::Op::Add && in.type.is_scalar() && in.type.elem() == DType::U32 &&
+                       in.operands.size() == 2 && depth < 16;
+  if (u32_add) {
+    split_swizzle_offset(k, in.operands[0], period_log2, outer, inner, depth + 1);
+    split_swizzle_offset(k, in.operands[1], period_log2, outer, inner, depth + 1);
+    return;
+  }
+  (known_pow2(k, id, 0) >= period_log2 ? outer : inner).push_back(id);
 }
 
 namespace {
@@ -938,7 +958,25 @@ void tile_op(EmitState& s, const Dialect& d, ir::Id id, const std::vector<std::s
       const DType elem = s.concrete(in.type);
       // A threadgroup element reads as a TgLoad does: a 16-bit array holds 16-bit values (widened
       // exactly), an array f32 atomics act on holds words.
-      const std::string idx = tile_load_index(in, off, stride, "r", "c");
+      // A swizzled threadgroup load adds the offset's terms that are multiples of the swizzle's
+      // period outside it (split_swizzle_offset).
+      std::string inner_off = off, outer_off;
+      if (tg && in.has(ir::Attr::Swizzle) && s.value_text) {
+        const int64_t code = in.attr(ir::Attr::Swizzle);
+        std::vector<ir::Id> outer, inner;
+        split_swizzle_offset(s.k, in.operands[1], uint32_t(code / 100 + code / 10 % 10 + code % 10), outer, inner, 0);
+        if (!outer.empty()) {
+          auto sum = [&](const std::vector<ir::Id>& ids) {
+            if (ids.empty()) return std::string("0u");
+            std::string t = "(";
+            for (size_t i = 0; i < ids.size(); ++i) t += (i ? " + " : "") + s.value_text(ids[i]);
+            return t + ")";
+          };
+          outer_off = sum(outer);
+          inner_off = sum(inner);
+        }
+      }
+      const std::string idx = tile_load_index(in, inner_off, stride, "r", "c", outer_off);
       std::string read;
       if (!tg) {
         read = d.load(s, s.k.params[in.param()], idx);
@@ -972,8 +1010,8 @@ void tile_op(EmitState& s, const Dialect& d, ir::Id id, const std::vector<std::s
         plain.attrs.clear();
         if (in.has(ir::Attr::Swizzle)) plain.set(ir::Attr::Swizzle, in.attr(ir::Attr::Swizzle));
         const std::string call = "iron_tile_ldmatrix" + sfx + "(" + reg + ", &" + arr + "[" +
-                                 tile_load_index(plain, off, stride, "iron_tile_ldm_row" + sfx + "()",
-                                                 "iron_tile_ldm_col" + sfx + "()") +
+                                 tile_load_index(plain, inner_off, stride, "iron_tile_ldm_row" + sfx + "()",
+                                                 "iron_tile_ldm_col" + sfx + "()", outer_off) +
                                  "]);";
         // Offset and stride provably multiples of 8 (the arithmetic computing them, known_pow2)
         // in an array declared 16-byte aligned: ldmatrix with no run-time check.

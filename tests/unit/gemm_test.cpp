@@ -194,10 +194,10 @@ TEST(GemmSelector, SmallShapesSplitK) {
 TEST(GemmSelector, LargePrefillOneKernel) {
   const DeviceInfo d = h200();
   LaunchPlan p = gemm(d, 2048, 14336, 4096, {{"vendor", 0}});
-  EXPECT_EQ(p.describe(), "iron_gemm_128x128x32_w64x32_s3_bf16 grid 112x16x1 tg 256x1x1");
+  EXPECT_EQ(p.describe(), "iron_gemm_128x128x64_w64x32_s3_bf16 grid 112x16x1 tg 256x1x1");
   EXPECT_NE(p.reason.find("vendor = 0: Iron's kernels, not cuBLASLt"), std::string::npos) << p.reason;
   p = gemm(d, 4096, 4096, 4096, {{"epi", 2}});
-  EXPECT_EQ(p.describe(), "iron_gemm_128x128x32_w64x32_s3_bf16 grid 32x32x1 tg 256x1x1");
+  EXPECT_EQ(p.describe(), "iron_gemm_128x128x64_w64x32_s3_bf16 grid 32x32x1 tg 256x1x1");
   EXPECT_EQ(p.steps[0].constexprs.at("epi").as_double(), 2);  // SiLU: a specialized scalar
   EXPECT_EQ(p.steps[0].constexprs.at("bias_len").as_double(), 4096);
   // SwiGLU fused: one kernel reads b and b2.
@@ -210,11 +210,34 @@ TEST(GemmSelector, LargePrefillOneKernel) {
   // partials and the reduce (one split).
   p = gemm(d, 2048, 14336, 4096, {{"epi", 1}, {"out", 1}});
   ASSERT_EQ(p.steps.size(), 1u);
-  EXPECT_EQ(p.steps[0].kernel, "iron_gemm_128x128x32_w64x32_s3_f32");
+  EXPECT_EQ(p.steps[0].kernel, "iron_gemm_128x128x64_w64x32_s3_f32");
   p = gemm(d, 2048, 14336, 4096, {{"epi", 5}, {"out", 1}});
   ASSERT_EQ(p.steps.size(), 3u);
   EXPECT_EQ(p.steps[2].kernel, "iron_gemm_reduce_swiglu_f32");
   EXPECT_EQ(splits_of(p), 1u);
+}
+
+// `full` (the copies' unguarded, provably aligned path) only where every staged row is whole and
+// 16-byte aligned: each condition broken once turns it off.
+TEST(GemmSelector, FullBlocksOnlyWhereEveryRowIsWholeAndAligned) {
+  const DeviceInfo d = h200();
+  auto full = [&](uint32_t m, uint32_t n, uint32_t k, Constexprs extra) {
+    extra.insert_or_assign("vendor", 0);
+    LaunchPlan p = gemm(d, m, n, k, extra);
+    return p.steps[0].constexprs.at("full").as_double();
+  };
+  EXPECT_EQ(full(4096, 4096, 4096, {}), 1);
+  EXPECT_EQ(full(2048, 14336, 4096, {{"b_trans", 1}, {"ldb", 4104}, {"a_off", 8}, {"b_off", 16}}), 1);
+  EXPECT_EQ(full(4096, 4096, 4096, {{"splits", 4}}), 1);   // kc = 1024 divides k
+  EXPECT_EQ(full(4096, 4096, 4096, {{"splits", 3}}), 0);   // kc = 1376: the last split is short
+  EXPECT_EQ(full(4000, 4096, 4096, {}), 0);                // m not a multiple of 128
+  EXPECT_EQ(full(4096, 4000, 4096, {}), 0);                // n
+  EXPECT_EQ(full(4096, 4096, 4040, {}), 0);                // k not a multiple of 32
+  EXPECT_EQ(full(4096, 4096, 4096, {{"a_trans", 1}}), 0);  // A column-major: element copies
+  EXPECT_EQ(full(4096, 4096, 4096, {{"lda", 4100}}), 0);
+  EXPECT_EQ(full(4096, 4096, 4096, {{"ldb", 4100}}), 0);
+  EXPECT_EQ(full(4096, 4096, 4096, {{"a_off", 4}}), 0);
+  EXPECT_EQ(full(4096, 4096, 4096, {{"b_off", 1}}), 0);
 }
 
 // The vendor route: on CUDA, m, n, k >= 512 with no epilogue and C in f32 or T go to cuBLASLt
@@ -245,7 +268,7 @@ TEST(GemmSelector, VendorRouteForLargeDenseProducts) {
     ASSERT_EQ(bufs.size(), 3u);
     EXPECT_EQ(bufs[2].second, DType::F32);
   } else {
-    EXPECT_EQ(p.steps[0].kernel, "iron_gemm_128x128x32_w64x32_s3_f32");
+    EXPECT_EQ(p.steps[0].kernel, "iron_gemm_128x128x64_w64x32_s3_f32");
     EXPECT_NE(p.reason.find("is not available"), std::string::npos) << p.reason;
   }
   EXPECT_EQ(gemm(d, 4096, 4096, 4096).steps[0].library, have);
@@ -629,15 +652,15 @@ TEST(TgAlias, ViewsTakeTurnsAcrossABarrierAndLowerIntoTheBasesBytes) {
 
 // The GEMM's epilogue scratch is an alias of B's staging memory: no memory of its own.
 TEST(TgAlias, TheGemmEpilogueReusesTheStagingMemory) {
-  const ir::Kernel& k = kernel_ir("iron_gemm_128x128x32_w64x32_s3_bf16");
+  const ir::Kernel& k = kernel_ir("iron_gemm_128x128x64_w64x32_s3_bf16");
   size_t aliases = 0;
   for (ir::Id id : ir::threadgroup_aliases(k)) {
     ++aliases;
     EXPECT_EQ(k.strings[size_t(k.insts[ir::tg_alias_base(k, k.insts[id])].attr(ir::Attr::Name))], "bs");
   }
   EXPECT_EQ(aliases, 1u);
-  // 3 stages of A (128 x 32) and B (32 x 128) in bf16: 48 KiB, the scratch inside it.
-  EXPECT_EQ(ir::threadgroup_bytes(k, DType::BF16), 3u * (128 * 32 + 32 * 128) * 2);
+  // 3 stages of A (128 x 64) and B (64 x 128) in bf16: 96 KiB, the scratch inside it.
+  EXPECT_EQ(ir::threadgroup_bytes(k, DType::BF16), 3u * (128 * 64 + 64 * 128) * 2);
 }
 
 // The CUDA lowering: cp.async (16 bytes, .cg) with its run-time alignment check and the byte-copy
@@ -649,7 +672,7 @@ TEST(GemmCodegen, CudaCompilesThroughNvrtcDownEveryMmaPath) {
     codegen::CudaMma m;
     const char* arch;
   } cases[] = {{"iron_gemm_64x64x32_w32x32_s3_bf16", codegen::CudaMma::MmaSync, "sm_90"},
-               {"iron_gemm_128x128x32_w64x32_s3_f16", codegen::CudaMma::MmaSync, "sm_80"},
+               {"iron_gemm_128x128x64_w64x32_s3_f16", codegen::CudaMma::MmaSync, "sm_80"},
                {"iron_gemm_32x32x32_w16x16_s2_f32", codegen::CudaMma::Wmma, "sm_80"},
                {"iron_gemm_32x32x32_w16x16_s2_f32", codegen::CudaMma::Software, "sm_90"},
                {"iron_gemm_32x32x32_w16x16_s2_f16", codegen::CudaMma::Wmma, "sm_75"},
@@ -690,11 +713,13 @@ TEST(GemmMutation, KnownBadVariantsAreCaught) {
   std::vector<const TestDecl*> cases;
   for (const TestDecl* t : registered_tests())
     // Every staged layout: A and B row-major, both column-major, A column-major with B
-    // row-major, and A row-major with B column-major (a_col / b_col).
+    // row-major, and A row-major with B column-major (a_col / b_col); and whole aligned blocks
+    // (`full`, the copies' unguarded path) with B in either layout.
     for (const char* name : {"int_m37_n45_k170", "avalanche_m33_n40_k150_strided", "epi_gelu_fused", "epi_residual_fused",
-                             "epi_silu_fused"})
+                             "epi_silu_fused", "full_small_m32_n64_k192_split3_strided",
+                             "full_small_m32_n32_k128_weight_split2"})
       if (std::string(t->kernel) == "iron_gemm" && std::string(t->name) == name) cases.push_back(t);
-  ASSERT_EQ(cases.size(), 5u);
+  ASSERT_EQ(cases.size(), 7u);
   // The element-by-element staging path (an operand with neither stride 1) is one no gemm_for
   // call takes: its stores' lines are left out of the stride mutants below.
   std::set<std::string> element_path;
