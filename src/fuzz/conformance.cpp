@@ -636,11 +636,6 @@ TmaGeometry tma_geometry(DType t, uint32_t span) {
   g.at = (span ? 8 * span : 128) / g.es;  // one pattern (or 128 bytes) in
   return g;
 }
-// The swizzled element of box element o.
-uint64_t tma_swizzled(uint64_t o, const TmaGeometry& g) {
-  const uint64_t b = o * g.es;
-  return (g.span ? b ^ (((b >> 7) & (g.span / 16 - 1)) << 4) : b) / g.es;
-}
 // The coordinates of the four boxes: inside, or (edge) past every side of the tensor.
 std::vector<int32_t> tma_coords(const TmaGeometry& g, bool edge) {
   if (!edge) return {0, 0, int32_t(g.w), 0, int32_t(g.w / 2), int32_t(g.h), int32_t(g.W - g.w), int32_t(g.H - g.h)};
