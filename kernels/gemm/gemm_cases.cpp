@@ -240,11 +240,11 @@ IRON_TEST_KERNEL(iron_gemm, large_tile_m130_n136_k150_colmajor_a, {f16}) {
 IRON_TEST_KERNEL(iron_gemm, full_large_m128_n256_k64_weight_strided, {bf16}) {
   return gemm_case(dt, {128, 256, 64, false, true, 72, 80, 8, 16, Epi::Bias, 3, 1, 0, 0, false});
 }
-IRON_TEST_KERNEL(iron_gemm, full_large_m256_n128_k96_strided, {f16}) {
-  return gemm_case(dt, {256, 128, 96, false, false, 104, 136, 16, 8, Epi::None, 1, 1, 0, 0, false});
+IRON_TEST_KERNEL(iron_gemm, full_large_m128_n128_k64_strided, {f16}) {
+  return gemm_case(dt, {128, 128, 64, false, false, 72, 136, 16, 8, Epi::None, 1, 1, 0, 0, false});
 }
-IRON_TEST_KERNEL(iron_gemm, full_medium_m64_n128_k128_split2, {bf16}) {
-  return gemm_case(dt, {64, 128, 128, false, true, 0, 0, 0, 0, Epi::None, 1, 2, 1, 0, false});
+IRON_TEST_KERNEL(iron_gemm, full_medium_m64_n64_k128_split2, {bf16}) {
+  return gemm_case(dt, {64, 64, 128, false, true, 0, 0, 0, 0, Epi::None, 1, 2, 1, 0, false});
 }
 IRON_TEST_KERNEL(iron_gemm, full_small_m32_n64_k192_split3_strided, {f16}) {
   return gemm_case(dt, {32, 64, 192, false, false, 200, 72, 8, 24, Epi::Residual, 1, 3, 2, 0, false});
