@@ -5,6 +5,7 @@
 // dispatch validator guarantees are full (threadgroup size a multiple of the lane width).
 #pragma once
 
+#include <algorithm>
 #include <cctype>
 #include <climits>
 #include <cstdio>
@@ -222,7 +223,10 @@ class CudaDialect : public Dialect {
     // One region; byte offsets follow ir::threadgroup_bytes. Fixed-size arrays come first, so
     // their offsets are constants; the offset after an array sized at dispatch is computed from
     // the sizing parameter (the dispatch check has bounded the total, so 32 bits suffice).
-    out += "  extern __shared__ __align__(" + std::to_string(ir::kMaxThreadgroupAlign) + ") unsigned char iron_tg[];\n";
+    // The region starts on the largest alignment an array asks for (at least 128 bytes).
+    uint64_t region_align = 128;
+    for (ir::Id id : layout) region_align = std::max(region_align, ir::tg_alignment(k.insts[id], s.dtype));
+    out += "  extern __shared__ __align__(" + std::to_string(region_align) + ") unsigned char iron_tg[];\n";
     uint64_t at = 0;
     bool dynamic = false;
     for (ir::Id id : layout) {
