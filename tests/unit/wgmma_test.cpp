@@ -87,6 +87,8 @@ std::string trace_error(KernelBody body) {
 
 }  // namespace
 
+// coop_tile_wg_run traces to tile_wg_mma<333> on 1024-byte aligned arrays; a swizzle no wgmma
+// descriptor expresses, or none, is a trace-time error located at the call.
 TEST(WarpgroupTiles, TheDslRefusesLayoutsNoDescriptorExpressesAtTheCall) {
   ir::Kernel k = trace_kernel(KernelDecl{"wg_kernel", &wg_128, Mode::Reduction, {}, __FILE__, __LINE__});
   const std::string text = ir::print(k);
@@ -101,6 +103,8 @@ TEST(WarpgroupTiles, TheDslRefusesLayoutsNoDescriptorExpressesAtTheCall) {
 
 // --- The verifier ----------------------------------------------------------------------------
 
+// The text form round-trips; the verifier names a swizzle the descriptor cannot express, an array
+// aligned below 1024 bytes and mixed element types.
 TEST(WarpgroupTiles, TextRoundTripsAndTheVerifierNamesWhatADescriptorCannotExpress) {
   const fuzz::ConformanceCase c = wg_case("bf16.swz333");
   const std::string printed = ir::print(c.kernel);
@@ -168,6 +172,8 @@ TEST(WarpgroupTiles, AStagingSwizzleTheDescriptorDoesNotDescribeIsAWrongAnswer) 
   EXPECT_NE(fuzz::conformance_difference(c, out, false), "");
 }
 
+// Staging stores without fence_proxy_async before the barrier: the interpreter names the slot,
+// the storing thread and its line.
 TEST(WarpgroupTiles, AMissingAsyncProxyFenceIsALocatedError) {
   const fuzz::ConformanceCase c = wg_case("f16.swz233");
   std::string text = wg_text("f16.swz233");
@@ -178,6 +184,8 @@ TEST(WarpgroupTiles, AMissingAsyncProxyFenceIsALocatedError) {
   EXPECT_TRUE(has(e, "with no fence_proxy_async after the store (wgmma reads shared memory through the async proxy")) << e;
 }
 
+// Lane groups 2 .. 5 running the op, and a 96-thread group, break the warpgroup rule: the
+// interpreter names the lane groups.
 TEST(WarpgroupTiles, AWarpgroupIsFourLaneGroupsFromAMultipleOfFour) {
   const fuzz::ConformanceCase c = wg_case("bf16.swz133");
   const std::string text = wg_text("bf16.swz133");
@@ -195,6 +203,8 @@ TEST(WarpgroupTiles, AWarpgroupIsFourLaneGroupsFromAMultipleOfFour) {
   EXPECT_TRUE(has(e, "tile_wg_mma reached by lane groups 0, 1, 2 of 3")) << e;
 }
 
+// An operand start past the first 128-byte row of its swizzle atom, or not 16-byte aligned, is an
+// error (a descriptor with base offset 0 would read another layout).
 TEST(WarpgroupTiles, AnOperandStartOffTheDescriptorGridIsAnError) {
   const fuzz::ConformanceCase c = wg_case("bf16.swz333");
   const std::string text = wg_text("bf16.swz333");
