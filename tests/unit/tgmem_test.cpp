@@ -245,10 +245,10 @@ TEST(TgLayout, VerifierAndParserRejectBadAttributes) {
     return std::string("kernel k mode=Reduction {\n  param n: scalar<u32>\n  param f: scalar<f32>\n"
                        "  param out: out buf<f32> extent=n\n") + line + "}\n";
   };
-  EXPECT_PRED_FORMAT2(testing::IsSubstring, "threadgroup alignment 24 is not a power of two from 1 to 128 bytes",
+  EXPECT_PRED_FORMAT2(testing::IsSubstring, "threadgroup alignment 24 is not a power of two from 1 to 1024 bytes",
                       verify_text(ir::parse(with("  %0 = tg_alloc<a, 4, align=24> : f32\n"))));
-  EXPECT_PRED_FORMAT2(testing::IsSubstring, "threadgroup alignment 256 is out of range",
-                      test::parse_error(with("  %0 = tg_alloc<a, 4, align=256> : f32\n")));
+  EXPECT_PRED_FORMAT2(testing::IsSubstring, "threadgroup alignment 2048 is out of range",
+                      test::parse_error(with("  %0 = tg_alloc<a, 4, align=2048> : f32\n")));
   EXPECT_PRED_FORMAT2(testing::IsSubstring, "sized by 'f', which is not a u32 or i32 scalar parameter",
                       verify_text(ir::parse(with("  %0 = tg_alloc<a, 4, count_param=f> : f32\n"))));
   EXPECT_PRED_FORMAT2(testing::IsSubstring, "sized by 'out', which is not a u32 or i32 scalar parameter",
