@@ -6,6 +6,8 @@
 // targets' refusal by name.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -19,8 +21,10 @@
 
 #include "codegen/codegen.hpp"
 #include "core/ir.hpp"
+#include "core/numeric.hpp"
 #include "fuzz/conformance.hpp"
 #include "fuzz/random_program.hpp"
+#include "passes/interpreter.hpp"
 #include "passes/pass.hpp"
 #include "runtime/device.hpp"
 
@@ -350,6 +354,164 @@ TEST(WarpgroupTiles, NvrtcCompilesWgmmaForSm90aAndTheSassShowsHgmma) {
   for (codegen::CudaMma m : {codegen::CudaMma::Wmma, codegen::CudaMma::Software}) {
     r = rt::nvrtc_compile(cuda(c, m), c.kernel.name, "sm_90a");
     EXPECT_TRUE(r.ok) << codegen::cuda_mma_name(m) << "\n" << r.log.substr(0, 3000);
+  }
+}
+
+// --- A small GEMM down the warpgroup op ---------------------------------------------------------
+
+namespace {
+
+// C[256, 32] = A[256, 256] x W[32, 256]^T in bf16 with f32 accumulation: one 128 x 16 block of C
+// per threadgroup of 256 threads (two warpgroups, 8 warps of 16 rows), K in stages of 64 staged
+// by 16-byte asynchronous copies into 128-byte swizzled rows, then fence_proxy_async and a
+// barrier, then four tile_wg_mma (k 0, 16, 32, 48) per stage: the shape a wgmma GEMM kernel has.
+constexpr uint32_t kGm = 256, kGn = 32, kGk = 256;
+
+void wg_gemm() {
+  Buffer a = input("a", bf16, {kGm * kGk});
+  Buffer w = input("w", bf16, {kGn * kGk});
+  Buffer c = output("c", f32, {kGm * kGn});
+  const Swizzle sw{3, 3, 3};
+  TgBuffer as = threadgroup_alloc("as", bf16, 128 * 64, 1024);
+  TgBuffer bs = threadgroup_alloc("bs", bf16, 16 * 64, 1024);
+  TileShape t = coop_tile_setup(16, 16, 16, bf16);
+  Expr m0 = (program_id(0) / (kGn / 16)) * 128u;
+  Expr n0 = (program_id(0) % (kGn / 16)) * 16u;
+  Expr g = simd_group_id();
+  Expr abase = (g / 4u) * (64u * 64u);  // the warpgroup's 64 rows of the staged A
+  FragVar acc(coop_tile_fill(t, 0.0f));
+  for_(0u, kGk / 64, [&](Expr kb) {
+    for_(local_id(0), 128u * 8u, group_size(0), [&](Expr ch) {
+      Expr r = ch / 8u, i = (ch % 8u) * 8u;
+      async_copy(as[swizzle(sw, r * 64u + i)], a[(m0 + r) * kGk + kb * 64u + i], 8);
+    });
+    for_(local_id(0), 16u * 8u, group_size(0), [&](Expr ch) {
+      Expr r = ch / 8u, i = (ch % 8u) * 8u;
+      async_copy(bs[swizzle(sw, r * 64u + i)], w[(n0 + r) * kGk + kb * 64u + i], 8);
+    });
+    async_commit();
+    async_wait(0);
+    fence_proxy_async();
+    barrier();
+    for (uint32_t k0 = 0; k0 < 64; k0 += 16) acc.set(coop_tile_wg_run(as, abase + k0, bs, k0, acc.get(), sw));
+    barrier();
+  });
+  coop_tile_store(acc.get(), c, (m0 + g * 16u) * kGn + n0, kGn);
+}
+
+struct GemmData {
+  std::vector<uint16_t> a, w;
+  std::vector<double> want, mag;  // the f64 product and sum_k |a w| per element
+};
+
+GemmData gemm_data() {
+  GemmData d;
+  d.a.resize(kGm * kGk);
+  d.w.resize(kGn * kGk);
+  uint32_t x = 12345;
+  auto next = [&] {
+    x = x * 1664525u + 1013904223u;
+    return float(int(x >> 9) % 2001 - 1000) / 997.0f;  // in (-1.01, 1.01), then rounded to bf16
+  };
+  for (uint16_t& v : d.a) v = num::f32_to_bf16(next());
+  for (uint16_t& v : d.w) v = num::f32_to_bf16(next());
+  d.want.assign(kGm * kGn, 0.0);
+  d.mag.assign(kGm * kGn, 0.0);
+  for (uint32_t m = 0; m < kGm; ++m)
+    for (uint32_t n = 0; n < kGn; ++n)
+      for (uint32_t k = 0; k < kGk; ++k) {
+        const double p = double(num::bf16_to_f32(d.a[m * kGk + k])) * double(num::bf16_to_f32(d.w[n * kGk + k]));
+        d.want[m * kGn + n] += p;
+        d.mag[m * kGn + n] += std::fabs(p);
+      }
+  return d;
+}
+
+// The largest |got - want| / bound over C; <= 1 passes. The bound is docs/semantics.md's: per
+// multiply-accumulate (k 16) one f32 rounding of the partial sum for the definition
+// (2^-24 each), (16 + 1) f32 ulps of the largest partial sum for tensor cores (2^-23 each).
+double worst(const GemmData& d, const std::vector<float>& got, bool tensor_cores) {
+  const double steps = kGk / 16, per = tensor_cores ? 17.0 * std::ldexp(1.0, -23) : std::ldexp(1.0, -24);
+  double w = 0;
+  for (size_t i = 0; i < got.size(); ++i)
+    w = std::max(w, std::fabs(double(got[i]) - d.want[i]) / (steps * per * d.mag[i] + 1e-30));
+  return w;
+}
+
+}  // namespace
+
+// The GEMM on the interpreter against the f64 product (each element within the definition's
+// rounding bound), compiled for sm_90a with HGMMA in the SASS (where cuobjdump is), and on a
+// CUDA sm_90a device (skipped without one) down wgmma and down the forced mma.sync composition,
+// each within the tensor cores' bound of the f64 product and each repeatable bit for bit.
+TEST(WarpgroupTiles, ASmallGemmMatchesTheF64ProductOnEveryPath) {
+  ir::Kernel k = trace_kernel(KernelDecl{"wg_gemm", &wg_gemm, Mode::Reduction, {}, __FILE__, __LINE__});
+  const GemmData d = gemm_data();
+  const uint32_t grid = (kGm / 128) * (kGn / 16);
+  std::vector<float> got(kGm * kGn, -1.0f);
+  {
+    std::vector<uint16_t> a = d.a, w = d.w;
+    std::vector<interp::BufferArg> args{{a.data(), a.size() * 2}, {w.data(), w.size() * 2}, {got.data(), got.size() * 4}};
+    interp::Options o;
+    o.lane_width = 32;
+    o.uninitialized_tg_reads_are_errors = true;
+    interp::run(k, DType::F32, args, {}, {grid, 1, 1}, {256, 1, 1}, o);
+  }
+  EXPECT_LE(worst(d, got, false), 1.0);
+  const std::vector<float> interp_result = got;
+  // NVRTC, sm_90a: wgmma in the PTX and HGMMA in the SASS.
+  const ir::Kernel opt = passes::optimize(k);
+  codegen::Emitted e = codegen::emit(opt, DType::F32, codegen::profile_for(codegen::Target::Cuda, "sm_90a"));
+  ASSERT_TRUE(e.ok()) << e.diags.render(opt);
+  EXPECT_TRUE(has(e.source, "wgmma.mma_async.sync.aligned.m64n16k16.f32.bf16.bf16")) << e.source;
+  try {
+    rt::NvrtcResult r = rt::nvrtc_compile(e.source, e.entry, "sm_90a");
+    ASSERT_TRUE(r.ok || has(r.log, "libnvrtc")) << r.log.substr(0, 4000);
+    std::string why;
+    if (r.ok) {
+      const std::string s = sass(r.cubin, why);
+      if (!s.empty()) {
+        EXPECT_TRUE(has(s, "HGMMA.64x16x16.F32.BF16")) << s.substr(0, 4000);
+      }
+    }
+  } catch (const Error&) {
+    // no libnvrtc here: the device part below says the same
+  }
+  // On a CUDA sm_90a device: auto (wgmma), then IRON_CUDA_MMA=mma in a fresh context.
+  for (const char* strategy : {"", "mma"}) {
+    if (*strategy) setenv("IRON_CUDA_MMA", strategy, 1);
+    std::unique_ptr<Context> ctx;
+    try {
+      ctx = Context::create(Backend::Cuda);
+    } catch (const Error& err) {
+      unsetenv("IRON_CUDA_MMA");
+      GTEST_SKIP() << "no CUDA context: " << err.what();
+    }
+    if (ctx->info().arch != "sm_90a") {
+      unsetenv("IRON_CUDA_MMA");
+      GTEST_SKIP() << "wgmma needs sm_90a; this device is " << ctx->info().arch;
+    }
+    DeviceBuffer da = ctx->alloc(DType::BF16, d.a.size()), dw = ctx->alloc(DType::BF16, d.w.size());
+    DeviceBuffer dc = ctx->alloc(DType::F32, got.size());
+    ctx->upload(da, d.a.data(), d.a.size() * 2);
+    ctx->upload(dw, d.w.data(), d.w.size() * 2);
+    std::vector<float> first;
+    for (int rep = 0; rep < 3; ++rep) {
+      std::fill(got.begin(), got.end(), -1.0f);
+      ctx->upload(dc, got.data(), got.size() * 4);
+      ctx->dispatch_with_grid(k, DType::F32, {{"a", da}, {"w", dw}, {"c", dc}}, {}, {grid, 1, 1}, {256, 1, 1});
+      ctx->synchronize();
+      ctx->download(dc, got.data(), got.size() * 4);
+      if (rep == 0) first = got;
+      else EXPECT_EQ(got, first) << "run " << rep << (*strategy ? " (mma)" : " (wgmma)");
+    }
+    unsetenv("IRON_CUDA_MMA");
+    const double wv = worst(d, got, true);
+    size_t same = 0;
+    for (size_t i = 0; i < got.size(); ++i) same += got[i] == interp_result[i];
+    std::printf("wg_gemm on %s, %s: worst error / bound %.3g, %zu of %zu elements equal to the interpreter's\n",
+                ctx->info().name.c_str(), *strategy ? "IRON_CUDA_MMA=mma" : "auto (wgmma)", wv, same, got.size());
+    EXPECT_LE(wv, 1.0) << (*strategy ? "mma" : "wgmma");
   }
 }
 
