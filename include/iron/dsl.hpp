@@ -606,6 +606,10 @@ Expr coop_tile_get(const Frag& acc, Operand row, Operand col);
 // staged them need fence_proxy_async() before the barrier.
 Frag coop_tile_wg_run(const TgBuffer& a, Operand a_offset, const TgBuffer& b, Operand b_offset, const Frag& acc,
                       Swizzle swizzle, SrcLoc loc = SrcLoc::current());
+// The same with A from registers: `a` is each lane group's own 16 x 16 A fragment (rows 16q ..
+// 16q + 15 of the warpgroup's A, loaded from any layout); only B goes through a descriptor.
+Frag coop_tile_wg_run(const Frag& a, const TgBuffer& b, Operand b_offset, const Frag& acc, Swizzle swizzle,
+                      SrcLoc loc = SrcLoc::current());
 
 // A mutable fragment: an accumulator carried across for_ iterations.
 class FragVar {

@@ -414,6 +414,22 @@ std::string cuda_wgmma(bool f16, bool bf16, const std::vector<int64_t>& codes) {
              "\"+f\"(d.x[6]), \"+f\"(d.x[7])\n"
              "               : \"l\"(da), \"l\"(db), \"r\"(1) : \"memory\");\n"
              "  return d;\n}\n";
+      // tile_wg_mma_rs: A from the warp's own fragment registers, which hold its 16 rows in the
+      // m16n8k16 A order wgmma takes for a register A.
+      out += "__device__ __forceinline__ iron_tile_acc iron_tile_wgmma_rs_" + sfx + "_" + std::to_string(code) +
+             "(const iron_tile_a_" + sfx + "& a, unsigned b, const iron_tile_acc& c) {\n"
+             "  if ((b & 0x38fu) != 0u) __trap();\n"
+             "  const unsigned long long db = iron_tile_wg_desc(b, " + std::to_string(8 * row_bytes) + "u, " +
+             std::to_string(ir::wgmma_swizzle_mode(code)) + "ull);\n"
+             "  iron_tile_acc d = c;\n"
+             "  asm volatile(\"{\\n.reg .pred p;\\nsetp.ne.b32 p, %13, 0;\\nwgmma.fence.sync.aligned;\\n\"\n"
+             "               \"wgmma.mma_async.sync.aligned.m64n16k16.f32." + sfx + "." + sfx +
+             " {%0, %1, %2, %3, %4, %5, %6, %7}, {%8, %9, %10, %11}, %12, p, 1, 1, 0;\\n\"\n"
+             "               \"wgmma.commit_group.sync.aligned;\\nwgmma.wait_group.sync.aligned 0;\\n}\\n\"\n"
+             "               : \"+f\"(d.x[0]), \"+f\"(d.x[1]), \"+f\"(d.x[2]), \"+f\"(d.x[3]), \"+f\"(d.x[4]), \"+f\"(d.x[5]), "
+             "\"+f\"(d.x[6]), \"+f\"(d.x[7])\n"
+             "               : \"r\"(a.x[0]), \"r\"(a.x[1]), \"r\"(a.x[2]), \"r\"(a.x[3]), \"l\"(db), \"r\"(1) : \"memory\");\n"
+             "  return d;\n}\n";
     }
   }
   return out;
@@ -934,8 +950,9 @@ std::string tile_prelude(const EmitState& s, bool cuda) {
   std::vector<int64_t> wg_codes;
   ir::walk(s.k, [&](ir::Id id) {
     const ir::Inst& in = s.k.insts[id];
-    if (in.op != ir::Op::TileWgMma) return;
-    (s.concrete(s.k.insts[in.operands[0]].type) == DType::BF16 ? bf16 : f16) = true;
+    if (in.op != ir::Op::TileWgMma && in.op != ir::Op::TileWgMmaRs) return;
+    const ir::Id b = in.operands[in.op == ir::Op::TileWgMma ? 2 : 1];
+    (s.concrete(s.k.insts[b].type) == DType::BF16 ? bf16 : f16) = true;
     if (std::find(wg_codes.begin(), wg_codes.end(), in.attr(ir::Attr::Swizzle)) == wg_codes.end())
       wg_codes.push_back(in.attr(ir::Attr::Swizzle));
   });
@@ -977,9 +994,9 @@ std::string tile_prelude(const EmitState& s, bool cuda) {
 void tile_op(EmitState& s, const Dialect& d, ir::Id id, const std::vector<std::string>& a,
              std::vector<std::string>& lines, std::string& value) {
   const ir::Inst& in = s.k.insts[id];
-  if (in.op == ir::Op::TileWgMma && s.profile.target != Target::Cuda)
+  if ((in.op == ir::Op::TileWgMma || in.op == ir::Op::TileWgMmaRs) && s.profile.target != Target::Cuda)
     return s.unsupported(in, d.name(),
-                         "tile_wg_mma (a warpgroup's product, wgmma on CUDA: this target has no warpgroups; use the "
+                         std::string(ir::mnemonic(in.op)) + " (a warpgroup's product, wgmma on CUDA: this target has no warpgroups; use the "
                          "lane-group tile ops)");
   if (s.profile.target == Target::Msl) return msl_tile_op(s, d, id, a, lines, value);
   if (s.profile.target == Target::Glsl)
@@ -1066,31 +1083,38 @@ void tile_op(EmitState& s, const Dialect& d, ir::Id id, const std::vector<std::s
       lines.push_back("iron_tile_finish(" + reg + ");");
       return;
     }
-    case ir::Op::TileWgMma: {
+    case ir::Op::TileWgMma: case ir::Op::TileWgMmaRs: {
       // wgmma where the prelude defines IRON_TILE_WGMMA 1 (sm_90a); otherwise each warp loads its
-      // 16 rows of A and the B through the same swizzle and runs the strategy's 16x16x16 product
-      // (docs/dsl.md "Warpgroup tiles").
-      const ir::Inst& aa = s.k.insts[in.operands[0]];
-      const ir::Inst& ba = s.k.insts[in.operands[2]];
-      const DType elem = s.concrete(aa.type);
-      if ((elem != DType::F16 && elem != DType::BF16) || s.concrete(ba.type) != elem)
-        return s.unsupported(in, d.name(), "tile_wg_mma on " + std::string(dtype_name(elem)) + " arrays (f16 or bf16 only)");
+      // 16 rows of A (tile_wg_mma; tile_wg_mma_rs has them in its fragment) and the B through the
+      // same swizzle and runs the strategy's 16x16x16 product (docs/dsl.md "Warpgroup tiles").
+      const bool rs = in.op == ir::Op::TileWgMmaRs;
+      const ir::Inst& ba = s.k.insts[in.operands[rs ? 1 : 2]];
+      const ir::Inst& aa = rs ? ba : s.k.insts[in.operands[0]];
+      const DType elem = s.concrete(ba.type);
+      if ((elem != DType::F16 && elem != DType::BF16) || s.concrete(rs ? s.k.insts[in.operands[0]].type : aa.type) != elem)
+        return s.unsupported(in, d.name(), std::string(ir::mnemonic(in.op)) + " on " + dtype_name(elem) + " (f16 or bf16 only)");
       const int64_t code = in.attr(ir::Attr::Swizzle);
       const std::string S = std::to_string(ir::wgmma_row_elems(code)) + "u";
       const std::string sfx = elem_suffix(elem), an = d.tg_name(s.k, aa), bn = d.tg_name(s.k, ba);
+      const std::string b_off = a[rs ? 2 : 3], acc = a[rs ? 3 : 4];
       lines.push_back("iron_tile_acc " + reg + ";");
       lines.push_back("#if IRON_TILE_WGMMA");
-      lines.push_back(reg + " = iron_tile_wgmma_" + sfx + "_" + std::to_string(code) + "(iron_tile_smem(&" + an + "[" + a[1] +
-                      "]), iron_tile_smem(&" + bn + "[" + a[3] + "]), " + a[4] + ");");
+      if (rs)
+        lines.push_back(reg + " = iron_tile_wgmma_rs_" + sfx + "_" + std::to_string(code) + "(" + a[0] + ", iron_tile_smem(&" + bn +
+                        "[" + b_off + "]), " + acc + ");");
+      else
+        lines.push_back(reg + " = iron_tile_wgmma_" + sfx + "_" + std::to_string(code) + "(iron_tile_smem(&" + an + "[" + a[1] +
+                        "]), iron_tile_smem(&" + bn + "[" + b_off + "]), " + acc + ");");
       lines.push_back("#else");
       lines.push_back("{");
       lines.push_back("  const " + U + " iron_wq = (iron_flat_local_id() >> 5) & 3u;");
-      for (int o = 0; o < 2; ++o) {
+      if (rs) lines.push_back("  (void)iron_wq;");
+      for (int o = rs ? 1 : 0; o < 2; ++o) {
         const ir::Inst& arr = o == 0 ? aa : ba;
         const std::string f = o == 0 ? "iron_wa" : "iron_wb";
         // A (r, c): row 16q + r of the warpgroup's row-major A; B (r, c) = (k, n), column-major.
         const std::string at = o == 0 ? tile_load_index(in, a[1], S, "(16u * iron_wq + r)", "c")
-                                      : tile_load_index(in, a[3], S, "c", "r");
+                                      : tile_load_index(in, b_off, S, "c", "r");
         const std::string v = d.cast(s, in, DType::F32, elem, d.tg_load(s, s.concrete(arr.type), (o == 0 ? an : bn) + "[" + at + "]"));
         lines.push_back("  iron_tile_" + std::string(o == 0 ? "a_" : "b_") + sfx + " " + f + " = {};");
         lines.push_back("  for (" + U + " i = IRON_TILE_LD_FIRST; i < IRON_TILE_LD_END; i += IRON_TILE_LD_STEP) {");
@@ -1100,7 +1124,7 @@ void tile_op(EmitState& s, const Dialect& d, ir::Id id, const std::vector<std::s
         lines.push_back("  }");
         lines.push_back("  iron_tile_finish(" + f + ");");
       }
-      lines.push_back("  " + reg + " = iron_tile_mma(iron_wa, iron_wb, " + a[4] + ");");
+      lines.push_back("  " + reg + " = iron_tile_mma(" + (rs ? a[0] : std::string("iron_wa")) + ", iron_wb, " + acc + ");");
       lines.push_back("}");
       lines.push_back("#endif");
       return;

@@ -702,7 +702,9 @@ void add_tg_alias_cases(const std::string& filter, std::vector<ConformanceCase>&
 // every path (wgmma, mma.sync, wmma, software), computed here from the definition.
 constexpr uint32_t kWgThreads = 256;
 
-std::string wg_kernel_text(const std::string& name, DType t, int64_t code) {
+// rs: A from registers (tile_wg_mma_rs): each lane group loads its own 16 rows of the staged A
+// as a fragment (tile_tg_load through the same swizzle) and passes it to the op.
+std::string wg_kernel_text(const std::string& name, DType t, int64_t code, bool rs) {
   const uint32_t S = ir::wgmma_row_elems(code), bits = uint32_t(code / 100);
   const std::string T = dtype_name(t);
   std::ostringstream s;
@@ -730,10 +732,18 @@ std::string wg_kernel_text(const std::string& name, DType t, int64_t code) {
   s << "    %wg = shr %g, %c2sh : u32\n";
   s << "    %rows = const<" << 64 * S << "> : u32\n    %abase = mul %wg, %rows : u32\n";
   s << "    %zf = const<0> : f32\n    %acc0 = tile_fill %zf : frag<acc, f32, 16x16x16>\n";
+  if (rs) s << "    %cS = const<" << S << "> : u32\n    %rowS = const<" << 16 * S << "> : u32\n    %own = mul %g, %rowS : u32\n";
   for (uint32_t kc = 0; kc < S / 16; ++kc) {
     s << "    %k" << kc << " = const<" << 16 * kc << "> : u32\n    %ao" << kc << " = add %abase, %k" << kc << " : u32\n";
-    s << "    %acc" << kc + 1 << " = tile_wg_mma<" << code << "> %A, %ao" << kc << ", %B, %k" << kc << ", %acc" << kc
-      << " : frag<acc, f32, 16x16x16>\n";
+    if (rs) {
+      s << "    %fo" << kc << " = add %own, %k" << kc << " : u32\n";
+      s << "    %fa" << kc << " = tile_tg_load<swizzle=" << code << "> %A, %fo" << kc << ", %cS : frag<a, " << T << ", 16x16x16>\n";
+      s << "    %acc" << kc + 1 << " = tile_wg_mma_rs<" << code << "> %fa" << kc << ", %B, %k" << kc << ", %acc" << kc
+        << " : frag<acc, f32, 16x16x16>\n";
+    } else {
+      s << "    %acc" << kc + 1 << " = tile_wg_mma<" << code << "> %A, %ao" << kc << ", %B, %k" << kc << ", %acc" << kc
+        << " : frag<acc, f32, 16x16x16>\n";
+    }
   }
   s << "    %c16 = const<16> : u32\n    %c256 = const<256> : u32\n    %ro = mul %g, %c256 : u32\n";
   s << "    tile_store<r> %acc" << S / 16 << ", %ro, %c16\n  }\n}\n";
@@ -748,18 +758,20 @@ float wg_a(uint32_t m, uint32_t k) { return float(int((m * 7 + k * 3) % 9) - 4);
 float wg_b(uint32_t n, uint32_t k) { return float(int((n * 5 + k) % 7) - 3); }
 
 void add_wg_cases(const std::string& filter, std::vector<ConformanceCase>& cases) {
+  for (int rs = 0; rs < 2; ++rs)
   for (DType t : {DType::BF16, DType::F16})
     for (int64_t code : {333, 233, 133}) {
-      const std::string name = std::string("conformance.tile_wg_mma.") + dtype_name(t) + ".swz" + std::to_string(code);
+      const std::string name = std::string(rs ? "conformance.tile_wg_mma_rs." : "conformance.tile_wg_mma.") + dtype_name(t) +
+                               ".swz" + std::to_string(code);
       if (!filter.empty() && name.find(filter) == std::string::npos) continue;
       std::string kname = name;
       std::replace(kname.begin(), kname.end(), '.', '_');
       ConformanceCase c;
-      c.kernel = ir::parse(wg_kernel_text(kname, t, code));
+      c.kernel = ir::parse(wg_kernel_text(kname, t, code, rs == 1));
       if (!verifies(c.kernel)) throw Error("conformance: the warpgroup tile kernel " + name + " does not verify");
       const uint32_t S = ir::wgmma_row_elems(code);
       c.name = name;
-      c.op = ir::Op::TileWgMma;
+      c.op = rs ? ir::Op::TileWgMmaRs : ir::Op::TileWgMma;
       c.operands = {t};
       c.result = DType::F32;
       c.launch.dtype = DType::F32;
@@ -825,7 +837,9 @@ void add_tile_layout_cases(const std::string& filter, std::vector<ConformanceCas
 
 }  // namespace
 
-std::string warpgroup_kernel_text(const std::string& name, DType t, int64_t code) { return wg_kernel_text(name, t, code); }
+std::string warpgroup_kernel_text(const std::string& name, DType t, int64_t code, bool rs) {
+  return wg_kernel_text(name, t, code, rs);
+}
 
 std::vector<ConformanceCase> conformance_cases(const std::string& filter) {
   std::vector<ConformanceCase> cases;

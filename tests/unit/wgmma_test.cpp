@@ -34,16 +34,18 @@ namespace {
 
 bool has(const std::string& s, const std::string& what) { return s.find(what) != std::string::npos; }
 
-fuzz::ConformanceCase wg_case(const std::string& which) {
-  std::vector<fuzz::ConformanceCase> cs = fuzz::conformance_cases("conformance.tile_wg_mma." + which);
+// which: "bf16.swz333"; rs: the A-from-registers case (tile_wg_mma_rs).
+fuzz::ConformanceCase wg_case(const std::string& which, bool rs = false) {
+  std::vector<fuzz::ConformanceCase> cs =
+      fuzz::conformance_cases(std::string(rs ? "conformance.tile_wg_mma_rs." : "conformance.tile_wg_mma.") + which);
   if (cs.size() != 1) throw Error("no single warpgroup case " + which);
   return std::move(cs[0]);
 }
 
 // The case's kernel as the suite writes it (named values, so a test can mutate it).
-std::string wg_text(const std::string& which) {
+std::string wg_text(const std::string& which, bool rs = false) {
   const DType t = which.rfind("bf16", 0) == 0 ? DType::BF16 : DType::F16;
-  return fuzz::warpgroup_kernel_text("wg", t, std::stoll(which.substr(which.find("swz") + 3)));
+  return fuzz::warpgroup_kernel_text("wg", t, std::stoll(which.substr(which.find("swz") + 3)), rs);
 }
 
 void replace(std::string& text, const std::string& from, const std::string& to) {
@@ -127,9 +129,13 @@ TEST(WarpgroupTiles, TextRoundTripsAndTheVerifierNamesWhatADescriptorCannotExpre
       {"%A = tg_alloc<wa, 8192, align=1024>", "%A = tg_alloc<wa, 8192, align=128>",
        "A's threadgroup array is aligned to 128 bytes; a wgmma matrix descriptor's swizzle needs 1024"},
       {"%B = tg_alloc<wb, 1024, align=1024> : bf16", "%B = tg_alloc<wb, 1024, align=1024> : f16", "multiplies bf16 by f16"},
+      // tile_wg_mma_rs: A's fragment and B's array of one type, and B on a 1024-byte boundary.
+      {"tile_wg_mma_rs<333> %fa0", "tile_wg_mma_rs<334> %fa0", "swizzle 334 is not one a wgmma matrix descriptor expresses"},
+      {"%fa0 = tile_tg_load<swizzle=333> %A, %fo0, %cS : frag<a, bf16, 16x16x16>",
+       "%fa0 = tile_tg_load<swizzle=333> %A, %fo0, %cS : frag<a, f16, 16x16x16>", "multiplies f16 by bf16"},
   };
   for (const Bad& b : bads) {
-    std::string t2 = text;
+    std::string t2 = b.from.find("%fa0") != std::string::npos ? wg_text("bf16.swz333", true) : text;
     replace(t2, b.from, b.to);
     try {
       ir::Kernel kb = ir::parse(t2);
@@ -144,11 +150,12 @@ TEST(WarpgroupTiles, TextRoundTripsAndTheVerifierNamesWhatADescriptorCannotExpre
 
 // --- The interpreter -------------------------------------------------------------------------
 
-// Every case (f16 and bf16, each swizzle) matches the definition computed in the suite, at lane
-// width 32 (two warpgroups) and 8 (lane groups 0 .. 7, two warpgroups of 32 threads).
+// Every case (A from shared memory and from registers, f16 and bf16, each swizzle) matches the
+// definition computed in the suite, at lane width 32 (two warpgroups) and 8 (lane groups 0 .. 7,
+// two warpgroups of 32 threads).
 TEST(WarpgroupTiles, TheInterpreterComputesTheDefinition) {
-  const std::vector<fuzz::ConformanceCase> cs = fuzz::conformance_cases("conformance.tile_wg_mma.");
-  ASSERT_EQ(cs.size(), 6u);
+  const std::vector<fuzz::ConformanceCase> cs = fuzz::conformance_cases("conformance.tile_wg_mma");
+  ASSERT_EQ(cs.size(), 12u);
   for (const fuzz::ConformanceCase& c : cs)
     for (uint32_t lanes : {32u, 8u}) {
       std::vector<unsigned char> out;
@@ -186,6 +193,11 @@ TEST(WarpgroupTiles, AMissingAsyncProxyFenceIsALocatedError) {
   const std::string e = run_text(c, text, out);
   EXPECT_TRUE(has(e, "tile_wg_mma reads threadgroup slot 'wa'[")) << e;
   EXPECT_TRUE(has(e, "with no fence_proxy_async after the store (wgmma reads shared memory through the async proxy")) << e;
+  // A from registers: B still goes through the async proxy.
+  text = wg_text("bf16.swz133", true);
+  replace(text, "  fence_proxy_async\n", "");
+  const std::string e2 = run_text(wg_case("bf16.swz133", true), text, out);
+  EXPECT_TRUE(has(e2, "tile_wg_mma_rs reads threadgroup slot 'wb'[")) << e2;
 }
 
 // Lane groups 2 .. 5 running the op, and a 96-thread group, break the warpgroup rule: the
@@ -331,6 +343,27 @@ TEST(WarpgroupTiles, NvrtcCompilesWgmmaForSm90aAndTheSassShowsHgmma) {
     }
     EXPECT_TRUE(has(s, "HGMMA.64x16x16.F32")) << w.which << "\n" << s.substr(0, 6000);
   }
+  // A from registers: the fragment's four registers go to wgmma, B through its descriptor.
+  {
+    const fuzz::ConformanceCase c = wg_case("bf16.swz233", true);
+    const std::string src = cuda(c, codegen::CudaMma::Auto);
+    EXPECT_TRUE(has(src, "wgmma.mma_async.sync.aligned.m64n16k16.f32.bf16.bf16 {%0, %1, %2, %3, %4, %5, %6, %7}, "
+                         "{%8, %9, %10, %11}, %12, p, 1, 1, 0;"))
+        << src;
+    EXPECT_TRUE(has(src, "iron_tile_wgmma_rs_bf16_233(")) << src;
+    rt::NvrtcResult r = rt::nvrtc_compile(src, c.kernel.name, "sm_90a");
+    ASSERT_TRUE(r.ok) << r.log.substr(0, 4000);
+    std::string why;
+    const std::string s = sass(r.cubin, why);
+    if (!s.empty()) {
+      EXPECT_TRUE(has(s, "HGMMA.64x16x16.F32.BF16 R")) << s.substr(0, 6000);
+      EXPECT_TRUE(has(s, ", R")) << s.substr(0, 6000);
+    }
+    for (codegen::CudaMma m : {codegen::CudaMma::MmaSync, codegen::CudaMma::Wmma, codegen::CudaMma::Software}) {
+      r = rt::nvrtc_compile(cuda(c, m), c.kernel.name, "sm_90a");
+      EXPECT_TRUE(r.ok) << codegen::cuda_mma_name(m) << "\n" << r.log.substr(0, 3000);
+    }
+  }
   // sm_90: auto falls back to mma.sync; forced wgmma names sm_90a.
   const fuzz::ConformanceCase c = wg_case("bf16.swz333");
   rt::NvrtcResult r = rt::nvrtc_compile(cuda(c, codegen::CudaMma::Auto, "sm_90"), c.kernel.name, "sm_90");
@@ -367,6 +400,7 @@ namespace {
 // barrier, then four tile_wg_mma (k 0, 16, 32, 48) per stage: the shape a wgmma GEMM kernel has.
 constexpr uint32_t kGm = 256, kGn = 32, kGk = 256;
 
+template <bool kRegisterA>
 void wg_gemm() {
   Buffer a = input("a", bf16, {kGm * kGk});
   Buffer w = input("w", bf16, {kGn * kGk});
@@ -393,7 +427,14 @@ void wg_gemm() {
     async_wait(0);
     fence_proxy_async();
     barrier();
-    for (uint32_t k0 = 0; k0 < 64; k0 += 16) acc.set(coop_tile_wg_run(as, abase + k0, bs, k0, acc.get(), sw));
+    for (uint32_t k0 = 0; k0 < 64; k0 += 16) {
+      if (kRegisterA) {  // the warp's own 16 rows as a fragment (ldmatrix on the mma strategy)
+        Frag fa = coop_tile_load_a(t, as, g * (16u * 64u) + k0, 64u, TileLayout{false, sw});
+        acc.set(coop_tile_wg_run(fa, bs, k0, acc.get(), sw));
+      } else {
+        acc.set(coop_tile_wg_run(as, abase + k0, bs, k0, acc.get(), sw));
+      }
+    }
     barrier();
   });
   coop_tile_store(acc.get(), c, (m0 + g * 16u) * kGn + n0, kGn);
@@ -440,12 +481,16 @@ double worst(const GemmData& d, const std::vector<float>& got, bool tensor_cores
 
 }  // namespace
 
-// The GEMM on the interpreter against the f64 product (each element within the definition's
-// rounding bound), compiled for sm_90a with HGMMA in the SASS (where cuobjdump is), and on a
-// CUDA sm_90a device (skipped without one) down wgmma and down the forced mma.sync composition,
-// each within the tensor cores' bound of the f64 product and each repeatable bit for bit.
+// The GEMM (A from shared memory, and A from registers) on the interpreter against the f64
+// product (each element within the definition's rounding bound), compiled for sm_90a with HGMMA
+// in the SASS (where cuobjdump is), and on a CUDA sm_90a device (skipped without one) down wgmma
+// and down the forced mma.sync composition, each within the tensor cores' bound of the f64
+// product and each repeatable bit for bit.
 TEST(WarpgroupTiles, ASmallGemmMatchesTheF64ProductOnEveryPath) {
-  ir::Kernel k = trace_kernel(KernelDecl{"wg_gemm", &wg_gemm, Mode::Reduction, {}, __FILE__, __LINE__});
+ std::string skipped;  // why the device part did not run
+ for (int register_a = 0; register_a < 2; ++register_a) {
+  ir::Kernel k = trace_kernel(KernelDecl{register_a ? "wg_gemm_rs" : "wg_gemm", register_a ? &wg_gemm<true> : &wg_gemm<false>,
+                                         Mode::Reduction, {}, __FILE__, __LINE__});
   const GemmData d = gemm_data();
   const uint32_t grid = (kGm / 128) * (kGn / 16);
   std::vector<float> got(kGm * kGn, -1.0f);
@@ -457,7 +502,7 @@ TEST(WarpgroupTiles, ASmallGemmMatchesTheF64ProductOnEveryPath) {
     o.uninitialized_tg_reads_are_errors = true;
     interp::run(k, DType::F32, args, {}, {grid, 1, 1}, {256, 1, 1}, o);
   }
-  EXPECT_LE(worst(d, got, false), 1.0);
+  EXPECT_LE(worst(d, got, false), 1.0) << k.name;
   const std::vector<float> interp_result = got;
   // NVRTC, sm_90a: wgmma in the PTX and HGMMA in the SASS.
   const ir::Kernel opt = passes::optimize(k);
@@ -484,12 +529,12 @@ TEST(WarpgroupTiles, ASmallGemmMatchesTheF64ProductOnEveryPath) {
     try {
       ctx = Context::create(Backend::Cuda);
     } catch (const Error& err) {
-      unsetenv("IRON_CUDA_MMA");
-      GTEST_SKIP() << "no CUDA context: " << err.what();
+      skipped = std::string("no CUDA context: ") + err.what();
     }
-    if (ctx->info().arch != "sm_90a") {
+    if (ctx && ctx->info().arch != "sm_90a") skipped = "wgmma needs sm_90a; this device is " + ctx->info().arch;
+    if (!skipped.empty()) {
       unsetenv("IRON_CUDA_MMA");
-      GTEST_SKIP() << "wgmma needs sm_90a; this device is " << ctx->info().arch;
+      break;
     }
     DeviceBuffer da = ctx->alloc(DType::BF16, d.a.size()), dw = ctx->alloc(DType::BF16, d.w.size());
     DeviceBuffer dc = ctx->alloc(DType::F32, got.size());
@@ -509,20 +554,27 @@ TEST(WarpgroupTiles, ASmallGemmMatchesTheF64ProductOnEveryPath) {
     const double wv = worst(d, got, true);
     size_t same = 0;
     for (size_t i = 0; i < got.size(); ++i) same += got[i] == interp_result[i];
-    std::printf("wg_gemm on %s, %s: worst error / bound %.3g, %zu of %zu elements equal to the interpreter's\n",
-                ctx->info().name.c_str(), *strategy ? "IRON_CUDA_MMA=mma" : "auto (wgmma)", wv, same, got.size());
-    EXPECT_LE(wv, 1.0) << (*strategy ? "mma" : "wgmma");
+    std::printf("%s on %s, %s: worst error / bound %.3g, %zu of %zu elements equal to the interpreter's\n",
+                k.name.c_str(), ctx->info().name.c_str(), *strategy ? "IRON_CUDA_MMA=mma" : "auto (wgmma)", wv, same,
+                got.size());
+    EXPECT_LE(wv, 1.0) << k.name << (*strategy ? " mma" : " wgmma");
   }
+ }
+ if (!skipped.empty()) GTEST_SKIP() << "the interpreter and NVRTC parts passed; the device part: " << skipped;
 }
 
 // GLSL, MSL and HIP have no warpgroups: the op is refused by name, located.
 TEST(WarpgroupTiles, OtherTargetsRefuseTheOpByName) {
-  const fuzz::ConformanceCase c = wg_case("f16.swz333");
-  const ir::Kernel k = passes::optimize(c.kernel);
-  for (codegen::Target t : {codegen::Target::Glsl, codegen::Target::Msl, codegen::Target::Hip}) {
-    codegen::Emitted e = codegen::emit(k, DType::F32, t);
-    ASSERT_FALSE(e.ok());
-    EXPECT_TRUE(has(e.diags.render(k), "cannot express tile_wg_mma (a warpgroup's product")) << e.diags.render(k);
+  for (int rs = 0; rs < 2; ++rs) {
+    const fuzz::ConformanceCase c = wg_case("f16.swz333", rs == 1);
+    const ir::Kernel k = passes::optimize(c.kernel);
+    for (codegen::Target t : {codegen::Target::Glsl, codegen::Target::Msl, codegen::Target::Hip}) {
+      codegen::Emitted e = codegen::emit(k, DType::F32, t);
+      ASSERT_FALSE(e.ok());
+      EXPECT_TRUE(has(e.diags.render(k), std::string("cannot express ") + (rs ? "tile_wg_mma_rs" : "tile_wg_mma") +
+                                             " (a warpgroup's product"))
+          << e.diags.render(k);
+    }
   }
 }
 
