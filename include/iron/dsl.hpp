@@ -351,8 +351,8 @@ class TgBuffer {
   DType type_;
 };
 TgBuffer threadgroup_alloc(const char* name, DType type, uint32_t count, SrcLoc loc = SrcLoc::current());
-// The same at an alignment of `align` bytes (a power of two, at most 128; the element size is
-// the least alignment an array gets).
+// The same at an alignment of `align` bytes (a power of two, at most 1024: a wgmma operand's
+// swizzle atom needs that much; the element size is the least alignment an array gets).
 TgBuffer threadgroup_alloc(const char* name, DType type, uint32_t count, uint32_t align,
                            SrcLoc loc = SrcLoc::current());
 // Sized at dispatch: `per` x the value of scalar parameter `size` (a u32 or i32 constexpr_)
@@ -606,6 +606,20 @@ void coop_tile_store(const Frag& acc, const TgBuffer& dst, Operand offset, Opera
 // Element (row, col) of an accumulator, in every lane. row and col must be integer literals: a
 // traced value is a located trace-time error.
 Expr coop_tile_get(const Frag& acc, Operand row, Operand col);
+
+// A warpgroup's product (docs/dsl.md "Warpgroup tiles"; CUDA sm_90a lowers it to one wgmma):
+// lane group q of each warpgroup (4 consecutive lane groups from a multiple of 4, all running it
+// together) gets acc + A[16q .. 16q + 15, 0 .. 15] x B. A (64 x 16, row-major) starts at element
+// a_offset of `a`, B (16 x 16, column-major: element (k, n) at n * row + k, a weight [N, K]) at
+// b_offset of `b`; both arrays are 1024-byte aligned and staged under `swizzle`, {1, 3, 3},
+// {2, 3, 3} or {3, 3, 3} (rows of 16, 32 or 64 elements: the row stride). The stores that
+// staged them need fence_proxy_async() before the barrier.
+Frag coop_tile_wg_run(const TgBuffer& a, Operand a_offset, const TgBuffer& b, Operand b_offset, const Frag& acc,
+                      Swizzle swizzle, SrcLoc loc = SrcLoc::current());
+// The same with A from registers: `a` is each lane group's own 16 x 16 A fragment (rows 16q ..
+// 16q + 15 of the warpgroup's A, loaded from any layout); only B goes through a descriptor.
+Frag coop_tile_wg_run(const Frag& a, const TgBuffer& b, Operand b_offset, const Frag& acc, Swizzle swizzle,
+                      SrcLoc loc = SrcLoc::current());
 
 // A mutable fragment: an accumulator carried across for_ iterations.
 class FragVar {

@@ -5,6 +5,7 @@
 // dispatch validator guarantees are full (threadgroup size a multiple of the lane width).
 #pragma once
 
+#include <algorithm>
 #include <cctype>
 #include <climits>
 #include <cstdio>

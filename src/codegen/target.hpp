@@ -20,7 +20,9 @@ constexpr size_t kNumTargets = 4;
 // choose; Software keeps fragments in registers / shared memory with exact arithmetic; Wmma and
 // MmaSync are CUDA's (sm_70+ / sm_80+), Coopmat Vulkan's NV cooperative matrices,
 // SimdgroupMatrix Metal's simdgroup_matrix.
-enum class MmaStrategy : uint8_t { Auto, Software, Wmma, MmaSync, Coopmat, SimdgroupMatrix };
+// Wgmma (CUDA sm_90a): the mma strategy for the per-lane-group tile ops, and tile_wg_mma (a
+// warpgroup's product) as wgmma.mma_async through matrix descriptors (docs/dsl.md "Warpgroup tiles").
+enum class MmaStrategy : uint8_t { Auto, Software, Wmma, MmaSync, Coopmat, SimdgroupMatrix, Wgmma };
 
 // What emission may assume about the machine the code is built for. The defaults of each
 // target come from its registry row (profile_for); a runtime device narrows them to itself.

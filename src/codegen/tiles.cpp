@@ -35,12 +35,13 @@ const char* cuda_mma_name(CudaMma m) {
     case CudaMma::MmaSync: return "mma";
     case MmaStrategy::Coopmat: return "coopmat";
     case MmaStrategy::SimdgroupMatrix: return "simdgroup_matrix";
+    case MmaStrategy::Wgmma: return "wgmma";
   }
   return "?";
 }
 
 bool parse_cuda_mma(std::string_view s, CudaMma& out) {
-  for (CudaMma m : {CudaMma::Auto, CudaMma::Software, CudaMma::Wmma, CudaMma::MmaSync})
+  for (CudaMma m : {CudaMma::Auto, CudaMma::Software, CudaMma::Wmma, CudaMma::MmaSync, CudaMma::Wgmma})
     if (s == cuda_mma_name(m)) {
       out = m;
       return true;
@@ -51,7 +52,7 @@ bool parse_cuda_mma(std::string_view s, CudaMma& out) {
 CudaMma cuda_mma_from_env() {
   CudaMma m = CudaMma::Auto;
   if (const char* v = std::getenv("IRON_CUDA_MMA"); v && *v && !parse_cuda_mma(v, m))
-    throw Error(std::string("IRON_CUDA_MMA=") + v + " names no MMA strategy (software, wmma, mma or auto)");
+    throw Error(std::string("IRON_CUDA_MMA=") + v + " names no MMA strategy (software, wmma, mma, wgmma or auto)");
   return m;
 }
 
@@ -396,6 +397,60 @@ std::string cuda_mma(bool f16, bool bf16, bool fp8) {
              "]), \"f\"(c.x[" + n(4 * h + 3) + "]));\n";
     }
     out += "  return d;\n}\n";
+  }
+  return out;
+}
+
+// tile_wg_mma on sm_90a (docs/dsl.md "Warpgroup tiles"): one wgmma.mma_async m64n16k16 per call,
+// A and B from shared memory through 64-bit matrix descriptors (ir::wgmma_descriptor builds the
+// same bits on the host; the unit tests decode them). The warpgroup's D fragment puts warp q's
+// rows 16q .. 16q + 15 in its registers in mma.sync m16n8's C layout, n8 block by block, which
+// is the mma strategy's iron_tile_acc: float 4h + j of the 16 x 16 accumulator is D register 4h + j.
+// Fence, issue, commit and wait 0 are one asm statement, so no accumulator register is touched
+// while the product is in flight. A start address off the descriptor's grid (not 16-byte aligned,
+// or past the first 128-byte row of its 1024-byte swizzle atom) traps rather than computing garbage.
+std::string cuda_wgmma(bool f16, bool bf16, const std::vector<int64_t>& codes) {
+  std::string out =
+      "#define IRON_TILE_WGMMA 1\n"
+      "__device__ __forceinline__ unsigned long long iron_tile_wg_desc(unsigned addr, unsigned sbo, unsigned long long mode) {\n"
+      "  return (unsigned long long)((addr & 0x3ffffu) >> 4) | (1ull << 16) | ((unsigned long long)(sbo >> 4) << 32) | (mode << 62);\n}\n";
+  for (int e = 0; e < 2; ++e) {
+    if (!(e == 0 ? f16 : bf16)) continue;
+    const std::string sfx = e == 0 ? "f16" : "bf16";
+    for (int64_t code : codes) {
+      const uint32_t row_bytes = ir::wgmma_row_elems(code) * 2;
+      out += "__device__ __forceinline__ iron_tile_acc iron_tile_wgmma_" + sfx + "_" + std::to_string(code) +
+             "(unsigned a, unsigned b, const iron_tile_acc& c) {\n"
+             "  if (((a | b) & 0x38fu) != 0u) __trap();\n"
+             "  const unsigned long long da = iron_tile_wg_desc(a, " + std::to_string(8 * row_bytes) + "u, " +
+             std::to_string(ir::wgmma_swizzle_mode(code)) + "ull), db = iron_tile_wg_desc(b, " + std::to_string(8 * row_bytes) +
+             "u, " + std::to_string(ir::wgmma_swizzle_mode(code)) + "ull);\n"
+             "  iron_tile_acc d = c;\n"
+             "  asm volatile(\"{\\n.reg .pred p;\\nsetp.ne.b32 p, %10, 0;\\nwgmma.fence.sync.aligned;\\n\"\n"
+             "               \"wgmma.mma_async.sync.aligned.m64n16k16.f32." + sfx + "." + sfx +
+             " {%0, %1, %2, %3, %4, %5, %6, %7}, %8, %9, p, 1, 1, 0, 0;\\n\"\n"
+             "               \"wgmma.commit_group.sync.aligned;\\nwgmma.wait_group.sync.aligned 0;\\n}\\n\"\n"
+             "               : \"+f\"(d.x[0]), \"+f\"(d.x[1]), \"+f\"(d.x[2]), \"+f\"(d.x[3]), \"+f\"(d.x[4]), \"+f\"(d.x[5]), "
+             "\"+f\"(d.x[6]), \"+f\"(d.x[7])\n"
+             "               : \"l\"(da), \"l\"(db), \"r\"(1) : \"memory\");\n"
+             "  return d;\n}\n";
+      // tile_wg_mma_rs: A from the warp's own fragment registers, which hold its 16 rows in the
+      // m16n8k16 A order wgmma takes for a register A.
+      out += "__device__ __forceinline__ iron_tile_acc iron_tile_wgmma_rs_" + sfx + "_" + std::to_string(code) +
+             "(const iron_tile_a_" + sfx + "& a, unsigned b, const iron_tile_acc& c) {\n"
+             "  if ((b & 0x38fu) != 0u) __trap();\n"
+             "  const unsigned long long db = iron_tile_wg_desc(b, " + std::to_string(8 * row_bytes) + "u, " +
+             std::to_string(ir::wgmma_swizzle_mode(code)) + "ull);\n"
+             "  iron_tile_acc d = c;\n"
+             "  asm volatile(\"{\\n.reg .pred p;\\nsetp.ne.b32 p, %13, 0;\\nwgmma.fence.sync.aligned;\\n\"\n"
+             "               \"wgmma.mma_async.sync.aligned.m64n16k16.f32." + sfx + "." + sfx +
+             " {%0, %1, %2, %3, %4, %5, %6, %7}, {%8, %9, %10, %11}, %12, p, 1, 1, 0;\\n\"\n"
+             "               \"wgmma.commit_group.sync.aligned;\\nwgmma.wait_group.sync.aligned 0;\\n}\\n\"\n"
+             "               : \"+f\"(d.x[0]), \"+f\"(d.x[1]), \"+f\"(d.x[2]), \"+f\"(d.x[3]), \"+f\"(d.x[4]), \"+f\"(d.x[5]), "
+             "\"+f\"(d.x[6]), \"+f\"(d.x[7])\n"
+             "               : \"r\"(a.x[0]), \"r\"(a.x[1]), \"r\"(a.x[2]), \"r\"(a.x[3]), \"l\"(db), \"r\"(1) : \"memory\");\n"
+             "  return d;\n}\n";
+    }
   }
   return out;
 }
@@ -911,35 +966,58 @@ std::string tile_prelude(const EmitState& s, bool cuda) {
   if (!cuda) return s.tile_coopmat ? coopmat_prelude() : glsl_prelude(s);
   bool f16 = false, bf16 = false, fp8 = false;
   input_elems(s, f16, bf16, fp8);
+  // tile_wg_mma: its arrays' element types and swizzles (input_elems sees fragments only).
+  std::vector<int64_t> wg_codes;
+  ir::walk(s.k, [&](ir::Id id) {
+    const ir::Inst& in = s.k.insts[id];
+    if (in.op != ir::Op::TileWgMma && in.op != ir::Op::TileWgMmaRs) return;
+    const ir::Id b = in.operands[in.op == ir::Op::TileWgMma ? 2 : 1];
+    (s.concrete(s.k.insts[b].type) == DType::BF16 ? bf16 : f16) = true;
+    if (std::find(wg_codes.begin(), wg_codes.end(), in.attr(ir::Attr::Swizzle)) == wg_codes.end())
+      wg_codes.push_back(in.attr(ir::Attr::Swizzle));
+  });
+  const bool wg = !wg_codes.empty();
+  const std::string no_wg = wg ? "#define IRON_TILE_WGMMA 0\n" : "";
   std::string out = "// Cooperative tiles: MmaStrategy " + std::string(cuda_mma_name(s.cuda_mma)) + "\n";
   // wmma takes f16 from sm_70 and bf16 from sm_80, never f8e4m3; mma.sync m16n8k16 takes f16
   // and bf16 from sm_80, m16n8k32 takes e4m3 from sm_89.
   const std::string wmma_arch = bf16 ? "800" : "700", mma_arch = fp8 ? "890" : "800";
   switch (s.cuda_mma) {
-    case CudaMma::Software: return out + cuda_software(f16, bf16, fp8, s.profile.lane_width);
+    case CudaMma::Software: return out + cuda_software(f16, bf16, fp8, s.profile.lane_width) + no_wg;
     case CudaMma::Wmma:
       if (fp8) return out + "#error \"IRON_CUDA_MMA=wmma has no f8e4m3 tiles (wmma takes f16 and bf16 only)\"\n";
       return out + "#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < " + wmma_arch +
              "\n#error \"IRON_CUDA_MMA=wmma needs sm_" + wmma_arch.substr(0, 2) + " or newer for these tiles\"\n#endif\n" +
-             cuda_wmma(f16, bf16);
+             cuda_wmma(f16, bf16) + no_wg;
     case CudaMma::MmaSync:
       return out + "#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < " + mma_arch + "\n#error \"IRON_CUDA_MMA=mma needs sm_" +
              mma_arch.substr(0, 2) + " or newer" + (fp8 ? " for f8e4m3 tiles" : "") + "\"\n#endif\n" +
-             cuda_mma(f16, bf16, fp8);
+             cuda_mma(f16, bf16, fp8) + no_wg;
+    case CudaMma::Wgmma:
+      // The lane-group tile ops take mma.sync; tile_wg_mma takes wgmma (sm_90a only).
+      return out + "#if defined(__CUDA_ARCH__) && !defined(__CUDA_ARCH_FEAT_SM90_ALL)\n#error \"IRON_CUDA_MMA=wgmma needs "
+             "sm_90a (wgmma is an arch-specific sm_90a instruction)\"\n#endif\n" +
+             cuda_mma(f16, bf16, fp8) + (wg ? cuda_wgmma(f16, bf16, wg_codes) : std::string());
     case CudaMma::Auto: break;
     case MmaStrategy::Coopmat: case MmaStrategy::SimdgroupMatrix:
       return out + "#error \"the " + std::string(cuda_mma_name(s.cuda_mma)) + " tile strategy is not a CUDA one\"\n";
   }
   // Chosen by the architecture NVRTC compiles for: mma.sync where it takes every input type of
-  // the kernel, wmma where it does (never with f8e4m3), the software path below that.
+  // the kernel (and wgmma for tile_wg_mma on sm_90a), wmma where it does (never with f8e4m3),
+  // the software path below that.
   out += "#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= " + mma_arch + "\n" + cuda_mma(f16, bf16, fp8);
-  if (!fp8) out += "#elif defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= " + wmma_arch + "\n" + cuda_wmma(f16, bf16);
-  return out + "#else\n" + cuda_software(f16, bf16, fp8, s.profile.lane_width) + "#endif\n";
+  if (wg) out += "#if defined(__CUDA_ARCH_FEAT_SM90_ALL)\n" + cuda_wgmma(f16, bf16, wg_codes) + "#else\n" + no_wg + "#endif\n";
+  if (!fp8) out += "#elif defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= " + wmma_arch + "\n" + cuda_wmma(f16, bf16) + no_wg;
+  return out + "#else\n" + cuda_software(f16, bf16, fp8, s.profile.lane_width) + no_wg + "#endif\n";
 }
 
 void tile_op(EmitState& s, const Dialect& d, ir::Id id, const std::vector<std::string>& a,
              std::vector<std::string>& lines, std::string& value) {
   const ir::Inst& in = s.k.insts[id];
+  if ((in.op == ir::Op::TileWgMma || in.op == ir::Op::TileWgMmaRs) && s.profile.target != Target::Cuda)
+    return s.unsupported(in, d.name(),
+                         std::string(ir::mnemonic(in.op)) + " (a warpgroup's product, wgmma on CUDA: this target has no warpgroups; use the "
+                         "lane-group tile ops)");
   if (s.profile.target == Target::Msl) return msl_tile_op(s, d, id, a, lines, value);
   if (s.profile.target == Target::Glsl)
     return s.tile_coopmat ? glsl_coopmat_op(s, d, id, a, lines, value) : glsl_tile_op(s, d, id, a, lines);
@@ -1041,6 +1119,52 @@ void tile_op(EmitState& s, const Dialect& d, ir::Id id, const std::vector<std::s
       lines.push_back("}");
       if (static_ldm) lines.push_back("#endif");
       lines.push_back("iron_tile_finish(" + reg + ");");
+      return;
+    }
+    case ir::Op::TileWgMma: case ir::Op::TileWgMmaRs: {
+      // wgmma where the prelude defines IRON_TILE_WGMMA 1 (sm_90a); otherwise each warp loads its
+      // 16 rows of A (tile_wg_mma; tile_wg_mma_rs has them in its fragment) and the B through the
+      // same swizzle and runs the strategy's 16x16x16 product (docs/dsl.md "Warpgroup tiles").
+      const bool rs = in.op == ir::Op::TileWgMmaRs;
+      const ir::Inst& ba = s.k.insts[in.operands[rs ? 1 : 2]];
+      const ir::Inst& aa = rs ? ba : s.k.insts[in.operands[0]];
+      const DType elem = s.concrete(ba.type);
+      if ((elem != DType::F16 && elem != DType::BF16) || s.concrete(rs ? s.k.insts[in.operands[0]].type : aa.type) != elem)
+        return s.unsupported(in, d.name(), std::string(ir::mnemonic(in.op)) + " on " + dtype_name(elem) + " (f16 or bf16 only)");
+      const int64_t code = in.attr(ir::Attr::Swizzle);
+      const std::string S = std::to_string(ir::wgmma_row_elems(code)) + "u";
+      const std::string sfx = elem_suffix(elem), an = d.tg_name(s.k, aa), bn = d.tg_name(s.k, ba);
+      const std::string b_off = a[rs ? 2 : 3], acc = a[rs ? 3 : 4];
+      lines.push_back("iron_tile_acc " + reg + ";");
+      lines.push_back("#if IRON_TILE_WGMMA");
+      if (rs)
+        lines.push_back(reg + " = iron_tile_wgmma_rs_" + sfx + "_" + std::to_string(code) + "(" + a[0] + ", iron_tile_smem(&" + bn +
+                        "[" + b_off + "]), " + acc + ");");
+      else
+        lines.push_back(reg + " = iron_tile_wgmma_" + sfx + "_" + std::to_string(code) + "(iron_tile_smem(&" + an + "[" + a[1] +
+                        "]), iron_tile_smem(&" + bn + "[" + b_off + "]), " + acc + ");");
+      lines.push_back("#else");
+      lines.push_back("{");
+      lines.push_back("  const " + U + " iron_wq = (iron_flat_local_id() >> 5) & 3u;");
+      if (rs) lines.push_back("  (void)iron_wq;");
+      for (int o = rs ? 1 : 0; o < 2; ++o) {
+        const ir::Inst& arr = o == 0 ? aa : ba;
+        const std::string f = o == 0 ? "iron_wa" : "iron_wb";
+        // A (r, c): row 16q + r of the warpgroup's row-major A; B (r, c) = (k, n), column-major.
+        const std::string at = o == 0 ? tile_load_index(in, a[1], S, "(16u * iron_wq + r)", "c")
+                                      : tile_load_index(in, b_off, S, "c", "r");
+        const std::string v = d.cast(s, in, DType::F32, elem, d.tg_load(s, s.concrete(arr.type), (o == 0 ? an : bn) + "[" + at + "]"));
+        lines.push_back("  iron_tile_" + std::string(o == 0 ? "a_" : "b_") + sfx + " " + f + " = {};");
+        lines.push_back("  for (" + U + " i = IRON_TILE_LD_FIRST; i < IRON_TILE_LD_END; i += IRON_TILE_LD_STEP) {");
+        lines.push_back("    " + U + " r, c;");
+        lines.push_back("    iron_tile_coord_" + std::string(o == 0 ? "a" : "b") + "(i, r, c);");
+        lines.push_back("    iron_tile_set(" + f + ", i, " + v + ");");
+        lines.push_back("  }");
+        lines.push_back("  iron_tile_finish(" + f + ");");
+      }
+      lines.push_back("  " + reg + " = iron_tile_mma(" + (rs ? a[0] : std::string("iron_wa")) + ", iron_wb, " + acc + ");");
+      lines.push_back("}");
+      lines.push_back("#endif");
       return;
     }
     case ir::Op::TileStore: case ir::Op::TileTgStore: {

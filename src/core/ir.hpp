@@ -71,7 +71,7 @@ enum class Attr : uint8_t {
   Lane,    // Int: a vector group member's lane (vectorize)
   Callee,  // String: the device function a call names
   Index,   // Int: a device function argument's index
-  Align,       // Int: a threadgroup allocation's alignment in bytes (a power of two <= 128)
+  Align,       // Int: a threadgroup allocation's alignment in bytes (a power of two <= 1024)
   CountParam,  // ParamRef: the scalar parameter that sizes a threadgroup allocation at dispatch
                // (its element count is then count x that parameter's value)
   Row,     // Int: a tile element's row (tile_get)
@@ -97,6 +97,23 @@ bool swizzle_code_valid(int64_t code);
 inline uint32_t swizzle_index(uint32_t i, int64_t code) {
   const uint32_t bits = uint32_t(code / 100), base = uint32_t(code / 10 % 10), shift = uint32_t(code % 10);
   return i ^ (((i >> (base + shift)) & ((1u << bits) - 1u)) << base);
+}
+// The swizzles a wgmma matrix descriptor expresses for 16-bit elements (tile_wg_mma,
+// docs/semantics.md "Warpgroup tiles"): {bits, 3, 3} with bits 1, 2, 3 are the 32-, 64- and
+// 128-byte modes, whose rows hold 16, 32 and 64 elements (the tile's row stride). 0 otherwise.
+inline uint32_t wgmma_row_elems(int64_t code) {
+  return code == 133 || code == 233 || code == 333 ? 8u << uint32_t(code / 100) : 0u;
+}
+// The descriptor's swizzle-mode field (bits 62-63) for such a code: 1 128B, 2 64B, 3 32B.
+inline uint32_t wgmma_swizzle_mode(int64_t code) { return code == 333 ? 1u : code == 233 ? 2u : code == 133 ? 3u : 0u; }
+// The 64-bit wgmma matrix descriptor of a K-major operand at shared address `addr` whose rows are
+// `row_bytes` wide under that swizzle: start address >> 4 (bits 0-13), leading byte offset 16
+// (bits 16-29; unused by K-major swizzled layouts), stride byte offset 8 rows (bits 32-45), base
+// offset 0 (bits 49-51), swizzle mode (bits 62-63). The CUDA lowering builds the same bits.
+inline uint64_t wgmma_descriptor(uint32_t addr, int64_t code) {
+  const uint64_t row_bytes = uint64_t(wgmma_row_elems(code)) * 2;
+  return uint64_t((addr & 0x3ffffu) >> 4) | (uint64_t(1) << 16) | (uint64_t((8 * row_bytes) >> 4) << 32) |
+         (uint64_t(wgmma_swizzle_mode(code)) << 62);
 }
 bool attr_from_name(std::string_view s, Attr& out);
 // An op's attribute schema: the attributes it may carry, in printing order; the required ones
@@ -341,7 +358,9 @@ bool read_only_memory(const Kernel& k, uint32_t p);
 // real element width (bool: 4 bytes), at an offset that is a multiple of its alignment (the
 // larger of its `align` attribute and its element size). Arrays of a fixed size come first, in
 // program order, then the arrays sized at dispatch (count_param), in program order.
-constexpr uint64_t kMaxThreadgroupAlign = 1024;  // a 128B-swizzled TMA box repeats every 1024 bytes
+// 1024: a 128B-swizzled TMA box repeats every 1024 bytes, and a wgmma operand's swizzle atom
+// (tile_wg_mma) starts on a 1024-byte boundary.
+constexpr uint64_t kMaxThreadgroupAlign = 1024;
 constexpr uint64_t kMaxRegisterArray = 1024;  // elements of one register array (local_alloc)
 uint64_t tg_elem_bytes(const Inst& alloc, Instantiation concrete);
 uint64_t tg_alignment(const Inst& alloc, Instantiation concrete);

@@ -274,7 +274,7 @@ struct Verifier {
     return op == Op::TgStore || op == Op::TileTgStore || op == Op::AsyncCopy || is_tg_atomic(op);
   }
   static bool accesses_tg(Op op) {
-    return op == Op::TgLoad || op == Op::TileTgLoad || writes_tg(op);
+    return op == Op::TgLoad || op == Op::TileTgLoad || op == Op::TileWgMma || op == Op::TileWgMmaRs || writes_tg(op);
   }
   void alias_block(Id b, AliasState& st, int depth) {
     if (b == kNone || b >= k.blocks.size() || depth > 64) return;
@@ -380,6 +380,46 @@ struct Verifier {
             (op_type(0).k() != op_type(2).k() || in.type.k() != op_type(2).k()))
           err(in, "multiplies " + type_name(op_type(0)) + " into a " + type_name(op_type(2)) + " (one tile shape)");
         break;
+      case Op::TileWgMma: case Op::TileWgMmaRs: {
+        // A warpgroup's product through wgmma matrix descriptors: both operands 16-bit floats of
+        // one type in threadgroup arrays on a 1024-byte boundary, K-major under a swizzle the
+        // descriptor expresses (docs/semantics.md "Warpgroup tiles"); or, tile_wg_mma_rs, A the
+        // lane group's own 16-bit A fragment.
+        const bool rs = in.op == Op::TileWgMmaRs;
+        const int acc = rs ? 3 : 4;
+        tile_type_ok(in, in.type, FragRole::Acc, "the result");
+        if (tile_type_ok(in, op_type(acc), FragRole::Acc, ("operand " + std::to_string(acc)).c_str()) && op_type(acc).k() != 16)
+          err(in, "accumulates into a " + type_name(op_type(acc)) + "; a warpgroup tile is 16-bit A and B, k 16");
+        DType elem[2] = {DType::Void, DType::Void};
+        if (rs && tile_type_ok(in, op_type(0), FragRole::A, "operand 0")) {
+          elem[0] = op_type(0).elem();
+          if (elem[0] != DType::F16 && elem[0] != DType::BF16 && elem[0] != DType::Generic)
+            err(in, "A is a " + type_name(op_type(0)) + "; wgmma operands here are f16 or bf16 (or T)");
+        }
+        for (int i = rs ? 1 : 0; i < 2; ++i) {
+          const char* role = i == 0 ? "A" : "B";
+          const int at = rs ? 1 : 2 * i;
+          if (const Inst* a = tile_alloc(in, at)) {
+            elem[i] = a->type.elem();
+            if (elem[i] != DType::F16 && elem[i] != DType::BF16 && elem[i] != DType::Generic)
+              err(in, std::string(role) + "'s threadgroup array holds " + dtype_name(elem[i]) +
+                          "; wgmma operands here are f16 or bf16 (or T)");
+            if (a->has(Attr::Alias))
+              err(in, std::string(role) + "'s threadgroup array is an alias; a wgmma operand names an allocation of its own");
+            else if (a->attr(Attr::Align) < 1024)
+              err(in, std::string(role) + "'s threadgroup array is aligned to " + std::to_string(std::max<int64_t>(a->attr(Attr::Align), 0)) +
+                          " bytes; a wgmma matrix descriptor's swizzle needs 1024 (threadgroup_alloc(name, T, count, 1024))");
+          }
+          tile_u32(in, at + 1, i == 0 ? "A's offset" : "B's offset");
+        }
+        if (elem[0] != DType::Void && elem[1] != DType::Void && elem[0] != elem[1])
+          err(in, std::string("multiplies ") + dtype_name(elem[0]) + " by " + dtype_name(elem[1]) + " (one element type)");
+        if (!in.has(Attr::Swizzle) || wgmma_row_elems(in.attr(Attr::Swizzle)) == 0)
+          err(in, "swizzle " + std::to_string(in.attr(Attr::Swizzle)) +
+                      " is not one a wgmma matrix descriptor expresses: {1, 3, 3}, {2, 3, 3} or {3, 3, 3} (the 32-, 64- "
+                      "and 128-byte modes); an unswizzled or padded tile cannot be described");
+        break;
+      }
       case Op::TileStore: case Op::TileTgStore: {
         const bool tg = in.op == Op::TileTgStore;
         if (tg) {
@@ -768,7 +808,7 @@ struct Verifier {
                       type_name(k.insts[in.operands[0]].type) + " variable");
         break;
       case Op::TileFill: case Op::TileLoad: case Op::TileTgLoad: case Op::TileMma: case Op::TileStore:
-      case Op::TileTgStore: case Op::TileGet:
+      case Op::TileTgStore: case Op::TileGet: case Op::TileWgMma: case Op::TileWgMmaRs:
         tile_types(in);
         break;
       case Op::TgAlloc:

@@ -1249,6 +1249,56 @@ Frag coop_tile_run(const Frag& a, const Frag& b, const Frag& acc, SrcLoc loc) {
   return emit_frag(in);
 }
 
+namespace {
+// The swizzle of a warpgroup tile op, or a located error naming why no descriptor expresses it.
+int64_t wg_swizzle(const Swizzle& sw, ir::SrcLoc l) {
+  const int64_t code = swizzle_code(sw, l, "coop_tile_wg_run");
+  if (code != 0 && ir::wgmma_row_elems(code) == 0)
+    error(l, "coop_tile_wg_run: swizzle {bits " + std::to_string(sw.bits) + ", base " + std::to_string(sw.base) +
+                 ", shift " + std::to_string(sw.shift) +
+                 "} is not one a wgmma matrix descriptor expresses ({1, 3, 3}, {2, 3, 3} or {3, 3, 3}: the 32-, 64- and "
+                 "128-byte modes)");
+  else if (sw.bits == 0)
+    error(l, "coop_tile_wg_run: an unswizzled tile cannot be described to wgmma here; stage A and B under "
+             "Swizzle{3, 3, 3} (rows of 64 elements), {2, 3, 3} (32) or {1, 3, 3} (16)");
+  return code ? code : 333;
+}
+}  // namespace
+
+Frag coop_tile_wg_run(const TgBuffer& a, Operand a_offset, const TgBuffer& b, Operand b_offset, const Frag& acc,
+                      Swizzle sw, SrcLoc loc) {
+  const ir::SrcLoc l = loc_of(loc);
+  if (!frag_ok(acc, l, "coop_tile_wg_run")) return acc;
+  const int64_t code = wg_swizzle(sw, l);
+  Inst in;
+  in.op = Op::TileWgMma;
+  in.loc = l;
+  in.type = acc.type();
+  in.set(ir::Attr::Swizzle, code);
+  in.operands.push_back(a.alloc());
+  in.operands.push_back(tile_index(a_offset));
+  in.operands.push_back(b.alloc());
+  in.operands.push_back(tile_index(b_offset));
+  in.operands.push_back(acc.id());
+  return emit_frag(in);
+}
+
+Frag coop_tile_wg_run(const Frag& a, const TgBuffer& b, Operand b_offset, const Frag& acc, Swizzle sw, SrcLoc loc) {
+  const ir::SrcLoc l = loc_of(loc);
+  if (!frag_ok(a, l, "coop_tile_wg_run") || !frag_ok(acc, l, "coop_tile_wg_run")) return acc;
+  const int64_t code = wg_swizzle(sw, l);
+  Inst in;
+  in.op = Op::TileWgMmaRs;
+  in.loc = l;
+  in.type = acc.type();
+  in.set(ir::Attr::Swizzle, code);
+  in.operands.push_back(a.id());
+  in.operands.push_back(b.alloc());
+  in.operands.push_back(tile_index(b_offset));
+  in.operands.push_back(acc.id());
+  return emit_frag(in);
+}
+
 void coop_tile_store(const Frag& acc, const Buffer& dst, Operand offset, Operand stride) {
   tile_store(acc, false, dst.param(), offset, stride);
 }

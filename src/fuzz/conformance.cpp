@@ -918,6 +918,110 @@ void add_tg_alias_cases(const std::string& filter, std::vector<ConformanceCase>&
   cases.push_back(std::move(c));
 }
 
+// Warpgroup tiles (docs/semantics.md "Warpgroup tiles"): 256 threads stage A (128 x S, row-major)
+// and B (16 x S, a weight [N, K]) from x0 and x1 into 1024-byte aligned arrays through the
+// swizzle (S the swizzle's row: 64, 32 or 16 elements) with ordinary stores, fence the async
+// proxy and meet at a barrier; lane groups 0 .. 7 (two warpgroups at lane width 32) each
+// accumulate their 16 rows of A x B^T over the S / 16 k steps with tile_wg_mma and store them to
+// r (128 x 16). The values are small integers, so every product and sum is exact: one answer on
+// every path (wgmma, mma.sync, wmma, software), computed here from the definition.
+constexpr uint32_t kWgThreads = 256;
+
+// rs: A from registers (tile_wg_mma_rs): each lane group loads its own 16 rows of the staged A
+// as a fragment (tile_tg_load through the same swizzle) and passes it to the op.
+std::string wg_kernel_text(const std::string& name, DType t, int64_t code, bool rs) {
+  const uint32_t S = ir::wgmma_row_elems(code), bits = uint32_t(code / 100);
+  const std::string T = dtype_name(t);
+  std::ostringstream s;
+  s << "kernel " << name << " mode=Reduction {\n";
+  s << "  param x0: in buf<" << T << "> extent=" << 128 * S << "\n  param x1: in buf<" << T << "> extent=" << 16 * S << "\n";
+  s << "  param r: out buf<f32> extent=" << 128 * 16 << "\n";
+  s << "  %A = tg_alloc<wa, " << 128 * S << ", align=1024> : " << T << "\n";
+  s << "  %B = tg_alloc<wb, " << 16 * S << ", align=1024> : " << T << "\n";
+  s << "  %l = local_id<0> : u32\n  %c3 = const<3> : u32\n  %c6 = const<6> : u32\n";
+  s << "  %cm = const<" << ((1u << bits) - 1u) << "> : u32\n";
+  int n = 0;
+  auto stage = [&](const char* arr, const char* buf, uint32_t count) {
+    for (uint32_t j = 0; j < count / kWgThreads; ++j, ++n) {
+      s << "  %o" << n << " = const<" << j * kWgThreads << "> : u32\n  %i" << n << " = add %l, %o" << n << " : u32\n";
+      s << "  %v" << n << " = load<" << buf << "> %i" << n << " : " << T << "\n";
+      s << "  %h" << n << " = shr %i" << n << ", %c6 : u32\n  %m" << n << " = and %h" << n << ", %cm : u32\n";
+      s << "  %x" << n << " = shl %m" << n << ", %c3 : u32\n  %s" << n << " = xor %i" << n << ", %x" << n << " : u32\n";
+      s << "  tg_store " << arr << ", %s" << n << ", %v" << n << "\n";
+    }
+  };
+  stage("%A", "x0", 128 * S);
+  stage("%B", "x1", 16 * S);
+  s << "  fence_proxy_async\n  barrier\n";
+  s << "  %g = simd_group_id : u32\n  %c8 = const<8> : u32\n  %run = lt %g, %c8 : bool\n  if %run {\n";
+  s << "    %wg = shr %g, %c2sh : u32\n";
+  s << "    %rows = const<" << 64 * S << "> : u32\n    %abase = mul %wg, %rows : u32\n";
+  s << "    %zf = const<0> : f32\n    %acc0 = tile_fill %zf : frag<acc, f32, 16x16x16>\n";
+  if (rs) s << "    %cS = const<" << S << "> : u32\n    %rowS = const<" << 16 * S << "> : u32\n    %own = mul %g, %rowS : u32\n";
+  for (uint32_t kc = 0; kc < S / 16; ++kc) {
+    s << "    %k" << kc << " = const<" << 16 * kc << "> : u32\n    %ao" << kc << " = add %abase, %k" << kc << " : u32\n";
+    if (rs) {
+      s << "    %fo" << kc << " = add %own, %k" << kc << " : u32\n";
+      s << "    %fa" << kc << " = tile_tg_load<swizzle=" << code << "> %A, %fo" << kc << ", %cS : frag<a, " << T << ", 16x16x16>\n";
+      s << "    %acc" << kc + 1 << " = tile_wg_mma_rs<" << code << "> %fa" << kc << ", %B, %k" << kc << ", %acc" << kc
+        << " : frag<acc, f32, 16x16x16>\n";
+    } else {
+      s << "    %acc" << kc + 1 << " = tile_wg_mma<" << code << "> %A, %ao" << kc << ", %B, %k" << kc << ", %acc" << kc
+        << " : frag<acc, f32, 16x16x16>\n";
+    }
+  }
+  s << "    %c16 = const<16> : u32\n    %c256 = const<256> : u32\n    %ro = mul %g, %c256 : u32\n";
+  s << "    tile_store<r> %acc" << S / 16 << ", %ro, %c16\n  }\n}\n";
+  std::string text = s.str();
+  // %c2sh: the warpgroup of a lane group (g >> 2), declared with the constants above.
+  text.replace(text.find("  %l = local_id"), 0, "  %c2sh = const<2> : u32\n");
+  return text;
+}
+
+// The values of the warpgroup case: A(m, k) and B^T(n, k), small integers.
+float wg_a(uint32_t m, uint32_t k) { return float(int((m * 7 + k * 3) % 9) - 4); }
+float wg_b(uint32_t n, uint32_t k) { return float(int((n * 5 + k) % 7) - 3); }
+
+void add_wg_cases(const std::string& filter, std::vector<ConformanceCase>& cases) {
+  for (int rs = 0; rs < 2; ++rs)
+  for (DType t : {DType::BF16, DType::F16})
+    for (int64_t code : {333, 233, 133}) {
+      const std::string name = std::string(rs ? "conformance.tile_wg_mma_rs." : "conformance.tile_wg_mma.") + dtype_name(t) +
+                               ".swz" + std::to_string(code);
+      if (!filter.empty() && name.find(filter) == std::string::npos) continue;
+      std::string kname = name;
+      std::replace(kname.begin(), kname.end(), '.', '_');
+      ConformanceCase c;
+      c.kernel = ir::parse(wg_kernel_text(kname, t, code, rs == 1));
+      if (!verifies(c.kernel)) throw Error("conformance: the warpgroup tile kernel " + name + " does not verify");
+      const uint32_t S = ir::wgmma_row_elems(code);
+      c.name = name;
+      c.op = rs ? ir::Op::TileWgMmaRs : ir::Op::TileWgMma;
+      c.operands = {t};
+      c.result = DType::F32;
+      c.launch.dtype = DType::F32;
+      c.launch.grid = {1, 1, 1};
+      c.launch.threadgroup = {kWgThreads, 1, 1};
+      c.launch.buffers.emplace_back(128 * S * 2, 0);
+      c.launch.buffers.emplace_back(16 * S * 2, 0);
+      c.launch.buffers.emplace_back(128 * 16 * 4, 0xff);
+      auto half = [&](float v) { return uint64_t(t == DType::BF16 ? num::f32_to_bf16(v) : num::f32_to_f16(v)); };
+      for (uint32_t m = 0; m < 128; ++m)
+        for (uint32_t k = 0; k < S; ++k) put(c.launch.buffers[0], m * S + k, t, half(wg_a(m, k)));
+      for (uint32_t nn = 0; nn < 16; ++nn)
+        for (uint32_t k = 0; k < S; ++k) put(c.launch.buffers[1], nn * S + k, t, half(wg_b(nn, k)));
+      c.want.assign(128 * 16 * 4, 0);
+      for (uint32_t m = 0; m < 128; ++m)
+        for (uint32_t nn = 0; nn < 16; ++nn) {
+          double sum = 0;
+          for (uint32_t k = 0; k < S; ++k) sum += double(wg_a(m, k)) * double(wg_b(nn, k));
+          put(c.want, m * 16 + nn, DType::F32, eval::Scalar::of_f32(float(sum)).bits);
+          c.args.push_back({uint64_t(m * 16 + nn)});
+        }
+      cases.push_back(std::move(c));
+    }
+}
+
 void add_tile_layout_cases(const std::string& filter, std::vector<ConformanceCase>& cases) {
   for (int role = 0; role < 2; ++role)
     for (int cm = 0; cm < 2; ++cm)
@@ -957,6 +1061,10 @@ void add_tile_layout_cases(const std::string& filter, std::vector<ConformanceCas
 }
 
 }  // namespace
+
+std::string warpgroup_kernel_text(const std::string& name, DType t, int64_t code, bool rs) {
+  return wg_kernel_text(name, t, code, rs);
+}
 
 std::vector<ConformanceCase> conformance_cases(const std::string& filter) {
   std::vector<ConformanceCase> cases;
@@ -1036,6 +1144,7 @@ std::vector<ConformanceCase> conformance_cases(const std::string& filter) {
   add_tg_alias_cases(filter, cases);
   add_tma_cases(filter, cases);
   add_tma_tile_cases(filter, cases);
+  add_wg_cases(filter, cases);
   return cases;
 }
 

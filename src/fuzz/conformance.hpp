@@ -37,6 +37,11 @@ struct ConformanceCase {
 // Every case whose name contains `filter` (empty: all), in op-table order.
 std::vector<ConformanceCase> conformance_cases(const std::string& filter = "");
 
+// The text IR of the warpgroup-tile case (conformance.tile_wg_mma.<t>.swz<code>): the unit tests
+// mutate it (tests/unit/wgmma_test.cpp).
+// rs: A from registers (tile_wg_mma_rs).
+std::string warpgroup_kernel_text(const std::string& name, DType t, int64_t code, bool rs = false);
+
 // "" when output buffer `got` agrees with the case's oracle on every element (bit for bit with
 // NaN == NaN for exact ops; the bound docs/semantics.md states for exp, log, tanh, rsqrt, sin,
 // cos, exp2, log2, erf and pow), otherwise the first disagreeing element with its operands.

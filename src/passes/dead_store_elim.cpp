@@ -28,6 +28,8 @@ bool run_dead_store_elim(ir::Kernel& k, PassContext& ctx) {
       if (in.op == Op::TgLoad || in.op == Op::TileTgLoad || in.op == Op::LocalLoad || in.op == Op::BulkStore ||
           in.op == Op::TmaStore2D || ir::is_tg_atomic(in.op))
         tg_read[in.operands[0]] = 1;
+      if (in.op == Op::TileWgMma) tg_read[in.operands[0]] = tg_read[in.operands[2]] = 1;  // both operands' arrays
+      if (in.op == Op::TileWgMmaRs) tg_read[in.operands[1]] = 1;                         // B's array
     });
     // An allocation a threadgroup alias views lives while the alias does (the alias has no memory
     // of its own).

@@ -363,6 +363,7 @@ struct Machine {
       case Op::TileTgStore: case Op::TileGet:
         tile(id, in, out, active);
         return;
+      case Op::TileWgMma: case Op::TileWgMmaRs: wg_mma(id, in, active); return;
       case Op::Var:
         if (in.type.is_fragment()) return frag_copy(in, id, in.operands[0], active);
         {
@@ -858,6 +859,94 @@ struct Machine {
       }
       default: return;
     }
+  }
+
+  // tile_wg_mma (docs/semantics.md "Warpgroup tiles"): every lane group of a warpgroup (4
+  // consecutive lane groups from a multiple of 4) runs it together with the same operands; lane
+  // group q of the warpgroup gets acc + A[16q .., 0 .. 15] x B. Each operand starts 16-byte
+  // aligned in the first 128 bytes of a 1024-byte swizzle atom, and an ordinary store to an
+  // element it reads needs its writer's fence_proxy_async (wgmma reads through the async proxy).
+  // tile_wg_mma_rs: A is lane group q's own A fragment (rows 16q .. of the warpgroup's A).
+  void wg_mma(Id id, const ir::Inst& in, const Mask& active) {
+    const bool rs = in.op == Op::TileWgMmaRs;
+    const std::string name = ir::mnemonic(in.op);
+    std::vector<uint32_t> groups;
+    each_group(in, active, [&](uint32_t g) { groups.push_back(g); });
+    const uint32_t n_groups = (T + W - 1) / W;
+    const int64_t swz = in.attr(ir::Attr::Swizzle);
+    const uint32_t S = ir::wgmma_row_elems(swz);
+    for (size_t i = 0; i < groups.size(); ++i) {
+      const uint32_t g = groups[i], first = g / 4 * 4;
+      bool whole = first + 3 < n_groups;
+      for (uint32_t q = 0; q < 4 && whole; ++q)
+        whole = std::find(groups.begin(), groups.end(), first + q) != groups.end();
+      if (!whole) {
+        std::string who;
+        for (uint32_t x : groups) who += (who.empty() ? "" : ", ") + std::to_string(x);
+        fail(in, name + " reached by lane groups " + who + " of " + std::to_string(n_groups) +
+                     ": a warpgroup is 4 consecutive lane groups of " + std::to_string(W) +
+                     " starting at a multiple of 4, and all 4 run it together (lane group " + std::to_string(g) +
+                     "'s warpgroup is lane groups " + std::to_string(first) + " .. " + std::to_string(first + 3) + ")");
+      }
+    }
+    for (uint32_t g : groups) {
+      const uint32_t first = g / 4 * 4, q = g % 4;
+      uint32_t off[2] = {0, 0};
+      for (int o = rs ? 1 : 0; o < 2; ++o) {
+        const char* what = o == 0 ? "A's offset" : "B's offset";
+        const int operand = rs ? 2 : 2 * o + 1;
+        off[o] = uniform(in, operand, g, what);
+        const uint32_t lead = uniform(in, operand, first, what);
+        if (off[o] != lead)
+          fail(in, name + ": " + what + " differs across the warpgroup (lane group " + std::to_string(first) +
+                       ": " + std::to_string(lead) + ", lane group " + std::to_string(g) + ": " + std::to_string(off[o]) +
+                       "); a warpgroup's operands are one descriptor");
+        const uint64_t bytes = uint64_t(off[o]) * 2;
+        if (bytes % 16 != 0 || bytes % 1024 >= 128)
+          fail(in, name + ": " + what + " " + std::to_string(off[o]) +
+                       " does not start a wgmma operand: its byte offset (" + std::to_string(bytes) +
+                       ") must be a multiple of 16 within the first 128 bytes of a 1024-byte swizzle atom");
+      }
+      // The 64 x 16 A of the warpgroup (this lane group's 16 rows) and the 16 x 16 B, read through
+      // the swizzle as every lane of the group.
+      const int bi = rs ? 1 : 2;
+      const DType ea = types[in.operands[0]], eb = types[in.operands[size_t(bi)]];
+      double a[256], b[256];
+      const float* fa = rs ? frag_data(in.operands[0], g) : nullptr;
+      for (uint32_t r = 0; r < 16; ++r)
+        for (uint32_t c = 0; c < 16; ++c) {
+          a[r * 16 + c] = rs ? double(fa[r * 16 + c])
+                             : double(to_input(ea, Scalar{wg_read(in, 0, ir::swizzle_index(off[0] + (16 * q + r) * S + c, swz), g)}.f()));
+          // B(k = r, n = c) is column-major: element (r, c) at c * S + r.
+          b[r * 16 + c] = double(to_input(eb, Scalar{wg_read(in, bi, ir::swizzle_index(off[1] + c * S + r, swz), g)}.f()));
+        }
+      const float* cin = frag_data(in.operands[rs ? 3 : 4], g);
+      float* d = frag_data(id, g);
+      for (uint32_t i = 0; i < 16; ++i)
+        for (uint32_t j = 0; j < 16; ++j) {
+          double sum = double(cin[i * 16 + j]);
+          for (uint32_t kk = 0; kk < 16; ++kk) sum += a[i * 16 + kk] * b[kk * 16 + j];
+          d[i * 16 + j] = float(sum);
+        }
+    }
+  }
+  // An element of tile_wg_mma's operand array (operand `o`) at idx, read by lane group g.
+  uint32_t wg_read(const ir::Inst& in, int o, uint32_t idx, uint32_t g) {
+    const Id alloc = in.operands[size_t(o)];
+    const uint64_t count = tg_elems[alloc];
+    if (idx >= count)
+      fail(in, std::string(ir::mnemonic(in.op)) + " reads " + (o == 0 ? "A" : "B") + "'s threadgroup array '" + tg_name(k.insts[alloc]) +
+                   "' at index " + std::to_string(idx) + ", out of range: the array has " + std::to_string(count) +
+                   " elements (" + thread_text(g * W) + ")");
+    const uint32_t word = tg_offset[alloc] + idx;
+    const SlotAccess& s = tg_access_log[word];
+    if (s.written_group == group_serial && s.writer != kCopyEngine && s.writer < T && proxy_fenced_at[s.writer] < s.write_time)
+      fail(in, std::string(ir::mnemonic(in.op)) + " reads threadgroup slot '" + tg_name(k.insts[alloc]) + "'[" + std::to_string(idx) + "], which " +
+                   thread_text(s.writer) + " stored to at " + k.where(k.insts[s.write_op].loc) +
+                   " with no fence_proxy_async after the store (wgmma reads shared memory through the async proxy; " +
+                   thread_text(g * W) + ")");
+    for (uint32_t l = 0; l < W; ++l) check_race(in, word, false, g * W + l);
+    return uint32_t(tg_mem[word]);
   }
 
   uint32_t tile_read(const ir::Inst& in, uint32_t idx, uint32_t g) {
