@@ -637,9 +637,12 @@ TmaGeometry tma_geometry(DType t, uint32_t span) {
   return g;
 }
 // The coordinates of the four boxes: inside, or (edge) past every side of the tensor.
+// Every x is a multiple of q = 16 bytes' worth of elements (a box row starts on a 16-byte
+// boundary of the tensor, docs/semantics.md); y is free.
 std::vector<int32_t> tma_coords(const TmaGeometry& g, bool edge) {
-  if (!edge) return {0, 0, int32_t(g.w), 0, int32_t(g.w / 2), int32_t(g.h), int32_t(g.W - g.w), int32_t(g.H - g.h)};
-  return {-3, -2, int32_t(g.W - g.w / 2), 1, 2, int32_t(g.H - 4), int32_t(g.W - 5), int32_t(g.H - 3)};
+  const int32_t q = int32_t(16 / g.es), half = int32_t(g.w / 2) / q * q;
+  if (!edge) return {0, 0, int32_t(g.w), 0, half, int32_t(g.h), int32_t(g.W - g.w), int32_t(g.H - g.h)};
+  return {-q, -2, int32_t(g.W) - half, 1, q, int32_t(g.H - 4), int32_t(g.W) - q, int32_t(g.H - 3)};
 }
 
 std::string tma_kernel_text(const std::string& name, DType t, const TmaGeometry& g, bool store) {

@@ -1369,6 +1369,13 @@ struct Machine {
                      ") is misaligned: " + sw + " lands at multiples of " + std::to_string(need) + " bytes (" +
                      thread_text(t) + ")");
       const int64_t x = int32_t(uint32_t(row(in.operands[2])[t])), y = int32_t(uint32_t(row(in.operands[3])[t]));
+      // The copy engine starts a box row only on a 16-byte boundary of the tensor: on the H200 a
+      // box at x = 12 of a bf16 tensor (byte 24) stops the kernel with an illegal instruction.
+      if (((x * int64_t(es)) % 16 + 16) % 16 != 0)
+        fail(in, op + " through " + map_name + " at x = " + std::to_string(x) + ": the box's first column is byte " +
+                     std::to_string(x * int64_t(es)) + " of its row, not a multiple of 16 (the copy engine faults on "
+                     "it; x must be a multiple of " + std::to_string(16 / es) + " " + dtype_name(at) + " elements; " +
+                     thread_text(t) + ")");
       Mbar* mb = nullptr;
       uint32_t bar = 0;
       if (load) {
