@@ -287,9 +287,7 @@ class CudaDialect : public Dialect {
     lines.push_back("#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800");
     lines.push_back("  if ((((unsigned long long)iron_d | (unsigned long long)iron_s) & " +
                     std::to_string(uint64_t(count) * elem_bytes - 1) + "ull) == 0ull) {");
-    lines.push_back("    asm volatile(\"cp.async." + std::string(bytes == "16" ? "cg" : "ca") + ".shared.global [%0], [%1], " +
-                    bytes + ", %2;\\n\" :: \"r\"((unsigned)__cvta_generic_to_shared(iron_d)), \"l\"(iron_s), "
-                    "\"r\"(iron_n) : \"memory\");");
+    lines.push_back("    " + cp);
     lines.push_back("  } else");
     lines.push_back("#endif");
     lines.push_back("  {");
