@@ -636,13 +636,31 @@ TmaGeometry tma_geometry(DType t, uint32_t span) {
   g.at = (span ? 8 * span : 128) / g.es;  // one pattern (or 128 bytes) in
   return g;
 }
-// The coordinates of the four boxes: inside, or (edge) past every side of the tensor.
-// Every x is a multiple of q = 16 bytes' worth of elements (a box row starts on a 16-byte
-// boundary of the tensor, docs/semantics.md); y is free.
-std::vector<int32_t> tma_coords(const TmaGeometry& g, bool edge) {
+// Where the four boxes lie: inside the tensor, past every side of it (edge), past its far sides
+// only (far: x + w > W or y + h > H, every coordinate >= 0), or before its origin only (near: a
+// negative x or y, nothing past W or H).
+enum class TmaPlace : uint8_t { Inside, Edge, Far, Near };
+const char* tma_place_suffix(TmaPlace p) {
+  switch (p) {
+    case TmaPlace::Inside: return "";
+    case TmaPlace::Edge: return ".edge";
+    case TmaPlace::Far: return ".far";
+    case TmaPlace::Near: return ".near";
+  }
+  return "";
+}
+// The coordinates of the four boxes. Every x is a multiple of q = 16 bytes' worth of elements (a
+// box row starts on a 16-byte boundary of the tensor, docs/semantics.md); y is free.
+std::vector<int32_t> tma_coords(const TmaGeometry& g, TmaPlace place) {
   const int32_t q = int32_t(16 / g.es), half = int32_t(g.w / 2) / q * q;
-  if (!edge) return {0, 0, int32_t(g.w), 0, half, int32_t(g.h), int32_t(g.W - g.w), int32_t(g.H - g.h)};
-  return {-q, -2, int32_t(g.W) - half, 1, q, int32_t(g.H - 4), int32_t(g.W) - q, int32_t(g.H - 3)};
+  const int32_t W = int32_t(g.W), H = int32_t(g.H), w = int32_t(g.w), h = int32_t(g.h);
+  switch (place) {
+    case TmaPlace::Inside: return {0, 0, w, 0, half, h, W - w, H - h};
+    case TmaPlace::Edge: return {-q, -2, W - half, 1, q, H - 4, W - q, H - 3};
+    case TmaPlace::Far: return {W - half, 1, q, H - 4, W - q, H - 3, W - w, H - h + 1};
+    case TmaPlace::Near: return {-q, 0, 0, -2, -half, -3, q, -1};
+  }
+  return {};
 }
 
 std::string tma_kernel_text(const std::string& name, DType t, const TmaGeometry& g, bool store) {
@@ -714,19 +732,23 @@ void add_tma_cases(const std::string& filter, std::vector<ConformanceCase>& case
   struct Variant {
     DType t;
     uint32_t span;
-    bool edge, store;
+    TmaPlace place;
+    bool store;
   };
+  const TmaPlace in = TmaPlace::Inside, edge = TmaPlace::Edge, far = TmaPlace::Far, near = TmaPlace::Near;
   const Variant variants[] = {
-      {DType::BF16, 0, false, false},  {DType::BF16, 32, false, false}, {DType::BF16, 64, false, false},
-      {DType::BF16, 128, false, false}, {DType::BF16, 0, true, false},  {DType::BF16, 128, true, false},
-      {DType::F32, 0, false, false},   {DType::F32, 64, true, false},   {DType::U8, 128, false, false},
-      {DType::F8E4M3, 32, true, false}, {DType::BF16, 0, true, true},   {DType::BF16, 128, true, true},
-      {DType::F32, 32, false, true},
+      {DType::BF16, 0, in, false},    {DType::BF16, 32, in, false},    {DType::BF16, 64, in, false},
+      {DType::BF16, 128, in, false},  {DType::BF16, 0, edge, false},   {DType::BF16, 128, edge, false},
+      {DType::F32, 0, in, false},     {DType::F32, 64, edge, false},   {DType::U8, 128, in, false},
+      {DType::F8E4M3, 32, edge, false}, {DType::BF16, 0, in, true},    {DType::BF16, 128, in, true},
+      {DType::BF16, 0, far, true},    {DType::BF16, 128, far, true},   {DType::F32, 32, in, true},
+      {DType::F32, 0, near, false},
   };
+  // (A store before the origin is an error, docs/semantics.md; a load there zero-fills.)
   for (const Variant& v : variants) {
     const std::string name = std::string("conformance.") + (v.store ? "tma_store_2d." : "tma_load_2d.") + dtype_name(v.t) +
                              (v.span ? ".swizzle" + std::to_string(v.span) : std::string(".noswizzle")) +
-                             (v.edge ? ".edge" : "");
+                             tma_place_suffix(v.place);
     if (!filter.empty() && name.find(filter) == std::string::npos) continue;
     std::string kname = name;
     std::replace(kname.begin(), kname.end(), '.', '_');
@@ -745,7 +767,7 @@ void add_tma_cases(const std::string& filter, std::vector<ConformanceCase>& case
     const std::vector<uint64_t> values = edge_values(v.t);
     c.launch.buffers.emplace_back(elems * g.es, 0);
     for (uint64_t i = 0; i < elems; ++i) put(c.launch.buffers[0], i, v.t, values[(i * 2654435761u >> 5) % values.size()]);
-    const std::vector<int32_t> xy = tma_coords(g, v.edge);
+    const std::vector<int32_t> xy = tma_coords(g, v.place);
     c.launch.buffers.emplace_back(8 * 4, 0);
     for (size_t i = 0; i < 8; ++i) put(c.launch.buffers[1], i, DType::I32, uint64_t(uint32_t(xy[i])));
     c.launch.maps.push_back({0, {g.W, g.H}, {g.w, g.h}, g.span});

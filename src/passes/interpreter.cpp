@@ -1376,6 +1376,14 @@ struct Machine {
                      std::to_string(x * int64_t(es)) + " of its row, not a multiple of 16 (the copy engine faults on "
                      "it; x must be a multiple of " + std::to_string(16 / es) + " " + dtype_name(at) + " elements; " +
                      thread_text(t) + ")");
+      // A tensor store starts inside the tensor: on the H200 a store box at a negative x or y
+      // stops the kernel with an illegal instruction (session 10, tma-s10), while one that runs
+      // past the last column or row is clipped there, and loads zero-fill on every side.
+      if (!load && (x < 0 || y < 0))
+        fail(in, op + " through " + map_name + " at (" + std::to_string(x) + ", " + std::to_string(y) +
+                     "): a stored box starts at a non-negative column and row (the copy engine faults on a "
+                     "negative coordinate of a store; only its far sides may pass the tensor's edge; " +
+                     thread_text(t) + ")");
       Mbar* mb = nullptr;
       uint32_t bar = 0;
       if (load) {

@@ -163,6 +163,25 @@ TEST(Tma, AColumnOffA16ByteBoundaryIsAnError) {
   EXPECT_TRUE(has(e, "x must be a multiple of 8 bf16 elements")) << e;
 }
 
+// A stored box starts at a non-negative column and row: a store at x = -8 or y = -1 is an error
+// naming the copy (on the H200 both stop the kernel with an illegal instruction, session 10's
+// tma-s10 call), while a store running past the tensor's far sides is clipped (no error).
+TEST(Tma, AStoreBeforeTheOriginIsAnError) {
+  const auto store_at = [](const std::string& x, const std::string& y) {
+    return kernel_text(kLoad + "  %sx = const<" + x + "> : i32\n  %sy = const<" + y + "> : i32\n  fence_proxy_async\n  barrier\n"
+                       "  if %is0 {\n    tma_store_2d<map> %a, %c0, %sx, %sy @\"t.cpp\":60\n    bulk_commit\n    bulk_wait<0>\n  }\n");
+  };
+  std::vector<uint16_t> r;
+  std::string e = run(store_at("-8", "0"), 0, r);
+  EXPECT_TRUE(has(e, "tma_store_2d through tensor map 'map' at (-8, 0): a stored box starts at a non-negative column and row"))
+      << e;
+  EXPECT_TRUE(has(e, "t.cpp:60")) << e;
+  e = run(store_at("0", "-1"), 0, r);
+  EXPECT_TRUE(has(e, "at (0, -1): a stored box starts at a non-negative column and row")) << e;
+  EXPECT_EQ(run(store_at("0", "12"), 0, r), "");   // rows 12..19 of 16: the last four clipped
+  EXPECT_EQ(run(store_at("8", "0"), 0, r), "");    // columns 8..71 of 64: the last eight clipped
+}
+
 // Outside the tensor the box reads zeros (a negative coordinate, or past the last row/column);
 // a coordinate that is a runtime value is used as it is.
 TEST(Tma, BoundaryBoxesZeroFill) {
