@@ -504,7 +504,7 @@ void fence_device(SrcLoc loc = SrcLoc::current());
 // its group; other threads see them after a barrier that follows that wait. CUDA sm_80+:
 // cp.async (16-byte copies bypass L1); elsewhere a plain copy.
 void async_copy(const TgRef& dst, const ElemRef& src, uint32_t count, Operand valid);
-void async_copy(const TgRef& dst, const ElemRef& src, uint32_t count);
+void async_copy(const TgRef& dst, const ElemRef& src, uint32_t count, SrcLoc loc = SrcLoc::current());
 void async_commit(SrcLoc loc = SrcLoc::current());
 void async_wait(uint32_t pending, SrcLoc loc = SrcLoc::current());
 

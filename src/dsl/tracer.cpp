@@ -981,8 +981,8 @@ void async_copy(const TgRef& dst, const ElemRef& src, uint32_t count, Operand va
   in.operands.push_back(v.id());
   emit(in);
 }
-void async_copy(const TgRef& dst, const ElemRef& src, uint32_t count) {
-  async_copy(dst, src, count, Operand(count, SrcLoc::current()));
+void async_copy(const TgRef& dst, const ElemRef& src, uint32_t count, SrcLoc loc) {
+  async_copy(dst, src, count, Operand(count, loc));  // the whole count valid, at the caller's line
 }
 void async_commit(SrcLoc l) {
   Inst in;

@@ -83,6 +83,31 @@ TEST(DslLocations, EveryOpOfEveryRegisteredKernelCarriesItsDslLine) {
   }
 }
 
+// The three-argument async_copy (every element valid) places its constant at the caller's line,
+// like every other DSL call, not at the tracer's.
+static void copies_whole_chunks() {
+  Buffer x = input("x", f32, {64u});
+  Buffer out = output("out", f32, {64u});
+  TgBuffer s = threadgroup_alloc("s", f32, 64u);
+  Expr l = local_id(0);
+  async_copy(s[l * 4u], x[l * 4u], 4);
+  async_commit();
+  async_wait(0);
+  barrier();
+  out[l] = s[l];
+}
+TEST(DslLocations, ACopyWithoutAValidCountIsLocatedAtItsCaller) {
+  const ir::Kernel k = trace_kernel(KernelDecl{"copy_kernel", &copies_whole_chunks, Mode::Reduction, {}, __FILE__, __LINE__});
+  size_t copies = 0;
+  ir::walk(k, [&](ir::Id id) {
+    const ir::Inst& in = k.insts[id];
+    EXPECT_NE(k.where(in.loc).find("tests/unit/dsl_test.cpp:"), std::string::npos)
+        << ir::mnemonic(in.op) << " at " << k.where(in.loc);
+    copies += in.op == ir::Op::AsyncCopy;
+  });
+  EXPECT_EQ(copies, 1u);
+}
+
 static void float_literal_with_u32() {
   Expr n = constexpr_("n", u32);
   Buffer out = output("out", u32, {n});
