@@ -13,6 +13,8 @@
 //   ksplit                      decode rows only: K slices per 4 rows of W (1, 2, 4, 8, 16)
 //   mma                         decode rows only: 0 the lanes body (default), 1 the tiles body, 2 the
 //                               tiles where the device has room for them, else the lanes
+//   unroll                      decode rows, lanes body only: 16-byte chunks of each W row a lane
+//                               loads per step before it multiplies (1, 2 or 4; default 2)
 // with buffers a, b (T), c (out), and b2 (swiglu), bias [n] or residual [m, n] (out's dtype).
 //
 // Decode rows first: m <= 16 against B column-major (a [n, k] weight), A row-major, k, lda, ldb,
@@ -177,6 +179,13 @@ static LaunchPlan gemm_for(const Call& call, const DeviceInfo& dev) {
       if (ksplit < 1 || ksplit > most || (ksplit & (ksplit - 1)) != 0)
         throw Error("ksplit = " + num(int64_t(ksplit)) + ": a power of two from 1 to " + num(int64_t(most)));
     }
+    // The lanes' chunks per step (1, 2 or 4): kDecodeUnroll unless the call asks.
+    uint32_t unroll = kDecodeUnroll;
+    if (call.has("unroll")) {
+      const int64_t u = flag(call, "unroll", 1, int64_t(kDecodeUnrollMax));
+      if (u != 1 && u != 2 && u != 4) throw Error("unroll = " + num(u) + ": 1, 2 or 4");
+      unroll = uint32_t(u);
+    }
     LaunchStep step;
     step.kernel = std::string("iron_gemm_decode_") + dtype_name(out);
     uint32_t groups;
@@ -221,6 +230,7 @@ static LaunchPlan gemm_for(const Call& call, const DeviceInfo& dev) {
                        {"b_len", uint32_t(b_len)},
                        {"ksplit", uint32_t(ksplit)},
                        {"mma", uint32_t(tiles ? 1 : 0)},
+                       {"unroll", tiles ? 1u : unroll},
                        {"red_len", uint32_t(groups * (tiles ? 256 : kDecodeRows * kDecodeBlock))},
                        {"at_len", uint32_t(tiles ? at_len : 1)},
                        {"ws_len", uint32_t(tiles ? ws_len : 1)}};

@@ -156,6 +156,17 @@ TEST(GemmSelector, DecodeRows) {
   }
   EXPECT_NE(error_of([&] { gemm(d, 4, 64, 64, {{"tile", 3}}); }).find("tile 3 (decode rows) needs B column-major"),
             std::string::npos);
+  // The lanes' chunks per step: 2 unless the call asks 1, 2 or 4; the tiles body gets 1.
+  EXPECT_EQ(gemm(d, 4, 14336, 4096, {{"b_trans", 1}}).steps[0].constexprs.at("unroll").as_double(), 2);
+  EXPECT_EQ(gemm(d, 4, 14336, 4096, {{"b_trans", 1}, {"unroll", 4}}).steps[0].constexprs.at("unroll").as_double(), 4);
+  EXPECT_EQ(gemm(d, 4, 14336, 4096, {{"b_trans", 1}, {"unroll", 1}}).steps[0].constexprs.at("unroll").as_double(), 1);
+  EXPECT_EQ(gemm(d, 16, 14336, 4096, {{"b_trans", 1}, {"unroll", 4}}).steps[0].constexprs.at("unroll").as_double(), 1);
+  EXPECT_NE(error_of([&] { gemm(d, 4, 14336, 4096, {{"b_trans", 1}, {"unroll", 3}}); }).find("unroll = 3: 1, 2 or 4"),
+            std::string::npos);
+  EXPECT_NE(error_of([&] { gemm(d, 4, 14336, 4096, {{"b_trans", 1}, {"unroll", 0}}); }).find("unroll = 0: 1, 2 or 4"),
+            std::string::npos);
+  EXPECT_NE(error_of([&] { gemm(d, 4, 14336, 4096, {{"b_trans", 1}, {"unroll", 8}}); }).find("unroll = 8 is out of range"),
+            std::string::npos);
   EXPECT_NE(error_of([&] { gemm(d, 4, 64, 64, {{"tile", 3}, {"b_trans", 1}, {"b_off", 4}}); }).find("b_off = 4"),
             std::string::npos);
   EXPECT_NE(error_of([&] { gemm(d, 4, 64, 64, {{"b_trans", 1}, {"ksplit", 3}}); }).find("ksplit = 3: a power of two"),
