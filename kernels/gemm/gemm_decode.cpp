@@ -8,8 +8,8 @@
 // Element (i, kk) of A is a[a_off + i * lda + kk] (A row-major), W (j, kk) = B (kk, j) is
 // b[b_off + j * ldb + kk]. k, lda, ldb, a_off and b_off are multiples of 8 (declared facts,
 // checked at every dispatch), so every 8-element chunk of a row of A or W starts 16 bytes
-// aligned. m, k, ksplit, mma and epi are specialized: loop bounds are constants and the body the
-// dispatch does not take is folded away. Two bodies:
+// aligned. m, k, ksplit, mma, unroll and epi are specialized: loop bounds are constants and the
+// body the dispatch does not take is folded away. Two bodies:
 //
 // mma = 0, the lanes body (products in f32 on the lanes). A lane group owns kRows = 4
 // consecutive rows of W (a row group) and one of `ksplit` slices of K; the ksplit lane groups of

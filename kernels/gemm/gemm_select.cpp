@@ -14,7 +14,8 @@
 //   mma                         decode rows only: 0 the lanes body (default), 1 the tiles body, 2 the
 //                               tiles where the device has room for them, else the lanes
 //   unroll                      decode rows, lanes body only: 16-byte chunks of each W row a lane
-//                               loads per step before it multiplies (1, 2 or 4; default 2)
+//                               loads per step before it multiplies (1, 2 or 4; default 2, and 4
+//                               at m = 1 where every lane has 4 steps of chunks)
 // with buffers a, b (T), c (out), and b2 (swiglu), bias [n] or residual [m, n] (out's dtype).
 //
 // Decode rows first: m <= 16 against B column-major (a [n, k] weight), A row-major, k, lda, ldb,
