@@ -78,6 +78,9 @@ def main(argv=None):
     ap.add_argument("--filter", default="", help="only shapes whose name contains this text (comma-separated: any)")
     ap.add_argument("--sources", default=",".join(SOURCES), help="comma-separated subset of: " + ",".join(SOURCES))
     ap.add_argument("--flush-l2", action="store_true", help="write a 256 MiB buffer before every sample")
+    ap.add_argument("--flush-l2-read", action="store_true",
+                    help="read a 256 MiB buffer before every sample instead (leaves no dirty line in the L2; "
+                         "iron bench --flush-l2-read)")
     ap.add_argument("--measured-gbps", type=float, help="measured bandwidth ceiling for pct_measured_bw (H200: 4270)")
     ap.add_argument("--self-test", action="store_true", help="check the shape table and helpers (no torch needed) and exit")
     args = ap.parse_args(argv)
@@ -109,7 +112,9 @@ def main(argv=None):
     device = "cuda"
     device_name = torch.cuda.get_device_name(0)
     spec = tp.lookup_spec(device_name)
-    timer = tp.Timer(torch, device, args.flush_l2, 256 << 20)
+    if args.flush_l2 and args.flush_l2_read:
+        ap.error("--flush-l2 and --flush-l2-read are two protocols: give one")
+    timer = tp.Timer(torch, device, args.flush_l2, 256 << 20, args.flush_l2_read)
     tiny = torch.zeros(1, device=device)
     floor_us = tp.summarize(timer.run(lambda: tiny.add_(1), 20, 50))["median_us"]
     print("gemm_peers: %s, torch %s, launch floor %.2f us" % (device_name, torch.__version__, floor_us), file=sys.stderr)
@@ -129,7 +134,8 @@ def main(argv=None):
         for source in sources:
             rec = {"kernel": FAMILY, "bench": name, "dtype": "bf16", "backend": "cuda", "device": device_name,
                    "source": source, "status": "error", "message": "", "correctness": None, "warmup": args.warmup,
-                   "flush_l2": args.flush_l2, "samples_us": [], "stats": None, "bytes": gemm_bytes(m, n, k, 2),
+                   "flush_l2": args.flush_l2 or args.flush_l2_read, "flush_l2_read": args.flush_l2_read,
+                   "samples_us": [], "stats": None, "bytes": gemm_bytes(m, n, k, 2),
                    "flops": gemm_flops(m, n, k), "sweep": sweep, "size": float(m), "metrics": None, "resources": None}
             t0 = time.time()
             try:

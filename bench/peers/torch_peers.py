@@ -518,11 +518,24 @@ def max_error(out, ref, floor, torch):
 
 
 class Timer:
-    def __init__(self, torch, device, flush_l2, flush_bytes):
+    def __init__(self, torch, device, flush_l2, flush_bytes, flush_read=False):
         self.torch, self.device = torch, device
         self.cuda = device.startswith("cuda")
-        # Writing a buffer far larger than L2 (50 MiB on H200) between samples evicts the inputs.
-        self.flush = torch.empty(flush_bytes // 4, dtype=torch.float32, device=device) if flush_l2 else None
+        # Writing a buffer far larger than L2 (50 MiB on H200) between samples evicts the inputs,
+        # but leaves the L2 full of dirty lines that are written back during the timed call.
+        # flush_read: read it instead (a sum of it; only the scalar result is written), which
+        # leaves the L2 holding clean lines, as `iron bench --flush-l2-read` does.
+        self.flush_read = bool(flush_read)
+        want = flush_l2 or self.flush_read
+        self.flush = torch.zeros(flush_bytes // 4, dtype=torch.float32, device=device) if want else None
+
+    def evict(self):
+        if self.flush is None:
+            return
+        if self.flush_read:
+            self.flush.sum()
+        else:
+            self.flush.zero_()
 
     def sync(self):
         if self.cuda:
@@ -535,16 +548,14 @@ class Timer:
         if not self.cuda:  # CPU ops are synchronous: the host clock brackets each one
             out = []
             for _ in range(samples):
-                if self.flush is not None:
-                    self.flush.zero_()
+                self.evict()
                 t0 = time.perf_counter_ns()
                 fn()
                 out.append((time.perf_counter_ns() - t0) / 1e3)
             return out
         ev = [(self.torch.cuda.Event(enable_timing=True), self.torch.cuda.Event(enable_timing=True)) for _ in range(samples)]
         for start, end in ev:
-            if self.flush is not None:
-                self.flush.zero_()
+            self.evict()
             start.record()
             fn()
             end.record()

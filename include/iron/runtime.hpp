@@ -113,6 +113,11 @@ struct TimingOptions {
   int warmup = 20;
   int samples = 100;
   bool flush_l2 = false;
+  // With flush_l2: evict the L2 by reading a buffer several times its size instead of writing
+  // one, so the sample starts with no dirty line in the L2 (a written flush leaves the cache
+  // full of dirty lines, which are written back while the timed kernel runs). CUDA only; other
+  // backends refuse it by name (the interpreter, which has no cache, ignores both).
+  bool flush_l2_read = false;
 };
 
 // The raw result of a timed dispatch: per-sample device times (microseconds) and the compiler's

@@ -28,7 +28,8 @@ struct Config {
 // pass (both bodies; the tiles body's A^T is 16 wide).
 constexpr uint32_t kDecodeRows = 4;
 constexpr uint32_t kDecodeBlock = 16;
-constexpr uint32_t kDecodeUnroll = 2;       // lanes body: 16-byte chunks of each W row per step
+constexpr uint32_t kDecodeUnroll = 2;       // lanes body: 16-byte chunks of each W row per step (default)
+constexpr uint32_t kDecodeUnrollMax = 4;    // lanes body: the most the `unroll` call argument takes
 constexpr uint32_t kDecodeTileStages = 4;   // tiles body: staged 16 x 64 W blocks per lane group
 constexpr uint32_t kDecodeTileLd = 72;      // tiles body: their row stride (64 + 8 elements)
 

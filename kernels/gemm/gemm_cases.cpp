@@ -35,6 +35,7 @@ struct Shape {
   bool small_integers = false;
   int ksplit = 0;    // decode rows: 0 the selector's choice
   int mma = -1;      // decode rows: -1 the selector's choice, 0 lanes, 1 tiles, 2 tiles where they fit
+  int unroll = 0;    // decode rows, lanes: 0 the selector's choice (2), else 1, 2 or 4 chunks per step
 };
 
 std::vector<double> values(size_t count, uint64_t seed, bool small_integers) {
@@ -58,6 +59,7 @@ TestSetup gemm_case(DType dt, const Shape& s) {
   if (s.stages) call.emplace("stages", s.stages);
   if (s.ksplit) call.emplace("ksplit", s.ksplit);
   if (s.mma >= 0) call.emplace("mma", s.mma);
+  if (s.unroll) call.emplace("unroll", s.unroll);
   if (s.tile == 0) call.emplace("vendor", 0);  // the 128x128 tile's cases: Iron's kernels on any device
   TestSetup t(dt);
   t.in("a", values(a_len, 301, s.small_integers)).in("b", values(b_len, 302, s.small_integers));
@@ -155,6 +157,15 @@ IRON_TEST_KERNEL(iron_gemm, decode_rows_m20_n9_k256_tile3_residual, {f16}) {
 }
 IRON_TEST_KERNEL(iron_gemm, decode_rows_m16_n33_k200_int, {bf16}) {
   return gemm_case(dt, {16, 33, 200, false, true, 0, 0, 0, 0, Epi::None, 1, 0, -1, 0, true});
+}
+// The lanes' other chunk counts per step: 4 chunks of each row per step (k = 1032: 129 chunks, the
+// last step holds one, the clamped loads of the rest not multiplied), 2 K slices, the bias; 1
+// chunk per step with exact small integers and an offset weight.
+IRON_TEST_KERNEL(iron_gemm, decode_rows_m6_n21_k1032_unroll4_bias, {bf16}, {f16}) {
+  return gemm_case(dt, {6, 21, 1032, false, true, 0, 0, 0, 0, Epi::Bias, 1, 0, -1, 0, false, 2, 0, 4});
+}
+IRON_TEST_KERNEL(iron_gemm, decode_rows_m11_n10_k264_unroll1_int, {bf16}) {
+  return gemm_case(dt, {11, 10, 264, false, true, 0, 272, 0, 8, Epi::None, 1, 0, -1, 0, true, 0, 0, 1});
 }
 // Decode rows on tiles (mma 2: the tiles body where the device has room, A^T staged in threadgroup
 // memory, 16 rows of W per lane group):

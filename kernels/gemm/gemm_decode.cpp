@@ -8,15 +8,16 @@
 // Element (i, kk) of A is a[a_off + i * lda + kk] (A row-major), W (j, kk) = B (kk, j) is
 // b[b_off + j * ldb + kk]. k, lda, ldb, a_off and b_off are multiples of 8 (declared facts,
 // checked at every dispatch), so every 8-element chunk of a row of A or W starts 16 bytes
-// aligned. m, k, ksplit, mma and epi are specialized: loop bounds are constants and the body the
-// dispatch does not take is folded away. Two bodies:
+// aligned. m, k, ksplit, mma, unroll and epi are specialized: loop bounds are constants and the
+// body the dispatch does not take is folded away. Two bodies:
 //
 // mma = 0, the lanes body (products in f32 on the lanes). A lane group owns kRows = 4
 // consecutive rows of W (a row group) and one of `ksplit` slices of K; the ksplit lane groups of
 // a row group are adjacent (num_simd_groups() / ksplit row groups per threadgroup). Lane l of
-// slice s reads the chunks ((j * kUnroll + u) * ksplit + s) * lane_width + l: the slices of a row
-// group read consecutive 16-byte chunks of each W row; every step a lane loads kUnroll = 2 chunks
-// of each of its 4 rows (8 16-byte loads, the vectorize pass's) before it multiplies, and for
+// slice s reads the chunks ((j * unroll + u) * ksplit + s) * lane_width + l: the slices of a row
+// group read consecutive 16-byte chunks of each W row; every step a lane loads `unroll` (1, 2 or
+// 4, specialized; gemm_for's default 2) chunks of each of its 4 rows (4 x unroll 16-byte loads,
+// the vectorize pass's) before it multiplies, and for
 // each of the block's 16 rows of A (rows at or past m fold away) accumulates 4 x 8 products in
 // f32 (a register array). program_id(1) is the block of 16 rows of A (one block for m <= 16; more
 // re-read W, correct for any m). Rows past n or m are clamped for the loads and never stored.
@@ -57,7 +58,7 @@ namespace {
 
 constexpr uint32_t kRows = kDecodeRows;      // rows of W per lane group
 constexpr uint32_t kBlock = kDecodeBlock;    // rows of A per pass
-constexpr uint32_t kUnroll = kDecodeUnroll;  // lanes body: chunks per lane per step
+constexpr uint32_t kUnrollMax = kDecodeUnrollMax;  // lanes body: the most chunks per lane per step
 constexpr uint32_t kTileUnroll = 4;          // tiles body: K steps per staged block
 constexpr uint32_t kTileStages = kDecodeTileStages;  // tiles body: staged blocks per lane group
 constexpr uint32_t kTileLd = kDecodeTileLd;  // tiles body: staged row stride (64 + 8 elements)
@@ -65,7 +66,7 @@ constexpr uint32_t kTileLd = kDecodeTileLd;  // tiles body: staged row stride (6
 // The parameters of one dispatch, shared by the two bodies.
 struct Decode {
   DType out_t;
-  Expr m, n, k, lda, ldb, a_off, b_off, ksplit, epi;
+  Expr m, n, k, lda, ldb, a_off, b_off, ksplit, epi, unroll;
   Buffer a, b, bias, res, c;
   TgBuffer red, at, ws;
 
@@ -94,30 +95,36 @@ void Decode::lanes_body() const {
   Expr steps = (chunks + per_step - 1u) / per_step;
 
   // Register arrays (every index a constant once the loops of at most 16 steps unroll): the
-  // 4 x 16 sums (W row r, A row i at r * 16 + i), a step's W chunks, one A chunk.
+  // 4 x 16 sums (W row r, A row i at r * 16 + i), a step's W chunks (`unroll` of each row), one
+  // A chunk.
   TgBuffer acc = local_array("acc", f32, kRows * kBlock);
-  TgBuffer wv = local_array("wv", f32, kUnroll * kRows * 8);
+  TgBuffer wv = local_array("wv", f32, kUnrollMax * kRows * 8);
   TgBuffer av = local_array("av", f32, 8);
   for_(0u, kBlock, [&](Expr i) { for_(0u, kRows, [&](Expr r) { acc[r * kBlock + i] = 0.0f; }); });
-  auto chunk_of = [&](Expr j, Expr u) { return ((j * kUnroll + u) * ksplit + slice) * lanes + lane; };
+  Expr ur = min(max(unroll, 1u), kUnrollMax);  // the call's unroll (gemm_for passes 1, 2 or 4)
+  auto chunk_of = [&](Expr j, Expr u) { return ((j * ur + u) * ksplit + slice) * lanes + lane; };
 
-  // kUnroll chunks per step: their W loads (clamped to the last chunk, so unconditional) are
-  // issued before any product, then each row of A's chunks and the products of the chunks that
-  // exist. The rows of A are host copies (the sums' register indices), the rest loops.
-  for_(0u, (steps + (kUnroll - 1)) / kUnroll, [&](Expr j) {
-    for_(0u, kUnroll, [&](Expr u) {
-      Expr kk = min(chunk_of(j, u), chunks - 1u) * 8u;
-      for_(0u, kRows, [&](Expr r) {
-        Expr row = b_off + min(row0 + r, n - 1u) * ldb;
-        for_(0u, 8u, [&](Expr e) { wv[(u * kRows + r) * 8u + e] = cast<f32>(b[row + kk + e]); });
+  // `unroll` chunks per step (1, 2 or 4; specialized, so the loops over kUnrollMax keep that
+  // many and the register indices stay constants): their W loads (clamped to the last chunk, so
+  // unconditional) are issued before any product, then each row of A's chunks and the products
+  // of the chunks that exist. The rows of A are host copies (the sums' register indices), the
+  // rest loops.
+  for_(0u, (steps + ur - 1u) / ur, [&](Expr j) {
+    for_(0u, kUnrollMax, [&](Expr u) {
+      if_(u < ur, [&] {
+        Expr kk = min(chunk_of(j, u), chunks - 1u) * 8u;
+        for_(0u, kRows, [&](Expr r) {
+          Expr row = b_off + min(row0 + r, n - 1u) * ldb;
+          for_(0u, 8u, [&](Expr e) { wv[(u * kRows + r) * 8u + e] = cast<f32>(b[row + kk + e]); });
+        });
       });
     });
     for (uint32_t i = 0; i < kBlock; ++i)
       if_(m > i, [&] {  // folds when m is specialized: rows of A the call does not have vanish
         Expr arow = a_off + min(mb0 + i, m - 1u) * lda;
-        for_(0u, kUnroll, [&](Expr u) {
+        for_(0u, kUnrollMax, [&](Expr u) {
           Expr ch = chunk_of(j, u);
-          if_(ch < chunks, [&] {
+          if_((u < ur) && (ch < chunks), [&] {
             for_(0u, 8u, [&](Expr e) { av[e] = cast<f32>(a[arow + ch * 8u + e]); });
             for_(0u, kRows, [&](Expr r) {
               for_(0u, 8u, [&](Expr e) {
@@ -266,6 +273,8 @@ void gemm_decode(const KernelVariant& var) {
   Expr ksplit = constexpr_("ksplit", u32, specialize());
   Expr mma = constexpr_("mma", u32, specialize());  // 0: products on the lanes, 1: on tiles
   Expr epi = constexpr_("epi", u32, specialize());
+  // Lanes body: 16-byte chunks of each W row per lane and step (1, 2 or 4; 1 in the tiles body).
+  Expr unroll = constexpr_("unroll", u32, specialize());
   Expr red_len = constexpr_("red_len", u32);  // the combine's threadgroup floats (1 when unused)
   Expr at_len = constexpr_("at_len", u32);    // tiles: 16 * (k + 8) elements of A, else 1
   Expr ws_len = constexpr_("ws_len", u32);    // tiles: groups * stages * 16 * 72 staged W, else 1
@@ -279,7 +288,7 @@ void gemm_decode(const KernelVariant& var) {
   TgBuffer red = threadgroup_alloc_dynamic("red", f32, red_len, 1, 16);
   TgBuffer at = threadgroup_alloc_dynamic("at", T, at_len, 1, 16);
   TgBuffer ws = threadgroup_alloc_dynamic("ws", T, ws_len, 1, 16);
-  const Decode d{out_t, m, n, k, lda, ldb, a_off, b_off, ksplit, epi, a, b, bias, res, c, red, at, ws};
+  const Decode d{out_t, m, n, k, lda, ldb, a_off, b_off, ksplit, epi, unroll, a, b, bias, res, c, red, at, ws};
   // Tested as != 0: Metal's clang warns of `((p == v))` on a parameter as a possible assignment.
   if_(mma != 0u, [&] { d.tiles_body(); }).else_([&] { d.lanes_body(); });
 }

@@ -13,6 +13,9 @@
 //   ksplit                      decode rows only: K slices per 4 rows of W (1, 2, 4, 8, 16)
 //   mma                         decode rows only: 0 the lanes body (default), 1 the tiles body, 2 the
 //                               tiles where the device has room for them, else the lanes
+//   unroll                      decode rows, lanes body only: 16-byte chunks of each W row a lane
+//                               loads per step before it multiplies (1, 2 or 4; default 2, and 4
+//                               at m = 1 where every lane has 4 steps of chunks)
 // with buffers a, b (T), c (out), and b2 (swiglu), bias [n] or residual [m, n] (out's dtype).
 //
 // Decode rows first: m <= 16 against B column-major (a [n, k] weight), A row-major, k, lda, ldb,
@@ -177,6 +180,14 @@ static LaunchPlan gemm_for(const Call& call, const DeviceInfo& dev) {
       if (ksplit < 1 || ksplit > most || (ksplit & (ksplit - 1)) != 0)
         throw Error("ksplit = " + num(int64_t(ksplit)) + ": a power of two from 1 to " + num(int64_t(most)));
     }
+    // The lanes' chunks per step (1, 2 or 4): the call's, else kDecodeUnroll, or 4 at m = 1 (below).
+    uint32_t unroll = kDecodeUnroll;
+    const bool unroll_asked = call.has("unroll");
+    if (unroll_asked) {
+      const int64_t u = flag(call, "unroll", 1, int64_t(kDecodeUnrollMax));
+      if (u != 1 && u != 2 && u != 4) throw Error("unroll = " + num(u) + ": 1, 2 or 4");
+      unroll = uint32_t(u);
+    }
     LaunchStep step;
     step.kernel = std::string("iron_gemm_decode_") + dtype_name(out);
     uint32_t groups;
@@ -200,6 +211,10 @@ static LaunchPlan gemm_for(const Call& call, const DeviceInfo& dev) {
       const uint64_t chunks = uint64_t(k) / 8;
       if (!ksplit_asked)
         while (ksplit * 2 <= 16 && ksplit * 2 * lanes <= chunks && row_groups * ksplit < 32 * units) ksplit *= 2;
+      // m = 1: 4 chunks of each row per step where every lane has 4 steps' worth at least (on the
+      // H200, K 4096, N 14336, 2 slices, read flush: 30.8 us against 33.3 with 2; m = 4 and 8
+      // measured within 5% either way, so they keep 2: dec-s10).
+      if (!unroll_asked && m == 1 && ceil_div(chunks, ksplit * lanes) >= 4) unroll = 4;
       groups = uint32_t(std::max<uint64_t>(4, ksplit));
       step.grid = {uint32_t(ceil_div(row_groups, groups / ksplit)), uint32_t(ceil_div(uint64_t(m), kDecodeBlock)), 1};
       if (step.grid.x > dev.max_grid.x || step.grid.y > dev.max_grid.y)
@@ -221,6 +236,7 @@ static LaunchPlan gemm_for(const Call& call, const DeviceInfo& dev) {
                        {"b_len", uint32_t(b_len)},
                        {"ksplit", uint32_t(ksplit)},
                        {"mma", uint32_t(tiles ? 1 : 0)},
+                       {"unroll", tiles ? 1u : unroll},
                        {"red_len", uint32_t(groups * (tiles ? 256 : kDecodeRows * kDecodeBlock))},
                        {"at_len", uint32_t(tiles ? at_len : 1)},
                        {"ws_len", uint32_t(tiles ? ws_len : 1)}};
@@ -231,7 +247,9 @@ static LaunchPlan gemm_for(const Call& call, const DeviceInfo& dev) {
                                : "m = " + num(m) + " <= 64, n = " + num(n) + " <= 128 against a [n, k] weight") +
                   ": decode rows " + (tiles ? "on tiles (16 rows of W" : "on the lanes (4 rows of W") + " per lane group), " +
                   num(int64_t(ksplit)) + " K slice" + (ksplit > 1 ? "s" : "") + ", " + num(groups) +
-                  " lane groups per threadgroup, the " + epi_name(epi) + " epilogue fused (one kernel)";
+                  " lane groups per threadgroup, " +
+                  (tiles ? std::string() : num(unroll) + " chunk" + (unroll > 1 ? "s" : "") + " of each W row per step, ") +
+                  "the " + epi_name(epi) + " epilogue fused (one kernel)";
     return plan;
   }
 

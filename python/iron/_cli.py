@@ -95,5 +95,5 @@ def test(filter=None, backend=None, dtype=None, *args, check=True, **flags):
 
 def bench(filter=None, backend=None, dtype=None, *args, check=True, **flags):
     """`iron bench --json ...`: the registered benchmarks (flags such as samples=20, warmup=5,
-    flush_l2=True). Returns a Report whose results are the bench records (samples_us, stats, metrics)."""
+    flush_l2=True or flush_l2_read=True). Returns a Report whose results are the bench records (samples_us, stats, metrics)."""
     return _run("bench", args, check, filter, backend, dtype, flags)

@@ -24,7 +24,7 @@ struct BenchOpts {
   std::string filter, backend, dtype, kernel_override;
   std::vector<std::string> ab;  // --ab KERNEL_A KERNEL_B
   int warmup = 20, samples = 100;
-  bool flush_l2 = false, as_json = false;
+  bool flush_l2 = false, flush_l2_read = false, as_json = false;
   int verbose = 0;
   CLI::Option* warmup_opt = nullptr;
   CLI::Option* samples_opt = nullptr;
@@ -132,7 +132,8 @@ int run_bench(const BenchOpts& o) {
   opt("--kernel-override", o.kernel_override);
   if (o.warmup_opt && o.warmup_opt->count()) opt("--warmup", std::to_string(o.warmup));
   if (o.samples_opt && o.samples_opt->count()) opt("--samples", std::to_string(o.samples));
-  if (o.flush_l2) args.push_back("--flush-l2");
+  if (o.flush_l2_read) args.push_back("--flush-l2-read");
+  else if (o.flush_l2) args.push_back("--flush-l2");
 
   Style st;
   Progress progress;
@@ -273,7 +274,10 @@ void add_bench_commands(CLI::App& app, Commands& out) {
   o.warmup_opt = bench->add_option("--warmup", o.warmup, "Untimed launches before sampling (default 20)")
                      ->check(CLI::Range(0, 1000000));
   o.samples_opt = bench->add_option("--samples", o.samples, "Timed launches (default 100)")->check(CLI::Range(1, 1000000));
-  bench->add_flag("--flush-l2", o.flush_l2, "Flush the last-level cache before every sample");
+  bench->add_flag("--flush-l2", o.flush_l2, "Flush the last-level cache before every sample (by writing a buffer)");
+  bench->add_flag("--flush-l2-read", o.flush_l2_read,
+                  "Flush the L2 before every sample by reading a buffer 4x its size, which leaves no dirty "
+                  "line to be written back during the sample (CUDA; docs/benchmarks.md)");
   bench->add_option("--kernel-override", o.kernel_override,
                     "Run this kernel with each bench's setup (A/B; the same parameter names)");
   bench->add_flag("-v,--verbose", o.verbose, "-v: GFLOP/s, intensity, % of peak compute and measured, registers; "
@@ -284,6 +288,10 @@ void add_bench_commands(CLI::App& app, Commands& out) {
       ->expected(2);
   out.emplace_back(bench, [] {
     if (o.ab.size() == 2) {
+      if (o.flush_l2_read) {
+        std::cerr << "iron: --flush-l2-read is not taken by --ab (use --flush-l2)\n";
+        return 2;
+      }
       AbRequest r{o.ab[0], o.ab[1], o.filter, o.backend, o.dtype, o.samples, o.flush_l2, o.as_json};
       return run_ab(r);
     }

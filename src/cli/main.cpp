@@ -450,6 +450,10 @@ int run_main(int argc, char** argv) {
   runc->add_option("-o,--out-dir", run_out, "Write every output buffer as DIR/NAME.npy");
   runc->add_option("--out", run_outs, "Write output NAME to FILE.npy: --out out=y.npy (repeatable)")->allow_extra_args(false);
   runc->add_option("--samples", samples, "Also time the plan this many times (after warm-up)");
+  bool run_flush = false, run_flush_read = false;
+  runc->add_flag("--flush-l2", run_flush, "With --samples: write a buffer larger than the L2 before every sample");
+  runc->add_flag("--flush-l2-read", run_flush_read,
+                 "With --samples: read a buffer 4x the L2 before every sample (leaves it clean; CUDA)");
   runc->add_flag("--json", as_json, "Print protocol messages as JSON lines");
 
   iron::cli::Commands extra;
@@ -570,6 +574,8 @@ int run_main(int argc, char** argv) {
     opt("--dtype", dtype);
     opt("--backend", backend);
     opt("--samples", samples);
+    if (run_flush) args.push_back("--flush-l2");
+    if (run_flush_read) args.push_back("--flush-l2-read");
     opt("--grid", grid);
     opt("--tg", tg);
     opt("-o", run_out);

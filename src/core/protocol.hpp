@@ -21,6 +21,7 @@
 //               (percentages null where the device is unknown),
 //      resources {registers, spill_stores, spill_loads, shared_bytes} or null}
 //     optional: kernel_override (the kernel actually run with this bench's setup, for A/B),
+//     flush_l2_read (true: the L2 flush read a buffer, leaving the L2 clean; --flush-l2-read),
 //     metrics.launch_floor_us (the measured launch latency floor of the run)
 //   bench_start {kernel, bench, dtype, index, total}   (progress; names the bench in flight)
 //   calibration {backend, device, copy_gbps, fma_gflops, ...}   (iron calibrate)

@@ -47,6 +47,7 @@ struct BenchArgs {
   std::string filter, backend, dtype, kernel_override;
   int warmup = 20, samples = 100;
   bool flush_l2 = false;
+  bool flush_l2_read = false;  // --flush-l2-read: the flush reads (leaves the L2 clean), CUDA only
 };
 
 int parse_count(const std::string& flag, const std::string& v, int min) {
@@ -73,9 +74,10 @@ BenchArgs parse_bench_args(int argc, char** argv) {
     else if (s == "--warmup") a.warmup = parse_count(s, value(), 0);
     else if (s == "--samples") a.samples = parse_count(s, value(), 1);
     else if (s == "--flush-l2") a.flush_l2 = true;
+    else if (s == "--flush-l2-read") a.flush_l2 = a.flush_l2_read = true;
     else if (s == "--kernel-override") a.kernel_override = value();
     else throw Error("unknown bench option " + s +
-                     " (use -f, --backend, --dtype, --warmup, --samples, --flush-l2, --kernel-override)");
+                      " (use -f, --backend, --dtype, --warmup, --samples, --flush-l2, --flush-l2-read, --kernel-override)");
   }
   return a;
 }
@@ -122,7 +124,7 @@ void warn_lock_wait(const std::string& path) {
 // timed the way the benches are (flush_l2 as they have it): with the flush, each sample's
 // launch is queued behind the flush, so the figure is the device's time for an empty kernel and
 // not the host's submission latency, which a bench with the flush does not see either.
-double measure_launch_floor(Context& ctx, Backend backend, bool flush_l2) {
+double measure_launch_floor(Context& ctx, Backend backend, bool flush_l2, bool flush_l2_read) {
   const ir::Kernel& k = kernel_ir("iron_calib_copy");
   Bindings b{{"x", ctx.alloc(DType::F32, 1)}, {"out", ctx.alloc(DType::F32, 1)}};
   Constexprs n0{{"n", 0}};
@@ -133,6 +135,7 @@ double measure_launch_floor(Context& ctx, Backend backend, bool flush_l2) {
   o.warmup = 10;
   o.samples = 50;
   o.flush_l2 = flush_l2;
+  o.flush_l2_read = flush_l2_read;
   Timing t;
   {
     DeviceLock lock(backend, &warn_lock_wait);
@@ -216,7 +219,7 @@ int cmd_bench(int argc, char** argv) {
   const bool guard_measured = backend != Backend::Interp && info.arch != "cpu";
   double floor_us = 0;
   try {
-    floor_us = measure_launch_floor(c, backend, a.flush_l2);
+    floor_us = measure_launch_floor(c, backend, a.flush_l2, a.flush_l2_read);
   } catch (const std::exception& e) {
     send({{"type", "warning"}, {"message", std::string("could not measure the launch floor (no latency verdicts): ") + e.what()}});
   }
@@ -225,6 +228,7 @@ int cmd_bench(int argc, char** argv) {
   topts.warmup = a.warmup;
   topts.samples = a.samples;
   topts.flush_l2 = a.flush_l2;
+  topts.flush_l2_read = a.flush_l2_read;
 
   int passed = 0, failed = 0, skipped = 0;
   std::vector<SweepCell> cells;
@@ -251,7 +255,7 @@ int cmd_bench(int argc, char** argv) {
     json rec = {{"type", "bench"}, {"kernel", decl.kernel}, {"bench", decl.name}, {"dtype", dn},
                 {"backend", backend_name(backend)}, {"device", info.name}, {"source", "iron"},
                 {"status", "error"}, {"message", ""}, {"correctness", nullptr}, {"warmup", a.warmup},
-                {"flush_l2", a.flush_l2}, {"samples_us", json::array()}, {"stats", nullptr}, {"bytes", 0},
+                {"flush_l2", a.flush_l2}, {"flush_l2_read", a.flush_l2_read}, {"samples_us", json::array()}, {"stats", nullptr}, {"bytes", 0},
                 {"flops", 0}, {"sweep", ""}, {"size", 0}, {"metrics", nullptr}, {"resources", nullptr}};
     if (override_kernel) rec["kernel_override"] = override_kernel->name;
 
@@ -396,7 +400,7 @@ int cmd_bench(int argc, char** argv) {
     json rec = {{"type", "bench"}, {"kernel", vendor::kKernel}, {"bench", job.name}, {"dtype", "bf16"},
                 {"backend", backend_name(backend)}, {"device", info.name}, {"source", "iron"},
                 {"status", "error"}, {"message", ""}, {"correctness", nullptr}, {"warmup", a.warmup},
-                {"flush_l2", a.flush_l2}, {"samples_us", json::array()}, {"stats", nullptr},
+                {"flush_l2", a.flush_l2}, {"flush_l2_read", a.flush_l2_read}, {"samples_us", json::array()}, {"stats", nullptr},
                 {"bytes", double(job.m * job.k + job.n * job.k + job.m * job.n) * 2.0},
                 {"flops", 2.0 * double(job.m) * double(job.n) * double(job.k)}, {"sweep", job.sweep},
                 {"size", double(job.m)}, {"metrics", nullptr}, {"resources", nullptr}};

@@ -457,6 +457,8 @@ int run_kernel(const RunRequest& r, const std::function<void(const json&)>& send
     TimingOptions o;
     o.warmup = std::min(20, r.samples);
     o.samples = r.samples;
+    o.flush_l2 = r.flush_l2 || r.flush_l2_read;
+    o.flush_l2_read = r.flush_l2_read;
     Timing t = time_plan(*ctx, plan, dtype, bindings, o);
     std::vector<double> s = t.samples_us;
     std::sort(s.begin(), s.end());

@@ -126,6 +126,7 @@ struct RunRequest {
   std::string out_dir;                   // -o DIR: every output as DIR/NAME.npy
   std::vector<std::string> outs;         // --out NAME=FILE.npy
   int samples = 0;
+  bool flush_l2 = false, flush_l2_read = false;  // the timing's L2 flush (TimingOptions)
 };
 int run_kernel(const RunRequest& r, const std::function<void(const nlohmann::json&)>& send);
 

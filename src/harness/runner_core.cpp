@@ -361,6 +361,7 @@ struct Args {
   std::string grid, tg;                 // run: --grid, --tg (an explicit launch)
   std::vector<std::string> outs;        // run: --out-file NAME=FILE.npy (the CLI's --out)
   int samples = 0;                      // run: --samples N times the plan N times after warm-up
+  bool flush_l2 = false, flush_l2_read = false;  // run: the L2 flush before each timed sample
   // inspect / build: --specialize NAME=VALUE (repeatable, or comma-separated), the values a
   // dispatch bakes into a kernel's code for its scalars declared specialize().
   std::vector<std::pair<std::string, std::string>> specialize;
@@ -503,6 +504,8 @@ Args parse_args(int argc, char** argv) {
       if (v.empty() || *end || n > 100000) throw Error("--samples takes a count from 0 to 100000, not '" + v + "'");
       a.samples = int(n);
     }
+    else if (s == "--flush-l2") a.flush_l2 = true;
+    else if (s == "--flush-l2-read") a.flush_l2_read = true;
     else if (s == "--mutate-skip") a.mutate_skip = value();
     else if (s == "--mutate-every") {
       std::string v = value();
@@ -902,6 +905,8 @@ int cmd_run(const Args& a) {
   r.out_dir = a.out_dir;
   r.outs = a.outs;
   r.samples = a.samples;
+  r.flush_l2 = a.flush_l2;
+  r.flush_l2_read = a.flush_l2_read;
   return run_kernel(r, send);
 }
 

@@ -2051,6 +2051,9 @@ Timing Context::time_sequence(const std::vector<SequenceLaunch>& seq, const Timi
     throw Error("timing needs warmup >= 0 and samples > 0 (got " + std::to_string(opts.warmup) + ", " +
                 std::to_string(opts.samples) + ")");
   if (seq.empty()) throw Error("timing of an empty launch sequence");
+  if (opts.flush_l2_read && device_->info().backend != Backend::Cuda && device_->info().backend != Backend::Interp)
+    throw Error(std::string("timing with the read L2 flush (--flush-l2-read) is implemented on CUDA only, not on ") +
+                backend_name(device_->info().backend) + " (use --flush-l2, the written flush)");
   // Every launch is validated (and its pipeline built) before the first one is timed.
   std::vector<rt::LaunchArgs> args(seq.size());
   std::vector<rt::Device::TimedLaunch> timed;

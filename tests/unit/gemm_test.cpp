@@ -156,6 +156,24 @@ TEST(GemmSelector, DecodeRows) {
   }
   EXPECT_NE(error_of([&] { gemm(d, 4, 64, 64, {{"tile", 3}}); }).find("tile 3 (decode rows) needs B column-major"),
             std::string::npos);
+  // The lanes' chunks per step: 2 unless the call asks 1, 2 or 4, or m = 1 where each lane has 4
+  // steps' worth of chunks at least (K 4096, 2 slices: 8; K 5120 at n = 96, 16 slices: 2); the
+  // tiles body gets 1.
+  EXPECT_EQ(gemm(d, 4, 14336, 4096, {{"b_trans", 1}}).steps[0].constexprs.at("unroll").as_double(), 2);
+  EXPECT_EQ(gemm(d, 2, 14336, 4096, {{"b_trans", 1}}).steps[0].constexprs.at("unroll").as_double(), 2);
+  EXPECT_EQ(gemm(d, 1, 14336, 4096, {{"b_trans", 1}}).steps[0].constexprs.at("unroll").as_double(), 4);
+  EXPECT_EQ(gemm(d, 1, 14336, 4096, {{"b_trans", 1}, {"unroll", 2}}).steps[0].constexprs.at("unroll").as_double(), 2);
+  EXPECT_EQ(gemm(d, 1, 96, 5120, {{"b_trans", 1}}).steps[0].constexprs.at("unroll").as_double(), 2);
+  EXPECT_EQ(gemm(d, 1, 14336, 4096, {{"b_trans", 1}, {"ksplit", 16}}).steps[0].constexprs.at("unroll").as_double(), 2);
+  EXPECT_EQ(gemm(d, 4, 14336, 4096, {{"b_trans", 1}, {"unroll", 4}}).steps[0].constexprs.at("unroll").as_double(), 4);
+  EXPECT_EQ(gemm(d, 4, 14336, 4096, {{"b_trans", 1}, {"unroll", 1}}).steps[0].constexprs.at("unroll").as_double(), 1);
+  EXPECT_EQ(gemm(d, 16, 14336, 4096, {{"b_trans", 1}, {"unroll", 4}}).steps[0].constexprs.at("unroll").as_double(), 1);
+  EXPECT_NE(error_of([&] { gemm(d, 4, 14336, 4096, {{"b_trans", 1}, {"unroll", 3}}); }).find("unroll = 3: 1, 2 or 4"),
+            std::string::npos);
+  EXPECT_NE(error_of([&] { gemm(d, 4, 14336, 4096, {{"b_trans", 1}, {"unroll", 0}}); }).find("unroll = 0: 1, 2 or 4"),
+            std::string::npos);
+  EXPECT_NE(error_of([&] { gemm(d, 4, 14336, 4096, {{"b_trans", 1}, {"unroll", 8}}); }).find("unroll = 8 is out of range"),
+            std::string::npos);
   EXPECT_NE(error_of([&] { gemm(d, 4, 64, 64, {{"tile", 3}, {"b_trans", 1}, {"b_off", 4}}); }).find("b_off = 4"),
             std::string::npos);
   EXPECT_NE(error_of([&] { gemm(d, 4, 64, 64, {{"b_trans", 1}, {"ksplit", 3}}); }).find("ksplit = 3: a power of two"),

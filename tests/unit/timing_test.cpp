@@ -138,6 +138,9 @@ TEST(Timing, VulkanRejectsBadOptions) {
   ASSERT_TRUE(ctx);
   EXPECT_PRED_FORMAT2(testing::IsSubstring, "timing needs warmup >= 0 and samples > 0", rejection(*ctx, {1, 0, false}));
   EXPECT_PRED_FORMAT2(testing::IsSubstring, "timing needs warmup >= 0 and samples > 0", rejection(*ctx, {-1, 3, false}));
+  // The read flush is CUDA's only: refused by name, not silently timed another way.
+  EXPECT_PRED_FORMAT2(testing::IsSubstring, "read L2 flush (--flush-l2-read) is implemented on CUDA only",
+                      rejection(*ctx, {0, 1, true, true}));
   // The context is still usable.
   AddProblem p(*ctx, 4096);
   expect_valid_samples(p.time({0, 1, false}), 1);
@@ -174,6 +177,7 @@ TEST(Timing, InterpWarmupZeroAndFlushIgnored) {
   ASSERT_TRUE(ctx);
   AddProblem p(*ctx, 1u << 14);
   expect_valid_samples(p.time({0, 3, true}), 3);
+  expect_valid_samples(p.time({0, 2, true, true}), 2);  // the interpreter has no cache to flush either way
   p.check();
 }
 
@@ -211,14 +215,21 @@ TEST(Timing, CudaTimesOrReportsWhyNot) {
   Timing flushed = p.time({0, 5, true});
   expect_valid_samples(flushed, 5);
   p.check();
+  // The read flush (its kernel built by NVRTC on first use, then kept): valid samples, the result
+  // untouched, and a second run on the same device.
+  expect_valid_samples(p.time({0, 5, true, true}), 5);
+  p.check();
+  expect_valid_samples(p.time({1, 3, true, true}), 3);
+  p.check();
   EXPECT_PRED_FORMAT2(testing::IsSubstring, "timing needs warmup >= 0 and samples > 0", rejection(*ctx, {1, 0, false}));
 
   AddProblem small(*ctx, 1u << 14), big(*ctx, 1u << 24);
   const double t_small = median(small.time({5, 21, false}).samples_us);
   const double t_big = median(big.time({5, 21, false}).samples_us);
   const double t_big_cold = median(big.time({5, 21, true}).samples_us);
-  std::printf("[ CUDA ] iron_add f32 median: n=2^14 %.2f us, n=2^24 %.2f us (L2 flushed: %.2f us)\n", t_small, t_big,
-              t_big_cold);
+  const double t_big_read = median(big.time({5, 21, true, true}).samples_us);
+  std::printf("[ CUDA ] iron_add f32 median: n=2^14 %.2f us, n=2^24 %.2f us (L2 flushed: %.2f us, by a read: %.2f us)\n",
+              t_small, t_big, t_big_cold, t_big_read);
   std::printf("[ CUDA ] compile report:\n%s\n", t.compile_report.c_str());
   EXPECT_GT(t_big, t_small);
   small.check();

@@ -1129,7 +1129,9 @@ class CudaDevice final : public Device {
     if (!elapsed_time)
       throw Error("CUDA timing needs cuEventElapsedTime_v2 or cuEventElapsedTime, and " + d.path + " has neither");
     ctx_->make_current();
-    const CudaBuffer* flush = opts.flush_l2 ? &flush_buffer() : nullptr;
+    const CudaBuffer* flush = opts.flush_l2 && !opts.flush_l2_read ? &flush_buffer() : nullptr;
+    const bool flush_read = opts.flush_l2 && opts.flush_l2_read;
+    if (flush_read) flush_reader();  // compiled and its buffer allocated before the first sample
 
     // Created once per call, destroyed on every path out (errors at teardown are ignored).
     struct Events {
@@ -1151,6 +1153,7 @@ class CudaDevice final : public Device {
       if (flush)  // untimed: enqueued ahead of `start`; a different value each time, so every line is rewritten
         d.check(d.cuMemsetD32Async(flush->ptr, unsigned(i), flush->bytes / 4, nullptr),
                 "cuMemsetD32Async(L2 flush, " + std::to_string(flush->bytes) + " bytes)");
+      if (flush_read) read_flush();  // untimed likewise: a read of 4x the L2, which leaves it clean
       d.check(d.cuEventRecord(ev.start, nullptr), "cuEventRecord(start)");
       issue();
       d.check(d.cuEventRecord(ev.stop, nullptr), "cuEventRecord(stop)");
@@ -1330,6 +1333,58 @@ class CudaDevice final : public Device {
     return static_cast<const CudaBuffer&>(*flush_);
   }
 
+  // The read L2 flush (TimingOptions::flush_l2_read): a kernel that reads a buffer of 4x the L2,
+  // at least 256 MiB, in 16-byte loads. Each line it brings in is clean, and the lines it evicts
+  // (the previous sample's output, any dirty line) are written back during the flush, not during
+  // the timed work. The buffer is zeroed once; the kernel stores only if the XOR of everything it
+  // read has one particular value, which zeros never give, so the loads cannot be dropped and
+  // nothing is written. Built from this fixed source by NVRTC on first use.
+  struct FlushReader {
+    CudaKernel kernel;
+    std::unique_ptr<BufferImpl> buffer;
+    unsigned long long vectors = 0;  // 16-byte elements of the buffer
+    unsigned blocks = 0;
+  };
+  FlushReader& flush_reader() {
+    if (flush_reader_) return *flush_reader_;
+    static const char* kSource =
+        "extern \"C\" __global__ void __launch_bounds__(256) iron_l2_flush_read(const uint4* p, unsigned long long n,\n"
+        "                                                                        unsigned* sink) {\n"
+        "  unsigned acc = 0;\n"
+        "  const unsigned long long stride = (unsigned long long)gridDim.x * blockDim.x;\n"
+        "  for (unsigned long long i = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {\n"
+        "    const uint4 v = p[i];\n"
+        "    acc ^= v.x ^ v.y ^ v.z ^ v.w;\n"
+        "  }\n"
+        "  if (acc == 0x2545f491u) sink[0] = acc;\n"
+        "}\n";
+    NvrtcResult built = nvrtc_compile(kSource, "iron_l2_flush_read", info_.arch);
+    if (!built.ok) throw Error("CUDA read L2 flush: NVRTC could not build its kernel: " + built.log);
+    auto r = std::make_unique<FlushReader>();
+    r->kernel.ctx = ctx_;
+    r->kernel.entry = "iron_l2_flush_read";
+    load_module(r->kernel, built.cubin.data());
+    const int l2 = attribute(drv(), ctx_->device, CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE, "CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE");
+    const size_t bytes = std::max(size_t(256) << 20, 4 * size_t(l2 > 0 ? l2 : 0));
+    r->buffer = alloc(bytes);
+    const auto& buf = static_cast<const CudaBuffer&>(*r->buffer);
+    drv().check(drv().cuMemsetD32Async(buf.ptr, 0u, bytes / 4, nullptr), "cuMemsetD32Async(read L2 flush buffer)");
+    r->vectors = bytes / 16;
+    const int sms = attribute(drv(), ctx_->device, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT,
+                              "CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT");
+    r->blocks = unsigned(std::max(1, sms) * 8);
+    flush_reader_ = std::move(r);
+    return *flush_reader_;
+  }
+  void read_flush() {
+    FlushReader& r = flush_reader();
+    CUdeviceptr ptr = static_cast<const CudaBuffer&>(*r.buffer).ptr;
+    unsigned long long n = r.vectors;
+    void* params[] = {&ptr, &n, &ptr};
+    drv().check(drv().cuLaunchKernel(r.kernel.fn, r.blocks, 1, 1, 256, 1, 1, 0, nullptr, params, nullptr),
+                "cuLaunchKernel(iron_l2_flush_read, the read L2 flush)");
+  }
+
   std::string last_launch() const {
     return last_entry_ + " grid " + dims(last_grid_) + " threadgroup " + dims(last_tg_);
   }
@@ -1343,6 +1398,7 @@ class CudaDevice final : public Device {
   std::vector<void*> scratch_params_;
   unsigned scratch_shared_ = 0;  // dynamic shared memory bytes of the marshalled launch
   std::unique_ptr<BufferImpl> flush_;  // see flush_buffer(); frees itself (CudaBuffer holds the context)
+  std::unique_ptr<FlushReader> flush_reader_;  // see flush_reader()
 };
 
 }  // namespace
