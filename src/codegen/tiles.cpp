@@ -400,6 +400,10 @@ std::string cuda_mma(const TileElems& te) {
     // memory rows are n) takes register 2h + q from memory rows 8h, columns 16q (lane l names
     // memory row (l & 7) + 8 (l >> 4), column 16 ((l >> 3) & 1)). A column-major A or a row-major
     // B would need a transpose of bytes, which ldmatrix does not do: those load element by element.
+    out += "#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ == 900\n#define IRON_TILE_FP8_F16 1\n#else\n#define IRON_TILE_FP8_F16 0\n#endif\n";
+    for (const std::string sfx : te.fp8_suffixes())
+      out += "__device__ __forceinline__ unsigned iron_tile_cvt_" + sfx + "(unsigned pair) {\n"
+             "  unsigned d;\n  asm(\"cvt.rn.f16x2." + sfx + "x2 %0, %1;\" : \"=r\"(d) : \"h\"((unsigned short)pair));\n  return d;\n}\n";
     out += "#define IRON_TILE_LD8_FIRST 0u\n#define IRON_TILE_LD8_END 16u\n#define IRON_TILE_LD8_STEP 1u\n"
            "__device__ __forceinline__ unsigned iron_tile_ldm8_col() { return ((iron_flat_local_id() >> 4) & 1u) * 16u; }\n"
            "__device__ __forceinline__ unsigned iron_tile_ldm8_col_cm() { return ((iron_flat_local_id() >> 3) & 1u) * 16u; }\n"
@@ -413,17 +417,49 @@ std::string cuda_mma(const TileElems& te) {
   for (const std::string sfx : te.fp8_suffixes()) {
     for (const char* r : {"a", "b"}) {
       const std::string name = "iron_tile_" + std::string(r) + "_" + sfx;
-      out += "struct " + name + " { unsigned x[4]; };\n"
+      // sm_90 has no fp8 mma.sync of its own (ptxas composes it from f16 HMMA.16816 and
+      // conversions per instruction): there the fragment is converted to f16 pairs once, when it
+      // is complete (iron_tile_finish), and every product reuses them (IRON_TILE_FP8_F16 below).
+      out += "struct " + name + " { unsigned x[4];\n#if IRON_TILE_FP8_F16\n  unsigned h[8];\n#endif\n};\n"
              "__device__ __forceinline__ void iron_tile_set(" + name + "& f, unsigned i, float v) {\n"
              "  const unsigned b = (unsigned)iron_f32_to_" + sfx + "(v), sh = 8u * (i & 3u);\n"
              "  f.x[i >> 2] = (f.x[i >> 2] & ~(0xffu << sh)) | (b << sh);\n}\n"
-             "__device__ __forceinline__ void iron_tile_finish(" + name + "&) {}\n"
+             "__device__ __forceinline__ void iron_tile_finish(" + name + "& f) {\n"
+             "#if IRON_TILE_FP8_F16\n" +
+             (std::string(r) == "a"
+                  // A: h[4q .. 4q + 3] is the f16 A of K block q: rows g, g + 8 (registers 2q,
+                  // 2q + 1), the low byte pair at k slots 2t, 2t + 1 and the high one at 2t + 8, 2t + 9.
+                  ? "  for (int q = 0; q < 2; ++q) {\n"
+                    "    f.h[4 * q] = iron_tile_cvt_" + sfx + "(f.x[2 * q] & 0xffffu);\n"
+                    "    f.h[4 * q + 1] = iron_tile_cvt_" + sfx + "(f.x[2 * q + 1] & 0xffffu);\n"
+                    "    f.h[4 * q + 2] = iron_tile_cvt_" + sfx + "(f.x[2 * q] >> 16);\n"
+                    "    f.h[4 * q + 3] = iron_tile_cvt_" + sfx + "(f.x[2 * q + 1] >> 16);\n  }\n"
+                  // B: register j (half j >> 1, K block j & 1) becomes h[2j] (k slots 2t, 2t + 1)
+                  // and h[2j + 1] (2t + 8, 2t + 9), the same k slots as A's.
+                  : "  for (int j = 0; j < 4; ++j) {\n"
+                    "    f.h[2 * j] = iron_tile_cvt_" + sfx + "(f.x[j] & 0xffffu);\n"
+                    "    f.h[2 * j + 1] = iron_tile_cvt_" + sfx + "(f.x[j] >> 16);\n  }\n") +
+             "#else\n  (void)f;\n#endif\n}\n"
              "__device__ __forceinline__ void iron_tile_ldmatrix8(" + name + "& f, const void* row) {\n"
              "  asm volatile(\"ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\"\n"
              "               : \"=r\"(f.x[0]), \"=r\"(f.x[1]), \"=r\"(f.x[2]), \"=r\"(f.x[3]) : \"r\"(iron_tile_smem(row)) : \"memory\");\n}\n";
     }
     out += "__device__ __forceinline__ iron_tile_acc iron_tile_mma(const iron_tile_a_" + sfx + "& a, const iron_tile_b_" + sfx +
            "& b, const iron_tile_acc& c) {\n  iron_tile_acc d;\n";
+    // sm_90: per n8 half h, the two K blocks' f16 products (m16n8k16) on the converted pairs.
+    out += "#if IRON_TILE_FP8_F16\n  d = c;\n";
+    for (int h = 0; h < 2; ++h)
+      for (int q = 0; q < 2; ++q) {
+        auto n = [](int i) { return std::to_string(i); };
+        out += "  asm volatile(\"mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
+               "{%0, %1, %2, %3};\"\n"
+               "               : \"+f\"(d.x[" + n(4 * h) + "]), \"+f\"(d.x[" + n(4 * h + 1) + "]), \"+f\"(d.x[" + n(4 * h + 2) +
+               "]), \"+f\"(d.x[" + n(4 * h + 3) + "])\n"
+               "               : \"r\"(a.h[" + n(4 * q) + "]), \"r\"(a.h[" + n(4 * q + 1) + "]), \"r\"(a.h[" + n(4 * q + 2) +
+               "]), \"r\"(a.h[" + n(4 * q + 3) + "]), \"r\"(b.h[" + n(2 * (2 * h + q)) + "]), \"r\"(b.h[" +
+               n(2 * (2 * h + q) + 1) + "]));\n";
+      }
+    out += "#else\n";
     for (int h = 0; h < 2; ++h) {
       auto n = [](int i) { return std::to_string(i); };
       out += "  asm volatile(\"mma.sync.aligned.m16n8k32.row.col.f32." + sfx + "." + sfx + ".f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
@@ -435,7 +471,7 @@ std::string cuda_mma(const TileElems& te) {
              "                 \"f\"(c.x[" + n(4 * h) + "]), \"f\"(c.x[" + n(4 * h + 1) + "]), \"f\"(c.x[" + n(4 * h + 2) +
              "]), \"f\"(c.x[" + n(4 * h + 3) + "]));\n";
     }
-    out += "  return d;\n}\n";
+    out += "#endif\n  return d;\n}\n";
   }
   // tile_scale_add: float i of a lane's accumulator is row g + 8 ((i >> 1) & 1), so its two
   // rows' scales s[g] and s[g + 8] serve all eight.
