@@ -550,12 +550,12 @@ void bulk_wait(uint32_t pending, SrcLoc loc = SrcLoc::current());
 
 // --- Cooperative tiles (docs/dsl.md "Cooperative tiles") ----------------------------------
 // A lane group (warp / subgroup / simdgroup) computes C += A * B on M x N x K tiles: A is M x K
-// and B is K x N, both f16 or bf16 (or T, declared as f16/bf16) or f8e4m3, C is M x N in f32.
+// and B is K x N, both f16 or bf16 (or T, declared as f16/bf16) or fp8 (f8e4m3 or f8e5m2), C is M x N in f32.
 // Fragments are values that belong to the whole lane group: every call must be reached by every lane of it, with
 // the same offset and stride in every lane. Memory is row-major: element (r, c) of a tile loaded
 // at `offset` with row stride `stride` is memory[offset + r * stride + c]; offset and stride are
 // u32 and may be run-time values. Supported shapes: 16 x 16 x 16 (f16, bf16, T) and 16 x 16 x 32
-// (f8e4m3: A is 16 x 32, B 32 x 16).
+// (f8e4m3, f8e5m2: A is 16 x 32, B 32 x 16).
 struct TileShape {
   uint32_t m = 16, n = 16, k = 16;
   DType in = DType::F16;
@@ -601,6 +601,12 @@ Frag coop_tile_load_b(const TileShape& tile, const Buffer& src, Operand offset, 
 Frag coop_tile_load_b(const TileShape& tile, const TgBuffer& src, Operand offset, Operand stride, TileLayout layout = {});
 // acc + a * b (docs/semantics.md: each element's sum is exact, rounded to f32 once per call).
 Frag coop_tile_run(const Frag& a, const Frag& b, const Frag& acc, SrcLoc loc = SrcLoc::current());
+// acc(r, c) + x(r, c) * scales[offset + r] for every element, one f32 fused multiply-add each
+// (docs/semantics.md "Cooperative tiles"): x and acc are accumulators, scales an f32 threadgroup
+// array holding the tile's 16 row scales from `offset` (uniform in the lane group). A block-scaled
+// GEMM promotes each K block's partial product into its main accumulator this way.
+Frag coop_tile_scale_add(const TgBuffer& scales, Operand offset, const Frag& x, const Frag& acc,
+                         SrcLoc loc = SrcLoc::current());
 void coop_tile_store(const Frag& acc, const Buffer& dst, Operand offset, Operand stride);
 void coop_tile_store(const Frag& acc, const TgBuffer& dst, Operand offset, Operand stride);
 // Element (row, col) of an accumulator, in every lane. row and col must be integer literals: a

@@ -155,7 +155,7 @@ class MslDialect final : public Dialect {
     if (s.uses_lane_ops) s.helpers.insert("fmax");  // lane_max of f32
     if (s.helpers.count("lane_min")) s.helpers.insert("fmin");
     if (tiles) {
-      // f16 and f8e4m3 inputs are staged as half bits (iron_f32_to_f16).
+      // f16 and fp8 inputs are staged as half bits (iron_f32_to_f16; every fp8 value is a half).
       ir::walk(k, [&](ir::Id id) {
         const Type t = k.insts[id].type;
         if (t.is_fragment() && t.role() != FragRole::Acc && s.concrete(t) != DType::BF16) s.helpers.insert("f16");
@@ -681,12 +681,13 @@ class MslDialect final : public Dialect {
   // f32); the accumulator is float. simdgroup_multiply_accumulate sums in f32 in the hardware's
   // order: within the bound docs/semantics.md gives tensor-core products.
   static std::string tile_prelude_msl(const EmitState& s) {
-    bool f16 = false, bf16 = false, fp8 = false;
+    bool f16 = false, bf16 = false, fp8 = false, fp8_e5 = false, scale_add = false;
     ir::walk(s.k, [&](ir::Id id) {
+      if (s.k.insts[id].op == ir::Op::TileScaleAdd) scale_add = true;
       const Type t = s.k.insts[id].type;
       if (!t.is_fragment() || t.role() == FragRole::Acc) return;
       const DType e = s.concrete(t);
-      (e == DType::BF16 ? bf16 : e == DType::F8E4M3 ? fp8 : f16) = true;
+      (e == DType::BF16 ? bf16 : e == DType::F8E4M3 ? fp8 : e == DType::F8E5M2 ? fp8_e5 : f16) = true;
     });
     const std::string sync = "  simdgroup_barrier(mem_flags::mem_threadgroup);\n";
     std::string out = "// Cooperative tiles: simdgroup_matrix 8x8 blocks\n";
@@ -707,10 +708,11 @@ class MslDialect final : public Dialect {
     };
     const Input inputs[] = {{f16, "f16", "simdgroup_half8x8", "half"},
                             {bf16, "bf16", "simdgroup_float8x8", "float"},
-                            {fp8, "e4m3", "simdgroup_half8x8", "half"}};
+                            {fp8, "e4m3", "simdgroup_half8x8", "half"},
+                            {fp8_e5, "e5m2", "simdgroup_half8x8", "half"}};
     for (const Input& in : inputs) {
       if (!in.used) continue;
-      const bool wide = std::string(in.sfx) == "e4m3";
+      const bool wide = std::string(in.sfx) == "e4m3" || std::string(in.sfx) == "e5m2";
       const std::string blocks = wide ? "8" : "4", sfx = in.sfx, elem = in.elem;
       for (const char* r : {"a", "b"}) {
         const std::string name = "iron_tile_" + std::string(r) + "_" + sfx;
@@ -735,6 +737,17 @@ class MslDialect final : public Dialect {
              "; ++k)\n        simdgroup_multiply_accumulate(c.m[2u * i + j], a.m[" + ksteps + " * i + k], b.m[2u * k + j], c.m[2u * i + j]);\n"
              "  return c;\n}\n";
     }
+    // tile_scale_add: c + diag(s) x, the diagonal's two 8 x 8 blocks staged in the scratch
+    // (zeros off the diagonal, so each element's sum has one nonzero product).
+    if (scale_add)
+      out += "iron_tile_acc iron_tile_scale_add(threadgroup const float* s, iron_tile_acc x, iron_tile_acc c, "
+             "threadgroup float* sc, uint lane, uint width) {\n" + sync +
+             "  for (uint i = lane; i < 128u; i += width) {\n"
+             "    const uint r = (i >> 3) & 7u;\n    sc[i] = r == (i & 7u) ? s[(i >> 6) * 8u + r] : 0.0f;\n  }\n" + sync +
+             "  simdgroup_float8x8 d[2];\n  simdgroup_load(d[0], sc, 8);\n  simdgroup_load(d[1], sc + 64u, 8);\n" + sync +
+             "  for (uint i = 0u; i < 2u; ++i)\n    for (uint j = 0u; j < 2u; ++j)\n"
+             "      simdgroup_multiply_accumulate(c.m[2u * i + j], d[i], x.m[2u * i + j], c.m[2u * i + j]);\n"
+             "  return c;\n}\n";
     return out;
   }
 };
@@ -750,6 +763,10 @@ void msl_tile_op(EmitState& s, const Dialect& d, ir::Id id, const std::vector<st
   switch (in.op) {
     case ir::Op::TileFill: value = "iron_tile_fill(" + a[0] + ")"; return;
     case ir::Op::TileMma: value = "iron_tile_mma(" + a[0] + ", " + a[1] + ", " + a[2] + ")"; return;
+    case ir::Op::TileScaleAdd:
+      value = "iron_tile_scale_add(&" + d.tg_name(s.k, s.k.insts[in.operands[0]]) + "[" + a[1] + "], " + a[2] + ", " + a[3] +
+              ", iron_tile_sc, iron_lane, iron_lane_width)";
+      return;
     case ir::Op::TileGet:
       value = "iron_tile_get(" + a[0] + ", iron_tile_sc, " + std::to_string(in.attr(ir::Attr::Row)) + "u, " +
               std::to_string(in.attr(ir::Attr::Col)) + "u)";
@@ -768,8 +785,8 @@ void msl_tile_op(EmitState& s, const Dialect& d, ir::Id id, const std::vector<st
         read = s.f32_atomic_allocs.count(in.operands[0]) ? d.tg_word_load(at) : d.tg_load(s, s.concrete(alloc.type), at);
       }
       const bool a_role = in.type.role() == FragRole::A;
-      // f8e4m3: A is 16x32 and B 32x16 (512 elements); 16x16 otherwise.
-      const bool wide = elem == DType::F8E4M3;
+      // fp8: A is 16x32 and B 32x16 (512 elements); 16x16 otherwise.
+      const bool wide = is_fp8(elem);
       const std::string end = wide ? "512u" : "256u";
       const std::string rc = wide && a_role ? "const uint r = i >> 5u, c = i & 31u;" : "const uint r = i >> 4u, c = i & 15u;";
       lines.push_back(tile_type(s, in.type) + " " + reg + ";");

@@ -856,7 +856,7 @@ struct Emitter {
         break;
       }
       case Op::TileFill: case Op::TileLoad: case Op::TileTgLoad: case Op::TileMma: case Op::TileStore:
-      case Op::TileTgStore: case Op::TileGet: case Op::TileWgMma: case Op::TileWgMmaRs: {
+      case Op::TileTgStore: case Op::TileGet: case Op::TileWgMma: case Op::TileWgMmaRs: case Op::TileScaleAdd: {
         std::vector<std::string> a, lines;
         for (int i = 0; i < in.num_operands(); ++i) a.push_back(arg(i));
         std::string value;
@@ -959,9 +959,11 @@ Emitted emit(const ir::Kernel& k, Instantiation dtype, const TargetProfile& prof
 
   std::unique_ptr<Dialect> d = info.make_dialect(profile);
   if (target == Target::Glsl) {
-    // Cooperative matrices take f16 tiles only; any bf16 fragment keeps the software path.
+    // Cooperative matrices take f16 tiles only; any bf16 or fp8 fragment keeps the software
+    // path, and so does tile_scale_add (a cooperative matrix's rows are not addressable).
     bool f16_tiles = false, other = false;
     ir::walk(k, [&](ir::Id id) {
+      if (k.insts[id].op == ir::Op::TileScaleAdd) other = true;
       const Type t = k.insts[id].type;
       if (!t.is_fragment() || t.role() == FragRole::Acc) return;
       (ir::resolve(t.elem(), dtype) == DType::F16 ? f16_tiles : other) = true;

@@ -150,19 +150,35 @@ static void split_swizzle_offset(const ir::Kernel& k, ir::Id id, uint32_t period
 
 namespace {
 
-const char* elem_suffix(DType t) { return t == DType::BF16 ? "bf16" : t == DType::F8E4M3 ? "e4m3" : "f16"; }
+const char* elem_suffix(DType t) {
+  return t == DType::BF16 ? "bf16" : t == DType::F8E4M3 ? "e4m3" : t == DType::F8E5M2 ? "e5m2" : "f16";
+}
 
 std::string role_name(FragRole r) { return r == FragRole::A ? "a" : r == FragRole::B ? "b" : "acc"; }
 
-// The element types the kernel's A and B fragments use (T resolved).
-void input_elems(const EmitState& s, bool& f16, bool& bf16, bool& fp8) {
-  f16 = bf16 = fp8 = false;
+// The element types the kernel's A and B fragments use (T resolved), and whether it uses
+// tile_scale_add.
+struct TileElems {
+  bool f16 = false, bf16 = false, e4m3 = false, e5m2 = false, scale_add = false;
+  bool fp8() const { return e4m3 || e5m2; }
+  std::vector<const char*> fp8_suffixes() const {
+    std::vector<const char*> out;
+    if (e4m3) out.push_back("e4m3");
+    if (e5m2) out.push_back("e5m2");
+    return out;
+  }
+};
+TileElems input_elems(const EmitState& s) {
+  TileElems t;
   ir::walk(s.k, [&](ir::Id id) {
-    const Type t = s.k.insts[id].type;
-    if (!t.is_fragment() || t.role() == FragRole::Acc) return;
-    const DType e = s.concrete(t);
-    (e == DType::BF16 ? bf16 : e == DType::F8E4M3 ? fp8 : f16) = true;
+    const ir::Inst& in = s.k.insts[id];
+    if (in.op == ir::Op::TileScaleAdd) t.scale_add = true;
+    const Type ty = in.type;
+    if (!ty.is_fragment() || ty.role() == FragRole::Acc) return;
+    const DType e = s.concrete(ty);
+    (e == DType::BF16 ? t.bf16 : e == DType::F8E4M3 ? t.e4m3 : e == DType::F8E5M2 ? t.e5m2 : t.f16) = true;
   });
+  return t;
 }
 
 // --- CUDA preludes ---------------------------------------------------------------------------
@@ -174,7 +190,8 @@ const char* const kCudaCoordsWhole =
 
 // Every lane holds the whole tile; a store splits the elements between the lanes of the group
 // (lane l stores elements l, l + W, ...), W the profile's lane width.
-std::string cuda_software(bool f16, bool bf16, bool fp8, uint32_t lanes) {
+std::string cuda_software(const TileElems& te, uint32_t lanes) {
+  const bool f16 = te.f16, bf16 = te.bf16;
   const std::string w = std::to_string(lanes);
   std::string out =
       "struct iron_tile_acc { float x[256]; };\n"
@@ -212,18 +229,21 @@ std::string cuda_software(bool f16, bool bf16, bool fp8, uint32_t lanes) {
            "    }\n"
            "  return d;\n}\n";
   }
-  if (fp8) {
+  if (te.fp8()) {
     // 16x32 A and 32x16 B, row-major; products of two f8e4m3 values are exact in f64 and the
-    // 32-term sums span at most 36 bits of exponent, so the f64 sum is exact too.
+    // 32-term sums span at most 36 bits of exponent, so the f64 sum is exact too (f8e5m2: the
+    // products are exact, the sum is the f64 sum in k order, as the interpreter computes it).
     out += "#define IRON_TILE_LD8_FIRST 0u\n#define IRON_TILE_LD8_END 512u\n#define IRON_TILE_LD8_STEP 1u\n"
            "__device__ __forceinline__ void iron_tile_coord_a8(unsigned i, unsigned& r, unsigned& c) { r = i >> 5; c = i & 31u; }\n"
            "__device__ __forceinline__ void iron_tile_coord_b8(unsigned i, unsigned& r, unsigned& c) { r = i >> 4; c = i & 15u; }\n";
+  }
+  for (const std::string sfx : te.fp8_suffixes()) {
     for (const char* r : {"a", "b"})
-      out += "struct iron_tile_" + std::string(r) + "_e4m3 { float x[512]; };\n"
-             "__device__ __forceinline__ void iron_tile_set(iron_tile_" + r + "_e4m3& f, unsigned i, float v) { f.x[i] = v; }\n"
-             "__device__ __forceinline__ void iron_tile_finish(iron_tile_" + r + "_e4m3&) {}\n";
-    out += "__device__ __forceinline__ iron_tile_acc iron_tile_mma(const iron_tile_a_e4m3& a, const iron_tile_b_e4m3& b, "
-           "const iron_tile_acc& c) {\n"
+      out += "struct iron_tile_" + std::string(r) + "_" + sfx + " { float x[512]; };\n"
+             "__device__ __forceinline__ void iron_tile_set(iron_tile_" + r + "_" + sfx + "& f, unsigned i, float v) { f.x[i] = v; }\n"
+             "__device__ __forceinline__ void iron_tile_finish(iron_tile_" + r + "_" + sfx + "&) {}\n";
+    out += "__device__ __forceinline__ iron_tile_acc iron_tile_mma(const iron_tile_a_" + sfx + "& a, const iron_tile_b_" + sfx +
+           "& b, const iron_tile_acc& c) {\n"
            "  iron_tile_acc d;\n"
            "  for (int i = 0; i < 16; ++i)\n"
            "    for (int j = 0; j < 16; ++j) {\n"
@@ -233,6 +253,11 @@ std::string cuda_software(bool f16, bool bf16, bool fp8, uint32_t lanes) {
            "    }\n"
            "  return d;\n}\n";
   }
+  // tile_scale_add: element (r, c) is float r * 16 + c, its row scale s[r].
+  if (te.scale_add)
+    out += "__device__ __forceinline__ iron_tile_acc iron_tile_scale_add(const float* s, const iron_tile_acc& x, "
+           "const iron_tile_acc& c) {\n"
+           "  iron_tile_acc d;\n  for (int i = 0; i < 256; ++i) d.x[i] = fmaf(x.x[i], s[i >> 4], c.x[i]);\n  return d;\n}\n";
   return out;
 }
 
@@ -292,7 +317,8 @@ std::string cuda_wmma(bool f16, bool bf16) {
 //                   registers 2h and 2h + 1 feed half h
 //   C (16x16, f32): element i of 8 is (g + 8 * (j >> 1), 2t + (j & 1) + 8h); floats 4h .. 4h + 3
 //                   are half h's accumulator
-std::string cuda_mma(bool f16, bool bf16, bool fp8) {
+std::string cuda_mma(const TileElems& te) {
+  const bool f16 = te.f16, bf16 = te.bf16;
   std::string out =
       "struct iron_tile_acc { float x[8]; };\n"
       // ldmatrix: lane l names row (l & 7) + 8 * ((l >> 3) & 1), column 8 * (l >> 4) of the tile,
@@ -362,32 +388,81 @@ std::string cuda_mma(bool f16, bool bf16, bool fp8) {
     }
     out += "  return d;\n}\n";
   }
-  if (fp8) {
-    // mma.m16n8k32 with e4m3 A and B (sm_89+), two per 16x16x32 product; g = lane / 4, t = lane % 4:
+  if (te.fp8()) {
+    // mma.m16n8k32 with e4m3 or e5m2 A and B (sm_89+), two per 16x16x32 product; g = lane / 4, t = lane % 4:
     //   A (16x32, row): byte i of 16 (register i / 4) is (g + 8 * ((i >> 2) & 1), 4t + (i & 3) + 16 * (i >> 3))
     //   B (32x16, col): byte j of 8 in half h (registers 2h, 2h + 1) is (4t + (j & 3) + 16 * (j >> 2), g + 8h);
     //                   element i of 16 is half i >> 3, byte i & 7
     // The accumulator layout is m16n8k16's.
+    // ldmatrix (b16, no .trans) reads these registers whole where the bytes run along K: register
+    // i of A is the 8 x 16-byte block at rows 8 (i & 1), columns 16 (i >> 1) (lane l names row
+    // (l & 7) + 8 ((l >> 3) & 1), column 16 (l >> 4)); B stored column-major (a weight [N, K],
+    // memory rows are n) takes register 2h + q from memory rows 8h, columns 16q (lane l names
+    // memory row (l & 7) + 8 (l >> 4), column 16 ((l >> 3) & 1)). A column-major A or a row-major
+    // B would need a transpose of bytes, which ldmatrix does not do: those load element by element.
+    out += "#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ == 900\n#define IRON_TILE_FP8_F16 1\n#else\n#define IRON_TILE_FP8_F16 0\n#endif\n";
+    for (const std::string sfx : te.fp8_suffixes())
+      out += "__device__ __forceinline__ unsigned iron_tile_cvt_" + sfx + "(unsigned pair) {\n"
+             "  unsigned d;\n  asm(\"cvt.rn.f16x2." + sfx + "x2 %0, %1;\" : \"=r\"(d) : \"h\"((unsigned short)pair));\n  return d;\n}\n";
     out += "#define IRON_TILE_LD8_FIRST 0u\n#define IRON_TILE_LD8_END 16u\n#define IRON_TILE_LD8_STEP 1u\n"
+           "__device__ __forceinline__ unsigned iron_tile_ldm8_col() { return ((iron_flat_local_id() >> 4) & 1u) * 16u; }\n"
+           "__device__ __forceinline__ unsigned iron_tile_ldm8_col_cm() { return ((iron_flat_local_id() >> 3) & 1u) * 16u; }\n"
            "__device__ __forceinline__ void iron_tile_coord_a8(unsigned i, unsigned& r, unsigned& c) {\n"
            "  const unsigned l = iron_flat_local_id() & 31u;\n"
            "  r = (l >> 2) + 8u * ((i >> 2) & 1u);\n  c = 4u * (l & 3u) + (i & 3u) + 16u * (i >> 3);\n}\n"
            "__device__ __forceinline__ void iron_tile_coord_b8(unsigned i, unsigned& r, unsigned& c) {\n"
            "  const unsigned l = iron_flat_local_id() & 31u, j = i & 7u;\n"
            "  r = 4u * (l & 3u) + (j & 3u) + 16u * (j >> 2);\n  c = (l >> 2) + 8u * (i >> 3);\n}\n";
+  }
+  for (const std::string sfx : te.fp8_suffixes()) {
     for (const char* r : {"a", "b"}) {
-      const std::string name = "iron_tile_" + std::string(r) + "_e4m3";
-      out += "struct " + name + " { unsigned x[4]; };\n"
+      const std::string name = "iron_tile_" + std::string(r) + "_" + sfx;
+      // sm_90 has no fp8 mma.sync of its own (ptxas composes it from f16 HMMA.16816 and
+      // conversions per instruction): there the fragment is converted to f16 pairs once, when it
+      // is complete (iron_tile_finish), and every product reuses them (IRON_TILE_FP8_F16 below).
+      out += "struct " + name + " { unsigned x[4];\n#if IRON_TILE_FP8_F16\n  unsigned h[8];\n#endif\n};\n"
              "__device__ __forceinline__ void iron_tile_set(" + name + "& f, unsigned i, float v) {\n"
-             "  const unsigned b = (unsigned)iron_f32_to_e4m3(v), sh = 8u * (i & 3u);\n"
+             "  const unsigned b = (unsigned)iron_f32_to_" + sfx + "(v), sh = 8u * (i & 3u);\n"
              "  f.x[i >> 2] = (f.x[i >> 2] & ~(0xffu << sh)) | (b << sh);\n}\n"
-             "__device__ __forceinline__ void iron_tile_finish(" + name + "&) {}\n";
+             "__device__ __forceinline__ void iron_tile_finish(" + name + "& f) {\n"
+             "#if IRON_TILE_FP8_F16\n" +
+             (std::string(r) == "a"
+                  // A: h[4q .. 4q + 3] is the f16 A of K block q: rows g, g + 8 (registers 2q,
+                  // 2q + 1), the low byte pair at k slots 2t, 2t + 1 and the high one at 2t + 8, 2t + 9.
+                  ? "  for (int q = 0; q < 2; ++q) {\n"
+                    "    f.h[4 * q] = iron_tile_cvt_" + sfx + "(f.x[2 * q] & 0xffffu);\n"
+                    "    f.h[4 * q + 1] = iron_tile_cvt_" + sfx + "(f.x[2 * q + 1] & 0xffffu);\n"
+                    "    f.h[4 * q + 2] = iron_tile_cvt_" + sfx + "(f.x[2 * q] >> 16);\n"
+                    "    f.h[4 * q + 3] = iron_tile_cvt_" + sfx + "(f.x[2 * q + 1] >> 16);\n  }\n"
+                  // B: register j (half j >> 1, K block j & 1) becomes h[2j] (k slots 2t, 2t + 1)
+                  // and h[2j + 1] (2t + 8, 2t + 9), the same k slots as A's.
+                  : "  for (int j = 0; j < 4; ++j) {\n"
+                    "    f.h[2 * j] = iron_tile_cvt_" + sfx + "(f.x[j] & 0xffffu);\n"
+                    "    f.h[2 * j + 1] = iron_tile_cvt_" + sfx + "(f.x[j] >> 16);\n  }\n") +
+             "#else\n  (void)f;\n#endif\n}\n"
+             "__device__ __forceinline__ void iron_tile_ldmatrix8(" + name + "& f, const void* row) {\n"
+             "  asm volatile(\"ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\"\n"
+             "               : \"=r\"(f.x[0]), \"=r\"(f.x[1]), \"=r\"(f.x[2]), \"=r\"(f.x[3]) : \"r\"(iron_tile_smem(row)) : \"memory\");\n}\n";
     }
-    out += "__device__ __forceinline__ iron_tile_acc iron_tile_mma(const iron_tile_a_e4m3& a, const iron_tile_b_e4m3& b, "
-           "const iron_tile_acc& c) {\n  iron_tile_acc d;\n";
+    out += "__device__ __forceinline__ iron_tile_acc iron_tile_mma(const iron_tile_a_" + sfx + "& a, const iron_tile_b_" + sfx +
+           "& b, const iron_tile_acc& c) {\n  iron_tile_acc d;\n";
+    // sm_90: per n8 half h, the two K blocks' f16 products (m16n8k16) on the converted pairs.
+    out += "#if IRON_TILE_FP8_F16\n  d = c;\n";
+    for (int h = 0; h < 2; ++h)
+      for (int q = 0; q < 2; ++q) {
+        auto n = [](int i) { return std::to_string(i); };
+        out += "  asm volatile(\"mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
+               "{%0, %1, %2, %3};\"\n"
+               "               : \"+f\"(d.x[" + n(4 * h) + "]), \"+f\"(d.x[" + n(4 * h + 1) + "]), \"+f\"(d.x[" + n(4 * h + 2) +
+               "]), \"+f\"(d.x[" + n(4 * h + 3) + "])\n"
+               "               : \"r\"(a.h[" + n(4 * q) + "]), \"r\"(a.h[" + n(4 * q + 1) + "]), \"r\"(a.h[" + n(4 * q + 2) +
+               "]), \"r\"(a.h[" + n(4 * q + 3) + "]), \"r\"(b.h[" + n(2 * (2 * h + q)) + "]), \"r\"(b.h[" +
+               n(2 * (2 * h + q) + 1) + "]));\n";
+      }
+    out += "#else\n";
     for (int h = 0; h < 2; ++h) {
       auto n = [](int i) { return std::to_string(i); };
-      out += "  asm volatile(\"mma.sync.aligned.m16n8k32.row.col.f32.e4m3.e4m3.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
+      out += "  asm volatile(\"mma.sync.aligned.m16n8k32.row.col.f32." + sfx + "." + sfx + ".f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
              "{%10, %11, %12, %13};\"\n"
              "               : \"=f\"(d.x[" + n(4 * h) + "]), \"=f\"(d.x[" + n(4 * h + 1) + "]), \"=f\"(d.x[" + n(4 * h + 2) +
              "]), \"=f\"(d.x[" + n(4 * h + 3) + "])\n"
@@ -396,8 +471,18 @@ std::string cuda_mma(bool f16, bool bf16, bool fp8) {
              "                 \"f\"(c.x[" + n(4 * h) + "]), \"f\"(c.x[" + n(4 * h + 1) + "]), \"f\"(c.x[" + n(4 * h + 2) +
              "]), \"f\"(c.x[" + n(4 * h + 3) + "]));\n";
     }
-    out += "  return d;\n}\n";
+    out += "#endif\n  return d;\n}\n";
   }
+  // tile_scale_add: float i of a lane's accumulator is row g + 8 ((i >> 1) & 1), so its two
+  // rows' scales s[g] and s[g + 8] serve all eight.
+  if (te.scale_add)
+    out += "__device__ __forceinline__ iron_tile_acc iron_tile_scale_add(const float* s, const iron_tile_acc& x, "
+           "const iron_tile_acc& c) {\n"
+           "  const unsigned g = (iron_flat_local_id() & 31u) >> 2;\n"
+           "  const float s0 = s[g], s1 = s[g + 8u];\n"
+           "  iron_tile_acc d;\n"
+           "  for (int i = 0; i < 8; ++i) d.x[i] = fmaf(x.x[i], (i & 2) ? s1 : s0, c.x[i]);\n"
+           "  return d;\n}\n";
   return out;
 }
 
@@ -759,6 +844,26 @@ void glsl_tile_op(EmitState& s, const Dialect& d, ir::Id id, const std::vector<s
       lines.push_back("}");
       return;
     }
+    case ir::Op::TileScaleAdd: {
+      // d[e] = fma(x[e], scales[off + r], acc[e]), one rounding: GLSL's fma may round twice
+      // (lavapipe's does), so where the emitter emulates fma (EmitOptions::emulate_fma) it is
+      // iron_fma, the f64 product and sum rounded to odd, then to f32.
+      const std::string at = d.tg_name(s.k, s.k.insts[in.operands[0]]) + "[" + a[1] + " + iron_r]";
+      const std::string sc = s.f32_atomic_allocs.count(in.operands[0]) ? d.tg_word_load(at) : d.tg_load(s, DType::F32, at);
+      if (s.emulate_fma) s.helpers.insert("fma");
+      const std::string fma = s.emulate_fma ? "iron_fma(" : "fma(";
+      lines.push_back("{");
+      lines.push_back("  const uint iron_d = " + slot_of(s, id) + ", iron_xs = " + slot_of(s, in.operands[2]) +
+                      ", iron_cs = " + slot_of(s, in.operands[3]) + ";");
+      std::vector<std::string> inner;
+      lane_loop(s, in, true,
+                {"precise float iron_s = " + fma + mem("iron_xs", "iron_e") + ", " + sc + ", " + mem("iron_cs", "iron_e") + ");",
+                 set("iron_d", "iron_e", "iron_s")},
+                inner);
+      for (const std::string& l : inner) lines.push_back("  " + l);
+      lines.push_back("}");
+      return;
+    }
     case ir::Op::TileGet:
       lines.push_back(d.decl(DType::F32) + "v" + std::to_string(id) + " = " +
                       mem(slot_of(s, in.operands[0]), std::to_string(in.attr(ir::Attr::Row) * 16 + in.attr(ir::Attr::Col)) + "u") +
@@ -964,8 +1069,10 @@ std::string tile_prelude(const EmitState& s, bool cuda) {
   ir::walk(s.k, [&](ir::Id id) { uses = uses || s.k.insts[id].type.is_fragment(); });
   if (!uses) return {};
   if (!cuda) return s.tile_coopmat ? coopmat_prelude() : glsl_prelude(s);
-  bool f16 = false, bf16 = false, fp8 = false;
-  input_elems(s, f16, bf16, fp8);
+  TileElems te = input_elems(s);
+  bool& f16 = te.f16;
+  bool& bf16 = te.bf16;
+  const bool fp8 = te.fp8();
   // tile_wg_mma: its arrays' element types and swizzles (input_elems sees fragments only).
   std::vector<int64_t> wg_codes;
   ir::walk(s.k, [&](ir::Id id) {
@@ -979,36 +1086,40 @@ std::string tile_prelude(const EmitState& s, bool cuda) {
   const bool wg = !wg_codes.empty();
   const std::string no_wg = wg ? "#define IRON_TILE_WGMMA 0\n" : "";
   std::string out = "// Cooperative tiles: MmaStrategy " + std::string(cuda_mma_name(s.cuda_mma)) + "\n";
-  // wmma takes f16 from sm_70 and bf16 from sm_80, never f8e4m3; mma.sync m16n8k16 takes f16
-  // and bf16 from sm_80, m16n8k32 takes e4m3 from sm_89.
+  // wmma takes f16 from sm_70 and bf16 from sm_80, never fp8; mma.sync m16n8k16 takes f16
+  // and bf16 from sm_80, m16n8k32 takes e4m3 and e5m2 from sm_89. tile_scale_add needs each
+  // lane's accumulator elements in a known place, which wmma's fragments do not promise.
   const std::string wmma_arch = bf16 ? "800" : "700", mma_arch = fp8 ? "890" : "800";
   switch (s.cuda_mma) {
-    case CudaMma::Software: return out + cuda_software(f16, bf16, fp8, s.profile.lane_width) + no_wg;
+    case CudaMma::Software: return out + cuda_software(te, s.profile.lane_width) + no_wg;
     case CudaMma::Wmma:
-      if (fp8) return out + "#error \"IRON_CUDA_MMA=wmma has no f8e4m3 tiles (wmma takes f16 and bf16 only)\"\n";
+      if (fp8) return out + "#error \"IRON_CUDA_MMA=wmma has no fp8 tiles (wmma takes f16 and bf16 only)\"\n";
+      if (te.scale_add)
+        return out + "#error \"IRON_CUDA_MMA=wmma has no tile_scale_add (a wmma accumulator's element layout is unspecified)\"\n";
       return out + "#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < " + wmma_arch +
              "\n#error \"IRON_CUDA_MMA=wmma needs sm_" + wmma_arch.substr(0, 2) + " or newer for these tiles\"\n#endif\n" +
              cuda_wmma(f16, bf16) + no_wg;
     case CudaMma::MmaSync:
       return out + "#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < " + mma_arch + "\n#error \"IRON_CUDA_MMA=mma needs sm_" +
-             mma_arch.substr(0, 2) + " or newer" + (fp8 ? " for f8e4m3 tiles" : "") + "\"\n#endif\n" +
-             cuda_mma(f16, bf16, fp8) + no_wg;
+             mma_arch.substr(0, 2) + " or newer" + (fp8 ? " for fp8 tiles" : "") + "\"\n#endif\n" +
+             cuda_mma(te) + no_wg;
     case CudaMma::Wgmma:
       // The lane-group tile ops take mma.sync; tile_wg_mma takes wgmma (sm_90a only).
       return out + "#if defined(__CUDA_ARCH__) && !defined(__CUDA_ARCH_FEAT_SM90_ALL)\n#error \"IRON_CUDA_MMA=wgmma needs "
              "sm_90a (wgmma is an arch-specific sm_90a instruction)\"\n#endif\n" +
-             cuda_mma(f16, bf16, fp8) + (wg ? cuda_wgmma(f16, bf16, wg_codes) : std::string());
+             cuda_mma(te) + (wg ? cuda_wgmma(f16, bf16, wg_codes) : std::string());
     case CudaMma::Auto: break;
     case MmaStrategy::Coopmat: case MmaStrategy::SimdgroupMatrix:
       return out + "#error \"the " + std::string(cuda_mma_name(s.cuda_mma)) + " tile strategy is not a CUDA one\"\n";
   }
   // Chosen by the architecture NVRTC compiles for: mma.sync where it takes every input type of
-  // the kernel (and wgmma for tile_wg_mma on sm_90a), wmma where it does (never with f8e4m3),
-  // the software path below that.
-  out += "#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= " + mma_arch + "\n" + cuda_mma(f16, bf16, fp8);
+  // the kernel (and wgmma for tile_wg_mma on sm_90a), wmma where it does (never with fp8 or
+  // tile_scale_add), the software path below that.
+  out += "#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= " + mma_arch + "\n" + cuda_mma(te);
   if (wg) out += "#if defined(__CUDA_ARCH_FEAT_SM90_ALL)\n" + cuda_wgmma(f16, bf16, wg_codes) + "#else\n" + no_wg + "#endif\n";
-  if (!fp8) out += "#elif defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= " + wmma_arch + "\n" + cuda_wmma(f16, bf16) + no_wg;
-  return out + "#else\n" + cuda_software(f16, bf16, fp8, s.profile.lane_width) + no_wg + "#endif\n";
+  if (!fp8 && !te.scale_add)
+    out += "#elif defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= " + wmma_arch + "\n" + cuda_wmma(f16, bf16) + no_wg;
+  return out + "#else\n" + cuda_software(te, s.profile.lane_width) + no_wg + "#endif\n";
 }
 
 void tile_op(EmitState& s, const Dialect& d, ir::Id id, const std::vector<std::string>& a,
@@ -1026,6 +1137,11 @@ void tile_op(EmitState& s, const Dialect& d, ir::Id id, const std::vector<std::s
   switch (in.op) {
     case ir::Op::TileFill: value = "iron_tile_fill(" + a[0] + ")"; return;
     case ir::Op::TileMma: value = "iron_tile_mma(" + a[0] + ", " + a[1] + ", " + a[2] + ")"; return;
+    case ir::Op::TileScaleAdd:
+      // The row scales from the f32 array (an array f32 atomics act on holds the same bits).
+      value = "iron_tile_scale_add(reinterpret_cast<const float*>(&" + d.tg_name(s.k, s.k.insts[in.operands[0]]) + "[" +
+              a[1] + "]), " + a[2] + ", " + a[3] + ")";
+      return;
     case ir::Op::TileGet:
       value = "iron_tile_get(" + a[0] + ", " + std::to_string(in.attr(ir::Attr::Row)) + "u, " +
               std::to_string(in.attr(ir::Attr::Col)) + "u)";
@@ -1065,8 +1181,10 @@ void tile_op(EmitState& s, const Dialect& d, ir::Id id, const std::vector<std::s
       }
       const std::string role = in.type.role() == FragRole::A ? "a" : "b";
       const bool col_major = in.has(ir::Attr::ColMajor) && in.attr(ir::Attr::ColMajor) == 1;
-      // A swizzle that moves runs of fewer than 8 elements would split ldmatrix's 16-byte rows.
-      const bool swz_ok = !in.has(ir::Attr::Swizzle) || in.attr(ir::Attr::Swizzle) / 10 % 10 >= 3;
+      // A swizzle that moves runs of fewer than 16 bytes (8 16-bit, 16 fp8 elements) would split
+      // ldmatrix's 16-byte rows.
+      const bool fp8 = is_fp8(elem);
+      const bool swz_ok = !in.has(ir::Attr::Swizzle) || in.attr(ir::Attr::Swizzle) / 10 % 10 >= (fp8 ? 4 : 3);
       // Every element is rounded to the input type, as the interpreter rounds it (a no-op on values
       // that already are of it: 16-bit threadgroup arrays hold 16-bit values).
       const std::string v = d.cast(s, in, DType::F32, elem, read);
@@ -1078,38 +1196,44 @@ void tile_op(EmitState& s, const Dialect& d, ir::Id id, const std::vector<std::s
       // Each lane's row address goes through the same index map (column-major: the lane names a
       // memory row of the transposed tile; a swizzle maps the row's first element, and its 8
       // elements stay together).
+      // fp8 fragments: ldmatrix where the bytes run along K in memory (A row-major, B
+      // column-major), 16 elements per 16-byte row (cuda_mma).
       bool static_ldm = false;
+      const bool fp8_ldm_layout = fp8 && ((in.type.role() == FragRole::A) != col_major);
       const bool ldm = tg && swz_ok && !s.f32_atomic_allocs.count(in.operands[0]) &&
-                       s.concrete(s.k.insts[in.operands[0]].type) == elem && (elem == DType::F16 || elem == DType::BF16);
+                       s.concrete(s.k.insts[in.operands[0]].type) == elem &&
+                       (elem == DType::F16 || elem == DType::BF16 || fp8_ldm_layout);
       if (ldm) {
         const std::string arr = d.tg_name(s.k, s.k.insts[in.operands[0]]);
         const std::string sfx = col_major ? "_cm" : "";
         ir::Inst plain = in;  // the lane's row address: memory row and column, never transposed again
         plain.attrs.clear();
         if (in.has(ir::Attr::Swizzle)) plain.set(ir::Attr::Swizzle, in.attr(ir::Attr::Swizzle));
-        const std::string call = "iron_tile_ldmatrix" + sfx + "(" + reg + ", &" + arr + "[" +
+        const std::string call = (fp8 ? "iron_tile_ldmatrix8(" : "iron_tile_ldmatrix" + sfx + "(") + reg + ", &" + arr + "[" +
                                  tile_load_index(plain, inner_off, stride, "iron_tile_ldm_row" + sfx + "()",
-                                                 "iron_tile_ldm_col" + sfx + "()", outer_off) +
+                                                 (fp8 ? "iron_tile_ldm8_col" : "iron_tile_ldm_col") + sfx + "()", outer_off) +
                                  "]);";
-        // Offset and stride provably multiples of 8 (the arithmetic computing them, known_pow2)
-        // in an array declared 16-byte aligned: ldmatrix with no run-time check.
-        static_ldm = s.k.insts[in.operands[0]].attr(ir::Attr::Align) >= 16 && known_pow2(s.k, in.operands[1], 0) >= 3 &&
-                     known_pow2(s.k, in.operands[2], 0) >= 3;
+        // Offset and stride provably multiples of 16 bytes (the arithmetic computing them,
+        // known_pow2) in an array declared 16-byte aligned: ldmatrix with no run-time check.
+        const uint32_t align_log2 = fp8 ? 4 : 3;
+        static_ldm = s.k.insts[in.operands[0]].attr(ir::Attr::Align) >= 16 && known_pow2(s.k, in.operands[1], 0) >= align_log2 &&
+                     known_pow2(s.k, in.operands[2], 0) >= align_log2;
         lines.push_back("#if IRON_TILE_LDMATRIX");
         if (static_ldm) {
           lines.push_back(call);
           lines.push_back("#else");
         } else {
-          lines.push_back("if (((" + off + " | " + stride + ") & 7u) == 0u && (iron_tile_smem(" + arr + ") & 15u) == 0u) {");
+          lines.push_back("if (((" + off + " | " + stride + ") & " + (fp8 ? "15u" : "7u") + ") == 0u && (iron_tile_smem(" + arr +
+                          ") & 15u) == 0u) {");
           lines.push_back("  " + call);
           lines.push_back("} else");
           lines.push_back("#endif");
         }
       }
-      // f8e4m3 fragments (16x32 A, 32x16 B) have their own element walk and coordinates.
-      const std::string ld = elem == DType::F8E4M3 ? "IRON_TILE_LD8_" : "IRON_TILE_LD_";
-      const std::string coord = "iron_tile_coord_" + role + (elem == DType::F8E4M3 ? "8" : "");
-      if (elem == DType::F8E4M3) s.helpers.insert("e4m3");  // iron_tile_set packs the bits
+      // fp8 fragments (16x32 A, 32x16 B) have their own element walk and coordinates.
+      const std::string ld = fp8 ? "IRON_TILE_LD8_" : "IRON_TILE_LD_";
+      const std::string coord = "iron_tile_coord_" + role + (fp8 ? "8" : "");
+      if (fp8) s.helpers.insert(elem_suffix(elem));  // iron_tile_set packs the bits
       lines.push_back("{");
       lines.push_back("  for (" + U + " i = " + ld + "FIRST; i < " + ld + "END; i += " + ld + "STEP) {");
       lines.push_back("    " + U + " r, c;");

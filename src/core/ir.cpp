@@ -456,7 +456,7 @@ bool is_hopper_op(Op op) {
 bool is_tile_op(Op op) {
   switch (op) {
     case Op::TileFill: case Op::TileLoad: case Op::TileTgLoad: case Op::TileMma: case Op::TileStore:
-    case Op::TileTgStore: case Op::TileGet: case Op::TileWgMma: case Op::TileWgMmaRs:
+    case Op::TileTgStore: case Op::TileGet: case Op::TileWgMma: case Op::TileWgMmaRs: case Op::TileScaleAdd:
       return true;
     default: return false;
   }

@@ -179,15 +179,16 @@ struct Verifier {
     }
     if (t.m() != 16 || t.n() != 16 || (t.k() != 16 && t.k() != 32)) {
       err(in, std::string(what) + " has tile shape " + std::to_string(t.m()) + "x" + std::to_string(t.n()) + "x" +
-                  std::to_string(t.k()) + "; cooperative tiles are 16x16x16, or 16x16x32 for f8e4m3");
+                  std::to_string(t.k()) + "; cooperative tiles are 16x16x16, or 16x16x32 for f8e4m3 and f8e5m2");
       return false;
     }
-    // 16x16x32 takes f8e4m3 inputs, and f8e4m3 inputs take 16x16x32.
-    if (role != FragRole::Acc && (t.k() == 32) != (t.elem() == DType::F8E4M3)) {
-      err(in, std::string(what) + " is " + type_name(t) + "; f8e4m3 tiles are 16x16x32 and 16x16x32 tiles are f8e4m3");
+    // 16x16x32 takes fp8 inputs (f8e4m3, f8e5m2), and fp8 inputs take 16x16x32.
+    if (role != FragRole::Acc && (t.k() == 32) != is_fp8(t.elem())) {
+      err(in, std::string(what) + " is " + type_name(t) +
+                  "; fp8 tiles (f8e4m3, f8e5m2) are 16x16x32 and 16x16x32 tiles are fp8");
       return false;
     }
-    if (role != FragRole::Acc && t.elem() == DType::F8E4M3) return true;
+    if (role != FragRole::Acc && is_fp8(t.elem())) return true;
     if (role == FragRole::Acc) {
       if (t.elem() != DType::F32) {
         err(in, std::string(what) + " accumulates in " + dtype_name(t.elem()) + "; accumulators are f32");
@@ -274,7 +275,8 @@ struct Verifier {
     return op == Op::TgStore || op == Op::TileTgStore || op == Op::AsyncCopy || is_tg_atomic(op);
   }
   static bool accesses_tg(Op op) {
-    return op == Op::TgLoad || op == Op::TileTgLoad || op == Op::TileWgMma || op == Op::TileWgMmaRs || writes_tg(op);
+    return op == Op::TgLoad || op == Op::TileTgLoad || op == Op::TileWgMma || op == Op::TileWgMmaRs ||
+           op == Op::TileScaleAdd || writes_tg(op);
   }
   void alias_block(Id b, AliasState& st, int depth) {
     if (b == kNone || b >= k.blocks.size() || depth > 64) return;
@@ -435,6 +437,19 @@ struct Verifier {
         tile_u32(in, tg ? 3 : 2, "the row stride");
         break;
       }
+      case Op::TileScaleAdd:
+        // tile_scale_add %alloc, %off, %x, %acc: both fragments f32 accumulators of the result's
+        // type, the row scales an f32 threadgroup array.
+        tile_type_ok(in, in.type, FragRole::Acc, "the result");
+        if (const Inst* a = tile_alloc(in, 0); a && a->type.elem() != DType::F32)
+          err(in, std::string("reads its row scales from ") + dtype_name(a->type.elem()) +
+                      " threadgroup memory (the scales are f32)");
+        tile_u32(in, 1, "the offset");
+        for (int i = 2; i < 4; ++i)
+          if (tile_type_ok(in, op_type(i), FragRole::Acc, i == 2 ? "operand 2" : "operand 3") && in.type.is_fragment() &&
+              op_type(i) != in.type)
+            err(in, "adds a " + type_name(op_type(i)) + " into a " + type_name(in.type) + " (one accumulator type)");
+        break;
       case Op::TileGet:
         if (in.type != Type(DType::F32)) err(in, "result must be f32, is " + type_name(in.type));
         if (tile_type_ok(in, op_type(0), FragRole::Acc, "operand 0") &&
@@ -808,7 +823,7 @@ struct Verifier {
                       type_name(k.insts[in.operands[0]].type) + " variable");
         break;
       case Op::TileFill: case Op::TileLoad: case Op::TileTgLoad: case Op::TileMma: case Op::TileStore:
-      case Op::TileTgStore: case Op::TileGet: case Op::TileWgMma: case Op::TileWgMmaRs:
+      case Op::TileTgStore: case Op::TileGet: case Op::TileWgMma: case Op::TileWgMmaRs: case Op::TileScaleAdd:
         tile_types(in);
         break;
       case Op::TgAlloc:

@@ -1187,15 +1187,16 @@ bool literal_arg(const Operand& o, const char* fn, const char* what, int64_t& ou
 }  // namespace
 
 TileShape coop_tile_setup(uint32_t m, uint32_t n, uint32_t k, DType in, SrcLoc l) {
-  // 16x16x16 with f16, bf16 or T; 16x16x32 with f8e4m3 (docs/dsl.md "Cooperative tiles").
-  const bool fp8 = in == DType::F8E4M3;
+  // 16x16x16 with f16, bf16 or T; 16x16x32 with f8e4m3 or f8e5m2 (docs/dsl.md "Cooperative tiles").
+  const bool fp8 = is_fp8(in);
   if (m != 16 || n != 16 || k != (fp8 ? 32u : 16u))
     error(loc_of(l), "coop_tile_setup: tile shape " + std::to_string(m) + "x" + std::to_string(n) + "x" +
                          std::to_string(k) + " is not supported" +
-                         (fp8 ? " for f8e4m3 (f8e4m3 tiles are 16x16x32)" : " (cooperative tiles are 16x16x16, or 16x16x32 for f8e4m3)"));
+                         (fp8 ? std::string(" for ") + dtype_name(in) + " (fp8 tiles are 16x16x32)"
+                              : std::string(" (cooperative tiles are 16x16x16, or 16x16x32 for f8e4m3 and f8e5m2)")));
   if (in != DType::F16 && in != DType::BF16 && in != DType::Generic && !fp8)
     error(loc_of(l), std::string("coop_tile_setup: input element type ") + dtype_name(in) +
-                         " is not supported (f16, bf16 or T at 16x16x16, f8e4m3 at 16x16x32; accumulation is f32)");
+                         " is not supported (f16, bf16 or T at 16x16x16, f8e4m3 or f8e5m2 at 16x16x32; accumulation is f32)");
   return TileShape{m, n, k, in};
 }
 
@@ -1245,6 +1246,20 @@ Frag coop_tile_run(const Frag& a, const Frag& b, const Frag& acc, SrcLoc loc) {
   in.type = acc.type();
   in.operands.push_back(a.id());
   in.operands.push_back(b.id());
+  in.operands.push_back(acc.id());
+  return emit_frag(in);
+}
+
+Frag coop_tile_scale_add(const TgBuffer& scales, Operand offset, const Frag& x, const Frag& acc, SrcLoc loc) {
+  const ir::SrcLoc l = loc_of(loc);
+  if (!frag_ok(x, l, "coop_tile_scale_add") || !frag_ok(acc, l, "coop_tile_scale_add")) return acc;
+  Inst in;
+  in.op = Op::TileScaleAdd;
+  in.loc = l;
+  in.type = acc.type();
+  in.operands.push_back(scales.alloc());
+  in.operands.push_back(tile_index(offset));
+  in.operands.push_back(x.id());
   in.operands.push_back(acc.id());
   return emit_frag(in);
 }

@@ -291,7 +291,7 @@ bool lane_op(ir::Op op) {
   return ir::has_trait(op, ir::trait::L) && !ir::has_trait(op, ir::trait::B) && ir::op_info(op).arity >= 1 &&
          op != ir::Op::Barrier && !ir::is_atomic(op) && op != ir::Op::TileFill && op != ir::Op::TileLoad &&
          op != ir::Op::TileTgLoad && op != ir::Op::TileMma && op != ir::Op::TileStore && op != ir::Op::TileTgStore &&
-         op != ir::Op::TileGet;
+         op != ir::Op::TileGet && op != ir::Op::TileScaleAdd;
 }
 std::vector<Signature> lane_signatures(ir::Op op) {
   std::vector<Signature> out;
@@ -1085,6 +1085,87 @@ void add_tile_layout_cases(const std::string& filter, std::vector<ConformanceCas
       }
 }
 
+
+// tile_scale_add (docs/semantics.md "Cooperative tiles"): lane group 0 builds x and acc from f16
+// tiles times the identity (exact), kScaleThreads threads stage as many f32 scales, and r =
+// tile_scale_add of the scales from `off`: element (r, c) = fma(x(r, c), s[off + r], acc(r, c))
+// with one rounding. The scales have full 24-bit significands, so a product rounded before the
+// add differs from the fused result on some elements. 32 threads: on lavapipe's 8-wide
+// subgroups the software fragments' slots (5 KiB per lane group) fit its 32 KiB.
+constexpr uint32_t kScaleThreads = 32;
+std::string scale_add_kernel_text(const std::string& name, uint32_t off) {
+  std::ostringstream s;
+  s << "kernel " << name << " mode=Reduction {\n";
+  s << "  param x0: in buf<f16> extent=256\n  param x1: in buf<f16> extent=256\n  param x2: in buf<f16> extent=256\n";
+  s << "  param x3: in buf<f32> extent=" << kScaleThreads << "\n  param r: out buf<f32> extent=256\n";
+  s << "  %S = tg_alloc<scales, " << kScaleThreads << "> : f32\n";
+  s << "  %l = local_id<0> : u32\n  %c0 = const<0> : u32\n  %c16 = const<16> : u32\n";
+  s << "  %v = load<x3> %l : f32\n  tg_store %S, %l, %v\n  barrier\n";
+  s << "  %w = simd_group_id : u32\n  %first = eq %w, %c0 : bool\n  if %first {\n";
+  s << "    %zf = const<0> : f32\n    %z = tile_fill %zf : frag<acc, f32, 16x16x16>\n";
+  s << "    %i = tile_load<x2> %c0, %c16 : frag<b, f16, 16x16x16>\n";
+  s << "    %ta = tile_load<x0> %c0, %c16 : frag<a, f16, 16x16x16>\n";
+  s << "    %tc = tile_load<x1> %c0, %c16 : frag<a, f16, 16x16x16>\n";
+  s << "    %x = tile_mma %ta, %i, %z : frag<acc, f32, 16x16x16>\n";
+  s << "    %acc = tile_mma %tc, %i, %z : frag<acc, f32, 16x16x16>\n";
+  s << "    %off = const<" << off << "> : u32\n";
+  s << "    %d = tile_scale_add %S, %off, %x, %acc : frag<acc, f32, 16x16x16>\n";
+  s << "    tile_store<r> %d, %c0, %c16\n  }\n}\n";
+  return s.str();
+}
+
+void add_scale_add_cases(const std::string& filter, std::vector<ConformanceCase>& cases) {
+  for (uint32_t off : {0u, 13u}) {
+    const std::string name = "conformance.tile_scale_add.f32.off" + std::to_string(off);
+    if (!filter.empty() && name.find(filter) == std::string::npos) continue;
+    std::string kname = name;
+    std::replace(kname.begin(), kname.end(), '.', '_');
+    ConformanceCase c;
+    c.kernel = ir::parse(scale_add_kernel_text(kname, off));
+    if (!verifies(c.kernel)) throw Error("conformance: the tile_scale_add kernel " + name + " does not verify");
+    c.name = name;
+    c.op = ir::Op::TileScaleAdd;
+    c.operands = {DType::F32, DType::F32, DType::F32};  // x, the row scale, acc
+    c.result = DType::F32;
+    c.launch.dtype = DType::F32;
+    c.launch.grid = {1, 1, 1};
+    c.launch.threadgroup = {kScaleThreads, 1, 1};
+    for (int b = 0; b < 3; ++b) c.launch.buffers.emplace_back(256 * 2, 0);
+    c.launch.buffers.emplace_back(kScaleThreads * 4, 0);
+    c.launch.buffers.emplace_back(256 * 4, 0xff);
+    // x and acc: f16 values with full 11-bit significands, signed zeros, the largest finite
+    // value and subnormals; the scales: full f32 significands of either sign, 0 and magnitudes
+    // from 2^-12 to 2^12.
+    auto xv = [](uint32_t e) {
+      const float edge[] = {0.0f, -0.0f, 65504.0f, -0x1p-24f, 0x1.ffcp-15f};
+      if (e % 17 == 0) return edge[(e / 17) % 5];
+      return float((e % 2 ? -1 : 1) * (1 + (e * 389 % 1024) / 1024.0) * std::ldexp(1.0, int(e % 23) - 11));
+    };
+    auto cv = [](uint32_t e) { return float((e % 3 ? 1 : -1) * (1 + (e * 613 % 1024) / 1024.0) * std::ldexp(1.0, int(e % 19) - 9)); };
+    auto sv = [](uint32_t i) {
+      if (i % 11 == 5) return 0.0f;
+      const double m = 1 + (uint64_t(i) * 2654435761u % 8388608u) / 8388608.0;
+      return float((i % 2 ? -1 : 1) * m * std::ldexp(1.0, (int(i * 37 % 201) - 100) / 8));
+    };
+    for (uint32_t e = 0; e < 256; ++e) {
+      put(c.launch.buffers[0], e, DType::F16, num::f32_to_f16(xv(e)));
+      put(c.launch.buffers[1], e, DType::F16, num::f32_to_f16(cv(e)));
+    }
+    for (uint32_t i = 0; i < 16; ++i) put(c.launch.buffers[2], i * 17, DType::F16, num::f32_to_f16(1.0f));
+    for (uint32_t i = 0; i < kScaleThreads; ++i) put(c.launch.buffers[3], i, DType::F32, eval::Scalar::of_f32(sv(i)).bits);
+    c.want.assign(256 * 4, 0);
+    for (uint32_t r = 0; r < 16; ++r)
+      for (uint32_t col = 0; col < 16; ++col) {
+        const uint32_t e = r * 16 + col;
+        const float x = num::f16_to_f32(num::f32_to_f16(xv(e))), a = num::f16_to_f32(num::f32_to_f16(cv(e)));
+        const float sc = sv(off + r);
+        put(c.want, e, DType::F32, eval::Scalar::of_f32(std::fma(x, sc, a)).bits);
+        c.args.push_back({eval::Scalar::of_f32(x).bits, eval::Scalar::of_f32(sc).bits, eval::Scalar::of_f32(a).bits});
+      }
+    cases.push_back(std::move(c));
+  }
+}
+
 }  // namespace
 
 std::string warpgroup_kernel_text(const std::string& name, DType t, int64_t code, bool rs) {
@@ -1170,6 +1251,7 @@ std::vector<ConformanceCase> conformance_cases(const std::string& filter) {
   add_tma_cases(filter, cases);
   add_tma_tile_cases(filter, cases);
   add_wg_cases(filter, cases);
+  add_scale_add_cases(filter, cases);
   return cases;
 }
 

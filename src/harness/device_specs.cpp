@@ -80,6 +80,10 @@ const DeviceSpec* lookup_device_spec(std::string_view device_name) {
 }
 
 double peak_compute_gflops(const DeviceSpec& spec, DType dtype) {
+  // fp8 (A and B of an fp8 GEMM): twice the FP16/BF16 tensor figure, the datasheets' dense FP8
+  // rate on Hopper (1979), Ada (L40S 733, RTX 4090 330.3) and MI300X (2614.9); an upper bound
+  // on parts without fp8 tensor cores, so the roofline guard never rejects an honest result.
+  if (is_fp8(dtype)) return 2 * spec.fp16_tflops * 1e3;
   bool half = dtype == DType::F16 || dtype == DType::BF16;
   return (half ? spec.fp16_tflops : spec.fp32_tflops) * 1e3;
 }

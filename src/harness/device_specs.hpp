@@ -28,7 +28,7 @@ const std::vector<DeviceSpec>& device_specs();
 // nullptr for an unknown device: its percentages of peak are then null, never guessed.
 const DeviceSpec* lookup_device_spec(std::string_view device_name);
 // The compute ceiling for kernels of `dtype`, GFLOP/s: the FP16/BF16 figure for 16-bit floats,
-// the FP32 figure otherwise.
+// twice it for the fp8 formats (the dense FP8 tensor rate), the FP32 figure otherwise.
 double peak_compute_gflops(const DeviceSpec& spec, DType dtype);
 
 // The device's own measured ceilings (0 = not measured).

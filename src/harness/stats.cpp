@@ -107,7 +107,7 @@ std::optional<std::string> roofline_violation(const Metrics& m, DType dtype, con
            "(--flush-l2)";
   if (spec && m.gflops > peak_compute_gflops(*spec, dtype))
     return "above the roofline: " + num(m.gflops) + " GFLOP/s exceeds the " + spec->name + " peak " +
-           (dtype == DType::F16 || dtype == DType::BF16 ? "FP16/BF16" : "FP32") + " rate of " +
+           (is_fp8(dtype) ? "FP8" : dtype == DType::F16 || dtype == DType::BF16 ? "FP16/BF16" : "FP32") + " rate of " +
            num(peak_compute_gflops(*spec, dtype)) + " GFLOP/s (" + spec->source + ")";
   return std::nullopt;
 }

@@ -25,7 +25,7 @@ bool run_dead_store_elim(ir::Kernel& k, PassContext& ctx) {
       if (in.op == Op::VarLoad) var_read[in.operands[0]] = 1;
       // A tile load from threadgroup memory reads its allocation as a scalar load does, and so
       // does a bulk store (the copy engine reads the array it stores to a buffer).
-      if (in.op == Op::TgLoad || in.op == Op::TileTgLoad || in.op == Op::LocalLoad || in.op == Op::BulkStore ||
+      if (in.op == Op::TgLoad || in.op == Op::TileTgLoad || in.op == Op::TileScaleAdd || in.op == Op::LocalLoad || in.op == Op::BulkStore ||
           in.op == Op::TmaStore2D || ir::is_tg_atomic(in.op))
         tg_read[in.operands[0]] = 1;
       if (in.op == Op::TileWgMma) tg_read[in.operands[0]] = tg_read[in.operands[2]] = 1;  // both operands' arrays

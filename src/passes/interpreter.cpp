@@ -360,7 +360,7 @@ struct Machine {
         store(in, active);
         return;
       case Op::TileFill: case Op::TileLoad: case Op::TileTgLoad: case Op::TileMma: case Op::TileStore:
-      case Op::TileTgStore: case Op::TileGet:
+      case Op::TileTgStore: case Op::TileGet: case Op::TileScaleAdd:
         tile(id, in, out, active);
         return;
       case Op::TileWgMma: case Op::TileWgMmaRs: wg_mma(id, in, active); return;
@@ -773,7 +773,7 @@ struct Machine {
 
   // Rounds a loaded element to the fragment's input type (values already of that type are kept).
   float to_input(DType elem, float v) const {
-    if (elem == DType::F8E4M3) return num::fp8_to_f32(elem, num::f32_to_fp8(elem, v));
+    if (is_fp8(elem)) return num::fp8_to_f32(elem, num::f32_to_fp8(elem, v));
     return elem == DType::BF16 ? num::bf16_to_f32(num::f32_to_bf16(v)) : num::f16_to_f32(num::f32_to_f16(v));
   }
 
@@ -845,6 +845,21 @@ struct Machine {
               if (tg) tile_tg_write(in, idx, bits, g * W + e % W);
               else tile_write(in, idx, bits, g * W + e % W);
             }
+        });
+        return;
+      }
+      case Op::TileScaleAdd: {
+        // d(r, c) = fma(x(r, c), scales[off + r], acc(r, c)) in f32, one rounding.
+        const Type ft = in.type;
+        each_group(in, active, [&](uint32_t g) {
+          const uint32_t off = uniform(in, 1, g, "the offset");
+          const float* x = frag_data(in.operands[2], g);
+          const float* c = frag_data(in.operands[3], g);
+          float* d = frag_data(id, g);
+          for (uint32_t r = 0; r < ft.m(); ++r) {
+            const float sc = Scalar{tile_tg_read(in, off + r, g)}.f();
+            for (uint32_t j = 0; j < ft.n(); ++j) d[r * ft.n() + j] = std::fma(x[r * ft.n() + j], sc, c[r * ft.n() + j]);
+          }
         });
         return;
       }

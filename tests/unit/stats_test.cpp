@@ -83,6 +83,7 @@ TEST(BenchSpecs, LookupBySubstring) {
   EXPECT_DOUBLE_EQ(h200->bw_gbps, 4800);
   EXPECT_DOUBLE_EQ(peak_compute_gflops(*h200, DType::F32), 67000);
   EXPECT_DOUBLE_EQ(peak_compute_gflops(*h200, DType::BF16), 989500);
+  EXPECT_DOUBLE_EQ(peak_compute_gflops(*h200, DType::F8E4M3), 1979000);  // the dense FP8 tensor rate
   for (const DeviceSpec& s : device_specs()) {
     EXPECT_GT(s.bw_gbps, 0) << s.name;
     EXPECT_GT(s.fp16_tflops, s.fp32_tflops) << s.name;

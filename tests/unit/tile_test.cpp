@@ -113,10 +113,10 @@ TEST(DslTiles, UnsupportedShapesAndModesAreRejected) {
   EXPECT_EQ(trace_error(&tiles_in_elementwise), "");
   // f8e4m3 tiles are 16x16x32, and 16x16x32 tiles are f8e4m3 (at the call, and in the verifier).
   e = trace_error(&fp8_at_k16);
-  EXPECT_TRUE(has(e, "tile shape 16x16x16 is not supported for f8e4m3 (f8e4m3 tiles are 16x16x32)")) << e;
+  EXPECT_TRUE(has(e, "tile shape 16x16x16 is not supported for f8e4m3 (fp8 tiles are 16x16x32)")) << e;
   EXPECT_TRUE(has(e, "tile_test.cpp:")) << e;
   e = trace_error(&f16_at_k32);
-  EXPECT_TRUE(has(e, "tile shape 16x16x32 is not supported (cooperative tiles are 16x16x16, or 16x16x32 for f8e4m3)")) << e;
+  EXPECT_TRUE(has(e, "tile shape 16x16x32 is not supported (cooperative tiles are 16x16x16, or 16x16x32 for f8e4m3 and f8e5m2)")) << e;
   ir::Kernel k = ir::parse(
       "kernel bad mode=Reduction {\n"
       "  param x: in buf<f16> extent=1024\n"
@@ -126,7 +126,7 @@ TEST(DslTiles, UnsupportedShapesAndModesAreRejected) {
       "}\n");
   ir::Diagnostics d;
   EXPECT_FALSE(ir::verify(k, d));
-  EXPECT_TRUE(has(d.render(k), "f8e4m3 tiles are 16x16x32 and 16x16x32 tiles are f8e4m3")) << d.render(k);
+  EXPECT_TRUE(has(d.render(k), "fp8 tiles (f8e4m3, f8e5m2) are 16x16x32 and 16x16x32 tiles are fp8")) << d.render(k);
 }
 
 TEST(VerifierTiles, FragmentRulesAreCheckedAndLocated) {
@@ -444,7 +444,7 @@ TEST(CodegenTiles, Fp8TilesCompileDownMmaAndSoftware) {
   }
   rt::NvrtcResult old = rt::nvrtc_compile(mma, "tile_fp8", "sm_80");
   EXPECT_FALSE(old.ok);
-  EXPECT_TRUE(has(old.log, "IRON_CUDA_MMA=mma needs sm_89 or newer for f8e4m3 tiles")) << old.log.substr(0, 2000);
+  EXPECT_TRUE(has(old.log, "IRON_CUDA_MMA=mma needs sm_89 or newer for fp8 tiles")) << old.log.substr(0, 2000);
   const std::string sw = cuda_source(codegen::CudaMma::Software, DType::F32, "iron_tile_fp8_gemm");
   EXPECT_TRUE(has(sw, "for (int k = 0; k < 32; ++k) s += (double)a.x[i * 32 + k] * (double)b.x[k * 16 + j];")) << sw;
   EXPECT_TRUE(rt::nvrtc_compile(sw, "tile_fp8", "sm_80").ok);
@@ -454,7 +454,7 @@ TEST(CodegenTiles, Fp8TilesCompileDownMmaAndSoftware) {
   for (const char* arch : {"sm_80", "sm_90"}) EXPECT_TRUE(rt::nvrtc_compile(autos, "tile_fp8", arch).ok) << arch;
   rt::NvrtcResult w = rt::nvrtc_compile(cuda_source(codegen::CudaMma::Wmma, DType::F32, "iron_tile_fp8_gemm"), "tile_fp8", "sm_90");
   EXPECT_FALSE(w.ok);
-  EXPECT_TRUE(has(w.log, "IRON_CUDA_MMA=wmma has no f8e4m3 tiles")) << w.log.substr(0, 2000);
+  EXPECT_TRUE(has(w.log, "IRON_CUDA_MMA=wmma has no fp8 tiles")) << w.log.substr(0, 2000);
 }
 
 TEST(CodegenTiles, AForcedStrategyTheArchitectureCannotRunIsACompileErrorNamingIt) {

@@ -1,0 +1,351 @@
+// The FP8 GEMM family (`iron_gemm_fp8`, docs/gemm.md "FP8"): C = scaled(A · B^T) with A [m, k]
+// row-major and B a linear layer's weight [n, k] (both K-contiguous, row strides lda and ldb),
+// both f8e4m3 or both f8e5m2 (the AB axis), f32 accumulation on the fp8 tiles (16x16x32,
+// mma.sync m16n8k32 on CUDA sm_89+), C [m, n] in bf16 or f32 (the OUT axis). Two scalings, the
+// specialized scalar `block`:
+//   0 per-tensor   C = (sa[0] * sb[0]) * sum_k A[i, k] B[j, k]: one f32 accumulator per output,
+//                  scaled once in the epilogue.
+//   1 block        DeepSeek-style: sa [m, kb] holds one scale per row of A and 128-deep K block,
+//                  sb [ceil(n / 128), kb] one per 128 x 128 block of B (kb = k / 128, 128 | k).
+//                  Each K block's product is summed into a fresh f32 fragment, then promoted into
+//                  the main accumulator with its row's scale sa[i, kblk] * sb[j / 128, kblk]
+//                  (coop_tile_scale_add: acc + part * s, one fused multiply-add per element).
+//
+// Kernels (mode Reduction, no T): iron_gemm_fp8_<BM>x<BN>x128_w<WM>x<WN>_s<S>_<AB>_<OUT>: one BM x
+// BN block of C per threadgroup, (BM / WM) x (BN / WN) lane groups of WM x WN outputs (16 x 16
+// fragments), 128-deep K steps (one scale block each) staged S deep. A is staged as BM rows of
+// 128 bytes, B as BN rows of 128 bytes (its own orientation), both by 16-byte async_copy (cp.async
+// on CUDA; rows past m or n and K past k zero-filled by the copies) into unpadded rows under the
+// XOR swizzle Swizzle{3, 4, 3} (16-byte chunk c of row r at chunk c ^ (r & 7)), which the
+// fragment loads read through (ldmatrix on CUDA: A row-major, B column-major, both with the bytes
+// along K). In block mode each K step also stages its BM row scales (sa times the block's sb; 0
+// past m) into threadgroup memory beside the tiles; they are ordered by the same barrier.
+// Dispatch: grid {ceil(n / BN), ceil(m / BM), 1}, threadgroup {lane groups x lane width}; the
+// selector gemm_fp8_for below plans it.
+#include "gemm_fp8.hpp"
+
+#include <iron/iron.hpp>
+
+#include <algorithm>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace iron::kernels::gemm_fp8 {
+using namespace iron::dsl;
+
+namespace {
+
+constexpr uint32_t kBK = kBlockK;  // K elements (bytes) per staged step: one scale block
+// Rows of 128 fp8 elements, 8 chunks of 16 bytes: chunk c of row r lands at c ^ (r & 7), so the
+// eight rows one ldmatrix phase reads at one chunk column fall in eight distinct bank quads.
+constexpr Swizzle kSwizzle{3, 4, 3};
+constexpr uint32_t kGroupRows = 16;  // grouped rasterization (as iron_gemm)
+
+struct Config {
+  uint32_t bm, bn, wm, wn, stages;
+  uint32_t warps() const { return (bm / wm) * (bn / wn); }
+  std::string name() const {
+    return std::to_string(bm) + "x" + std::to_string(bn) + "x" + std::to_string(kBK) + "_w" + std::to_string(wm) + "x" +
+           std::to_string(wn) + "_s" + std::to_string(stages);
+  }
+  // Staging for `stages` K steps of A and B, the block scales' rows, each array 16-byte aligned;
+  // the epilogue's scratch is an alias of B's stages.
+  uint64_t threadgroup_bytes() const {
+    auto up = [](uint64_t x) { return (x + 15) / 16 * 16; };
+    return up(uint64_t(stages) * bm * kBK) + up(uint64_t(stages) * bn * kBK) + up(uint64_t(stages) * bm * 4);
+  }
+};
+// 128 x 128 with 8 lane groups of 64 x 32 (large products), 32 x 32 with 2 of 32 x 16 (small
+// products, devices with little threadgroup memory: on lavapipe its 16.6 KiB of arrays and the
+// two lane groups' 7 KiB of software fragment slots each fit the 32 KiB; four lane groups of
+// 16 x 16 did not, at 4 KiB of slots each).
+constexpr Config kLarge{128, 128, 64, 32, 3};
+constexpr Config kSmall{32, 32, 32, 16, 2};
+
+// `defect` is Defect::None for every registered kernel; the others are the known-bad versions the
+// mutation test builds (gemm_fp8.hpp).
+void fp8_kernel(const Config& cfg, const KernelVariant& var, Defect defect) {
+  const DType ab = var.type("AB");
+  const DType out_t = var.type("OUT");
+  const uint32_t BM = cfg.bm, BN = cfg.bn, WM = cfg.wm, WN = cfg.wn, S = cfg.stages;
+  const uint32_t FM = WM / 16, FN = WN / 16, NW = cfg.warps(), WCOLS = BN / WN;
+  const uint32_t A_STAGE = BM * kBK, B_STAGE = BN * kBK;
+  const uint32_t period = 1u << (kSwizzle.bits + kSwizzle.base + kSwizzle.shift);
+  if (A_STAGE % period != 0 || B_STAGE % period != 0)
+    throw Error("iron_gemm_fp8 " + cfg.name() + ": a stage is not a multiple of the swizzle's period");
+
+  Expr m = constexpr_("m", u32);
+  Expr n = constexpr_("n", u32);
+  Expr k = constexpr_("k", u32);
+  // Row strides of A and B in elements (bytes), multiples of 16 so every 16-byte copy of a row
+  // is aligned (gemm_fp8_for checks them).
+  Expr lda = constexpr_("lda", u32, multiple_of(16));
+  Expr ldb = constexpr_("ldb", u32, multiple_of(16));
+  Expr a_len = constexpr_("a_len", u32);
+  Expr b_len = constexpr_("b_len", u32);
+  Expr sa_len = constexpr_("sa_len", u32);
+  Expr sb_len = constexpr_("sb_len", u32);
+  Expr kb = constexpr_("kb", u32);  // the scales' row length: k / 128 (block), 1 (per-tensor)
+  Expr block = constexpr_("block", u32, specialize());
+  Buffer a = input("a", ab, {a_len});
+  Buffer b = input("b", ab, {b_len});
+  Buffer sa = input("sa", f32, {sa_len});
+  Buffer sb = input("sb", f32, {sb_len});
+  Buffer c = output("c", out_t, {m, n});
+
+  TileShape tile = coop_tile_setup(16, 16, 32, ab);
+  TgBuffer as = threadgroup_alloc("as", ab, S * A_STAGE, 16);
+  TgBuffer bs = threadgroup_alloc("bs", ab, S * B_STAGE, 16);
+  TgBuffer ss = threadgroup_alloc("ss", f32, S * BM, 16);
+  // The epilogue's scratch (a 16 x 16 f32 slot per lane group) reuses B's staging once the K
+  // loop is done (a barrier separates them).
+  TgBuffer cs = threadgroup_alias("cs", bs, 0, f32, NW * 256);
+
+  Expr cols = num_programs(0);
+  Expr rows = num_programs(1);
+  Expr linear = program_id(1) * cols + program_id(0);
+  Expr group_first = linear / (kGroupRows * cols) * kGroupRows;
+  Expr group_rows = min(rows - group_first, kGroupRows);
+  Expr in_group = linear % (kGroupRows * cols);
+  Expr row0 = (group_first + in_group % group_rows) * BM;
+  Expr col0 = in_group / group_rows * BN;
+  Expr steps = (k + (kBK - 1)) / kBK;
+
+  // Stages `count` rows of 128 bytes from src (row r at src[(r0 + r) * ld + k0]) at tg[base ..]:
+  // 16-byte copies, rows past r_end and bytes past k zero-filled by the copy. A constant trip
+  // count (group_size is a compile-time constant), so the loop unrolls.
+  auto stage_rows = [&](const Buffer& src, const TgBuffer& tg, Expr base, uint32_t count, Expr r0, Expr r_end, Expr k0,
+                        Expr ld) {
+    const uint32_t chunks = count * kBK / 16;
+    for_(0u, (chunks + group_size(0) - 1u) / group_size(0), [&](Expr it) {
+      Expr ch = local_id(0) + it * group_size(0);
+      if_(ch < chunks, [&] {
+        Expr o = ch / (kBK / 16);
+        Expr i = (ch % (kBK / 16)) * 16u;
+        Expr go = r0 + o;
+        Expr gi = k0 + i;
+        Expr valid = select((go < r_end) && (gi < k), min(k - gi, 16u), 0u);
+        async_copy(tg[base + swizzle(kSwizzle, o * kBK + i)], src[go * ld + gi], 16, valid);
+      });
+    });
+  };
+  // K step `step` into stage `stage`: A's and B's blocks, and in block mode the rows' scales for
+  // this K block; then the thread's copies are committed.
+  auto stage_step = [&](Expr step, Expr stage) {
+    Expr k0 = step * kBK;
+    stage_rows(a, as, stage * A_STAGE, BM, row0, m, k0, lda);
+    stage_rows(b, bs, stage * B_STAGE, BN, col0, n, k0, ldb);
+    if_(block == 1u, [&] {
+      for_(local_id(0), BM, group_size(0), [&](Expr r) {
+        Expr gi = row0 + r;
+        Expr ok = gi < m;
+        Expr ka = step, kbb = step, cb = col0 / 128u;
+        if (defect == Defect::ScaleKBlock) ka = min(step + 1u, kb - 1u);       // A's scale of the next K block
+        if (defect == Defect::KBlockBoundary) ka = kbb = step / 2u;            // 256-deep scale blocks
+        if (defect == Defect::ScaleBColumn) cb = col0 * 0u;                   // B's first column block always
+        Expr sa_at = select(ok, gi * kb + ka, 0u);
+        Expr s = Operand(sa[sa_at]).value * Operand(sb[cb * kb + kbb]).value;
+        ss[stage * BM + r] = select(ok, s, 0.0f);
+      });
+    });
+    async_commit();
+  };
+
+  Expr w = simd_group_id();
+  Expr active = w < NW;
+  Expr wrow = w / WCOLS;
+  Expr wcol = w % WCOLS;
+  std::vector<std::unique_ptr<FragVar>> acc;
+  for (uint32_t f = 0; f < FM * FN; ++f)
+    acc.push_back(std::unique_ptr<FragVar>(new FragVar(coop_tile_fill(tile, 0.0f))));
+  const TileLayout la{false, kSwizzle}, lb{true, kSwizzle};
+  // One staged K step: 4 products of 32 per fragment. Per-tensor: straight into the
+  // accumulators. Block: into fresh fragments, then each is promoted with its rows' scales.
+  auto multiply = [&](Expr stage, bool promote) {
+    std::vector<Frag> part;
+    for (uint32_t f = 0; f < FM * FN; ++f) part.push_back(promote ? coop_tile_fill(tile, 0.0f) : acc[f]->get());
+    for (uint32_t ks = 0; ks < kBK / 32; ++ks) {
+      std::vector<Frag> fa;
+      for (uint32_t fm = 0; fm < FM; ++fm)
+        fa.push_back(coop_tile_load_a(tile, as, stage * A_STAGE + (wrow * WM + fm * 16) * kBK + ks * 32, kBK, la));
+      for (uint32_t fn = 0; fn < FN; ++fn) {
+        Frag fb = coop_tile_load_b(tile, bs, stage * B_STAGE + (wcol * WN + fn * 16) * kBK + ks * 32, kBK, lb);
+        for (uint32_t fm = 0; fm < FM; ++fm) part[fm * FN + fn] = coop_tile_run(fa[fm], fb, part[fm * FN + fn]);
+      }
+    }
+    for (uint32_t fm = 0; fm < FM; ++fm)
+      for (uint32_t fn = 0; fn < FN; ++fn) {
+        FragVar& s = *acc[fm * FN + fn];
+        // The rows' scales; ScaleRow: those of the next 16 rows (cyclically).
+        Expr rows_at = defect == Defect::ScaleRow ? stage * BM + (wrow * WM + fm * 16 + 16u) % BM : stage * BM + wrow * WM + fm * 16;
+        if (promote)
+          s.set(coop_tile_scale_add(ss, rows_at, part[fm * FN + fn], s.get()));
+        else
+          s.set(part[fm * FN + fn]);
+      }
+  };
+
+  // The pipeline of iron_gemm: S - 1 steps in flight, one async_wait and one barrier per step.
+  for (uint32_t st = 0; st + 1 < S; ++st) {
+    Expr at = steps * 0u + st;
+    if_(at < steps, [&] { stage_step(at, at); }).else_([&] { async_commit(); });
+  }
+  for_(0u, steps, [&](Expr step) {
+    async_wait(S - 2);
+    barrier();
+    Expr next = step + (S - 1);
+    if_(next < steps, [&] { stage_step(next, next % S); }).else_([&] { async_commit(); });
+    if_(active, [&] {
+      // ScaleOnceAtEnd: no promotion; the blocks' products summed unscaled, then scaled once below.
+      if_(block == 1u, [&] { multiply(step % S, defect != Defect::ScaleOnceAtEnd); }).else_([&] { multiply(step % S, false); });
+    });
+  });
+  if (defect == Defect::ScaleOnceAtEnd)
+    if_(active && block == 1u, [&] {
+      Frag zero = coop_tile_fill(tile, 0.0f);
+      for (uint32_t fm = 0; fm < FM; ++fm)
+        for (uint32_t fn = 0; fn < FN; ++fn) {
+          FragVar& s = *acc[fm * FN + fn];
+          s.set(coop_tile_scale_add(ss, (steps - 1u) % S * BM + wrow * WM + fm * 16, s.get(), zero));
+        }
+    });
+  async_wait(0);
+  barrier();
+
+  // Epilogue: one fragment at a time through the lane group's scratch slot; per-tensor scaling
+  // multiplies by sa[0] * sb[0] (rounded to f32 once) here, then one rounding to OUT.
+  Expr scale = select(block == 1u, 1.0f, Operand(sa[0u]).value * Operand(sb[0u]).value);
+  for_(0u, FM * FN, [&](Expr f) {
+    if_(active, [&] {
+      for (uint32_t fi = 0; fi < FM * FN; ++fi)
+        if_(f == fi, [&] { coop_tile_store(acc[fi]->get(), cs, w * 256u, 16u); });
+    });
+    barrier();
+    if_(active, [&] {
+      Expr fm = f / FN;
+      Expr fn = f % FN;
+      for_(lane_id(), 256u, lane_width(), [&](Expr e) {
+        Expr gi = row0 + wrow * WM + fm * 16u + e / 16u;
+        Expr gj = col0 + wcol * WN + fn * 16u + e % 16u;
+        if_((gi < m) && (gj < n), [&] {
+          Expr v = Operand(cs[w * 256u + e]).value;
+          c[gi * n + gj] = cast_to(v * scale, out_t);
+        });
+      });
+    });
+    barrier();
+  });
+}
+
+}  // namespace
+
+void gemm_fp8_small_kernel(const KernelVariant& v, Defect defect) { fp8_kernel(kSmall, v, defect); }
+
+static void gemm_fp8_large(const KernelVariant& v) { fp8_kernel(kLarge, v, Defect::None); }
+static void gemm_fp8_small(const KernelVariant& v) { fp8_kernel(kSmall, v, Defect::None); }
+
+#define IRON_GEMM_FP8_AB ::iron::type_axis("AB", {::iron::DType::F8E4M3, ::iron::DType::F8E5M2})
+#define IRON_GEMM_FP8_OUT ::iron::type_axis("OUT", {::iron::DType::F32, ::iron::DType::BF16})
+
+IRON_KERNEL_VARIANTS(iron_gemm_fp8_128x128x128_w64x32_s3, gemm_fp8_large, Reduction, (), "{AB}_{OUT}", IRON_GEMM_FP8_AB,
+                     IRON_GEMM_FP8_OUT);
+IRON_KERNEL_VARIANTS(iron_gemm_fp8_32x32x128_w32x16_s2, gemm_fp8_small, Reduction, (), "{AB}_{OUT}", IRON_GEMM_FP8_AB,
+                     IRON_GEMM_FP8_OUT);
+
+namespace {
+uint64_t ceil_div(uint64_t a, uint64_t b) { return (a + b - 1) / b; }
+std::string num(int64_t v) { return std::to_string(v); }
+}  // namespace
+
+// The family's selector: `iron_gemm_fp8` takes the logical call
+//   m, n, k         C [m, n] = scaled(A [m, k] · B [n, k]^T)
+//   lda, ldb (k)    the row strides of A and B, multiples of 16 elements (16-byte rows)
+//   scale (0)       0 per-tensor (sa, sb hold one f32 each), 1 block (sa [m, k / 128], sb
+//                   [ceil(n / 128), k / 128]; k must be a multiple of 128)
+//   out (0)         C's dtype: 0 bf16, 1 f32
+//   tile            optional: 0 the 128x128 tile, 1 the 32x32 tile
+// with the call's dtype the fp8 format of A and B (f8e4m3 or f8e5m2) and buffers a, b (that
+// format), sa, sb (f32) and c (out).
+static LaunchPlan gemm_fp8_for(const Call& call, const DeviceInfo& dev) {
+  const DType t = call.dtype.t;
+  if (t != DType::F8E4M3 && t != DType::F8E5M2)
+    throw Error(std::string("A and B must be f8e4m3 or f8e5m2 (both the same), not ") + dtype_name(t));
+  if (!dev.int8) throw Error("device " + dev.name + " has no 8-bit storage (fp8 buffers)");
+  const int64_t m = call.size("m"), n = call.size("n"), k = call.size("k");
+  if (m < 1 || n < 1 || k < 1)
+    throw Error("m = " + num(m) + ", n = " + num(n) + ", k = " + num(k) + ": each must be at least 1");
+  const int64_t lda = call.size_or("lda", k), ldb = call.size_or("ldb", k);
+  if (lda < k || ldb < k) throw Error("lda = " + num(lda) + ", ldb = " + num(ldb) + ": each must be at least k = " + num(k));
+  if (lda % 16 != 0 || ldb % 16 != 0)
+    throw Error("lda = " + num(lda) + ", ldb = " + num(ldb) + ": the row strides must be multiples of 16 elements (every "
+                "row 16-byte aligned for the 16-byte copies)");
+  const int64_t scale = call.size_or("scale", 0);
+  if (scale > 1) throw Error("scale = " + num(scale) + " is out of range (0 per-tensor, 1 block)");
+  const bool block = scale == 1;
+  if (block && k % kBK != 0)
+    throw Error("k = " + num(k) + " with block scales: k must be a multiple of 128 (one A scale per row and 128-deep K "
+                "block, one B scale per 128 x 128 block)");
+  const int64_t out_code = call.size_or("out", 0);
+  if (out_code > 1) throw Error("out = " + num(out_code) + " is out of range (0 bf16, 1 f32)");
+  const DType out = out_code == 1 ? DType::F32 : DType::BF16;
+  const uint64_t a_len = uint64_t(m - 1) * uint64_t(lda) + uint64_t(k), b_len = uint64_t(n - 1) * uint64_t(ldb) + uint64_t(k);
+  const uint64_t kblocks = block ? uint64_t(k) / kBK : 1;
+  const uint64_t sa_len = block ? uint64_t(m) * kblocks : 1, sb_len = block ? ceil_div(uint64_t(n), 128) * kblocks : 1;
+  // The copies index A and B with u32 arithmetic, tails included (a row past m: (m - 1 + BM) rows).
+  if (uint64_t(m + 128) * uint64_t(lda) >= (1ull << 32) || uint64_t(n + 128) * uint64_t(ldb) >= (1ull << 32))
+    throw Error("A or B spans 2^32 elements or more (u32 indices)");
+
+  const uint64_t shared = std::max(dev.shared_memory_bytes, dev.shared_memory_optin_bytes);
+  std::string why;
+  Config cfg = kLarge;
+  const int64_t tl = call.size_or("tile", -1);
+  if (tl > 1) throw Error("tile = " + num(tl) + " is out of range (0 128x128, 1 32x32)");
+  if (kLarge.threadgroup_bytes() > shared) {
+    cfg = kSmall;
+    why = num(int64_t(shared)) + " B of threadgroup memory: the 32x32 tile" + (tl >= 0 ? " (whatever tile the call asks for)" : "");
+  } else if (tl >= 0) {
+    cfg = tl == 0 ? kLarge : kSmall;
+    why = "tile " + num(tl) + " as asked";
+  } else if (m <= 64) {
+    cfg = kSmall;
+    why = "m = " + num(m) + " <= 64: the 32x32 tile";
+  } else {
+    why = "m = " + num(m) + " > 64: the 128x128 tile";
+  }
+  if (cfg.threadgroup_bytes() > shared)
+    throw Error("the " + cfg.name() + " tile needs " + num(int64_t(cfg.threadgroup_bytes())) +
+                " B of threadgroup memory; device " + dev.name + " has " + num(int64_t(shared)));
+  const uint32_t lanes = std::max(1u, dev.lane_width);
+  const uint32_t threads = cfg.warps() * lanes;
+  if (threads > dev.max_threads_per_group)
+    throw Error("the " + cfg.name() + " tile needs " + num(threads) + " threads per threadgroup; device " + dev.name +
+                " allows " + num(dev.max_threads_per_group));
+  const Dim3 grid{uint32_t(ceil_div(uint64_t(n), cfg.bn)), uint32_t(ceil_div(uint64_t(m), cfg.bm)), 1};
+  if (grid.x > dev.max_grid.x || grid.y > dev.max_grid.y)
+    throw Error("grid " + num(grid.x) + "x" + num(grid.y) + " exceeds the device's limits");
+  LaunchPlan plan;
+  LaunchStep step{"iron_gemm_fp8_" + cfg.name() + "_" + dtype_name(t) + "_" + dtype_name(out),
+                  grid,
+                  {threads, 1, 1},
+                  {{"m", uint32_t(m)},
+                   {"n", uint32_t(n)},
+                   {"k", uint32_t(k)},
+                   {"lda", uint32_t(lda)},
+                   {"ldb", uint32_t(ldb)},
+                   {"a_len", uint32_t(a_len)},
+                   {"b_len", uint32_t(b_len)},
+                   {"sa_len", uint32_t(sa_len)},
+                   {"sb_len", uint32_t(sb_len)},
+                   {"kb", uint32_t(kblocks)},
+                   {"block", uint32_t(block ? 1 : 0)}},
+                  {}};
+  plan.steps.push_back(step);
+  plan.reason = why + (block ? "; block scales (1 x 128 for A, 128 x 128 for B), each K block promoted into the f32 "
+                               "accumulator with its scales"
+                             : "; per-tensor scales applied once in the epilogue");
+  return plan;
+}
+IRON_SELECTOR(iron_gemm_fp8, gemm_fp8_for);
+
+}  // namespace iron::kernels::gemm_fp8
