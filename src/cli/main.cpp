@@ -112,6 +112,8 @@ int cmd_test(const std::vector<std::string>& base_args, bool as_json, const std:
         (status == "pass" ? passed : status == "skip" ? skipped : failed)++;
       } else if (type == "summary") {
         summary = true;
+      } else if (type == "warning" && !as_json) {
+        std::cout << m["message"].get<std::string>() << "\n";
       } else if (type == "error") {
         error = true;
         report_error(m);
@@ -339,6 +341,9 @@ int run_main(int argc, char** argv) {
 
   auto* test = app.add_subcommand("test", "Run the kernel corpus against CPU oracles");
   test->add_option("-f,--filter", filter, "Only kernels or kernel/case names containing this text");
+  std::vector<std::string> exclude;
+  test->add_option("--exclude", exclude,
+                   "Leave out kernels or kernel/case names containing this text (repeatable; the run says how many)");
   test->add_option("--backend", backend, "vulkan, cuda, hip or interp (default: the best available GPU backend)")
       ->check(CLI::IsMember(iron::cli::kRunBackends));
   test->add_option("--dtype", dtype, "Only this dtype (f32, f16, bf16, ...)");
@@ -493,6 +498,7 @@ int run_main(int argc, char** argv) {
   if (*test) {
     args = {"test"};
     opt("-f", filter);
+    for (const std::string& x : exclude) opt("--exclude", x);
     opt("--backend", backend);
     opt("--dtype", dtype);
     if (mutate) {

@@ -348,6 +348,7 @@ struct Args {
   bool mutate = false;     // test: mutation testing instead of the corpus
   uint32_t mutate_every = 1;  // test --mutate: run every n-th mutant (a deterministic subset)
   std::string mutate_skip;    // test --mutate: leave out kernels whose name contains this
+  std::vector<std::string> exclude;  // test: leave out kernel/case names containing any of these
   // Pipeline controls (inspect).
   std::string pass, stop_after;
   std::set<std::string> print_after;
@@ -469,6 +470,7 @@ Args parse_args(int argc, char** argv) {
       return argv[++i];
     };
     if (s == "-f" || s == "--filter") a.filter = value();
+    else if (s == "--exclude") a.exclude.push_back(value());
     else if (s == "--backend") a.backend = value();
     else if (s == "--dtype") a.dtype = value();
     else if (s == "--emit") a.emit = value();
@@ -637,14 +639,21 @@ int cmd_test(const Args& a) {
   }
   if (ctx) send(device_message(ctx->info()));
 
-  int passed = 0, failed = 0, skipped = 0;
+  int passed = 0, failed = 0, skipped = 0, excluded = 0;
   bool skipping = !a.skip_through.empty();
   // Fault injection for the CLI's crash handling tests: abort while running this case.
   const char* crash_on = std::getenv("IRON_RUNNER_CRASH_ON");
   for (const TestDecl* t : registered_tests()) {
     if (!matches(a.filter, t->kernel, t->name)) continue;
+    const bool leave_out = std::any_of(a.exclude.begin(), a.exclude.end(), [&](const std::string& x) {
+      return !x.empty() && matches(x, t->kernel, t->name);
+    });
     for (const DtypeTolerance& dt : t->dtypes) {
       if (!dtype_filter_matches(only, dt.dtype)) continue;
+      if (leave_out) {
+        if (!skipping) ++excluded;
+        continue;
+      }
       std::string key = std::string(t->kernel) + "/" + t->name + "/" + instantiation_name(dt.dtype);
       if (skipping) {
         skipping = key != a.skip_through;
@@ -685,6 +694,11 @@ int cmd_test(const Args& a) {
       msg["ms"] = ms;
       send(msg);
     }
+  }
+  if (excluded) {
+    std::string names;
+    for (const std::string& x : a.exclude) names += " --exclude " + x;
+    send({{"type", "warning"}, {"message", std::to_string(excluded) + " cases left out by" + names}});
   }
   send({{"type", "summary"}, {"passed", passed}, {"failed", failed}, {"skipped", skipped}});
   return failed == 0 ? 0 : 1;
