@@ -13,6 +13,9 @@
 //   ksplit                      decode rows only: K slices per 4 rows of W (1, 2, 4, 8, 16)
 //   mma                         decode rows only: 0 the lanes body (default), 1 the tiles body, 2 the
 //                               tiles where the device has room for them, else the lanes
+//   wg                          the 128x128 tile only: 1 the warpgroup kernel (wgmma; on the CUDA and
+//                               interpreter backends), 0 the mma.sync kernel; default: the
+//                               warpgroup kernel for B column-major, A row-major, no SwiGLU on sm_90a
 // with buffers a, b (T), c (out), and b2 (swiglu), bias [n] or residual [m, n] (out's dtype).
 //
 // Decode rows first: m <= 16 against B column-major (a [n, k] weight), A row-major, k, lda, ldb,
@@ -343,7 +346,24 @@ static LaunchPlan gemm_for(const Call& call, const DeviceInfo& dev) {
   if (splits * uint64_t(m) * uint64_t(n) > UINT32_MAX)
     throw Error("splits x m x n = " + num(int64_t(splits * m * n)) + " f32 partials: must be below 2^32");
 
-  const std::string tile_name = "iron_gemm_" + cfg.name() + "_";
+  // --- The warpgroup kernel (gemm.cpp, iron_gemm_128x128x64_wg: one wgmma.mma_async m64n128k16
+  // per k16 step and warpgroup on sm_90a), for the 128x128 tile: by default where B is a [n, k]
+  // weight (K-major, staged by 16-byte copies), A row-major and the epilogue not SwiGLU, on CUDA
+  // sm_90a; `wg` 1 asks for it at any layout on the CUDA and interpreter backends (composed from
+  // mma.sync / software off sm_90a), `wg` 0 keeps the mma.sync kernel. Same staging memory (96
+  // KiB), threads and call as the 128x128 tile.
+  const int64_t wg_ask = call.has("wg") ? flag(call, "wg", 0, 1) : -1;
+  const bool wg_backend = dev.backend == Backend::Cuda || dev.backend == Backend::Interp;
+  const bool wg = cfg_index == 0 && epi != Epi::Swiglu &&
+                  (wg_ask == 1 ? wg_backend
+                               : wg_ask == -1 && dev.backend == Backend::Cuda && dev.arch == "sm_90a" && b_trans && !a_trans);
+  std::string wg_note = wg ? "; the warpgroup kernel (wgmma on sm_90a)" : "";
+  if (wg_ask == 1 && !wg)
+    wg_note = std::string("; wg 1 but ") +
+              (cfg_index != 0 ? "not the 128x128 tile" : epi == Epi::Swiglu ? "SwiGLU" : "not the CUDA or interpreter backend") +
+              ": the mma.sync kernel";
+  vendor_note += wg_note;
+  const std::string tile_name = wg ? std::string("iron_gemm_128x128x64_wg_") : "iron_gemm_" + cfg.name() + "_";
   // The 64x64 tile's 2- and 4-stage kernels are a family of their own (f32 output only).
   const std::string stage_part = std::string(cfg_index == 1 && stages != 3 ? "stages_" : "") + "s" + num(stages) + "_";
   const bool swiglu = epi == Epi::Swiglu;

@@ -764,6 +764,35 @@ TEST(WarpgroupTiles, AnIssuedProductIsTheWgmmaAloneAndTheGroupOpsTheirOwnStateme
   EXPECT_TRUE(has(s, "HGMMA.64x128x16.F32.BF16")) << s.substr(0, 6000);
 }
 
+// --- The GEMM kernel ------------------------------------------------------------------------------
+
+// iron_gemm_128x128x64_wg (kernels/gemm/gemm.cpp) on sm_90a: issued m64n128k16 products, the group
+// statements, NVRTC compiles it (with `full` and B a weight specialized, as gemm_for dispatches it)
+// and the SASS shows HGMMA.64x128x16 where cuobjdump is.
+TEST(WarpgroupTiles, TheGemmKernelCompilesForSm90aWithHgmma) {
+  ir::Kernel k = kernel_ir("iron_gemm_128x128x64_wg_s3_bf16");
+  EXPECT_TRUE(ir::uses_warpgroup_ops(k));
+  ir::Kernel spec = passes::optimize(k);
+  codegen::Emitted e = codegen::emit(spec, DType::BF16, codegen::profile_for(codegen::Target::Cuda, "sm_90a"));
+  ASSERT_TRUE(e.ok()) << e.diags.render(spec);
+  EXPECT_TRUE(has(e.source, "iron_tile_wgmma_async_bf16_333_n128(")) << e.source.substr(0, 4000);
+  EXPECT_TRUE(has(e.source, "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16")) << e.source.substr(0, 4000);
+  EXPECT_TRUE(has(e.source, "wgmma.wait_group.sync.aligned 0;")) << e.source.substr(0, 4000);
+  EXPECT_TRUE(has(e.source, "__align__(1024)")) << e.source.substr(0, 4000);
+  rt::NvrtcResult r;
+  try {
+    r = rt::nvrtc_compile(e.source, e.entry, "sm_90a");
+  } catch (const Error& err) {
+    GTEST_SKIP() << err.what();
+  }
+  if (!r.ok && has(r.log, "libnvrtc")) GTEST_SKIP() << r.log;
+  ASSERT_TRUE(r.ok) << r.log.substr(0, 4000);
+  std::string why;
+  const std::string s = sass(r.cubin, why);
+  if (s.empty()) GTEST_SKIP() << "NVRTC compiled the kernel for sm_90a; the SASS check is skipped: " << why;
+  EXPECT_TRUE(has(s, "HGMMA.64x128x16.F32.BF16")) << s.substr(0, 6000);
+}
+
 // GLSL, MSL and HIP have no warpgroups: the op is refused by name, located.
 TEST(WarpgroupTiles, OtherTargetsRefuseTheOpByName) {
   for (int rs = 0; rs < 2; ++rs) {
