@@ -306,18 +306,23 @@ void gemm_kernel(const Config& cfg, bool swiglu, const KernelVariant& var, bool 
     Expr active = w < 8u;
     Expr half = (w / 4u) % 2u;
     FragVar acc(coop_tile_wg_fill(BN, 0.0f));
-    for (uint32_t s = 0; s + 1 < stages; ++s) {
+    // The copies run `ahead` steps ahead. 3 stages: 2 ahead, and each step's products are
+    // retired before the barrier that lets the next copy overwrite their stage. 4 stages: 2 ahead
+    // too, and one step's products stay in flight across the next step (wg_wait(1)): the copy
+    // of step + 2 overwrites the stage of step - 2, whose products are retired by then.
+    const uint32_t ahead = 2, keep = stages >= 4 ? 1 : 0;
+    for (uint32_t s = 0; s < ahead; ++s) {
       Expr at = steps * 0u + s;
       if_(at < steps, [&] { stage_tiles(at, at); }).else_([&] { async_commit(); });
     }
     for_(0u, steps, [&](Expr step) {
-      // The previous step's products retired (their stage is the next copy's), this thread's
+      // The products of step - 1 - keep retired (their stage is the next copy's), this thread's
       // copies of step `step` landed and fenced for the async proxy; after the barrier everyone's.
-      wg_wait(0);
-      async_wait(stages - 2);
+      wg_wait(keep);
+      async_wait(ahead - 1);
       fence_proxy_async();
       barrier();
-      Expr next = step + (stages - 1);
+      Expr next = step + ahead;
       if_(next < steps, [&] { stage_tiles(next, next % stages); }).else_([&] { async_commit(); });
       Expr stage = step % stages;
       wg_fence();
@@ -509,6 +514,9 @@ IRON_KERNEL_VARIANTS(iron_gemm_128x128x64_w64x32, gemm_large, Reduction, (f16, b
 // The warpgroup kernel (gemm_for routes large K-major-B shapes on sm_90a to it).
 IRON_KERNEL_VARIANTS(iron_gemm_128x128x64_wg, gemm_large_wg, Reduction, (f16, bf16), "s{S}_{OUT}", ::iron::int_axis("S", {3}),
                      IRON_GEMM_OUT);
+// Its 4-stage pipeline (one step's products in flight across the next step's staging), bf16 out.
+IRON_KERNEL_VARIANTS(iron_gemm_128x128x64_wg_stages, gemm_large_wg, Reduction, (f16, bf16), "s{S}_{OUT}",
+                     ::iron::int_axis("S", {4}), ::iron::type_axis("OUT", {::iron::DType::BF16, ::iron::DType::F32}));
 IRON_KERNEL_VARIANTS(iron_gemm_128x128x32_w64x32_swiglu, gemm_large_swiglu, Reduction, (f16, bf16), "s{S}_{OUT}",
                      ::iron::int_axis("S", {3}), IRON_GEMM_OUT16);
 IRON_KERNEL_VARIANTS(iron_gemm_64x64x32_w32x32, gemm_medium, Reduction, (f16, bf16), "s{S}_{OUT}",

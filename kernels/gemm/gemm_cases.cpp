@@ -264,6 +264,10 @@ IRON_TEST_KERNEL(iron_gemm, wg_m70_n136_k150_weight, {bf16}) {
 IRON_TEST_KERNEL(iron_gemm, wg_m33_n40_k100_colmajor_a_bias_bf16out, {f16}) {
   return gemm_case(dt, {33, 40, 100, true, true, 0, 0, 0, 0, Epi::Bias, 3, 1, 0, 0, false, 0, -1, 1});
 }
+// Its 4-stage pipeline (one step's products in flight across the next step's staging), 6 K steps.
+IRON_TEST_KERNEL(iron_gemm, wg_stages4_m70_n136_k330_weight, {bf16}) {
+  return gemm_case(dt, {70, 136, 330, false, true, 0, 0, 0, 0, Epi::None, 3, 1, 0, 4, false, 0, -1, 1});
+}
 IRON_TEST_KERNEL(iron_gemm, wg_int_m20_n24_k320_weight, {bf16}) {
   return gemm_case(dt, {20, 24, 320, false, true, 0, 0, 0, 0, Epi::None, 1, 1, 0, 0, true, 0, -1, 1});
 }
@@ -294,7 +298,8 @@ static std::vector<double> powers_of_two(size_t count, uint64_t seed) {
   }
   return out;
 }
-static BenchSetup gemm_bench(DType dt, uint32_t m, uint32_t n, uint32_t k, bool weight = false, bool routed = false) {
+static BenchSetup gemm_bench(DType dt, uint32_t m, uint32_t n, uint32_t k, bool weight = false, bool routed = false,
+                             uint32_t wg_stages = 0) {
   const std::vector<double> u = powers_of_two(k, 311), v = powers_of_two(n, 312);
   std::vector<double> w(size_t(n) * k);
   for (uint32_t kk = 0; kk < k; ++kk)
@@ -303,7 +308,9 @@ static BenchSetup gemm_bench(DType dt, uint32_t m, uint32_t n, uint32_t k, bool 
   b.in("a", fixture::uniform(size_t(m) * k, -1.0, 1.0, 313)).in("b", std::move(w)).out("c", size_t(m) * n);
   // vendor 0: these rows time Iron's own kernels (gemm_for routes the large shapes to cuBLASLt
   // on CUDA; the cublaslt_gemm rows time that path, and the _routed row the family's own route).
-  b.call({{"m", m}, {"n", n}, {"k", k}, {"b_trans", weight ? 1 : 0}, {"vendor", routed ? 1 : 0}});
+  Constexprs call{{"m", m}, {"n", n}, {"k", k}, {"b_trans", weight ? 1 : 0}, {"vendor", routed ? 1 : 0}};
+  if (wg_stages) call.insert({{"wg", 1}, {"stages", wg_stages}, {"tile", 0}});  // the warpgroup kernel at that depth
+  b.call(call);
   b.oracle([m, n, k, u, v](const Tensors& in, Tensors& out) {
     const auto& A = in.at("a");
     auto& C = out.at("c");
@@ -336,6 +343,9 @@ IRON_BENCH(iron_gemm, m2048_n14336_k4096_wt, {bf16, 1e-2}) { return gemm_bench(d
 IRON_BENCH(iron_gemm, m4096_n4096_k4096_wt, {bf16, 1e-2}) { return gemm_bench(dt, 4096, 4096, 4096, true); }
 IRON_BENCH(iron_gemm, m8192_n8192_k8192, {bf16, 1e-2}) { return gemm_bench(dt, 8192, 8192, 8192); }
 IRON_BENCH(iron_gemm, m8192_n8192_k8192_wt, {bf16, 1e-2}) { return gemm_bench(dt, 8192, 8192, 8192, true); }
+// The warpgroup kernel's 4-stage pipeline (iron_gemm_128x128x64_wg_stages_s4) on the same rows.
+IRON_BENCH(iron_gemm, m4096_n4096_k4096_wt_wg_s4, {bf16, 1e-2}) { return gemm_bench(dt, 4096, 4096, 4096, true, false, 4); }
+IRON_BENCH(iron_gemm, m2048_n14336_k4096_wt_wg_s4, {bf16, 1e-2}) { return gemm_bench(dt, 2048, 14336, 4096, true, false, 4); }
 // The same call as gemm_for serves it by default: on CUDA with cuBLASLt, the library step.
 IRON_BENCH(iron_gemm, m4096_n4096_k4096_routed, {bf16, 1e-2}) { return gemm_bench(dt, 4096, 4096, 4096, false, true); }
 

@@ -311,12 +311,19 @@ static LaunchPlan gemm_for(const Call& call, const DeviceInfo& dev) {
   }
   const Config cfg = kConfigs[cfg_index];
   uint32_t stages = kStages[cfg_index];
-  if (call.has("stages") && shared >= 64 * 1024) {
+  // The warpgroup kernel asked for (wg 1) on the 128x128 tile runs 3 or 4 stages (applied below
+  // where it is taken; the mma.sync kernel keeps 3).
+  const bool wg_stages = cfg_index == 0 && call.has("wg") && flag(call, "wg", 0, 1) == 1;
+  uint32_t wg_stage_count = 3;
+  if (call.has("stages") && shared >= 64 * 1024 && wg_stages) {
+    wg_stage_count = uint32_t(flag(call, "stages", 3, 4));
+    if (wg_stage_count < 3) throw Error("stages = " + num(wg_stage_count) + ": the warpgroup kernel runs 3 or 4");
+  } else if (call.has("stages") && shared >= 64 * 1024) {
     if (cfg_index != 1) throw Error("stages can be chosen for the 64x64 tile (tile 1) only");
     stages = uint32_t(flag(call, "stages", 3, 4));
     if (stages < 2) throw Error("stages = " + num(stages) + ": the 64x64 tile runs 2, 3 or 4");
   }
-  const uint64_t tg_bytes = threadgroup_bytes(cfg, stages, false);
+  const uint64_t tg_bytes = threadgroup_bytes(cfg, std::max(stages, wg_stage_count), false);
   if (tg_bytes > shared)
     throw Error("the " + cfg.name() + " tile needs " + num(int64_t(tg_bytes)) + " B of threadgroup memory; device " +
                 dev.name + " has " + num(int64_t(shared)));
@@ -363,9 +370,12 @@ static LaunchPlan gemm_for(const Call& call, const DeviceInfo& dev) {
               (cfg_index != 0 ? "not the 128x128 tile" : epi == Epi::Swiglu ? "SwiGLU" : "not the CUDA or interpreter backend") +
               ": the mma.sync kernel";
   vendor_note += wg_note;
+  if (wg) stages = wg_stage_count;
+  if (wg && stages == 4 && out == DType::F16)
+    throw Error("stages = 4 on the warpgroup kernel: C in f32 or bf16 (iron_gemm_128x128x64_wg_stages_s4_{f32,bf16})");
   const std::string tile_name = wg ? std::string("iron_gemm_128x128x64_wg_") : "iron_gemm_" + cfg.name() + "_";
   // The 64x64 tile's 2- and 4-stage kernels are a family of their own (f32 output only).
-  const std::string stage_part = std::string(cfg_index == 1 && stages != 3 ? "stages_" : "") + "s" + num(stages) + "_";
+  const std::string stage_part = std::string((cfg_index == 1 || wg) && stages != 3 ? "stages_" : "") + "s" + num(stages) + "_";
   const bool swiglu = epi == Epi::Swiglu;
   // Every staged row whole and 16-byte aligned (the kernels' `full`): A row-major, no tails in
   // m, n or any split's K range, strides and offsets multiples of 8 elements.

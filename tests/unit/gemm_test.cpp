@@ -256,6 +256,15 @@ TEST(GemmSelector, WarpgroupKernelForWeightsOnSm90a) {
   EXPECT_NE(p.reason.find("wg 1 but not the CUDA or interpreter backend: the mma.sync kernel"), std::string::npos) << p.reason;
   p = gemm(lavapipe(), 70, 136, 150, {{"wg", 1}});
   EXPECT_NE(p.reason.find("wg 1 but not the 128x128 tile"), std::string::npos) << p.reason;
+  // Its 4-stage pipeline (wg 1, stages 4): C in bf16 or f32; on Vulkan the mma.sync kernel keeps 3.
+  d.arch = "sm_90a";
+  p = gemm(d, 4096, 4096, 4096, {{"wg", 1}, {"stages", 4}, {"tile", 0}, {"b_trans", 1}, {"vendor", 0}});
+  EXPECT_EQ(p.describe(), "iron_gemm_128x128x64_wg_stages_s4_bf16 grid 32x32x1 tg 256x1x1");
+  EXPECT_NE(error_of([&] { gemm(d, 4096, 4096, 4096, {{"wg", 1}, {"stages", 4}, {"tile", 0}}, DType::F16); })
+                .find("stages = 4 on the warpgroup kernel: C in f32 or bf16"),
+            std::string::npos);
+  p = gemm(vk, 70, 136, 150, {{"wg", 1}, {"tile", 0}, {"stages", 4}, {"splits", 1}});
+  EXPECT_EQ(p.steps[0].kernel, "iron_gemm_128x128x64_w64x32_s3_bf16");
 }
 
 // `full` (the copies' unguarded, provably aligned path) only where every staged row is whole and
