@@ -613,19 +613,42 @@ void coop_tile_store(const Frag& acc, const TgBuffer& dst, Operand offset, Opera
 // traced value is a located trace-time error.
 Expr coop_tile_get(const Frag& acc, Operand row, Operand col);
 
+// A warpgroup accumulator: 16 x n f32 per lane group (frag<acc, f32, 16xnx16>), every element =
+// value; n a multiple of 16 up to 256 (a trace-time error otherwise). coop_tile_wg_run on it is one
+// m64nNk16 wgmma per call (B is n x 16); coop_tile_store and coop_tile_get take it like a 16 x 16
+// accumulator (row stride >= n); the lane-group product coop_tile_run does not. CUDA only.
+Frag coop_tile_wg_fill(uint32_t n, Operand value, SrcLoc loc = SrcLoc::current());
+
 // A warpgroup's product (docs/dsl.md "Warpgroup tiles"; CUDA sm_90a lowers it to one wgmma):
 // lane group q of each warpgroup (4 consecutive lane groups from a multiple of 4, all running it
 // together) gets acc + A[16q .. 16q + 15, 0 .. 15] x B. A (64 x 16, row-major) starts at element
-// a_offset of `a`, B (16 x 16, column-major: element (k, n) at n * row + k, a weight [N, K]) at
-// b_offset of `b`; both arrays are 1024-byte aligned and staged under `swizzle`, {1, 3, 3},
-// {2, 3, 3} or {3, 3, 3} (rows of 16, 32 or 64 elements: the row stride). The stores that
-// staged them need fence_proxy_async() before the barrier.
+// a_offset of `a`, B (16 x N, N the accumulator's width: 16, or a coop_tile_wg_fill one's;
+// column-major: element (k, n) at n * row + k, a weight [N, K]) at b_offset of `b`; both
+// arrays are 1024-byte aligned and staged under `swizzle`, {1, 3, 3}, {2, 3, 3} or {3, 3, 3}
+// (rows of 16, 32 or 64 elements: the row stride). The stores that staged them need
+// fence_proxy_async() before the barrier.
 Frag coop_tile_wg_run(const TgBuffer& a, Operand a_offset, const TgBuffer& b, Operand b_offset, const Frag& acc,
                       Swizzle swizzle, SrcLoc loc = SrcLoc::current());
 // The same with A from registers: `a` is each lane group's own 16 x 16 A fragment (rows 16q ..
 // 16q + 15 of the warpgroup's A, loaded from any layout); only B goes through a descriptor.
 Frag coop_tile_wg_run(const Frag& a, const TgBuffer& b, Operand b_offset, const Frag& acc, Swizzle swizzle,
                       SrcLoc loc = SrcLoc::current());
+
+// Asynchronous warpgroup products (docs/dsl.md "Asynchronous warpgroup products"; wgmma's own
+// pipeline on sm_90a): coop_tile_wg_issue is coop_tile_wg_run issued and not waited for. Its
+// result is pending until wg_wait retires its group: another coop_tile_wg_issue may accumulate
+// into it (a chain of k steps), FragVar may carry it, anything else that reads it before then
+// (a store, a get, a waited product) is an error. wg_fence() before the first issue after the
+// lane group wrote an accumulator or A fragment by other means (a fill, a load, a waited
+// product); wg_commit() closes the group of products issued since the last commit; wg_wait(n)
+// waits until at most n committed groups are in flight (0: all retired). All warpgroup-wide.
+Frag coop_tile_wg_issue(const TgBuffer& a, Operand a_offset, const TgBuffer& b, Operand b_offset, const Frag& acc,
+                        Swizzle swizzle, SrcLoc loc = SrcLoc::current());
+Frag coop_tile_wg_issue(const Frag& a, const TgBuffer& b, Operand b_offset, const Frag& acc, Swizzle swizzle,
+                        SrcLoc loc = SrcLoc::current());
+void wg_fence(SrcLoc loc = SrcLoc::current());
+void wg_commit(SrcLoc loc = SrcLoc::current());
+void wg_wait(uint32_t pending, SrcLoc loc = SrcLoc::current());
 
 // A mutable fragment: an accumulator carried across for_ iterations.
 class FragVar {

@@ -119,7 +119,11 @@ Swizzle staged_swizzle(uint32_t width) {
 // Tile rows per group of the threadgroup order (gemm_kernel's grouped rasterization).
 constexpr uint32_t kGroupRows = 16;
 
-void gemm_kernel(const Config& cfg, bool swiglu, const KernelVariant& var) {
+// wg: the warpgroup body (iron_gemm_128x128x64_wg, docs/gemm.md "The warpgroup kernel"): A and B
+// staged K-major (B as BN rows of BK whatever b_col says) into one 1024-byte aligned array under
+// the 128-byte swizzle, two warpgroups of 64 rows x BN each issuing BK / 16 wgmma per stage into
+// a 16 x BN accumulator per lane group, waited one stage later.
+void gemm_kernel(const Config& cfg, bool swiglu, const KernelVariant& var, bool wg = false) {
   const uint32_t stages = uint32_t(var.i("S"));
   const DType out_t = var.type("OUT");
   const uint32_t BM = cfg.bm, BN = cfg.bn, BK = cfg.bk, WM = cfg.wm, WN = cfg.wn;
@@ -169,12 +173,19 @@ void gemm_kernel(const Config& cfg, bool swiglu, const KernelVariant& var) {
   Buffer c = output("c", out_t, {splits, m, n});
 
   TileShape tile = coop_tile_setup(16, 16, 16, T);
-  TgBuffer as = threadgroup_alloc("as", T, stages * A_STAGE, 16);
-  TgBuffer bs = threadgroup_alloc("bs", T, stages * B_STAGE * (swiglu ? 2 : 1), 16);
-  // The epilogue's scratch (a 16 x 16 f32 slot per lane group, two for SwiGLU) reuses B's
-  // staging memory, done with once the K loop ends (a barrier separates them); every tile's B
-  // stages hold at least that many bytes.
-  TgBuffer cs = threadgroup_alias("cs", bs, 0, f32, NW * 256 * (swiglu ? 2 : 1));
+  // The warpgroup body stages A and B in one array (B's stages after A's), 1024-byte aligned for
+  // the wgmma descriptors; its epilogue scratch (the whole BM x BN block in f32) views all of it.
+  TgBuffer as = wg ? threadgroup_alloc("st", T, stages * (A_STAGE + B_STAGE), 1024)
+                   : threadgroup_alloc("as", T, stages * A_STAGE, 16);
+  TgBuffer bs = wg ? as : threadgroup_alloc("bs", T, stages * B_STAGE * (swiglu ? 2 : 1), 16);
+  const uint32_t B_BASE = wg ? stages * A_STAGE : 0;  // B's first stage in bs
+  if (wg && (BM != 128 || BK != 64 || (BN != 64 && BN != 128 && BN != 256) || swiglu || uint64_t(BM) * BN * 4 > uint64_t(stages) * (A_STAGE + B_STAGE) * 2))
+    throw Error("iron_gemm " + cfg.name() + ": the warpgroup body is BM 128 (two warpgroups), BK 64 (one 128-byte row), BN 64, "
+                "128 or 256, no SwiGLU, and its f32 block must fit in the staging memory");
+  // The epilogue's scratch (a 16 x 16 f32 slot per lane group, two for SwiGLU; the warpgroup
+  // body: the BM x BN block) reuses B's staging memory, done with once the K loop ends (a barrier
+  // separates them); every tile's B stages hold at least that many bytes.
+  TgBuffer cs = threadgroup_alias("cs", bs, 0, f32, wg ? BM * BN : NW * 256 * (swiglu ? 2 : 1));
   const uint32_t B2_BASE = stages * B_STAGE;  // the SwiGLU gate's stages follow B's
 
   // Grouped rasterization: consecutive threadgroups walk down a group of kGroupRows tile rows
@@ -203,34 +214,17 @@ void gemm_kernel(const Config& cfg, bool swiglu, const KernelVariant& var) {
   // `base` (a stage's first element) is a multiple of the swizzle's period, so it is added
   // outside the swizzle: swizzle(base + x) = base + swizzle(x) (checked below for every tile).
   // `k_outer`: the K step's start is o0 (B row-major, staged as BK rows), else i0.
+  // `whole`: false when the rows are not contiguous even if `full` holds (the warpgroup body
+  // staging a row-major B K-major), which skips the unguarded path.
   auto stage_block = [&](const Buffer& src, const TgBuffer& tg, Expr base, uint32_t outer, uint32_t inner, Expr o0,
-                         Expr o_end, Expr i0, Expr i_end, Expr off, Expr os, Expr is, bool k_outer) {
+                         Expr o_end, Expr i0, Expr i_end, Expr off, Expr os, Expr is, bool k_outer, bool whole = true) {
     const Swizzle sw = staged_swizzle(inner);
     const uint32_t period = 1u << (sw.bits + sw.base + sw.shift);
     if (A_STAGE % period != 0 || B_STAGE % period != 0)
       throw Error("iron_gemm " + cfg.name() + ": a stage of " + std::to_string(A_STAGE) + " / " +
                   std::to_string(B_STAGE) + " elements is not a multiple of the swizzle's period " +
                   std::to_string(period));
-    if_(full == 1u, [&] {
-      // Whole aligned rows (`full`): no tails, and the source index provably a multiple of 8,
-      // so the copies need no run-time check: the part fixed over the K loop with its low bits
-      // cleared (a multiple of 8 already when `full` holds), plus the K step's offset (kb, a
-      // multiple of 32: k0 = split * kc, kc declared a multiple of 32), times the row stride
-      // when K runs along the rows.
-      // A constant trip count (group_size is a compile-time constant), so the copies unroll into
-      // straight-line code whose addresses, all but the K offset, the compiler keeps across steps.
-      const uint32_t chunks = outer * inner / 8;
-      for_(0u, (chunks + group_size(0) - 1u) / group_size(0), [&](Expr r) {
-        Expr ch = local_id(0) + r * group_size(0);
-        if_(ch < chunks, [&] {
-          Expr o = ch / (inner / 8);
-          Expr i = (ch % (inner / 8)) * 8u;
-          Expr at = k_outer ? ((off + o * os + i0 + i) & 0xfffffff8u) + o0 * os
-                            : ((off + (o0 + o) * os + i) & 0xfffffff8u) + i0;
-          async_copy(tg[base + swizzle(sw, o * inner + i)], src[at], 8, 8u);  // whole: valid = count
-        });
-      });
-    }).else_([&] {
+    auto guarded = [&] {
       if_(is == 1u, [&] {
         for_(local_id(0), outer * inner / 8, group_size(0), [&](Expr ch) {
           Expr o = ch / (inner / 8);
@@ -252,7 +246,28 @@ void gemm_kernel(const Config& cfg, bool swiglu, const KernelVariant& var) {
           tg[base + swizzle(sw, o * inner + i)] = cast<T>(select(ok, cast<f32>(src[at]), 0.0f));
         });
       });
-    });
+    };
+    if (!whole) return guarded();
+    if_(full == 1u, [&] {
+      // Whole aligned rows (`full`): no tails, and the source index provably a multiple of 8,
+      // so the copies need no run-time check: the part fixed over the K loop with its low bits
+      // cleared (a multiple of 8 already when `full` holds), plus the K step's offset (kb, a
+      // multiple of 32: k0 = split * kc, kc declared a multiple of 32), times the row stride
+      // when K runs along the rows.
+      // A constant trip count (group_size is a compile-time constant), so the copies unroll into
+      // straight-line code whose addresses, all but the K offset, the compiler keeps across steps.
+      const uint32_t chunks = outer * inner / 8;
+      for_(0u, (chunks + group_size(0) - 1u) / group_size(0), [&](Expr r) {
+        Expr ch = local_id(0) + r * group_size(0);
+        if_(ch < chunks, [&] {
+          Expr o = ch / (inner / 8);
+          Expr i = (ch % (inner / 8)) * 8u;
+          Expr at = k_outer ? ((off + o * os + i0 + i) & 0xfffffff8u) + o0 * os
+                            : ((off + (o0 + o) * os + i) & 0xfffffff8u) + i0;
+          async_copy(tg[base + swizzle(sw, o * inner + i)], src[at], 8, 8u);  // whole: valid = count
+        });
+      });
+    }).else_(guarded);
   };
 
   // Stages K step `step` into stage `stage`: A as BM rows of BK, B as BK rows of BN (b_col 0)
@@ -260,6 +275,15 @@ void gemm_kernel(const Config& cfg, bool swiglu, const KernelVariant& var) {
   auto stage_tiles = [&](Expr step, Expr stage) {
     Expr kb = k0 + step * BK;
     stage_block(a, as, stage * A_STAGE, BM, BK, row0, m, kb, k1, a_off, a_rs, a_cs, false);
+    if (wg) {
+      // K-major whatever the layout (a wgmma descriptor reads K-major B): BN rows of BK, by
+      // 16-byte copies where B's rows are contiguous along K (b_rs = 1, a [n, k] weight).
+      if_(b_col == 1u, [&] {
+        stage_block(b, bs, B_BASE + stage * B_STAGE, BN, BK, col0, n, kb, k1, b_off, b_cs, b_rs, false);
+      }).else_([&] { stage_block(b, bs, B_BASE + stage * B_STAGE, BN, BK, col0, n, kb, k1, b_off, b_cs, b_rs, false, false); });
+      async_commit();
+      return;
+    }
     for (uint32_t which = 0; which < (swiglu ? 2u : 1u); ++which) {
       const Buffer& src = which == 0 ? b : b2;
       const uint32_t base = which == 0 ? 0 : B2_BASE;
@@ -271,6 +295,60 @@ void gemm_kernel(const Config& cfg, bool swiglu, const KernelVariant& var) {
     }
     async_commit();
   };
+
+  if (wg) {
+    // Warpgroup h (lane groups 4h .. 4h + 3) multiplies rows 64h .. 64h + 63 of the block into a
+    // 16 x BN accumulator per lane group. Every lane group runs the products with no branch
+    // around them (ptxas serializes wgmma issued or waited in a divergent path): further
+    // warpgroups (gemm_for launches two) repeat rows of the first two and store nothing.
+    const Swizzle sw{3, 3, 3};
+    Expr w = simd_group_id();
+    Expr active = w < 8u;
+    Expr half = (w / 4u) % 2u;
+    FragVar acc(coop_tile_wg_fill(BN, 0.0f));
+    // The copies run `ahead` steps ahead. 3 stages: 2 ahead, and each step's products are
+    // retired before the barrier that lets the next copy overwrite their stage. 4 stages: 2 ahead
+    // too, and one step's products stay in flight across the next step (wg_wait(1)): the copy
+    // of step + 2 overwrites the stage of step - 2, whose products are retired by then.
+    const uint32_t ahead = 2, keep = stages >= 4 ? 1 : 0;
+    for (uint32_t s = 0; s < ahead; ++s) {
+      Expr at = steps * 0u + s;
+      if_(at < steps, [&] { stage_tiles(at, at); }).else_([&] { async_commit(); });
+    }
+    for_(0u, steps, [&](Expr step) {
+      // The products of step - 1 - keep retired (their stage is the next copy's), this thread's
+      // copies of step `step` landed and fenced for the async proxy; after the barrier everyone's.
+      wg_wait(keep);
+      async_wait(ahead - 1);
+      fence_proxy_async();
+      barrier();
+      Expr next = step + ahead;
+      if_(next < steps, [&] { stage_tiles(next, next % stages); }).else_([&] { async_commit(); });
+      Expr stage = step % stages;
+      wg_fence();
+      for (uint32_t ks = 0; ks < BK / 16; ++ks)
+        acc.set(coop_tile_wg_issue(as, stage * A_STAGE + half * (64u * BK) + ks * 16, bs, B_BASE + stage * B_STAGE + ks * 16,
+                                   acc.get(), sw));
+      wg_commit();
+    });
+    wg_wait(0);
+    async_wait(0);
+    barrier();
+    // Epilogue: the block through the scratch (row-major BM x BN f32), then every thread takes
+    // elements in order (consecutive threads along a row of C).
+    if_(active, [&] { coop_tile_store(acc.get(), cs, w * (16u * BN), BN); });
+    barrier();
+    for_(local_id(0), BM * BN, group_size(0), [&](Expr e) {
+      Expr gi = row0 + e / BN;
+      Expr gj = col0 + e % BN;
+      if_((gi < m) && (gj < n), [&] {
+        Expr v = Operand(cs[e]).value;
+        Expr out = apply_epilogue(epi, v, nullptr, [&] { return cast<f32>(bias[gj]); }, [&] { return cast<f32>(res[gi * n + gj]); });
+        c[(split * m + gi) * n + gj] = cast_to(out, out_t);
+      });
+    });
+    return;
+  }
 
   // Lane group w computes warp tile w; groups past the last warp tile only stage and wait.
   {
@@ -409,6 +487,8 @@ void gemm_reduce(bool swiglu, const KernelVariant& var) {
 // (medium), 32 x 32 with 4 of 16 x 16 (small products, lavapipe's 32 KiB). Decode rows (m <= 16
 // against a [n, k] weight) have their own kernel, gemm_decode.cpp.
 constexpr Config kLarge{128, 128, 64, 64, 32};
+// The warpgroup body (wgmma on sm_90a): 8 lane groups of 16 x 128, two warpgroups of 64 x 128.
+constexpr Config kLargeWg{128, 128, 64, 16, 128};
 // The fused SwiGLU kernel keeps BK = 32: two B operands staged (72 KiB), and on the software tile
 // path (HIP) its fragments at BK = 64 pass clang's stack frame limit.
 constexpr Config kLargeSwiglu{128, 128, 32, 64, 32};
@@ -418,6 +498,7 @@ constexpr Config kSmall{32, 32, 32, 16, 16};
 }  // namespace
 
 static void gemm_large(const KernelVariant& v) { gemm_kernel(kLarge, false, v); }
+static void gemm_large_wg(const KernelVariant& v) { gemm_kernel(kLargeWg, false, v, true); }
 static void gemm_large_swiglu(const KernelVariant& v) { gemm_kernel(kLargeSwiglu, true, v); }
 static void gemm_medium(const KernelVariant& v) { gemm_kernel(kMedium, false, v); }
 static void gemm_medium_swiglu(const KernelVariant& v) { gemm_kernel(kMedium, true, v); }
@@ -430,6 +511,12 @@ static void gemm_reduce_swiglu(const KernelVariant& v) { gemm_reduce(true, v); }
 
 IRON_KERNEL_VARIANTS(iron_gemm_128x128x64_w64x32, gemm_large, Reduction, (f16, bf16), "s{S}_{OUT}",
                      ::iron::int_axis("S", {3}), IRON_GEMM_OUT);
+// The warpgroup kernel (gemm_for routes large K-major-B shapes on sm_90a to it).
+IRON_KERNEL_VARIANTS(iron_gemm_128x128x64_wg, gemm_large_wg, Reduction, (f16, bf16), "s{S}_{OUT}", ::iron::int_axis("S", {3}),
+                     IRON_GEMM_OUT);
+// Its 4-stage pipeline (one step's products in flight across the next step's staging), bf16 out.
+IRON_KERNEL_VARIANTS(iron_gemm_128x128x64_wg_stages, gemm_large_wg, Reduction, (f16, bf16), "s{S}_{OUT}",
+                     ::iron::int_axis("S", {4}), ::iron::type_axis("OUT", {::iron::DType::BF16, ::iron::DType::F32}));
 IRON_KERNEL_VARIANTS(iron_gemm_128x128x32_w64x32_swiglu, gemm_large_swiglu, Reduction, (f16, bf16), "s{S}_{OUT}",
                      ::iron::int_axis("S", {3}), IRON_GEMM_OUT16);
 IRON_KERNEL_VARIANTS(iron_gemm_64x64x32_w32x32, gemm_medium, Reduction, (f16, bf16), "s{S}_{OUT}",

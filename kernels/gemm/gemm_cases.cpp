@@ -36,6 +36,7 @@ struct Shape {
   int ksplit = 0;    // decode rows: 0 the selector's choice
   int mma = -1;      // decode rows: -1 the selector's choice, 0 lanes, 1 tiles, 2 tiles where they fit
   int unroll = 0;    // decode rows, lanes: 0 the selector's choice (2), else 1, 2 or 4 chunks per step
+  int wg = -1;       // the 128x128 tile: -1 the selector's choice, 1 the warpgroup kernel, 0 mma.sync
 };
 
 std::vector<double> values(size_t count, uint64_t seed, bool small_integers) {
@@ -60,6 +61,7 @@ TestSetup gemm_case(DType dt, const Shape& s) {
   if (s.ksplit) call.emplace("ksplit", s.ksplit);
   if (s.mma >= 0) call.emplace("mma", s.mma);
   if (s.unroll) call.emplace("unroll", s.unroll);
+  if (s.wg >= 0) call.emplace("wg", s.wg);
   if (s.tile == 0) call.emplace("vendor", 0);  // the 128x128 tile's cases: Iron's kernels on any device
   TestSetup t(dt);
   t.in("a", values(a_len, 301, s.small_integers)).in("b", values(b_len, 302, s.small_integers));
@@ -263,6 +265,24 @@ IRON_TEST_KERNEL(iron_gemm, full_small_m32_n64_k192_split3_strided, {f16}) {
 IRON_TEST_KERNEL(iron_gemm, full_small_m32_n32_k128_weight_split2, {bf16}) {
   return gemm_case(dt, {32, 32, 128, false, true, 0, 0, 0, 0, Epi::None, 1, 2, 2, 0, false});
 }
+// The warpgroup kernel (wg 1: on CUDA and the interpreter; the mma.sync tile elsewhere): a weight
+// B with M, N and K tails (one full and one partial block column, three K steps, the last
+// partial) at f32; the bias epilogue rounded to bf16 with A column-major (staged element by
+// element); exact small integers at 4 stages' worth of K steps (more steps than stages).
+IRON_TEST_KERNEL(iron_gemm, wg_m70_n136_k150_weight, {bf16}) {
+  return gemm_case(dt, {70, 136, 150, false, true, 0, 0, 0, 0, Epi::None, 1, 1, 0, 0, false, 0, -1, 1});
+}
+IRON_TEST_KERNEL(iron_gemm, wg_m33_n40_k100_colmajor_a_bias_bf16out, {f16}) {
+  return gemm_case(dt, {33, 40, 100, true, true, 0, 0, 0, 0, Epi::Bias, 3, 1, 0, 0, false, 0, -1, 1});
+}
+// Its 4-stage pipeline (one step's products in flight across the next step's staging), 6 K steps.
+IRON_TEST_KERNEL(iron_gemm, wg_stages4_m70_n136_k330_weight, {bf16}) {
+  return gemm_case(dt, {70, 136, 330, false, true, 0, 0, 0, 0, Epi::None, 3, 1, 0, 4, false, 0, -1, 1});
+}
+IRON_TEST_KERNEL(iron_gemm, wg_int_m20_n24_k320_weight, {bf16}) {
+  return gemm_case(dt, {20, 24, 320, false, true, 0, 0, 0, 0, Epi::None, 1, 1, 0, 0, true, 0, -1, 1});
+}
+
 // The large tile's fused SwiGLU kernel (two products per 64x32 warp tile), B a weight.
 IRON_TEST_KERNEL(iron_gemm, large_tile_swiglu_m130_n260_k70, {bf16}) {
   return gemm_case(dt, {130, 260, 70, false, true, 0, 0, 0, 0, Epi::Swiglu, 0, 1, 0, 0, false});
@@ -289,7 +309,8 @@ static std::vector<double> powers_of_two(size_t count, uint64_t seed) {
   }
   return out;
 }
-static BenchSetup gemm_bench(DType dt, uint32_t m, uint32_t n, uint32_t k, bool weight = false, bool routed = false) {
+static BenchSetup gemm_bench(DType dt, uint32_t m, uint32_t n, uint32_t k, bool weight = false, bool routed = false,
+                             uint32_t wg_stages = 0) {
   const std::vector<double> u = powers_of_two(k, 311), v = powers_of_two(n, 312);
   std::vector<double> w(size_t(n) * k);
   for (uint32_t kk = 0; kk < k; ++kk)
@@ -298,7 +319,9 @@ static BenchSetup gemm_bench(DType dt, uint32_t m, uint32_t n, uint32_t k, bool 
   b.in("a", fixture::uniform(size_t(m) * k, -1.0, 1.0, 313)).in("b", std::move(w)).out("c", size_t(m) * n);
   // vendor 0: these rows time Iron's own kernels (gemm_for routes the large shapes to cuBLASLt
   // on CUDA; the cublaslt_gemm rows time that path, and the _routed row the family's own route).
-  b.call({{"m", m}, {"n", n}, {"k", k}, {"b_trans", weight ? 1 : 0}, {"vendor", routed ? 1 : 0}});
+  Constexprs call{{"m", m}, {"n", n}, {"k", k}, {"b_trans", weight ? 1 : 0}, {"vendor", routed ? 1 : 0}};
+  if (wg_stages) call.insert({{"wg", 1}, {"stages", wg_stages}, {"tile", 0}});  // the warpgroup kernel at that depth
+  b.call(call);
   b.oracle([m, n, k, u, v](const Tensors& in, Tensors& out) {
     const auto& A = in.at("a");
     auto& C = out.at("c");
@@ -330,6 +353,10 @@ IRON_BENCH(iron_gemm, m4096_n4096_k4096, {bf16, 1e-2}, {f16, 2e-3}) { return gem
 IRON_BENCH(iron_gemm, m2048_n14336_k4096_wt, {bf16, 1e-2}) { return gemm_bench(dt, 2048, 14336, 4096, true); }
 IRON_BENCH(iron_gemm, m4096_n4096_k4096_wt, {bf16, 1e-2}) { return gemm_bench(dt, 4096, 4096, 4096, true); }
 IRON_BENCH(iron_gemm, m8192_n8192_k8192, {bf16, 1e-2}) { return gemm_bench(dt, 8192, 8192, 8192); }
+IRON_BENCH(iron_gemm, m8192_n8192_k8192_wt, {bf16, 1e-2}) { return gemm_bench(dt, 8192, 8192, 8192, true); }
+// The warpgroup kernel's 4-stage pipeline (iron_gemm_128x128x64_wg_stages_s4) on the same rows.
+IRON_BENCH(iron_gemm, m4096_n4096_k4096_wt_wg_s4, {bf16, 1e-2}) { return gemm_bench(dt, 4096, 4096, 4096, true, false, 4); }
+IRON_BENCH(iron_gemm, m2048_n14336_k4096_wt_wg_s4, {bf16, 1e-2}) { return gemm_bench(dt, 2048, 14336, 4096, true, false, 4); }
 // The same call as gemm_for serves it by default: on CUDA with cuBLASLt, the library step.
 IRON_BENCH(iron_gemm, m4096_n4096_k4096_routed, {bf16, 1e-2}) { return gemm_bench(dt, 4096, 4096, 4096, false, true); }
 

@@ -16,6 +16,9 @@
 //   unroll                      decode rows, lanes body only: 16-byte chunks of each W row a lane
 //                               loads per step before it multiplies (1, 2 or 4; default 2, and 4
 //                               at m = 1 where every lane has 4 steps of chunks)
+//   wg                          the 128x128 tile only: 1 the warpgroup kernel (wgmma; on the CUDA and
+//                               interpreter backends), 0 the mma.sync kernel; default: the
+//                               warpgroup kernel for B column-major, A row-major, no SwiGLU on sm_90a
 // with buffers a, b (T), c (out), and b2 (swiglu), bias [n] or residual [m, n] (out's dtype).
 //
 // Decode rows first: m <= 16 against B column-major (a [n, k] weight), A row-major, k, lda, ldb,
@@ -326,12 +329,19 @@ static LaunchPlan gemm_for(const Call& call, const DeviceInfo& dev) {
   }
   const Config cfg = kConfigs[cfg_index];
   uint32_t stages = kStages[cfg_index];
-  if (call.has("stages") && shared >= 64 * 1024) {
+  // The warpgroup kernel asked for (wg 1) on the 128x128 tile runs 3 or 4 stages (applied below
+  // where it is taken; the mma.sync kernel keeps 3).
+  const bool wg_stages = cfg_index == 0 && call.has("wg") && flag(call, "wg", 0, 1) == 1;
+  uint32_t wg_stage_count = 3;
+  if (call.has("stages") && shared >= 64 * 1024 && wg_stages) {
+    wg_stage_count = uint32_t(flag(call, "stages", 3, 4));
+    if (wg_stage_count < 3) throw Error("stages = " + num(wg_stage_count) + ": the warpgroup kernel runs 3 or 4");
+  } else if (call.has("stages") && shared >= 64 * 1024) {
     if (cfg_index != 1) throw Error("stages can be chosen for the 64x64 tile (tile 1) only");
     stages = uint32_t(flag(call, "stages", 3, 4));
     if (stages < 2) throw Error("stages = " + num(stages) + ": the 64x64 tile runs 2, 3 or 4");
   }
-  const uint64_t tg_bytes = threadgroup_bytes(cfg, stages, false);
+  const uint64_t tg_bytes = threadgroup_bytes(cfg, std::max(stages, wg_stage_count), false);
   if (tg_bytes > shared)
     throw Error("the " + cfg.name() + " tile needs " + num(int64_t(tg_bytes)) + " B of threadgroup memory; device " +
                 dev.name + " has " + num(int64_t(shared)));
@@ -361,9 +371,29 @@ static LaunchPlan gemm_for(const Call& call, const DeviceInfo& dev) {
   if (splits * uint64_t(m) * uint64_t(n) > UINT32_MAX)
     throw Error("splits x m x n = " + num(int64_t(splits * m * n)) + " f32 partials: must be below 2^32");
 
-  const std::string tile_name = "iron_gemm_" + cfg.name() + "_";
+  // --- The warpgroup kernel (gemm.cpp, iron_gemm_128x128x64_wg: one wgmma.mma_async m64n128k16
+  // per k16 step and warpgroup on sm_90a), for the 128x128 tile: by default where B is a [n, k]
+  // weight (K-major, staged by 16-byte copies), A row-major and the epilogue not SwiGLU, on CUDA
+  // sm_90a; `wg` 1 asks for it at any layout on the CUDA and interpreter backends (composed from
+  // mma.sync / software off sm_90a), `wg` 0 keeps the mma.sync kernel. Same staging memory (96
+  // KiB), threads and call as the 128x128 tile.
+  const int64_t wg_ask = call.has("wg") ? flag(call, "wg", 0, 1) : -1;
+  const bool wg_backend = dev.backend == Backend::Cuda || dev.backend == Backend::Interp;
+  const bool wg = cfg_index == 0 && epi != Epi::Swiglu &&
+                  (wg_ask == 1 ? wg_backend
+                               : wg_ask == -1 && dev.backend == Backend::Cuda && dev.arch == "sm_90a" && b_trans && !a_trans);
+  std::string wg_note = wg ? "; the warpgroup kernel (wgmma on sm_90a)" : "";
+  if (wg_ask == 1 && !wg)
+    wg_note = std::string("; wg 1 but ") +
+              (cfg_index != 0 ? "not the 128x128 tile" : epi == Epi::Swiglu ? "SwiGLU" : "not the CUDA or interpreter backend") +
+              ": the mma.sync kernel";
+  vendor_note += wg_note;
+  if (wg) stages = wg_stage_count;
+  if (wg && stages == 4 && out == DType::F16)
+    throw Error("stages = 4 on the warpgroup kernel: C in f32 or bf16 (iron_gemm_128x128x64_wg_stages_s4_{f32,bf16})");
+  const std::string tile_name = wg ? std::string("iron_gemm_128x128x64_wg_") : "iron_gemm_" + cfg.name() + "_";
   // The 64x64 tile's 2- and 4-stage kernels are a family of their own (f32 output only).
-  const std::string stage_part = std::string(cfg_index == 1 && stages != 3 ? "stages_" : "") + "s" + num(stages) + "_";
+  const std::string stage_part = std::string((cfg_index == 1 || wg) && stages != 3 ? "stages_" : "") + "s" + num(stages) + "_";
   const bool swiglu = epi == Epi::Swiglu;
   // Every staged row whole and 16-byte aligned (the kernels' `full`): A row-major, no tails in
   // m, n or any split's K range, strides and offsets multiples of 8 elements.

@@ -856,7 +856,8 @@ struct Emitter {
         break;
       }
       case Op::TileFill: case Op::TileLoad: case Op::TileTgLoad: case Op::TileMma: case Op::TileStore:
-      case Op::TileTgStore: case Op::TileGet: case Op::TileWgMma: case Op::TileWgMmaRs: case Op::TileScaleAdd: {
+      case Op::TileTgStore: case Op::TileGet: case Op::TileWgMma: case Op::TileWgMmaRs: case Op::TileScaleAdd:
+      case Op::WgFence: case Op::WgCommit: case Op::WgWait: {
         std::vector<std::string> a, lines;
         for (int i = 0; i < in.num_operands(); ++i) a.push_back(arg(i));
         std::string value;

@@ -494,7 +494,75 @@ std::string cuda_mma(const TileElems& te) {
 // Fence, issue, commit and wait 0 are one asm statement, so no accumulator register is touched
 // while the product is in flight. A start address off the descriptor's grid (not 16-byte aligned,
 // or past the first 128-byte row of its 1024-byte swizzle atom) traps rather than computing garbage.
-std::string cuda_wgmma(bool f16, bool bf16, const std::vector<int64_t>& codes) {
+// A warpgroup accumulator 16 x N (N = 16 NB) is iron_tile_accw<NB>: NB 16 x 16 accumulators,
+// columns 16b .. 16b + 15 in t[b]. On the mma strategy its floats are, in order, the D registers of
+// wgmma m64nNk16: register i of a lane is row g + 8 ((i >> 1) & 1), column 2t + (i & 1) + 8 (i >> 2)
+// of the warp's 16 rows, the m64n16 layout repeated along N, so t[b].x[j] is register 8b + j.
+std::string cuda_wide_acc() {
+  return "template <unsigned NB> struct iron_tile_accw { iron_tile_acc t[NB]; };\n"
+         "template <unsigned NB> __device__ __forceinline__ iron_tile_accw<NB> iron_tile_fillw(float v) {\n"
+         "  iron_tile_accw<NB> f;\n#pragma unroll\n  for (unsigned b = 0; b < NB; ++b) f.t[b] = iron_tile_fill(v);\n  return f;\n}\n"
+         "template <unsigned NB> __device__ __forceinline__ float iron_tile_get(const iron_tile_accw<NB>& f, unsigned r, unsigned c) {\n"
+         "  return iron_tile_get(f.t[c >> 4], r, c & 15u);\n}\n";
+}
+
+// A wgmma of the accumulator width n (16: iron_tile_acc, wider: iron_tile_accw), A from shared
+// memory or (rs) the warp's A fragment registers; the D registers are the accumulator's floats in
+// order (iron_tile_accw: t[b].x[j] is register 8b + j). Waited (async false): fence, issue,
+// commit and wait 0 in one statement, the result returned. Issued (async true): the wgmma alone,
+// on the caller's registers in place ("+f"), retired by wg_commit / wg_wait (the emitter's wgmma
+// group statements); wg_fence orders the registers' earlier writes.
+std::string cuda_wgmma_fn(const std::string& sfx, int64_t code, uint32_t n, bool rs, bool async) {
+  const uint32_t regs = n / 2, row_bytes = ir::wgmma_row_elems(code) * 2;
+  auto num = [](uint32_t i) { return std::to_string(i); };
+  const std::string acc_t = n > 16 ? "iron_tile_accw<" + num(n / 16) + ">" : std::string("iron_tile_acc");
+  const std::string mode = std::to_string(ir::wgmma_swizzle_mode(code)) + "ull";
+  std::string d = "{";
+  for (uint32_t i = 0; i < regs; ++i) d += (i ? ", %" : "%") + num(i);
+  d += "}";
+  std::string outs;
+  for (uint32_t i = 0; i < regs; ++i)
+    outs += std::string(i ? ", " : "") + (i % 8 == 0 && i ? "\n                 " : "") + "\"+f\"(d." +
+            (n > 16 ? "t[" + num(i / 8) + "]." : std::string()) + "x[" + num(i % 8) + "])";
+  const std::string name = std::string("iron_tile_wgmma_") + (async ? "async_" : "") + (rs ? "rs_" : "") + sfx + "_" +
+                           std::to_string(code) + (n > 16 ? "_n" + num(n) : std::string());
+  const std::string a_param = rs ? "const iron_tile_a_" + sfx + "& a" : std::string("unsigned a");
+  std::string out = "__device__ __forceinline__ " + (async ? std::string("void ") : acc_t + " ") + name + "(" + a_param +
+                    ", unsigned b, " + (async ? acc_t + "& d" : "const " + acc_t + "& c") + ") {\n";
+  // The waited form traps on a start off the descriptor's grid; the issued form cannot (a branch
+  // between wgmma.fence and the issue makes ptxas serialize the products): there the interpreter's
+  // check is the guard.
+  if (!async) out += std::string("  if ((") + (rs ? "b" : "(a | b)") + " & 0x38fu) != 0u) __trap();\n";
+  if (!rs) out += "  const unsigned long long da = iron_tile_wg_desc(a, " + num(8 * row_bytes) + "u, " + mode + ");\n";
+  out += "  const unsigned long long db = iron_tile_wg_desc(b, " + num(8 * row_bytes) + "u, " + mode + ");\n";
+  if (!async) out += "  " + acc_t + " d = c;\n";
+  const uint32_t pred = rs ? regs + 5 : regs + 2;
+  const std::string a_op =
+      rs ? "{%" + num(regs) + ", %" + num(regs + 1) + ", %" + num(regs + 2) + ", %" + num(regs + 3) + "}" : "%" + num(regs);
+  const std::string b_op = "%" + num(rs ? regs + 4 : regs + 1);
+  out += "  asm volatile(\"{\\n.reg .pred p;\\nsetp.ne.b32 p, %" + num(pred) + ", 0;\\n" +
+         (async ? "" : "wgmma.fence.sync.aligned;\\n") + "\"\n"
+         "               \"wgmma.mma_async.sync.aligned.m64n" + num(n) + "k16.f32." + sfx + "." + sfx + " " + d + ", " + a_op +
+         ", " + b_op + (rs ? ", p, 1, 1, 0;\\n\"\n" : ", p, 1, 1, 0, 0;\\n\"\n") +
+         (async ? "" : "               \"wgmma.commit_group.sync.aligned;\\nwgmma.wait_group.sync.aligned 0;\\n\"\n") +
+         "               \"}\\n\"\n"
+         "               : " + outs + "\n"
+         "               : " + (rs ? "\"r\"(a.x[0]), \"r\"(a.x[1]), \"r\"(a.x[2]), \"r\"(a.x[3]), \"l\"(db)" : "\"l\"(da), \"l\"(db)") +
+         ", \"r\"(1) : \"memory\");\n";
+  out += async ? "}\n" : "  return d;\n}\n";
+  return out;
+}
+
+// One warpgroup product form the kernel uses: swizzle, accumulator width, A from registers,
+// issued asynchronously.
+struct WgUse {
+  int64_t code;
+  uint32_t n;
+  bool rs, async;
+  bool operator==(const WgUse& o) const { return code == o.code && n == o.n && rs == o.rs && async == o.async; }
+};
+
+std::string cuda_wgmma(bool f16, bool bf16, const std::vector<int64_t>& codes, const std::vector<WgUse>& uses) {
   std::string out =
       "#define IRON_TILE_WGMMA 1\n"
       "__device__ __forceinline__ unsigned long long iron_tile_wg_desc(unsigned addr, unsigned sbo, unsigned long long mode) {\n"
@@ -535,6 +603,9 @@ std::string cuda_wgmma(bool f16, bool bf16, const std::vector<int64_t>& codes) {
              "\"+f\"(d.x[6]), \"+f\"(d.x[7])\n"
              "               : \"r\"(a.x[0]), \"r\"(a.x[1]), \"r\"(a.x[2]), \"r\"(a.x[3]), \"l\"(db), \"r\"(1) : \"memory\");\n"
              "  return d;\n}\n";
+      // Wider accumulators and issued (asynchronous) products: the forms the kernel uses.
+      for (const WgUse& u : uses)
+        if (u.code == code && (u.n > 16 || u.async)) out += cuda_wgmma_fn(sfx, code, u.n, u.rs, u.async);
     }
   }
   return out;
@@ -1060,6 +1131,7 @@ void glsl_coopmat_op(EmitState& s, const Dialect& d, ir::Id id, const std::vecto
 
 std::string tile_type(const EmitState& s, Type t) {
   if (s.tile_coopmat) return t.role() == FragRole::Acc ? kCoopAcc : kCoopA;
+  if (t.role() == FragRole::Acc && t.n() > 16) return "iron_tile_accw<" + std::to_string(t.n() / 16) + ">";
   if (t.role() == FragRole::Acc) return "iron_tile_acc";
   return "iron_tile_" + role_name(t.role()) + "_" + elem_suffix(s.concrete(t));
 }
@@ -1075,6 +1147,7 @@ std::string tile_prelude(const EmitState& s, bool cuda) {
   const bool fp8 = te.fp8();
   // tile_wg_mma: its arrays' element types and swizzles (input_elems sees fragments only).
   std::vector<int64_t> wg_codes;
+  std::vector<WgUse> wg_uses;
   ir::walk(s.k, [&](ir::Id id) {
     const ir::Inst& in = s.k.insts[id];
     if (in.op != ir::Op::TileWgMma && in.op != ir::Op::TileWgMmaRs) return;
@@ -1082,9 +1155,18 @@ std::string tile_prelude(const EmitState& s, bool cuda) {
     (s.concrete(s.k.insts[b].type) == DType::BF16 ? bf16 : f16) = true;
     if (std::find(wg_codes.begin(), wg_codes.end(), in.attr(ir::Attr::Swizzle)) == wg_codes.end())
       wg_codes.push_back(in.attr(ir::Attr::Swizzle));
+    const WgUse u{in.attr(ir::Attr::Swizzle), uint32_t(in.type.n()), in.op == ir::Op::TileWgMmaRs, in.attr(ir::Attr::Async) == 1};
+    if (std::find(wg_uses.begin(), wg_uses.end(), u) == wg_uses.end()) wg_uses.push_back(u);
   });
+  // Warpgroup accumulators (16 x N, N > 16): iron_tile_accw on every strategy.
+  bool any_wide = false;
+  ir::walk(s.k, [&](ir::Id id) {
+    const Type t = s.k.insts[id].type;
+    any_wide = any_wide || (t.is_fragment() && t.role() == FragRole::Acc && t.n() > 16);
+  });
+  const std::string wide = any_wide ? cuda_wide_acc() : "";
   const bool wg = !wg_codes.empty();
-  const std::string no_wg = wg ? "#define IRON_TILE_WGMMA 0\n" : "";
+  const std::string no_wg = wide + (wg ? "#define IRON_TILE_WGMMA 0\n" : "");
   std::string out = "// Cooperative tiles: MmaStrategy " + std::string(cuda_mma_name(s.cuda_mma)) + "\n";
   // wmma takes f16 from sm_70 and bf16 from sm_80, never fp8; mma.sync m16n8k16 takes f16
   // and bf16 from sm_80, m16n8k32 takes e4m3 and e5m2 from sm_89. tile_scale_add needs each
@@ -1107,7 +1189,7 @@ std::string tile_prelude(const EmitState& s, bool cuda) {
       // The lane-group tile ops take mma.sync; tile_wg_mma takes wgmma (sm_90a only).
       return out + "#if defined(__CUDA_ARCH__) && !defined(__CUDA_ARCH_FEAT_SM90_ALL)\n#error \"IRON_CUDA_MMA=wgmma needs "
              "sm_90a (wgmma is an arch-specific sm_90a instruction)\"\n#endif\n" +
-             cuda_mma(te) + (wg ? cuda_wgmma(f16, bf16, wg_codes) : std::string());
+             cuda_mma(te) + wide + (wg ? cuda_wgmma(f16, bf16, wg_codes, wg_uses) : std::string());
     case CudaMma::Auto: break;
     case MmaStrategy::Coopmat: case MmaStrategy::SimdgroupMatrix:
       return out + "#error \"the " + std::string(cuda_mma_name(s.cuda_mma)) + " tile strategy is not a CUDA one\"\n";
@@ -1115,8 +1197,10 @@ std::string tile_prelude(const EmitState& s, bool cuda) {
   // Chosen by the architecture NVRTC compiles for: mma.sync where it takes every input type of
   // the kernel (and wgmma for tile_wg_mma on sm_90a), wmma where it does (never with fp8 or
   // tile_scale_add), the software path below that.
-  out += "#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= " + mma_arch + "\n" + cuda_mma(te);
-  if (wg) out += "#if defined(__CUDA_ARCH_FEAT_SM90_ALL)\n" + cuda_wgmma(f16, bf16, wg_codes) + "#else\n" + no_wg + "#endif\n";
+  out += "#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= " + mma_arch + "\n" + cuda_mma(te) + wide;
+  if (wg)
+    out += "#if defined(__CUDA_ARCH_FEAT_SM90_ALL)\n" + cuda_wgmma(f16, bf16, wg_codes, wg_uses) +
+           "#else\n#define IRON_TILE_WGMMA 0\n#endif\n";
   if (!fp8 && !te.scale_add)
     out += "#elif defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= " + wmma_arch + "\n" + cuda_wmma(f16, bf16) + no_wg;
   return out + "#else\n" + cuda_software(te, s.profile.lane_width) + no_wg + "#endif\n";
@@ -1125,17 +1209,34 @@ std::string tile_prelude(const EmitState& s, bool cuda) {
 void tile_op(EmitState& s, const Dialect& d, ir::Id id, const std::vector<std::string>& a,
              std::vector<std::string>& lines, std::string& value) {
   const ir::Inst& in = s.k.insts[id];
-  if ((in.op == ir::Op::TileWgMma || in.op == ir::Op::TileWgMmaRs) && s.profile.target != Target::Cuda)
+  if ((in.op == ir::Op::TileWgMma || in.op == ir::Op::TileWgMmaRs || in.op == ir::Op::WgFence || in.op == ir::Op::WgCommit ||
+       in.op == ir::Op::WgWait) &&
+      s.profile.target != Target::Cuda)
     return s.unsupported(in, d.name(),
                          std::string(ir::mnemonic(in.op)) + " (a warpgroup's product, wgmma on CUDA: this target has no warpgroups; use the "
                          "lane-group tile ops)");
+  // A warpgroup accumulator (16 x N, N > 16) exists on CUDA only: the other targets' tile types
+  // are 16 x 16 (and have no warpgroups to fill it).
+  auto wide = [&](ir::Id v) {
+    const Type t = s.k.insts[v].type;
+    return t.is_fragment() && t.role() == FragRole::Acc && t.n() > 16;
+  };
+  ir::Id wide_id = wide(id) ? id : ir::kNone;
+  for (ir::Id o : in.operands)
+    if (wide_id == ir::kNone && o < s.k.insts.size() && wide(o)) wide_id = o;
+  if (wide_id != ir::kNone && s.profile.target != Target::Cuda)
+    return s.unsupported(in, d.name(),
+                         std::string(ir::mnemonic(in.op)) + " of a warpgroup accumulator " + type_name(s.k.insts[wide_id].type) +
+                             " (wgmma's, CUDA only: this target's tiles are 16x16)");
   if (s.profile.target == Target::Msl) return msl_tile_op(s, d, id, a, lines, value);
   if (s.profile.target == Target::Glsl)
     return s.tile_coopmat ? glsl_coopmat_op(s, d, id, a, lines, value) : glsl_tile_op(s, d, id, a, lines);
   const std::string U = d.reg_type(DType::U32);
   const std::string reg = "v" + std::to_string(id);
   switch (in.op) {
-    case ir::Op::TileFill: value = "iron_tile_fill(" + a[0] + ")"; return;
+    case ir::Op::TileFill:
+      value = wide(id) ? "iron_tile_fillw<" + std::to_string(in.type.n() / 16) + ">(" + a[0] + ")" : "iron_tile_fill(" + a[0] + ")";
+      return;
     case ir::Op::TileMma: value = "iron_tile_mma(" + a[0] + ", " + a[1] + ", " + a[2] + ")"; return;
     case ir::Op::TileScaleAdd:
       // The row scales from the f32 array (an array f32 atomics act on holds the same bits).
@@ -1259,42 +1360,78 @@ void tile_op(EmitState& s, const Dialect& d, ir::Id id, const std::vector<std::s
       const std::string S = std::to_string(ir::wgmma_row_elems(code)) + "u";
       const std::string sfx = elem_suffix(elem), an = d.tg_name(s.k, aa), bn = d.tg_name(s.k, ba);
       const std::string b_off = a[rs ? 2 : 3], acc = a[rs ? 3 : 4];
-      lines.push_back("iron_tile_acc " + reg + ";");
+      // A warpgroup accumulator 16 x N: one m64nNk16 (wgmma), or N / 16 products (elsewhere).
+      const uint32_t N = in.type.n();
+      const std::string wsfx = N > 16 ? "_n" + std::to_string(N) : "";
+      // Issued (async): the wgmma runs on the result's registers in place, a copy of the
+      // accumulator's (the compiler keeps them one set of registers along a chain).
+      const bool async = in.attr(ir::Attr::Async) == 1;
+      lines.push_back(tile_type(s, in.type) + " " + reg + (async ? " = " + acc : std::string()) + ";");
       lines.push_back("#if IRON_TILE_WGMMA");
-      if (rs)
-        lines.push_back(reg + " = iron_tile_wgmma_rs_" + sfx + "_" + std::to_string(code) + "(" + a[0] + ", iron_tile_smem(&" + bn +
-                        "[" + b_off + "]), " + acc + ");");
+      if (async)
+        lines.push_back("iron_tile_wgmma_async_" + std::string(rs ? "rs_" : "") + sfx + "_" + std::to_string(code) + wsfx + "(" +
+                        (rs ? a[0] : "iron_tile_smem(&" + an + "[" + a[1] + "])") + ", iron_tile_smem(&" + bn + "[" + b_off + "]), " +
+                        reg + ");");
+      else if (rs)
+        lines.push_back(reg + " = iron_tile_wgmma_rs_" + sfx + "_" + std::to_string(code) + wsfx + "(" + a[0] + ", iron_tile_smem(&" +
+                        bn + "[" + b_off + "]), " + acc + ");");
       else
-        lines.push_back(reg + " = iron_tile_wgmma_" + sfx + "_" + std::to_string(code) + "(iron_tile_smem(&" + an + "[" + a[1] +
+        lines.push_back(reg + " = iron_tile_wgmma_" + sfx + "_" + std::to_string(code) + wsfx + "(iron_tile_smem(&" + an + "[" + a[1] +
                         "]), iron_tile_smem(&" + bn + "[" + b_off + "]), " + acc + ");");
       lines.push_back("#else");
       lines.push_back("{");
       lines.push_back("  const " + U + " iron_wq = (iron_flat_local_id() >> 5) & 3u;");
       if (rs) lines.push_back("  (void)iron_wq;");
+      if (N > 16) lines.push_back("  " + reg + " = " + acc + ";");
+      std::string ind = "  ";
       for (int o = rs ? 1 : 0; o < 2; ++o) {
         const ir::Inst& arr = o == 0 ? aa : ba;
         const std::string f = o == 0 ? "iron_wa" : "iron_wb";
+        if (o == 1 && N > 16) {
+          // B's columns 16 nb .. 16 nb + 15, one 16 x 16 product per block of the accumulator.
+          lines.push_back("#pragma unroll");
+          lines.push_back("  for (" + U + " iron_nb = 0u; iron_nb < " + std::to_string(N / 16) + "u; ++iron_nb) {");
+          ind = "    ";
+        }
         // A (r, c): row 16q + r of the warpgroup's row-major A; B (r, c) = (k, n), column-major.
         const std::string at = o == 0 ? tile_load_index(in, a[1], S, "(16u * iron_wq + r)", "c")
-                                      : tile_load_index(in, b_off, S, "c", "r");
+                                      : tile_load_index(in, b_off, S, N > 16 ? "(16u * iron_nb + c)" : "c", "r");
         const std::string v = d.cast(s, in, DType::F32, elem, d.tg_load(s, s.concrete(arr.type), (o == 0 ? an : bn) + "[" + at + "]"));
-        lines.push_back("  iron_tile_" + std::string(o == 0 ? "a_" : "b_") + sfx + " " + f + " = {};");
-        lines.push_back("  for (" + U + " i = IRON_TILE_LD_FIRST; i < IRON_TILE_LD_END; i += IRON_TILE_LD_STEP) {");
-        lines.push_back("    " + U + " r, c;");
-        lines.push_back("    iron_tile_coord_" + std::string(o == 0 ? "a" : "b") + "(i, r, c);");
-        lines.push_back("    iron_tile_set(" + f + ", i, " + v + ");");
-        lines.push_back("  }");
-        lines.push_back("  iron_tile_finish(" + f + ");");
+        lines.push_back(ind + "iron_tile_" + std::string(o == 0 ? "a_" : "b_") + sfx + " " + f + " = {};");
+        lines.push_back(ind + "for (" + U + " i = IRON_TILE_LD_FIRST; i < IRON_TILE_LD_END; i += IRON_TILE_LD_STEP) {");
+        lines.push_back(ind + "  " + U + " r, c;");
+        lines.push_back(ind + "  iron_tile_coord_" + std::string(o == 0 ? "a" : "b") + "(i, r, c);");
+        lines.push_back(ind + "  iron_tile_set(" + f + ", i, " + v + ");");
+        lines.push_back(ind + "}");
+        lines.push_back(ind + "iron_tile_finish(" + f + ");");
       }
-      lines.push_back("  " + reg + " = iron_tile_mma(" + (rs ? a[0] : std::string("iron_wa")) + ", iron_wb, " + acc + ");");
+      const std::string fa = rs ? a[0] : std::string("iron_wa");
+      if (N > 16) {
+        lines.push_back("    " + reg + ".t[iron_nb] = iron_tile_mma(" + fa + ", iron_wb, " + reg + ".t[iron_nb]);");
+        lines.push_back("  }");
+      } else {
+        lines.push_back("  " + reg + " = iron_tile_mma(" + fa + ", iron_wb, " + acc + ");");
+      }
       lines.push_back("}");
       lines.push_back("#endif");
       return;
     }
+    case ir::Op::WgFence: case ir::Op::WgCommit: case ir::Op::WgWait:
+      // wgmma's own group statements where products are issued (sm_90a); the composed products
+      // elsewhere are complete when they return, so there is nothing to order or wait for.
+      lines.push_back("#if IRON_TILE_WGMMA");
+      lines.push_back(in.op == ir::Op::WgFence    ? "asm volatile(\"wgmma.fence.sync.aligned;\\n\" ::: \"memory\");"
+                      : in.op == ir::Op::WgCommit ? "asm volatile(\"wgmma.commit_group.sync.aligned;\\n\" ::: \"memory\");"
+                                                  : "asm volatile(\"wgmma.wait_group.sync.aligned " +
+                                                        std::to_string(in.attr(ir::Attr::Count)) + ";\\n\" ::: \"memory\");");
+      lines.push_back("#endif");
+      return;
     case ir::Op::TileStore: case ir::Op::TileTgStore: {
       const bool tg = in.op == ir::Op::TileTgStore;
-      const std::string frag = a[tg ? 1 : 0], off = a[tg ? 2 : 1], stride = a[tg ? 3 : 2];
-      const std::string idx = "(" + off + " + r * " + stride + " + c)";
+      // A warpgroup accumulator stores block by block: columns 16 nb .. 16 nb + 15 from t[nb].
+      const bool w = wide(in.operands[tg ? 1 : 0]);
+      const std::string frag = a[tg ? 1 : 0] + (w ? ".t[iron_nb]" : ""), off = a[tg ? 2 : 1], stride = a[tg ? 3 : 2];
+      const std::string idx = "(" + off + (w ? " + 16u * iron_nb" : "") + " + r * " + stride + " + c)";
       const std::string v = "iron_tile_store_get(" + frag + ", i)";
       std::string write;
       if (!tg) {
@@ -1305,13 +1442,21 @@ void tile_op(EmitState& s, const Dialect& d, ir::Id id, const std::vector<std::s
         write = s.f32_atomic_allocs.count(in.operands[0]) ? d.tg_word_store(elem, v)
                                                            : d.tg_store(s, s.concrete(alloc.type), elem, v);
       }
-      lines.push_back("iron_tile_store_begin(" + frag + ");");
-      lines.push_back("for (" + U + " i = IRON_TILE_ST_FIRST; i < IRON_TILE_ST_END; i += IRON_TILE_ST_STEP) {");
-      lines.push_back("  " + U + " r, c;");
-      lines.push_back("  iron_tile_coord_st(i, r, c);");
-      lines.push_back("  " + write + ";");
-      lines.push_back("}");
-      lines.push_back("iron_tile_store_end();");
+      std::vector<std::string> body = {
+          "iron_tile_store_begin(" + frag + ");",
+          "for (" + U + " i = IRON_TILE_ST_FIRST; i < IRON_TILE_ST_END; i += IRON_TILE_ST_STEP) {",
+          "  " + U + " r, c;",
+          "  iron_tile_coord_st(i, r, c);",
+          "  " + write + ";",
+          "}",
+          "iron_tile_store_end();"};
+      if (w) {
+        lines.push_back("#pragma unroll");
+        lines.push_back("for (" + U + " iron_nb = 0u; iron_nb < " + std::to_string(s.k.insts[in.operands[tg ? 1 : 0]].type.n() / 16) +
+                        "u; ++iron_nb) {");
+      }
+      for (const std::string& l : body) lines.push_back((w ? "  " : "") + l);
+      if (w) lines.push_back("}");
       return;
     }
     default: s.unsupported(in, d.name(), std::string("'") + ir::mnemonic(in.op) + "' as a tile op"); return;

@@ -213,6 +213,7 @@ static const AttrInfo kAttrs[] = {
     {"row", AttrKind::Int},     {"col", AttrKind::Int},
     {"swizzle", AttrKind::Int}, {"col_major", AttrKind::Int},
     {"alias", AttrKind::String}, {"offset", AttrKind::Int},
+    {"async", AttrKind::Int},
 };
 static_assert(sizeof kAttrs / sizeof kAttrs[0] == size_t(Attr::Count_), "one AttrInfo per Attr");
 
@@ -457,6 +458,7 @@ bool is_tile_op(Op op) {
   switch (op) {
     case Op::TileFill: case Op::TileLoad: case Op::TileTgLoad: case Op::TileMma: case Op::TileStore:
     case Op::TileTgStore: case Op::TileGet: case Op::TileWgMma: case Op::TileWgMmaRs: case Op::TileScaleAdd:
+    case Op::WgFence: case Op::WgCommit: case Op::WgWait:
       return true;
     default: return false;
   }
@@ -495,6 +497,16 @@ bool is_lane_shuffle(Op op) {
 bool uses_lane_ops(const Kernel& k) {
   bool found = false;
   walk(k, [&](Id id) { found = found || has_trait(k.insts[id].op, trait::L); });
+  return found;
+}
+
+bool uses_warpgroup_ops(const Kernel& k) {
+  bool found = false;
+  walk(k, [&](Id id) {
+    const Inst& in = k.insts[id];
+    found = found || in.op == Op::TileWgMma || in.op == Op::TileWgMmaRs || in.op == Op::WgFence || in.op == Op::WgCommit ||
+            in.op == Op::WgWait || (in.type.is_fragment() && in.type.role() == FragRole::Acc && in.type.n() > 16);
+  });
   return found;
 }
 

@@ -80,6 +80,7 @@ enum class Attr : uint8_t {
   ColMajor,  // Int: 1 when a tile load reads the matrix column-major (element (r, c) at c * stride + r)
   Alias,     // String: the threadgroup allocation a threadgroup alias views (docs/semantics.md)
   Offset,    // Int: a threadgroup alias's byte offset into the allocation it views
+  Async,     // Int: 1 when a warpgroup product is issued asynchronously (retired by wg_wait)
   Count_
 };
 struct AttrInfo {
@@ -347,6 +348,10 @@ uint64_t content_hash(const Kernel& k);
 // True if any instruction uses lane or threadgroup-wide operations (the dispatch must then use
 // a threadgroup size that is a positive multiple of the lane width).
 bool uses_lane_ops(const Kernel& k);
+// True if the kernel uses warpgroup products (tile_wg_mma[_rs], wg_fence, wg_commit, wg_wait) or
+// a warpgroup accumulator (frag<acc, f32, 16xNx16>, N > 16): CUDA only, the other targets refuse
+// them by name (docs/semantics.md "Warpgroup tiles").
+bool uses_warpgroup_ops(const Kernel& k);
 // Bit d set when dtype d is the dtype of a parameter or an instruction (bit Generic: T is used).
 uint32_t dtypes_used(const Kernel& k);
 // True when buffer parameter `p` is declared to alias another buffer parameter (either side).

@@ -273,6 +273,7 @@ struct Parser {
         else if (in.op == Op::BulkCopy || in.op == Op::BulkStore)
           in.set(a, integer(text, 1, 1 << 20, in.op == Op::BulkCopy ? "bulk_copy element count" : "bulk_store element count"));
         else if (in.op == Op::BulkWait) in.set(a, integer(text, 0, 7, "bulk_wait group count"));
+        else if (in.op == Op::WgWait) in.set(a, integer(text, 0, 7, "wg_wait group count"));
         else
           in.set(a, integer(text, 1, UINT32_MAX,
                             in.op == Op::LocalAlloc ? "register array element count" : "threadgroup element count"));
@@ -291,6 +292,7 @@ struct Parser {
         return;
       }
       case Attr::ColMajor: in.set(a, integer(text, 0, 1, "tile col_major flag")); return;
+      case Attr::Async: in.set(a, integer(text, 0, 1, "warpgroup product async flag")); return;
       case Attr::Count_: break;
     }
     fail("unknown attribute", text);

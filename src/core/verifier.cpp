@@ -171,11 +171,26 @@ struct Verifier {
     return ok;
   }
   // The fragment shapes and element types every backend lowers (docs/dsl.md "Cooperative tiles").
-  bool tile_type_ok(const Inst& in, Type t, FragRole role, const char* what) {
+  // `wide`: an accumulator may also be a warpgroup one, 16 x N x 16 with N a multiple of 16 up
+  // to 256 (the ops that fill, store, read and wgmma-accumulate it; docs/semantics.md "Warpgroup
+  // tiles"); the lane-group product (tile_mma) takes 16x16 accumulators only.
+  bool tile_type_ok(const Inst& in, Type t, FragRole role, const char* what, bool wide = false) {
     static const char* roles[] = {"a", "b", "acc"};
     if (!t.is_fragment() || t.role() != role) {
       err(in, std::string(what) + " must be a frag<" + roles[int(role)] + ", ...>, is " + type_name(t));
       return false;
+    }
+    if (wide && role == FragRole::Acc && t.m() == 16 && t.k() == 16 && t.n() != 16) {
+      if (t.n() % 16 != 0 || t.n() > 256) {
+        err(in, std::string(what) + " has tile shape 16x" + std::to_string(t.n()) +
+                    "x16; a warpgroup accumulator is 16xNx16 with N a multiple of 16 up to 256");
+        return false;
+      }
+      if (t.elem() != DType::F32) {
+        err(in, std::string(what) + " accumulates in " + dtype_name(t.elem()) + "; accumulators are f32");
+        return false;
+      }
+      return true;
     }
     if (t.m() != 16 || t.n() != 16 || (t.k() != 16 && t.k() != 32)) {
       err(in, std::string(what) + " has tile shape " + std::to_string(t.m()) + "x" + std::to_string(t.n()) + "x" +
@@ -346,7 +361,7 @@ struct Verifier {
     auto op_type = [&](int i) { return k.insts[in.operands[i]].type; };
     switch (in.op) {
       case Op::TileFill:
-        tile_type_ok(in, in.type, FragRole::Acc, "the result");
+        tile_type_ok(in, in.type, FragRole::Acc, "the result", true);
         if (op_type(0) != Type(DType::F32)) err(in, "the fill value must be f32, is " + type_name(op_type(0)));
         break;
       case Op::TileLoad: case Op::TileTgLoad: {
@@ -389,9 +404,15 @@ struct Verifier {
         // lane group's own 16-bit A fragment.
         const bool rs = in.op == Op::TileWgMmaRs;
         const int acc = rs ? 3 : 4;
-        tile_type_ok(in, in.type, FragRole::Acc, "the result");
-        if (tile_type_ok(in, op_type(acc), FragRole::Acc, ("operand " + std::to_string(acc)).c_str()) && op_type(acc).k() != 16)
-          err(in, "accumulates into a " + type_name(op_type(acc)) + "; a warpgroup tile is 16-bit A and B, k 16");
+        // The accumulator is 16 x N per lane group (m64nNk16 for the warpgroup, B N x 16), and
+        // the result has its type.
+        tile_type_ok(in, in.type, FragRole::Acc, "the result", true);
+        if (tile_type_ok(in, op_type(acc), FragRole::Acc, ("operand " + std::to_string(acc)).c_str(), true)) {
+          if (op_type(acc).k() != 16)
+            err(in, "accumulates into a " + type_name(op_type(acc)) + "; a warpgroup tile is 16-bit A and B, k 16");
+          else if (in.type != op_type(acc))
+            err(in, "produces a " + type_name(in.type) + " from a " + type_name(op_type(acc)) + " accumulator (one type)");
+        }
         DType elem[2] = {DType::Void, DType::Void};
         if (rs && tile_type_ok(in, op_type(0), FragRole::A, "operand 0")) {
           elem[0] = op_type(0).elem();
@@ -416,6 +437,8 @@ struct Verifier {
         }
         if (elem[0] != DType::Void && elem[1] != DType::Void && elem[0] != elem[1])
           err(in, std::string("multiplies ") + dtype_name(elem[0]) + " by " + dtype_name(elem[1]) + " (one element type)");
+        if (in.has(Attr::Async) && in.attr(Attr::Async) != 0 && in.attr(Attr::Async) != 1)
+          err(in, "async must be 0 or 1, is " + std::to_string(in.attr(Attr::Async)));
         if (!in.has(Attr::Swizzle) || wgmma_row_elems(in.attr(Attr::Swizzle)) == 0)
           err(in, "swizzle " + std::to_string(in.attr(Attr::Swizzle)) +
                       " is not one a wgmma matrix descriptor expresses: {1, 3, 3}, {2, 3, 3} or {3, 3, 3} (the 32-, 64- "
@@ -432,7 +455,7 @@ struct Verifier {
           if (p->dtype != DType::F32)
             err(in, "stores an f32 accumulator into buf<" + std::string(dtype_name(p->dtype)) + "> '" + p->name + "'");
         }
-        tile_type_ok(in, op_type(tg ? 1 : 0), FragRole::Acc, "the stored fragment");
+        tile_type_ok(in, op_type(tg ? 1 : 0), FragRole::Acc, "the stored fragment", true);
         tile_u32(in, tg ? 2 : 1, "the offset");
         tile_u32(in, tg ? 3 : 2, "the row stride");
         break;
@@ -452,7 +475,7 @@ struct Verifier {
         break;
       case Op::TileGet:
         if (in.type != Type(DType::F32)) err(in, "result must be f32, is " + type_name(in.type));
-        if (tile_type_ok(in, op_type(0), FragRole::Acc, "operand 0") &&
+        if (tile_type_ok(in, op_type(0), FragRole::Acc, "operand 0", true) &&
             (in.attr(Attr::Row) < 0 || in.attr(Attr::Row) >= op_type(0).m() || in.attr(Attr::Col) < 0 ||
              in.attr(Attr::Col) >= op_type(0).n()))
           err(in, "element (" + std::to_string(in.attr(Attr::Row)) + ", " + std::to_string(in.attr(Attr::Col)) +
@@ -825,6 +848,14 @@ struct Verifier {
       case Op::TileFill: case Op::TileLoad: case Op::TileTgLoad: case Op::TileMma: case Op::TileStore:
       case Op::TileTgStore: case Op::TileGet: case Op::TileWgMma: case Op::TileWgMmaRs: case Op::TileScaleAdd:
         tile_types(in);
+        break;
+      case Op::WgFence: case Op::WgCommit:
+        if (rt != DType::Void) err(in, "defines no value");
+        break;
+      case Op::WgWait:
+        if (rt != DType::Void) err(in, "defines no value");
+        if (in.attr(Attr::Count) < 0 || in.attr(Attr::Count) > 7)
+          err(in, "wg_wait leaves 0 to 7 groups in flight, not " + std::to_string(in.attr(Attr::Count)));
         break;
       case Op::TgAlloc:
         if (uint64_t(in.attr(Attr::Name)) < k.strings.size() && !is_identifier(k.strings[size_t(in.attr(Attr::Name))]))

@@ -1264,6 +1264,20 @@ Frag coop_tile_scale_add(const TgBuffer& scales, Operand offset, const Frag& x, 
   return emit_frag(in);
 }
 
+Frag coop_tile_wg_fill(uint32_t n, Operand value, SrcLoc loc) {
+  const ir::SrcLoc l = loc_of(loc);
+  if (n == 0 || n % 16 != 0 || n > 256)
+    error(l, "coop_tile_wg_fill: a warpgroup accumulator is 16 x N with N a multiple of 16 up to 256, not " +
+                 std::to_string(n));
+  Expr v = materialize(value, DType::F32);
+  Inst in;
+  in.op = Op::TileFill;
+  in.type = Type::fragment(DType::F32, 16, n == 0 || n % 16 != 0 || n > 256 ? 16 : n, 16, FragRole::Acc);
+  in.operands.push_back(v.id());
+  in.loc = l;
+  return emit_frag(in);
+}
+
 namespace {
 // The swizzle of a warpgroup tile op, or a located error naming why no descriptor expresses it.
 int64_t wg_swizzle(const Swizzle& sw, ir::SrcLoc l) {
@@ -1280,16 +1294,18 @@ int64_t wg_swizzle(const Swizzle& sw, ir::SrcLoc l) {
 }
 }  // namespace
 
-Frag coop_tile_wg_run(const TgBuffer& a, Operand a_offset, const TgBuffer& b, Operand b_offset, const Frag& acc,
-                      Swizzle sw, SrcLoc loc) {
+namespace {
+Frag wg_run(const TgBuffer& a, Operand a_offset, const TgBuffer& b, Operand b_offset, const Frag& acc, Swizzle sw, SrcLoc loc,
+            bool async) {
   const ir::SrcLoc l = loc_of(loc);
-  if (!frag_ok(acc, l, "coop_tile_wg_run")) return acc;
+  if (!frag_ok(acc, l, async ? "coop_tile_wg_issue" : "coop_tile_wg_run")) return acc;
   const int64_t code = wg_swizzle(sw, l);
   Inst in;
   in.op = Op::TileWgMma;
   in.loc = l;
   in.type = acc.type();
   in.set(ir::Attr::Swizzle, code);
+  if (async) in.set(ir::Attr::Async, 1);
   in.operands.push_back(a.alloc());
   in.operands.push_back(tile_index(a_offset));
   in.operands.push_back(b.alloc());
@@ -1298,21 +1314,42 @@ Frag coop_tile_wg_run(const TgBuffer& a, Operand a_offset, const TgBuffer& b, Op
   return emit_frag(in);
 }
 
-Frag coop_tile_wg_run(const Frag& a, const TgBuffer& b, Operand b_offset, const Frag& acc, Swizzle sw, SrcLoc loc) {
+Frag wg_run_rs(const Frag& a, const TgBuffer& b, Operand b_offset, const Frag& acc, Swizzle sw, SrcLoc loc, bool async) {
   const ir::SrcLoc l = loc_of(loc);
-  if (!frag_ok(a, l, "coop_tile_wg_run") || !frag_ok(acc, l, "coop_tile_wg_run")) return acc;
+  const char* fn = async ? "coop_tile_wg_issue" : "coop_tile_wg_run";
+  if (!frag_ok(a, l, fn) || !frag_ok(acc, l, fn)) return acc;
   const int64_t code = wg_swizzle(sw, l);
   Inst in;
   in.op = Op::TileWgMmaRs;
   in.loc = l;
   in.type = acc.type();
   in.set(ir::Attr::Swizzle, code);
+  if (async) in.set(ir::Attr::Async, 1);
   in.operands.push_back(a.id());
   in.operands.push_back(b.alloc());
   in.operands.push_back(tile_index(b_offset));
   in.operands.push_back(acc.id());
   return emit_frag(in);
 }
+}  // namespace
+
+Frag coop_tile_wg_run(const TgBuffer& a, Operand a_offset, const TgBuffer& b, Operand b_offset, const Frag& acc,
+                      Swizzle sw, SrcLoc loc) {
+  return wg_run(a, a_offset, b, b_offset, acc, sw, loc, false);
+}
+Frag coop_tile_wg_run(const Frag& a, const TgBuffer& b, Operand b_offset, const Frag& acc, Swizzle sw, SrcLoc loc) {
+  return wg_run_rs(a, b, b_offset, acc, sw, loc, false);
+}
+Frag coop_tile_wg_issue(const TgBuffer& a, Operand a_offset, const TgBuffer& b, Operand b_offset, const Frag& acc,
+                        Swizzle sw, SrcLoc loc) {
+  return wg_run(a, a_offset, b, b_offset, acc, sw, loc, true);
+}
+Frag coop_tile_wg_issue(const Frag& a, const TgBuffer& b, Operand b_offset, const Frag& acc, Swizzle sw, SrcLoc loc) {
+  return wg_run_rs(a, b, b_offset, acc, sw, loc, true);
+}
+void wg_fence(SrcLoc l) { simple_op(Op::WgFence, l); }
+void wg_commit(SrcLoc l) { simple_op(Op::WgCommit, l); }
+void wg_wait(uint32_t pending, SrcLoc l) { simple_op(Op::WgWait, l, pending); }
 
 void coop_tile_store(const Frag& acc, const Buffer& dst, Operand offset, Operand stride) {
   tile_store(acc, false, dst.param(), offset, stride);

@@ -944,25 +944,27 @@ void add_tg_alias_cases(const std::string& filter, std::vector<ConformanceCase>&
 }
 
 // Warpgroup tiles (docs/semantics.md "Warpgroup tiles"): 256 threads stage A (128 x S, row-major)
-// and B (16 x S, a weight [N, K]) from x0 and x1 into 1024-byte aligned arrays through the
+// and B (N x S, a weight [N, K]; N 16, or a warpgroup accumulator's width) from x0 and x1 into 1024-byte aligned arrays through the
 // swizzle (S the swizzle's row: 64, 32 or 16 elements) with ordinary stores, fence the async
 // proxy and meet at a barrier; lane groups 0 .. 7 (two warpgroups at lane width 32) each
 // accumulate their 16 rows of A x B^T over the S / 16 k steps with tile_wg_mma and store them to
-// r (128 x 16). The values are small integers, so every product and sum is exact: one answer on
+// r (128 x N). The values are small integers, so every product and sum is exact: one answer on
 // every path (wgmma, mma.sync, wmma, software), computed here from the definition.
 constexpr uint32_t kWgThreads = 256;
 
 // rs: A from registers (tile_wg_mma_rs): each lane group loads its own 16 rows of the staged A
 // as a fragment (tile_tg_load through the same swizzle) and passes it to the op.
-std::string wg_kernel_text(const std::string& name, DType t, int64_t code, bool rs) {
+// async: the products issued (tile_wg_mma<code, async=1>) back to back after a wg_fence, then
+// wg_commit and wg_wait<0> before the store (the A fragments of rs loaded before the fence).
+std::string wg_kernel_text(const std::string& name, DType t, int64_t code, bool rs, uint32_t N, bool async = false) {
   const uint32_t S = ir::wgmma_row_elems(code), bits = uint32_t(code / 100);
   const std::string T = dtype_name(t);
   std::ostringstream s;
   s << "kernel " << name << " mode=Reduction {\n";
-  s << "  param x0: in buf<" << T << "> extent=" << 128 * S << "\n  param x1: in buf<" << T << "> extent=" << 16 * S << "\n";
-  s << "  param r: out buf<f32> extent=" << 128 * 16 << "\n";
+  s << "  param x0: in buf<" << T << "> extent=" << 128 * S << "\n  param x1: in buf<" << T << "> extent=" << N * S << "\n";
+  s << "  param r: out buf<f32> extent=" << 128 * N << "\n";
   s << "  %A = tg_alloc<wa, " << 128 * S << ", align=1024> : " << T << "\n";
-  s << "  %B = tg_alloc<wb, " << 16 * S << ", align=1024> : " << T << "\n";
+  s << "  %B = tg_alloc<wb, " << N * S << ", align=1024> : " << T << "\n";
   s << "  %l = local_id<0> : u32\n  %c3 = const<3> : u32\n  %c6 = const<6> : u32\n";
   s << "  %cm = const<" << ((1u << bits) - 1u) << "> : u32\n";
   int n = 0;
@@ -976,26 +978,33 @@ std::string wg_kernel_text(const std::string& name, DType t, int64_t code, bool 
     }
   };
   stage("%A", "x0", 128 * S);
-  stage("%B", "x1", 16 * S);
+  stage("%B", "x1", N * S);
   s << "  fence_proxy_async\n  barrier\n";
   s << "  %g = simd_group_id : u32\n  %c8 = const<8> : u32\n  %run = lt %g, %c8 : bool\n  if %run {\n";
   s << "    %wg = shr %g, %c2sh : u32\n";
   s << "    %rows = const<" << 64 * S << "> : u32\n    %abase = mul %wg, %rows : u32\n";
-  s << "    %zf = const<0> : f32\n    %acc0 = tile_fill %zf : frag<acc, f32, 16x16x16>\n";
+  const std::string acc_t = "frag<acc, f32, 16x" + std::to_string(N) + "x16>";
+  s << "    %zf = const<0> : f32\n    %acc0 = tile_fill %zf : " << acc_t << "\n";
   if (rs) s << "    %cS = const<" << S << "> : u32\n    %rowS = const<" << 16 * S << "> : u32\n    %own = mul %g, %rowS : u32\n";
+  const std::string attrs = std::to_string(code) + (async ? ", async=1>" : ">");
   for (uint32_t kc = 0; kc < S / 16; ++kc) {
     s << "    %k" << kc << " = const<" << 16 * kc << "> : u32\n    %ao" << kc << " = add %abase, %k" << kc << " : u32\n";
     if (rs) {
       s << "    %fo" << kc << " = add %own, %k" << kc << " : u32\n";
       s << "    %fa" << kc << " = tile_tg_load<swizzle=" << code << "> %A, %fo" << kc << ", %cS : frag<a, " << T << ", 16x16x16>\n";
-      s << "    %acc" << kc + 1 << " = tile_wg_mma_rs<" << code << "> %fa" << kc << ", %B, %k" << kc << ", %acc" << kc
-        << " : frag<acc, f32, 16x16x16>\n";
-    } else {
-      s << "    %acc" << kc + 1 << " = tile_wg_mma<" << code << "> %A, %ao" << kc << ", %B, %k" << kc << ", %acc" << kc
-        << " : frag<acc, f32, 16x16x16>\n";
     }
   }
-  s << "    %c16 = const<16> : u32\n    %c256 = const<256> : u32\n    %ro = mul %g, %c256 : u32\n";
+  if (async) s << "    wg_fence\n";
+  for (uint32_t kc = 0; kc < S / 16; ++kc) {
+    if (rs)
+      s << "    %acc" << kc + 1 << " = tile_wg_mma_rs<" << attrs << " %fa" << kc << ", %B, %k" << kc << ", %acc" << kc << " : "
+        << acc_t << "\n";
+    else
+      s << "    %acc" << kc + 1 << " = tile_wg_mma<" << attrs << " %A, %ao" << kc << ", %B, %k" << kc << ", %acc" << kc << " : "
+        << acc_t << "\n";
+  }
+  if (async) s << "    wg_commit\n    wg_wait<0>\n";
+  s << "    %c16 = const<" << N << "> : u32\n    %c256 = const<" << 16 * N << "> : u32\n    %ro = mul %g, %c256 : u32\n";
   s << "    tile_store<r> %acc" << S / 16 << ", %ro, %c16\n  }\n}\n";
   std::string text = s.str();
   // %c2sh: the warpgroup of a lane group (g >> 2), declared with the constants above.
@@ -1007,17 +1016,24 @@ std::string wg_kernel_text(const std::string& name, DType t, int64_t code, bool 
 float wg_a(uint32_t m, uint32_t k) { return float(int((m * 7 + k * 3) % 9) - 4); }
 float wg_b(uint32_t n, uint32_t k) { return float(int((n * 5 + k) % 7) - 3); }
 
+// Each swizzle at N = 16; the warpgroup accumulators (N 64, 128, 256) under the 128-byte one; the
+// issued (async) products at N 16 and 128 under it, both forms and types.
 void add_wg_cases(const std::string& filter, std::vector<ConformanceCase>& cases) {
+  for (int async = 0; async < 2; ++async)
+  for (uint32_t N : {16u, 64u, 128u, 256u})
   for (int rs = 0; rs < 2; ++rs)
   for (DType t : {DType::BF16, DType::F16})
     for (int64_t code : {333, 233, 133}) {
-      const std::string name = std::string(rs ? "conformance.tile_wg_mma_rs." : "conformance.tile_wg_mma.") + dtype_name(t) +
+      if (N > 16 && code != 333) continue;
+      if (async && (code != 333 || N == 64 || N == 256 || t != (rs ? DType::F16 : DType::BF16))) continue;
+      const std::string name = std::string(rs ? "conformance.tile_wg_mma_rs." : "conformance.tile_wg_mma.") +
+                               (async ? "async." : "") + (N > 16 ? "n" + std::to_string(N) + "." : "") + dtype_name(t) +
                                ".swz" + std::to_string(code);
       if (!filter.empty() && name.find(filter) == std::string::npos) continue;
       std::string kname = name;
       std::replace(kname.begin(), kname.end(), '.', '_');
       ConformanceCase c;
-      c.kernel = ir::parse(wg_kernel_text(kname, t, code, rs == 1));
+      c.kernel = ir::parse(wg_kernel_text(kname, t, code, rs == 1, N, async == 1));
       if (!verifies(c.kernel)) throw Error("conformance: the warpgroup tile kernel " + name + " does not verify");
       const uint32_t S = ir::wgmma_row_elems(code);
       c.name = name;
@@ -1028,20 +1044,20 @@ void add_wg_cases(const std::string& filter, std::vector<ConformanceCase>& cases
       c.launch.grid = {1, 1, 1};
       c.launch.threadgroup = {kWgThreads, 1, 1};
       c.launch.buffers.emplace_back(128 * S * 2, 0);
-      c.launch.buffers.emplace_back(16 * S * 2, 0);
-      c.launch.buffers.emplace_back(128 * 16 * 4, 0xff);
+      c.launch.buffers.emplace_back(N * S * 2, 0);
+      c.launch.buffers.emplace_back(128 * N * 4, 0xff);
       auto half = [&](float v) { return uint64_t(t == DType::BF16 ? num::f32_to_bf16(v) : num::f32_to_f16(v)); };
       for (uint32_t m = 0; m < 128; ++m)
         for (uint32_t k = 0; k < S; ++k) put(c.launch.buffers[0], m * S + k, t, half(wg_a(m, k)));
-      for (uint32_t nn = 0; nn < 16; ++nn)
+      for (uint32_t nn = 0; nn < N; ++nn)
         for (uint32_t k = 0; k < S; ++k) put(c.launch.buffers[1], nn * S + k, t, half(wg_b(nn, k)));
-      c.want.assign(128 * 16 * 4, 0);
+      c.want.assign(128 * N * 4, 0);
       for (uint32_t m = 0; m < 128; ++m)
-        for (uint32_t nn = 0; nn < 16; ++nn) {
+        for (uint32_t nn = 0; nn < N; ++nn) {
           double sum = 0;
           for (uint32_t k = 0; k < S; ++k) sum += double(wg_a(m, k)) * double(wg_b(nn, k));
-          put(c.want, m * 16 + nn, DType::F32, eval::Scalar::of_f32(float(sum)).bits);
-          c.args.push_back({uint64_t(m * 16 + nn)});
+          put(c.want, m * N + nn, DType::F32, eval::Scalar::of_f32(float(sum)).bits);
+          c.args.push_back({uint64_t(m * N + nn)});
         }
       cases.push_back(std::move(c));
     }
@@ -1168,8 +1184,8 @@ void add_scale_add_cases(const std::string& filter, std::vector<ConformanceCase>
 
 }  // namespace
 
-std::string warpgroup_kernel_text(const std::string& name, DType t, int64_t code, bool rs) {
-  return wg_kernel_text(name, t, code, rs);
+std::string warpgroup_kernel_text(const std::string& name, DType t, int64_t code, bool rs, uint32_t n, bool async) {
+  return wg_kernel_text(name, t, code, rs, n, async);
 }
 
 std::vector<ConformanceCase> conformance_cases(const std::string& filter) {

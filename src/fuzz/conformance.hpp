@@ -39,8 +39,11 @@ std::vector<ConformanceCase> conformance_cases(const std::string& filter = "");
 
 // The text IR of the warpgroup-tile case (conformance.tile_wg_mma.<t>.swz<code>): the unit tests
 // mutate it (tests/unit/wgmma_test.cpp).
-// rs: A from registers (tile_wg_mma_rs).
-std::string warpgroup_kernel_text(const std::string& name, DType t, int64_t code, bool rs = false);
+// rs: A from registers (tile_wg_mma_rs); n: the accumulator's width (16, or a warpgroup
+// accumulator's: conformance.tile_wg_mma.n<n>.<t>.swz<code>); async: the products issued, then
+// committed and waited (conformance.tile_wg_mma.async.*).
+std::string warpgroup_kernel_text(const std::string& name, DType t, int64_t code, bool rs = false, uint32_t n = 16,
+                                  bool async = false);
 
 // "" when output buffer `got` agrees with the case's oracle on every element (bit for bit with
 // NaN == NaN for exact ops; the bound docs/semantics.md states for exp, log, tanh, rsqrt, sin,

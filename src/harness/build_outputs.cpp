@@ -510,13 +510,17 @@ int run_build(const Request& req, const Send& send) {
         // 32 KiB against a GEMM tile's 64): the kernel is not expressible there, which is a
         // property of the target, not a failure of the build. Named, counted, and left out; a
         // selector never picks it on such a device (it plans from the device's limit).
+        // Likewise warpgroup products (wgmma) anywhere but CUDA.
         const codegen::TargetProfile& prof = profiles_of[bi];
         const uint64_t tg = ir::has_dynamic_threadgroup(*k) ? 0 : ir::threadgroup_bytes(*k, d);
-        if (prof.max_shared_bytes != 0 && tg > prof.max_shared_bytes) {
+        const bool wg_elsewhere = prof.target != codegen::Target::Cuda && ir::uses_warpgroup_ops(*k);
+        if ((prof.max_shared_bytes != 0 && tg > prof.max_shared_bytes) || wg_elsewhere) {
           const std::string why = "not expressible on " + std::string(sel.backends[bi].info->language) + " (" +
-                                  prof.arch + "): needs " + std::to_string(tg) +
-                                  " bytes of threadgroup memory, the target gives a threadgroup at most " +
-                                  std::to_string(prof.max_shared_bytes);
+                                  prof.arch + "): " +
+                                  (wg_elsewhere ? std::string("warpgroup products (wgmma) are CUDA's")
+                                                : "needs " + std::to_string(tg) +
+                                                      " bytes of threadgroup memory, the target gives a threadgroup at most " +
+                                                      std::to_string(prof.max_shared_bytes));
           send({{"type", "artifact"}, {"kernel", k->name}, {"dtype", instantiation_name(d)},
                 {"target", sel.backends[bi].name}, {"path", ""}, {"ok", true}, {"skipped", true}, {"message", why}});
           ++skipped;

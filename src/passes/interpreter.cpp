@@ -287,6 +287,10 @@ struct Machine {
           for (auto& m : seen) m.clear();
           std::fill(acquired.begin(), acquired.end(), 0);
           std::fill(proxy_fenced_at.begin(), proxy_fenced_at.end(), 0);
+          wg_frag.clear();
+          wg_inflight.clear();
+          wg_commits.clear();
+          wg_fenced_at.clear();
           block(0, 0);
           for (uint32_t t = 0; t < T; ++t)
             if (!bulk_pending[t].empty())
@@ -364,6 +368,7 @@ struct Machine {
         tile(id, in, out, active);
         return;
       case Op::TileWgMma: case Op::TileWgMmaRs: wg_mma(id, in, active); return;
+      case Op::WgFence: case Op::WgCommit: case Op::WgWait: wg_sync(in, active); return;
       case Op::Var:
         if (in.type.is_fragment()) return frag_copy(in, id, in.operands[0], active);
         {
@@ -766,9 +771,84 @@ struct Machine {
     return uint32_t(v[g * W]);
   }
 
+  // A copy (var, var_load, var_store) moves the registers as they are: a product in flight in
+  // them stays in flight in the copy, retired by the same wg_wait.
   void frag_copy(const ir::Inst& in, Id to, Id from, const Mask& active) {
     const uint32_t e = frag_elements(k.insts[to].type);
-    each_group(in, active, [&](uint32_t g) { std::copy_n(frag_data(from, g), e, frag_data(to, g)); });
+    each_group(in, active, [&](uint32_t g) {
+      std::copy_n(frag_data(from, g), e, frag_data(to, g));
+      const WgFrag src = wgf(from, g);
+      wgf(to, g) = src;
+      std::vector<Id>& fl = wg_inflight_of(g);
+      if (src.pending && std::find(fl.begin(), fl.end(), to) == fl.end()) fl.push_back(to);
+    });
+  }
+
+  // --- Asynchronous warpgroup products (docs/semantics.md "Asynchronous warpgroup products") --
+  // Per fragment value or variable and lane group: the group serial of the asynchronous
+  // tile_wg_mma whose result the registers will hold (kOpen until wg_commit numbers it; 0: none
+  // in flight), the op that issued it, and the clock of the last ordinary write (fill, load,
+  // lane-group product, waited product), which a wg_fence must follow before an issue reads it.
+  struct WgFrag {
+    uint32_t pending = 0;
+    Id issue = ir::kNone;
+    uint64_t written = 0;
+  };
+  static constexpr uint32_t kOpen = UINT32_MAX;
+  std::vector<std::vector<WgFrag>> wg_frag;        // [id][lane group]
+  std::vector<std::vector<Id>> wg_inflight;       // per lane group: ids with pending != 0
+  std::vector<uint32_t> wg_commits;               // per lane group: wg_commit count
+  std::vector<uint64_t> wg_fenced_at;             // per lane group: clock of its last wg_fence
+  WgFrag& wgf(Id id, uint32_t g) {
+    if (wg_frag.size() < k.insts.size()) wg_frag.resize(k.insts.size());
+    std::vector<WgFrag>& v = wg_frag[id];
+    if (v.size() <= g) v.resize(size_t((T + W - 1) / W));
+    return v[g];
+  }
+  std::vector<Id>& wg_inflight_of(uint32_t g) {
+    if (wg_inflight.size() <= g) {
+      const size_t n = size_t((T + W - 1) / W);
+      wg_inflight.resize(n);
+      wg_commits.resize(n, 0);
+      wg_fenced_at.resize(n, 0);
+    }
+    return wg_inflight[g];
+  }
+  // An ordinary write of fragment `id` by lane group g.
+  void frag_written(Id id, uint32_t g) { wgf(id, g) = WgFrag{0, ir::kNone, clock}; }
+  // A read of fragment `id` by lane group g other than an issue chaining onto it: an error while
+  // a product is still in flight in it.
+  void frag_read(const ir::Inst& in, Id id, uint32_t g) {
+    const WgFrag& f = wgf(id, g);
+    if (!f.pending) return;
+    fail(in, std::string(ir::mnemonic(in.op)) + " reads a warpgroup accumulator while the asynchronous " +
+                 ir::mnemonic(k.insts[f.issue].op) + " issued at " + k.where(k.insts[f.issue].loc) +
+                 " is still in flight in it (lane group " + std::to_string(g) + "; " +
+                 (f.pending == kOpen ? "its group was never committed: wg_commit, then wg_wait"
+                                     : "no wg_wait retired its group") +
+                 ")");
+  }
+  void wg_sync(const ir::Inst& in, const Mask& active) {
+    each_group(in, active, [&](uint32_t g) {
+      std::vector<Id>& fl = wg_inflight_of(g);
+      if (in.op == Op::WgFence) {
+        wg_fenced_at[g] = clock;
+      } else if (in.op == Op::WgCommit) {
+        ++wg_commits[g];
+        for (Id id : fl)
+          if (wgf(id, g).pending == kOpen) wgf(id, g).pending = wg_commits[g];
+      } else {
+        // Retire every committed group but the newest n.
+        const int64_t limit = int64_t(wg_commits[g]) - in.attr(ir::Attr::Count);
+        std::vector<Id> keep;
+        for (Id id : fl) {
+          WgFrag& f = wgf(id, g);
+          if (f.pending != kOpen && int64_t(f.pending) <= limit) f.pending = 0;
+          else if (f.pending) keep.push_back(id);
+        }
+        fl.swap(keep);
+      }
+    });
   }
 
   // Rounds a loaded element to the fragment's input type (values already of that type are kept).
@@ -783,6 +863,7 @@ struct Machine {
         each_group(in, active, [&](uint32_t g) {
           const float v = Scalar{uniform(in, 0, g, "the fill value")}.f();
           std::fill_n(frag_data(id, g), frag_elements(in.type), v);
+          frag_written(id, g);
         });
         return;
       case Op::TileLoad: case Op::TileTgLoad: {
@@ -795,6 +876,7 @@ struct Machine {
           const uint32_t off = uniform(in, tg ? 1 : 0, g, "the offset");
           const uint32_t stride = uniform(in, tg ? 2 : 1, g, "the row stride");
           float* f = frag_data(id, g);
+          frag_written(id, g);
           // Column-major: element (r, c) at off + c * stride + r. A swizzle maps the whole index
           // (the offset folded in first), docs/semantics.md "Tile layouts".
           const bool col_major = in.has(ir::Attr::ColMajor) && in.attr(ir::Attr::ColMajor) == 1;
@@ -813,6 +895,8 @@ struct Machine {
         const Type at = k.insts[in.operands[0]].type;
         const uint32_t M = at.m(), N = at.n(), K = at.k();
         each_group(in, active, [&](uint32_t g) {
+          for (int o = 0; o < 3; ++o) frag_read(in, in.operands[size_t(o)], g);
+          frag_written(id, g);
           const float* a = frag_data(in.operands[0], g);
           const float* b = frag_data(in.operands[1], g);
           const float* c = frag_data(in.operands[2], g);
@@ -833,6 +917,7 @@ struct Machine {
         const Id src = in.operands[tg ? 1 : 0];
         const Type ft = k.insts[src].type;
         each_group(in, active, [&](uint32_t g) {
+          frag_read(in, src, g);
           const uint32_t off = uniform(in, tg ? 2 : 1, g, "the offset");
           const uint32_t stride = uniform(in, tg ? 3 : 2, g, "the row stride");
           const float* f = frag_data(src, g);
@@ -867,6 +952,7 @@ struct Machine {
         const Type ft = k.insts[in.operands[0]].type;
         const uint32_t e = uint32_t(in.attr(ir::Attr::Row)) * ft.n() + uint32_t(in.attr(ir::Attr::Col));
         each_group(in, active, [&](uint32_t g) {
+          frag_read(in, in.operands[0], g);
           const uint64_t bits = Scalar::of_f32(frag_data(in.operands[0], g)[e]).bits;
           for (uint32_t l = 0; l < W; ++l) out[g * W + l] = bits;
         });
@@ -904,6 +990,33 @@ struct Machine {
                      "'s warpgroup is lane groups " + std::to_string(first) + " .. " + std::to_string(first + 3) + ")");
       }
     }
+    // An asynchronous issue may chain onto an accumulator in flight (wgmma keeps products of one
+    // shape on the same registers in order); registers the lane group wrote otherwise need a
+    // wg_fence after the write. A waited product reads no register in flight.
+    const bool async = in.attr(ir::Attr::Async) == 1;
+    const Id acc_id = in.operands[rs ? 3 : 4];
+    for (uint32_t g : groups) {
+      for (Id o : {acc_id, rs ? in.operands[0] : ir::kNone}) {
+        if (o == ir::kNone) continue;
+        if (!async || (o != acc_id && wgf(o, g).pending)) {
+          frag_read(in, o, g);
+          continue;
+        }
+        const WgFrag& f = wgf(o, g);
+        wg_inflight_of(g);
+        if (!f.pending && f.written >= wg_fenced_at[g])
+          fail(in, name + " (async) reads " + (o == acc_id ? "an accumulator" : "an A fragment") + " lane group " +
+                       std::to_string(g) + " wrote at " + k.where(k.insts[o].loc) +
+                       " with no wg_fence after the write (wgmma reads registers asynchronously: wg_fence, then issue)");
+      }
+      if (async) {
+        wgf(id, g) = WgFrag{kOpen, id, 0};
+        std::vector<Id>& fl = wg_inflight_of(g);
+        if (std::find(fl.begin(), fl.end(), id) == fl.end()) fl.push_back(id);
+      } else {
+        frag_written(id, g);
+      }
+    }
     for (uint32_t g : groups) {
       const uint32_t first = g / 4 * 4, q = g % 4;
       uint32_t off[2] = {0, 0};
@@ -922,26 +1035,29 @@ struct Machine {
                        " does not start a wgmma operand: its byte offset (" + std::to_string(bytes) +
                        ") must be a multiple of 16 within the first 128 bytes of a 1024-byte swizzle atom");
       }
-      // The 64 x 16 A of the warpgroup (this lane group's 16 rows) and the 16 x 16 B, read through
-      // the swizzle as every lane of the group.
+      // The 64 x 16 A of the warpgroup (this lane group's 16 rows) and the 16 x N B (N the
+      // accumulator's width: 16, or a warpgroup accumulator's up to 256), read through the
+      // swizzle as every lane of the group.
       const int bi = rs ? 1 : 2;
       const DType ea = types[in.operands[0]], eb = types[in.operands[size_t(bi)]];
-      double a[256], b[256];
+      const uint32_t N = in.type.n();
+      std::vector<double> a(256), b(size_t(16) * N);
       const float* fa = rs ? frag_data(in.operands[0], g) : nullptr;
       for (uint32_t r = 0; r < 16; ++r)
-        for (uint32_t c = 0; c < 16; ++c) {
+        for (uint32_t c = 0; c < 16; ++c)
           a[r * 16 + c] = rs ? double(fa[r * 16 + c])
                              : double(to_input(ea, Scalar{wg_read(in, 0, ir::swizzle_index(off[0] + (16 * q + r) * S + c, swz), g)}.f()));
-          // B(k = r, n = c) is column-major: element (r, c) at c * S + r.
-          b[r * 16 + c] = double(to_input(eb, Scalar{wg_read(in, bi, ir::swizzle_index(off[1] + c * S + r, swz), g)}.f()));
-        }
+      // B(k = r, n = c) is column-major: element (r, c) at c * S + r.
+      for (uint32_t r = 0; r < 16; ++r)
+        for (uint32_t c = 0; c < N; ++c)
+          b[r * N + c] = double(to_input(eb, Scalar{wg_read(in, bi, ir::swizzle_index(off[1] + c * S + r, swz), g)}.f()));
       const float* cin = frag_data(in.operands[rs ? 3 : 4], g);
       float* d = frag_data(id, g);
       for (uint32_t i = 0; i < 16; ++i)
-        for (uint32_t j = 0; j < 16; ++j) {
-          double sum = double(cin[i * 16 + j]);
-          for (uint32_t kk = 0; kk < 16; ++kk) sum += a[i * 16 + kk] * b[kk * 16 + j];
-          d[i * 16 + j] = float(sum);
+        for (uint32_t j = 0; j < N; ++j) {
+          double sum = double(cin[i * N + j]);
+          for (uint32_t kk = 0; kk < 16; ++kk) sum += a[i * 16 + kk] * b[kk * N + j];
+          d[i * N + j] = float(sum);
         }
     }
   }

@@ -235,6 +235,56 @@ TEST(GemmSelector, LargePrefillOneKernel) {
   EXPECT_EQ(splits_of(p), 1u);
 }
 
+// The warpgroup kernel: on CUDA sm_90a the 128x128 tile's products against a [n, k] weight with
+// A row-major and no SwiGLU take iron_gemm_128x128x64_wg (same grid, threads and staging memory),
+// and the reason says so; B row-major, A column-major, SwiGLU, sm_90 without "a" and `wg` 0 keep
+// the mma.sync kernel; `wg` 1 asks for it on the interpreter, and where it cannot run (lavapipe's
+// 32x32 tile, Vulkan) the reason says why not.
+TEST(GemmSelector, WarpgroupKernelForWeightsOnSm90a) {
+  DeviceInfo d = h200();
+  d.arch = "sm_90a";
+  LaunchPlan p = gemm(d, 2048, 14336, 4096, {{"vendor", 0}, {"b_trans", 1}});
+  EXPECT_EQ(p.describe(), "iron_gemm_128x128x64_wg_s3_bf16 grid 112x16x1 tg 256x1x1");
+  EXPECT_NE(p.reason.find("the warpgroup kernel (wgmma on sm_90a)"), std::string::npos) << p.reason;
+  EXPECT_EQ(p.steps[0].constexprs.at("full").as_double(), 1);
+  p = gemm(d, 4096, 4096, 4096, {{"epi", 1}, {"b_trans", 1}, {"out", 1}});  // an epilogue: not the vendor's
+  EXPECT_EQ(p.describe(), "iron_gemm_128x128x64_wg_s3_f32 grid 32x32x1 tg 256x1x1");
+  // Split K at few blocks: the warpgroup kernel writes the f32 partials.
+  p = gemm(d, 256, 256, 8192, {{"vendor", 0}, {"b_trans", 1}, {"tile", 0}});
+  ASSERT_EQ(p.steps.size(), 2u);
+  EXPECT_EQ(p.steps[0].kernel, "iron_gemm_128x128x64_wg_s3_f32");
+  for (const Constexprs& extra : {Constexprs{{"vendor", 0}}, Constexprs{{"vendor", 0}, {"b_trans", 1}, {"a_trans", 1}},
+                                  Constexprs{{"epi", 5}, {"b_trans", 1}}, Constexprs{{"vendor", 0}, {"b_trans", 1}, {"wg", 0}}}) {
+    p = gemm(d, 2048, 14336, 4096, extra);
+    EXPECT_EQ(p.steps[0].kernel.find("_wg_"), std::string::npos) << p.describe();
+    EXPECT_EQ(p.reason.find("warpgroup"), std::string::npos) << p.reason;
+  }
+  d.arch = "sm_90";
+  p = gemm(d, 2048, 14336, 4096, {{"vendor", 0}, {"b_trans", 1}});
+  EXPECT_EQ(p.steps[0].kernel, "iron_gemm_128x128x64_w64x32_s3_bf16");
+  // wg 1: on the interpreter at any layout; not on Vulkan (the mma.sync kernel, said why).
+  DeviceInfo interp = h200();
+  interp.backend = Backend::Interp;
+  p = gemm(interp, 70, 136, 150, {{"wg", 1}, {"tile", 0}, {"a_trans", 1}, {"splits", 1}});
+  EXPECT_EQ(p.steps[0].kernel, "iron_gemm_128x128x64_wg_s3_bf16");
+  DeviceInfo vk = h200();
+  vk.backend = Backend::Vulkan;
+  p = gemm(vk, 70, 136, 150, {{"wg", 1}, {"tile", 0}, {"splits", 1}});
+  EXPECT_EQ(p.steps[0].kernel, "iron_gemm_128x128x64_w64x32_s3_bf16");
+  EXPECT_NE(p.reason.find("wg 1 but not the CUDA or interpreter backend: the mma.sync kernel"), std::string::npos) << p.reason;
+  p = gemm(lavapipe(), 70, 136, 150, {{"wg", 1}});
+  EXPECT_NE(p.reason.find("wg 1 but not the 128x128 tile"), std::string::npos) << p.reason;
+  // Its 4-stage pipeline (wg 1, stages 4): C in bf16 or f32; on Vulkan the mma.sync kernel keeps 3.
+  d.arch = "sm_90a";
+  p = gemm(d, 4096, 4096, 4096, {{"wg", 1}, {"stages", 4}, {"tile", 0}, {"b_trans", 1}, {"vendor", 0}});
+  EXPECT_EQ(p.describe(), "iron_gemm_128x128x64_wg_stages_s4_bf16 grid 32x32x1 tg 256x1x1");
+  EXPECT_NE(error_of([&] { gemm(d, 4096, 4096, 4096, {{"wg", 1}, {"stages", 4}, {"tile", 0}}, DType::F16); })
+                .find("stages = 4 on the warpgroup kernel: C in f32 or bf16"),
+            std::string::npos);
+  p = gemm(vk, 70, 136, 150, {{"wg", 1}, {"tile", 0}, {"stages", 4}, {"splits", 1}});
+  EXPECT_EQ(p.steps[0].kernel, "iron_gemm_128x128x64_w64x32_s3_bf16");
+}
+
 // `full` (the copies' unguarded, provably aligned path) only where every staged row is whole and
 // 16-byte aligned: each condition broken once turns it off.
 TEST(GemmSelector, FullBlocksOnlyWhereEveryRowIsWholeAndAligned) {
@@ -800,6 +850,46 @@ TEST(GemmMutation, KnownBadVariantsAreCaught) {
   EXPECT_EQ(barriers, 1u);
   EXPECT_GE(strides, 4u);
   EXPECT_EQ(swizzles, 3u);
+}
+
+// Known-bad variants of the warpgroup kernel fail its cases on the interpreter: every wg_wait
+// dropped (the epilogue reads the accumulator in flight: a located error), the wg_fence dropped
+// (an issue reads registers a fill wrote), the fence_proxy_async after the copies dropped (wgmma
+// reads through the async proxy) and the products' descriptor swizzle one mode narrower than the
+// staging's (a wrong answer).
+TEST(GemmMutation, WarpgroupKernelKnownBadVariantsAreCaught) {
+  std::unique_ptr<Context> ctx = Context::create(Backend::Interp);
+  const ir::Kernel& k = kernel_ir("iron_gemm_128x128x64_wg_s3_f32");
+  std::vector<const TestDecl*> cases;
+  for (const TestDecl* t : registered_tests())
+    if (std::string(t->kernel) == "iron_gemm" && std::string(t->name) == "wg_m70_n136_k150_weight") cases.push_back(t);
+  ASSERT_EQ(cases.size(), 1u);
+  std::vector<mutate::Mutant> bad;
+  auto drop = [&](const char* kind, ir::Op op) {
+    mutate::Mutant m{kind, "", std::string("every ") + ir::mnemonic(op) + " removed", k, ""};
+    size_t n = 0;
+    for (ir::Block& b : m.kernel.blocks) {
+      const size_t before = b.insts.size();
+      b.insts.erase(std::remove_if(b.insts.begin(), b.insts.end(), [&](ir::Id id) { return m.kernel.insts[id].op == op; }),
+                    b.insts.end());
+      n += before - b.insts.size();
+    }
+    EXPECT_GE(n, 1u) << kind;
+    bad.push_back(std::move(m));
+  };
+  drop("dropped_wg_wait", ir::Op::WgWait);
+  drop("dropped_wg_fence", ir::Op::WgFence);
+  drop("dropped_fence_proxy_async", ir::Op::FenceProxyAsync);
+  {
+    mutate::Mutant m{"swizzle", "", "the products' swizzle 333 -> 233", k, ""};
+    for (ir::Inst& in : m.kernel.insts)
+      if (in.op == ir::Op::TileWgMma) in.set(ir::Attr::Swizzle, 233);
+    bad.push_back(std::move(m));
+  }
+  for (const mutate::Mutant& m : bad) {
+    const mutate::Outcome o = mutate::run_mutant(*ctx, k, m, cases);
+    EXPECT_EQ(o.status, mutate::Outcome::Status::Killed) << m.kind << " " << m.detail << ": " << o.by;
+  }
 }
 
 }  // namespace

@@ -155,7 +155,7 @@ TEST(WarpgroupTiles, TextRoundTripsAndTheVerifierNamesWhatADescriptorCannotExpre
 // two warpgroups of 32 threads).
 TEST(WarpgroupTiles, TheInterpreterComputesTheDefinition) {
   const std::vector<fuzz::ConformanceCase> cs = fuzz::conformance_cases("conformance.tile_wg_mma");
-  ASSERT_EQ(cs.size(), 12u);
+  ASSERT_EQ(cs.size(), 28u);  // 12 at N = 16, 12 warpgroup accumulators (N 64, 128, 256), 4 issued
   for (const fuzz::ConformanceCase& c : cs)
     for (uint32_t lanes : {32u, 8u}) {
       std::vector<unsigned char> out;
@@ -256,7 +256,7 @@ TEST(WarpgroupTiles, TheDescriptorReadsWhatTheSwizzledTileHolds) {
       EXPECT_EQ((d >> 49) & 7, 0u);                // base offset 0
       const uint64_t start = (d & 0x3fff) << 4, sbo = ((d >> 32) & 0x3fff) << 4;
       const uint64_t mask = m.row_bytes / 16 - 1;
-      for (uint32_t row = 0; row < 64; ++row)
+      for (uint32_t row = 0; row < 256; ++row)  // A's 64 rows, a warpgroup accumulator's B up to 256
         for (uint32_t k = 0; k < 16; ++k) {
           const uint64_t pre = start + (row / 8) * sbo + (row % 8) * m.row_bytes + 2 * k;
           const uint64_t hw = pre ^ (((pre >> 7) & mask) << 4);
@@ -563,6 +563,236 @@ TEST(WarpgroupTiles, ASmallGemmMatchesTheF64ProductOnEveryPath) {
  if (!skipped.empty()) GTEST_SKIP() << "the interpreter and NVRTC parts passed; the device part: " << skipped;
 }
 
+// --- Warpgroup accumulators (16 x N per lane group, one m64nNk16 per call) ---------------------
+
+namespace {
+
+std::string wide_text(uint32_t n, DType t, bool rs = false) { return fuzz::warpgroup_kernel_text("wg", t, 333, rs, n); }
+
+void wide_24() {
+  Buffer out = output("out", f32, {16 * 32});
+  g_line = __LINE__ + 1;
+  Frag acc = coop_tile_wg_fill(24, 0.0f);
+  coop_tile_store(acc, out, 0u, 32u);
+}
+
+}  // namespace
+
+// coop_tile_wg_fill(n) traces to a frag<acc, f32, 16xnx16> fill and the text form round-trips; the
+// DSL names a width that is not a multiple of 16 up to 256 at the call, and the verifier names a
+// lane-group product into a warpgroup accumulator, a width it does not take and a result whose
+// type is not the accumulator's.
+TEST(WarpgroupTiles, AWarpgroupAccumulatorIsCheckedAtTheCallAndByTheVerifier) {
+  std::string e = trace_error(&wide_24);
+  EXPECT_TRUE(has(e, "coop_tile_wg_fill: a warpgroup accumulator is 16 x N with N a multiple of 16 up to 256, not 24")) << e;
+  EXPECT_TRUE(has(e, "wgmma_test.cpp:" + std::to_string(g_line))) << e;
+  const std::string text = wide_text(128, DType::BF16);
+  ir::Kernel k = ir::parse(text);
+  const std::string printed = ir::print(k);
+  EXPECT_TRUE(has(printed, ": frag<acc, f32, 16x128x16>")) << printed;
+  ir::Diagnostics d;
+  EXPECT_TRUE(ir::verify(k, d)) << d.render(k);
+  EXPECT_EQ(ir::print(ir::parse(printed)), printed);
+  struct Bad {
+    std::string from, to, says;
+  };
+  const std::vector<Bad> bads = {
+      {"%acc0 = tile_fill %zf : frag<acc, f32, 16x128x16>", "%acc0 = tile_fill %zf : frag<acc, f32, 16x120x16>",
+       "has tile shape 16x120x16; a warpgroup accumulator is 16xNx16 with N a multiple of 16 up to 256"},
+      {"%acc0 = tile_fill %zf : frag<acc, f32, 16x128x16>", "%acc0 = tile_fill %zf : frag<acc, f32, 16x272x16>",
+       "a warpgroup accumulator is 16xNx16 with N a multiple of 16 up to 256"},
+      {"%acc1 = tile_wg_mma<333> %A, %ao0, %B, %k0, %acc0 : frag<acc, f32, 16x128x16>",
+       "%acc1 = tile_wg_mma<333> %A, %ao0, %B, %k0, %acc0 : frag<acc, f32, 16x64x16>",
+       "produces a frag<acc, f32, 16x64x16> from a frag<acc, f32, 16x128x16> accumulator (one type)"},
+      {"%acc1 = tile_wg_mma<333> %A, %ao0, %B, %k0, %acc0 : frag<acc, f32, 16x128x16>",
+       "%fa = tile_tg_load<swizzle=333> %A, %ao0, %rows : frag<a, bf16, 16x16x16>\n"
+       "    %fb = tile_tg_load<swizzle=333> %B, %ao0, %rows : frag<b, bf16, 16x16x16>\n"
+       "    %acc1 = tile_mma %fa, %fb, %acc0 : frag<acc, f32, 16x128x16>",
+       "has tile shape 16x128x16; cooperative tiles are 16x16x16"},
+  };
+  for (const Bad& b : bads) {
+    std::string t2 = text;
+    replace(t2, b.from, b.to);
+    std::string got;
+    try {
+      ir::Kernel bad = ir::parse(t2);
+      ir::Diagnostics dd;
+      if (!ir::verify(bad, dd)) got = dd.render(bad);
+    } catch (const Error& err) {
+      got = err.what();
+    }
+    EXPECT_TRUE(has(got, b.says)) << b.to << "\n" << got;
+  }
+}
+
+// The interpreter's definition at N 64, 128, 256 is checked by TheInterpreterComputesTheDefinition
+// (the conformance cases); a known-bad staging (the 64-byte swizzle pattern under the 128-byte
+// descriptor) is a wrong answer at N = 128 too, and an operand start off the grid an error.
+TEST(WarpgroupTiles, AWarpgroupAccumulatorsKnownBadStagingIsCaught) {
+  const std::vector<fuzz::ConformanceCase> cs = fuzz::conformance_cases("conformance.tile_wg_mma.n128.bf16.swz333");
+  ASSERT_EQ(cs.size(), 1u);
+  std::vector<unsigned char> out;
+  ASSERT_EQ(run_text(cs[0], wide_text(128, DType::BF16), out), "");
+  EXPECT_EQ(fuzz::conformance_difference(cs[0], out, false), "");
+  std::string text = wide_text(128, DType::BF16);
+  replace(text, "%cm = const<7> : u32", "%cm = const<3> : u32");
+  ASSERT_EQ(run_text(cs[0], text, out), "");
+  EXPECT_NE(fuzz::conformance_difference(cs[0], out, false), "");
+  text = wide_text(128, DType::BF16);
+  replace(text, "%k0 = const<0> : u32", "%k0 = const<4> : u32");
+  EXPECT_TRUE(has(run_text(cs[0], text, out), "does not start a wgmma operand"));
+}
+
+// On sm_90a one wgmma.mma_async m64nNk16 per call, its N / 2 D registers the accumulator's floats
+// in order; NVRTC compiles it and the SASS shows HGMMA.64xNx16 (where cuobjdump is). The mma and
+// wmma strategies (and software at N = 64) compose it from N / 16 products per warp and compile.
+TEST(WarpgroupTiles, AWarpgroupAccumulatorIsOneWgmmaOfItsWidth) {
+  struct Want {
+    uint32_t n;
+    bool rs;
+    DType t;
+  };
+  for (const Want& w : {Want{128, false, DType::BF16}, Want{256, false, DType::F16}, Want{64, true, DType::BF16}}) {
+    const std::string which = std::string(w.rs ? "conformance.tile_wg_mma_rs.n" : "conformance.tile_wg_mma.n") +
+                              std::to_string(w.n) + "." + dtype_name(w.t) + ".swz333";
+    const std::vector<fuzz::ConformanceCase> cs = fuzz::conformance_cases(which);
+    ASSERT_EQ(cs.size(), 1u) << which;
+    const fuzz::ConformanceCase& c = cs[0];
+    const std::string src = cuda(c, codegen::CudaMma::Auto);
+    const std::string elem = dtype_name(w.t), N = std::to_string(w.n);
+    EXPECT_TRUE(has(src, "wgmma.mma_async.sync.aligned.m64n" + N + "k16.f32." + elem + "." + elem + " {%0, %1,")) << src;
+    EXPECT_TRUE(has(src, ", %" + std::to_string(w.n / 2 - 1) + "}, ")) << src;
+    EXPECT_TRUE(has(src, "iron_tile_accw<" + std::to_string(w.n / 16) + ">")) << src;
+    EXPECT_TRUE(has(src, "\"+f\"(d.t[" + std::to_string(w.n / 16 - 1) + "].x[7])")) << src;
+    rt::NvrtcResult r;
+    try {
+      r = rt::nvrtc_compile(src, c.kernel.name, "sm_90a");
+    } catch (const Error& e) {
+      GTEST_SKIP() << e.what();
+    }
+    if (!r.ok && has(r.log, "libnvrtc")) GTEST_SKIP() << r.log;
+    ASSERT_TRUE(r.ok) << r.log.substr(0, 4000);
+    for (codegen::CudaMma m : {codegen::CudaMma::MmaSync, codegen::CudaMma::Wmma, codegen::CudaMma::Software}) {
+      if (m == codegen::CudaMma::Software && w.n > 64) continue;  // 256 floats per 16 columns per lane: slow to compile
+      const std::string other = cuda(c, m);
+      EXPECT_FALSE(has(other, "wgmma.mma_async")) << other;
+      const rt::NvrtcResult r2 = rt::nvrtc_compile(other, c.kernel.name, "sm_90a");
+      EXPECT_TRUE(r2.ok) << codegen::cuda_mma_name(m) << "\n" << r2.log.substr(0, 3000);
+    }
+    std::string why;
+    const std::string s = sass(r.cubin, why);
+    if (s.empty()) GTEST_SKIP() << "NVRTC compiled the sm_90a kernels; the SASS check is skipped: " << why;
+    EXPECT_TRUE(has(s, "HGMMA.64x" + N + "x16.F32")) << which << "\n" << s.substr(0, 6000);
+  }
+}
+
+// --- Issued (asynchronous) products ------------------------------------------------------------
+
+// The issued cases compute the definition (TheInterpreterComputesTheDefinition); known-bad
+// programs are located errors naming the issue: the wait dropped or waiting for one group fewer
+// (the store reads the accumulator in flight), the commit dropped (never committed, so never
+// waited), and the fence dropped (the issue reads registers the fill or a load wrote).
+TEST(WarpgroupTiles, AnAccumulatorReadBeforeItsWaitIsALocatedError) {
+  struct Bad {
+    bool rs;
+    std::string from, to, says;
+  };
+  const std::vector<Bad> bads = {
+      {false, "    wg_wait<0>\n", "",
+       "tile_store reads a warpgroup accumulator while the asynchronous tile_wg_mma issued at"},
+      {false, "    wg_wait<0>\n", "    wg_wait<1>\n", "no wg_wait retired its group"},
+      {false, "    wg_commit\n", "", "its group was never committed: wg_commit, then wg_wait"},
+      {false, "    wg_fence\n", "", "tile_wg_mma (async) reads an accumulator lane group 0 wrote at"},
+      {true, "    wg_fence\n", "", "tile_wg_mma_rs (async) reads an accumulator lane group 0 wrote at"},
+  };
+  for (const Bad& b : bads) {
+    const std::string which = std::string(b.rs ? "conformance.tile_wg_mma_rs.async.n128.f16" : "conformance.tile_wg_mma.async.n128.bf16") +
+                              ".swz333";
+    const std::vector<fuzz::ConformanceCase> cs = fuzz::conformance_cases(which);
+    ASSERT_EQ(cs.size(), 1u) << which;
+    std::string text = fuzz::warpgroup_kernel_text("wg", b.rs ? DType::F16 : DType::BF16, 333, b.rs, 128, true);
+    std::vector<unsigned char> out;
+    ASSERT_EQ(run_text(cs[0], text, out), "") << which;
+    EXPECT_EQ(fuzz::conformance_difference(cs[0], out, false), "") << which;
+    replace(text, b.from, b.to);
+    const std::string e = run_text(cs[0], text, out);
+    EXPECT_TRUE(has(e, b.says)) << b.from << " -> " << b.to << ": " << e;
+  }
+  // A product chained onto one in flight is no error (one shape, the same registers).
+  std::string chain = fuzz::warpgroup_kernel_text("wg", DType::BF16, 333, false, 16, true);
+  const std::vector<fuzz::ConformanceCase> cs = fuzz::conformance_cases("conformance.tile_wg_mma.async.bf16.swz333");
+  ASSERT_EQ(cs.size(), 1u);
+  std::vector<unsigned char> out;
+  EXPECT_EQ(run_text(cs[0], chain, out), "");
+  EXPECT_TRUE(has(chain, "tile_wg_mma<333, async=1> %A, %ao1, %B, %k1, %acc1")) << chain;
+}
+
+// On sm_90a an issued product is the wgmma alone on the result's registers ("+f", no fence, commit
+// or wait in its statement), the three group ops are their own statements, NVRTC compiles it and
+// the SASS shows the HGMMA; forced mma.sync composes it and the group ops emit nothing.
+TEST(WarpgroupTiles, AnIssuedProductIsTheWgmmaAloneAndTheGroupOpsTheirOwnStatements) {
+  const std::vector<fuzz::ConformanceCase> cs = fuzz::conformance_cases("conformance.tile_wg_mma.async.n128.bf16.swz333");
+  ASSERT_EQ(cs.size(), 1u);
+  const fuzz::ConformanceCase& c = cs[0];
+  const std::string src = cuda(c, codegen::CudaMma::Auto);
+  EXPECT_TRUE(has(src, "__device__ __forceinline__ void iron_tile_wgmma_async_bf16_333_n128(unsigned a, unsigned b, iron_tile_accw<8>& d)"))
+      << src;
+  const size_t fn = src.find("iron_tile_wgmma_async_bf16_333_n128(unsigned");
+  ASSERT_NE(fn, std::string::npos);
+  const std::string body = src.substr(fn, src.find("\n}\n", fn) - fn);
+  EXPECT_TRUE(has(body, "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16")) << body;
+  EXPECT_FALSE(has(body, "wgmma.fence")) << body;
+  EXPECT_FALSE(has(body, "wait_group")) << body;
+  EXPECT_TRUE(has(src, "asm volatile(\"wgmma.fence.sync.aligned;\\n\" ::: \"memory\");")) << src;
+  EXPECT_TRUE(has(src, "asm volatile(\"wgmma.commit_group.sync.aligned;\\n\" ::: \"memory\");")) << src;
+  EXPECT_TRUE(has(src, "asm volatile(\"wgmma.wait_group.sync.aligned 0;\\n\" ::: \"memory\");")) << src;
+  const std::string mma = cuda(c, codegen::CudaMma::MmaSync);  // the group statements under IRON_TILE_WGMMA 0
+  EXPECT_FALSE(has(mma, "wgmma.mma_async")) << mma;
+  EXPECT_TRUE(has(mma, "#define IRON_TILE_WGMMA 0")) << mma;
+  rt::NvrtcResult r;
+  try {
+    r = rt::nvrtc_compile(src, c.kernel.name, "sm_90a");
+  } catch (const Error& e) {
+    GTEST_SKIP() << e.what();
+  }
+  if (!r.ok && has(r.log, "libnvrtc")) GTEST_SKIP() << r.log;
+  ASSERT_TRUE(r.ok) << r.log.substr(0, 4000);
+  EXPECT_TRUE(rt::nvrtc_compile(mma, c.kernel.name, "sm_90a").ok);
+  std::string why;
+  const std::string s = sass(r.cubin, why);
+  if (s.empty()) GTEST_SKIP() << "NVRTC compiled the sm_90a kernels; the SASS check is skipped: " << why;
+  EXPECT_TRUE(has(s, "HGMMA.64x128x16.F32.BF16")) << s.substr(0, 6000);
+}
+
+// --- The GEMM kernel ------------------------------------------------------------------------------
+
+// iron_gemm_128x128x64_wg (kernels/gemm/gemm.cpp) on sm_90a: issued m64n128k16 products, the group
+// statements, NVRTC compiles it (with `full` and B a weight specialized, as gemm_for dispatches it)
+// and the SASS shows HGMMA.64x128x16 where cuobjdump is.
+TEST(WarpgroupTiles, TheGemmKernelCompilesForSm90aWithHgmma) {
+  ir::Kernel k = kernel_ir("iron_gemm_128x128x64_wg_s3_bf16");
+  EXPECT_TRUE(ir::uses_warpgroup_ops(k));
+  ir::Kernel spec = passes::optimize(k);
+  codegen::Emitted e = codegen::emit(spec, DType::BF16, codegen::profile_for(codegen::Target::Cuda, "sm_90a"));
+  ASSERT_TRUE(e.ok()) << e.diags.render(spec);
+  EXPECT_TRUE(has(e.source, "iron_tile_wgmma_async_bf16_333_n128(")) << e.source.substr(0, 4000);
+  EXPECT_TRUE(has(e.source, "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16")) << e.source.substr(0, 4000);
+  EXPECT_TRUE(has(e.source, "wgmma.wait_group.sync.aligned 0;")) << e.source.substr(0, 4000);
+  EXPECT_TRUE(has(e.source, "__align__(1024)")) << e.source.substr(0, 4000);
+  rt::NvrtcResult r;
+  try {
+    r = rt::nvrtc_compile(e.source, e.entry, "sm_90a");
+  } catch (const Error& err) {
+    GTEST_SKIP() << err.what();
+  }
+  if (!r.ok && has(r.log, "libnvrtc")) GTEST_SKIP() << r.log;
+  ASSERT_TRUE(r.ok) << r.log.substr(0, 4000);
+  std::string why;
+  const std::string s = sass(r.cubin, why);
+  if (s.empty()) GTEST_SKIP() << "NVRTC compiled the kernel for sm_90a; the SASS check is skipped: " << why;
+  EXPECT_TRUE(has(s, "HGMMA.64x128x16.F32.BF16")) << s.substr(0, 6000);
+}
+
 // GLSL, MSL and HIP have no warpgroups: the op is refused by name, located.
 TEST(WarpgroupTiles, OtherTargetsRefuseTheOpByName) {
   for (int rs = 0; rs < 2; ++rs) {
@@ -575,6 +805,16 @@ TEST(WarpgroupTiles, OtherTargetsRefuseTheOpByName) {
                                              " (a warpgroup's product"))
           << e.diags.render(k);
     }
+  }
+  // A warpgroup accumulator: its fill is refused by name too.
+  const std::vector<fuzz::ConformanceCase> cs = fuzz::conformance_cases("conformance.tile_wg_mma.n64.f16.swz333");
+  ASSERT_EQ(cs.size(), 1u);
+  const ir::Kernel k = passes::optimize(cs[0].kernel);
+  for (codegen::Target t : {codegen::Target::Glsl, codegen::Target::Msl, codegen::Target::Hip}) {
+    codegen::Emitted e = codegen::emit(k, DType::F32, t);
+    ASSERT_FALSE(e.ok());
+    EXPECT_TRUE(has(e.diags.render(k), "cannot express tile_fill of a warpgroup accumulator frag<acc, f32, 16x64x16>"))
+        << e.diags.render(k);
   }
 }
 
