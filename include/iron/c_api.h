@@ -83,7 +83,8 @@ void iron_buffer_release(iron_buffer* buf);
  * The plan as JSON (iron_plan_json): {"family", "dtype", "reason", "describe",
  * "steps": [{"kernel", "grid", "threadgroup", "scalars"}],
  * "buffers": [{"name", "dtype", "count", "access": "in"|"out"|"inout", "output"}],
- * "scratch": [{"name", "dtype", "count"}]}: every buffer of the call in first-use order, with
+ * "scratch": [{"name", "dtype", "count", "zeroed" (only when true: cleared on the run's stream
+ * each iron_plan_run)}]}: every buffer of the call in first-use order, with
  * the elements the plan touches; "output" is true when its first use only writes it (the caller
  * may leave it out and have it allocated). */
 int iron_plan_create(iron_context* ctx, const char* family, const char* dtype, const char* args_json,

@@ -57,6 +57,12 @@ struct ScratchBuffer {
   std::string name;
   DType dtype = DType::F32;
   size_t count = 0;
+  // Set: every plan runner (run_plan, plan_launches, time_plan, the C API's pooled buffers)
+  // clears the buffer to zero bytes when it allocates it for a call, before the first step. The
+  // plan's kernels must then leave it zero when they finish (counters that reset themselves), so
+  // launches repeated on one allocation (timing, a recorded sequence) find it zero too. Unset: its
+  // contents are unspecified until a step writes them.
+  bool zeroed = false;
 };
 
 struct LaunchPlan {
@@ -99,6 +105,10 @@ const std::string& step_buffer(const LaunchStep& step, const std::string& param)
 // A library step's buffer parameters and their dtypes at `dtype` ("a" and "b": T; "c": the
 // step's `out`), in binding order.
 std::vector<std::pair<std::string, DType>> library_step_buffers(const LaunchStep& step, Instantiation dtype);
+
+// Clears `buf` to zero bytes (an upload of zeros, ordered on `stream` like Context::upload): what
+// the plan runners do to a ScratchBuffer marked `zeroed` when they allocate it.
+void zero_scratch(Context& ctx, const DeviceBuffer& buf, const Stream& stream = {});
 
 // Runs a checked plan on `ctx`: allocates the scratch buffers, then dispatches every step with
 // dispatch_with_grid (so every step is validated before it launches; a library step runs its

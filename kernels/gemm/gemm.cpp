@@ -32,6 +32,15 @@
 //   iron_gemm_reduce_<epi>_<OUT>   (mode Reduction, no lane operations) step 2 of split-K: v = partials[0, i, j] +
 //       partials[1, i, j] + ... in that order (f32), then the epilogue as above (swiglu: u from
 //       partials2), rounded once to OUT. No atomics: bit-exact run to run.
+//   iron_gemm_<BM>x<BN>x<BK>_w<WM>x<WN>_sk_s<S>_<OUT>   (64x64 and 32x32) one-launch split-K:
+//       the tile kernel above with C [m, n], an inout f32 `partials` [splits, m, n] and an inout
+//       u32 `counters` [tiles] (tiles >= the grid's x * y; zero before the launch, and the
+//       launch leaves it zero). Split s writes its raw f32 sums to partials[s, i, j]; then every
+//       thread fences (device scope), and after a barrier thread 0 adds 1 to the tile's counter.
+//       The threadgroup that sees splits - 1 (the last of the tile to arrive) sums partials[0, i,
+//       j] + ... + partials[splits - 1, i, j] from memory in that order (the reduce kernel's sum:
+//       the same bits as the two-launch path, whatever order the threadgroups ran in), applies
+//       the epilogue, stores C and resets the counter to 0. `splits` is specialized. No SwiGLU.
 // The specialized scalar `full` (gemm_for: A row-major, no tails, strides and offsets multiples
 // of 8) takes the copies' unguarded path, whose indices the code generator proves 16-byte
 // aligned (no run-time check). Threadgroups are ordered in groups of kGroupRows tile rows
@@ -123,7 +132,8 @@ constexpr uint32_t kGroupRows = 16;
 // staged K-major (B as BN rows of BK whatever b_col says) into one 1024-byte aligned array under
 // the 128-byte swizzle, two warpgroups of 64 rows x BN each issuing BK / 16 wgmma per stage into
 // a 16 x BN accumulator per lane group, waited one stage later.
-void gemm_kernel(const Config& cfg, bool swiglu, const KernelVariant& var, bool wg = false) {
+// one_launch: split-K in one launch (the `_sk_` kernels, docs/gemm.md "One-launch split-K").
+void gemm_kernel(const Config& cfg, bool swiglu, const KernelVariant& var, bool wg = false, bool one_launch = false) {
   const uint32_t stages = uint32_t(var.i("S"));
   const DType out_t = var.type("OUT");
   const uint32_t BM = cfg.bm, BN = cfg.bn, BK = cfg.bk, WM = cfg.wm, WN = cfg.wn;
@@ -141,7 +151,9 @@ void gemm_kernel(const Config& cfg, bool swiglu, const KernelVariant& var, bool 
   Expr b_cs = constexpr_("b_cs", u32);
   Expr a_len = constexpr_("a_len", u32);
   Expr b_len = constexpr_("b_len", u32);
-  Expr splits = constexpr_("splits", u32);
+  // Specialized in the one-launch kernels, whose last threadgroup of a tile sums `splits`
+  // partials per element (a loop of constant trip count).
+  Expr splits = one_launch ? constexpr_("splits", u32, specialize()) : constexpr_("splits", u32);
   // K elements per split: a whole number of 32-deep K steps (gemm_for: the steps per split times
   // the tile's BK, every BK a multiple of 32), declared so the copies' K offsets are provably
   // 16-byte multiples.
@@ -170,7 +182,18 @@ void gemm_kernel(const Config& cfg, bool swiglu, const KernelVariant& var, bool 
     bias = input("bias", out_t, {bias_len});
     res = input("residual", out_t, {res_len});
   }
-  Buffer c = output("c", out_t, {splits, m, n});
+  // One launch: C is [m, n]; the splits' f32 partials go to `partials` and a u32 counter per
+  // output tile (`tiles` of them, zero at the launch and left zero) picks the threadgroup that sums them.
+  Expr tiles;
+  Buffer c(0, out_t), partials(0, f32), counters(0, u32);
+  if (one_launch) {
+    tiles = constexpr_("tiles", u32);
+    c = output("c", out_t, {m, n});
+    partials = inout("partials", f32, {splits, m, n});
+    counters = inout("counters", u32, {tiles});
+  } else {
+    c = output("c", out_t, {splits, m, n});
+  }
 
   TileShape tile = coop_tile_setup(16, 16, 16, T);
   // The warpgroup body stages A and B in one array (B's stages after A's), 1024-byte aligned for
@@ -436,6 +459,10 @@ void gemm_kernel(const Config& cfg, bool swiglu, const KernelVariant& var, bool 
           Expr gj = col0 + wcol * WN + fn * 16u + e % 16u;
           if_((gi < m) && (gj < n), [&] {
             Expr v = Operand(cs[w * 256u + e]).value;
+            if (one_launch) {
+              partials[(split * m + gi) * n + gj] = v;  // the raw f32 sum; the epilogue comes after the reduction
+              return;
+            }
             const std::function<Expr()> up = [&] { return Operand(cs[NW * 256 + w * 256u + e]).value; };
             Expr out = apply_epilogue(
                 epi, v, swiglu ? &up : nullptr, [&] { return cast<f32>(bias[gj]); },
@@ -445,6 +472,52 @@ void gemm_kernel(const Config& cfg, bool swiglu, const KernelVariant& var, bool 
         });
       });
       barrier();
+    });
+  }
+  if (one_launch) {
+    // Every thread's partials are visible device-wide before thread 0 counts the threadgroup in;
+    // the threadgroup that counts last (old == splits - 1, broadcast through threadgroup memory
+    // so the branch is uniform) sums the tile's partials of every split in split order from memory
+    // (0 + p[0] + p[1] + ..., the two-launch reduce's order and rounding: the same bits), applies
+    // the epilogue, stores C and sets the counter back to 0 for the next launch.
+    TgBuffer last = threadgroup_alloc("sk_last", u32, 1);
+    Expr tile_id = tile_m * cols + tile_n;
+    fence_device();
+    barrier();
+    if_(local_id(0) == 0u, [&] { last[0u] = atomic_add(counters[tile_id], 1u); });
+    barrier();
+    if_(Operand(last[0u]).value == splits - 1u, [&] {
+      fence_device();
+      // kSkRun consecutive elements of a tile row per thread and pass, each with its own sum,
+      // so a thread has that many loads in flight per split.
+      constexpr uint32_t kSkRun = 4;
+      static_assert(kSkRun <= 16, "a run lies within one tile row");
+      Expr mn = m * n;
+      for_(local_id(0) * kSkRun, BM * BN, group_size(0) * kSkRun, [&](Expr e0) {
+        Expr gi = row0 + e0 / BN;
+        Expr gj0 = col0 + e0 % BN;
+        // Past m or n (a tail tile) the index is clamped into C and the sum is not stored.
+        Expr row_at = min(gi, m - 1u) * n;
+        std::vector<std::unique_ptr<Var<f32>>> sum;
+        std::vector<Expr> at;
+        for (uint32_t j = 0; j < kSkRun; ++j) {
+          sum.push_back(std::unique_ptr<Var<f32>>(new Var<f32>(0.0f)));
+          at.push_back(row_at + min(gj0 + j, n - 1u));
+        }
+        for_(0u, splits, [&](Expr sp) {
+          for (uint32_t j = 0; j < kSkRun; ++j) *sum[j] += partials[sp * mn + at[j]];
+        });
+        for (uint32_t j = 0; j < kSkRun; ++j) {
+          Expr gj = gj0 + j;
+          if_((gi < m) && (gj < n), [&] {
+            Expr out = apply_epilogue(
+                epi, Operand(*sum[j]).value, nullptr, [&] { return cast<f32>(bias[gj]); },
+                [&] { return cast<f32>(res[gi * n + gj]); });
+            c[gi * n + gj] = cast_to(out, out_t);
+          });
+        }
+      });
+      if_(local_id(0) == 0u, [&] { counters[tile_id] = 0u; });
     });
   }
 }
@@ -503,6 +576,8 @@ static void gemm_large_swiglu(const KernelVariant& v) { gemm_kernel(kLargeSwiglu
 static void gemm_medium(const KernelVariant& v) { gemm_kernel(kMedium, false, v); }
 static void gemm_medium_swiglu(const KernelVariant& v) { gemm_kernel(kMedium, true, v); }
 static void gemm_small(const KernelVariant& v) { gemm_kernel(kSmall, false, v); }
+static void gemm_medium_sk(const KernelVariant& v) { gemm_kernel(kMedium, false, v, false, true); }
+static void gemm_small_sk(const KernelVariant& v) { gemm_kernel(kSmall, false, v, false, true); }
 static void gemm_reduce_plain(const KernelVariant& v) { gemm_reduce(false, v); }
 static void gemm_reduce_swiglu(const KernelVariant& v) { gemm_reduce(true, v); }
 
@@ -528,6 +603,11 @@ IRON_KERNEL_VARIANTS(iron_gemm_64x64x32_w32x32_stages, gemm_medium, Reduction, (
 IRON_KERNEL_VARIANTS(iron_gemm_64x64x32_w32x32_swiglu, gemm_medium_swiglu, Reduction, (f16, bf16), "s{S}_{OUT}",
                      ::iron::int_axis("S", {3}), IRON_GEMM_OUT16);
 IRON_KERNEL_VARIANTS(iron_gemm_32x32x32_w16x16, gemm_small, Reduction, (f16, bf16), "s{S}_{OUT}",
+                     ::iron::int_axis("S", {2}), IRON_GEMM_OUT);
+// One-launch split-K (the last threadgroup of each output tile reduces; see the header).
+IRON_KERNEL_VARIANTS(iron_gemm_64x64x32_w32x32_sk, gemm_medium_sk, Reduction, (f16, bf16), "s{S}_{OUT}",
+                     ::iron::int_axis("S", {3}), IRON_GEMM_OUT);
+IRON_KERNEL_VARIANTS(iron_gemm_32x32x32_w16x16_sk, gemm_small_sk, Reduction, (f16, bf16), "s{S}_{OUT}",
                      ::iron::int_axis("S", {2}), IRON_GEMM_OUT);
 IRON_KERNEL_VARIANTS(iron_gemm_reduce, gemm_reduce_plain, Reduction, (), "{OUT}", IRON_GEMM_OUT);
 IRON_KERNEL_VARIANTS(iron_gemm_reduce_swiglu, gemm_reduce_swiglu, Reduction, (), "{OUT}", IRON_GEMM_OUT);

@@ -37,6 +37,7 @@ struct Shape {
   int mma = -1;      // decode rows: -1 the selector's choice, 0 lanes, 1 tiles, 2 tiles where they fit
   int unroll = 0;    // decode rows, lanes: 0 the selector's choice (2), else 1, 2 or 4 chunks per step
   int wg = -1;       // the 128x128 tile: -1 the selector's choice, 1 the warpgroup kernel, 0 mma.sync
+  int sk = -1;       // split-K: -1 the selector's choice (two launches), 0 two launches, 1 one launch
 };
 
 std::vector<double> values(size_t count, uint64_t seed, bool small_integers) {
@@ -62,6 +63,7 @@ TestSetup gemm_case(DType dt, const Shape& s) {
   if (s.mma >= 0) call.emplace("mma", s.mma);
   if (s.unroll) call.emplace("unroll", s.unroll);
   if (s.wg >= 0) call.emplace("wg", s.wg);
+  if (s.sk >= 0) call.emplace("sk", s.sk);
   if (s.tile == 0) call.emplace("vendor", 0);  // the 128x128 tile's cases: Iron's kernels on any device
   TestSetup t(dt);
   t.in("a", values(a_len, 301, s.small_integers)).in("b", values(b_len, 302, s.small_integers));
@@ -230,6 +232,33 @@ IRON_TEST_KERNEL(iron_gemm, epi_swiglu_split2, {bf16}) {
 IRON_TEST_KERNEL(iron_gemm, epi_none_split2_f16out, {bf16}) {
   return gemm_case(dt, {21, 35, 64, false, false, 0, 0, 0, 0, Epi::None, 2, 2, 2, 0, false});
 }
+// One-launch split-K (the last threadgroup of each tile sums the partials in split order) on both
+// tiles it serves: tails in M and N on every side, several splits, a partial last split, full
+// avalanche inputs and every non-SwiGLU epilogue (sk 1: the selector's default is two launches).
+static Shape sk_shape(uint32_t m, uint32_t n, uint32_t k, bool b_trans, Epi epi, int out, int splits, int tile, int sk,
+                      bool ints = false) {
+  Shape s{m, n, k, false, b_trans};
+  s.epi = epi, s.out = out, s.splits = splits, s.tile = tile, s.sk = sk, s.small_integers = ints;
+  return s;
+}
+IRON_TEST_KERNEL(iron_gemm, sk_small_m37_n45_k300_split5, {bf16}, {f16}) {
+  return gemm_case(dt, sk_shape(37, 45, 300, true, Epi::None, 1, 5, 2, 1));
+}
+IRON_TEST_KERNEL(iron_gemm, sk_small_m33_n70_k256_split4_int, {f16}) {
+  return gemm_case(dt, sk_shape(33, 70, 256, false, Epi::None, 1, 4, 2, 1, true));
+}
+IRON_TEST_KERNEL(iron_gemm, sk_small_m21_n35_k192_split3_gelu_bf16out, {bf16}) {
+  return gemm_case(dt, sk_shape(21, 35, 192, true, Epi::Gelu, 3, 3, 2, 1));
+}
+IRON_TEST_KERNEL(iron_gemm, sk_small_m40_n33_k128_split4_residual_t, {f16}) {
+  return gemm_case(dt, sk_shape(40, 33, 128, false, Epi::Residual, 0, 4, 2, 1));
+}
+IRON_TEST_KERNEL(iron_gemm, sk_medium_m70_n75_k320_split3_bias, {bf16}) {
+  return gemm_case(dt, sk_shape(70, 75, 320, true, Epi::Bias, 1, 3, 1, 1));
+}
+IRON_TEST_KERNEL(iron_gemm, sk_medium_m65_n130_k256_split8_silu_t, {f16}) {
+  return gemm_case(dt, sk_shape(65, 130, 256, false, Epi::Silu, 0, 8, 1, 1));
+}
 // The pipeline depths of the 64x64 tile (2 to 4 stages) with more K steps than stages, both
 // layouts; the 128x128 tile with 8 lane groups, both layouts, and its SwiGLU kernel.
 IRON_TEST_KERNEL(iron_gemm, stages2_int, {bf16}) {
@@ -270,17 +299,17 @@ IRON_TEST_KERNEL(iron_gemm, full_small_m32_n32_k128_weight_split2, {bf16}) {
 // partial) at f32; the bias epilogue rounded to bf16 with A column-major (staged element by
 // element); exact small integers at 4 stages' worth of K steps (more steps than stages).
 IRON_TEST_KERNEL(iron_gemm, wg_m70_n136_k150_weight, {bf16}) {
-  return gemm_case(dt, {70, 136, 150, false, true, 0, 0, 0, 0, Epi::None, 1, 1, 0, 0, false, 0, -1, 1});
+  return gemm_case(dt, {70, 136, 150, false, true, 0, 0, 0, 0, Epi::None, 1, 1, 0, 0, false, 0, -1, 0, 1});
 }
 IRON_TEST_KERNEL(iron_gemm, wg_m33_n40_k100_colmajor_a_bias_bf16out, {f16}) {
-  return gemm_case(dt, {33, 40, 100, true, true, 0, 0, 0, 0, Epi::Bias, 3, 1, 0, 0, false, 0, -1, 1});
+  return gemm_case(dt, {33, 40, 100, true, true, 0, 0, 0, 0, Epi::Bias, 3, 1, 0, 0, false, 0, -1, 0, 1});
 }
 // Its 4-stage pipeline (one step's products in flight across the next step's staging), 6 K steps.
 IRON_TEST_KERNEL(iron_gemm, wg_stages4_m70_n136_k330_weight, {bf16}) {
-  return gemm_case(dt, {70, 136, 330, false, true, 0, 0, 0, 0, Epi::None, 3, 1, 0, 4, false, 0, -1, 1});
+  return gemm_case(dt, {70, 136, 330, false, true, 0, 0, 0, 0, Epi::None, 3, 1, 0, 4, false, 0, -1, 0, 1});
 }
 IRON_TEST_KERNEL(iron_gemm, wg_int_m20_n24_k320_weight, {bf16}) {
-  return gemm_case(dt, {20, 24, 320, false, true, 0, 0, 0, 0, Epi::None, 1, 1, 0, 0, true, 0, -1, 1});
+  return gemm_case(dt, {20, 24, 320, false, true, 0, 0, 0, 0, Epi::None, 1, 1, 0, 0, true, 0, -1, 0, 1});
 }
 
 // The large tile's fused SwiGLU kernel (two products per 64x32 warp tile), B a weight.

@@ -19,6 +19,7 @@
 //   wg                          the 128x128 tile only: 1 the warpgroup kernel (wgmma; on the CUDA and
 //                               interpreter backends), 0 the mma.sync kernel; default: the
 //                               warpgroup kernel for B column-major, A row-major, no SwiGLU on sm_90a
+//   sk                          split-K: 1 one launch (below), 0 two launches (the default)
 // with buffers a, b (T), c (out), and b2 (swiglu), bias [n] or residual [m, n] (out's dtype).
 //
 // Decode rows first: m <= 16 against B column-major (a [n, k] weight), A row-major, k, lda, ldb,
@@ -30,6 +31,9 @@
 // ask), and the split count from occupancy as in the seeds' §4.2: splits = clamp(ceil(2 * units
 // / blocks), 1, k / 64), snapped so every split covers the same whole number of K steps. One
 // split and a tile with that epilogue fused: one kernel (SwiGLU fuses at f16/bf16 outputs).
+// With sk = 1 (several splits on the 64x64 tile at 3 stages or the 32x32 tile, no SwiGLU): one
+// launch of iron_gemm_<tile>_sk_s<S>_<OUT>, whose last threadgroup per output tile (a u32 counter in zeroed
+// scratch, which the kernel resets) sums the f32 partials in split order and applies the epilogue.
 // Otherwise two steps: the f32 partials [splits, m, n] of every split (SwiGLU: of both
 // products), then iron_gemm_reduce_<epi>, which sums them in split order (no atomics).
 #include <algorithm>
@@ -50,6 +54,14 @@ constexpr uint32_t kStages[3] = {3, 3, 2};
 // The large tile's fused SwiGLU kernel stages 32-deep K steps (gemm.cpp, kLargeSwiglu); kc is a
 // multiple of 64 there, so of its BK too.
 constexpr Config kLargeSwiglu{128, 128, 32, 64, 32};
+
+// Whether split-K plans of the 64x64 (3 stages) and 32x32 tiles without SwiGLU take the one-launch
+// kernels when the call does not say (`sk`). No: on the H200 (2026-12-01, sk-s10) one launch took
+// 19.5 / 17.0 / 35.0 us against the two launches' 12.6 / 12.9 / 14.5 at [96, 2048] x W [512,
+// 2048] (16 splits), [256, 2048] x W [512, 2048] (8) and M256 N96 K5120 (32): the last
+// threadgroup of a tile reads every split's partial tile alone, where the reduce kernel spreads
+// the same reads over the whole device.
+constexpr bool kSkByDefault = false;
 
 uint64_t ceil_div(uint64_t a, uint64_t b) { return (a + b - 1) / b; }
 
@@ -438,6 +450,33 @@ static LaunchPlan gemm_for(const Call& call, const DeviceInfo& dev) {
     return plan;
   }
   const size_t partial = size_t(splits) * size_t(m) * size_t(n);
+  // One-launch split-K (the 64x64 tile at 3 stages and the 32x32 tile, no SwiGLU): the last
+  // threadgroup of each output tile reduces the partials in split order behind a per-tile counter
+  // (zeroed scratch the kernel leaves zero). `sk` = 1 asks for it (an error where it does not
+  // apply), 0 keeps the two launches.
+  const bool sk_fits = !swiglu && (cfg_index == 2 || (cfg_index == 1 && stages == 3));
+  bool sk = sk_fits && kSkByDefault;
+  if (call.has("sk")) {
+    sk = flag(call, "sk", 0, 1) == 1;
+    if (sk && !sk_fits)
+      throw Error(std::string("sk = 1 (one-launch split-K) needs the 64x64 tile at 3 stages or the 32x32 tile and an "
+                              "epilogue other than SwiGLU; this call has ") +
+                  (swiglu ? "SwiGLU" : "the " + cfg.name() + " tile at " + num(stages) + " stages"));
+  }
+  if (sk) {
+    const uint32_t tiles = grid.x * grid.y;
+    plan.scratch.push_back({"partials", DType::F32, partial});
+    plan.scratch.push_back({"sk_counters", DType::U32, tiles, true});
+    LaunchStep step{tile_name + "sk_" + stage_part + dtype_name(out), grid, {threads, 1, 1}, scalars,
+                    {{"partials", "partials"}, {"counters", "sk_counters"}}};
+    step.constexprs["tiles"] = tiles;
+    epilogue(step.constexprs, step.bind, true, out, plan);
+    plan.steps.push_back(step);
+    plan.reason = why + "; " + num(int64_t(splits)) + " split" + (splits > 1 ? "s" : "") + " of " + num(int64_t(kc)) +
+                  " (" + num(int64_t(blocks)) + " blocks), one launch: f32 partials, the last threadgroup of each tile " +
+                  "sums them in split order with the " + epi_name(epi) + " epilogue" + vendor_note;
+    return plan;
+  }
   const std::string partial_kernel = tile_name + stage_part + "f32";
   plan.scratch.push_back({"partials", DType::F32, partial});
   LaunchStep first{partial_kernel, grid, {threads, 1, 1}, scalars, {{"c", "partials"}}};

@@ -164,6 +164,7 @@ void describe_plan(iron_plan& p) {
   for (const iron::ScratchBuffer& b : p.plan.scratch) {
     scratch.insert(b.name);
     scratch_j.push_back({{"name", b.name}, {"dtype", iron::dtype_name(b.dtype)}, {"count", b.count}});
+    if (b.zeroed) scratch_j.back()["zeroed"] = true;
   }
   struct Use {
     iron::DType dtype = iron::DType::Void;
@@ -486,7 +487,12 @@ int iron_plan_run(iron_context* ctx, const iron_plan* plan, size_t n, const char
     iron::Context& c = *ctx->ctx;
     const iron::Stream s = c.wrap_stream(reinterpret_cast<void*>(uintptr_t(stream)));
     iron::Bindings all = call;
-    for (const iron::ScratchBuffer& b : plan->plan.scratch) all.emplace_back(b.name, c.alloc_pooled(b.dtype, b.count, s));
+    // A pooled buffer holds a previous owner's bytes: a scratch buffer the plan needs zero is
+    // cleared on the call's stream each call.
+    for (const iron::ScratchBuffer& b : plan->plan.scratch) {
+      all.emplace_back(b.name, c.alloc_pooled(b.dtype, b.count, s));
+      if (b.zeroed) iron::zero_scratch(c, all.back().second, s);
+    }
     for (size_t i = 0; i < plan->plan.steps.size(); ++i) {
       const iron::LaunchStep& st = plan->plan.steps[i];
       const iron::ir::Kernel& k = *plan->kernels[i];

@@ -284,6 +284,8 @@ json plan_json(const LaunchPlan& plan) {
   json scratch = json::array();
   for (const ScratchBuffer& b : plan.scratch)
     scratch.push_back({{"name", b.name}, {"dtype", dtype_name(b.dtype)}, {"count", b.count}});
+  for (size_t i = 0; i < plan.scratch.size(); ++i)
+    if (plan.scratch[i].zeroed) scratch[i]["zeroed"] = true;
   json j = {{"reason", plan.reason}, {"steps", steps}};
   if (!scratch.empty()) j["scratch"] = scratch;
   return j;

@@ -2,12 +2,18 @@
 #include "iron/launch.hpp"
 
 #include <set>
+#include <vector>
 
 #include "iron/blas.hpp"
 
 #include "core/ir.hpp"
 
 namespace iron {
+
+void zero_scratch(Context& ctx, const DeviceBuffer& buf, const Stream& stream) {
+  const std::vector<unsigned char> zeros(buf.bytes(), 0);
+  ctx.upload(buf, zeros.data(), zeros.size(), stream);
+}
 
 namespace {
 
@@ -51,7 +57,10 @@ const DeviceBuffer& find_buffer(const Bindings& all, const std::string& name, co
 
 Bindings with_scratch(Context& ctx, const LaunchPlan& plan, const Bindings& buffers) {
   Bindings all = buffers;
-  for (const ScratchBuffer& b : plan.scratch) all.emplace_back(b.name, ctx.alloc(b.dtype, b.count));
+  for (const ScratchBuffer& b : plan.scratch) {
+    all.emplace_back(b.name, ctx.alloc(b.dtype, b.count));
+    if (b.zeroed) zero_scratch(ctx, all.back().second);
+  }
   return all;
 }
 

@@ -103,6 +103,24 @@ def test_split_softmax_plan_uses_scratch(ctx):
     assert [b["name"] for b in p.info["buffers"]] == ["x", "out"]
 
 
+def test_one_launch_split_k_gemm_clears_its_counters_each_run(ctx):
+    # sk 1: one launch whose per-tile counters are scratch the plan marks zeroed; the C API takes
+    # scratch from its pool (a previous owner's bytes) and clears that buffer on every run.
+    g = rng(9)
+    m, n, k = 37, 45, 256
+    a = g.integers(-3, 4, (m, k)).astype(np.float16)
+    b = g.integers(-3, 4, (k, n)).astype(np.float16)
+    args = dict(m=m, n=n, k=k, splits=4, sk=1, out=1)
+    p = ctx.plan("iron_gemm", a=a, b=b, **args)
+    assert len(p.info["steps"]) == 1 and "_sk_" in p.info["steps"][0]["kernel"]
+    assert {s["name"]: s.get("zeroed", False) for s in p.info["scratch"]} == {
+        "partials": False, "sk_counters": True, "unused_bias_f32": False, "unused_residual_f32": False}
+    want = (a.astype(np.float64) @ b.astype(np.float64)).astype(np.float32)  # exact: small integers
+    for _ in range(3):
+        c = ctx.call("iron_gemm", a=a, b=b, **args)
+        np.testing.assert_array_equal(np.asarray(c).reshape(m, n), want)
+
+
 @pytest.mark.parametrize("dtype", [np.float32, np.float16])
 def test_add_and_mul_are_exactly_rounded(ctx, dtype):
     g = rng(3)

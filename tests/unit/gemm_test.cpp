@@ -178,7 +178,7 @@ TEST(GemmSelector, DecodeRows) {
             std::string::npos);
   EXPECT_NE(error_of([&] { gemm(d, 4, 64, 64, {{"b_trans", 1}, {"ksplit", 3}}); }).find("ksplit = 3: a power of two"),
             std::string::npos);
-  // m = 17..64 with B row-major: the 32x32 tile.
+  // m = 17..64 with B row-major: the 32x32 tile, split-K.
   for (int64_t m : {17, 26, 49, 64}) {
     LaunchPlan p = gemm(d, m, 96, 5120);
     EXPECT_EQ(p.steps[0].kernel, "iron_gemm_32x32x32_w16x16_s2_f32") << m;
@@ -196,16 +196,52 @@ TEST(GemmSelector, DecodeRows) {
 // K = 5120 at M = 256: the 64x64 tile (fewer 128x128 blocks than compute units), split-K.
 TEST(GemmSelector, SmallShapesSplitK) {
   const DeviceInfo d = h200();
+  // Two launches by default (the one-launch kernels measured slower on the H200, docs/gemm.md):
+  // the f32 partials, then the fixed-order reduce; no zeroed scratch.
   LaunchPlan p = gemm(d, 96, 512, 2048);
+  ASSERT_EQ(p.steps.size(), 2u) << p.describe();
   EXPECT_EQ(p.steps[0].kernel, "iron_gemm_64x64x32_w32x32_s3_f32") << p.describe();
+  EXPECT_EQ(p.steps[1].kernel, "iron_gemm_reduce_bf16");
   EXPECT_EQ(splits_of(p), 16u) << p.describe();  // 16 blocks: ceil(264 / 16) = 17 -> 64 / 4 = 16
+  for (const ScratchBuffer& b : p.scratch) EXPECT_FALSE(b.zeroed) << b.name;
+  EXPECT_NE(p.reason.find("fixed-order reduce"), std::string::npos) << p.reason;
+  EXPECT_EQ(gemm(d, 96, 512, 2048, {{"sk", 0}}).describe(), p.describe());
   p = gemm(d, 256, 512, 2048);
   EXPECT_EQ(p.steps[0].kernel, "iron_gemm_64x64x32_w32x32_s3_f32");
   EXPECT_EQ(splits_of(p), 8u) << p.describe();  // 32 blocks: ceil(264 / 32) = 9 -> 64 / 8 = 8
   p = gemm(d, 256, 96, 5120);
   EXPECT_EQ(p.steps[0].kernel, "iron_gemm_64x64x32_w32x32_s3_f32");
   EXPECT_GT(splits_of(p), 1u);
-  EXPECT_NE(p.reason.find("fixed-order reduce"), std::string::npos) << p.reason;
+  // sk = 1: one launch; the tile kernel writes the partials and the last threadgroup of each
+  // tile reduces them; its counters (one per tile) are zeroed scratch.
+  p = gemm(d, 96, 512, 2048, {{"sk", 1}});
+  ASSERT_EQ(p.steps.size(), 1u) << p.describe();
+  EXPECT_EQ(p.describe(), "iron_gemm_64x64x32_w32x32_sk_s3_bf16 grid 8x2x16 tg 128x1x1");
+  EXPECT_EQ(splits_of(p), 16u) << p.describe();
+  EXPECT_EQ(p.steps[0].constexprs.at("tiles").as_double(), 16);
+  bool counters = false;
+  for (const ScratchBuffer& b : p.scratch) {
+    if (b.name == "sk_counters") counters = b.dtype == DType::U32 && b.count == 16 && b.zeroed;
+    if (b.name == "partials") {
+      EXPECT_FALSE(b.zeroed);
+    }
+  }
+  EXPECT_TRUE(counters);
+  EXPECT_NE(p.reason.find("one launch: f32 partials, the last threadgroup of each tile sums them in split order"),
+            std::string::npos) << p.reason;
+  // The 32x32 tile (m <= 64; lavapipe at any size) takes it too, with its tails.
+  p = gemm(lavapipe(), 37, 45, 300, {{"splits", 5}, {"out", 1}, {"sk", 1}});
+  EXPECT_EQ(p.describe(), "iron_gemm_32x32x32_w16x16_sk_s2_f32 grid 2x2x5 tg 32x1x1");
+  // Where it does not apply (SwiGLU, the 128x128 tile, the 64x64 tile's other depths) asking is an error.
+  EXPECT_NE(error_of([&] { gemm(d, 96, 512, 2048, {{"epi", 5}, {"sk", 1}}); })
+                .find("sk = 1 (one-launch split-K) needs the 64x64 tile at 3 stages or the 32x32 tile and an epilogue "
+                      "other than SwiGLU; this call has SwiGLU"),
+            std::string::npos);
+  EXPECT_NE(error_of([&] { gemm(d, 512, 512, 512, {{"tile", 1}, {"stages", 2}, {"splits", 2}, {"sk", 1}}); })
+                .find("this call has the 64x64x32_w32x32 tile at 2 stages"),
+            std::string::npos);
+  EXPECT_NE(error_of([&] { gemm(d, 96, 512, 2048, {{"sk", 2}}); }).find("sk = 2 is out of range (0 .. 1)"),
+            std::string::npos);
 }
 
 // Large prefill: the 128x128 tile, one split, the epilogue fused into the one kernel.
@@ -418,22 +454,37 @@ TEST(GemmSelector, BadCallsAreLocatedErrors) {
   EXPECT_NE(error_of([&] { gemm(d, 4, 4, 4, {{"lda", 3}}); }).find("iron_gemm"), std::string::npos);
 }
 
-// No step of any route uses an atomic: split-K is deterministic by construction.
-TEST(GemmSelector, NoRouteUsesAtomics) {
+// No step of any route adds values with an atomic: the one atomic is the one-launch split-K's
+// u32 counter of the threadgroups of a tile that are done (which picks who reduces, never what the
+// sum is), on the `counters` buffer; every other kernel has none.
+TEST(GemmSelector, AtomicsOnlyCountTheTilesThreadgroups) {
   const DeviceInfo d = h200();
   for (int epi = 0; epi < 6; ++epi)
     for (int64_t m : {1, 40, 300})
-      for (const LaunchPlan& p : {gemm(d, m, 512, 4096, {{"epi", epi}}), gemm(lavapipe(), m, 96, 512, {{"epi", epi}})})
+      for (const LaunchPlan& p :
+           {gemm(d, m, 512, 4096, {{"epi", epi}}), gemm(lavapipe(), m, 96, 512, {{"epi", epi}}),
+            gemm(d, m, 512, 4096, {{"epi", epi}, {"sk", epi == 5 ? 0 : 1}}),
+            gemm(lavapipe(), m, 96, 512, {{"epi", epi}, {"sk", epi == 5 ? 0 : 1}})})
         for (const LaunchStep& s : p.steps) {
           const ir::Kernel& k = kernel_ir(s.kernel);
-          ir::walk(k, [&](ir::Id id) { EXPECT_FALSE(ir::is_atomic(k.insts[id].op)) << s.kernel; });
+          const bool sk = s.kernel.find("_sk_") != std::string::npos;
+          int atomics = 0;
+          ir::walk(k, [&](ir::Id id) {
+            const ir::Inst& in = k.insts[id];
+            if (!ir::is_atomic(in.op)) return;
+            ++atomics;
+            EXPECT_TRUE(sk) << s.kernel;
+            EXPECT_EQ(in.op, ir::Op::AtomicAdd) << s.kernel;
+            EXPECT_EQ(k.params[in.param()].name, "counters") << s.kernel;
+          });
+          EXPECT_EQ(atomics, sk ? 1 : 0) << s.kernel;
         }
 }
 
 // The same split-K (or decode-rows) call 100 times: identical bits each time. On CUDA a
 // production-sized decode shape (m 16, n 4096, k 4096, 8 splits or 4 K slices); elsewhere a small
 // one the interpreter runs quickly.
-void repeat_bit_exact(Backend backend, bool decode) {
+void repeat_bit_exact(Backend backend, bool decode, bool two_launch = false) {
   std::string why;
   if (list_devices(backend, &why).empty()) GTEST_SKIP() << backend_name(backend) << ": " << why;
   std::unique_ptr<Context> ctx = Context::create(backend);
@@ -444,9 +495,14 @@ void repeat_bit_exact(Backend backend, bool decode) {
   // shape); split-K: the f32 partials and the reduce.
   if (decode) call.args.emplace("ksplit", big ? 4 : 2);
   else call.args.emplace("splits", splits);
+  // Split-K in one launch (sk 1) or two (sk 0, the default).
+  if (!decode) call.args.emplace("sk", two_launch ? 0 : 1);
   const LaunchPlan plan = plan_launch("iron_gemm", call, ctx->info());
   if (decode) ASSERT_EQ(plan.steps.front().kernel, "iron_gemm_decode_bf16") << plan.describe();
   else ASSERT_EQ(splits_of(plan), uint32_t(splits)) << plan.describe();
+  if (!decode) {
+    ASSERT_EQ(plan.steps.size(), two_launch ? 2u : 1u) << plan.describe();
+  }
   std::vector<uint16_t> a(static_cast<size_t>(m * k)), b(static_cast<size_t>(n * k)), bias(static_cast<size_t>(n));
   uint32_t x = 12345;
   auto bf16 = [&] {
@@ -533,11 +589,177 @@ TEST(GemmRoute, VendorPlanMatchesIronKernelsCuda) {
   EXPECT_NE(t.compile_report.find("cuBLASLt algo"), std::string::npos) << t.compile_report;
 }
 
-TEST(GemmDeterminism, SplitKBitExactOver100RunsInterp) { repeat_bit_exact(Backend::Interp, false); }
-TEST(GemmDeterminism, SplitKBitExactOver100RunsVulkan) { repeat_bit_exact(Backend::Vulkan, false); }
-TEST(GemmDeterminism, SplitKBitExactOver100RunsCuda) { repeat_bit_exact(Backend::Cuda, false); }
+TEST(GemmDeterminism, SplitKBitExactOver100RunsInterp) { repeat_bit_exact(Backend::Interp, false, true); }
+TEST(GemmDeterminism, SplitKBitExactOver100RunsVulkan) { repeat_bit_exact(Backend::Vulkan, false, true); }
+TEST(GemmDeterminism, SplitKBitExactOver100RunsCuda) { repeat_bit_exact(Backend::Cuda, false, true); }
+TEST(GemmDeterminism, SplitKOneLaunchBitExactOver100RunsInterp) { repeat_bit_exact(Backend::Interp, false, false); }
+TEST(GemmDeterminism, SplitKOneLaunchBitExactOver100RunsCuda) { repeat_bit_exact(Backend::Cuda, false, false); }
 TEST(GemmDeterminism, DecodeRowsBitExactOver100RunsInterp) { repeat_bit_exact(Backend::Interp, true); }
 TEST(GemmDeterminism, DecodeRowsBitExactOver100RunsCuda) { repeat_bit_exact(Backend::Cuda, true); }
+
+// --- One-launch split-K -----------------------------------------------------------------------
+// A split-K call with full-avalanche bf16 inputs (random signs, exponents across 2^-12 .. 2^12, so
+// f32 sums in another order round differently) and C in f32: the partials' sums show bit for bit.
+struct SkCall {
+  std::unique_ptr<Context> ctx;
+  LaunchPlan one, two;  // sk 1 and sk 0
+  DeviceBuffer a, b, bias, c;
+  size_t mn = 0;
+};
+SkCall sk_call(Backend backend, int64_t m, int64_t n, int64_t k, int64_t splits, int64_t tile) {
+  SkCall s;
+  s.ctx = Context::create(backend);
+  Constexprs args{{"m", m}, {"n", n}, {"k", k}, {"b_trans", 1}, {"epi", 1}, {"out", 1}, {"splits", splits}, {"tile", tile}};
+  args["sk"] = 1;
+  s.one = plan_launch("iron_gemm", Call{DType::BF16, args}, s.ctx->info());
+  args["sk"] = 0;
+  s.two = plan_launch("iron_gemm", Call{DType::BF16, args}, s.ctx->info());
+  std::vector<uint16_t> a(static_cast<size_t>(m * k)), b(static_cast<size_t>(n * k)), bias(static_cast<size_t>(n));
+  uint32_t x = 4242;
+  for (std::vector<uint16_t>* v : {&a, &b, &bias})
+    for (uint16_t& e : *v) {
+      x = x * 1664525u + 1013904223u;
+      // sign, an exponent 115 .. 139 (2^-12 .. 2^12) and 7 random mantissa bits
+      e = uint16_t(((x >> 31) << 15) | ((115u + (x >> 8) % 25u) << 7) | ((x >> 16) & 0x7fu));
+    }
+  s.mn = size_t(m * n);
+  s.a = s.ctx->alloc(DType::BF16, a.size()), s.b = s.ctx->alloc(DType::BF16, b.size());
+  // The bias holds C's dtype (f32): the same bf16 values widened.
+  std::vector<uint32_t> bias32(bias.size());
+  for (size_t j = 0; j < bias.size(); ++j) bias32[j] = uint32_t(bias[j]) << 16;
+  s.bias = s.ctx->alloc(DType::F32, bias.size()), s.c = s.ctx->alloc(DType::F32, s.mn);
+  s.ctx->upload(s.a, a.data(), a.size() * 2);
+  s.ctx->upload(s.b, b.data(), b.size() * 2);
+  s.ctx->upload(s.bias, bias32.data(), bias32.size() * 4);
+  return s;
+}
+// Runs `plan` `runs` times on one set of launches (its scratch allocated, and the counters
+// zeroed, once), with `replace` in place of the kernel of its name; C is set to a NaN pattern
+// before each run. Returns C's bits after each run.
+std::vector<std::vector<uint32_t>> sk_runs(SkCall& s, const LaunchPlan& plan, int runs,
+                                           const ir::Kernel* replace = nullptr) {
+  const std::vector<SequenceLaunch> seq =
+      plan_launches(*s.ctx, plan, DType::BF16, {{"a", s.a}, {"b", s.b}, {"bias", s.bias}, {"c", s.c}});
+  std::vector<std::vector<uint32_t>> out;
+  const std::vector<uint32_t> poison(s.mn, 0x7fc0dead);
+  for (int r = 0; r < runs; ++r) {
+    s.ctx->upload(s.c, poison.data(), s.mn * 4);
+    for (const SequenceLaunch& l : seq)
+      s.ctx->dispatch_with_grid(replace && replace->name == l.kernel->name ? *replace : *l.kernel, l.dtype, l.buffers,
+                                l.constexprs, l.grid, l.threadgroup);
+    s.ctx->synchronize();
+    out.emplace_back(s.mn);
+    s.ctx->download(s.c, out.back().data(), s.mn * 4);
+  }
+  return out;
+}
+
+// One launch gives the two-launch path's bits (the same sums in the same order), run after run on
+// one allocation of its counters (each launch leaves them zero). Interpreter and lavapipe: 37 x 45
+// x 320 in 5 splits on the 32x32 tile (tails in M and N); CUDA: [96, 2048] x W [512, 2048] in 16
+// splits on the 64x64 tile, the small shape of issue 12.
+void sk_matches_two_launch(Backend backend) {
+  std::string why;
+  if (list_devices(backend, &why).empty()) GTEST_SKIP() << backend_name(backend) << ": " << why;
+  const bool big = backend == Backend::Cuda;
+  SkCall s = big ? sk_call(backend, 96, 512, 2048, 16, 1) : sk_call(backend, 37, 45, 320, 5, 2);
+  ASSERT_EQ(s.one.steps.size(), 1u) << s.one.describe();
+  ASSERT_NE(s.one.steps[0].kernel.find("_sk_"), std::string::npos) << s.one.describe();
+  ASSERT_EQ(s.two.steps.size(), 2u) << s.two.describe();
+  const std::vector<uint32_t> want = sk_runs(s, s.two, 1)[0];
+  const std::vector<std::vector<uint32_t>> got = sk_runs(s, s.one, 3);
+  for (size_t r = 0; r < got.size(); ++r) {
+    size_t diff = 0;
+    for (size_t i = 0; i < s.mn; ++i) diff += got[r][i] != want[i];
+    EXPECT_EQ(diff, 0u) << "run " << r << ": elements whose bits differ from the two-launch path's";
+  }
+  size_t nan = 0;
+  for (uint32_t v : want) nan += (v & 0x7f800000u) == 0x7f800000u;
+  EXPECT_EQ(nan, 0u);
+}
+TEST(GemmSplitK, OneLaunchGivesTheTwoLaunchBitsInterp) { sk_matches_two_launch(Backend::Interp); }
+TEST(GemmSplitK, OneLaunchGivesTheTwoLaunchBitsVulkan) { sk_matches_two_launch(Backend::Vulkan); }
+TEST(GemmSplitK, OneLaunchGivesTheTwoLaunchBitsCuda) { sk_matches_two_launch(Backend::Cuda); }
+
+// Known-bad variants of the one-launch kernel on the interpreter (which runs the threadgroups in
+// order, so split 4 of each tile counts last): each changes the bits of C against the two-launch
+// path's on the avalanche call above, within 2 runs, without an error. (A reduction by the first threadgroup to
+// arrive is no bug the interpreter can show: in its order every threadgroup would then reduce, the
+// last one with every partial written.)
+TEST(GemmMutation, OneLaunchSplitKKnownBadVariantsAreCaught) {
+  SkCall s = sk_call(Backend::Interp, 37, 45, 320, 5, 2);
+  const std::vector<uint32_t> want = sk_runs(s, s.two, 1)[0];
+  const ir::Kernel& k = kernel_ir(s.one.steps[0].kernel);
+  const int partials = k.find_param("partials"), counters = k.find_param("counters");
+  ASSERT_GE(partials, 0);
+  ASSERT_GE(counters, 0);
+  // The reduction's loop over the splits: the For whose body loads `partials`.
+  ir::Id loop = ir::kNone, last_test = ir::kNone, split_id = ir::kNone;
+  ir::walk(k, [&](ir::Id id) {
+    const ir::Inst& in = k.insts[id];
+    if (in.op == ir::Op::For)
+      for (ir::Id b : k.blocks[in.blocks[0]].insts)
+        if (k.insts[b].op == ir::Op::Load && k.insts[b].param() == uint32_t(partials)) loop = id;
+    if (in.op == ir::Op::Eq && k.insts[in.operands[0]].op == ir::Op::TgLoad && k.insts[in.operands[1]].op == ir::Op::Sub)
+      last_test = id;
+    if (in.op == ir::Op::ProgramId && in.attr(ir::Attr::Axis) == 2) split_id = id;
+  });
+  ASSERT_NE(loop, ir::kNone);
+  ASSERT_NE(last_test, ir::kNone);
+  ASSERT_NE(split_id, ir::kNone);
+  struct Bad {
+    std::string what;
+    ir::Kernel k;
+  };
+  std::vector<Bad> bad;
+  // 1. The counter is not reset: the second launch finds splits .. 2 splits - 1, and nobody reduces.
+  {
+    Bad b{"the counter is not reset", k};
+    for (ir::Block& blk : b.k.blocks)
+      blk.insts.erase(std::remove_if(blk.insts.begin(), blk.insts.end(),
+                                     [&](ir::Id id) {
+                                       return b.k.insts[id].op == ir::Op::Store && b.k.insts[id].param() == uint32_t(counters);
+                                     }),
+                      blk.insts.end());
+    bad.push_back(std::move(b));
+  }
+  // 2. The last threadgroup sums only its own partial (the loop starts at its split).
+  {
+    Bad b{"only the own partial is summed", k};
+    b.k.insts[loop].operands[0] = split_id;
+    bad.push_back(std::move(b));
+  }
+  // 3. The splits summed in reverse order: split splits - 1 - s at step s.
+  {
+    Bad b{"the splits summed in reverse order", k};
+    const ir::Id s_minus_1 = b.k.insts[last_test].operands[1];
+    ir::Inst rev = b.k.insts[s_minus_1];
+    rev.operands = {s_minus_1, loop};
+    const ir::Id body = b.k.insts[loop].blocks[0];
+    for (ir::Id id : b.k.blocks[body].insts)
+      for (ir::Id& o : b.k.insts[id].operands)
+        if (o == loop) o = ir::Id(b.k.insts.size());
+    const ir::Id r = b.k.add_inst(rev);
+    b.k.blocks[body].insts.insert(b.k.blocks[body].insts.begin(), r);
+    bad.push_back(std::move(b));
+  }
+  ASSERT_EQ(bad.size(), 3u);
+  for (const Bad& b : bad) {
+    std::string err;
+    size_t diff = 0;
+    try {
+      for (const std::vector<uint32_t>& got : sk_runs(s, s.one, 2, &b.k))
+        for (size_t i = 0; i < s.mn; ++i) diff += got[i] != want[i];
+    } catch (const Error& e) {
+      err = e.what();
+    }
+    // Each runs (a valid kernel) and gives other bits.
+    EXPECT_EQ(err, "") << b.what;
+    EXPECT_GT(diff, 0u) << b.what << ": not caught";
+  }
+  // The kernel itself gives the two-launch bits on the same call, two runs.
+  for (const std::vector<uint32_t>& got : sk_runs(s, s.one, 2)) EXPECT_EQ(got, want);
+}
 
 // Known-bad variants of the decode rows kernel, against its f32-output cases on the interpreter
 // (both bodies, one and several K slices, several rounds of tile rows): every barrier dropped (the
