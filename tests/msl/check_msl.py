@@ -58,7 +58,8 @@ def check_attributes(path, text):
         start = text.rfind("\n", 0, m.start()) + 1
         decl = text[start:m.start()].strip().rstrip(",").strip()
         # The parameter declaration before the attribute: everything after "(" or "," on its line.
-        decl = re.split(r"[(,]\s*", decl)[-1].strip()
+        # (The "(" of a `coherent(device)` qualifier is part of the declaration.)
+        decl = re.split(r"(?<!coherent)[(,]\s*", decl)[-1].strip()
         where = f"{path}:{line_no}"
         if name == "buffer":
             if index is None:
