@@ -209,7 +209,12 @@ TEST(Timing, CudaTimesOrReportsWhyNot) {
   expect_valid_samples(t, 10);
   p.check();
   EXPECT_PRED_FORMAT2(testing::IsSubstring, "registers", t.compile_report);
-  EXPECT_PRED_FORMAT2(testing::IsSubstring, "bytes spill stores", t.compile_report);
+  // ptxas's spill line, or, where NVRTC's log lacks the ptxas report (a program compiled before on
+  // that machine: the H200's final call of session 10, after the corpus had compiled iron_add),
+  // the loaded function's local memory from its attributes.
+  EXPECT_TRUE(t.compile_report.find("bytes spill stores") != std::string::npos ||
+              t.compile_report.find("bytes lmem (no ptxas report in the NVRTC log)") != std::string::npos)
+      << t.compile_report;
   EXPECT_EQ(t.compile_report.find("Compile time"), std::string::npos) << t.compile_report;
 
   Timing flushed = p.time({0, 5, true});
