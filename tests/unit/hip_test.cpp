@@ -69,13 +69,14 @@ TEST(Hip, Bf16IsIronsOwnTypeWithTheInterpretersRounding) {
 // Every kernel of the library, as HIP, through clang++ for a CDNA target. The sources are
 // compiled in a few translation units (each kernel in a namespace of its own, as the CUDA device
 // batches NVRTC), two compiles at a time: the HIP headers dominate a single compile. gfx90a takes
-// half of every kernel's instantiations and gfx940 the other half. The emitted source does not
-// depend on which CDNA target it is for (both are wave64 with 64 KiB of LDS: codegen::profile_for),
-// so compiling each instantiation once checks Iron's code, and the two halves check both clang
-// backends, at the compile time CI's 2 cores can spend on it.
+// every kernel's first instantiation and gfx940 every later one except the GEMM families'. The
+// emitted source does not depend on which CDNA target it is for (both are wave64 with 64 KiB of
+// LDS: codegen::profile_for), so the two cover every dtype of every kernel but the GEMM families
+// (their first dtype only) and both clang backends, at the compile time CI's 2 cores can spend on
+// it; `iron build --emit hip` compiles every instantiation for both on demand.
 struct HipArchCase {
   const char* arch;
-  bool even;  // the even-numbered instantiations (else the odd-numbered)
+  bool even;  // every kernel's first instantiation (else the later ones of the non-GEMM kernels)
 };
 class HipArch : public ::testing::TestWithParam<HipArchCase> {};
 
@@ -96,14 +97,13 @@ TEST_P(HipArch, EveryKernelCompilesToACodeObject) {
       continue;
     }
     ++kernels;
-    // Each instantiation compiles for one of the two CDNA targets (the emitted source is the same
-    // for both): the even-numbered ones on gfx90a, the odd-numbered on gfx940. The GEMM families
-    // (iron_gemm*: a third of the instantiations and most of clang's time) take only their first
-    // on gfx90a and their last on gfx940, so each dtype of their inputs compiles once.
+    // The emitted source is the same for both CDNA targets: gfx90a compiles every kernel's first
+    // instantiation, gfx940 every other instantiation, except the GEMM families' (iron_gemm*:
+    // 2-5 s of clang each, nearly all of this test's time on CI's 2 cores).
     const std::vector<Instantiation> all = ir::instantiations(k);
     const bool gemm = std::string(d->name).rfind("iron_gemm", 0) == 0;
     for (size_t i = 0; i < all.size(); ++i) {
-      const bool take = GetParam().even ? (gemm ? i == 0 : i % 2 == 0) : (gemm ? i + 1 == all.size() : i % 2 == 1);
+      const bool take = GetParam().even ? i == 0 : (!gemm && i >= 1);
       if (!take) continue;
       codegen::Emitted e = codegen::emit(k, all[i], profile);
       ASSERT_TRUE(e.ok()) << d->name << " " << instantiation_name(all[i]) << ": " << e.diags.render(k);
@@ -111,8 +111,10 @@ TEST_P(HipArch, EveryKernelCompilesToACodeObject) {
       entries.push_back(e.entry);
     }
   }
-  ASSERT_EQ(sources.size() >= kernels, true);
-  ASSERT_GT(sources.size(), GetParam().even ? 100u : 40u);
+  if (GetParam().even) {
+    ASSERT_EQ(sources.size() >= kernels, true);  // every kernel once
+  }
+  ASSERT_GT(sources.size(), GetParam().even ? 100u : 30u);
   constexpr size_t kBatches = 8;
   std::vector<codegen::HipObject> objects(kBatches);
   std::vector<std::vector<size_t>> members(kBatches);
@@ -149,7 +151,7 @@ TEST_P(HipArch, EveryKernelCompilesToACodeObject) {
 
 INSTANTIATE_TEST_SUITE_P(Cdna, HipArch, ::testing::Values(HipArchCase{"gfx90a", true}, HipArchCase{"gfx940", false}),
                          [](const ::testing::TestParamInfo<HipArchCase>& i) {
-                           return std::string(i.param.arch) + (i.param.even ? "_even_instantiations" : "_odd_instantiations");
+                           return std::string(i.param.arch) + (i.param.even ? "_first_instantiation" : "_later_instantiations");
                          });
 
 // The HIP device: libamdhip64 opened at run time. Where there is no AMD GPU (every machine Iron
