@@ -96,12 +96,20 @@ TEST_P(HipArch, EveryKernelCompilesToACodeObject) {
       EXPECT_NE(e.diags.render(k).find("cannot express"), std::string::npos) << e.diags.render(k);
       continue;
     }
-    ++kernels;
     // The emitted source is the same for both CDNA targets: gfx90a compiles every kernel's first
     // instantiation, gfx940 every other instantiation, except the GEMM families' (iron_gemm*:
-    // 2-5 s of clang each, nearly all of this test's time on CI's 2 cores).
+    // 2-5 s of clang each, nearly all of this test's time on CI's 2 cores), which compile their
+    // first only.
     const std::vector<Instantiation> all = ir::instantiations(k);
-    const bool gemm = std::string(d->name).rfind("iron_gemm", 0) == 0;
+    const std::string name = d->name;
+    const bool gemm = name.rfind("iron_gemm", 0) == 0;
+    // Of the GEMM families' kernels, the f32-output ones (their OUT axis changes only the final
+    // cast) and the SwiGLU kernels' f16 one (they have no f32 output).
+    const auto ends = [&](const std::string& tail) {
+      return name.size() >= tail.size() && name.compare(name.size() - tail.size(), tail.size(), tail) == 0;
+    };
+    if (gemm && !ends("_f32") && !(name.find("swiglu") != std::string::npos && ends("_f16"))) continue;
+    ++kernels;
     for (size_t i = 0; i < all.size(); ++i) {
       const bool take = GetParam().even ? i == 0 : (!gemm && i >= 1);
       if (!take) continue;
@@ -114,7 +122,7 @@ TEST_P(HipArch, EveryKernelCompilesToACodeObject) {
   if (GetParam().even) {
     ASSERT_EQ(sources.size() >= kernels, true);  // every kernel once
   }
-  ASSERT_GT(sources.size(), GetParam().even ? 100u : 30u);
+  ASSERT_GT(sources.size(), GetParam().even ? 80u : 30u);
   constexpr size_t kBatches = 8;
   std::vector<codegen::HipObject> objects(kBatches);
   std::vector<std::vector<size_t>> members(kBatches);
