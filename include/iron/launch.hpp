@@ -51,6 +51,18 @@ struct LaunchStep {
   // them as for a kernel). grid and threadgroup are {1, 1, 1}. run_plan and time_plan run it;
   // plan_launches (a kernel sequence) refuses it.
   bool library = false;
+  // Tensor-map parameters (`tensor_map` in the DSL) the step builds at dispatch over one of the
+  // call's (or the plan's scratch) buffers: the parameter gets TensorMap{that buffer, dims,
+  // strides, box, swizzle} (include/iron/runtime.hpp), checked like any tensor map at dispatch.
+  struct Map {
+    std::string param;              // the kernel's tensor-map parameter
+    std::string buffer;             // the buffer it maps, by the name a bind would use
+    std::vector<uint64_t> dims;     // elements per dimension, innermost first
+    std::vector<uint64_t> strides;  // byte strides of dimensions 1.. (empty: packed)
+    std::vector<uint32_t> box;
+    TensorMap::Swizzle swizzle = TensorMap::Swizzle::None;
+  };
+  std::vector<Map> maps{};
 };
 
 struct ScratchBuffer {
@@ -101,6 +113,10 @@ LaunchPlan plan_launch(std::string_view family, const Call& call, const DeviceIn
 
 // The buffer a step binds to kernel parameter `param` (the bind entry, else `param`).
 const std::string& step_buffer(const LaunchStep& step, const std::string& param);
+
+// A step's scalar arguments at dispatch: its constexprs plus each of its tensor maps built over
+// the buffer of `buffers` it names (an error naming the step when that buffer is missing).
+Constexprs step_scalars(const LaunchStep& step, const Bindings& buffers);
 
 // A library step's buffer parameters and their dtypes at `dtype` ("a" and "b": T; "c": the
 // step's `out`), in binding order.

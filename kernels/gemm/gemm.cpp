@@ -133,7 +133,11 @@ constexpr uint32_t kGroupRows = 16;
 // the 128-byte swizzle, two warpgroups of 64 rows x BN each issuing BK / 16 wgmma per stage into
 // a 16 x BN accumulator per lane group, waited one stage later.
 // one_launch: split-K in one launch (the `_sk_` kernels, docs/gemm.md "One-launch split-K").
-void gemm_kernel(const Config& cfg, bool swiglu, const KernelVariant& var, bool wg = false, bool one_launch = false) {
+// tma (with wg): the operands arrive by tensor-map copies instead (the `_wg_tma` kernels, docs/gemm.md
+// "The tensor-map kernel"): one thread issues each stage's two boxes, completing on the stage's
+// mbarrier, and every thread waits on that barrier before the stage's products.
+void gemm_kernel(const Config& cfg, bool swiglu, const KernelVariant& var, bool wg = false, bool one_launch = false,
+                 bool tma = false) {
   const uint32_t stages = uint32_t(var.i("S"));
   const DType out_t = var.type("OUT");
   const uint32_t BM = cfg.bm, BN = cfg.bn, BK = cfg.bk, WM = cfg.wm, WN = cfg.wn;
@@ -170,6 +174,14 @@ void gemm_kernel(const Config& cfg, bool swiglu, const KernelVariant& var, bool 
   Expr full = constexpr_("full", u32, specialize());
   Buffer a = input("a", T, {a_len});
   Buffer b = input("b", T, {b_len});
+  // The tensor-map kernels read A and B only through these (A as [m, k] with K innermost, B as
+  // [n, k]; boxes of BK x BM and BK x BN under the 128-byte swizzle, zeros outside the tensors);
+  // a and b stay declared so a call binds the same buffers to every kernel of the family.
+  Buffer a_map(0, T), b_map(0, T);
+  if (tma) {
+    a_map = tensor_map("a_map");
+    b_map = tensor_map("b_map");
+  }
   Expr epi, bias_len, res_len;
   // Parameters a kernel of the family does not declare stay unbound placeholders, never read.
   Buffer b2(0, T), bias(0, out_t), res(0, out_t);
@@ -333,30 +345,74 @@ void gemm_kernel(const Config& cfg, bool swiglu, const KernelVariant& var, bool 
     // retired before the barrier that lets the next copy overwrite their stage. 4 stages: 2 ahead
     // too, and one step's products stay in flight across the next step (wg_wait(1)): the copy
     // of step + 2 overwrites the stage of step - 2, whose products are retired by then.
-    const uint32_t ahead = 2, keep = stages >= 4 ? 1 : 0;
-    for (uint32_t s = 0; s < ahead; ++s) {
-      Expr at = steps * 0u + s;
-      if_(at < steps, [&] { stage_tiles(at, at); }).else_([&] { async_commit(); });
-    }
-    for_(0u, steps, [&](Expr step) {
-      // The products of step - 1 - keep retired (their stage is the next copy's), this thread's
-      // copies of step `step` landed and fenced for the async proxy; after the barrier everyone's.
-      wg_wait(keep);
-      async_wait(ahead - 1);
-      fence_proxy_async();
+    if (tma) {
+      // Tensor-map copies: thread 0 issues stage s's boxes (A: BK x BM at column kb, row row0; B:
+      // BK x BN at column kb, row col0; zeros past m, n, k), expecting their bytes on full[s];
+      // everyone waits on full[s] with the parity of the round before the products. The copies
+      // run `ahead` steps ahead: at step t thread 0 refills the stage of step t - 1 (3 stages:
+      // ahead 2 after wg_wait(0)) or t - 2 (4 stages or more: wg_wait(1), ahead stages - 2),
+      // whose products every lane group has retired by the barrier before it.
+      const uint32_t keep = stages >= 4 ? 1 : 0, ahead = stages - 1 - keep;
+      const uint32_t elem = 2;  // f16 or bf16
+      TgBuffer full_bar = mbarrier_alloc("full", stages);
+      Expr leader = local_id(0) == 0u;
+      if_(leader, [&] {
+        for (uint32_t s = 0; s < stages; ++s) mbar_init(full_bar[s], 1u);
+      });
       barrier();
-      Expr next = step + ahead;
-      if_(next < steps, [&] { stage_tiles(next, next % stages); }).else_([&] { async_commit(); });
-      Expr stage = step % stages;
-      wg_fence();
-      for (uint32_t ks = 0; ks < BK / 16; ++ks)
-        acc.set(coop_tile_wg_issue(as, stage * A_STAGE + half * (64u * BK) + ks * 16, bs, B_BASE + stage * B_STAGE + ks * 16,
-                                   acc.get(), sw));
-      wg_commit();
-    });
-    wg_wait(0);
-    async_wait(0);
-    barrier();
+      auto load = [&](Expr step, Expr stage) {
+        Expr kb = k0 + step * BK;
+        mbar_arrive_tx(full_bar[stage], (A_STAGE + B_STAGE) * elem);
+        tma_load_2d(a_map, as[stage * A_STAGE], kb, row0, full_bar[stage]);
+        tma_load_2d(b_map, bs[B_BASE + stage * B_STAGE], kb, col0, full_bar[stage]);
+      };
+      if_(leader, [&] {
+        for (uint32_t s = 0; s < ahead; ++s) {
+          Expr at = steps * 0u + s;
+          if_(at < steps, [&] { load(at, at); });
+        }
+      });
+      for_(0u, steps, [&](Expr step) {
+        wg_wait(keep);
+        barrier();
+        Expr next = step + ahead;
+        if_(leader && next < steps, [&] { load(next, next % stages); });
+        Expr stage = step % stages;
+        mbar_wait(full_bar[stage], (step / stages) % 2u);
+        wg_fence();
+        for (uint32_t ks = 0; ks < BK / 16; ++ks)
+          acc.set(coop_tile_wg_issue(as, stage * A_STAGE + half * (64u * BK) + ks * 16, bs,
+                                     B_BASE + stage * B_STAGE + ks * 16, acc.get(), sw));
+        wg_commit();
+      });
+      wg_wait(0);
+      barrier();
+    } else {
+      const uint32_t ahead = 2, keep = stages >= 4 ? 1 : 0;
+      for (uint32_t s = 0; s < ahead; ++s) {
+        Expr at = steps * 0u + s;
+        if_(at < steps, [&] { stage_tiles(at, at); }).else_([&] { async_commit(); });
+      }
+      for_(0u, steps, [&](Expr step) {
+        // The products of step - 1 - keep retired (their stage is the next copy's), this thread's
+        // copies of step `step` landed and fenced for the async proxy; after the barrier everyone's.
+        wg_wait(keep);
+        async_wait(ahead - 1);
+        fence_proxy_async();
+        barrier();
+        Expr next = step + ahead;
+        if_(next < steps, [&] { stage_tiles(next, next % stages); }).else_([&] { async_commit(); });
+        Expr stage = step % stages;
+        wg_fence();
+        for (uint32_t ks = 0; ks < BK / 16; ++ks)
+          acc.set(coop_tile_wg_issue(as, stage * A_STAGE + half * (64u * BK) + ks * 16, bs, B_BASE + stage * B_STAGE + ks * 16,
+                                     acc.get(), sw));
+        wg_commit();
+      });
+      wg_wait(0);
+      async_wait(0);
+      barrier();
+    }
     // Epilogue: the block through the scratch (row-major BM x BN f32), then every thread takes
     // elements in order (consecutive threads along a row of C).
     if_(active, [&] { coop_tile_store(acc.get(), cs, w * (16u * BN), BN); });
@@ -562,6 +618,8 @@ void gemm_reduce(bool swiglu, const KernelVariant& var) {
 constexpr Config kLarge{128, 128, 64, 64, 32};
 // The warpgroup body (wgmma on sm_90a): 8 lane groups of 16 x 128, two warpgroups of 64 x 128.
 constexpr Config kLargeWg{128, 128, 64, 16, 128};
+// The tensor-map kernel's wide tile: two warpgroups of 64 x 256 (one m64n256k16 per k16 step).
+constexpr Config kWideWg{128, 256, 64, 16, 256};
 // The fused SwiGLU kernel keeps BK = 32: two B operands staged (72 KiB), and on the software tile
 // path (HIP) its fragments at BK = 64 pass clang's stack frame limit.
 constexpr Config kLargeSwiglu{128, 128, 32, 64, 32};
@@ -572,6 +630,8 @@ constexpr Config kSmall{32, 32, 32, 16, 16};
 
 static void gemm_large(const KernelVariant& v) { gemm_kernel(kLarge, false, v); }
 static void gemm_large_wg(const KernelVariant& v) { gemm_kernel(kLargeWg, false, v, true); }
+static void gemm_large_wg_tma(const KernelVariant& v) { gemm_kernel(kLargeWg, false, v, true, false, true); }
+static void gemm_wide_wg_tma(const KernelVariant& v) { gemm_kernel(kWideWg, false, v, true, false, true); }
 static void gemm_large_swiglu(const KernelVariant& v) { gemm_kernel(kLargeSwiglu, true, v); }
 static void gemm_medium(const KernelVariant& v) { gemm_kernel(kMedium, false, v); }
 static void gemm_medium_swiglu(const KernelVariant& v) { gemm_kernel(kMedium, true, v); }
@@ -591,6 +651,12 @@ IRON_KERNEL_VARIANTS(iron_gemm_128x128x64_wg, gemm_large_wg, Reduction, (f16, bf
                      IRON_GEMM_OUT);
 // Its 4-stage pipeline (one step's products in flight across the next step's staging), bf16 out.
 IRON_KERNEL_VARIANTS(iron_gemm_128x128x64_wg_stages, gemm_large_wg, Reduction, (f16, bf16), "s{S}_{OUT}",
+                     ::iron::int_axis("S", {4}), ::iron::type_axis("OUT", {::iron::DType::BF16, ::iron::DType::F32}));
+// The tensor-map kernels (gemm_for routes large [n, k]-weight shapes on sm_90a to them).
+// C in f32 (split-K partials, f32 outputs) or bf16; an f16 C keeps the cp.async kernels.
+IRON_KERNEL_VARIANTS(iron_gemm_128x128x64_wg_tma, gemm_large_wg_tma, Reduction, (f16, bf16), "s{S}_{OUT}",
+                     ::iron::int_axis("S", {4}), ::iron::type_axis("OUT", {::iron::DType::BF16, ::iron::DType::F32}));
+IRON_KERNEL_VARIANTS(iron_gemm_128x256x64_wg_tma, gemm_wide_wg_tma, Reduction, (f16, bf16), "s{S}_{OUT}",
                      ::iron::int_axis("S", {4}), ::iron::type_axis("OUT", {::iron::DType::BF16, ::iron::DType::F32}));
 IRON_KERNEL_VARIANTS(iron_gemm_128x128x32_w64x32_swiglu, gemm_large_swiglu, Reduction, (f16, bf16), "s{S}_{OUT}",
                      ::iron::int_axis("S", {3}), IRON_GEMM_OUT16);

@@ -38,6 +38,7 @@ struct Shape {
   int unroll = 0;    // decode rows, lanes: 0 the selector's choice (2), else 1, 2 or 4 chunks per step
   int wg = -1;       // the 128x128 tile: -1 the selector's choice, 1 the warpgroup kernel, 0 mma.sync
   int sk = -1;       // split-K: -1 the selector's choice (two launches), 0 two launches, 1 one launch
+  int tma = -1;      // the warpgroup kernel's tensor-map copies: -1 the selector's choice, 0 off, 1/2 the tiles
 };
 
 std::vector<double> values(size_t count, uint64_t seed, bool small_integers) {
@@ -64,6 +65,7 @@ TestSetup gemm_case(DType dt, const Shape& s) {
   if (s.unroll) call.emplace("unroll", s.unroll);
   if (s.wg >= 0) call.emplace("wg", s.wg);
   if (s.sk >= 0) call.emplace("sk", s.sk);
+  if (s.tma >= 0) call.emplace("tma", s.tma);
   if (s.tile == 0) call.emplace("vendor", 0);  // the 128x128 tile's cases: Iron's kernels on any device
   TestSetup t(dt);
   t.in("a", values(a_len, 301, s.small_integers)).in("b", values(b_len, 302, s.small_integers));
@@ -312,6 +314,18 @@ IRON_TEST_KERNEL(iron_gemm, wg_int_m20_n24_k320_weight, {bf16}) {
   return gemm_case(dt, {20, 24, 320, false, true, 0, 0, 0, 0, Epi::None, 1, 1, 0, 0, true, 0, -1, 0, 1});
 }
 
+// The tensor-map kernels (gemm.cpp, `_wg_tma`): tails in m, n and k left to the copy engine's
+// zero fill, more K steps than stages (the barriers' parity wraps), and split-K partials.
+IRON_TEST_KERNEL(iron_gemm, wg_tma_m70_n120_k520_weight, {bf16}) {
+  return gemm_case(dt, {70, 120, 520, false, true, 0, 0, 0, 0, Epi::None, 1, 1, 0, 0, false, 0, -1, 0, 1, -1, 1});
+}
+IRON_TEST_KERNEL(iron_gemm, wg_tma_wide_m70_n200_k328_weight_bias_bf16out, {f16}) {
+  return gemm_case(dt, {70, 200, 328, false, true, 0, 0, 0, 0, Epi::Bias, 3, 1, 0, 0, false, 0, -1, 0, 1, -1, 2});
+}
+IRON_TEST_KERNEL(iron_gemm, wg_tma_wide_s4_int_m20_n136_k328_weight_split2, {bf16}) {
+  return gemm_case(dt, {20, 136, 328, false, true, 0, 0, 0, 0, Epi::None, 1, 2, 0, 4, true, 0, -1, 0, 1, -1, 2});
+}
+
 // The large tile's fused SwiGLU kernel (two products per 64x32 warp tile), B a weight.
 IRON_TEST_KERNEL(iron_gemm, large_tile_swiglu_m130_n260_k70, {bf16}) {
   return gemm_case(dt, {130, 260, 70, false, true, 0, 0, 0, 0, Epi::Swiglu, 0, 1, 0, 0, false});
@@ -339,7 +353,7 @@ static std::vector<double> powers_of_two(size_t count, uint64_t seed) {
   return out;
 }
 static BenchSetup gemm_bench(DType dt, uint32_t m, uint32_t n, uint32_t k, bool weight = false, bool routed = false,
-                             uint32_t wg_stages = 0) {
+                             uint32_t wg_stages = 0, int tma = -1) {
   const std::vector<double> u = powers_of_two(k, 311), v = powers_of_two(n, 312);
   std::vector<double> w(size_t(n) * k);
   for (uint32_t kk = 0; kk < k; ++kk)
@@ -350,6 +364,7 @@ static BenchSetup gemm_bench(DType dt, uint32_t m, uint32_t n, uint32_t k, bool 
   // on CUDA; the cublaslt_gemm rows time that path, and the _routed row the family's own route).
   Constexprs call{{"m", m}, {"n", n}, {"k", k}, {"b_trans", weight ? 1 : 0}, {"vendor", routed ? 1 : 0}};
   if (wg_stages) call.insert({{"wg", 1}, {"stages", wg_stages}, {"tile", 0}});  // the warpgroup kernel at that depth
+  if (tma >= 0) call.insert({"tma", tma});  // 0: its per-thread copies; 1, 2: the tensor-map tiles
   b.call(call);
   b.oracle([m, n, k, u, v](const Tensors& in, Tensors& out) {
     const auto& A = in.at("a");
@@ -383,9 +398,14 @@ IRON_BENCH(iron_gemm, m2048_n14336_k4096_wt, {bf16, 1e-2}) { return gemm_bench(d
 IRON_BENCH(iron_gemm, m4096_n4096_k4096_wt, {bf16, 1e-2}) { return gemm_bench(dt, 4096, 4096, 4096, true); }
 IRON_BENCH(iron_gemm, m8192_n8192_k8192, {bf16, 1e-2}) { return gemm_bench(dt, 8192, 8192, 8192); }
 IRON_BENCH(iron_gemm, m8192_n8192_k8192_wt, {bf16, 1e-2}) { return gemm_bench(dt, 8192, 8192, 8192, true); }
-// The warpgroup kernel's 4-stage pipeline (iron_gemm_128x128x64_wg_stages_s4) on the same rows.
-IRON_BENCH(iron_gemm, m4096_n4096_k4096_wt_wg_s4, {bf16, 1e-2}) { return gemm_bench(dt, 4096, 4096, 4096, true, false, 4); }
-IRON_BENCH(iron_gemm, m2048_n14336_k4096_wt_wg_s4, {bf16, 1e-2}) { return gemm_bench(dt, 2048, 14336, 4096, true, false, 4); }
+// The warpgroup kernel's 4-stage pipeline with per-thread copies (iron_gemm_128x128x64_wg_stages_s4)
+// on the same rows, and each tensor-map kernel (the _wt rows take gemm_for's default: on the
+// H200 the 128x256 tile at 4 stages).
+IRON_BENCH(iron_gemm, m4096_n4096_k4096_wt_wg_s4, {bf16, 1e-2}) { return gemm_bench(dt, 4096, 4096, 4096, true, false, 4, 0); }
+IRON_BENCH(iron_gemm, m2048_n14336_k4096_wt_wg_s4, {bf16, 1e-2}) { return gemm_bench(dt, 2048, 14336, 4096, true, false, 4, 0); }
+IRON_BENCH(iron_gemm, m4096_n4096_k4096_wt_tma1, {bf16, 1e-2}) { return gemm_bench(dt, 4096, 4096, 4096, true, false, 4, 1); }
+IRON_BENCH(iron_gemm, m2048_n14336_k4096_wt_tma1, {bf16, 1e-2}) { return gemm_bench(dt, 2048, 14336, 4096, true, false, 4, 1); }
+IRON_BENCH(iron_gemm, m8192_n8192_k8192_wt_tma1, {bf16, 1e-2}) { return gemm_bench(dt, 8192, 8192, 8192, true, false, 4, 1); }
 // The same call as gemm_for serves it by default: on CUDA with cuBLASLt, the library step.
 IRON_BENCH(iron_gemm, m4096_n4096_k4096_routed, {bf16, 1e-2}) { return gemm_bench(dt, 4096, 4096, 4096, false, true); }
 

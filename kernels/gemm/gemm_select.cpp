@@ -20,6 +20,11 @@
 //                               interpreter backends), 0 the mma.sync kernel; default: the
 //                               warpgroup kernel for B column-major, A row-major, no SwiGLU on sm_90a
 //   sk                          split-K: 1 one launch (below), 0 two launches (the default)
+//   tma                         the warpgroup kernel's operands by tensor-map copies, 4 stages: 0
+//                               off, 1 the 128x128 tile, 2 the 128x256 tile; default on CUDA
+//                               sm_90a where the layout allows it (A
+//                               row-major, B a [n, k] weight, no offsets): 2 when the 128x256
+//                               blocks fill every compute unit, else 1
 // with buffers a, b (T), c (out), and b2 (swiglu), bias [n] or residual [m, n] (out's dtype).
 //
 // Decode rows first: m <= 16 against B column-major (a [n, k] weight), A row-major, k, lda, ldb,
@@ -399,17 +404,67 @@ static LaunchPlan gemm_for(const Call& call, const DeviceInfo& dev) {
     wg_note = std::string("; wg 1 but ") +
               (cfg_index != 0 ? "not the 128x128 tile" : epi == Epi::Swiglu ? "SwiGLU" : "not the CUDA or interpreter backend") +
               ": the mma.sync kernel";
-  vendor_note += wg_note;
   if (wg) stages = wg_stage_count;
-  if (wg && stages == 4 && out == DType::F16)
+
+  // --- The tensor-map kernels (gemm.cpp, iron_gemm_128x{128,256}x64_wg_tma_s<S>_<OUT>): the
+  // warpgroup body with each stage's A and B boxes brought by two tensor-map copies that one
+  // thread issues (no per-thread copies; tails zero-filled by the copy engine), 4 stages. They
+  // need the warpgroup kernel's layout (A row-major, B a [n, k] weight), A and B starting at their
+  // buffers' first element (the maps cover the whole buffer) and rows on the 16-byte grid. `tma`
+  // 0 keeps the copies by every thread, 1 the 128x128 tile, 2 the 128x256 tile; default on CUDA
+  // sm_90a where they fit: the 128x256 tile when its blocks fill every compute unit, else the
+  // 128x128 (docs/benchmarks/hopper-2026-12-02: at 3 stages the 128x256 tile ran 13% slower).
+  const bool tma_fits = wg && !a_trans && b_trans && a_off == 0 && b_off == 0 && lda % 8 == 0 && ldb % 8 == 0 &&
+                        (out != DType::F16 || splits > 1);
+  int64_t tma = 0;
+  const uint64_t wide_blocks = ceil_div(uint64_t(m), 128) * ceil_div(uint64_t(n), 256);
+  if (call.has("tma")) {
+    tma = flag(call, "tma", 0, 2);
+    if (tma != 0 && !wg) {
+      // As with wg: the backends without the warpgroup kernel run the tile they have.
+      wg_note += "; tma " + num(tma) + " but no warpgroup kernel";
+      tma = 0;
+    }
+    if (tma != 0 && !tma_fits)
+      throw Error("tma = " + num(tma) + " needs the warpgroup kernel (wg), A row-major, B column-major (b_trans 1), a_off = "
+                  "b_off = 0, lda and ldb multiples of 8, and C in f32 or bf16 (or several splits); this call has" +
+                  (out == DType::F16 && splits == 1 ? " C in f16" : "") +
+                  (a_trans ? " A column-major" : "") + (b_trans ? "" : " B row-major") +
+                  (a_off || b_off ? " an offset" : "") + (lda % 8 || ldb % 8 ? " lda / ldb off the 8-element grid" : ""));
+  } else if (tma_fits && dev.backend == Backend::Cuda && dev.arch == "sm_90a" && shared >= 196 * 1024) {
+    tma = wide_blocks >= std::max(1u, dev.compute_units) ? 2 : 1;
+  }
+  if (tma != 0) {
+    if (call.has("stages") && flag(call, "stages", 2, 4) != 4)
+      throw Error("stages = " + num(flag(call, "stages", 2, 4)) + ": the tensor-map kernels run 4");
+    stages = 4;
+    const uint64_t bytes = uint64_t(stages) * 64 * (128 + (tma == 2 ? 256 : 128)) * 2 + 8 * stages;
+    if (bytes > shared)
+      throw Error("the tensor-map kernel (tma " + num(tma) + ") needs " + num(int64_t(bytes)) +
+                  " B of threadgroup memory; device " + dev.name + " has " + num(int64_t(shared)));
+    wg_note = std::string("; the tensor-map warpgroup kernel, ") + (tma == 2 ? "128x256" : "128x128") + " at " +
+              num(stages) + " stages (wgmma on sm_90a)";
+  }
+  if (tma == 0 && wg && stages == 4 && out == DType::F16)
     throw Error("stages = 4 on the warpgroup kernel: C in f32 or bf16 (iron_gemm_128x128x64_wg_stages_s4_{f32,bf16})");
-  const std::string tile_name = wg ? std::string("iron_gemm_128x128x64_wg_") : "iron_gemm_" + cfg.name() + "_";
+  vendor_note += wg_note;
+  const uint32_t block_n = tma == 2 ? 256 : cfg.bn;
+  const std::string tile_name = tma != 0 ? std::string("iron_gemm_128x") + num(block_n) + "x64_wg_tma_"
+                                : wg     ? std::string("iron_gemm_128x128x64_wg_")
+                                         : "iron_gemm_" + cfg.name() + "_";
   // The 64x64 tile's 2- and 4-stage kernels are a family of their own (f32 output only).
-  const std::string stage_part = std::string((cfg_index == 1 || wg) && stages != 3 ? "stages_" : "") + "s" + num(stages) + "_";
+  const std::string stage_part =
+      std::string(tma == 0 && (cfg_index == 1 || wg) && stages != 3 ? "stages_" : "") + "s" + num(stages) + "_";
+  // The tensor maps of the tensor-map kernels: A as [m, k] and B as [n, k], K innermost, boxes of
+  // 64 K elements (128 bytes: the 128-byte swizzle) by the block's rows.
+  std::vector<LaunchStep::Map> maps;
+  if (tma != 0)
+    maps = {{"a_map", "a", {uint64_t(k), uint64_t(m)}, {uint64_t(lda) * 2}, {64, 128}, TensorMap::Swizzle::B128},
+            {"b_map", "b", {uint64_t(k), uint64_t(n)}, {uint64_t(ldb) * 2}, {64, block_n}, TensorMap::Swizzle::B128}};
   const bool swiglu = epi == Epi::Swiglu;
   // Every staged row whole and 16-byte aligned (the kernels' `full`): A row-major, no tails in
   // m, n or any split's K range, strides and offsets multiples of 8 elements.
-  const bool full = !a_trans && m % cfg.bm == 0 && n % cfg.bn == 0 && k % kc == 0 && lda % 8 == 0 &&
+  const bool full = !a_trans && m % cfg.bm == 0 && n % block_n == 0 && k % kc == 0 && lda % 8 == 0 &&
                     ldb % 8 == 0 && a_off % 8 == 0 && b_off % 8 == 0;
   // One kernel when there is one split and the tile fuses the epilogue: the 128x128, 64x64 and
   // 32x32 tiles fuse every epilogue at every output dtype, except SwiGLU (two products live),
@@ -438,12 +493,13 @@ static LaunchPlan gemm_for(const Call& call, const DeviceInfo& dev) {
                      {"kc", uint32_t(kc)},
                      {"b_col", uint32_t(b_trans ? 1 : 0)},
                      {"full", uint32_t(full ? 1 : 0)}};
-  const Dim3 grid{uint32_t(ceil_div(uint64_t(n), cfg.bn)), uint32_t(ceil_div(uint64_t(m), cfg.bm)), uint32_t(splits)};
+  const Dim3 grid{uint32_t(ceil_div(uint64_t(n), block_n)), uint32_t(ceil_div(uint64_t(m), cfg.bm)), uint32_t(splits)};
   if (grid.x > dev.max_grid.x || grid.y > dev.max_grid.y || grid.z > dev.max_grid.z)
     throw Error("grid " + num(grid.x) + "x" + num(grid.y) + "x" + num(grid.z) + " exceeds the device's limits");
   if (direct) {
     const std::string name = swiglu ? "iron_gemm_" + (cfg_index == 0 ? kLargeSwiglu : cfg).name() + "_swiglu_" : tile_name;
     LaunchStep step{name + stage_part + dtype_name(out), grid, {threads, 1, 1}, scalars, {}};
+    step.maps = maps;
     if (!swiglu) epilogue(step.constexprs, step.bind, true, out, plan);
     plan.steps.push_back(step);
     plan.reason = why + "; one split: " + cfg.name() + " with the " + epi_name(epi) + " epilogue fused" + vendor_note;
@@ -480,6 +536,7 @@ static LaunchPlan gemm_for(const Call& call, const DeviceInfo& dev) {
   const std::string partial_kernel = tile_name + stage_part + "f32";
   plan.scratch.push_back({"partials", DType::F32, partial});
   LaunchStep first{partial_kernel, grid, {threads, 1, 1}, scalars, {{"c", "partials"}}};
+  first.maps = maps;
   epilogue(first.constexprs, first.bind, false, DType::F32, plan);
   plan.steps.push_back(first);
   if (swiglu) {

@@ -508,7 +508,7 @@ int iron_plan_run(iron_context* ctx, const iron_plan* plan, size_t n, const char
           }
       }
       try {
-        c.dispatch_with_grid(k, plan->dtype, bind, st.constexprs, st.grid, st.threadgroup, s);
+        c.dispatch_with_grid(k, plan->dtype, bind, iron::step_scalars(st, all), st.grid, st.threadgroup, s);
       } catch (const Error& e) {
         throw Error(at + ": " + e.what());
       }

@@ -135,6 +135,26 @@ const std::string& step_buffer(const LaunchStep& step, const std::string& param)
   return param;
 }
 
+Constexprs step_scalars(const LaunchStep& step, const Bindings& buffers) {
+  Constexprs out = step.constexprs;
+  for (const LaunchStep::Map& mp : step.maps) {
+    const DeviceBuffer* buf = nullptr;
+    for (const auto& [name, b] : buffers)
+      if (name == mp.buffer) buf = &b;
+    if (!buf)
+      throw Error("step " + step.kernel + " maps tensor-map parameter '" + mp.param + "' over buffer '" + mp.buffer +
+                  "', which the call does not pass and the plan does not allocate");
+    TensorMap m;
+    m.buffer = *buf;
+    m.dims = mp.dims;
+    m.strides = mp.strides;
+    m.box = mp.box;
+    m.swizzle = mp.swizzle;
+    out.insert_or_assign(mp.param, ScalarValue(std::move(m)));
+  }
+  return out;
+}
+
 LaunchPlan plan_launch(std::string_view family, const Call& call, const DeviceInfo& device) {
   const SelectorDecl* sel = find_selector(family);
   if (!sel) {
@@ -190,9 +210,20 @@ LaunchPlan plan_launch(std::string_view family, const Call& call, const DeviceIn
       if (idx < 0 || k.params[size_t(idx)].kind != ir::ParamKind::Scalar)
         throw Error(at + ": sets scalar '" + name + "', which the kernel does not declare");
     }
+    std::set<std::string> mapped;
+    for (const LaunchStep::Map& mp : s.maps) {
+      const int idx = k.find_param(mp.param);
+      if (idx < 0 || k.params[size_t(idx)].kind != ir::ParamKind::Blob || !k.params[size_t(idx)].tensor_map)
+        throw Error(at + ": maps '" + mp.param + "', which is not a tensor-map parameter of the kernel");
+      if (s.constexprs.count(mp.param) || !mapped.insert(mp.param).second)
+        throw Error(at + ": sets tensor-map parameter '" + mp.param + "' twice");
+      if (mp.buffer.empty()) throw Error(at + ": maps '" + mp.param + "' over an unnamed buffer");
+    }
     for (const ir::Param& p : k.params)
-      if (p.kind == ir::ParamKind::Scalar && !s.constexprs.count(p.name))
-        throw Error(at + ": leaves the kernel's scalar '" + p.name + "' unset");
+      if ((p.kind == ir::ParamKind::Scalar || p.kind == ir::ParamKind::Blob) && !s.constexprs.count(p.name) &&
+          !mapped.count(p.name))
+        throw Error(at + ": leaves the kernel's " + (p.tensor_map ? "tensor map '" : p.kind == ir::ParamKind::Blob ? "blob '" : "scalar '") +
+                    p.name + "' unset");
     for (const auto& [param, buffer] : s.bind) {
       const int idx = k.find_param(param);
       if (idx < 0 || k.params[size_t(idx)].kind != ir::ParamKind::Buffer)
@@ -215,7 +246,7 @@ std::vector<SequenceLaunch> plan_launches(Context& ctx, const LaunchPlan& plan, 
     SequenceLaunch l;
     l.kernel = &kernel_ir(s.kernel);
     l.dtype = dtype;
-    l.constexprs = s.constexprs;
+    l.constexprs = step_scalars(s, all);
     l.grid = s.grid;
     l.threadgroup = s.threadgroup;
     for (const ir::Param& p : l.kernel->params) {

@@ -279,14 +279,15 @@ TEST(GemmSelector, LargePrefillOneKernel) {
 TEST(GemmSelector, WarpgroupKernelForWeightsOnSm90a) {
   DeviceInfo d = h200();
   d.arch = "sm_90a";
-  LaunchPlan p = gemm(d, 2048, 14336, 4096, {{"vendor", 0}, {"b_trans", 1}});
+  // (tma 0: the per-thread copies; the tensor-map kernels' routing is the next test's.)
+  LaunchPlan p = gemm(d, 2048, 14336, 4096, {{"vendor", 0}, {"b_trans", 1}, {"tma", 0}});
   EXPECT_EQ(p.describe(), "iron_gemm_128x128x64_wg_s3_bf16 grid 112x16x1 tg 256x1x1");
   EXPECT_NE(p.reason.find("the warpgroup kernel (wgmma on sm_90a)"), std::string::npos) << p.reason;
   EXPECT_EQ(p.steps[0].constexprs.at("full").as_double(), 1);
-  p = gemm(d, 4096, 4096, 4096, {{"epi", 1}, {"b_trans", 1}, {"out", 1}});  // an epilogue: not the vendor's
+  p = gemm(d, 4096, 4096, 4096, {{"epi", 1}, {"b_trans", 1}, {"out", 1}, {"tma", 0}});  // an epilogue: not the vendor's
   EXPECT_EQ(p.describe(), "iron_gemm_128x128x64_wg_s3_f32 grid 32x32x1 tg 256x1x1");
   // Split K at few blocks: the warpgroup kernel writes the f32 partials.
-  p = gemm(d, 256, 256, 8192, {{"vendor", 0}, {"b_trans", 1}, {"tile", 0}});
+  p = gemm(d, 256, 256, 8192, {{"vendor", 0}, {"b_trans", 1}, {"tile", 0}, {"tma", 0}});
   ASSERT_EQ(p.steps.size(), 2u);
   EXPECT_EQ(p.steps[0].kernel, "iron_gemm_128x128x64_wg_s3_f32");
   for (const Constexprs& extra : {Constexprs{{"vendor", 0}}, Constexprs{{"vendor", 0}, {"b_trans", 1}, {"a_trans", 1}},
@@ -312,13 +313,73 @@ TEST(GemmSelector, WarpgroupKernelForWeightsOnSm90a) {
   EXPECT_NE(p.reason.find("wg 1 but not the 128x128 tile"), std::string::npos) << p.reason;
   // Its 4-stage pipeline (wg 1, stages 4): C in bf16 or f32; on Vulkan the mma.sync kernel keeps 3.
   d.arch = "sm_90a";
-  p = gemm(d, 4096, 4096, 4096, {{"wg", 1}, {"stages", 4}, {"tile", 0}, {"b_trans", 1}, {"vendor", 0}});
+  p = gemm(d, 4096, 4096, 4096, {{"wg", 1}, {"stages", 4}, {"tile", 0}, {"b_trans", 1}, {"vendor", 0}, {"tma", 0}});
   EXPECT_EQ(p.describe(), "iron_gemm_128x128x64_wg_stages_s4_bf16 grid 32x32x1 tg 256x1x1");
   EXPECT_NE(error_of([&] { gemm(d, 4096, 4096, 4096, {{"wg", 1}, {"stages", 4}, {"tile", 0}}, DType::F16); })
                 .find("stages = 4 on the warpgroup kernel: C in f32 or bf16"),
             std::string::npos);
   p = gemm(vk, 70, 136, 150, {{"wg", 1}, {"tile", 0}, {"stages", 4}, {"splits", 1}});
   EXPECT_EQ(p.steps[0].kernel, "iron_gemm_128x128x64_w64x32_s3_bf16");
+}
+
+// The tensor-map kernels: by default on sm_90a for the warpgroup kernel's layout, the 128x256 tile
+// where its blocks fill the compute units (else the 128x128), two maps over a and b (K innermost,
+// 64-element boxes under the 128-byte swizzle); off for an f16 C in one split, an offset, a
+// stride off the 16-byte grid; asked for where the layout does not allow it: a located error; on
+// a backend without the warpgroup kernel: ignored and said.
+TEST(GemmSelector, TensorMapKernelsForWeightsOnSm90a) {
+  DeviceInfo d = h200();
+  d.arch = "sm_90a";
+  LaunchPlan p = gemm(d, 2048, 14336, 4096, {{"vendor", 0}, {"b_trans", 1}});
+  EXPECT_EQ(p.describe(), "iron_gemm_128x256x64_wg_tma_s4_bf16 grid 56x16x1 tg 256x1x1");
+  EXPECT_NE(p.reason.find("the tensor-map warpgroup kernel, 128x256 at 4 stages"), std::string::npos) << p.reason;
+  ASSERT_EQ(p.steps[0].maps.size(), 2u);
+  const LaunchStep::Map& am = p.steps[0].maps[0];
+  const LaunchStep::Map& bm = p.steps[0].maps[1];
+  EXPECT_EQ(am.param, "a_map");
+  EXPECT_EQ(am.buffer, "a");
+  EXPECT_EQ(am.dims, (std::vector<uint64_t>{4096, 2048}));
+  EXPECT_EQ(am.strides, (std::vector<uint64_t>{8192}));
+  EXPECT_EQ(am.box, (std::vector<uint32_t>{64, 128}));
+  EXPECT_EQ(bm.param, "b_map");
+  EXPECT_EQ(bm.dims, (std::vector<uint64_t>{4096, 14336}));
+  EXPECT_EQ(bm.box, (std::vector<uint32_t>{64, 256}));
+  EXPECT_EQ(am.swizzle, TensorMap::Swizzle::B128);
+  EXPECT_EQ(bm.swizzle, TensorMap::Swizzle::B128);
+  p = gemm(d, 2048, 14336, 4096, {{"vendor", 0}, {"b_trans", 1}, {"tma", 2}, {"stages", 4}, {"wg", 1}});
+  EXPECT_EQ(p.steps[0].kernel, "iron_gemm_128x256x64_wg_tma_s4_bf16");
+  EXPECT_NE(error_of([&] { gemm(d, 2048, 14336, 4096, {{"vendor", 0}, {"b_trans", 1}, {"tma", 2}, {"stages", 3}, {"wg", 1}}); })
+                .find("stages = 3: the tensor-map kernels run 4"),
+            std::string::npos);
+  // Few blocks: the 128x128 tile, and with several splits it writes the f32 partials.
+  p = gemm(d, 256, 1024, 8192, {{"vendor", 0}, {"b_trans", 1}, {"tile", 0}});
+  ASSERT_EQ(p.steps.size(), 2u);
+  EXPECT_EQ(p.steps[0].kernel, "iron_gemm_128x128x64_wg_tma_s4_f32");
+  EXPECT_EQ(p.steps[0].maps.size(), 2u);
+  EXPECT_TRUE(p.steps[1].maps.empty());
+  // Not where the layout or C's dtype does not allow it.
+  for (const Constexprs& extra : {Constexprs{{"vendor", 0}, {"b_trans", 1}, {"a_off", 8}},
+                                  Constexprs{{"vendor", 0}, {"b_trans", 1}, {"ldb", 4100}},
+                                  Constexprs{{"vendor", 0}, {"b_trans", 1}, {"out", 2}}}) {
+    p = gemm(d, 2048, 14336, 4096, extra);
+    EXPECT_EQ(p.steps[0].kernel.find("_tma_"), std::string::npos) << p.describe();
+    EXPECT_TRUE(p.steps[0].maps.empty());
+  }
+  EXPECT_NE(error_of([&] { gemm(d, 2048, 14336, 4096, {{"vendor", 0}, {"b_trans", 1}, {"a_off", 8}, {"tma", 1}}); }).find("this call has an offset"),
+            std::string::npos);
+  EXPECT_NE(error_of([&] { gemm(d, 2048, 14336, 4096, {{"vendor", 0}, {"b_trans", 1}, {"lda", 4100}, {"tma", 2}}); })
+                .find("lda / ldb off the 8-element grid"),
+            std::string::npos);
+  EXPECT_NE(error_of([&] { gemm(d, 2048, 14336, 4096, {{"vendor", 0}, {"b_trans", 1}, {"tma", 3}}); }).find("tma"), std::string::npos);
+  // Off sm_90a, or on Vulkan, none (tma asked on Vulkan: ignored, and the reason says so).
+  d.arch = "sm_90";
+  p = gemm(d, 2048, 14336, 4096, {{"vendor", 0}, {"b_trans", 1}});
+  EXPECT_EQ(p.steps[0].kernel.find("_tma_"), std::string::npos);
+  DeviceInfo vk = h200();
+  vk.backend = Backend::Vulkan;
+  p = gemm(vk, 70, 136, 150, {{"wg", 1}, {"tile", 0}, {"splits", 1}, {"tma", 1}, {"b_trans", 1}});
+  EXPECT_EQ(p.steps[0].kernel, "iron_gemm_128x128x64_w64x32_s3_bf16");
+  EXPECT_NE(p.reason.find("tma 1 but no warpgroup kernel"), std::string::npos) << p.reason;
 }
 
 // `full` (the copies' unguarded, provably aligned path) only where every staged row is whole and
@@ -1102,6 +1163,44 @@ TEST(GemmMutation, WarpgroupKernelKnownBadVariantsAreCaught) {
   drop("dropped_wg_wait", ir::Op::WgWait);
   drop("dropped_wg_fence", ir::Op::WgFence);
   drop("dropped_fence_proxy_async", ir::Op::FenceProxyAsync);
+  {
+    mutate::Mutant m{"swizzle", "", "the products' swizzle 333 -> 233", k, ""};
+    for (ir::Inst& in : m.kernel.insts)
+      if (in.op == ir::Op::TileWgMma) in.set(ir::Attr::Swizzle, 233);
+    bad.push_back(std::move(m));
+  }
+  for (const mutate::Mutant& m : bad) {
+    const mutate::Outcome o = mutate::run_mutant(*ctx, k, m, cases);
+    EXPECT_EQ(o.status, mutate::Outcome::Status::Killed) << m.kind << " " << m.detail << ": " << o.by;
+  }
+}
+
+// The tensor-map kernel: its copies' barrier wait, the block barrier that orders a stage's refill
+// after every lane group retired its products, the products' wait, and the swizzle the products
+// read under (the copies write the 128-byte one), each dropped or changed, fail its case.
+TEST(GemmMutation, TensorMapKernelKnownBadVariantsAreCaught) {
+  std::unique_ptr<Context> ctx = Context::create(Backend::Interp);
+  const ir::Kernel& k = kernel_ir("iron_gemm_128x128x64_wg_tma_s4_f32");
+  std::vector<const TestDecl*> cases;
+  for (const TestDecl* t : registered_tests())
+    if (std::string(t->kernel) == "iron_gemm" && std::string(t->name) == "wg_tma_m70_n120_k520_weight") cases.push_back(t);
+  ASSERT_EQ(cases.size(), 1u);
+  std::vector<mutate::Mutant> bad;
+  auto drop = [&](const char* kind, ir::Op op) {
+    mutate::Mutant m{kind, "", std::string("every ") + ir::mnemonic(op) + " removed", k, ""};
+    size_t n = 0;
+    for (ir::Block& b : m.kernel.blocks) {
+      const size_t before = b.insts.size();
+      b.insts.erase(std::remove_if(b.insts.begin(), b.insts.end(), [&](ir::Id id) { return m.kernel.insts[id].op == op; }),
+                    b.insts.end());
+      n += before - b.insts.size();
+    }
+    EXPECT_GE(n, 1u) << kind;
+    bad.push_back(std::move(m));
+  };
+  drop("dropped_mbar_wait", ir::Op::MbarWait);
+  drop("dropped_barrier", ir::Op::Barrier);
+  drop("dropped_wg_wait", ir::Op::WgWait);
   {
     mutate::Mutant m{"swizzle", "", "the products' swizzle 333 -> 233", k, ""};
     for (ir::Inst& in : m.kernel.insts)
