@@ -136,8 +136,11 @@ constexpr uint32_t kGroupRows = 16;
 // tma (with wg): the operands arrive by tensor-map copies instead (the `_wg_tma` kernels, docs/gemm.md
 // "The tensor-map kernel"): one thread issues each stage's two boxes, completing on the stage's
 // mbarrier, and every thread waits on that barrier before the stage's products.
+// ws (with tma): warp-specialized (the `_wg_ws` kernels, docs/gemm.md "The warp-specialized
+// kernel"): a third warpgroup, the first, only issues the copies; the two after it only multiply,
+// and stages are handed back through per-stage `empty` barriers instead of a block barrier.
 void gemm_kernel(const Config& cfg, bool swiglu, const KernelVariant& var, bool wg = false, bool one_launch = false,
-                 bool tma = false) {
+                 bool tma = false, bool ws = false) {
   const uint32_t stages = uint32_t(var.i("S"));
   const DType out_t = var.type("OUT");
   const uint32_t BM = cfg.bm, BN = cfg.bn, BK = cfg.bk, WM = cfg.wm, WN = cfg.wn;
@@ -337,15 +340,61 @@ void gemm_kernel(const Config& cfg, bool swiglu, const KernelVariant& var, bool 
     // around them (ptxas serializes wgmma issued or waited in a divergent path): further
     // warpgroups (gemm_for launches two) repeat rows of the first two and store nothing.
     const Swizzle sw{3, 3, 3};
-    Expr w = simd_group_id();
-    Expr active = w < 8u;
-    Expr half = (w / 4u) % 2u;
+    // The warp-specialized kernel's consumers are lane groups 4..11 (its first warpgroup copies).
+    Expr w = ws ? simd_group_id() - 4u : simd_group_id();
+    Expr active = ws ? simd_group_id() >= 4u && simd_group_id() < 12u : w < 8u;
+    Expr half = ws ? (simd_group_id() / 4u + 1u) % 2u : (w / 4u) % 2u;
     FragVar acc(coop_tile_wg_fill(BN, 0.0f));
     // The copies run `ahead` steps ahead. 3 stages: 2 ahead, and each step's products are
     // retired before the barrier that lets the next copy overwrite their stage. 4 stages: 2 ahead
     // too, and one step's products stay in flight across the next step (wg_wait(1)): the copy
     // of step + 2 overwrites the stage of step - 2, whose products are retired by then.
-    if (tma) {
+    const uint32_t elem = 2;  // f16 or bf16
+    auto tma_load = [&](const TgBuffer& full_bar, Expr step, Expr stage) {
+      Expr kb = k0 + step * BK;
+      mbar_arrive_tx(full_bar[stage], (A_STAGE + B_STAGE) * elem);
+      tma_load_2d(a_map, as[stage * A_STAGE], kb, row0, full_bar[stage]);
+      tma_load_2d(b_map, bs[B_BASE + stage * B_STAGE], kb, col0, full_bar[stage]);
+    };
+    if (ws) {
+      // Warp-specialized: warpgroup 0's thread 0 runs the copies as far ahead as the stages
+      // allow, waiting on empty[s] (8 arrivals: lane 0 of each consumer lane group) before it
+      // refills stage s from round r >= 1 (parity (r - 1) % 2); warpgroups 1 and 2 wait on
+      // full[s] (parity r % 2), issue the stage's products, and once wg_wait(1) has retired the
+      // previous step's products hand that step's stage back. No block barrier in the K loop.
+      TgBuffer full_bar = mbarrier_alloc("full", stages);
+      TgBuffer empty_bar = mbarrier_alloc("empty", stages);
+      if_(local_id(0) == 0u, [&] {
+        for (uint32_t s = 0; s < stages; ++s) {
+          mbar_init(full_bar[s], 1u);
+          mbar_init(empty_bar[s], 8u);
+        }
+      });
+      barrier();
+      if_(simd_group_id() < 4u, [&] {
+        if_(local_id(0) == 0u, [&] {
+          for_(0u, steps, [&](Expr step) {
+            Expr stage = step % stages;
+            if_(step >= stages, [&] { mbar_wait(empty_bar[stage], (step / stages + 1u) % 2u); });
+            tma_load(full_bar, step, stage);
+          });
+        });
+      }).else_([&] {
+        for_(0u, steps, [&](Expr step) {
+          Expr stage = step % stages;
+          mbar_wait(full_bar[stage], (step / stages) % 2u);
+          wg_fence();
+          for (uint32_t ks = 0; ks < BK / 16; ++ks)
+            acc.set(coop_tile_wg_issue(as, stage * A_STAGE + half * (64u * BK) + ks * 16, bs,
+                                       B_BASE + stage * B_STAGE + ks * 16, acc.get(), sw));
+          wg_commit();
+          wg_wait(1);
+          if_(step >= 1u && lane_id() == 0u, [&] { mbar_arrive(empty_bar[(step + stages - 1u) % stages]); });
+        });
+        wg_wait(0);
+      });
+      barrier();
+    } else if (tma) {
       // Tensor-map copies: thread 0 issues stage s's boxes (A: BK x BM at column kb, row row0; B:
       // BK x BN at column kb, row col0; zeros past m, n, k), expecting their bytes on full[s];
       // everyone waits on full[s] with the parity of the round before the products. The copies
@@ -353,19 +402,13 @@ void gemm_kernel(const Config& cfg, bool swiglu, const KernelVariant& var, bool 
       // ahead 2 after wg_wait(0)) or t - 2 (4 stages or more: wg_wait(1), ahead stages - 2),
       // whose products every lane group has retired by the barrier before it.
       const uint32_t keep = stages >= 4 ? 1 : 0, ahead = stages - 1 - keep;
-      const uint32_t elem = 2;  // f16 or bf16
       TgBuffer full_bar = mbarrier_alloc("full", stages);
       Expr leader = local_id(0) == 0u;
       if_(leader, [&] {
         for (uint32_t s = 0; s < stages; ++s) mbar_init(full_bar[s], 1u);
       });
       barrier();
-      auto load = [&](Expr step, Expr stage) {
-        Expr kb = k0 + step * BK;
-        mbar_arrive_tx(full_bar[stage], (A_STAGE + B_STAGE) * elem);
-        tma_load_2d(a_map, as[stage * A_STAGE], kb, row0, full_bar[stage]);
-        tma_load_2d(b_map, bs[B_BASE + stage * B_STAGE], kb, col0, full_bar[stage]);
-      };
+      auto load = [&](Expr step, Expr stage) { tma_load(full_bar, step, stage); };
       if_(leader, [&] {
         for (uint32_t s = 0; s < ahead; ++s) {
           Expr at = steps * 0u + s;
@@ -632,6 +675,7 @@ static void gemm_large(const KernelVariant& v) { gemm_kernel(kLarge, false, v); 
 static void gemm_large_wg(const KernelVariant& v) { gemm_kernel(kLargeWg, false, v, true); }
 static void gemm_large_wg_tma(const KernelVariant& v) { gemm_kernel(kLargeWg, false, v, true, false, true); }
 static void gemm_wide_wg_tma(const KernelVariant& v) { gemm_kernel(kWideWg, false, v, true, false, true); }
+static void gemm_wide_wg_ws(const KernelVariant& v) { gemm_kernel(kWideWg, false, v, true, false, true, true); }
 static void gemm_large_swiglu(const KernelVariant& v) { gemm_kernel(kLargeSwiglu, true, v); }
 static void gemm_medium(const KernelVariant& v) { gemm_kernel(kMedium, false, v); }
 static void gemm_medium_swiglu(const KernelVariant& v) { gemm_kernel(kMedium, true, v); }
@@ -657,6 +701,9 @@ IRON_KERNEL_VARIANTS(iron_gemm_128x128x64_wg_stages, gemm_large_wg, Reduction, (
 IRON_KERNEL_VARIANTS(iron_gemm_128x128x64_wg_tma, gemm_large_wg_tma, Reduction, (f16, bf16), "s{S}_{OUT}",
                      ::iron::int_axis("S", {4}), ::iron::type_axis("OUT", {::iron::DType::BF16, ::iron::DType::F32}));
 IRON_KERNEL_VARIANTS(iron_gemm_128x256x64_wg_tma, gemm_wide_wg_tma, Reduction, (f16, bf16), "s{S}_{OUT}",
+                     ::iron::int_axis("S", {4}), ::iron::type_axis("OUT", {::iron::DType::BF16, ::iron::DType::F32}));
+// Its warp-specialized form: 384 threads, a copying warpgroup and two multiplying ones.
+IRON_KERNEL_VARIANTS(iron_gemm_128x256x64_wg_ws, gemm_wide_wg_ws, Reduction, (f16, bf16), "s{S}_{OUT}",
                      ::iron::int_axis("S", {4}), ::iron::type_axis("OUT", {::iron::DType::BF16, ::iron::DType::F32}));
 IRON_KERNEL_VARIANTS(iron_gemm_128x128x32_w64x32_swiglu, gemm_large_swiglu, Reduction, (f16, bf16), "s{S}_{OUT}",
                      ::iron::int_axis("S", {3}), IRON_GEMM_OUT16);

@@ -39,6 +39,7 @@ struct Shape {
   int wg = -1;       // the 128x128 tile: -1 the selector's choice, 1 the warpgroup kernel, 0 mma.sync
   int sk = -1;       // split-K: -1 the selector's choice (two launches), 0 two launches, 1 one launch
   int tma = -1;      // the warpgroup kernel's tensor-map copies: -1 the selector's choice, 0 off, 1/2 the tiles
+  int ws = -1;       // with tma 2: 1 the warp-specialized kernel
 };
 
 std::vector<double> values(size_t count, uint64_t seed, bool small_integers) {
@@ -66,6 +67,7 @@ TestSetup gemm_case(DType dt, const Shape& s) {
   if (s.wg >= 0) call.emplace("wg", s.wg);
   if (s.sk >= 0) call.emplace("sk", s.sk);
   if (s.tma >= 0) call.emplace("tma", s.tma);
+  if (s.ws >= 0) call.emplace("ws", s.ws);
   if (s.tile == 0) call.emplace("vendor", 0);  // the 128x128 tile's cases: Iron's kernels on any device
   TestSetup t(dt);
   t.in("a", values(a_len, 301, s.small_integers)).in("b", values(b_len, 302, s.small_integers));
@@ -325,6 +327,11 @@ IRON_TEST_KERNEL(iron_gemm, wg_tma_wide_m70_n200_k328_weight_bias_bf16out, {f16}
 IRON_TEST_KERNEL(iron_gemm, wg_tma_wide_s4_int_m20_n136_k328_weight_split2, {bf16}) {
   return gemm_case(dt, {20, 136, 328, false, true, 0, 0, 0, 0, Epi::None, 1, 2, 0, 4, true, 0, -1, 0, 1, -1, 2});
 }
+// The warp-specialized kernel: 9 K steps through 4 stages (every stage handed back and refilled
+// twice), tails in m, n and k.
+IRON_TEST_KERNEL(iron_gemm, wg_ws_m70_n200_k520_weight, {bf16}) {
+  return gemm_case(dt, {70, 200, 520, false, true, 0, 0, 0, 0, Epi::None, 1, 1, 0, 0, false, 0, -1, 0, 1, -1, 2, 1});
+}
 
 // The large tile's fused SwiGLU kernel (two products per 64x32 warp tile), B a weight.
 IRON_TEST_KERNEL(iron_gemm, large_tile_swiglu_m130_n260_k70, {bf16}) {
@@ -353,7 +360,7 @@ static std::vector<double> powers_of_two(size_t count, uint64_t seed) {
   return out;
 }
 static BenchSetup gemm_bench(DType dt, uint32_t m, uint32_t n, uint32_t k, bool weight = false, bool routed = false,
-                             uint32_t wg_stages = 0, int tma = -1) {
+                             uint32_t wg_stages = 0, int tma = -1, bool ws = false) {
   const std::vector<double> u = powers_of_two(k, 311), v = powers_of_two(n, 312);
   std::vector<double> w(size_t(n) * k);
   for (uint32_t kk = 0; kk < k; ++kk)
@@ -365,6 +372,7 @@ static BenchSetup gemm_bench(DType dt, uint32_t m, uint32_t n, uint32_t k, bool 
   Constexprs call{{"m", m}, {"n", n}, {"k", k}, {"b_trans", weight ? 1 : 0}, {"vendor", routed ? 1 : 0}};
   if (wg_stages) call.insert({{"wg", 1}, {"stages", wg_stages}, {"tile", 0}});  // the warpgroup kernel at that depth
   if (tma >= 0) call.insert({"tma", tma});  // 0: its per-thread copies; 1, 2: the tensor-map tiles
+  if (ws) call.insert({"ws", 1});           // the warp-specialized 128x256 kernel
   b.call(call);
   b.oracle([m, n, k, u, v](const Tensors& in, Tensors& out) {
     const auto& A = in.at("a");
@@ -405,6 +413,9 @@ IRON_BENCH(iron_gemm, m4096_n4096_k4096_wt_wg_s4, {bf16, 1e-2}) { return gemm_be
 IRON_BENCH(iron_gemm, m2048_n14336_k4096_wt_wg_s4, {bf16, 1e-2}) { return gemm_bench(dt, 2048, 14336, 4096, true, false, 4, 0); }
 IRON_BENCH(iron_gemm, m4096_n4096_k4096_wt_tma1, {bf16, 1e-2}) { return gemm_bench(dt, 4096, 4096, 4096, true, false, 4, 1); }
 IRON_BENCH(iron_gemm, m2048_n14336_k4096_wt_tma1, {bf16, 1e-2}) { return gemm_bench(dt, 2048, 14336, 4096, true, false, 4, 1); }
+IRON_BENCH(iron_gemm, m4096_n4096_k4096_wt_ws, {bf16, 1e-2}) { return gemm_bench(dt, 4096, 4096, 4096, true, false, 4, 2, true); }
+IRON_BENCH(iron_gemm, m2048_n14336_k4096_wt_ws, {bf16, 1e-2}) { return gemm_bench(dt, 2048, 14336, 4096, true, false, 4, 2, true); }
+IRON_BENCH(iron_gemm, m8192_n8192_k8192_wt_ws, {bf16, 1e-2}) { return gemm_bench(dt, 8192, 8192, 8192, true, false, 4, 2, true); }
 IRON_BENCH(iron_gemm, m8192_n8192_k8192_wt_tma1, {bf16, 1e-2}) { return gemm_bench(dt, 8192, 8192, 8192, true, false, 4, 1); }
 // The same call as gemm_for serves it by default: on CUDA with cuBLASLt, the library step.
 IRON_BENCH(iron_gemm, m4096_n4096_k4096_routed, {bf16, 1e-2}) { return gemm_bench(dt, 4096, 4096, 4096, false, true); }

@@ -445,11 +445,22 @@ static LaunchPlan gemm_for(const Call& call, const DeviceInfo& dev) {
     wg_note = std::string("; the tensor-map warpgroup kernel, ") + (tma == 2 ? "128x256" : "128x128") + " at " +
               num(stages) + " stages (wgmma on sm_90a)";
   }
+  // `ws` 1 (with tma 2): the 128x256 tile warp-specialized, 384 threads: a copying warpgroup
+  // and two multiplying ones handing stages back through per-stage barriers.
+  bool ws = false;
+  if (call.has("ws")) {
+    ws = flag(call, "ws", 0, 1) == 1;
+    if (ws && tma != 2)
+      throw Error("ws = 1 needs the 128x256 tensor-map kernel (tma 2); this call has tma " + num(tma));
+    if (ws) wg_note += ", warp-specialized (a copying warpgroup, 384 threads)";
+  }
   if (tma == 0 && wg && stages == 4 && out == DType::F16)
     throw Error("stages = 4 on the warpgroup kernel: C in f32 or bf16 (iron_gemm_128x128x64_wg_stages_s4_{f32,bf16})");
   vendor_note += wg_note;
   const uint32_t block_n = tma == 2 ? 256 : cfg.bn;
-  const std::string tile_name = tma != 0 ? std::string("iron_gemm_128x") + num(block_n) + "x64_wg_tma_"
+  const uint32_t tg_threads = ws ? 384 : threads;
+  const std::string tile_name = ws         ? std::string("iron_gemm_128x256x64_wg_ws_")
+                                : tma != 0 ? std::string("iron_gemm_128x") + num(block_n) + "x64_wg_tma_"
                                 : wg     ? std::string("iron_gemm_128x128x64_wg_")
                                          : "iron_gemm_" + cfg.name() + "_";
   // The 64x64 tile's 2- and 4-stage kernels are a family of their own (f32 output only).
@@ -498,7 +509,7 @@ static LaunchPlan gemm_for(const Call& call, const DeviceInfo& dev) {
     throw Error("grid " + num(grid.x) + "x" + num(grid.y) + "x" + num(grid.z) + " exceeds the device's limits");
   if (direct) {
     const std::string name = swiglu ? "iron_gemm_" + (cfg_index == 0 ? kLargeSwiglu : cfg).name() + "_swiglu_" : tile_name;
-    LaunchStep step{name + stage_part + dtype_name(out), grid, {threads, 1, 1}, scalars, {}};
+    LaunchStep step{name + stage_part + dtype_name(out), grid, {tg_threads, 1, 1}, scalars, {}};
     step.maps = maps;
     if (!swiglu) epilogue(step.constexprs, step.bind, true, out, plan);
     plan.steps.push_back(step);
@@ -535,7 +546,7 @@ static LaunchPlan gemm_for(const Call& call, const DeviceInfo& dev) {
   }
   const std::string partial_kernel = tile_name + stage_part + "f32";
   plan.scratch.push_back({"partials", DType::F32, partial});
-  LaunchStep first{partial_kernel, grid, {threads, 1, 1}, scalars, {{"c", "partials"}}};
+  LaunchStep first{partial_kernel, grid, {tg_threads, 1, 1}, scalars, {{"c", "partials"}}};
   first.maps = maps;
   epilogue(first.constexprs, first.bind, false, DType::F32, plan);
   plan.steps.push_back(first);

@@ -351,6 +351,14 @@ TEST(GemmSelector, TensorMapKernelsForWeightsOnSm90a) {
   EXPECT_NE(error_of([&] { gemm(d, 2048, 14336, 4096, {{"vendor", 0}, {"b_trans", 1}, {"tma", 2}, {"stages", 3}, {"wg", 1}}); })
                 .find("stages = 3: the tensor-map kernels run 4"),
             std::string::npos);
+  // ws 1: the 128x256 tile warp-specialized (384 threads); only with tma 2.
+  p = gemm(d, 2048, 14336, 4096, {{"vendor", 0}, {"b_trans", 1}, {"tma", 2}, {"ws", 1}});
+  EXPECT_EQ(p.describe(), "iron_gemm_128x256x64_wg_ws_s4_bf16 grid 56x16x1 tg 384x1x1");
+  EXPECT_EQ(p.steps[0].maps.size(), 2u);
+  EXPECT_NE(p.reason.find("warp-specialized"), std::string::npos) << p.reason;
+  EXPECT_NE(error_of([&] { gemm(d, 2048, 14336, 4096, {{"vendor", 0}, {"b_trans", 1}, {"tma", 1}, {"ws", 1}}); })
+                .find("ws = 1 needs the 128x256 tensor-map kernel (tma 2); this call has tma 1"),
+            std::string::npos);
   // Few blocks: the 128x128 tile, and with several splits it writes the f32 partials.
   p = gemm(d, 256, 1024, 8192, {{"vendor", 0}, {"b_trans", 1}, {"tile", 0}});
   ASSERT_EQ(p.steps.size(), 2u);
