@@ -980,8 +980,9 @@ TEST(WarpgroupTiles, Fp8ProductsMatchTheDefinitionOverTheFormat) {
   EXPECT_TRUE(differs);
 }
 
-// An fp8 operand start off the descriptor's grid (a K step of 16 bytes past the 128-byte row's
-// first 128 bytes: 8 rows down) is a located interpreter error counting bytes, not elements.
+// The interpreter checks an fp8 operand's start on the descriptor's grid in bytes (an fp8
+// element is one): element 48 of a row is on it, element 136 (past the first 128 bytes of its
+// 1024-byte swizzle atom) is a located error naming the byte offset.
 TEST(WarpgroupTiles, AnFp8OperandStartIsCheckedInBytes) {
   const std::vector<fuzz::ConformanceCase> cs = fuzz::conformance_cases("conformance.tile_wg_mma.f8e4m3.swz343");
   ASSERT_EQ(cs.size(), 1u);
