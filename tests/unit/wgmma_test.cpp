@@ -157,7 +157,7 @@ TEST(WarpgroupTiles, TextRoundTripsAndTheVerifierNamesWhatADescriptorCannotExpre
 TEST(WarpgroupTiles, TheInterpreterComputesTheDefinition) {
   const std::vector<fuzz::ConformanceCase> cs = fuzz::conformance_cases("conformance.tile_wg_mma");
   // 12 at N = 16, 12 warpgroup accumulators (N 64, 128, 256), 4 issued; fp8: 4 at N = 16 (e4m3
-  // under each fp8 swizzle, e5m2 under the 128-byte one), issued N 128 e5m2.
+  // under each fp8 swizzle, e5m2 under the 64-byte one), issued N 128 e5m2 (32-byte).
   ASSERT_EQ(cs.size(), 33u);
   for (const fuzz::ConformanceCase& c : cs)
     for (uint32_t lanes : {32u, 8u}) {
@@ -1014,8 +1014,8 @@ TEST(WarpgroupTiles, Fp8IsWgmmaK32OnSm90aAndTheSassShowsQgmma) {
                              "iron_tile_wg_desc(a, 1024u, 1ull)", "QGMMA.64x16x32.F32.E4M3"},
                         Want{"f8e4m3.swz143", "wgmma.mma_async.sync.aligned.m64n16k32.f32.e4m3.e4m3", "iron_tile_wg_desc(a, 256u, 3ull)",
                              "QGMMA.64x16x32.F32.E4M3"},
-                        Want{"async.n128.f8e5m2.swz343", "wgmma.mma_async.sync.aligned.m64n128k32.f32.e5m2.e5m2",
-                             "iron_tile_wg_desc(a, 1024u, 1ull)", "QGMMA.64x128x32.F32.E5M2"}}) {
+                        Want{"async.n128.f8e5m2.swz143", "wgmma.mma_async.sync.aligned.m64n128k32.f32.e5m2.e5m2",
+                             "iron_tile_wg_desc(a, 256u, 3ull)", "QGMMA.64x128x32.F32.E5M2"}}) {
     const fuzz::ConformanceCase c = wg_case(w.which);
     const std::string src = cuda(c, codegen::CudaMma::Auto);
     EXPECT_TRUE(has(src, w.ptx)) << w.which << "\n" << src;
