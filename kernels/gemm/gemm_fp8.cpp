@@ -181,7 +181,10 @@ void fp8_kernel(const Config& cfg, const KernelVariant& var, Defect defect) {
     Expr half = (w / 4u) % 2u;
     FragVar acc(coop_tile_wg_fill(BN, 0.0f, ab));
     // The copies run S - 1 steps ahead; each step's products are retired (wg_wait(0)) before the
-    // barrier that lets the next copy overwrite their stage.
+    // barrier that lets the next copy overwrite their stage. Within a step the products are
+    // issued first and the next step's copies after them, so the tensor cores work while the
+    // threads issue the copies (the copies write the stage of step - 1, whose products the
+    // wg_wait(0) at the top of this step retired, and the scales of another stage).
     const uint32_t ahead = S - 1;
     for (uint32_t st = 0; st < ahead; ++st) {
       Expr at = steps * 0u + st;
@@ -192,28 +195,24 @@ void fp8_kernel(const Config& cfg, const KernelVariant& var, Defect defect) {
       async_wait(ahead - 1);
       fence_proxy_async();
       barrier();
-      Expr next = step + ahead;
-      if_(next < steps, [&] { stage_step(next, next % S); }).else_([&] { async_commit(); });
       Expr stage = step % S;
       Expr a0 = stage * A_STAGE + half * (64u * kBK), b0 = B_BASE + stage * B_STAGE;
       auto issue = [&](Frag into) {
         for (uint32_t ks = 0; ks < kBK / 32; ++ks) into = coop_tile_wg_issue(as, a0 + ks * kstep, bs, b0 + ks * kstep, into, sw);
         return into;
       };
+      // Block scales: the step's product into a fresh accumulator (per-tensor: into the main one).
+      FragVar part(coop_tile_wg_fill(BN, 0.0f, ab));
+      wg_fence();
+      if_(block == 1u, [&] { part.set(issue(part.get())); }).else_([&] { acc.set(issue(acc.get())); });
+      wg_commit();
+      Expr next = step + ahead;
+      if_(next < steps, [&] { stage_step(next, next % S); }).else_([&] { async_commit(); });
+      // Block scales: the product waited, then promoted into the main accumulator with its rows'
+      // scales (ss: this stage's BM row scales; lane group w holds rows 16w .. 16w + 15).
       if_(block == 1u, [&] {
-        // Block scales: the step's product into a fresh accumulator, waited, then promoted into
-        // the main one with its rows' scales (ss: this stage's BM row scales; lane group w holds
-        // rows 16w .. 16w + 15 of the block).
-        Frag part = coop_tile_wg_fill(BN, 0.0f, ab);
-        wg_fence();
-        part = issue(part);
-        wg_commit();
         if (defect != Defect::WgNoWait) wg_wait(0);
-        acc.set(coop_tile_scale_add(ss, stage * BM + w * 16u, part, acc.get()));
-      }).else_([&] {
-        wg_fence();
-        acc.set(issue(acc.get()));
-        wg_commit();
+        acc.set(coop_tile_scale_add(ss, stage * BM + w * 16u, part.get(), acc.get()));
       });
     });
     wg_wait(0);
