@@ -618,6 +618,10 @@ Expr coop_tile_get(const Frag& acc, Operand row, Operand col);
 // m64nNk16 wgmma per call (B is n x 16); coop_tile_store and coop_tile_get take it like a 16 x 16
 // accumulator (row stride >= n); the lane-group product coop_tile_run does not. CUDA only.
 Frag coop_tile_wg_fill(uint32_t n, Operand value, SrcLoc loc = SrcLoc::current());
+// The accumulator of products of `in` operands: 16 x n x 16 for f16 and bf16 (as above), 16 x n x
+// 32 for f8e4m3 and f8e5m2 (wgmma m64nNk32: fp8 A and B from threadgroup memory under a {bits, 4,
+// 3} swizzle, 32 elements of K per product).
+Frag coop_tile_wg_fill(uint32_t n, Operand value, DType in, SrcLoc loc = SrcLoc::current());
 
 // A warpgroup's product (docs/dsl.md "Warpgroup tiles"; CUDA sm_90a lowers it to one wgmma):
 // lane group q of each warpgroup (4 consecutive lane groups from a multiple of 4, all running it
@@ -626,7 +630,9 @@ Frag coop_tile_wg_fill(uint32_t n, Operand value, SrcLoc loc = SrcLoc::current()
 // column-major: element (k, n) at n * row + k, a weight [N, K]) at b_offset of `b`; both
 // arrays are 1024-byte aligned and staged under `swizzle`, {1, 3, 3}, {2, 3, 3} or {3, 3, 3}
 // (rows of 16, 32 or 64 elements: the row stride). The stores that staged them need
-// fence_proxy_async() before the barrier.
+// fence_proxy_async() before the barrier. fp8 arrays (f8e4m3 or f8e5m2, both one format) take
+// {1, 4, 3}, {2, 4, 3} or {3, 4, 3} (rows of 32, 64 or 128 elements) and a k 32 accumulator
+// (coop_tile_wg_fill(n, v, fp8 type)): A is 64 x 32 and B 32 x N per call (wgmma m64nNk32).
 Frag coop_tile_wg_run(const TgBuffer& a, Operand a_offset, const TgBuffer& b, Operand b_offset, const Frag& acc,
                       Swizzle swizzle, SrcLoc loc = SrcLoc::current());
 // The same with A from registers: `a` is each lane group's own 16 x 16 A fragment (rows 16q ..

@@ -22,6 +22,10 @@
 // past m) into threadgroup memory beside the tiles; they are ordered by the same barrier.
 // Dispatch: grid {ceil(n / BN), ceil(m / BM), 1}, threadgroup {lane groups x lane width}; the
 // selector gemm_fp8_for below plans it.
+// The warpgroup kernel iron_gemm_fp8_128x128x128_wg_s3_<AB>_<OUT> stages the same rows into one
+// 1024-byte aligned array (A's stages, then B's): under Swizzle{3, 4, 3} a row of 128 fp8 bytes
+// is wgmma's 128-byte mode, so two warpgroups of 64 rows issue 4 wgmma m64n128k32 per step
+// straight from the stages (docs/gemm.md "FP8", "The warpgroup kernel").
 #include "gemm_fp8.hpp"
 
 #include <iron/iron.hpp>
@@ -42,15 +46,18 @@ constexpr uint32_t kBK = kBlockK;  // K elements (bytes) per staged step: one sc
 constexpr Swizzle kSwizzle{3, 4, 3};
 constexpr uint32_t kGroupRows = 16;  // grouped rasterization (as iron_gemm)
 
+// wg: the warpgroup body (wgmma; wm x wn = 16 x bn, one lane group per 16 rows).
 struct Config {
   uint32_t bm, bn, wm, wn, stages;
+  bool wg = false;
   uint32_t warps() const { return (bm / wm) * (bn / wn); }
   std::string name() const {
-    return std::to_string(bm) + "x" + std::to_string(bn) + "x" + std::to_string(kBK) + "_w" + std::to_string(wm) + "x" +
-           std::to_string(wn) + "_s" + std::to_string(stages);
+    return std::to_string(bm) + "x" + std::to_string(bn) + "x" + std::to_string(kBK) +
+           (wg ? std::string("_wg") : "_w" + std::to_string(wm) + "x" + std::to_string(wn)) + "_s" + std::to_string(stages);
   }
-  // Staging for `stages` K steps of A and B, the block scales' rows, each array 16-byte aligned;
-  // the epilogue's scratch is an alias of B's stages.
+  // Staging for `stages` K steps of A and B, the block scales' rows, each array 16-byte aligned
+  // (the warpgroup body: A's and B's stages in one array, then the scales); the epilogue's
+  // scratch is an alias of B's stages (the warpgroup body: of the whole staging array).
   uint64_t threadgroup_bytes() const {
     auto up = [](uint64_t x) { return (x + 15) / 16 * 16; };
     return up(uint64_t(stages) * bm * kBK) + up(uint64_t(stages) * bn * kBK) + up(uint64_t(stages) * bm * 4);
@@ -62,6 +69,9 @@ struct Config {
 // 16 x 16 did not, at 4 KiB of slots each).
 constexpr Config kLarge{128, 128, 64, 32, 3};
 constexpr Config kSmall{32, 32, 32, 16, 2};
+// The warpgroup body (CUDA sm_90a: wgmma m64n128k32 e4m3 / e5m2): 128 x 128, two warpgroups of 64
+// rows, 3 stages of 32 KiB (A 128 rows and B 128 rows of 128 bytes).
+constexpr Config kWg{128, 128, 16, 128, 3, true};
 
 // `defect` is Defect::None for every registered kernel; the others are the known-bad versions the
 // mutation test builds (gemm_fp8.hpp).
@@ -95,12 +105,19 @@ void fp8_kernel(const Config& cfg, const KernelVariant& var, Defect defect) {
   Buffer c = output("c", out_t, {m, n});
 
   TileShape tile = coop_tile_setup(16, 16, 32, ab);
-  TgBuffer as = threadgroup_alloc("as", ab, S * A_STAGE, 16);
-  TgBuffer bs = threadgroup_alloc("bs", ab, S * B_STAGE, 16);
+  // The warpgroup body stages A and B in one array (B's stages after A's), 1024-byte aligned for
+  // the wgmma descriptors (each stage of A or B is a whole number of 1024-byte swizzle atoms).
+  const bool wg = cfg.wg;
+  if (wg && (BM != 128 || BN % 64 != 0 || BN > 256 || uint64_t(BM) * BN * 4 > uint64_t(S) * (A_STAGE + B_STAGE)))
+    throw Error("iron_gemm_fp8 " + cfg.name() + ": the warpgroup body is BM 128 (two warpgroups), BN 64, 128, 192 or 256, "
+                "and its f32 block must fit in the staging memory");
+  TgBuffer as = wg ? threadgroup_alloc("st", ab, S * (A_STAGE + B_STAGE), 1024) : threadgroup_alloc("as", ab, S * A_STAGE, 16);
+  TgBuffer bs = wg ? as : threadgroup_alloc("bs", ab, S * B_STAGE, 16);
+  const uint32_t B_BASE = wg ? S * A_STAGE : 0;  // B's first stage in bs
   TgBuffer ss = threadgroup_alloc("ss", f32, S * BM, 16);
-  // The epilogue's scratch (a 16 x 16 f32 slot per lane group) reuses B's staging once the K
-  // loop is done (a barrier separates them).
-  TgBuffer cs = threadgroup_alias("cs", bs, 0, f32, NW * 256);
+  // The epilogue's scratch (a 16 x 16 f32 slot per lane group; the warpgroup body: the BM x BN
+  // block) reuses B's staging once the K loop is done (a barrier separates them).
+  TgBuffer cs = threadgroup_alias("cs", bs, 0, f32, wg ? BM * BN : NW * 256);
 
   Expr cols = num_programs(0);
   Expr rows = num_programs(1);
@@ -135,7 +152,7 @@ void fp8_kernel(const Config& cfg, const KernelVariant& var, Defect defect) {
   auto stage_step = [&](Expr step, Expr stage) {
     Expr k0 = step * kBK;
     stage_rows(a, as, stage * A_STAGE, BM, row0, m, k0, lda);
-    stage_rows(b, bs, stage * B_STAGE, BN, col0, n, k0, ldb);
+    stage_rows(b, bs, B_BASE + stage * B_STAGE, BN, col0, n, k0, ldb);
     if_(block == 1u, [&] {
       for_(local_id(0), BM, group_size(0), [&](Expr r) {
         Expr gi = row0 + r;
@@ -152,6 +169,71 @@ void fp8_kernel(const Config& cfg, const KernelVariant& var, Defect defect) {
     async_commit();
   };
 
+  if (wg) {
+    // Warpgroup h (lane groups 4h .. 4h + 3) multiplies rows 64h .. 64h + 63 of the block into a
+    // 16 x BN accumulator per lane group (frag<acc, f32, 16xBNx32>): per 128-deep step, 4 wgmma
+    // m64nBNk32 at K offsets 0, 32, 64, 96 of the stage's 128-byte rows (A and B K-major under
+    // the 128-byte swizzle the copies wrote through). No branch surrounds the products or the
+    // waits (ptxas serializes wgmma issued or waited on a divergent path; `block` is specialized).
+    const Swizzle sw = defect == Defect::WgSwizzle64 ? Swizzle{2, 4, 3} : kSwizzle;
+    const uint32_t kstep = defect == Defect::WgKStep16 ? 16 : 32;
+    Expr w = simd_group_id();
+    Expr half = (w / 4u) % 2u;
+    FragVar acc(coop_tile_wg_fill(BN, 0.0f, ab));
+    // The copies run S - 1 steps ahead; each step's products are retired (wg_wait(0)) before the
+    // barrier that lets the next copy overwrite their stage. Within a step the products are
+    // issued first and the next step's copies after them, so the tensor cores work while the
+    // threads issue the copies (the copies write the stage of step - 1, whose products the
+    // wg_wait(0) at the top of this step retired, and the scales of another stage).
+    const uint32_t ahead = S - 1;
+    for (uint32_t st = 0; st < ahead; ++st) {
+      Expr at = steps * 0u + st;
+      if_(at < steps, [&] { stage_step(at, at); }).else_([&] { async_commit(); });
+    }
+    for_(0u, steps, [&](Expr step) {
+      wg_wait(0);
+      async_wait(ahead - 1);
+      fence_proxy_async();
+      barrier();
+      Expr stage = step % S;
+      Expr a0 = stage * A_STAGE + half * (64u * kBK), b0 = B_BASE + stage * B_STAGE;
+      auto issue = [&](Frag into) {
+        for (uint32_t ks = 0; ks < kBK / 32; ++ks) into = coop_tile_wg_issue(as, a0 + ks * kstep, bs, b0 + ks * kstep, into, sw);
+        return into;
+      };
+      // Block scales: the step's product into a fresh accumulator (per-tensor: into the main one).
+      FragVar part(coop_tile_wg_fill(BN, 0.0f, ab));
+      wg_fence();
+      if_(block == 1u, [&] { part.set(issue(part.get())); }).else_([&] { acc.set(issue(acc.get())); });
+      wg_commit();
+      Expr next = step + ahead;
+      if_(next < steps, [&] { stage_step(next, next % S); }).else_([&] { async_commit(); });
+      // Block scales: the product waited, then promoted into the main accumulator with its rows'
+      // scales (ss: this stage's BM row scales; lane group w holds rows 16w .. 16w + 15).
+      if_(block == 1u, [&] {
+        if (defect != Defect::WgNoWait) wg_wait(0);
+        acc.set(coop_tile_scale_add(ss, stage * BM + w * 16u, part.get(), acc.get()));
+      });
+    });
+    wg_wait(0);
+    async_wait(0);
+    barrier();
+    // Epilogue: the block through the scratch (row-major BM x BN f32), then every thread takes
+    // elements in order (consecutive threads along a row of C); per-tensor scaling multiplies by
+    // sa[0] * sb[0] (rounded to f32 once), then one rounding to OUT.
+    Expr scale = select(block == 1u, 1.0f, Operand(sa[0u]).value * Operand(sb[0u]).value);
+    coop_tile_store(acc.get(), cs, w * (16u * BN), BN);
+    barrier();
+    for_(local_id(0), BM * BN, group_size(0), [&](Expr e) {
+      Expr gi = row0 + e / BN;
+      Expr gj = col0 + e % BN;
+      if_((gi < m) && (gj < n), [&] {
+        Expr v = Operand(cs[e]).value;
+        c[gi * n + gj] = cast_to(v * scale, out_t);
+      });
+    });
+    return;
+  }
   Expr w = simd_group_id();
   Expr active = w < NW;
   Expr wrow = w / WCOLS;
@@ -241,9 +323,11 @@ void fp8_kernel(const Config& cfg, const KernelVariant& var, Defect defect) {
 }  // namespace
 
 void gemm_fp8_small_kernel(const KernelVariant& v, Defect defect) { fp8_kernel(kSmall, v, defect); }
+void gemm_fp8_wg_kernel(const KernelVariant& v, Defect defect) { fp8_kernel(kWg, v, defect); }
 
 static void gemm_fp8_large(const KernelVariant& v) { fp8_kernel(kLarge, v, Defect::None); }
 static void gemm_fp8_small(const KernelVariant& v) { fp8_kernel(kSmall, v, Defect::None); }
+static void gemm_fp8_wg(const KernelVariant& v) { fp8_kernel(kWg, v, Defect::None); }
 
 #define IRON_GEMM_FP8_AB ::iron::type_axis("AB", {::iron::DType::F8E4M3, ::iron::DType::F8E5M2})
 #define IRON_GEMM_FP8_OUT ::iron::type_axis("OUT", {::iron::DType::F32, ::iron::DType::BF16})
@@ -251,6 +335,9 @@ static void gemm_fp8_small(const KernelVariant& v) { fp8_kernel(kSmall, v, Defec
 IRON_KERNEL_VARIANTS(iron_gemm_fp8_128x128x128_w64x32_s3, gemm_fp8_large, Reduction, (), "{AB}_{OUT}", IRON_GEMM_FP8_AB,
                      IRON_GEMM_FP8_OUT);
 IRON_KERNEL_VARIANTS(iron_gemm_fp8_32x32x128_w32x16_s2, gemm_fp8_small, Reduction, (), "{AB}_{OUT}", IRON_GEMM_FP8_AB,
+                     IRON_GEMM_FP8_OUT);
+// The warpgroup kernel (gemm_fp8_for routes CUDA sm_90a to it).
+IRON_KERNEL_VARIANTS(iron_gemm_fp8_128x128x128_wg_s3, gemm_fp8_wg, Reduction, (), "{AB}_{OUT}", IRON_GEMM_FP8_AB,
                      IRON_GEMM_FP8_OUT);
 
 namespace {
@@ -265,6 +352,9 @@ std::string num(int64_t v) { return std::to_string(v); }
 //                   [ceil(n / 128), k / 128]; k must be a multiple of 128)
 //   out (0)         C's dtype: 0 bf16, 1 f32
 //   tile            optional: 0 the 128x128 tile, 1 the 32x32 tile
+//   wg              optional: 1 the warpgroup kernel (wgmma on CUDA sm_90a; composed from
+//                   mma.sync elsewhere on CUDA and on the interpreter), 0 the mma.sync kernels;
+//                   by default the warpgroup kernel where the 128x128 tile is chosen on CUDA sm_90a
 // with the call's dtype the fp8 format of A and B (f8e4m3 or f8e5m2) and buffers a, b (that
 // format), sa, sb (f32) and c (out).
 static LaunchPlan gemm_fp8_for(const Call& call, const DeviceInfo& dev) {
@@ -313,11 +403,27 @@ static LaunchPlan gemm_fp8_for(const Call& call, const DeviceInfo& dev) {
   } else {
     why = "m = " + num(m) + " > 64: the 128x128 tile";
   }
+  // The warpgroup kernel: where the 128x128 tile is chosen on CUDA sm_90a, or asked for (wg 1)
+  // on CUDA and the interpreter with no tile asked for (its K loop is the 128x128 tile's, 4
+  // wgmma m64n128k32 per step and warpgroup instead of 8 lane groups' mma.sync).
+  int64_t wg_ask = call.size_or("wg", -1);
+  if (wg_ask > 1) throw Error("wg = " + num(wg_ask) + " is out of range (0 the mma.sync kernels, 1 the warpgroup kernel)");
+  const bool wg_backend = dev.backend == Backend::Cuda || dev.backend == Backend::Interp;
+  const bool sm90a = dev.backend == Backend::Cuda && dev.arch == "sm_90a";
+  const bool fits = kWg.threadgroup_bytes() <= shared;
+  if (wg_ask == 1 && (!wg_backend || tl >= 0 || !fits)) {
+    why += std::string("; wg 1 but ") +
+           (!wg_backend ? "not the CUDA or interpreter backend" : tl >= 0 ? "a tile asked for" : "too little threadgroup memory") +
+           ": the mma.sync kernel";
+  } else if (wg_ask == 1 || (wg_ask == -1 && sm90a && cfg.bm == kLarge.bm && tl < 0)) {
+    cfg = kWg;
+    why += "; the warpgroup kernel (wgmma m64n128k32 on sm_90a)";
+  }
   if (cfg.threadgroup_bytes() > shared)
     throw Error("the " + cfg.name() + " tile needs " + num(int64_t(cfg.threadgroup_bytes())) +
                 " B of threadgroup memory; device " + dev.name + " has " + num(int64_t(shared)));
   const uint32_t lanes = std::max(1u, dev.lane_width);
-  const uint32_t threads = cfg.warps() * lanes;
+  const uint32_t threads = cfg.warps() * lanes;  // the warpgroup kernel: 8 lane groups, two warpgroups
   if (threads > dev.max_threads_per_group)
     throw Error("the " + cfg.name() + " tile needs " + num(threads) + " threads per threadgroup; device " + dev.name +
                 " allows " + num(dev.max_threads_per_group));

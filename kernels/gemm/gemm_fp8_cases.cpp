@@ -20,6 +20,11 @@
 //               fused multiply-add per block into the accumulator and one rounding of sa * sb in
 //               each block's scale: (66 * 4 + 2) per block;
 // then the rounding to the output dtype (half an ulp of bf16 or f32, which the harness adds).
+// The warpgroup kernel's cases (wg 1: wgmma m64n128k32 on sm_90a) take the bound of the fp8
+// warpgroup product instead (docs/semantics.md "Warpgroup tiles"): Hopper's fp8 tensor cores keep
+// about 14 bits while they accumulate, so each 32-deep product may be off by (32 + 1) 2^-13 of
+// the same sum, 2^10 times the f32 figure: 66 * 2^10 ulps of F per product. The other cases ask
+// for the mma.sync kernels (wg 0), whose tight bound they keep on every device.
 // Nothing here is tuned to pass.
 #include <cmath>
 #include <cstdint>
@@ -79,6 +84,7 @@ struct Fp8Shape {
   int out = 0;      // 0 bf16, 1 f32
   uint32_t lda = 0, ldb = 0;  // 0: k
   int tile = -1;    // -1: the selector's choice
+  int wg = 0;       // 1: the warpgroup kernel, 0: the mma.sync kernels
 };
 
 TestSetup fp8_case(DType dt, const Fp8Shape& s) {
@@ -102,11 +108,13 @@ TestSetup fp8_case(DType dt, const Fp8Shape& s) {
     }
   Constexprs call{{"m", s.m}, {"n", s.n}, {"k", s.k}, {"lda", lda}, {"ldb", ldb}, {"scale", s.block ? 1 : 0}, {"out", s.out}};
   if (s.tile >= 0) call.emplace("tile", s.tile);
+  call.emplace("wg", s.wg);
   TestSetup t(dt);
   t.in("a", A).in("b", B).in("sa", sa).in("sb", sb).out("c", size_t(s.m) * s.n);
   t.call(call);
+  const double per_product = s.wg == 1 ? 66.0 * 1024.0 : 66.0;
   const double roundings =
-      s.block ? (66.0 * (kBlockK / 32) + 2.0) * (s.k / kBlockK) : 66.0 * std::ceil(s.k / 32.0) + 2.0;
+      s.block ? (per_product * (kBlockK / 32) + 2.0) * (s.k / kBlockK) : per_product * std::ceil(s.k / 32.0) + 2.0;
   t.accumulation(roundings).error_floor(F);
   const Fp8Shape sh = s;
   t.oracle([sh, lda, ldb, kb](const Tensors& in, Tensors& out) {
@@ -148,18 +156,32 @@ IRON_TEST_KERNEL(iron_gemm_fp8, block_m140_n260_k256_large, {f8e4m3}) {
 IRON_TEST_KERNEL(iron_gemm_fp8, block_m70_n130_k256_large, {f8e5m2}) {
   return fp8_case(dt, {70, 130, 256, true, 1, 0, 0, 0});
 }
+// The warpgroup kernel (wg 1; on the interpreter its products are the definition's): per-tensor
+// with M, N and K tails and strides past k (e4m3, f32 out; e5m2, bf16 out), and block scales over
+// two column blocks of B and two K blocks, with an M tail. Each runs one or two threadgroups (a
+// fraction of a second on the interpreter).
+IRON_TEST_KERNEL(iron_gemm_fp8, wg_tensor_m100_n140_k200_strided, {f8e4m3}) {
+  return fp8_case(dt, {100, 140, 200, false, 1, 208, 224, -1, 1});
+}
+IRON_TEST_KERNEL(iron_gemm_fp8, wg_tensor_m40_n72_k96, {f8e5m2}) { return fp8_case(dt, {40, 72, 96, false, 0, 0, 0, -1, 1}); }
+IRON_TEST_KERNEL(iron_gemm_fp8, wg_block_m70_n150_k256, {f8e4m3}) {
+  return fp8_case(dt, {70, 150, 256, true, 0, 0, 0, -1, 1});
+}
 
 // The production shape, 8192^3 (per-tensor and block scales, bf16 out), checked on a sample of
 // outputs against the f64 definition before timing. Inputs: fp8 values of uniform(-1, 1)
 // rounded to the format, scales near 1: sums of 8192 terms measured against sqrt(k).
-static BenchSetup fp8_bench(DType dt, uint32_t m, uint32_t n, uint32_t k, bool block) {
+// wg: the call's `wg` (-1: the selector's choice, the warpgroup kernel on sm_90a; 0: mma.sync).
+static BenchSetup fp8_bench(DType dt, uint32_t m, uint32_t n, uint32_t k, bool block, int wg = -1) {
   const uint32_t kb = block ? k / kBlockK : 1, nb = (n + 127) / 128;
   std::vector<double> sa = block ? scales(size_t(m) * kb, 503) : std::vector<double>{0.8125};
   std::vector<double> sb = block ? scales(size_t(nb) * kb, 504) : std::vector<double>{1.375};
   BenchSetup b(dt);
   b.in("a", fixture::uniform(size_t(m) * k, -1.0, 1.0, 501)).in("b", fixture::uniform(size_t(n) * k, -1.0, 1.0, 502));
   b.in("sa", sa).in("sb", sb).out("c", size_t(m) * n);
-  b.call({{"m", m}, {"n", n}, {"k", k}, {"scale", block ? 1 : 0}, {"out", 0}});
+  Constexprs call{{"m", m}, {"n", n}, {"k", k}, {"scale", block ? 1 : 0}, {"out", 0}};
+  if (wg >= 0) call.emplace("wg", wg);
+  b.call(call);
   b.sampled_oracle(2048, [n, k, kb, block](const Tensors& in, const std::string&, size_t e) {
     const auto &a = in.at("a"), &bw = in.at("b"), &xa = in.at("sa"), &xb = in.at("sb");
     const size_t i = e / n, j = e % n;
@@ -176,5 +198,9 @@ static BenchSetup fp8_bench(DType dt, uint32_t m, uint32_t n, uint32_t k, bool b
 }
 IRON_BENCH(iron_gemm_fp8, m8192_n8192_k8192_tensor, {f8e4m3, 1e-2}) { return fp8_bench(dt, 8192, 8192, 8192, false); }
 IRON_BENCH(iron_gemm_fp8, m8192_n8192_k8192_block, {f8e4m3, 1e-2}) { return fp8_bench(dt, 8192, 8192, 8192, true); }
+// The mma.sync kernel at the same shape (wg 0), for the comparison.
+IRON_BENCH(iron_gemm_fp8, m8192_n8192_k8192_tensor_mma, {f8e4m3, 1e-2}) {
+  return fp8_bench(dt, 8192, 8192, 8192, false, 0);
+}
 
 }  // namespace iron::kernels::gemm_fp8

@@ -498,8 +498,15 @@ std::string cuda_mma(const TileElems& te) {
 // columns 16b .. 16b + 15 in t[b]. On the mma strategy its floats are, in order, the D registers of
 // wgmma m64nNk16: register i of a lane is row g + 8 ((i >> 1) & 1), column 2t + (i & 1) + 8 (i >> 2)
 // of the warp's 16 rows, the m64n16 layout repeated along N, so t[b].x[j] is register 8b + j.
-std::string cuda_wide_acc() {
-  return "template <unsigned NB> struct iron_tile_accw { iron_tile_acc t[NB]; };\n"
+// With tile_scale_add: block by block, each block's rows those of the warp's 16 (the row scales
+// are the same for every block).
+std::string cuda_wide_acc(bool scale_add) {
+  return std::string("template <unsigned NB> struct iron_tile_accw { iron_tile_acc t[NB]; };\n") +
+         (scale_add ? "template <unsigned NB> __device__ __forceinline__ iron_tile_accw<NB> iron_tile_scale_add(const float* s, "
+                      "const iron_tile_accw<NB>& x, const iron_tile_accw<NB>& c) {\n"
+                      "  iron_tile_accw<NB> d;\n#pragma unroll\n  for (unsigned b = 0; b < NB; ++b) d.t[b] = "
+                      "iron_tile_scale_add(s, x.t[b], c.t[b]);\n  return d;\n}\n"
+                    : "") +
          "template <unsigned NB> __device__ __forceinline__ iron_tile_accw<NB> iron_tile_fillw(float v) {\n"
          "  iron_tile_accw<NB> f;\n#pragma unroll\n  for (unsigned b = 0; b < NB; ++b) f.t[b] = iron_tile_fill(v);\n  return f;\n}\n"
          "template <unsigned NB> __device__ __forceinline__ float iron_tile_get(const iron_tile_accw<NB>& f, unsigned r, unsigned c) {\n"
@@ -512,8 +519,11 @@ std::string cuda_wide_acc() {
 // commit and wait 0 in one statement, the result returned. Issued (async true): the wgmma alone,
 // on the caller's registers in place ("+f"), retired by wg_commit / wg_wait (the emitter's wgmma
 // group statements); wg_fence orders the registers' earlier writes.
+// fp8 (sfx e4m3 or e5m2, a {bits, 4, 3} code): m64nNk32, A from shared memory only, and no
+// transpose immediates (PTX has them for f16 and bf16 alone; 8-bit A and B are K-major).
 std::string cuda_wgmma_fn(const std::string& sfx, int64_t code, uint32_t n, bool rs, bool async) {
-  const uint32_t regs = n / 2, row_bytes = ir::wgmma_row_elems(code) * 2;
+  const uint32_t regs = n / 2, row_bytes = ir::wgmma_row_bytes(code), K = ir::wgmma_k(code);
+  const bool fp8 = K == 32;
   auto num = [](uint32_t i) { return std::to_string(i); };
   const std::string acc_t = n > 16 ? "iron_tile_accw<" + num(n / 16) + ">" : std::string("iron_tile_acc");
   const std::string mode = std::to_string(ir::wgmma_swizzle_mode(code)) + "ull";
@@ -542,8 +552,8 @@ std::string cuda_wgmma_fn(const std::string& sfx, int64_t code, uint32_t n, bool
   const std::string b_op = "%" + num(rs ? regs + 4 : regs + 1);
   out += "  asm volatile(\"{\\n.reg .pred p;\\nsetp.ne.b32 p, %" + num(pred) + ", 0;\\n" +
          (async ? "" : "wgmma.fence.sync.aligned;\\n") + "\"\n"
-         "               \"wgmma.mma_async.sync.aligned.m64n" + num(n) + "k16.f32." + sfx + "." + sfx + " " + d + ", " + a_op +
-         ", " + b_op + (rs ? ", p, 1, 1, 0;\\n\"\n" : ", p, 1, 1, 0, 0;\\n\"\n") +
+         "               \"wgmma.mma_async.sync.aligned.m64n" + num(n) + "k" + num(K) + ".f32." + sfx + "." + sfx + " " + d + ", " +
+         a_op + ", " + b_op + (fp8 ? ", p, 1, 1;\\n\"\n" : rs ? ", p, 1, 1, 0;\\n\"\n" : ", p, 1, 1, 0, 0;\\n\"\n") +
          (async ? "" : "               \"wgmma.commit_group.sync.aligned;\\nwgmma.wait_group.sync.aligned 0;\\n\"\n") +
          "               \"}\\n\"\n"
          "               : " + outs + "\n"
@@ -562,16 +572,24 @@ struct WgUse {
   bool operator==(const WgUse& o) const { return code == o.code && n == o.n && rs == o.rs && async == o.async; }
 };
 
-std::string cuda_wgmma(bool f16, bool bf16, const std::vector<int64_t>& codes, const std::vector<WgUse>& uses) {
+// The kernel's warpgroup products: for f16 and bf16 each 16-bit code's m64n16k16 forms (waited,
+// A from shared memory or registers) and the wider or issued forms it uses; for fp8 the forms it
+// uses of each fp8 code (m64nNk32).
+std::string cuda_wgmma(bool f16, bool bf16, const std::vector<const char*>& fp8_sfx, const std::vector<int64_t>& codes,
+                       const std::vector<WgUse>& uses) {
   std::string out =
       "#define IRON_TILE_WGMMA 1\n"
       "__device__ __forceinline__ unsigned long long iron_tile_wg_desc(unsigned addr, unsigned sbo, unsigned long long mode) {\n"
       "  return (unsigned long long)((addr & 0x3ffffu) >> 4) | (1ull << 16) | ((unsigned long long)(sbo >> 4) << 32) | (mode << 62);\n}\n";
+  for (const std::string sfx : fp8_sfx)
+    for (const WgUse& u : uses)
+      if (ir::wgmma_elem_bytes(u.code) == 1 && !u.rs) out += cuda_wgmma_fn(sfx, u.code, u.n, false, u.async);
   for (int e = 0; e < 2; ++e) {
     if (!(e == 0 ? f16 : bf16)) continue;
     const std::string sfx = e == 0 ? "f16" : "bf16";
     for (int64_t code : codes) {
-      const uint32_t row_bytes = ir::wgmma_row_elems(code) * 2;
+      if (ir::wgmma_elem_bytes(code) != 2) continue;
+      const uint32_t row_bytes = ir::wgmma_row_bytes(code);
       out += "__device__ __forceinline__ iron_tile_acc iron_tile_wgmma_" + sfx + "_" + std::to_string(code) +
              "(unsigned a, unsigned b, const iron_tile_acc& c) {\n"
              "  if (((a | b) & 0x38fu) != 0u) __trap();\n"
@@ -1144,7 +1162,6 @@ std::string tile_prelude(const EmitState& s, bool cuda) {
   TileElems te = input_elems(s);
   bool& f16 = te.f16;
   bool& bf16 = te.bf16;
-  const bool fp8 = te.fp8();
   // tile_wg_mma: its arrays' element types and swizzles (input_elems sees fragments only).
   std::vector<int64_t> wg_codes;
   std::vector<WgUse> wg_uses;
@@ -1152,19 +1169,21 @@ std::string tile_prelude(const EmitState& s, bool cuda) {
     const ir::Inst& in = s.k.insts[id];
     if (in.op != ir::Op::TileWgMma && in.op != ir::Op::TileWgMmaRs) return;
     const ir::Id b = in.operands[in.op == ir::Op::TileWgMma ? 2 : 1];
-    (s.concrete(s.k.insts[b].type) == DType::BF16 ? bf16 : f16) = true;
+    const DType e = s.concrete(s.k.insts[b].type);
+    (e == DType::BF16 ? bf16 : e == DType::F8E4M3 ? te.e4m3 : e == DType::F8E5M2 ? te.e5m2 : f16) = true;
     if (std::find(wg_codes.begin(), wg_codes.end(), in.attr(ir::Attr::Swizzle)) == wg_codes.end())
       wg_codes.push_back(in.attr(ir::Attr::Swizzle));
     const WgUse u{in.attr(ir::Attr::Swizzle), uint32_t(in.type.n()), in.op == ir::Op::TileWgMmaRs, in.attr(ir::Attr::Async) == 1};
     if (std::find(wg_uses.begin(), wg_uses.end(), u) == wg_uses.end()) wg_uses.push_back(u);
   });
+  const bool fp8 = te.fp8();
   // Warpgroup accumulators (16 x N, N > 16): iron_tile_accw on every strategy.
   bool any_wide = false;
   ir::walk(s.k, [&](ir::Id id) {
     const Type t = s.k.insts[id].type;
     any_wide = any_wide || (t.is_fragment() && t.role() == FragRole::Acc && t.n() > 16);
   });
-  const std::string wide = any_wide ? cuda_wide_acc() : "";
+  const std::string wide = any_wide ? cuda_wide_acc(te.scale_add) : "";
   const bool wg = !wg_codes.empty();
   const std::string no_wg = wide + (wg ? "#define IRON_TILE_WGMMA 0\n" : "");
   std::string out = "// Cooperative tiles: MmaStrategy " + std::string(cuda_mma_name(s.cuda_mma)) + "\n";
@@ -1189,7 +1208,7 @@ std::string tile_prelude(const EmitState& s, bool cuda) {
       // The lane-group tile ops take mma.sync; tile_wg_mma takes wgmma (sm_90a only).
       return out + "#if defined(__CUDA_ARCH__) && !defined(__CUDA_ARCH_FEAT_SM90_ALL)\n#error \"IRON_CUDA_MMA=wgmma needs "
              "sm_90a (wgmma is an arch-specific sm_90a instruction)\"\n#endif\n" +
-             cuda_mma(te) + wide + (wg ? cuda_wgmma(f16, bf16, wg_codes, wg_uses) : std::string());
+             cuda_mma(te) + wide + (wg ? cuda_wgmma(f16, bf16, te.fp8_suffixes(), wg_codes, wg_uses) : std::string());
     case CudaMma::Auto: break;
     case MmaStrategy::Coopmat: case MmaStrategy::SimdgroupMatrix:
       return out + "#error \"the " + std::string(cuda_mma_name(s.cuda_mma)) + " tile strategy is not a CUDA one\"\n";
@@ -1199,7 +1218,7 @@ std::string tile_prelude(const EmitState& s, bool cuda) {
   // tile_scale_add), the software path below that.
   out += "#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= " + mma_arch + "\n" + cuda_mma(te) + wide;
   if (wg)
-    out += "#if defined(__CUDA_ARCH_FEAT_SM90_ALL)\n" + cuda_wgmma(f16, bf16, wg_codes, wg_uses) +
+    out += "#if defined(__CUDA_ARCH_FEAT_SM90_ALL)\n" + cuda_wgmma(f16, bf16, te.fp8_suffixes(), wg_codes, wg_uses) +
            "#else\n#define IRON_TILE_WGMMA 0\n#endif\n";
   if (!fp8 && !te.scale_add)
     out += "#elif defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= " + wmma_arch + "\n" + cuda_wmma(f16, bf16) + no_wg;
@@ -1354,13 +1373,17 @@ void tile_op(EmitState& s, const Dialect& d, ir::Id id, const std::vector<std::s
       const ir::Inst& ba = s.k.insts[in.operands[rs ? 1 : 2]];
       const ir::Inst& aa = rs ? ba : s.k.insts[in.operands[0]];
       const DType elem = s.concrete(ba.type);
-      if ((elem != DType::F16 && elem != DType::BF16) || s.concrete(rs ? s.k.insts[in.operands[0]].type : aa.type) != elem)
-        return s.unsupported(in, d.name(), std::string(ir::mnemonic(in.op)) + " on " + dtype_name(elem) + " (f16 or bf16 only)");
+      const bool fp8 = is_fp8(elem) && !rs;
+      if ((elem != DType::F16 && elem != DType::BF16 && !fp8) || s.concrete(rs ? s.k.insts[in.operands[0]].type : aa.type) != elem)
+        return s.unsupported(in, d.name(), std::string(ir::mnemonic(in.op)) + " on " + dtype_name(elem) +
+                                               " (f16 or bf16; f8e4m3 or f8e5m2 with A from threadgroup memory)");
+      if (fp8) s.helpers.insert(elem_suffix(elem));  // the composed path's iron_tile_set packs the bits
       const int64_t code = in.attr(ir::Attr::Swizzle);
       const std::string S = std::to_string(ir::wgmma_row_elems(code)) + "u";
       const std::string sfx = elem_suffix(elem), an = d.tg_name(s.k, aa), bn = d.tg_name(s.k, ba);
       const std::string b_off = a[rs ? 2 : 3], acc = a[rs ? 3 : 4];
-      // A warpgroup accumulator 16 x N: one m64nNk16 (wgmma), or N / 16 products (elsewhere).
+      // A warpgroup accumulator 16 x N: one m64nNkK (wgmma; K 16, or 32 for fp8), or N / 16
+      // products of 16 x 16 x K (elsewhere).
       const uint32_t N = in.type.n();
       const std::string wsfx = N > 16 ? "_n" + std::to_string(N) : "";
       // Issued (async): the wgmma runs on the result's registers in place, a copy of the
@@ -1397,10 +1420,12 @@ void tile_op(EmitState& s, const Dialect& d, ir::Id id, const std::vector<std::s
         const std::string at = o == 0 ? tile_load_index(in, a[1], S, "(16u * iron_wq + r)", "c")
                                       : tile_load_index(in, b_off, S, N > 16 ? "(16u * iron_nb + c)" : "c", "r");
         const std::string v = d.cast(s, in, DType::F32, elem, d.tg_load(s, s.concrete(arr.type), (o == 0 ? an : bn) + "[" + at + "]"));
+        // fp8 fragments (16 x 32 A, 32 x 16 B) have their own element walk and coordinates.
+        const std::string ld = fp8 ? "IRON_TILE_LD8_" : "IRON_TILE_LD_";
         lines.push_back(ind + "iron_tile_" + std::string(o == 0 ? "a_" : "b_") + sfx + " " + f + " = {};");
-        lines.push_back(ind + "for (" + U + " i = IRON_TILE_LD_FIRST; i < IRON_TILE_LD_END; i += IRON_TILE_LD_STEP) {");
+        lines.push_back(ind + "for (" + U + " i = " + ld + "FIRST; i < " + ld + "END; i += " + ld + "STEP) {");
         lines.push_back(ind + "  " + U + " r, c;");
-        lines.push_back(ind + "  iron_tile_coord_" + std::string(o == 0 ? "a" : "b") + "(i, r, c);");
+        lines.push_back(ind + "  iron_tile_coord_" + std::string(o == 0 ? "a" : "b") + (fp8 ? "8" : "") + "(i, r, c);");
         lines.push_back(ind + "  iron_tile_set(" + f + ", i, " + v + ");");
         lines.push_back(ind + "}");
         lines.push_back(ind + "iron_tile_finish(" + f + ");");

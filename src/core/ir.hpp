@@ -99,20 +99,32 @@ inline uint32_t swizzle_index(uint32_t i, int64_t code) {
   const uint32_t bits = uint32_t(code / 100), base = uint32_t(code / 10 % 10), shift = uint32_t(code % 10);
   return i ^ (((i >> (base + shift)) & ((1u << bits) - 1u)) << base);
 }
-// The swizzles a wgmma matrix descriptor expresses for 16-bit elements (tile_wg_mma,
-// docs/semantics.md "Warpgroup tiles"): {bits, 3, 3} with bits 1, 2, 3 are the 32-, 64- and
-// 128-byte modes, whose rows hold 16, 32 and 64 elements (the tile's row stride). 0 otherwise.
-inline uint32_t wgmma_row_elems(int64_t code) {
-  return code == 133 || code == 233 || code == 333 ? 8u << uint32_t(code / 100) : 0u;
+// The swizzles a wgmma matrix descriptor expresses (tile_wg_mma, docs/semantics.md "Warpgroup
+// tiles"): the 32-, 64- and 128-byte modes move 16-byte chunks within rows of 32, 64 and 128
+// bytes, which for 16-bit elements is {bits, 3, 3} (codes 133, 233, 333: rows of 16, 32 and 64
+// elements) and for 8-bit (fp8) elements {bits, 4, 3} (143, 243, 343: rows of 32, 64 and 128).
+// wgmma_row_bytes is 0 for any other code.
+inline uint32_t wgmma_row_bytes(int64_t code) {
+  return code == 133 || code == 143 ? 32u : code == 233 || code == 243 ? 64u : code == 333 || code == 343 ? 128u : 0u;
 }
+// The element size such a code is for: 2 (base 3) or 1 (base 4, fp8).
+inline uint32_t wgmma_elem_bytes(int64_t code) { return code / 10 % 10 == 4 ? 1u : 2u; }
+// The tile's row stride S in elements (0 for a code no descriptor expresses).
+inline uint32_t wgmma_row_elems(int64_t code) { return wgmma_row_bytes(code) / wgmma_elem_bytes(code); }
+// The product's K: 16 for 16-bit elements (m64nNk16), 32 for fp8 (m64nNk32): 32 bytes of a row.
+inline uint32_t wgmma_k(int64_t code) { return 32u / wgmma_elem_bytes(code); }
 // The descriptor's swizzle-mode field (bits 62-63) for such a code: 1 128B, 2 64B, 3 32B.
-inline uint32_t wgmma_swizzle_mode(int64_t code) { return code == 333 ? 1u : code == 233 ? 2u : code == 133 ? 3u : 0u; }
+inline uint32_t wgmma_swizzle_mode(int64_t code) {
+  const uint32_t rb = wgmma_row_bytes(code);
+  return rb == 128 ? 1u : rb == 64 ? 2u : rb == 32 ? 3u : 0u;
+}
 // The 64-bit wgmma matrix descriptor of a K-major operand at shared address `addr` whose rows are
-// `row_bytes` wide under that swizzle: start address >> 4 (bits 0-13), leading byte offset 16
-// (bits 16-29; unused by K-major swizzled layouts), stride byte offset 8 rows (bits 32-45), base
-// offset 0 (bits 49-51), swizzle mode (bits 62-63). The CUDA lowering builds the same bits.
+// wgmma_row_bytes(code) wide under that swizzle: start address >> 4 (bits 0-13), leading byte
+// offset 16 (bits 16-29; unused by K-major swizzled layouts), stride byte offset 8 rows (bits
+// 32-45), base offset 0 (bits 49-51), swizzle mode (bits 62-63). Every field is in bytes, so one
+// 128-byte row is 64 16-bit or 128 fp8 elements. The CUDA lowering builds the same bits.
 inline uint64_t wgmma_descriptor(uint32_t addr, int64_t code) {
-  const uint64_t row_bytes = uint64_t(wgmma_row_elems(code)) * 2;
+  const uint64_t row_bytes = wgmma_row_bytes(code);
   return uint64_t((addr & 0x3ffffu) >> 4) | (uint64_t(1) << 16) | (uint64_t((8 * row_bytes) >> 4) << 32) |
          (uint64_t(wgmma_swizzle_mode(code)) << 62);
 }

@@ -180,10 +180,10 @@ struct Verifier {
       err(in, std::string(what) + " must be a frag<" + roles[int(role)] + ", ...>, is " + type_name(t));
       return false;
     }
-    if (wide && role == FragRole::Acc && t.m() == 16 && t.k() == 16 && t.n() != 16) {
+    if (wide && role == FragRole::Acc && t.m() == 16 && (t.k() == 16 || t.k() == 32) && t.n() != 16) {
       if (t.n() % 16 != 0 || t.n() > 256) {
-        err(in, std::string(what) + " has tile shape 16x" + std::to_string(t.n()) +
-                    "x16; a warpgroup accumulator is 16xNx16 with N a multiple of 16 up to 256");
+        err(in, std::string(what) + " has tile shape 16x" + std::to_string(t.n()) + "x" + std::to_string(t.k()) +
+                    "; a warpgroup accumulator is 16xNx16 with N a multiple of 16 up to 256 (16xNx32 for fp8 products)");
         return false;
       }
       if (t.elem() != DType::F32) {
@@ -398,35 +398,54 @@ struct Verifier {
           err(in, "multiplies " + type_name(op_type(0)) + " into a " + type_name(op_type(2)) + " (one tile shape)");
         break;
       case Op::TileWgMma: case Op::TileWgMmaRs: {
-        // A warpgroup's product through wgmma matrix descriptors: both operands 16-bit floats of
-        // one type in threadgroup arrays on a 1024-byte boundary, K-major under a swizzle the
-        // descriptor expresses (docs/semantics.md "Warpgroup tiles"); or, tile_wg_mma_rs, A the
-        // lane group's own 16-bit A fragment.
+        // A warpgroup's product through wgmma matrix descriptors: both operands of one type in
+        // threadgroup arrays on a 1024-byte boundary, K-major under a swizzle the descriptor
+        // expresses for their element size (16-bit floats: k 16; fp8: k 32) (docs/semantics.md
+        // "Warpgroup tiles"); or, tile_wg_mma_rs, A the lane group's own 16-bit A fragment.
         const bool rs = in.op == Op::TileWgMmaRs;
         const int acc = rs ? 3 : 4;
-        // The accumulator is 16 x N per lane group (m64nNk16 for the warpgroup, B N x 16), and
-        // the result has its type.
+        const int64_t code = in.has(Attr::Swizzle) ? in.attr(Attr::Swizzle) : 0;
+        const bool valid_code = wgmma_row_bytes(code) != 0;
+        const bool fp8_code = valid_code && wgmma_elem_bytes(code) == 1;
+        if (!valid_code)
+          err(in, "swizzle " + std::to_string(code) +
+                      " is not one a wgmma matrix descriptor expresses: {1, 3, 3}, {2, 3, 3} or {3, 3, 3} for 16-bit "
+                      "elements, {1, 4, 3}, {2, 4, 3} or {3, 4, 3} for fp8 (the 32-, 64- and 128-byte modes); an "
+                      "unswizzled or padded tile cannot be described");
+        const uint32_t K = valid_code ? wgmma_k(code) : 16;
+        // The accumulator is 16 x N per lane group (m64nNkK for the warpgroup, B N x K), and the
+        // result has its type.
         tile_type_ok(in, in.type, FragRole::Acc, "the result", true);
         if (tile_type_ok(in, op_type(acc), FragRole::Acc, ("operand " + std::to_string(acc)).c_str(), true)) {
-          if (op_type(acc).k() != 16)
-            err(in, "accumulates into a " + type_name(op_type(acc)) + "; a warpgroup tile is 16-bit A and B, k 16");
+          if (op_type(acc).k() != K)
+            err(in, "accumulates into a " + type_name(op_type(acc)) + "; a warpgroup tile of " +
+                        (fp8_code ? "fp8 A and B is k 32" : "16-bit A and B is k 16") + " (frag<acc, f32, 16xNx" +
+                        std::to_string(K) + ">)");
           else if (in.type != op_type(acc))
             err(in, "produces a " + type_name(in.type) + " from a " + type_name(op_type(acc)) + " accumulator (one type)");
         }
+        auto elem_ok = [&](DType e) {
+          return fp8_code ? is_fp8(e) : (e == DType::F16 || e == DType::BF16 || e == DType::Generic);
+        };
+        const char* takes = fp8_code ? "f8e4m3 or f8e5m2 under this fp8 swizzle"
+                                     : "f16 or bf16 (or T) under this swizzle; fp8 takes {bits, 4, 3}";
         DType elem[2] = {DType::Void, DType::Void};
         if (rs && tile_type_ok(in, op_type(0), FragRole::A, "operand 0")) {
           elem[0] = op_type(0).elem();
-          if (elem[0] != DType::F16 && elem[0] != DType::BF16 && elem[0] != DType::Generic)
-            err(in, "A is a " + type_name(op_type(0)) + "; wgmma operands here are f16 or bf16 (or T)");
+          if (is_fp8(elem[0]))
+            err(in, "A is a " + type_name(op_type(0)) + "; an fp8 warpgroup product takes A from threadgroup memory "
+                        "(tile_wg_mma), not from registers");
+          else if (!elem_ok(elem[0]))
+            err(in, "A is a " + type_name(op_type(0)) + "; wgmma operands here are " + takes);
         }
         for (int i = rs ? 1 : 0; i < 2; ++i) {
           const char* role = i == 0 ? "A" : "B";
           const int at = rs ? 1 : 2 * i;
           if (const Inst* a = tile_alloc(in, at)) {
             elem[i] = a->type.elem();
-            if (elem[i] != DType::F16 && elem[i] != DType::BF16 && elem[i] != DType::Generic)
-              err(in, std::string(role) + "'s threadgroup array holds " + dtype_name(elem[i]) +
-                          "; wgmma operands here are f16 or bf16 (or T)");
+            if (valid_code && !elem_ok(elem[i]))
+              err(in, std::string(role) + "'s threadgroup array holds " + dtype_name(elem[i]) + "; wgmma operands here are " +
+                          takes);
             if (a->has(Attr::Alias))
               err(in, std::string(role) + "'s threadgroup array is an alias; a wgmma operand names an allocation of its own");
             else if (a->attr(Attr::Align) < 1024)
@@ -439,10 +458,6 @@ struct Verifier {
           err(in, std::string("multiplies ") + dtype_name(elem[0]) + " by " + dtype_name(elem[1]) + " (one element type)");
         if (in.has(Attr::Async) && in.attr(Attr::Async) != 0 && in.attr(Attr::Async) != 1)
           err(in, "async must be 0 or 1, is " + std::to_string(in.attr(Attr::Async)));
-        if (!in.has(Attr::Swizzle) || wgmma_row_elems(in.attr(Attr::Swizzle)) == 0)
-          err(in, "swizzle " + std::to_string(in.attr(Attr::Swizzle)) +
-                      " is not one a wgmma matrix descriptor expresses: {1, 3, 3}, {2, 3, 3} or {3, 3, 3} (the 32-, 64- "
-                      "and 128-byte modes); an unswizzled or padded tile cannot be described");
         break;
       }
       case Op::TileStore: case Op::TileTgStore: {
@@ -462,14 +477,14 @@ struct Verifier {
       }
       case Op::TileScaleAdd:
         // tile_scale_add %alloc, %off, %x, %acc: both fragments f32 accumulators of the result's
-        // type, the row scales an f32 threadgroup array.
-        tile_type_ok(in, in.type, FragRole::Acc, "the result");
+        // type (16 x 16, or a warpgroup accumulator's 16 x N), the row scales an f32 threadgroup array.
+        tile_type_ok(in, in.type, FragRole::Acc, "the result", true);
         if (const Inst* a = tile_alloc(in, 0); a && a->type.elem() != DType::F32)
           err(in, std::string("reads its row scales from ") + dtype_name(a->type.elem()) +
                       " threadgroup memory (the scales are f32)");
         tile_u32(in, 1, "the offset");
         for (int i = 2; i < 4; ++i)
-          if (tile_type_ok(in, op_type(i), FragRole::Acc, i == 2 ? "operand 2" : "operand 3") && in.type.is_fragment() &&
+          if (tile_type_ok(in, op_type(i), FragRole::Acc, i == 2 ? "operand 2" : "operand 3", true) && in.type.is_fragment() &&
               op_type(i) != in.type)
             err(in, "adds a " + type_name(op_type(i)) + " into a " + type_name(in.type) + " (one accumulator type)");
         break;

@@ -1264,33 +1264,44 @@ Frag coop_tile_scale_add(const TgBuffer& scales, Operand offset, const Frag& x, 
   return emit_frag(in);
 }
 
-Frag coop_tile_wg_fill(uint32_t n, Operand value, SrcLoc loc) {
-  const ir::SrcLoc l = loc_of(loc);
-  if (n == 0 || n % 16 != 0 || n > 256)
+namespace {
+Frag wg_fill(uint32_t n, Operand value, uint32_t k, ir::SrcLoc l) {
+  const bool ok = n != 0 && n % 16 == 0 && n <= 256;
+  if (!ok)
     error(l, "coop_tile_wg_fill: a warpgroup accumulator is 16 x N with N a multiple of 16 up to 256, not " +
                  std::to_string(n));
   Expr v = materialize(value, DType::F32);
   Inst in;
   in.op = Op::TileFill;
-  in.type = Type::fragment(DType::F32, 16, n == 0 || n % 16 != 0 || n > 256 ? 16 : n, 16, FragRole::Acc);
+  in.type = Type::fragment(DType::F32, 16, ok ? n : 16, k, FragRole::Acc);
   in.operands.push_back(v.id());
   in.loc = l;
   return emit_frag(in);
 }
+}  // namespace
+
+Frag coop_tile_wg_fill(uint32_t n, Operand value, SrcLoc loc) { return wg_fill(n, value, 16, loc_of(loc)); }
+Frag coop_tile_wg_fill(uint32_t n, Operand value, DType in, SrcLoc loc) {
+  return wg_fill(n, value, is_fp8(in) ? 32 : 16, loc_of(loc));
+}
 
 namespace {
-// The swizzle of a warpgroup tile op, or a located error naming why no descriptor expresses it.
-int64_t wg_swizzle(const Swizzle& sw, ir::SrcLoc l) {
+// The swizzle of a warpgroup tile op on arrays of `elem`, or a located error naming why no
+// descriptor expresses it: the 32-, 64- and 128-byte modes are {bits, 3, 3} for 16-bit elements
+// and {bits, 4, 3} for fp8 (16-byte chunks either way).
+int64_t wg_swizzle(const Swizzle& sw, DType elem, ir::SrcLoc l) {
   const int64_t code = swizzle_code(sw, l, "coop_tile_wg_run");
-  if (code != 0 && ir::wgmma_row_elems(code) == 0)
+  const bool fp8 = is_fp8(elem);
+  const char* modes = fp8 ? "{1, 4, 3}, {2, 4, 3} or {3, 4, 3} for fp8" : "{1, 3, 3}, {2, 3, 3} or {3, 3, 3}";
+  if (code != 0 && (ir::wgmma_row_bytes(code) == 0 || (ir::wgmma_elem_bytes(code) == 1) != fp8))
     error(l, "coop_tile_wg_run: swizzle {bits " + std::to_string(sw.bits) + ", base " + std::to_string(sw.base) +
-                 ", shift " + std::to_string(sw.shift) +
-                 "} is not one a wgmma matrix descriptor expresses ({1, 3, 3}, {2, 3, 3} or {3, 3, 3}: the 32-, 64- and "
-                 "128-byte modes)");
+                 ", shift " + std::to_string(sw.shift) + "} is not one a wgmma matrix descriptor expresses (" + modes +
+                 ": the 32-, 64- and 128-byte modes)");
   else if (sw.bits == 0)
-    error(l, "coop_tile_wg_run: an unswizzled tile cannot be described to wgmma here; stage A and B under "
-             "Swizzle{3, 3, 3} (rows of 64 elements), {2, 3, 3} (32) or {1, 3, 3} (16)");
-  return code ? code : 333;
+    error(l, std::string("coop_tile_wg_run: an unswizzled tile cannot be described to wgmma here; stage A and B under ") +
+                 (fp8 ? "Swizzle{3, 4, 3} (rows of 128 fp8 elements), {2, 4, 3} (64) or {1, 4, 3} (32)"
+                      : "Swizzle{3, 3, 3} (rows of 64 elements), {2, 3, 3} (32) or {1, 3, 3} (16)"));
+  return code ? code : fp8 ? 343 : 333;
 }
 }  // namespace
 
@@ -1299,7 +1310,7 @@ Frag wg_run(const TgBuffer& a, Operand a_offset, const TgBuffer& b, Operand b_of
             bool async) {
   const ir::SrcLoc l = loc_of(loc);
   if (!frag_ok(acc, l, async ? "coop_tile_wg_issue" : "coop_tile_wg_run")) return acc;
-  const int64_t code = wg_swizzle(sw, l);
+  const int64_t code = wg_swizzle(sw, b.dtype(), l);
   Inst in;
   in.op = Op::TileWgMma;
   in.loc = l;
@@ -1318,7 +1329,7 @@ Frag wg_run_rs(const Frag& a, const TgBuffer& b, Operand b_offset, const Frag& a
   const ir::SrcLoc l = loc_of(loc);
   const char* fn = async ? "coop_tile_wg_issue" : "coop_tile_wg_run";
   if (!frag_ok(a, l, fn) || !frag_ok(acc, l, fn)) return acc;
-  const int64_t code = wg_swizzle(sw, l);
+  const int64_t code = wg_swizzle(sw, b.dtype(), l);
   Inst in;
   in.op = Op::TileWgMmaRs;
   in.loc = l;

@@ -949,7 +949,9 @@ void add_tg_alias_cases(const std::string& filter, std::vector<ConformanceCase>&
 // proxy and meet at a barrier; lane groups 0 .. 7 (two warpgroups at lane width 32) each
 // accumulate their 16 rows of A x B^T over the S / 16 k steps with tile_wg_mma and store them to
 // r (128 x N). The values are small integers, so every product and sum is exact: one answer on
-// every path (wgmma, mma.sync, wmma, software), computed here from the definition.
+// every path (wgmma, mma.sync, wmma, software), computed here from the definition. fp8 (f8e4m3,
+// f8e5m2; codes {bits, 4, 3}): rows of 32, 64 or 128 elements, S / 32 k steps of 32 (m64nNk32),
+// a 16xNx32 accumulator; the small integers are exact in both formats.
 constexpr uint32_t kWgThreads = 256;
 
 // rs: A from registers (tile_wg_mma_rs): each lane group loads its own 16 rows of the staged A
@@ -957,7 +959,8 @@ constexpr uint32_t kWgThreads = 256;
 // async: the products issued (tile_wg_mma<code, async=1>) back to back after a wg_fence, then
 // wg_commit and wg_wait<0> before the store (the A fragments of rs loaded before the fence).
 std::string wg_kernel_text(const std::string& name, DType t, int64_t code, bool rs, uint32_t N, bool async = false) {
-  const uint32_t S = ir::wgmma_row_elems(code), bits = uint32_t(code / 100);
+  const uint32_t S = ir::wgmma_row_elems(code), bits = uint32_t(code / 100), K = ir::wgmma_k(code);
+  const uint32_t base = uint32_t(code / 10 % 10), shift = uint32_t(code % 10);
   const std::string T = dtype_name(t);
   std::ostringstream s;
   s << "kernel " << name << " mode=Reduction {\n";
@@ -965,7 +968,7 @@ std::string wg_kernel_text(const std::string& name, DType t, int64_t code, bool 
   s << "  param r: out buf<f32> extent=" << 128 * N << "\n";
   s << "  %A = tg_alloc<wa, " << 128 * S << ", align=1024> : " << T << "\n";
   s << "  %B = tg_alloc<wb, " << N * S << ", align=1024> : " << T << "\n";
-  s << "  %l = local_id<0> : u32\n  %c3 = const<3> : u32\n  %c6 = const<6> : u32\n";
+  s << "  %l = local_id<0> : u32\n  %c3 = const<" << base << "> : u32\n  %c6 = const<" << base + shift << "> : u32\n";
   s << "  %cm = const<" << ((1u << bits) - 1u) << "> : u32\n";
   int n = 0;
   auto stage = [&](const char* arr, const char* buf, uint32_t count) {
@@ -983,19 +986,19 @@ std::string wg_kernel_text(const std::string& name, DType t, int64_t code, bool 
   s << "  %g = simd_group_id : u32\n  %c8 = const<8> : u32\n  %run = lt %g, %c8 : bool\n  if %run {\n";
   s << "    %wg = shr %g, %c2sh : u32\n";
   s << "    %rows = const<" << 64 * S << "> : u32\n    %abase = mul %wg, %rows : u32\n";
-  const std::string acc_t = "frag<acc, f32, 16x" + std::to_string(N) + "x16>";
+  const std::string acc_t = "frag<acc, f32, 16x" + std::to_string(N) + "x" + std::to_string(K) + ">";
   s << "    %zf = const<0> : f32\n    %acc0 = tile_fill %zf : " << acc_t << "\n";
   if (rs) s << "    %cS = const<" << S << "> : u32\n    %rowS = const<" << 16 * S << "> : u32\n    %own = mul %g, %rowS : u32\n";
   const std::string attrs = std::to_string(code) + (async ? ", async=1>" : ">");
-  for (uint32_t kc = 0; kc < S / 16; ++kc) {
-    s << "    %k" << kc << " = const<" << 16 * kc << "> : u32\n    %ao" << kc << " = add %abase, %k" << kc << " : u32\n";
+  for (uint32_t kc = 0; kc < S / K; ++kc) {
+    s << "    %k" << kc << " = const<" << K * kc << "> : u32\n    %ao" << kc << " = add %abase, %k" << kc << " : u32\n";
     if (rs) {
       s << "    %fo" << kc << " = add %own, %k" << kc << " : u32\n";
       s << "    %fa" << kc << " = tile_tg_load<swizzle=" << code << "> %A, %fo" << kc << ", %cS : frag<a, " << T << ", 16x16x16>\n";
     }
   }
   if (async) s << "    wg_fence\n";
-  for (uint32_t kc = 0; kc < S / 16; ++kc) {
+  for (uint32_t kc = 0; kc < S / K; ++kc) {
     if (rs)
       s << "    %acc" << kc + 1 << " = tile_wg_mma_rs<" << attrs << " %fa" << kc << ", %B, %k" << kc << ", %acc" << kc << " : "
         << acc_t << "\n";
@@ -1005,7 +1008,7 @@ std::string wg_kernel_text(const std::string& name, DType t, int64_t code, bool 
   }
   if (async) s << "    wg_commit\n    wg_wait<0>\n";
   s << "    %c16 = const<" << N << "> : u32\n    %c256 = const<" << 16 * N << "> : u32\n    %ro = mul %g, %c256 : u32\n";
-  s << "    tile_store<r> %acc" << S / 16 << ", %ro, %c16\n  }\n}\n";
+  s << "    tile_store<r> %acc" << S / K << ", %ro, %c16\n  }\n}\n";
   std::string text = s.str();
   // %c2sh: the warpgroup of a lane group (g >> 2), declared with the constants above.
   text.replace(text.find("  %l = local_id"), 0, "  %c2sh = const<2> : u32\n");
@@ -1017,15 +1020,25 @@ float wg_a(uint32_t m, uint32_t k) { return float(int((m * 7 + k * 3) % 9) - 4);
 float wg_b(uint32_t n, uint32_t k) { return float(int((n * 5 + k) % 7) - 3); }
 
 // Each swizzle at N = 16; the warpgroup accumulators (N 64, 128, 256) under the 128-byte one; the
-// issued (async) products at N 16 and 128 under it, both forms and types.
+// issued (async) products at N 16 and 128 under it, both forms and types. fp8 (A from shared
+// memory only; each case costs NVRTC about a second per 16 KiB staged, its staging converting
+// every element): e4m3 under each fp8 swizzle and e5m2 under the 64-byte one at N = 16, and e5m2
+// issued at N 128 under the 32-byte one.
 void add_wg_cases(const std::string& filter, std::vector<ConformanceCase>& cases) {
   for (int async = 0; async < 2; ++async)
   for (uint32_t N : {16u, 64u, 128u, 256u})
   for (int rs = 0; rs < 2; ++rs)
-  for (DType t : {DType::BF16, DType::F16})
-    for (int64_t code : {333, 233, 133}) {
-      if (N > 16 && code != 333) continue;
-      if (async && (code != 333 || N == 64 || N == 256 || t != (rs ? DType::F16 : DType::BF16))) continue;
+  for (DType t : {DType::BF16, DType::F16, DType::F8E4M3, DType::F8E5M2})
+    for (int64_t code : {333, 233, 133, 343, 243, 143}) {
+      const bool fp8 = is_fp8(t);
+      if (fp8 != (ir::wgmma_elem_bytes(code) == 1)) continue;
+      if (fp8) {
+        if (rs || N == 64 || N == 256 || (!async && N == 128)) continue;
+        if (async ? N != 128 || t != DType::F8E5M2 || code != 143 : t == DType::F8E5M2 && code != 243) continue;
+      } else {
+        if (N > 16 && code != 333) continue;
+        if (async && (code != 333 || N == 64 || N == 256 || t != (rs ? DType::F16 : DType::BF16))) continue;
+      }
       const std::string name = std::string(rs ? "conformance.tile_wg_mma_rs." : "conformance.tile_wg_mma.") +
                                (async ? "async." : "") + (N > 16 ? "n" + std::to_string(N) + "." : "") + dtype_name(t) +
                                ".swz" + std::to_string(code);
@@ -1043,10 +1056,13 @@ void add_wg_cases(const std::string& filter, std::vector<ConformanceCase>& cases
       c.launch.dtype = DType::F32;
       c.launch.grid = {1, 1, 1};
       c.launch.threadgroup = {kWgThreads, 1, 1};
-      c.launch.buffers.emplace_back(128 * S * 2, 0);
-      c.launch.buffers.emplace_back(N * S * 2, 0);
+      const uint32_t eb = ir::wgmma_elem_bytes(code);
+      c.launch.buffers.emplace_back(128 * S * eb, 0);
+      c.launch.buffers.emplace_back(N * S * eb, 0);
       c.launch.buffers.emplace_back(128 * N * 4, 0xff);
-      auto half = [&](float v) { return uint64_t(t == DType::BF16 ? num::f32_to_bf16(v) : num::f32_to_f16(v)); };
+      auto half = [&](float v) {
+        return uint64_t(fp8 ? num::f32_to_fp8(t, v) : t == DType::BF16 ? num::f32_to_bf16(v) : num::f32_to_f16(v));
+      };
       for (uint32_t m = 0; m < 128; ++m)
         for (uint32_t k = 0; k < S; ++k) put(c.launch.buffers[0], m * S + k, t, half(wg_a(m, k)));
       for (uint32_t nn = 0; nn < N; ++nn)

@@ -934,10 +934,13 @@ struct Machine {
         return;
       }
       case Op::TileScaleAdd: {
-        // d(r, c) = fma(x(r, c), scales[off + r], acc(r, c)) in f32, one rounding.
+        // d(r, c) = fma(x(r, c), scales[off + r], acc(r, c)) in f32, one rounding. Both operands
+        // may be warpgroup accumulators: a product still in flight in either is an error.
         const Type ft = in.type;
         each_group(in, active, [&](uint32_t g) {
           const uint32_t off = uniform(in, 1, g, "the offset");
+          for (int o = 2; o < 4; ++o) frag_read(in, in.operands[size_t(o)], g);
+          frag_written(id, g);
           const float* x = frag_data(in.operands[2], g);
           const float* c = frag_data(in.operands[3], g);
           float* d = frag_data(id, g);
@@ -964,7 +967,7 @@ struct Machine {
 
   // tile_wg_mma (docs/semantics.md "Warpgroup tiles"): every lane group of a warpgroup (4
   // consecutive lane groups from a multiple of 4) runs it together with the same operands; lane
-  // group q of the warpgroup gets acc + A[16q .., 0 .. 15] x B. Each operand starts 16-byte
+  // group q of the warpgroup gets acc + A[16q .., 0 .. K - 1] x B (K 16, or 32 for fp8). Each operand starts 16-byte
   // aligned in the first 128 bytes of a 1024-byte swizzle atom, and an ordinary store to an
   // element it reads needs its writer's fence_proxy_async (wgmma reads through the async proxy).
   // tile_wg_mma_rs: A is lane group q's own A fragment (rows 16q .. of the warpgroup's A).
@@ -975,7 +978,8 @@ struct Machine {
     each_group(in, active, [&](uint32_t g) { groups.push_back(g); });
     const uint32_t n_groups = (T + W - 1) / W;
     const int64_t swz = in.attr(ir::Attr::Swizzle);
-    const uint32_t S = ir::wgmma_row_elems(swz);
+    // S elements per row; K elements of each row per product (16 16-bit, 32 fp8: 32 bytes).
+    const uint32_t S = ir::wgmma_row_elems(swz), K = ir::wgmma_k(swz), eb = ir::wgmma_elem_bytes(swz);
     for (size_t i = 0; i < groups.size(); ++i) {
       const uint32_t g = groups[i], first = g / 4 * 4;
       bool whole = first + 3 < n_groups;
@@ -1029,34 +1033,36 @@ struct Machine {
           fail(in, name + ": " + what + " differs across the warpgroup (lane group " + std::to_string(first) +
                        ": " + std::to_string(lead) + ", lane group " + std::to_string(g) + ": " + std::to_string(off[o]) +
                        "); a warpgroup's operands are one descriptor");
-        const uint64_t bytes = uint64_t(off[o]) * 2;
+        const uint64_t bytes = uint64_t(off[o]) * eb;
         if (bytes % 16 != 0 || bytes % 1024 >= 128)
           fail(in, name + ": " + what + " " + std::to_string(off[o]) +
                        " does not start a wgmma operand: its byte offset (" + std::to_string(bytes) +
                        ") must be a multiple of 16 within the first 128 bytes of a 1024-byte swizzle atom");
       }
-      // The 64 x 16 A of the warpgroup (this lane group's 16 rows) and the 16 x N B (N the
+      // The 64 x K A of the warpgroup (this lane group's 16 rows) and the K x N B (N the
       // accumulator's width: 16, or a warpgroup accumulator's up to 256), read through the
-      // swizzle as every lane of the group.
+      // swizzle as every lane of the group; fp8 elements decode exactly.
       const int bi = rs ? 1 : 2;
-      const DType ea = types[in.operands[0]], eb = types[in.operands[size_t(bi)]];
+      const DType ea = types[in.operands[0]], eb_t = types[in.operands[size_t(bi)]];
       const uint32_t N = in.type.n();
-      std::vector<double> a(256), b(size_t(16) * N);
+      std::vector<double> a(size_t(16) * K), b(size_t(K) * N);
       const float* fa = rs ? frag_data(in.operands[0], g) : nullptr;
       for (uint32_t r = 0; r < 16; ++r)
-        for (uint32_t c = 0; c < 16; ++c)
-          a[r * 16 + c] = rs ? double(fa[r * 16 + c])
-                             : double(to_input(ea, Scalar{wg_read(in, 0, ir::swizzle_index(off[0] + (16 * q + r) * S + c, swz), g)}.f()));
+        for (uint32_t c = 0; c < K; ++c)
+          a[r * K + c] = rs ? double(fa[r * K + c])
+                            : double(to_input(ea, Scalar{wg_read(in, 0, ir::swizzle_index(off[0] + (16 * q + r) * S + c, swz), g)}.f()));
       // B(k = r, n = c) is column-major: element (r, c) at c * S + r.
-      for (uint32_t r = 0; r < 16; ++r)
+      for (uint32_t r = 0; r < K; ++r)
         for (uint32_t c = 0; c < N; ++c)
-          b[r * N + c] = double(to_input(eb, Scalar{wg_read(in, bi, ir::swizzle_index(off[1] + c * S + r, swz), g)}.f()));
+          b[r * N + c] = double(to_input(eb_t, Scalar{wg_read(in, bi, ir::swizzle_index(off[1] + c * S + r, swz), g)}.f()));
+      // The multiply-accumulate definition: the exact products summed in f64 in k order from
+      // the accumulator, rounded to f32 once.
       const float* cin = frag_data(in.operands[rs ? 3 : 4], g);
       float* d = frag_data(id, g);
       for (uint32_t i = 0; i < 16; ++i)
         for (uint32_t j = 0; j < N; ++j) {
           double sum = double(cin[i * N + j]);
-          for (uint32_t kk = 0; kk < 16; ++kk) sum += a[i * 16 + kk] * b[kk * N + j];
+          for (uint32_t kk = 0; kk < K; ++kk) sum += a[i * K + kk] * b[kk * N + j];
           d[i * N + j] = float(sum);
         }
     }

@@ -4,9 +4,15 @@
 // CUDA it lowers to (fp8 ldmatrix, mma.sync m16n8k32 for e4m3 and e5m2; NVRTC for sm_90a).
 #include <gtest/gtest.h>
 
+#include <cctype>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
 #include <memory>
 #include <string>
 #include <vector>
+
+#include <unistd.h>
 
 #include <iron/iron.hpp>
 
@@ -91,6 +97,45 @@ TEST(GemmFp8Selector, TilesScalesAndOutputs) {
   EXPECT_TRUE(has(p.reason, "threadgroup memory")) << p.reason;
 }
 
+// CUDA sm_90a takes the warpgroup kernel where the 128x128 tile is chosen; wg 0 keeps the
+// mma.sync kernel, wg 1 asks for it on the interpreter (and CUDA elsewhere), other backends and
+// calls that ask for a tile keep the mma.sync kernels and say why; m <= 64 keeps the 32x32 tile.
+TEST(GemmFp8Selector, Sm90aTakesTheWarpgroupKernel) {
+  DeviceInfo d = h200();
+  d.arch = "sm_90a";
+  LaunchPlan p = fp8(d, 8192, 8192, 8192);
+  ASSERT_EQ(p.steps.size(), 1u);
+  EXPECT_EQ(p.steps[0].kernel, "iron_gemm_fp8_128x128x128_wg_s3_f8e4m3_bf16");
+  EXPECT_EQ(p.steps[0].grid.x, 64u);
+  EXPECT_EQ(p.steps[0].grid.y, 64u);
+  EXPECT_EQ(p.steps[0].threadgroup.x, 256u);
+  EXPECT_TRUE(has(p.reason, "the warpgroup kernel (wgmma m64n128k32 on sm_90a)")) << p.reason;
+  p = fp8(d, 300, 200, 512, {{"scale", 1}, {"out", 1}}, DType::F8E5M2);
+  EXPECT_EQ(p.steps[0].kernel, "iron_gemm_fp8_128x128x128_wg_s3_f8e5m2_f32");
+  EXPECT_EQ(scalar(p.steps[0], "block"), 1);
+  EXPECT_EQ(fp8(d, 8192, 8192, 8192, {{"wg", 0}}).steps[0].kernel, "iron_gemm_fp8_128x128x128_w64x32_s3_f8e4m3_bf16");
+  EXPECT_EQ(fp8(d, 64, 4096, 4096).steps[0].kernel, "iron_gemm_fp8_32x32x128_w32x16_s2_f8e4m3_bf16");
+  EXPECT_EQ(fp8(d, 4096, 4096, 4096, {{"tile", 0}}).steps[0].kernel, "iron_gemm_fp8_128x128x128_w64x32_s3_f8e4m3_bf16");
+  // sm_90 (no "a") and sm_89: the mma.sync kernel.
+  d.arch = "sm_90";
+  EXPECT_EQ(fp8(d, 8192, 8192, 8192).steps[0].kernel, "iron_gemm_fp8_128x128x128_w64x32_s3_f8e4m3_bf16");
+  // wg 1: on CUDA anywhere and the interpreter, whatever m; on Vulkan the mma.sync kernel, said.
+  EXPECT_EQ(fp8(d, 40, 72, 96, {{"wg", 1}}).steps[0].kernel, "iron_gemm_fp8_128x128x128_wg_s3_f8e4m3_bf16");
+  DeviceInfo interp = h200();
+  interp.backend = Backend::Interp;
+  EXPECT_EQ(fp8(interp, 40, 72, 96, {{"wg", 1}}).steps[0].kernel, "iron_gemm_fp8_128x128x128_wg_s3_f8e4m3_bf16");
+  DeviceInfo vk = h200();
+  vk.backend = Backend::Vulkan;
+  p = fp8(vk, 4096, 4096, 4096, {{"wg", 1}});
+  EXPECT_EQ(p.steps[0].kernel, "iron_gemm_fp8_128x128x128_w64x32_s3_f8e4m3_bf16");
+  EXPECT_TRUE(has(p.reason, "wg 1 but not the CUDA or interpreter backend: the mma.sync kernel")) << p.reason;
+  p = fp8(interp, 4096, 4096, 4096, {{"wg", 1}, {"tile", 1}});
+  EXPECT_EQ(p.steps[0].kernel, "iron_gemm_fp8_32x32x128_w32x16_s2_f8e4m3_bf16");
+  EXPECT_TRUE(has(p.reason, "wg 1 but a tile asked for")) << p.reason;
+  const std::string e = error_of([&] { fp8(interp, 256, 256, 256, {{"wg", 2}}); });
+  EXPECT_TRUE(has(e, "wg = 2 is out of range")) << e;
+}
+
 TEST(GemmFp8Selector, BadCallsAreLocatedErrors) {
   const DeviceInfo d = h200();
   std::string e = error_of([&] { fp8(d, 256, 256, 200, {{"scale", 1}, {"lda", 208}, {"ldb", 208}}); });
@@ -157,6 +202,51 @@ TEST(GemmFp8Mutation, KnownBadBlockScalingIsCaught) {
   }
 }
 
+// Known-bad versions of the warpgroup kernel (Defect::Wg*): the products stepping K by 16
+// elements (the 16-bit k16 offset, a byte stride taken for an element stride), reading the stages
+// under the 64-byte swizzle, and the block's product promoted before its wg_wait (read in
+// flight) must each fail the block-scaled warpgroup case on the interpreter; the kernel passes.
+namespace {
+template <kernels::gemm_fp8::Defect D>
+void defective_wg(const KernelVariant& v) {
+  kernels::gemm_fp8::gemm_fp8_wg_kernel(v, D);
+}
+}  // namespace
+
+TEST(GemmFp8Mutation, KnownBadWarpgroupKernelsAreCaught) {
+  using kernels::gemm_fp8::Defect;
+  std::unique_ptr<Context> ctx = Context::create(Backend::Interp);
+  const char* name = "iron_gemm_fp8_128x128x128_wg_s3_f8e4m3_bf16";
+  const ir::Kernel& k = kernel_ir(name);
+  const KernelDecl* decl = find_kernel_decl(name);
+  ASSERT_NE(decl, nullptr);
+  std::vector<const TestDecl*> cases;
+  for (const TestDecl* t : registered_tests())
+    if (std::string(t->kernel) == "iron_gemm_fp8" && std::string(t->name) == "wg_block_m70_n150_k256") cases.push_back(t);
+  ASSERT_EQ(cases.size(), 1u);
+  struct Bad {
+    const char* what;
+    VariantBody body;
+  };
+  const Bad bad[] = {{"K stepped by 16 elements per product", &defective_wg<Defect::WgKStep16>},
+                     {"the products under the 64-byte swizzle", &defective_wg<Defect::WgSwizzle64>},
+                     {"the product promoted before its wg_wait", &defective_wg<Defect::WgNoWait>}};
+  {
+    KernelDecl good = *decl;
+    good.variant_body = &defective_wg<Defect::None>;
+    const mutate::Mutant m{"none", "", "the kernel as registered", trace_kernel(good), ""};
+    const mutate::Outcome o = mutate::run_mutant(*ctx, k, m, cases);
+    EXPECT_NE(o.status, mutate::Outcome::Status::Killed) << o.by;
+  }
+  for (const Bad& b : bad) {
+    KernelDecl d = *decl;
+    d.variant_body = b.body;
+    const mutate::Mutant m{"warpgroup", "", b.what, trace_kernel(d), ""};
+    const mutate::Outcome o = mutate::run_mutant(*ctx, k, m, cases);
+    EXPECT_EQ(o.status, mutate::Outcome::Status::Killed) << b.what << ": " << o.by;
+  }
+}
+
 // tile_scale_add in text IR: printed and parsed back the same; the verifier names a scales array
 // of another dtype and mismatched fragments.
 TEST(TileScaleAdd, TextIrRoundTripsAndTheVerifierNamesBadOperands) {
@@ -212,12 +302,100 @@ TEST(GemmFp8Codegen, CudaUsesLdmatrixAndMmaSyncAndNvrtcCompilesIt) {
     if (!r.ok && has(r.log, "libnvrtc")) GTEST_SKIP() << r.log;
     EXPECT_TRUE(r.ok) << r.log.substr(0, 4000);
   }
+  // The warpgroup kernel: MSL, GLSL and HIP refuse it by name (warpgroup products are CUDA's).
+  {
+    const ir::Kernel kw = passes::optimize(kernel_ir("iron_gemm_fp8_128x128x128_wg_s3_f8e4m3_f32"));
+    for (codegen::Target t : {codegen::Target::Glsl, codegen::Target::Msl, codegen::Target::Hip}) {
+      codegen::Emitted e = codegen::emit(kw, DType::F32, t);
+      EXPECT_FALSE(e.ok());
+      EXPECT_TRUE(has(e.diags.render(kw), "warpgroup")) << e.diags.render(kw);
+    }
+  }
   // MSL: the promotion as c + diag(s) x on simdgroup matrices, f8e5m2 staged as half.
   const ir::Kernel k = passes::optimize(kernel_ir("iron_gemm_fp8_32x32x128_w32x16_s2_f8e5m2_f32"));
   codegen::Emitted m = codegen::emit(k, DType::F32, codegen::Target::Msl);
   ASSERT_TRUE(m.ok()) << m.diags.render(k);
   EXPECT_TRUE(has(m.source, "iron_tile_scale_add(&")) << m.source;
   EXPECT_TRUE(has(m.source, "struct iron_tile_a_e5m2")) << m.source;
+}
+
+namespace {
+// The SASS of a CUBIN by cuobjdump (IRON_CUOBJDUMP, else /opt/cudabin/cuobjdump, else on PATH);
+// "" with `why` set when there is none.
+std::string sass_of(const std::vector<char>& cubin, std::string& why) {
+  std::string tool;
+  if (const char* t = std::getenv("IRON_CUOBJDUMP"); t && *t) tool = t;
+  else if (std::filesystem::exists("/opt/cudabin/cuobjdump")) tool = "/opt/cudabin/cuobjdump";
+  else if (std::system("command -v cuobjdump > /dev/null 2>&1") == 0) tool = "cuobjdump";
+  if (tool.empty()) {
+    why = "cuobjdump not found (IRON_CUOBJDUMP, /opt/cudabin/cuobjdump or PATH)";
+    return "";
+  }
+  const std::filesystem::path dir = std::filesystem::temp_directory_path() / ("iron_fp8wg_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  const std::string bin = (dir / "k.cubin").string(), txt = (dir / "k.sass").string();
+  std::ofstream(bin, std::ios::binary).write(cubin.data(), std::streamsize(cubin.size()));
+  const int rc = std::system((tool + " -sass " + bin + " > " + txt + " 2>&1").c_str());
+  std::ifstream in(txt);
+  std::string out((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::filesystem::remove_all(dir);
+  if (rc != 0) {
+    why = tool + " failed: " + out.substr(0, 500);
+    return "";
+  }
+  return out;
+}
+
+// The kernel with `block` specialized as a dispatch bakes it (gemm_fp8_for's plans do).
+ir::Kernel specialized(const ir::Kernel& k, uint32_t block) {
+  passes::Specialization spec;
+  for (uint32_t p = 0; p < k.params.size(); ++p)
+    if (k.params[p].name == "block") spec.values.push_back({p, block});
+  return passes::optimize(k, {}, spec);
+}
+}  // namespace
+
+// The warpgroup kernel on sm_90a (per-tensor and block scales, both formats): issued wgmma
+// m64n128k32 .e4m3 / .e5m2 through 128-byte-mode descriptors (stride byte offset 1024: 8 rows of
+// 128 fp8 elements), the group statements, cp.async staging and, with block scales, the
+// promotion's fused multiply-adds on the warpgroup accumulator; NVRTC compiles each for sm_90a
+// and the SASS shows QGMMA (skipped without NVRTC or cuobjdump).
+TEST(GemmFp8Codegen, TheWarpgroupKernelIsQgmmaOnSm90a) {
+  std::string no_sass;
+  for (const char* ab : {"f8e4m3", "f8e5m2"})
+    for (uint32_t block : {0u, 1u}) {
+      const std::string name = std::string("iron_gemm_fp8_128x128x128_wg_s3_") + ab + "_bf16";
+      const ir::Kernel k = specialized(kernel_ir(name), block);
+      EXPECT_TRUE(ir::uses_warpgroup_ops(k));
+      codegen::Emitted e = codegen::emit(k, DType::F32, codegen::profile_for(codegen::Target::Cuda, "sm_90a"), {});
+      ASSERT_TRUE(e.ok()) << e.diags.render(k);
+      const std::string sfx = std::string(ab) == "f8e4m3" ? "e4m3" : "e5m2";
+      EXPECT_TRUE(has(e.source, "wgmma.mma_async.sync.aligned.m64n128k32.f32." + sfx + "." + sfx)) << name;
+      EXPECT_TRUE(has(e.source, "iron_tile_wgmma_async_" + sfx + "_343_n128(")) << name;
+      EXPECT_TRUE(has(e.source, "iron_tile_wg_desc(a, 1024u, 1ull)")) << name;
+      EXPECT_TRUE(has(e.source, "wgmma.wait_group.sync.aligned 0;")) << name;
+      EXPECT_TRUE(has(e.source, "cp.async")) << name;
+      EXPECT_EQ(has(e.source, "iron_tile_scale_add("), block == 1) << name;
+      rt::NvrtcResult r;
+      try {
+        r = rt::nvrtc_compile(e.source, k.name, "sm_90a");
+      } catch (const Error& err) {
+        GTEST_SKIP() << err.what();
+      }
+      if (!r.ok && has(r.log, "libnvrtc")) GTEST_SKIP() << r.log;
+      ASSERT_TRUE(r.ok) << r.log.substr(0, 4000);
+      std::string why;
+      const std::string s = sass_of(r.cubin, why);
+      if (s.empty()) {
+        no_sass = why;
+        continue;
+      }
+      std::string up = sfx;
+      for (char& ch : up) ch = char(std::toupper(static_cast<unsigned char>(ch)));
+      EXPECT_TRUE(has(s, "QGMMA.64x128x32.F32." + up)) << name << "\n" << s.substr(0, 6000);
+      EXPECT_FALSE(has(s, "HMMA")) << name << "\n" << s.substr(0, 6000);
+    }
+  if (!no_sass.empty()) GTEST_SKIP() << "NVRTC compiled the warpgroup fp8 kernels for sm_90a; the SASS check is skipped: " << no_sass;
 }
 
 }  // namespace iron

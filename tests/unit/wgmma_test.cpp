@@ -10,6 +10,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -155,7 +156,9 @@ TEST(WarpgroupTiles, TextRoundTripsAndTheVerifierNamesWhatADescriptorCannotExpre
 // two warpgroups of 32 threads).
 TEST(WarpgroupTiles, TheInterpreterComputesTheDefinition) {
   const std::vector<fuzz::ConformanceCase> cs = fuzz::conformance_cases("conformance.tile_wg_mma");
-  ASSERT_EQ(cs.size(), 28u);  // 12 at N = 16, 12 warpgroup accumulators (N 64, 128, 256), 4 issued
+  // 12 at N = 16, 12 warpgroup accumulators (N 64, 128, 256), 4 issued; fp8: 4 at N = 16 (e4m3
+  // under each fp8 swizzle, e5m2 under the 64-byte one), issued N 128 e5m2 (32-byte).
+  ASSERT_EQ(cs.size(), 33u);
   for (const fuzz::ConformanceCase& c : cs)
     for (uint32_t lanes : {32u, 8u}) {
       std::vector<unsigned char> out;
@@ -245,22 +248,25 @@ TEST(WarpgroupTiles, TheDescriptorReadsWhatTheSwizzledTileHolds) {
     int64_t code;
     uint64_t field, row_bytes;
   };
-  for (const SwzMode& m : {SwzMode{333, 1, 128}, SwzMode{233, 2, 64}, SwzMode{133, 3, 32}}) {
-    const uint32_t S = ir::wgmma_row_elems(m.code);
-    ASSERT_EQ(S * 2, m.row_bytes);
-    for (uint32_t off : {0u, 16u, 32u, 48u, 64u * S, 128u * S + 8u}) {
-      if ((off * 2) % 16 != 0 || (off * 2) % 1024 >= 128) continue;  // the interpreter's grid
-      const uint64_t d = ir::wgmma_descriptor(off * 2, m.code);
+  // fp8 (codes {bits, 4, 3}): the same byte layouts with 1-byte elements, K 32 per product.
+  for (const SwzMode& m : {SwzMode{333, 1, 128}, SwzMode{233, 2, 64}, SwzMode{133, 3, 32}, SwzMode{343, 1, 128},
+                           SwzMode{243, 2, 64}, SwzMode{143, 3, 32}}) {
+    const uint32_t S = ir::wgmma_row_elems(m.code), eb = ir::wgmma_elem_bytes(m.code), K = ir::wgmma_k(m.code);
+    ASSERT_EQ(S * eb, m.row_bytes);
+    ASSERT_EQ(K * eb, 32u);
+    for (uint32_t off : {0u, 16u, 32u, 48u, 64u * S, 128u * S + 8u, 128u * S + 96u}) {
+      if ((off * eb) % 16 != 0 || (off * eb) % 1024 >= 128) continue;  // the interpreter's grid
+      const uint64_t d = ir::wgmma_descriptor(off * eb, m.code);
       EXPECT_EQ(d >> 62, m.field) << m.code;
       EXPECT_EQ((d >> 16) & 0x3fff, 1u);           // leading byte offset 16 (unused, K-major swizzled)
       EXPECT_EQ((d >> 49) & 7, 0u);                // base offset 0
       const uint64_t start = (d & 0x3fff) << 4, sbo = ((d >> 32) & 0x3fff) << 4;
       const uint64_t mask = m.row_bytes / 16 - 1;
       for (uint32_t row = 0; row < 256; ++row)  // A's 64 rows, a warpgroup accumulator's B up to 256
-        for (uint32_t k = 0; k < 16; ++k) {
-          const uint64_t pre = start + (row / 8) * sbo + (row % 8) * m.row_bytes + 2 * k;
+        for (uint32_t k = 0; k < K; ++k) {
+          const uint64_t pre = start + (row / 8) * sbo + (row % 8) * m.row_bytes + eb * k;
           const uint64_t hw = pre ^ (((pre >> 7) & mask) << 4);
-          const uint64_t dsl = 2 * uint64_t(ir::swizzle_index(off + row * S + k, m.code));
+          const uint64_t dsl = eb * uint64_t(ir::swizzle_index(off + row * S + k, m.code));
           ASSERT_EQ(hw, dsl) << m.code << " off " << off << " row " << row << " k " << k;
         }
     }
@@ -843,6 +849,241 @@ TEST(WarpgroupTiles, OtherTargetsRefuseTheOpByName) {
     ASSERT_FALSE(e.ok());
     EXPECT_TRUE(has(e.diags.render(k), "cannot express tile_fill of a warpgroup accumulator frag<acc, f32, 16x64x16>"))
         << e.diags.render(k);
+  }
+}
+
+// --- fp8 (wgmma m64nNk32 e4m3 / e5m2) -------------------------------------------------------------
+
+namespace {
+int g_fp8_line = 0;
+// An fp8 warpgroup product traced through the DSL: arrays of f8e4m3, `sw`, a k 32 accumulator of
+// width 128 (or, k16, the 16-bit coop_tile_wg_fill).
+void wg_fp8_product(Swizzle sw, bool k16) {
+  Buffer out = output("out", f32, {128 * 128});
+  TgBuffer a = threadgroup_alloc("a", DType::F8E4M3, 128 * 128, 1024);
+  TgBuffer b = threadgroup_alloc("b", DType::F8E4M3, 128 * 128, 1024);
+  Frag acc0 = k16 ? coop_tile_wg_fill(128, 0.0f) : coop_tile_wg_fill(128, 0.0f, DType::F8E4M3);
+  g_fp8_line = __LINE__ + 1;
+  Frag acc = coop_tile_wg_run(a, (simd_group_id() / 4u) * (64u * 128u) + 32u, b, 32u, acc0, sw);
+  coop_tile_store(acc, out, simd_group_id() * (16u * 128u), 128u);
+}
+void wg_fp8_128() { wg_fp8_product(Swizzle{3, 4, 3}, false); }
+void wg_fp8_16bit_swizzle() { wg_fp8_product(Swizzle{3, 3, 3}, false); }
+void wg_fp8_none() { wg_fp8_product(Swizzle{}, false); }
+void wg_fp8_k16() { wg_fp8_product(Swizzle{3, 4, 3}, true); }
+void wg_bf16_fp8_swizzle() {
+  TgBuffer a = threadgroup_alloc("a", bf16, 128 * 64, 1024);
+  TgBuffer b = threadgroup_alloc("b", bf16, 16 * 64, 1024);
+  g_fp8_line = __LINE__ + 1;
+  Frag acc = coop_tile_wg_run(a, 0u, b, 0u, coop_tile_wg_fill(16, 0.0f), Swizzle{3, 4, 3});
+  (void)acc;
+}
+
+std::string fp8_text(DType t, int64_t code, uint32_t n = 16) { return fuzz::warpgroup_kernel_text("wg8", t, code, false, n); }
+}  // namespace
+
+// fp8 arrays take the {bits, 4, 3} swizzles (rows of 32, 64, 128 elements) and a k 32
+// accumulator (coop_tile_wg_fill(n, v, fp8 type)); the 16-bit modes on fp8 arrays, an fp8 mode on
+// bf16 arrays and no swizzle are located trace-time errors; a k 16 accumulator is the verifier's.
+TEST(WarpgroupTiles, Fp8OperandsTakeTheirOwnSwizzlesAndAK32Accumulator) {
+  ir::Kernel k = trace_kernel(KernelDecl{"wg8_kernel", &wg_fp8_128, Mode::Reduction, {}, __FILE__, __LINE__});
+  const std::string text = ir::print(k);
+  EXPECT_TRUE(has(text, "tile_wg_mma<343>")) << text;
+  EXPECT_TRUE(has(text, "frag<acc, f32, 16x128x32>")) << text;
+  std::string e = trace_error(&wg_fp8_16bit_swizzle);
+  EXPECT_TRUE(has(e, "swizzle {bits 3, base 3, shift 3} is not one a wgmma matrix descriptor expresses ({1, 4, 3}, "
+                     "{2, 4, 3} or {3, 4, 3} for fp8"))
+      << e;
+  EXPECT_TRUE(has(e, "wgmma_test.cpp:" + std::to_string(g_fp8_line))) << e;
+  e = trace_error(&wg_fp8_none);
+  EXPECT_TRUE(has(e, "Swizzle{3, 4, 3} (rows of 128 fp8 elements)")) << e;
+  e = trace_error(&wg_bf16_fp8_swizzle);
+  EXPECT_TRUE(has(e, "swizzle {bits 3, base 4, shift 3} is not one a wgmma matrix descriptor expresses ({1, 3, 3}")) << e;
+  // A 16-bit accumulator (k 16) under fp8 operands: the verifier names it.
+  try {
+    ir::Kernel k16 = trace_kernel(KernelDecl{"wg8_k16", &wg_fp8_k16, Mode::Reduction, {}, __FILE__, __LINE__});
+    ir::Diagnostics d;
+    if (!ir::verify(k16, d)) e = d.render(k16);
+    else e = "";
+  } catch (const Error& err) {
+    e = err.what();
+  }
+  EXPECT_TRUE(has(e, "a warpgroup tile of fp8 A and B is k 32 (frag<acc, f32, 16xNx32>)")) << e;
+}
+
+// The fp8 case's text round-trips; the verifier names a 16-bit swizzle on fp8 arrays, a k 16
+// accumulator, mixed formats, and fp8 A from registers (tile_wg_mma_rs takes 16-bit A only).
+TEST(WarpgroupTiles, Fp8TextRoundTripsAndTheVerifierNamesItsRules) {
+  const std::vector<fuzz::ConformanceCase> cs = fuzz::conformance_cases("conformance.tile_wg_mma.f8e4m3.swz343");
+  ASSERT_EQ(cs.size(), 1u);
+  const std::string printed = ir::print(cs[0].kernel);
+  EXPECT_TRUE(has(printed, "tile_wg_mma<343> %")) << printed;
+  EXPECT_TRUE(has(printed, ": frag<acc, f32, 16x16x32>")) << printed;
+  ir::Kernel back = ir::parse(printed);
+  ir::Diagnostics d;
+  EXPECT_TRUE(ir::verify(back, d)) << d.render(back);
+  EXPECT_EQ(ir::print(back), printed);
+  const std::string text = fp8_text(DType::F8E4M3, 343);
+  struct Bad {
+    std::string from, to, says;
+  };
+  const std::vector<Bad> bads = {
+      {"tile_wg_mma<343> %A, %ao0", "tile_wg_mma<333> %A, %ao0",
+       "A's threadgroup array holds f8e4m3; wgmma operands here are f16 or bf16 (or T) under this swizzle"},
+      {"tile_wg_mma<343> %A, %ao0", "tile_wg_mma<344> %A, %ao0", "swizzle 344 is not one a wgmma matrix descriptor expresses"},
+      {"%B = tg_alloc<wb, 2048, align=1024> : f8e4m3", "%B = tg_alloc<wb, 2048, align=1024> : f8e5m2",
+       "multiplies f8e4m3 by f8e5m2"},
+      {"%acc0 = tile_fill %zf : frag<acc, f32, 16x16x32>", "%acc0 = tile_fill %zf : frag<acc, f32, 16x16x16>",
+       "a warpgroup tile of fp8 A and B is k 32"},
+  };
+  for (const Bad& b : bads) {
+    std::string t2 = text;
+    replace(t2, b.from, b.to);
+    try {
+      ir::Kernel kb = ir::parse(t2);
+      ir::Diagnostics db;
+      EXPECT_FALSE(ir::verify(kb, db)) << b.to;
+      EXPECT_TRUE(has(db.render(kb), b.says)) << db.render(kb);
+    } catch (const Error& err) {
+      ADD_FAILURE() << b.to << ": " << err.what();
+    }
+  }
+}
+
+// The interpreter decodes fp8 exactly: an fp8 case whose values are not small integers (every
+// finite e4m3 byte pattern, NaN redrawn) matches the definition (exact products, f64 sum in k
+// order, one rounding) computed here from the decoded bytes; staging under the 64-byte swizzle
+// while the products read the 128-byte one is a wrong answer.
+TEST(WarpgroupTiles, Fp8ProductsMatchTheDefinitionOverTheFormat) {
+  const std::vector<fuzz::ConformanceCase> cs = fuzz::conformance_cases("conformance.tile_wg_mma.f8e4m3.swz343");
+  ASSERT_EQ(cs.size(), 1u);
+  fuzz::ConformanceCase c = cs[0];
+  const uint32_t S = 128, N = 16;
+  uint32_t state = 12345;
+  auto byte = [&] {
+    uint8_t b;
+    do {
+      state = state * 1664525u + 1013904223u;
+      b = uint8_t(state >> 24);
+    } while ((b & 0x7f) == 0x7f);
+    return b;
+  };
+  for (auto& v : c.launch.buffers[0]) v = byte();
+  for (auto& v : c.launch.buffers[1]) v = byte();
+  std::vector<unsigned char> out;
+  ASSERT_EQ(run_text(c, ir::print(c.kernel), out), "");
+  ASSERT_EQ(out.size(), size_t(128) * N * 4);
+  for (uint32_t m = 0; m < 128; ++m)
+    for (uint32_t n = 0; n < N; ++n) {
+      double sum = 0;
+      for (uint32_t k = 0; k < S; k += 32) {
+        double part = 0;  // one product of 32: exact in f64 (e4m3), rounded to f32 once per product
+        for (uint32_t kk = k; kk < k + 32; ++kk)
+          part += double(num::fp8_to_f32(DType::F8E4M3, c.launch.buffers[0][m * S + kk])) *
+                  double(num::fp8_to_f32(DType::F8E4M3, c.launch.buffers[1][n * S + kk]));
+        sum = double(float(sum + part));
+      }
+      float got;
+      std::memcpy(&got, &out[(size_t(m) * N + n) * 4], 4);
+      ASSERT_EQ(got, float(sum)) << m << ", " << n;
+    }
+  std::string text = fp8_text(DType::F8E4M3, 343);
+  replace(text, "%cm = const<7> : u32", "%cm = const<3> : u32");  // the 64-byte pattern under a 128-byte descriptor
+  ASSERT_EQ(run_text(c, text, out), "");
+  bool differs = false;
+  for (uint32_t m = 0; m < 128 && !differs; ++m)
+    for (uint32_t n = 0; n < N && !differs; ++n) {
+      double sum = 0;
+      for (uint32_t k = 0; k < S; k += 32) {
+        double part = 0;
+        for (uint32_t kk = k; kk < k + 32; ++kk)
+          part += double(num::fp8_to_f32(DType::F8E4M3, c.launch.buffers[0][m * S + kk])) *
+                  double(num::fp8_to_f32(DType::F8E4M3, c.launch.buffers[1][n * S + kk]));
+        sum = double(float(sum + part));
+      }
+      float got;
+      std::memcpy(&got, &out[(size_t(m) * N + n) * 4], 4);
+      differs = got != float(sum);
+    }
+  EXPECT_TRUE(differs);
+}
+
+// The interpreter checks an fp8 operand's start on the descriptor's grid in bytes (an fp8
+// element is one): element 48 of a row is on it, element 136 (past the first 128 bytes of its
+// 1024-byte swizzle atom) is a located error naming the byte offset.
+TEST(WarpgroupTiles, AnFp8OperandStartIsCheckedInBytes) {
+  const std::vector<fuzz::ConformanceCase> cs = fuzz::conformance_cases("conformance.tile_wg_mma.f8e4m3.swz343");
+  ASSERT_EQ(cs.size(), 1u);
+  std::string text = fp8_text(DType::F8E4M3, 343);
+  replace(text, "%k1 = const<32> : u32", "%k1 = const<48> : u32");  // byte 48 of the row: on the grid
+  std::vector<unsigned char> out;
+  EXPECT_EQ(run_text(cs[0], text, out), "");
+  text = fp8_text(DType::F8E4M3, 343);
+  replace(text, "%k1 = const<32> : u32", "%k1 = const<136> : u32");  // byte 136: past the first 128 bytes of the atom
+  const std::string e = run_text(cs[0], text, out);
+  EXPECT_TRUE(has(e, "does not start a wgmma operand: its byte offset (")) << e;
+  EXPECT_TRUE(has(e, "(136) must be a multiple of 16")) << e;
+}
+
+// auto on sm_90a: one wgmma.mma_async m64nNk32 .e4m3 / .e5m2 per call (no transpose immediates),
+// descriptors in bytes (stride byte offset 1024 for the 128-byte mode, as for 16-bit elements);
+// NVRTC compiles it and the SASS shows QGMMA where cuobjdump is. Forced mma.sync composes it from
+// m16n8k32 products with no wgmma.
+TEST(WarpgroupTiles, Fp8IsWgmmaK32OnSm90aAndTheSassShowsQgmma) {
+  std::string no_sass;
+  struct Want {
+    const char* which;
+    const char* ptx;
+    const char* desc;
+    const char* sass;
+  };
+  for (const Want& w : {Want{"f8e4m3.swz343", "wgmma.mma_async.sync.aligned.m64n16k32.f32.e4m3.e4m3 {%0, %1, %2, %3, %4, %5, %6, "
+                                                "%7}, %8, %9, p, 1, 1;",
+                             "iron_tile_wg_desc(a, 1024u, 1ull)", "QGMMA.64x16x32.F32.E4M3"},
+                        Want{"f8e4m3.swz143", "wgmma.mma_async.sync.aligned.m64n16k32.f32.e4m3.e4m3", "iron_tile_wg_desc(a, 256u, 3ull)",
+                             "QGMMA.64x16x32.F32.E4M3"},
+                        Want{"async.n128.f8e5m2.swz143", "wgmma.mma_async.sync.aligned.m64n128k32.f32.e5m2.e5m2",
+                             "iron_tile_wg_desc(a, 256u, 3ull)", "QGMMA.64x128x32.F32.E5M2"}}) {
+    const fuzz::ConformanceCase c = wg_case(w.which);
+    const std::string src = cuda(c, codegen::CudaMma::Auto);
+    EXPECT_TRUE(has(src, w.ptx)) << w.which << "\n" << src;
+    EXPECT_TRUE(has(src, w.desc)) << w.which << "\n" << src;
+    EXPECT_FALSE(has(src, "k16.f32.e")) << src;
+    // The composed path (forced mma.sync): fp8 fragments loaded element by element, no wgmma.
+    const std::string mma = cuda(c, codegen::CudaMma::MmaSync);
+    EXPECT_FALSE(has(mma, "wgmma.mma_async")) << mma;
+    EXPECT_TRUE(has(mma, "iron_tile_coord_a8(")) << mma;
+    rt::NvrtcResult r;
+    try {
+      r = rt::nvrtc_compile(src, c.kernel.name, "sm_90a");
+    } catch (const Error& e) {
+      GTEST_SKIP() << e.what();
+    }
+    if (!r.ok && has(r.log, "libnvrtc")) GTEST_SKIP() << r.log;
+    ASSERT_TRUE(r.ok) << r.log.substr(0, 4000);
+    if (std::string(w.which) == "f8e4m3.swz343") {  // the composition compiles too (once: it is slow to compile)
+      const rt::NvrtcResult rm = rt::nvrtc_compile(mma, c.kernel.name, "sm_90a");
+      ASSERT_TRUE(rm.ok) << "mma.sync\n" << rm.log.substr(0, 4000);
+    }
+    std::string why;
+    const std::string s = sass(r.cubin, why);
+    if (s.empty()) {
+      no_sass = why;
+      continue;
+    }
+    EXPECT_TRUE(has(s, w.sass)) << w.which << "\n" << s.substr(0, 6000);
+  }
+  if (!no_sass.empty()) GTEST_SKIP() << "NVRTC compiled the sm_90a fp8 wgmma kernels; the SASS check is skipped: " << no_sass;
+}
+
+// GLSL, MSL and HIP refuse the fp8 product by name, as the 16-bit one.
+TEST(WarpgroupTiles, OtherTargetsRefuseTheFp8OpByName) {
+  const fuzz::ConformanceCase c = wg_case("f8e4m3.swz343");
+  const ir::Kernel k = passes::optimize(c.kernel);
+  for (codegen::Target t : {codegen::Target::Glsl, codegen::Target::Msl, codegen::Target::Hip}) {
+    codegen::Emitted e = codegen::emit(k, DType::F32, t);
+    ASSERT_FALSE(e.ok());
+    EXPECT_TRUE(has(e.diags.render(k), "cannot express tile_wg_mma (a warpgroup's product")) << e.diags.render(k);
   }
 }
 
