@@ -372,7 +372,7 @@ static BenchSetup gemm_bench(DType dt, uint32_t m, uint32_t n, uint32_t k, bool 
   Constexprs call{{"m", m}, {"n", n}, {"k", k}, {"b_trans", weight ? 1 : 0}, {"vendor", routed ? 1 : 0}};
   if (wg_stages) call.insert({{"wg", 1}, {"stages", wg_stages}, {"tile", 0}});  // the warpgroup kernel at that depth
   if (tma >= 0) call.insert({"tma", tma});  // 0: its per-thread copies; 1, 2: the tensor-map tiles
-  if (ws) call.insert({"ws", 1});           // the warp-specialized 128x256 kernel
+  if (tma >= 0) call.insert({"ws", ws ? 1 : 0});  // 1: the warp-specialized 128x256 kernel
   b.call(call);
   b.oracle([m, n, k, u, v](const Tensors& in, Tensors& out) {
     const auto& A = in.at("a");
@@ -408,13 +408,16 @@ IRON_BENCH(iron_gemm, m8192_n8192_k8192, {bf16, 1e-2}) { return gemm_bench(dt, 8
 IRON_BENCH(iron_gemm, m8192_n8192_k8192_wt, {bf16, 1e-2}) { return gemm_bench(dt, 8192, 8192, 8192, true); }
 // The warpgroup kernel's 4-stage pipeline with per-thread copies (iron_gemm_128x128x64_wg_stages_s4)
 // on the same rows, and each tensor-map kernel (the _wt rows take gemm_for's default: on the
-// H200 the 128x256 tile at 4 stages).
+// H200 the 128x256 tile at 4 stages, warp-specialized; _tma2 the same tile without).
 IRON_BENCH(iron_gemm, m4096_n4096_k4096_wt_wg_s4, {bf16, 1e-2}) { return gemm_bench(dt, 4096, 4096, 4096, true, false, 4, 0); }
 IRON_BENCH(iron_gemm, m2048_n14336_k4096_wt_wg_s4, {bf16, 1e-2}) { return gemm_bench(dt, 2048, 14336, 4096, true, false, 4, 0); }
 IRON_BENCH(iron_gemm, m4096_n4096_k4096_wt_tma1, {bf16, 1e-2}) { return gemm_bench(dt, 4096, 4096, 4096, true, false, 4, 1); }
 IRON_BENCH(iron_gemm, m2048_n14336_k4096_wt_tma1, {bf16, 1e-2}) { return gemm_bench(dt, 2048, 14336, 4096, true, false, 4, 1); }
 IRON_BENCH(iron_gemm, m4096_n4096_k4096_wt_ws, {bf16, 1e-2}) { return gemm_bench(dt, 4096, 4096, 4096, true, false, 4, 2, true); }
 IRON_BENCH(iron_gemm, m2048_n14336_k4096_wt_ws, {bf16, 1e-2}) { return gemm_bench(dt, 2048, 14336, 4096, true, false, 4, 2, true); }
+IRON_BENCH(iron_gemm, m4096_n4096_k4096_wt_tma2, {bf16, 1e-2}) { return gemm_bench(dt, 4096, 4096, 4096, true, false, 4, 2); }
+IRON_BENCH(iron_gemm, m2048_n14336_k4096_wt_tma2, {bf16, 1e-2}) { return gemm_bench(dt, 2048, 14336, 4096, true, false, 4, 2); }
+IRON_BENCH(iron_gemm, m8192_n8192_k8192_wt_tma2, {bf16, 1e-2}) { return gemm_bench(dt, 8192, 8192, 8192, true, false, 4, 2); }
 IRON_BENCH(iron_gemm, m8192_n8192_k8192_wt_ws, {bf16, 1e-2}) { return gemm_bench(dt, 8192, 8192, 8192, true, false, 4, 2, true); }
 IRON_BENCH(iron_gemm, m8192_n8192_k8192_wt_tma1, {bf16, 1e-2}) { return gemm_bench(dt, 8192, 8192, 8192, true, false, 4, 1); }
 // The same call as gemm_for serves it by default: on CUDA with cuBLASLt, the library step.

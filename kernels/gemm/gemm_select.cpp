@@ -20,6 +20,7 @@
 //                               interpreter backends), 0 the mma.sync kernel; default: the
 //                               warpgroup kernel for B column-major, A row-major, no SwiGLU on sm_90a
 //   sk                          split-K: 1 one launch (below), 0 two launches (the default)
+//   ws                          with tma 2: 1 the warp-specialized kernel (the default on CUDA), 0 not
 //   tma                         the warpgroup kernel's operands by tensor-map copies, 4 stages: 0
 //                               off, 1 the 128x128 tile, 2 the 128x256 tile; default on CUDA
 //                               sm_90a where the layout allows it (A
@@ -446,14 +447,16 @@ static LaunchPlan gemm_for(const Call& call, const DeviceInfo& dev) {
               num(stages) + " stages (wgmma on sm_90a)";
   }
   // `ws` 1 (with tma 2): the 128x256 tile warp-specialized, 384 threads: a copying warpgroup
-  // and two multiplying ones handing stages back through per-stage barriers.
-  bool ws = false;
+  // and two multiplying ones handing stages back through per-stage barriers; the default with
+  // tma 2 on CUDA (3.3-3.5% faster on the H200: docs/benchmarks/hopper-2026-12-02/ws-s12), `ws`
+  // 0 keeps the two-warpgroup kernel.
+  bool ws = tma == 2 && dev.backend == Backend::Cuda;
   if (call.has("ws")) {
     ws = flag(call, "ws", 0, 1) == 1;
     if (ws && tma != 2)
       throw Error("ws = 1 needs the 128x256 tensor-map kernel (tma 2); this call has tma " + num(tma));
-    if (ws) wg_note += ", warp-specialized (a copying warpgroup, 384 threads)";
   }
+  if (ws) wg_note += ", warp-specialized (a copying warpgroup, 384 threads)";
   if (tma == 0 && wg && stages == 4 && out == DType::F16)
     throw Error("stages = 4 on the warpgroup kernel: C in f32 or bf16 (iron_gemm_128x128x64_wg_stages_s4_{f32,bf16})");
   vendor_note += wg_note;

@@ -331,8 +331,10 @@ TEST(GemmSelector, TensorMapKernelsForWeightsOnSm90a) {
   DeviceInfo d = h200();
   d.arch = "sm_90a";
   LaunchPlan p = gemm(d, 2048, 14336, 4096, {{"vendor", 0}, {"b_trans", 1}});
-  EXPECT_EQ(p.describe(), "iron_gemm_128x256x64_wg_tma_s4_bf16 grid 56x16x1 tg 256x1x1");
-  EXPECT_NE(p.reason.find("the tensor-map warpgroup kernel, 128x256 at 4 stages"), std::string::npos) << p.reason;
+  EXPECT_EQ(p.describe(), "iron_gemm_128x256x64_wg_ws_s4_bf16 grid 56x16x1 tg 384x1x1");
+  EXPECT_NE(p.reason.find("the tensor-map warpgroup kernel, 128x256 at 4 stages (wgmma on sm_90a), warp-specialized"),
+            std::string::npos)
+      << p.reason;
   ASSERT_EQ(p.steps[0].maps.size(), 2u);
   const LaunchStep::Map& am = p.steps[0].maps[0];
   const LaunchStep::Map& bm = p.steps[0].maps[1];
@@ -346,12 +348,13 @@ TEST(GemmSelector, TensorMapKernelsForWeightsOnSm90a) {
   EXPECT_EQ(bm.box, (std::vector<uint32_t>{64, 256}));
   EXPECT_EQ(am.swizzle, TensorMap::Swizzle::B128);
   EXPECT_EQ(bm.swizzle, TensorMap::Swizzle::B128);
-  p = gemm(d, 2048, 14336, 4096, {{"vendor", 0}, {"b_trans", 1}, {"tma", 2}, {"stages", 4}, {"wg", 1}});
-  EXPECT_EQ(p.steps[0].kernel, "iron_gemm_128x256x64_wg_tma_s4_bf16");
+  p = gemm(d, 2048, 14336, 4096, {{"vendor", 0}, {"b_trans", 1}, {"tma", 2}, {"stages", 4}, {"wg", 1}, {"ws", 0}});
+  EXPECT_EQ(p.describe(), "iron_gemm_128x256x64_wg_tma_s4_bf16 grid 56x16x1 tg 256x1x1");
   EXPECT_NE(error_of([&] { gemm(d, 2048, 14336, 4096, {{"vendor", 0}, {"b_trans", 1}, {"tma", 2}, {"stages", 3}, {"wg", 1}}); })
                 .find("stages = 3: the tensor-map kernels run 4"),
             std::string::npos);
-  // ws 1: the 128x256 tile warp-specialized (384 threads); only with tma 2.
+  // ws 1 (the default with tma 2 on CUDA): the 128x256 tile warp-specialized (384 threads); only
+  // with tma 2; on the interpreter asked for by name.
   p = gemm(d, 2048, 14336, 4096, {{"vendor", 0}, {"b_trans", 1}, {"tma", 2}, {"ws", 1}});
   EXPECT_EQ(p.describe(), "iron_gemm_128x256x64_wg_ws_s4_bf16 grid 56x16x1 tg 384x1x1");
   EXPECT_EQ(p.steps[0].maps.size(), 2u);
@@ -359,6 +362,14 @@ TEST(GemmSelector, TensorMapKernelsForWeightsOnSm90a) {
   EXPECT_NE(error_of([&] { gemm(d, 2048, 14336, 4096, {{"vendor", 0}, {"b_trans", 1}, {"tma", 1}, {"ws", 1}}); })
                 .find("ws = 1 needs the 128x256 tensor-map kernel (tma 2); this call has tma 1"),
             std::string::npos);
+  {
+    DeviceInfo in = h200();
+    in.backend = Backend::Interp;
+    p = gemm(in, 70, 200, 520, {{"wg", 1}, {"tile", 0}, {"splits", 1}, {"tma", 2}, {"b_trans", 1}});
+    EXPECT_EQ(p.steps[0].kernel, "iron_gemm_128x256x64_wg_tma_s4_bf16");
+    p = gemm(in, 70, 200, 520, {{"wg", 1}, {"tile", 0}, {"splits", 1}, {"tma", 2}, {"ws", 1}, {"b_trans", 1}});
+    EXPECT_EQ(p.describe(), "iron_gemm_128x256x64_wg_ws_s4_bf16 grid 1x1x1 tg 384x1x1");
+  }
   // Few blocks: the 128x128 tile, and with several splits it writes the f32 partials.
   p = gemm(d, 256, 1024, 8192, {{"vendor", 0}, {"b_trans", 1}, {"tile", 0}});
   ASSERT_EQ(p.steps.size(), 2u);
