@@ -317,15 +317,16 @@ IRON_TEST_KERNEL(iron_gemm, wg_int_m20_n24_k320_weight, {bf16}) {
 }
 
 // The tensor-map kernels (gemm.cpp, `_wg_tma`): tails in m, n and k left to the copy engine's
-// zero fill, more K steps than stages (the barriers' parity wraps), and split-K partials.
+// zero fill, more K steps than stages (the barriers' parity wraps), and split-K partials (ws 0:
+// the 128x256 tile without warp specialization on every backend).
 IRON_TEST_KERNEL(iron_gemm, wg_tma_m70_n120_k520_weight, {bf16}) {
   return gemm_case(dt, {70, 120, 520, false, true, 0, 0, 0, 0, Epi::None, 1, 1, 0, 0, false, 0, -1, 0, 1, -1, 1});
 }
 IRON_TEST_KERNEL(iron_gemm, wg_tma_wide_m70_n200_k328_weight_bias_bf16out, {f16}) {
-  return gemm_case(dt, {70, 200, 328, false, true, 0, 0, 0, 0, Epi::Bias, 3, 1, 0, 0, false, 0, -1, 0, 1, -1, 2});
+  return gemm_case(dt, {70, 200, 328, false, true, 0, 0, 0, 0, Epi::Bias, 3, 1, 0, 0, false, 0, -1, 0, 1, -1, 2, 0});
 }
 IRON_TEST_KERNEL(iron_gemm, wg_tma_wide_s4_int_m20_n136_k328_weight_split2, {bf16}) {
-  return gemm_case(dt, {20, 136, 328, false, true, 0, 0, 0, 0, Epi::None, 1, 2, 0, 4, true, 0, -1, 0, 1, -1, 2});
+  return gemm_case(dt, {20, 136, 328, false, true, 0, 0, 0, 0, Epi::None, 1, 2, 0, 4, true, 0, -1, 0, 1, -1, 2, 0});
 }
 // The warp-specialized kernel: 9 K steps through 4 stages (every stage handed back and refilled
 // twice), tails in m, n and k.
