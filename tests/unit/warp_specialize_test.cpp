@@ -7,6 +7,7 @@
 // before the reads (races), a barrier() inside one branch.
 #include <gtest/gtest.h>
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -25,7 +26,9 @@ constexpr uint32_t kThreads = 32 + 128;                  // one producer warp, f
 
 enum class Bad { None, Parity, MissingArrival, NoEmptyWait, EarlyRelease, BarrierInBranch };
 Bad g_bad = Bad::None;
-bool g_tma = false;  // the producer fills a stage by one tensor-map copy (else: plain stores)
+bool g_tma = false;   // the producer fills a stage by one tensor-map copy (else: plain stores)
+bool g_swap = false;  // the consumers are the then-branch
+uint32_t g_groups = 1;
 
 // x: kSteps boxes of kBox elements (plain stores read it; the tensor map views it as 32 x 4kSteps,
 // box 32 x 4). Step k fills stage k mod 2; consumer c (local id 32 + c) adds element c ^ 1 of
@@ -45,7 +48,7 @@ void ring_body() {
     });
   });
   barrier();
-  if_(l < 32u, [&] {  // the producer warp
+  std::function<void()> producer = [&] {  // the producer warp
     for_(0u, kSteps, [&](Expr k) {
       Expr s = k % kStages, ph = (k / kStages) & 1u;
       if (g_bad != Bad::NoEmptyWait) mbar_wait(empty[s], ph ^ 1u);  // parity 1 first: the stage starts empty
@@ -62,7 +65,8 @@ void ring_body() {
         mbar_arrive(full[s]);
       }
     });
-  }).else_([&] {  // four consumer warps
+  };
+  std::function<void()> consumers = [&] {  // four consumer warps
     Expr c = l - 32u;
     Var<f32> acc = 0.0f;
     for_(0u, kSteps, [&](Expr k) {
@@ -78,7 +82,11 @@ void ring_body() {
       }
     });
     r[c] = acc;
-  });
+  };
+  if (g_swap)
+    if_(l >= 32u, consumers).else_(producer);
+  else
+    if_(l < 32u, producer).else_(consumers);
 }
 
 float x_at(uint32_t i) { return float(int(i % 61) - 30); }
@@ -99,9 +107,9 @@ std::string run_ring(bool tma, Bad bad, std::vector<float>& r) {
       m.buffer = dx;
       m.dims = {32, 4 * kSteps};
       m.box = {32, 4};
-      ctx->dispatch_with_grid(k, DType::F32, {{"r", dr}}, {{"map", m}}, {1, 1, 1}, {kThreads, 1, 1});
+      ctx->dispatch_with_grid(k, DType::F32, {{"r", dr}}, {{"map", m}}, {g_groups, 1, 1}, {kThreads, 1, 1});
     } else {
-      ctx->dispatch_with_grid(k, DType::F32, {{"x", dx}, {"r", dr}}, {}, {1, 1, 1}, {kThreads, 1, 1});
+      ctx->dispatch_with_grid(k, DType::F32, {{"x", dx}, {"r", dr}}, {}, {g_groups, 1, 1}, {kThreads, 1, 1});
     }
     r.assign(128, 0.0f);
     ctx->download(dr, r.data(), r.size() * 4);
@@ -111,7 +119,8 @@ std::string run_ring(bool tma, Bad bad, std::vector<float>& r) {
   return "";
 }
 
-// Plain stores and tensor-map copies: the consumers' sums are exact, and three runs agree.
+// Plain stores and tensor-map copies: the consumers' sums are exact, and three runs agree; so do
+// the arms in the other order and two threadgroups (each starts its strands afresh).
 TEST(WarpSpecialize, ProducerAndConsumersShareARingOfStages) {
   for (bool tma : {false, true}) {
     std::vector<float> r, again;
@@ -125,6 +134,13 @@ TEST(WarpSpecialize, ProducerAndConsumersShareARingOfStages) {
       ASSERT_EQ(run_ring(tma, Bad::None, again), "");
       EXPECT_EQ(again, r);
     }
+    g_swap = true;
+    g_groups = 2;
+    const std::string e = run_ring(tma, Bad::None, again);
+    g_swap = false;
+    g_groups = 1;
+    ASSERT_EQ(e, "");
+    EXPECT_EQ(again, r);
   }
 }
 
