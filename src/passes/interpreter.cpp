@@ -6,12 +6,25 @@
 // of 64-bit registers (eval.hpp's canonical patterns: f32 bits, integers sign- or zero-extended);
 // the active mask is a sorted list of flat local thread indices, one reusable list per nesting
 // depth, so the inner loops allocate nothing.
+//
+// Divergent waits (docs/semantics.md "Divergent waits"): when the threads of an if split between
+// its two branches and the then-branch reaches an mbar_wait whose phase is not complete, its
+// threads suspend and the else-branch runs on a strand of its own (an OS thread holding the
+// only baton, so exactly one strand runs at any time). Strands switch only at such waits and at
+// the if's end, where the branches join, in a fixed order: every run is the same. A kernel whose
+// waits all complete in lock step never makes a second strand.
 #include "passes/interpreter.hpp"
 
 #include <algorithm>
-#include <map>
+#include <condition_variable>
 #include <deque>
+#include <exception>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <thread>
 #include <unordered_map>
+#include <utility>
 #include <cmath>
 #include <cstring>
 #include <string>
@@ -53,7 +66,6 @@ struct Machine {
   std::vector<uint64_t> scalars;
   std::vector<uint64_t> vals;         // vals[id * T + t]
   std::vector<uint32_t> lx, ly, lz;   // local id per flat index
-  std::vector<Mask> masks;            // masks[d]: the active list of the block running at depth d
   std::vector<uint64_t> tg_mem;       // every TgAlloc's array, one after another (one register per slot)
   std::vector<uint32_t> tg_offset;    // per instruction: TgAlloc's offset into tg_mem
   std::vector<uint64_t> tg_elems;     // per instruction: TgAlloc's element count this dispatch
@@ -114,6 +126,7 @@ struct Machine {
     int64_t phase = 0;                // phases completed
     uint64_t completed_at = 0;        // clock when the last phase completed
     Id copy_op = ir::kNone;           // a bulk copy that delivered bytes to the current phase
+    int64_t waited = -1;              // the latest phase a thread waited for
   };
   std::unordered_map<uint32_t, Mbar> mbars;
   std::vector<std::unordered_map<uint32_t, int64_t>> seen;
@@ -143,7 +156,44 @@ struct Machine {
   uint32_t group[3] = {0, 0, 0};
   uint64_t steps = 0;
 
+  // Strands. A strand runs some threads of the threadgroup on a stack of its own: the root is
+  // the calling thread and runs the kernel; another starts when a strand cannot go on and an if
+  // it is inside (a fork: its then-branch is running, its else-branch has threads and has not
+  // started) can give its else-branch to a new strand, which runs that branch and ends. Each
+  // strand has its own masks (the depths above the fork's are unused). `self` is the running one.
+  struct Strand;
+  struct Fork {
+    Id if_id;
+    int depth;
+    Strand* child = nullptr;  // the strand running the else-branch, once started
+  };
+  enum class Block { None, Mbar, Join };
+  struct Waiter {
+    uint32_t thread, word;
+    int64_t phase;  // the phase the thread waits to complete
+  };
+  struct Strand {
+    std::vector<Mask> masks;
+    std::vector<Fork> forks;  // open forks on this strand's stack, outermost first
+    Block block = Block::None;
+    Id at = ir::kNone;             // the mbar_wait, or the if whose end it waits at
+    std::vector<Waiter> waiters;   // Block::Mbar: the threads whose phase is incomplete
+    const Mask* joining = nullptr;  // Block::Join: the threads waiting at the if's end
+    Strand* child = nullptr;        // Block::Join: the strand running the other branch
+    bool go = false, done = false;
+    std::condition_variable cv;
+    std::thread os;
+  };
+  struct Unwind {};  // unwinds a strand's stack after another strand's error
+  std::vector<std::unique_ptr<Strand>> strands;  // [0]: the root
+  Strand* self = nullptr;
+  std::vector<Mask>* masks_of = nullptr;  // self->masks
+  std::mutex baton;
+  bool aborting = false;
+  std::exception_ptr abort_error;
+
   Machine(const ir::Kernel& kernel, Instantiation d, const Options& o) : k(kernel), dtype(d), opts(o) {}
+  ~Machine() { stop_strands(); }
 
   [[noreturn]] void fail(const ir::Inst& in, const std::string& msg) const {
     throw Error(msg + " at " + k.where(in.loc) + " (kernel " + k.name + " (" + instantiation_name(dtype) +
@@ -199,6 +249,10 @@ struct Machine {
       ly[i] = (i / tg.x) % tg.y;
       lz[i] = i / (tg.x * tg.y);
     }
+    strands.push_back(std::make_unique<Strand>());
+    self = strands[0].get();
+    masks_of = &self->masks;
+    std::vector<Mask>& masks = self->masks;
     masks.resize(size_t(block_depth(k, 0)) + 1);
     for (Mask& m : masks) m.reserve(T);
     for (uint32_t i = 0; i < T; ++i) masks[0].push_back(i);
@@ -291,7 +345,13 @@ struct Machine {
           wg_inflight.clear();
           wg_commits.clear();
           wg_fenced_at.clear();
-          block(0, 0);
+          try {
+            block(0, 0);
+          } catch (...) {
+            stop_strands();
+            if (abort_error) std::rethrow_exception(std::exchange(abort_error, nullptr));
+            throw;
+          }
           for (uint32_t t = 0; t < T; ++t)
             if (!bulk_pending[t].empty())
               fail(k.insts[bulk_pending[t].front().op],
@@ -315,7 +375,7 @@ struct Machine {
   }
 
   void inst(Id id, int depth) {
-    const Mask& active = masks[depth];
+    const Mask& active = (*masks_of)[depth];
     const ir::Inst& in = k.insts[id];
     steps += active.size();
     ++clock;
@@ -398,7 +458,7 @@ struct Machine {
       case Op::Barrier:
         if (active.size() != T)
           fail(in, "barrier reached by " + std::to_string(active.size()) + " of " + std::to_string(T) +
-                       " threads (divergent barrier)");
+                       " threads (divergent barrier" + others_waiting(self) + ")");
         next_epoch();
         return;
       case Op::LaneSum:
@@ -1267,6 +1327,7 @@ struct Machine {
   void mbar(const ir::Inst& in, const Mask& active) {
     const Id self = Id(&in - k.insts.data());
     const uint64_t* extra = in.num_operands() > 2 ? row(in.operands[2]) : nullptr;
+    if (in.op == Op::MbarWait) mbar_block(in, active, extra);
     for (uint32_t t : active) {
       const uint32_t word = mbar_word(in, in.operands[0], in.operands[1], t);
       if (in.op == Op::MbarInit) {
@@ -1304,17 +1365,6 @@ struct Machine {
       if (parity > 1)
         fail(in, "mbar_wait on mbarrier " + bar_text(word) + " with parity " + std::to_string(parity) +
                      "; the parity is 0 or 1 (" + thread_text(t) + ")");
-      if (uint64_t(m.phase & 1) == parity)
-        fail(in, "mbar_wait on mbarrier " + bar_text(word) + " for phase " + std::to_string(m.phase) + " (parity " +
-                     std::to_string(parity) + "), which has " + pending_text(m) +
-                     " outstanding when the waiting threads reach it (" + thread_text(t) +
-                     "); the interpreter runs a threadgroup in lock step, so no thread can arrive while they wait: "
-                     "a deadlock, or a wait on the wrong phase" +
-                     (m.tx < 0 ? std::string(" (its copies delivered ") + std::to_string(-m.tx) +
-                                     " more transaction bytes than the phase expects: the expected bytes do not match the copies)"
-                      : m.pending == 0 && m.tx > 0 ? std::string(" (its arrivals are in; ") + std::to_string(m.tx) +
-                                     " expected transaction bytes never came: the expected bytes do not match the copies)"
-                      : std::string()));
       const int64_t target = m.phase - 1;  // -1: the phase before the first, which counts as done
       auto [it, fresh] = seen[t].emplace(word, target);
       if (!fresh) {
@@ -1326,6 +1376,61 @@ struct Machine {
         it->second = target;
       }
       if (target >= 0) acquired[t] = std::max(acquired[t], m.completed_at);
+      m.waited = std::max(m.waited, target);
+    }
+  }
+
+  // Before an mbar_wait's bookkeeping: while the phase some thread of `active` waits for is
+  // incomplete, the strand waits and others run (a deadlock when none can). A phase that
+  // completed and was followed by the next one's completion before the waiting threads saw it
+  // is an error: on a GPU the wait could miss it.
+  void mbar_block(const ir::Inst& in, const Mask& active, const uint64_t* parity_of) {
+    Strand* me = self;
+    me->waiters.clear();
+    for (uint32_t t : active) {
+      const uint32_t word = mbar_word(in, in.operands[0], in.operands[1], t);
+      const Mbar& m = mbar_state(in, word, t);
+      const uint64_t parity = uint32_t(parity_of[t]);
+      if (parity > 1)
+        fail(in, "mbar_wait on mbarrier " + bar_text(word) + " with parity " + std::to_string(parity) +
+                     "; the parity is 0 or 1 (" + thread_text(t) + ")");
+      if (uint64_t(m.phase & 1) == parity) me->waiters.push_back(Waiter{t, word, m.phase});
+    }
+    if (me->waiters.empty()) return;
+    me->block = Block::Mbar;
+    me->at = Id(&in - k.insts.data());
+    yield(me);  // returns with every waiter's phase complete
+    for (const Waiter& w : me->waiters)
+      if (const Mbar& m = mbars.at(w.word); m.phase > w.phase + 1)
+        fail(in, "mbar_wait on mbarrier " + bar_text(w.word) + " with parity " + std::to_string(w.phase & 1) +
+                     ": phase " + std::to_string(w.phase) + " and then phase " + std::to_string(w.phase + 1) +
+                     " completed while " + thread_text(w.thread) +
+                     " waited for the first (on a GPU the wait may miss it and wait on: arrivals run a phase ahead of "
+                     "the waiters, or a wait on the wrong phase)");
+  }
+
+  // A copy-engine write is ordered after other threads' accesses as an ordinary store is: by a
+  // barrier, or by an mbarrier phase that completed after them and that the issuing thread waited
+  // for. Overwriting a word another thread read since (a refill before the readers released the
+  // stage) is a race; so is overwriting a word an earlier copy delivers in a phase no thread has
+  // waited for yet (nobody can have read it).
+  void check_copy_overwrite(const ir::Inst& in, const char* op, uint32_t word, uint32_t t) {
+    const SlotAccess& s = tg_access_log[word];
+    if (s.read_epoch == epoch && s.reader != t && s.read_time >= acquired[t])
+      fail(in, std::string("threadgroup memory race (copy-engine write after read) on ") + bar_text(word) + ": the " +
+                   op + " issued by " + thread_text(t) + " overwrites the slot " +
+                   (s.reader == kManyReaders ? std::string("other threads") : thread_text(s.reader)) + " read at " +
+                   k.where(k.insts[s.read_op].loc) +
+                   " with no barrier or awaited mbarrier phase between (the issuer waits for the readers' release, "
+                   "e.g. an 'empty' barrier, before it refills)");
+    if (auto it = delivered.find(word); it != delivered.end()) {
+      const Delivery& d = it->second;
+      if (auto m = mbars.find(d.bar); m != mbars.end() && m->second.waited < d.phase)
+        fail(in, std::string("threadgroup memory race (copy-engine write after write) on ") + bar_text(word) + ": the " +
+                     op + " issued by " + thread_text(t) + " overwrites the slot, which the copy at " +
+                     k.where(k.insts[d.op].loc) + " delivers in phase " + std::to_string(d.phase) + " of mbarrier " +
+                     bar_text(d.bar) + ", before any thread waited for that phase (nobody has read the data: a refill "
+                     "that did not wait for the stage to be released)");
     }
   }
 
@@ -1441,6 +1546,7 @@ struct Machine {
         check_index(in, v, src + int64_t(e), t);
         const uint32_t word = tg_offset[alloc] + uint32_t(dst + int64_t(e));
         if (!bulk_reading.empty()) check_bulk_reading(in, word, t);
+        check_copy_overwrite(in, "bulk_copy", word, t);
         SlotAccess& s = tg_access_log[word];
         // An ordinary store to this slot must be ordered before the copy engine's by a
         // fence_proxy_async of its writer.
@@ -1541,6 +1647,7 @@ struct Machine {
           SlotAccess& s = tg_access_log[word];
           if (load) {
             if (!bulk_reading.empty()) check_bulk_reading(in, word, t);
+            check_copy_overwrite(in, "tma_load_2d", word, t);
             if (s.written_group == group_serial && s.writer != kCopyEngine && s.writer < T &&
                 proxy_fenced_at[s.writer] < s.write_time)
               fail(in, op + " overwrites threadgroup slot '" + tg_name(k.insts[alloc]) + "'[" +
@@ -1837,9 +1944,13 @@ struct Machine {
     return a > b ? a : b;
   }
 
+  // The branches run one after the other. When both have threads, the if is a fork while its
+  // then-branch runs: a wait there that cannot complete may start the else-branch on a strand of
+  // its own, and the then-branch's threads then wait at the if's end for that strand to finish.
   void run_if(const ir::Inst& in, int depth) {
-    const Mask& active = masks[depth];
-    Mask& sub = masks[size_t(depth) + 1];
+    Strand* me = self;
+    const Mask& active = me->masks[size_t(depth)];
+    Mask& sub = me->masks[size_t(depth) + 1];
     const uint64_t* cond = row(in.operands[0]);
     for (int branch = 0; branch < 2; ++branch) {
       Id b = in.blocks[branch];
@@ -1848,15 +1959,207 @@ struct Machine {
       sub.clear();
       for (uint32_t t : active)
         if (uint32_t(cond[t] != 0) == want) sub.push_back(t);
-      if (!sub.empty()) block(b, depth + 1);
+      if (sub.empty()) continue;
+      const bool fork = branch == 0 && in.blocks[1] != ir::kNone && sub.size() != active.size();
+      if (!fork) {
+        block(b, depth + 1);
+        continue;
+      }
+      const Id if_id = Id(&in - k.insts.data());
+      me->forks.push_back(Fork{if_id, depth});
+      block(b, depth + 1);
+      Strand* child = me->forks.back().child;
+      me->forks.pop_back();
+      if (!child) continue;
+      if (!child->done) {
+        me->block = Block::Join;
+        me->at = if_id;
+        me->joining = &sub;
+        me->child = child;
+        yield(me);
+      }
+      end_strand(child);
+      return;
     }
+  }
+
+  // --- Strands --------------------------------------------------------------------------------
+  bool ready(const Strand& s) const {
+    if (s.block == Block::Join) return s.child->done;
+    for (const Waiter& w : s.waiters)
+      if (mbars.at(w.word).phase <= w.phase) return false;
+    return true;
+  }
+
+  // The strand to run next when `me` cannot go on (or has finished): the first waiting strand
+  // whose wait is over, else a new strand for the innermost unstarted fork of `me`, then of the
+  // other strands in order; null when there is none (a deadlock).
+  Strand* pick(Strand* me) {
+    for (auto& s : strands)
+      if (s.get() != me && !s->done && s->block != Block::None && ready(*s)) return s.get();
+    auto start = [&](Strand* owner) -> Strand* {
+      for (auto f = owner->forks.rbegin(); f != owner->forks.rend(); ++f)
+        if (!f->child) return start_strand(owner, *f);
+      return nullptr;
+    };
+    if (!me->done)
+      if (Strand* s = start(me)) return s;
+    for (size_t i = 0; i < strands.size(); ++i)
+      if (strands[i].get() != me && !strands[i]->done)
+        if (Strand* s = start(strands[i].get())) return s;
+    return nullptr;
+  }
+
+  Strand* start_strand(Strand* owner, Fork& f) {
+    const ir::Inst& in = k.insts[f.if_id];
+    auto s = std::make_unique<Strand>();
+    s->masks.resize(owner->masks.size());
+    Mask& sub = s->masks[size_t(f.depth) + 1];
+    sub.reserve(T);
+    const uint64_t* cond = row(in.operands[0]);
+    for (uint32_t t : owner->masks[size_t(f.depth)])
+      if (cond[t] == 0) sub.push_back(t);
+    for (size_t d = size_t(f.depth) + 2; d < s->masks.size(); ++d) s->masks[d].reserve(T);
+    Strand* p = s.get();
+    f.child = p;
+    {
+      std::lock_guard<std::mutex> lock(baton);
+      strands.push_back(std::move(s));
+    }
+    const Id b = in.blocks[1];
+    const int depth = f.depth + 1;
+    p->os = std::thread([this, p, b, depth] { strand_main(p, b, depth); });
+    return p;
+  }
+
+  void strand_main(Strand* me, Id b, int depth) {
+    try {
+      {
+        std::unique_lock<std::mutex> lock(baton);
+        me->cv.wait(lock, [&] { return me->go || aborting; });
+        if (aborting) return;
+      }
+      self = me;
+      masks_of = &me->masks;
+      block(b, depth);
+      me->done = true;
+      yield(me);
+    } catch (const Unwind&) {
+    } catch (...) {
+      std::lock_guard<std::mutex> lock(baton);
+      if (!abort_error) abort_error = std::current_exception();
+      aborting = true;
+      for (auto& s : strands) s->cv.notify_all();
+    }
+  }
+
+  // Hands the baton to the next strand and, unless `me` has finished, waits for it to come back
+  // (with me's wait over). No next strand is a deadlock, reported here.
+  void yield(Strand* me) {
+    Strand* next = pick(me);
+    if (!next) deadlock(me);
+    std::unique_lock<std::mutex> lock(baton);
+    me->go = false;
+    next->go = true;
+    next->cv.notify_all();
+    if (me->done) return;
+    me->cv.wait(lock, [&] { return me->go || aborting; });
+    if (aborting) {
+      if (me == strands[0].get()) std::rethrow_exception(abort_error);
+      throw Unwind{};
+    }
+    lock.unlock();
+    self = me;
+    masks_of = &me->masks;
+    me->block = Block::None;
+  }
+
+  // Joins a finished strand's OS thread and forgets it.
+  void end_strand(Strand* s) {
+    if (s->os.joinable()) s->os.join();
+    std::lock_guard<std::mutex> lock(baton);
+    for (size_t i = 0; i < strands.size(); ++i)
+      if (strands[i].get() == s) {
+        strands.erase(strands.begin() + std::ptrdiff_t(i));
+        break;
+      }
+  }
+
+  // After an error: every other strand unwinds its stack and its OS thread ends; the root stays.
+  void stop_strands() {
+    if (strands.size() <= 1) return;
+    {
+      std::lock_guard<std::mutex> lock(baton);
+      aborting = true;
+      for (auto& s : strands) s->cv.notify_all();
+    }
+    for (size_t i = 1; i < strands.size(); ++i)
+      if (strands[i]->os.joinable()) strands[i]->os.join();
+    strands.resize(1);
+    aborting = false;
+    self = strands[0].get();
+    masks_of = &self->masks;
+    self->forks.clear();
+    self->block = Block::None;
+    self->go = false;
+  }
+
+  std::string threads_text(const Mask& m) const {
+    return m.size() == 1 ? thread_text(m[0])
+                         : std::to_string(m.size()) + " threads from " + thread_text(m[0]);
+  }
+  std::string wait_text(const Strand& s) const {
+    if (s.block == Block::Join)
+      return threads_text(*s.joining) + " at the end of the if at " + k.where(k.insts[s.at].loc) +
+             " (waiting for its other branch)";
+    const Waiter& w = s.waiters[0];
+    const Mbar& m = mbars.at(w.word);
+    std::string who = s.waiters.size() == 1 ? thread_text(w.thread)
+                                            : std::to_string(s.waiters.size()) + " threads from " + thread_text(w.thread);
+    return who + " in mbar_wait at " + k.where(k.insts[s.at].loc) + " for phase " + std::to_string(w.phase) +
+           " of mbarrier " + bar_text(w.word) + " (" + pending_text(m) + " outstanding)";
+  }
+  // The waits of the strands other than `me`, for an error message ("" when there are none).
+  std::string others_waiting(const Strand* me) const {
+    std::string r;
+    for (const auto& s : strands)
+      if (s.get() != me && !s->done && s->block != Block::None) r += (r.empty() ? "" : "; ") + wait_text(*s);
+    return r.empty() ? r : "; the other threads wait: " + r;
+  }
+
+  // Every strand waits and none can go on. The error is located at `me`'s wait, or (when `me`
+  // has finished or waits at an if's end) at the first strand's mbar_wait.
+  [[noreturn]] void deadlock(Strand* me) {
+    const Strand* at = me->block == Block::Mbar ? me : nullptr;
+    for (size_t i = 0; !at && i < strands.size(); ++i)
+      if (!strands[i]->done && strands[i]->block == Block::Mbar) at = strands[i].get();
+    if (!at) throw Error("kernel " + k.name + ": the interpreter's strands deadlocked with no mbar_wait pending");
+    const Waiter& w = at->waiters[0];
+    const Mbar& m = mbars.at(w.word);
+    std::string others;
+    for (const auto& s : strands)
+      if (s.get() != at && !s->done && s->block != Block::None) others += "; " + wait_text(*s);
+    fail(k.insts[at->at],
+         "mbar_wait on mbarrier " + bar_text(w.word) + " for phase " + std::to_string(w.phase) + " (parity " +
+             std::to_string(w.phase & 1) + "), which has " + pending_text(m) +
+             " outstanding when the waiting threads reach it (" + thread_text(w.thread) +
+             (at->waiters.size() > 1 ? " and " + std::to_string(at->waiters.size() - 1) + " more" : std::string()) +
+             "); no other thread can arrive while they wait" +
+             (others.empty() ? std::string(" (every other thread has finished or waits at the same point)")
+                             : " (the other threads wait too" + others + ")") +
+             ": a deadlock, or a wait on the wrong phase" +
+             (m.tx < 0 ? std::string(" (its copies delivered ") + std::to_string(-m.tx) +
+                             " more transaction bytes than the phase expects: the expected bytes do not match the copies)"
+              : m.pending == 0 && m.tx > 0 ? std::string(" (its arrivals are in; ") + std::to_string(m.tx) +
+                             " expected transaction bytes never came: the expected bytes do not match the copies)"
+              : std::string()));
   }
 
   // A thread leaves the loop the first time its i < end fails and never re-enters, even if i
   // later wraps around: the body mask only ever shrinks.
   void run_for(Id id, const ir::Inst& in, int depth) {
-    const Mask& active = masks[depth];
-    Mask& body = masks[size_t(depth) + 1];
+    const Mask& active = (*masks_of)[depth];
+    Mask& body = (*masks_of)[size_t(depth) + 1];
     uint64_t* iv = row(id);
     const uint64_t* begin = row(in.operands[0]);
     const uint64_t* end = row(in.operands[1]);
