@@ -389,7 +389,8 @@ void gemm_kernel(const Config& cfg, bool swiglu, const KernelVariant& var, bool 
                                        B_BASE + stage * B_STAGE + ks * 16, acc.get(), sw));
           wg_commit();
           wg_wait(1);
-          if_(step >= 1u && lane_id() == 0u, [&] { mbar_arrive(empty_bar[(step + stages - 1u) % stages]); });
+          // (Lane groups past the 12th, in a larger threadgroup, repeat rows and do not arrive.)
+          if_(step >= 1u && lane_id() == 0u && active, [&] { mbar_arrive(empty_bar[(step + stages - 1u) % stages]); });
         });
         wg_wait(0);
       });

@@ -461,7 +461,7 @@ static LaunchPlan gemm_for(const Call& call, const DeviceInfo& dev) {
     throw Error("stages = 4 on the warpgroup kernel: C in f32 or bf16 (iron_gemm_128x128x64_wg_stages_s4_{f32,bf16})");
   vendor_note += wg_note;
   const uint32_t block_n = tma == 2 ? 256 : cfg.bn;
-  const uint32_t tg_threads = ws ? 384 : threads;
+  const uint32_t tg_threads = ws ? 12 * lanes : threads;  // ws: 12 lane groups (384 threads on CUDA)
   const std::string tile_name = ws         ? std::string("iron_gemm_128x256x64_wg_ws_")
                                 : tma != 0 ? std::string("iron_gemm_128x") + num(block_n) + "x64_wg_tma_"
                                 : wg     ? std::string("iron_gemm_128x128x64_wg_")

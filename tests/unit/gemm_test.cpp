@@ -1232,5 +1232,30 @@ TEST(GemmMutation, TensorMapKernelKnownBadVariantsAreCaught) {
   }
 }
 
+// The warp-specialized kernel: the consumers' releases (mbar_arrive on `empty`) dropped is a
+// deadlock naming the producer's wait; every mbar_wait dropped lets a refill or a product race
+// the copies; the products' wait dropped reads an accumulator in flight.
+TEST(GemmMutation, WarpSpecializedKernelKnownBadVariantsAreCaught) {
+  std::unique_ptr<Context> ctx = Context::create(Backend::Interp);
+  const ir::Kernel& k = kernel_ir("iron_gemm_128x256x64_wg_ws_s4_f32");
+  std::vector<const TestDecl*> cases;
+  for (const TestDecl* t : registered_tests())
+    if (std::string(t->kernel) == "iron_gemm" && std::string(t->name) == "wg_ws_m70_n200_k520_weight") cases.push_back(t);
+  ASSERT_EQ(cases.size(), 1u);
+  for (ir::Op op : {ir::Op::MbarArrive, ir::Op::MbarWait, ir::Op::WgWait}) {
+    mutate::Mutant m{"dropped", "", std::string("every ") + ir::mnemonic(op) + " removed", k, ""};
+    size_t n = 0;
+    for (ir::Block& b : m.kernel.blocks) {
+      const size_t before = b.insts.size();
+      b.insts.erase(std::remove_if(b.insts.begin(), b.insts.end(), [&](ir::Id id) { return m.kernel.insts[id].op == op; }),
+                    b.insts.end());
+      n += before - b.insts.size();
+    }
+    EXPECT_GE(n, 1u) << m.detail;
+    const mutate::Outcome o = mutate::run_mutant(*ctx, k, m, cases);
+    EXPECT_EQ(o.status, mutate::Outcome::Status::Killed) << m.detail << ": " << o.by;
+  }
+}
+
 }  // namespace
 }  // namespace iron
