@@ -212,7 +212,8 @@ void fp8_kernel(const Config& cfg, const KernelVariant& var, Defect defect) {
       // scales (ss: this stage's BM row scales; lane group w holds rows 16w .. 16w + 15).
       if_(block == 1u, [&] {
         if (defect != Defect::WgNoWait) wg_wait(0);
-        acc.set(coop_tile_scale_add(ss, stage * BM + w * 16u, part.get(), acc.get()));
+        // (Lane groups past the 8th, in a larger threadgroup, repeat the rows of lane group w % 8.)
+        acc.set(coop_tile_scale_add(ss, stage * BM + (w % 8u) * 16u, part.get(), acc.get()));
       });
     });
     wg_wait(0);
@@ -222,7 +223,7 @@ void fp8_kernel(const Config& cfg, const KernelVariant& var, Defect defect) {
     // elements in order (consecutive threads along a row of C); per-tensor scaling multiplies by
     // sa[0] * sb[0] (rounded to f32 once), then one rounding to OUT.
     Expr scale = select(block == 1u, 1.0f, Operand(sa[0u]).value * Operand(sb[0u]).value);
-    coop_tile_store(acc.get(), cs, w * (16u * BN), BN);
+    if_(w < 8u, [&] { coop_tile_store(acc.get(), cs, w * (16u * BN), BN); });  // further lane groups store nothing
     barrier();
     for_(local_id(0), BM * BN, group_size(0), [&](Expr e) {
       Expr gi = row0 + e / BN;

@@ -453,6 +453,11 @@ static LaunchPlan gemm_for(const Call& call, const DeviceInfo& dev) {
   bool ws = tma == 2 && dev.backend == Backend::Cuda;
   if (call.has("ws")) {
     ws = flag(call, "ws", 0, 1) == 1;
+    if (ws && !wg) {
+      // As with wg and tma: a backend without the warpgroup kernel runs the tile it has.
+      wg_note += "; ws 1 but no warpgroup kernel";
+      ws = false;
+    }
     if (ws && tma != 2)
       throw Error("ws = 1 needs the 128x256 tensor-map kernel (tma 2); this call has tma " + num(tma));
   }

@@ -399,6 +399,9 @@ TEST(GemmSelector, TensorMapKernelsForWeightsOnSm90a) {
   p = gemm(vk, 70, 136, 150, {{"wg", 1}, {"tile", 0}, {"splits", 1}, {"tma", 1}, {"b_trans", 1}});
   EXPECT_EQ(p.steps[0].kernel, "iron_gemm_128x128x64_w64x32_s3_bf16");
   EXPECT_NE(p.reason.find("tma 1 but no warpgroup kernel"), std::string::npos) << p.reason;
+  p = gemm(vk, 70, 200, 520, {{"wg", 1}, {"tile", 0}, {"splits", 1}, {"tma", 2}, {"ws", 1}, {"b_trans", 1}});
+  EXPECT_EQ(p.steps[0].kernel, "iron_gemm_128x128x64_w64x32_s3_bf16");
+  EXPECT_NE(p.reason.find("ws 1 but no warpgroup kernel"), std::string::npos) << p.reason;
 }
 
 // `full` (the copies' unguarded, provably aligned path) only where every staged row is whole and

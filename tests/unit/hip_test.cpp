@@ -93,7 +93,9 @@ TEST_P(HipArch, EveryKernelCompilesToACodeObject) {
     if (ir::uses_warpgroup_ops(k)) {
       codegen::Emitted e = codegen::emit(k, ir::instantiations(k).front(), profile);
       EXPECT_FALSE(e.ok()) << d->name;
-      EXPECT_NE(e.diags.render(k).find("cannot express"), std::string::npos) << e.diags.render(k);
+      EXPECT_TRUE(e.diags.render(k).find("cannot express") != std::string::npos ||
+                  e.diags.render(k).find("a tensor map is CUDA's") != std::string::npos)  // the tensor-map kernels
+          << e.diags.render(k);
       continue;
     }
     // The emitted source is the same for both CDNA targets: gfx90a compiles every kernel's first

@@ -35,7 +35,9 @@ TEST(Msl, EveryKernelAndDtypeEmitsDeterministically) {
       if (ir::uses_warpgroup_ops(k)) {
         codegen::Emitted e = codegen::emit(k, t, codegen::Target::Msl);
         EXPECT_FALSE(e.ok()) << d->name;
-        EXPECT_NE(e.diags.render(k).find("cannot express"), std::string::npos) << e.diags.render(k);
+        EXPECT_TRUE(e.diags.render(k).find("cannot express") != std::string::npos ||
+                    e.diags.render(k).find("a tensor map is CUDA's") != std::string::npos)  // the tensor-map kernels
+            << e.diags.render(k);
         continue;
       }
       codegen::Emitted a = codegen::emit(k, t, codegen::Target::Msl);
