@@ -345,10 +345,15 @@ void gemm_kernel(const Config& cfg, bool swiglu, const KernelVariant& var, bool 
     Expr active = ws ? simd_group_id() >= 4u && simd_group_id() < 12u : w < 8u;
     Expr half = ws ? (simd_group_id() / 4u + 1u) % 2u : (w / 4u) % 2u;
     FragVar acc(coop_tile_wg_fill(BN, 0.0f));
-    // The copies run `ahead` steps ahead. 3 stages: 2 ahead, and each step's products are
-    // retired before the barrier that lets the next copy overwrite their stage. 4 stages: 2 ahead
-    // too, and one step's products stay in flight across the next step (wg_wait(1)): the copy
-    // of step + 2 overwrites the stage of step - 2, whose products are retired by then.
+    // One stage's products, issued as one group: BK / 16 wgmma into the lane group's accumulator.
+    auto issue_stage = [&](Expr stage) {
+      wg_fence();
+      for (uint32_t ks = 0; ks < BK / 16; ++ks)
+        acc.set(coop_tile_wg_issue(as, stage * A_STAGE + half * (64u * BK) + ks * 16, bs, B_BASE + stage * B_STAGE + ks * 16,
+                                   acc.get(), sw));
+      wg_commit();
+    };
+    // Stage `stage` of K step `step` by two tensor-map copies, expecting their bytes on full_bar.
     const uint32_t elem = 2;  // f16 or bf16
     auto tma_load = [&](const TgBuffer& full_bar, Expr step, Expr stage) {
       Expr kb = k0 + step * BK;
@@ -383,11 +388,7 @@ void gemm_kernel(const Config& cfg, bool swiglu, const KernelVariant& var, bool 
         for_(0u, steps, [&](Expr step) {
           Expr stage = step % stages;
           mbar_wait(full_bar[stage], (step / stages) % 2u);
-          wg_fence();
-          for (uint32_t ks = 0; ks < BK / 16; ++ks)
-            acc.set(coop_tile_wg_issue(as, stage * A_STAGE + half * (64u * BK) + ks * 16, bs,
-                                       B_BASE + stage * B_STAGE + ks * 16, acc.get(), sw));
-          wg_commit();
+          issue_stage(stage);
           wg_wait(1);
           // (Lane groups past the 12th, in a larger threadgroup, repeat rows and do not arrive.)
           if_(step >= 1u && lane_id() == 0u && active, [&] { mbar_arrive(empty_bar[(step + stages - 1u) % stages]); });
@@ -409,29 +410,28 @@ void gemm_kernel(const Config& cfg, bool swiglu, const KernelVariant& var, bool 
         for (uint32_t s = 0; s < stages; ++s) mbar_init(full_bar[s], 1u);
       });
       barrier();
-      auto load = [&](Expr step, Expr stage) { tma_load(full_bar, step, stage); };
       if_(leader, [&] {
         for (uint32_t s = 0; s < ahead; ++s) {
           Expr at = steps * 0u + s;
-          if_(at < steps, [&] { load(at, at); });
+          if_(at < steps, [&] { tma_load(full_bar, at, at); });
         }
       });
       for_(0u, steps, [&](Expr step) {
         wg_wait(keep);
         barrier();
         Expr next = step + ahead;
-        if_(leader && next < steps, [&] { load(next, next % stages); });
+        if_(leader && next < steps, [&] { tma_load(full_bar, next, next % stages); });
         Expr stage = step % stages;
         mbar_wait(full_bar[stage], (step / stages) % 2u);
-        wg_fence();
-        for (uint32_t ks = 0; ks < BK / 16; ++ks)
-          acc.set(coop_tile_wg_issue(as, stage * A_STAGE + half * (64u * BK) + ks * 16, bs,
-                                     B_BASE + stage * B_STAGE + ks * 16, acc.get(), sw));
-        wg_commit();
+        issue_stage(stage);
       });
       wg_wait(0);
       barrier();
     } else {
+      // Per-thread copies, `ahead` steps ahead. 3 stages: 2 ahead, and each step's products are
+      // retired before the barrier that lets the next copy overwrite their stage. 4 stages: 2
+      // ahead too, and one step's products stay in flight across the next step (wg_wait(1)): the
+      // copy of step + 2 overwrites the stage of step - 2, whose products are retired by then.
       const uint32_t ahead = 2, keep = stages >= 4 ? 1 : 0;
       for (uint32_t s = 0; s < ahead; ++s) {
         Expr at = steps * 0u + s;
@@ -446,12 +446,7 @@ void gemm_kernel(const Config& cfg, bool swiglu, const KernelVariant& var, bool 
         barrier();
         Expr next = step + ahead;
         if_(next < steps, [&] { stage_tiles(next, next % stages); }).else_([&] { async_commit(); });
-        Expr stage = step % stages;
-        wg_fence();
-        for (uint32_t ks = 0; ks < BK / 16; ++ks)
-          acc.set(coop_tile_wg_issue(as, stage * A_STAGE + half * (64u * BK) + ks * 16, bs, B_BASE + stage * B_STAGE + ks * 16,
-                                     acc.get(), sw));
-        wg_commit();
+        issue_stage(step % stages);
       });
       wg_wait(0);
       async_wait(0);
