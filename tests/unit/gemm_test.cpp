@@ -1157,6 +1157,39 @@ TEST(GemmMutation, KnownBadVariantsAreCaught) {
   EXPECT_EQ(swizzles, 3u);
 }
 
+// The warpgroup kernels' known-bad variants: `k` with every `op` removed from every block (the
+// kernel must hold one), or with its products reading under another swizzle; each must fail the
+// one iron_gemm case named `case_name` on the interpreter.
+mutate::Mutant without_every(const ir::Kernel& k, const char* kind, ir::Op op) {
+  mutate::Mutant m{kind, "", std::string("every ") + ir::mnemonic(op) + " removed", k, ""};
+  size_t n = 0;
+  for (ir::Block& b : m.kernel.blocks) {
+    const size_t before = b.insts.size();
+    b.insts.erase(std::remove_if(b.insts.begin(), b.insts.end(), [&](ir::Id id) { return m.kernel.insts[id].op == op; }),
+                  b.insts.end());
+    n += before - b.insts.size();
+  }
+  EXPECT_GE(n, 1u) << kind;
+  return m;
+}
+mutate::Mutant with_product_swizzle_233(const ir::Kernel& k) {
+  mutate::Mutant m{"swizzle", "", "the products' swizzle 333 -> 233", k, ""};
+  for (ir::Inst& in : m.kernel.insts)
+    if (in.op == ir::Op::TileWgMma) in.set(ir::Attr::Swizzle, 233);
+  return m;
+}
+void expect_killed_by_case(Context& ctx, const ir::Kernel& k, const std::vector<mutate::Mutant>& bad,
+                           const char* case_name) {
+  std::vector<const TestDecl*> cases;
+  for (const TestDecl* t : registered_tests())
+    if (std::string(t->kernel) == "iron_gemm" && std::string(t->name) == case_name) cases.push_back(t);
+  ASSERT_EQ(cases.size(), 1u) << case_name;
+  for (const mutate::Mutant& m : bad) {
+    const mutate::Outcome o = mutate::run_mutant(ctx, k, m, cases);
+    EXPECT_EQ(o.status, mutate::Outcome::Status::Killed) << m.kind << " " << m.detail << ": " << o.by;
+  }
+}
+
 // Known-bad variants of the warpgroup kernel fail its cases on the interpreter: every wg_wait
 // dropped (the epilogue reads the accumulator in flight: a located error), the wg_fence dropped
 // (an issue reads registers a fill wrote), the fence_proxy_async after the copies dropped (wgmma
@@ -1165,36 +1198,10 @@ TEST(GemmMutation, KnownBadVariantsAreCaught) {
 TEST(GemmMutation, WarpgroupKernelKnownBadVariantsAreCaught) {
   std::unique_ptr<Context> ctx = Context::create(Backend::Interp);
   const ir::Kernel& k = kernel_ir("iron_gemm_128x128x64_wg_s3_f32");
-  std::vector<const TestDecl*> cases;
-  for (const TestDecl* t : registered_tests())
-    if (std::string(t->kernel) == "iron_gemm" && std::string(t->name) == "wg_m70_n136_k150_weight") cases.push_back(t);
-  ASSERT_EQ(cases.size(), 1u);
-  std::vector<mutate::Mutant> bad;
-  auto drop = [&](const char* kind, ir::Op op) {
-    mutate::Mutant m{kind, "", std::string("every ") + ir::mnemonic(op) + " removed", k, ""};
-    size_t n = 0;
-    for (ir::Block& b : m.kernel.blocks) {
-      const size_t before = b.insts.size();
-      b.insts.erase(std::remove_if(b.insts.begin(), b.insts.end(), [&](ir::Id id) { return m.kernel.insts[id].op == op; }),
-                    b.insts.end());
-      n += before - b.insts.size();
-    }
-    EXPECT_GE(n, 1u) << kind;
-    bad.push_back(std::move(m));
-  };
-  drop("dropped_wg_wait", ir::Op::WgWait);
-  drop("dropped_wg_fence", ir::Op::WgFence);
-  drop("dropped_fence_proxy_async", ir::Op::FenceProxyAsync);
-  {
-    mutate::Mutant m{"swizzle", "", "the products' swizzle 333 -> 233", k, ""};
-    for (ir::Inst& in : m.kernel.insts)
-      if (in.op == ir::Op::TileWgMma) in.set(ir::Attr::Swizzle, 233);
-    bad.push_back(std::move(m));
-  }
-  for (const mutate::Mutant& m : bad) {
-    const mutate::Outcome o = mutate::run_mutant(*ctx, k, m, cases);
-    EXPECT_EQ(o.status, mutate::Outcome::Status::Killed) << m.kind << " " << m.detail << ": " << o.by;
-  }
+  expect_killed_by_case(*ctx, k,
+                        {without_every(k, "dropped_wg_wait", ir::Op::WgWait), without_every(k, "dropped_wg_fence", ir::Op::WgFence),
+                         without_every(k, "dropped_fence_proxy_async", ir::Op::FenceProxyAsync), with_product_swizzle_233(k)},
+                        "wg_m70_n136_k150_weight");
 }
 
 // The tensor-map kernel: its copies' barrier wait, the block barrier that orders a stage's refill
@@ -1203,36 +1210,10 @@ TEST(GemmMutation, WarpgroupKernelKnownBadVariantsAreCaught) {
 TEST(GemmMutation, TensorMapKernelKnownBadVariantsAreCaught) {
   std::unique_ptr<Context> ctx = Context::create(Backend::Interp);
   const ir::Kernel& k = kernel_ir("iron_gemm_128x128x64_wg_tma_s4_f32");
-  std::vector<const TestDecl*> cases;
-  for (const TestDecl* t : registered_tests())
-    if (std::string(t->kernel) == "iron_gemm" && std::string(t->name) == "wg_tma_m70_n120_k520_weight") cases.push_back(t);
-  ASSERT_EQ(cases.size(), 1u);
-  std::vector<mutate::Mutant> bad;
-  auto drop = [&](const char* kind, ir::Op op) {
-    mutate::Mutant m{kind, "", std::string("every ") + ir::mnemonic(op) + " removed", k, ""};
-    size_t n = 0;
-    for (ir::Block& b : m.kernel.blocks) {
-      const size_t before = b.insts.size();
-      b.insts.erase(std::remove_if(b.insts.begin(), b.insts.end(), [&](ir::Id id) { return m.kernel.insts[id].op == op; }),
-                    b.insts.end());
-      n += before - b.insts.size();
-    }
-    EXPECT_GE(n, 1u) << kind;
-    bad.push_back(std::move(m));
-  };
-  drop("dropped_mbar_wait", ir::Op::MbarWait);
-  drop("dropped_barrier", ir::Op::Barrier);
-  drop("dropped_wg_wait", ir::Op::WgWait);
-  {
-    mutate::Mutant m{"swizzle", "", "the products' swizzle 333 -> 233", k, ""};
-    for (ir::Inst& in : m.kernel.insts)
-      if (in.op == ir::Op::TileWgMma) in.set(ir::Attr::Swizzle, 233);
-    bad.push_back(std::move(m));
-  }
-  for (const mutate::Mutant& m : bad) {
-    const mutate::Outcome o = mutate::run_mutant(*ctx, k, m, cases);
-    EXPECT_EQ(o.status, mutate::Outcome::Status::Killed) << m.kind << " " << m.detail << ": " << o.by;
-  }
+  expect_killed_by_case(*ctx, k,
+                        {without_every(k, "dropped_mbar_wait", ir::Op::MbarWait), without_every(k, "dropped_barrier", ir::Op::Barrier),
+                         without_every(k, "dropped_wg_wait", ir::Op::WgWait), with_product_swizzle_233(k)},
+                        "wg_tma_m70_n120_k520_weight");
 }
 
 // The warp-specialized kernel: the consumers' releases (mbar_arrive on `empty`) dropped is a
@@ -1241,23 +1222,10 @@ TEST(GemmMutation, TensorMapKernelKnownBadVariantsAreCaught) {
 TEST(GemmMutation, WarpSpecializedKernelKnownBadVariantsAreCaught) {
   std::unique_ptr<Context> ctx = Context::create(Backend::Interp);
   const ir::Kernel& k = kernel_ir("iron_gemm_128x256x64_wg_ws_s4_f32");
-  std::vector<const TestDecl*> cases;
-  for (const TestDecl* t : registered_tests())
-    if (std::string(t->kernel) == "iron_gemm" && std::string(t->name) == "wg_ws_m70_n200_k520_weight") cases.push_back(t);
-  ASSERT_EQ(cases.size(), 1u);
-  for (ir::Op op : {ir::Op::MbarArrive, ir::Op::MbarWait, ir::Op::WgWait}) {
-    mutate::Mutant m{"dropped", "", std::string("every ") + ir::mnemonic(op) + " removed", k, ""};
-    size_t n = 0;
-    for (ir::Block& b : m.kernel.blocks) {
-      const size_t before = b.insts.size();
-      b.insts.erase(std::remove_if(b.insts.begin(), b.insts.end(), [&](ir::Id id) { return m.kernel.insts[id].op == op; }),
-                    b.insts.end());
-      n += before - b.insts.size();
-    }
-    EXPECT_GE(n, 1u) << m.detail;
-    const mutate::Outcome o = mutate::run_mutant(*ctx, k, m, cases);
-    EXPECT_EQ(o.status, mutate::Outcome::Status::Killed) << m.detail << ": " << o.by;
-  }
+  expect_killed_by_case(*ctx, k,
+                        {without_every(k, "dropped", ir::Op::MbarArrive), without_every(k, "dropped", ir::Op::MbarWait),
+                         without_every(k, "dropped", ir::Op::WgWait)},
+                        "wg_ws_m70_n200_k520_weight");
 }
 
 }  // namespace
