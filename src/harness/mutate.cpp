@@ -453,6 +453,8 @@ Outcome run_mutant(Context& ctx, const Kernel& original, const Mutant& m, const 
       if (msg.size() > 160) msg = msg.substr(0, 157) + "...";
       o.status = Outcome::Status::Killed;
       o.by = std::string(t->name) + " [" + instantiation_name(dt.dtype) + "]: " + msg;
+      o.killer = t;
+      o.killer_dtype = dt;
       return o;
     }
   o.status = Outcome::Status::Survived;

@@ -43,6 +43,9 @@ std::string equivalent_after_pipeline(const ir::Kernel& original, const Mutant& 
 struct Outcome {
   enum class Status { Killed, Survived, Equivalent } status = Status::Survived;
   std::string by;  // the killing case and its message, or the equivalence proof
+  // Killed: the case and dtype that killed it (the caller checks the original kernel passes them).
+  const TestDecl* killer = nullptr;
+  DtypeTolerance killer_dtype{};
 };
 Outcome run_mutant(Context& ctx, const ir::Kernel& original, const Mutant& m, const std::vector<const TestDecl*>& cases,
                    std::optional<Instantiation> only = std::nullopt);

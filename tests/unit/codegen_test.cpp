@@ -1,5 +1,5 @@
-// Codegen: deterministic emission, the dtype spellings of each dialect, SPIR-V validity of
-// every kernel, and located diagnostics for ops a dialect cannot express.
+// Codegen: deterministic emission, the dtype spellings of each dialect, and located diagnostics
+// for ops a dialect cannot express.
 #include <gtest/gtest.h>
 
 #include "codegen/codegen.hpp"
@@ -9,7 +9,9 @@
 
 using namespace iron;
 
-TEST(Codegen, EmissionIsDeterministicAndEveryKernelCompilesToValidSpirv) {
+// Every instantiation's GLSL is compiled to SPIR-V and validated by CTest's build.emit_all_sm_90a
+// (`iron build --emit cuda,spirv,ir`), and run on lavapipe by corpus.vulkan; here, emission alone.
+TEST(Codegen, EmissionIsDeterministicForEveryKernel) {
   for (const KernelDecl* d : registered_kernels()) {
     const ir::Kernel k = passes::optimize(kernel_ir(d->name));
     for (Instantiation t : ir::instantiations(k)) {
@@ -31,10 +33,6 @@ TEST(Codegen, EmissionIsDeterministicAndEveryKernelCompilesToValidSpirv) {
         ASSERT_TRUE(a.ok()) << a.diags.render(k);
         EXPECT_EQ(a.source, b.source) << d->name;
       }
-      codegen::Emitted g = codegen::emit(k, t, codegen::Target::Glsl);
-      codegen::Spirv s = codegen::compile_glsl(g.source, d->name);
-      EXPECT_TRUE(s.ok) << d->name << " " << instantiation_name(t) << "\n" << s.log;
-      EXPECT_EQ(codegen::validate_spirv(s.words), "");
     }
   }
 }
