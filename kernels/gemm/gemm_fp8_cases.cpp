@@ -85,6 +85,7 @@ struct Fp8Shape {
   uint32_t lda = 0, ldb = 0;  // 0: k
   int tile = -1;    // -1: the selector's choice
   int wg = 0;       // 1: the warpgroup kernel, 0: the mma.sync kernels
+  int tma = -1;     // with wg 1: 1 or 2 the warp-specialized tensor-map kernels (-1: not asked)
 };
 
 TestSetup fp8_case(DType dt, const Fp8Shape& s) {
@@ -109,6 +110,7 @@ TestSetup fp8_case(DType dt, const Fp8Shape& s) {
   Constexprs call{{"m", s.m}, {"n", s.n}, {"k", s.k}, {"lda", lda}, {"ldb", ldb}, {"scale", s.block ? 1 : 0}, {"out", s.out}};
   if (s.tile >= 0) call.emplace("tile", s.tile);
   call.emplace("wg", s.wg);
+  if (s.tma >= 0) call.emplace("tma", s.tma);
   TestSetup t(dt);
   t.in("a", A).in("b", B).in("sa", sa).in("sb", sb).out("c", size_t(s.m) * s.n);
   t.call(call);
@@ -166,6 +168,20 @@ IRON_TEST_KERNEL(iron_gemm_fp8, wg_tensor_m100_n140_k200_strided, {f8e4m3}) {
 IRON_TEST_KERNEL(iron_gemm_fp8, wg_tensor_m40_n72_k96, {f8e5m2}) { return fp8_case(dt, {40, 72, 96, false, 0, 0, 0, -1, 1}); }
 IRON_TEST_KERNEL(iron_gemm_fp8, wg_block_m70_n150_k256, {f8e4m3}) {
   return fp8_case(dt, {70, 150, 256, true, 0, 0, 0, -1, 1});
+}
+// The warp-specialized tensor-map kernels (wg 1 with tma 2 or 1; their K loop is the warpgroup
+// kernel's products, so they take its bound), with M, N and K tails (zeros from the copy engine):
+// 128x256 per-tensor with strides past k (e4m3); 128x128 per-tensor with 5 K steps through the 4
+// stages (the copier waits on `empty` before refilling; e5m2); 128x128 block scales over two
+// column blocks of B and two K blocks. One or two threadgroups each.
+IRON_TEST_KERNEL(iron_gemm_fp8, wg_ws_wide_m70_n200_k200_strided, {f8e4m3}) {
+  return fp8_case(dt, {70, 200, 200, false, 0, 208, 224, -1, 1, 2});
+}
+IRON_TEST_KERNEL(iron_gemm_fp8, wg_ws_tensor_m100_n72_k520, {f8e5m2}) {
+  return fp8_case(dt, {100, 72, 520, false, 0, 528, 528, -1, 1, 1});
+}
+IRON_TEST_KERNEL(iron_gemm_fp8, wg_ws_block_m70_n150_k256, {f8e4m3}) {
+  return fp8_case(dt, {70, 150, 256, true, 0, 0, 0, -1, 1, 1});
 }
 
 // The production shape, 8192^3 (per-tensor and block scales, bf16 out), checked on a sample of
