@@ -187,8 +187,10 @@ IRON_TEST_KERNEL(iron_gemm_fp8, wg_ws_block_m70_n150_k256, {f8e4m3}) {
 // The production shape, 8192^3 (per-tensor and block scales, bf16 out), checked on a sample of
 // outputs against the f64 definition before timing. Inputs: fp8 values of uniform(-1, 1)
 // rounded to the format, scales near 1: sums of 8192 terms measured against sqrt(k).
-// wg: the call's `wg` (-1: the selector's choice, the warpgroup kernel on sm_90a; 0: mma.sync).
-static BenchSetup fp8_bench(DType dt, uint32_t m, uint32_t n, uint32_t k, bool block, int wg = -1) {
+// wg: the call's `wg` (-1: the selector's choice, the warpgroup kernel on sm_90a; 0: mma.sync);
+// tma: the call's `tma` (-1: the selector's choice, the warp-specialized tensor-map kernels on
+// sm_90a; 0: the cp.async warpgroup kernel).
+static BenchSetup fp8_bench(DType dt, uint32_t m, uint32_t n, uint32_t k, bool block, int wg = -1, int tma = -1) {
   const uint32_t kb = block ? k / kBlockK : 1, nb = (n + 127) / 128;
   std::vector<double> sa = block ? scales(size_t(m) * kb, 503) : std::vector<double>{0.8125};
   std::vector<double> sb = block ? scales(size_t(nb) * kb, 504) : std::vector<double>{1.375};
@@ -197,6 +199,7 @@ static BenchSetup fp8_bench(DType dt, uint32_t m, uint32_t n, uint32_t k, bool b
   b.in("sa", sa).in("sb", sb).out("c", size_t(m) * n);
   Constexprs call{{"m", m}, {"n", n}, {"k", k}, {"scale", block ? 1 : 0}, {"out", 0}};
   if (wg >= 0) call.emplace("wg", wg);
+  if (tma >= 0) call.emplace("tma", tma);
   b.call(call);
   b.sampled_oracle(2048, [n, k, kb, block](const Tensors& in, const std::string&, size_t e) {
     const auto &a = in.at("a"), &bw = in.at("b"), &xa = in.at("sa"), &xb = in.at("sb");
@@ -217,6 +220,15 @@ IRON_BENCH(iron_gemm_fp8, m8192_n8192_k8192_block, {f8e4m3, 1e-2}) { return fp8_
 // The mma.sync kernel at the same shape (wg 0), for the comparison.
 IRON_BENCH(iron_gemm_fp8, m8192_n8192_k8192_tensor_mma, {f8e4m3, 1e-2}) {
   return fp8_bench(dt, 8192, 8192, 8192, false, 0);
+}
+// The cp.async warpgroup kernel (tma 0) against the tensor-map ones, and 4096^3.
+IRON_BENCH(iron_gemm_fp8, m8192_n8192_k8192_tensor_wg, {f8e4m3, 1e-2}) {
+  return fp8_bench(dt, 8192, 8192, 8192, false, -1, 0);
+}
+IRON_BENCH(iron_gemm_fp8, m8192_n8192_k8192_block_wg, {f8e4m3, 1e-2}) { return fp8_bench(dt, 8192, 8192, 8192, true, -1, 0); }
+IRON_BENCH(iron_gemm_fp8, m4096_n4096_k4096_tensor, {f8e4m3, 1e-2}) { return fp8_bench(dt, 4096, 4096, 4096, false); }
+IRON_BENCH(iron_gemm_fp8, m4096_n4096_k4096_tensor_wg, {f8e4m3, 1e-2}) {
+  return fp8_bench(dt, 4096, 4096, 4096, false, -1, 0);
 }
 
 }  // namespace iron::kernels::gemm_fp8
