@@ -26,6 +26,10 @@
 // 1024-byte aligned array (A's stages, then B's): under Swizzle{3, 4, 3} a row of 128 fp8 bytes
 // is wgmma's 128-byte mode, so two warpgroups of 64 rows issue 4 wgmma m64n128k32 per step
 // straight from the stages (docs/gemm.md "FP8", "The warpgroup kernel").
+// The warp-specialized kernels iron_gemm_fp8_128x{256,128}x128_wg_ws_s4_<AB>_bf16 bring the same
+// rows by tensor-map copies (one thread of a copying warpgroup, per-stage full / empty mbarriers:
+// ws_loop.hpp) to two multiplying warpgroups; block scales on the 128x128 one only (docs/gemm.md
+// "The warp-specialized tensor-map kernels (fp8)").
 #include "gemm_fp8.hpp"
 #include "ws_loop.hpp"
 
