@@ -24,6 +24,7 @@ TOLERANCE = 1e-2          # normwise: max |out - ref| / max |ref| (bf16 output: 
 SHAPES = [
     ("m8192_n8192_k8192_tensor", 8192, 8192, 8192, "tensor"),
     ("m8192_n8192_k8192_rowwise", 8192, 8192, 8192, "rowwise"),
+    ("m4096_n4096_k4096_tensor", 4096, 4096, 4096, "tensor"),
 ]
 
 

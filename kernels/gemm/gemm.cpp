@@ -51,6 +51,7 @@
 // gemm_for (gemm_select.cpp) plans both.
 #include "gemm.hpp"
 #include "epilogue.hpp"
+#include "ws_loop.hpp"
 
 #include <iron/iron.hpp>
 
@@ -367,35 +368,19 @@ void gemm_kernel(const Config& cfg, bool swiglu, const KernelVariant& var, bool 
       // refills stage s from round r >= 1 (parity (r - 1) % 2); warpgroups 1 and 2 wait on
       // full[s] (parity r % 2), issue the stage's products, and once wg_wait(1) has retired the
       // previous step's products hand that step's stage back. No block barrier in the K loop.
-      TgBuffer full_bar = mbarrier_alloc("full", stages);
-      TgBuffer empty_bar = mbarrier_alloc("empty", stages);
-      if_(local_id(0) == 0u, [&] {
-        for (uint32_t s = 0; s < stages; ++s) {
-          mbar_init(full_bar[s], 1u);
-          mbar_init(empty_bar[s], 8u);
-        }
-      });
-      barrier();
-      if_(simd_group_id() < 4u, [&] {
-        if_(local_id(0) == 0u, [&] {
-          for_(0u, steps, [&](Expr step) {
-            Expr stage = step % stages;
-            if_(step >= stages, [&] { mbar_wait(empty_bar[stage], (step / stages + 1u) % 2u); });
-            tma_load(full_bar, step, stage);
-          });
-        });
-      }).else_([&] {
-        for_(0u, steps, [&](Expr step) {
-          Expr stage = step % stages;
-          mbar_wait(full_bar[stage], (step / stages) % 2u);
-          issue_stage(stage);
-          wg_wait(1);
-          // (Lane groups past the 12th, in a larger threadgroup, repeat rows and do not arrive.)
-          if_(step >= 1u && lane_id() == 0u && active, [&] { mbar_arrive(empty_bar[(step + stages - 1u) % stages]); });
-        });
-        wg_wait(0);
-      });
-      barrier();
+      WsLoop loop;
+      loop.stages = stages;
+      loop.steps = steps;
+      loop.full_arrivals = 1u;
+      loop.empty_arrivals = 8u;
+      loop.producer = [] { return local_id(0) == 0u; };
+      loop.consumer = active;
+      loop.produce = tma_load;
+      loop.consume = [&](Expr, Expr stage) {
+        issue_stage(stage);
+        wg_wait(1);
+      };
+      ws_loop(loop);
     } else if (tma) {
       // Tensor-map copies: thread 0 issues stage s's boxes (A: BK x BM at column kb, row row0; B:
       // BK x BN at column kb, row col0; zeros past m, n, k), expecting their bytes on full[s];

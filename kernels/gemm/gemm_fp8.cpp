@@ -26,11 +26,17 @@
 // 1024-byte aligned array (A's stages, then B's): under Swizzle{3, 4, 3} a row of 128 fp8 bytes
 // is wgmma's 128-byte mode, so two warpgroups of 64 rows issue 4 wgmma m64n128k32 per step
 // straight from the stages (docs/gemm.md "FP8", "The warpgroup kernel").
+// The warp-specialized kernels iron_gemm_fp8_128x{256,128}x128_wg_ws_s4_<AB>_bf16 bring the same
+// rows by tensor-map copies (one thread of a copying warpgroup, per-stage full / empty mbarriers:
+// ws_loop.hpp) to two multiplying warpgroups; block scales on the 128x128 one only (docs/gemm.md
+// "The warp-specialized tensor-map kernels (fp8)").
 #include "gemm_fp8.hpp"
+#include "ws_loop.hpp"
 
 #include <iron/iron.hpp>
 
 #include <algorithm>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -46,21 +52,27 @@ constexpr uint32_t kBK = kBlockK;  // K elements (bytes) per staged step: one sc
 constexpr Swizzle kSwizzle{3, 4, 3};
 constexpr uint32_t kGroupRows = 16;  // grouped rasterization (as iron_gemm)
 
-// wg: the warpgroup body (wgmma; wm x wn = 16 x bn, one lane group per 16 rows).
+// wg: the warpgroup body (wgmma; wm x wn = 16 x bn, one lane group per 16 rows). ws (with wg):
+// its warp-specialized form on tensor maps (a copying warpgroup before the two multiplying ones).
 struct Config {
   uint32_t bm, bn, wm, wn, stages;
   bool wg = false;
+  bool ws = false;
+  // Lane groups that multiply (the warp-specialized kernel launches a copying warpgroup more).
   uint32_t warps() const { return (bm / wm) * (bn / wn); }
   std::string name() const {
     return std::to_string(bm) + "x" + std::to_string(bn) + "x" + std::to_string(kBK) +
-           (wg ? std::string("_wg") : "_w" + std::to_string(wm) + "x" + std::to_string(wn)) + "_s" + std::to_string(stages);
+           (wg ? std::string(ws ? "_wg_ws" : "_wg") : "_w" + std::to_string(wm) + "x" + std::to_string(wn)) + "_s" +
+           std::to_string(stages);
   }
   // Staging for `stages` K steps of A and B, the block scales' rows, each array 16-byte aligned
-  // (the warpgroup body: A's and B's stages in one array, then the scales); the epilogue's
-  // scratch is an alias of B's stages (the warpgroup body: of the whole staging array).
+  // (the warpgroup body: A's and B's stages in one array, then the scales; ws: and two mbarriers
+  // per stage); the epilogue's scratch is an alias of B's stages (the warpgroup body: of the
+  // whole staging array).
   uint64_t threadgroup_bytes() const {
     auto up = [](uint64_t x) { return (x + 15) / 16 * 16; };
-    return up(uint64_t(stages) * bm * kBK) + up(uint64_t(stages) * bn * kBK) + up(uint64_t(stages) * bm * 4);
+    return up(uint64_t(stages) * bm * kBK) + up(uint64_t(stages) * bn * kBK) + up(uint64_t(stages) * bm * 4) +
+           (ws ? up(uint64_t(stages) * 16) : 0);
   }
 };
 // 128 x 128 with 8 lane groups of 64 x 32 (large products), 32 x 32 with 2 of 32 x 16 (small
@@ -72,6 +84,12 @@ constexpr Config kSmall{32, 32, 32, 16, 2};
 // The warpgroup body (CUDA sm_90a: wgmma m64n128k32 e4m3 / e5m2): 128 x 128, two warpgroups of 64
 // rows, 3 stages of 32 KiB (A 128 rows and B 128 rows of 128 bytes).
 constexpr Config kWg{128, 128, 16, 128, 3, true};
+// The warp-specialized kernels on tensor maps (CUDA sm_90a): 128 x 256 (two warpgroups of 64 x
+// 256, 4 wgmma m64n256k32 per step; 4 stages of 48 KiB), per-tensor scales only; 128 x 128 (4
+// stages of 32 KiB, as the bf16 tensor-map kernels), per-tensor or block scales. 384 threads:
+// warpgroup 0 copies.
+constexpr Config kWsWide{128, 256, 16, 256, 4, true, true};
+constexpr Config kWs{128, 128, 16, 128, 4, true, true};
 
 // `defect` is Defect::None for every registered kernel; the others are the known-bad versions the
 // mutation test builds (gemm_fp8.hpp).
@@ -103,6 +121,14 @@ void fp8_kernel(const Config& cfg, const KernelVariant& var, Defect defect) {
   Buffer sa = input("sa", f32, {sa_len});
   Buffer sb = input("sb", f32, {sb_len});
   Buffer c = output("c", out_t, {m, n});
+  // The warp-specialized kernels read A and B only through these (A as [m, k], B as [n, k], K
+  // innermost; boxes of 128 K bytes by BM and BN rows under the 128-byte swizzle, zeros outside
+  // the tensors); a and b stay declared so a call binds the same buffers to every kernel.
+  Buffer a_map(0, ab), b_map(0, ab);
+  if (cfg.ws) {
+    a_map = tensor_map("a_map");
+    b_map = tensor_map("b_map");
+  }
 
   TileShape tile = coop_tile_setup(16, 16, 32, ab);
   // The warpgroup body stages A and B in one array (B's stages after A's), 1024-byte aligned for
@@ -149,23 +175,31 @@ void fp8_kernel(const Config& cfg, const KernelVariant& var, Defect defect) {
   };
   // K step `step` into stage `stage`: A's and B's blocks, and in block mode the rows' scales for
   // this K block; then the thread's copies are committed.
+  // The block scales of K step `step` into stage `stage` of ss: row r's sa[row0 + r, step] times
+  // the block's sb (0 past m). By every thread (the cp.async kernels) or by the copying
+  // warpgroup's (the warp-specialized kernels, `copier`).
+  auto stage_scales = [&](Expr step, Expr stage, bool copier) {
+    auto row = [&](Expr r) {
+      Expr gi = row0 + r;
+      Expr ok = gi < m;
+      Expr ka = step, kbb = step, cb = col0 / 128u;
+      if (defect == Defect::ScaleKBlock) ka = min(step + 1u, kb - 1u);       // A's scale of the next K block
+      if (defect == Defect::KBlockBoundary) ka = kbb = step / 2u;            // 256-deep scale blocks
+      if (defect == Defect::ScaleBColumn) cb = col0 * 0u;                   // B's first column block always
+      Expr sa_at = select(ok, gi * kb + ka, 0u);
+      Expr s = Operand(sa[sa_at]).value * Operand(sb[cb * kb + kbb]).value;
+      ss[stage * BM + r] = select(ok, s, 0.0f);
+    };
+    if (copier)
+      for_(local_id(0), BM, lane_width() * 4u, row);
+    else
+      for_(local_id(0), BM, group_size(0), row);
+  };
   auto stage_step = [&](Expr step, Expr stage) {
     Expr k0 = step * kBK;
     stage_rows(a, as, stage * A_STAGE, BM, row0, m, k0, lda);
     stage_rows(b, bs, B_BASE + stage * B_STAGE, BN, col0, n, k0, ldb);
-    if_(block == 1u, [&] {
-      for_(local_id(0), BM, group_size(0), [&](Expr r) {
-        Expr gi = row0 + r;
-        Expr ok = gi < m;
-        Expr ka = step, kbb = step, cb = col0 / 128u;
-        if (defect == Defect::ScaleKBlock) ka = min(step + 1u, kb - 1u);       // A's scale of the next K block
-        if (defect == Defect::KBlockBoundary) ka = kbb = step / 2u;            // 256-deep scale blocks
-        if (defect == Defect::ScaleBColumn) cb = col0 * 0u;                   // B's first column block always
-        Expr sa_at = select(ok, gi * kb + ka, 0u);
-        Expr s = Operand(sa[sa_at]).value * Operand(sb[cb * kb + kbb]).value;
-        ss[stage * BM + r] = select(ok, s, 0.0f);
-      });
-    });
+    if_(block == 1u, [&] { stage_scales(step, stage, false); });
     async_commit();
   };
 
@@ -177,25 +211,14 @@ void fp8_kernel(const Config& cfg, const KernelVariant& var, Defect defect) {
     // waits (ptxas serializes wgmma issued or waited on a divergent path; `block` is specialized).
     const Swizzle sw = defect == Defect::WgSwizzle64 ? Swizzle{2, 4, 3} : kSwizzle;
     const uint32_t kstep = defect == Defect::WgKStep16 ? 16 : 32;
-    Expr w = simd_group_id();
-    Expr half = (w / 4u) % 2u;
+    // The warp-specialized kernels' multiplying lane groups are 4..11 (warpgroup 0 copies).
+    const bool ws = cfg.ws;
+    Expr w = ws ? simd_group_id() - 4u : simd_group_id();
+    Expr half = ws ? (simd_group_id() / 4u + 1u) % 2u : (w / 4u) % 2u;
     FragVar acc(coop_tile_wg_fill(BN, 0.0f, ab));
-    // The copies run S - 1 steps ahead; each step's products are retired (wg_wait(0)) before the
-    // barrier that lets the next copy overwrite their stage. Within a step the products are
-    // issued first and the next step's copies after them, so the tensor cores work while the
-    // threads issue the copies (the copies write the stage of step - 1, whose products the
-    // wg_wait(0) at the top of this step retired, and the scales of another stage).
-    const uint32_t ahead = S - 1;
-    for (uint32_t st = 0; st < ahead; ++st) {
-      Expr at = steps * 0u + st;
-      if_(at < steps, [&] { stage_step(at, at); }).else_([&] { async_commit(); });
-    }
-    for_(0u, steps, [&](Expr step) {
-      wg_wait(0);
-      async_wait(ahead - 1);
-      fence_proxy_async();
-      barrier();
-      Expr stage = step % S;
+    // One step's products from stage `stage`: 4 wgmma of k 32, into a fresh accumulator `part`
+    // (block scales) or the main one (per-tensor), fenced and committed; then `then(part)`.
+    auto products = [&](Expr stage, const std::function<void(FragVar&)>& then) {
       Expr a0 = stage * A_STAGE + half * (64u * kBK), b0 = B_BASE + stage * B_STAGE;
       auto issue = [&](Frag into) {
         for (uint32_t ks = 0; ks < kBK / 32; ++ks) into = coop_tile_wg_issue(as, a0 + ks * kstep, bs, b0 + ks * kstep, into, sw);
@@ -206,24 +229,81 @@ void fp8_kernel(const Config& cfg, const KernelVariant& var, Defect defect) {
       wg_fence();
       if_(block == 1u, [&] { part.set(issue(part.get())); }).else_([&] { acc.set(issue(acc.get())); });
       wg_commit();
-      Expr next = step + ahead;
-      if_(next < steps, [&] { stage_step(next, next % S); }).else_([&] { async_commit(); });
-      // Block scales: the product waited, then promoted into the main accumulator with its rows'
-      // scales (ss: this stage's BM row scales; lane group w holds rows 16w .. 16w + 15).
-      if_(block == 1u, [&] {
+      then(part);
+    };
+    // Block scales: the product waited, then promoted into the main accumulator with its rows'
+    // scales (ss: this stage's BM row scales; lane group w holds rows 16w .. 16w + 15).
+    auto promote = [&](Expr stage, FragVar& part) {
+      return if_(block == 1u, [&] {
         if (defect != Defect::WgNoWait) wg_wait(0);
         // (Lane groups past the 8th, in a larger threadgroup, repeat the rows of lane group w % 8.)
         acc.set(coop_tile_scale_add(ss, stage * BM + (w % 8u) * 16u, part.get(), acc.get()));
       });
-    });
-    wg_wait(0);
-    async_wait(0);
-    barrier();
+    };
+    Expr stores;  // the lane groups whose accumulators the epilogue stores (ws; else w < 8)
+    if (ws) {
+      // Warp-specialized (docs/gemm.md "FP8", "The warp-specialized kernels"): warpgroup 0's
+      // thread 0 issues each stage's two boxes on full[s] (A: 128 K bytes x BM rows at column
+      // 128 step, row row0; B: 128 x BN at row col0; zeros past m, n and k) once empty[s] has
+      // handed it back; with block scales all of warpgroup 0 waits too and writes the stage's BM
+      // row scales (sa times the block's sb) into ss before arriving on full[s], so a consumer's
+      // wait on full[s] covers the scales as well as the boxes. Warpgroups 1 and 2 wait on
+      // full[s], issue the step's products and retire the previous step's (wg_wait(1);
+      // block scales: wg_wait(0) and the promotion) before its stage goes back.
+      Expr active = simd_group_id() >= 4u && simd_group_id() < 12u;
+      stores = active;
+      gemm::WsLoop loop;
+      loop.stages = S;
+      loop.steps = steps;
+      // Block scales: every thread of warpgroup 0 arrives (thread 0 with the boxes' bytes).
+      loop.full_arrivals = select(block == 1u, lane_width() * 4u, 1u);
+      loop.empty_arrivals = 8u;
+      loop.producer = [&] { return local_id(0) == 0u || block == 1u; };
+      loop.consumer = active;
+      loop.produce = [&](const TgBuffer& full, Expr step, Expr stage) {
+        if_(block == 1u, [&] { stage_scales(step, stage, true); });
+        if_(local_id(0) == 0u, [&] {
+          mbar_arrive_tx(full[stage], A_STAGE + B_STAGE);  // bytes: fp8 elements
+          tma_load_2d(a_map, as[stage * A_STAGE], step * kBK, row0, full[stage]);
+          tma_load_2d(b_map, bs[B_BASE + stage * B_STAGE], step * kBK, col0, full[stage]);
+        }).else_([&] { mbar_arrive(full[stage]); });  // (block scales only: the others stay out of the loop)
+      };
+      loop.consume = [&](Expr, Expr stage) {
+        products(stage, [&](FragVar& part) { promote(stage, part).else_([&] { wg_wait(1); }); });
+      };
+      gemm::ws_loop(loop);
+    } else {
+      // The copies run S - 1 steps ahead; each step's products are retired (wg_wait(0)) before the
+      // barrier that lets the next copy overwrite their stage. Within a step the products are
+      // issued first and the next step's copies after them, so the tensor cores work while the
+      // threads issue the copies (the copies write the stage of step - 1, whose products the
+      // wg_wait(0) at the top of this step retired, and the scales of another stage).
+      const uint32_t ahead = S - 1;
+      for (uint32_t st = 0; st < ahead; ++st) {
+        Expr at = steps * 0u + st;
+        if_(at < steps, [&] { stage_step(at, at); }).else_([&] { async_commit(); });
+      }
+      for_(0u, steps, [&](Expr step) {
+        wg_wait(0);
+        async_wait(ahead - 1);
+        fence_proxy_async();
+        barrier();
+        Expr stage = step % S;
+        products(stage, [&](FragVar& part) {
+          Expr next = step + ahead;
+          if_(next < steps, [&] { stage_step(next, next % S); }).else_([&] { async_commit(); });
+          promote(stage, part);
+        });
+      });
+      wg_wait(0);
+      async_wait(0);
+      barrier();
+    }
     // Epilogue: the block through the scratch (row-major BM x BN f32), then every thread takes
     // elements in order (consecutive threads along a row of C); per-tensor scaling multiplies by
     // sa[0] * sb[0] (rounded to f32 once), then one rounding to OUT.
     Expr scale = select(block == 1u, 1.0f, Operand(sa[0u]).value * Operand(sb[0u]).value);
-    if_(w < 8u, [&] { coop_tile_store(acc.get(), cs, w * (16u * BN), BN); });  // further lane groups store nothing
+    if_(ws ? stores : w < 8u, [&] { coop_tile_store(acc.get(), cs, w * (16u * BN), BN); });  // further lane groups store nothing
     barrier();
     for_(local_id(0), BM * BN, group_size(0), [&](Expr e) {
       Expr gi = row0 + e / BN;
@@ -325,10 +405,13 @@ void fp8_kernel(const Config& cfg, const KernelVariant& var, Defect defect) {
 
 void gemm_fp8_small_kernel(const KernelVariant& v, Defect defect) { fp8_kernel(kSmall, v, defect); }
 void gemm_fp8_wg_kernel(const KernelVariant& v, Defect defect) { fp8_kernel(kWg, v, defect); }
+void gemm_fp8_ws_kernel(const KernelVariant& v, bool wide, Defect defect) { fp8_kernel(wide ? kWsWide : kWs, v, defect); }
 
 static void gemm_fp8_large(const KernelVariant& v) { fp8_kernel(kLarge, v, Defect::None); }
 static void gemm_fp8_small(const KernelVariant& v) { fp8_kernel(kSmall, v, Defect::None); }
 static void gemm_fp8_wg(const KernelVariant& v) { fp8_kernel(kWg, v, Defect::None); }
+static void gemm_fp8_ws_wide(const KernelVariant& v) { fp8_kernel(kWsWide, v, Defect::None); }
+static void gemm_fp8_ws(const KernelVariant& v) { fp8_kernel(kWs, v, Defect::None); }
 
 #define IRON_GEMM_FP8_AB ::iron::type_axis("AB", {::iron::DType::F8E4M3, ::iron::DType::F8E5M2})
 #define IRON_GEMM_FP8_OUT ::iron::type_axis("OUT", {::iron::DType::F32, ::iron::DType::BF16})
@@ -340,6 +423,13 @@ IRON_KERNEL_VARIANTS(iron_gemm_fp8_32x32x128_w32x16_s2, gemm_fp8_small, Reductio
 // The warpgroup kernel (gemm_fp8_for routes CUDA sm_90a to it).
 IRON_KERNEL_VARIANTS(iron_gemm_fp8_128x128x128_wg_s3, gemm_fp8_wg, Reduction, (), "{AB}_{OUT}", IRON_GEMM_FP8_AB,
                      IRON_GEMM_FP8_OUT);
+// The warp-specialized kernels on tensor maps (gemm_fp8_for routes CUDA sm_90a calls with C in
+// bf16 to them): 128x256 per-tensor, 128x128 per-tensor (fewer blocks than compute units) and
+// block scales. C in bf16 only; an f32 C keeps the kernel above.
+IRON_KERNEL_VARIANTS(iron_gemm_fp8_128x256x128_wg_ws_s4, gemm_fp8_ws_wide, Reduction, (), "{AB}_{OUT}", IRON_GEMM_FP8_AB,
+                     ::iron::type_axis("OUT", {::iron::DType::BF16}));
+IRON_KERNEL_VARIANTS(iron_gemm_fp8_128x128x128_wg_ws_s4, gemm_fp8_ws, Reduction, (), "{AB}_{OUT}", IRON_GEMM_FP8_AB,
+                     ::iron::type_axis("OUT", {::iron::DType::BF16}));
 
 namespace {
 uint64_t ceil_div(uint64_t a, uint64_t b) { return (a + b - 1) / b; }
@@ -356,6 +446,12 @@ std::string num(int64_t v) { return std::to_string(v); }
 //   wg              optional: 1 the warpgroup kernel (wgmma on CUDA sm_90a; composed from
 //                   mma.sync elsewhere on CUDA and on the interpreter), 0 the mma.sync kernels;
 //                   by default the warpgroup kernel where the 128x128 tile is chosen on CUDA sm_90a
+//   tma             optional: the warpgroup kernel's operands by tensor-map copies, warp-specialized
+//                   (C in bf16): 0 off (the cp.async warpgroup kernel), 1 the 128x128 kernel, 2 the
+//                   128x256 kernel (per-tensor scales only); asking implies wg 1. By default on CUDA
+//                   sm_90a where the warpgroup kernel is taken with C in bf16: block scales 1,
+//                   per-tensor 2 when the 128x256 blocks fill every compute unit, else 1
+//   ws              optional, with tma: 1 (the tensor-map kernels are warp-specialized); 0 is refused
 // with the call's dtype the fp8 format of A and B (f8e4m3 or f8e5m2) and buffers a, b (that
 // format), sa, sb (f32) and c (out).
 static LaunchPlan gemm_fp8_for(const Call& call, const DeviceInfo& dev) {
@@ -409,6 +505,11 @@ static LaunchPlan gemm_fp8_for(const Call& call, const DeviceInfo& dev) {
   // wgmma m64n128k32 per step and warpgroup instead of 8 lane groups' mma.sync).
   int64_t wg_ask = call.size_or("wg", -1);
   if (wg_ask > 1) throw Error("wg = " + num(wg_ask) + " is out of range (0 the mma.sync kernels, 1 the warpgroup kernel)");
+  const int64_t tma_ask = call.size_or("tma", -1);
+  if (tma_ask > 2)
+    throw Error("tma = " + num(tma_ask) + " is out of range (0 the cp.async warpgroup kernel, 1 the 128x128 tensor-map kernel, "
+                "2 the 128x256 one)");
+  if (tma_ask >= 1 && wg_ask == -1) wg_ask = 1;  // a tensor-map kernel is a warpgroup kernel
   const bool wg_backend = dev.backend == Backend::Cuda || dev.backend == Backend::Interp;
   const bool sm90a = dev.backend == Backend::Cuda && dev.arch == "sm_90a";
   const bool fits = kWg.threadgroup_bytes() <= shared;
@@ -420,11 +521,49 @@ static LaunchPlan gemm_fp8_for(const Call& call, const DeviceInfo& dev) {
     cfg = kWg;
     why += "; the warpgroup kernel (wgmma m64n128k32 on sm_90a)";
   }
+  // The warp-specialized kernels on tensor maps (iron_gemm_fp8_128x{128,256}x128_wg_ws_s<S>_<AB>_bf16):
+  // where the warpgroup kernel is taken. Block scales take the 128x128 kernel: the 128x256
+  // block's columns span two of B's scale blocks, and a second 64 x 256 f32 accumulator per
+  // warpgroup does not fit the registers.
+  int64_t tma = 0;
+  const int64_t ws_ask = call.size_or("ws", -1);
+  if (ws_ask > 1) throw Error("ws = " + num(ws_ask) + " is out of range (1 the warp-specialized tensor-map kernels)");
+  const uint64_t wide_blocks = ceil_div(uint64_t(m), 128) * ceil_div(uint64_t(n), 256);
+  if (tma_ask >= 1) {
+    if (cfg.wg) {
+      tma = tma_ask;
+    } else if (!wg_backend) {
+      why += "; tma " + num(tma_ask) + " but no warpgroup kernel";
+    } else {
+      throw Error("tma = " + num(tma_ask) + " needs the warpgroup kernel; this call has " +
+                  (wg_ask == 0 ? std::string("wg 0") : tl >= 0 ? std::string("a tile asked for") : std::string("too little threadgroup memory")));
+    }
+  } else if (tma_ask == -1 && sm90a && cfg.wg && out == DType::BF16 && ws_ask != 0 &&
+             std::max(kWs.threadgroup_bytes(), kWsWide.threadgroup_bytes()) <= shared) {
+    tma = block ? 1 : wide_blocks >= std::max(1u, dev.compute_units) ? 2 : 1;
+  }
+  if (tma != 0) {
+    if (out != DType::BF16)
+      throw Error("tma = " + num(tma) + ": the tensor-map kernels write C in bf16 (out 0); this call has out " + num(out_code) +
+                  " (tma 0 keeps the cp.async warpgroup kernel)");
+    if (tma == 2 && block)
+      throw Error("tma = 2 with block scales: the 128x256 kernel is per-tensor only (its columns span two of B's 128 x 128 "
+                  "scale blocks); block scales take tma 1");
+    if (ws_ask == 0)
+      throw Error("ws = 0 with tma " + num(tma) + ": the fp8 tensor-map kernels are warp-specialized only (tma 0 keeps the "
+                  "cp.async warpgroup kernel)");
+    cfg = tma == 2 ? kWsWide : kWs;
+    why += std::string("; tensor-map copies, warp-specialized (a copying warpgroup, 384 threads), ") +
+           (tma == 2 ? "128x256 (wgmma m64n256k32 on sm_90a)" : "128x128 (wgmma m64n128k32 on sm_90a)");
+  } else if (ws_ask == 1 && wg_backend) {
+    throw Error("ws = 1 needs a tensor-map kernel (tma 1 or 2); this call has tma 0");
+  }
   if (cfg.threadgroup_bytes() > shared)
     throw Error("the " + cfg.name() + " tile needs " + num(int64_t(cfg.threadgroup_bytes())) +
                 " B of threadgroup memory; device " + dev.name + " has " + num(int64_t(shared)));
   const uint32_t lanes = std::max(1u, dev.lane_width);
-  const uint32_t threads = cfg.warps() * lanes;  // the warpgroup kernel: 8 lane groups, two warpgroups
+  // The warpgroup kernel: 8 lane groups, two warpgroups; warp-specialized: a copying warpgroup more.
+  const uint32_t threads = (cfg.warps() + (cfg.ws ? 4 : 0)) * lanes;
   if (threads > dev.max_threads_per_group)
     throw Error("the " + cfg.name() + " tile needs " + num(threads) + " threads per threadgroup; device " + dev.name +
                 " allows " + num(dev.max_threads_per_group));
@@ -447,6 +586,11 @@ static LaunchPlan gemm_fp8_for(const Call& call, const DeviceInfo& dev) {
                    {"kb", uint32_t(kblocks)},
                    {"block", uint32_t(block ? 1 : 0)}},
                   {}};
+  // The tensor maps: A as [m, k] and B as [n, k], K innermost (1-byte elements, row strides lda
+  // and ldb bytes), boxes of 128 K bytes (one 128-byte swizzle span) by the block's rows.
+  if (cfg.ws)
+    step.maps = {{"a_map", "a", {uint64_t(k), uint64_t(m)}, {uint64_t(lda)}, {kBK, cfg.bm}, TensorMap::Swizzle::B128},
+                 {"b_map", "b", {uint64_t(k), uint64_t(n)}, {uint64_t(ldb)}, {kBK, cfg.bn}, TensorMap::Swizzle::B128}};
   plan.steps.push_back(step);
   plan.reason = why + (block ? "; block scales (1 x 128 for A, 128 x 128 for B), each K block promoted into the f32 "
                                "accumulator with its scales"

@@ -29,5 +29,8 @@ enum class Defect {
 void gemm_fp8_small_kernel(const KernelVariant& v, Defect defect);
 // The body of the warpgroup kernel (iron_gemm_fp8_128x128x128_wg_s3_<AB>_<OUT>) with `defect`.
 void gemm_fp8_wg_kernel(const KernelVariant& v, Defect defect);
+// The body of a warp-specialized kernel (wide: iron_gemm_fp8_128x256x128_wg_ws_s4_<AB>_bf16, else
+// iron_gemm_fp8_128x128x128_wg_ws_s4_<AB>_bf16) with `defect`.
+void gemm_fp8_ws_kernel(const KernelVariant& v, bool wide, Defect defect);
 
 }  // namespace iron::kernels::gemm_fp8

@@ -85,6 +85,7 @@ struct Fp8Shape {
   uint32_t lda = 0, ldb = 0;  // 0: k
   int tile = -1;    // -1: the selector's choice
   int wg = 0;       // 1: the warpgroup kernel, 0: the mma.sync kernels
+  int tma = -1;     // with wg 1: 1 or 2 the warp-specialized tensor-map kernels (-1: not asked)
 };
 
 TestSetup fp8_case(DType dt, const Fp8Shape& s) {
@@ -109,6 +110,7 @@ TestSetup fp8_case(DType dt, const Fp8Shape& s) {
   Constexprs call{{"m", s.m}, {"n", s.n}, {"k", s.k}, {"lda", lda}, {"ldb", ldb}, {"scale", s.block ? 1 : 0}, {"out", s.out}};
   if (s.tile >= 0) call.emplace("tile", s.tile);
   call.emplace("wg", s.wg);
+  if (s.tma >= 0) call.emplace("tma", s.tma);
   TestSetup t(dt);
   t.in("a", A).in("b", B).in("sa", sa).in("sb", sb).out("c", size_t(s.m) * s.n);
   t.call(call);
@@ -167,12 +169,28 @@ IRON_TEST_KERNEL(iron_gemm_fp8, wg_tensor_m40_n72_k96, {f8e5m2}) { return fp8_ca
 IRON_TEST_KERNEL(iron_gemm_fp8, wg_block_m70_n150_k256, {f8e4m3}) {
   return fp8_case(dt, {70, 150, 256, true, 0, 0, 0, -1, 1});
 }
+// The warp-specialized tensor-map kernels (wg 1 with tma 2 or 1; their K loop is the warpgroup
+// kernel's products, so they take its bound), with M, N and K tails (zeros from the copy engine):
+// 128x256 per-tensor with strides past k (e4m3); 128x128 per-tensor with 5 K steps through the 4
+// stages (the copier waits on `empty` before refilling; e5m2); 128x128 block scales over two
+// column blocks of B and two K blocks. One or two threadgroups each.
+IRON_TEST_KERNEL(iron_gemm_fp8, wg_ws_wide_m70_n200_k200_strided, {f8e4m3}) {
+  return fp8_case(dt, {70, 200, 200, false, 0, 208, 224, -1, 1, 2});
+}
+IRON_TEST_KERNEL(iron_gemm_fp8, wg_ws_tensor_m100_n72_k520, {f8e5m2}) {
+  return fp8_case(dt, {100, 72, 520, false, 0, 528, 528, -1, 1, 1});
+}
+IRON_TEST_KERNEL(iron_gemm_fp8, wg_ws_block_m70_n150_k256, {f8e4m3}) {
+  return fp8_case(dt, {70, 150, 256, true, 0, 0, 0, -1, 1, 1});
+}
 
 // The production shape, 8192^3 (per-tensor and block scales, bf16 out), checked on a sample of
 // outputs against the f64 definition before timing. Inputs: fp8 values of uniform(-1, 1)
 // rounded to the format, scales near 1: sums of 8192 terms measured against sqrt(k).
-// wg: the call's `wg` (-1: the selector's choice, the warpgroup kernel on sm_90a; 0: mma.sync).
-static BenchSetup fp8_bench(DType dt, uint32_t m, uint32_t n, uint32_t k, bool block, int wg = -1) {
+// wg: the call's `wg` (-1: the selector's choice, the warpgroup kernel on sm_90a; 0: mma.sync);
+// tma: the call's `tma` (-1: the selector's choice, the warp-specialized tensor-map kernels on
+// sm_90a; 0: the cp.async warpgroup kernel).
+static BenchSetup fp8_bench(DType dt, uint32_t m, uint32_t n, uint32_t k, bool block, int wg = -1, int tma = -1) {
   const uint32_t kb = block ? k / kBlockK : 1, nb = (n + 127) / 128;
   std::vector<double> sa = block ? scales(size_t(m) * kb, 503) : std::vector<double>{0.8125};
   std::vector<double> sb = block ? scales(size_t(nb) * kb, 504) : std::vector<double>{1.375};
@@ -181,6 +199,7 @@ static BenchSetup fp8_bench(DType dt, uint32_t m, uint32_t n, uint32_t k, bool b
   b.in("sa", sa).in("sb", sb).out("c", size_t(m) * n);
   Constexprs call{{"m", m}, {"n", n}, {"k", k}, {"scale", block ? 1 : 0}, {"out", 0}};
   if (wg >= 0) call.emplace("wg", wg);
+  if (tma >= 0) call.emplace("tma", tma);
   b.call(call);
   b.sampled_oracle(2048, [n, k, kb, block](const Tensors& in, const std::string&, size_t e) {
     const auto &a = in.at("a"), &bw = in.at("b"), &xa = in.at("sa"), &xb = in.at("sb");
@@ -201,6 +220,15 @@ IRON_BENCH(iron_gemm_fp8, m8192_n8192_k8192_block, {f8e4m3, 1e-2}) { return fp8_
 // The mma.sync kernel at the same shape (wg 0), for the comparison.
 IRON_BENCH(iron_gemm_fp8, m8192_n8192_k8192_tensor_mma, {f8e4m3, 1e-2}) {
   return fp8_bench(dt, 8192, 8192, 8192, false, 0);
+}
+// The cp.async warpgroup kernel (tma 0) against the tensor-map ones, and 4096^3.
+IRON_BENCH(iron_gemm_fp8, m8192_n8192_k8192_tensor_wg, {f8e4m3, 1e-2}) {
+  return fp8_bench(dt, 8192, 8192, 8192, false, -1, 0);
+}
+IRON_BENCH(iron_gemm_fp8, m8192_n8192_k8192_block_wg, {f8e4m3, 1e-2}) { return fp8_bench(dt, 8192, 8192, 8192, true, -1, 0); }
+IRON_BENCH(iron_gemm_fp8, m4096_n4096_k4096_tensor, {f8e4m3, 1e-2}) { return fp8_bench(dt, 4096, 4096, 4096, false); }
+IRON_BENCH(iron_gemm_fp8, m4096_n4096_k4096_tensor_wg, {f8e4m3, 1e-2}) {
+  return fp8_bench(dt, 4096, 4096, 4096, false, -1, 0);
 }
 
 }  // namespace iron::kernels::gemm_fp8

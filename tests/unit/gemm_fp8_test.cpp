@@ -4,6 +4,7 @@
 // CUDA it lowers to (fp8 ldmatrix, mma.sync m16n8k32 for e4m3 and e5m2; NVRTC for sm_90a).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cctype>
 #include <cstdlib>
 #include <filesystem>
@@ -103,7 +104,8 @@ TEST(GemmFp8Selector, TilesScalesAndOutputs) {
 TEST(GemmFp8Selector, Sm90aTakesTheWarpgroupKernel) {
   DeviceInfo d = h200();
   d.arch = "sm_90a";
-  LaunchPlan p = fp8(d, 8192, 8192, 8192);
+  // (tma 0: C in bf16 takes the tensor-map kernels below by default.)
+  LaunchPlan p = fp8(d, 8192, 8192, 8192, {{"tma", 0}});
   ASSERT_EQ(p.steps.size(), 1u);
   EXPECT_EQ(p.steps[0].kernel, "iron_gemm_fp8_128x128x128_wg_s3_f8e4m3_bf16");
   EXPECT_EQ(p.steps[0].grid.x, 64u);
@@ -134,6 +136,62 @@ TEST(GemmFp8Selector, Sm90aTakesTheWarpgroupKernel) {
   EXPECT_TRUE(has(p.reason, "wg 1 but a tile asked for")) << p.reason;
   const std::string e = error_of([&] { fp8(interp, 256, 256, 256, {{"wg", 2}}); });
   EXPECT_TRUE(has(e, "wg = 2 is out of range")) << e;
+}
+
+// The warp-specialized tensor-map kernels: by default on CUDA sm_90a with C in bf16, 128x256 for
+// per-tensor scales when its blocks fill every compute unit, else (and for block scales) 128x128;
+// `tma` 0 keeps the cp.async warpgroup kernel; the maps and the 384 threads; the refusals.
+TEST(GemmFp8Selector, Sm90aTakesTheWarpSpecializedTensorMapKernels) {
+  DeviceInfo d = h200();
+  d.arch = "sm_90a";
+  LaunchPlan p = fp8(d, 8192, 8192, 8192);
+  ASSERT_EQ(p.steps.size(), 1u);
+  EXPECT_EQ(p.steps[0].kernel, "iron_gemm_fp8_128x256x128_wg_ws_s4_f8e4m3_bf16");
+  EXPECT_EQ(p.steps[0].grid.x, 32u);
+  EXPECT_EQ(p.steps[0].grid.y, 64u);
+  EXPECT_EQ(p.steps[0].threadgroup.x, 384u);
+  EXPECT_TRUE(has(p.reason, "warp-specialized (a copying warpgroup, 384 threads), 128x256")) << p.reason;
+  ASSERT_EQ(p.steps[0].maps.size(), 2u);
+  EXPECT_EQ(p.steps[0].maps[0].param, "a_map");
+  EXPECT_EQ(p.steps[0].maps[0].buffer, "a");
+  EXPECT_EQ(p.steps[0].maps[0].dims, (std::vector<uint64_t>{8192, 8192}));
+  EXPECT_EQ(p.steps[0].maps[0].strides, (std::vector<uint64_t>{8192}));
+  EXPECT_EQ(p.steps[0].maps[0].box, (std::vector<uint32_t>{128, 128}));
+  EXPECT_EQ(p.steps[0].maps[1].box, (std::vector<uint32_t>{128, 256}));
+  EXPECT_EQ(p.steps[0].maps[1].swizzle, TensorMap::Swizzle::B128);
+  // Fewer 128x256 blocks than compute units (4096 x 2048: 32 x 8 = 256 >= 132; 1024^2: 32 < 132).
+  EXPECT_EQ(fp8(d, 1024, 1024, 4096).steps[0].kernel, "iron_gemm_fp8_128x128x128_wg_ws_s4_f8e4m3_bf16");
+  // Block scales: the 128x128 kernel whatever the grid.
+  p = fp8(d, 8192, 8192, 8192, {{"scale", 1}}, DType::F8E5M2);
+  EXPECT_EQ(p.steps[0].kernel, "iron_gemm_fp8_128x128x128_wg_ws_s4_f8e5m2_bf16");
+  EXPECT_EQ(p.steps[0].maps[1].box, (std::vector<uint32_t>{128, 128}));
+  // tma 0 keeps the cp.async warpgroup kernel; C in f32 keeps it by default.
+  EXPECT_EQ(fp8(d, 8192, 8192, 8192, {{"tma", 0}}).steps[0].kernel, "iron_gemm_fp8_128x128x128_wg_s3_f8e4m3_bf16");
+  EXPECT_TRUE(fp8(d, 8192, 8192, 8192, {{"tma", 0}}).steps[0].maps.empty());
+  EXPECT_EQ(fp8(d, 8192, 8192, 8192, {{"out", 1}}).steps[0].kernel, "iron_gemm_fp8_128x128x128_wg_s3_f8e4m3_f32");
+  // Asked for on the interpreter (tma implies wg 1); on Vulkan ignored and said.
+  DeviceInfo interp = h200();
+  interp.backend = Backend::Interp;
+  EXPECT_EQ(fp8(interp, 70, 200, 256, {{"tma", 2}}).steps[0].kernel, "iron_gemm_fp8_128x256x128_wg_ws_s4_f8e4m3_bf16");
+  EXPECT_EQ(fp8(interp, 70, 200, 256, {{"tma", 1}, {"ws", 1}}).steps[0].kernel, "iron_gemm_fp8_128x128x128_wg_ws_s4_f8e4m3_bf16");
+  DeviceInfo vk = h200();
+  vk.backend = Backend::Vulkan;
+  p = fp8(vk, 4096, 4096, 4096, {{"tma", 2}});
+  EXPECT_EQ(p.steps[0].kernel, "iron_gemm_fp8_128x128x128_w64x32_s3_f8e4m3_bf16");
+  EXPECT_TRUE(has(p.reason, "tma 2 but no warpgroup kernel")) << p.reason;
+  // Refusals, each naming what the call has.
+  std::string e = error_of([&] { fp8(d, 4096, 4096, 4096, {{"tma", 2}, {"scale", 1}}); });
+  EXPECT_TRUE(has(e, "tma = 2 with block scales") && has(e, "tma 1")) << e;
+  e = error_of([&] { fp8(d, 4096, 4096, 4096, {{"tma", 1}, {"out", 1}}); });
+  EXPECT_TRUE(has(e, "C in bf16") && has(e, "out 1")) << e;
+  e = error_of([&] { fp8(d, 4096, 4096, 4096, {{"tma", 1}, {"wg", 0}}); });
+  EXPECT_TRUE(has(e, "needs the warpgroup kernel") && has(e, "wg 0")) << e;
+  e = error_of([&] { fp8(d, 4096, 4096, 4096, {{"tma", 1}, {"ws", 0}}); });
+  EXPECT_TRUE(has(e, "warp-specialized only")) << e;
+  e = error_of([&] { fp8(d, 4096, 4096, 4096, {{"tma", 0}, {"ws", 1}}); });
+  EXPECT_TRUE(has(e, "ws = 1 needs a tensor-map kernel")) << e;
+  e = error_of([&] { fp8(d, 4096, 4096, 4096, {{"tma", 3}}); });
+  EXPECT_TRUE(has(e, "tma = 3 is out of range")) << e;
 }
 
 TEST(GemmFp8Selector, BadCallsAreLocatedErrors) {
@@ -245,6 +303,52 @@ TEST(GemmFp8Mutation, KnownBadWarpgroupKernelsAreCaught) {
     const mutate::Outcome o = mutate::run_mutant(*ctx, k, m, cases);
     EXPECT_EQ(o.status, mutate::Outcome::Status::Killed) << b.what << ": " << o.by;
   }
+}
+
+// Known-bad versions of the warp-specialized kernels (IR edits): every mbarrier arrival dropped
+// (in a per-tensor case the one that matters is the consumers' release on `empty`: the copier's
+// wait for a stage's second round never completes, a deadlock the interpreter names), every
+// mbar_wait dropped (products read a stage before its copies land, or a refill races the
+// products), and the products' swizzle one mode narrower than the copies' (a wrong answer). Each
+// must fail its case on the interpreter; the kernels pass.
+namespace {
+mutate::Mutant ws_without_every(const ir::Kernel& k, ir::Op op) {
+  mutate::Mutant m{"dropped", "", std::string("every ") + ir::mnemonic(op) + " removed", k, ""};
+  size_t n = 0;
+  for (ir::Block& b : m.kernel.blocks) {
+    const size_t before = b.insts.size();
+    b.insts.erase(std::remove_if(b.insts.begin(), b.insts.end(), [&](ir::Id id) { return m.kernel.insts[id].op == op; }),
+                  b.insts.end());
+    n += before - b.insts.size();
+  }
+  EXPECT_GE(n, 1u) << ir::mnemonic(op);
+  return m;
+}
+mutate::Mutant ws_product_swizzle_243(const ir::Kernel& k) {
+  mutate::Mutant m{"swizzle", "", "the products' swizzle 343 -> 243", k, ""};
+  for (ir::Inst& in : m.kernel.insts)
+    if (in.op == ir::Op::TileWgMma) in.set(ir::Attr::Swizzle, 243);
+  return m;
+}
+void expect_ws_mutants_killed(const char* kernel, const char* case_name) {
+  std::unique_ptr<Context> ctx = Context::create(Backend::Interp);
+  const ir::Kernel& k = kernel_ir(kernel);
+  std::vector<const TestDecl*> cases;
+  for (const TestDecl* t : registered_tests())
+    if (std::string(t->kernel) == "iron_gemm_fp8" && std::string(t->name) == case_name) cases.push_back(t);
+  ASSERT_EQ(cases.size(), 1u) << case_name;
+  const mutate::Outcome good = mutate::run_mutant(*ctx, k, mutate::Mutant{"none", "", "the kernel as registered", k, ""}, cases);
+  EXPECT_NE(good.status, mutate::Outcome::Status::Killed) << good.by;
+  for (const mutate::Mutant& m : {ws_without_every(k, ir::Op::MbarArrive), ws_without_every(k, ir::Op::MbarWait),
+                                  ws_product_swizzle_243(k)}) {
+    const mutate::Outcome o = mutate::run_mutant(*ctx, k, m, cases);
+    EXPECT_EQ(o.status, mutate::Outcome::Status::Killed) << kernel << ": " << m.detail << ": " << o.by;
+  }
+}
+}  // namespace
+
+TEST(GemmFp8Mutation, WarpSpecializedKernelKnownBadVariantsAreCaught) {
+  expect_ws_mutants_killed("iron_gemm_fp8_128x128x128_wg_ws_s4_f8e5m2_bf16", "wg_ws_tensor_m100_n72_k520");
 }
 
 // tile_scale_add in text IR: printed and parsed back the same; the verifier names a scales array
@@ -396,6 +500,51 @@ TEST(GemmFp8Codegen, TheWarpgroupKernelIsQgmmaOnSm90a) {
       EXPECT_FALSE(has(s, "HMMA")) << name << "\n" << s.substr(0, 6000);
     }
   if (!no_sass.empty()) GTEST_SKIP() << "NVRTC compiled the warpgroup fp8 kernels for sm_90a; the SASS check is skipped: " << no_sass;
+}
+
+// The warp-specialized kernels on sm_90a: tensor-map copies (cp.async.bulk.tensor) completing on
+// mbarriers and wgmma m64n256k32 / m64n128k32; NVRTC compiles them for sm_90a, and where
+// cuobjdump is the SASS holds UTMALDG and QGMMA.64x256x32 (QGMMA.64x128x32 for the 128x128
+// kernel's block scales) and no HMMA.
+TEST(GemmFp8Codegen, TheWarpSpecializedKernelsAreUtmaldgAndQgmmaOnSm90a) {
+  std::string no_sass;
+  struct Want {
+    const char* kernel;
+    uint32_t block;
+    const char* ptx;
+    const char* sass;
+  };
+  const Want wants[] = {{"iron_gemm_fp8_128x256x128_wg_ws_s4_f8e4m3_bf16", 0, "m64n256k32.f32.e4m3.e4m3", "QGMMA.64x256x32.F32.E4M3"},
+                        {"iron_gemm_fp8_128x128x128_wg_ws_s4_f8e4m3_bf16", 1, "m64n128k32.f32.e4m3.e4m3", "QGMMA.64x128x32.F32.E4M3"}};
+  for (const Want& want : wants) {
+    const ir::Kernel k = specialized(kernel_ir(want.kernel), want.block);
+    EXPECT_TRUE(ir::uses_warpgroup_ops(k));
+    codegen::Emitted e = codegen::emit(k, DType::F32, codegen::profile_for(codegen::Target::Cuda, "sm_90a"), {});
+    ASSERT_TRUE(e.ok()) << e.diags.render(k);
+    EXPECT_TRUE(has(e.source, std::string("wgmma.mma_async.sync.aligned.") + want.ptx)) << want.kernel;
+    EXPECT_TRUE(has(e.source, "cp.async.bulk.tensor.2d")) << want.kernel;
+    EXPECT_TRUE(has(e.source, "mbarrier")) << want.kernel;
+    EXPECT_FALSE(has(e.source, "cp.async.cg")) << want.kernel;
+    EXPECT_EQ(has(e.source, "iron_tile_scale_add("), want.block == 1) << want.kernel;
+    rt::NvrtcResult r;
+    try {
+      r = rt::nvrtc_compile(e.source, k.name, "sm_90a");
+    } catch (const Error& err) {
+      GTEST_SKIP() << err.what();
+    }
+    if (!r.ok && has(r.log, "libnvrtc")) GTEST_SKIP() << r.log;
+    ASSERT_TRUE(r.ok) << r.log.substr(0, 4000);
+    std::string why;
+    const std::string s = sass_of(r.cubin, why);
+    if (s.empty()) {
+      no_sass = why;
+      continue;
+    }
+    EXPECT_TRUE(has(s, "UTMALDG")) << want.kernel << "\n" << s.substr(0, 6000);
+    EXPECT_TRUE(has(s, want.sass)) << want.kernel << "\n" << s.substr(0, 6000);
+    EXPECT_FALSE(has(s, "HMMA")) << want.kernel << "\n" << s.substr(0, 6000);
+  }
+  if (!no_sass.empty()) GTEST_SKIP() << "NVRTC compiled the warp-specialized fp8 kernels for sm_90a; the SASS check is skipped: " << no_sass;
 }
 
 }  // namespace iron
