@@ -198,6 +198,26 @@ IRON_TEST_KERNEL(iron_gemm, decode_tiles_m10_n80_k512_ksplit8_rounds, {bf16}) {
 IRON_TEST_KERNEL(iron_gemm, decode_tiles_m9_n17_k128_ksplit4_residual, {bf16}) {
   return gemm_case(dt, {9, 17, 128, false, true, 0, 0, 0, 0, Epi::Residual, 1, 0, -1, 0, false, 4, 2});
 }
+// The warpgroup decode kernel (gemm_decode.cpp, iron_gemm_decode_wg_tma; tma 1: on CUDA and the
+// interpreter, the older decode bodies elsewhere): m = 1, 8 and 16 rows of A (the rest of the
+// activations' 16-row box zero-filled by the copy engine), n past the last 64-row box, k a
+// multiple of 8 but not of 64 (the last box's K tail zero-filled); the bias + SiLU epilogue
+// rounded to bf16, exact small integers over 10 K steps (the 8-stage ring wraps: every barrier's
+// parity flips), the residual.
+static Shape decode_wg_shape(uint32_t m, uint32_t n, uint32_t k, Epi epi, int out, bool ints) {
+  Shape s{m, n, k, false, true};
+  s.epi = epi, s.out = out, s.small_integers = ints, s.tma = 1;
+  return s;
+}
+IRON_TEST_KERNEL(iron_gemm, decode_wg_m1_n200_k1000_silu_bf16out, {bf16}) {
+  return gemm_case(dt, decode_wg_shape(1, 200, 1000, Epi::Silu, 3, false));
+}
+IRON_TEST_KERNEL(iron_gemm, decode_wg_m8_n72_k584_int, {bf16}) {
+  return gemm_case(dt, decode_wg_shape(8, 72, 584, Epi::None, 1, true));
+}
+IRON_TEST_KERNEL(iron_gemm, decode_wg_m16_n136_k200_residual, {bf16}) {
+  return gemm_case(dt, decode_wg_shape(16, 136, 200, Epi::Residual, 1, false));
+}
 // Every epilogue fused into one kernel (one split), at f32 and 16-bit outputs, both layouts.
 IRON_TEST_KERNEL(iron_gemm, epi_bias_fused, {f16}, {bf16}) {
   return gemm_case(dt, {40, 40, 100, false, false, 0, 0, 0, 0, Epi::Bias, 1, 1, -1, 0, false});
