@@ -164,16 +164,19 @@ static LaunchPlan gemm_for(const Call& call, const DeviceInfo& dev) {
     // threadgroup, W and A by tensor-map copies into 8 stages, wgmma m64n16k16 products. It needs
     // m <= 16, bf16 A and W, C in f32 or bf16, A and W from their buffers' first element (the
     // maps cover the whole buffers) and the stages' 80 KiB; the CUDA and interpreter backends. The
-    // default on CUDA sm_90a where it fits and the call names none of the older bodies' arguments
-    // (mma, ksplit, unroll); `tma` 0 keeps the older bodies, 1 asks for it (an error where it does
-    // not fit; ignored and said on a backend without warpgroup products).
+    // default on CUDA sm_90a where it fits, W has a box of 64 rows for every compute unit at least
+    // (one threadgroup streams one box row: fewer leave units idle, where the older bodies spread
+    // K over more lane groups; n = 96 has 2) and the call names none of the older bodies'
+    // arguments (mma, ksplit, unroll); `tma` 0 keeps the older bodies, 1 asks for it (an error
+    // where it does not fit; ignored and said on a backend without warpgroup products).
     const uint64_t wg_bytes = uint64_t(kDecodeWgStages) * (kDecodeWgRows + kDecodeBlock) * 64 * 2 +
                               uint64_t(kDecodeWgRows) * kDecodeBlock * 4 + 16 * kDecodeWgStages;
     const bool wg_backend = dev.backend == Backend::Cuda || dev.backend == Backend::Interp;
     const bool wg_fits = m <= 16 && t == DType::BF16 && (out == DType::F32 || out == DType::BF16) && a_off == 0 &&
                          b_off == 0 && wg_bytes <= shared_most;
-    bool wg_decode = wg_fits && dev.backend == Backend::Cuda && dev.arch == "sm_90a" && !call.has("mma") &&
-                     !call.has("ksplit") && !call.has("unroll");
+    bool wg_decode = wg_fits && dev.backend == Backend::Cuda && dev.arch == "sm_90a" &&
+                     ceil_div(uint64_t(n), kDecodeWgRows) >= units && !call.has("mma") && !call.has("ksplit") &&
+                     !call.has("unroll");
     std::string wg_decode_note;
     if (call.has("tma")) {
       const int64_t want = flag(call, "tma", 0, 1);
