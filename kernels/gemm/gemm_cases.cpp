@@ -392,8 +392,9 @@ static BenchSetup gemm_bench(DType dt, uint32_t m, uint32_t n, uint32_t k, bool 
   // on CUDA; the cublaslt_gemm rows time that path, and the _routed row the family's own route).
   Constexprs call{{"m", m}, {"n", n}, {"k", k}, {"b_trans", weight ? 1 : 0}, {"vendor", routed ? 1 : 0}};
   if (wg_stages) call.insert({{"wg", 1}, {"stages", wg_stages}, {"tile", 0}});  // the warpgroup kernel at that depth
-  if (tma >= 0) call.insert({"tma", tma});  // 0: its per-thread copies; 1, 2: the tensor-map tiles
-  if (tma >= 0) call.insert({"ws", ws ? 1 : 0});  // 1: the warp-specialized 128x256 kernel
+  // 0: the warpgroup kernel's per-thread copies (decode rows: the older bodies); 1, 2: the tensor-map tiles.
+  if (tma >= 0) call.insert({"tma", tma});
+  if (tma >= 0) call.insert({"ws", ws ? 1 : 0});  // 1: the warp-specialized 128x256 kernel (decode rows: not read)
   b.call(call);
   b.oracle([m, n, k, u, v](const Tensors& in, Tensors& out) {
     const auto& A = in.at("a");
@@ -419,6 +420,12 @@ IRON_BENCH(iron_gemm, m2_n14336_k4096, {bf16, 1e-2}) { return gemm_bench(dt, 2, 
 IRON_BENCH(iron_gemm, m4_n14336_k4096, {bf16, 1e-2}) { return gemm_bench(dt, 4, 14336, 4096, true); }
 IRON_BENCH(iron_gemm, m8_n14336_k4096, {bf16, 1e-2}) { return gemm_bench(dt, 8, 14336, 4096, true); }
 IRON_BENCH(iron_gemm, m16_n14336_k4096, {bf16, 1e-2}) { return gemm_bench(dt, 16, 14336, 4096, true); }
+// The same decode rows on the older bodies (tma 0; the rows above take gemm_for's default: on the
+// H200 the warpgroup decode kernel, iron_gemm_decode_wg_tma).
+IRON_BENCH(iron_gemm, m1_n14336_k4096_tma0, {bf16, 1e-2}) { return gemm_bench(dt, 1, 14336, 4096, true, false, 0, 0); }
+IRON_BENCH(iron_gemm, m4_n14336_k4096_tma0, {bf16, 1e-2}) { return gemm_bench(dt, 4, 14336, 4096, true, false, 0, 0); }
+IRON_BENCH(iron_gemm, m8_n14336_k4096_tma0, {bf16, 1e-2}) { return gemm_bench(dt, 8, 14336, 4096, true, false, 0, 0); }
+IRON_BENCH(iron_gemm, m16_n14336_k4096_tma0, {bf16, 1e-2}) { return gemm_bench(dt, 16, 14336, 4096, true, false, 0, 0); }
 IRON_BENCH(iron_gemm, m2048_n14336_k4096, {bf16, 1e-2}) { return gemm_bench(dt, 2048, 14336, 4096); }
 IRON_BENCH(iron_gemm, m4096_n4096_k4096, {bf16, 1e-2}, {f16, 2e-3}) { return gemm_bench(dt, 4096, 4096, 4096); }
 // The large shapes against a linear layer's weight W [N, K] (B column-major, staged as BN rows of
