@@ -43,6 +43,17 @@
 // Dispatch (gemm_for plans it): lanes: grid = {ceil(ceil(n / 4) / (groups / ksplit)), ceil(m /
 // 16), 1}; tiles: grid = {at most one threadgroup per tile row group, ceil(m / 16), 1}; threadgroup = {groups
 // * lane width, 1, 1} with groups a multiple of ksplit.
+//
+//   iron_gemm_decode_wg_tma_<OUT>   (mode Reduction; T bf16; OUT in {f32, bf16}; CUDA sm_90a, the
+//   interpreter) C^T = W A^T on the warpgroup tiles, for m <= 16: threadgroup t owns rows 64t ..
+//   64t + 63 of W and all of K. Warpgroup 0 copies (its thread 0 alone): per 64-deep K step the
+//   tensor maps' boxes of W (64 rows, `b_map` over b as [n, k]) and of A (16 rows, `a_map` over a
+//   as [m, k]), 128-byte rows under the 128-byte swizzle, into stage step % kDecodeWgStages,
+//   completing on full[s]; past n, m and k the copy engine fills zeros. Warpgroup 1 multiplies:
+//   4 m64n16k16 products per step (A = the W box, B = A's box, the [N, K] layout the B descriptor
+//   reads), hands each stage back on empty[s] once its products retired, and after the loop its
+//   64 x 16 sums go through a threadgroup scratch to C with the epilogue. No K slices: bit-exact
+//   run to run. Dispatch: grid = {ceil(n / 64), 1, 1}, threadgroup = {8 * lane width, 1, 1}.
 #include <memory>
 #include <vector>
 

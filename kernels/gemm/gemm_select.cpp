@@ -25,13 +25,17 @@
 //                               off, 1 the 128x128 tile, 2 the 128x256 tile; default on CUDA
 //                               sm_90a where the layout allows it (A
 //                               row-major, B a [n, k] weight, no offsets): 2 when the 128x256
-//                               blocks fill every compute unit, else 1
+//                               blocks fill every compute unit, else 1; decode rows: 0 the older
+//                               bodies, 1 the warpgroup decode kernel (the default on CUDA sm_90a
+//                               where it fits: below)
 // with buffers a, b (T), c (out), and b2 (swiglu), bias [n] or residual [m, n] (out's dtype).
 //
 // Decode rows first: m <= 16 against B column-major (a [n, k] weight), A row-major, k, lda, ldb,
 // a_off and b_off multiples of 8 and any epilogue but SwiGLU take iron_gemm_decode_<OUT>
 // (gemm_decode.cpp), one kernel with the epilogue fused, its K slices chosen so the grid has
-// about 16 lane groups per compute unit. Otherwise gemm_for picks the block tile from the shape
+// about 16 lane groups per compute unit. On CUDA sm_90a, bf16 calls with C in f32 or bf16, no offsets and a
+// 64-row box of W per compute unit at least take iron_gemm_decode_wg_tma_<OUT> instead (tensor-map
+// copies, wgmma), unless the call says tma 0, mma, ksplit or unroll. Otherwise gemm_for picks the block tile from the shape
 // and the device (m <= 64: 32x32; fewer 128x128 blocks than compute units: 64x64; else 128x128;
 // a device with under 64 KiB of threadgroup memory, lavapipe: 32x32 whatever `tile` and `stages`
 // ask), and the split count from occupancy as in the seeds' §4.2: splits = clamp(ceil(2 * units

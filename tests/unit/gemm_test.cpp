@@ -1310,9 +1310,9 @@ TEST(GemmMutation, WarpSpecializedKernelKnownBadVariantsAreCaught) {
 }
 
 // The warpgroup decode kernel (10 K steps through 8 stages: every stage's barriers flip): the
-// consumers' releases (mbar_arrive on `empty`) dropped is a deadlock naming the copier's wait;
-// every mbar_wait dropped lets the products read a stage before its boxes land (and the copier
-// refill one still read); the products' wait dropped reads the accumulator in flight; the
+// consumers' releases (mbar_arrive on `empty`) dropped is a deadlock; every mbar_wait dropped
+// lets the copier refill a stage whose previous boxes are still in flight (and the products read
+// a stage before its boxes land); the products' wait dropped reads the accumulator in flight; the
 // products' swizzle one mode off the copies' 128-byte one is a wrong answer.
 TEST(GemmMutation, DecodeWarpgroupKernelKnownBadVariantsAreCaught) {
   std::unique_ptr<Context> ctx = Context::create(Backend::Interp);
