@@ -389,9 +389,9 @@ void gemm_decode_wg(const KernelVariant& var) {
     if_(consumer, [&] { coop_tile_store(acc.get(), cs, (simd_group_id() - 4u) * 256u, 16u); });
   });
   barrier();
-  // C[i, n0 + r] = the sum (r, i), consecutive threads along r (a row of C); rows past m or n
-  // not stored.
-  for_(local_id(0), kRowsW * kBlock, group_size(0), [&](Expr e) {
+  // C[i, n0 + r] = the sum (r, i), consecutive threads along r (a row of C), over the rows of A
+  // the call has (m is specialized: a constant trip count); rows past n not stored.
+  for_(local_id(0), min(m, kBlock) * kRowsW, group_size(0), [&](Expr e) {
     Expr r = e % kRowsW;
     Expr i = e / kRowsW;
     Expr gj = n0 + r;
