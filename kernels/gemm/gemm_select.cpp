@@ -173,8 +173,9 @@ static LaunchPlan gemm_for(const Call& call, const DeviceInfo& dev) {
     // K over more lane groups; n = 96 has 2) and the call names none of the older bodies'
     // arguments (mma, ksplit, unroll); `tma` 0 keeps the older bodies, 1 asks for it (an error
     // where it does not fit; ignored and said on a backend without warpgroup products).
+    // The stages (1024-byte aligned) after the barriers and the 64 x 16 f32 scratch: 87040 bytes.
     const uint64_t wg_bytes = uint64_t(kDecodeWgStages) * (kDecodeWgRows + kDecodeBlock) * 64 * 2 +
-                              uint64_t(kDecodeWgRows) * kDecodeBlock * 4 + 16 * kDecodeWgStages;
+                              ceil_div(16 * kDecodeWgStages + uint64_t(kDecodeWgRows) * kDecodeBlock * 4, 1024) * 1024;
     const bool wg_backend = dev.backend == Backend::Cuda || dev.backend == Backend::Interp;
     const bool wg_fits = m <= 16 && t == DType::BF16 && (out == DType::F32 || out == DType::BF16) && a_off == 0 &&
                          b_off == 0 && wg_bytes <= shared_most;
