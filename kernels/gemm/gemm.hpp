@@ -32,6 +32,10 @@ constexpr uint32_t kDecodeUnroll = 2;       // lanes body: 16-byte chunks of eac
 constexpr uint32_t kDecodeUnrollMax = 4;    // lanes body: the most the `unroll` call argument takes
 constexpr uint32_t kDecodeTileStages = 4;   // tiles body: staged 16 x 64 W blocks per lane group
 constexpr uint32_t kDecodeTileLd = 72;      // tiles body: their row stride (64 + 8 elements)
+// The warpgroup decode kernel (iron_gemm_decode_wg_tma): rows of W per threadgroup (one
+// consumer warpgroup) and the stages of its ring (10 KiB each: a 64 x 64 W box and A's 16 x 64).
+constexpr uint32_t kDecodeWgRows = 64;
+constexpr uint32_t kDecodeWgStages = 8;
 
 // Threadgroup bytes of one kernel of the family (staging for `stages` K steps, two B tiles for
 // SwiGLU, the per-lane-group epilogue scratch).

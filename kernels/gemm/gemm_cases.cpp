@@ -198,6 +198,26 @@ IRON_TEST_KERNEL(iron_gemm, decode_tiles_m10_n80_k512_ksplit8_rounds, {bf16}) {
 IRON_TEST_KERNEL(iron_gemm, decode_tiles_m9_n17_k128_ksplit4_residual, {bf16}) {
   return gemm_case(dt, {9, 17, 128, false, true, 0, 0, 0, 0, Epi::Residual, 1, 0, -1, 0, false, 4, 2});
 }
+// The warpgroup decode kernel (gemm_decode.cpp, iron_gemm_decode_wg_tma; tma 1: on CUDA and the
+// interpreter, the older decode bodies elsewhere): m = 1, 8 and 16 rows of A (the rest of the
+// activations' 16-row box zero-filled by the copy engine), n past the last 64-row box, k a
+// multiple of 8 but not of 64 (the last box's K tail zero-filled); the bias + SiLU epilogue
+// rounded to bf16, exact small integers over 10 K steps (the 8-stage ring wraps: every barrier's
+// parity flips), the residual.
+static Shape decode_wg_shape(uint32_t m, uint32_t n, uint32_t k, Epi epi, int out, bool ints) {
+  Shape s{m, n, k, false, true};
+  s.epi = epi, s.out = out, s.small_integers = ints, s.tma = 1;
+  return s;
+}
+IRON_TEST_KERNEL(iron_gemm, decode_wg_m1_n200_k1000_silu_bf16out, {bf16}) {
+  return gemm_case(dt, decode_wg_shape(1, 200, 1000, Epi::Silu, 3, false));
+}
+IRON_TEST_KERNEL(iron_gemm, decode_wg_m8_n72_k584_int, {bf16}) {
+  return gemm_case(dt, decode_wg_shape(8, 72, 584, Epi::None, 1, true));
+}
+IRON_TEST_KERNEL(iron_gemm, decode_wg_m16_n136_k200_residual, {bf16}) {
+  return gemm_case(dt, decode_wg_shape(16, 136, 200, Epi::Residual, 1, false));
+}
 // Every epilogue fused into one kernel (one split), at f32 and 16-bit outputs, both layouts.
 IRON_TEST_KERNEL(iron_gemm, epi_bias_fused, {f16}, {bf16}) {
   return gemm_case(dt, {40, 40, 100, false, false, 0, 0, 0, 0, Epi::Bias, 1, 1, -1, 0, false});
@@ -372,8 +392,9 @@ static BenchSetup gemm_bench(DType dt, uint32_t m, uint32_t n, uint32_t k, bool 
   // on CUDA; the cublaslt_gemm rows time that path, and the _routed row the family's own route).
   Constexprs call{{"m", m}, {"n", n}, {"k", k}, {"b_trans", weight ? 1 : 0}, {"vendor", routed ? 1 : 0}};
   if (wg_stages) call.insert({{"wg", 1}, {"stages", wg_stages}, {"tile", 0}});  // the warpgroup kernel at that depth
-  if (tma >= 0) call.insert({"tma", tma});  // 0: its per-thread copies; 1, 2: the tensor-map tiles
-  if (tma >= 0) call.insert({"ws", ws ? 1 : 0});  // 1: the warp-specialized 128x256 kernel
+  // 0: the warpgroup kernel's per-thread copies (decode rows: the older bodies); 1, 2: the tensor-map tiles.
+  if (tma >= 0) call.insert({"tma", tma});
+  if (tma >= 0) call.insert({"ws", ws ? 1 : 0});  // 1: the warp-specialized 128x256 kernel (decode rows: not read)
   b.call(call);
   b.oracle([m, n, k, u, v](const Tensors& in, Tensors& out) {
     const auto& A = in.at("a");
@@ -399,6 +420,12 @@ IRON_BENCH(iron_gemm, m2_n14336_k4096, {bf16, 1e-2}) { return gemm_bench(dt, 2, 
 IRON_BENCH(iron_gemm, m4_n14336_k4096, {bf16, 1e-2}) { return gemm_bench(dt, 4, 14336, 4096, true); }
 IRON_BENCH(iron_gemm, m8_n14336_k4096, {bf16, 1e-2}) { return gemm_bench(dt, 8, 14336, 4096, true); }
 IRON_BENCH(iron_gemm, m16_n14336_k4096, {bf16, 1e-2}) { return gemm_bench(dt, 16, 14336, 4096, true); }
+// The same decode rows on the older bodies (tma 0; the rows above take gemm_for's default: on the
+// H200 the warpgroup decode kernel, iron_gemm_decode_wg_tma).
+IRON_BENCH(iron_gemm, m1_n14336_k4096_tma0, {bf16, 1e-2}) { return gemm_bench(dt, 1, 14336, 4096, true, false, 0, 0); }
+IRON_BENCH(iron_gemm, m4_n14336_k4096_tma0, {bf16, 1e-2}) { return gemm_bench(dt, 4, 14336, 4096, true, false, 0, 0); }
+IRON_BENCH(iron_gemm, m8_n14336_k4096_tma0, {bf16, 1e-2}) { return gemm_bench(dt, 8, 14336, 4096, true, false, 0, 0); }
+IRON_BENCH(iron_gemm, m16_n14336_k4096_tma0, {bf16, 1e-2}) { return gemm_bench(dt, 16, 14336, 4096, true, false, 0, 0); }
 IRON_BENCH(iron_gemm, m2048_n14336_k4096, {bf16, 1e-2}) { return gemm_bench(dt, 2048, 14336, 4096); }
 IRON_BENCH(iron_gemm, m4096_n4096_k4096, {bf16, 1e-2}, {f16, 2e-3}) { return gemm_bench(dt, 4096, 4096, 4096); }
 // The large shapes against a linear layer's weight W [N, K] (B column-major, staged as BN rows of

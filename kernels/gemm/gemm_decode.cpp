@@ -43,6 +43,17 @@
 // Dispatch (gemm_for plans it): lanes: grid = {ceil(ceil(n / 4) / (groups / ksplit)), ceil(m /
 // 16), 1}; tiles: grid = {at most one threadgroup per tile row group, ceil(m / 16), 1}; threadgroup = {groups
 // * lane width, 1, 1} with groups a multiple of ksplit.
+//
+//   iron_gemm_decode_wg_tma_<OUT>   (mode Reduction; T bf16; OUT in {f32, bf16}; CUDA sm_90a, the
+//   interpreter) C^T = W A^T on the warpgroup tiles, for m <= 16: threadgroup t owns rows 64t ..
+//   64t + 63 of W and all of K. Warpgroup 0 copies (its thread 0 alone): per 64-deep K step the
+//   tensor maps' boxes of W (64 rows, `b_map` over b as [n, k]) and of A (16 rows, `a_map` over a
+//   as [m, k]), 128-byte rows under the 128-byte swizzle, into stage step % kDecodeWgStages,
+//   completing on full[s]; past n, m and k the copy engine fills zeros. Warpgroup 1 multiplies:
+//   4 m64n16k16 products per step (A = the W box, B = A's box, the [N, K] layout the B descriptor
+//   reads), hands each stage back on empty[s] once its products retired, and after the loop its
+//   64 x 16 sums go through a threadgroup scratch to C with the epilogue. No K slices: bit-exact
+//   run to run. Dispatch: grid = {ceil(n / 64), 1, 1}, threadgroup = {8 * lane width, 1, 1}.
 #include <memory>
 #include <vector>
 
@@ -294,11 +305,115 @@ void gemm_decode(const KernelVariant& var) {
 }
 
 
+// The warpgroup decode kernel (the header's iron_gemm_decode_wg_tma_<OUT>): C^T = W A^T, 64 rows
+// of W per threadgroup, all of K, by tensor-map copies into a ring of kDecodeWgStages stages.
+void gemm_decode_wg(const KernelVariant& var) {
+  const DType out_t = var.type("OUT");
+  constexpr uint32_t kRowsW = kDecodeWgRows;       // rows of W per threadgroup (one warpgroup's)
+  constexpr uint32_t kStages = kDecodeWgStages;    // the ring's stages
+  constexpr uint32_t kBk = 64;                     // K elements per step: one 128-byte row
+  constexpr uint32_t kWStage = kRowsW * kBk;       // a stage's W box, elements
+  constexpr uint32_t kAStage = kBlock * kBk;       // a stage's activations box (16 rows of A)
+  constexpr uint32_t kStage = kWStage + kAStage;   // 10 KiB: a multiple of the 1024-byte atom
+  Expr m = constexpr_("m", u32, specialize());
+  Expr n = constexpr_("n", u32);
+  Expr k = constexpr_("k", u32);
+  Expr a_len = constexpr_("a_len", u32);
+  Expr b_len = constexpr_("b_len", u32);
+  Expr epi = constexpr_("epi", u32, specialize());
+  Expr bias_len = constexpr_("bias_len", u32);  // n with a bias, else 1 (the buffer is not read)
+  Expr res_len = constexpr_("res_len", u32);    // m * n with a residual, else 1
+  // A and W are read only through the maps (A as [m, k], W as [n, k], K innermost, boxes of 64 K
+  // elements by 16 and 64 rows under the 128-byte swizzle, zeros outside); a and b stay declared
+  // so a call binds the same buffers to every kernel of the family.
+  Buffer a = input("a", T, {a_len});
+  Buffer b = input("b", T, {b_len});
+  Buffer a_map = tensor_map("a_map");
+  Buffer w_map = tensor_map("b_map");
+  Buffer bias = input("bias", out_t, {bias_len});
+  Buffer res = input("residual", out_t, {res_len});
+  Buffer c = output("c", out_t, {m, n});
+  (void)a;
+  (void)b;
+  // Stage s: W's 64 x 64 box at element s * kStage, then A's 16 x 64 box (both 1024-byte aligned).
+  TgBuffer st = threadgroup_alloc("st", T, kStages * kStage, 1024);
+  TgBuffer cs = threadgroup_alloc("cs", f32, kRowsW * kBlock, 16);  // the 64 x 16 sums
+  TgBuffer full_bar = mbarrier_alloc("full", kStages);
+  TgBuffer empty_bar = mbarrier_alloc("empty", kStages);
+  const Swizzle sw{3, 3, 3};
+  Expr n0 = program_id(0) * kRowsW;
+  Expr steps = (k + (kBk - 1)) / kBk;
+  // Lane groups 0..3 (warpgroup 0) copy: its thread 0 alone. Lane groups 4..7 (warpgroup 1)
+  // multiply; further lane groups (a larger threadgroup) repeat warpgroup 1's products and
+  // neither arrive nor store.
+  Expr consumer = simd_group_id() >= 4u && simd_group_id() < 8u;
+  if_(local_id(0) == 0u, [&] {
+    for (uint32_t s = 0; s < kStages; ++s) {
+      mbar_init(full_bar[s], 1u);
+      mbar_init(empty_bar[s], 4u);  // lane 0 of each consumer lane group
+    }
+  });
+  barrier();
+  FragVar acc(coop_tile_wg_fill(kBlock, 0.0f));
+  if_(simd_group_id() < 4u, [&] {
+    // Step t into stage t % S, from the second round on once the consumers handed the stage back
+    // (parity of the round before); both boxes complete on full[s], zeros past n, m and k.
+    if_(local_id(0) == 0u, [&] {
+      for_(0u, steps, [&](Expr step) {
+        Expr stage = step % kStages;
+        if_(step >= kStages, [&] { mbar_wait(empty_bar[stage], (step / kStages + 1u) % 2u); });
+        Expr kb = step * kBk;
+        mbar_arrive_tx(full_bar[stage], kStage * 2u);
+        tma_load_2d(w_map, st[stage * kStage], kb, n0, full_bar[stage]);
+        tma_load_2d(a_map, st[stage * kStage + kWStage], kb, 0u, full_bar[stage]);
+      });
+    });
+  }).else_([&] {
+    // Per step: wait for the stage, issue its 4 k16 products (m64n16k16: A = the W box, B = the
+    // activations' box, a [16, 64] K-major tile), keep them in flight across the next step, and
+    // once wg_wait(1) retired the previous step's products hand that step's stage back.
+    for_(0u, steps, [&](Expr step) {
+      Expr stage = step % kStages;
+      mbar_wait(full_bar[stage], (step / kStages) % 2u);
+      wg_fence();
+      for (uint32_t ks = 0; ks < kBk / 16; ++ks)
+        acc.set(coop_tile_wg_issue(st, stage * kStage + ks * 16, st, stage * kStage + kWStage + ks * 16, acc.get(), sw));
+      wg_commit();
+      wg_wait(1);
+      if_(step >= 1u && lane_id() == 0u && consumer,
+          [&] { mbar_arrive(empty_bar[(step + kStages - 1u) % kStages]); });
+    });
+    wg_wait(0);
+    // Lane group q of warpgroup 1 holds W rows 16q .. 16q + 15 by the 16 rows of A: row-major
+    // 64 x 16 in the scratch (element (r, i) at r * 16 + i).
+    if_(consumer, [&] { coop_tile_store(acc.get(), cs, (simd_group_id() - 4u) * 256u, 16u); });
+  });
+  barrier();
+  // C[i, n0 + r] = the sum (r, i), consecutive threads along r (a row of C), over the rows of A
+  // the call has (m is specialized: a constant trip count); rows past n not stored.
+  for_(local_id(0), min(m, kBlock) * kRowsW, group_size(0), [&](Expr e) {
+    Expr r = e % kRowsW;
+    Expr i = e / kRowsW;
+    Expr gj = n0 + r;
+    if_((i < m) && (gj < n), [&] {
+      Expr v = Operand(cs[r * kBlock + i]).value;
+      Expr out = apply_epilogue(
+          epi, v, nullptr, [&] { return cast<f32>(bias[gj]); }, [&] { return cast<f32>(res[i * n + gj]); });
+      c[i * n + gj] = cast_to(out, out_t);
+    });
+  });
+}
+
 }  // namespace
 
 static void gemm_decode_rows(const KernelVariant& v) { gemm_decode(v); }
+static void gemm_decode_wg_tma(const KernelVariant& v) { gemm_decode_wg(v); }
 
 IRON_KERNEL_VARIANTS(iron_gemm_decode, gemm_decode_rows, Reduction, (f16, bf16), "{OUT}",
                      ::iron::type_axis("OUT", {::iron::DType::F32, ::iron::DType::F16, ::iron::DType::BF16}));
+// The warpgroup decode kernel: bf16 A and W, C in f32 or bf16 (gemm_for routes CUDA sm_90a decode
+// calls of that kind to it).
+IRON_KERNEL_VARIANTS(iron_gemm_decode_wg_tma, gemm_decode_wg_tma, Reduction, (bf16), "{OUT}",
+                     ::iron::type_axis("OUT", {::iron::DType::F32, ::iron::DType::BF16}));
 
 }  // namespace iron::kernels::gemm

@@ -25,13 +25,17 @@
 //                               off, 1 the 128x128 tile, 2 the 128x256 tile; default on CUDA
 //                               sm_90a where the layout allows it (A
 //                               row-major, B a [n, k] weight, no offsets): 2 when the 128x256
-//                               blocks fill every compute unit, else 1
+//                               blocks fill every compute unit, else 1; decode rows: 0 the older
+//                               bodies, 1 the warpgroup decode kernel (the default on CUDA sm_90a
+//                               where it fits: below)
 // with buffers a, b (T), c (out), and b2 (swiglu), bias [n] or residual [m, n] (out's dtype).
 //
 // Decode rows first: m <= 16 against B column-major (a [n, k] weight), A row-major, k, lda, ldb,
 // a_off and b_off multiples of 8 and any epilogue but SwiGLU take iron_gemm_decode_<OUT>
 // (gemm_decode.cpp), one kernel with the epilogue fused, its K slices chosen so the grid has
-// about 16 lane groups per compute unit. Otherwise gemm_for picks the block tile from the shape
+// about 16 lane groups per compute unit. On CUDA sm_90a, bf16 calls with C in f32 or bf16, no offsets and a
+// 64-row box of W per compute unit at least take iron_gemm_decode_wg_tma_<OUT> instead (tensor-map
+// copies, wgmma), unless the call says tma 0, mma, ksplit or unroll. Otherwise gemm_for picks the block tile from the shape
 // and the device (m <= 64: 32x32; fewer 128x128 blocks than compute units: 64x64; else 128x128;
 // a device with under 64 KiB of threadgroup memory, lavapipe: 32x32 whatever `tile` and `stages`
 // ask), and the split count from occupancy as in the seeds' §4.2: splits = clamp(ceil(2 * units
@@ -160,6 +164,55 @@ static LaunchPlan gemm_for(const Call& call, const DeviceInfo& dev) {
     const uint32_t lanes = std::max(1u, dev.lane_width);
     const uint64_t units = dev.compute_units ? dev.compute_units : 8;
     const uint64_t shared_most = std::max(dev.shared_memory_bytes, dev.shared_memory_optin_bytes);
+    // The warpgroup decode kernel (gemm_decode.cpp, iron_gemm_decode_wg_tma_<OUT>): 64 rows of W per
+    // threadgroup, W and A by tensor-map copies into 8 stages, wgmma m64n16k16 products. It needs
+    // m <= 16, bf16 A and W, C in f32 or bf16, A and W from their buffers' first element (the
+    // maps cover the whole buffers) and the stages' 80 KiB; the CUDA and interpreter backends. The
+    // default on CUDA sm_90a where it fits, W has a box of 64 rows for every compute unit at least
+    // (one threadgroup streams one box row: fewer leave units idle, where the older bodies spread
+    // K over more lane groups; n = 96 has 2) and the call names none of the older bodies'
+    // arguments (mma, ksplit, unroll); `tma` 0 keeps the older bodies, 1 asks for it (an error
+    // where it does not fit; ignored and said on a backend without warpgroup products).
+    // The stages (1024-byte aligned) after the barriers and the 64 x 16 f32 scratch: 87040 bytes.
+    const uint64_t wg_bytes = uint64_t(kDecodeWgStages) * (kDecodeWgRows + kDecodeBlock) * 64 * 2 +
+                              ceil_div(16 * kDecodeWgStages + uint64_t(kDecodeWgRows) * kDecodeBlock * 4, 1024) * 1024;
+    const bool wg_backend = dev.backend == Backend::Cuda || dev.backend == Backend::Interp;
+    const bool wg_fits = m <= 16 && t == DType::BF16 && (out == DType::F32 || out == DType::BF16) && a_off == 0 &&
+                         b_off == 0 && wg_bytes <= shared_most;
+    bool wg_decode = wg_fits && dev.backend == Backend::Cuda && dev.arch == "sm_90a" &&
+                     ceil_div(uint64_t(n), kDecodeWgRows) >= units && !call.has("mma") && !call.has("ksplit") &&
+                     !call.has("unroll");
+    std::string wg_decode_note;
+    if (call.has("tma")) {
+      const int64_t want = flag(call, "tma", 0, 1);
+      wg_decode = want == 1 && wg_backend;
+      if (want == 1 && !wg_backend) wg_decode_note = "; tma 1 but no warpgroup kernel on this backend";
+      if (wg_decode && !wg_fits)
+        throw Error("tma = 1 (decode rows on the warpgroup tiles) needs m <= 16, A and B in bf16, C in f32 or bf16, "
+                    "a_off = b_off = 0 and " + num(int64_t(wg_bytes)) + " B of threadgroup memory; this call has m = " +
+                    num(m) + ", " + dtype_name(t) + " A and B, C in " + dtype_name(out) + ", a_off = " + num(a_off) +
+                    ", b_off = " + num(b_off) + " (device " + dev.name + ": " + num(int64_t(shared_most)) + " B)");
+    }
+    if (wg_decode) {
+      LaunchStep step;
+      step.kernel = std::string("iron_gemm_decode_wg_tma_") + dtype_name(out);
+      step.grid = {uint32_t(ceil_div(uint64_t(n), kDecodeWgRows)), 1, 1};
+      if (step.grid.x > dev.max_grid.x) throw Error("grid " + num(step.grid.x) + "x1x1 exceeds the device's limits");
+      step.threadgroup = {8 * lanes, 1, 1};  // a copying warpgroup and a multiplying one
+      step.constexprs = {{"m", uint32_t(m)}, {"n", uint32_t(n)}, {"k", uint32_t(k)}, {"a_len", uint32_t(a_len)},
+                         {"b_len", uint32_t(b_len)}};
+      // A as [m, k] and W as [n, k], K innermost: boxes of 64 K elements (128 bytes, the 128-byte
+      // swizzle) by 16 rows of A (rows past m zero-filled) and 64 rows of W.
+      step.maps = {{"a_map", "a", {uint64_t(k), uint64_t(m)}, {uint64_t(lda) * 2}, {64, kDecodeBlock}, TensorMap::Swizzle::B128},
+                   {"b_map", "b", {uint64_t(k), uint64_t(n)}, {uint64_t(ldb) * 2}, {64, kDecodeWgRows}, TensorMap::Swizzle::B128}};
+      epilogue(step.constexprs, step.bind, true, out, plan);
+      plan.steps.push_back(step);
+      plan.reason = (decode_asked ? std::string("tile 3 as asked") : "m = " + num(m) + " <= 16 against a [n, k] weight") +
+                    ": decode rows on the warpgroup tiles (64 rows of W per threadgroup, W and A by tensor-map copies "
+                    "into " + num(kDecodeWgStages) + " stages, wgmma m64n16k16), the " + epi_name(epi) +
+                    " epilogue fused (one kernel)";
+      return plan;
+    }
     // The tiles body: m <= 16, k a multiple of 16, n >= 16, A's block (16 x (k + 8)) and the lane
     // groups' 16 x 16 f32 slots in threadgroup memory. The default from m = 10 (below), where the
     // lanes' f32 products cost more than reading W (at m = 16, 64 FMAs per 4 bytes of W).
@@ -270,7 +323,7 @@ static LaunchPlan gemm_for(const Call& call, const DeviceInfo& dev) {
                   num(int64_t(ksplit)) + " K slice" + (ksplit > 1 ? "s" : "") + ", " + num(groups) +
                   " lane groups per threadgroup, " +
                   (tiles ? std::string() : num(unroll) + " chunk" + (unroll > 1 ? "s" : "") + " of each W row per step, ") +
-                  "the " + epi_name(epi) + " epilogue fused (one kernel)";
+                  "the " + epi_name(epi) + " epilogue fused (one kernel)" + wg_decode_note;
     return plan;
   }
 

@@ -404,6 +404,82 @@ TEST(GemmSelector, TensorMapKernelsForWeightsOnSm90a) {
   EXPECT_NE(p.reason.find("ws 1 but no warpgroup kernel"), std::string::npos) << p.reason;
 }
 
+// The warpgroup decode kernel: by default on sm_90a for decode calls (m <= 16) of bf16 against a
+// [n, k] weight with C in f32 or bf16 and a box row of W per compute unit at least; two maps (A
+// as [m, k] in boxes of 16 rows, W as [n, k] in boxes of 64, K innermost, 64-element rows under
+// the 128-byte swizzle), 8 lane groups. tma 0, mma, ksplit or unroll keep the older bodies; an f16
+// operand or C, an offset, few box rows or sm_90 take them too; tma 1 asked where it does not
+// fit: a located error; on Vulkan: ignored and said.
+TEST(GemmSelector, DecodeRowsOnWarpgroupTilesOnSm90a) {
+  DeviceInfo d = h200();
+  d.arch = "sm_90a";
+  for (int64_t m : {1, 8, 16}) {
+    LaunchPlan p = gemm(d, m, 14336, 4096, {{"b_trans", 1}});
+    EXPECT_EQ(p.describe(), "iron_gemm_decode_wg_tma_bf16 grid 224x1x1 tg 256x1x1") << m;
+    EXPECT_NE(p.reason.find("decode rows on the warpgroup tiles (64 rows of W per threadgroup, W and A by tensor-map "
+                            "copies into 8 stages, wgmma m64n16k16), the none epilogue fused"),
+              std::string::npos)
+        << p.reason;
+    ASSERT_EQ(p.steps[0].maps.size(), 2u);
+    const LaunchStep::Map& am = p.steps[0].maps[0];
+    const LaunchStep::Map& bm = p.steps[0].maps[1];
+    EXPECT_EQ(am.param, "a_map");
+    EXPECT_EQ(am.buffer, "a");
+    EXPECT_EQ(am.dims, (std::vector<uint64_t>{4096, uint64_t(m)}));
+    EXPECT_EQ(am.strides, (std::vector<uint64_t>{8192}));
+    EXPECT_EQ(am.box, (std::vector<uint32_t>{64, 16}));
+    EXPECT_EQ(bm.param, "b_map");
+    EXPECT_EQ(bm.buffer, "b");
+    EXPECT_EQ(bm.dims, (std::vector<uint64_t>{4096, 14336}));
+    EXPECT_EQ(bm.strides, (std::vector<uint64_t>{8192}));
+    EXPECT_EQ(bm.box, (std::vector<uint32_t>{64, 64}));
+    EXPECT_EQ(am.swizzle, TensorMap::Swizzle::B128);
+    EXPECT_EQ(bm.swizzle, TensorMap::Swizzle::B128);
+  }
+  // The fused epilogues and an f32 C; strides on the 16-byte grid.
+  LaunchPlan p = gemm(d, 4, 14336, 4096, {{"b_trans", 1}, {"epi", 2}, {"out", 1}, {"lda", 4104}, {"ldb", 4112}});
+  EXPECT_EQ(p.describe(), "iron_gemm_decode_wg_tma_f32 grid 224x1x1 tg 256x1x1");
+  EXPECT_EQ(p.steps[0].constexprs.at("epi").as_double(), 2);
+  EXPECT_EQ(p.steps[0].maps[0].strides, (std::vector<uint64_t>{8208}));
+  EXPECT_EQ(p.steps[0].maps[1].strides, (std::vector<uint64_t>{8224}));
+  // The older bodies: asked for, or where the new kernel does not fit or does not pay.
+  for (const Constexprs& extra : {Constexprs{{"b_trans", 1}, {"tma", 0}}, Constexprs{{"b_trans", 1}, {"mma", 1}},
+                                  Constexprs{{"b_trans", 1}, {"ksplit", 2}}, Constexprs{{"b_trans", 1}, {"unroll", 4}},
+                                  Constexprs{{"b_trans", 1}, {"out", 2}}, Constexprs{{"b_trans", 1}, {"a_off", 8}},
+                                  Constexprs{{"b_trans", 1}, {"b_off", 8}}}) {
+    p = gemm(d, 8, 14336, 4096, extra);
+    EXPECT_EQ(p.steps[0].kernel.rfind("iron_gemm_decode_", 0), 0u) << p.describe();
+    EXPECT_EQ(p.steps[0].kernel.find("_wg_"), std::string::npos) << p.describe();
+    EXPECT_TRUE(p.steps[0].maps.empty());
+  }
+  EXPECT_EQ(gemm(d, 8, 14336, 4096, {{"b_trans", 1}}, DType::F16).steps[0].kernel, "iron_gemm_decode_f16");
+  EXPECT_EQ(gemm(d, 1, 96, 5120, {{"b_trans", 1}}).steps[0].kernel, "iron_gemm_decode_bf16");  // 2 box rows
+  EXPECT_EQ(gemm(d, 20, 96, 5120, {{"b_trans", 1}}).steps[0].kernel, "iron_gemm_decode_bf16");  // m > 16
+  // tma 1: where the default does not go (few box rows), and errors where it does not fit.
+  p = gemm(d, 8, 96, 5120, {{"b_trans", 1}, {"tma", 1}});
+  EXPECT_EQ(p.describe(), "iron_gemm_decode_wg_tma_bf16 grid 2x1x1 tg 256x1x1");
+  EXPECT_NE(error_of([&] { gemm(d, 8, 14336, 4096, {{"b_trans", 1}, {"tma", 1}, {"a_off", 8}}); })
+                .find("tma = 1 (decode rows on the warpgroup tiles) needs m <= 16, A and B in bf16, C in f32 or bf16, "
+                      "a_off = b_off = 0"),
+            std::string::npos);
+  EXPECT_NE(error_of([&] { gemm(d, 8, 14336, 4096, {{"b_trans", 1}, {"tma", 1}}, DType::F16); }).find("f16 A and B"),
+            std::string::npos);
+  EXPECT_NE(error_of([&] { gemm(d, 8, 14336, 4096, {{"b_trans", 1}, {"tma", 2}}); }).find("tma = 2 is out of range"),
+            std::string::npos);
+  d.arch = "sm_90";
+  EXPECT_EQ(gemm(d, 8, 14336, 4096, {{"b_trans", 1}}).steps[0].kernel, "iron_gemm_decode_bf16");
+  // The interpreter by name, at its lane width; Vulkan: ignored, and the reason says so.
+  DeviceInfo in = h200();
+  in.backend = Backend::Interp;
+  in.lane_width = 8;
+  EXPECT_EQ(gemm(in, 8, 14336, 4096, {{"b_trans", 1}}).steps[0].kernel, "iron_gemm_decode_bf16");
+  p = gemm(in, 16, 136, 200, {{"b_trans", 1}, {"tma", 1}, {"epi", 4}, {"out", 1}});
+  EXPECT_EQ(p.describe(), "iron_gemm_decode_wg_tma_f32 grid 3x1x1 tg 64x1x1");
+  p = gemm(lavapipe(), 16, 136, 200, {{"b_trans", 1}, {"tma", 1}});
+  EXPECT_EQ(p.steps[0].kernel, "iron_gemm_decode_bf16");
+  EXPECT_NE(p.reason.find("tma 1 but no warpgroup kernel on this backend"), std::string::npos) << p.reason;
+}
+
 // `full` (the copies' unguarded, provably aligned path) only where every staged row is whole and
 // 16-byte aligned: each condition broken once turns it off.
 TEST(GemmSelector, FullBlocksOnlyWhereEveryRowIsWholeAndAligned) {
@@ -567,21 +643,25 @@ TEST(GemmSelector, AtomicsOnlyCountTheTilesThreadgroups) {
 // The same split-K (or decode-rows) call 100 times: identical bits each time. On CUDA a
 // production-sized decode shape (m 16, n 4096, k 4096, 8 splits or 4 K slices); elsewhere a small
 // one the interpreter runs quickly.
-void repeat_bit_exact(Backend backend, bool decode, bool two_launch = false) {
+// `wg`: the warpgroup decode kernel (tma 1; on CUDA sm_90a only).
+void repeat_bit_exact(Backend backend, bool decode, bool two_launch = false, bool wg = false) {
   std::string why;
   if (list_devices(backend, &why).empty()) GTEST_SKIP() << backend_name(backend) << ": " << why;
   std::unique_ptr<Context> ctx = Context::create(backend);
+  if (wg && backend == Backend::Cuda && ctx->info().arch != "sm_90a")
+    GTEST_SKIP() << "the warpgroup decode kernel needs sm_90a; this device is " << ctx->info().arch;
   const bool big = backend == Backend::Cuda;
   const int64_t m = big ? 16 : 5, n = big ? 4096 : 40, k = big ? 4096 : 256, splits = big ? 8 : 4;
   Call call{DType::BF16, {{"m", m}, {"n", n}, {"k", k}, {"b_trans", 1}, {"epi", 2}}};
   // Decode rows: the K slices' sums meet in threadgroup memory (4 slices here, 2 on the small
   // shape); split-K: the f32 partials and the reduce.
-  if (decode) call.args.emplace("ksplit", big ? 4 : 2);
+  if (decode && wg) call.args.emplace("tma", 1);
+  else if (decode) call.args.emplace("ksplit", big ? 4 : 2);
   else call.args.emplace("splits", splits);
   // Split-K in one launch (sk 1) or two (sk 0, the default).
   if (!decode) call.args.emplace("sk", two_launch ? 0 : 1);
   const LaunchPlan plan = plan_launch("iron_gemm", call, ctx->info());
-  if (decode) ASSERT_EQ(plan.steps.front().kernel, "iron_gemm_decode_bf16") << plan.describe();
+  if (decode) ASSERT_EQ(plan.steps.front().kernel, wg ? "iron_gemm_decode_wg_tma_bf16" : "iron_gemm_decode_bf16") << plan.describe();
   else ASSERT_EQ(splits_of(plan), uint32_t(splits)) << plan.describe();
   if (!decode) {
     ASSERT_EQ(plan.steps.size(), two_launch ? 2u : 1u) << plan.describe();
@@ -679,6 +759,7 @@ TEST(GemmDeterminism, SplitKOneLaunchBitExactOver100RunsInterp) { repeat_bit_exa
 TEST(GemmDeterminism, SplitKOneLaunchBitExactOver100RunsCuda) { repeat_bit_exact(Backend::Cuda, false, false); }
 TEST(GemmDeterminism, DecodeRowsBitExactOver100RunsInterp) { repeat_bit_exact(Backend::Interp, true); }
 TEST(GemmDeterminism, DecodeRowsBitExactOver100RunsCuda) { repeat_bit_exact(Backend::Cuda, true); }
+TEST(GemmDeterminism, DecodeRowsWarpgroupBitExactOver100RunsCuda) { repeat_bit_exact(Backend::Cuda, true, false, true); }
 
 // --- One-launch split-K -----------------------------------------------------------------------
 // A split-K call with full-avalanche bf16 inputs (random signs, exponents across 2^-12 .. 2^12, so
@@ -1226,6 +1307,20 @@ TEST(GemmMutation, WarpSpecializedKernelKnownBadVariantsAreCaught) {
                         {without_every(k, "dropped", ir::Op::MbarArrive), without_every(k, "dropped", ir::Op::MbarWait),
                          without_every(k, "dropped", ir::Op::WgWait)},
                         "wg_ws_m70_n200_k520_weight");
+}
+
+// The warpgroup decode kernel (10 K steps through 8 stages: every stage's barriers flip): the
+// consumers' releases (mbar_arrive on `empty`) dropped is a deadlock; every mbar_wait dropped
+// lets the copier refill a stage whose previous boxes are still in flight (and the products read
+// a stage before its boxes land); the products' wait dropped reads the accumulator in flight; the
+// products' swizzle one mode off the copies' 128-byte one is a wrong answer.
+TEST(GemmMutation, DecodeWarpgroupKernelKnownBadVariantsAreCaught) {
+  std::unique_ptr<Context> ctx = Context::create(Backend::Interp);
+  const ir::Kernel& k = kernel_ir("iron_gemm_decode_wg_tma_f32");
+  expect_killed_by_case(*ctx, k,
+                        {without_every(k, "dropped", ir::Op::MbarArrive), without_every(k, "dropped", ir::Op::MbarWait),
+                         without_every(k, "dropped", ir::Op::WgWait), with_product_swizzle_233(k)},
+                        "decode_wg_m8_n72_k584_int");
 }
 
 }  // namespace

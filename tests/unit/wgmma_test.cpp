@@ -827,6 +827,36 @@ TEST(WarpgroupTiles, TheTensorMapGemmKernelCompilesForSm90aWithHgmmaAndTensorCop
   EXPECT_TRUE(has(s, "UTMALDG.2D")) << s.substr(0, 6000);
 }
 
+// The warpgroup decode kernel (kernels/gemm/gemm_decode.cpp): W's and A's boxes by
+// `cp.async.bulk.tensor.2d` completing on mbarriers, one m64n16k16 per k16 step (A = 64 rows of W,
+// B = the activations' 16 x 16), no per-thread copies; NVRTC compiles it for sm_90a and the SASS
+// (where cuobjdump is) shows UTMALDG and HGMMA.64x16x16.
+TEST(WarpgroupTiles, TheDecodeKernelCompilesForSm90aWithHgmmaN16AndTensorCopies) {
+  ir::Kernel k = kernel_ir("iron_gemm_decode_wg_tma_bf16");
+  EXPECT_TRUE(ir::uses_warpgroup_ops(k));
+  ir::Kernel spec = passes::optimize(k);
+  codegen::Emitted e = codegen::emit(spec, DType::BF16, codegen::profile_for(codegen::Target::Cuda, "sm_90a"));
+  ASSERT_TRUE(e.ok()) << e.diags.render(spec);
+  EXPECT_TRUE(has(e.source, "wgmma.mma_async.sync.aligned.m64n16k16.f32.bf16.bf16")) << e.source.substr(0, 4000);
+  EXPECT_TRUE(has(e.source, "cp.async.bulk.tensor.2d.shared::cluster.global")) << e.source.substr(0, 4000);
+  EXPECT_TRUE(has(e.source, "mbarrier.try_wait.parity.shared::cta.b64")) << e.source.substr(0, 4000);
+  EXPECT_TRUE(has(e.source, "__grid_constant__")) << e.source.substr(0, 4000);
+  EXPECT_FALSE(has(e.source, "cp.async.cg")) << "the decode kernel issues no per-thread copies";
+  rt::NvrtcResult r;
+  try {
+    r = rt::nvrtc_compile(e.source, e.entry, "sm_90a");
+  } catch (const Error& err) {
+    GTEST_SKIP() << err.what();
+  }
+  if (!r.ok && has(r.log, "libnvrtc")) GTEST_SKIP() << r.log;
+  ASSERT_TRUE(r.ok) << r.log.substr(0, 4000);
+  std::string why;
+  const std::string s = sass(r.cubin, why);
+  if (s.empty()) GTEST_SKIP() << "NVRTC compiled the kernel for sm_90a; the SASS check is skipped: " << why;
+  EXPECT_TRUE(has(s, "HGMMA.64x16x16.F32.BF16")) << s.substr(0, 6000);
+  EXPECT_TRUE(has(s, "UTMALDG.2D")) << s.substr(0, 6000);
+}
+
 // GLSL, MSL and HIP have no warpgroups: the op is refused by name, located.
 TEST(WarpgroupTiles, OtherTargetsRefuseTheOpByName) {
   for (int rs = 0; rs < 2; ++rs) {
