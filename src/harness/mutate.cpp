@@ -455,6 +455,7 @@ Outcome run_mutant(Context& ctx, const Kernel& original, const Mutant& m, const 
       o.by = std::string(t->name) + " [" + instantiation_name(dt.dtype) + "]: " + msg;
       o.killer = t;
       o.killer_dtype = dt;
+      o.context_lost = r.message.find("this error is sticky") != std::string::npos;
       return o;
     }
   o.status = Outcome::Status::Survived;

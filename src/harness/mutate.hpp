@@ -46,6 +46,9 @@ struct Outcome {
   // Killed: the case and dtype that killed it (the caller checks the original kernel passes them).
   const TestDecl* killer = nullptr;
   DtypeTolerance killer_dtype{};
+  // Killed by a sticky device error (CUDA's illegal address): the context cannot run anything
+  // more, so the caller makes a new one before the next run.
+  bool context_lost = false;
 };
 Outcome run_mutant(Context& ctx, const ir::Kernel& original, const Mutant& m, const std::vector<const TestDecl*>& cases,
                    std::optional<Instantiation> only = std::nullopt);

@@ -747,6 +747,12 @@ int cmd_mutate(const Args& a) {
       ++total;
       std::string head = std::string(kd->name) + "  " + m.kind + "  " + m.site + "  (" + m.detail + ")";
       mutate::Outcome o = mutate::run_mutant(*ctx, original, m, cases, only);
+      if (o.context_lost) {
+        // Released first: CUDA's primary context is made anew only once nothing holds it.
+        ctx.reset();
+        ctx = Context::create(backend);
+        ctx->set_disk_cache_dir("");
+      }
       if (o.status == mutate::Outcome::Status::Killed &&
           original_passes.emplace(o.killer, instantiation_name(o.killer_dtype.dtype)).second) {
         TestOutcome r = run_test_case(*ctx, *o.killer, o.killer_dtype.dtype, o.killer_dtype.tol);
