@@ -35,7 +35,7 @@
 // (gemm_decode.cpp), one kernel with the epilogue fused, its K slices chosen so the grid has
 // about 16 lane groups per compute unit. On CUDA sm_90a, bf16 calls with C in f32 or bf16, no offsets and a
 // 64-row box of W per compute unit at least take iron_gemm_decode_wg_tma_<OUT> instead (tensor-map
-// copies, wgmma) at m >= 2, unless the call says tma 0, mma, ksplit or unroll. Otherwise gemm_for picks the block tile from the shape
+// copies, wgmma) at m >= 3, unless the call says tma 0, mma, ksplit or unroll. Otherwise gemm_for picks the block tile from the shape
 // and the device (m <= 64: 32x32; fewer 128x128 blocks than compute units: 64x64; else 128x128;
 // a device with under 64 KiB of threadgroup memory, lavapipe: 32x32 whatever `tile` and `stages`
 // ask), and the split count from occupancy as in the seeds' §4.2: splits = clamp(ceil(2 * units
@@ -179,11 +179,12 @@ static LaunchPlan gemm_for(const Call& call, const DeviceInfo& dev) {
     const bool wg_backend = dev.backend == Backend::Cuda || dev.backend == Backend::Interp;
     const bool wg_fits = m <= 16 && t == DType::BF16 && (out == DType::F32 || out == DType::BF16) && a_off == 0 &&
                          b_off == 0 && wg_bytes <= shared_most;
-    // m = 1 keeps the lanes body (4 chunks per step): 30.8-30.9 µs against the warpgroup
+    // m <= 2 keeps the lanes body (m = 2: 32.5 µs against 33.5, trust-s13; m = 1, 4 chunks per
+    // step): 30.8-30.9 µs against the warpgroup
     // kernel's 32.4-32.5 at K 4096, N 14336 on the H200 (read flush, same call; m = 4: 33.8-34.3
     // against 35.6-35.7, m = 8: 32.4-32.6 against 50.6-50.8, m = 16: 33.0-33.5 against 60.3-60.5;
     // docs/benchmarks/hopper-2026-12-02/decwg-s13).
-    bool wg_decode = wg_fits && m >= 2 && dev.backend == Backend::Cuda && dev.arch == "sm_90a" &&
+    bool wg_decode = wg_fits && m >= 3 && dev.backend == Backend::Cuda && dev.arch == "sm_90a" &&
                      ceil_div(uint64_t(n), kDecodeWgRows) >= units && !call.has("mma") && !call.has("ksplit") &&
                      !call.has("unroll");
     std::string wg_decode_note;

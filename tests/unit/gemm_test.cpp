@@ -415,9 +415,10 @@ TEST(GemmSelector, DecodeRowsOnWarpgroupTilesOnSm90a) {
   d.arch = "sm_90a";
   // m = 1 keeps the lanes body (measured faster there); tma 1 asks for the warpgroup kernel.
   EXPECT_EQ(gemm(d, 1, 14336, 4096, {{"b_trans", 1}}).steps[0].kernel, "iron_gemm_decode_bf16");
+  EXPECT_EQ(gemm(d, 2, 14336, 4096, {{"b_trans", 1}}).steps[0].kernel, "iron_gemm_decode_bf16");
   EXPECT_EQ(gemm(d, 1, 14336, 4096, {{"b_trans", 1}, {"tma", 1}}).describe(),
             "iron_gemm_decode_wg_tma_bf16 grid 224x1x1 tg 256x1x1");
-  for (int64_t m : {2, 8, 16}) {
+  for (int64_t m : {3, 8, 16}) {
     LaunchPlan p = gemm(d, m, 14336, 4096, {{"b_trans", 1}});
     EXPECT_EQ(p.describe(), "iron_gemm_decode_wg_tma_bf16 grid 224x1x1 tg 256x1x1") << m;
     EXPECT_NE(p.reason.find("decode rows on the warpgroup tiles (64 rows of W per threadgroup, W and A by tensor-map "
