@@ -799,49 +799,20 @@ TEST(WarpgroupTiles, TheGemmKernelCompilesForSm90aWithHgmma) {
   EXPECT_TRUE(has(s, "HGMMA.64x128x16.F32.BF16")) << s.substr(0, 6000);
 }
 
-// The tensor-map kernel (128x256 tile): the boxes by `cp.async.bulk.tensor.2d` completing on
-// mbarriers, one m64n256k16 per k16 step and warpgroup; the SASS (where cuobjdump is) shows the
-// copy engine's loads (UTMALDG) and HGMMA.64x256x16.
-TEST(WarpgroupTiles, TheTensorMapGemmKernelCompilesForSm90aWithHgmmaAndTensorCopies) {
-  ir::Kernel k = kernel_ir("iron_gemm_128x256x64_wg_tma_s4_bf16");
-  ir::Kernel spec = passes::optimize(k);
-  codegen::Emitted e = codegen::emit(spec, DType::BF16, codegen::profile_for(codegen::Target::Cuda, "sm_90a"));
-  ASSERT_TRUE(e.ok()) << e.diags.render(spec);
-  EXPECT_TRUE(has(e.source, "wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16")) << e.source.substr(0, 4000);
-  EXPECT_TRUE(has(e.source, "cp.async.bulk.tensor.2d.shared::cluster.global")) << e.source.substr(0, 4000);
-  EXPECT_TRUE(has(e.source, "mbarrier.try_wait.parity.shared::cta.b64")) << e.source.substr(0, 4000);
-  EXPECT_TRUE(has(e.source, "__grid_constant__")) << e.source.substr(0, 4000);
-  EXPECT_FALSE(has(e.source, "cp.async.cg")) << "the tensor-map kernel issues no per-thread copies";
-  rt::NvrtcResult r;
-  try {
-    r = rt::nvrtc_compile(e.source, e.entry, "sm_90a");
-  } catch (const Error& err) {
-    GTEST_SKIP() << err.what();
-  }
-  if (!r.ok && has(r.log, "libnvrtc")) GTEST_SKIP() << r.log;
-  ASSERT_TRUE(r.ok) << r.log.substr(0, 4000);
-  std::string why;
-  const std::string s = sass(r.cubin, why);
-  if (s.empty()) GTEST_SKIP() << "NVRTC compiled the kernel for sm_90a; the SASS check is skipped: " << why;
-  EXPECT_TRUE(has(s, "HGMMA.64x256x16.F32.BF16")) << s.substr(0, 6000);
-  EXPECT_TRUE(has(s, "UTMALDG.2D")) << s.substr(0, 6000);
-}
-
-// The warpgroup decode kernel (kernels/gemm/gemm_decode.cpp): W's and A's boxes by
-// `cp.async.bulk.tensor.2d` completing on mbarriers, one m64n16k16 per k16 step (A = 64 rows of W,
-// B = the activations' 16 x 16), no per-thread copies; NVRTC compiles it for sm_90a and the SASS
-// (where cuobjdump is) shows UTMALDG and HGMMA.64x16x16.
-TEST(WarpgroupTiles, TheDecodeKernelCompilesForSm90aWithHgmmaN16AndTensorCopies) {
-  ir::Kernel k = kernel_ir("iron_gemm_decode_wg_tma_bf16");
+// A tensor-map kernel on sm_90a: its boxes by `cp.async.bulk.tensor.2d` completing on mbarriers,
+// the map a __grid_constant__ parameter, no per-thread copies, `wgmma` of the given shape; NVRTC
+// compiles it and the SASS (where cuobjdump is) shows the copy engine's loads (UTMALDG) and `hgmma`.
+static void expect_tensor_map_kernel(const std::string& name, const std::string& wgmma, const std::string& hgmma) {
+  ir::Kernel k = kernel_ir(name);
   EXPECT_TRUE(ir::uses_warpgroup_ops(k));
   ir::Kernel spec = passes::optimize(k);
   codegen::Emitted e = codegen::emit(spec, DType::BF16, codegen::profile_for(codegen::Target::Cuda, "sm_90a"));
   ASSERT_TRUE(e.ok()) << e.diags.render(spec);
-  EXPECT_TRUE(has(e.source, "wgmma.mma_async.sync.aligned.m64n16k16.f32.bf16.bf16")) << e.source.substr(0, 4000);
+  EXPECT_TRUE(has(e.source, wgmma)) << e.source.substr(0, 4000);
   EXPECT_TRUE(has(e.source, "cp.async.bulk.tensor.2d.shared::cluster.global")) << e.source.substr(0, 4000);
   EXPECT_TRUE(has(e.source, "mbarrier.try_wait.parity.shared::cta.b64")) << e.source.substr(0, 4000);
   EXPECT_TRUE(has(e.source, "__grid_constant__")) << e.source.substr(0, 4000);
-  EXPECT_FALSE(has(e.source, "cp.async.cg")) << "the decode kernel issues no per-thread copies";
+  EXPECT_FALSE(has(e.source, "cp.async.cg")) << name << " issues no per-thread copies";
   rt::NvrtcResult r;
   try {
     r = rt::nvrtc_compile(e.source, e.entry, "sm_90a");
@@ -853,8 +824,21 @@ TEST(WarpgroupTiles, TheDecodeKernelCompilesForSm90aWithHgmmaN16AndTensorCopies)
   std::string why;
   const std::string s = sass(r.cubin, why);
   if (s.empty()) GTEST_SKIP() << "NVRTC compiled the kernel for sm_90a; the SASS check is skipped: " << why;
-  EXPECT_TRUE(has(s, "HGMMA.64x16x16.F32.BF16")) << s.substr(0, 6000);
+  EXPECT_TRUE(has(s, hgmma)) << s.substr(0, 6000);
   EXPECT_TRUE(has(s, "UTMALDG.2D")) << s.substr(0, 6000);
+}
+
+// The tensor-map GEMM (128x256 tile): one m64n256k16 per k16 step and warpgroup.
+TEST(WarpgroupTiles, TheTensorMapGemmKernelCompilesForSm90aWithHgmmaAndTensorCopies) {
+  expect_tensor_map_kernel("iron_gemm_128x256x64_wg_tma_s4_bf16", "wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16",
+                           "HGMMA.64x256x16.F32.BF16");
+}
+
+// The warpgroup decode kernel (kernels/gemm/gemm_decode.cpp): one m64n16k16 per k16 step (A = 64
+// rows of W, B = the activations' 16 x 16).
+TEST(WarpgroupTiles, TheDecodeKernelCompilesForSm90aWithHgmmaN16AndTensorCopies) {
+  expect_tensor_map_kernel("iron_gemm_decode_wg_tma_bf16", "wgmma.mma_async.sync.aligned.m64n16k16.f32.bf16.bf16",
+                           "HGMMA.64x16x16.F32.BF16");
 }
 
 // GLSL, MSL and HIP have no warpgroups: the op is refused by name, located.
